@@ -1,0 +1,85 @@
+/* util.h: what every module needs and nothing more: always-on assertions, checked allocation,
+ * rank-aware logging, a fatal-error hook, and clocks and memory probes.
+ *
+ * Conventions used across wildcpu:
+ *   - functions that can fail at run time return WC_OK (0) or WC_ERR (-1) after logging a
+ *     message that names the file, band, rank or step involved; only main() turns that into an
+ *     exit status;
+ *   - programmer errors (broken invariants) are WC_ASSERT failures: file:line, then abort;
+ *   - out-of-memory is fatal: WC_ALLOC reports file:line and the size, then calls the fatal hook
+ *     (which is MPI_Abort once the distributed layer is up, so no rank hangs in a collective).
+ *
+ * Not here: MPI, GDAL, or anything about the network. */
+#ifndef WILDCPU_UTIL_H
+#define WILDCPU_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WC_OK 0
+#define WC_ERR (-1)
+
+/* Exit statuses of the program (see INTERFACE.md). */
+enum {
+    WC_EXIT_OK = 0,
+    WC_EXIT_RUNTIME = 1,
+    WC_EXIT_USAGE = 2,
+    WC_EXIT_STOPPED = 75, /* stopped by a signal after writing a checkpoint: rerun to resume */
+};
+
+#define WC_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define WC_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define WC_NORETURN __attribute__((noreturn))
+#else
+#define WC_PRINTF(a, b)
+#define WC_NORETURN
+#endif
+
+#define WC_ASSERT(cond) ((cond) ? (void)0 : wc_assert_fail(#cond, __FILE__, __LINE__))
+#define WC_ALLOC(nbytes) wc_alloc_check((nbytes), __FILE__, __LINE__)
+#define WC_CALLOC(count, size) wc_calloc_check((count), (size), __FILE__, __LINE__)
+#define WC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define WC_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+WC_NORETURN void wc_assert_fail(const char *expr, const char *file, int line);
+/* malloc/calloc that never return NULL: a failure is fatal and names the call site. A request
+ * of 0 bytes returns a valid 1-byte block so callers need no special case. */
+void *wc_alloc_check(size_t nbytes, const char *file, int line);
+void *wc_calloc_check(size_t count, size_t size, const char *file, int line);
+/* strdup that never returns NULL. */
+char *wc_strdup(const char *s);
+
+/* Logging. The rank prefix is set once by the distributed layer; before that (and in single
+ * process runs) messages carry no rank. wc_info prints on rank 0 only, to stdout; warnings and
+ * errors print on any rank, to stderr, prefixed with the rank when there is more than one. */
+void wc_log_set_rank(int rank, int nranks);
+int wc_log_rank(void);
+void wc_log_set_quiet(int quiet); /* quiet: wc_info prints nothing (tests) */
+void wc_info(const char *fmt, ...) WC_PRINTF(1, 2);
+void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
+void wc_error(const char *fmt, ...) WC_PRINTF(1, 2);
+/* Logs the message as an error, then ends the whole job through the fatal hook. */
+WC_NORETURN void wc_fatal(const char *fmt, ...) WC_PRINTF(1, 2);
+
+/* The fatal hook ends the job with exit status `status`. Default: exit(status). The distributed
+ * layer installs one that calls MPI_Abort so that every rank ends, not only this one. */
+typedef void (*wc_fatal_hook)(int status);
+void wc_set_fatal_hook(wc_fatal_hook hook);
+WC_NORETURN void wc_die(int status);
+
+/* Seconds on a monotonic clock (for durations) and on the wall clock (for timestamps). */
+double wc_now(void);
+double wc_wall_time(void);
+/* ISO 8601 UTC timestamp of now, e.g. "2026-11-30T03:14:15Z", into buf (>= 21 bytes). */
+void wc_utc_timestamp(char *buf, size_t size);
+
+/* Peak and current resident set size of this process, in bytes (0 if unknown). */
+size_t wc_peak_rss_bytes(void);
+size_t wc_current_rss_bytes(void);
+
+/* Formats a byte count as "12.3 MiB" into buf (>= 16 bytes); returns buf. */
+const char *wc_fmt_bytes(char *buf, size_t size, double bytes);
+
+#endif

@@ -1,0 +1,161 @@
+/* util.c: assertions, checked allocation, rank-aware logging, clocks and memory probes.
+ * See util.h for the conventions. Not here: MPI (the fatal hook is how MPI_Abort gets in). */
+#define _POSIX_C_SOURCE 200809L
+#include "wildcpu/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static int log_rank = 0;
+static int log_nranks = 1;
+static int log_quiet = 0;
+static wc_fatal_hook fatal_hook = NULL;
+
+void wc_assert_fail(const char *expr, const char *file, int line) {
+    fprintf(stderr, "wildcpu: internal error: assertion `%s' failed at %s:%d\n", expr, file, line);
+    fflush(stderr);
+    abort();
+}
+
+void *wc_alloc_check(size_t nbytes, const char *file, int line) {
+    void *p = malloc(nbytes ? nbytes : 1);
+    if (!p) {
+        char buf[32];
+        wc_fatal("out of memory allocating %s at %s:%d", wc_fmt_bytes(buf, sizeof buf, nbytes),
+                 file, line);
+    }
+    return p;
+}
+
+void *wc_calloc_check(size_t count, size_t size, const char *file, int line) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) {
+        char buf[32];
+        wc_fatal("out of memory allocating %s at %s:%d",
+                 wc_fmt_bytes(buf, sizeof buf, (double)count * (double)size), file, line);
+    }
+    return p;
+}
+
+char *wc_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = WC_ALLOC(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+void wc_log_set_rank(int rank, int nranks) {
+    log_rank = rank;
+    log_nranks = nranks;
+}
+
+int wc_log_rank(void) { return log_rank; }
+
+void wc_log_set_quiet(int quiet) { log_quiet = quiet; }
+
+static void vlog(FILE *f, const char *kind, const char *fmt, va_list ap) {
+    /* One fprintf of a preformatted line, so that lines from several ranks sharing a stderr do
+     * not interleave mid-line. */
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (log_nranks > 1)
+        fprintf(f, "wildcpu[rank %d]: %s%s\n", log_rank, kind, msg);
+    else
+        fprintf(f, "wildcpu: %s%s\n", kind, msg);
+    fflush(f);
+}
+
+void wc_info(const char *fmt, ...) {
+    if (log_rank != 0 || log_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+void wc_warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(stderr, "warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void wc_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(stderr, "error: ", fmt, ap);
+    va_end(ap);
+}
+
+void wc_fatal(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(stderr, "error: ", fmt, ap);
+    va_end(ap);
+    wc_die(WC_EXIT_RUNTIME);
+}
+
+void wc_set_fatal_hook(wc_fatal_hook hook) { fatal_hook = hook; }
+
+void wc_die(int status) {
+    fflush(stdout);
+    fflush(stderr);
+    if (fatal_hook) fatal_hook(status);
+    exit(status);
+}
+
+double wc_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double wc_wall_time(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void wc_utc_timestamp(char *buf, size_t size) {
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+size_t wc_peak_rss_bytes(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (size_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
+}
+
+size_t wc_current_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long pages_total = 0, pages_resident = 0;
+    int n = fscanf(f, "%lu %lu", &pages_total, &pages_resident);
+    fclose(f);
+    if (n != 2) return 0;
+    return (size_t)pages_resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%.0f %s", bytes, units[u]);
+    else
+        snprintf(buf, size, "%.1f %s", bytes, units[u]);
+    return buf;
+}
