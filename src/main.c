@@ -1,1 +1,428 @@
-int main(void){return 0;}
+/* main.c: the wildcpu program: parses the command line and calls the library. Usage errors go
+ * to stderr with exit status 2; every other outcome is the status the library returns. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/dist.h"
+#include "wildcpu/export.h"
+#include "wildcpu/info.h"
+#include "wildcpu/predict.h"
+#include "wildcpu/synth.h"
+#include "wildcpu/train.h"
+#include "wildcpu/util.h"
+
+static const char *USAGE =
+    "usage: wildcpu [train] --tiles PATH [options]     train, then write the risk map\n"
+    "       wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] [--classes]\n"
+    "       wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n"
+    "       wildcpu info PATH                      a checkpoint file or a run directory\n"
+    "       wildcpu export --checkpoint PATH --out model.safetensors\n"
+    "       wildcpu --help | --version | COMMAND --help\n";
+
+static const char *TRAIN_HELP =
+    "wildcpu [train] --tiles PATH [options]\n"
+    "\n"
+    "Trains a per-pixel wildfire-risk network on the raster PATH (any raster GDAL opens, normally\n"
+    "a VRT mosaic of GeoTIFF tiles; every band but the label band is a feature), on every MPI\n"
+    "rank of the job, then writes the risk map. Rerunning the same command resumes from the\n"
+    "newest valid checkpoint in --out.\n"
+    "\n"
+    "input\n"
+    "  --tiles PATH            the raster (required)\n"
+    "  --label-band NAME|N     the label band, by description or number [fire]\n"
+    "  --labels PATH           labels from elsewhere: a raster, or burned-area polygons (any\n"
+    "                          vector format and CRS, rasterized onto the tiles' grid)\n"
+    "  --oracle PATH           a true-probability raster on the same grid, evaluated alongside\n"
+    "                          [DIR/oracle_risk.tif next to a synthetic --tiles, if present]\n"
+    "  --patch N               patch side in pixels [64]\n"
+    "  --val-fraction F        share of patches held out, in whole spatial blocks [0.2]\n"
+    "  --val-block PIXELS      side of a validation block [256]\n"
+    "training\n"
+    "  --out DIR               run directory [run]\n"
+    "  --model NAME|FILE       unet-lite, logistic, or a network spec file [unet-lite]\n"
+    "  --epochs N | --steps N  length of training [10 epochs]\n"
+    "  --batch N               global batch, samples per optimizer step, any rank count [32]\n"
+    "  --micro-batch N         samples per forward/backward pass [4]\n"
+    "  --optimizer adamw|sgd   [adamw]\n"
+    "  --lr X                  peak learning rate [adamw 2e-3, sgd 0.05]\n"
+    "  --lr-scaling linear     scale --lr by --batch / --lr-ref-batch [off]\n"
+    "  --lr-ref-batch N        the batch --lr was tuned for [32]\n"
+    "  --weight-decay X        [adamw 1e-2, sgd 1e-4]\n"
+    "  --warmup N              linear warmup steps [min(100, steps/10)]\n"
+    "  --pos-weight X          loss weight of burned pixels [1]\n"
+    "  --seed N                [1]\n"
+    "  --threads N             OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
+    "  --fast-reduce           plain float gradient sum: faster, not bitwise rank-independent\n"
+    "checkpoints and output\n"
+    "  --ckpt-every STEPS      checkpoint every STEPS steps\n"
+    "  --ckpt-minutes M        checkpoint every M minutes [10 when neither is given]\n"
+    "  --keep K                checkpoints kept [3]\n"
+    "  --fresh                 ignore existing checkpoints and start over\n"
+    "  --log-every STEPS       progress line interval [10]\n"
+    "  --no-predict            skip the risk map at the end\n"
+    "  --cog, --classes        risk map options (see predict --help)\n"
+    "  --baseline REPORT.json  compare this run with another in report.md\n"
+    "\n"
+    "exit status: 0 done, 1 runtime error, 2 usage error, 75 stopped by SIGTERM/SIGUSR1/SIGINT\n"
+    "after writing a checkpoint (run the same command again to resume)\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "wildcpu: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", USAGE);
+    return WC_EXIT_USAGE;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "wildcpu: %s needs a whole number between %ld and %ld, got '%s'\n", opt,
+                lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "wildcpu: %s needs a number between %g and %g, got '%s'\n", opt, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int default_threads(void) {
+    const char *s = getenv("SLURM_CPUS_PER_TASK");
+    int n = s ? atoi(s) : 0;
+    return n > 0 ? n : 1;
+}
+
+/* ---- train ------------------------------------------------------------------------------- */
+
+enum {
+    O_TILES = 256, O_LABELS, O_LABEL_BAND, O_ORACLE, O_PATCH, O_VAL_FRACTION, O_VAL_BLOCK, O_OUT,
+    O_MODEL, O_EPOCHS, O_STEPS, O_BATCH, O_MICRO, O_OPTIMIZER, O_LR, O_LR_SCALING, O_LR_REF,
+    O_WD, O_WARMUP, O_POS_WEIGHT, O_SEED, O_THREADS, O_FAST_REDUCE, O_CKPT_EVERY, O_CKPT_MIN,
+    O_KEEP, O_FRESH, O_LOG_EVERY, O_NO_PREDICT, O_COG, O_CLASSES, O_BASELINE, O_PREFETCH, O_HELP,
+    O_CHECKPOINT, O_PNG, O_SIZE, O_TILE,
+};
+
+static int file_exists(const char *p) {
+    FILE *f = fopen(p, "r");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+static int cmd_train(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"tiles", 1, 0, O_TILES},           {"labels", 1, 0, O_LABELS},
+        {"label-band", 1, 0, O_LABEL_BAND}, {"oracle", 1, 0, O_ORACLE},
+        {"patch", 1, 0, O_PATCH},           {"val-fraction", 1, 0, O_VAL_FRACTION},
+        {"val-block", 1, 0, O_VAL_BLOCK},   {"out", 1, 0, O_OUT},
+        {"model", 1, 0, O_MODEL},           {"epochs", 1, 0, O_EPOCHS},
+        {"steps", 1, 0, O_STEPS},           {"batch", 1, 0, O_BATCH},
+        {"micro-batch", 1, 0, O_MICRO},     {"optimizer", 1, 0, O_OPTIMIZER},
+        {"lr", 1, 0, O_LR},                 {"lr-scaling", 1, 0, O_LR_SCALING},
+        {"lr-ref-batch", 1, 0, O_LR_REF},   {"weight-decay", 1, 0, O_WD},
+        {"warmup", 1, 0, O_WARMUP},         {"pos-weight", 1, 0, O_POS_WEIGHT},
+        {"seed", 1, 0, O_SEED},             {"threads", 1, 0, O_THREADS},
+        {"fast-reduce", 0, 0, O_FAST_REDUCE}, {"ckpt-every", 1, 0, O_CKPT_EVERY},
+        {"ckpt-minutes", 1, 0, O_CKPT_MIN}, {"keep", 1, 0, O_KEEP},
+        {"fresh", 0, 0, O_FRESH},           {"log-every", 1, 0, O_LOG_EVERY},
+        {"no-predict", 0, 0, O_NO_PREDICT}, {"cog", 0, 0, O_COG},
+        {"classes", 0, 0, O_CLASSES},       {"baseline", 1, 0, O_BASELINE},
+        {"prefetch", 1, 0, O_PREFETCH},     {"help", 0, 0, O_HELP},
+        {0, 0, 0, 0}};
+    wc_train_config c;
+    wc_train_config_default(&c);
+    c.threads = default_threads();
+    int lr_set = 0, wd_set = 0, oracle_set = 0;
+    double lr = 0, wd = 0;
+    long v;
+    optind = 1;
+    opterr = 0;
+    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        const char *name = argv[optind - 1];
+        switch (o) {
+        case O_TILES: c.data.tiles = optarg; break;
+        case O_LABELS: c.data.labels = optarg; break;
+        case O_LABEL_BAND: c.data.label_band = optarg; break;
+        case O_ORACLE: c.data.oracle = *optarg ? optarg : NULL, oracle_set = 1; break;
+        case O_PATCH:
+            if (parse_long("--patch", optarg, 4, 4096, &v)) return WC_EXIT_USAGE;
+            c.data.patch = (int)v;
+            break;
+        case O_VAL_FRACTION:
+            if (parse_double("--val-fraction", optarg, 0, 0.9, &c.data.val_fraction))
+                return WC_EXIT_USAGE;
+            break;
+        case O_VAL_BLOCK:
+            if (parse_long("--val-block", optarg, 1, 1 << 20, &v)) return WC_EXIT_USAGE;
+            c.data.val_block_px = (int)v;
+            break;
+        case O_OUT: c.out_dir = optarg; break;
+        case O_MODEL: c.model = optarg; break;
+        case O_EPOCHS:
+            if (parse_long("--epochs", optarg, 1, 1000000, &c.epochs)) return WC_EXIT_USAGE;
+            break;
+        case O_STEPS:
+            if (parse_long("--steps", optarg, 1, 1000000000, &c.steps)) return WC_EXIT_USAGE;
+            break;
+        case O_BATCH:
+            if (parse_long("--batch", optarg, 1, 1 << 20, &v)) return WC_EXIT_USAGE;
+            c.batch = (int)v;
+            break;
+        case O_MICRO:
+            if (parse_long("--micro-batch", optarg, 1, 1 << 16, &v)) return WC_EXIT_USAGE;
+            c.micro_batch = (int)v;
+            break;
+        case O_OPTIMIZER:
+            if (strcmp(optarg, "adamw") == 0) c.optim.kind = WC_OPTIM_ADAMW;
+            else if (strcmp(optarg, "sgd") == 0) c.optim.kind = WC_OPTIM_SGD;
+            else return usage_error("--optimizer takes adamw or sgd, got '%s'", optarg);
+            break;
+        case O_LR:
+            if (parse_double("--lr", optarg, 1e-12, 100, &lr)) return WC_EXIT_USAGE;
+            lr_set = 1;
+            break;
+        case O_LR_SCALING:
+            if (strcmp(optarg, "linear") == 0) c.lr_scaling_linear = 1;
+            else if (strcmp(optarg, "none") == 0) c.lr_scaling_linear = 0;
+            else return usage_error("--lr-scaling takes linear or none, got '%s'", optarg);
+            break;
+        case O_LR_REF:
+            if (parse_long("--lr-ref-batch", optarg, 1, 1 << 20, &v)) return WC_EXIT_USAGE;
+            c.lr_ref_batch = (int)v;
+            break;
+        case O_WD:
+            if (parse_double("--weight-decay", optarg, 0, 10, &wd)) return WC_EXIT_USAGE;
+            wd_set = 1;
+            break;
+        case O_WARMUP:
+            if (parse_long("--warmup", optarg, 0, 1000000000, &c.optim.warmup_steps))
+                return WC_EXIT_USAGE;
+            break;
+        case O_POS_WEIGHT:
+            if (parse_double("--pos-weight", optarg, 1e-3, 1e4, &c.pos_weight)) return WC_EXIT_USAGE;
+            break;
+        case O_SEED:
+            if (parse_long("--seed", optarg, 0, LONG_MAX, &v)) return WC_EXIT_USAGE;
+            c.seed = (uint64_t)v;
+            break;
+        case O_THREADS:
+            if (parse_long("--threads", optarg, 1, 1024, &v)) return WC_EXIT_USAGE;
+            c.threads = (int)v;
+            break;
+        case O_FAST_REDUCE: c.fast_reduce = 1; break;
+        case O_CKPT_EVERY:
+            if (parse_long("--ckpt-every", optarg, 1, 1000000000, &c.ckpt_every)) return WC_EXIT_USAGE;
+            break;
+        case O_CKPT_MIN:
+            if (parse_double("--ckpt-minutes", optarg, 0.001, 1e6, &c.ckpt_minutes)) return WC_EXIT_USAGE;
+            break;
+        case O_KEEP:
+            if (parse_long("--keep", optarg, 1, 1000000, &v)) return WC_EXIT_USAGE;
+            c.keep = (int)v;
+            break;
+        case O_FRESH: c.fresh = 1; break;
+        case O_LOG_EVERY:
+            if (parse_long("--log-every", optarg, 1, 1000000000, &c.log_every)) return WC_EXIT_USAGE;
+            break;
+        case O_NO_PREDICT: c.no_predict = 1; break;
+        case O_COG: c.cog = 1; break;
+        case O_CLASSES: c.classes = 1; break;
+        case O_BASELINE: c.baseline = optarg; break;
+        case O_PREFETCH:
+            if (parse_long("--prefetch", optarg, 1, 4096, &v)) return WC_EXIT_USAGE;
+            c.prefetch = (int)v;
+            break;
+        case O_HELP: fputs(TRAIN_HELP, stdout); return WC_EXIT_OK;
+        case ':': return usage_error("option %s needs a value", name);
+        default: return usage_error("unknown option %s (see wildcpu --help)", name);
+        }
+    }
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!c.data.tiles) return usage_error("%s--tiles PATH is required", "");
+    if (c.micro_batch > c.batch)
+        return usage_error("%s--micro-batch must not exceed --batch", "");
+    if (c.optim.kind == WC_OPTIM_SGD) {
+        long warm = c.optim.warmup_steps;
+        wc_optim_config_default(&c.optim, WC_OPTIM_SGD);
+        c.optim.warmup_steps = warm;
+    }
+    if (lr_set) c.optim.lr = lr;
+    if (wd_set) c.optim.weight_decay = wd;
+    /* a synthetic region carries its true probabilities: evaluate them alongside */
+    static char oracle_guess[4096];
+    if (!oracle_set) {
+        const char *slash = strrchr(c.data.tiles, '/');
+        int dirlen = slash ? (int)(slash - c.data.tiles) : 1;
+        snprintf(oracle_guess, sizeof oracle_guess, "%.*s/oracle_risk.tif", dirlen,
+                 slash ? c.data.tiles : ".");
+        if (file_exists(oracle_guess)) c.data.oracle = oracle_guess;
+    }
+    return wc_train_run(&c);
+}
+
+/* ---- the other commands ------------------------------------------------------------------ */
+
+static int cmd_synth(int argc, char **argv) {
+    static const struct option opts[] = {{"out", 1, 0, O_OUT},   {"size", 1, 0, O_SIZE},
+                                         {"tile", 1, 0, O_TILE}, {"seed", 1, 0, O_SEED},
+                                         {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    wc_synth_config c;
+    wc_synth_config_default(&c);
+    c.out_dir = NULL;
+    long v;
+    optind = 1;
+    opterr = 0;
+    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        const char *name = argv[optind - 1];
+        switch (o) {
+        case O_OUT: c.out_dir = optarg; break;
+        case O_SIZE:
+            if (parse_long("--size", optarg, 16, 1 << 17, &v)) return WC_EXIT_USAGE;
+            c.size = (int)v;
+            break;
+        case O_TILE:
+            if (parse_long("--tile", optarg, 16, 1 << 16, &v)) return WC_EXIT_USAGE;
+            c.tile = (int)v;
+            break;
+        case O_SEED:
+            if (parse_long("--seed", optarg, 0, LONG_MAX, &v)) return WC_EXIT_USAGE;
+            c.seed = (uint64_t)v;
+            break;
+        case O_HELP:
+            puts("wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n\n"
+                 "Writes a synthetic georeferenced region (EPSG:32611, 30 m pixels) as GeoTIFF\n"
+                 "tiles plus DIR/tiles.vrt (12 feature bands and the `fire` label band) and\n"
+                 "DIR/oracle_risk.tif, the true burn probability the labels were drawn from.\n"
+                 "Defaults: --size 1024 --tile 256 --seed 1. See docs/synthetic.md.");
+            return WC_EXIT_OK;
+        case ':': return usage_error("option %s needs a value", name);
+        default: return usage_error("unknown option %s for synth", name);
+        }
+    }
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!c.out_dir) return usage_error("%ssynth needs --out DIR", "");
+    if (wc_dist_rank() != 0) return WC_EXIT_OK; /* one writer */
+    return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
+}
+
+static int cmd_predict(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"tiles", 1, 0, O_TILES}, {"checkpoint", 1, 0, O_CHECKPOINT}, {"out", 1, 0, O_OUT},
+        {"png", 1, 0, O_PNG},     {"cog", 0, 0, O_COG},               {"classes", 0, 0, O_CLASSES},
+        {"threads", 1, 0, O_THREADS}, {"help", 0, 0, O_HELP},        {0, 0, 0, 0}};
+    wc_predict_config c;
+    wc_predict_config_default(&c);
+    c.threads = default_threads();
+    long v;
+    optind = 1;
+    opterr = 0;
+    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        const char *name = argv[optind - 1];
+        switch (o) {
+        case O_TILES: c.tiles = optarg; break;
+        case O_CHECKPOINT: c.checkpoint = optarg; break;
+        case O_OUT: c.out = optarg; break;
+        case O_PNG: c.png = optarg; break;
+        case O_COG: c.cog = 1; break;
+        case O_CLASSES: c.classes = 1; break;
+        case O_THREADS:
+            if (parse_long("--threads", optarg, 1, 1024, &v)) return WC_EXIT_USAGE;
+            c.threads = (int)v;
+            break;
+        case O_HELP: fputs(WC_PREDICT_HELP, stdout); return WC_EXIT_OK;
+        case ':': return usage_error("option %s needs a value", name);
+        default: return usage_error("unknown option %s for predict", name);
+        }
+    }
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!c.tiles || !c.checkpoint || !c.out)
+        return usage_error("%spredict needs --tiles, --checkpoint and --out", "");
+    return wc_predict_run(&c);
+}
+
+static int cmd_info(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+        puts("wildcpu info PATH\n\nDescribes a checkpoint file (header, step, epoch, ranks that "
+             "wrote it, data fingerprint, metrics), or lists a run directory's checkpoints with "
+             "their validity.");
+        return WC_EXIT_OK;
+    }
+    if (argc != 2) return usage_error("%sinfo takes exactly one PATH", "");
+    return wc_info_run(argv[1]);
+}
+
+static int cmd_export(int argc, char **argv) {
+    static const struct option opts[] = {{"checkpoint", 1, 0, O_CHECKPOINT},
+                                         {"out", 1, 0, O_OUT},
+                                         {"help", 0, 0, O_HELP},
+                                         {0, 0, 0, 0}};
+    const char *ckpt = NULL, *out = NULL;
+    optind = 1;
+    opterr = 0;
+    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        const char *name = argv[optind - 1];
+        switch (o) {
+        case O_CHECKPOINT: ckpt = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_HELP:
+            puts("wildcpu export --checkpoint PATH --out model.safetensors\n\nWrites the "
+                 "weights in safetensors format with PyTorch's names and layouts, and the input "
+                 "channels, their normalization and the nodata policy in __metadata__.");
+            return WC_EXIT_OK;
+        case ':': return usage_error("option %s needs a value", name);
+        default: return usage_error("unknown option %s for export", name);
+        }
+    }
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!ckpt || !out) return usage_error("%sexport needs --checkpoint and --out", "");
+    return wc_export_run(ckpt, out);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("%s\n%s", USAGE, TRAIN_HELP);
+        return WC_EXIT_OK;
+    }
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        printf("wildcpu %s\n", WC_VERSION);
+        return WC_EXIT_OK;
+    }
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {{"train", cmd_train},     {"predict", cmd_predict}, {"synth", cmd_synth},
+                {"info", cmd_info},       {"export", cmd_export}};
+    int (*fn)(int, char **) = cmd_train;
+    int shift = 0;
+    if (argc >= 2 && argv[1][0] != '-') {
+        fn = NULL;
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+            if (strcmp(argv[1], cmds[i].name) == 0) fn = cmds[i].fn;
+        if (!fn) return usage_error("unknown command '%s'", argv[1]);
+        shift = 1;
+    }
+    if (wc_dist_init(&argc, &argv) != WC_OK) {
+        wc_dist_finalize();
+        return WC_EXIT_RUNTIME;
+    }
+    int status = fn(argc - shift, argv + shift);
+    /* A usage error on rank 0 is one on every rank: the parsing is the same everywhere. */
+    wc_dist_finalize();
+    return status;
+}

@@ -159,3 +159,66 @@ const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {
         snprintf(buf, size, "%.1f %s", bytes, units[u]);
     return buf;
 }
+
+void wc_kv_get(const char *rec, const char *key, char *buf, size_t size) {
+    size_t klen = strlen(key);
+    buf[0] = '\0';
+    for (const char *p = rec; p && *p;) {
+        const char *end = strchr(p, ';');
+        if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            const char *v = p + klen + 1;
+            size_t n = end ? (size_t)(end - v) : strlen(v);
+            if (n >= size) n = size - 1;
+            memcpy(buf, v, n);
+            buf[n] = '\0';
+            return;
+        }
+        p = end ? end + 1 : NULL;
+    }
+}
+
+/* Calls fn(key) for every key of rec. */
+static void kv_keys(const char *rec, void (*fn)(const char *key, void *ctx), void *ctx) {
+    for (const char *p = rec; p && *p;) {
+        const char *eq = strchr(p, '='), *end = strchr(p, ';');
+        if (eq && (!end || eq < end)) {
+            char key[128];
+            size_t n = WC_MIN((size_t)(eq - p), sizeof key - 1);
+            memcpy(key, p, n);
+            key[n] = '\0';
+            fn(key, ctx);
+        }
+        p = end ? end + 1 : NULL;
+    }
+}
+
+typedef struct {
+    const char *now, *then;
+    char *why;
+    size_t size;
+    int differs;
+} kv_cmp;
+
+static void kv_compare_key(const char *key, void *ctx) {
+    kv_cmp *c = ctx;
+    char a[1024], b[1024];
+    wc_kv_get(c->now, key, a, sizeof a);
+    wc_kv_get(c->then, key, b, sizeof b);
+    if (strcmp(a, b) == 0) return;
+    size_t n = strlen(c->why);
+    /* each key once, even when it appears in both records */
+    char tag[160];
+    snprintf(tag, sizeof tag, "%s: ", key);
+    if (strstr(c->why, tag)) return;
+    snprintf(c->why + n, c->size - n, "%s%s: now %s, checkpoint %s", c->differs ? "; " : "", key,
+             *a ? a : "(none)", *b ? b : "(none)");
+    c->differs = 1;
+}
+
+int wc_kv_differs(const char *now, const char *then, char *why, size_t size) {
+    kv_cmp c = {now, then, why, size, 0};
+    why[0] = '\0';
+    kv_keys(now, kv_compare_key, &c);
+    kv_keys(then, kv_compare_key, &c);
+    return c.differs;
+}

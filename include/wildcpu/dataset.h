@@ -1,0 +1,110 @@
+/* dataset.h: the training data as patches of a georeferenced raster, split in space, with
+ * normalization statistics, identical on every rank.
+ *
+ * The raster is cut into --patch x --patch patches on a fixed grid anchored at pixel (0, 0);
+ * the pixels beyond the last whole patch are not used for training (prediction covers them).
+ * A pixel is valid when every feature is neither nodata nor NaN/Inf and its label is not
+ * nodata; patches with less than half their pixels valid are dropped. The split is spatial:
+ * square blocks of patches (default 256 pixels a side) go to validation whole, chosen in a
+ * seeded random order until the validation share of kept patches reaches --val-fraction, so no
+ * training patch overlaps a validation block.
+ *
+ * wc_dataset_open is collective: each rank reads only its share of the patch windows to find
+ * the valid patches and the statistics; the per-patch figures are then combined in patch order
+ * (an ordered chain through the ranks), so the mean and std are bitwise the same on any number
+ * of ranks, and so is everything trained from them.
+ *
+ * Labels: the label band of the tiles (--label-band, default "fire"), or --labels: a raster on
+ * the same grid (or one GDAL can warp onto it), or a vector layer of burned-area polygons in any
+ * CRS, rasterized onto the tile grid (inside 1, outside 0, all-touched off) into the run
+ * directory. A label value > 0 means burned.
+ *
+ * Not here: the order of training (schedule.h), reading ahead (reader.h). */
+#ifndef WILDCPU_DATASET_H
+#define WILDCPU_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wildcpu/raster.h"
+
+typedef struct wc_data_config {
+    const char *tiles;        /* --tiles */
+    const char *labels;       /* --labels, or NULL: use the label band */
+    const char *label_band;   /* --label-band NAME|INDEX (default "fire") */
+    const char *oracle;       /* optional true-probability raster on the same grid, or NULL */
+    const char *work_dir;     /* where rasterized labels are kept (the run directory) */
+    int patch;                /* --patch */
+    double val_fraction;      /* --val-fraction */
+    int val_block_px;         /* validation block side in pixels (rounded to whole patches) */
+    double min_valid;         /* keep a patch when at least this fraction of it is valid */
+    uint64_t seed;
+} wc_data_config;
+
+void wc_data_config_default(wc_data_config *cfg);
+
+/* Handles to read from, one set per thread (GDAL datasets are not thread-safe). */
+typedef struct wc_data_files {
+    wc_raster src;            /* features, and the label band when it is one of its bands */
+    wc_raster label;          /* the separate label raster, when there is one */
+    wc_raster oracle;         /* the oracle raster, when there is one */
+} wc_data_files;
+
+typedef struct wc_dataset {
+    wc_data_config cfg;
+    char *tiles_path, *label_path, *oracle_path; /* label_path: NULL when a band of the tiles */
+    wc_data_files files;      /* the main thread's handles */
+    int width, height;
+    int nfeat;                /* feature channels: every band but the label band */
+    int *feat_bands;          /* (nfeat) 1-based band numbers in src */
+    int label_band;           /* 1-based: in src, or in the label raster when label_path */
+    int read_nb;              /* bands read from src in one call: features, then the label band */
+    int *read_bands;          /* (read_nb) */
+    wc_dtype read_type;       /* the compact type they are read as */
+    wc_dtype label_type;      /* type of a separate label read */
+    int P;                    /* patch side */
+    int cols, rows;           /* patch grid */
+    long npatches;
+    uint8_t *keep;            /* (npatches) enough valid pixels */
+    uint8_t *is_val;          /* (npatches) in a validation block */
+    uint32_t *train, *val;    /* kept patch indices, in grid order */
+    long ntrain, nval;
+    double *mean, *std;       /* (nfeat) over valid pixels of training patches */
+    int64_t train_pixels, train_positives; /* valid pixels of training patches, burned ones */
+    int val_block;            /* validation block side in patches */
+    long nval_blocks, nblocks;
+    char fingerprint[2048];   /* what identifies the input data (see wc_dataset_fingerprint) */
+} wc_dataset;
+
+/* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that
+ * names the file/band (every rank returns NULL together). */
+wc_dataset *wc_dataset_open(const wc_data_config *cfg);
+void wc_dataset_close(wc_dataset *ds);
+
+/* Opens this thread's own handles on the dataset's files (the oracle only if want_oracle). */
+int wc_data_files_open(wc_data_files *f, const wc_dataset *ds, int want_oracle);
+void wc_data_files_close(wc_data_files *f);
+
+/* Bytes of raw storage of one patch, as read (features and label in their compact types, plus
+ * the oracle when requested). */
+size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle);
+/* Reads patch `id` (grid index) into raw (wc_dataset_patch_bytes) with one RasterIO call for
+ * the tiles, plus one for a separate label raster and one for the oracle when with_oracle.
+ * Errors name the file and the window. */
+int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, void *raw,
+                          int with_oracle);
+/* Decodes a raw patch for the network: x (nfeat, P, P) normalized features (0 where invalid),
+ * y (P, P) labels 0/1, valid (P, P), and, when oracle is not NULL and the raw patch has one,
+ * the oracle probabilities (P, P). Returns the number of valid pixels. With mean == NULL the
+ * features are left unnormalized (for computing the statistics). */
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
+                       const double *std, float *x, float *y, uint8_t *valid, float *oracle);
+
+/* Grid position of a patch: its top-left pixel. */
+void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0);
+
+/* Compares this dataset's fingerprint with one stored in a checkpoint; on a difference writes a
+ * message naming each differing item ("bands: a,b vs a,c") into why and returns nonzero. */
+int wc_fingerprint_differs(const char *mine, const char *theirs, char *why, size_t size);
+
+#endif

@@ -1,0 +1,46 @@
+/* dist.h: the job's processes (MPI ranks) and the few collectives wildcpu uses.
+ *
+ * Works the same as a single process (an MPI singleton: ./wildcpu), under mpirun and under
+ * Slurm's srun. A fatal error on any rank ends every rank through MPI_Abort, so nobody hangs
+ * in a collective; wc_dist_init installs that as util's fatal hook.
+ *
+ * Not here: what is reduced (see reduce.h for gradients, metrics.h for validation). */
+#ifndef WILDCPU_DIST_H
+#define WILDCPU_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Initializes MPI (thread level FUNNELED: only the main thread calls MPI; the data reader
+ * thread never does), sets the log prefix, installs the fatal hook, and checks the launch:
+ * if SLURM_NTASKS says N tasks but MPI reports a different world size (a launcher that started
+ * N singletons), logs why and returns WC_ERR. */
+int wc_dist_init(int *argc, char ***argv);
+void wc_dist_finalize(void);
+int wc_dist_rank(void);
+int wc_dist_size(void);
+/* Ends every rank of the job with `status` (MPI_Abort), after flushing output. */
+void wc_dist_abort(int status);
+
+void wc_dist_barrier(void);
+/* In-place sums and maxima over all ranks. */
+void wc_dist_sum_i64(int64_t *buf, size_t n);
+void wc_dist_sum_f64(double *buf, size_t n);
+void wc_dist_sum_f32(float *buf, size_t n);
+void wc_dist_max_f64(double *buf, size_t n);
+/* Broadcast of bytes from root. */
+void wc_dist_bcast(void *buf, size_t bytes, int root);
+/* Every rank contributes `count` bytes; all ranks receive the concatenation in rank order.
+ * counts (nranks) are each rank's byte counts, the same array on every rank. */
+void wc_dist_allgatherv(const void *send, size_t count, void *recv, const size_t *counts);
+/* Gathers to root: like allgatherv, but only root receives (recv may be NULL elsewhere). */
+void wc_dist_gatherv(const void *send, size_t count, void *recv, const size_t *counts, int root);
+/* Point to point, for the ordered chain that makes sums identical on any rank count. */
+void wc_dist_send(const void *buf, size_t bytes, int to);
+void wc_dist_recv(void *buf, size_t bytes, int from);
+
+/* The part [lo, hi) of n items that rank r of R handles: contiguous, sizes differ by at most 1,
+ * ranks with nothing get an empty range. */
+void wc_dist_share(long n, int r, int R, long *lo, long *hi);
+
+#endif

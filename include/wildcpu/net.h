@@ -1,0 +1,135 @@
+/* net.h: a network as a graph of layers, built once with every buffer it will ever use.
+ *
+ * A network is described by a small text spec, one layer per line (the built-in `unet-lite`
+ * and `logistic` are specs too, and `--model FILE` reads one):
+ *
+ *     input    x
+ *     conv     e1.0  x     out=32 k=3 pad=1       # optional stride=S; k=KH or kh=..,kw=..
+ *     relu     e1.1  e1.0
+ *     maxpool  p1    e1.1
+ *     upsample u1    p1
+ *     concat   c1    u1 e1.1                      # channels of the first input come first
+ *     conv     h     c1    out=1 k=1              # the last layer is the output: 1 channel of logits
+ *
+ * Layer names of convolutions are the tensor names of the exported weights ("e1.0.weight",
+ * "e1.0.bias"), which follow PyTorch's nn.Sequential numbering in ../shared/bench/torch_ref.py.
+ *
+ * Memory (after llm.c): parameters are ONE contiguous buffer, gradients another with the same
+ * layout, so one memset zeroes every gradient, one collective reduces them and one write saves
+ * them. Every activation, every activation gradient and the convolution workspace are allocated
+ * by wc_net_create for a maximum micro-batch; nothing is allocated by forward or backward.
+ * A ReLU whose input feeds nothing else overwrites it in place (and shares its gradient).
+ *
+ * Not here: the loss (the caller computes d loss/d logits into wc_net_output_grad), the
+ * optimizer, data, threads. */
+#ifndef WILDCPU_NET_H
+#define WILDCPU_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wildcpu/layers.h"
+
+typedef enum wc_op {
+    WC_OP_INPUT,
+    WC_OP_CONV,
+    WC_OP_RELU,
+    WC_OP_MAXPOOL,
+    WC_OP_UPSAMPLE,
+    WC_OP_CONCAT,
+} wc_op;
+
+#define WC_NAME_MAX 32
+
+typedef struct wc_node {
+    wc_op op;
+    char name[WC_NAME_MAX];
+    int in[2];          /* input node indices, -1 if unused */
+    int consumers;      /* how many nodes read this one */
+    int C, H, W;        /* output shape per sample: (C, H, W) */
+    /* convolution only */
+    int K, KH, KW, stride, pad;
+    size_t w_off, b_off; /* offsets of weight (K, C_in, KH, KW) and bias (K) in the parameters */
+    wc_conv_shape shape; /* for the maximum micro-batch */
+    /* buffers (views into the arena): output (N, C, H, W) and its gradient, same shape */
+    float *out;
+    float *grad;
+    int inplace; /* a ReLU sharing its input's buffers */
+} wc_node;
+
+/* One parameter tensor, as exported: name "e1.0.weight", 4-D or 1-D shape, offset. */
+typedef struct wc_tensor {
+    char name[WC_NAME_MAX + 8];
+    int ndim;
+    int shape[4];
+    size_t offset, count;
+    int is_weight; /* conv weight (decayed, per-tensor scaled) vs bias */
+} wc_tensor;
+
+typedef struct wc_memory_plan {
+    size_t params, grads;       /* bytes */
+    size_t activations;         /* outputs and their gradients for one micro-batch, bytes */
+    size_t workspace;           /* convolution lowering, bytes */
+} wc_memory_plan;
+
+enum { WC_NET_TRAIN = 1, WC_NET_INFER = 0 };
+
+typedef struct wc_net {
+    char arch[64];          /* "unet-lite", "logistic" or the spec file's name */
+    char *spec;             /* the spec text it was built from (kept for checkpoints) */
+    int in_channels;
+    int max_N, H, W;        /* built for micro-batches of up to max_N samples of H x W */
+    int training;           /* gradient buffers exist */
+    int nnodes;
+    wc_node *nodes;
+    int ntensors;
+    wc_tensor *tensors;
+    size_t nparams;
+    float *params;          /* (nparams) */
+    float *grads;           /* (nparams), NULL when not training */
+    float *arena;           /* every activation and activation gradient */
+    size_t arena_floats;
+    float *work;            /* convolution workspace */
+    size_t work_floats;
+    double flops_forward;   /* multiply-adds x 2 per sample, convolutions only */
+} wc_net;
+
+/* The spec text of a built-in architecture ("unet-lite", "logistic"), or NULL. */
+const char *wc_net_builtin_spec(const char *arch);
+
+/* Parses a spec and allocates the network for micro-batches of up to max_N samples of
+ * in_channels x H x W. `arch` names it (for messages and checkpoints). With mode WC_NET_INFER
+ * no gradient buffers are allocated. Returns NULL after logging the problem (a syntax error
+ * with its line number, an unknown layer, shapes that do not fit, H or W not divisible by what
+ * the pooling needs). */
+wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
+                      int W, int mode);
+void wc_net_destroy(wc_net *net);
+
+/* Fills the parameters deterministically from (seed): He-uniform weights for convolutions
+ * followed by a ReLU, PyTorch's default U(+-1/sqrt(fan_in)) for the others, zero biases, then
+ * the output bias set to logit(prior) so the first predictions match the label rate. */
+void wc_net_init_params(wc_net *net, uint64_t seed, double prior);
+
+/* The input buffer (N, in_channels, H, W) the caller fills before wc_net_forward. */
+float *wc_net_input(wc_net *net);
+/* The logits (N, 1, H, W) after wc_net_forward, and their gradient buffer, which the caller
+ * fills (d loss / d logits) before wc_net_backward. */
+float *wc_net_output(wc_net *net);
+float *wc_net_output_grad(wc_net *net);
+
+/* Runs the graph on the first N (<= max_N) samples of the input. */
+void wc_net_forward(wc_net *net, int N);
+/* Adds d loss/d parameters into net->grads (zero them first for a fresh gradient), given the
+ * output gradient. Activation gradients are zeroed here. */
+void wc_net_backward(wc_net *net, int N);
+
+/* Parameter tensor by name ("e1.0.weight"), or NULL. */
+const wc_tensor *wc_net_find_tensor(const wc_net *net, const char *name);
+void wc_net_memory_plan(const wc_net *net, wc_memory_plan *plan);
+/* How far an output pixel's value reaches into the input, in input pixels (conservative), and
+ * the grid the pooling layers impose: windows whose origin is a multiple of `alignment` and
+ * whose borders are `radius` away give an output that does not depend on the window. */
+void wc_net_receptive_field(const wc_net *net, int *radius, int *alignment);
+
+#endif

@@ -1,0 +1,87 @@
+/* raster.h: a georeferenced raster opened through GDAL, and windowed reads from it.
+ *
+ * Any driver GDAL reads works (VRT mosaics, GeoTIFF, GeoPackage rasters, LCP, ...). Band data
+ * types Byte, UInt16, Int16, UInt32, Int32, Float32 and Float64 are accepted. A window is
+ * read with ONE RasterIO call over all requested bands; the part of a window that lies outside
+ * the raster is left to the caller (the buffer is not touched there), so windows may overhang
+ * the edges (prediction does that).
+ *
+ * A handle is not thread-safe (GDAL datasets are not): each thread opens its own.
+ *
+ * Not here: patches, normalization, labels' meaning. gdal.h stays inside raster.c and the few
+ * modules that write rasters. */
+#ifndef WILDCPU_RASTER_H
+#define WILDCPU_RASTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum wc_dtype {
+    WC_DT_BYTE,
+    WC_DT_UINT16,
+    WC_DT_INT16,
+    WC_DT_UINT32,
+    WC_DT_INT32,
+    WC_DT_FLOAT32,
+    WC_DT_FLOAT64,
+} wc_dtype;
+
+size_t wc_dtype_size(wc_dtype t);
+const char *wc_dtype_name(wc_dtype t);
+/* The smallest type that holds every value of both a and b exactly (for reading bands of
+ * different types in one call without losing anything). */
+wc_dtype wc_dtype_union(wc_dtype a, wc_dtype b);
+/* Value i of a buffer of type t, as double. */
+double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
+
+#define WC_BAND_NAME_MAX 64
+
+typedef struct wc_band {
+    char name[WC_BAND_NAME_MAX]; /* the band description, or "band_<n>" when it has none */
+    wc_dtype type;
+    int has_nodata;
+    double nodata;
+} wc_band;
+
+typedef struct wc_raster {
+    char *path;
+    int width, height, nbands;
+    double gt[6];    /* geotransform: x = gt0 + col*gt1 + row*gt2, y = gt3 + col*gt4 + row*gt5 */
+    int has_gt;
+    char *wkt;       /* CRS as WKT, "" when none */
+    wc_band *bands;  /* (nbands), band n is bands[n-1] */
+    void *ds;        /* GDALDatasetH */
+} wc_raster;
+
+/* Registers GDAL's drivers and routes GDAL's messages to wildcpu's log. Idempotent. */
+void wc_raster_init(void);
+/* Opens path read-only and reads its metadata; returns WC_ERR with a message saying why
+ * (missing, not a raster, unsupported band type, ...). */
+int wc_raster_open(wc_raster *r, const char *path);
+/* Opens another handle on the same file (for another thread). */
+int wc_raster_reopen(wc_raster *dst, const wc_raster *src);
+void wc_raster_close(wc_raster *r);
+
+/* Reads the window (x0, y0, w, h), which may overhang the raster, of the given bands (1-based,
+ * nb of them) into buf as type `type`, laid out band by band (nb, h, w). Only the part inside
+ * the raster is written. One RasterIO call. An I/O error is logged naming the file and window
+ * and returns WC_ERR. */
+int wc_raster_read(wc_raster *r, int x0, int y0, int w, int h, const int *bands, int nb,
+                   wc_dtype type, void *buf);
+
+/* 1-based number of the band whose description is `name`, or whose number it is ("3");
+ * 0 if none. */
+int wc_raster_find_band(const wc_raster *r, const char *name);
+
+/* Pixel (col, row) -> map coordinates of the pixel's corner, and back (fractional pixels). */
+void wc_raster_pixel_to_map(const double gt[6], double col, double row, double *x, double *y);
+int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, double *row);
+
+/* True when two rasters are on the same grid: size, geotransform (to 1e-9 of a pixel) and CRS. */
+int wc_raster_same_grid(const wc_raster *a, const wc_raster *b);
+/* One-line description of a raster's grid for messages: "1024x1024 px, 30 m, origin (..), EPSG:32611". */
+void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size);
+/* A short name of the CRS ("EPSG:32611" when it has an authority code, else its name, else "none"). */
+void wc_raster_crs_name(const char *wkt, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,80 @@
+/* reduce.h: summing the micro-batch gradients of a step across ranks, so that every rank takes
+ * the same optimizer step, bitwise identical for any number of ranks.
+ *
+ * Floating-point addition is not associative: summing the same micro-batch gradients in a
+ * different grouping (3 ranks instead of 2) changes the last bits, and over many steps the
+ * models drift apart. The exact reducer therefore converts each micro-batch's gradient to
+ * fixed point (int64) before adding: integer addition is associative, so the sum does not
+ * depend on which rank computed which micro-batch or on the order MPI adds them.
+ *
+ * Scale: tensor t of a micro-batch gradient is rounded to a multiple of 2^-e_t, where e_t is
+ * chosen from the largest |gradient| component of that tensor in the previous step (over every
+ * micro-batch, MPI_MAX-reduced, so all ranks agree), leaving 2^16 of headroom for growth and
+ * room for the step's M micro-batches to add up without overflow:
+ *     max_prev * 2^e_t <= 2^(62 - 16 - ceil(log2 M)).
+ * Precision: the rounding error of one component is at most 2^-(47 - ceil(log2 M)) times the
+ * previous step's largest component of its tensor (about 1e-13 for M = 8): far below float32's
+ * own rounding of that largest component (6e-8). If a component outgrows the headroom, the
+ * overflow is detected on every rank (the counts are summed) and the step is recomputed with
+ * scales from this step's maxima, which then fit by construction; the first step of a fresh run
+ * is computed twice for that reason (its scales are not known yet).
+ *
+ * The same collective carries the step's loss sum (fixed point, 2^-20), the count of valid
+ * pixels (the mean's denominator), the sample count and the ranks' votes to stop, so a step
+ * costs one large MPI_Allreduce and one small MPI_MAX.
+ *
+ * --fast-reduce (exact = 0) instead sums float gradients per rank and with MPI_SUM: faster,
+ * equal to the exact result only to float rounding, and not rank-count independent.
+ *
+ * Not here: computing gradients, the optimizer. */
+#ifndef WILDCPU_REDUCE_H
+#define WILDCPU_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wildcpu/net.h"
+
+#define WC_REDUCE_HEADROOM_BITS 16
+#define WC_REDUCE_LOSS_FX_BITS 20
+
+enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1 };
+
+/* What the whole job saw in a step (identical on every rank). */
+typedef struct wc_step_totals {
+    double loss_sum;     /* sum of per-pixel loss over the global batch (from fixed point) */
+    int64_t valid_pixels;
+    int64_t samples;
+    int64_t stop_votes;  /* ranks that received a stop signal */
+} wc_step_totals;
+
+typedef struct wc_reducer {
+    int exact;
+    size_t n;                 /* parameters */
+    const wc_tensor *tensors; /* the network's tensor table (not owned) */
+    int ntensors;
+    int max_micro_batches;    /* per step, for the overflow bound */
+    int calibrated;           /* exponents come from a real step's maxima */
+    int *exponent;            /* (ntensors) e_t: components are multiples of 2^-e_t */
+    double *maxabs;           /* (ntensors) this step's max |component|, then the global max */
+    int64_t *acc;             /* (n + extras) fixed-point sums; exact mode */
+    float *facc;              /* (n) float sums; fast mode */
+    int64_t overflow;         /* micro-batches of this rank that did not fit the scale */
+    double loss_sum;
+    int64_t valid_pixels, samples;
+} wc_reducer;
+
+wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batches);
+void wc_reducer_destroy(wc_reducer *r);
+/* Starts a step: zeroes this rank's sums. */
+void wc_reducer_begin(wc_reducer *r);
+/* Adds one micro-batch: its parameter gradient (sum over its pixels, not yet averaged), its
+ * loss sum, valid pixel and sample counts. */
+void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t valid_pixels,
+                    int64_t samples);
+/* Sums across ranks. On WC_REDUCE_DONE, mean_grad (n) holds the global sum divided by the global
+ * count of valid pixels and totals the step's figures. WC_REDUCE_REDO: the scales were
+ * recalibrated; recompute the step (begin, add..., finish again). Collective. */
+int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, wc_step_totals *totals);
+
+#endif

@@ -1,0 +1,37 @@
+/* report.h: the run's cost and quality: a summary every rank contributes to (peak memory per
+ * rank), printed at the end and written to DIR/report.json and DIR/report.md.
+ *
+ * Not here: computing the metrics (metrics.h), the risk map (predict.h). */
+#ifndef WILDCPU_REPORT_H
+#define WILDCPU_REPORT_H
+
+#include <stddef.h>
+
+#include "wildcpu/metrics.h"
+
+typedef struct wc_run_summary {
+    char arch[64];
+    int ranks, threads, batch, micro_batch;
+    long steps_total, steps_done, start_step, steps_per_epoch;
+    double wall_seconds;      /* this invocation, setup included */
+    double train_seconds;     /* the step loop of this invocation */
+    double compute_seconds, reduce_seconds, val_seconds, io_wait_seconds; /* rank 0's */
+    double ckpt_seconds;
+    long ckpts_written;
+    size_t ckpt_bytes;
+    long redo_steps;
+    double last_loss;
+    int have_val, have_oracle;
+    wc_metrics val, oracle;
+    double flops_per_sample;
+    size_t planned_bytes, baseline_bytes, data_bytes;
+    long patches_read;
+    double bytes_read;
+    int status;
+} wc_run_summary;
+
+/* Collective: gathers every rank's peak RSS, then rank 0 prints the summary and writes
+ * out_dir/report.json and report.md (with a comparison against baseline_json when given). */
+void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
+
+#endif

@@ -1,0 +1,53 @@
+/* train.h: `wildcpu train`: data-parallel training on every rank, checkpoints, validation, and
+ * at the end the risk map and the report.
+ *
+ * One optimizer step processes the global batch (--batch patches), cut into micro-batches of
+ * --micro-batch patches that are dealt to the ranks (schedule.h). Each rank computes the
+ * gradients of its micro-batches; the reducer (reduce.h) sums them across ranks, exactly, and
+ * divides by the global count of valid pixels, so every rank takes the same optimizer step and
+ * the result is bitwise the same on 1, 2, 3 or 4 ranks. Rank 0 alone prints progress and writes
+ * the run directory's files.
+ *
+ * Not here: option parsing (main.c), the pieces it drives (dataset, net, optim, reduce, ckpt,
+ * predict, report). */
+#ifndef WILDCPU_TRAIN_H
+#define WILDCPU_TRAIN_H
+
+#include <stdint.h>
+
+#include "wildcpu/dataset.h"
+#include "wildcpu/optim.h"
+
+typedef struct wc_train_config {
+    wc_data_config data;       /* --tiles, --labels, --label-band, --patch, --val-fraction, ... */
+    const char *out_dir;       /* --out [run] */
+    const char *model;         /* --model unet-lite|logistic|FILE [unet-lite] */
+    long epochs;               /* --epochs [10] */
+    long steps;                /* --steps: overrides --epochs when > 0 */
+    int batch;                 /* --batch, global [32] */
+    int micro_batch;           /* --micro-batch [4] */
+    wc_optim_config optim;     /* --optimizer, --lr, --weight-decay, --warmup (-1: auto) */
+    int lr_scaling_linear;     /* --lr-scaling linear: lr * batch / lr_ref_batch */
+    int lr_ref_batch;          /* the batch the --lr was tuned for [32] */
+    double pos_weight;         /* --pos-weight [1]: loss weight of burned pixels */
+    uint64_t seed;             /* --seed [1] */
+    int threads;               /* --threads per rank [$SLURM_CPUS_PER_TASK or 1] */
+    int fast_reduce;           /* --fast-reduce */
+    long log_every;            /* --log-every STEPS [10] */
+    long ckpt_every;           /* --ckpt-every STEPS [0: off] */
+    double ckpt_minutes;       /* --ckpt-minutes M [10 when neither is given] */
+    int keep;                  /* --keep K [3] */
+    int fresh;                 /* --fresh */
+    int no_predict;            /* --no-predict */
+    int prefetch;              /* read-ahead slots [auto] */
+    const char *baseline;      /* --baseline OTHER/report.json */
+    int cog, classes;          /* risk map options, as for predict */
+} wc_train_config;
+
+void wc_train_config_default(wc_train_config *cfg);
+/* Runs training to the end (or to a stop signal). Returns the exit status: WC_EXIT_OK,
+ * WC_EXIT_RUNTIME (after an error message) or WC_EXIT_STOPPED (a checkpoint was written after
+ * SIGTERM/SIGUSR1/SIGINT; rerun to resume). Collective. */
+int wc_train_run(const wc_train_config *cfg);
+
+#endif

@@ -1,0 +1,433 @@
+/* dataset.c: opening the input, planning patches and the spatial split, normalization
+ * statistics, reading and decoding patches; see dataset.h. */
+#include "wildcpu/dataset.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "wildcpu/dist.h"
+#include "wildcpu/labels.h"
+#include "wildcpu/rng.h"
+#include "wildcpu/util.h"
+
+void wc_data_config_default(wc_data_config *cfg) {
+    *cfg = (wc_data_config){.label_band = "fire", .work_dir = ".", .patch = 64,
+                            .val_fraction = 0.2, .val_block_px = 256, .min_valid = 0.5,
+                            .seed = 1};
+}
+
+/* ---- files ------------------------------------------------------------------------------- */
+
+int wc_data_files_open(wc_data_files *f, const wc_dataset *ds, int want_oracle) {
+    memset(f, 0, sizeof *f);
+    if (wc_raster_open(&f->src, ds->tiles_path) != WC_OK) goto fail;
+    if (ds->label_path && wc_raster_open(&f->label, ds->label_path) != WC_OK) goto fail;
+    if (want_oracle && ds->oracle_path && wc_raster_open(&f->oracle, ds->oracle_path) != WC_OK)
+        goto fail;
+    return WC_OK;
+fail:
+    wc_data_files_close(f);
+    return WC_ERR;
+}
+
+void wc_data_files_close(wc_data_files *f) {
+    wc_raster_close(&f->src);
+    wc_raster_close(&f->label);
+    wc_raster_close(&f->oracle);
+}
+
+/* ---- patches ----------------------------------------------------------------------------- */
+
+void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0) {
+    *x0 = (int)(id % ds->cols) * ds->P;
+    *y0 = (int)(id / ds->cols) * ds->P;
+}
+
+static size_t src_bytes(const wc_dataset *ds) {
+    return (size_t)ds->read_nb * ds->P * ds->P * wc_dtype_size(ds->read_type);
+}
+static size_t label_bytes(const wc_dataset *ds) {
+    return ds->label_path ? (size_t)ds->P * ds->P * wc_dtype_size(ds->label_type) : 0;
+}
+
+size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle) {
+    size_t oracle = with_oracle && ds->oracle_path ? (size_t)ds->P * ds->P * sizeof(float) : 0;
+    return src_bytes(ds) + label_bytes(ds) + oracle;
+}
+
+int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, void *raw,
+                          int with_oracle) {
+    int x0, y0;
+    wc_dataset_patch_origin(ds, id, &x0, &y0);
+    char *p = raw;
+    if (wc_raster_read(&f->src, x0, y0, ds->P, ds->P, ds->read_bands, ds->read_nb, ds->read_type,
+                       p) != WC_OK)
+        return WC_ERR;
+    p += src_bytes(ds);
+    if (ds->label_path) {
+        if (wc_raster_read(&f->label, x0, y0, ds->P, ds->P, &ds->label_band, 1, ds->label_type,
+                           p) != WC_OK)
+            return WC_ERR;
+        p += label_bytes(ds);
+    }
+    if (with_oracle && ds->oracle_path) {
+        int one = 1;
+        if (wc_raster_read(&f->oracle, x0, y0, ds->P, ds->P, &one, 1, WC_DT_FLOAT32, p) != WC_OK)
+            return WC_ERR;
+    }
+    return WC_OK;
+}
+
+static inline int is_nodata(const wc_band *b, double v) {
+    return !isfinite(v) || (b->has_nodata && v == b->nodata);
+}
+
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
+                       const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
+    const size_t pp = (size_t)ds->P * ds->P;
+    const wc_band *bands = ds->files.src.bands;
+    /* label first: it decides validity together with the features */
+    const wc_band *lb;
+    const void *lraw;
+    size_t loff;
+    wc_dtype ltype;
+    if (ds->label_path) {
+        lb = &ds->files.label.bands[ds->label_band - 1];
+        lraw = (const char *)raw + src_bytes(ds);
+        loff = 0;
+        ltype = ds->label_type;
+    } else {
+        lb = &bands[ds->label_band - 1];
+        lraw = raw;
+        loff = (size_t)ds->nfeat * pp; /* the label band is read last */
+        ltype = ds->read_type;
+    }
+    for (size_t i = 0; i < pp; i++) {
+        double v = wc_dtype_get(lraw, ltype, loff + i);
+        valid[i] = !is_nodata(lb, v);
+        y[i] = v > 0 ? 1.0f : 0.0f;
+    }
+    for (int c = 0; c < ds->nfeat; c++) {
+        const wc_band *b = &bands[ds->feat_bands[c] - 1];
+        for (size_t i = 0; i < pp; i++)
+            if (is_nodata(b, wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i))) valid[i] = 0;
+    }
+    long nvalid = 0;
+    for (size_t i = 0; i < pp; i++) nvalid += valid[i];
+    for (int c = 0; c < ds->nfeat; c++) {
+        double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
+        float *xc = x + (size_t)c * pp;
+        for (size_t i = 0; i < pp; i++)
+            xc[i] = valid[i] ? (float)((wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i) - m) * inv)
+                             : 0.0f;
+    }
+    if (oracle) {
+        const float *o = (const float *)((const char *)raw + src_bytes(ds) + label_bytes(ds));
+        memcpy(oracle, o, pp * sizeof(float));
+    }
+    return nvalid;
+}
+
+/* ---- planning ---------------------------------------------------------------------------- */
+
+/* Running statistics of one feature (Chan et al.'s pairwise combination of count, mean, M2:
+ * numerically stable, and deterministic when combined in a fixed order). */
+typedef struct {
+    double n, mean, m2;
+} moments;
+
+static void moments_merge(moments *a, const moments *b) {
+    if (b->n == 0) return;
+    if (a->n == 0) {
+        *a = *b;
+        return;
+    }
+    double n = a->n + b->n, d = b->mean - a->mean;
+    a->mean += d * b->n / n;
+    a->m2 += b->m2 + d * d * a->n * b->n / n;
+    a->n = n;
+}
+
+/* What the planning pass learns about one patch. */
+typedef struct {
+    int64_t valid, positives;
+} patch_count;
+
+static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
+    const wc_raster *src = &ds->files.src;
+    ds->feat_bands = WC_ALLOC(sizeof(int) * src->nbands);
+    ds->read_bands = WC_ALLOC(sizeof(int) * (src->nbands + 1));
+    int label_in_src = 0;
+    if (!cfg->labels) {
+        const char *name = cfg->label_band ? cfg->label_band : "fire";
+        label_in_src = wc_raster_find_band(src, name);
+        if (!label_in_src) {
+            char names[1024] = "";
+            for (int i = 0; i < src->nbands; i++) {
+                size_t n = strlen(names);
+                snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", src->bands[i].name);
+            }
+            wc_error("%s has no label band '%s' (its bands: %s); name it with --label-band, or "
+                     "give labels with --labels",
+                     src->path, name, names);
+            return WC_ERR;
+        }
+        ds->label_band = label_in_src;
+    }
+    ds->nfeat = 0;
+    for (int b = 1; b <= src->nbands; b++)
+        if (b != label_in_src) ds->feat_bands[ds->nfeat++] = b;
+    if (ds->nfeat == 0) {
+        wc_error("%s has no feature bands besides the label band", src->path);
+        return WC_ERR;
+    }
+    memcpy(ds->read_bands, ds->feat_bands, sizeof(int) * ds->nfeat);
+    ds->read_nb = ds->nfeat;
+    if (label_in_src) ds->read_bands[ds->read_nb++] = label_in_src;
+    ds->read_type = src->bands[ds->read_bands[0] - 1].type;
+    for (int i = 1; i < ds->read_nb; i++)
+        ds->read_type = wc_dtype_union(ds->read_type, src->bands[ds->read_bands[i] - 1].type);
+    return WC_OK;
+}
+
+static void make_fingerprint(wc_dataset *ds) {
+    const wc_raster *r = &ds->files.src;
+    char crs[128], *p = ds->fingerprint;
+    size_t left = sizeof ds->fingerprint;
+    wc_raster_crs_name(r->wkt, crs, sizeof crs);
+    int n = snprintf(p, left, "size=%dx%d;geotransform=%.10g,%.10g,%.10g,%.10g,%.10g,%.10g;crs=%s;"
+                              "bands=",
+                     r->width, r->height, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4],
+                     r->gt[5], crs);
+    p += n, left -= (size_t)n;
+    for (int i = 0; i < r->nbands && left > 1; i++) {
+        n = snprintf(p, left, "%s%s:%s", i ? "," : "", r->bands[i].name,
+                     wc_dtype_name(r->bands[i].type));
+        p += n, left -= (size_t)n;
+    }
+    if (left > 1) {
+        if (ds->label_path && ds->cfg.labels)
+            snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
+        else
+            snprintf(p, left, ";labels=band:%s", r->bands[ds->label_band - 1].name);
+    }
+}
+
+/* Chooses validation blocks: in a seeded random order, until their kept patches reach the
+ * fraction. Blocks with no kept patch are skipped; at least one block stays for training. */
+static void split(wc_dataset *ds) {
+    const int B = ds->val_block;
+    const long bcols = (ds->cols + B - 1) / B, brows = (ds->rows + B - 1) / B;
+    ds->nblocks = bcols * brows;
+    long *kept_in = WC_CALLOC(ds->nblocks, sizeof(long));
+    long kept_total = 0;
+    for (long id = 0; id < ds->npatches; id++) {
+        if (!ds->keep[id]) continue;
+        long bx = (id % ds->cols) / B, by = (id / ds->cols) / B;
+        kept_in[by * bcols + bx]++;
+        kept_total++;
+    }
+    uint32_t *order = WC_ALLOC(sizeof(uint32_t) * ds->nblocks);
+    wc_rng_permutation(order, (size_t)ds->nblocks, ds->cfg.seed, WC_STREAM_SPLIT, 0);
+    uint8_t *val_block = WC_CALLOC(ds->nblocks, 1);
+    long target = lround(ds->cfg.val_fraction * (double)kept_total), taken = 0, blocks_used = 0;
+    long blocks_nonempty = 0;
+    for (long b = 0; b < ds->nblocks; b++) blocks_nonempty += kept_in[b] > 0;
+    ds->nval_blocks = 0;
+    for (long i = 0; i < ds->nblocks && taken < target; i++) {
+        long b = order[i];
+        if (kept_in[b] == 0) continue;
+        if (blocks_used + 1 >= blocks_nonempty) break; /* keep one block for training */
+        val_block[b] = 1;
+        taken += kept_in[b];
+        blocks_used++;
+        ds->nval_blocks++;
+    }
+    ds->ntrain = ds->nval = 0;
+    for (long id = 0; id < ds->npatches; id++) {
+        long bx = (id % ds->cols) / B, by = (id / ds->cols) / B;
+        ds->is_val[id] = val_block[by * bcols + bx];
+        if (!ds->keep[id]) continue;
+        if (ds->is_val[id])
+            ds->val[ds->nval++] = (uint32_t)id;
+        else
+            ds->train[ds->ntrain++] = (uint32_t)id;
+    }
+    free(kept_in);
+    free(order);
+    free(val_block);
+}
+
+/* The planning pass: this rank reads its share of the patches, counts valid pixels, and
+ * computes each patch's moments; the shares are then combined (see dataset.h). */
+static int plan(wc_dataset *ds) {
+    const int R = wc_dist_size(), rank = wc_dist_rank();
+    long lo, hi;
+    wc_dist_share(ds->npatches, rank, R, &lo, &hi);
+    const size_t pp = (size_t)ds->P * ds->P;
+    void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
+    float *x = WC_ALLOC(sizeof(float) * ds->nfeat * pp), *y = WC_ALLOC(sizeof(float) * pp);
+    uint8_t *valid = WC_ALLOC(pp);
+    long nmine = hi - lo;
+    patch_count *counts = WC_CALLOC(nmine + 1, sizeof(patch_count));
+    moments *mom = WC_CALLOC((size_t)(nmine + 1) * ds->nfeat, sizeof(moments));
+    int status = WC_OK;
+    for (long id = lo; id < hi && status == WC_OK; id++) {
+        if (wc_dataset_read_patch(ds, &ds->files, (uint32_t)id, raw, 0) != WC_OK) {
+            status = WC_ERR;
+            break;
+        }
+        long nvalid = wc_dataset_decode(ds, raw, NULL, NULL, x, y, valid, NULL);
+        patch_count *pc = &counts[id - lo];
+        pc->valid = nvalid;
+        for (size_t i = 0; i < pp; i++) pc->positives += valid[i] && y[i] > 0;
+        for (int c = 0; c < ds->nfeat; c++) {
+            moments *m = &mom[(id - lo) * ds->nfeat + c];
+            const float *xc = x + (size_t)c * pp;
+            for (size_t i = 0; i < pp; i++) {
+                if (!valid[i]) continue;
+                moments one = {1, xc[i], 0};
+                moments_merge(m, &one);
+            }
+        }
+    }
+    /* Every rank learns whether any failed before anything else is exchanged. */
+    int64_t failed = status != WC_OK;
+    wc_dist_sum_i64(&failed, 1);
+    if (failed) {
+        if (status == WC_OK) wc_error("stopping: another rank could not read its patches");
+        free(raw), free(x), free(y), free(valid), free(counts), free(mom);
+        return WC_ERR;
+    }
+    /* Kept flags: every rank needs all of them for the split. */
+    uint8_t *mine = WC_ALLOC(nmine + 1);
+    const long min_valid = (long)ceil(ds->cfg.min_valid * (double)pp);
+    for (long i = 0; i < nmine; i++) mine[i] = counts[i].valid >= min_valid && counts[i].valid > 0;
+    size_t *share = WC_ALLOC(sizeof(size_t) * R);
+    for (int r = 0; r < R; r++) {
+        long a, b;
+        wc_dist_share(ds->npatches, r, R, &a, &b);
+        share[r] = (size_t)(b - a);
+    }
+    wc_dist_allgatherv(mine, (size_t)nmine, ds->keep, share);
+    free(share);
+    free(mine);
+    split(ds);
+    /* The ordered chain: rank r continues rank r-1's running sums over patches in grid order,
+     * which reproduces exactly the single-process loop. */
+    const size_t chain_n = (size_t)ds->nfeat * 3 + 2;
+    double *chain = WC_CALLOC(chain_n, sizeof(double));
+    if (rank > 0) wc_dist_recv(chain, chain_n * sizeof(double), rank - 1);
+    moments *acc = WC_CALLOC(ds->nfeat, sizeof(moments));
+    for (int c = 0; c < ds->nfeat; c++)
+        acc[c] = (moments){chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
+    double train_pixels = chain[chain_n - 2], train_pos = chain[chain_n - 1];
+    for (long id = lo; id < hi; id++) {
+        if (!ds->keep[id] || ds->is_val[id]) continue;
+        for (int c = 0; c < ds->nfeat; c++) moments_merge(&acc[c], &mom[(id - lo) * ds->nfeat + c]);
+        train_pixels += (double)counts[id - lo].valid;
+        train_pos += (double)counts[id - lo].positives;
+    }
+    for (int c = 0; c < ds->nfeat; c++) {
+        chain[3 * c] = acc[c].n, chain[3 * c + 1] = acc[c].mean, chain[3 * c + 2] = acc[c].m2;
+    }
+    chain[chain_n - 2] = train_pixels, chain[chain_n - 1] = train_pos;
+    if (rank < R - 1) wc_dist_send(chain, chain_n * sizeof(double), rank + 1);
+    wc_dist_bcast(chain, chain_n * sizeof(double), R - 1);
+    for (int c = 0; c < ds->nfeat; c++) {
+        double n = chain[3 * c], m2 = chain[3 * c + 2];
+        ds->mean[c] = chain[3 * c + 1];
+        ds->std[c] = n > 1 ? sqrt(m2 / n) : 1.0;
+        if (!(ds->std[c] > 1e-12)) {
+            wc_warn("%s, band %d (%s) is constant over the training pixels: it carries no "
+                    "information (normalized with std 1)",
+                    ds->tiles_path, ds->feat_bands[c], ds->files.src.bands[ds->feat_bands[c] - 1].name);
+            ds->std[c] = 1.0;
+        }
+    }
+    ds->train_pixels = (int64_t)chain[chain_n - 2];
+    ds->train_positives = (int64_t)chain[chain_n - 1];
+    free(chain), free(acc), free(raw), free(x), free(y), free(valid), free(counts), free(mom);
+    return WC_OK;
+}
+
+wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
+    wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
+    ds->cfg = *cfg;
+    ds->tiles_path = wc_strdup(cfg->tiles);
+    int ok = wc_raster_open(&ds->files.src, cfg->tiles) == WC_OK;
+    /* Every rank opens the same file; if one cannot, none continues. */
+    int64_t bad = !ok;
+    wc_dist_sum_i64(&bad, 1);
+    if (bad) goto fail;
+    ds->width = ds->files.src.width;
+    ds->height = ds->files.src.height;
+    if (choose_features(ds, cfg) != WC_OK) goto fail;
+    if (cfg->labels) {
+        if (wc_labels_prepare(&ds->files.src, cfg->labels,
+                              cfg->label_band && strcmp(cfg->label_band, "fire") ? cfg->label_band : "",
+                              cfg->work_dir, &ds->label_path, &ds->label_band) != WC_OK)
+            goto fail;
+        if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
+        ds->label_type = ds->files.label.bands[ds->label_band - 1].type;
+    }
+    if (cfg->oracle) {
+        wc_raster o;
+        if (wc_raster_open(&o, cfg->oracle) != WC_OK) goto fail;
+        int same = wc_raster_same_grid(&ds->files.src, &o);
+        wc_raster_close(&o);
+        if (!same) {
+            wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
+        } else {
+            ds->oracle_path = wc_strdup(cfg->oracle);
+            if (wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK) goto fail;
+        }
+    }
+    ds->P = cfg->patch;
+    ds->cols = ds->width / ds->P;
+    ds->rows = ds->height / ds->P;
+    if (ds->cols < 1 || ds->rows < 1) {
+        wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)", cfg->tiles,
+                 ds->width, ds->height, ds->P, ds->P);
+        goto fail;
+    }
+    ds->npatches = (long)ds->cols * ds->rows;
+    ds->val_block = WC_MAX(1, (cfg->val_block_px + ds->P / 2) / ds->P);
+    ds->keep = WC_CALLOC(ds->npatches, 1);
+    ds->is_val = WC_CALLOC(ds->npatches, 1);
+    ds->train = WC_ALLOC(sizeof(uint32_t) * ds->npatches);
+    ds->val = WC_ALLOC(sizeof(uint32_t) * ds->npatches);
+    ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
+    ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
+    make_fingerprint(ds);
+    if (plan(ds) != WC_OK) goto fail;
+    if (ds->ntrain == 0) {
+        wc_error("%s: no patch of %dx%d pixels has at least %.0f%% valid pixels (features and "
+                 "label not nodata): nothing to train on",
+                 cfg->tiles, ds->P, ds->P, 100 * cfg->min_valid);
+        goto fail;
+    }
+    return ds;
+fail:
+    wc_dataset_close(ds);
+    return NULL;
+}
+
+void wc_dataset_close(wc_dataset *ds) {
+    if (!ds) return;
+    wc_data_files_close(&ds->files);
+    free(ds->tiles_path), free(ds->label_path), free(ds->oracle_path);
+    free(ds->feat_bands), free(ds->read_bands);
+    free(ds->keep), free(ds->is_val), free(ds->train), free(ds->val);
+    free(ds->mean), free(ds->std);
+    free(ds);
+}
+
+/* ---- fingerprints ------------------------------------------------------------------------ */
+
+int wc_fingerprint_differs(const char *mine, const char *theirs, char *why, size_t size) {
+    return wc_kv_differs(mine, theirs, why, size);
+}

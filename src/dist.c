@@ -1,0 +1,157 @@
+/* dist.c: MPI behind a small interface; see dist.h. Every MPI call is checked: a failing
+ * collective is fatal for the job, never silently ignored. */
+#include "wildcpu/dist.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/util.h"
+
+static int dist_rank = 0, dist_size = 1, dist_up = 0;
+
+#define MPI_CHECK(call)                                                                            \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != MPI_SUCCESS) mpi_fail(rc_, #call, __FILE__, __LINE__);                          \
+    } while (0)
+
+static void mpi_fail(int rc, const char *what, const char *file, int line) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    wc_fatal("MPI call %s failed at %s:%d: %s", what, file, line, msg);
+}
+
+static void abort_hook(int status) {
+    if (dist_up && dist_size > 1) MPI_Abort(MPI_COMM_WORLD, status);
+    /* A single process needs no MPI_Abort: a plain exit is cleaner for its parent. */
+}
+
+int wc_dist_init(int *argc, char ***argv) {
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    dist_up = 1;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &dist_rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &dist_size));
+    /* Errors come back as return codes (checked by MPI_CHECK) instead of MPI's own abort. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    wc_log_set_rank(dist_rank, dist_size);
+    wc_set_fatal_hook(abort_hook);
+    const char *ntasks = getenv("SLURM_NTASKS");
+    const char *step = getenv("SLURM_STEP_ID");
+    /* Only inside a job step (srun) must the world match SLURM_NTASKS; a batch script's shell
+     * also sees SLURM_NTASKS but a program it starts without srun is legitimately alone. */
+    if (ntasks && step && atoi(ntasks) != dist_size) {
+        wc_error("Slurm started %s tasks but MPI sees a world of %d process(es): the launcher "
+                 "started independent singletons. Use `srun --mpi=pmix` (see jobs/train.sbatch) "
+                 "or check that Open MPI was built with Slurm/PMIx support",
+                 ntasks, dist_size);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+void wc_dist_finalize(void) {
+    if (!dist_up) return;
+    MPI_Finalize();
+    dist_up = 0;
+}
+
+int wc_dist_rank(void) { return dist_rank; }
+int wc_dist_size(void) { return dist_size; }
+
+void wc_dist_abort(int status) {
+    fflush(stdout);
+    fflush(stderr);
+    if (dist_up) MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status);
+}
+
+void wc_dist_barrier(void) { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+/* MPI counts are int: large buffers go in pieces. */
+#define CHUNK (1 << 28)
+
+static void allreduce(void *buf, size_t n, MPI_Datatype type, size_t size, MPI_Op op) {
+    if (dist_size == 1) return;
+    char *p = buf;
+    while (n > 0) {
+        int c = n > CHUNK ? CHUNK : (int)n;
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p, c, type, op, MPI_COMM_WORLD));
+        p += (size_t)c * size;
+        n -= (size_t)c;
+    }
+}
+
+void wc_dist_sum_i64(int64_t *buf, size_t n) {
+    allreduce(buf, n, MPI_INT64_T, sizeof *buf, MPI_SUM);
+}
+void wc_dist_sum_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_SUM); }
+void wc_dist_sum_f32(float *buf, size_t n) { allreduce(buf, n, MPI_FLOAT, sizeof *buf, MPI_SUM); }
+void wc_dist_max_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_MAX); }
+
+void wc_dist_bcast(void *buf, size_t bytes, int root) {
+    if (dist_size == 1) return;
+    char *p = buf;
+    while (bytes > 0) {
+        int c = bytes > CHUNK ? CHUNK : (int)bytes;
+        MPI_CHECK(MPI_Bcast(p, c, MPI_BYTE, root, MPI_COMM_WORLD));
+        p += c;
+        bytes -= (size_t)c;
+    }
+}
+
+static void counts_to_int(const size_t *counts, int **c, int **d) {
+    *c = WC_ALLOC(sizeof(int) * dist_size);
+    *d = WC_ALLOC(sizeof(int) * dist_size);
+    size_t off = 0;
+    for (int r = 0; r < dist_size; r++) {
+        if (counts[r] > INT_MAX || off > INT_MAX)
+            wc_fatal("gather of %zu bytes is larger than MPI's int counts allow", off + counts[r]);
+        (*c)[r] = (int)counts[r];
+        (*d)[r] = (int)off;
+        off += counts[r];
+    }
+}
+
+void wc_dist_allgatherv(const void *send, size_t count, void *recv, const size_t *counts) {
+    if (dist_size == 1) {
+        memmove(recv, send, count);
+        return;
+    }
+    int *c, *d;
+    counts_to_int(counts, &c, &d);
+    MPI_CHECK(MPI_Allgatherv(send, (int)count, MPI_BYTE, recv, c, d, MPI_BYTE, MPI_COMM_WORLD));
+    free(c);
+    free(d);
+}
+
+void wc_dist_gatherv(const void *send, size_t count, void *recv, const size_t *counts, int root) {
+    if (dist_size == 1) {
+        memmove(recv, send, count);
+        return;
+    }
+    int *c, *d;
+    counts_to_int(counts, &c, &d);
+    MPI_CHECK(MPI_Gatherv(send, (int)count, MPI_BYTE, recv, c, d, MPI_BYTE, root, MPI_COMM_WORLD));
+    free(c);
+    free(d);
+}
+
+void wc_dist_send(const void *buf, size_t bytes, int to) {
+    WC_ASSERT(bytes <= INT_MAX);
+    MPI_CHECK(MPI_Send(buf, (int)bytes, MPI_BYTE, to, 0, MPI_COMM_WORLD));
+}
+
+void wc_dist_recv(void *buf, size_t bytes, int from) {
+    WC_ASSERT(bytes <= INT_MAX);
+    MPI_CHECK(MPI_Recv(buf, (int)bytes, MPI_BYTE, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+}
+
+void wc_dist_share(long n, int r, int R, long *lo, long *hi) {
+    *lo = (long)((long long)n * r / R);
+    *hi = (long)((long long)n * (r + 1) / R);
+}

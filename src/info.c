@@ -1,0 +1,111 @@
+/* info.c: `wildcpu info`; see info.h. */
+#include "wildcpu/info.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "wildcpu/ckpt.h"
+#include "wildcpu/dist.h"
+#include "wildcpu/util.h"
+
+static void print_record(const char *label, const wc_ckpt_section *s) {
+    if (!s || !s->size) return;
+    printf("  %-12s", label);
+    /* one "key=value" per line for readability */
+    int col = 0;
+    for (size_t i = 0; i < s->size; i++) {
+        char ch = ((const char *)s->data)[i];
+        if (ch == ';') {
+            printf("\n  %-12s", "");
+            col = 0;
+        } else {
+            putchar(ch);
+            col++;
+        }
+    }
+    printf("\n");
+}
+
+static int describe_file(const char *path) {
+    wc_ckpt ck;
+    char why[512];
+    if (wc_ckpt_read(path, &ck, why, sizeof why) != WC_OK) {
+        printf("%s: INVALID: %s\n", path, why);
+        return WC_EXIT_RUNTIME;
+    }
+    char a[32], b[32];
+    printf("%s: valid wildcpu checkpoint (format version %u, CRC-32 verified)\n", path, ck.version);
+    printf("  %-12s%s on disk, %s uncompressed\n", "size", wc_fmt_bytes(a, sizeof a, (double)ck.file_bytes),
+           wc_fmt_bytes(b, sizeof b, (double)ck.payload_bytes));
+    printf("  %-12s%ld\n", "step", ck.step);
+    print_record("meta", wc_ckpt_find(&ck, "meta"));
+    print_record("data", wc_ckpt_find(&ck, "fingerprint"));
+    print_record("config", wc_ckpt_find(&ck, "config"));
+    const wc_ckpt_section *f = wc_ckpt_find(&ck, "features");
+    if (f) printf("  %-12s%.*s\n", "features", (int)f->size, (const char *)f->data);
+    const wc_ckpt_section *m = wc_ckpt_find(&ck, "metrics");
+    if (m && m->size) {
+        printf("  %-12s", "metrics");
+        for (size_t i = 0; i < m->size; i++) {
+            char ch = ((const char *)m->data)[i];
+            if (ch == ',') printf("\n  %-12s", "");
+            else putchar(ch);
+        }
+        printf("\n");
+    }
+    printf("  %-12s", "sections");
+    for (int i = 0; i < ck.nsections; i++)
+        printf("%s%s (%s)", i ? ", " : "", ck.sections[i].name,
+               wc_fmt_bytes(a, sizeof a, (double)ck.sections[i].size));
+    printf("\n");
+    wc_ckpt_free(&ck);
+    return WC_EXIT_OK;
+}
+
+static int describe_dir(const char *path) {
+    char sub[4096];
+    struct stat st;
+    snprintf(sub, sizeof sub, "%s/checkpoints", path);
+    const char *dir = stat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? sub : path;
+    char **paths;
+    long *steps;
+    int n = wc_ckpt_list(dir, &paths, &steps);
+    if (n < 0) {
+        fprintf(stderr, "wildcpu: cannot read %s: %s\n", dir, strerror(errno));
+        return WC_EXIT_RUNTIME;
+    }
+    printf("%s: %d checkpoint%s, newest first\n", dir, n, n == 1 ? "" : "s");
+    int newest_valid = -1;
+    for (int i = 0; i < n; i++) {
+        wc_ckpt ck;
+        char why[512], sz[32];
+        int ok = wc_ckpt_read(paths[i], &ck, why, sizeof why) == WC_OK;
+        struct stat fs;
+        stat(paths[i], &fs);
+        printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(paths[i], '/') + 1, steps[i],
+               wc_fmt_bytes(sz, sizeof sz, (double)fs.st_size), ok ? "valid" : "INVALID: ",
+               ok ? "" : why);
+        if (ok && newest_valid < 0) newest_valid = i;
+        if (ok) wc_ckpt_free(&ck);
+    }
+    if (newest_valid >= 0)
+        printf("a rerun resumes from %s\n", paths[newest_valid]);
+    else if (n > 0)
+        printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
+    for (int i = 0; i < n; i++) free(paths[i]);
+    if (n > 0) free(paths), free(steps);
+    return WC_EXIT_OK;
+}
+
+int wc_info_run(const char *path) {
+    if (wc_dist_rank() != 0) return WC_EXIT_OK;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "wildcpu: info %s: %s\n", path, strerror(errno));
+        return WC_EXIT_RUNTIME;
+    }
+    return S_ISDIR(st.st_mode) ? describe_dir(path) : describe_file(path);
+}

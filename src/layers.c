@@ -1,0 +1,127 @@
+/* layers.c: ReLU, 2x2 max-pool, 2x nearest upsampling, channel concatenation and the masked
+ * binary cross-entropy loss, forward and backward. Convolution lives in conv.c.
+ * Plain loops: these layers move memory, they do not compute, and gcc vectorizes them. */
+#include <string.h>
+
+#include "wildcpu/layers.h"
+#include "wildcpu/util.h"
+
+void wc_relu_forward(float *out, const float *inp, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+void wc_relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
+    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+void wc_relu_backward_inplace(float *d, const float *out, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = out[i] > 0.0f ? d[i] : 0.0f;
+}
+
+/* Index, within a plane of width W, of the maximum of the 2x2 window at output (oy, ox). */
+static inline size_t window_argmax(const float *plane, int W, int oy, int ox) {
+    size_t i0 = (size_t)(2 * oy) * W + 2 * ox;
+    size_t cand[4] = {i0, i0 + 1, i0 + W, i0 + W + 1};
+    size_t best = cand[0];
+    for (int j = 1; j < 4; j++)
+        if (plane[cand[j]] > plane[best]) best = cand[j];
+    return best;
+}
+
+void wc_maxpool2_forward(float *out, const float *inp, int P, int H, int W) {
+    const int OH = H / 2, OW = W / 2;
+    for (int p = 0; p < P; p++) {
+        const float *plane = inp + (size_t)p * H * W;
+        float *o = out + (size_t)p * OH * OW;
+        for (int oy = 0; oy < OH; oy++) {
+            const float *r0 = plane + (size_t)(2 * oy) * W, *r1 = r0 + W;
+            for (int ox = 0; ox < OW; ox++) {
+                float m = r0[2 * ox];
+                if (r0[2 * ox + 1] > m) m = r0[2 * ox + 1];
+                if (r1[2 * ox] > m) m = r1[2 * ox];
+                if (r1[2 * ox + 1] > m) m = r1[2 * ox + 1];
+                o[(size_t)oy * OW + ox] = m;
+            }
+        }
+    }
+}
+
+void wc_maxpool2_backward(float *dinp, const float *dout, const float *inp, int P, int H, int W) {
+    const int OH = H / 2, OW = W / 2;
+    for (int p = 0; p < P; p++) {
+        const float *plane = inp + (size_t)p * H * W;
+        float *dplane = dinp + (size_t)p * H * W;
+        const float *d = dout + (size_t)p * OH * OW;
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++)
+                dplane[window_argmax(plane, W, oy, ox)] += d[(size_t)oy * OW + ox];
+    }
+}
+
+void wc_upsample2_forward(float *out, const float *inp, int P, int H, int W) {
+    const int OW = 2 * W;
+    for (int p = 0; p < P; p++) {
+        const float *plane = inp + (size_t)p * H * W;
+        float *o = out + (size_t)p * 4 * H * W;
+        for (int y = 0; y < H; y++) {
+            float *r0 = o + (size_t)(2 * y) * OW;
+            for (int x = 0; x < W; x++) r0[2 * x] = r0[2 * x + 1] = plane[(size_t)y * W + x];
+            memcpy(r0 + OW, r0, sizeof(float) * OW);
+        }
+    }
+}
+
+void wc_upsample2_backward(float *dinp, const float *dout, int P, int H, int W) {
+    const int OW = 2 * W;
+    for (int p = 0; p < P; p++) {
+        const float *d = dout + (size_t)p * 4 * H * W;
+        float *dplane = dinp + (size_t)p * H * W;
+        for (int y = 0; y < H; y++) {
+            const float *r0 = d + (size_t)(2 * y) * OW, *r1 = r0 + OW;
+            for (int x = 0; x < W; x++)
+                dplane[(size_t)y * W + x] += (r0[2 * x] + r0[2 * x + 1]) + (r1[2 * x] + r1[2 * x + 1]);
+        }
+    }
+}
+
+void wc_concat_forward(float *out, const float *a, int Ca, const float *b, int Cb, int N,
+                       size_t HW) {
+    const size_t na = (size_t)Ca * HW, nb = (size_t)Cb * HW;
+    for (int n = 0; n < N; n++) {
+        memcpy(out + n * (na + nb), a + n * na, sizeof(float) * na);
+        memcpy(out + n * (na + nb) + na, b + n * nb, sizeof(float) * nb);
+    }
+}
+
+void wc_concat_backward(float *da, float *db, const float *dout, int Ca, int Cb, int N,
+                        size_t HW) {
+    const size_t na = (size_t)Ca * HW, nb = (size_t)Cb * HW;
+    for (int n = 0; n < N; n++) {
+        const float *d = dout + n * (na + nb);
+        if (da)
+            for (size_t i = 0; i < na; i++) da[n * na + i] += d[i];
+        if (db)
+            for (size_t i = 0; i < nb; i++) db[n * nb + i] += d[na + i];
+    }
+}
+
+double wc_bce_forward(const float *logits, const float *labels, const uint8_t *valid, size_t n,
+                      float pos_weight) {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (valid[i]) sum += wc_bce_pixel(logits[i], labels[i], pos_weight);
+    return sum;
+}
+
+void wc_bce_backward(float *dlogits, const float *logits, const float *labels,
+                     const uint8_t *valid, size_t n, float pos_weight) {
+    /* d/dz [pw*y*softplus(-z) + (1-y)*softplus(z)] = sigmoid(z)*(1 - y + pw*y) - pw*y */
+    for (size_t i = 0; i < n; i++) {
+        if (!valid[i]) {
+            dlogits[i] = 0.0f;
+            continue;
+        }
+        double y = labels[i];
+        dlogits[i] = (float)(wc_sigmoid(logits[i]) * (1.0 - y + pos_weight * y) - pos_weight * y);
+    }
+}

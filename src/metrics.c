@@ -1,0 +1,232 @@
+/* metrics.c: validation metrics from an all-int64 accumulator; see metrics.h.
+ *
+ * Not here: MPI, allocation, the loss formula itself (wc_bce_pixel in layers.h is the one both
+ * training and validation use). */
+#include "wildcpu/metrics.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wildcpu/layers.h"
+#include "wildcpu/util.h"
+
+/* The reduction treats the struct as an int64 array; a field of another type, or padding, would
+ * break that silently. A new field must also be added to wc_metrics_merge. */
+_Static_assert(sizeof(wc_metrics_acc) == (2 * (size_t)WC_METRICS_BINS + 3) * sizeof(int64_t),
+               "wc_metrics_acc must be int64 words only; update wc_metrics_merge too");
+_Static_assert(WC_METRICS_BINS % 2 == 0, "0.5 must be a bin boundary");
+
+/* Per-pixel maxima times their scales must stay <= 2^31, so that 2^31 pixels sum to <= 2^62. */
+_Static_assert(((int64_t)WC_METRICS_LOSS_MAX << WC_METRICS_LOSS_FX_BITS) <= (INT64_C(1) << 31),
+               "loss fixed point could overflow for 2^31 pixels");
+_Static_assert(WC_METRICS_BRIER_FX_BITS <= 31, "Brier fixed point could overflow");
+
+#define LOSS_SCALE  ((double)(1LL << WC_METRICS_LOSS_FX_BITS))
+#define BRIER_SCALE ((double)(1LL << WC_METRICS_BRIER_FX_BITS))
+
+size_t wc_metrics_acc_words(void) {
+    return sizeof(wc_metrics_acc) / sizeof(int64_t);
+}
+
+void wc_metrics_reset(wc_metrics_acc *acc) {
+    memset(acc, 0, sizeof *acc);
+}
+
+/* p in [0, 1]. p * BINS is exact (BINS is a power of two), so the bin is floor(p * BINS) with
+ * no rounding, and "p >= i/BINS" is exactly "bin >= i". */
+static int bin_of(double p) {
+    int b = (int)(p * WC_METRICS_BINS);
+    return b < WC_METRICS_BINS ? b : WC_METRICS_BINS - 1;
+}
+
+static int is_label(float y) {
+    return y == 0.0f || y == 1.0f;
+}
+
+/* Adds one pixel with probability p (already checked to be in [0, 1]) and loss (>= 0, may be
+ * +inf). Rounding each pixel's value to the fixed-point grid before summing is what makes the
+ * sums independent of order. */
+static void add_pixel(wc_metrics_acc *acc, double p, float y, double loss) {
+    WC_ASSERT(loss >= 0.0); /* fmin below would turn a NaN into the maximum and hide it */
+    if (y != 0.0f)
+        acc->pos[bin_of(p)]++;
+    else
+        acc->neg[bin_of(p)]++;
+    double l = fmin(loss, (double)WC_METRICS_LOSS_MAX);
+    acc->loss_fx += llround(l * LOSS_SCALE);
+    double d = p - (double)y;
+    acc->brier_fx += llround(d * d * BRIER_SCALE);
+}
+
+static void check_pos_weight(float pos_weight) {
+    WC_ASSERT(isfinite(pos_weight) && pos_weight >= 0.0f);
+}
+
+void wc_metrics_add_logits(wc_metrics_acc *acc, const float *logits, const float *labels,
+                           const uint8_t *valid, size_t n, float pos_weight) {
+    check_pos_weight(pos_weight);
+    for (size_t i = 0; i < n; i++) {
+        if (valid && !valid[i]) continue;
+        float y = labels[i];
+        WC_ASSERT(is_label(y));
+        double z = (double)logits[i];
+        if (isnan(z)) {
+            acc->bad_outputs++;
+            continue;
+        }
+        /* An infinite logit would make wc_bce_pixel compute 0 * inf = NaN in the other label's
+         * term; +-FLT_MAX gives the same probability (0 or 1) and a finite or +inf loss. */
+        z = fmin(fmax(z, -FLT_MAX), FLT_MAX);
+        add_pixel(acc, wc_sigmoid(z), y, wc_bce_pixel(z, (double)y, (double)pos_weight));
+    }
+}
+
+void wc_metrics_add_probs(wc_metrics_acc *acc, const float *probs, const float *labels,
+                          const uint8_t *valid, size_t n, float pos_weight) {
+    check_pos_weight(pos_weight);
+    const double pw = (double)pos_weight;
+    for (size_t i = 0; i < n; i++) {
+        if (valid && !valid[i]) continue;
+        float y = labels[i];
+        WC_ASSERT(is_label(y));
+        double p = (double)probs[i];
+        if (!(p >= 0.0 && p <= 1.0)) { /* also catches NaN */
+            acc->bad_outputs++;
+            continue;
+        }
+        double pc = fmin(fmax(p, WC_METRICS_PROB_EPS), 1.0 - WC_METRICS_PROB_EPS);
+        /* Only the term of the pixel's own label, so 0 * log(...) never meets an infinity. */
+        double loss = y != 0.0f ? -pw * log(pc) : -log1p(-pc);
+        add_pixel(acc, p, y, loss);
+    }
+}
+
+void wc_metrics_merge(wc_metrics_acc *acc, const wc_metrics_acc *other) {
+    for (int i = 0; i < WC_METRICS_BINS; i++) {
+        acc->pos[i] += other->pos[i];
+        acc->neg[i] += other->neg[i];
+    }
+    acc->loss_fx += other->loss_fx;
+    acc->brier_fx += other->brier_fx;
+    acc->bad_outputs += other->bad_outputs;
+}
+
+void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
+    int64_t P = 0, N = 0;
+    for (int i = 0; i < WC_METRICS_BINS; i++) {
+        P += acc->pos[i];
+        N += acc->neg[i];
+    }
+    const double nan = NAN;
+    *out = (wc_metrics){.pixels = P + N,
+                        .positives = P,
+                        .bad_outputs = acc->bad_outputs,
+                        .loss = nan,
+                        .auc_pr = nan,
+                        .roc_auc = nan,
+                        .best_f1 = nan,
+                        .best_f1_threshold = nan,
+                        .precision_at_half = nan,
+                        .recall_at_half = nan,
+                        .brier = nan,
+                        .positive_rate = nan};
+    if (P + N == 0 || acc->bad_outputs != 0) return;
+
+    const double total = (double)(P + N);
+    out->loss = (double)acc->loss_fx / LOSS_SCALE / total;
+    out->brier = (double)acc->brier_fx / BRIER_SCALE / total;
+    out->positive_rate = (double)P / total;
+
+    /* One pass from the highest bin down: tp, fp = pixels with p >= i/BINS. Each bin is one
+     * threshold; only bins holding positives move recall, so only they add to AP, and only
+     * they can raise F1 (a bin of negatives alone lowers precision at the same recall). */
+    int64_t tp = 0, fp = 0;
+    double ap = 0.0, best_f1 = -1.0, best_t = nan;
+    for (int i = WC_METRICS_BINS - 1; i >= 0; i--) {
+        tp += acc->pos[i];
+        fp += acc->neg[i];
+        if (i == WC_METRICS_BINS / 2 && tp + fp > 0) {
+            out->precision_at_half = (double)tp / (double)(tp + fp);
+        }
+        if (i == WC_METRICS_BINS / 2 && P > 0) out->recall_at_half = (double)tp / (double)P;
+        if (acc->pos[i] == 0) continue;
+        ap += (double)acc->pos[i] / (double)P * ((double)tp / (double)(tp + fp));
+        /* F1 = 2tp / (2tp + fp + fn) = 2tp / (tp + fp + P); strict > keeps the highest t. */
+        double f1 = 2.0 * (double)tp / (double)(tp + fp + P);
+        if (f1 > best_f1) {
+            best_f1 = f1;
+            best_t = (double)i / WC_METRICS_BINS;
+        }
+    }
+    if (P > 0) {
+        out->auc_pr = ap;
+        out->best_f1 = best_f1;
+        out->best_f1_threshold = best_t;
+    }
+
+    /* Mann-Whitney: each positive beats the negatives in lower bins and ties (1/2) those in its
+     * own. In units of half pairs the count is an integer, but up to 2PN, which can exceed int64,
+     * so it is summed in double: relative error ~1e-16 per term, and still a fixed order. */
+    if (P > 0 && N > 0) {
+        int64_t neg_below = 0;
+        double half_pairs = 0.0;
+        for (int i = 0; i < WC_METRICS_BINS; i++) {
+            if (acc->pos[i] != 0)
+                half_pairs += (double)acc->pos[i] * (double)(2 * neg_below + acc->neg[i]);
+            neg_below += acc->neg[i];
+        }
+        out->roc_auc = half_pairs / (2.0 * (double)P * (double)N);
+    }
+}
+
+/* Appends to buf at *len, keeping snprintf's contract for the total: *len counts every
+ * character the full text needs even after buf is full. */
+static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) WC_PRINTF(4, 5);
+static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = *len < size ? vsnprintf(buf + *len, size - *len, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (r < 0) return WC_ERR;
+    *len += (size_t)r;
+    return WC_OK;
+}
+
+static int append_double(char *buf, size_t size, size_t *len, const char *sep, const char *prefix,
+                         const char *key, double v) {
+    if (!isfinite(v)) return append(buf, size, len, "%s\"%s%s\":null", sep, prefix, key);
+    return append(buf, size, len, "%s\"%s%s\":%.10g", sep, prefix, key, v);
+}
+
+int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *prefix) {
+    WC_ASSERT(buf != NULL || size == 0);
+    if (!prefix) prefix = "";
+    if (size > 0) buf[0] = '\0';
+    size_t len = 0;
+    int err = 0;
+    err |= append(buf, size, &len, "\"%spixels\":%lld,\"%spositives\":%lld,\"%sbad_outputs\":%lld",
+                  prefix, (long long)m->pixels, prefix, (long long)m->positives, prefix,
+                  (long long)m->bad_outputs);
+    const struct {
+        const char *key;
+        double v;
+    } d[] = {
+        {"loss", m->loss},
+        {"auc_pr", m->auc_pr},
+        {"roc_auc", m->roc_auc},
+        {"best_f1", m->best_f1},
+        {"best_f1_threshold", m->best_f1_threshold},
+        {"precision_at_half", m->precision_at_half},
+        {"recall_at_half", m->recall_at_half},
+        {"brier", m->brier},
+        {"positive_rate", m->positive_rate},
+    };
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        err |= append_double(buf, size, &len, ",", prefix, d[i].key, d[i].v);
+    if (err || len > (size_t)INT_MAX) return WC_ERR;
+    return (int)len;
+}

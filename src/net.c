@@ -1,0 +1,515 @@
+/* net.c: parsing a network spec, laying out its parameters and buffers, running it forward
+ * and backward. See net.h for the spec language and the memory rules. */
+#include "wildcpu/net.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/rng.h"
+#include "wildcpu/util.h"
+
+/* Exactly the network of ../shared/bench/torch_ref.py (UNetLite, w = 32): the same layers in
+ * the same order, the same concatenation order ([upsampled, skip]), the same tensor names. */
+static const char UNET_LITE_SPEC[] =
+    "# unet-lite: the network of shared/bench/torch_ref.py, width 32\n"
+    "input    x\n"
+    "conv     e1.0  x     out=32  k=3 pad=1\n"
+    "relu     e1.1  e1.0\n"
+    "conv     e1.2  e1.1  out=32  k=3 pad=1\n"
+    "relu     e1.3  e1.2\n"
+    "maxpool  p1    e1.3\n"
+    "conv     e2.0  p1    out=64  k=3 pad=1\n"
+    "relu     e2.1  e2.0\n"
+    "conv     e2.2  e2.1  out=64  k=3 pad=1\n"
+    "relu     e2.3  e2.2\n"
+    "maxpool  p2    e2.3\n"
+    "conv     b.0   p2    out=128 k=3 pad=1\n"
+    "relu     b.1   b.0\n"
+    "conv     b.2   b.1   out=128 k=3 pad=1\n"
+    "relu     b.3   b.2\n"
+    "upsample u2    b.3\n"
+    "concat   c2    u2 e2.3\n"
+    "conv     d2.0  c2    out=64  k=3 pad=1\n"
+    "relu     d2.1  d2.0\n"
+    "conv     d2.2  d2.1  out=64  k=3 pad=1\n"
+    "relu     d2.3  d2.2\n"
+    "upsample u1    d2.3\n"
+    "concat   c1    u1 e1.3\n"
+    "conv     d1.0  c1    out=32  k=3 pad=1\n"
+    "relu     d1.1  d1.0\n"
+    "conv     d1.2  d1.1  out=32  k=3 pad=1\n"
+    "relu     d1.3  d1.2\n"
+    "conv     h     d1.3  out=1   k=1\n";
+
+/* The per-pixel baseline: logistic regression on the pixel's own features. */
+static const char LOGISTIC_SPEC[] = "# logistic: one 1x1 convolution, the per-pixel baseline\n"
+                                    "input    x\n"
+                                    "conv     h     x     out=1   k=1\n";
+
+const char *wc_net_builtin_spec(const char *arch) {
+    if (strcmp(arch, "unet-lite") == 0) return UNET_LITE_SPEC;
+    if (strcmp(arch, "logistic") == 0) return LOGISTIC_SPEC;
+    return NULL;
+}
+
+/* ---- parsing ---------------------------------------------------------------------------- */
+
+static int find_node(const wc_node *nodes, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(nodes[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int parse_int(const char *s, int *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 0 || v > 1 << 20) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Parses one layer line (already stripped of comments and non-empty) into nodes[n]. */
+static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int lineno) {
+    char *tok[16];
+    int ntok = 0;
+    for (char *t = strtok(line, " \t\r"); t && ntok < 16; t = strtok(NULL, " \t\r")) tok[ntok++] = t;
+    wc_node *nd = &nodes[n];
+    memset(nd, 0, sizeof *nd);
+    nd->in[0] = nd->in[1] = -1;
+    nd->stride = 1;
+    nd->KH = nd->KW = -1;
+    static const struct {
+        const char *word;
+        wc_op op;
+        int ninputs;
+    } ops[] = {{"input", WC_OP_INPUT, 0},     {"conv", WC_OP_CONV, 1},
+               {"relu", WC_OP_RELU, 1},       {"maxpool", WC_OP_MAXPOOL, 1},
+               {"upsample", WC_OP_UPSAMPLE, 1}, {"concat", WC_OP_CONCAT, 2}};
+    int which = -1;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(tok[0], ops[i].word) == 0) which = (int)i;
+    if (which < 0) {
+        wc_error("%s:%d: unknown layer type '%s' (known: input conv relu maxpool upsample concat)",
+                 arch, lineno, tok[0]);
+        return WC_ERR;
+    }
+    nd->op = ops[which].op;
+    if (ntok < 2 || strlen(tok[1]) >= WC_NAME_MAX) {
+        wc_error("%s:%d: a layer needs a name of at most %d characters", arch, lineno,
+                 WC_NAME_MAX - 1);
+        return WC_ERR;
+    }
+    strcpy(nd->name, tok[1]);
+    if (find_node(nodes, n, nd->name) >= 0) {
+        wc_error("%s:%d: layer name '%s' used twice", arch, lineno, nd->name);
+        return WC_ERR;
+    }
+    if ((n == 0) != (nd->op == WC_OP_INPUT)) {
+        wc_error("%s:%d: the first layer, and only it, must be 'input'", arch, lineno);
+        return WC_ERR;
+    }
+    int ninputs = 0;
+    for (int t = 2; t < ntok; t++) {
+        char *eq = strchr(tok[t], '=');
+        if (!eq) {
+            if (ninputs == ops[which].ninputs) {
+                wc_error("%s:%d: %s takes %d input(s), got more", arch, lineno, tok[0],
+                         ops[which].ninputs);
+                return WC_ERR;
+            }
+            int src = find_node(nodes, n, tok[t]);
+            if (src < 0) {
+                wc_error("%s:%d: input '%s' is not defined above", arch, lineno, tok[t]);
+                return WC_ERR;
+            }
+            nd->in[ninputs++] = src;
+            continue;
+        }
+        *eq = '\0';
+        const char *key = tok[t], *val = eq + 1;
+        int v, *dst = NULL;
+        if (nd->op != WC_OP_CONV) {
+            wc_error("%s:%d: %s takes no option '%s'", arch, lineno, tok[0], key);
+            return WC_ERR;
+        }
+        if (strcmp(key, "out") == 0) dst = &nd->K;
+        if (strcmp(key, "kh") == 0) dst = &nd->KH;
+        if (strcmp(key, "kw") == 0) dst = &nd->KW;
+        if (strcmp(key, "stride") == 0) dst = &nd->stride;
+        if (strcmp(key, "pad") == 0) dst = &nd->pad;
+        if (strcmp(key, "k") == 0) {
+            if (parse_int(val, &v) || v < 1) goto bad_value;
+            nd->KH = nd->KW = v;
+            continue;
+        }
+        if (!dst) {
+            wc_error("%s:%d: unknown option '%s' (conv takes out, k, kh, kw, stride, pad)", arch,
+                     lineno, key);
+            return WC_ERR;
+        }
+        if (parse_int(val, &v)) goto bad_value;
+        *dst = v;
+        continue;
+    bad_value:
+        wc_error("%s:%d: option %s needs a non-negative integer, got '%s'", arch, lineno, key, val);
+        return WC_ERR;
+    }
+    if (ninputs != ops[which].ninputs) {
+        wc_error("%s:%d: %s takes %d input(s), got %d", arch, lineno, tok[0], ops[which].ninputs,
+                 ninputs);
+        return WC_ERR;
+    }
+    if (nd->op == WC_OP_CONV && (nd->K < 1 || nd->KH < 1 || nd->KW < 1 || nd->stride < 1)) {
+        wc_error("%s:%d: conv needs out=N and k=N (positive), stride >= 1", arch, lineno);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* Parses the whole spec into a freshly allocated node array; returns the count or -1. */
+static int parse_spec(const char *arch, const char *spec, wc_node **out_nodes) {
+    int cap = 8, n = 0;
+    wc_node *nodes = WC_ALLOC(cap * sizeof *nodes);
+    char *text = wc_strdup(spec), *save = NULL;
+    int lineno = 0;
+    for (char *line = text;; line = NULL) {
+        char *l = strtok_r(line, "\n", &save);
+        if (!l) break;
+        lineno++; /* blank lines are swallowed by strtok_r; numbering is approximate then */
+        char *hash = strchr(l, '#');
+        if (hash) *hash = '\0';
+        char *p = l;
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) continue;
+        if (n == cap) nodes = realloc(nodes, (cap *= 2) * sizeof *nodes);
+        WC_ASSERT(nodes);
+        if (parse_line(nodes, n, p, arch, lineno) != WC_OK) goto fail;
+        n++;
+    }
+    if (n < 2) {
+        wc_error("%s: a network needs an input and at least one layer", arch);
+        goto fail;
+    }
+    free(text);
+    *out_nodes = nodes;
+    return n;
+fail:
+    free(text);
+    free(nodes);
+    return -1;
+}
+
+/* ---- shapes, parameters, buffers -------------------------------------------------------- */
+
+/* Output shapes from the input size; parameter offsets. Returns WC_ERR on shapes that do not fit. */
+static int infer_shapes(wc_net *net) {
+    size_t off = 0;
+    for (int i = 0; i < net->nnodes; i++) {
+        wc_node *nd = &net->nodes[i];
+        const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
+        const wc_node *b = nd->in[1] >= 0 ? &net->nodes[nd->in[1]] : NULL;
+        switch (nd->op) {
+        case WC_OP_INPUT:
+            nd->C = net->in_channels, nd->H = net->H, nd->W = net->W;
+            break;
+        case WC_OP_CONV:
+            if (a->H + 2 * nd->pad < nd->KH || a->W + 2 * nd->pad < nd->KW) {
+                wc_error("%s: layer %s: a %dx%d kernel does not fit its %dx%d input", net->arch,
+                         nd->name, nd->KH, nd->KW, a->H, a->W);
+                return WC_ERR;
+            }
+            nd->shape = wc_conv_shape_make(net->max_N, a->C, a->H, a->W, nd->K, nd->KH, nd->KW,
+                                           nd->stride, nd->pad);
+            nd->C = nd->K, nd->H = nd->shape.OH, nd->W = nd->shape.OW;
+            nd->w_off = off;
+            off += (size_t)nd->K * a->C * nd->KH * nd->KW;
+            nd->b_off = off;
+            off += (size_t)nd->K;
+            break;
+        case WC_OP_RELU:
+            nd->C = a->C, nd->H = a->H, nd->W = a->W;
+            break;
+        case WC_OP_MAXPOOL:
+            if (a->H % 2 || a->W % 2) {
+                wc_error("%s: layer %s: max-pooling needs an even size, got %dx%d; the input "
+                         "size must be a multiple of the network's alignment",
+                         net->arch, nd->name, a->H, a->W);
+                return WC_ERR;
+            }
+            nd->C = a->C, nd->H = a->H / 2, nd->W = a->W / 2;
+            break;
+        case WC_OP_UPSAMPLE:
+            nd->C = a->C, nd->H = a->H * 2, nd->W = a->W * 2;
+            break;
+        case WC_OP_CONCAT:
+            if (a->H != b->H || a->W != b->W) {
+                wc_error("%s: layer %s: cannot concatenate %s (%dx%d) and %s (%dx%d)", net->arch,
+                         nd->name, a->name, a->H, a->W, b->name, b->H, b->W);
+                return WC_ERR;
+            }
+            nd->C = a->C + b->C, nd->H = a->H, nd->W = a->W;
+            break;
+        }
+    }
+    const wc_node *last = &net->nodes[net->nnodes - 1];
+    if (last->C != 1 || last->H != net->H || last->W != net->W) {
+        wc_error("%s: the last layer (%s) must give 1 channel at the input's size %dx%d, "
+                 "it gives %d channel(s) at %dx%d",
+                 net->arch, last->name, net->H, net->W, last->C, last->H, last->W);
+        return WC_ERR;
+    }
+    net->nparams = off;
+    return WC_OK;
+}
+
+static void build_tensor_table(wc_net *net) {
+    int nconv = 0;
+    for (int i = 0; i < net->nnodes; i++) nconv += net->nodes[i].op == WC_OP_CONV;
+    net->ntensors = 2 * nconv;
+    net->tensors = WC_CALLOC(net->ntensors, sizeof(wc_tensor));
+    int t = 0;
+    for (int i = 0; i < net->nnodes; i++) {
+        const wc_node *nd = &net->nodes[i];
+        if (nd->op != WC_OP_CONV) continue;
+        wc_tensor *w = &net->tensors[t++], *b = &net->tensors[t++];
+        snprintf(w->name, sizeof w->name, "%s.weight", nd->name);
+        w->ndim = 4;
+        w->shape[0] = nd->K, w->shape[1] = nd->shape.C, w->shape[2] = nd->KH, w->shape[3] = nd->KW;
+        w->offset = nd->w_off;
+        w->count = (size_t)nd->K * nd->shape.C * nd->KH * nd->KW;
+        w->is_weight = 1;
+        snprintf(b->name, sizeof b->name, "%s.bias", nd->name);
+        b->ndim = 1;
+        b->shape[0] = nd->K;
+        b->offset = nd->b_off;
+        b->count = (size_t)nd->K;
+    }
+}
+
+/* Decides in-place ReLUs and carves every activation out of one arena. */
+static void layout_buffers(wc_net *net) {
+    for (int i = 0; i < net->nnodes; i++)
+        for (int j = 0; j < 2; j++)
+            if (net->nodes[i].in[j] >= 0) net->nodes[net->nodes[i].in[j]].consumers++;
+    size_t total = 0;
+    for (int pass = 0; pass < 2; pass++) { /* pass 0 sizes the arena, pass 1 assigns views */
+        total = 0;
+        for (int i = 0; i < net->nnodes; i++) {
+            wc_node *nd = &net->nodes[i];
+            size_t n = (size_t)net->max_N * nd->C * nd->H * nd->W;
+            const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
+            /* The network input is kept intact: the first convolution's backward reads it. */
+            nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
+            if (nd->inplace) {
+                nd->out = a->out, nd->grad = a->grad;
+                continue;
+            }
+            if (pass) nd->out = net->arena + total;
+            total += n;
+            if (net->training && nd->op != WC_OP_INPUT) {
+                if (pass) nd->grad = net->arena + total;
+                total += n;
+            }
+        }
+        if (pass == 0) {
+            net->arena_floats = total;
+            net->arena = WC_CALLOC(total, sizeof(float));
+        }
+    }
+    net->work_floats = 0;
+    for (int i = 0; i < net->nnodes; i++)
+        if (net->nodes[i].op == WC_OP_CONV)
+            net->work_floats = WC_MAX(net->work_floats, wc_conv_workspace_floats(&net->nodes[i].shape));
+    net->work = WC_CALLOC(net->work_floats, sizeof(float));
+}
+
+wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
+                      int W, int mode) {
+    WC_ASSERT(in_channels > 0 && max_N > 0 && H > 0 && W > 0);
+    wc_net *net = WC_CALLOC(1, sizeof *net);
+    snprintf(net->arch, sizeof net->arch, "%s", arch);
+    net->spec = wc_strdup(spec);
+    net->in_channels = in_channels, net->max_N = max_N, net->H = H, net->W = W;
+    net->training = mode == WC_NET_TRAIN;
+    net->nnodes = parse_spec(arch, spec, &net->nodes);
+    if (net->nnodes < 0 || infer_shapes(net) != WC_OK) {
+        if (net->nnodes < 0) net->nnodes = 0;
+        wc_net_destroy(net);
+        return NULL;
+    }
+    build_tensor_table(net);
+    net->params = WC_CALLOC(net->nparams, sizeof(float));
+    if (net->training) net->grads = WC_CALLOC(net->nparams, sizeof(float));
+    layout_buffers(net);
+    for (int i = 0; i < net->nnodes; i++) {
+        const wc_node *nd = &net->nodes[i];
+        if (nd->op == WC_OP_CONV)
+            net->flops_forward += 2.0 * nd->K * nd->shape.C * nd->KH * nd->KW * nd->H * nd->W;
+    }
+    return net;
+}
+
+void wc_net_destroy(wc_net *net) {
+    if (!net) return;
+    free(net->spec);
+    free(net->nodes);
+    free(net->tensors);
+    free(net->params);
+    free(net->grads);
+    free(net->arena);
+    free(net->work);
+    free(net);
+}
+
+void wc_net_init_params(wc_net *net, uint64_t seed, double prior) {
+    for (int t = 0; t < net->ntensors; t++) {
+        const wc_tensor *tn = &net->tensors[t];
+        float *p = net->params + tn->offset;
+        if (!tn->is_weight) {
+            memset(p, 0, tn->count * sizeof(float));
+            continue;
+        }
+        /* Find the node to know whether a ReLU follows (He) or not (PyTorch's default). */
+        int node = -1, relu_follows = 0;
+        for (int i = 0; i < net->nnodes; i++)
+            if (net->nodes[i].op == WC_OP_CONV && net->nodes[i].w_off == tn->offset) node = i;
+        for (int i = 0; i < net->nnodes; i++)
+            if (net->nodes[i].op == WC_OP_RELU && net->nodes[i].in[0] == node) relu_follows = 1;
+        double fan_in = (double)tn->shape[1] * tn->shape[2] * tn->shape[3];
+        double bound = relu_follows ? sqrt(6.0 / fan_in) : 1.0 / sqrt(fan_in);
+        wc_rng r;
+        wc_rng_seed(&r, seed, WC_STREAM_INIT, (uint64_t)t); /* per tensor: layout-independent */
+        for (size_t i = 0; i < tn->count; i++)
+            p[i] = (float)(bound * (2.0 * wc_rng_uniform(&r) - 1.0));
+    }
+    /* The output bias: logit of the label rate, so training does not first spend steps
+     * learning how rare fire is. */
+    const wc_node *last = &net->nodes[net->nnodes - 1];
+    if (last->op == WC_OP_CONV && prior > 0 && prior < 1)
+        net->params[last->b_off] = (float)log(prior / (1.0 - prior));
+}
+
+float *wc_net_input(wc_net *net) { return net->nodes[0].out; }
+float *wc_net_output(wc_net *net) { return net->nodes[net->nnodes - 1].out; }
+float *wc_net_output_grad(wc_net *net) { return net->nodes[net->nnodes - 1].grad; }
+
+/* ---- forward and backward ---------------------------------------------------------------- */
+
+void wc_net_forward(wc_net *net, int N) {
+    WC_ASSERT(N > 0 && N <= net->max_N);
+    for (int i = 1; i < net->nnodes; i++) {
+        wc_node *nd = &net->nodes[i];
+        const wc_node *a = &net->nodes[nd->in[0]];
+        size_t n = (size_t)N * nd->C * nd->H * nd->W;
+        switch (nd->op) {
+        case WC_OP_CONV: {
+            wc_conv_shape s = nd->shape;
+            s.N = N;
+            wc_conv2d_forward(nd->out, a->out, net->params + nd->w_off, net->params + nd->b_off,
+                              &s, net->work);
+            break;
+        }
+        case WC_OP_RELU: wc_relu_forward(nd->out, a->out, n); break;
+        case WC_OP_MAXPOOL: wc_maxpool2_forward(nd->out, a->out, N * a->C, a->H, a->W); break;
+        case WC_OP_UPSAMPLE: wc_upsample2_forward(nd->out, a->out, N * a->C, a->H, a->W); break;
+        case WC_OP_CONCAT: {
+            const wc_node *b = &net->nodes[nd->in[1]];
+            wc_concat_forward(nd->out, a->out, a->C, b->out, b->C, N, (size_t)nd->H * nd->W);
+            break;
+        }
+        case WC_OP_INPUT: WC_ASSERT(0); break;
+        }
+    }
+}
+
+void wc_net_backward(wc_net *net, int N) {
+    WC_ASSERT(net->training && N > 0 && N <= net->max_N);
+    const int head = net->nnodes - 1;
+    for (int i = 1; i < head; i++) {
+        const wc_node *nd = &net->nodes[i];
+        if (!nd->inplace) memset(nd->grad, 0, sizeof(float) * N * nd->C * nd->H * nd->W);
+    }
+    for (int i = head; i >= 1; i--) {
+        wc_node *nd = &net->nodes[i];
+        wc_node *a = &net->nodes[nd->in[0]];
+        float *da = a->grad; /* NULL for the network input: nothing to propagate there */
+        size_t n = (size_t)N * nd->C * nd->H * nd->W;
+        switch (nd->op) {
+        case WC_OP_CONV: {
+            wc_conv_shape s = nd->shape;
+            s.N = N;
+            wc_conv2d_backward(da, net->grads + nd->w_off, net->grads + nd->b_off, nd->grad,
+                               a->out, net->params + nd->w_off, &s, net->work);
+            break;
+        }
+        case WC_OP_RELU:
+            if (nd->inplace)
+                wc_relu_backward_inplace(nd->grad, nd->out, n);
+            else if (da)
+                wc_relu_backward(da, nd->grad, nd->out, n);
+            break;
+        case WC_OP_MAXPOOL:
+            if (da) wc_maxpool2_backward(da, nd->grad, a->out, N * a->C, a->H, a->W);
+            break;
+        case WC_OP_UPSAMPLE:
+            if (da) wc_upsample2_backward(da, nd->grad, N * a->C, a->H, a->W);
+            break;
+        case WC_OP_CONCAT: {
+            wc_node *b = &net->nodes[nd->in[1]];
+            wc_concat_backward(da, b->grad, nd->grad, a->C, b->C, N, (size_t)nd->H * nd->W);
+            break;
+        }
+        case WC_OP_INPUT: WC_ASSERT(0); break;
+        }
+    }
+}
+
+/* ---- queries ----------------------------------------------------------------------------- */
+
+const wc_tensor *wc_net_find_tensor(const wc_net *net, const char *name) {
+    for (int t = 0; t < net->ntensors; t++)
+        if (strcmp(net->tensors[t].name, name) == 0) return &net->tensors[t];
+    return NULL;
+}
+
+void wc_net_memory_plan(const wc_net *net, wc_memory_plan *plan) {
+    plan->params = net->nparams * sizeof(float);
+    plan->grads = net->grads ? net->nparams * sizeof(float) : 0;
+    plan->activations = net->arena_floats * sizeof(float);
+    plan->workspace = net->work_floats * sizeof(float);
+}
+
+void wc_net_receptive_field(const wc_net *net, int *radius, int *alignment) {
+    /* Per node: `scale` input pixels per node pixel, and `reach`: how many input pixels beyond
+     * its own footprint a node pixel depends on, propagated conservatively. */
+    int *scale = WC_CALLOC(net->nnodes, sizeof(int)), *reach = WC_CALLOC(net->nnodes, sizeof(int));
+    int align = 1;
+    scale[0] = 1;
+    for (int i = 1; i < net->nnodes; i++) {
+        const wc_node *nd = &net->nodes[i];
+        int a = nd->in[0], b = nd->in[1];
+        switch (nd->op) {
+        case WC_OP_CONV:
+            scale[i] = scale[a] * nd->stride;
+            reach[i] = reach[a] + scale[a] * WC_MAX(WC_MAX(nd->pad, nd->KH - 1 - nd->pad),
+                                                    nd->KW - 1 - nd->pad);
+            break;
+        case WC_OP_MAXPOOL: scale[i] = 2 * scale[a], reach[i] = reach[a]; break;
+        case WC_OP_UPSAMPLE:
+            scale[i] = WC_MAX(1, scale[a] / 2), reach[i] = reach[a] + scale[a];
+            break;
+        case WC_OP_CONCAT:
+            scale[i] = WC_MIN(scale[a], scale[b]), reach[i] = WC_MAX(reach[a], reach[b]);
+            break;
+        default: scale[i] = scale[a], reach[i] = reach[a]; break;
+        }
+        align = WC_MAX(align, scale[i]);
+    }
+    *radius = reach[net->nnodes - 1];
+    *alignment = align;
+    free(scale);
+    free(reach);
+}

@@ -1,0 +1,246 @@
+/* raster.c: GDAL datasets behind wc_raster; see raster.h. */
+#include "wildcpu/raster.h"
+
+#include <cpl_error.h>
+#include <gdal.h>
+#include <math.h>
+#include <ogr_srs_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/util.h"
+
+size_t wc_dtype_size(wc_dtype t) {
+    static const size_t sizes[] = {1, 2, 2, 4, 4, 4, 8};
+    return sizes[t];
+}
+
+const char *wc_dtype_name(wc_dtype t) {
+    static const char *names[] = {"Byte",  "UInt16", "Int16",  "UInt32",
+                                  "Int32", "Float32", "Float64"};
+    return names[t];
+}
+
+static GDALDataType to_gdal(wc_dtype t) {
+    static const GDALDataType map[] = {GDT_Byte,  GDT_UInt16,  GDT_Int16,  GDT_UInt32,
+                                       GDT_Int32, GDT_Float32, GDT_Float64};
+    return map[t];
+}
+
+/* GDAL 3.6 has no Int8 type: signed bytes are Byte bands flagged PIXELTYPE=SIGNEDBYTE, which
+ * RasterIO would convert as unsigned. They are refused rather than read wrongly. */
+static int from_gdal(GDALRasterBandH b, wc_dtype *t) {
+    switch (GDALGetRasterDataType(b)) {
+    case GDT_Byte: {
+        const char *pt = GDALGetMetadataItem(b, "PIXELTYPE", "IMAGE_STRUCTURE");
+        *t = WC_DT_BYTE;
+        return pt && strcmp(pt, "SIGNEDBYTE") == 0 ? WC_ERR : WC_OK;
+    }
+    case GDT_UInt16: *t = WC_DT_UINT16; return WC_OK;
+    case GDT_Int16: *t = WC_DT_INT16; return WC_OK;
+    case GDT_UInt32: *t = WC_DT_UINT32; return WC_OK;
+    case GDT_Int32: *t = WC_DT_INT32; return WC_OK;
+    case GDT_Float32: *t = WC_DT_FLOAT32; return WC_OK;
+    case GDT_Float64: *t = WC_DT_FLOAT64; return WC_OK;
+    default: return WC_ERR;
+    }
+}
+
+wc_dtype wc_dtype_union(wc_dtype a, wc_dtype b) {
+    if (a == b) return a;
+    if (a > b) {
+        wc_dtype t = a;
+        a = b, b = t;
+    }
+    /* now a < b in the order Byte, UInt16, Int16, UInt32, Int32, Float32, Float64 */
+    if (b == WC_DT_FLOAT64) return WC_DT_FLOAT64;
+    /* 32-bit integers do not fit a float32's 24-bit mantissa */
+    if (b == WC_DT_FLOAT32) return a == WC_DT_UINT32 || a == WC_DT_INT32 ? WC_DT_FLOAT64 : b;
+    if (b == WC_DT_INT32) return a == WC_DT_UINT32 ? WC_DT_FLOAT64 : b;
+    if (b == WC_DT_UINT32) return a == WC_DT_INT16 ? WC_DT_FLOAT64 : b;
+    if (b == WC_DT_INT16) return a == WC_DT_UINT16 ? WC_DT_INT32 : b;
+    return b; /* UInt16 with Byte */
+}
+
+double wc_dtype_get(const void *buf, wc_dtype t, size_t i) {
+    switch (t) {
+    case WC_DT_BYTE: return ((const uint8_t *)buf)[i];
+    case WC_DT_UINT16: return ((const uint16_t *)buf)[i];
+    case WC_DT_INT16: return ((const int16_t *)buf)[i];
+    case WC_DT_UINT32: return ((const uint32_t *)buf)[i];
+    case WC_DT_INT32: return ((const int32_t *)buf)[i];
+    case WC_DT_FLOAT32: return ((const float *)buf)[i];
+    case WC_DT_FLOAT64: return ((const double *)buf)[i];
+    }
+    return NAN;
+}
+
+/* GDAL's own messages go through our log, with the rank prefix, instead of "ERROR 4: ...".
+ * Failures are reported again by the caller with context, so GDAL's errors are debug detail:
+ * shown as warnings only when they are not about to be reported. */
+static void gdal_message(CPLErr cls, CPLErrorNum num, const char *msg) {
+    (void)num;
+    if (cls == CE_Warning) wc_warn("GDAL: %s", msg);
+    /* CE_Failure/CE_Fatal: the caller reports them with CPLGetLastErrorMsg and context. */
+}
+
+static pthread_once_t gdal_once = PTHREAD_ONCE_INIT;
+static void gdal_setup(void) {
+    GDALAllRegister();
+    CPLSetErrorHandler(gdal_message);
+}
+
+void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
+
+int wc_raster_open(wc_raster *r, const char *path) {
+    wc_raster_init();
+    memset(r, 0, sizeof *r);
+    CPLErrorReset();
+    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR,
+                                 NULL, NULL, NULL);
+    if (!ds) {
+        const char *why = CPLGetLastErrorMsg();
+        wc_error("cannot open %s as a raster: %s", path, why && *why ? why : "not recognized");
+        return WC_ERR;
+    }
+    r->ds = ds;
+    r->path = wc_strdup(path);
+    r->width = GDALGetRasterXSize(ds);
+    r->height = GDALGetRasterYSize(ds);
+    r->nbands = GDALGetRasterCount(ds);
+    r->has_gt = GDALGetGeoTransform(ds, r->gt) == CE_None;
+    if (!r->has_gt) {
+        double id[6] = {0, 1, 0, 0, 0, 1};
+        memcpy(r->gt, id, sizeof id);
+    }
+    const char *wkt = GDALGetProjectionRef(ds);
+    r->wkt = wc_strdup(wkt ? wkt : "");
+    if (r->nbands < 1) {
+        wc_error("%s has no raster bands", path);
+        wc_raster_close(r);
+        return WC_ERR;
+    }
+    r->bands = WC_CALLOC(r->nbands, sizeof(wc_band));
+    for (int i = 0; i < r->nbands; i++) {
+        GDALRasterBandH b = GDALGetRasterBand(ds, i + 1);
+        wc_band *bd = &r->bands[i];
+        const char *desc = GDALGetDescription(b);
+        if (desc && *desc)
+            snprintf(bd->name, sizeof bd->name, "%s", desc);
+        else
+            snprintf(bd->name, sizeof bd->name, "band_%d", i + 1);
+        if (from_gdal(b, &bd->type) != WC_OK) {
+            GDALDataType gt = GDALGetRasterDataType(b);
+            wc_error("%s, band %d (%s): data type %s is not supported (use Byte, UInt16, Int16, "
+                     "UInt32, Int32, Float32 or Float64; gdal_translate -ot converts)",
+                     path, i + 1, bd->name,
+                     gt == GDT_Byte ? "signed Byte (Int8)" : GDALGetDataTypeName(gt));
+            wc_raster_close(r);
+            return WC_ERR;
+        }
+        bd->nodata = GDALGetRasterNoDataValue(b, &bd->has_nodata);
+    }
+    return WC_OK;
+}
+
+int wc_raster_reopen(wc_raster *dst, const wc_raster *src) {
+    return wc_raster_open(dst, src->path);
+}
+
+void wc_raster_close(wc_raster *r) {
+    if (!r) return;
+    if (r->ds) GDALClose((GDALDatasetH)r->ds);
+    free(r->path);
+    free(r->wkt);
+    free(r->bands);
+    memset(r, 0, sizeof *r);
+}
+
+int wc_raster_read(wc_raster *r, int x0, int y0, int w, int h, const int *bands, int nb,
+                   wc_dtype type, void *buf) {
+    /* the part of the window inside the raster */
+    int ix0 = WC_MAX(x0, 0), iy0 = WC_MAX(y0, 0);
+    int ix1 = WC_MIN(x0 + w, r->width), iy1 = WC_MIN(y0 + h, r->height);
+    if (ix1 <= ix0 || iy1 <= iy0) return WC_OK;
+    const size_t esz = wc_dtype_size(type);
+    char *dst = (char *)buf + ((size_t)(iy0 - y0) * w + (ix0 - x0)) * esz;
+    CPLErrorReset();
+    CPLErr err = GDALDatasetRasterIOEx((GDALDatasetH)r->ds, GF_Read, ix0, iy0, ix1 - ix0,
+                                       iy1 - iy0, dst, ix1 - ix0, iy1 - iy0, to_gdal(type), nb,
+                                       (int *)bands, (GSpacing)esz, (GSpacing)esz * w,
+                                       (GSpacing)esz * w * h, NULL);
+    if (err != CE_None) {
+        wc_error("read error in %s, window x=%d y=%d %dx%d: %s", r->path, ix0, iy0, ix1 - ix0,
+                 iy1 - iy0, CPLGetLastErrorMsg());
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+int wc_raster_find_band(const wc_raster *r, const char *name) {
+    for (int i = 0; i < r->nbands; i++)
+        if (strcmp(r->bands[i].name, name) == 0) return i + 1;
+    char *end;
+    long n = strtol(name, &end, 10);
+    if (*name && !*end && n >= 1 && n <= r->nbands) return (int)n;
+    return 0;
+}
+
+void wc_raster_pixel_to_map(const double gt[6], double col, double row, double *x, double *y) {
+    *x = gt[0] + col * gt[1] + row * gt[2];
+    *y = gt[3] + col * gt[4] + row * gt[5];
+}
+
+int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, double *row) {
+    double det = gt[1] * gt[5] - gt[2] * gt[4];
+    if (det == 0) return WC_ERR;
+    double dx = x - gt[0], dy = y - gt[3];
+    *col = (gt[5] * dx - gt[2] * dy) / det;
+    *row = (-gt[4] * dx + gt[1] * dy) / det;
+    return WC_OK;
+}
+
+static int same_crs(const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return 1;
+    if (!*a || !*b) return 0;
+    OGRSpatialReferenceH sa = OSRNewSpatialReference(a), sb = OSRNewSpatialReference(b);
+    int same = sa && sb && OSRIsSame(sa, sb);
+    OSRDestroySpatialReference(sa);
+    OSRDestroySpatialReference(sb);
+    return same;
+}
+
+int wc_raster_same_grid(const wc_raster *a, const wc_raster *b) {
+    if (a->width != b->width || a->height != b->height) return 0;
+    double px = fmax(fabs(a->gt[1]), fabs(a->gt[5]));
+    for (int i = 0; i < 6; i++)
+        if (fabs(a->gt[i] - b->gt[i]) > 1e-9 * fmax(px, 1e-12) * (i == 0 || i == 3 ? 1 : 1e-3))
+            return 0;
+    return same_crs(a->wkt, b->wkt);
+}
+
+void wc_raster_crs_name(const char *wkt, char *buf, size_t size) {
+    if (!wkt || !*wkt) {
+        snprintf(buf, size, "no CRS");
+        return;
+    }
+    OGRSpatialReferenceH s = OSRNewSpatialReference(wkt);
+    const char *auth = s ? OSRGetAuthorityName(s, NULL) : NULL;
+    const char *code = s ? OSRGetAuthorityCode(s, NULL) : NULL;
+    if (auth && code)
+        snprintf(buf, size, "%s:%s", auth, code);
+    else if (s && OSRGetName(s))
+        snprintf(buf, size, "%s", OSRGetName(s));
+    else
+        snprintf(buf, size, "unnamed CRS");
+    OSRDestroySpatialReference(s);
+}
+
+void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
+    char crs[128];
+    wc_raster_crs_name(r->wkt, crs, sizeof crs);
+    snprintf(buf, size, "%dx%d px of %gx%g, origin (%.6g, %.6g), %s", r->width, r->height,
+             r->gt[1], r->gt[5], r->gt[0], r->gt[3], crs);
+}

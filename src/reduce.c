@@ -1,0 +1,132 @@
+/* reduce.c: the exact (fixed-point) and fast (float) gradient reductions; see reduce.h. */
+#include "wildcpu/reduce.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/dist.h"
+#include "wildcpu/util.h"
+
+/* Extra int64 words after the n gradient sums. */
+enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_STOP, X_COUNT };
+
+/* Exponent for a tensor whose components are at most maxabs: leaves the headroom and room for
+ * max_micro_batches additions below 2^62. */
+static int exponent_for(double maxabs, int max_micro_batches) {
+    int log2_m = 0;
+    while ((1 << log2_m) < max_micro_batches) log2_m++;
+    int budget = 62 - WC_REDUCE_HEADROOM_BITS - log2_m;
+    if (!(maxabs > 0) || !isfinite(maxabs)) return budget; /* all zero: as if max were 1 */
+    int k;
+    frexp(maxabs, &k); /* maxabs < 2^k */
+    return budget - k;
+}
+
+wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batches) {
+    WC_ASSERT(max_micro_batches >= 1);
+    wc_reducer *r = WC_CALLOC(1, sizeof *r);
+    r->exact = exact;
+    r->n = net->nparams;
+    r->tensors = net->tensors;
+    r->ntensors = net->ntensors;
+    r->max_micro_batches = max_micro_batches;
+    r->exponent = WC_CALLOC(r->ntensors, sizeof(int));
+    r->maxabs = WC_CALLOC(r->ntensors, sizeof(double));
+    r->acc = WC_CALLOC(r->n + X_COUNT, sizeof(int64_t));
+    if (!exact) r->facc = WC_CALLOC(r->n, sizeof(float));
+    return r;
+}
+
+void wc_reducer_destroy(wc_reducer *r) {
+    if (!r) return;
+    free(r->exponent);
+    free(r->maxabs);
+    free(r->acc);
+    free(r->facc);
+    free(r);
+}
+
+void wc_reducer_begin(wc_reducer *r) {
+    memset(r->acc, 0, (r->n + X_COUNT) * sizeof(int64_t));
+    if (r->facc) memset(r->facc, 0, r->n * sizeof(float));
+    memset(r->maxabs, 0, r->ntensors * sizeof(double));
+    r->overflow = 0;
+    r->loss_sum = 0;
+    r->valid_pixels = r->samples = 0;
+}
+
+void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t valid_pixels,
+                    int64_t samples) {
+    r->valid_pixels += valid_pixels;
+    r->samples += samples;
+    if (!r->exact) {
+        r->loss_sum += loss_sum;
+        for (size_t i = 0; i < r->n; i++) r->facc[i] += grads[i];
+        return;
+    }
+    r->acc[r->n + X_LOSS] += llround(ldexp(loss_sum, WC_REDUCE_LOSS_FX_BITS));
+    const double limit = ldexp(1.0, 62) / r->max_micro_batches;
+    int fits = 1;
+    for (int t = 0; t < r->ntensors; t++) {
+        const wc_tensor *tn = &r->tensors[t];
+        double m = 0;
+        for (size_t i = 0; i < tn->count; i++) m = fmax(m, fabs((double)grads[tn->offset + i]));
+        if (m > r->maxabs[t] || isnan(m)) r->maxabs[t] = isnan(m) ? INFINITY : m;
+        if (!r->calibrated || !(ldexp(m, r->exponent[t]) <= limit)) fits = 0;
+    }
+    if (!fits) {
+        r->overflow++;
+        return;
+    }
+    for (int t = 0; t < r->ntensors; t++) {
+        const wc_tensor *tn = &r->tensors[t];
+        const double scale = ldexp(1.0, r->exponent[t]);
+        const float *g = grads + tn->offset;
+        int64_t *a = r->acc + tn->offset;
+        for (size_t i = 0; i < tn->count; i++) a[i] += llrint((double)g[i] * scale);
+    }
+}
+
+int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, wc_step_totals *totals) {
+    int64_t *x = r->acc + r->n;
+    x[X_VALID] = r->valid_pixels;
+    x[X_SAMPLES] = r->samples;
+    x[X_OVERFLOW] = r->overflow;
+    x[X_STOP] = stop_vote ? 1 : 0;
+    if (r->exact) {
+        wc_dist_sum_i64(r->acc, r->n + X_COUNT);
+    } else {
+        x[X_LOSS] = llround(ldexp(r->loss_sum, WC_REDUCE_LOSS_FX_BITS));
+        wc_dist_sum_i64(x, X_COUNT);
+        wc_dist_sum_f32(r->facc, r->n);
+    }
+    wc_dist_max_f64(r->maxabs, r->ntensors);
+    for (int t = 0; t < r->ntensors; t++)
+        if (isinf(r->maxabs[t]))
+            wc_fatal("the gradient of %s is not finite (NaN or infinite): training diverged; "
+                     "try a lower --lr",
+                     r->tensors[t].name);
+    totals->loss_sum = ldexp((double)x[X_LOSS], -WC_REDUCE_LOSS_FX_BITS);
+    totals->valid_pixels = x[X_VALID];
+    totals->samples = x[X_SAMPLES];
+    totals->stop_votes = x[X_STOP];
+    int redo = r->exact && (!r->calibrated || x[X_OVERFLOW] > 0);
+    if (!redo) {
+        const double denom = totals->valid_pixels > 0 ? (double)totals->valid_pixels : 1.0;
+        for (int t = 0; t < r->ntensors; t++) {
+            const wc_tensor *tn = &r->tensors[t];
+            /* sum * 2^-e / count: the power of two is exact, one rounding in the division */
+            const double unscale = ldexp(1.0, -r->exponent[t]);
+            for (size_t i = tn->offset; i < tn->offset + tn->count; i++)
+                mean_grad[i] = r->exact ? (float)((double)r->acc[i] * unscale / denom)
+                                        : (float)(r->facc[i] / denom);
+        }
+    }
+    /* This step's global maxima set the next step's scales (or this step's, on a redo), on
+     * every rank alike. */
+    for (int t = 0; t < r->ntensors; t++)
+        r->exponent[t] = exponent_for(r->maxabs[t], r->max_micro_batches);
+    r->calibrated = 1;
+    return redo ? WC_REDUCE_REDO : WC_REDUCE_DONE;
+}

@@ -1,0 +1,823 @@
+/* train.c: the training driver; see train.h. In order: setup (data, network, optimizer,
+ * resume), the step (read ahead, forward/backward per micro-batch, exact reduction, update),
+ * validation, checkpoints, stop signals, logging, and the end of the run. */
+#include "wildcpu/train.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wildcpu/ckpt.h"
+#include "wildcpu/dist.h"
+#include "wildcpu/layers.h"
+#include "wildcpu/metrics.h"
+#include "wildcpu/net.h"
+#include "wildcpu/reader.h"
+#include "wildcpu/reduce.h"
+#include "wildcpu/report.h"
+#include "wildcpu/schedule.h"
+#include "wildcpu/util.h"
+
+void wc_train_config_default(wc_train_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    wc_data_config_default(&cfg->data);
+    cfg->out_dir = "run";
+    cfg->model = "unet-lite";
+    cfg->epochs = 10;
+    cfg->batch = 32;
+    cfg->micro_batch = 4;
+    wc_optim_config_default(&cfg->optim, WC_OPTIM_ADAMW);
+    cfg->optim.warmup_steps = -1;
+    cfg->lr_ref_batch = 32;
+    cfg->pos_weight = 1.0;
+    cfg->seed = 1;
+    cfg->threads = 1;
+    cfg->log_every = 10;
+    cfg->keep = 3;
+}
+
+/* ---- stop signals ------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t stop_requested = 0;
+static volatile sig_atomic_t stop_signal = 0;
+static struct timespec stop_time;
+
+static void on_stop_signal(int sig) {
+    if (stop_requested) {
+        /* A second signal: leave now (async-signal-safe calls only). */
+        static const char msg[] = "wildcpu: second stop signal: exiting without a checkpoint\n";
+        ssize_t rc = write(2, msg, sizeof msg - 1);
+        (void)rc;
+        _exit(128 + sig);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &stop_time);
+    stop_signal = sig;
+    stop_requested = 1;
+}
+
+static void install_signal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* ---- the run's state --------------------------------------------------------------------- */
+
+typedef struct {
+    const wc_train_config *cfg;
+    int rank, nranks;
+    char ckpt_dir[4096];
+    wc_dataset *ds;
+    wc_net *net;
+    wc_optim *opt;
+    wc_reducer *red;
+    wc_reader *rd;
+    wc_schedule sched;
+    long total_steps, start_step;
+    int max_local;           /* most micro-batches a rank gets in a step */
+    /* decode buffers for one micro-batch: labels, validity, oracle */
+    float *y, *oracle;
+    uint8_t *valid;
+    const wc_read_batch **held; /* (max_local) this step's batches, kept for a recomputation */
+    /* look-ahead cursor: the next read request to submit */
+    long cur_step;
+    int cur_j, cur_phase, cur_v;
+    /* validation */
+    wc_metrics_acc *acc, *oracle_acc;
+    long val_lo, val_hi;     /* this rank's validation patches */
+    wc_metrics last_val, last_oracle;
+    int have_val, have_oracle;
+    /* bookkeeping for logs and the report */
+    FILE *jsonl;
+    double t_start, t_steps, t_last_log, t_last_ckpt;
+    long samples_since_log, steps_done_here;
+    double loss_sum_since_log;
+    long loss_steps_since_log;
+    double last_loss;
+    double ckpt_seconds;
+    long ckpts_written;
+    size_t ckpt_bytes_last;
+    double reduce_seconds, compute_seconds, val_seconds;
+    long redo_count;
+    int tty;
+    size_t planned_bytes, baseline_bytes;
+    char config_kv[2048];
+} train_ctx;
+
+/* The settings that must be equal for a resume to be exact. */
+static void build_config_kv(train_ctx *t) {
+    const wc_train_config *c = t->cfg;
+    uint64_t h = 0;
+    for (const char *p = t->net->spec; *p; p++) h = h * 1099511628211ULL ^ (unsigned char)*p;
+    snprintf(t->config_kv, sizeof t->config_kv,
+             "model=%s;spec_hash=%016llx;batch=%d;micro_batch=%d;seed=%llu;patch=%d;"
+             "val_fraction=%.10g;val_block_px=%d;min_valid=%.10g;optimizer=%s;lr=%.10g;"
+             "weight_decay=%.10g;warmup=%ld;total_steps=%ld;pos_weight=%.10g;reduce=%s",
+             t->net->arch, (unsigned long long)h, c->batch, c->micro_batch,
+             (unsigned long long)c->seed, c->data.patch, c->data.val_fraction, c->data.val_block_px,
+             c->data.min_valid, t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd",
+             t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
+             t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact");
+}
+
+/* ---- read-ahead -------------------------------------------------------------------------- */
+
+enum { PHASE_TRAIN, PHASE_VAL };
+
+static int val_micro_batches(const train_ctx *t) {
+    return (int)((t->val_hi - t->val_lo + t->cfg->micro_batch - 1) / t->cfg->micro_batch);
+}
+
+static long make_tag(long step, int phase, int j) { return (step * 2 + phase) * 100000 + j; }
+
+/* Submits read requests in consumption order while the reader has room. */
+static void submit_ahead(train_ctx *t) {
+    uint32_t ids[4096];
+    while (wc_reader_can_submit(t->rd) && t->cur_step < t->total_steps) {
+        int lo, hi, n;
+        wc_schedule_micro_batches(&t->sched, t->cur_step, &lo, &hi);
+        if (t->cur_phase == PHASE_TRAIN) {
+            if (t->cur_j < lo) t->cur_j = lo;
+            if (t->cur_j < hi) {
+                n = wc_schedule_patches(&t->sched, t->cur_step, t->cur_j, ids);
+                wc_reader_submit(t->rd, ids, n, 0, make_tag(t->cur_step, PHASE_TRAIN, t->cur_j));
+                t->cur_j++;
+                continue;
+            }
+            t->cur_phase = PHASE_VAL;
+            t->cur_v = 0;
+        }
+        if (wc_schedule_ends_epoch(&t->sched, t->cur_step) && t->cur_v < val_micro_batches(t)) {
+            long first = t->val_lo + (long)t->cur_v * t->cfg->micro_batch;
+            n = (int)WC_MIN((long)t->cfg->micro_batch, t->val_hi - first);
+            for (int i = 0; i < n; i++) ids[i] = t->ds->val[first + i];
+            wc_reader_submit(t->rd, ids, n, 1, make_tag(t->cur_step, PHASE_VAL, t->cur_v));
+            t->cur_v++;
+            continue;
+        }
+        t->cur_step++;
+        t->cur_phase = PHASE_TRAIN;
+        t->cur_j = 0;
+    }
+}
+
+static const wc_read_batch *take(train_ctx *t, long step, int phase, int j) {
+    submit_ahead(t);
+    const wc_read_batch *b;
+    if (wc_reader_take(t->rd, &b) != WC_OK)
+        wc_fatal("step %ld: reading %s patches failed (see the message above)", step + 1,
+                 phase == PHASE_TRAIN ? "training" : "validation");
+    WC_ASSERT(b->tag == make_tag(step, phase, j));
+    return b;
+}
+
+/* Decodes the batch's patches into the network input and the label/validity buffers. */
+static long decode_batch(train_ctx *t, const wc_read_batch *b, int with_oracle) {
+    const size_t pp = (size_t)t->ds->P * t->ds->P;
+    float *x = wc_net_input(t->net);
+    long nvalid = 0;
+    for (int i = 0; i < b->n; i++)
+        nvalid += wc_dataset_decode(t->ds, b->raw + (size_t)i * b->patch_bytes, t->ds->mean,
+                                    t->ds->std, x + (size_t)i * t->ds->nfeat * pp, t->y + i * pp,
+                                    t->valid + i * pp, with_oracle ? t->oracle + i * pp : NULL);
+    return nvalid;
+}
+
+/* ---- validation -------------------------------------------------------------------------- */
+
+static void validate(train_ctx *t, long step) {
+    double t0 = wc_now();
+    const size_t pp = (size_t)t->ds->P * t->ds->P;
+    const int with_oracle = t->ds->oracle_path != NULL;
+    wc_metrics_reset(t->acc);
+    wc_metrics_reset(t->oracle_acc);
+    for (int v = 0; v < val_micro_batches(t); v++) {
+        const wc_read_batch *b = take(t, step, PHASE_VAL, v);
+        decode_batch(t, b, with_oracle);
+        wc_net_forward(t->net, b->n);
+        wc_metrics_add_logits(t->acc, wc_net_output(t->net), t->y, t->valid, b->n * pp,
+                              (float)t->cfg->pos_weight);
+        if (with_oracle)
+            wc_metrics_add_probs(t->oracle_acc, t->oracle, t->y, t->valid, b->n * pp,
+                                 (float)t->cfg->pos_weight);
+        wc_reader_release(t->rd);
+    }
+    /* integer sums: the result is the same for any number of ranks and any split */
+    wc_dist_sum_i64((int64_t *)t->acc, wc_metrics_acc_words());
+    wc_metrics_compute(&t->last_val, t->acc);
+    t->have_val = t->ds->nval > 0;
+    if (with_oracle) {
+        wc_dist_sum_i64((int64_t *)t->oracle_acc, wc_metrics_acc_words());
+        wc_metrics_compute(&t->last_oracle, t->oracle_acc);
+        t->have_oracle = 1;
+    }
+    t->val_seconds += wc_now() - t0;
+    if (t->rank != 0 || !t->have_val) return;
+    long epoch = step / t->sched.steps_per_epoch + 1;
+    char line[2048];
+    int n = snprintf(line, sizeof line, "{\"type\":\"val\",\"step\":%ld,\"epoch\":%ld,", step + 1,
+                     epoch);
+    n += wc_metrics_json(line + n, sizeof line - n, &t->last_val, "");
+    if (t->have_oracle) {
+        n += snprintf(line + n, sizeof line - n, ",");
+        n += wc_metrics_json(line + n, sizeof line - n, &t->last_oracle, "oracle_");
+    }
+    snprintf(line + n, sizeof line - n, "}");
+    fprintf(t->jsonl, "%s\n", line);
+    fflush(t->jsonl);
+    if (t->tty) printf("\r\033[K");
+    wc_info("validation after step %ld (epoch %ld): loss %.4f  AUC-PR %.4f  ROC-AUC %.4f  "
+            "best F1 %.3f @ %.3f  Brier %.4f  (%lld pixels, %.1f%% burned)%s",
+            step + 1, epoch, t->last_val.loss, t->last_val.auc_pr, t->last_val.roc_auc,
+            t->last_val.best_f1, t->last_val.best_f1_threshold, t->last_val.brier,
+            (long long)t->last_val.pixels, 100 * t->last_val.positive_rate, "");
+    if (t->have_oracle)
+        wc_info("  oracle on the same pixels: AUC-PR %.4f  ROC-AUC %.4f  (model at %.0f%% of "
+                "the oracle's AUC-PR)",
+                t->last_oracle.auc_pr, t->last_oracle.roc_auc,
+                100 * t->last_val.auc_pr / t->last_oracle.auc_pr);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t step, epoch, epoch_pos, optim_step, calibrated, ntensors, nfeat, ranks;
+} ckpt_state;
+
+static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
+    if (t->rank != 0) return WC_OK;
+    char meta[1024], norm_names[4096] = "";
+    char ts[32];
+    wc_utc_timestamp(ts, sizeof ts);
+    long epoch = steps_done / t->sched.steps_per_epoch;
+    snprintf(meta, sizeof meta,
+             "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
+             "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch)",
+             WC_VERSION, steps_done, epoch,
+             (t->total_steps + t->sched.steps_per_epoch - 1) / t->sched.steps_per_epoch,
+             t->nranks, t->cfg->threads, ts, t->net->arch, t->net->nparams, t->last_loss);
+    for (int c = 0; c < t->ds->nfeat; c++) {
+        size_t n = strlen(norm_names);
+        snprintf(norm_names + n, sizeof norm_names - n, "%s%s", c ? "," : "",
+                 t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name);
+    }
+    const int nt = t->net->ntensors;
+    size_t state_bytes = sizeof(ckpt_state) + sizeof(int32_t) * nt;
+    unsigned char *state = WC_CALLOC(1, state_bytes);
+    ckpt_state st = {.step = steps_done, .epoch = epoch,
+                     .epoch_pos = (steps_done % t->sched.steps_per_epoch) * t->cfg->batch,
+                     .optim_step = t->opt->step, .calibrated = t->red->calibrated, .ntensors = nt,
+                     .nfeat = t->ds->nfeat, .ranks = t->nranks};
+    memcpy(state, &st, sizeof st);
+    for (int i = 0; i < nt; i++) ((int32_t *)(state + sizeof st))[i] = t->red->exponent[i];
+    double *norm = WC_ALLOC(sizeof(double) * 2 * t->ds->nfeat);
+    memcpy(norm, t->ds->mean, sizeof(double) * t->ds->nfeat);
+    memcpy(norm + t->ds->nfeat, t->ds->std, sizeof(double) * t->ds->nfeat);
+    char metrics[2048] = "";
+    if (t->have_val) {
+        int n = wc_metrics_json(metrics, sizeof metrics, &t->last_val, "val_");
+        if (t->have_oracle) {
+            n += snprintf(metrics + n, sizeof metrics - n, ",");
+            wc_metrics_json(metrics + n, sizeof metrics - n, &t->last_oracle, "oracle_");
+        }
+    }
+    const size_t pbytes = t->net->nparams * sizeof(float);
+    wc_ckpt_section sec[] = {
+        {"meta", meta, strlen(meta)},
+        {"config", t->config_kv, strlen(t->config_kv)},
+        {"fingerprint", t->ds->fingerprint, strlen(t->ds->fingerprint)},
+        {"spec", t->net->spec, strlen(t->net->spec)},
+        {"features", norm_names, strlen(norm_names)},
+        {"norm", norm, sizeof(double) * 2 * t->ds->nfeat},
+        {"state", state, state_bytes},
+        {"params", t->net->params, pbytes},
+        {"optim_m", t->opt->m, pbytes},
+        {"optim_v", t->opt->v, t->opt->v ? pbytes : 0},
+        {"metrics", metrics, strlen(metrics)},
+    };
+    double secs = 0;
+    size_t bytes = 0;
+    int rc = wc_ckpt_write(t->ckpt_dir, steps_done, sec, (int)(sizeof sec / sizeof sec[0]),
+                           t->cfg->keep, &secs, &bytes);
+    free(state);
+    free(norm);
+    if (rc != WC_OK) {
+        wc_error("checkpoint at step %ld (%s) was not written; the previous checkpoints are "
+                 "intact",
+                 steps_done, why);
+        return WC_ERR;
+    }
+    t->ckpt_seconds += secs;
+    t->ckpts_written++;
+    t->ckpt_bytes_last = bytes;
+    char b[32];
+    if (t->tty) printf("\r\033[K");
+    wc_info("checkpoint %s/ckpt-%08ld.wcp (%s): %s in %.3f s", t->ckpt_dir, steps_done, why,
+            wc_fmt_bytes(b, sizeof b, (double)bytes), secs);
+    if (t->jsonl) {
+        fprintf(t->jsonl,
+                "{\"type\":\"checkpoint\",\"step\":%ld,\"bytes\":%zu,\"seconds\":%.4f,\"why\":\"%s\"}\n",
+                steps_done, bytes, secs, why);
+        fflush(t->jsonl);
+    }
+    return WC_OK;
+}
+
+/* Checkpoint rank 0 wrote; all ranks learn whether it worked. */
+static int checkpoint_collective(train_ctx *t, long steps_done, const char *why) {
+    int64_t failed = save_checkpoint(t, steps_done, why) != WC_OK;
+    wc_dist_sum_i64(&failed, 1);
+    t->t_last_ckpt = wc_now();
+    return failed ? WC_ERR : WC_OK;
+}
+
+static int copy_section(const wc_ckpt *ck, const char *name, void *dst, size_t bytes,
+                        const char *path) {
+    const wc_ckpt_section *s = wc_ckpt_find(ck, name);
+    if (!s || s->size != bytes) {
+        wc_error("checkpoint %s: section '%s' is %s (%zu bytes, expected %zu)", path, name,
+                 s ? "the wrong size" : "missing", s ? s->size : 0, bytes);
+        return WC_ERR;
+    }
+    memcpy(dst, s->data, bytes);
+    return WC_OK;
+}
+
+/* Section text as a NUL-terminated string. */
+static void section_text(const wc_ckpt *ck, const char *name, char *buf, size_t size) {
+    const wc_ckpt_section *s = wc_ckpt_find(ck, name);
+    size_t n = s ? WC_MIN(s->size, size - 1) : 0;
+    if (n) memcpy(buf, s->data, n);
+    buf[n] = '\0';
+}
+
+/* Resumes from the newest valid checkpoint, if any. Collective. Returns WC_OK (t->start_step
+ * set, 0 for a fresh start) or WC_ERR. */
+static int resume(train_ctx *t) {
+    t->start_step = 0;
+    if (t->cfg->fresh) return WC_OK;
+    wc_ckpt ck;
+    char *path = NULL;
+    int found_any = 0;
+    int64_t status[2] = {0, 0}; /* [0]: error, [1]: resumed */
+    if (t->rank == 0) {
+        if (wc_ckpt_latest(t->ckpt_dir, &ck, &path, &found_any) != WC_OK) {
+            if (found_any) {
+                wc_error("%s holds checkpoints but none is valid (see above); refusing to start "
+                         "over silently: use --fresh to start from scratch",
+                         t->ckpt_dir);
+                status[0] = 1;
+            }
+        } else {
+            char why[2048], text[4096];
+            section_text(&ck, "fingerprint", text, sizeof text);
+            if (wc_fingerprint_differs(t->ds->fingerprint, text, why, sizeof why)) {
+                wc_error("checkpoint %s was trained on other data: %s (use another --out, or "
+                         "--fresh)",
+                         path, why);
+                status[0] = 1;
+            }
+            section_text(&ck, "config", text, sizeof text);
+            if (!status[0] && wc_kv_differs(t->config_kv, text, why, sizeof why)) {
+                wc_error("checkpoint %s was written with other settings: %s (rerun with the "
+                         "same options, or use --fresh)",
+                         path, why);
+                status[0] = 1;
+            }
+            status[1] = !status[0];
+        }
+    }
+    wc_dist_bcast(status, sizeof status, 0);
+    if (status[0]) {
+        if (t->rank == 0 && path) wc_ckpt_free(&ck);
+        free(path);
+        return WC_ERR;
+    }
+    if (!status[1]) return WC_OK;
+    /* rank 0 holds the checkpoint: it checks and unpacks, then everyone receives the state */
+    const int nt = t->net->ntensors;
+    size_t state_bytes = sizeof(ckpt_state) + sizeof(int32_t) * nt;
+    unsigned char *state = WC_CALLOC(1, state_bytes);
+    const size_t pbytes = t->net->nparams * sizeof(float);
+    int64_t bad = 0;
+    char prev_ranks[32] = "";
+    if (t->rank == 0) {
+        bad |= copy_section(&ck, "state", state, state_bytes, path) != WC_OK;
+        bad |= copy_section(&ck, "params", t->net->params, pbytes, path) != WC_OK;
+        bad |= copy_section(&ck, "optim_m", t->opt->m, pbytes, path) != WC_OK;
+        if (t->opt->v) bad |= copy_section(&ck, "optim_v", t->opt->v, pbytes, path) != WC_OK;
+        char meta[1024];
+        section_text(&ck, "meta", meta, sizeof meta);
+        wc_kv_get(meta, "ranks", prev_ranks, sizeof prev_ranks);
+        wc_ckpt_free(&ck);
+    }
+    wc_dist_bcast(&bad, sizeof bad, 0);
+    if (bad) {
+        free(state);
+        free(path);
+        return WC_ERR;
+    }
+    wc_dist_bcast(state, state_bytes, 0);
+    wc_dist_bcast(t->net->params, pbytes, 0);
+    wc_dist_bcast(t->opt->m, pbytes, 0);
+    if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);
+    ckpt_state st;
+    memcpy(&st, state, sizeof st);
+    t->start_step = st.step;
+    t->opt->step = st.optim_step;
+    t->red->calibrated = (int)st.calibrated;
+    for (int i = 0; i < nt; i++) t->red->exponent[i] = ((int32_t *)(state + sizeof st))[i];
+    free(state);
+    wc_info("resuming from %s: %ld of %ld steps done (epoch %ld)%s%s%s", path, t->start_step,
+            t->total_steps, st.epoch + 1, *prev_ranks ? ", written by " : "", prev_ranks,
+            *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
+    free(path);
+    return WC_OK;
+}
+
+/* metrics.jsonl of a resumed run: drop what the interrupted run logged after the checkpoint,
+ * so the file reads as if the run had never stopped. */
+static void trim_jsonl(const char *path, long keep_through_step) {
+    FILE *in = fopen(path, "r");
+    if (!in) return;
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        fclose(in);
+        return;
+    }
+    char line[8192];
+    while (fgets(line, sizeof line, in)) {
+        const char *s = strstr(line, "\"step\":");
+        long step = s ? atol(s + 7) : 0;
+        if (step <= keep_through_step) fputs(line, out);
+    }
+    fclose(in);
+    if (fclose(out) == 0) rename(tmp, path);
+}
+
+/* ---- the step ---------------------------------------------------------------------------- */
+
+static void train_step(train_ctx *t, long step) {
+    int lo, hi;
+    wc_schedule_micro_batches(&t->sched, step, &lo, &hi);
+    const size_t pp = (size_t)t->ds->P * t->ds->P;
+    for (int j = lo; j < hi; j++) t->held[j - lo] = take(t, step, PHASE_TRAIN, j);
+    wc_step_totals tot;
+    for (;;) {
+        double t0 = wc_now();
+        wc_reducer_begin(t->red);
+        for (int j = lo; j < hi; j++) {
+            const wc_read_batch *b = t->held[j - lo];
+            long nvalid = decode_batch(t, b, 0);
+            wc_net_forward(t->net, b->n);
+            const float *z = wc_net_output(t->net);
+            double loss = wc_bce_forward(z, t->y, t->valid, b->n * pp, (float)t->cfg->pos_weight);
+            wc_bce_backward(wc_net_output_grad(t->net), z, t->y, t->valid, b->n * pp,
+                            (float)t->cfg->pos_weight);
+            memset(t->net->grads, 0, t->net->nparams * sizeof(float));
+            wc_net_backward(t->net, b->n);
+            wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
+        }
+        double t1 = wc_now();
+        int rc = wc_reducer_finish(t->red, t->net->grads, stop_requested, &tot);
+        double t2 = wc_now();
+        t->compute_seconds += t1 - t0;
+        t->reduce_seconds += t2 - t1;
+        if (rc == WC_REDUCE_DONE) break;
+        if (step > t->start_step)
+            wc_info("step %ld: a gradient outgrew its fixed-point scale; recomputing the step "
+                    "with rescaled gradients",
+                    step + 1);
+        t->redo_count++;
+    }
+    for (int j = lo; j < hi; j++) wc_reader_release(t->rd);
+    if (tot.valid_pixels == 0)
+        wc_fatal("step %ld: the batch has no valid pixel", step + 1);
+    double loss = tot.loss_sum / (double)tot.valid_pixels;
+    if (!isfinite(loss))
+        wc_fatal("step %ld: the loss is not finite (%g): training diverged; try a lower --lr",
+                 step + 1, loss);
+    wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors, t->net->ntensors);
+    t->last_loss = loss;
+    t->loss_sum_since_log += loss;
+    t->loss_steps_since_log++;
+    t->samples_since_log += tot.samples;
+    if (tot.stop_votes > 0 && !stop_requested) stop_requested = 1; /* another rank got it */
+}
+
+static void fmt_duration(char *buf, size_t size, double s) {
+    long v = (long)(s + 0.5);
+    if (v >= 3600)
+        snprintf(buf, size, "%ldh%02ldm", v / 3600, v / 60 % 60);
+    else
+        snprintf(buf, size, "%ldm%02lds", v / 60, v % 60);
+}
+
+static void log_progress(train_ctx *t, long step, int force_line) {
+    if (t->rank != 0) return;
+    double now = wc_now();
+    long done = step + 1;
+    int line_due = force_line || done % t->cfg->log_every == 0 || done == t->total_steps;
+    double rate = t->steps_done_here > 0 ? (double)t->steps_done_here / (now - t->t_steps) : 0;
+    char eta[32];
+    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(t->total_steps - done) / rate : 0);
+    long epoch = step / t->sched.steps_per_epoch + 1;
+    long epochs = (t->total_steps + t->sched.steps_per_epoch - 1) / t->sched.steps_per_epoch;
+    if (t->tty && !line_due) {
+        int width = 30, filled = (int)(width * (double)done / (double)t->total_steps);
+        printf("\r\033[K[%.*s%*s] step %ld/%ld  loss %.4f  ETA %s", filled,
+               "##############################", width - filled, "", done, t->total_steps,
+               t->last_loss, eta);
+        fflush(stdout);
+        return;
+    }
+    if (!line_due) return;
+    double dt = now - t->t_last_log;
+    double sps = dt > 0 ? (double)t->samples_since_log / dt : 0;
+    double loss = t->loss_sum_since_log / (double)WC_MAX(t->loss_steps_since_log, 1);
+    double lr = wc_optim_lr(&t->opt->cfg, t->opt->step - 1);
+    if (t->tty) printf("\r\033[K");
+    wc_info("epoch %ld/%ld  step %ld/%ld  loss %.4f  lr %.2e  %.1f samples/s  ETA %s", epoch,
+            epochs, done, t->total_steps, loss, lr, sps, eta);
+    fprintf(t->jsonl,
+            "{\"type\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.9g,\"lr\":%.9g,"
+            "\"samples_per_s\":%.3f,\"elapsed_s\":%.3f}\n",
+            done, epoch, loss, lr, sps, now - t->t_start);
+    fflush(t->jsonl);
+    t->t_last_log = now;
+    t->samples_since_log = 0;
+    t->loss_sum_since_log = 0;
+    t->loss_steps_since_log = 0;
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+static int make_dirs(const char *out, char *ckpt_dir, size_t size) {
+    snprintf(ckpt_dir, size, "%s/checkpoints", out);
+    int64_t failed = 0;
+    if (wc_dist_rank() == 0) {
+        if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+            wc_error("cannot create the run directory %s: %s", out, strerror(errno));
+            failed = 1;
+        } else if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
+            wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
+            failed = 1;
+        }
+    }
+    wc_dist_sum_i64(&failed, 1);
+    return failed ? WC_ERR : WC_OK;
+}
+
+static char *read_text_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        wc_error("--model %s: %s (the built-in models are unet-lite and logistic)", path,
+                 strerror(errno));
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = WC_ALLOC((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+static void print_plan(train_ctx *t, size_t baseline) {
+    wc_memory_plan mp;
+    wc_net_memory_plan(t->net, &mp);
+    size_t opt_b = wc_optim_state_bytes(t->opt);
+    size_t red_b = (t->net->nparams + 8) * (t->red->exact ? sizeof(int64_t) : sizeof(float));
+    size_t data_b = wc_reader_bytes_held(t->rd) + wc_metrics_acc_words() * 16;
+    size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b;
+    char a[9][32];
+    wc_info("memory plan per rank: parameters %s, gradients %s, optimizer state %s, activations "
+            "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, data held %s (read-ahead "
+            "%d slots of %d patches, validation histograms): %s planned + %s runtime baseline",
+            wc_fmt_bytes(a[0], 32, (double)mp.params), wc_fmt_bytes(a[1], 32, (double)mp.grads),
+            wc_fmt_bytes(a[2], 32, (double)opt_b), wc_fmt_bytes(a[3], 32, (double)mp.activations),
+            t->cfg->micro_batch, t->ds->P, t->ds->P, wc_fmt_bytes(a[4], 32, (double)mp.workspace),
+            wc_fmt_bytes(a[5], 32, (double)red_b), wc_fmt_bytes(a[6], 32, (double)data_b),
+            t->cfg->prefetch, t->cfg->micro_batch, wc_fmt_bytes(a[7], 32, (double)total),
+            wc_fmt_bytes(a[8], 32, (double)baseline));
+    t->planned_bytes = total;
+    t->baseline_bytes = baseline;
+}
+
+int wc_train_run(const wc_train_config *cfg_in) {
+    wc_train_config cfgv = *cfg_in;
+    const wc_train_config *cfg = &cfgv;
+    train_ctx tc;
+    memset(&tc, 0, sizeof tc);
+    train_ctx *t = &tc;
+    t->cfg = cfg;
+    t->rank = wc_dist_rank();
+    t->nranks = wc_dist_size();
+    t->t_start = wc_now();
+    t->tty = t->rank == 0 && isatty(STDOUT_FILENO);
+    openblas_set_num_threads(cfg->threads);
+    size_t baseline = wc_current_rss_bytes();
+    install_signal_handlers();
+
+    if (cfg->micro_batch < 1 || cfg->batch < cfg->micro_batch) {
+        wc_error("--micro-batch (%d) must be between 1 and --batch (%d)", cfg->micro_batch,
+                 cfg->batch);
+        return WC_EXIT_USAGE;
+    }
+    if (make_dirs(cfg->out_dir, t->ckpt_dir, sizeof t->ckpt_dir) != WC_OK) return WC_EXIT_RUNTIME;
+    wc_data_config dcfg = cfg->data;
+    dcfg.work_dir = cfg->out_dir;
+    dcfg.seed = cfg->seed;
+    t->ds = wc_dataset_open(&dcfg);
+    if (!t->ds) return WC_EXIT_RUNTIME;
+    wc_dataset *ds = t->ds;
+    if (ds->ntrain < cfg->batch) {
+        wc_error("%s has %ld valid training patches of %dx%d, fewer than one batch (--batch %d): "
+                 "lower --batch or --patch, or give more data",
+                 cfg->data.tiles, ds->ntrain, ds->P, ds->P, cfg->batch);
+        wc_dataset_close(ds);
+        return WC_EXIT_RUNTIME;
+    }
+
+    /* the network */
+    const char *spec = wc_net_builtin_spec(cfg->model);
+    char *spec_file = NULL;
+    const char *arch = cfg->model;
+    if (!spec) {
+        spec = spec_file = read_text_file(cfg->model);
+        if (!spec) {
+            wc_dataset_close(ds);
+            return WC_EXIT_USAGE;
+        }
+    }
+    t->net = wc_net_create(arch, spec, ds->nfeat, cfg->micro_batch, ds->P, ds->P, WC_NET_TRAIN);
+    free(spec_file);
+    if (!t->net) {
+        wc_dataset_close(ds);
+        return WC_EXIT_USAGE;
+    }
+
+    /* the schedule and the optimizer */
+    long spe = wc_schedule_steps_per_epoch(ds->ntrain, cfg->batch);
+    t->total_steps = cfg->steps > 0 ? cfg->steps : cfg->epochs * spe;
+    wc_optim_config oc = cfg->optim;
+    if (cfg->lr_scaling_linear) oc.lr *= (double)cfg->batch / (double)cfg->lr_ref_batch;
+    oc.total_steps = t->total_steps;
+    if (oc.warmup_steps < 0) oc.warmup_steps = WC_MIN(100, t->total_steps / 10);
+    t->opt = wc_optim_create(&oc, t->net->nparams);
+    int max_micro = (cfg->batch + cfg->micro_batch - 1) / cfg->micro_batch;
+    t->max_local = (max_micro + t->nranks - 1) / t->nranks;
+    t->red = wc_reducer_create(t->net, !cfg->fast_reduce, max_micro);
+    wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
+                     t->nranks, cfg->seed, t->total_steps);
+    wc_dist_share(ds->nval, t->rank, t->nranks, &t->val_lo, &t->val_hi);
+    build_config_kv(t);
+
+    double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;
+    wc_net_init_params(t->net, cfg->seed, prior);
+    int status = WC_EXIT_OK;
+    if (resume(t) != WC_OK) {
+        status = WC_EXIT_RUNTIME;
+        goto done;
+    }
+
+    /* buffers and the reader */
+    const size_t pp = (size_t)ds->P * ds->P;
+    t->y = WC_ALLOC(sizeof(float) * cfg->micro_batch * pp);
+    t->oracle = WC_ALLOC(sizeof(float) * cfg->micro_batch * pp);
+    t->valid = WC_ALLOC(cfg->micro_batch * pp);
+    t->held = WC_CALLOC(t->max_local + 1, sizeof(*t->held));
+    t->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
+    t->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
+    /* a step's own batches stay held for a recomputation, plus as many to read ahead */
+    wc_train_config *mcfg = &cfgv;
+    if (mcfg->prefetch <= 0) mcfg->prefetch = 2 * t->max_local + 1;
+    if (mcfg->prefetch < t->max_local + 1) mcfg->prefetch = t->max_local + 1;
+    t->rd = wc_reader_create(ds, cfg->prefetch, cfg->micro_batch);
+    int64_t reader_failed = t->rd == NULL;
+    wc_dist_sum_i64(&reader_failed, 1);
+    if (reader_failed) {
+        status = WC_EXIT_RUNTIME;
+        goto done;
+    }
+
+    if (t->rank == 0) {
+        char jpath[4200];
+        snprintf(jpath, sizeof jpath, "%s/metrics.jsonl", cfg->out_dir);
+        if (t->start_step > 0)
+            trim_jsonl(jpath, t->start_step);
+        else
+            unlink(jpath);
+        t->jsonl = fopen(jpath, "a");
+        if (!t->jsonl) wc_fatal("cannot write %s: %s", jpath, strerror(errno));
+        char crs[64];
+        wc_raster_crs_name(ds->files.src.wkt, crs, sizeof crs);
+        wc_info("data: %s, %dx%d px, %s, %d features (%s), labels from %s", cfg->data.tiles,
+                ds->width, ds->height, crs, ds->nfeat, wc_dtype_name(ds->read_type),
+                ds->label_path ? ds->label_path : ds->files.src.bands[ds->label_band - 1].name);
+        wc_info("patches: %ld of %dx%d on a %dx%d grid, %ld kept; %ld training, %ld validation "
+                "(%ld of %ld blocks of %dx%d patches); %.2f%% of training pixels burned",
+                ds->npatches, ds->P, ds->P, ds->cols, ds->rows, ds->ntrain + ds->nval, ds->ntrain,
+                ds->nval, ds->nval_blocks, ds->nblocks, ds->val_block, ds->val_block,
+                100.0 * prior);
+        wc_info("model %s: %zu parameters, %.3f GFLOP per sample per step; %d rank%s x %d "
+                "thread%s; batch %d = %d micro-batches of %d; %ld steps (%ld per epoch); %s "
+                "lr %.3g, warmup %ld; %s reduction",
+                t->net->arch, t->net->nparams, 3 * t->net->flops_forward / 1e9, t->nranks,
+                t->nranks > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "", cfg->batch,
+                max_micro, cfg->micro_batch, t->total_steps, spe,
+                oc.kind == WC_OPTIM_ADAMW ? "AdamW" : "SGD", oc.lr, oc.warmup_steps,
+                cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)");
+    }
+    print_plan(t, baseline);
+
+    /* the loop */
+    double ckpt_interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
+                           : cfg->ckpt_every > 0 ? 0
+                                                 : 600;
+    t->cur_step = t->start_step;
+    t->t_steps = t->t_last_log = t->t_last_ckpt = wc_now();
+    long step;
+    for (step = t->start_step; step < t->total_steps; step++) {
+        train_step(t, step);
+        t->steps_done_here++;
+        log_progress(t, step, 0);
+        if (wc_schedule_ends_epoch(&t->sched, step)) validate(t, step);
+        if (stop_requested) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            int ok = checkpoint_collective(t, step + 1, "stop signal") == WC_OK;
+            double since = stop_signal ? (double)(now.tv_sec - stop_time.tv_sec) +
+                                             1e-9 * (double)(now.tv_nsec - stop_time.tv_nsec)
+                                       : 0;
+            if (t->tty) printf("\n");
+            wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of "
+                    "the checkpoint); rerun the same command to resume",
+                    stop_signal ? strsignal(stop_signal) : "a signal on another rank", step + 1,
+                    ok ? "checkpoint written" : "CHECKPOINT FAILED", since);
+            status = ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
+            step++;
+            goto done;
+        }
+        int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0);
+        /* time-based: rank 0's clock decides, everyone follows (one small broadcast) */
+        if (ckpt_interval > 0 && step + 1 < t->total_steps) {
+            int64_t tdue = t->rank == 0 && wc_now() - t->t_last_ckpt >= ckpt_interval;
+            wc_dist_bcast(&tdue, sizeof tdue, 0);
+            due |= (int)tdue;
+        }
+        if (due && step + 1 < t->total_steps &&
+            checkpoint_collective(t, step + 1, "interval") != WC_OK)
+            wc_warn("continuing without this checkpoint");
+    }
+    if (t->tty) printf("\n");
+    if (checkpoint_collective(t, t->total_steps, "end of training") != WC_OK)
+        status = WC_EXIT_RUNTIME;
+
+done:;
+    wc_run_summary sum = {
+        .ranks = t->nranks, .threads = cfg->threads, .batch = cfg->batch,
+        .micro_batch = cfg->micro_batch, .steps_total = t->total_steps,
+        .steps_done = t->steps_done_here, .start_step = t->start_step,
+        .steps_per_epoch = t->sched.steps_per_epoch, .wall_seconds = wc_now() - t->t_start,
+        .train_seconds = t->steps_done_here > 0 ? wc_now() - t->t_steps : 0,
+        .compute_seconds = t->compute_seconds, .reduce_seconds = t->reduce_seconds,
+        .val_seconds = t->val_seconds, .io_wait_seconds = t->rd ? wc_reader_wait_seconds(t->rd) : 0,
+        .ckpt_seconds = t->ckpt_seconds, .ckpts_written = t->ckpts_written,
+        .ckpt_bytes = t->ckpt_bytes_last, .redo_steps = t->redo_count, .last_loss = t->last_loss,
+        .have_val = t->have_val, .have_oracle = t->have_oracle, .val = t->last_val,
+        .oracle = t->last_oracle, .flops_per_sample = t->net ? 3 * t->net->flops_forward : 0,
+        .planned_bytes = t->planned_bytes, .baseline_bytes = t->baseline_bytes,
+        .data_bytes = t->rd ? wc_reader_bytes_held(t->rd) : 0, .status = status};
+    snprintf(sum.arch, sizeof sum.arch, "%s", t->net ? t->net->arch : cfg->model);
+    if (t->rd) wc_reader_counts(t->rd, &sum.patches_read, &sum.bytes_read);
+    if (status != WC_EXIT_RUNTIME || t->start_step < t->total_steps)
+        wc_report_finish(&sum, cfg->out_dir, cfg->baseline);
+    if (t->jsonl) fclose(t->jsonl);
+    wc_reader_destroy(t->rd);
+    wc_schedule_free(&t->sched);
+    free(t->y), free(t->oracle), free(t->valid), free((void *)t->held);
+    free(t->acc), free(t->oracle_acc);
+    wc_reducer_destroy(t->red);
+    wc_optim_destroy(t->opt);
+    wc_net_destroy(t->net);
+    wc_dataset_close(ds);
+    (void)step;
+    return status;
+}

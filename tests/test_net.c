@@ -1,0 +1,392 @@
+/* test_net.c: the network as a whole.
+ *
+ *   - unet-lite has the reference's parameter count (474,145 for 12 bands) and FLOPs;
+ *   - the optimized forward equals a naive double-precision execution of the same graph;
+ *   - the whole network's parameter gradient equals central finite differences of that double
+ *     execution (small steps in double, so ReLU/max kinks are almost never crossed; a
+ *     coordinate where two step sizes disagree is reported as a kink and skipped, and there
+ *     must be few of those);
+ *   - the receptive field it reports is conservative: an input change beyond it leaves the
+ *     output pixel bit-identical;
+ *   - forward and backward allocate nothing (heap statistics unchanged over a step);
+ *   - bad specs are refused with a message, not a crash. */
+#include <malloc.h>
+#include <string.h>
+
+#include "harness.h"
+#include "wildcpu/layers.h"
+#include "wildcpu/net.h"
+#include "wildcpu/rng.h"
+#include "wildcpu/util.h"
+
+/* ---- naive double-precision execution of a wc_net graph ----------------------------------- */
+
+typedef struct {
+    double **out; /* per node, (N, C, H, W) */
+} ref_exec;
+
+static void ref_forward(ref_exec *e, const wc_net *net, const double *params, const float *x,
+                        int N) {
+    for (int i = 0; i < net->nnodes; i++) {
+        const wc_node *nd = &net->nodes[i];
+        size_t n = (size_t)N * nd->C * nd->H * nd->W;
+        double *o = e->out[i];
+        const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
+        const double *ai = a ? e->out[nd->in[0]] : NULL;
+        switch (nd->op) {
+        case WC_OP_INPUT:
+            for (size_t j = 0; j < n; j++) o[j] = x[j];
+            break;
+        case WC_OP_CONV: {
+            const wc_conv_shape *s = &nd->shape;
+            const double *w = params + nd->w_off, *b = params + nd->b_off;
+            for (int s_ = 0; s_ < N; s_++)
+                for (int k = 0; k < s->K; k++)
+                    for (int oy = 0; oy < s->OH; oy++)
+                        for (int ox = 0; ox < s->OW; ox++) {
+                            double acc = b[k];
+                            for (int c = 0; c < s->C; c++)
+                                for (int ky = 0; ky < s->KH; ky++)
+                                    for (int kx = 0; kx < s->KW; kx++) {
+                                        int iy = oy * s->stride + ky - s->pad;
+                                        int ix = ox * s->stride + kx - s->pad;
+                                        if (iy < 0 || iy >= s->H || ix < 0 || ix >= s->W) continue;
+                                        acc += w[((k * s->C + c) * s->KH + ky) * s->KW + kx] *
+                                               ai[((size_t)(s_ * s->C + c) * s->H + iy) * s->W + ix];
+                                    }
+                            o[((size_t)(s_ * s->K + k) * s->OH + oy) * s->OW + ox] = acc;
+                        }
+            break;
+        }
+        case WC_OP_RELU:
+            for (size_t j = 0; j < n; j++) o[j] = ai[j] > 0 ? ai[j] : 0;
+            break;
+        case WC_OP_MAXPOOL:
+            for (int p = 0; p < N * nd->C; p++)
+                for (int y = 0; y < nd->H; y++)
+                    for (int x_ = 0; x_ < nd->W; x_++) {
+                        const double *pl = ai + (size_t)p * a->H * a->W;
+                        double m = pl[(2 * y) * a->W + 2 * x_];
+                        m = fmax(m, pl[(2 * y) * a->W + 2 * x_ + 1]);
+                        m = fmax(m, pl[(2 * y + 1) * a->W + 2 * x_]);
+                        m = fmax(m, pl[(2 * y + 1) * a->W + 2 * x_ + 1]);
+                        o[((size_t)p * nd->H + y) * nd->W + x_] = m;
+                    }
+            break;
+        case WC_OP_UPSAMPLE:
+            for (int p = 0; p < N * nd->C; p++)
+                for (int y = 0; y < nd->H; y++)
+                    for (int x_ = 0; x_ < nd->W; x_++)
+                        o[((size_t)p * nd->H + y) * nd->W + x_] =
+                            ai[((size_t)p * a->H + y / 2) * a->W + x_ / 2];
+            break;
+        case WC_OP_CONCAT: {
+            const wc_node *b = &net->nodes[nd->in[1]];
+            const double *bi = e->out[nd->in[1]];
+            size_t hw = (size_t)nd->H * nd->W;
+            for (int s_ = 0; s_ < N; s_++)
+                for (int c = 0; c < nd->C; c++)
+                    for (size_t j = 0; j < hw; j++)
+                        o[((size_t)s_ * nd->C + c) * hw + j] =
+                            c < a->C ? ai[((size_t)s_ * a->C + c) * hw + j]
+                                     : bi[((size_t)s_ * b->C + c - a->C) * hw + j];
+            break;
+        }
+        }
+    }
+}
+
+static ref_exec ref_create(const wc_net *net, int N) {
+    ref_exec e;
+    e.out = WC_CALLOC(net->nnodes, sizeof(double *));
+    for (int i = 0; i < net->nnodes; i++) {
+        const wc_node *nd = &net->nodes[i];
+        e.out[i] = WC_CALLOC((size_t)N * nd->C * nd->H * nd->W, sizeof(double));
+    }
+    return e;
+}
+
+static void ref_destroy(ref_exec *e, const wc_net *net) {
+    for (int i = 0; i < net->nnodes; i++) free(e->out[i]);
+    free(e->out);
+}
+
+static double ref_loss(ref_exec *e, const wc_net *net, const double *params, const float *x,
+                       const float *y, const uint8_t *valid, int N, float pw) {
+    ref_forward(e, net, params, x, N);
+    const double *z = e->out[net->nnodes - 1];
+    double sum = 0;
+    for (size_t i = 0; i < (size_t)N * net->H * net->W; i++)
+        if (valid[i]) sum += wc_bce_pixel(z[i], y[i], pw);
+    return sum;
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_unet_lite_matches_reference_size(void) {
+    wc_net *net = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 12, 4, 64, 64,
+                                WC_NET_TRAIN);
+    CHECK(net != NULL, "unet-lite did not build");
+    if (!net) return;
+    CHECK(net->nparams == 474145, "parameter count %zu, reference 474145", net->nparams);
+    NOTE("unet-lite: %zu parameters, %.4f GFLOP forward per 64x64 sample", net->nparams,
+         net->flops_forward / 1e9);
+    /* torch_ref.py: about 0.934 GFLOP forward (its count adds the 1x1 head) */
+    CHECK(fabs(net->flops_forward / 1e9 - 0.934) < 0.002, "forward FLOPs %.4g",
+          net->flops_forward / 1e9);
+    CHECK(net->ntensors == 22, "%d tensors", net->ntensors);
+    const wc_tensor *t = wc_net_find_tensor(net, "d2.0.weight");
+    CHECK(t && t->shape[0] == 64 && t->shape[1] == 192 && t->shape[2] == 3 && t->shape[3] == 3,
+          "d2.0.weight shape (expect 64,192,3,3: concat of 128 upsampled + 64 skip)");
+    t = wc_net_find_tensor(net, "h.weight");
+    CHECK(t && t->shape[0] == 1 && t->shape[1] == 32 && t->shape[2] == 1, "h.weight shape");
+    int radius, align;
+    wc_net_receptive_field(net, &radius, &align);
+    NOTE("receptive field radius %d px, alignment %d", radius, align);
+    CHECK(align == 4, "alignment %d", align);
+    wc_net_destroy(net);
+
+    net = wc_net_create("logistic", wc_net_builtin_spec("logistic"), 12, 4, 64, 64, WC_NET_TRAIN);
+    CHECK(net && net->nparams == 13, "logistic has %zu parameters", net ? net->nparams : 0);
+    wc_net_destroy(net);
+}
+
+typedef struct {
+    wc_net *net;
+    float *x, *y;
+    uint8_t *valid;
+    int N;
+} tiny_problem;
+
+/* unet-lite's graph at width 4 instead of 32: the same layers, pooling, concatenations and
+ * in-place ReLUs, at a size the naive double-precision reference can differentiate quickly. */
+static char narrow_unet_spec[4096];
+
+static const char *spec_for(const char *arch) {
+    if (strcmp(arch, "unet-narrow") != 0) return wc_net_builtin_spec(arch);
+    const char *src = wc_net_builtin_spec("unet-lite");
+    char *d = narrow_unet_spec;
+    while (*src) {
+        int skip = 0;
+        if (strncmp(src, "out=32 ", 7) == 0) d += sprintf(d, "out=4  "), skip = 7;
+        else if (strncmp(src, "out=64 ", 7) == 0) d += sprintf(d, "out=8  "), skip = 7;
+        else if (strncmp(src, "out=128", 7) == 0) d += sprintf(d, "out=16 "), skip = 7;
+        if (skip) src += skip;
+        else *d++ = *src++;
+    }
+    *d = '\0';
+    return narrow_unet_spec;
+}
+
+static tiny_problem tiny_make(const char *arch, int C, int N, int H, int W, uint64_t seed) {
+    tiny_problem p;
+    p.N = N;
+    p.net = wc_net_create(arch, spec_for(arch), C, N, H, W, WC_NET_TRAIN);
+    WC_ASSERT(p.net);
+    wc_net_init_params(p.net, seed, 0.2);
+    wc_rng r;
+    wc_rng_seed(&r, seed, 500, 0);
+    /* Small non-zero biases so that ReLU inputs are rarely near zero by construction. */
+    for (int t = 0; t < p.net->ntensors; t++)
+        if (!p.net->tensors[t].is_weight)
+            for (size_t i = 0; i < p.net->tensors[t].count; i++)
+                p.net->params[p.net->tensors[t].offset + i] = (float)(0.2 * wc_rng_normal(&r));
+    size_t nx = (size_t)N * C * H * W, np = (size_t)N * H * W;
+    p.x = WC_ALLOC(nx * 4), p.y = WC_ALLOC(np * 4), p.valid = WC_ALLOC(np);
+    for (size_t i = 0; i < nx; i++) p.x[i] = (float)wc_rng_normal(&r);
+    for (size_t i = 0; i < np; i++) {
+        p.y[i] = wc_rng_uniform(&r) < 0.3;
+        p.valid[i] = wc_rng_uniform(&r) < 0.85;
+    }
+    memcpy(wc_net_input(p.net), p.x, nx * 4);
+    return p;
+}
+
+static void tiny_free(tiny_problem *p) {
+    wc_net_destroy(p->net);
+    free(p->x), free(p->y), free(p->valid);
+}
+
+static void test_forward_matches_naive_double(void) {
+    tiny_problem p = tiny_make("unet-lite", 3, 2, 16, 12, 11);
+    wc_net_forward(p.net, p.N);
+    ref_exec e = ref_create(p.net, p.N);
+    double *pd = WC_ALLOC(p.net->nparams * sizeof(double));
+    for (size_t i = 0; i < p.net->nparams; i++) pd[i] = p.net->params[i];
+    ref_forward(&e, p.net, pd, p.x, p.N);
+    const float *z = wc_net_output(p.net);
+    const double *zr = e.out[p.net->nnodes - 1];
+    double num = 0, den = 1e-3;
+    for (size_t i = 0; i < (size_t)p.N * 16 * 12; i++) {
+        num = fmax(num, fabs(z[i] - zr[i]));
+        den = fmax(den, fabs(zr[i]));
+    }
+    NOTE("unet-lite forward vs naive double: max rel err %.2e", num / den);
+    CHECK(num / den < 1e-5, "forward differs from naive execution: %.3g", num / den);
+    ref_destroy(&e, p.net);
+    free(pd);
+    tiny_free(&p);
+}
+
+static void check_network_gradient(const char *arch, int C, int N, int H, int W, float pw,
+                                   int per_tensor) {
+    tiny_problem p = tiny_make(arch, C, N, H, W, 21);
+    wc_net *net = p.net;
+    wc_net_forward(net, N);
+    size_t np = (size_t)N * H * W;
+    wc_bce_backward(wc_net_output_grad(net), wc_net_output(net), p.y, p.valid, np, pw);
+    memset(net->grads, 0, net->nparams * sizeof(float));
+    wc_net_backward(net, N);
+
+    ref_exec e = ref_create(net, N);
+    double *pd = WC_ALLOC(net->nparams * sizeof(double));
+    for (size_t i = 0; i < net->nparams; i++) pd[i] = net->params[i];
+    /* Sample coordinates from every tensor, so each layer's gradient is exercised. */
+    double worst = 0, sum_err = 0;
+    int checked = 0, kinks = 0;
+    for (int t = 0; t < net->ntensors; t++) {
+        const wc_tensor *tn = &net->tensors[t];
+        size_t stride = tn->count > (size_t)per_tensor ? tn->count / per_tensor : 1;
+        for (size_t j = 0; j < tn->count; j += stride) {
+            size_t i = tn->offset + j;
+            double keep = pd[i], fd[2];
+            for (int s = 0; s < 2; s++) {
+                double h = s == 0 ? 1e-5 : 5e-6;
+                pd[i] = keep + h;
+                double lp = ref_loss(&e, net, pd, p.x, p.y, p.valid, N, pw);
+                pd[i] = keep - h;
+                double lm = ref_loss(&e, net, pd, p.x, p.y, p.valid, N, pw);
+                pd[i] = keep;
+                fd[s] = (lp - lm) / (2 * h);
+            }
+            if (rel_err(fd[0], fd[1], 1e-4) > 1e-4) { /* a kink between the two steps */
+                kinks++;
+                continue;
+            }
+            double err = rel_err(net->grads[i], fd[0], 1e-2);
+            worst = fmax(worst, err);
+            sum_err += err;
+            checked++;
+        }
+    }
+    NOTE("%s (C%d N%d %dx%d pos_weight %g): %d parameters checked, %d skipped at kinks, "
+         "max rel err %.2e, mean %.2e",
+         arch, C, N, H, W, pw, checked, kinks, worst, sum_err / checked);
+    CHECK(kinks <= checked / 20, "%d of %d coordinates at kinks", kinks, checked + kinks);
+    CHECK(worst < 2e-3, "%s: gradient differs from finite differences by %.3g", arch, worst);
+    ref_destroy(&e, net);
+    free(pd);
+    tiny_free(&p);
+}
+
+static void test_network_gradient_finite_differences(void) {
+    check_network_gradient("unet-narrow", 3, 2, 8, 8, 1.0f, 8);
+    check_network_gradient("unet-narrow", 2, 1, 8, 12, 3.0f, 8);
+    check_network_gradient("unet-lite", 3, 1, 8, 8, 1.0f, 1); /* full width, one per tensor */
+    check_network_gradient("logistic", 4, 2, 5, 7, 1.0f, 8);
+}
+
+static void test_receptive_field_is_conservative(void) {
+    const int S = 96;
+    wc_net *net = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 2, 1, S, S,
+                                WC_NET_INFER);
+    wc_net_init_params(net, 5, 0.1);
+    int radius, align;
+    wc_net_receptive_field(net, &radius, &align);
+    wc_rng r;
+    wc_rng_seed(&r, 9, 501, 0);
+    float *x = wc_net_input(net);
+    for (size_t i = 0; i < (size_t)2 * S * S; i++) x[i] = (float)wc_rng_normal(&r);
+    wc_net_forward(net, 1);
+    const int cy = 48, cx = 48;
+    float base = wc_net_output(net)[cy * S + cx];
+    int changed_outside = 0, changed_inside = 0;
+    /* Perturb single input pixels just outside and just inside the radius, in every direction. */
+    const int dirs[8][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}, {1, 1}, {-1, -1}, {1, -1}, {-1, 1}};
+    for (int d = 0; d < 8; d++) {
+        for (int inside = 0; inside < 2; inside++) {
+            int dist = inside ? 1 : radius + 1;
+            int y = cy + dirs[d][0] * dist, xx = cx + dirs[d][1] * dist;
+            float keep = x[y * S + xx];
+            x[y * S + xx] = keep + 10.0f;
+            wc_net_forward(net, 1);
+            float v = wc_net_output(net)[cy * S + cx];
+            x[y * S + xx] = keep;
+            if (inside)
+                changed_inside += v != base;
+            else
+                changed_outside += v != base;
+        }
+    }
+    NOTE("radius %d: outside changes %d/8, inside changes %d/8", radius, changed_outside,
+         changed_inside);
+    CHECK(changed_outside == 0, "an input beyond the receptive field changed the output");
+    CHECK(changed_inside > 0, "the probe is blind: nearby inputs changed nothing");
+    wc_net_destroy(net);
+}
+
+static void test_no_allocation_in_step(void) {
+    tiny_problem p = tiny_make("unet-lite", 4, 3, 32, 32, 3);
+    size_t np = (size_t)3 * 32 * 32;
+    for (int rep = 0; rep < 3; rep++) {
+        struct mallinfo2 before = mallinfo2();
+        wc_net_forward(p.net, 3);
+        wc_bce_backward(wc_net_output_grad(p.net), wc_net_output(p.net), p.y, p.valid, np, 1.0f);
+        memset(p.net->grads, 0, p.net->nparams * sizeof(float));
+        wc_net_backward(p.net, 3);
+        wc_net_forward(p.net, 2); /* a smaller last micro-batch uses the same buffers */
+        struct mallinfo2 after = mallinfo2();
+        if (rep > 0) /* the first step lets OpenBLAS set up its own buffers */
+            CHECK(after.uordblks == before.uordblks && after.hblkhd == before.hblkhd,
+                  "step %d: heap in use went from %zu to %zu bytes", rep, before.uordblks,
+                  after.uordblks);
+    }
+    tiny_free(&p);
+}
+
+static void test_bad_specs_are_refused(void) {
+    static const char *bad[] = {
+        "input x\nconvv a x out=1 k=1\n",                  /* unknown layer */
+        "input x\nconv a y out=1 k=1\n",                   /* undefined input */
+        "input x\nconv a x out=1\n",                       /* no kernel size */
+        "input x\nconv a x out=1 k=1 pad=-1\n",            /* negative */
+        "input x\nconv a x out=2 k=1\n",                   /* 2 output channels */
+        "input x\nmaxpool p x\nconv a p out=1 k=1\n",      /* wrong output size */
+        "input x\nmaxpool p x\nconcat c p x\nconv a c out=1 k=1\n", /* size mismatch */
+        "conv a x out=1 k=1\n",                            /* no input */
+        "input x\nconv a x out=1 k=1\nconv a a out=1 k=1\n", /* duplicate name */
+        "input x\nrelu r x foo=1\nconv a r out=1 k=1\n",   /* option on relu */
+        "input x\nconv a x out=1 k=7\n",                   /* kernel larger than 6x6 input */
+        "",
+    };
+    wc_log_set_quiet(1);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fprintf(stderr, "# expected error for spec %zu: ", i);
+        wc_net *net = wc_net_create("test", bad[i], 2, 1, 6, 6, WC_NET_TRAIN);
+        CHECK(net == NULL, "bad spec %zu was accepted", i);
+        wc_net_destroy(net);
+    }
+    wc_net *ok = wc_net_create("ok", "input x # comment\n\n  conv h x out=1 kh=3 kw=1 pad=1\n", 2,
+                               1, 6, 6, WC_NET_TRAIN);
+    CHECK(ok == NULL, "asymmetric kernel with pad=1 gives 6x8 output and must be refused");
+    wc_net_destroy(ok);
+    ok = wc_net_create("ok", "input x # comment\n\n  conv h x out=1 k=3 pad=1\n", 2, 1, 6, 6,
+                       WC_NET_TRAIN);
+    CHECK(ok != NULL, "a valid spec with comments and blank lines was refused");
+    wc_net_destroy(ok);
+    /* unet-lite needs a multiple of 4 */
+    ok = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 3, 1, 30, 30, WC_NET_TRAIN);
+    CHECK(ok == NULL, "unet-lite accepted 30x30");
+    wc_net_destroy(ok);
+    wc_log_set_quiet(0);
+}
+
+int main(void) {
+    RUN(test_unet_lite_matches_reference_size);
+    RUN(test_forward_matches_naive_double);
+    RUN(test_network_gradient_finite_differences);
+    RUN(test_receptive_field_is_conservative);
+    RUN(test_no_allocation_in_step);
+    RUN(test_bad_specs_are_refused);
+    HARNESS_EXIT();
+}
