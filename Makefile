@@ -98,6 +98,13 @@ test-slurm: $(BUILD)/wildcpu | deps-slurm
 bench: $(BUILD)/tools/bench
 	$(BUILD)/tools/bench
 
+# The bundled sample region: generated, never edited by hand (tests check it regenerates
+# bit for bit).
+SAMPLE_ARGS := --size 512 --tile 256 --seed 1
+sample-data: $(BUILD)/wildcpu
+	rm -rf data/sample
+	$(BUILD)/wildcpu synth --out data/sample $(SAMPLE_ARGS)
+
 format:
 	clang-format -i src/*.c include/wildcpu/*.h tests/*.c tests/*.h tools/*.c
 

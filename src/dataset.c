@@ -404,6 +404,11 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
     ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
     make_fingerprint(ds);
     if (plan(ds) != WC_OK) goto fail;
+    /* The planning handles are done: closing them frees their cached blocks (the reader
+     * thread opens its own). The metadata stays. */
+    wc_raster_release(&ds->files.src);
+    wc_raster_release(&ds->files.label);
+    wc_raster_release(&ds->files.oracle);
     if (ds->ntrain == 0) {
         wc_error("%s: no patch of %dx%d pixels has at least %.0f%% valid pixels (features and "
                  "label not nodata): nothing to train on",

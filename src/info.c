@@ -2,6 +2,7 @@
 #include "wildcpu/info.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,16 @@ static int describe_file(const char *path) {
             else putchar(ch);
         }
         printf("\n");
+    }
+    /* a digest of the trained state: equal digests mean bitwise-equal parameters and moments */
+    static const char *state[] = {"params", "optim_m", "optim_v"};
+    for (int i = 0; i < 3; i++) {
+        const wc_ckpt_section *sec = wc_ckpt_find(&ck, state[i]);
+        if (!sec || !sec->size) continue;
+        uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
+        for (size_t j = 0; j < sec->size; j++) h = (h ^ ((const unsigned char *)sec->data)[j]) * 0x100000001b3ULL;
+        printf("  %-12s%016llx (FNV-1a 64 of %zu bytes)\n", i == 0 ? "digest" : state[i],
+               (unsigned long long)h, sec->size);
     }
     printf("  %-12s", "sections");
     for (int i = 0; i < ck.nsections; i++)

@@ -293,11 +293,13 @@ static int cmd_synth(int argc, char **argv) {
         switch (o) {
         case O_OUT: c.out_dir = optarg; break;
         case O_SIZE:
-            if (parse_long("--size", optarg, 16, 1 << 17, &v)) return WC_EXIT_USAGE;
+            if (parse_long("--size", optarg, WC_SYNTH_MIN_SIZE, WC_SYNTH_MAX_SIZE, &v))
+                return WC_EXIT_USAGE;
             c.size = (int)v;
             break;
         case O_TILE:
-            if (parse_long("--tile", optarg, 16, 1 << 16, &v)) return WC_EXIT_USAGE;
+            if (parse_long("--tile", optarg, WC_SYNTH_MIN_TILE, WC_SYNTH_MAX_SIZE, &v))
+                return WC_EXIT_USAGE;
             c.tile = (int)v;
             break;
         case O_SEED:

@@ -1,6 +1,7 @@
 /* raster.c: GDAL datasets behind wc_raster; see raster.h. */
 #include "wildcpu/raster.h"
 
+#include <cpl_conv.h>
 #include <cpl_error.h>
 #include <gdal.h>
 #include <math.h>
@@ -87,9 +88,17 @@ static void gdal_message(CPLErr cls, CPLErrorNum num, const char *msg) {
 }
 
 static pthread_once_t gdal_once = PTHREAD_ONCE_INIT;
+/* GDAL's block cache defaults to 5% of RAM per process; wildcpu runs a process per core and
+ * reads each patch once per epoch, so it caps the cache (unless GDAL_CACHEMAX says otherwise)
+ * and counts it in its memory plan. */
+#define WC_GDAL_CACHE_DEFAULT ((int64_t)256 << 20)
+
 static void gdal_setup(void) {
     GDALAllRegister();
     CPLSetErrorHandler(gdal_message);
+    if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL) &&
+        GDALGetCacheMax64() > WC_GDAL_CACHE_DEFAULT)
+        GDALSetCacheMax64(WC_GDAL_CACHE_DEFAULT);
 }
 
 void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
@@ -157,6 +166,14 @@ void wc_raster_close(wc_raster *r) {
     free(r->bands);
     memset(r, 0, sizeof *r);
 }
+
+void wc_raster_release(wc_raster *r) {
+    if (r->ds) GDALClose((GDALDatasetH)r->ds);
+    r->ds = NULL;
+}
+
+size_t wc_raster_cache_used(void) { return (size_t)GDALGetCacheUsed64(); }
+size_t wc_raster_cache_max(void) { return (size_t)GDALGetCacheMax64(); }
 
 int wc_raster_read(wc_raster *r, int x0, int y0, int w, int h, const int *bands, int nb,
                    wc_dtype type, void *buf) {

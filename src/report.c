@@ -187,10 +187,12 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
     const double samples = (double)s->steps_done * s->batch;
     const double sps = samples / ts;
     const double core_hours = s->wall_seconds * s->ranks * s->threads / 3600.0;
-    const double expected = (double)(s->planned_bytes + s->baseline_bytes);
+    const double expected =
+        (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes);
     char buf[32], buf2[32];
     wc_info("run %s: %ld steps in %.1f s (%.2f samples/s, %.1f GFLOP/s over %d rank%s), "
-            "%.4f core-hours; peak RSS %s per rank (max) vs %s planned+baseline (x%.2f)",
+            "%.4f core-hours; peak RSS %s per rank (max) vs %s planned + baseline + GDAL "
+            "cache (x%.2f)",
             status_name(s->status), s->steps_done, s->wall_seconds, sps,
             sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "", core_hours,
             wc_fmt_bytes(buf, sizeof buf, (double)rss_max), wc_fmt_bytes(buf2, sizeof buf2, expected),
@@ -215,6 +217,7 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         "\"time_reduce_s\":%.3f,\"time_validation_s\":%.3f,\"time_io_wait_s\":%.4f,"
         "\"io_wait_fraction\":%.6f,\"reduce_fraction\":%.6f,\"recomputed_steps\":%ld,"
         "\"peak_rss_mib_max\":%.2f,\"memory_planned_mib\":%.2f,\"memory_baseline_mib\":%.2f,"
+        "\"gdal_cache_mib\":%.2f,\"peak_rss_over_plan\":%.4f,"
         "\"data_held_mib\":%.3f,\"patches_read\":%ld,\"mib_read\":%.2f,"
         "\"checkpoints_written\":%ld,\"checkpoint_time_s\":%.4f,\"checkpoint_mib\":%.3f,"
         "\"checkpoint_fraction\":%.6f,\"final_train_loss\":%.6g,\"peak_rss_mib_per_rank\":[",
@@ -224,7 +227,8 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         core_hours, sps, sps * s->flops_per_sample / 1e9, s->compute_seconds, s->reduce_seconds,
         s->val_seconds, s->io_wait_seconds, s->io_wait_seconds / ts, s->reduce_seconds / ts,
         s->redo_steps, (double)rss_max / 1048576.0, (double)s->planned_bytes / 1048576.0,
-        (double)s->baseline_bytes / 1048576.0, (double)s->data_bytes / 1048576.0,
+        (double)s->baseline_bytes / 1048576.0, (double)s->gdal_cache_bytes / 1048576.0,
+        (double)rss_max / expected, (double)s->data_bytes / 1048576.0,
         s->patches_read, s->bytes_read / 1048576.0, s->ckpts_written, s->ckpt_seconds,
         (double)s->ckpt_bytes / 1048576.0, s->ckpt_seconds / ts, s->last_loss);
     for (int r = 0; r < R; r++)

@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -554,7 +555,7 @@ static void log_progress(train_ctx *t, long step, int force_line) {
     wc_info("epoch %ld/%ld  step %ld/%ld  loss %.4f  lr %.2e  %.1f samples/s  ETA %s", epoch,
             epochs, done, t->total_steps, loss, lr, sps, eta);
     fprintf(t->jsonl,
-            "{\"type\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.9g,\"lr\":%.9g,"
+            "{\"type\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.17g,\"lr\":%.9g,"
             "\"samples_per_s\":%.3f,\"elapsed_s\":%.3f}\n",
             done, epoch, loss, lr, sps, now - t->t_start);
     fflush(t->jsonl);
@@ -605,17 +606,22 @@ static void print_plan(train_ctx *t, size_t baseline) {
     size_t opt_b = wc_optim_state_bytes(t->opt);
     size_t red_b = (t->net->nparams + 8) * (t->red->exact ? sizeof(int64_t) : sizeof(float));
     size_t data_b = wc_reader_bytes_held(t->rd) + wc_metrics_acc_words() * 16;
-    size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b;
-    char a[9][32];
+    /* the checkpoint is serialized (raw, then compressed) before it is written */
+    size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 2;
+    size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b +
+                   ckpt_b;
+    char a[11][32];
     wc_info("memory plan per rank: parameters %s, gradients %s, optimizer state %s, activations "
-            "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, data held %s (read-ahead "
-            "%d slots of %d patches, validation histograms): %s planned + %s runtime baseline",
+            "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, checkpoint buffers %s, data "
+            "held %s (read-ahead %d slots of %d patches, validation histograms) = %s, plus "
+            "%s runtime (libraries, metadata: measured) and GDAL's block cache (up to %s)",
             wc_fmt_bytes(a[0], 32, (double)mp.params), wc_fmt_bytes(a[1], 32, (double)mp.grads),
             wc_fmt_bytes(a[2], 32, (double)opt_b), wc_fmt_bytes(a[3], 32, (double)mp.activations),
             t->cfg->micro_batch, t->ds->P, t->ds->P, wc_fmt_bytes(a[4], 32, (double)mp.workspace),
-            wc_fmt_bytes(a[5], 32, (double)red_b), wc_fmt_bytes(a[6], 32, (double)data_b),
-            t->cfg->prefetch, t->cfg->micro_batch, wc_fmt_bytes(a[7], 32, (double)total),
-            wc_fmt_bytes(a[8], 32, (double)baseline));
+            wc_fmt_bytes(a[5], 32, (double)red_b), wc_fmt_bytes(a[9], 32, (double)ckpt_b),
+            wc_fmt_bytes(a[6], 32, (double)data_b), t->cfg->prefetch, t->cfg->micro_batch,
+            wc_fmt_bytes(a[7], 32, (double)total), wc_fmt_bytes(a[8], 32, (double)baseline),
+            wc_fmt_bytes(a[10], 32, (double)wc_raster_cache_max()));
     t->planned_bytes = total;
     t->baseline_bytes = baseline;
 }
@@ -632,7 +638,6 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->t_start = wc_now();
     t->tty = t->rank == 0 && isatty(STDOUT_FILENO);
     openblas_set_num_threads(cfg->threads);
-    size_t baseline = wc_current_rss_bytes();
     install_signal_handlers();
 
     if (cfg->micro_batch < 1 || cfg->batch < cfg->micro_batch) {
@@ -647,6 +652,11 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->ds = wc_dataset_open(&dcfg);
     if (!t->ds) return WC_EXIT_RUNTIME;
     wc_dataset *ds = t->ds;
+    /* The runtime baseline: MPI, GDAL's drivers and PROJ's database, OpenBLAS, the dataset's
+     * metadata; measured here, after planning released its GDAL handles, before any training
+     * buffer is allocated (and after returning the planning pass's freed heap to the system). */
+    malloc_trim(0);
+    size_t baseline = wc_current_rss_bytes();
     if (ds->ntrain < cfg->batch) {
         wc_error("%s has %ld valid training patches of %dx%d, fewer than one batch (--batch %d): "
                  "lower --batch or --patch, or give more data",
@@ -804,7 +814,8 @@ done:;
         .have_val = t->have_val, .have_oracle = t->have_oracle, .val = t->last_val,
         .oracle = t->last_oracle, .flops_per_sample = t->net ? 3 * t->net->flops_forward : 0,
         .planned_bytes = t->planned_bytes, .baseline_bytes = t->baseline_bytes,
-        .data_bytes = t->rd ? wc_reader_bytes_held(t->rd) : 0, .status = status};
+        .data_bytes = t->rd ? wc_reader_bytes_held(t->rd) : 0,
+        .gdal_cache_bytes = wc_raster_cache_used(), .status = status};
     snprintf(sum.arch, sizeof sum.arch, "%s", t->net ? t->net->arch : cfg->model);
     if (t->rd) wc_reader_counts(t->rd, &sum.patches_read, &sum.bytes_read);
     if (status != WC_EXIT_RUNTIME || t->start_step < t->total_steps)

@@ -53,7 +53,8 @@ typedef struct wc_data_files {
 typedef struct wc_dataset {
     wc_data_config cfg;
     char *tiles_path, *label_path, *oracle_path; /* label_path: NULL when a band of the tiles */
-    wc_data_files files;      /* the main thread's handles */
+    wc_data_files files;      /* metadata of the files (their GDAL handles are released after
+                               * planning: each reading thread opens its own) */
     int width, height;
     int nfeat;                /* feature channels: every band but the label band */
     int *feat_bands;          /* (nfeat) 1-based band numbers in src */

@@ -23,7 +23,7 @@
  * output pixels), so the lowered matrix stays in cache and the workspace is small; 1x1 kernels
  * with stride 1 and no padding skip the lowering (the image already is the matrix). */
 
-#define WC_CONV_CHUNK_COLS 512
+#define WC_CONV_CHUNK_COLS 2048
 
 typedef struct wc_conv_shape {
     int N, C, H, W;   /* input (N, C, H, W) */

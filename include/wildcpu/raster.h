@@ -61,6 +61,11 @@ int wc_raster_open(wc_raster *r, const char *path);
 /* Opens another handle on the same file (for another thread). */
 int wc_raster_reopen(wc_raster *dst, const wc_raster *src);
 void wc_raster_close(wc_raster *r);
+/* Closes the GDAL handle (freeing its cached blocks) but keeps the metadata; reads then fail. */
+void wc_raster_release(wc_raster *r);
+/* GDAL's block cache: bytes in use now, and the limit. */
+size_t wc_raster_cache_used(void);
+size_t wc_raster_cache_max(void);
 
 /* Reads the window (x0, y0, w, h), which may overhang the raster, of the given bands (1-based,
  * nb of them) into buf as type `type`, laid out band by band (nb, h, w). Only the part inside

@@ -24,7 +24,8 @@ typedef struct wc_run_summary {
     int have_val, have_oracle;
     wc_metrics val, oracle;
     double flops_per_sample;
-    size_t planned_bytes, baseline_bytes, data_bytes;
+    size_t planned_bytes, baseline_bytes, data_bytes; /* data_bytes: part of planned_bytes */
+    size_t gdal_cache_bytes;  /* GDAL's block cache in use at the end (data held, unplanned) */
     long patches_read;
     double bytes_read;
     int status;

@@ -1,0 +1,349 @@
+/* synth_write.c: writes a generated region as GeoTIFF tiles, a VRT mosaic and an oracle raster.
+ *
+ * A GeoTIFF holds one data type, so each tile is three files (Int16 elevation, the 11 Float32
+ * bands, the Byte label), and tiles.vrt stitches them into one 13-band raster. The VRT is built
+ * with GDAL's VRT driver (VRTAddSimpleSource), which writes source paths relative to the VRT
+ * when the tiles lie below it, so the directory can be moved or committed as a whole.
+ *
+ * Not here: generating the values (synth.c). GDAL's own messages are captured and reported
+ * through wc_error/wc_warn, naming the file involved. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <gdal.h>
+#include <gdal_vrt.h>
+#include <ogr_srs_api.h>
+
+#include "wildcpu/synth.h"
+#include "wildcpu/util.h"
+
+/* GDAL failures seen since the handler was pushed, and the latest one's message: callers compare
+ * the count before and after a call, and report the message. */
+typedef struct gdal_errors {
+    int failures;
+    char last[512];
+} gdal_errors;
+
+static void CPL_STDCALL on_gdal_error(CPLErr cls, CPLErrorNum num, const char *msg) {
+    (void)num;
+    gdal_errors *e = CPLGetErrorHandlerUserData();
+    if (cls == CE_Warning) {
+        wc_warn("GDAL: %s", msg);
+        return;
+    }
+    if (cls < CE_Failure) return;
+    e->failures++;
+    snprintf(e->last, sizeof e->last, "%s", msg);
+}
+
+/* The message to append after a failure on a file. */
+static const char *why(const gdal_errors *e) {
+    return e->failures ? e->last : "unknown error";
+}
+
+/* mkdir -p: creates path and its missing parents. */
+static int make_dirs(const char *path) {
+    char *p = wc_strdup(path);
+    int rc = WC_OK;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        struct stat st;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            wc_error("synth: cannot create directory %s: %s", p, strerror(errno));
+            rc = WC_ERR;
+        } else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            wc_error("synth: %s exists and is not a directory", p);
+            rc = WC_ERR;
+        }
+        *s = c;
+        if (rc != WC_OK || c == '\0') break;
+    }
+    free(p);
+    return rc;
+}
+
+typedef struct writer {
+    const wc_synth_config *cfg;
+    const wc_synth_region *region;
+    char *dir; /* out_dir without trailing slashes */
+    OGRSpatialReferenceH srs;
+    gdal_errors err;
+} writer;
+
+enum { GROUP_I16, GROUP_F32, GROUP_U8, NGROUPS };
+static const char *const group_suffix[NGROUPS] = {"i16", "f32", "u8"};
+static const int group_first[NGROUPS] = {WC_SYNTH_ELEVATION, WC_SYNTH_SLOPE, WC_SYNTH_FIRE};
+static const int group_count[NGROUPS] = {1, WC_SYNTH_NFLOAT, 1};
+static const GDALDataType group_type[NGROUPS] = {GDT_Int16, GDT_Float32, GDT_Byte};
+
+static GDALDataType band_type(int band) {
+    return band == WC_SYNTH_ELEVATION ? GDT_Int16 : band == WC_SYNTH_FIRE ? GDT_Byte : GDT_Float32;
+}
+
+static char *tile_path(const writer *w, int row, int col, int group) {
+    return wc_strdup(
+        CPLSPrintf("%s/tiles/r%02d_c%02d_%s.tif", w->dir, row, col, group_suffix[group]));
+}
+
+/* Name, unit and nodata of a band, as the VRT and the tiles both carry them. */
+static void describe_band(GDALRasterBandH b, int band) {
+    GDALSetDescription(b, wc_synth_bands[band].name);
+    GDALSetRasterUnitType(b, wc_synth_bands[band].unit);
+    GDALSetRasterNoDataValue(b, wc_synth_bands[band].nodata);
+}
+
+/* Creates a tiled, DEFLATE-compressed GeoTIFF georeferenced at pixel (x0, y0) of the region. */
+static GDALDatasetH create_tiff(writer *w, const char *path, int xsize, int ysize, int nbands,
+                                GDALDataType type, int x0, int y0) {
+    int block = WC_MIN(w->cfg->tile, 256);
+    block = (block + 15) / 16 * 16; /* TIFF tiles are multiples of 16 */
+    char **opt = NULL;
+    opt = CSLSetNameValue(opt, "TILED", "YES");
+    opt = CSLSetNameValue(opt, "BLOCKXSIZE", CPLSPrintf("%d", block));
+    opt = CSLSetNameValue(opt, "BLOCKYSIZE", CPLSPrintf("%d", block));
+    opt = CSLSetNameValue(opt, "COMPRESS", "DEFLATE");
+    opt = CSLSetNameValue(opt, "PREDICTOR", type == GDT_Float32 ? "3" : "2");
+    opt = CSLSetNameValue(opt, "INTERLEAVE", "BAND");
+    GDALDriverH drv = GDALGetDriverByName("GTiff");
+    GDALDatasetH ds = drv ? GDALCreate(drv, path, xsize, ysize, nbands, type, opt) : NULL;
+    CSLDestroy(opt);
+    if (!ds) {
+        wc_error("synth: cannot create %s: %s", path,
+                 drv ? why(&w->err) : "GDAL has no GTiff driver");
+        return NULL;
+    }
+    const double *gt = w->region->geotransform;
+    double tgt[6] = {gt[0] + x0 * gt[1], gt[1], 0, gt[3] + y0 * gt[5], 0, gt[5]};
+    GDALSetGeoTransform(ds, tgt);
+    GDALSetSpatialRef(ds, w->srs);
+    return ds;
+}
+
+/* Closes a dataset opened for writing; write errors surface here, so they are checked. */
+static int close_written(writer *w, GDALDatasetH ds, const char *path) {
+    int before = w->err.failures;
+    GDALClose(ds);
+    if (w->err.failures != before) {
+        wc_error("synth: writing %s failed: %s", path, w->err.last);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* Writes the bands of one group for the tile at (x0, y0) of size xs x ys. */
+static int write_tile(writer *w, int row, int col, int group, int x0, int y0, int xs, int ys) {
+    const wc_synth_region *r = w->region;
+    size_t s = (size_t)r->size, m = s * s;
+    char *path = tile_path(w, row, col, group);
+    int before = w->err.failures;
+    GDALDatasetH ds = create_tiff(w, path, xs, ys, group_count[group], group_type[group], x0, y0);
+    if (!ds) {
+        free(path);
+        return WC_ERR;
+    }
+    int rc = WC_OK;
+    for (int k = 0; k < group_count[group] && rc == WC_OK; k++) {
+        int band = group_first[group] + k;
+        GDALRasterBandH b = GDALGetRasterBand(ds, k + 1);
+        describe_band(b, band);
+        size_t off = (size_t)y0 * s + (size_t)x0;
+        void *src;
+        int elem;
+        if (group == GROUP_I16) {
+            src = r->elevation + off;
+            elem = (int)sizeof(int16_t);
+        } else if (group == GROUP_U8) {
+            src = r->fire + off;
+            elem = 1;
+        } else {
+            src = r->features + (size_t)k * m + off;
+            elem = (int)sizeof(float);
+        }
+        if (GDALRasterIO(b, GF_Write, 0, 0, xs, ys, src, xs, ys, group_type[group], elem,
+                         (int)s * elem) != CE_None)
+            rc = WC_ERR;
+    }
+    if (rc != WC_OK || w->err.failures != before) {
+        wc_error("synth: writing %s failed: %s", path, why(&w->err));
+        GDALClose(ds);
+        rc = WC_ERR;
+    } else {
+        rc = close_written(w, ds, path);
+    }
+    free(path);
+    return rc;
+}
+
+static int write_oracle(writer *w) {
+    const wc_synth_region *r = w->region;
+    char *path = wc_strdup(CPLSPrintf("%s/oracle_risk.tif", w->dir));
+    int before = w->err.failures;
+    GDALDatasetH ds = create_tiff(w, path, r->size, r->size, 1, GDT_Float32, 0, 0);
+    if (!ds) {
+        free(path);
+        return WC_ERR;
+    }
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    GDALSetDescription(b, "oracle_risk");
+    GDALSetRasterUnitType(b, "probability");
+    GDALSetRasterNoDataValue(b, WC_SYNTH_NODATA_F32);
+    CPLErr e = GDALRasterIO(b, GF_Write, 0, 0, r->size, r->size, r->oracle, r->size, r->size,
+                            GDT_Float32, 0, 0);
+    int rc;
+    if (e != CE_None || w->err.failures != before) {
+        wc_error("synth: writing %s failed: %s", path, why(&w->err));
+        GDALClose(ds);
+        rc = WC_ERR;
+    } else {
+        rc = close_written(w, ds, path);
+    }
+    free(path);
+    return rc;
+}
+
+/* Adds the sources of tile row tr to the open VRT. */
+static int add_row_sources(writer *w, GDALDatasetH vrt, const char *path, int tr, int ntc) {
+    const wc_synth_region *r = w->region;
+    int tile = w->cfg->tile, rc = WC_OK;
+    for (int tc = 0; tc < ntc && rc == WC_OK; tc++)
+        for (int group = 0; group < NGROUPS && rc == WC_OK; group++) {
+            int x0 = tc * tile, y0 = tr * tile;
+            int xs = WC_MIN(tile, r->size - x0), ys = WC_MIN(tile, r->size - y0);
+            char *src_path = tile_path(w, tr, tc, group);
+            GDALDatasetH src = GDALOpen(src_path, GA_ReadOnly);
+            if (!src) {
+                wc_error("synth: cannot open %s to build %s: %s", src_path, path, why(&w->err));
+                rc = WC_ERR;
+            } else {
+                for (int k = 0; k < group_count[group] && rc == WC_OK; k++) {
+                    int band = group_first[group] + k;
+                    if (VRTAddSimpleSource(GDALGetRasterBand(vrt, band + 1),
+                                           GDALGetRasterBand(src, k + 1), 0, 0, xs, ys, x0, y0, xs,
+                                           ys, "near", VRT_NODATA_UNSET) != CE_None) {
+                        wc_error("synth: cannot add %s to %s: %s", src_path, path, why(&w->err));
+                        rc = WC_ERR;
+                    }
+                }
+                /* The VRT took its own reference; ours goes (GDALClose would destroy it). */
+                GDALReleaseDataset(src);
+            }
+            free(src_path);
+        }
+    return rc;
+}
+
+/* The mosaic, one row of tiles at a time. A source added from an open dataset stays open until
+ * the VRT is closed, so adding every tile at once would need 3 file descriptors per tile (3072
+ * for 8192 pixels in 256-pixel tiles, past the usual limit of 1024). Closing the VRT after each
+ * row writes it; reopening it in update mode leaves the earlier sources unopened. */
+static int write_vrt(writer *w, int ntr, int ntc) {
+    const wc_synth_region *r = w->region;
+    char *path = wc_strdup(CPLSPrintf("%s/tiles.vrt", w->dir));
+    int rc = WC_OK;
+    for (int tr = 0; tr < ntr && rc == WC_OK; tr++) {
+        GDALDatasetH vrt;
+        if (tr == 0) {
+            GDALDriverH drv = GDALGetDriverByName("VRT");
+            vrt = drv ? GDALCreate(drv, path, r->size, r->size, 0, GDT_Unknown, NULL) : NULL;
+            if (!vrt) {
+                wc_error("synth: cannot create %s: %s", path, drv ? why(&w->err) : "no VRT driver");
+                rc = WC_ERR;
+                break;
+            }
+            GDALSetGeoTransform(vrt, (double *)r->geotransform);
+            GDALSetSpatialRef(vrt, w->srs);
+            for (int band = 0; band < WC_SYNTH_NBANDS; band++) {
+                GDALAddBand(vrt, band_type(band), NULL);
+                describe_band(GDALGetRasterBand(vrt, band + 1), band);
+            }
+        } else {
+            vrt = GDALOpen(path, GA_Update);
+            if (!vrt) {
+                wc_error("synth: cannot reopen %s: %s", path, why(&w->err));
+                rc = WC_ERR;
+                break;
+            }
+        }
+        rc = add_row_sources(w, vrt, path, tr, ntc);
+        if (rc != WC_OK)
+            GDALClose(vrt);
+        else
+            rc = close_written(w, vrt, path);
+    }
+    free(path);
+    return rc;
+}
+
+int wc_synth_write(const wc_synth_config *cfg) {
+    if (!cfg->out_dir || !cfg->out_dir[0]) {
+        wc_error("synth: no output directory given");
+        return WC_ERR;
+    }
+    if (cfg->tile < WC_SYNTH_MIN_TILE) {
+        wc_error("synth: tile size %d is too small (at least %d pixels)", cfg->tile,
+                 WC_SYNTH_MIN_TILE);
+        return WC_ERR;
+    }
+    if (cfg->size < WC_SYNTH_MIN_SIZE || cfg->size > WC_SYNTH_MAX_SIZE) {
+        wc_error("synth: region size %d is out of range (%d .. %d pixels)", cfg->size,
+                 WC_SYNTH_MIN_SIZE, WC_SYNTH_MAX_SIZE);
+        return WC_ERR;
+    }
+    writer w = {.cfg = cfg};
+    w.dir = wc_strdup(cfg->out_dir);
+    for (size_t len = strlen(w.dir); len > 1 && w.dir[len - 1] == '/'; len--) w.dir[len - 1] = 0;
+    char *tiles_dir = wc_strdup(CPLSPrintf("%s/tiles", w.dir));
+    if (make_dirs(w.dir) != WC_OK || make_dirs(tiles_dir) != WC_OK) {
+        free(tiles_dir);
+        free(w.dir);
+        return WC_ERR;
+    }
+    free(tiles_dir);
+
+    double t0 = wc_now();
+    wc_synth_region *region = wc_synth_region_create(cfg);
+    if (!region) {
+        free(w.dir);
+        return WC_ERR;
+    }
+    w.region = region;
+    double t1 = wc_now();
+
+    GDALAllRegister();
+    CPLPushErrorHandlerEx(on_gdal_error, &w.err);
+    int rc = WC_OK;
+    w.srs = OSRNewSpatialReference(NULL);
+    if (OSRImportFromEPSG(w.srs, WC_SYNTH_EPSG) != OGRERR_NONE) {
+        wc_error("synth: GDAL cannot build EPSG:%d (is proj.db installed?): %s", WC_SYNTH_EPSG,
+                 why(&w.err));
+        rc = WC_ERR;
+    }
+    int ntr = (cfg->size + cfg->tile - 1) / cfg->tile, ntc = ntr;
+    for (int tr = 0; tr < ntr && rc == WC_OK; tr++)
+        for (int tc = 0; tc < ntc && rc == WC_OK; tc++)
+            for (int group = 0; group < NGROUPS && rc == WC_OK; group++) {
+                int x0 = tc * cfg->tile, y0 = tr * cfg->tile;
+                rc = write_tile(&w, tr, tc, group, x0, y0, WC_MIN(cfg->tile, cfg->size - x0),
+                                WC_MIN(cfg->tile, cfg->size - y0));
+            }
+    if (rc == WC_OK) rc = write_vrt(&w, ntr, ntc);
+    if (rc == WC_OK) rc = write_oracle(&w);
+    CPLPopErrorHandler();
+    OSRDestroySpatialReference(w.srs);
+    if (rc == WC_OK)
+        wc_info("synth: %dx%d region, seed %llu: %.1f%% nodata, %.2f%% of valid pixels burned; "
+                "wrote %s/tiles.vrt (%d tiles) in %.2f s (generation %.2f s)",
+                cfg->size, cfg->size, (unsigned long long)cfg->seed, 100 * region->nodata_fraction,
+                100 * region->burned_fraction, w.dir, ntr * ntc, wc_now() - t0, t1 - t0);
+    wc_synth_region_destroy(region);
+    free(w.dir);
+    return rc;
+}
