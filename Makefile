@@ -17,7 +17,7 @@ PKGS := openblas gdal zlib ompi-c
 # Debian packages: what the program links against, what the tests and job scripts run.
 DEB_BUILD := build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin \
              libgdal-dev gdal-bin zlib1g-dev
-DEB_TEST := python3 python3-torch file procps
+DEB_TEST := python3 python3-gdal python3-numpy python3-torch file procps
 DEB_SLURM := slurm-wlm munge slurmctld slurmd
 
 ifeq ($(SAN),1)

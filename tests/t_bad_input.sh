@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# t_bad_input.sh: bad input gets a clear message naming the file/band/window and exit status 1
+# (runtime) or 2 (usage); never a crash (status >= 128), a hang (killed by timeout) or a
+# silently wrong run.
+. "$(dirname "$0")/lib.sh"
+
+# expect NAME STATUS PATTERN -- ARGS...: runs wildcpu, checks the status and that stderr
+# matches PATTERN (an extended regex).
+expect() {
+    local name=$1 want=$2 pattern=$3
+    shift 4
+    timeout 120 "$WILDCPU" "$@" >"$T/out" 2>"$T/err"
+    local status=$?
+    if [ "$status" -eq "$want" ] && grep -Eq -- "$pattern" "$T/err"; then
+        ok "$name (exit $status: $(grep -E -- "$pattern" "$T/err" | head -1 | cut -c1-150))"
+    else
+        notok "$name" "exit $status (want $want), stderr: $(head -c 400 "$T/err")"
+    fi
+}
+train=(--out "$T/run" --steps 2 --batch 4 --micro-batch 2 --no-predict --fresh)
+
+# --- usage errors: exit 2
+expect "no --tiles" 2 "--tiles PATH is required" -- "${train[@]}"
+expect "unknown option" 2 "unknown option --bogus" -- --tiles "$SAMPLE" --bogus
+expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batch zero
+expect "micro-batch larger than batch" 2 "micro-batch" -- --tiles "$SAMPLE" --batch 2 --micro-batch 4
+expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
+
+# --- inputs that are not what they should be: exit 1, naming the file
+expect "missing file" 1 "cannot open $T/nope.vrt" -- --tiles "$T/nope.vrt" "${train[@]}"
+echo "not a raster" >"$T/text.tif"
+expect "not a raster" 1 "cannot open $T/text.tif as a raster" -- --tiles "$T/text.tif" "${train[@]}"
+
+# a raster without a band called fire
+gdal_translate -q -ot Float32 -b 1 -b 2 "$SAMPLE" "$T/nolabel.tif"
+expect "no label band and no --labels" 1 "has no label band 'fire' \(its bands: elevation, slope\)" -- \
+    --tiles "$T/nolabel.tif" "${train[@]}"
+expect "label band not found by name" 1 "has no label band 'burned'.*elevation" -- \
+    --tiles "$SAMPLE" --label-band burned "${train[@]}"
+
+expect "fewer valid patches than one batch" 1 "valid training patches of 64x64, fewer than one batch \(--batch 500\)" -- \
+    --tiles "$SAMPLE" --out "$T/run" --steps 2 --batch 500 --no-predict --fresh
+
+# an all-nodata raster: every feature is nodata
+gdal_create -q -of GTiff -ot Float32 -outsize 128 128 -bands 3 -burn -9999 -a_nodata -9999 \
+    -a_srs EPSG:32611 -a_ullr 0 3840 3840 0 "$T/nodata.tif"
+expect "all-nodata raster" 1 "no patch of 64x64 pixels has at least 50% valid pixels" -- \
+    --tiles "$T/nodata.tif" --label-band 3 "${train[@]}"
+
+expect "raster smaller than a patch" 1 "is 128x128 pixels, smaller than one 256x256 patch" -- \
+    --tiles "$T/nodata.tif" --label-band 3 --patch 256 "${train[@]}"
+
+# a VRT that points at a tile that is not there
+cp -r "$ROOT/data/sample" "$T/broken"
+rm "$T/broken/tiles/r01_c01_f32.tif"
+expect "VRT pointing at a missing tile" 1 "r01_c01_f32.tif" -- --tiles "$T/broken/tiles.vrt" "${train[@]}"
+
+# unsupported band type
+gdal_create -q -of GTiff -ot CFloat32 -outsize 64 64 -bands 2 "$T/complex.tif"
+expect "unsupported band type" 1 "band 1 \(band_1\): data type CFloat32 is not supported" -- \
+    --tiles "$T/complex.tif" "${train[@]}"
+
+# NaN and Inf feature values are nodata, not poison: training runs and the loss is finite
+gdal_translate -q -of GTiff -ot Float32 "$SAMPLE" "$T/nan.tif"
+$PY - "$T/nan.tif" <<'PY' || gdal_calc_fallback=1
+import sys
+from osgeo import gdal
+ds = gdal.Open(sys.argv[1], gdal.GA_Update)
+b = ds.GetRasterBand(5)  # ndvi
+a = b.ReadAsArray()
+a[100:140, 100:140] = float("nan")
+a[300:310, 0:512] = float("inf")
+b.WriteArray(a)
+ds = None
+PY
+if [ -z "${gdal_calc_fallback:-}" ]; then
+    timeout 120 "$WILDCPU" --tiles "$T/nan.tif" "${train[@]}" --steps 3 >"$T/out" 2>"$T/err"
+    status=$?
+    if [ $status -eq 0 ] && $PY -c 'import json,math,sys
+ls=[json.loads(l)["loss"] for l in open(sys.argv[1]) if "\"train\"" in l]
+sys.exit(0 if ls and all(math.isfinite(x) for x in ls) else 1)' "$T/run/metrics.jsonl"; then
+        ok "NaN/Inf features are treated as nodata (training runs, finite loss)"
+    else
+        notok "NaN/Inf features are treated as nodata" "exit $status: $(tail -2 "$T/err")"
+    fi
+else
+    echo "# skipped: NaN/Inf case needs python3-gdal (osgeo) to plant NaN values"
+fi
+
+# --- vector labels
+cat >"$T/points.geojson" <<'GJ'
+{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+ "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [641000, 4929000]}}]}
+GJ
+expect "vector labels without polygons" 1 "has no polygon.*: --labels needs burned-area polygons" -- \
+    --tiles "$SAMPLE" --labels "$T/points.geojson" "${train[@]}"
+cat >"$T/far.geojson" <<'GJ'
+{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:4326"}},
+ "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[10.0, 50.0], [10.1, 50.0], [10.1, 50.1], [10.0, 50.1], [10.0, 50.0]]]}}]}
+GJ
+expect "vector labels that do not overlap the tiles" 1 "no polygon of .*far.geojson overlaps the tiles: tiles cover .*EPSG:32611, the polygons .*EPSG:4326" -- \
+    --tiles "$SAMPLE" --labels "$T/far.geojson" "${train[@]}"
+gdal_create -q -of GTiff -ot Byte -outsize 64 64 -bands 1 "$T/nogeo.tif"
+expect "label raster on another grid without a CRS" 1 "cannot be reprojected onto it.*tiles .*EPSG:32611.*labels: .*no CRS" -- \
+    --tiles "$SAMPLE" --labels "$T/nogeo.tif" "${train[@]}"
+
+# --- an unreadable window in the middle of training: a tile is truncated after planning,
+# with GDAL's cache too small to hold it, so a later read fails
+cp -r "$ROOT/data/sample" "$T/flaky"
+GDAL_CACHEMAX=1 timeout 300 "$WILDCPU" --tiles "$T/flaky/tiles.vrt" --out "$T/flakyrun" --steps 200 \
+    --batch 8 --micro-batch 4 --patch 32 --no-predict --log-every 1 >"$T/flaky.out" 2>"$T/flaky.err" &
+pid=$!
+for _ in $(seq 1 600); do
+    grep -q "step 2/" "$T/flaky.out" 2>/dev/null && break
+    sleep 0.1
+done
+truncate -s 20000 "$T/flaky/tiles/r00_c00_f32.tif"
+wait $pid
+status=$?
+if [ $status -eq 1 ] && grep -Eq "read error in .*tiles.vrt, window x=[0-9]+ y=[0-9]+" "$T/flaky.err" &&
+    grep -Eq "step [0-9]*: reading (training|validation) patches failed" "$T/flaky.err"; then
+    ok "unreadable window mid-epoch: exit 1, file and window named ($(grep -Eo "read error in .*window x=[0-9]+ y=[0-9]+ [0-9x]+" "$T/flaky.err" | head -1 | sed "s|$T/||"))"
+else
+    notok "unreadable window mid-epoch" "exit $status: $(tail -3 "$T/flaky.err")"
+fi
+finish

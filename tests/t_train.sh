@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# t_train.sh: training learns, and learns the same bits twice.
+#
+# A unet-lite run on the bundled sample region (a generated problem whose labels need spatial
+# context; see docs/synthetic.md) must bring the training loss well below that of the best
+# constant predictor (the entropy H(p) of the training burn rate p, which is what the network's
+# initial output bias gives), and two runs with the same seed and threads must give
+# bitwise-identical loss traces and parameters. Also: peak memory within the printed plan.
+. "$(dirname "$0")/lib.sh"
+
+args=(--tiles "$SAMPLE" --patch 32 --batch 16 --micro-batch 4 --steps 48 --lr 1e-3 --seed 7
+      --log-every 1 --no-predict --val-fraction 0.2)
+"$WILDCPU" "${args[@]}" --out "$T/a" >"$T/a.log" 2>&1 &
+"$WILDCPU" "${args[@]}" --out "$T/b" >"$T/b.log" 2>&1 &
+wait
+if [ -f "$T/a/report.json" ] && [ -f "$T/b/report.json" ]; then ok "two training runs finished"
+else notok "two training runs finished" "$(tail -3 "$T/a.log" "$T/b.log")"; finish; fi
+
+# the threshold: mean loss of the last 12 steps (an epoch) < 0.8 H(p)
+verdict=$($PY - "$T/a/metrics.jsonl" "$T/a.log" <<'PY'
+import json, math, re, sys
+losses = [json.loads(l)["loss"] for l in open(sys.argv[1]) if '"train"' in l]
+p = float(re.search(r"([0-9.]+)% of training pixels burned", open(sys.argv[2]).read()).group(1)) / 100
+h = -(p * math.log(p) + (1 - p) * math.log(1 - p))
+last = sum(losses[-12:]) / 12
+print(f"{last:.4f} {h:.4f} {'pass' if last < 0.8 * h else 'fail'}")
+PY
+)
+read -r last h result <<<"$verdict"
+echo "#   mean loss of the last 12 steps $last vs H(p) = $h of the best constant predictor"
+[ "$result" = pass ] && ok "loss falls below 0.8 x the constant predictor's" \
+    || notok "loss falls below 0.8 x the constant predictor's" "last $last, H(p) $h"
+
+if cmp -s <(losses "$T/a/metrics.jsonl") <(losses "$T/b/metrics.jsonl") && [ "$(losses "$T/a/metrics.jsonl" | wc -l)" -eq 48 ]; then
+    ok "same seed, same threads: bitwise-identical loss trace (48 steps)"
+else
+    notok "same seed, same threads: bitwise-identical loss trace" "$(diff <(losses "$T/a/metrics.jsonl") <(losses "$T/b/metrics.jsonl") | head -5)"
+fi
+da=$(digest "$T/a/checkpoints/ckpt-00000048.wcp"); db=$(digest "$T/b/checkpoints/ckpt-00000048.wcp")
+[ -n "$da" ] && [ "$da" = "$db" ] && ok "same seed: bitwise-identical parameters ($da)" \
+    || notok "same seed: bitwise-identical parameters" "$da vs $db"
+
+# a different seed must give a different model (the check above could otherwise be vacuous)
+"$WILDCPU" "${args[@]}" --seed 8 --steps 4 --out "$T/c" >"$T/c.log" 2>&1
+dc=$(digest "$T/c/checkpoints/ckpt-00000004.wcp")
+"$WILDCPU" "${args[@]}" --steps 4 --out "$T/d" >"$T/d.log" 2>&1
+dd=$(digest "$T/d/checkpoints/ckpt-00000004.wcp")
+[ -n "$dc" ] && [ "$dc" != "$dd" ] && ok "another seed gives other parameters" \
+    || notok "another seed gives other parameters" "$dc vs $dd"
+
+ratio=$(json "$T/a/report.json" peak_rss_over_plan)
+$PY -c "import sys; sys.exit(0 if $ratio <= 1.25 else 1)" \
+    && ok "peak RSS within 1.25x of the memory plan (x$ratio)" \
+    || notok "peak RSS within 1.25x of the memory plan" "x$ratio"
+grep -q "memory plan per rank: parameters" "$T/a.log" && ok "memory plan printed at start-up" \
+    || notok "memory plan printed at start-up"
+finish

@@ -1,0 +1,315 @@
+/* test_data.c: the data pipeline against independent computations (no MPI needed: one rank).
+ *
+ *   - every training patch is covered exactly once per epoch for 1..5 simulated ranks, the
+ *     order is the same for every rank count, and uneven shares leave ranks empty, not stuck;
+ *   - pixel -> map -> pixel round-trips, for north-up, south-up and rotated geotransforms;
+ *   - the spatial split: no training patch in a validation block, the fraction about right;
+ *   - normalization statistics equal a direct computation from GDAL's own reader;
+ *   - decoding: nodata and NaN/Inf features make a pixel invalid, labels > 0 are burned;
+ *   - type unions hold every value of both types. */
+#include <gdal.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "wildcpu/dataset.h"
+#include "wildcpu/dist.h"
+#include "wildcpu/raster.h"
+#include "wildcpu/schedule.h"
+#include "wildcpu/util.h"
+
+static const char *sample_path(void) {
+    static char path[4096];
+    const char *root = getenv("WILDCPU_ROOT");
+    snprintf(path, sizeof path, "%s/data/sample/tiles.vrt", root ? root : ".");
+    return path;
+}
+
+static void test_schedule_covers_every_patch_once(void) {
+    enum { NTRAIN = 157 }; /* prime: uneven batches and shares */
+    uint32_t train[NTRAIN];
+    for (int i = 0; i < NTRAIN; i++) train[i] = 1000 + 3 * i; /* arbitrary grid ids */
+    const int batch = 16, micro = 3;
+    long spe = wc_schedule_steps_per_epoch(NTRAIN, batch);
+    uint32_t order1[2][NTRAIN]; /* the single-rank order of epochs 0 and 1 */
+    for (int R = 1; R <= 5; R++) {
+        for (int epoch = 0; epoch < 2; epoch++) {
+            int seen[NTRAIN * 3 + 1000];
+            memset(seen, 0, sizeof seen);
+            uint32_t order[NTRAIN];
+            int count = 0;
+            for (long step = epoch * spe; step < (epoch + 1) * spe; step++) {
+                /* the micro-batches of the step in global order, whoever computes them */
+                int m_all = -1;
+                for (int r = 0; r < R; r++) {
+                    wc_schedule s;
+                    wc_schedule_init(&s, train, NTRAIN, batch, micro, r, R, 42, 4 * spe);
+                    int lo, hi, m = wc_schedule_micro_batches(&s, step, &lo, &hi);
+                    if (m_all < 0) m_all = m;
+                    CHECK(m == m_all, "ranks disagree on the micro-batch count");
+                    for (int j = lo; j < hi; j++) {
+                        uint32_t ids[16];
+                        int n = wc_schedule_patches(&s, step, j, ids);
+                        for (int i = 0; i < n; i++) {
+                            seen[ids[i]]++;
+                            /* position in the epoch: step's first sample + j*micro + i */
+                            long pos = (step - epoch * spe) * batch + (long)j * micro + i;
+                            if (pos < NTRAIN) order[pos] = ids[i];
+                        }
+                        count += n;
+                    }
+                    wc_schedule_free(&s);
+                }
+            }
+            int twice = 0, missing = 0;
+            for (int i = 0; i < NTRAIN; i++) {
+                twice += seen[train[i]] > 1;
+                missing += seen[train[i]] == 0;
+            }
+            CHECK(count == NTRAIN && twice == 0 && missing == 0,
+                  "R=%d epoch %d: %d samples, %d twice, %d missing", R, epoch, count, twice,
+                  missing);
+            if (R == 1)
+                memcpy(order1[epoch], order, sizeof order);
+            else
+                CHECK(memcmp(order1[epoch], order, sizeof order) == 0,
+                      "R=%d epoch %d: the order depends on the number of ranks", R, epoch);
+        }
+    }
+    CHECK(memcmp(order1[0], order1[1], sizeof order1[0]) != 0, "epochs 0 and 1 in the same order");
+    /* 8 micro-batches on 3 ranks: 3, 3, 2; 2 micro-batches on 5 ranks: some get none */
+    uint32_t t2[64];
+    for (int i = 0; i < 64; i++) t2[i] = i;
+    int shares[3];
+    for (int r = 0; r < 3; r++) {
+        wc_schedule s;
+        wc_schedule_init(&s, t2, 64, 32, 4, r, 3, 1, 10);
+        int lo, hi;
+        wc_schedule_micro_batches(&s, 0, &lo, &hi);
+        shares[r] = hi - lo;
+        wc_schedule_free(&s);
+    }
+    CHECK(shares[0] == 2 && shares[1] == 3 && shares[2] == 3,
+          "8 micro-batches on 3 ranks dealt %d,%d,%d", shares[0], shares[1], shares[2]);
+    int empty = 0;
+    for (int r = 0; r < 5; r++) {
+        wc_schedule s;
+        wc_schedule_init(&s, t2, 64, 8, 4, r, 5, 1, 10);
+        int lo, hi;
+        wc_schedule_micro_batches(&s, 0, &lo, &hi);
+        empty += hi == lo;
+        wc_schedule_free(&s);
+    }
+    CHECK(empty == 3, "2 micro-batches on 5 ranks: %d ranks without work (expect 3)", empty);
+}
+
+static void test_georeferencing_round_trip(void) {
+    const double gts[3][6] = {
+        {640000, 30, 0, 4930000, 0, -30},  /* north-up */
+        {640000, 30, 0, 4900000, 0, 30},   /* south-up: positive pixel height */
+        {500000, 25, 5, 4000000, 4, -25},  /* rotated */
+    };
+    double worst = 0;
+    for (int g = 0; g < 3; g++)
+        for (int k = 0; k < 100; k++) {
+            double col = (k * 37) % 1024 + 0.25, row = (k * 91) % 1024 + 0.75, x, y, c2, r2;
+            wc_raster_pixel_to_map(gts[g], col, row, &x, &y);
+            CHECK(wc_raster_map_to_pixel(gts[g], x, y, &c2, &r2) == WC_OK, "not invertible");
+            worst = fmax(worst, fmax(fabs(c2 - col), fabs(r2 - row)));
+        }
+    NOTE("pixel -> map -> pixel: worst error %.2e px", worst);
+    CHECK(worst < 1e-6, "round trip off by %g px", worst);
+    /* the patch origin of a real dataset maps to the map coordinates GDAL reports */
+    wc_data_config cfg;
+    wc_data_config_default(&cfg);
+    cfg.tiles = sample_path();
+    cfg.patch = 64;
+    wc_dataset *ds = wc_dataset_open(&cfg);
+    CHECK(ds != NULL, "sample data does not open");
+    if (!ds) return;
+    int x0, y0;
+    wc_dataset_patch_origin(ds, (uint32_t)(2 * ds->cols + 5), &x0, &y0);
+    CHECK(x0 == 5 * 64 && y0 == 2 * 64, "patch origin (%d, %d)", x0, y0);
+    GDALDatasetH g = GDALOpen(cfg.tiles, GA_ReadOnly);
+    double gt[6];
+    GDALGetGeoTransform(g, gt);
+    double mx, my;
+    wc_raster_pixel_to_map(ds->files.src.gt, x0, y0, &mx, &my);
+    CHECK(fabs(mx - (gt[0] + x0 * gt[1])) < 1e-6 && fabs(my - (gt[3] + y0 * gt[5])) < 1e-6,
+          "patch corner (%.3f, %.3f) differs from GDAL's geotransform", mx, my);
+    GDALClose(g);
+    wc_dataset_close(ds);
+}
+
+/* Direct statistics with GDAL's own reader: every band read whole, as double. */
+static void test_split_and_normalization(void) {
+    wc_data_config cfg;
+    wc_data_config_default(&cfg);
+    cfg.tiles = sample_path();
+    cfg.patch = 32;
+    cfg.val_block_px = 128;
+    cfg.val_fraction = 0.25;
+    wc_dataset *ds = wc_dataset_open(&cfg);
+    CHECK(ds != NULL, "sample data does not open");
+    if (!ds) return;
+    /* the split */
+    int overlap = 0;
+    for (long i = 0; i < ds->ntrain; i++) overlap += ds->is_val[ds->train[i]];
+    for (long i = 0; i < ds->nval; i++) overlap += !ds->is_val[ds->val[i]];
+    CHECK(overlap == 0, "%d patches on the wrong side of the split", overlap);
+    /* whole blocks: every patch of a block is on the same side */
+    int mixed = 0;
+    for (long id = 0; id < ds->npatches; id++) {
+        long bx = (id % ds->cols) / ds->val_block, by = (id / ds->cols) / ds->val_block;
+        long first = by * ds->val_block * ds->cols + bx * ds->val_block;
+        mixed += ds->is_val[id] != ds->is_val[first];
+    }
+    CHECK(mixed == 0, "%d patches disagree with their block", mixed);
+    double frac = (double)ds->nval / (double)(ds->nval + ds->ntrain);
+    NOTE("split: %ld training, %ld validation patches (%.3f), %ld of %ld blocks", ds->ntrain,
+         ds->nval, frac, ds->nval_blocks, ds->nblocks);
+    CHECK(frac > 0.1 && frac < 0.4, "validation fraction %.3f far from 0.25", frac);
+
+    /* the statistics, directly */
+    GDALDatasetH g = GDALOpen(cfg.tiles, GA_ReadOnly);
+    const int W = GDALGetRasterXSize(g), H = GDALGetRasterYSize(g), nb = GDALGetRasterCount(g);
+    double *band = WC_ALLOC(sizeof(double) * W * H * nb);
+    int *valid = WC_CALLOC((size_t)W * H, sizeof(int));
+    for (int b = 0; b < nb; b++)
+        CHECK(GDALRasterIO(GDALGetRasterBand(g, b + 1), GF_Read, 0, 0, W, H,
+                           band + (size_t)b * W * H, W, H, GDT_Float64, 0, 0) == CE_None,
+              "GDAL read of band %d", b + 1);
+    for (size_t p = 0; p < (size_t)W * H; p++) {
+        int ok = 1;
+        for (int b = 0; b < nb; b++) {
+            int has;
+            double nd = GDALGetRasterNoDataValue(GDALGetRasterBand(g, b + 1), &has);
+            double v = band[(size_t)b * W * H + p];
+            if (!isfinite(v) || (has && v == nd)) ok = 0;
+        }
+        valid[p] = ok;
+    }
+    int *in_train = WC_CALLOC((size_t)W * H, sizeof(int));
+    for (long i = 0; i < ds->ntrain; i++) {
+        int x0, y0;
+        wc_dataset_patch_origin(ds, ds->train[i], &x0, &y0);
+        for (int y = y0; y < y0 + ds->P; y++)
+            for (int x = x0; x < x0 + ds->P; x++) in_train[(size_t)y * W + x] = 1;
+    }
+    double worst = 0;
+    int64_t pixels = 0, burned = 0;
+    for (int c = 0; c < ds->nfeat; c++) {
+        const double *v = band + (size_t)(ds->feat_bands[c] - 1) * W * H;
+        long double s = 0, s2 = 0;
+        long n = 0;
+        for (size_t p = 0; p < (size_t)W * H; p++)
+            if (valid[p] && in_train[p]) s += v[p], n++;
+        long double mean = s / n;
+        for (size_t p = 0; p < (size_t)W * H; p++)
+            if (valid[p] && in_train[p]) s2 += (v[p] - mean) * (v[p] - mean);
+        double sd = sqrtl(s2 / n);
+        worst = fmax(worst, rel_err(ds->mean[c], (double)mean, 1e-12));
+        worst = fmax(worst, rel_err(ds->std[c], sd, 1e-12));
+        if (c == 0) pixels = n;
+    }
+    const double *lab = band + (size_t)(ds->label_band - 1) * W * H;
+    for (size_t p = 0; p < (size_t)W * H; p++) burned += valid[p] && in_train[p] && lab[p] > 0;
+    NOTE("normalization vs direct: worst relative difference %.2e over %d bands (%lld pixels)",
+         worst, ds->nfeat, (long long)pixels);
+    CHECK(worst < 1e-10, "statistics differ from the direct computation by %.3g", worst);
+    CHECK(pixels == ds->train_pixels && burned == ds->train_positives,
+          "pixel counts: %lld/%lld vs %lld/%lld", (long long)pixels, (long long)burned,
+          (long long)ds->train_pixels, (long long)ds->train_positives);
+    free(band), free(valid), free(in_train);
+    GDALClose(g);
+    wc_dataset_close(ds);
+}
+
+static void test_decode_nodata_nan_and_labels(void) {
+    /* a 64x64 two-band Float32 raster + Byte label with nodata, NaN and Inf planted */
+    char dir[] = "/tmp/wildcpu-test-data.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.tif", dir);
+    GDALAllRegister();
+    GDALDatasetH g = GDALCreate(GDALGetDriverByName("GTiff"), path, 64, 64, 3, GDT_Float32, NULL);
+    double gt[6] = {0, 1, 0, 64, 0, -1};
+    GDALSetGeoTransform(g, gt);
+    float *buf = WC_ALLOC(sizeof(float) * 64 * 64);
+    for (int b = 1; b <= 3; b++) {
+        GDALRasterBandH hb = GDALGetRasterBand(g, b);
+        for (int i = 0; i < 64 * 64; i++) buf[i] = b == 3 ? (float)(i % 3) : (float)(i % 7);
+        if (b == 1) buf[10] = NAN, buf[11] = INFINITY, buf[12] = -9999;
+        if (b == 3) buf[13] = -9999; /* GeoTIFF: one nodata value for all bands */
+        GDALSetRasterNoDataValue(hb, -9999);
+        GDALSetDescription(hb, b == 1 ? "a" : b == 2 ? "b" : "fire");
+        CHECK(GDALRasterIO(hb, GF_Write, 0, 0, 64, 64, buf, 64, 64, GDT_Float32, 0, 0) == CE_None,
+              "write band %d", b);
+    }
+    GDALClose(g);
+    wc_data_config cfg;
+    wc_data_config_default(&cfg);
+    cfg.tiles = path;
+    cfg.patch = 64;
+    cfg.val_fraction = 0;
+    wc_dataset *ds = wc_dataset_open(&cfg);
+    CHECK(ds != NULL, "small raster does not open");
+    if (ds) {
+        wc_data_files f;
+        CHECK(wc_data_files_open(&f, ds, 0) == WC_OK, "files");
+        void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
+        float *x = WC_ALLOC(sizeof(float) * 2 * 64 * 64), *y = WC_ALLOC(sizeof(float) * 64 * 64);
+        uint8_t *valid = WC_ALLOC(64 * 64);
+        CHECK(wc_dataset_read_patch(ds, &f, 0, raw, 0) == WC_OK, "read");
+        long n = wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
+        CHECK(n == 64 * 64 - 4, "%ld valid pixels, expected %d", n, 64 * 64 - 4);
+        CHECK(!valid[10] && !valid[11] && !valid[12] && !valid[13] && valid[14],
+              "NaN, Inf, nodata feature and nodata label must be invalid");
+        CHECK(x[10] == 0 && x[64 * 64 + 10] == 0, "invalid pixels must be 0 after normalization");
+        CHECK(y[14] == 1.0f && y[15] == 0.0f && y[16] == 1.0f, "labels 2 and 1 burned, 0 not");
+        CHECK(ds->nfeat == 2, "2 features (the label band is not one), got %d", ds->nfeat);
+        free(raw), free(x), free(y), free(valid);
+        wc_data_files_close(&f);
+        wc_dataset_close(ds);
+    }
+    free(buf);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_type_union_holds_both(void) {
+    const wc_dtype all[] = {WC_DT_BYTE, WC_DT_UINT16, WC_DT_INT16, WC_DT_UINT32, WC_DT_INT32,
+                            WC_DT_FLOAT32, WC_DT_FLOAT64};
+    /* extremes of each type */
+    const double lo[] = {0, 0, -32768, 0, -2147483648.0, -3.4e38, -1.7e308};
+    const double hi[] = {255, 65535, 32767, 4294967295.0, 2147483647.0, 3.4e38, 1.7e308};
+    const int int_bits[] = {8, 16, 15, 32, 31, 24, 53}; /* exact integer precision */
+    int bad = 0;
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < 7; j++) {
+            wc_dtype u = wc_dtype_union(all[i], all[j]);
+            int k = (int)u;
+            /* the union must span both ranges and their integer precision */
+            if (lo[k] > fmin(lo[i], lo[j]) || hi[k] < fmax(hi[i], hi[j]) ||
+                int_bits[k] < fmax(int_bits[i], int_bits[j])) {
+                bad++;
+                NOTE("union(%s, %s) = %s is too narrow", wc_dtype_name(all[i]),
+                     wc_dtype_name(all[j]), wc_dtype_name(u));
+            }
+            if (wc_dtype_union(all[i], all[j]) != wc_dtype_union(all[j], all[i])) bad++;
+        }
+    CHECK(bad == 0, "%d bad unions", bad);
+    CHECK(wc_dtype_union(WC_DT_BYTE, WC_DT_INT16) == WC_DT_INT16, "Byte+Int16 should stay 2 bytes");
+}
+
+int main(void) {
+    wc_log_set_quiet(1);
+    wc_raster_init();
+    RUN(test_schedule_covers_every_patch_once);
+    RUN(test_georeferencing_round_trip);
+    RUN(test_split_and_normalization);
+    RUN(test_decode_nodata_nan_and_labels);
+    RUN(test_type_union_holds_both);
+    HARNESS_EXIT();
+}
