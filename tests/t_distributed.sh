@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# t_distributed.sh: data-parallel training under real MPI.
+#
+#   - bitwise-identical parameters after EVERY step (a checkpoint per step, compared by digest)
+#     and identical metrics.jsonl losses and validation metrics, on 1, 2, 3 and 4 ranks, with
+#     8 micro-batches per step (3 ranks: an uneven 3/3/2 split; 4 ranks with micro-batches of
+#     2 out of a batch of 14: 2/2/2/1);
+#   - the MPI path (mpirun -np 1) equals a plain single process without a launcher (a singleton);
+#   - --fast-reduce is close to, but need not equal, the exact reduction;
+#   - SIGKILL of one rank mid-step ends the whole job, non-zero, within 30 s;
+#   - a launcher that started singletons (SLURM_NTASKS disagrees with the world) is refused.
+. "$(dirname "$0")/lib.sh"
+
+steps=6
+common=(--tiles "$SAMPLE" --patch 32 --steps $steps --ckpt-every 1 --keep 100 --log-every 1
+        --no-predict --seed 5 --lr 1e-3)
+run() { # run NAME NRANKS(0 = no launcher) ARGS...
+    local name=$1 n=$2
+    shift 2
+    if [ "$n" -eq 0 ]; then
+        "$WILDCPU" "${common[@]}" "$@" --out "$T/$name" >"$T/$name.log" 2>&1
+    else
+        mpirun_n "$n" "$WILDCPU" "${common[@]}" "$@" --out "$T/$name" >"$T/$name.log" 2>&1
+    fi
+}
+digests() { # one line per step: "step digest"
+    for s in $(seq 1 $steps); do
+        printf '%d %s\n' "$s" "$(digest "$T/$1/checkpoints/ckpt-$(printf %08d "$s").wcp")"
+    done
+}
+vals() { $PY -c 'import json,sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if d["type"] == "val": d.pop("type"); print(json.dumps(d, sort_keys=True))' "$1"; }
+
+# batch 16 in micro-batches of 2: 8 micro-batches per step
+run single 0 --batch 16 --micro-batch 2
+digests single >"$T/single.dig"
+if [ "$(grep -c ' [0-9a-f]\{16\}$' "$T/single.dig")" -eq $steps ]; then ok "singleton run (no launcher) trains"
+else notok "singleton run (no launcher) trains" "$(tail -3 "$T/single.log")"; fi
+losses "$T/single/metrics.jsonl" >"$T/single.loss"
+vals "$T/single/metrics.jsonl" >"$T/single.val"
+for n in 1 2 3 4; do
+    run "np$n" "$n" --batch 16 --micro-batch 2
+    digests "np$n" >"$T/np$n.dig"
+    if cmp -s "$T/single.dig" "$T/np$n.dig"; then
+        ok "$n rank(s): parameters bitwise equal to the single process after every one of $steps steps"
+    else
+        notok "$n rank(s): parameters bitwise equal after every step" "$(diff "$T/single.dig" "$T/np$n.dig" | head -4; tail -2 "$T/np$n.log")"
+    fi
+    if cmp -s "$T/single.loss" <(losses "$T/np$n/metrics.jsonl") && cmp -s "$T/single.val" <(vals "$T/np$n/metrics.jsonl"); then
+        ok "$n rank(s): metrics.jsonl losses and validation metrics identical"
+    else
+        notok "$n rank(s): metrics.jsonl losses and validation metrics identical" "$(diff "$T/single.loss" <(losses "$T/np$n/metrics.jsonl") | head -3)"
+    fi
+done
+[ "$(json "$T/np3/report.json" ranks)" = 3 ] && ok "report records 3 ranks" || notok "report records 3 ranks"
+
+# an uneven last micro-batch: batch 14 in micro-batches of 2 is 7 per step; on 4 ranks 2/2/2/1
+run s14 0 --batch 14 --micro-batch 2
+run p14 4 --batch 14 --micro-batch 2
+cmp -s <(digests s14) <(digests p14) && ok "4 ranks, 7 micro-batches per step (2/2/2/1): bitwise equal" \
+    || notok "4 ranks, 7 micro-batches: bitwise equal" "$(diff <(digests s14) <(digests p14) | head -3)"
+
+# the fast reduction: approximately equal, and it must not silently be the exact one
+run fast 2 --batch 16 --micro-batch 2 --fast-reduce
+$PY - "$T/single/metrics.jsonl" "$T/fast/metrics.jsonl" <<'PY' >"$T/fast.cmp"
+import json, sys
+a = [json.loads(l)["loss"] for l in open(sys.argv[1]) if '"train"' in l]
+b = [json.loads(l)["loss"] for l in open(sys.argv[2]) if '"train"' in l]
+print(max(abs(x - y) / abs(x) for x, y in zip(a, b)) if len(a) == len(b) else 1.0)
+PY
+rel=$(cat "$T/fast.cmp")
+$PY -c "import sys; sys.exit(0 if $rel < 1e-3 else 1)" && ok "--fast-reduce on 2 ranks: losses within $rel of the exact reduction" \
+    || notok "--fast-reduce close to exact" "relative difference $rel"
+[ "$(digest "$T/fast/checkpoints/ckpt-0000000$steps.wcp")" != "$(digest "$T/single/checkpoints/ckpt-0000000$steps.wcp")" ] \
+    && ok "--fast-reduce is a different (float) reduction, not the exact one" \
+    || notok "--fast-reduce is a different (float) reduction" "same digest as the exact run"
+
+# SIGKILL one rank in the middle of training: everyone ends, non-zero, within 30 s
+mpirun_n 2 "$WILDCPU" --tiles "$SAMPLE" --patch 64 --batch 16 --micro-batch 2 --steps 500 \
+    --no-predict --out "$T/kill" --log-every 1 >"$T/kill.log" 2>&1 &
+mpipid=$!
+for _ in $(seq 1 600); do grep -q "step 2/" "$T/kill.log" 2>/dev/null && break; sleep 0.1; done
+victim=$(pgrep -f -- "--out $T/kill" | while read -r p; do
+    [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done | tail -1)
+t0=$(date +%s.%N)
+kill -9 "$victim"
+for _ in $(seq 1 400); do kill -0 $mpipid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $mpipid 2>/dev/null; then
+    notok "SIGKILL of one rank ends the job within 30 s" "still running after 40 s"
+    pkill -9 -f -- "--out $T/kill"
+    wait $mpipid
+else
+    wait $mpipid
+    status=$?
+    dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    left=$(pgrep -f -- "--out $T/kill" | wc -l)
+    if [ $status -ne 0 ] && [ "$left" -eq 0 ] && [ "$(echo "$dt < 30" | bc)" = 1 ]; then
+        ok "SIGKILL of one rank mid-step: job ended with status $status after ${dt%???????} s, no rank left"
+    else
+        notok "SIGKILL of one rank ends the job" "status $status after $dt s, $left processes left"
+    fi
+fi
+
+# a launcher that starts N singletons instead of one N-rank job
+SLURM_NTASKS=2 SLURM_STEP_ID=0 "$WILDCPU" "${common[@]}" --batch 16 --out "$T/mis" >"$T/mis.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "Slurm started 2 tasks but MPI sees a world of 1" "$T/mis.log" \
+    && ok "SLURM_NTASKS disagreeing with the MPI world is refused" \
+    || notok "SLURM_NTASKS disagreeing with the MPI world is refused" "status $status: $(tail -2 "$T/mis.log")"
+finish
