@@ -67,13 +67,28 @@ static int fsync_dir(const char *dir) {
 }
 
 /* The test hook that simulates a crash in the middle of a write: with
- * WILDCPU_TEST_CRASH_CKPT=F (0 < F < 1) the process kills itself after writing that fraction of
- * the temporary file. Tests prove with it that a torn write never replaces a good checkpoint. */
-static size_t crash_after_bytes(size_t total) {
+ * WILDCPU_TEST_CRASH_CKPT=F or F@STEP (0 < F < 1) the process kills itself after writing that
+ * fraction of the temporary file (of the checkpoint for STEP only, when given). Tests prove
+ * with it that a torn write never replaces a good checkpoint. */
+static size_t crash_after_bytes(size_t total, long step) {
     const char *s = getenv("WILDCPU_TEST_CRASH_CKPT");
     if (!s) return (size_t)-1;
     double f = atof(s);
+    const char *at = strchr(s, '@');
+    if (at && atol(at + 1) != step) return (size_t)-1;
     return f > 0 && f < 1 ? (size_t)(f * (double)total) : (size_t)-1;
+}
+
+void wc_ckpt_remove_stale(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, ".ckpt-", 6) != 0 || !strstr(e->d_name, ".wcp.tmp")) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0) wc_warn("removed %s, left by an interrupted checkpoint write", path);
+    }
+    closedir(d);
 }
 
 static int write_all(FILE *f, const void *buf, size_t n, const char *path, size_t *written,
@@ -159,7 +174,7 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
         free(z);
         return WC_ERR;
     }
-    size_t written = 0, crash_at = crash_after_bytes(WC_CKPT_HEADER + zsize);
+    size_t written = 0, crash_at = crash_after_bytes(WC_CKPT_HEADER + zsize, step);
     int rc = write_all(f, header, WC_CKPT_HEADER, tmp, &written, crash_at);
     if (rc == WC_OK) rc = write_all(f, z, zsize, tmp, &written, crash_at);
     free(z);

@@ -62,7 +62,7 @@ static const char *TRAIN_HELP =
     "  --ckpt-every STEPS      checkpoint every STEPS steps\n"
     "  --ckpt-minutes M        checkpoint every M minutes [10 when neither is given]\n"
     "  --keep K                checkpoints kept [3]\n"
-    "  --fresh                 ignore existing checkpoints and start over\n"
+    "  --fresh                 start over: the previous run's files move to DIR/replaced-TIME/\n"
     "  --log-every STEPS       progress line interval [10]\n"
     "  --no-predict            skip the risk map at the end\n"
     "  --cog, --classes        risk map options (see predict --help)\n"

@@ -72,6 +72,9 @@ static void install_signal_handlers(void) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* A file-size limit (ulimit -f) must surface as a write error we report, with the previous
+     * checkpoint intact, not as a signal that kills the process mid-write. */
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 /* ---- the run's state --------------------------------------------------------------------- */
@@ -368,6 +371,7 @@ static void section_text(const wc_ckpt *ck, const char *name, char *buf, size_t 
  * set, 0 for a fresh start) or WC_ERR. */
 static int resume(train_ctx *t) {
     t->start_step = 0;
+    if (t->rank == 0) wc_ckpt_remove_stale(t->ckpt_dir);
     if (t->cfg->fresh) return WC_OK;
     wc_ckpt ck;
     char *path = NULL;
@@ -567,11 +571,40 @@ static void log_progress(train_ctx *t, long step, int force_line) {
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
-static int make_dirs(const char *out, char *ckpt_dir, size_t size) {
+/* --fresh: the previous run's files move to out/replaced-<time>/ (never deleted), so a later
+ * resume cannot pick up the old run's checkpoints. Returns WC_ERR on a failed move. */
+static int set_aside_previous_run(const char *out) {
+    static const char *names[] = {"checkpoints", "metrics.jsonl", "report.json", "report.md",
+                                  "risk.tif", "risk.png"};
+    char ts[32], dir[4096], from[4200], to[4400];
+    wc_utc_timestamp(ts, sizeof ts);
+    snprintf(dir, sizeof dir, "%s/replaced-%s", out, ts);
+    int moved = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", out, names[i]);
+        if (access(from, F_OK) != 0) continue;
+        if (!moved && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            wc_error("--fresh: cannot create %s to keep the previous run: %s", dir, strerror(errno));
+            return WC_ERR;
+        }
+        snprintf(to, sizeof to, "%s/%s", dir, names[i]);
+        if (rename(from, to) != 0) {
+            wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(errno));
+            return WC_ERR;
+        }
+        moved++;
+    }
+    if (moved) wc_info("--fresh: the previous run's files are kept in %s", dir);
+    return WC_OK;
+}
+
+static int make_dirs(const char *out, int fresh, char *ckpt_dir, size_t size) {
     snprintf(ckpt_dir, size, "%s/checkpoints", out);
     int64_t failed = 0;
     if (wc_dist_rank() == 0) {
-        if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        if (fresh && access(out, F_OK) == 0 && set_aside_previous_run(out) != WC_OK) {
+            failed = 1;
+        } else if (mkdir(out, 0777) != 0 && errno != EEXIST) {
             wc_error("cannot create the run directory %s: %s", out, strerror(errno));
             failed = 1;
         } else if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
@@ -645,7 +678,8 @@ int wc_train_run(const wc_train_config *cfg_in) {
                  cfg->batch);
         return WC_EXIT_USAGE;
     }
-    if (make_dirs(cfg->out_dir, t->ckpt_dir, sizeof t->ckpt_dir) != WC_OK) return WC_EXIT_RUNTIME;
+    if (make_dirs(cfg->out_dir, cfg->fresh, t->ckpt_dir, sizeof t->ckpt_dir) != WC_OK)
+        return WC_EXIT_RUNTIME;
     wc_data_config dcfg = cfg->data;
     dcfg.work_dir = cfg->out_dir;
     dcfg.seed = cfg->seed;
@@ -782,6 +816,12 @@ int wc_train_run(const wc_train_config *cfg_in) {
                     stop_signal ? strsignal(stop_signal) : "a signal on another rank", step + 1,
                     ok ? "checkpoint written" : "CHECKPOINT FAILED", since);
             status = ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
+            /* The stop is complete: a launcher's clean-up signal to a rank that is still
+             * finalizing (mpirun and srun send one when the first rank exits) must not turn
+             * its orderly exit 75 into a "second signal" exit. */
+            signal(SIGTERM, SIG_IGN);
+            signal(SIGINT, SIG_IGN);
+            signal(SIGUSR1, SIG_IGN);
             step++;
             goto done;
         }

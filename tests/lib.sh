@@ -9,7 +9,7 @@ set -u
 ROOT=${WILDCPU_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 WILDCPU=${WILDCPU:-$ROOT/build/wildcpu}
 T=$(mktemp -d "${TMPDIR:-/tmp}/wildcpu-test.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI's shared-memory transport wants a writable session directory; keep tests apart.
 export OMPI_MCA_orte_tmpdir_base=$T

@@ -54,6 +54,10 @@ typedef struct wc_ckpt {
 int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, int n, int keep,
                   double *seconds, size_t *bytes);
 
+/* Deletes temporary files a crashed write left in dir (they never have a checkpoint's name, so
+ * they are never mistaken for one; this only reclaims their space). */
+void wc_ckpt_remove_stale(const char *dir);
+
 /* Reads and validates one file. On failure returns WC_ERR and describes the problem in why
  * (empty file, truncated, bad magic, version from the future, CRC mismatch, ...). */
 int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size);

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# t_checkpoint.sh: checkpoints, preemption and resume, with injected faults. Every recovered run
+# must end with parameters bitwise equal (digest) to an uninterrupted run of the same command.
+. "$(dirname "$0")/lib.sh"
+
+steps=24 # 23 steps per epoch here: the runs cross an epoch boundary and stop mid-epoch
+args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps $steps --ckpt-every 3
+      --keep 100 --log-every 1 --no-predict --seed 3 --lr 1e-3)
+final() { digest "$T/$1/checkpoints/ckpt-$(printf %08d $steps).wcp"; }
+# start NAME NRANKS: training in the background; its mpirun/wildcpu pid in $pid
+start() {
+    local name=$1 n=$2
+    shift 2
+    mpirun_n "$n" "$WILDCPU" "${args[@]}" "$@" --out "$T/$name" >>"$T/$name.log" 2>&1 &
+    pid=$!
+}
+# wait_step NAME STEP: until the log shows that step (bounded)
+wait_step() {
+    for _ in $(seq 1 1200); do
+        grep -q "step $2/$steps" "$T/$1.log" 2>/dev/null && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+ranks_of() { # the wildcpu processes of run NAME, rank order unknown
+    pgrep -f -- "--out $T/$1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
+}
+# resume NAME NRANKS: the same command again, in the foreground; returns its status
+resume() { mpirun_n "$2" "$WILDCPU" "${args[@]}" --out "$T/$1" >>"$T/$1.log" 2>&1; }
+
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/ref.log" 2>&1
+ref=$(final ref)
+[ -n "$ref" ] && ok "uninterrupted reference run ($ref)" || { notok "reference run" "$(tail -3 "$T/ref.log")"; finish; }
+
+# SIGTERM to every rank, then rerun
+start term 2
+wait_step term 5
+kill -TERM $(ranks_of term)
+wait $pid
+status=$?
+if [ $status -eq 75 ] && grep -q "stopped by Terminated after step" "$T/term.log"; then
+    ok "SIGTERM to all ranks: checkpoint, exit 75 ($(grep -o '[0-9.]* s from the signal' "$T/term.log"))"
+else
+    notok "SIGTERM to all ranks: checkpoint, exit 75" "status $status: $(tail -3 "$T/term.log")"
+fi
+resume term 2
+[ "$(final term)" = "$ref" ] && grep -q "resuming from" "$T/term.log" \
+    && ok "resumed after SIGTERM: final parameters equal the uninterrupted run's" \
+    || notok "resumed after SIGTERM: equal parameters" "$(final term) vs $ref"
+
+# SIGTERM to one rank only: the others learn it through the step's reduction
+start one 2
+wait_step one 4
+kill -TERM "$(ranks_of one | tail -1)"
+wait $pid
+status=$?
+resume one 2
+[ $status -eq 75 ] && [ "$(final one)" = "$ref" ] \
+    && ok "SIGTERM to one rank: all stop at the same step, exit 75, resume equal" \
+    || notok "SIGTERM to one rank" "status $status, $(final one) vs $ref"
+
+# several stops, different signals, mid-epoch and across the epoch boundary
+start multi 2
+wait_step multi 3
+kill -USR1 $(ranks_of multi)
+wait $pid
+s1=$?
+start multi 2
+wait_step multi 14
+kill -INT $(ranks_of multi)
+wait $pid
+s2=$?
+resume multi 2
+[ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final multi)" = "$ref" ] \
+    && ok "stopped twice (SIGUSR1, SIGINT), resumed twice: equal" \
+    || notok "stopped twice, resumed twice" "$s1 $s2, $(final multi) vs $ref"
+
+# lose ranks: 4 ranks, then 3, then 1
+start shrink 4
+wait_step shrink 6
+kill -TERM $(ranks_of shrink)
+wait $pid
+s1=$?
+start shrink 3
+wait_step shrink 13
+kill -TERM $(ranks_of shrink)
+wait $pid
+s2=$?
+resume shrink 1
+[ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final shrink)" = "$ref" ] \
+    && ok "resumed on other rank counts (4 -> 3 -> 1): equal" \
+    || notok "resumed on other rank counts (4 -> 3 -> 1)" "$s1 $s2, $(final shrink) vs $ref"
+grep -q "written by 4 ranks" "$T/shrink.log" && ok "the resume names the rank count that wrote the checkpoint" \
+    || notok "resume names the writer's rank count"
+
+# SIGKILL one rank at a random step: the job ends; the rerun resumes from the last checkpoint
+start killed 2
+wait_step killed $((5 + RANDOM % 10))
+kill -KILL "$(ranks_of killed | head -1)"
+wait $pid
+status=$?
+resume killed 2
+[ $status -ne 0 ] && [ "$(final killed)" = "$ref" ] \
+    && ok "SIGKILL of one rank (exit $status), rerun resumes: equal" \
+    || notok "SIGKILL of one rank, rerun resumes" "status $status, $(final killed) vs $ref"
+
+# a crash halfway through writing a checkpoint: the previous one is used
+WILDCPU_TEST_CRASH_CKPT=0.5@9 mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/torn" >"$T/torn.log" 2>&1
+status=$?
+tmpfiles=$(ls -a "$T/torn/checkpoints" | grep -c '\.tmp')
+"$WILDCPU" info "$T/torn" >"$T/torn.info"
+resume torn 2
+if [ $status -ne 0 ] && [ "$tmpfiles" -ge 1 ] && ! [ -e "$T/torn/checkpoints/ckpt-00000009.wcp.bad" ] &&
+    grep -q "resumes from .*ckpt-00000006.wcp" "$T/torn.info" && [ "$(final torn)" = "$ref" ] &&
+    [ "$(ls -a "$T/torn/checkpoints" | grep -c '\.tmp')" -eq 0 ]; then
+    ok "killed mid-write: the torn temporary is ignored, step 6 resumes, equal, temporary removed"
+else
+    notok "killed mid-write" "status $status tmp $tmpfiles: $(cat "$T/torn.info") $(final torn)"
+fi
+
+# corrupted newest checkpoint, five ways: reported, the previous one used, result equal
+newest=$T/ref/checkpoints/ckpt-$(printf %08d $steps).wcp
+corrupt() { # corrupt KIND FILE
+    case $1 in
+    flip) printf '\x55' | dd of="$2" bs=1 seek=$(($(stat -c %s "$2") / 2)) conv=notrunc status=none ;;
+    truncated) truncate -s $(($(stat -c %s "$2") - 1000)) "$2" ;;
+    empty) : >"$2" ;;
+    magic) printf 'XXXXXXXX' | dd of="$2" bs=1 seek=0 conv=notrunc status=none ;;
+    future) printf '\x63\x00\x00\x00' | dd of="$2" bs=1 seek=8 conv=notrunc status=none ;;
+    esac
+}
+declare -A why=([flip]="CRC-32 mismatch" [truncated]="truncated" [empty]="empty file"
+                [magic]="bad magic" [future]="format version 99, this wildcpu reads version 1 \(written by a newer wildcpu\)")
+for kind in flip truncated empty magic future; do
+    rm -rf "$T/c_$kind"
+    cp -r "$T/ref" "$T/c_$kind"
+    corrupt $kind "$T/c_$kind/checkpoints/ckpt-$(printf %08d $steps).wcp"
+    "$WILDCPU" info "$T/c_$kind/checkpoints/ckpt-$(printf %08d $steps).wcp" >"$T/c_$kind.info" 2>&1
+    istatus=$?
+    resume "c_$kind" 1
+    rstatus=$?
+    if [ $istatus -eq 1 ] && grep -Eq "INVALID: .*${why[$kind]}" "$T/c_$kind.info" &&
+        grep -Eq "ckpt-000000$steps.wcp is not usable: .*${why[$kind]}.*; trying the previous one" "$T/c_$kind.log" &&
+        grep -q "resuming from .*ckpt-00000021.wcp" "$T/c_$kind.log" && [ $rstatus -eq 0 ] && [ "$(final "c_$kind")" = "$ref" ]; then
+        ok "corrupted newest checkpoint ($kind): reported, step 21 used, result equal"
+    else
+        notok "corrupted newest checkpoint ($kind)" "info $istatus resume $rstatus: $(grep -E 'not usable|resuming' "$T/c_$kind.log" | head -2)"
+    fi
+done
+
+# nothing valid: stop with an error instead of silently starting over; --fresh on purpose
+cp -r "$T/ref" "$T/none"
+for f in "$T"/none/checkpoints/ckpt-*.wcp; do : >"$f"; done
+resume none 1
+status=$?
+[ $status -eq 1 ] && grep -q "holds checkpoints but none is valid" "$T/none.log" \
+    && ok "no valid checkpoint: error, not a silent restart" || notok "no valid checkpoint: error" "status $status"
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" >>"$T/none.log" 2>&1
+[ $? -eq 0 ] && ls -d "$T"/none/replaced-*/checkpoints >/dev/null 2>&1 \
+    && ok "--fresh starts over and keeps the previous run's files in replaced-*/" \
+    || notok "--fresh starts over and keeps the previous files" "$(tail -2 "$T/none.log")"
+
+# a checkpoint of other data or another model is refused, naming the difference
+"$WILDCPU" synth --out "$T/small" --size 256 --tile 128 >/dev/null 2>&1
+mpirun_n 1 "$WILDCPU" "${args[@]}" --tiles "$T/small/tiles.vrt" --out "$T/ref" >"$T/other.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "was trained on other data: size: now 256x256, checkpoint 512x512" "$T/other.log" \
+    && ok "checkpoint of other data refused, naming the difference" || notok "other data refused" "$(tail -2 "$T/other.log")"
+mpirun_n 1 "$WILDCPU" "${args[@]}" --model logistic --out "$T/ref" >"$T/other.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "written with other settings: model: now logistic, checkpoint unet-lite" "$T/other.log" \
+    && ok "checkpoint of another model refused, naming the difference" || notok "other model refused" "$(tail -2 "$T/other.log")"
+
+# disk full while checkpointing: reported, previous checkpoints intact, nothing half-written
+start full 1
+wait_step full 4
+kill -TERM $(ranks_of full)
+wait $pid
+before=$(ls "$T/full/checkpoints")
+# 4 MiB: enough for Open MPI's own files, less than the 5 MiB checkpoint; a singleton (no
+# mpirun), since mpirun's daemon would be limited too
+(ulimit -f 4096; "$WILDCPU" "${args[@]}" --out "$T/full" >>"$T/full.log" 2>&1)
+status=$?
+after=$(ls "$T/full/checkpoints")
+"$WILDCPU" info "$T/full" >"$T/full.info"
+if [ $status -eq 1 ] && grep -q "failed: File too large" "$T/full.log" && [ "$before" = "$after" ] &&
+    ! grep -q INVALID "$T/full.info" && [ "$(ls -a "$T/full/checkpoints" | grep -c tmp)" -eq 0 ]; then
+    ok "file-size limit while checkpointing: error reported, earlier checkpoints intact, no partial file"
+else
+    notok "file-size limit while checkpointing" "status $status; before: $before; after: $after"
+fi
+
+# a second signal ends the process at once
+start twice 1
+wait_step twice 2
+kill -TERM $(ranks_of twice); sleep 0.05; kill -TERM $(ranks_of twice) 2>/dev/null
+wait $pid
+status=$?
+[ $status -eq 143 ] && grep -q "second stop signal" "$T/twice.log" \
+    && ok "a second signal exits at once (status 143)" || notok "a second signal exits at once" "status $status"
+finish
