@@ -87,7 +87,7 @@ deps-slurm:
 	$$SUDO apt-get install -y -qq --no-install-recommends $(DEB_SLURM)
 
 demo: $(BUILD)/wildcpu
-	bash tests/demo.sh $(BUILD)/wildcpu
+	bash tools/demo.sh $(BUILD)/wildcpu
 
 test: all
 	@bash tests/run $(BUILD)

@@ -49,7 +49,7 @@ static const char *TRAIN_HELP =
     "  --batch N               global batch, samples per optimizer step, any rank count [32]\n"
     "  --micro-batch N         samples per forward/backward pass [4]\n"
     "  --optimizer adamw|sgd   [adamw]\n"
-    "  --lr X                  peak learning rate [adamw 2e-3, sgd 0.05]\n"
+    "  --lr X                  peak learning rate [adamw 1e-3, sgd 0.05]\n"
     "  --lr-scaling linear     scale --lr by --batch / --lr-ref-batch [off]\n"
     "  --lr-ref-batch N        the batch --lr was tuned for [32]\n"
     "  --weight-decay X        [adamw 1e-2, sgd 1e-4]\n"
@@ -419,6 +419,7 @@ int main(int argc, char **argv) {
         if (!fn) return usage_error("unknown command '%s'", argv[1]);
         shift = 1;
     }
+    if (fn == cmd_train) wc_train_install_signal_handlers();
     if (wc_dist_init(&argc, &argv) != WC_OK) {
         wc_dist_finalize();
         return WC_EXIT_RUNTIME;

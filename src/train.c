@@ -20,6 +20,7 @@
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
 #include "wildcpu/net.h"
+#include "wildcpu/predict.h"
 #include "wildcpu/reader.h"
 #include "wildcpu/reduce.h"
 #include "wildcpu/report.h"
@@ -51,6 +52,9 @@ static volatile sig_atomic_t stop_signal = 0;
 static struct timespec stop_time;
 
 static void on_stop_signal(int sig) {
+    /* A repeated SIGUSR1 is harmless: Slurm's time-limit warning and a user's scancel may
+     * both send one. A second SIGTERM or SIGINT means "now". */
+    if (stop_requested && sig == SIGUSR1) return;
     if (stop_requested) {
         /* A second signal: leave now (async-signal-safe calls only). */
         static const char msg[] = "wildcpu: second stop signal: exiting without a checkpoint\n";
@@ -63,7 +67,7 @@ static void on_stop_signal(int sig) {
     stop_requested = 1;
 }
 
-static void install_signal_handlers(void) {
+void wc_train_install_signal_handlers(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -116,6 +120,7 @@ typedef struct {
     double reduce_seconds, compute_seconds, val_seconds;
     long redo_count;
     int tty;
+    int stop_agreed;         /* some rank voted to stop in the last step's reduction */
     size_t planned_bytes, baseline_bytes;
     char config_kv[2048];
 } train_ctx;
@@ -521,7 +526,9 @@ static void train_step(train_ctx *t, long step) {
     t->loss_sum_since_log += loss;
     t->loss_steps_since_log++;
     t->samples_since_log += tot.samples;
-    if (tot.stop_votes > 0 && !stop_requested) stop_requested = 1; /* another rank got it */
+    /* The decision is the vote, never this rank's own flag: a signal that lands after the
+     * reduction is counted in the next step's vote, so all ranks stop at the same step. */
+    t->stop_agreed = tot.stop_votes > 0;
 }
 
 static void fmt_duration(char *buf, size_t size, double s) {
@@ -669,9 +676,12 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->rank = wc_dist_rank();
     t->nranks = wc_dist_size();
     t->t_start = wc_now();
-    t->tty = t->rank == 0 && isatty(STDOUT_FILENO);
+    /* A live progress bar only on a real terminal: Open MPI gives every rank a pseudo-terminal
+     * even when mpirun's output goes to a file, so under a launcher progress goes in lines. */
+    t->tty = t->rank == 0 && isatty(STDOUT_FILENO) && !getenv("OMPI_COMM_WORLD_SIZE") &&
+             !getenv("SLURM_STEP_ID") && !getenv("PMIX_RANK");
     openblas_set_num_threads(cfg->threads);
-    install_signal_handlers();
+    wc_train_install_signal_handlers(); /* main installs them before MPI starts; idempotent */
 
     if (cfg->micro_batch < 1 || cfg->batch < cfg->micro_batch) {
         wc_error("--micro-batch (%d) must be between 1 and --batch (%d)", cfg->micro_batch,
@@ -803,7 +813,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
         t->steps_done_here++;
         log_progress(t, step, 0);
         if (wc_schedule_ends_epoch(&t->sched, step)) validate(t, step);
-        if (stop_requested) {
+        if (t->stop_agreed) {
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
             int ok = checkpoint_collective(t, step + 1, "stop signal") == WC_OK;
@@ -870,5 +880,21 @@ done:;
     wc_net_destroy(t->net);
     wc_dataset_close(ds);
     (void)step;
+    /* the risk map, from the final checkpoint, once training's memory is released */
+    if (status == WC_EXIT_OK && !cfg->no_predict) {
+        char risk[4200], png[4200];
+        snprintf(risk, sizeof risk, "%s/risk.tif", cfg->out_dir);
+        snprintf(png, sizeof png, "%s/risk.png", cfg->out_dir);
+        wc_predict_config pc;
+        wc_predict_config_default(&pc);
+        pc.tiles = cfg->data.tiles;
+        pc.checkpoint = cfg->out_dir;
+        pc.out = risk;
+        pc.png = png;
+        pc.cog = cfg->cog;
+        pc.classes = cfg->classes;
+        pc.threads = cfg->threads;
+        status = wc_predict_run(&pc);
+    }
     return status;
 }
