@@ -586,6 +586,8 @@ static int set_aside_previous_run(const char *out) {
     char ts[32], dir[4096], from[4200], to[4400];
     wc_utc_timestamp(ts, sizeof ts);
     snprintf(dir, sizeof dir, "%s/replaced-%s", out, ts);
+    for (int k = 2; access(dir, F_OK) == 0; k++) /* two restarts within a second */
+        snprintf(dir, sizeof dir, "%s/replaced-%s-%d", out, ts, k);
     int moved = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(from, sizeof from, "%s/%s", out, names[i]);
