@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# t_export.sh: `wildcpu info` and `wildcpu export`. The exported safetensors file loads into the
+# PyTorch reference network (../shared/bench/torch_ref.py, strict names and shapes) and gives
+# the same logits as wildcpu's own forward pass on the same input (max abs difference <= 1e-3,
+# the reference's own threshold); its __metadata__ holds the input channels and normalization.
+. "$(dirname "$0")/lib.sh"
+tools=${WILDCPU_BUILD:-$ROOT/build}/tools
+ref=$ROOT/../shared/bench/torch_ref.py
+
+"$WILDCPU" --tiles "$SAMPLE" --out "$T/run" --steps 3 --batch 4 --micro-batch 2 --no-predict >"$T/train.log" 2>&1 \
+    && ok "trained a model to export" || { notok "trained a model to export" "$(tail -3 "$T/train.log")"; finish; }
+ckpt=$T/run/checkpoints/ckpt-00000003.wcp
+
+"$WILDCPU" info "$ckpt" >"$T/info.txt"
+grep -q "valid wildcpu checkpoint" "$T/info.txt" && grep -q "^  step        3" "$T/info.txt" &&
+    grep -q "ranks=1" "$T/info.txt" && grep -q "size=512x512" "$T/info.txt" && grep -q "val_auc_pr" "$T/info.txt" &&
+    grep -q "^  digest" "$T/info.txt" \
+    && ok "info FILE: header, step, ranks, data fingerprint, metrics, digest" || notok "info FILE" "$(head -20 "$T/info.txt")"
+"$WILDCPU" info "$T/run" >"$T/info_dir.txt"
+grep -q "ckpt-00000003.wcp .* valid" "$T/info_dir.txt" && grep -q "a rerun resumes from" "$T/info_dir.txt" \
+    && ok "info DIR: checkpoints listed with their validity" || notok "info DIR" "$(cat "$T/info_dir.txt")"
+
+"$WILDCPU" export --checkpoint "$T/run" --out "$T/model.safetensors" >"$T/export.log" 2>&1 \
+    && ok "export a run directory's newest checkpoint" || notok "export" "$(cat "$T/export.log")"
+$PY - "$T/model.safetensors" >"$T/meta.txt" 2>&1 <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+meta = json.loads(h["__metadata__"]["wildcpu"])
+names = [k for k in h if k != "__metadata__"]
+assert meta["architecture"] == "unet-lite", meta["architecture"]
+assert [c["name"] for c in meta["input_channels"]][:2] == ["elevation", "slope"], meta["input_channels"]
+assert len(meta["input_channels"]) == 12 and all(c["std"] > 0 for c in meta["input_channels"])
+assert "nodata" in meta["nodata_policy"] and meta["patch"] == 64
+assert h["e1.0.weight"]["shape"] == [32, 12, 3, 3] and h["h.weight"]["shape"] == [1, 32, 1, 1]
+assert (8 + n) % 8 == 0 and len(raw) == 8 + n + max(v["data_offsets"][1] for k, v in h.items() if k != "__metadata__")
+print(len(names), "tensors;", ", ".join(c["name"] for c in meta["input_channels"]))
+PY
+[ $? -eq 0 ] && ok "safetensors header: names, shapes, offsets, __metadata__ with channels and normalization ($(cat "$T/meta.txt"))" \
+    || notok "safetensors header and metadata" "$(cat "$T/meta.txt")"
+
+if $PY -c "import torch" 2>/dev/null && [ -f "$ref" ]; then
+    $PY -c "
+import numpy as np
+np.random.seed(3)
+np.random.randn(2, 12, 64, 64).astype(np.float32).tofile('$T/x.f32')"
+    "$tools/forward" "$ckpt" "$T/x.f32" "$T/y.f32" 2 >/dev/null
+    out=$($PY "$ref" compare --weights "$T/model.safetensors" --input "$T/x.f32" --output "$T/y.f32" --batch 2 2>&1)
+    [ $? -eq 0 ] && ok "PyTorch reference loads the weights and agrees: $out" || notok "PyTorch reference agrees" "$out"
+else
+    echo "# skipped: python3-torch is not installed (make deps installs it)"
+fi
+
+"$WILDCPU" export --checkpoint "$T/nothing" --out "$T/x.safetensors" >"$T/e.log" 2>&1
+[ $? -eq 1 ] && grep -q "checkpoint $T/nothing: No such file" "$T/e.log" && [ ! -e "$T/x.safetensors" ] \
+    && ok "export of a missing checkpoint: clear error, no output" || notok "export of a missing checkpoint" "$(cat "$T/e.log")"
+finish
