@@ -1,0 +1,88 @@
+/* test_pipeline.c: the whole user path through the library, in one process without MPI:
+ * synth, train, resume, predict, export, info. Under `make test SAN=1` this is where
+ * LeakSanitizer and UBSan see the pipeline's own code end to end (the shell tests run the
+ * program under Open MPI, which leaks by design at exit). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "wildcpu/export.h"
+#include "wildcpu/info.h"
+#include "wildcpu/predict.h"
+#include "wildcpu/synth.h"
+#include "wildcpu/train.h"
+#include "wildcpu/util.h"
+
+static char dir[64] = "/tmp/wildcpu-pipeline.XXXXXX";
+
+static void path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+static void test_synth_train_resume(void) {
+    char region[256], tiles[256], out[256];
+    path(region, sizeof region, "region");
+    path(tiles, sizeof tiles, "region/tiles.vrt");
+    path(out, sizeof out, "run");
+    wc_synth_config s;
+    wc_synth_config_default(&s);
+    s.out_dir = region;
+    s.size = 256;
+    s.tile = 128;
+    CHECK(wc_synth_write(&s) == WC_OK, "synth");
+    wc_train_config c;
+    wc_train_config_default(&c);
+    c.data.tiles = tiles;
+    c.data.patch = 32;
+    c.data.val_block_px = 64;
+    c.out_dir = out;
+    c.steps = 4;
+    c.batch = 6;
+    c.micro_batch = 4; /* a partial last micro-batch */
+    c.ckpt_every = 2;
+    c.no_predict = 1;
+    CHECK(wc_train_run(&c) == WC_EXIT_OK, "training");
+    c.steps = 4; /* rerun: resumes at the end, rewrites the last checkpoint */
+    CHECK(wc_train_run(&c) == WC_EXIT_OK, "rerun of a finished training");
+    c.fresh = 1;
+    c.steps = 2;
+    c.no_predict = 0; /* train then map, in one call */
+    CHECK(wc_train_run(&c) == WC_EXIT_OK, "fresh training with the map");
+    char risk[256];
+    path(risk, sizeof risk, "run/risk.tif");
+    CHECK(access(risk, R_OK) == 0, "training wrote no risk map");
+}
+
+static void test_predict_export_info(void) {
+    char tiles[256], out[256], risk[256], png[256], st[256];
+    path(tiles, sizeof tiles, "region/tiles.vrt");
+    path(out, sizeof out, "run");
+    path(risk, sizeof risk, "risk2.tif");
+    path(png, sizeof png, "risk2.png");
+    path(st, sizeof st, "model.safetensors");
+    wc_predict_config p;
+    wc_predict_config_default(&p);
+    p.tiles = tiles;
+    p.checkpoint = out;
+    p.out = risk;
+    p.png = png;
+    p.classes = 1;
+    CHECK(wc_predict_run(&p) == WC_EXIT_OK, "predict");
+    p.cog = 1;
+    CHECK(wc_predict_run(&p) == WC_EXIT_OK, "predict --cog");
+    CHECK(wc_export_run(out, st) == WC_EXIT_OK, "export");
+    CHECK(wc_info_run(out) == WC_EXIT_OK, "info DIR");
+    char ck[256];
+    path(ck, sizeof ck, "run/checkpoints/ckpt-00000002.wcp");
+    CHECK(wc_info_run(ck) == WC_EXIT_OK, "info FILE");
+}
+
+int main(void) {
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    wc_log_set_quiet(1);
+    RUN(test_synth_train_resume);
+    RUN(test_predict_export_info);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) NOTE("could not remove %s", dir);
+    HARNESS_EXIT();
+}
