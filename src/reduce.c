@@ -47,6 +47,18 @@ void wc_reducer_destroy(wc_reducer *r) {
     free(r);
 }
 
+void wc_reducer_calibrate(wc_reducer *r, const float *grads) {
+    double *m = WC_CALLOC(r->ntensors, sizeof(double));
+    for (int t = 0; grads && t < r->ntensors; t++) {
+        const wc_tensor *tn = &r->tensors[t];
+        for (size_t i = 0; i < tn->count; i++) m[t] = fmax(m[t], fabs((double)grads[tn->offset + i]));
+    }
+    wc_dist_bcast(m, sizeof(double) * r->ntensors, 0);
+    for (int t = 0; t < r->ntensors; t++) r->exponent[t] = exponent_for(m[t], r->max_micro_batches);
+    r->calibrated = 1;
+    free(m);
+}
+
 void wc_reducer_begin(wc_reducer *r) {
     memset(r->acc, 0, (r->n + X_COUNT) * sizeof(int64_t));
     if (r->facc) memset(r->facc, 0, r->n * sizeof(float));

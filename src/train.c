@@ -490,6 +490,9 @@ static void train_step(train_ctx *t, long step) {
     for (;;) {
         double t0 = wc_now();
         wc_reducer_begin(t->red);
+        /* a fresh run's scales: from micro-batch 0, which rank 0 computes first (lo == 0) */
+        const int calibrate = !t->red->calibrated;
+        if (calibrate && lo == hi) wc_reducer_calibrate(t->red, NULL);
         for (int j = lo; j < hi; j++) {
             const wc_read_batch *b = t->held[j - lo];
             long nvalid = decode_batch(t, b, 0);
@@ -500,6 +503,8 @@ static void train_step(train_ctx *t, long step) {
                             (float)t->cfg->pos_weight);
             memset(t->net->grads, 0, t->net->nparams * sizeof(float));
             wc_net_backward(t->net, b->n);
+            if (calibrate && j == lo)
+                wc_reducer_calibrate(t->red, t->rank == 0 && j == 0 ? t->net->grads : NULL);
             wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
         }
         double t1 = wc_now();

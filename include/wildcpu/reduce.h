@@ -16,8 +16,9 @@
  * previous step's largest component of its tensor (about 1e-13 for M = 8): far below float32's
  * own rounding of that largest component (6e-8). If a component outgrows the headroom, the
  * overflow is detected on every rank (the counts are summed) and the step is recomputed with
- * scales from this step's maxima, which then fit by construction; the first step of a fresh run
- * is computed twice for that reason (its scales are not known yet).
+ * scales from this step's maxima, which then fit by construction. The first step of a fresh
+ * run takes its scales from micro-batch 0 alone, which rank 0 always computes first and
+ * broadcasts (so they do not depend on the rank count either).
  *
  * The same collective carries the step's loss sum (fixed point, 2^-20), the count of valid
  * pixels (the mean's denominator), the sample count and the ranks' votes to stop, so a step
@@ -66,6 +67,9 @@ typedef struct wc_reducer {
 
 wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batches);
 void wc_reducer_destroy(wc_reducer *r);
+/* Sets the scales of a fresh run from one micro-batch's gradient: rank 0 passes the gradient
+ * of micro-batch 0 of the first step, every other rank NULL. Collective (a broadcast). */
+void wc_reducer_calibrate(wc_reducer *r, const float *grads);
 /* Starts a step: zeroes this rank's sums. */
 void wc_reducer_begin(wc_reducer *r);
 /* Adds one micro-batch: its parameter gradient (sum over its pixels, not yet averaged), its
