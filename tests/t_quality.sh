@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# t_quality.sh: the model learns what the synthetic region was built to require. On a generated
+# 1024x1024 region whose labels depend on neighbourhood quantities (docs/synthetic.md), unet-lite
+# must score clearly above the per-pixel baseline (--model logistic) in average precision on
+# validation ground it never trained on; both are reported as fractions of the oracle's (the
+# true burn probability: the ceiling).
+. "$(dirname "$0")/lib.sh"
+"$WILDCPU" synth --out "$T/region" --size 1024 --seed 1 >"$T/synth.log" 2>&1 \
+    || { notok "synthetic 1024x1024 region" "$(tail -2 "$T/synth.log")"; finish; }
+tiles=$T/region/tiles.vrt
+"$WILDCPU" --tiles "$tiles" --out "$T/logistic" --model logistic --lr 0.1 --batch 16 --epochs 20 \
+    --no-predict --log-every 1000 >"$T/logistic.log" 2>&1
+mpirun_n 2 "$WILDCPU" --tiles "$tiles" --out "$T/unet" --epochs 12 --no-predict --log-every 1000 \
+    >"$T/unet.log" 2>&1
+lastval() { $PY -c 'import json,sys
+v=[json.loads(l) for l in open(sys.argv[1]) if "\"val\"" in l][-1]
+print(v["auc_pr"], v["oracle_auc_pr"], v["roc_auc"])' "$1"; }
+read -r l_ap oracle l_roc < <(lastval "$T/logistic/metrics.jsonl")
+read -r u_ap oracle2 u_roc < <(lastval "$T/unet/metrics.jsonl")
+echo "# AUC-PR on validation ground: unet-lite $u_ap, logistic $l_ap, oracle $oracle"
+echo "# as a fraction of the oracle's: unet-lite $($PY -c "print(round($u_ap/$oracle,3))"), logistic $($PY -c "print(round($l_ap/$oracle,3))")"
+[ "$oracle" = "$oracle2" ] && ok "both models validated on the same pixels (oracle AUC-PR $oracle)" \
+    || notok "both models validated on the same pixels" "$oracle vs $oracle2"
+$PY -c "import sys; sys.exit(0 if $u_ap > 1.2 * $l_ap else 1)" \
+    && ok "unet-lite (AUC-PR $u_ap) clearly above the per-pixel logistic model ($l_ap)" \
+    || notok "unet-lite clearly above the per-pixel logistic model" "unet $u_ap vs logistic $l_ap"
+$PY -c "import sys; sys.exit(0 if 0.5 * $oracle < $u_ap < $oracle else 1)" \
+    && ok "unet-lite between half the oracle's AUC-PR and the oracle's" \
+    || notok "unet-lite between half the oracle and the oracle" "$u_ap vs oracle $oracle"
+finish
