@@ -195,25 +195,27 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
 
 static void make_fingerprint(wc_dataset *ds) {
     const wc_raster *r = &ds->files.src;
-    char crs[128], *p = ds->fingerprint;
-    size_t left = sizeof ds->fingerprint;
+    char crs[128];
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
+    /* sized for every band name, however many */
+    size_t cap = 512 + strlen(ds->cfg.labels ? ds->cfg.labels : "");
+    for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) + 16;
+    char *p = ds->fingerprint = WC_ALLOC(cap);
+    size_t left = cap;
     int n = snprintf(p, left, "size=%dx%d;geotransform=%.10g,%.10g,%.10g,%.10g,%.10g,%.10g;crs=%s;"
                               "bands=",
                      r->width, r->height, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4],
                      r->gt[5], crs);
     p += n, left -= (size_t)n;
-    for (int i = 0; i < r->nbands && left > 1; i++) {
+    for (int i = 0; i < r->nbands; i++) {
         n = snprintf(p, left, "%s%s:%s", i ? "," : "", r->bands[i].name,
                      wc_dtype_name(r->bands[i].type));
         p += n, left -= (size_t)n;
     }
-    if (left > 1) {
-        if (ds->label_path && ds->cfg.labels)
-            snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
-        else
-            snprintf(p, left, ";labels=band:%s", r->bands[ds->label_band - 1].name);
-    }
+    if (ds->label_path && ds->cfg.labels)
+        snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
+    else
+        snprintf(p, left, ";labels=band:%s", r->bands[ds->label_band - 1].name);
 }
 
 /* Chooses validation blocks: in a seeded random order, until their kept patches reach the
@@ -427,7 +429,7 @@ void wc_dataset_close(wc_dataset *ds) {
     free(ds->tiles_path), free(ds->label_path), free(ds->oracle_path);
     free(ds->feat_bands), free(ds->read_bands);
     free(ds->keep), free(ds->is_val), free(ds->train), free(ds->val);
-    free(ds->mean), free(ds->std);
+    free(ds->mean), free(ds->std), free(ds->fingerprint);
     free(ds);
 }
 

@@ -153,7 +153,7 @@ static int cmd_train(int argc, char **argv) {
     long v;
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_TILES: c.data.tiles = optarg; break;
@@ -288,7 +288,7 @@ static int cmd_synth(int argc, char **argv) {
     long v;
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_OUT: c.out_dir = optarg; break;
@@ -334,7 +334,7 @@ static int cmd_predict(int argc, char **argv) {
     long v;
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_TILES: c.tiles = optarg; break;
@@ -377,7 +377,7 @@ static int cmd_export(int argc, char **argv) {
     const char *ckpt = NULL, *out = NULL;
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_CHECKPOINT: ckpt = optarg; break;

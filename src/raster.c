@@ -172,6 +172,21 @@ void wc_raster_release(wc_raster *r) {
     r->ds = NULL;
 }
 
+static void CPL_STDCALL on_write_error(CPLErr cls, CPLErrorNum num, const char *msg) {
+    (void)num;
+    wc_gdal_errors *e = CPLGetErrorHandlerUserData();
+    if (cls == CE_Warning) {
+        wc_warn("GDAL: %s", msg);
+        return;
+    }
+    if (cls < CE_Failure) return;
+    e->failures++;
+    snprintf(e->last, sizeof e->last, "%s", msg);
+}
+
+void wc_gdal_errors_push(wc_gdal_errors *e) { CPLPushErrorHandlerEx(on_write_error, e); }
+void wc_gdal_errors_pop(void) { CPLPopErrorHandler(); }
+
 size_t wc_raster_cache_used(void) { return (size_t)GDALGetCacheUsed64(); }
 size_t wc_raster_cache_max(void) { return (size_t)GDALGetCacheMax64(); }
 

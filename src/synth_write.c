@@ -20,30 +20,13 @@
 #include <gdal_vrt.h>
 #include <ogr_srs_api.h>
 
+#include "wildcpu/raster.h"
 #include "wildcpu/synth.h"
 #include "wildcpu/util.h"
 
-/* GDAL failures seen since the handler was pushed, and the latest one's message: callers compare
- * the count before and after a call, and report the message. */
-typedef struct gdal_errors {
-    int failures;
-    char last[512];
-} gdal_errors;
-
-static void CPL_STDCALL on_gdal_error(CPLErr cls, CPLErrorNum num, const char *msg) {
-    (void)num;
-    gdal_errors *e = CPLGetErrorHandlerUserData();
-    if (cls == CE_Warning) {
-        wc_warn("GDAL: %s", msg);
-        return;
-    }
-    if (cls < CE_Failure) return;
-    e->failures++;
-    snprintf(e->last, sizeof e->last, "%s", msg);
-}
 
 /* The message to append after a failure on a file. */
-static const char *why(const gdal_errors *e) {
+static const char *why(const wc_gdal_errors *e) {
     return e->failures ? e->last : "unknown error";
 }
 
@@ -75,7 +58,7 @@ typedef struct writer {
     const wc_synth_region *region;
     char *dir; /* out_dir without trailing slashes */
     OGRSpatialReferenceH srs;
-    gdal_errors err;
+    wc_gdal_errors err;
 } writer;
 
 enum { GROUP_I16, GROUP_F32, GROUP_U8, NGROUPS };
@@ -318,7 +301,7 @@ int wc_synth_write(const wc_synth_config *cfg) {
     double t1 = wc_now();
 
     GDALAllRegister();
-    CPLPushErrorHandlerEx(on_gdal_error, &w.err);
+    wc_gdal_errors_push(&w.err);
     int rc = WC_OK;
     w.srs = OSRNewSpatialReference(NULL);
     if (OSRImportFromEPSG(w.srs, WC_SYNTH_EPSG) != OGRERR_NONE) {
@@ -336,7 +319,7 @@ int wc_synth_write(const wc_synth_config *cfg) {
             }
     if (rc == WC_OK) rc = write_vrt(&w, ntr, ntc);
     if (rc == WC_OK) rc = write_oracle(&w);
-    CPLPopErrorHandler();
+    wc_gdal_errors_pop();
     OSRDestroySpatialReference(w.srs);
     if (rc == WC_OK)
         wc_info("synth: %dx%d region, seed %llu: %.1f%% nodata, %.2f%% of valid pixels burned; "

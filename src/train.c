@@ -364,12 +364,14 @@ static int copy_section(const wc_ckpt *ck, const char *name, void *dst, size_t b
     return WC_OK;
 }
 
-/* Section text as a NUL-terminated string. */
-static void section_text(const wc_ckpt *ck, const char *name, char *buf, size_t size) {
+/* A section as a NUL-terminated string (caller frees); "" when absent. */
+static char *section_text(const wc_ckpt *ck, const char *name) {
     const wc_ckpt_section *s = wc_ckpt_find(ck, name);
-    size_t n = s ? WC_MIN(s->size, size - 1) : 0;
-    if (n) memcpy(buf, s->data, n);
-    buf[n] = '\0';
+    size_t n = s ? s->size : 0;
+    char *t = WC_ALLOC(n + 1);
+    if (n) memcpy(t, s->data, n);
+    t[n] = '\0';
+    return t;
 }
 
 /* Resumes from the newest valid checkpoint, if any. Collective. Returns WC_OK (t->start_step
@@ -391,21 +393,22 @@ static int resume(train_ctx *t) {
                 status[0] = 1;
             }
         } else {
-            char why[2048], text[4096];
-            section_text(&ck, "fingerprint", text, sizeof text);
-            if (wc_fingerprint_differs(t->ds->fingerprint, text, why, sizeof why)) {
+            char why[2048];
+            char *fp = section_text(&ck, "fingerprint"), *conf = section_text(&ck, "config");
+            if (wc_fingerprint_differs(t->ds->fingerprint, fp, why, sizeof why)) {
                 wc_error("checkpoint %s was trained on other data: %s (use another --out, or "
                          "--fresh)",
                          path, why);
                 status[0] = 1;
             }
-            section_text(&ck, "config", text, sizeof text);
-            if (!status[0] && wc_kv_differs(t->config_kv, text, why, sizeof why)) {
+            if (!status[0] && wc_kv_differs(t->config_kv, conf, why, sizeof why)) {
                 wc_error("checkpoint %s was written with other settings: %s (rerun with the "
                          "same options, or use --fresh)",
                          path, why);
                 status[0] = 1;
             }
+            free(fp);
+            free(conf);
             status[1] = !status[0];
         }
     }
@@ -428,9 +431,9 @@ static int resume(train_ctx *t) {
         bad |= copy_section(&ck, "params", t->net->params, pbytes, path) != WC_OK;
         bad |= copy_section(&ck, "optim_m", t->opt->m, pbytes, path) != WC_OK;
         if (t->opt->v) bad |= copy_section(&ck, "optim_v", t->opt->v, pbytes, path) != WC_OK;
-        char meta[1024];
-        section_text(&ck, "meta", meta, sizeof meta);
+        char *meta = section_text(&ck, "meta");
         wc_kv_get(meta, "ranks", prev_ranks, sizeof prev_ranks);
+        free(meta);
         wc_ckpt_free(&ck);
     }
     wc_dist_bcast(&bad, sizeof bad, 0);
@@ -587,7 +590,7 @@ static void log_progress(train_ctx *t, long step, int force_line) {
  * resume cannot pick up the old run's checkpoints. Returns WC_ERR on a failed move. */
 static int set_aside_previous_run(const char *out) {
     static const char *names[] = {"checkpoints", "metrics.jsonl", "report.json", "report.md",
-                                  "risk.tif", "risk.png"};
+                                  "risk.tif",    "risk.tif.aux.xml", "risk.png"};
     char ts[32], dir[4096], from[4200], to[4400];
     wc_utc_timestamp(ts, sizeof ts);
     snprintf(dir, sizeof dir, "%s/replaced-%s", out, ts);

@@ -160,21 +160,28 @@ const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {
     return buf;
 }
 
-void wc_kv_get(const char *rec, const char *key, char *buf, size_t size) {
+/* The value of key in rec: a pointer into rec and its length; NULL when absent. */
+static const char *kv_find(const char *rec, const char *key, size_t *len) {
     size_t klen = strlen(key);
-    buf[0] = '\0';
     for (const char *p = rec; p && *p;) {
         const char *end = strchr(p, ';');
         if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
             const char *v = p + klen + 1;
-            size_t n = end ? (size_t)(end - v) : strlen(v);
-            if (n >= size) n = size - 1;
-            memcpy(buf, v, n);
-            buf[n] = '\0';
-            return;
+            *len = end ? (size_t)(end - v) : strlen(v);
+            return v;
         }
         p = end ? end + 1 : NULL;
     }
+    return NULL;
+}
+
+void wc_kv_get(const char *rec, const char *key, char *buf, size_t size) {
+    size_t n = 0;
+    const char *v = kv_find(rec, key, &n);
+    if (!v) n = 0;
+    if (n >= size) n = size - 1;
+    if (n) memcpy(buf, v, n);
+    buf[n] = '\0';
 }
 
 /* Calls fn(key) for every key of rec. */
@@ -199,19 +206,19 @@ typedef struct {
     int differs;
 } kv_cmp;
 
+/* Values are compared whole, however long; the message shows at most 300 characters of each. */
 static void kv_compare_key(const char *key, void *ctx) {
     kv_cmp *c = ctx;
-    char a[1024], b[1024];
-    wc_kv_get(c->now, key, a, sizeof a);
-    wc_kv_get(c->then, key, b, sizeof b);
-    if (strcmp(a, b) == 0) return;
-    size_t n = strlen(c->why);
-    /* each key once, even when it appears in both records */
+    size_t na = 0, nb = 0;
+    const char *a = kv_find(c->now, key, &na), *b = kv_find(c->then, key, &nb);
+    if (a && b && na == nb && memcmp(a, b, na) == 0) return;
     char tag[160];
     snprintf(tag, sizeof tag, "%s: ", key);
-    if (strstr(c->why, tag)) return;
-    snprintf(c->why + n, c->size - n, "%s%s: now %s, checkpoint %s", c->differs ? "; " : "", key,
-             *a ? a : "(none)", *b ? b : "(none)");
+    if (strstr(c->why, tag)) return; /* each key once, even when it appears in both records */
+    size_t n = strlen(c->why);
+    snprintf(c->why + n, c->size - n, "%s%s: now %.*s%s, checkpoint %.*s%s", c->differs ? "; " : "",
+             key, a ? (int)WC_MIN(na, 300) : 6, a ? a : "(none)", a && na > 300 ? "..." : "",
+             b ? (int)WC_MIN(nb, 300) : 6, b ? b : "(none)", b && nb > 300 ? "..." : "");
     c->differs = 1;
 }
 

@@ -74,7 +74,8 @@ typedef struct wc_dataset {
     int64_t train_pixels, train_positives; /* valid pixels of training patches, burned ones */
     int val_block;            /* validation block side in patches */
     long nval_blocks, nblocks;
-    char fingerprint[2048];   /* what identifies the input data (see wc_dataset_fingerprint) */
+    char *fingerprint;        /* what identifies the input data: "size=..;geotransform=..;crs=..;
+                               * bands=name:Type,..;labels=.." (a key-value record, util.h) */
 } wc_dataset;
 
 /* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that

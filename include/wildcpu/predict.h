@@ -1,4 +1,11 @@
-/* predict.h: the risk map: the trained network run over a whole raster, written as GeoTIFF. */
+/* predict.h: the risk map: the trained network run over a whole raster, written as GeoTIFF.
+ *
+ * `wildcpu predict` and the end of training call wc_predict_run. It is collective over every MPI
+ * rank; the map is bitwise the same on any number of ranks, seamless (a pixel's value does not
+ * depend on where window borders fall, so a sub-raster gives the same values away from its own
+ * edges), and memory stays bounded for rasters far larger than RAM. See docs/predict.md.
+ *
+ * Not here: training, the quick-look drawing (quicklook.h). */
 #ifndef WILDCPU_PREDICT_H
 #define WILDCPU_PREDICT_H
 
@@ -9,13 +16,32 @@ typedef struct wc_predict_config {
     const char *png;        /* quick-look picture, or NULL */
     int cog;                /* Cloud-Optimized GeoTIFF */
     int classes;            /* a second band of risk classes */
-    int threads;
+    int threads;            /* OpenBLAS threads per rank */
+    int window;             /* widest network window in pixels (0: WC_PREDICT_WINDOW); windows
+                             * are WC_PREDICT_STRIP + 2 x margin + alignment pixels tall */
+    int png_max_side;       /* quick-look downsampling limit (0: WC_QUICKLOOK_MAX_SIDE) */
 } wc_predict_config;
+
+/* Output nodata: pixels where any feature is nodata (or NaN/Inf). */
+#define WC_PREDICT_NODATA (-9999.0)
+/* Default widest window, and the core height of a strip (= the output's tile height, so each
+ * strip completes a row of tiles and no tile is ever written twice). */
+#define WC_PREDICT_WINDOW 448
+#define WC_PREDICT_STRIP  256
+
+/* --classes: five classes by quantiles of the map's own valid probabilities. A pixel is in
+ * class k (0 = low .. 4 = extreme) when its probability exceeds k of the breaks; the breaks are
+ * the probabilities at these quantiles (to float resolution 2^-11 relative, from an exact
+ * integer histogram). */
+#define WC_PREDICT_NCLASSES 5
+extern const char *const WC_PREDICT_CLASS_NAMES[WC_PREDICT_NCLASSES];
+extern const double WC_PREDICT_CLASS_QUANTILES[WC_PREDICT_NCLASSES - 1];
 
 extern const char WC_PREDICT_HELP[];
 
 void wc_predict_config_default(wc_predict_config *cfg);
-/* Collective. Returns the exit status. */
+/* Collective. Returns the exit status: 0 written, 1 runtime error (message names the file, band
+ * or rank), 2 usage error (an output path that names an input). */
 int wc_predict_run(const wc_predict_config *cfg);
 
 #endif

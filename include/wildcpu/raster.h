@@ -78,6 +78,17 @@ int wc_raster_read(wc_raster *r, int x0, int y0, int w, int h, const int *bands,
  * 0 if none. */
 int wc_raster_find_band(const wc_raster *r, const char *name);
 
+/* GDAL's failures while writing: GDAL 3.6's GDALClose returns nothing, and a write error
+ * surfaces only as an error message. Between push and pop every failure is counted and the last
+ * message kept (warnings go to wildcpu's log); callers compare `failures` before and after a
+ * call and report `last` with their own context. Pushes nest; each thread has its own stack. */
+typedef struct wc_gdal_errors {
+    int failures;
+    char last[512];
+} wc_gdal_errors;
+void wc_gdal_errors_push(wc_gdal_errors *e);
+void wc_gdal_errors_pop(void);
+
 /* Pixel (col, row) -> map coordinates of the pixel's corner, and back (fractional pixels). */
 void wc_raster_pixel_to_map(const double gt[6], double col, double row, double *x, double *y);
 int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, double *row);

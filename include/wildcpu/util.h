@@ -35,13 +35,6 @@ enum {
 #else
 #define WC_PRINTF(a, b)
 #define WC_NORETURN
-/* "key=value;key=value" records (data fingerprints, training configurations): compares a and
- * b key by key; on a difference writes "key: now A, checkpoint B; ..." into why and returns
- * nonzero. Keys missing on one side count as different. */
-int wc_kv_differs(const char *now, const char *then, char *why, size_t size);
-/* The value of key in such a record into buf ("" when absent). */
-void wc_kv_get(const char *rec, const char *key, char *buf, size_t size);
-
 #endif
 
 #define WC_ASSERT(cond) ((cond) ? (void)0 : wc_assert_fail(#cond, __FILE__, __LINE__))

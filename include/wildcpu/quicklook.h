@@ -1,0 +1,44 @@
+/* quicklook.h: a quick-look picture of a probability raster: a PNG with a perceptually ordered
+ * yellow-orange-red colour ramp (ColorBrewer/matplotlib YlOrRd), nodata transparent (RGBA), and
+ * a legend strip below the map: the title "burn probability", a gradient bar and tick labels
+ * 0, 0.25, 0.5, 0.75, 1 drawn with a tiny built-in 5x7 bitmap font.
+ *
+ * Memory stays bounded for any raster size: a raster longer than max_side pixels on its long
+ * side is downsampled by the smallest integer factor that fits (GDAL's averaging read, which
+ * skips nodata), read a band of rows at a time, so the picture never exceeds max_side (plus the
+ * legend) whatever the raster's size.
+ *
+ * Written through GDAL's PNG driver (a MEM dataset and CreateCopy): no other dependency. The PNG
+ * goes to a temporary file next to the target and is renamed over it only when complete.
+ *
+ * Not here: computing the probabilities (predict.c), MPI (rank 0 calls this alone). */
+#ifndef WILDCPU_QUICKLOOK_H
+#define WILDCPU_QUICKLOOK_H
+
+/* Downsampling limit on the long side of the map part of the picture. */
+#define WC_QUICKLOOK_MAX_SIDE 4096
+/* Legend strip height at scale 1 (the strip is scaled up with the picture's width). */
+#define WC_QUICKLOOK_LEGEND_PX 42
+/* Narrowest picture: a narrower map is padded (transparent) so the legend fits. */
+#define WC_QUICKLOOK_MIN_WIDTH 160
+
+typedef struct wc_quicklook_info {
+    int width, height;         /* the PNG */
+    int map_width, map_height; /* the map part (top-left) */
+    int factor;                /* downsampling factor: 1 = one picture pixel per raster pixel */
+    int legend_height;
+} wc_quicklook_info;
+
+/* The picture's layout for a raster of width x height pixels (no I/O). */
+void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info *info);
+
+/* Writes the picture of band `band` (1-based; values in [0,1], the band's nodata transparent)
+ * of the raster at src_path to png_path. max_side <= 0 means WC_QUICKLOOK_MAX_SIDE. info may be
+ * NULL. Returns WC_OK, or WC_ERR after a message naming the file; png_path is untouched then. */
+int wc_quicklook_write(const char *src_path, int band, const char *png_path, int max_side,
+                       wc_quicklook_info *info);
+
+/* The colour of probability p (clamped to [0,1]) on the ramp, as r, g, b. */
+void wc_quicklook_color(double p, unsigned char rgb[3]);
+
+#endif

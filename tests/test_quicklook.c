@@ -1,0 +1,134 @@
+/* test_quicklook.c: the risk map's quick-look picture: the colour ramp is perceptually ordered,
+ * the layout (downsampling factor, legend, minimum width) follows its rules, and a written PNG
+ * has nodata transparent, the ramp's end colours where the map is 0 and 1, and a downsampled
+ * size when the raster exceeds the limit. Reads the PNG back through GDAL. */
+#include <gdal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "wildcpu/quicklook.h"
+#include "wildcpu/raster.h"
+#include "wildcpu/util.h"
+
+static double luminance(const unsigned char c[3]) {
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+}
+
+static void test_ramp_darkens_monotonically(void) {
+    unsigned char prev[3], c[3];
+    wc_quicklook_color(0, prev);
+    CHECK(prev[0] == 255 && prev[1] == 255 && prev[2] == 204, "p=0 is %d,%d,%d", prev[0], prev[1],
+          prev[2]);
+    /* between the ramp's 9 stops: strictly darker */
+    for (int i = 1; i <= 8; i++) {
+        wc_quicklook_color(i / 8.0, c);
+        CHECK(luminance(c) < luminance(prev) - 5, "stop %d not darker", i);
+        memcpy(prev, c, 3);
+    }
+    /* finely: never lighter by more than one 8-bit rounding step of blue (0.0722) */
+    wc_quicklook_color(0, prev);
+    for (int i = 1; i <= 1000; i++) {
+        wc_quicklook_color(i / 1000.0, c);
+        CHECK(luminance(c) <= luminance(prev) + 0.075, "lighter at p=%g", i / 1000.0);
+        memcpy(prev, c, 3);
+    }
+    CHECK(c[0] == 128 && c[1] == 0 && c[2] == 38, "p=1 is %d,%d,%d", c[0], c[1], c[2]);
+    wc_quicklook_color(-3, c);
+    CHECK(c[0] == 255 && c[1] == 255, "below 0 clamps");
+    wc_quicklook_color(7, c);
+    CHECK(c[0] == 128 && c[1] == 0, "above 1 clamps");
+}
+
+static void test_layout(void) {
+    wc_quicklook_info q;
+    wc_quicklook_layout(512, 512, 0, &q);
+    CHECK(q.factor == 1 && q.width == 512 && q.map_height == 512, "512: factor %d width %d",
+          q.factor, q.width);
+    CHECK(q.height == 512 + WC_QUICKLOOK_LEGEND_PX, "512: height %d", q.height);
+    wc_quicklook_layout(10000, 300, 4096, &q);
+    CHECK(q.factor == 3 && q.map_width == 3334 && q.map_height == 100, "10000x300: %d, %dx%d",
+          q.factor, q.map_width, q.map_height);
+    CHECK(q.legend_height == WC_QUICKLOOK_LEGEND_PX * (3334 / 640), "legend %d", q.legend_height);
+    CHECK(WC_MAX(q.map_width, q.map_height) <= 4096, "within the limit");
+    wc_quicklook_layout(100, 50, 0, &q);
+    CHECK(q.width == WC_QUICKLOOK_MIN_WIDTH && q.map_width == 100, "narrow map padded: %d",
+          q.width);
+    wc_quicklook_layout(4097, 10, 4096, &q);
+    CHECK(q.factor == 2 && q.map_width == 2049, "just over the limit: %d %d", q.factor,
+          q.map_width);
+}
+
+static void read_px(GDALDatasetH ds, int x, int y, int rgba[4]) {
+    for (int b = 0; b < 4; b++) {
+        unsigned char v = 0;
+        if (GDALRasterIO(GDALGetRasterBand(ds, b + 1), GF_Read, x, y, 1, 1, &v, 1, 1, GDT_Byte, 0,
+                         0) != CE_None)
+            v = 77;
+        rgba[b] = v;
+    }
+}
+
+/* 300x200: left half 0, right half 1, a 42x42 nodata block at the top left; limit 100 px. */
+static void test_write_downsampled(void) {
+    char dir[] = "/tmp/test_quicklook.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char src[64], png[64];
+    snprintf(src, sizeof src, "%s/map.tif", dir);
+    snprintf(png, sizeof png, "%s/map.png", dir);
+    wc_raster_init();
+    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), src, 300, 200, 1, GDT_Float32, NULL);
+    static float v[200][300];
+    for (int y = 0; y < 200; y++)
+        for (int x = 0; x < 300; x++) v[y][x] = y < 42 && x < 42 ? -9999.f : x < 150 ? 0.f : 1.f;
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    GDALSetRasterNoDataValue(b, -9999);
+    CHECK(GDALRasterIO(b, GF_Write, 0, 0, 300, 200, v, 300, 200, GDT_Float32, 0, 0) == CE_None,
+          "write");
+    GDALClose(ds);
+    wc_quicklook_info q;
+    CHECK(wc_quicklook_write(src, 1, png, 100, &q) == WC_OK, "write png");
+    CHECK(q.factor == 3 && q.map_width == 100 && q.map_height == 67, "factor %d, %dx%d", q.factor,
+          q.map_width, q.map_height);
+    GDALDatasetH p = GDALOpen(png, GA_ReadOnly);
+    CHECK(p != NULL, "png opens");
+    if (p) {
+        CHECK(GDALGetRasterXSize(p) == WC_QUICKLOOK_MIN_WIDTH && GDALGetRasterYSize(p) == q.height,
+              "size %dx%d", GDALGetRasterXSize(p), GDALGetRasterYSize(p));
+        CHECK(GDALGetRasterCount(p) == 4, "RGBA");
+        int c[4];
+        read_px(p, 5, 5, c);
+        CHECK(c[3] == 0, "nodata transparent (alpha %d)", c[3]);
+        read_px(p, 20, 40, c);
+        CHECK(c[0] == 255 && c[1] == 255 && c[2] == 204 && c[3] == 255,
+              "0 is pale yellow: %d,%d,%d,%d", c[0], c[1], c[2], c[3]);
+        read_px(p, 80, 40, c);
+        CHECK(c[0] == 128 && c[1] == 0 && c[2] == 38 && c[3] == 255, "1 is dark red: %d,%d,%d,%d",
+              c[0], c[1], c[2], c[3]);
+        read_px(p, 130, 10, c);
+        CHECK(c[3] == 0, "padding beside a narrow map is transparent");
+        read_px(p, 2, q.map_height + 2, c);
+        CHECK(c[3] == 255 && c[0] == 255 && c[1] == 255, "legend strip is opaque white");
+        GDALClose(p);
+    }
+    /* an unwritable destination fails cleanly and leaves nothing */
+    char bad[96];
+    snprintf(bad, sizeof bad, "%s/no/such/dir/x.png", dir);
+    CHECK(wc_quicklook_write(src, 1, bad, 100, NULL) == WC_ERR, "bad directory refused");
+    CHECK(wc_quicklook_write(src, 3, png, 100, NULL) == WC_ERR, "missing band refused");
+    p = GDALOpen(png, GA_ReadOnly); /* the earlier picture survives the failed rewrite */
+    CHECK(p != NULL, "earlier picture kept");
+    if (p) GDALClose(p);
+    unlink(src);
+    unlink(png);
+    rmdir(dir);
+}
+
+int main(void) {
+    wc_log_set_quiet(1);
+    RUN(test_ramp_darkens_monotonically);
+    RUN(test_layout);
+    RUN(test_write_downsampled);
+    HARNESS_EXIT();
+}
