@@ -289,11 +289,86 @@ static void build_tensor_table(wc_net *net) {
     }
 }
 
-/* Decides in-place ReLUs and carves every activation out of one arena. */
+/* Inference keeps a buffer only while a later layer still reads it: offsets into one arena,
+ * assigned first-fit from a list of freed extents as the graph runs in order. Returns the arena
+ * size in floats. A ReLU that works in place extends its input's lifetime to its own. */
+static size_t plan_inference_arena(wc_net *net, size_t *offset) {
+    const int n = net->nnodes;
+    int *last = WC_ALLOC(sizeof(int) * n);
+    /* the input and the output belong to the caller across runs: never reused */
+    for (int i = 0; i < n; i++) last[i] = i == 0 || i == n - 1 ? n : i;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 2; j++)
+            if (net->nodes[i].in[j] >= 0) last[net->nodes[i].in[j]] = WC_MAX(last[net->nodes[i].in[j]], i);
+    for (int i = n - 1; i >= 0; i--) /* an in-place ReLU's buffer is its input's */
+        if (net->nodes[i].inplace) {
+            int a = net->nodes[i].in[0];
+            last[a] = WC_MAX(last[a], last[i]);
+        }
+    size_t *free_off = WC_ALLOC(sizeof(size_t) * (n + 1)), *free_len = WC_ALLOC(sizeof(size_t) * (n + 1));
+    int nfree = 0;
+    size_t top = 0;
+    for (int i = 0; i < n; i++) {
+        wc_node *nd = &net->nodes[i];
+        if (!nd->inplace) {
+            size_t need = (size_t)net->max_N * nd->C * nd->H * nd->W, best = (size_t)-1;
+            int pick = -1;
+            for (int f = 0; f < nfree; f++)
+                if (free_len[f] >= need && free_len[f] < best) pick = f, best = free_len[f];
+            if (pick >= 0) {
+                offset[i] = free_off[pick];
+                free_off[pick] += need, free_len[pick] -= need;
+            } else {
+                offset[i] = top;
+                top += need;
+            }
+        }
+        /* release what no later layer reads (in-place ReLUs were folded into their input) */
+        for (int k = 0; k <= i; k++) {
+            if (last[k] != i || net->nodes[k].inplace) continue;
+            free_off[nfree] = offset[k];
+            free_len[nfree++] = (size_t)net->max_N * net->nodes[k].C * net->nodes[k].H * net->nodes[k].W;
+        }
+        /* merge adjacent free extents so large buffers can reuse them */
+        for (int a = 0; a < nfree; a++)
+            for (int b = 0; b < nfree; b++)
+                if (a != b && free_len[a] && free_off[a] + free_len[a] == free_off[b]) {
+                    free_len[a] += free_len[b];
+                    free_len[b] = 0;
+                }
+        int w = 0;
+        for (int f = 0; f < nfree; f++)
+            if (free_len[f]) free_off[w] = free_off[f], free_len[w++] = free_len[f];
+        nfree = w;
+    }
+    free(last), free(free_off), free(free_len);
+    return top;
+}
+
+/* Decides in-place ReLUs and carves every activation out of one arena: in training every
+ * activation and gradient lives through the step (backward reads them); in inference buffers
+ * are reused once their last reader has run. */
 static void layout_buffers(wc_net *net) {
     for (int i = 0; i < net->nnodes; i++)
         for (int j = 0; j < 2; j++)
             if (net->nodes[i].in[j] >= 0) net->nodes[net->nodes[i].in[j]].consumers++;
+    if (!net->training) {
+        for (int i = 0; i < net->nnodes; i++) {
+            wc_node *nd = &net->nodes[i];
+            const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
+            nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
+        }
+        size_t *offset = WC_CALLOC(net->nnodes, sizeof(size_t));
+        net->arena_floats = plan_inference_arena(net, offset);
+        net->arena = WC_CALLOC(net->arena_floats, sizeof(float));
+        for (int i = 0; i < net->nnodes; i++) {
+            wc_node *nd = &net->nodes[i];
+            nd->out = nd->inplace ? net->nodes[nd->in[0]].out : net->arena + offset[i];
+            nd->grad = NULL;
+        }
+        free(offset);
+        goto workspace;
+    }
     size_t total = 0;
     for (int pass = 0; pass < 2; pass++) { /* pass 0 sizes the arena, pass 1 assigns views */
         total = 0;
@@ -319,6 +394,7 @@ static void layout_buffers(wc_net *net) {
             net->arena = WC_CALLOC(total, sizeof(float));
         }
     }
+workspace:
     net->work_floats = 0;
     for (int i = 0; i < net->nnodes; i++)
         if (net->nodes[i].op == WC_OP_CONV)

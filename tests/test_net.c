@@ -344,6 +344,37 @@ static void test_no_allocation_in_step(void) {
     tiny_free(&p);
 }
 
+/* Inference reuses activation buffers; its output must be bitwise the training network's. */
+static void test_inference_reuses_buffers_exactly(void) {
+    const int C = 5, N = 2, H = 48, W = 40;
+    wc_net *tr = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_TRAIN);
+    wc_net *in = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_INFER);
+    wc_net_init_params(tr, 4, 0.1);
+    memcpy(in->params, tr->params, tr->nparams * sizeof(float));
+    wc_rng r;
+    wc_rng_seed(&r, 3, 502, 0);
+    for (size_t i = 0; i < (size_t)N * C * H * W; i++)
+        wc_net_input(tr)[i] = wc_net_input(in)[i] = (float)wc_rng_normal(&r);
+    wc_net_forward(tr, N);
+    wc_net_forward(in, N);
+    CHECK(memcmp(wc_net_output(tr), wc_net_output(in), sizeof(float) * N * H * W) == 0,
+          "inference output differs from the training network's");
+    /* activations alone: the training arena also holds gradients, so compare with half of it */
+    NOTE("activation floats: training %zu (outputs and gradients), inference %zu", tr->arena_floats,
+         in->arena_floats);
+    CHECK(in->arena_floats < 0.7 * (tr->arena_floats / 2), "inference keeps %zu of %zu floats",
+          in->arena_floats, tr->arena_floats / 2);
+    /* a second forward after changing part of the input only: the input must have survived */
+    for (size_t i = 0; i < (size_t)C * H * W / 2; i++)
+        wc_net_input(tr)[i] = wc_net_input(in)[i] = (float)wc_rng_normal(&r);
+    wc_net_forward(tr, 1);
+    wc_net_forward(in, 1);
+    CHECK(memcmp(wc_net_output(tr), wc_net_output(in), sizeof(float) * H * W) == 0,
+          "second inference output differs");
+    wc_net_destroy(tr);
+    wc_net_destroy(in);
+}
+
 static void test_bad_specs_are_refused(void) {
     static const char *bad[] = {
         "input x\nconvv a x out=1 k=1\n",                  /* unknown layer */
@@ -387,6 +418,7 @@ int main(void) {
     RUN(test_network_gradient_finite_differences);
     RUN(test_receptive_field_is_conservative);
     RUN(test_no_allocation_in_step);
+    RUN(test_inference_reuses_buffers_exactly);
     RUN(test_bad_specs_are_refused);
     HARNESS_EXIT();
 }
