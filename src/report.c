@@ -146,12 +146,10 @@ static void write_markdown(const char *path, const wc_run_summary *s, const char
                 else
                     snprintf(d, sizeof d, "%+.4f", v - bv);
             }
-            fprintf(f, "| %s | %s |%s%s%s%s%s%s\n", rows[i].name, isnan(v) ? "-" : a,
-                    part && s->have_oracle ? " " : "", part && s->have_oracle ? o : "",
-                    part && s->have_oracle ? " |" : "", base_json ? " " : "",
-                    base_json ? b : "", base_json ? " | " : "");
-            if (base_json) fprintf(f, "%s |\n", d);
-            else fprintf(f, "\n");
+            fprintf(f, "| %s | %s |", rows[i].name, isnan(v) ? "-" : a);
+            if (part && s->have_oracle) fprintf(f, " %s |", o);
+            if (base_json) fprintf(f, " %s | %s |", b, d);
+            fprintf(f, "\n");
         }
         fprintf(f, "\n");
     }

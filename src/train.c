@@ -621,7 +621,7 @@ static int make_dirs(const char *out, int fresh, char *ckpt_dir, size_t size) {
     if (wc_dist_rank() == 0) {
         if (fresh && access(out, F_OK) == 0 && set_aside_previous_run(out) != WC_OK) {
             failed = 1;
-        } else if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        } else if (wc_mkdir_p(out) != WC_OK) {
             wc_error("cannot create the run directory %s: %s", out, strerror(errno));
             failed = 1;
         } else if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
@@ -857,7 +857,12 @@ int wc_train_run(const wc_train_config *cfg_in) {
             wc_warn("continuing without this checkpoint");
     }
     if (t->tty) printf("\n");
-    if (checkpoint_collective(t, t->total_steps, "end of training") != WC_OK)
+    /* A rerun of a finished training has nothing to add: its checkpoint and report stay as
+     * they are (only the map is drawn again, below). */
+    if (t->start_step >= t->total_steps)
+        wc_info("training already finished (%ld steps): keeping its checkpoint and report",
+                t->total_steps);
+    else if (checkpoint_collective(t, t->total_steps, "end of training") != WC_OK)
         status = WC_EXIT_RUNTIME;
 
 done:;
@@ -878,7 +883,7 @@ done:;
         .gdal_cache_bytes = wc_raster_cache_used(), .status = status};
     snprintf(sum.arch, sizeof sum.arch, "%s", t->net ? t->net->arch : cfg->model);
     if (t->rd) wc_reader_counts(t->rd, &sum.patches_read, &sum.bytes_read);
-    if (status != WC_EXIT_RUNTIME || t->start_step < t->total_steps)
+    if (t->start_step < t->total_steps && t->steps_done_here > 0)
         wc_report_finish(&sum, cfg->out_dir, cfg->baseline);
     if (t->jsonl) fclose(t->jsonl);
     wc_reader_destroy(t->rd);

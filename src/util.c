@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,6 +146,24 @@ size_t wc_current_rss_bytes(void) {
     fclose(f);
     if (n != 2) return 0;
     return (size_t)pages_resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+int wc_mkdir_p(const char *path) {
+    char *p = wc_strdup(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) break; /* the final mkdir reports it */
+        *s = '/';
+    }
+    int rc = mkdir(p, 0777) == 0 || errno == EEXIST ? WC_OK : WC_ERR;
+    struct stat st;
+    if (rc == WC_OK && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        errno = ENOTDIR;
+        rc = WC_ERR;
+    }
+    free(p);
+    return rc;
 }
 
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {

@@ -82,6 +82,9 @@ size_t wc_current_rss_bytes(void);
 /* Formats a byte count as "12.3 MiB" into buf (>= 16 bytes); returns buf. */
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes);
 
+/* mkdir -p: creates path and its missing parents; WC_OK if it exists as a directory after. */
+int wc_mkdir_p(const char *path);
+
 /* "key=value;key=value" records (data fingerprints, training configurations): compares a and
  * b key by key; on a difference writes "key: now A, checkpoint B; ..." into why and returns
  * nonzero. Keys missing on one side count as different. */

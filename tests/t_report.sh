@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# t_report.sh: DIR/report.json and report.md after training: every field the issue lists, values
+# consistent with metrics.jsonl and the run's own log, the oracle's metrics on a synthetic region,
+# and the --baseline comparison (this run against another: metric deltas and cost ratios).
+. "$(dirname "$0")/lib.sh"
+args=(--tiles "$SAMPLE" --batch 8 --micro-batch 2 --steps 6 --val-block 128 --ckpt-every 3 --no-predict)
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/a" >"$T/a.log" 2>&1
+"$WILDCPU" "${args[@]}" --out "$T/b" --baseline "$T/a/report.json" >"$T/b.log" 2>&1
+[ -f "$T/a/report.json" ] && [ -f "$T/a/report.md" ] && ok "report.json and report.md written" \
+    || { notok "report.json and report.md written" "$(tail -3 "$T/a.log")"; finish; }
+
+$PY - "$T/a/report.json" "$T/a/metrics.jsonl" <<'PY' >"$T/check.txt" 2>&1
+import json, sys
+r = json.load(open(sys.argv[1]))
+lines = [json.loads(l) for l in open(sys.argv[2])]
+need = ["ranks", "threads_per_rank", "global_batch", "micro_batch", "steps", "epochs",
+        "wall_time_s", "core_hours", "samples_per_s", "peak_rss_mib_per_rank", "peak_rss_mib_max",
+        "checkpoints_written", "checkpoint_time_s", "val_loss", "val_auc_pr", "val_roc_auc",
+        "val_best_f1", "val_best_f1_threshold", "val_precision_at_half", "val_recall_at_half",
+        "val_brier", "val_positive_rate", "oracle_auc_pr", "oracle_roc_auc", "oracle_brier"]
+missing = [k for k in need if k not in r]
+assert not missing, f"missing fields {missing}"
+assert r["ranks"] == 2 and r["threads_per_rank"] == 1 and r["global_batch"] == 8 and r["micro_batch"] == 2
+assert r["steps"] == 6 and len(r["peak_rss_mib_per_rank"]) == 2 and min(r["peak_rss_mib_per_rank"]) > 10
+assert abs(r["core_hours"] - r["wall_time_s"] * 2 / 3600) < 1e-6
+val = [l for l in lines if l["type"] == "val"][-1]
+for k in ["loss", "auc_pr", "roc_auc", "best_f1", "brier", "positive_rate", "pixels"]:
+    assert abs(r["val_" + k] - val[k]) <= 1e-9 * max(1, abs(val[k])), (k, r["val_" + k], val[k])
+assert abs(r["oracle_auc_pr"] - val["oracle_auc_pr"]) < 1e-9
+ck = [l for l in lines if l["type"] == "checkpoint"]
+assert r["checkpoints_written"] == len(ck) == 2, (r["checkpoints_written"], len(ck))
+assert abs(r["checkpoint_time_s"] - sum(c["seconds"] for c in ck)) < 1e-3
+print("fields present; validation and checkpoint figures match metrics.jsonl")
+PY
+[ $? -eq 0 ] && ok "report.json: every field, consistent with metrics.jsonl ($(cat "$T/check.txt"))" \
+    || notok "report.json fields consistent with metrics.jsonl" "$(cat "$T/check.txt")"
+
+grep -q "| AUC-PR (average precision) |" "$T/a/report.md" && grep -q "| oracle |" "$T/a/report.md" &&
+    grep -q "core-hours" "$T/a/report.md" \
+    && ok "report.md: cost and quality tables with the oracle column" || notok "report.md tables" "$(head -30 "$T/a/report.md")"
+grep -q "| baseline | change |" "$T/b/report.md" && grep -Eq "^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \|$" "$T/b/report.md" && grep -Eq "Against the baseline .*AUC-PR [+-][0-9.]+ for x[0-9.]+ the core-hours" "$T/b/report.md" \
+    && ok "--baseline: side-by-side table with deltas and cost ratios" || notok "--baseline comparison" "$(tail -20 "$T/b/report.md")"
+finish
