@@ -278,6 +278,53 @@ static void test_decode_nodata_nan_and_labels(void) {
     rmdir(dir);
 }
 
+/* Rasters of every accepted type read and decode to their values. */
+static void test_band_types(void) {
+    static const GDALDataType types[] = {GDT_Byte, GDT_UInt16, GDT_Int16, GDT_UInt32, GDT_Int32,
+                                         GDT_Float32, GDT_Float64};
+    char dir[] = "/tmp/wildcpu-test-types.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/t%zu.tif", dir, t);
+        GDALDatasetH g = GDALCreate(GDALGetDriverByName("GTiff"), path, 64, 64, 2, types[t], NULL);
+        double gt[6] = {0, 1, 0, 0, 0, 1}; /* south-up: positive pixel height */
+        GDALSetGeoTransform(g, gt);
+        double *v = WC_ALLOC(sizeof(double) * 64 * 64);
+        for (int i = 0; i < 64 * 64; i++) v[i] = 3 + (i * 7) % 200; /* fits every type */
+        CHECK(GDALRasterIO(GDALGetRasterBand(g, 1), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64, 0, 0) == CE_None, "w1");
+        for (int i = 0; i < 64 * 64; i++) v[i] = i % 5 == 0;
+        CHECK(GDALRasterIO(GDALGetRasterBand(g, 2), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64, 0, 0) == CE_None, "w2");
+        GDALSetDescription(GDALGetRasterBand(g, 2), "fire");
+        GDALClose(g);
+        wc_data_config cfg;
+        wc_data_config_default(&cfg);
+        cfg.tiles = path;
+        cfg.patch = 64;
+        cfg.val_fraction = 0;
+        wc_dataset *ds = wc_dataset_open(&cfg);
+        CHECK(ds != NULL, "%s raster does not open", GDALGetDataTypeName(types[t]));
+        if (!ds) continue;
+        wc_data_files f;
+        wc_data_files_open(&f, ds, 0);
+        void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
+        float x[64 * 64], y[64 * 64];
+        uint8_t valid[64 * 64];
+        CHECK(wc_dataset_read_patch(ds, &f, 0, raw, 0) == WC_OK, "read");
+        long n = wc_dataset_decode(ds, raw, NULL, NULL, x, y, valid, NULL);
+        int bad = 0;
+        for (int i = 0; i < 64 * 64; i++) bad += x[i] != 3 + (i * 7) % 200 || y[i] != (i % 5 == 0);
+        CHECK(n == 64 * 64 && bad == 0, "%s: %ld valid, %d wrong values (read as %s)",
+              GDALGetDataTypeName(types[t]), n, bad, wc_dtype_name(ds->read_type));
+        free(raw);
+        wc_data_files_close(&f);
+        wc_dataset_close(ds);
+        free(v);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 static void test_type_union_holds_both(void) {
     const wc_dtype all[] = {WC_DT_BYTE, WC_DT_UINT16, WC_DT_INT16, WC_DT_UINT32, WC_DT_INT32,
                             WC_DT_FLOAT32, WC_DT_FLOAT64};
@@ -310,6 +357,7 @@ int main(void) {
     RUN(test_georeferencing_round_trip);
     RUN(test_split_and_normalization);
     RUN(test_decode_nodata_nan_and_labels);
+    RUN(test_band_types);
     RUN(test_type_union_holds_both);
     HARNESS_EXIT();
 }
