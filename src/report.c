@@ -14,8 +14,9 @@
 
 /* The number after "key": in a flat JSON object, NAN if absent or null. */
 static double json_number(const char *text, const char *key) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
+    char pat[160];
+    if (strlen(key) > sizeof pat - 4) return NAN;
+    snprintf(pat, sizeof pat, "\"%.150s\":", key);
     const char *p = strstr(text, pat);
     if (!p) return NAN;
     p += strlen(pat);
@@ -82,7 +83,7 @@ typedef struct {
 
 static void write_markdown(const char *path, const wc_run_summary *s, const char *json,
                            const char *base_json, const char *base_path) {
-    char tmp[4200];
+    char tmp[4300];
     FILE *f = open_tmp(path, tmp, sizeof tmp);
     if (!f) return;
     fprintf(f, "# wildcpu run report\n\n");
