@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,9 +72,12 @@ static const char *TRAIN_HELP =
     "exit status: 0 done, 1 runtime error, 2 usage error, 75 stopped by SIGTERM/SIGUSR1/SIGINT\n"
     "after writing a checkpoint (run the same command again to resume)\n";
 
-static int usage_error(const char *fmt, const char *arg) {
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "wildcpu: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fprintf(stderr, "\n%s", USAGE);
     return WC_EXIT_USAGE;
 }
@@ -254,9 +258,9 @@ static int cmd_train(int argc, char **argv) {
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!c.data.tiles) return usage_error("%s--tiles PATH is required", "");
+    if (!c.data.tiles) return usage_error("--tiles PATH is required");
     if (c.micro_batch > c.batch)
-        return usage_error("%s--micro-batch must not exceed --batch", "");
+        return usage_error("--micro-batch must not exceed --batch");
     if (c.optim.kind == WC_OPTIM_SGD) {
         long warm = c.optim.warmup_steps;
         wc_optim_config_default(&c.optim, WC_OPTIM_SGD);
@@ -318,7 +322,7 @@ static int cmd_synth(int argc, char **argv) {
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!c.out_dir) return usage_error("%ssynth needs --out DIR", "");
+    if (!c.out_dir) return usage_error("synth needs --out DIR");
     if (wc_dist_rank() != 0) return WC_EXIT_OK; /* one writer */
     return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
 }
@@ -354,7 +358,7 @@ static int cmd_predict(int argc, char **argv) {
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.tiles || !c.checkpoint || !c.out)
-        return usage_error("%spredict needs --tiles, --checkpoint and --out", "");
+        return usage_error("predict needs --tiles, --checkpoint and --out");
     return wc_predict_run(&c);
 }
 
@@ -365,7 +369,7 @@ static int cmd_info(int argc, char **argv) {
              "their validity.");
         return WC_EXIT_OK;
     }
-    if (argc != 2) return usage_error("%sinfo takes exactly one PATH", "");
+    if (argc != 2) return usage_error("info takes exactly one PATH");
     return wc_info_run(argv[1]);
 }
 
@@ -392,7 +396,7 @@ static int cmd_export(int argc, char **argv) {
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!ckpt || !out) return usage_error("%sexport needs --checkpoint and --out", "");
+    if (!ckpt || !out) return usage_error("export needs --checkpoint and --out");
     return wc_export_run(ckpt, out);
 }
 
