@@ -177,9 +177,19 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
         }
         ds->label_band = label_in_src;
     }
+    /* With --labels the labels come from elsewhere, but a `fire` band the tiles carry is still a
+     * label (predict ignores it too): fed to the network, it would hand the model the answer. */
+    int label_left_out = 0;
+    if (cfg->labels) {
+        label_left_out = wc_raster_find_band(src, "fire");
+        if (label_left_out)
+            wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
+                    "gives the labels)",
+                    src->path, label_left_out, src->bands[label_left_out - 1].name, cfg->labels);
+    }
     ds->nfeat = 0;
     for (int b = 1; b <= src->nbands; b++)
-        if (b != label_in_src) ds->feat_bands[ds->nfeat++] = b;
+        if (b != label_in_src && b != label_left_out) ds->feat_bands[ds->nfeat++] = b;
     if (ds->nfeat == 0) {
         wc_error("%s has no feature bands besides the label band", src->path);
         return WC_ERR;

@@ -22,7 +22,7 @@
 static void derived_path(char *buf, size_t size, const char *work_dir, const char *src,
                          const wc_raster *tiles) {
     struct stat st;
-    uint64_t h = wc_hash64(0x1abe15);
+    uint64_t h = wc_hash64(0x1abe16); /* changed when the derivation changes: no stale reuse */
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     if (stat(src, &st) == 0)
         h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_mtime);
@@ -162,11 +162,14 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     GDALDatasetH dst = create_grid_tif(tiles, tmp);
     if (!dst) return WC_ERR;
     GDALRasterBandH db = GDALGetRasterBand(dst, 1);
-    const wc_band *lb = &lab->bands[band - 1];
-    if (lb->has_nodata) GDALSetRasterNoDataValue(db, 255);
+    /* Ground the label raster does not cover is unknown, not unburned: the destination starts
+     * as nodata, and only pixels the warp fills from valid source pixels become labels. */
+    GDALSetRasterNoDataValue(db, 255);
     char bandarg[16];
     snprintf(bandarg, sizeof bandarg, "%d", band);
-    const char *argv[] = {"-r", "near", "-srcband", bandarg, "-dstband", "1", NULL};
+    const char *argv[] = {"-r",      "near", "-srcband", bandarg, "-dstband",
+                          "1",       "-dstnodata", "255", "-wo", "INIT_DEST=NO_DATA",
+                          NULL};
     GDALWarpAppOptions *opt = GDALWarpAppOptionsNew((char **)argv, NULL);
     int usage_error = 0;
     GDALDatasetH srcs[1] = {(GDALDatasetH)lab->ds};

@@ -28,4 +28,30 @@ if [ "$(checksums "$T/regen" | wc -l)" -eq 14 ] && cmp -s <(checksums "$T/regen"
 else
     notok "data/sample regenerates" "$(diff <(checksums "$T/regen") <(checksums "$ROOT/data/sample") | head -4)"
 fi
+# Labels from elsewhere. The tiles' own `fire` band stays out of the inputs even then (it would
+# hand the model the answer), and a label raster that covers only part of the tiles, with no
+# nodata value, leaves the rest unknown (nodata), not unburned.
+gdal_translate -q -b 13 -srcwin 0 0 256 256 -a_nodata none "$SAMPLE" "$T/quarter.tif"
+train1=(--steps 1 --batch 4 --micro-batch 2 --patch 32 --no-predict)
+"$WILDCPU" --tiles "$SAMPLE" --labels "$T/quarter.tif" --out "$T/lab" "${train1[@]}" >"$T/lab.log" 2>&1
+status=$?
+if [ $status -eq 0 ] && grep -q "12 features" "$T/lab.log" && grep -q "band 13 'fire' is a label band, not a feature" "$T/lab.log"; then
+    ok "--labels: the tiles' fire band is left out of the 12 inputs"
+else
+    notok "--labels: the tiles' fire band is left out of the inputs" "status $status: $(grep -E 'features|error' "$T/lab.log" | head -3)"
+fi
+lab=$(ls "$T"/lab/labels-*.tif 2>/dev/null | head -1)
+$PY - "$SAMPLE" "${lab:-missing}" <<'PY' >"$T/quarter.txt" 2>&1
+import sys
+import numpy as np
+from osgeo import gdal
+t, l = gdal.Open(sys.argv[1]), gdal.Open(sys.argv[2])
+assert l.GetRasterBand(1).GetNoDataValue() == 255, l.GetRasterBand(1).GetNoDataValue()
+a = l.GetRasterBand(1).ReadAsArray()
+fire = t.GetRasterBand(13).ReadAsArray()
+assert (a[:256, :256] == fire[:256, :256]).all(), "the covered quarter is copied pixel for pixel"
+assert (a[256:, :] == 255).all() and (a[:, 256:] == 255).all(), "the rest is nodata"
+print(f"covered quarter copied, {(a == 255).mean():.2f} of the grid nodata")
+PY
+[ $? -eq 0 ] && ok "--labels raster covering a quarter: $(cat "$T/quarter.txt")" || notok "--labels raster covering a quarter" "$(tail -2 "$T/quarter.txt")"
 finish
