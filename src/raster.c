@@ -140,6 +140,10 @@ int wc_raster_open(wc_raster *r, const char *path) {
             snprintf(bd->name, sizeof bd->name, "%s", desc);
         else
             snprintf(bd->name, sizeof bd->name, "band_%d", i + 1);
+        /* Names travel in checkpoints as lists (a,b,c) inside key=value;... text: the
+         * separators, and control characters, become '_' here, once, for every reader. */
+        for (char *c = bd->name; *c; c++)
+            if (*c == ',' || *c == ';' || *c == '=' || (unsigned char)*c < 0x20) *c = '_';
         if (from_gdal(b, &bd->type) != WC_OK) {
             GDALDataType gt = GDALGetRasterDataType(b);
             wc_error("%s, band %d (%s): data type %s is not supported (use Byte, UInt16, Int16, "

@@ -102,6 +102,7 @@ typedef struct {
     /* look-ahead cursor: the next read request to submit */
     long cur_step;
     int cur_j, cur_phase, cur_v;
+    uint32_t *ids;           /* (micro_batch) the patch ids of one read request */
     /* validation */
     wc_metrics_acc *acc, *oracle_acc;
     long val_lo, val_hi;     /* this rank's validation patches */
@@ -153,7 +154,7 @@ static long make_tag(long step, int phase, int j) { return (step * 2 + phase) * 
 
 /* Submits read requests in consumption order while the reader has room. */
 static void submit_ahead(train_ctx *t) {
-    uint32_t ids[4096];
+    uint32_t *ids = t->ids;
     while (wc_reader_can_submit(t->rd) && t->cur_step < t->total_steps) {
         int lo, hi, n;
         wc_schedule_micro_batches(&t->sched, t->cur_step, &lo, &hi);
@@ -267,7 +268,9 @@ typedef struct {
 
 static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     if (t->rank != 0) return WC_OK;
-    char meta[1024], norm_names[4096] = "";
+    char meta[1024];
+    const size_t names_size = (size_t)t->ds->nfeat * WC_BAND_NAME_MAX + 1;
+    char *norm_names = WC_CALLOC(1, names_size);
     char ts[32];
     wc_utc_timestamp(ts, sizeof ts);
     long epoch = steps_done / t->sched.steps_per_epoch;
@@ -279,7 +282,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
              t->nranks, t->cfg->threads, ts, t->net->arch, t->net->nparams, t->last_loss);
     for (int c = 0; c < t->ds->nfeat; c++) {
         size_t n = strlen(norm_names);
-        snprintf(norm_names + n, sizeof norm_names - n, "%s%s", c ? "," : "",
+        snprintf(norm_names + n, names_size - n, "%s%s", c ? "," : "",
                  t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name);
     }
     const int nt = t->net->ntensors;
@@ -322,6 +325,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
                            t->cfg->keep, &secs, &bytes);
     free(state);
     free(norm);
+    free(norm_names);
     if (rc != WC_OK) {
         wc_error("checkpoint at step %ld (%s) was not written; the previous checkpoints are "
                  "intact",
@@ -766,6 +770,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->y = WC_ALLOC(sizeof(float) * cfg->micro_batch * pp);
     t->oracle = WC_ALLOC(sizeof(float) * cfg->micro_batch * pp);
     t->valid = WC_ALLOC(cfg->micro_batch * pp);
+    t->ids = WC_ALLOC(sizeof(uint32_t) * cfg->micro_batch);
     t->held = WC_CALLOC(t->max_local + 1, sizeof(*t->held));
     t->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     t->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
@@ -888,7 +893,7 @@ done:;
     if (t->jsonl) fclose(t->jsonl);
     wc_reader_destroy(t->rd);
     wc_schedule_free(&t->sched);
-    free(t->y), free(t->oracle), free(t->valid), free((void *)t->held);
+    free(t->y), free(t->oracle), free(t->valid), free(t->ids), free((void *)t->held);
     free(t->acc), free(t->oracle_acc);
     wc_reducer_destroy(t->red);
     wc_optim_destroy(t->opt);

@@ -37,7 +37,9 @@ double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 #define WC_BAND_NAME_MAX 64
 
 typedef struct wc_band {
-    char name[WC_BAND_NAME_MAX]; /* the band description, or "band_<n>" when it has none */
+    /* the band description (cut to 63 bytes; ',' ';' '=' and control characters read as '_'),
+     * or "band_<n>" when it has none */
+    char name[WC_BAND_NAME_MAX];
     wc_dtype type;
     int has_nodata;
     double nodata;
