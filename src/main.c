@@ -13,6 +13,7 @@
 #include "wildcpu/export.h"
 #include "wildcpu/info.h"
 #include "wildcpu/predict.h"
+#include "wildcpu/stop.h"
 #include "wildcpu/synth.h"
 #include "wildcpu/train.h"
 #include "wildcpu/util.h"
@@ -423,7 +424,8 @@ int main(int argc, char **argv) {
         if (!fn) return usage_error("unknown command '%s'", argv[1]);
         shift = 1;
     }
-    if (fn == cmd_train) wc_train_install_signal_handlers();
+    /* before MPI starts, so a signal during start-up is not lost */
+    if (fn == cmd_train || fn == cmd_predict) wc_stop_install();
     if (wc_dist_init(&argc, &argv) != WC_OK) {
         wc_dist_finalize();
         return WC_EXIT_RUNTIME;

@@ -53,6 +53,7 @@
 #include "wildcpu/net.h"
 #include "wildcpu/quicklook.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
 const char *const WC_PREDICT_CLASS_NAMES[WC_PREDICT_NCLASSES] = {"low", "moderate", "high",
@@ -82,7 +83,8 @@ const char WC_PREDICT_HELP[] =
     "                      the map's probabilities (the breaks are in the band's metadata)\n"
     "  --threads N         OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "\n"
-    "exit status: 0 written, 1 runtime error, 2 usage error. See docs/predict.md.\n";
+    "exit status: 0 written, 1 runtime error, 2 usage error, 75 stopped by a signal (nothing\n"
+    "written; rerun). See docs/predict.md.\n";
 
 void wc_predict_config_default(wc_predict_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
@@ -97,6 +99,14 @@ static int agree(int status) {
     double s = status;
     wc_dist_max_f64(&s, 1);
     return (int)s;
+}
+
+/* After a round: any rank's failure ends the run (WC_EXIT_RUNTIME), else any rank's stop
+ * signal (WC_EXIT_STOPPED); all ranks learn the same. */
+static int agree_round(int failed) {
+    double v[2] = {failed, wc_stop_requested()};
+    wc_dist_max_f64(v, 2);
+    return v[0] ? WC_EXIT_RUNTIME : v[1] ? WC_EXIT_STOPPED : WC_EXIT_OK;
 }
 
 /* ---- window layout ----------------------------------------------------------------------- */
@@ -956,7 +966,12 @@ int wc_predict_run(const wc_predict_config *cfg) {
             if (predict_window(&p, &wd, send + off) != WC_OK) failed = 1;
             off += (size_t)wd.cw * wd.ch;
         }
-        status = agree(failed || write_failed ? WC_EXIT_RUNTIME : WC_EXIT_OK);
+        status = agree_round(failed || write_failed);
+        if (status == WC_EXIT_STOPPED)
+            wc_info("predict: stopped by %s at rows %d-%d: the map is not written (%s, if "
+                    "it exists, is untouched); rerun the same command to draw it",
+                    wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank",
+                    s0 * L.Sy, WC_MIN(L.H, s1 * L.Sy) - 1, cfg->out);
         if (status != WC_EXIT_OK) goto out;
         if (rank != 0) {
             if (off) wc_dist_send(send, sizeof(float) * off, 0);

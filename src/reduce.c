@@ -9,7 +9,7 @@
 #include "wildcpu/util.h"
 
 /* Extra int64 words after the n gradient sums. */
-enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_STOP, X_COUNT };
+enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_STOP, X_CKPT, X_COUNT };
 
 /* Exponent for a tensor whose components are at most maxabs: leaves the headroom and room for
  * max_micro_batches additions below 2^62. */
@@ -100,12 +100,14 @@ void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t 
     }
 }
 
-int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, wc_step_totals *totals) {
+int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_vote,
+                      wc_step_totals *totals) {
     int64_t *x = r->acc + r->n;
     x[X_VALID] = r->valid_pixels;
     x[X_SAMPLES] = r->samples;
     x[X_OVERFLOW] = r->overflow;
     x[X_STOP] = stop_vote ? 1 : 0;
+    x[X_CKPT] = ckpt_vote ? 1 : 0;
     if (r->exact) {
         wc_dist_sum_i64(r->acc, r->n + X_COUNT);
     } else {
@@ -123,6 +125,7 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, wc_step_to
     totals->valid_pixels = x[X_VALID];
     totals->samples = x[X_SAMPLES];
     totals->stop_votes = x[X_STOP];
+    totals->ckpt_votes = x[X_CKPT];
     int redo = r->exact && (!r->calibrated || x[X_OVERFLOW] > 0);
     if (!redo) {
         const double denom = totals->valid_pixels > 0 ? (double)totals->valid_pixels : 1.0;

@@ -7,12 +7,10 @@
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "wildcpu/ckpt.h"
@@ -23,6 +21,7 @@
 #include "wildcpu/predict.h"
 #include "wildcpu/reader.h"
 #include "wildcpu/reduce.h"
+#include "wildcpu/stop.h"
 #include "wildcpu/report.h"
 #include "wildcpu/schedule.h"
 #include "wildcpu/util.h"
@@ -43,42 +42,6 @@ void wc_train_config_default(wc_train_config *cfg) {
     cfg->threads = 1;
     cfg->log_every = 10;
     cfg->keep = 3;
-}
-
-/* ---- stop signals ------------------------------------------------------------------------ */
-
-static volatile sig_atomic_t stop_requested = 0;
-static volatile sig_atomic_t stop_signal = 0;
-static struct timespec stop_time;
-
-static void on_stop_signal(int sig) {
-    /* A repeated SIGUSR1 is harmless: Slurm's time-limit warning and a user's scancel may
-     * both send one. A second SIGTERM or SIGINT means "now". */
-    if (stop_requested && sig == SIGUSR1) return;
-    if (stop_requested) {
-        /* A second signal: leave now (async-signal-safe calls only). */
-        static const char msg[] = "wildcpu: second stop signal: exiting without a checkpoint\n";
-        ssize_t rc = write(2, msg, sizeof msg - 1);
-        (void)rc;
-        _exit(128 + sig);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &stop_time);
-    stop_signal = sig;
-    stop_requested = 1;
-}
-
-void wc_train_install_signal_handlers(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    /* A file-size limit (ulimit -f) must surface as a write error we report, with the previous
-     * checkpoint intact, not as a signal that kills the process mid-write. */
-    signal(SIGXFSZ, SIG_IGN);
 }
 
 /* ---- the run's state --------------------------------------------------------------------- */
@@ -122,6 +85,8 @@ typedef struct {
     long redo_count;
     int tty;
     int stop_agreed;         /* some rank voted to stop in the last step's reduction */
+    int ckpt_time_due;       /* rank 0 voted for a timed checkpoint in it */
+    double ckpt_interval;    /* seconds between timed checkpoints; 0: none */
     size_t planned_bytes, baseline_bytes;
     char config_kv[2048];
 } train_ctx;
@@ -515,7 +480,10 @@ static void train_step(train_ctx *t, long step) {
             wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
         }
         double t1 = wc_now();
-        int rc = wc_reducer_finish(t->red, t->net->grads, stop_requested, &tot);
+        /* a timed checkpoint: rank 0's clock decides, everyone follows */
+        int ckpt_vote = t->rank == 0 && t->ckpt_interval > 0 &&
+                        wc_now() - t->t_last_ckpt >= t->ckpt_interval;
+        int rc = wc_reducer_finish(t->red, t->net->grads, wc_stop_requested(), ckpt_vote, &tot);
         double t2 = wc_now();
         t->compute_seconds += t1 - t0;
         t->reduce_seconds += t2 - t1;
@@ -541,6 +509,7 @@ static void train_step(train_ctx *t, long step) {
     /* The decision is the vote, never this rank's own flag: a signal that lands after the
      * reduction is counted in the next step's vote, so all ranks stop at the same step. */
     t->stop_agreed = tot.stop_votes > 0;
+    t->ckpt_time_due = tot.ckpt_votes > 0;
 }
 
 static void fmt_duration(char *buf, size_t size, double s) {
@@ -695,7 +664,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->tty = t->rank == 0 && isatty(STDOUT_FILENO) && !getenv("OMPI_COMM_WORLD_SIZE") &&
              !getenv("SLURM_STEP_ID") && !getenv("PMIX_RANK");
     openblas_set_num_threads(cfg->threads);
-    wc_train_install_signal_handlers(); /* main installs them before MPI starts; idempotent */
+    wc_stop_install(); /* main installs it before MPI starts; idempotent */
 
     if (cfg->micro_batch < 1 || cfg->batch < cfg->micro_batch) {
         wc_error("--micro-batch (%d) must be between 1 and --batch (%d)", cfg->micro_batch,
@@ -710,6 +679,17 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->ds = wc_dataset_open(&dcfg);
     if (!t->ds) return WC_EXIT_RUNTIME;
     wc_dataset *ds = t->ds;
+    /* Planning reads every patch's label once and may take minutes on a large mosaic: a stop
+     * signal during it ends the run here, with nothing new to save. */
+    int64_t stop_votes = wc_stop_requested();
+    wc_dist_sum_i64(&stop_votes, 1);
+    if (stop_votes) {
+        wc_info("stopped by a signal while planning the data, before any step: nothing new to "
+                "save; rerun the same command to continue");
+        wc_stop_ignore_further();
+        wc_dataset_close(ds);
+        return WC_EXIT_STOPPED;
+    }
     /* The runtime baseline: MPI, GDAL's drivers and PROJ's database, OpenBLAS, the dataset's
      * metadata; measured here, after planning released its GDAL handles, before any training
      * buffer is allocated (and after returning the planning pass's freed heap to the system). */
@@ -817,9 +797,9 @@ int wc_train_run(const wc_train_config *cfg_in) {
     print_plan(t, baseline);
 
     /* the loop */
-    double ckpt_interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
-                           : cfg->ckpt_every > 0 ? 0
-                                                 : 600;
+    t->ckpt_interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
+                       : cfg->ckpt_every > 0 ? 0
+                                             : 600;
     t->cur_step = t->start_step;
     t->t_steps = t->t_last_log = t->t_last_ckpt = wc_now();
     long step;
@@ -829,34 +809,19 @@ int wc_train_run(const wc_train_config *cfg_in) {
         log_progress(t, step, 0);
         if (wc_schedule_ends_epoch(&t->sched, step)) validate(t, step);
         if (t->stop_agreed) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
             int ok = checkpoint_collective(t, step + 1, "stop signal") == WC_OK;
-            double since = stop_signal ? (double)(now.tv_sec - stop_time.tv_sec) +
-                                             1e-9 * (double)(now.tv_nsec - stop_time.tv_nsec)
-                                       : 0;
             if (t->tty) printf("\n");
             wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of "
                     "the checkpoint); rerun the same command to resume",
-                    stop_signal ? strsignal(stop_signal) : "a signal on another rank", step + 1,
-                    ok ? "checkpoint written" : "CHECKPOINT FAILED", since);
+                    wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank",
+                    step + 1, ok ? "checkpoint written" : "CHECKPOINT FAILED",
+                    wc_stop_seconds_since());
             status = ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
-            /* The stop is complete: a launcher's clean-up signal to a rank that is still
-             * finalizing (mpirun and srun send one when the first rank exits) must not turn
-             * its orderly exit 75 into a "second signal" exit. */
-            signal(SIGTERM, SIG_IGN);
-            signal(SIGINT, SIG_IGN);
-            signal(SIGUSR1, SIG_IGN);
+            wc_stop_ignore_further();
             step++;
             goto done;
         }
-        int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0);
-        /* time-based: rank 0's clock decides, everyone follows (one small broadcast) */
-        if (ckpt_interval > 0 && step + 1 < t->total_steps) {
-            int64_t tdue = t->rank == 0 && wc_now() - t->t_last_ckpt >= ckpt_interval;
-            wc_dist_bcast(&tdue, sizeof tdue, 0);
-            due |= (int)tdue;
-        }
+        int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt_time_due;
         if (due && step + 1 < t->total_steps &&
             checkpoint_collective(t, step + 1, "interval") != WC_OK)
             wc_warn("continuing without this checkpoint");

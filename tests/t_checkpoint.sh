@@ -191,6 +191,27 @@ else
     notok "file-size limit while checkpointing" "status $status; before: $before; after: $after"
 fi
 
+# a stop while drawing the map (here a 1024x1024 upsampling of the sample), signalled to one
+# rank only: all ranks stop after the round, exit 75, and leave neither a map nor a partial
+# file; the rerun draws it
+gdal_translate -q -of VRT -outsize 200% 200% -r nearest "$SAMPLE" "$T/big.vrt"
+mkdir -p "$T/map"
+predict=(predict --tiles "$T/big.vrt" --checkpoint "$T/ref" --out "$T/map/risk.tif")
+mpirun_n 2 "$WILDCPU" "${predict[@]}" >"$T/map.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "strips x" "$T/map.log" && break; sleep 0.05; done
+kill -TERM "$(pgrep -f -- "--out $T/map/risk.tif" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done | tail -1)"
+wait $pid
+status=$?
+if [ $status -eq 75 ] && grep -q "predict: stopped by .* the map is not written" "$T/map.log" &&
+    [ -z "$(ls -A "$T/map")" ]; then
+    ok "SIGTERM to one rank while mapping: all stop, exit 75, no map and no partial file"
+else
+    notok "SIGTERM while mapping: exit 75, nothing written" "status $status: $(ls -A "$T/map") $(tail -2 "$T/map.log")"
+fi
+mpirun_n 2 "$WILDCPU" "${predict[@]}" >>"$T/map.log" 2>&1 && [ -f "$T/map/risk.tif" ] \
+    && ok "the rerun draws the map" || notok "the rerun draws the map" "$(tail -2 "$T/map.log")"
+
 # a second signal ends the process at once
 start twice 1
 wait_step twice 2

@@ -21,8 +21,8 @@
  * broadcasts (so they do not depend on the rank count either).
  *
  * The same collective carries the step's loss sum (fixed point, 2^-20), the count of valid
- * pixels (the mean's denominator), the sample count and the ranks' votes to stop, so a step
- * costs one large MPI_Allreduce and one small MPI_MAX.
+ * pixels (the mean's denominator), the sample count and the ranks' votes to stop and to
+ * checkpoint, so a step costs one large MPI_Allreduce and one small MPI_MAX.
  *
  * --fast-reduce (exact = 0) instead sums float gradients per rank and with MPI_SUM: faster,
  * equal to the exact result only to float rounding, and not rank-count independent.
@@ -47,6 +47,7 @@ typedef struct wc_step_totals {
     int64_t valid_pixels;
     int64_t samples;
     int64_t stop_votes;  /* ranks that received a stop signal */
+    int64_t ckpt_votes;  /* ranks that want a checkpoint after this step */
 } wc_step_totals;
 
 typedef struct wc_reducer {
@@ -79,6 +80,7 @@ void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t 
 /* Sums across ranks. On WC_REDUCE_DONE, mean_grad (n) holds the global sum divided by the global
  * count of valid pixels and totals the step's figures. WC_REDUCE_REDO: the scales were
  * recalibrated; recompute the step (begin, add..., finish again). Collective. */
-int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, wc_step_totals *totals);
+int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_vote,
+                      wc_step_totals *totals);
 
 #endif

@@ -45,14 +45,10 @@ typedef struct wc_train_config {
 } wc_train_config;
 
 void wc_train_config_default(wc_train_config *cfg);
-/* SIGTERM, SIGUSR1 and SIGINT set a flag that training turns into a checkpoint and exit 75 at
- * the next step boundary (all ranks agree through the step's reduction). main installs this
- * before MPI starts, so a signal during start-up is not lost; a repeated SIGUSR1 is ignored,
- * a second SIGTERM or SIGINT ends the process at once. */
-void wc_train_install_signal_handlers(void);
-/* Runs training to the end (or to a stop signal). Returns the exit status: WC_EXIT_OK,
- * WC_EXIT_RUNTIME (after an error message) or WC_EXIT_STOPPED (a checkpoint was written after
- * SIGTERM/SIGUSR1/SIGINT; rerun to resume). Collective. */
+/* Runs training to the end (or to a stop signal, see stop.h), then draws the risk map. Returns
+ * the exit status: WC_EXIT_OK, WC_EXIT_RUNTIME (after an error message) or WC_EXIT_STOPPED
+ * (stopped by SIGTERM/SIGUSR1/SIGINT: during training after writing a checkpoint, during the
+ * map after the final one; rerun to resume). Collective. */
 int wc_train_run(const wc_train_config *cfg);
 
 #endif

@@ -1,0 +1,23 @@
+/* stop.h: stop signals (SIGTERM, SIGUSR1, SIGINT), shared by training and prediction.
+ *
+ * A signal only sets a flag; the long-running loops look at it at their own boundaries (a
+ * training step, a prediction round) and all ranks agree through a collective they already
+ * make, so they stop together even when only some ranks got the signal. A repeated SIGUSR1 is
+ * ignored (Slurm's time-limit warning and a user's scancel may both send one); a second SIGTERM
+ * or SIGINT ends the process at once. main installs the handlers before MPI starts, so a
+ * signal during start-up is not lost. */
+#ifndef WILDCPU_STOP_H
+#define WILDCPU_STOP_H
+
+void wc_stop_install(void);
+/* 1 once a stop signal has arrived on this process */
+int wc_stop_requested(void);
+/* the first stop signal's number, 0 if none */
+int wc_stop_signal(void);
+/* seconds since the first stop signal (0 if none) */
+double wc_stop_seconds_since(void);
+/* The stop is done: further stop signals (a launcher's clean-up after the first rank exits)
+ * are ignored rather than turning an orderly exit into a "second signal" one. */
+void wc_stop_ignore_further(void);
+
+#endif
