@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "wildcpu/files.h"
 #include "wildcpu/util.h"
 
 static const unsigned char MAGIC[8] = {'W', 'C', 'K', 'P', 'T', '\r', '\n', 0x1a};
@@ -49,22 +50,6 @@ static uint32_t file_crc(const unsigned char *header, const unsigned char *paylo
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
-
-static int fsync_dir(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) {
-        wc_error("cannot open directory %s to sync it: %s", dir, strerror(errno));
-        return WC_ERR;
-    }
-    int rc = fsync(fd);
-    int err = errno;
-    close(fd);
-    if (rc != 0) {
-        wc_error("fsync of directory %s failed: %s", dir, strerror(err));
-        return WC_ERR;
-    }
-    return WC_OK;
-}
 
 /* The test hook that simulates a crash in the middle of a write: with
  * WILDCPU_TEST_CRASH_CKPT=F or F@STEP (0 < F < 1) the process kills itself after writing that
@@ -198,7 +183,9 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
         unlink(tmp); /* nothing half-written may stay behind */
         return WC_ERR;
     }
-    if (fsync_dir(dir) != WC_OK) return WC_ERR;
+    /* The new checkpoint exists; until its directory entry is durable it may not survive a
+     * crash, so it is not counted as written (and the older ones are kept). */
+    if (wc_fsync_path(dir, 1) != WC_OK) return WC_ERR;
     if (keep > 0) prune(dir, keep, step);
     if (seconds) *seconds = wc_now() - t0;
     if (bytes) *bytes = WC_CKPT_HEADER + zsize;
@@ -378,6 +365,12 @@ int wc_ckpt_latest(const char *dir, wc_ckpt *ck, char **path, int *found_any) {
     char **paths;
     long *steps;
     int n = wc_ckpt_list(dir, &paths, &steps);
+    if (n < 0) {
+        /* unreadable is not empty: the caller must not start over on top of it */
+        wc_error("cannot list the checkpoints in %s: %s", dir, strerror(errno));
+        *found_any = 1;
+        return WC_ERR;
+    }
     *found_any = n > 0;
     int rc = WC_ERR;
     for (int i = 0; i < n; i++) {

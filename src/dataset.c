@@ -407,6 +407,13 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
         goto fail;
     }
     ds->npatches = (long)ds->cols * ds->rows;
+    if (ds->npatches > (long)UINT32_MAX) {
+        /* patch ids are 32-bit (they fill the read queues and the epoch permutations) */
+        wc_error("%s: %dx%d pixels make %ld patches of %dx%d, more than the 2^32 a run can "
+                 "address: use a larger --patch",
+                 cfg->tiles, ds->width, ds->height, ds->npatches, ds->P, ds->P);
+        goto fail;
+    }
     ds->val_block = WC_MAX(1, (cfg->val_block_px + ds->P / 2) / ds->P);
     ds->keep = WC_CALLOC(ds->npatches, 1);
     ds->is_val = WC_CALLOC(ds->npatches, 1);

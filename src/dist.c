@@ -63,13 +63,6 @@ void wc_dist_finalize(void) {
 int wc_dist_rank(void) { return dist_rank; }
 int wc_dist_size(void) { return dist_size; }
 
-void wc_dist_abort(int status) {
-    fflush(stdout);
-    fflush(stderr);
-    if (dist_up) MPI_Abort(MPI_COMM_WORLD, status);
-    exit(status);
-}
-
 void wc_dist_barrier(void) { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
 /* MPI counts are int: large buffers go in pieces. */

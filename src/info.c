@@ -62,8 +62,7 @@ static int describe_file(const char *path) {
     for (int i = 0; i < 3; i++) {
         const wc_ckpt_section *sec = wc_ckpt_find(&ck, state[i]);
         if (!sec || !sec->size) continue;
-        uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
-        for (size_t j = 0; j < sec->size; j++) h = (h ^ ((const unsigned char *)sec->data)[j]) * 0x100000001b3ULL;
+        uint64_t h = wc_fnv1a64(sec->data, sec->size);
         printf("  %-12s%016llx (FNV-1a 64 of %zu bytes)\n", i == 0 ? "digest" : state[i],
                (unsigned long long)h, sec->size);
     }

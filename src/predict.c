@@ -32,7 +32,6 @@
 
 #include <cblas.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -48,6 +47,7 @@
 #include <gdal.h>
 
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/model.h"
 #include "wildcpu/net.h"
@@ -374,15 +374,6 @@ static int check_output(const char *what, const char *path, char **inputs) {
     return status;
 }
 
-static char *temp_path_for(const char *path, const char *tag) {
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    size_t n = strlen(path) + 64;
-    char *t = WC_ALLOC(n);
-    snprintf(t, n, "%.*s.%s.%s-%ld", dirlen, path, slash ? slash + 1 : path, tag, (long)getpid());
-    return t;
-}
-
 static char *aux_path(const char *path) {
     size_t n = strlen(path) + 9;
     char *a = WC_ALLOC(n);
@@ -396,20 +387,6 @@ static void unlink_with_aux(const char *path) {
     char *a = aux_path(path);
     unlink(a);
     free(a);
-}
-
-static void fsync_path(const char *path, int directory) {
-    int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-    if (fd < 0) return;
-    (void)fsync(fd);
-    close(fd);
-}
-
-static void fsync_parent(const char *path) {
-    char *dir = wc_strdup(path), *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    fsync_path(slash ? (*dir ? dir : "/") : ".", 1);
-    free(dir);
 }
 
 /* ---- the writer (rank 0) ----------------------------------------------------------------- */
@@ -431,13 +408,6 @@ static const char *gdal_why(const writer *w) {
     return w->err.failures ? w->err.last : "unknown error";
 }
 
-/* FNV-1a, 64 bits, over the parameters' bytes: identifies the exact weights that made a map. */
-static uint64_t fnv1a64(const void *data, size_t n) {
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
 
 static int writer_create(writer *w, const wc_predict_config *cfg, const wc_raster *r,
                          const wc_model *m, const layout *L) {
@@ -445,8 +415,8 @@ static int writer_create(writer *w, const wc_predict_config *cfg, const wc_raste
     w->cfg = cfg;
     w->W = r->width, w->H = r->height;
     w->nbands = cfg->classes ? 2 : 1;
-    w->tmp = temp_path_for(cfg->out, "tmp");
-    if (cfg->cog) w->tmp_cog = temp_path_for(cfg->out, "cog");
+    w->tmp = wc_temp_path(cfg->out, "tmp");
+    if (cfg->cog) w->tmp_cog = wc_temp_path(cfg->out, "cog");
     int before = GDAL_BEGIN(w);
     GDALDriverH drv = GDALGetDriverByName("GTiff");
     char **opt = NULL;
@@ -477,7 +447,7 @@ static int writer_create(writer *w, const wc_predict_config *cfg, const wc_raste
     snprintf(buf, sizeof buf, "%ld", m->step);
     GDALSetMetadataItem(w->ds, "checkpoint_step", buf, NULL);
     snprintf(buf, sizeof buf, "fnv1a64:%016llx",
-             (unsigned long long)fnv1a64(m->net->params, m->net->nparams * sizeof(float)));
+             (unsigned long long)wc_fnv1a64(m->net->params, m->net->nparams * sizeof(float)));
     GDALSetMetadataItem(w->ds, "checkpoint_params", buf, NULL);
     GDALSetMetadataItem(w->ds, "model_arch", m->net->arch, NULL);
     GDALSetMetadataItem(w->ds, "training_data_fingerprint", m->fingerprint, NULL);
@@ -716,7 +686,7 @@ static int writer_finish(writer *w, const wc_raster *r) {
         wc_info("predict: Cloud-Optimized GeoTIFF with overviews written in %.1f s", wc_now() - t0);
     }
     if (verify(w, final, r) != WC_OK) return WC_ERR;
-    fsync_path(final, 0);
+    if (wc_fsync_path(final, 0) != WC_OK) return WC_ERR;
     if (rename(final, cfg->out) != 0) {
         wc_error("cannot rename %s to %s: %s", final, cfg->out, strerror(errno));
         return WC_ERR;
@@ -736,7 +706,8 @@ static int writer_finish(writer *w, const wc_raster *r) {
     }
     free(faux);
     free(oaux);
-    fsync_parent(cfg->out);
+    if (wc_fsync_parent(cfg->out) != WC_OK)
+        wc_warn("%s is complete, but its directory entry may not survive a crash", cfg->out);
     return rc;
 }
 

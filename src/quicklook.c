@@ -7,7 +7,6 @@
 #include "wildcpu/quicklook.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <cpl_error.h>
 #include <gdal.h>
 
+#include "wildcpu/files.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/util.h"
 
@@ -213,22 +213,6 @@ static int paint_map(GDALDatasetH mem, GDALRasterBandH band, const char *src, in
     return rc;
 }
 
-static char *temp_path_for(const char *path) {
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    size_t n = strlen(path) + 64;
-    char *t = WC_ALLOC(n);
-    snprintf(t, n, "%.*s.%s.tmp-%ld", dirlen, path, slash ? slash + 1 : path, (long)getpid());
-    return t;
-}
-
-static void fsync_path(const char *path, int directory) {
-    int fd = open(path, (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY));
-    if (fd < 0) return;
-    (void)fsync(fd);
-    close(fd);
-}
-
 int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, int max_side,
                        wc_quicklook_info *info_out) {
     wc_raster_init();
@@ -236,7 +220,7 @@ int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, 
     wc_gdal_errors err = {0};
     wc_gdal_errors_push(&err);
     int rc = WC_ERR;
-    char *tmp = temp_path_for(png_path);
+    char *tmp = wc_temp_path(png_path, "tmp");
     canvas cv = {0};
     GDALDatasetH mem = NULL, png = NULL;
     GDALDatasetH src = GDALOpenEx(src_path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
@@ -288,17 +272,13 @@ int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, 
                  info.height);
         goto out;
     }
-    fsync_path(tmp, 0);
+    if (wc_fsync_path(tmp, 0) != WC_OK) goto out;
     if (rename(tmp, png_path) != 0) {
         wc_error("quick-look: cannot rename %s to %s: %s", tmp, png_path, strerror(errno));
         goto out;
     }
-    {
-        char *dir = wc_strdup(png_path), *slash = strrchr(dir, '/');
-        if (slash) *slash = '\0';
-        fsync_path(slash ? (*dir ? dir : "/") : ".", 1);
-        free(dir);
-    }
+    if (wc_fsync_parent(png_path) != WC_OK)
+        wc_warn("%s is complete, but its directory entry may not survive a crash", png_path);
     if (info_out) *info_out = info;
     rc = WC_OK;
 out:

@@ -158,10 +158,6 @@ int wc_raster_open(wc_raster *r, const char *path) {
     return WC_OK;
 }
 
-int wc_raster_reopen(wc_raster *dst, const wc_raster *src) {
-    return wc_raster_open(dst, src->path);
-}
-
 void wc_raster_close(wc_raster *r) {
     if (!r) return;
     if (r->ds) GDALClose((GDALDatasetH)r->ds);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/util.h"
 
 /* The number after "key": in a flat JSON object, NAN if absent or null. */
@@ -27,23 +28,20 @@ static double json_number(const char *text, const char *key) {
     return end == p ? NAN : v;
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = WC_ALLOC((size_t)n + 1);
-    s[fread(s, 1, (size_t)n, f)] = '\0';
-    fclose(f);
-    return s;
-}
-
-/* JSON has no NaN: an undefined figure (printf's "nan" or "-nan") becomes null. */
+/* JSON has no NaN: an undefined figure (printf's "nan" or "-nan") becomes null. Strings are
+ * copied as they are (a path may well contain "nan"). */
 static char *nan_to_null(const char *s) {
     char *out = WC_ALLOC(strlen(s) * 2 + 1), *o = out;
+    int in_string = 0;
     for (const char *p = s; *p;) {
-        size_t skip = p[0] == '-' && strncmp(p + 1, "nan", 3) == 0 ? 4
+        if (*p == '"') in_string = !in_string;
+        if (in_string && *p == '\\' && p[1]) { /* an escaped character, e.g. \" */
+            *o++ = *p++;
+            *o++ = *p++;
+            continue;
+        }
+        size_t skip = in_string                                    ? 0
+                      : p[0] == '-' && strncmp(p + 1, "nan", 3) == 0 ? 4
                       : strncmp(p, "nan", 3) == 0                  ? 3
                                                                    : 0;
         if (skip) {
@@ -62,20 +60,6 @@ static const char *status_name(int status) {
 }
 
 /* Writes path atomically (temporary name, then rename): a reader never sees half a report. */
-static FILE *open_tmp(const char *path, char *tmp, size_t size) {
-    snprintf(tmp, size, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) wc_error("cannot write %s: %s", tmp, strerror(errno));
-    return f;
-}
-
-static void close_tmp(FILE *f, const char *tmp, const char *path) {
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        wc_error("cannot write %s", path);
-        remove(tmp);
-    }
-}
-
 typedef struct {
     const char *name, *key, *fmt;
     int higher_is_better; /* +1, -1, 0 (cost: lower is better, shown as a ratio) */
@@ -83,9 +67,9 @@ typedef struct {
 
 static void write_markdown(const char *path, const wc_run_summary *s, const char *json,
                            const char *base_json, const char *base_path) {
-    char tmp[4300];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
-    if (!f) return;
+    wc_atomic_file af;
+    if (wc_atomic_open(&af, path, "w") != WC_OK) return;
+    FILE *f = af.f;
     fprintf(f, "# wildcpu run report\n\n");
     fprintf(f, "Status: **%s**. Model `%s`, %d rank%s x %d thread%s, global batch %d "
                "(micro-batch %d), %ld steps (%ld in this invocation).\n\n",
@@ -168,7 +152,7 @@ static void write_markdown(const char *path, const wc_run_summary *s, const char
                    "over the baseline for cost.\n",
                 base_path, dv, cost_ratio, speed);
     }
-    close_tmp(f, tmp, path);
+    wc_atomic_commit(&af);
 }
 
 void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
@@ -203,11 +187,15 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
                 100 * s->val_seconds / ts, 100 * s->io_wait_seconds / ts,
                 100 * s->ckpt_seconds / ts, s->ckpts_written);
 
-    char path[4200], tmp[4300], created[32];
+    char path[4200], created[32];
     wc_utc_timestamp(created, sizeof created);
     snprintf(path, sizeof path, "%s/report.json", out_dir);
-    char *json = WC_ALLOC(16384);
-    int n = snprintf(json, 16384,
+    /* room for the fixed fields, one figure per rank, and the model's name escaped */
+    char arch[2 * sizeof s->arch + 8];
+    wc_json_escape(arch, sizeof arch, s->arch);
+    const size_t cap = 16384 + (size_t)R * 24;
+    char *json = WC_ALLOC(cap);
+    size_t n = (size_t)snprintf(json, cap,
         "{\"wildcpu\":\"%s\",\"created\":\"%s\",\"status\":\"%s\",\"model\":\"%s\","
         "\"ranks\":%d,\"threads_per_rank\":%d,\"global_batch\":%d,\"micro_batch\":%d,"
         "\"steps\":%ld,\"steps_this_run\":%ld,\"resumed_from_step\":%ld,\"steps_per_epoch\":%ld,"
@@ -220,7 +208,7 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         "\"data_held_mib\":%.3f,\"patches_read\":%ld,\"mib_read\":%.2f,"
         "\"checkpoints_written\":%ld,\"checkpoint_time_s\":%.4f,\"checkpoint_mib\":%.3f,"
         "\"checkpoint_fraction\":%.6f,\"final_train_loss\":%.6g,\"peak_rss_mib_per_rank\":[",
-        WC_VERSION, created, status_name(s->status), s->arch, s->ranks, s->threads, s->batch,
+        WC_VERSION, created, status_name(s->status), arch, s->ranks, s->threads, s->batch,
         s->micro_batch, s->steps_total, s->steps_done, s->start_step, s->steps_per_epoch,
         (double)s->steps_total / (double)s->steps_per_epoch, s->wall_seconds, s->train_seconds,
         core_hours, sps, sps * s->flops_per_sample / 1e9, s->compute_seconds, s->reduce_seconds,
@@ -231,29 +219,31 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         s->patches_read, s->bytes_read / 1048576.0, s->ckpts_written, s->ckpt_seconds,
         (double)s->ckpt_bytes / 1048576.0, s->ckpt_seconds / ts, s->last_loss);
     for (int r = 0; r < R; r++)
-        n += snprintf(json + n, 16384 - n, "%s%.2f", r ? "," : "", (double)rss[r] / 1048576.0);
-    n += snprintf(json + n, 16384 - n, "]");
+        n += (size_t)snprintf(json + n, cap - n, "%s%.2f", r ? "," : "", (double)rss[r] / 1048576.0);
+    n += (size_t)snprintf(json + n, cap - n, "]");
     if (s->have_val) {
-        n += snprintf(json + n, 16384 - n, ",");
-        n += wc_metrics_json(json + n, 16384 - n, &s->val, "val_");
+        n += (size_t)snprintf(json + n, cap - n, ",");
+        n += (size_t)wc_metrics_json(json + n, cap - n, &s->val, "val_");
     }
     if (s->have_oracle) {
-        n += snprintf(json + n, 16384 - n, ",");
-        n += wc_metrics_json(json + n, 16384 - n, &s->oracle, "oracle_");
+        n += (size_t)snprintf(json + n, cap - n, ",");
+        n += (size_t)wc_metrics_json(json + n, cap - n, &s->oracle, "oracle_");
     }
-    snprintf(json + n, 16384 - n, "}\n");
+    snprintf(json + n, cap - n, "}\n");
     char *fixed = nan_to_null(json);
     free(json);
     json = fixed;
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
-    if (f) {
-        fputs(json, f);
-        close_tmp(f, tmp, path);
+    wc_atomic_file af;
+    if (wc_atomic_open(&af, path, "w") == WC_OK) {
+        fputs(json, af.f);
+        wc_atomic_commit(&af);
     }
     char *base = NULL;
     if (baseline_json) {
-        base = slurp(baseline_json);
-        if (!base) wc_warn("--baseline %s cannot be read: no comparison in the report", baseline_json);
+        base = wc_read_file(baseline_json);
+        if (!base)
+            wc_warn("--baseline %s cannot be read (%s): no comparison in the report",
+                    baseline_json, strerror(errno));
     }
     snprintf(path, sizeof path, "%s/report.md", out_dir);
     write_markdown(path, s, json, base, baseline_json);

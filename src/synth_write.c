@@ -31,28 +31,6 @@ static const char *why(const wc_gdal_errors *e) {
 }
 
 /* mkdir -p: creates path and its missing parents. */
-static int make_dirs(const char *path) {
-    char *p = wc_strdup(path);
-    int rc = WC_OK;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0') continue;
-        char c = *s;
-        *s = '\0';
-        struct stat st;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            wc_error("synth: cannot create directory %s: %s", p, strerror(errno));
-            rc = WC_ERR;
-        } else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            wc_error("synth: %s exists and is not a directory", p);
-            rc = WC_ERR;
-        }
-        *s = c;
-        if (rc != WC_OK || c == '\0') break;
-    }
-    free(p);
-    return rc;
-}
-
 typedef struct writer {
     const wc_synth_config *cfg;
     const wc_synth_region *region;
@@ -284,7 +262,8 @@ int wc_synth_write(const wc_synth_config *cfg) {
     w.dir = wc_strdup(cfg->out_dir);
     for (size_t len = strlen(w.dir); len > 1 && w.dir[len - 1] == '/'; len--) w.dir[len - 1] = 0;
     char *tiles_dir = wc_strdup(CPLSPrintf("%s/tiles", w.dir));
-    if (make_dirs(w.dir) != WC_OK || make_dirs(tiles_dir) != WC_OK) {
+    if (wc_mkdir_p(tiles_dir) != WC_OK) {
+        wc_error("synth: cannot create directory %s: %s", tiles_dir, strerror(errno));
         free(tiles_dir);
         free(w.dir);
         return WC_ERR;

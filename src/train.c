@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
 #include "wildcpu/net.h"
@@ -73,6 +75,7 @@ typedef struct {
     int have_val, have_oracle;
     /* bookkeeping for logs and the report */
     FILE *jsonl;
+    int jsonl_failed;        /* a write failed (reported once) */
     double t_start, t_steps, t_last_log, t_last_ckpt;
     long samples_since_log, steps_done_here;
     double loss_sum_since_log;
@@ -105,6 +108,26 @@ static void build_config_kv(train_ctx *t) {
              c->data.min_valid, t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd",
              t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
              t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact");
+}
+
+/* ---- metrics.jsonl ----------------------------------------------------------------------- */
+
+/* One line of metrics.jsonl (rank 0), flushed so a stopped run keeps it. A failed write (a full
+ * disk) is reported once: the training itself does not depend on the log. */
+static void log_json(train_ctx *t, const char *fmt, ...) WC_PRINTF(2, 3);
+static void log_json(train_ctx *t, const char *fmt, ...) {
+    if (!t->jsonl) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int bad = vfprintf(t->jsonl, fmt, ap) < 0;
+    va_end(ap);
+    bad |= fputc('\n', t->jsonl) == EOF;
+    bad |= fflush(t->jsonl) != 0;
+    if (bad && !t->jsonl_failed)
+        wc_warn("writing %s/metrics.jsonl failed: %s; training goes on, the log misses lines",
+                t->cfg->out_dir, strerror(errno));
+    t->jsonl_failed |= bad;
+    clearerr(t->jsonl);
 }
 
 /* ---- read-ahead -------------------------------------------------------------------------- */
@@ -210,8 +233,7 @@ static void validate(train_ctx *t, long step) {
         n += wc_metrics_json(line + n, sizeof line - n, &t->last_oracle, "oracle_");
     }
     snprintf(line + n, sizeof line - n, "}");
-    fprintf(t->jsonl, "%s\n", line);
-    fflush(t->jsonl);
+    log_json(t, "%s", line);
     if (t->tty) printf("\r\033[K");
     wc_info("validation after step %ld (epoch %ld): loss %.4f  AUC-PR %.4f  ROC-AUC %.4f  "
             "best F1 %.3f @ %.3f  Brier %.4f  (%lld pixels, %.1f%% burned)%s",
@@ -292,8 +314,8 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     free(norm);
     free(norm_names);
     if (rc != WC_OK) {
-        wc_error("checkpoint at step %ld (%s) was not written; the previous checkpoints are "
-                 "intact",
+        wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
+                 "checkpoints are intact",
                  steps_done, why);
         return WC_ERR;
     }
@@ -304,12 +326,8 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     if (t->tty) printf("\r\033[K");
     wc_info("checkpoint %s/ckpt-%08ld.wcp (%s): %s in %.3f s", t->ckpt_dir, steps_done, why,
             wc_fmt_bytes(b, sizeof b, (double)bytes), secs);
-    if (t->jsonl) {
-        fprintf(t->jsonl,
-                "{\"type\":\"checkpoint\",\"step\":%ld,\"bytes\":%zu,\"seconds\":%.4f,\"why\":\"%s\"}\n",
-                steps_done, bytes, secs, why);
-        fflush(t->jsonl);
-    }
+    log_json(t, "{\"type\":\"checkpoint\",\"step\":%ld,\"bytes\":%zu,\"seconds\":%.4f,\"why\":\"%s\"}",
+             steps_done, bytes, secs, why);
     return WC_OK;
 }
 
@@ -356,8 +374,8 @@ static int resume(train_ctx *t) {
     if (t->rank == 0) {
         if (wc_ckpt_latest(t->ckpt_dir, &ck, &path, &found_any) != WC_OK) {
             if (found_any) {
-                wc_error("%s holds checkpoints but none is valid (see above); refusing to start "
-                         "over silently: use --fresh to start from scratch",
+                wc_error("%s holds checkpoints but none is usable (see above); refusing to "
+                         "start over silently: use --fresh to start from scratch",
                          t->ckpt_dir);
                 status[0] = 1;
             }
@@ -432,23 +450,21 @@ static int resume(train_ctx *t) {
 /* metrics.jsonl of a resumed run: drop what the interrupted run logged after the checkpoint,
  * so the file reads as if the run had never stopped. */
 static void trim_jsonl(const char *path, long keep_through_step) {
-    FILE *in = fopen(path, "r");
-    if (!in) return;
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out) {
-        fclose(in);
-        return;
+    char *text = wc_read_file(path);
+    wc_atomic_file out;
+    if (!text || wc_atomic_open(&out, path, "w") != WC_OK) {
+        free(text);
+        return; /* a missing log is fine; a failure was reported */
     }
-    char line[8192];
-    while (fgets(line, sizeof line, in)) {
+    for (char *line = text, *next; *line; line = next) {
+        next = strchr(line, '\n');
+        next = next ? next + 1 : line + strlen(line);
         const char *s = strstr(line, "\"step\":");
-        long step = s ? atol(s + 7) : 0;
-        if (step <= keep_through_step) fputs(line, out);
+        long step = s && s < next ? atol(s + 7) : 0;
+        if (step <= keep_through_step) fwrite(line, 1, (size_t)(next - line), out.f);
     }
-    fclose(in);
-    if (fclose(out) == 0) rename(tmp, path);
+    free(text);
+    if (wc_atomic_commit(&out) != WC_OK) wc_warn("%s keeps lines logged after the checkpoint", path);
 }
 
 /* ---- the step ---------------------------------------------------------------------------- */
@@ -546,11 +562,10 @@ static void log_progress(train_ctx *t, long step, int force_line) {
     if (t->tty) printf("\r\033[K");
     wc_info("epoch %ld/%ld  step %ld/%ld  loss %.4f  lr %.2e  %.1f samples/s  ETA %s", epoch,
             epochs, done, t->total_steps, loss, lr, sps, eta);
-    fprintf(t->jsonl,
-            "{\"type\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.17g,\"lr\":%.9g,"
-            "\"samples_per_s\":%.3f,\"elapsed_s\":%.3f}\n",
-            done, epoch, loss, lr, sps, now - t->t_start);
-    fflush(t->jsonl);
+    log_json(t,
+             "{\"type\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.17g,\"lr\":%.9g,"
+             "\"samples_per_s\":%.3f,\"elapsed_s\":%.3f}",
+             done, epoch, loss, lr, sps, now - t->t_start);
     t->t_last_log = now;
     t->samples_since_log = 0;
     t->loss_sum_since_log = 0;
@@ -606,22 +621,6 @@ static int make_dirs(const char *out, int fresh, char *ckpt_dir, size_t size) {
     return failed ? WC_ERR : WC_OK;
 }
 
-static char *read_text_file(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        wc_error("--model %s: %s (the built-in models are unet-lite and logistic)", path,
-                 strerror(errno));
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = WC_ALLOC((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
 
 static void print_plan(train_ctx *t, size_t baseline) {
     wc_memory_plan mp;
@@ -708,8 +707,10 @@ int wc_train_run(const wc_train_config *cfg_in) {
     char *spec_file = NULL;
     const char *arch = cfg->model;
     if (!spec) {
-        spec = spec_file = read_text_file(cfg->model);
+        spec = spec_file = wc_read_file(cfg->model);
         if (!spec) {
+            wc_error("--model %s: %s (the built-in models are unet-lite and logistic)",
+                     cfg->model, strerror(errno));
             wc_dataset_close(ds);
             return WC_EXIT_USAGE;
         }

@@ -56,8 +56,6 @@ void wc_log_set_rank(int rank, int nranks) {
     log_nranks = nranks;
 }
 
-int wc_log_rank(void) { return log_rank; }
-
 void wc_log_set_quiet(int quiet) { log_quiet = quiet; }
 
 static void vlog(FILE *f, const char *kind, const char *fmt, va_list ap) {
@@ -119,12 +117,6 @@ double wc_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-double wc_wall_time(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 void wc_utc_timestamp(char *buf, size_t size) {
     time_t now = time(NULL);
     struct tm tm;
@@ -164,6 +156,26 @@ int wc_mkdir_p(const char *path) {
     }
     free(p);
     return rc;
+}
+
+uint64_t wc_fnv1a64(const void *data, size_t n) {
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+size_t wc_json_escape(char *dst, size_t cap, const char *s) {
+    size_t n = 0;
+    for (; *s && n + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') dst[n++] = '\\', dst[n++] = (char)c;
+        else if (c == '\n') dst[n++] = '\\', dst[n++] = 'n';
+        else if (c < 0x20) n += (size_t)snprintf(dst + n, cap - n, "\\u%04x", c);
+        else dst[n++] = (char)c;
+    }
+    if (cap) dst[n] = '\0';
+    return n;
 }
 
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {

@@ -154,7 +154,7 @@ cp -r "$T/ref" "$T/none"
 for f in "$T"/none/checkpoints/ckpt-*.wcp; do : >"$f"; done
 resume none 1
 status=$?
-[ $status -eq 1 ] && grep -q "holds checkpoints but none is valid" "$T/none.log" \
+[ $status -eq 1 ] && grep -q "holds checkpoints but none is usable" "$T/none.log" \
     && ok "no valid checkpoint: error, not a silent restart" || notok "no valid checkpoint: error" "status $status"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" >>"$T/none.log" 2>&1
 [ $? -eq 0 ] && ls -d "$T"/none/replaced-*/checkpoints >/dev/null 2>&1 \

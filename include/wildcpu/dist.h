@@ -19,8 +19,6 @@ int wc_dist_init(int *argc, char ***argv);
 void wc_dist_finalize(void);
 int wc_dist_rank(void);
 int wc_dist_size(void);
-/* Ends every rank of the job with `status` (MPI_Abort), after flushing output. */
-void wc_dist_abort(int status);
 
 void wc_dist_barrier(void);
 /* In-place sums and maxima over all ranks. */

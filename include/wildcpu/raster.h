@@ -60,8 +60,6 @@ void wc_raster_init(void);
 /* Opens path read-only and reads its metadata; returns WC_ERR with a message saying why
  * (missing, not a raster, unsupported band type, ...). */
 int wc_raster_open(wc_raster *r, const char *path);
-/* Opens another handle on the same file (for another thread). */
-int wc_raster_reopen(wc_raster *dst, const wc_raster *src);
 void wc_raster_close(wc_raster *r);
 /* Closes the GDAL handle (freeing its cached blocks) but keeps the metadata; reads then fail. */
 void wc_raster_release(wc_raster *r);

@@ -55,7 +55,6 @@ char *wc_strdup(const char *s);
  * process runs) messages carry no rank. wc_info prints on rank 0 only, to stdout; warnings and
  * errors print on any rank, to stderr, prefixed with the rank when there is more than one. */
 void wc_log_set_rank(int rank, int nranks);
-int wc_log_rank(void);
 void wc_log_set_quiet(int quiet); /* quiet: wc_info prints nothing (tests) */
 void wc_info(const char *fmt, ...) WC_PRINTF(1, 2);
 void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
@@ -69,9 +68,8 @@ typedef void (*wc_fatal_hook)(int status);
 void wc_set_fatal_hook(wc_fatal_hook hook);
 WC_NORETURN void wc_die(int status);
 
-/* Seconds on a monotonic clock (for durations) and on the wall clock (for timestamps). */
+/* Seconds on a monotonic clock (for durations). */
 double wc_now(void);
-double wc_wall_time(void);
 /* ISO 8601 UTC timestamp of now, e.g. "2026-11-30T03:14:15Z", into buf (>= 21 bytes). */
 void wc_utc_timestamp(char *buf, size_t size);
 
@@ -81,6 +79,13 @@ size_t wc_current_rss_bytes(void);
 
 /* Formats a byte count as "12.3 MiB" into buf (>= 16 bytes); returns buf. */
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes);
+
+/* FNV-1a, 64 bits: the digest that names exact parameters (wildcpu info, map metadata). */
+uint64_t wc_fnv1a64(const void *data, size_t n);
+
+/* Writes s into dst as the body of a JSON string (quotes, backslashes and control characters
+ * escaped), cut to fit cap; returns the length written. */
+size_t wc_json_escape(char *dst, size_t cap, const char *s);
 
 /* mkdir -p: creates path and its missing parents; WC_OK if it exists as a directory after. */
 int wc_mkdir_p(const char *path);

@@ -1,0 +1,42 @@
+/* files.h: whole-file reads and atomic replacement of small output files.
+ *
+ * Every output a user keeps (a report, metrics, an exported model, a picture, a map) replaces
+ * the previous one only when complete: it is written to a temporary file in the same
+ * directory, flushed, fsync'ed, closed, renamed over the target, and the directory is
+ * fsync'ed. A failure at any of these calls is reported, naming the call and the file, and
+ * removes the temporary file: the previous version stays as it was. Checkpoints follow the
+ * same protocol with their own crash-test hooks (ckpt.c); maps are written through GDAL
+ * (predict.c, quicklook.c) and use the fsync and temporary-name helpers. */
+#ifndef WILDCPU_FILES_H
+#define WILDCPU_FILES_H
+
+#include <stdio.h>
+
+/* The whole content of path, NUL-terminated (also from pipes and other unseekable files);
+ * NULL with errno set when it cannot be read. Caller frees. */
+char *wc_read_file(const char *path);
+
+/* A temporary name next to path, unique to this process: DIR/.NAME.TAG-PID. Caller frees. */
+char *wc_temp_path(const char *path, const char *tag);
+
+/* fsync of a file or directory; WC_ERR after a message naming it. */
+int wc_fsync_path(const char *path, int directory);
+/* fsync of the directory holding path. */
+int wc_fsync_parent(const char *path);
+
+/* An atomic replacement in progress. */
+typedef struct wc_atomic_file {
+    FILE *f;    /* write here */
+    char *tmp;  /* the temporary file */
+    char *path; /* the target */
+} wc_atomic_file;
+
+/* Opens the temporary file for path; WC_ERR after a message. */
+int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode);
+/* Flush, fsync, close, rename, fsync of the directory; on any failure a message naming the
+ * call and the temporary file is removed. Frees a either way. */
+int wc_atomic_commit(wc_atomic_file *a);
+/* Gives up: closes and removes the temporary file. */
+void wc_atomic_abort(wc_atomic_file *a);
+
+#endif
