@@ -64,6 +64,10 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libwildcpu.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@
 
+# test_net counts every allocation a training step makes (see test_no_allocation_in_step)
+$(BUILD)/tests/test_net: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
+                                    -Wl,--wrap=posix_memalign,--wrap=aligned_alloc
+
 $(BUILD)/tools/%: tools/%.c $(BUILD)/libwildcpu.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@

@@ -28,6 +28,9 @@ ranks_of() { # the wildcpu processes of run NAME, rank order unknown
 }
 # resume NAME NRANKS: the same command again, in the foreground; returns its status
 resume() { mpirun_n "$2" "$WILDCPU" "${args[@]}" --out "$T/$1" >>"$T/$1.log" 2>&1; }
+# resumed NAME N: the run's log shows exactly N resumes (a rerun that silently started over
+# would reach the same final parameters, since training is deterministic)
+resumed() { [ "$(grep -c "^resuming from .*ckpt-" "$T/$1.log")" -eq "$2" ]; }
 
 mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/ref.log" 2>&1
 ref=$(final ref)
@@ -56,7 +59,7 @@ kill -TERM "$(ranks_of one | tail -1)"
 wait $pid
 status=$?
 resume one 2
-[ $status -eq 75 ] && [ "$(final one)" = "$ref" ] \
+[ $status -eq 75 ] && [ "$(final one)" = "$ref" ] && resumed one 1 \
     && ok "SIGTERM to one rank: all stop at the same step, exit 75, resume equal" \
     || notok "SIGTERM to one rank" "status $status, $(final one) vs $ref"
 
@@ -72,7 +75,7 @@ kill -INT $(ranks_of multi)
 wait $pid
 s2=$?
 resume multi 2
-[ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final multi)" = "$ref" ] \
+[ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final multi)" = "$ref" ] && resumed multi 2 \
     && ok "stopped twice (SIGUSR1, SIGINT), resumed twice: equal" \
     || notok "stopped twice, resumed twice" "$s1 $s2, $(final multi) vs $ref"
 
@@ -88,21 +91,22 @@ kill -TERM $(ranks_of shrink)
 wait $pid
 s2=$?
 resume shrink 1
-[ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final shrink)" = "$ref" ] \
+[ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final shrink)" = "$ref" ] && resumed shrink 2 \
     && ok "resumed on other rank counts (4 -> 3 -> 1): equal" \
     || notok "resumed on other rank counts (4 -> 3 -> 1)" "$s1 $s2, $(final shrink) vs $ref"
 grep -q "written by 4 ranks" "$T/shrink.log" && ok "the resume names the rank count that wrote the checkpoint" \
     || notok "resume names the writer's rank count"
 
 # SIGKILL one rank at a random step: the job ends; the rerun resumes from the last checkpoint
+kill_step=$((5 + RANDOM % 10))
 start killed 2
-wait_step killed $((5 + RANDOM % 10))
+wait_step killed $kill_step
 kill -KILL "$(ranks_of killed | head -1)"
 wait $pid
 status=$?
 resume killed 2
-[ $status -ne 0 ] && [ "$(final killed)" = "$ref" ] \
-    && ok "SIGKILL of one rank (exit $status), rerun resumes: equal" \
+[ $status -ne 0 ] && [ "$(final killed)" = "$ref" ] && resumed killed 1 \
+    && ok "SIGKILL of one rank at step $kill_step (exit $status), rerun resumes: equal" \
     || notok "SIGKILL of one rank, rerun resumes" "status $status, $(final killed) vs $ref"
 
 # a crash halfway through writing a checkpoint: the previous one is used

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_data.sh: the sharded reader under real MPI. For 1..5 ranks: over each epoch the ranks
-# together read every training patch exactly once (gathered with MPI and checked on rank 0),
-# and the normalization statistics, split and pixel counts are bitwise those of one process.
+# together read every training patch exactly once (gathered with MPI and checked on rank 0), in
+# the order one process reads them, and the normalization statistics, split and pixel counts
+# are bitwise those of one process.
 . "$(dirname "$0")/lib.sh"
 tool=${WILDCPU_BUILD:-$ROOT/build}/tools/shard_check
 for n in 1 2 3 4 5; do
@@ -11,12 +12,12 @@ for n in 1 2 3 4 5; do
     else
         notok "$n rank(s): every training patch read exactly once per epoch" "$(tail -3 "$T/shard$n.txt")"
     fi
-    grep -E "^(stats|split)" "$T/shard$n.txt" >"$T/stats$n.txt"
+    grep -E "^(stats|split|order)" "$T/shard$n.txt" >"$T/stats$n.txt"
     if [ "$n" -gt 1 ]; then
-        if [ -s "$T/stats1.txt" ] && cmp -s "$T/stats1.txt" "$T/stats$n.txt"; then
-            ok "$n rank(s): normalization statistics bitwise equal to 1 rank's"
+        if [ "$(grep -c "^order" "$T/stats1.txt")" -eq 2 ] && cmp -s "$T/stats1.txt" "$T/stats$n.txt"; then
+            ok "$n rank(s): read order and normalization statistics bitwise equal to 1 rank's"
         else
-            notok "$n rank(s): normalization statistics bitwise equal to 1 rank's" "$(diff "$T/stats1.txt" "$T/stats$n.txt" | head -4)"
+            notok "$n rank(s): read order and normalization statistics bitwise equal to 1 rank's" "$(diff "$T/stats1.txt" "$T/stats$n.txt" | head -4)"
         fi
     fi
 done

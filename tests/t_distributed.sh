@@ -59,7 +59,7 @@ done
 # an uneven last micro-batch: batch 14 in micro-batches of 2 is 7 per step; on 4 ranks 2/2/2/1
 run s14 0 --batch 14 --micro-batch 2
 run p14 4 --batch 14 --micro-batch 2
-cmp -s <(digests s14) <(digests p14) && ok "4 ranks, 7 micro-batches per step (2/2/2/1): bitwise equal" \
+[ "$(digests s14 | grep -c ' [0-9a-f]\{16\}$')" -eq $steps ] && cmp -s <(digests s14) <(digests p14) && ok "4 ranks, 7 micro-batches per step (2/2/2/1): bitwise equal" \
     || notok "4 ranks, 7 micro-batches: bitwise equal" "$(diff <(digests s14) <(digests p14) | head -3)"
 
 # the fast reduction: approximately equal, and it must not silently be the exact one
@@ -73,7 +73,8 @@ PY
 rel=$(cat "$T/fast.cmp")
 $PY -c "import sys; sys.exit(0 if $rel < 1e-3 else 1)" && ok "--fast-reduce on 2 ranks: losses within $rel of the exact reduction" \
     || notok "--fast-reduce close to exact" "relative difference $rel"
-[ "$(digest "$T/fast/checkpoints/ckpt-0000000$steps.wcp")" != "$(digest "$T/single/checkpoints/ckpt-0000000$steps.wcp")" ] \
+dfast=$(digest "$T/fast/checkpoints/ckpt-0000000$steps.wcp")
+[ -n "$dfast" ] && [ "$dfast" != "$(digest "$T/single/checkpoints/ckpt-0000000$steps.wcp")" ] \
     && ok "--fast-reduce is a different (float) reduction, not the exact one" \
     || notok "--fast-reduce is a different (float) reduction" "same digest as the exact run"
 

@@ -137,6 +137,10 @@ assert len(b.get("overviews", [])) >= 1, "no overviews"
 assert d["metadata"][""]["training_data_fingerprint"]
 print("# overviews", [o["size"] for o in b["overviews"]], "block", b["block"])
 EOF
+# GDAL's own validator, with its full check: IFDs before the data, overviews from the
+# smallest, tile data in order, the ghost header
+check "COG validates with GDAL's validate_cloud_optimized_geotiff --full-check=yes" \
+    /usr/bin/python3 -m osgeo_utils.samples.validate_cloud_optimized_geotiff --full-check=yes "$C"
 raw -b 1 "$C" "$tmp/cog1.raw"
 check "COG band 1 holds the same values as the plain GeoTIFF" cmp "$tmp/r1.raw" "$tmp/cog1.raw"
 check "class band: category names and quantile breaks in its metadata" python3 - "$C" <<'EOF'

@@ -1,8 +1,10 @@
 /* shard_check.c: a test tool run under mpirun. Every rank plans the dataset (collectively) and
  * computes, step by step, the patches its micro-batches read; rank 0 gathers them and checks
- * that over each epoch the ranks together read every training patch exactly once, in the
- * single-process order. It prints the normalization statistics in hexadecimal, so runs on
- * different rank counts can be compared bit for bit.
+ * that over each epoch the ranks together read every training patch exactly once. It prints a
+ * digest of each epoch's read order (the gathered batches in micro-batch order) and the
+ * normalization statistics in hexadecimal, so runs on different rank counts can be compared
+ * bit for bit: the same order and statistics as one process. The training loop asks the same
+ * schedule functions what to read (train.c, submit_ahead).
  *
  *   mpirun -np N build/tools/shard_check TILES PATCH BATCH MICRO [EPOCHS] */
 #include <stdio.h>
@@ -33,6 +35,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     const int R = wc_dist_size(), rank = wc_dist_rank();
+    if (R > 64) {
+        fprintf(stderr, "shard_check: at most 64 ranks\n");
+        wc_dist_finalize();
+        return 2;
+    }
     wc_schedule s;
     long spe = wc_schedule_steps_per_epoch(ds->ntrain, batch);
     wc_schedule_init(&s, ds->train, ds->ntrain, batch, micro, rank, R, cfg.seed, epochs * spe);
@@ -43,6 +50,7 @@ int main(int argc, char **argv) {
     for (int e = 0; e < epochs; e++) {
         memset(seen, 0, sizeof(int) * ds->npatches);
         long total = 0;
+        uint64_t order = 0;
         for (long step = e * spe; step < (e + 1) * spe; step++) {
             int lo, hi, n = 0;
             wc_schedule_micro_batches(&s, step, &lo, &hi);
@@ -57,6 +65,7 @@ int main(int argc, char **argv) {
             long got = 0;
             for (int r = 0; r < R; r++) got += nn[r];
             for (long i = 0; i < got; i++) seen[all[i]]++;
+            order = wc_fnv1a64(all, (size_t)got * sizeof(uint32_t)) ^ (order * 0x100000001b3ull);
             total += got;
         }
         if (rank == 0) {
@@ -70,6 +79,7 @@ int main(int argc, char **argv) {
             printf("epoch %d: %ld samples read by %d ranks, %ld training patches, %ld twice, %ld "
                    "missing, %ld not training\n",
                    e, total, R, ds->ntrain, twice, missing, strays);
+            printf("order epoch %d %016llx\n", e, (unsigned long long)order);
             failures += total != ds->ntrain || twice || missing || strays;
         }
     }
