@@ -49,7 +49,7 @@ np.random.randn(2, 12, 64, 64).astype(np.float32).tofile('$T/x.f32')"
     out=$($PY "$ref" compare --weights "$T/model.safetensors" --input "$T/x.f32" --output "$T/y.f32" --batch 2 2>&1)
     [ $? -eq 0 ] && ok "PyTorch reference loads the weights and agrees: $out" || notok "PyTorch reference agrees" "$out"
 else
-    echo "# skipped: python3-torch is not installed (make deps installs it)"
+    echo "# skipped: the PyTorch comparison needs python3-torch (make deps) and $ref"
 fi
 
 "$WILDCPU" export --checkpoint "$T/nothing" --out "$T/x.safetensors" >"$T/e.log" 2>&1
