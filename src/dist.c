@@ -40,6 +40,12 @@ int wc_dist_init(int *argc, char ***argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     wc_log_set_rank(dist_rank, dist_size);
     wc_set_fatal_hook(abort_hook);
+    /* The read-ahead thread makes no MPI call; only the main thread does (FUNNELED). */
+    if (provided < MPI_THREAD_FUNNELED) {
+        wc_error("this MPI library offers no thread support (MPI_THREAD_FUNNELED), which the "
+                 "read-ahead thread needs");
+        return WC_ERR;
+    }
     const char *ntasks = getenv("SLURM_NTASKS");
     const char *step = getenv("SLURM_STEP_ID");
     /* Only inside a job step (srun) must the world match SLURM_NTASKS; a batch script's shell
