@@ -7,13 +7,13 @@
  * each chunk again instead of keeping the forward's lowered matrix: that costs a cheap, cache-
  * resident copy and saves memory the size of every layer's lowered input.
  *
- * 3x3 stride-1 convolutions (every convolution of unet-lite but its 1x1 head) run forward, and
- * their input gradient backward, with Winograd's minimal filtering F(2x2, 3x3): each 2x2 output
+ * 3x3 stride-1 convolutions (every convolution of unet-lite but its 1x1 head) run forward,
+ * and both gradients backward, with Winograd's minimal filtering F(2x2, 3x3): each 2x2 output
  * tile costs 16 multiplies per channel pair instead of 36, as 16 GEMMs (one per transform
- * position) between transformed weights (K x C) and transformed input tiles (C x tiles). The
+ * position) between transformed weights (K x C) and transformed input tiles (C x tiles); the
+ * weight gradient is the adjoint of the forward transform (winograd_backward_weights). The
  * transforms are exact in real arithmetic; in float32 they add rounding of the order of the
- * direct sum's (tests compare both paths with naive loops). The weight gradient keeps the
- * lowering: it is a correlation of two large tensors that F(2x2, 3x3) does not cover.
+ * direct sum's (tests compare every path with naive loops).
  *
  * Not here: allocation (the caller passes the workspace), threads (OpenBLAS's own). */
 #include <cblas.h>

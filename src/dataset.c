@@ -449,9 +449,3 @@ void wc_dataset_close(wc_dataset *ds) {
     free(ds->mean), free(ds->std), free(ds->fingerprint);
     free(ds);
 }
-
-/* ---- fingerprints ------------------------------------------------------------------------ */
-
-int wc_fingerprint_differs(const char *mine, const char *theirs, char *why, size_t size) {
-    return wc_kv_differs(mine, theirs, why, size);
-}

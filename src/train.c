@@ -382,7 +382,7 @@ static int resume(train_ctx *t) {
         } else {
             char why[2048];
             char *fp = section_text(&ck, "fingerprint"), *conf = section_text(&ck, "config");
-            if (wc_fingerprint_differs(t->ds->fingerprint, fp, why, sizeof why)) {
+            if (wc_kv_differs(t->ds->fingerprint, fp, why, sizeof why)) {
                 wc_error("checkpoint %s was trained on other data: %s (use another --out, or "
                          "--fresh)",
                          path, why);
@@ -756,9 +756,8 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     t->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     /* a step's own batches stay held for a recomputation, plus as many to read ahead */
-    wc_train_config *mcfg = &cfgv;
-    if (mcfg->prefetch <= 0) mcfg->prefetch = 2 * t->max_local + 1;
-    if (mcfg->prefetch < t->max_local + 1) mcfg->prefetch = t->max_local + 1;
+    if (cfgv.prefetch <= 0) cfgv.prefetch = 2 * t->max_local + 1;
+    if (cfgv.prefetch < t->max_local + 1) cfgv.prefetch = t->max_local + 1;
     t->rd = wc_reader_create(ds, cfg->prefetch, cfg->micro_batch);
     int64_t reader_failed = t->rd == NULL;
     wc_dist_sum_i64(&reader_failed, 1);

@@ -105,8 +105,4 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean
 /* Grid position of a patch: its top-left pixel. */
 void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0);
 
-/* Compares this dataset's fingerprint with one stored in a checkpoint; on a difference writes a
- * message naming each differing item ("bands: a,b vs a,c") into why and returns nonzero. */
-int wc_fingerprint_differs(const char *mine, const char *theirs, char *why, size_t size);
-
 #endif
