@@ -23,9 +23,9 @@
 #include "wildcpu/predict.h"
 #include "wildcpu/reader.h"
 #include "wildcpu/reduce.h"
-#include "wildcpu/stop.h"
 #include "wildcpu/report.h"
 #include "wildcpu/schedule.h"
+#include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
 void wc_train_config_default(wc_train_config *cfg) {
