@@ -14,7 +14,7 @@
 #include "wildcpu/util.h"
 
 void wc_data_config_default(wc_data_config *cfg) {
-    *cfg = (wc_data_config){.label_band = "fire", .work_dir = ".", .patch = 64,
+    *cfg = (wc_data_config){.label_band = WC_LABEL_BAND_NAME, .work_dir = ".", .patch = 64,
                             .val_fraction = 0.2, .val_block_px = 256, .min_valid = 0.5,
                             .seed = 1};
 }
@@ -162,7 +162,7 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     ds->read_bands = WC_ALLOC(sizeof(int) * (src->nbands + 1));
     int label_in_src = 0;
     if (!cfg->labels) {
-        const char *name = cfg->label_band ? cfg->label_band : "fire";
+        const char *name = cfg->label_band ? cfg->label_band : WC_LABEL_BAND_NAME;
         label_in_src = wc_raster_find_band(src, name);
         if (!label_in_src) {
             char names[1024] = "";
@@ -181,7 +181,7 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
      * label (predict ignores it too): fed to the network, it would hand the model the answer. */
     int label_left_out = 0;
     if (cfg->labels) {
-        label_left_out = wc_raster_find_band(src, "fire");
+        label_left_out = wc_raster_find_band(src, WC_LABEL_BAND_NAME);
         if (label_left_out)
             wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
                     "gives the labels)",
@@ -379,8 +379,9 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
     if (cfg->labels) {
-        if (wc_labels_prepare(&ds->files.src, cfg->labels,
-                              cfg->label_band && strcmp(cfg->label_band, "fire") ? cfg->label_band : "",
+        /* --label-band, when set to something else, names the band of a label raster */
+        const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
+        if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
                               cfg->work_dir, &ds->label_path, &ds->label_band) != WC_OK)
             goto fail;
         if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;

@@ -48,7 +48,7 @@ static GDALDatasetH create_grid_tif(const wc_raster *tiles, const char *path) {
     }
     GDALSetGeoTransform(ds, (double *)tiles->gt);
     GDALSetProjection(ds, tiles->wkt);
-    GDALSetDescription(GDALGetRasterBand(ds, 1), "fire");
+    GDALSetDescription(GDALGetRasterBand(ds, 1), WC_LABEL_BAND_NAME);
     return ds;
 }
 

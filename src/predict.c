@@ -287,7 +287,8 @@ static int match_bands(const wc_model *m, const wc_raster *r, int *bands, char *
     for (int b = 1; b <= r->nbands; b++) matched += used[b] != 0;
     for (int b = 1; b <= r->nbands; b++) {
         const char *name = r->bands[b - 1].name;
-        if (used[b] || strcmp(name, label_band) == 0 || strcmp(name, "fire") == 0) continue;
+        if (used[b] || strcmp(name, label_band) == 0 || strcmp(name, WC_LABEL_BAND_NAME) == 0)
+            continue;
         extra++;
         appendf(why, size, "%sband %d '%s' is not among the model's inputs", *why ? "; " : "", b,
                 name);

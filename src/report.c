@@ -219,7 +219,8 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         s->patches_read, s->bytes_read / 1048576.0, s->ckpts_written, s->ckpt_seconds,
         (double)s->ckpt_bytes / 1048576.0, s->ckpt_seconds / ts, s->last_loss);
     for (int r = 0; r < R; r++)
-        n += (size_t)snprintf(json + n, cap - n, "%s%.2f", r ? "," : "", (double)rss[r] / 1048576.0);
+        n += (size_t)snprintf(json + n, cap - n, "%s%.2f", r ? "," : "",
+                              (double)rss[r] / 1048576.0);
     n += (size_t)snprintf(json + n, cap - n, "]");
     if (s->have_val) {
         n += (size_t)snprintf(json + n, cap - n, ",");

@@ -326,7 +326,9 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     if (t->tty) printf("\r\033[K");
     wc_info("checkpoint %s/ckpt-%08ld.wcp (%s): %s in %.3f s", t->ckpt_dir, steps_done, why,
             wc_fmt_bytes(b, sizeof b, (double)bytes), secs);
-    log_json(t, "{\"type\":\"checkpoint\",\"step\":%ld,\"bytes\":%zu,\"seconds\":%.4f,\"why\":\"%s\"}",
+    log_json(t,
+             "{\"type\":\"checkpoint\",\"step\":%ld,\"bytes\":%zu,\"seconds\":%.4f,"
+             "\"why\":\"%s\"}",
              steps_done, bytes, secs, why);
     return WC_OK;
 }
@@ -464,7 +466,8 @@ static void trim_jsonl(const char *path, long keep_through_step) {
         if (step <= keep_through_step) fwrite(line, 1, (size_t)(next - line), out.f);
     }
     free(text);
-    if (wc_atomic_commit(&out) != WC_OK) wc_warn("%s keeps lines logged after the checkpoint", path);
+    if (wc_atomic_commit(&out) != WC_OK)
+        wc_warn("%s keeps lines logged after the checkpoint", path);
 }
 
 /* ---- the step ---------------------------------------------------------------------------- */

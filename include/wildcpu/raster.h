@@ -35,6 +35,9 @@ wc_dtype wc_dtype_union(wc_dtype a, wc_dtype b);
 double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 
 #define WC_BAND_NAME_MAX 64
+/* The band description that marks the label band unless --label-band says otherwise; with
+ * --labels such a band is still a label, never a feature (INTERFACE.md, Inputs). */
+#define WC_LABEL_BAND_NAME "fire"
 
 typedef struct wc_band {
     /* the band description (cut to 63 bytes; ',' ';' '=' and control characters read as '_'),
