@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/rng.h"
 #include "wildcpu/util.h"
 
@@ -185,6 +186,20 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     return close_checked(dst, tmp);
 }
 
+/* A derived label raster is reused by name on every rerun, so it appears only complete: built
+ * in tmp (rc: how that went), synced, then renamed. Frees tmp. */
+static int publish(int rc, char *tmp, const char *derived) {
+    if (rc == WC_OK && wc_fsync_path(tmp, 0) != WC_OK) rc = WC_ERR;
+    if (rc == WC_OK && rename(tmp, derived) != 0) {
+        wc_error("cannot rename %s to %s: %s", tmp, derived, strerror(errno));
+        rc = WC_ERR;
+    }
+    if (rc == WC_OK && wc_fsync_parent(derived) != WC_OK) rc = WC_ERR;
+    if (rc != WC_OK) unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
 /* Rank 0's part: returns WC_OK with path/band filled, or WC_ERR. */
 static int prepare_here(const wc_raster *tiles, const char *labels, const char *band_name,
                         const char *work_dir, char *path, size_t size, int *band) {
@@ -219,15 +234,10 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
         }
         int rc = WC_OK;
         if (access(derived, R_OK) != 0) {
-            char tmp[4200];
-            snprintf(tmp, sizeof tmp, "%s.tmp%d", derived, (int)getpid());
-            rc = warp(tiles, &lab, b, tmp);
-            if (rc == WC_OK && rename(tmp, derived) != 0) {
-                wc_error("cannot rename %s to %s: %s", tmp, derived, strerror(errno));
-                rc = WC_ERR;
-            }
-            if (rc != WC_OK) unlink(tmp);
-            else wc_info("labels: warped %s onto the tiles' grid into %s", labels, derived);
+            char *tmp = wc_temp_path(derived, "tmp");
+            rc = publish(warp(tiles, &lab, b, tmp), tmp, derived);
+            if (rc == WC_OK)
+                wc_info("labels: warped %s onto the tiles' grid into %s", labels, derived);
         }
         wc_raster_close(&lab);
         snprintf(path, size, "%s", derived);
@@ -236,19 +246,11 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
     }
     if (access(derived, R_OK) != 0) {
         ds = GDALOpenEx(labels, GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL, NULL, NULL);
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp%d", derived, (int)getpid());
+        char *tmp = wc_temp_path(derived, "tmp");
         double t0 = wc_now();
         int rc = rasterize(tiles, ds, labels, tmp);
         GDALClose(ds);
-        if (rc == WC_OK && rename(tmp, derived) != 0) {
-            wc_error("cannot rename %s to %s: %s", tmp, derived, strerror(errno));
-            rc = WC_ERR;
-        }
-        if (rc != WC_OK) {
-            unlink(tmp);
-            return WC_ERR;
-        }
+        if (publish(rc, tmp, derived) != WC_OK) return WC_ERR;
         wc_info("labels: rasterized the polygons of %s onto the tiles' grid in %.1f s (%s)",
                 labels, wc_now() - t0, derived);
     }

@@ -409,7 +409,6 @@ static const char *gdal_why(const writer *w) {
     return w->err.failures ? w->err.last : "unknown error";
 }
 
-
 static int writer_create(writer *w, const wc_predict_config *cfg, const wc_raster *r,
                          const wc_model *m, const layout *L) {
     memset(w, 0, sizeof *w);
