@@ -26,6 +26,16 @@ wait_step() {
 ranks_of() { # the wildcpu processes of run NAME, rank order unknown
     pgrep -f -- "--out $T/$1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
 }
+# interrupt NAME NRANKS STEP SIGNAL [one]: starts a run, sends SIGNAL to all its ranks (or to
+# one) once the log shows STEP, and returns the run's exit status
+interrupt() {
+    local name=$1 n=$2 at=$3 sig=$4 who=${5:-all}
+    start "$name" "$n"
+    wait_step "$name" "$at"
+    if [ "$who" = one ]; then kill "-$sig" "$(ranks_of "$name" | tail -1)"
+    else kill "-$sig" $(ranks_of "$name"); fi
+    wait "$pid"
+}
 # resume NAME NRANKS: the same command again, in the foreground; returns its status
 resume() { mpirun_n "$2" "$WILDCPU" "${args[@]}" --out "$T/$1" >>"$T/$1.log" 2>&1; }
 # resumed NAME N: the run's log shows exactly N resumes (a rerun that silently started over
@@ -37,10 +47,7 @@ ref=$(final ref)
 [ -n "$ref" ] && ok "uninterrupted reference run ($ref)" || { notok "reference run" "$(tail -3 "$T/ref.log")"; finish; }
 
 # SIGTERM to every rank, then rerun
-start term 2
-wait_step term 5
-kill -TERM $(ranks_of term)
-wait $pid
+interrupt term 2 5 TERM
 status=$?
 if [ $status -eq 75 ] && grep -q "stopped by Terminated after step" "$T/term.log"; then
     ok "SIGTERM to all ranks: checkpoint, exit 75 ($(grep -o '[0-9.]* s from the signal' "$T/term.log"))"
@@ -53,10 +60,7 @@ resume term 2
     || notok "resumed after SIGTERM: equal parameters" "$(final term) vs $ref"
 
 # SIGTERM to one rank only: the others learn it through the step's reduction
-start one 2
-wait_step one 4
-kill -TERM "$(ranks_of one | tail -1)"
-wait $pid
+interrupt one 2 4 TERM one
 status=$?
 resume one 2
 [ $status -eq 75 ] && [ "$(final one)" = "$ref" ] && resumed one 1 \
@@ -64,15 +68,9 @@ resume one 2
     || notok "SIGTERM to one rank" "status $status, $(final one) vs $ref"
 
 # several stops, different signals, mid-epoch and across the epoch boundary
-start multi 2
-wait_step multi 3
-kill -USR1 $(ranks_of multi)
-wait $pid
+interrupt multi 2 3 USR1
 s1=$?
-start multi 2
-wait_step multi 14
-kill -INT $(ranks_of multi)
-wait $pid
+interrupt multi 2 14 INT
 s2=$?
 resume multi 2
 [ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final multi)" = "$ref" ] && resumed multi 2 \
@@ -80,15 +78,9 @@ resume multi 2
     || notok "stopped twice, resumed twice" "$s1 $s2, $(final multi) vs $ref"
 
 # lose ranks: 4 ranks, then 3, then 1
-start shrink 4
-wait_step shrink 6
-kill -TERM $(ranks_of shrink)
-wait $pid
+interrupt shrink 4 6 TERM
 s1=$?
-start shrink 3
-wait_step shrink 13
-kill -TERM $(ranks_of shrink)
-wait $pid
+interrupt shrink 3 13 TERM
 s2=$?
 resume shrink 1
 [ $s1 -eq 75 ] && [ $s2 -eq 75 ] && [ "$(final shrink)" = "$ref" ] && resumed shrink 2 \
@@ -99,10 +91,7 @@ grep -q "written by 4 ranks" "$T/shrink.log" && ok "the resume names the rank co
 
 # SIGKILL one rank at a random step: the job ends; the rerun resumes from the last checkpoint
 kill_step=$((5 + RANDOM % 10))
-start killed 2
-wait_step killed $kill_step
-kill -KILL "$(ranks_of killed | head -1)"
-wait $pid
+interrupt killed 2 $kill_step KILL one
 status=$?
 resume killed 2
 [ $status -ne 0 ] && [ "$(final killed)" = "$ref" ] && resumed killed 1 \
@@ -177,10 +166,7 @@ status=$?
     && ok "checkpoint of another model refused, naming the difference" || notok "other model refused" "$(tail -2 "$T/other.log")"
 
 # disk full while checkpointing: reported, previous checkpoints intact, nothing half-written
-start full 1
-wait_step full 4
-kill -TERM $(ranks_of full)
-wait $pid
+interrupt full 1 4 TERM
 before=$(ls "$T/full/checkpoints")
 # 4 MiB: enough for Open MPI's own files, less than the 5 MiB checkpoint; a singleton (no
 # mpirun), since mpirun's daemon would be limited too
@@ -204,7 +190,7 @@ predict=(predict --tiles "$T/big.vrt" --checkpoint "$T/ref" --out "$T/map/risk.t
 mpirun_n 2 "$WILDCPU" "${predict[@]}" >"$T/map.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -q "strips x" "$T/map.log" && break; sleep 0.05; done
-kill -TERM "$(pgrep -f -- "--out $T/map/risk.tif" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done | tail -1)"
+kill -TERM "$(ranks_of map/risk.tif | tail -1)"
 wait $pid
 status=$?
 if [ $status -eq 75 ] && grep -q "predict: stopped by .* the map is not written" "$T/map.log" &&

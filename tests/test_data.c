@@ -226,6 +226,16 @@ static void test_split_and_normalization(void) {
     wc_dataset_close(ds);
 }
 
+/* A 64x64 raster as one 64-pixel patch, all of it training (no validation blocks). */
+static wc_dataset *open_one_patch(const char *path) {
+    wc_data_config cfg;
+    wc_data_config_default(&cfg);
+    cfg.tiles = path;
+    cfg.patch = 64;
+    cfg.val_fraction = 0;
+    return wc_dataset_open(&cfg);
+}
+
 static void test_decode_nodata_nan_and_labels(void) {
     /* a 64x64 two-band Float32 raster + Byte label with nodata, NaN and Inf planted */
     char dir[] = "/tmp/wildcpu-test-data.XXXXXX";
@@ -248,12 +258,7 @@ static void test_decode_nodata_nan_and_labels(void) {
               "write band %d", b);
     }
     GDALClose(g);
-    wc_data_config cfg;
-    wc_data_config_default(&cfg);
-    cfg.tiles = path;
-    cfg.patch = 64;
-    cfg.val_fraction = 0;
-    wc_dataset *ds = wc_dataset_open(&cfg);
+    wc_dataset *ds = open_one_patch(path);
     CHECK(ds != NULL, "small raster does not open");
     if (ds) {
         wc_data_files f;
@@ -297,12 +302,7 @@ static void test_band_types(void) {
         CHECK(GDALRasterIO(GDALGetRasterBand(g, 2), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64, 0, 0) == CE_None, "w2");
         GDALSetDescription(GDALGetRasterBand(g, 2), "fire");
         GDALClose(g);
-        wc_data_config cfg;
-        wc_data_config_default(&cfg);
-        cfg.tiles = path;
-        cfg.patch = 64;
-        cfg.val_fraction = 0;
-        wc_dataset *ds = wc_dataset_open(&cfg);
+        wc_dataset *ds = open_one_patch(path);
         CHECK(ds != NULL, "%s raster does not open", GDALGetDataTypeName(types[t]));
         if (!ds) continue;
         wc_data_files f;
