@@ -102,6 +102,15 @@ int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, v
 long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
 
+/* A feature value as the network sees it: (v - mean) / std, rounded to float. Training,
+ * validation and prediction all normalize through this one function, so the map is computed
+ * from exactly the inputs that were validated. Evaluated in long double, so v - mean cannot
+ * overflow for any finite v and mean; the result is +-inf when the normalized value lies beyond
+ * float's range, and callers treat such a pixel as invalid (nodata), never as an input. */
+static inline float wc_normalize(double v, double mean, double inv_std) {
+    return (float)(((long double)v - (long double)mean) * (long double)inv_std);
+}
+
 /* Grid position of a patch: its top-left pixel. */
 void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0);
 
