@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,24 +98,22 @@ static int write_all(FILE *f, const void *buf, size_t n, const char *path, size_
     return WC_OK;
 }
 
+/* Deletes checkpoints beyond the newest `keep` at or before newest_step, by the step their
+ * header holds. A file whose header does not validate is never deleted: it may be a newer
+ * format's, or evidence of a fault; only what is known to be an older checkpoint goes. */
 static void prune(const char *dir, int keep, long newest_step) {
-    char **paths;
-    long *steps;
-    int n = wc_ckpt_list(dir, &paths, &steps);
+    wc_ckpt_entry *e;
+    int n = wc_ckpt_list(dir, 0, &e);
     int kept = 0;
     for (int i = 0; i < n; i++) {
-        if (steps[i] <= newest_step && kept < keep) {
+        if (!e[i].header_ok || e[i].step > newest_step) continue;
+        if (kept < keep) {
             kept++;
-        } else if (steps[i] <= newest_step) {
-            if (unlink(paths[i]) != 0)
-                wc_warn("cannot delete old checkpoint %s: %s", paths[i], strerror(errno));
+        } else if (unlink(e[i].path) != 0) {
+            wc_warn("cannot delete old checkpoint %s: %s", e[i].path, strerror(errno));
         }
-        free(paths[i]);
     }
-    if (n > 0) {
-        free(paths);
-        free(steps);
-    }
+    if (n > 0) wc_ckpt_list_free(e, n);
 }
 
 int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, int n, int keep,
@@ -193,114 +193,210 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
-static int fail(char *why, size_t size, const char *fmt, const char *a) {
-    snprintf(why, size, fmt, a);
+static int fail(char *why, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
+static int fail(char *why, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
     return WC_ERR;
 }
 
-int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
-    memset(ck, 0, sizeof *ck);
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(why, why_size, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        fclose(f);
-        return fail(why, why_size, "cannot stat: %s", strerror(errno));
+/* The header's own checks (no CRC: that needs the payload). size is the file's. */
+static int check_header(const unsigned char *h, size_t size, char *why, size_t why_size) {
+    if (memcmp(h, MAGIC, 8) != 0) return fail(why, why_size, "not a wildcpu checkpoint (bad magic)");
+    uint32_t version = get_u32(h + 8);
+    if (get_u32(h + 12) != BOM)
+        return fail(why, why_size, "corrupted header (the format mark at byte 12 is wrong)");
+    if (version != WC_CKPT_VERSION)
+        return fail(why, why_size, "format version %u, this wildcpu reads version %d%s", version,
+                    WC_CKPT_VERSION, version > WC_CKPT_VERSION ? " (written by a newer wildcpu)" : "");
+    uint64_t zsize = get_u64(h + 32);
+    if (zsize != size - WC_CKPT_HEADER)
+        return fail(why, why_size, "truncated or extended: %zu of %llu payload bytes present",
+                    size - WC_CKPT_HEADER, (unsigned long long)zsize);
+    uint64_t step = get_u64(h + 16);
+    if (step > WC_CKPT_MAX_STEP)
+        return fail(why, why_size, "implausible step %llu in the header",
+                    (unsigned long long)step);
+    return WC_OK;
+}
+
+/* zlib's inflate into a buffer that grows only as the stream really produces bytes, so a header
+ * that claims a huge payload costs no memory beyond what the compressed bytes expand to. The
+ * output must be exactly `expect` bytes. Returns the buffer or NULL with why set. */
+static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t expect,
+                                    char *why, size_t why_size) {
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit(&zs) != Z_OK) {
+        fail(why, why_size, "zlib cannot start decompressing");
+        return NULL;
     }
-    size_t size = (size_t)st.st_size;
-    if (size == 0) {
-        fclose(f);
-        return fail(why, why_size, "%sempty file (0 bytes)", "");
+    size_t cap = WC_MIN(expect, WC_MAX((size_t)1 << 16, 2 * zsize)) + 1, have = 0, fed = 0;
+    unsigned char *out = WC_ALLOC(cap);
+    int zrc = Z_OK;
+    while (zrc == Z_OK) {
+        if (have == cap) {
+            if (cap > expect) break; /* already one byte beyond what the header allows */
+            size_t next = WC_MIN(expect + 1, 2 * cap);
+            unsigned char *bigger = realloc(out, next);
+            if (!bigger) wc_fatal("out of memory decompressing a checkpoint of %zu bytes", expect);
+            out = bigger, cap = next;
+        }
+        if (zs.avail_in == 0 && fed < zsize) {
+            size_t n = WC_MIN(zsize - fed, (size_t)1 << 30); /* avail_in is a uInt */
+            zs.next_in = (unsigned char *)z + fed, zs.avail_in = (uInt)n, fed += n;
+        }
+        size_t room = WC_MIN(cap - have, (size_t)1 << 30);
+        zs.next_out = out + have, zs.avail_out = (uInt)room;
+        zrc = inflate(&zs, Z_NO_FLUSH);
+        have += room - zs.avail_out;
+        if (zrc == Z_BUF_ERROR && zs.avail_in == 0 && fed == zsize) break; /* input ran out */
+        if (zrc == Z_BUF_ERROR) zrc = Z_OK;
     }
-    if (size < WC_CKPT_HEADER) {
-        fclose(f);
-        return fail(why, why_size, "%struncated: shorter than the 64-byte header", "");
+    int trailing = zs.avail_in != 0 || fed != zsize;
+    inflateEnd(&zs);
+    if (zrc != Z_STREAM_END || have != expect || trailing) {
+        fail(why, why_size, "the compressed payload does not decompress to the %zu bytes the "
+                            "header states",
+             expect);
+        free(out);
+        return NULL;
     }
-    unsigned char *buf = WC_ALLOC(size);
-    size_t got = fread(buf, 1, size, f);
-    fclose(f);
-    int rc = WC_ERR;
-    unsigned char *raw = NULL;
-    if (got != size) {
-        fail(why, why_size, "read error: %s", strerror(errno));
-        goto out;
-    }
-    if (memcmp(buf, MAGIC, 8) != 0) {
-        fail(why, why_size, "%snot a wildcpu checkpoint (bad magic)", "");
-        goto out;
-    }
-    uint32_t version = get_u32(buf + 8);
-    if (get_u32(buf + 12) != BOM) {
-        fail(why, why_size, "%swritten with another byte order or corrupted header", "");
-        goto out;
-    }
-    if (version != WC_CKPT_VERSION) {
-        char v[32];
-        snprintf(v, sizeof v, "%u", version);
-        snprintf(why, why_size, "format version %s, this wildcpu reads version %d%s", v,
-                 WC_CKPT_VERSION, version > WC_CKPT_VERSION ? " (written by a newer wildcpu)" : "");
-        goto out;
-    }
-    uint64_t raw_size = get_u64(buf + 24), zsize = get_u64(buf + 32);
-    if (zsize != size - WC_CKPT_HEADER) {
-        char s[96];
-        snprintf(s, sizeof s, "%zu of %llu payload bytes present", size - WC_CKPT_HEADER,
-                 (unsigned long long)zsize);
-        fail(why, why_size, "truncated or extended: %s", s);
-        goto out;
-    }
-    if (file_crc(buf, buf + WC_CKPT_HEADER, zsize) != get_u32(buf + 40)) {
-        fail(why, why_size, "%sCRC-32 mismatch: the file is corrupted", "");
-        goto out;
-    }
-    if (raw_size > ((uint64_t)1 << 40)) {
-        fail(why, why_size, "%simplausible payload size", "");
-        goto out;
-    }
-    raw = WC_ALLOC(raw_size);
-    uLongf out_size = raw_size;
-    if (uncompress(raw, &out_size, buf + WC_CKPT_HEADER, zsize) != Z_OK || out_size != raw_size) {
-        fail(why, why_size, "%sthe compressed payload does not decompress", "");
-        goto out;
-    }
-    /* sections */
+    return out;
+}
+
+/* Printable ASCII, no spaces: what a section name may hold. */
+static int good_name(const unsigned char *p, uint32_t n) {
+    if (n == 0 || n >= sizeof ((wc_ckpt_section *)0)->name) return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (p[i] <= 0x20 || p[i] >= 0x7f) return 0;
+    return 1;
+}
+
+/* The section list of a payload; every length checked against what is left of it. */
+static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size, char *why,
+                          size_t why_size) {
     int cap = 16;
     ck->sections = WC_CALLOC(cap, sizeof(wc_ckpt_section));
     for (size_t off = 0; off < raw_size;) {
-        if (raw_size - off < 4) goto bad_layout;
+        if (raw_size - off < 4) return fail(why, why_size, "the section layout is inconsistent");
         uint32_t nlen = get_u32(raw + off);
         off += 4;
-        if (nlen >= sizeof ck->sections[0].name || raw_size - off < nlen + 8) goto bad_layout;
-        if (ck->nsections == cap)
-            ck->sections = realloc(ck->sections, sizeof(wc_ckpt_section) * (cap *= 2));
-        WC_ASSERT(ck->sections);
-        wc_ckpt_section *s = &ck->sections[ck->nsections++];
+        if (nlen > raw_size - off || raw_size - off - nlen < 8 || !good_name(raw + off, nlen))
+            return fail(why, why_size, "the section layout is inconsistent (section %d)",
+                        ck->nsections + 1);
+        if (ck->nsections == WC_CKPT_MAX_SECTIONS)
+            return fail(why, why_size, "more than %d sections", WC_CKPT_MAX_SECTIONS);
+        if (ck->nsections == cap) {
+            wc_ckpt_section *more = realloc(ck->sections, sizeof(wc_ckpt_section) * (cap *= 2));
+            if (!more) wc_fatal("out of memory reading a checkpoint");
+            ck->sections = more;
+        }
+        wc_ckpt_section *s = &ck->sections[ck->nsections];
         memcpy(s->name, raw + off, nlen);
         s->name[nlen] = '\0';
         off += nlen;
         uint64_t dlen = get_u64(raw + off);
         off += 8;
-        if (dlen > raw_size - off) goto bad_layout;
+        if (dlen > raw_size - off)
+            return fail(why, why_size, "section '%s' claims %llu bytes, %zu are left", s->name,
+                        (unsigned long long)dlen, raw_size - off);
+        if (wc_ckpt_find(ck, s->name))
+            return fail(why, why_size, "section '%s' appears twice", s->name);
         s->data = raw + off;
-        s->size = dlen;
-        off += dlen;
+        s->size = (size_t)dlen;
+        off += (size_t)dlen;
+        ck->nsections++;
+    }
+    return WC_OK;
+}
+
+int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t why_size) {
+    const unsigned char *buf = file;
+    memset(ck, 0, sizeof *ck);
+    if (size == 0) return fail(why, why_size, "empty file (0 bytes)");
+    if (size < WC_CKPT_HEADER) return fail(why, why_size, "truncated: shorter than the 64-byte header");
+    if (check_header(buf, size, why, why_size) != WC_OK) return WC_ERR;
+    const size_t zsize = size - WC_CKPT_HEADER;
+    if (file_crc(buf, buf + WC_CKPT_HEADER, zsize) != get_u32(buf + 40))
+        return fail(why, why_size, "CRC-32 mismatch: the file is corrupted");
+    /* zlib's stream format cannot expand a byte to more than about 1032 */
+    const uint64_t raw_size = get_u64(buf + 24);
+    if (raw_size > (uint64_t)zsize * 1032 + 1024 || raw_size > ((uint64_t)1 << 40))
+        return fail(why, why_size, "implausible payload size %llu for %zu compressed bytes",
+                    (unsigned long long)raw_size, zsize);
+    unsigned char *raw = inflate_exact(buf + WC_CKPT_HEADER, zsize, (size_t)raw_size, why, why_size);
+    if (!raw) return WC_ERR;
+    ck->blob = raw;
+    if (parse_sections(ck, raw, (size_t)raw_size, why, why_size) != WC_OK) {
+        wc_ckpt_free(ck);
+        return WC_ERR;
     }
     ck->step = (long)get_u64(buf + 16);
-    ck->version = version;
+    ck->version = get_u32(buf + 8);
     ck->file_bytes = size;
-    ck->payload_bytes = raw_size;
-    ck->blob = raw;
-    raw = NULL;
-    rc = WC_OK;
-    goto out;
-bad_layout:
-    fail(why, why_size, "%sthe section layout is inconsistent", "");
-    free(ck->sections);
-    ck->sections = NULL;
-    ck->nsections = 0;
-out:
+    ck->payload_bytes = (size_t)raw_size;
+    return WC_OK;
+}
+
+/* Opens path for reading only if it is a regular file: O_NONBLOCK so that a FIFO or a device
+ * under a checkpoint's name can neither block the open nor the read. Returns the descriptor
+ * (st filled) or -1 with why set. */
+static int open_regular(const char *path, struct stat *st, char *why, size_t why_size) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return fail(why, why_size, "cannot open: %s", strerror(errno)), -1;
+    if (fstat(fd, st) != 0) {
+        fail(why, why_size, "cannot stat: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        fail(why, why_size, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int read_exact(int fd, void *buf, size_t n) {
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, (char *)buf + got, WC_MIN(n - got, (size_t)1 << 30));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0) errno = EIO; /* shorter than fstat said: it changed under us */
+            return WC_ERR;
+        }
+        got += (size_t)r;
+    }
+    return WC_OK;
+}
+
+int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
+    memset(ck, 0, sizeof *ck);
+    struct stat st;
+    int fd = open_regular(path, &st, why, why_size);
+    if (fd < 0) return WC_ERR;
+    const size_t size = (size_t)st.st_size;
+    unsigned char header[WC_CKPT_HEADER];
+    int rc = WC_ERR;
+    unsigned char *buf = NULL;
+    /* the header first: a file that is not a checkpoint costs 64 bytes, not its size */
+    if (size < WC_CKPT_HEADER) {
+        rc = wc_ckpt_parse(NULL, size, ck, why, why_size);
+    } else if (read_exact(fd, header, sizeof header) != WC_OK) {
+        fail(why, why_size, "read error: %s", strerror(errno));
+    } else if (check_header(header, size, why, why_size) == WC_OK) {
+        buf = WC_ALLOC(size);
+        memcpy(buf, header, sizeof header);
+        if (read_exact(fd, buf + WC_CKPT_HEADER, size - WC_CKPT_HEADER) != WC_OK)
+            fail(why, why_size, "read error: %s", strerror(errno));
+        else
+            rc = wc_ckpt_parse(buf, size, ck, why, why_size);
+    }
+    close(fd);
     free(buf);
-    free(raw);
     return rc;
 }
 
@@ -319,51 +415,93 @@ const wc_ckpt_section *wc_ckpt_find(const wc_ckpt *ck, const char *name) {
 
 /* ---- directories ------------------------------------------------------------------------- */
 
-int wc_ckpt_list(const char *dir, char ***paths, long **steps) {
-    *paths = NULL;
-    *steps = NULL;
+/* The step a name ckpt-<digits>.wcp carries: 1 to 18 digits, so it cannot overflow; -1 for any
+ * other name. */
+static long name_step(const char *name) {
+    size_t len = strlen(name);
+    if (len < 10 || strncmp(name, "ckpt-", 5) != 0 || strcmp(name + len - 4, ".wcp") != 0)
+        return -1;
+    size_t digits = len - 9;
+    if (digits > 18) return -1;
+    long step = 0;
+    for (const char *c = name + 5; c < name + len - 4; c++) {
+        if (*c < '0' || *c > '9') return -1;
+        step = step * 10 + (*c - '0');
+    }
+    return step;
+}
+
+/* The header of one listed file: its step, or why it is unusable. */
+static void probe(wc_ckpt_entry *e) {
+    struct stat st;
+    e->why[0] = '\0';
+    int fd = open_regular(e->path, &st, e->why, sizeof e->why);
+    if (fd < 0) return;
+    unsigned char h[WC_CKPT_HEADER];
+    if ((size_t)st.st_size < WC_CKPT_HEADER)
+        fail(e->why, sizeof e->why, st.st_size ? "truncated: shorter than the 64-byte header"
+                                               : "empty file (0 bytes)");
+    else if (read_exact(fd, h, sizeof h) != WC_OK)
+        fail(e->why, sizeof e->why, "read error: %s", strerror(errno));
+    else if (check_header(h, (size_t)st.st_size, e->why, sizeof e->why) == WC_OK) {
+        e->header_ok = 1;
+        e->step = (long)get_u64(h + 16);
+    }
+    close(fd);
+}
+
+static int newer_first(const void *a, const void *b) {
+    const wc_ckpt_entry *x = a, *y = b;
+    if (x->step != y->step) return x->step < y->step ? 1 : -1;
+    return strcmp(x->path, y->path); /* a stable, deterministic order among equal steps */
+}
+
+int wc_ckpt_list(const char *dir, int warn, wc_ckpt_entry **entries) {
+    *entries = NULL;
     DIR *d = opendir(dir);
     if (!d) return errno == ENOENT ? 0 : -1;
     int n = 0, cap = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        /* ckpt-<digits>.wcp exactly: temporary files (.ckpt-*.tmpN) never match */
         const char *name = e->d_name;
-        size_t len_name = strlen(name);
-        if (len_name < 10 || strncmp(name, "ckpt-", 5) != 0 ||
-            strcmp(name + len_name - 4, ".wcp") != 0)
+        if (strncmp(name, "ckpt-", 5) != 0 || strlen(name) < 9 ||
+            strcmp(name + strlen(name) - 4, ".wcp") != 0)
+            continue; /* temporary files (.ckpt-*.tmpN), best.wcp, anything else */
+        long step = name_step(name);
+        if (step < 0) {
+            if (warn)
+                wc_warn("ignoring %s/%s: not a checkpoint name (ckpt-<step>.wcp with at most "
+                        "18 digits)",
+                        dir, name);
             continue;
-        int digits = 1;
-        for (const char *c = name + 5; c < name + len_name - 4; c++) digits &= *c >= '0' && *c <= '9';
-        if (!digits) continue;
-        long step = strtol(name + 5, NULL, 10);
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
-            *paths = realloc(*paths, sizeof(char *) * cap);
-            *steps = realloc(*steps, sizeof(long) * cap);
-            WC_ASSERT(*paths && *steps);
+            wc_ckpt_entry *more = realloc(*entries, sizeof(wc_ckpt_entry) * cap);
+            if (!more) wc_fatal("out of memory listing %s", dir);
+            *entries = more;
         }
-        size_t len = strlen(dir) + strlen(e->d_name) + 2;
-        (*paths)[n] = WC_ALLOC(len);
-        snprintf((*paths)[n], len, "%s/%s", dir, e->d_name);
-        (*steps)[n] = step;
-        n++;
+        wc_ckpt_entry *en = &(*entries)[n++];
+        memset(en, 0, sizeof *en);
+        size_t len = strlen(dir) + strlen(name) + 2;
+        en->path = WC_ALLOC(len);
+        snprintf(en->path, len, "%s/%s", dir, name);
+        en->name_step = en->step = step;
+        probe(en);
     }
     closedir(d);
-    /* newest first (insertion sort: a handful of files) */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && (*steps)[j] > (*steps)[j - 1]; j--) {
-            long ts = (*steps)[j];
-            (*steps)[j] = (*steps)[j - 1], (*steps)[j - 1] = ts;
-            char *tp = (*paths)[j];
-            (*paths)[j] = (*paths)[j - 1], (*paths)[j - 1] = tp;
-        }
+    qsort(*entries, (size_t)n, sizeof(wc_ckpt_entry), newer_first);
     return n;
 }
 
-int wc_ckpt_latest(const char *dir, wc_ckpt *ck, char **path, int *found_any) {
-    char **paths;
-    long *steps;
-    int n = wc_ckpt_list(dir, &paths, &steps);
+void wc_ckpt_list_free(wc_ckpt_entry *entries, int n) {
+    for (int i = 0; i < n; i++) free(entries[i].path);
+    free(entries);
+}
+
+int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **path,
+                   int *found_any) {
+    wc_ckpt_entry *e;
+    int n = wc_ckpt_list(dir, 1, &e);
     if (n < 0) {
         /* unreadable is not empty: the caller must not start over on top of it */
         wc_error("cannot list the checkpoints in %s: %s", dir, strerror(errno));
@@ -372,26 +510,31 @@ int wc_ckpt_latest(const char *dir, wc_ckpt *ck, char **path, int *found_any) {
     }
     *found_any = n > 0;
     int rc = WC_ERR;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && rc != WC_OK; i++) {
         char why[512];
-        if (rc != WC_OK) {
-            if (wc_ckpt_read(paths[i], ck, why, sizeof why) == WC_OK) {
-                *path = paths[i];
-                paths[i] = NULL;
-                rc = WC_OK;
-            } else {
-                wc_warn("checkpoint %s is not usable: %s%s", paths[i], why,
-                        i + 1 < n ? "; trying the previous one" : "");
-            }
+        const char *next = i + 1 < n ? "; trying the previous one" : "";
+        if (!e[i].header_ok) {
+            wc_warn("checkpoint %s is not usable: %s%s", e[i].path, e[i].why, next);
+            continue;
         }
-        free(paths[i]);
+        if (wc_ckpt_read(e[i].path, ck, why, sizeof why) != WC_OK ||
+            (check && check(ck, ctx, why, sizeof why) != WC_OK)) {
+            wc_ckpt_free(ck);
+            wc_warn("checkpoint %s is not usable: %s%s", e[i].path, why, next);
+            continue;
+        }
+        if (e[i].name_step != ck->step)
+            wc_warn("%s holds step %ld (its name says %ld): it is used as step %ld", e[i].path,
+                    ck->step, e[i].name_step, ck->step);
+        *path = wc_strdup(e[i].path);
+        rc = WC_OK;
     }
-    free(paths);
-    free(steps);
+    wc_ckpt_list_free(e, n);
     return rc;
 }
 
-int wc_ckpt_resolve(const char *path, wc_ckpt *ck, char **resolved) {
+int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
+                    char **resolved) {
     struct stat st;
     if (stat(path, &st) != 0) {
         wc_error("checkpoint %s: %s", path, strerror(errno));
@@ -402,13 +545,15 @@ int wc_ckpt_resolve(const char *path, wc_ckpt *ck, char **resolved) {
         snprintf(sub, sizeof sub, "%s/checkpoints", path);
         const char *dir = stat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? sub : path;
         int any = 0;
-        if (wc_ckpt_latest(dir, ck, resolved, &any) == WC_OK) return WC_OK;
+        if (wc_ckpt_latest(dir, check, ctx, ck, resolved, &any) == WC_OK) return WC_OK;
         wc_error("%s holds %s", dir, any ? "no valid checkpoint (see the warnings above)"
                                          : "no checkpoint (ckpt-*.wcp)");
         return WC_ERR;
     }
     char why[512];
-    if (wc_ckpt_read(path, ck, why, sizeof why) != WC_OK) {
+    if (wc_ckpt_read(path, ck, why, sizeof why) != WC_OK ||
+        (check && check(ck, ctx, why, sizeof why) != WC_OK)) {
+        wc_ckpt_free(ck);
         wc_error("checkpoint %s is not usable: %s", path, why);
         return WC_ERR;
     }

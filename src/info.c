@@ -80,9 +80,8 @@ static int describe_dir(const char *path) {
     struct stat st;
     snprintf(sub, sizeof sub, "%s/checkpoints", path);
     const char *dir = stat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? sub : path;
-    char **paths;
-    long *steps;
-    int n = wc_ckpt_list(dir, &paths, &steps);
+    wc_ckpt_entry *e;
+    int n = wc_ckpt_list(dir, 1, &e);
     if (n < 0) {
         fprintf(stderr, "wildcpu: cannot read %s: %s\n", dir, strerror(errno));
         return WC_EXIT_RUNTIME;
@@ -92,21 +91,20 @@ static int describe_dir(const char *path) {
     for (int i = 0; i < n; i++) {
         wc_ckpt ck;
         char why[512], sz[32];
-        int ok = wc_ckpt_read(paths[i], &ck, why, sizeof why) == WC_OK;
+        int ok = e[i].header_ok && wc_ckpt_read(e[i].path, &ck, why, sizeof why) == WC_OK;
         struct stat fs;
-        stat(paths[i], &fs);
-        printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(paths[i], '/') + 1, steps[i],
-               wc_fmt_bytes(sz, sizeof sz, (double)fs.st_size), ok ? "valid" : "INVALID: ",
-               ok ? "" : why);
+        double bytes = lstat(e[i].path, &fs) == 0 ? (double)fs.st_size : 0;
+        printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(e[i].path, '/') + 1, e[i].step,
+               wc_fmt_bytes(sz, sizeof sz, bytes), ok ? "valid" : "INVALID: ",
+               ok ? "" : e[i].header_ok ? why : e[i].why);
         if (ok && newest_valid < 0) newest_valid = i;
         if (ok) wc_ckpt_free(&ck);
     }
     if (newest_valid >= 0)
-        printf("a rerun resumes from %s\n", paths[newest_valid]);
+        printf("a rerun resumes from %s\n", e[newest_valid].path);
     else if (n > 0)
         printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
-    for (int i = 0; i < n; i++) free(paths[i]);
-    if (n > 0) free(paths), free(steps);
+    wc_ckpt_list_free(e, n);
     return WC_EXIT_OK;
 }
 

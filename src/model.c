@@ -19,7 +19,7 @@ static char *section_string(const wc_ckpt *ck, const char *name) {
 int wc_model_load(wc_model *m, const char *path, int max_N, int H, int W) {
     memset(m, 0, sizeof *m);
     wc_ckpt ck;
-    if (wc_ckpt_resolve(path, &ck, &m->path) != WC_OK) return WC_ERR;
+    if (wc_ckpt_resolve(path, NULL, NULL, &ck, &m->path) != WC_OK) return WC_ERR;
     m->step = ck.step;
     m->fingerprint = section_string(&ck, "fingerprint");
     m->config = section_string(&ck, "config");

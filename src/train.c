@@ -374,7 +374,7 @@ static int resume(train_ctx *t) {
     int found_any = 0;
     int64_t status[2] = {0, 0}; /* [0]: error, [1]: resumed */
     if (t->rank == 0) {
-        if (wc_ckpt_latest(t->ckpt_dir, &ck, &path, &found_any) != WC_OK) {
+        if (wc_ckpt_latest(t->ckpt_dir, NULL, NULL, &ck, &path, &found_any) != WC_OK) {
             if (found_any) {
                 wc_error("%s holds checkpoints but none is usable (see above); refusing to "
                          "start over silently: use --fresh to start from scratch",

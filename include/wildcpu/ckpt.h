@@ -5,7 +5,8 @@
  *   header, 64 bytes, little-endian:
  *     0  magic    8 bytes "WCKPT\r\n\x1a"  (a text-mode copy or a truncated transfer breaks it)
  *     8  u32      format version (WC_CKPT_VERSION)
- *     12 u32      byte-order mark 0x01020304 as written by the writer's CPU
+ *     12 u32      format mark 0x01020304 (a constant: every field of the file, header and
+ *                 payload, is little-endian whatever the writer's CPU)
  *     16 u64      step
  *     24 u64      payload size uncompressed
  *     32 u64      payload size compressed
@@ -30,6 +31,8 @@
 
 #define WC_CKPT_VERSION 1
 #define WC_CKPT_HEADER 64
+#define WC_CKPT_MAX_STEP ((uint64_t)1 << 40) /* a header step beyond this is corruption */
+#define WC_CKPT_MAX_SECTIONS 1024
 
 typedef struct wc_ckpt_section {
     char name[32];
@@ -58,23 +61,48 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
  * they are never mistaken for one; this only reclaims their space). */
 void wc_ckpt_remove_stale(const char *dir);
 
-/* Reads and validates one file. On failure returns WC_ERR and describes the problem in why
- * (empty file, truncated, bad magic, version from the future, CRC mismatch, ...). */
+/* Reads and validates one file: only a regular file is opened (a FIFO or device under a
+ * checkpoint's name is refused, never waited on). On failure returns WC_ERR and describes the
+ * problem in why (empty file, truncated, bad magic, version from the future, CRC mismatch,
+ * implausible sizes, inconsistent sections, ...). */
 int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size);
+/* The same checks on a whole file already in memory (size bytes; file may be NULL when size is
+ * 0). Every length in the header and the payload is checked against the bytes that are really
+ * there before anything is allocated for it: the payload buffer grows only as the compressed
+ * stream actually expands. ck owns its copy of the payload. */
+int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t why_size);
 void wc_ckpt_free(wc_ckpt *ck);
 const wc_ckpt_section *wc_ckpt_find(const wc_ckpt *ck, const char *name);
 
-/* Checkpoint files in dir, newest (highest step) first: paths and steps (callers free each path
- * and the arrays). Returns the count, 0 if none, -1 if dir cannot be read (other than missing). */
-int wc_ckpt_list(const char *dir, char ***paths, long **steps);
+/* A checkpoint file of a directory, as listed: its name parses as ckpt-<1..18 digits>.wcp. */
+typedef struct wc_ckpt_entry {
+    char *path;
+    long name_step;  /* the step its name says */
+    long step;       /* the step its header says when header_ok, else name_step */
+    int header_ok;   /* magic, version, sizes and step of the header check out */
+    char why[256];   /* else why not */
+} wc_ckpt_entry;
 
-/* The newest checkpoint of dir that validates, reporting (as warnings) each newer one that does
- * not and why. Returns WC_OK with ck and *path filled, or WC_ERR when there is no valid one
- * (*found_any tells whether invalid ones exist). */
-int wc_ckpt_latest(const char *dir, wc_ckpt *ck, char **path, int *found_any);
+/* The checkpoint files of dir, newest first by the step in their headers (files whose header
+ * does not validate sort by their name's step). Names that start like a checkpoint's but do not
+ * parse are skipped, with a warning when warn is set. Returns the count (0 for none or a
+ * missing dir) or -1 when dir cannot be read. Free with wc_ckpt_list_free. */
+int wc_ckpt_list(const char *dir, int warn, wc_ckpt_entry **entries);
+void wc_ckpt_list_free(wc_ckpt_entry *entries, int n);
+
+/* A check of a checkpoint's content beyond the container (the sections' own validation):
+ * WC_OK, or WC_ERR with the reason in why. */
+typedef int (*wc_ckpt_check)(const wc_ckpt *ck, void *ctx, char *why, size_t why_size);
+
+/* The newest checkpoint of dir that validates (and passes check, when given), reporting as a
+ * warning each newer one that does not and why ("not usable: ..."). Returns WC_OK with ck and
+ * *path filled, or WC_ERR when there is no usable one (*found_any tells whether any exist). */
+int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **path,
+                   int *found_any);
 
 /* "run directory or checkpoint file" -> the checkpoint to use (a directory means its newest
- * valid checkpoint, in DIR/checkpoints or DIR itself). */
-int wc_ckpt_resolve(const char *path, wc_ckpt *ck, char **resolved);
+ * usable checkpoint, in DIR/checkpoints or DIR itself). */
+int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
+                    char **resolved);
 
 #endif
