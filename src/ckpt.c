@@ -14,27 +14,11 @@
 #include <zlib.h>
 
 #include "wildcpu/files.h"
+#include "wildcpu/le.h"
 #include "wildcpu/util.h"
 
 static const unsigned char MAGIC[8] = {'W', 'C', 'K', 'P', 'T', '\r', '\n', 0x1a};
 #define BOM 0x01020304u
-
-static void put_u32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static uint64_t get_u64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 /* CRC of the header without its CRC field, then of the payload. */
 static uint32_t file_crc(const unsigned char *header, const unsigned char *payload, size_t n) {
@@ -125,9 +109,9 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
     unsigned char *raw = WC_ALLOC(raw_size), *p = raw;
     for (int i = 0; i < n; i++) {
         size_t len = strlen(sections[i].name);
-        put_u32(p, (uint32_t)len), p += 4;
+        wc_le_put_u32(p, (uint32_t)len), p += 4;
         memcpy(p, sections[i].name, len), p += len;
-        put_u64(p, sections[i].size), p += 8;
+        wc_le_put_u64(p, sections[i].size), p += 8;
         if (sections[i].size) memcpy(p, sections[i].data, sections[i].size);
         p += sections[i].size;
     }
@@ -142,12 +126,12 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
     free(raw);
     unsigned char header[WC_CKPT_HEADER] = {0};
     memcpy(header, MAGIC, 8);
-    put_u32(header + 8, WC_CKPT_VERSION);
-    put_u32(header + 12, BOM);
-    put_u64(header + 16, (uint64_t)step);
-    put_u64(header + 24, raw_size);
-    put_u64(header + 32, zsize);
-    put_u32(header + 40, file_crc(header, z, zsize));
+    wc_le_put_u32(header + 8, WC_CKPT_VERSION);
+    wc_le_put_u32(header + 12, BOM);
+    wc_le_put_u64(header + 16, (uint64_t)step);
+    wc_le_put_u64(header + 24, raw_size);
+    wc_le_put_u64(header + 32, zsize);
+    wc_le_put_u32(header + 40, file_crc(header, z, zsize));
 
     char final[4096], tmp[4200];
     snprintf(final, sizeof final, "%s/ckpt-%08ld.wcp", dir, step);
@@ -205,17 +189,17 @@ static int fail(char *why, size_t size, const char *fmt, ...) {
 /* The header's own checks (no CRC: that needs the payload). size is the file's. */
 static int check_header(const unsigned char *h, size_t size, char *why, size_t why_size) {
     if (memcmp(h, MAGIC, 8) != 0) return fail(why, why_size, "not a wildcpu checkpoint (bad magic)");
-    uint32_t version = get_u32(h + 8);
-    if (get_u32(h + 12) != BOM)
+    uint32_t version = wc_le_get_u32(h + 8);
+    if (wc_le_get_u32(h + 12) != BOM)
         return fail(why, why_size, "corrupted header (the format mark at byte 12 is wrong)");
     if (version != WC_CKPT_VERSION)
         return fail(why, why_size, "format version %u, this wildcpu reads version %d%s", version,
                     WC_CKPT_VERSION, version > WC_CKPT_VERSION ? " (written by a newer wildcpu)" : "");
-    uint64_t zsize = get_u64(h + 32);
+    uint64_t zsize = wc_le_get_u64(h + 32);
     if (zsize != size - WC_CKPT_HEADER)
         return fail(why, why_size, "truncated or extended: %zu of %llu payload bytes present",
                     size - WC_CKPT_HEADER, (unsigned long long)zsize);
-    uint64_t step = get_u64(h + 16);
+    uint64_t step = wc_le_get_u64(h + 16);
     if (step > WC_CKPT_MAX_STEP)
         return fail(why, why_size, "implausible step %llu in the header",
                     (unsigned long long)step);
@@ -282,7 +266,7 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
     ck->sections = WC_CALLOC(cap, sizeof(wc_ckpt_section));
     for (size_t off = 0; off < raw_size;) {
         if (raw_size - off < 4) return fail(why, why_size, "the section layout is inconsistent");
-        uint32_t nlen = get_u32(raw + off);
+        uint32_t nlen = wc_le_get_u32(raw + off);
         off += 4;
         if (nlen > raw_size - off || raw_size - off - nlen < 8 || !good_name(raw + off, nlen))
             return fail(why, why_size, "the section layout is inconsistent (section %d)",
@@ -298,7 +282,7 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
         memcpy(s->name, raw + off, nlen);
         s->name[nlen] = '\0';
         off += nlen;
-        uint64_t dlen = get_u64(raw + off);
+        uint64_t dlen = wc_le_get_u64(raw + off);
         off += 8;
         if (dlen > raw_size - off)
             return fail(why, why_size, "section '%s' claims %llu bytes, %zu are left", s->name,
@@ -320,10 +304,10 @@ int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t 
     if (size < WC_CKPT_HEADER) return fail(why, why_size, "truncated: shorter than the 64-byte header");
     if (check_header(buf, size, why, why_size) != WC_OK) return WC_ERR;
     const size_t zsize = size - WC_CKPT_HEADER;
-    if (file_crc(buf, buf + WC_CKPT_HEADER, zsize) != get_u32(buf + 40))
+    if (file_crc(buf, buf + WC_CKPT_HEADER, zsize) != wc_le_get_u32(buf + 40))
         return fail(why, why_size, "CRC-32 mismatch: the file is corrupted");
     /* zlib's stream format cannot expand a byte to more than about 1032 */
-    const uint64_t raw_size = get_u64(buf + 24);
+    const uint64_t raw_size = wc_le_get_u64(buf + 24);
     if (raw_size > (uint64_t)zsize * 1032 + 1024 || raw_size > ((uint64_t)1 << 40))
         return fail(why, why_size, "implausible payload size %llu for %zu compressed bytes",
                     (unsigned long long)raw_size, zsize);
@@ -334,8 +318,8 @@ int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t 
         wc_ckpt_free(ck);
         return WC_ERR;
     }
-    ck->step = (long)get_u64(buf + 16);
-    ck->version = get_u32(buf + 8);
+    ck->step = (long)wc_le_get_u64(buf + 16);
+    ck->version = wc_le_get_u32(buf + 8);
     ck->file_bytes = size;
     ck->payload_bytes = (size_t)raw_size;
     return WC_OK;
@@ -445,7 +429,7 @@ static void probe(wc_ckpt_entry *e) {
         fail(e->why, sizeof e->why, "read error: %s", strerror(errno));
     else if (check_header(h, (size_t)st.st_size, e->why, sizeof e->why) == WC_OK) {
         e->header_ok = 1;
-        e->step = (long)get_u64(h + 16);
+        e->step = (long)wc_le_get_u64(h + 16);
     }
     close(fd);
 }

@@ -10,6 +10,7 @@
 
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
+#include "wildcpu/snapshot.h"
 #include "wildcpu/util.h"
 
 static void print_record(const char *label, const wc_ckpt_section *s) {
@@ -30,24 +31,36 @@ static void print_record(const char *label, const wc_ckpt_section *s) {
     printf("\n");
 }
 
+/* Reads path and checks its sections as a resume would; WC_ERR with why. */
+static int read_checked(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
+    if (wc_ckpt_read(path, ck, why, why_size) != WC_OK) return WC_ERR;
+    wc_snapshot snap = {0};
+    int rc = wc_snapshot_check(ck, &snap, why, why_size);
+    wc_snapshot_free(&snap);
+    if (rc != WC_OK) wc_ckpt_free(ck);
+    return rc;
+}
+
 static int describe_file(const char *path) {
     wc_ckpt ck;
     char why[512];
-    if (wc_ckpt_read(path, &ck, why, sizeof why) != WC_OK) {
+    if (read_checked(path, &ck, why, sizeof why) != WC_OK) {
         printf("%s: INVALID: %s\n", path, why);
         return WC_EXIT_RUNTIME;
     }
     char a[32], b[32];
-    printf("%s: valid wildcpu checkpoint (format version %u, CRC-32 verified)\n", path, ck.version);
+    printf("%s: valid wildcpu checkpoint (format version %u, CRC-32 and every section "
+           "verified)\n",
+           path, ck.version);
     printf("  %-12s%s on disk, %s uncompressed\n", "size", wc_fmt_bytes(a, sizeof a, (double)ck.file_bytes),
            wc_fmt_bytes(b, sizeof b, (double)ck.payload_bytes));
     printf("  %-12s%ld\n", "step", ck.step);
-    print_record("meta", wc_ckpt_find(&ck, "meta"));
-    print_record("data", wc_ckpt_find(&ck, "fingerprint"));
-    print_record("config", wc_ckpt_find(&ck, "config"));
-    const wc_ckpt_section *f = wc_ckpt_find(&ck, "features");
+    print_record("meta", wc_ckpt_find(&ck, WC_SECTION_META));
+    print_record("data", wc_ckpt_find(&ck, WC_SECTION_FINGERPRINT));
+    print_record("config", wc_ckpt_find(&ck, WC_SECTION_CONFIG));
+    const wc_ckpt_section *f = wc_ckpt_find(&ck, WC_SECTION_FEATURES);
     if (f) printf("  %-12s%.*s\n", "features", (int)f->size, (const char *)f->data);
-    const wc_ckpt_section *m = wc_ckpt_find(&ck, "metrics");
+    const wc_ckpt_section *m = wc_ckpt_find(&ck, WC_SECTION_METRICS);
     if (m && m->size) {
         printf("  %-12s", "metrics");
         for (size_t i = 0; i < m->size; i++) {
@@ -58,7 +71,7 @@ static int describe_file(const char *path) {
         printf("\n");
     }
     /* a digest of the trained state: equal digests mean bitwise-equal parameters and moments */
-    static const char *state[] = {"params", "optim_m", "optim_v"};
+    static const char *state[] = {WC_SECTION_PARAMS, WC_SECTION_OPTIM_M, WC_SECTION_OPTIM_V};
     for (int i = 0; i < 3; i++) {
         const wc_ckpt_section *sec = wc_ckpt_find(&ck, state[i]);
         if (!sec || !sec->size) continue;
@@ -91,7 +104,7 @@ static int describe_dir(const char *path) {
     for (int i = 0; i < n; i++) {
         wc_ckpt ck;
         char why[512], sz[32];
-        int ok = e[i].header_ok && wc_ckpt_read(e[i].path, &ck, why, sizeof why) == WC_OK;
+        int ok = e[i].header_ok && read_checked(e[i].path, &ck, why, sizeof why) == WC_OK;
         struct stat fs;
         double bytes = lstat(e[i].path, &fs) == 0 ? (double)fs.st_size : 0;
         printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(e[i].path, '/') + 1, e[i].step,

@@ -31,7 +31,7 @@ wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batche
     r->tensors = net->tensors;
     r->ntensors = net->ntensors;
     r->max_micro_batches = max_micro_batches;
-    r->exponent = WC_CALLOC(r->ntensors, sizeof(int));
+    r->exponent = WC_CALLOC(r->ntensors, sizeof(int32_t));
     r->maxabs = WC_CALLOC(r->ntensors, sizeof(double));
     r->acc = WC_CALLOC(r->n + X_COUNT, sizeof(int64_t));
     if (!exact) r->facc = WC_CALLOC(r->n, sizeof(float));

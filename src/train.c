@@ -25,6 +25,7 @@
 #include "wildcpu/reduce.h"
 #include "wildcpu/report.h"
 #include "wildcpu/schedule.h"
+#include "wildcpu/snapshot.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
@@ -249,15 +250,9 @@ static void validate(train_ctx *t, long step) {
 
 /* ---- checkpoints ------------------------------------------------------------------------- */
 
-typedef struct {
-    int64_t step, epoch, epoch_pos, optim_step, calibrated, ntensors, nfeat, ranks;
-} ckpt_state;
-
 static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     if (t->rank != 0) return WC_OK;
     char meta[1024];
-    const size_t names_size = (size_t)t->ds->nfeat * WC_BAND_NAME_MAX + 1;
-    char *norm_names = WC_CALLOC(1, names_size);
     char ts[32];
     wc_utc_timestamp(ts, sizeof ts);
     long epoch = steps_done / t->sched.steps_per_epoch;
@@ -267,23 +262,9 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
              WC_VERSION, steps_done, epoch,
              (t->total_steps + t->sched.steps_per_epoch - 1) / t->sched.steps_per_epoch,
              t->nranks, t->cfg->threads, ts, t->net->arch, t->net->nparams, t->last_loss);
-    for (int c = 0; c < t->ds->nfeat; c++) {
-        size_t n = strlen(norm_names);
-        snprintf(norm_names + n, names_size - n, "%s%s", c ? "," : "",
-                 t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name);
-    }
-    const int nt = t->net->ntensors;
-    size_t state_bytes = sizeof(ckpt_state) + sizeof(int32_t) * nt;
-    unsigned char *state = WC_CALLOC(1, state_bytes);
-    ckpt_state st = {.step = steps_done, .epoch = epoch,
-                     .epoch_pos = (steps_done % t->sched.steps_per_epoch) * t->cfg->batch,
-                     .optim_step = t->opt->step, .calibrated = t->red->calibrated, .ntensors = nt,
-                     .nfeat = t->ds->nfeat, .ranks = t->nranks};
-    memcpy(state, &st, sizeof st);
-    for (int i = 0; i < nt; i++) ((int32_t *)(state + sizeof st))[i] = t->red->exponent[i];
-    double *norm = WC_ALLOC(sizeof(double) * 2 * t->ds->nfeat);
-    memcpy(norm, t->ds->mean, sizeof(double) * t->ds->nfeat);
-    memcpy(norm + t->ds->nfeat, t->ds->std, sizeof(double) * t->ds->nfeat);
+    const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
+    for (int c = 0; c < t->ds->nfeat; c++)
+        names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
     char metrics[2048] = "";
     if (t->have_val) {
         int n = wc_metrics_json(metrics, sizeof metrics, &t->last_val, "val_");
@@ -292,27 +273,18 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
             wc_metrics_json(metrics + n, sizeof metrics - n, &t->last_oracle, "oracle_");
         }
     }
-    const size_t pbytes = t->net->nparams * sizeof(float);
-    wc_ckpt_section sec[] = {
-        {"meta", meta, strlen(meta)},
-        {"config", t->config_kv, strlen(t->config_kv)},
-        {"fingerprint", t->ds->fingerprint, strlen(t->ds->fingerprint)},
-        {"spec", t->net->spec, strlen(t->net->spec)},
-        {"features", norm_names, strlen(norm_names)},
-        {"norm", norm, sizeof(double) * 2 * t->ds->nfeat},
-        {"state", state, state_bytes},
-        {"params", t->net->params, pbytes},
-        {"optim_m", t->opt->m, pbytes},
-        {"optim_v", t->opt->v, t->opt->v ? pbytes : 0},
-        {"metrics", metrics, strlen(metrics)},
-    };
+    const wc_snapshot snap = {
+        .meta = meta, .config = t->config_kv, .fingerprint = t->ds->fingerprint,
+        .spec = t->net->spec, .metrics = metrics, .nfeat = t->ds->nfeat, .feat_names = names,
+        .mean = t->ds->mean, .std = t->ds->std, .step = steps_done, .epoch = epoch,
+        .epoch_pos = (steps_done % t->sched.steps_per_epoch) * t->cfg->batch,
+        .optim_step = t->opt->step, .ranks = t->nranks, .calibrated = t->red->calibrated,
+        .ntensors = t->net->ntensors, .exponent = t->red->exponent, .nparams = t->net->nparams,
+        .params = t->net->params, .optim_m = t->opt->m, .optim_v = t->opt->v};
     double secs = 0;
     size_t bytes = 0;
-    int rc = wc_ckpt_write(t->ckpt_dir, steps_done, sec, (int)(sizeof sec / sizeof sec[0]),
-                           t->cfg->keep, &secs, &bytes);
-    free(state);
-    free(norm);
-    free(norm_names);
+    int rc = wc_snapshot_write(t->ckpt_dir, &snap, t->cfg->keep, &secs, &bytes);
+    free(names);
     if (rc != WC_OK) {
         wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
                  "checkpoints are intact",
@@ -341,40 +313,52 @@ static int checkpoint_collective(train_ctx *t, long steps_done, const char *why)
     return failed ? WC_ERR : WC_OK;
 }
 
-static int copy_section(const wc_ckpt *ck, const char *name, void *dst, size_t bytes,
-                        const char *path) {
-    const wc_ckpt_section *s = wc_ckpt_find(ck, name);
-    if (!s || s->size != bytes) {
-        wc_error("checkpoint %s: section '%s' is %s (%zu bytes, expected %zu)", path, name,
-                 s ? "the wrong size" : "missing", s ? s->size : 0, bytes);
+/* A checkpoint a resume can use: its sections decode and check out and, when it claims to be
+ * of this run (same data and settings, which resume() then compares and refuses otherwise), its
+ * network and optimizer state are the ones this run trains. Anything else is "not usable" and
+ * the previous checkpoint is tried, as for a CRC mismatch. */
+typedef struct {
+    wc_snapshot snap;
+    const train_ctx *t;
+} resume_check_ctx;
+
+static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) {
+    resume_check_ctx *c = ctx;
+    if (wc_snapshot_check(ck, &c->snap, why, why_size) != WC_OK) return WC_ERR;
+    const wc_snapshot *s = &c->snap;
+    const train_ctx *t = c->t;
+    char diff[8];
+    if (wc_kv_differs(t->ds->fingerprint, s->fingerprint, diff, sizeof diff) ||
+        wc_kv_differs(t->config_kv, s->config, diff, sizeof diff))
+        return WC_OK; /* another run's: refused by resume() with the difference named */
+    const wc_net *net = t->net;
+    if (s->nparams != net->nparams || s->ntensors != net->ntensors) {
+        snprintf(why, why_size, "it holds %zu parameters in %d tensors, this run's network has "
+                                "%zu in %d",
+                 s->nparams, s->ntensors, net->nparams, net->ntensors);
         return WC_ERR;
     }
-    memcpy(dst, s->data, bytes);
+    if (t->opt->v && !s->optim_v) {
+        snprintf(why, why_size, "it holds no second moment (optim_v), which AdamW needs");
+        return WC_ERR;
+    }
     return WC_OK;
 }
 
-/* A section as a NUL-terminated string (caller frees); "" when absent. */
-static char *section_text(const wc_ckpt *ck, const char *name) {
-    const wc_ckpt_section *s = wc_ckpt_find(ck, name);
-    size_t n = s ? s->size : 0;
-    char *t = WC_ALLOC(n + 1);
-    if (n) memcpy(t, s->data, n);
-    t[n] = '\0';
-    return t;
-}
-
-/* Resumes from the newest valid checkpoint, if any. Collective. Returns WC_OK (t->start_step
+/* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
  * set, 0 for a fresh start) or WC_ERR. */
 static int resume(train_ctx *t) {
     t->start_step = 0;
     if (t->rank == 0) wc_ckpt_remove_stale(t->ckpt_dir);
     if (t->cfg->fresh) return WC_OK;
-    wc_ckpt ck;
     char *path = NULL;
     int found_any = 0;
+    resume_check_ctx check = {.t = t};
+    const wc_snapshot *s = &check.snap;
     int64_t status[2] = {0, 0}; /* [0]: error, [1]: resumed */
     if (t->rank == 0) {
-        if (wc_ckpt_latest(t->ckpt_dir, NULL, NULL, &ck, &path, &found_any) != WC_OK) {
+        wc_ckpt ck;
+        if (wc_ckpt_latest(t->ckpt_dir, resume_check, &check, &ck, &path, &found_any) != WC_OK) {
             if (found_any) {
                 wc_error("%s holds checkpoints but none is usable (see above); refusing to "
                          "start over silently: use --fresh to start from scratch",
@@ -382,69 +366,55 @@ static int resume(train_ctx *t) {
                 status[0] = 1;
             }
         } else {
+            wc_ckpt_free(&ck);
             char why[2048];
-            char *fp = section_text(&ck, "fingerprint"), *conf = section_text(&ck, "config");
-            if (wc_kv_differs(t->ds->fingerprint, fp, why, sizeof why)) {
+            if (wc_kv_differs(t->ds->fingerprint, s->fingerprint, why, sizeof why)) {
                 wc_error("checkpoint %s was trained on other data: %s (use another --out, or "
                          "--fresh)",
                          path, why);
                 status[0] = 1;
             }
-            if (!status[0] && wc_kv_differs(t->config_kv, conf, why, sizeof why)) {
+            if (!status[0] && wc_kv_differs(t->config_kv, s->config, why, sizeof why)) {
                 wc_error("checkpoint %s was written with other settings: %s (rerun with the "
                          "same options, or use --fresh)",
                          path, why);
                 status[0] = 1;
             }
-            free(fp);
-            free(conf);
             status[1] = !status[0];
         }
     }
     wc_dist_bcast(status, sizeof status, 0);
-    if (status[0]) {
-        if (t->rank == 0 && path) wc_ckpt_free(&ck);
+    if (status[0] || !status[1]) {
+        wc_snapshot_free(&check.snap);
         free(path);
-        return WC_ERR;
+        return status[0] ? WC_ERR : WC_OK;
     }
-    if (!status[1]) return WC_OK;
-    /* rank 0 holds the checkpoint: it checks and unpacks, then everyone receives the state */
+    /* rank 0 holds the checked snapshot; everyone receives the state */
     const int nt = t->net->ntensors;
-    size_t state_bytes = sizeof(ckpt_state) + sizeof(int32_t) * nt;
-    unsigned char *state = WC_CALLOC(1, state_bytes);
     const size_t pbytes = t->net->nparams * sizeof(float);
-    int64_t bad = 0;
+    int64_t counters[4] = {0, 0, 0, 0};
     char prev_ranks[32] = "";
     if (t->rank == 0) {
-        bad |= copy_section(&ck, "state", state, state_bytes, path) != WC_OK;
-        bad |= copy_section(&ck, "params", t->net->params, pbytes, path) != WC_OK;
-        bad |= copy_section(&ck, "optim_m", t->opt->m, pbytes, path) != WC_OK;
-        if (t->opt->v) bad |= copy_section(&ck, "optim_v", t->opt->v, pbytes, path) != WC_OK;
-        char *meta = section_text(&ck, "meta");
-        wc_kv_get(meta, "ranks", prev_ranks, sizeof prev_ranks);
-        free(meta);
-        wc_ckpt_free(&ck);
+        counters[0] = s->step, counters[1] = s->optim_step, counters[2] = s->calibrated;
+        counters[3] = s->epoch;
+        memcpy(t->net->params, s->params, pbytes);
+        memcpy(t->opt->m, s->optim_m, pbytes);
+        if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
+        memcpy(t->red->exponent, s->exponent, sizeof(int32_t) * nt);
+        wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
     }
-    wc_dist_bcast(&bad, sizeof bad, 0);
-    if (bad) {
-        free(state);
-        free(path);
-        return WC_ERR;
-    }
-    wc_dist_bcast(state, state_bytes, 0);
+    wc_dist_bcast(counters, sizeof counters, 0);
     wc_dist_bcast(t->net->params, pbytes, 0);
     wc_dist_bcast(t->opt->m, pbytes, 0);
     if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);
-    ckpt_state st;
-    memcpy(&st, state, sizeof st);
-    t->start_step = st.step;
-    t->opt->step = st.optim_step;
-    t->red->calibrated = (int)st.calibrated;
-    for (int i = 0; i < nt; i++) t->red->exponent[i] = ((int32_t *)(state + sizeof st))[i];
-    free(state);
-    wc_info("resuming from %s: %ld of %ld steps done (epoch %ld)%s%s%s", path, t->start_step,
-            t->total_steps, st.epoch + 1, *prev_ranks ? ", written by " : "", prev_ranks,
-            *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
+    wc_dist_bcast(t->red->exponent, sizeof(int32_t) * nt, 0);
+    t->start_step = counters[0];
+    t->opt->step = counters[1];
+    t->red->calibrated = (int)counters[2];
+    wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
+            t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
+            prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
+    wc_snapshot_free(&check.snap);
     free(path);
     return WC_OK;
 }

@@ -57,7 +57,7 @@ typedef struct wc_reducer {
     int ntensors;
     int max_micro_batches;    /* per step, for the overflow bound */
     int calibrated;           /* exponents come from a real step's maxima */
-    int *exponent;            /* (ntensors) e_t: components are multiples of 2^-e_t */
+    int32_t *exponent;        /* (ntensors) e_t: components are multiples of 2^-e_t */
     double *maxabs;           /* (ntensors) this step's max |component|, then the global max */
     int64_t *acc;             /* (n + extras) fixed-point sums; exact mode */
     float *facc;              /* (n) float sums; fast mode */

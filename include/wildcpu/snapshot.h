@@ -1,0 +1,107 @@
+/* snapshot.h: what a checkpoint holds, and the one module that writes and reads it.
+ *
+ * A snapshot is a training run's whole state at a step boundary: its provenance, the settings
+ * and the data it must be resumed with, the network, the input channels and their
+ * normalization, the parameters, the optimizer's moments and the counters that make a resume
+ * exact. The container (ckpt.h) stores it as named sections; this module owns the section
+ * names, encodes every field explicitly little-endian with fixed widths (docs/checkpoint.md
+ * describes this code, not a compiler's struct layout), and checks every field of a file it
+ * reads against its bounds and against the sizes the file really has before anything is
+ * allocated or copied. A snapshot that fails a check is "not usable: <reason>", exactly like a
+ * CRC mismatch, and a resume falls back to the previous checkpoint.
+ *
+ * Ownership: a snapshot filled by the trainer for writing borrows its buffers (the network's
+ * parameters, the optimizer's moments); one decoded from a file owns copies of them and is
+ * released with wc_snapshot_free.
+ *
+ * Not here: the container's format and atomic writing (ckpt.c), what the trainer does with the
+ * state (train.c), MPI. */
+#ifndef WILDCPU_SNAPSHOT_H
+#define WILDCPU_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wildcpu/ckpt.h"
+#include "wildcpu/net.h"
+
+/* Bounds a readable snapshot respects (a file beyond them is corrupt or hostile). */
+#define WC_SNAPSHOT_MAX_TEXT (1 << 20)     /* bytes of any text section */
+#define WC_SNAPSHOT_MAX_FEATURES 65536     /* input channels */
+#define WC_SNAPSHOT_MAX_TENSORS 65536
+#define WC_SNAPSHOT_EXPONENT_MIN (-1100)   /* the reducer's fixed-point exponents */
+#define WC_SNAPSHOT_EXPONENT_MAX 1200
+
+typedef struct wc_snapshot {
+    /* texts, NUL-terminated: key=value records (util.h) but for spec and metrics */
+    const char *meta;        /* provenance: version, time, ranks, threads, arch, loss, ... */
+    const char *config;      /* the settings a resume must be run with */
+    const char *fingerprint; /* the training data */
+    const char *spec;        /* the network spec (net.h) */
+    const char *metrics;     /* the last validation's JSON members ("" when none) */
+    /* input channels */
+    int nfeat;
+    const char *const *feat_names; /* (nfeat) band descriptions, in input-channel order */
+    const double *mean, *std;      /* (nfeat) */
+    /* training state */
+    int64_t step;            /* optimizer steps done; equals the container's header step */
+    int64_t epoch;           /* completed epochs */
+    int64_t epoch_pos;       /* samples of the current epoch already used */
+    int64_t optim_step;      /* optimizer updates applied */
+    int64_t ranks;           /* of the run that wrote it (for information) */
+    int calibrated;          /* the reducer's scales are set */
+    int ntensors;
+    const int32_t *exponent; /* (ntensors) the reducer's per-tensor fixed-point exponents */
+    size_t nparams;
+    const float *params;     /* (nparams) */
+    const float *optim_m;    /* (nparams) AdamW's first moment or SGD's momentum */
+    const float *optim_v;    /* (nparams) AdamW's second moment; NULL for SGD */
+    void *owned;             /* a decoded snapshot's allocations (private) */
+} wc_snapshot;
+
+/* Writes s as DIR/ckpt-<step>.wcp (atomically, see ckpt.h), keeping the newest `keep`. Refuses,
+ * with a message, a snapshot with non-finite parameters, moments or normalization: a diverged
+ * state is never checkpointed. seconds and bytes (may be NULL) receive the write's time and
+ * size. */
+int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *seconds,
+                      size_t *bytes);
+
+/* Decodes and checks ck's sections into s (owned; free with wc_snapshot_free). Every section is
+ * checked, also those a reader does not use (prediction has no use for the optimizer's moments):
+ * a checkpoint is valid or not, for every command alike. Returns WC_ERR with the reason in why: a missing or oversized section, text with a NUL byte, an empty or
+ * oversized feature name, a feature count that disagrees with the normalization, a
+ * non-finite mean, a std that is not finite and positive, a step that disagrees with the
+ * header, counters out of their bounds, a parameter or moment section whose size is not the
+ * parameters', non-finite parameters or moments, a negative second moment. */
+int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_size);
+void wc_snapshot_free(wc_snapshot *s);
+
+/* The network a snapshot describes, built from its spec for micro-batches of max_N samples of
+ * H x W (0: the training patch size) in `mode` (net.h), with the snapshot's parameters. NULL
+ * with the reason in why when the spec does not build or its parameter count is not the
+ * snapshot's. */
+wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int mode,
+                              char *why, size_t why_size);
+
+/* The training patch side the snapshot's config records (0 when absent or invalid). */
+int wc_snapshot_patch(const wc_snapshot *s);
+
+/* A wc_ckpt_check (ckpt.h) for wc_ckpt_latest / wc_ckpt_resolve: decodes and builds the network
+ * to check the parameter count, leaving the decoded snapshot in *(wc_snapshot *)ctx (freed and
+ * replaced on every call; the caller frees the last one). */
+int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size);
+
+/* The sections a snapshot is stored in, for tools that list them (wildcpu info). */
+#define WC_SECTION_META "meta"
+#define WC_SECTION_CONFIG "config"
+#define WC_SECTION_FINGERPRINT "fingerprint"
+#define WC_SECTION_SPEC "spec"
+#define WC_SECTION_FEATURES "features"
+#define WC_SECTION_NORM "norm"
+#define WC_SECTION_STATE "state"
+#define WC_SECTION_PARAMS "params"
+#define WC_SECTION_OPTIM_M "optim_m"
+#define WC_SECTION_OPTIM_V "optim_v"
+#define WC_SECTION_METRICS "metrics"
+
+#endif

@@ -1,0 +1,350 @@
+/* snapshot.c: a checkpoint's sections, written and read in one place; see snapshot.h and
+ * docs/checkpoint.md for the layout of every section. */
+#include "wildcpu/snapshot.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/le.h"
+#include "wildcpu/raster.h"
+#include "wildcpu/util.h"
+
+/* The `state` section: 8 int64 then ntensors int32, little-endian. */
+enum {
+    ST_STEP, ST_EPOCH, ST_EPOCH_POS, ST_OPTIM_STEP, ST_CALIBRATED, ST_NTENSORS, ST_NFEAT,
+    ST_RANKS, ST_COUNT
+};
+#define STATE_BYTES(nt) (8 * (size_t)ST_COUNT + 4 * (size_t)(nt))
+
+static int fail(char *why, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
+static int fail(char *why, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return WC_ERR;
+}
+
+/* Index of the first non-finite value, or n. */
+static size_t first_nonfinite_f32(const float *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return i;
+    return n;
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static int check_finite(const char *what, const float *v, size_t n) {
+    size_t bad = v ? first_nonfinite_f32(v, n) : n;
+    if (bad == n) return WC_OK;
+    wc_error("refusing to write a checkpoint whose %s are not finite (element %zu is %g): the "
+             "previous checkpoints are kept",
+             what, bad, (double)v[bad]);
+    return WC_ERR;
+}
+
+int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *seconds,
+                      size_t *bytes) {
+    WC_ASSERT(s->nfeat >= 1 && s->ntensors >= 0 && s->params && s->optim_m);
+    for (int c = 0; c < s->nfeat; c++)
+        if (!isfinite(s->mean[c]) || !(s->std[c] > 0) || !isfinite(s->std[c])) {
+            wc_error("refusing to write a checkpoint: feature %d (%s) has mean %g, std %g", c + 1,
+                     s->feat_names[c], s->mean[c], s->std[c]);
+            return WC_ERR;
+        }
+    if (check_finite("parameters", s->params, s->nparams) != WC_OK ||
+        check_finite("optimizer moments", s->optim_m, s->nparams) != WC_OK ||
+        (s->optim_v && check_finite("optimizer moments", s->optim_v, s->nparams) != WC_OK))
+        return WC_ERR;
+
+    size_t names_size = 1;
+    for (int c = 0; c < s->nfeat; c++) names_size += strlen(s->feat_names[c]) + 1;
+    char *names = WC_ALLOC(names_size);
+    size_t used = 0;
+    for (int c = 0; c < s->nfeat; c++)
+        used += (size_t)snprintf(names + used, names_size - used, "%s%s", c ? "," : "",
+                                 s->feat_names[c]);
+    unsigned char *norm = WC_ALLOC(16 * (size_t)s->nfeat);
+    wc_le_put_f64s(norm, s->mean, (size_t)s->nfeat);
+    wc_le_put_f64s(norm + 8 * (size_t)s->nfeat, s->std, (size_t)s->nfeat);
+    unsigned char *state = WC_ALLOC(STATE_BYTES(s->ntensors));
+    const int64_t st[ST_COUNT] = {
+        [ST_STEP] = s->step,           [ST_EPOCH] = s->epoch,
+        [ST_EPOCH_POS] = s->epoch_pos, [ST_OPTIM_STEP] = s->optim_step,
+        [ST_CALIBRATED] = s->calibrated, [ST_NTENSORS] = s->ntensors,
+        [ST_NFEAT] = s->nfeat,         [ST_RANKS] = s->ranks};
+    for (int i = 0; i < ST_COUNT; i++) wc_le_put_u64(state + 8 * i, (uint64_t)st[i]);
+    for (int t = 0; t < s->ntensors; t++)
+        wc_le_put_u32(state + 8 * ST_COUNT + 4 * (size_t)t, (uint32_t)s->exponent[t]);
+    const size_t pbytes = 4 * s->nparams;
+    unsigned char *params = WC_ALLOC(pbytes), *m = WC_ALLOC(pbytes);
+    unsigned char *v = s->optim_v ? WC_ALLOC(pbytes) : NULL;
+    wc_le_put_f32s(params, s->params, s->nparams);
+    wc_le_put_f32s(m, s->optim_m, s->nparams);
+    if (v) wc_le_put_f32s(v, s->optim_v, s->nparams);
+    const char *metrics = s->metrics ? s->metrics : "";
+    wc_ckpt_section sec[] = {
+        {WC_SECTION_META, s->meta, strlen(s->meta)},
+        {WC_SECTION_CONFIG, s->config, strlen(s->config)},
+        {WC_SECTION_FINGERPRINT, s->fingerprint, strlen(s->fingerprint)},
+        {WC_SECTION_SPEC, s->spec, strlen(s->spec)},
+        {WC_SECTION_FEATURES, names, used},
+        {WC_SECTION_NORM, norm, 16 * (size_t)s->nfeat},
+        {WC_SECTION_STATE, state, STATE_BYTES(s->ntensors)},
+        {WC_SECTION_PARAMS, params, pbytes},
+        {WC_SECTION_OPTIM_M, m, pbytes},
+        {WC_SECTION_OPTIM_V, v, v ? pbytes : 0},
+        {WC_SECTION_METRICS, metrics, strlen(metrics)},
+    };
+    int rc = wc_ckpt_write(dir, (long)s->step, sec, (int)(sizeof sec / sizeof sec[0]), keep,
+                           seconds, bytes);
+    free(names), free(norm), free(state), free(params), free(m), free(v);
+    return rc;
+}
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+/* Everything a decoded snapshot owns. */
+typedef struct owned {
+    char *meta, *config, *fingerprint, *spec, *metrics, *names_text;
+    char **names;
+    double *mean, *std;
+    int32_t *exponent;
+    float *params, *optim_m, *optim_v;
+} owned;
+
+/* A text section as a NUL-terminated copy: present (unless optional), at most
+ * WC_SNAPSHOT_MAX_TEXT bytes, without NUL bytes. */
+static int text(const wc_ckpt *ck, const char *name, int optional, char **out, char *why,
+                size_t why_size) {
+    const wc_ckpt_section *s = wc_ckpt_find(ck, name);
+    if (!s && !optional) return fail(why, why_size, "section '%s' is missing", name);
+    size_t n = s ? s->size : 0;
+    if (n > WC_SNAPSHOT_MAX_TEXT)
+        return fail(why, why_size, "section '%s' is %zu bytes, more than a text may hold (%d)",
+                    name, n, WC_SNAPSHOT_MAX_TEXT);
+    if (n && memchr(s->data, '\0', n))
+        return fail(why, why_size, "section '%s' holds a NUL byte", name);
+    *out = WC_ALLOC(n + 1);
+    if (n) memcpy(*out, s->data, n);
+    (*out)[n] = '\0';
+    return WC_OK;
+}
+
+/* The feature names: comma-separated, each non-empty, shorter than a band name may be, without
+ * control characters (raster.c cleans band descriptions the same way when it opens them). */
+static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
+    const char *t = o->names_text;
+    int n = 1;
+    for (const char *p = t; *p; p++) n += *p == ',';
+    if (!*t || n > WC_SNAPSHOT_MAX_FEATURES)
+        return fail(why, why_size, "section 'features' lists %d names (1 to %d expected)",
+                    *t ? n : 0, WC_SNAPSHOT_MAX_FEATURES);
+    o->names = WC_CALLOC((size_t)n, sizeof(char *));
+    const char *p = t;
+    for (int i = 0; i < n; i++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0 || len >= WC_BAND_NAME_MAX)
+            return fail(why, why_size, "feature %d's name is %zu bytes (1 to %d expected)", i + 1,
+                        len, WC_BAND_NAME_MAX - 1);
+        for (size_t k = 0; k < len; k++)
+            if ((unsigned char)p[k] < 0x20 || p[k] == 0x7f)
+                return fail(why, why_size, "feature %d's name holds a control character", i + 1);
+        o->names[i] = WC_ALLOC(len + 1);
+        memcpy(o->names[i], p, len);
+        o->names[i][len] = '\0';
+        p += len + 1;
+    }
+    *nfeat = n;
+    return WC_OK;
+}
+
+static int normalization(const wc_ckpt *ck, owned *o, int nfeat, char *why, size_t why_size) {
+    const wc_ckpt_section *s = wc_ckpt_find(ck, WC_SECTION_NORM);
+    if (!s || s->size != 16 * (size_t)nfeat)
+        return fail(why, why_size, "section 'norm' is %zu bytes, %d features need %zu",
+                    s ? s->size : 0, nfeat, 16 * (size_t)nfeat);
+    o->mean = WC_ALLOC(sizeof(double) * nfeat);
+    o->std = WC_ALLOC(sizeof(double) * nfeat);
+    wc_le_get_f64s(o->mean, s->data, (size_t)nfeat);
+    wc_le_get_f64s(o->std, (const unsigned char *)s->data + 8 * (size_t)nfeat, (size_t)nfeat);
+    for (int c = 0; c < nfeat; c++)
+        if (!isfinite(o->mean[c]) || !isfinite(o->std[c]) || !(o->std[c] > 0))
+            return fail(why, why_size, "feature %d (%s) has mean %g and std %g", c + 1,
+                        o->names[c], o->mean[c], o->std[c]);
+    return WC_OK;
+}
+
+/* A float32 array section of exactly n values (n = 0: any multiple of 4, which sets n), all
+ * finite, and >= 0 when nonneg. */
+static int floats(const wc_ckpt *ck, const char *name, size_t *n, int nonneg, float **out,
+                  char *why, size_t why_size) {
+    const wc_ckpt_section *s = wc_ckpt_find(ck, name);
+    if (!s) return fail(why, why_size, "section '%s' is missing", name);
+    if (*n == 0 && (s->size == 0 || s->size % 4))
+        return fail(why, why_size, "section '%s' is %zu bytes, not a whole number of float32",
+                    name, s->size);
+    if (*n == 0) *n = s->size / 4;
+    if (s->size != 4 * *n)
+        return fail(why, why_size, "section '%s' is %zu bytes, the parameters need %zu", name,
+                    s->size, 4 * *n);
+    *out = WC_ALLOC(s->size);
+    wc_le_get_f32s(*out, s->data, *n);
+    size_t bad = first_nonfinite_f32(*out, *n);
+    if (bad < *n)
+        return fail(why, why_size, "section '%s' holds a non-finite value at element %zu", name,
+                    bad);
+    for (size_t i = 0; nonneg && i < *n; i++)
+        if ((*out)[i] < 0)
+            return fail(why, why_size, "section '%s' holds a negative value at element %zu",
+                        name, i);
+    return WC_OK;
+}
+
+/* The training counters, against each other and the header. */
+static int state(const wc_ckpt *ck, wc_snapshot *s, owned *o, char *why, size_t why_size) {
+    const wc_ckpt_section *sec = wc_ckpt_find(ck, WC_SECTION_STATE);
+    if (!sec || sec->size < STATE_BYTES(0) || (sec->size - STATE_BYTES(0)) % 4)
+        return fail(why, why_size, "section 'state' is %zu bytes (64 + 4 per tensor expected)",
+                    sec ? sec->size : 0);
+    const unsigned char *p = sec->data;
+    int64_t v[ST_COUNT];
+    for (int i = 0; i < ST_COUNT; i++) v[i] = (int64_t)wc_le_get_u64(p + 8 * i);
+    const int64_t nt = (int64_t)((sec->size - STATE_BYTES(0)) / 4);
+    if (v[ST_NTENSORS] != nt || nt > WC_SNAPSHOT_MAX_TENSORS)
+        return fail(why, why_size, "section 'state' records %lld tensors but holds %lld",
+                    (long long)v[ST_NTENSORS], (long long)nt);
+    if (v[ST_STEP] != (int64_t)ck->step)
+        return fail(why, why_size, "section 'state' says step %lld, the header %ld",
+                    (long long)v[ST_STEP], ck->step);
+    if (v[ST_OPTIM_STEP] < 0 || v[ST_OPTIM_STEP] > v[ST_STEP] || v[ST_EPOCH] < 0 ||
+        v[ST_EPOCH] > v[ST_STEP] || v[ST_EPOCH_POS] < 0 || v[ST_RANKS] < 1 ||
+        v[ST_RANKS] > (1 << 24) || (v[ST_CALIBRATED] != 0 && v[ST_CALIBRATED] != 1))
+        return fail(why, why_size, "section 'state' holds counters out of their bounds "
+                                   "(optimizer step %lld, epoch %lld, position %lld, ranks %lld, "
+                                   "calibrated %lld at step %lld)",
+                    (long long)v[ST_OPTIM_STEP], (long long)v[ST_EPOCH],
+                    (long long)v[ST_EPOCH_POS], (long long)v[ST_RANKS],
+                    (long long)v[ST_CALIBRATED], (long long)v[ST_STEP]);
+    if (v[ST_NFEAT] != s->nfeat)
+        return fail(why, why_size, "section 'state' says %lld features, 'features' lists %d",
+                    (long long)v[ST_NFEAT], s->nfeat);
+    o->exponent = WC_ALLOC(sizeof(int32_t) * (size_t)(nt ? nt : 1));
+    for (int64_t t = 0; t < nt; t++) {
+        o->exponent[t] = (int32_t)wc_le_get_u32(p + 8 * ST_COUNT + 4 * t);
+        if (o->exponent[t] < WC_SNAPSHOT_EXPONENT_MIN || o->exponent[t] > WC_SNAPSHOT_EXPONENT_MAX)
+            return fail(why, why_size, "section 'state': tensor %lld's exponent %d is out of "
+                                       "[%d, %d]",
+                        (long long)t, o->exponent[t], WC_SNAPSHOT_EXPONENT_MIN,
+                        WC_SNAPSHOT_EXPONENT_MAX);
+    }
+    s->epoch = v[ST_EPOCH], s->epoch_pos = v[ST_EPOCH_POS], s->optim_step = v[ST_OPTIM_STEP];
+    s->ranks = v[ST_RANKS], s->calibrated = (int)v[ST_CALIBRATED], s->ntensors = (int)nt;
+    s->exponent = o->exponent;
+    return WC_OK;
+}
+
+int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_size) {
+    memset(s, 0, sizeof *s);
+    owned *o = WC_CALLOC(1, sizeof *o);
+    s->owned = o;
+    s->step = ck->step;
+    int rc = WC_ERR;
+    if (text(ck, WC_SECTION_META, 0, &o->meta, why, why_size) != WC_OK ||
+        text(ck, WC_SECTION_CONFIG, 0, &o->config, why, why_size) != WC_OK ||
+        text(ck, WC_SECTION_FINGERPRINT, 0, &o->fingerprint, why, why_size) != WC_OK ||
+        text(ck, WC_SECTION_SPEC, 0, &o->spec, why, why_size) != WC_OK ||
+        text(ck, WC_SECTION_METRICS, 1, &o->metrics, why, why_size) != WC_OK ||
+        text(ck, WC_SECTION_FEATURES, 0, &o->names_text, why, why_size) != WC_OK)
+        goto out;
+    s->meta = o->meta, s->config = o->config, s->fingerprint = o->fingerprint;
+    s->spec = o->spec, s->metrics = o->metrics;
+    if (feature_names(o, &s->nfeat, why, why_size) != WC_OK) goto out;
+    s->feat_names = (const char *const *)o->names;
+    if (normalization(ck, o, s->nfeat, why, why_size) != WC_OK) goto out;
+    s->mean = o->mean, s->std = o->std;
+    if (wc_snapshot_patch(s) == 0) {
+        fail(why, why_size, "section 'config' has no valid patch size");
+        goto out;
+    }
+    s->nparams = 0;
+    if (floats(ck, WC_SECTION_PARAMS, &s->nparams, 0, &o->params, why, why_size) != WC_OK)
+        goto out;
+    s->params = o->params;
+    if (state(ck, s, o, why, why_size) != WC_OK ||
+        floats(ck, WC_SECTION_OPTIM_M, &s->nparams, 0, &o->optim_m, why, why_size) != WC_OK)
+        goto out;
+    s->optim_m = o->optim_m;
+    const wc_ckpt_section *v = wc_ckpt_find(ck, WC_SECTION_OPTIM_V);
+    if (v && v->size) { /* SGD keeps no second moment: the section is empty */
+        if (floats(ck, WC_SECTION_OPTIM_V, &s->nparams, 1, &o->optim_v, why, why_size) != WC_OK)
+            goto out;
+        s->optim_v = o->optim_v;
+    }
+    rc = WC_OK;
+out:
+    if (rc != WC_OK) wc_snapshot_free(s);
+    return rc;
+}
+
+void wc_snapshot_free(wc_snapshot *s) {
+    if (!s) return;
+    owned *o = s->owned;
+    if (o) {
+        free(o->meta), free(o->config), free(o->fingerprint), free(o->spec), free(o->metrics);
+        for (int i = 0; o->names && i < s->nfeat; i++) free(o->names[i]);
+        free(o->names), free(o->names_text);
+        free(o->mean), free(o->std), free(o->exponent);
+        free(o->params), free(o->optim_m), free(o->optim_v);
+        free(o);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+int wc_snapshot_patch(const wc_snapshot *s) {
+    char buf[32];
+    wc_kv_get(s->config, "patch", buf, sizeof buf);
+    char *end;
+    long p = strtol(buf, &end, 10);
+    return *buf && !*end && p >= 4 && p <= 4096 ? (int)p : 0;
+}
+
+wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int mode,
+                              char *why, size_t why_size) {
+    char arch[64];
+    wc_kv_get(s->meta, "arch", arch, sizeof arch);
+    const int patch = wc_snapshot_patch(s);
+    wc_net *net = wc_net_create(*arch ? arch : "model", s->spec, s->nfeat, max_N, H ? H : patch,
+                                W ? W : patch, mode);
+    if (!net) {
+        fail(why, why_size, "its network spec does not build for %d inputs of %dx%d (see above)",
+             s->nfeat, W ? W : patch, H ? H : patch);
+        return NULL;
+    }
+    if (net->nparams != s->nparams || net->ntensors != s->ntensors) {
+        fail(why, why_size, "its network has %zu parameters in %d tensors, the checkpoint holds "
+                            "%zu in %d",
+             net->nparams, net->ntensors, s->nparams, s->ntensors);
+        wc_net_destroy(net);
+        return NULL;
+    }
+    memcpy(net->params, s->params, sizeof(float) * s->nparams);
+    return net;
+}
+
+int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) {
+    wc_snapshot *s = ctx;
+    wc_snapshot_free(s);
+    if (wc_snapshot_decode(ck, s, why, why_size) != WC_OK) return WC_ERR;
+    wc_net *net = wc_snapshot_build_net(s, 1, 0, 0, WC_NET_INFER, why, why_size);
+    if (!net) {
+        wc_snapshot_free(s);
+        return WC_ERR;
+    }
+    wc_net_destroy(net);
+    return WC_OK;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# t_ckpt_hostile.sh: checkpoints whose CRC is valid but whose content is not (tests/wcp.py
+# rewrites real ones), and checkpoint directories holding things that are not checkpoints.
+# Every reader (info, export, predict, resume) must refuse such a file as "not usable: <reason>"
+# with status 1, never crash or exhaust memory; a resume falls back to the previous checkpoint
+# and ends bitwise equal to an uninterrupted run.
+. "$(dirname "$0")/lib.sh"
+
+WCP="$PY $ROOT/tests/wcp.py"
+args=(--tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --micro-batch 4 --steps 4
+      --ckpt-every 2 --keep 10 --log-every 1 --no-predict --seed 3)
+"$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/ref.log" 2>&1 || { notok "reference run" "$(tail -3 "$T/ref.log")"; finish; }
+ref=$(digest "$T/ref/checkpoints/ckpt-00000004.wcp")
+good=$T/ref/checkpoints/ckpt-00000004.wcp
+nfeat=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import wcp
+print(len(wcp.section(wcp.read(sys.argv[2]), "features")[1].decode().split(",")))' "$ROOT/tests" "$good")
+[ -n "$ref" ] && [ "$nfeat" -gt 0 ] && ok "reference run ($ref, $nfeat features)" || notok "reference run"
+
+# hostile NAME PATTERN OPS...: the newest checkpoint rewritten with OPS is refused by every
+# reader with a message matching PATTERN, and a resume falls back to step 2 and ends equal.
+hostile() {
+    local name=$1 pattern=$2
+    shift 2
+    local d=$T/$name
+    cp -r "$T/ref" "$d"
+    if ! $WCP edit "$good" "$d/checkpoints/ckpt-00000004.wcp" "$@" 2>"$T/$name.wcp"; then
+        notok "$name: crafting the file" "$(tail -2 "$T/$name.wcp")"
+        return
+    fi
+    local f=$d/checkpoints/ckpt-00000004.wcp bad=""
+    timeout 60 "$WILDCPU" info "$f" >"$T/$name.info" 2>&1
+    local s=$?
+    { [ $s -eq 1 ] && grep -Eq "INVALID: .*$pattern" "$T/$name.info"; } || bad+=" info: status $s $(head -c 300 "$T/$name.info");"
+    timeout 60 "$WILDCPU" export --checkpoint "$f" --out "$d/m.safetensors" >"$T/$name.exp" 2>&1
+    s=$?
+    { [ $s -eq 1 ] && grep -Eq "not usable: .*$pattern" "$T/$name.exp" && [ ! -e "$d/m.safetensors" ]; } \
+        || bad+=" export: status $s $(head -c 300 "$T/$name.exp");"
+    timeout 60 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$f" --out "$d/risk.tif" >"$T/$name.pred" 2>&1
+    s=$?
+    { [ $s -eq 1 ] && grep -Eq "not usable: .*$pattern" "$T/$name.pred" && [ ! -e "$d/risk.tif" ]; } \
+        || bad+=" predict: status $s $(head -c 300 "$T/$name.pred");"
+    # the run directory: predict on it falls back to the previous checkpoint
+    timeout 60 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$d" --out "$d/risk.tif" >"$T/$name.pdir" 2>&1
+    s=$?
+    { [ $s -eq 0 ] && grep -q "ckpt-00000002.wcp" "$T/$name.pdir"; } || bad+=" predict DIR: status $s $(tail -c 300 "$T/$name.pdir");"
+    timeout 120 "$WILDCPU" "${args[@]}" --out "$d" >"$T/$name.log" 2>&1
+    s=$?
+    { [ $s -eq 0 ] && grep -Eq "ckpt-00000004.wcp is not usable: .*$pattern.*trying the previous one" "$T/$name.log" &&
+      grep -q "resuming from .*ckpt-00000002.wcp" "$T/$name.log" &&
+      [ "$(digest "$d/checkpoints/ckpt-00000004.wcp")" = "$ref" ]; } \
+        || bad+=" resume: status $s $(grep -E 'usable|resuming|error' "$T/$name.log" | head -3);"
+    if [ -z "$bad" ]; then
+        ok "$name: refused by info, export, predict; resume falls back and ends equal ($(grep -Eo "not usable: .*" "$T/$name.exp" | cut -c1-110))"
+    else
+        notok "$name" "$bad"
+    fi
+}
+
+hostile huge-step "implausible step" hstep=$((1 << 50))
+hostile negative-step "implausible step" hstep=-5
+hostile state-step "says step -3, the header 4" i64=state:0:-3
+hostile empty-feature-name "name is 0 bytes" featname=1:
+hostile long-feature-name "name is 200000 bytes" featlong=2:200000
+hostile feature-count "features" "featname=0:a,b"
+hostile nan-parameter "non-finite value at element 7" nan=params:7
+hostile nan-moment "non-finite value at element 3" nan=optim_m:3
+hostile negative-second-moment "negative value at element 5" "u32at=optim_v:20:-1082130432"
+hostile nan-mean "mean nan" f64=norm:0:nan
+hostile zero-std "std 0" f64=norm:$nfeat:0
+hostile payload-2-40 "implausible payload size" hraw=$((1 << 40))
+hostile payload-short "does not decompress to the" hraw=100
+hostile section-length-2-40 "claims 1099511627776 bytes" slen=params:$((1 << 40))
+hostile duplicate-section "appears twice" dup=params
+hostile missing-norm "section 'norm'" drop=norm
+hostile missing-params "section 'params' is missing" drop=params
+hostile missing-state "section 'state'" drop=state
+hostile missing-spec "section 'spec' is missing" drop=spec
+hostile missing-features "section 'features' is missing" drop=features
+hostile nul-in-text "holds a NUL byte" set=meta:610062
+hostile huge-text "more than a text may hold" repeat=fingerprint:0x41:2000000
+hostile params-size "the parameters need 4" set=params:00000000
+hostile exponent "exponent 99999 is out of" u32at=state:64:99999
+hostile ranks-zero "counters out of their bounds" i64=state:7:0
+# a spec whose network would need terabytes: refused before anything is allocated
+hostile huge-spec "memory" "text=spec:input x
+conv a x out=1048576 k=999 pad=499
+conv h a out=1 k=1"
+
+# A resume needs AdamW's second moment, a model does not: only the resume refuses it.
+cp -r "$T/ref" "$T/nov"
+$WCP edit "$good" "$T/nov/checkpoints/ckpt-00000004.wcp" drop=optim_v
+timeout 120 "$WILDCPU" "${args[@]}" --out "$T/nov" >"$T/nov.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "not usable: it holds no second moment" "$T/nov.log" &&
+    [ "$(digest "$T/nov/checkpoints/ckpt-00000004.wcp")" = "$ref" ] \
+    && ok "a checkpoint without AdamW's second moment: resume falls back, ends equal" \
+    || notok "missing optim_v on resume" "status $s $(grep -E 'usable|error' "$T/nov.log" | head -2)"
+
+# ---- what lies in a checkpoint directory
+
+# a FIFO under a checkpoint's name: never opened for reading (that would block), reported
+cp -r "$T/ref" "$T/fifo"
+mkfifo "$T/fifo/checkpoints/ckpt-00000099.wcp"
+timeout 60 "$WILDCPU" "${args[@]}" --out "$T/fifo" >"$T/fifo.log" 2>&1
+s=$?
+timeout 20 "$WILDCPU" info "$T/fifo" >"$T/fifo.info" 2>&1
+si=$?
+[ $s -eq 0 ] && grep -q "ckpt-00000099.wcp is not usable: not a regular file" "$T/fifo.log" &&
+    grep -q "resuming from .*ckpt-00000004.wcp" "$T/fifo.log" && [ $si -eq 0 ] &&
+    grep -q "ckpt-00000099.wcp .*INVALID: not a regular file" "$T/fifo.info" \
+    && ok "a FIFO named ckpt-*.wcp: resume and info do not wait on it, and say so" \
+    || notok "FIFO in the checkpoint directory" "resume $s info $si: $(tail -2 "$T/fifo.log") $(cat "$T/fifo.info")"
+
+# a stale copy under a name too long to be a step: ignored with a warning, never the newest
+cp -r "$T/ref" "$T/stale"
+cp "$T/ref/checkpoints/ckpt-00000002.wcp" "$T/stale/checkpoints/ckpt-99999999999999999999.wcp"
+timeout 60 "$WILDCPU" "${args[@]}" --out "$T/stale" >"$T/stale.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "ignoring .*ckpt-99999999999999999999.wcp: not a checkpoint name" "$T/stale.log" &&
+    grep -q "resuming from .*ckpt-00000004.wcp" "$T/stale.log" \
+    && ok "ckpt-<20 digits>.wcp is ignored with a warning; the newest real checkpoint is used" \
+    || notok "stale copy with an unparseable name" "status $s: $(grep -E 'ignoring|resuming' "$T/stale.log")"
+
+# a copy of step 2 under a larger step's name: ordered by the step its header holds, and pruned
+# as the old checkpoint it is
+cp -r "$T/ref" "$T/misnamed"
+rm "$T/misnamed/checkpoints/ckpt-00000004.wcp"
+cp "$T/ref/checkpoints/ckpt-00000002.wcp" "$T/misnamed/checkpoints/ckpt-00000999.wcp"
+timeout 60 "$WILDCPU" "${args[@]}" --keep 1 --out "$T/misnamed" >"$T/misnamed.log" 2>&1
+s=$?
+left=$(ls "$T/misnamed/checkpoints")
+[ $s -eq 0 ] && grep -q "resuming from .*ckpt-00000002.wcp: 2 of 4" "$T/misnamed.log" &&
+    [ "$left" = "ckpt-00000004.wcp" ] && [ "$(digest "$T/misnamed/checkpoints/ckpt-00000004.wcp")" = "$ref" ] \
+    && ok "a checkpoint under another step's name: used and pruned by its header's step" \
+    || notok "misnamed checkpoint" "status $s, left: $left; $(grep resuming "$T/misnamed.log")"
+
+finish
