@@ -1,6 +1,7 @@
 /* reduce.c: the exact (fixed-point) and fast (float) gradient reductions; see reduce.h. */
 #include "wildcpu/reduce.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "wildcpu/util.h"
 
 /* Extra int64 words after the n gradient sums. */
-enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_STOP, X_CKPT, X_COUNT };
+enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_NONFINITE, X_BAD_LOSS, X_STOP, X_CKPT, X_COUNT };
 
 /* Exponent for a tensor whose components are at most maxabs: leaves the headroom and room for
  * max_micro_batches additions below 2^62. */
@@ -21,6 +22,21 @@ static int exponent_for(double maxabs, int max_micro_batches) {
     int k;
     frexp(maxabs, &k); /* maxabs < 2^k */
     return budget - k;
+}
+
+/* The largest |component| of a tensor, and whether every component is finite: fmax would drop
+ * a NaN, and a NaN or an infinity must never reach the fixed-point conversion (llrint of either
+ * is undefined), so both are tested explicitly, in one vectorizable pass. */
+static float tensor_maxabs(const float *g, size_t n, int *finite) {
+    float m = 0.0f;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        float a = fabsf(g[i]);
+        m = a > m ? a : m;
+        ok &= a <= FLT_MAX;
+    }
+    *finite = ok;
+    return m;
 }
 
 wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batches) {
@@ -50,8 +66,9 @@ void wc_reducer_destroy(wc_reducer *r) {
 void wc_reducer_calibrate(wc_reducer *r, const float *grads) {
     double *m = WC_CALLOC(r->ntensors, sizeof(double));
     for (int t = 0; grads && t < r->ntensors; t++) {
-        const wc_tensor *tn = &r->tensors[t];
-        for (size_t i = 0; i < tn->count; i++) m[t] = fmax(m[t], fabs((double)grads[tn->offset + i]));
+        int finite; /* a non-finite micro-batch 0 is caught by wc_reducer_add right after */
+        m[t] = tensor_maxabs(grads + r->tensors[t].offset, r->tensors[t].count, &finite);
+        if (!finite) m[t] = 0;
     }
     wc_dist_bcast(m, sizeof(double) * r->ntensors, 0);
     for (int t = 0; t < r->ntensors; t++) r->exponent[t] = exponent_for(m[t], r->max_micro_batches);
@@ -63,7 +80,7 @@ void wc_reducer_begin(wc_reducer *r) {
     memset(r->acc, 0, (r->n + X_COUNT) * sizeof(int64_t));
     if (r->facc) memset(r->facc, 0, r->n * sizeof(float));
     memset(r->maxabs, 0, r->ntensors * sizeof(double));
-    r->overflow = 0;
+    r->overflow = r->nonfinite = r->bad_loss = 0;
     r->loss_sum = 0;
     r->valid_pixels = r->samples = 0;
 }
@@ -72,21 +89,37 @@ void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t 
                     int64_t samples) {
     r->valid_pixels += valid_pixels;
     r->samples += samples;
+    /* The loss is summed in fixed point; beyond the bound it would wrap around. A loss that
+     * large (or not finite) is itself the sign of a diverged model. */
+    const double loss_limit = ldexp(1.0, 62 - WC_REDUCE_LOSS_FX_BITS) / r->max_micro_batches;
+    if (!(fabs(loss_sum) <= loss_limit)) {
+        r->bad_loss++;
+        return;
+    }
+    const double limit = ldexp(1.0, 62) / r->max_micro_batches;
+    int fits = 1, finite_all = 1;
+    for (int t = 0; t < r->ntensors; t++) {
+        const wc_tensor *tn = &r->tensors[t];
+        int finite;
+        double m = tensor_maxabs(grads + tn->offset, tn->count, &finite);
+        if (!finite) {
+            r->maxabs[t] = INFINITY; /* names the tensor once MPI_MAX has combined the ranks */
+            finite_all = 0;
+            continue;
+        }
+        if (m > r->maxabs[t]) r->maxabs[t] = m;
+        if (!r->calibrated || !(ldexp(m, r->exponent[t]) <= limit)) fits = 0;
+    }
+    if (!finite_all) {
+        r->nonfinite++;
+        return;
+    }
     if (!r->exact) {
         r->loss_sum += loss_sum;
         for (size_t i = 0; i < r->n; i++) r->facc[i] += grads[i];
         return;
     }
     r->acc[r->n + X_LOSS] += llround(ldexp(loss_sum, WC_REDUCE_LOSS_FX_BITS));
-    const double limit = ldexp(1.0, 62) / r->max_micro_batches;
-    int fits = 1;
-    for (int t = 0; t < r->ntensors; t++) {
-        const wc_tensor *tn = &r->tensors[t];
-        double m = 0;
-        for (size_t i = 0; i < tn->count; i++) m = fmax(m, fabs((double)grads[tn->offset + i]));
-        if (m > r->maxabs[t] || isnan(m)) r->maxabs[t] = isnan(m) ? INFINITY : m;
-        if (!r->calibrated || !(ldexp(m, r->exponent[t]) <= limit)) fits = 0;
-    }
     if (!fits) {
         r->overflow++;
         return;
@@ -106,6 +139,8 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_v
     x[X_VALID] = r->valid_pixels;
     x[X_SAMPLES] = r->samples;
     x[X_OVERFLOW] = r->overflow;
+    x[X_NONFINITE] = r->nonfinite;
+    x[X_BAD_LOSS] = r->bad_loss;
     x[X_STOP] = stop_vote ? 1 : 0;
     x[X_CKPT] = ckpt_vote ? 1 : 0;
     if (r->exact) {
@@ -116,16 +151,23 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_v
         wc_dist_sum_f32(r->facc, r->n);
     }
     wc_dist_max_f64(r->maxabs, r->ntensors);
-    for (int t = 0; t < r->ntensors; t++)
-        if (isinf(r->maxabs[t]))
-            wc_fatal("the gradient of %s is not finite (NaN or infinite): training diverged; "
-                     "try a lower --lr",
-                     r->tensors[t].name);
     totals->loss_sum = ldexp((double)x[X_LOSS], -WC_REDUCE_LOSS_FX_BITS);
     totals->valid_pixels = x[X_VALID];
     totals->samples = x[X_SAMPLES];
     totals->stop_votes = x[X_STOP];
     totals->ckpt_votes = x[X_CKPT];
+    totals->nonfinite = x[X_NONFINITE];
+    totals->bad_loss = x[X_BAD_LOSS];
+    totals->first_bad_tensor = -1;
+    totals->bad_tensors = 0;
+    for (int t = 0; t < r->ntensors; t++)
+        if (isinf(r->maxabs[t])) {
+            if (totals->first_bad_tensor < 0) totals->first_bad_tensor = t;
+            totals->bad_tensors++;
+        }
+    /* Every rank saw the same sums: all stop together, nothing of this step is applied, and the
+     * scales stay those of the last good step. */
+    if (totals->nonfinite > 0 || totals->bad_loss > 0) return WC_REDUCE_DIVERGED;
     int redo = r->exact && (!r->calibrated || x[X_OVERFLOW] > 0);
     if (!redo) {
         const double denom = totals->valid_pixels > 0 ? (double)totals->valid_pixels : 1.0;

@@ -93,6 +93,8 @@ typedef struct {
     double ckpt_interval;    /* seconds between timed checkpoints; 0: none */
     size_t planned_bytes, baseline_bytes;
     char config_kv[2048];
+    long poison_step;        /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */
+    char poison_kind;
 } train_ctx;
 
 /* The settings that must be equal for a resume to be exact. */
@@ -196,7 +198,9 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b, int with_oracle) 
 
 /* ---- validation -------------------------------------------------------------------------- */
 
-static void validate(train_ctx *t, long step) {
+/* Validation after `step`. Returns WC_ERR (on every rank alike: the decision is made from the
+ * reduced counts) when the network's output was NaN on some pixel: the model diverged. */
+static int validate(train_ctx *t, long step) {
     double t0 = wc_now();
     const size_t pp = (size_t)t->ds->P * t->ds->P;
     const int with_oracle = t->ds->oracle_path != NULL;
@@ -223,7 +227,15 @@ static void validate(train_ctx *t, long step) {
         t->have_oracle = 1;
     }
     t->val_seconds += wc_now() - t0;
-    if (t->rank != 0 || !t->have_val) return;
+    if (t->last_val.bad_outputs > 0) {
+        if (t->rank == 0)
+            wc_error("validation after step %ld: the network's output is NaN on %lld pixels: "
+                     "training diverged; nothing of this validation was logged or saved (the last "
+                     "checkpoint in %s is intact). Lower --lr (now %.3g) and rerun with --fresh",
+                     step + 1, (long long)t->last_val.bad_outputs, t->ckpt_dir, t->opt->cfg.lr);
+        return WC_ERR;
+    }
+    if (t->rank != 0 || !t->have_val) return WC_OK;
     long epoch = step / t->sched.steps_per_epoch + 1;
     char line[2048];
     int n = snprintf(line, sizeof line, "{\"type\":\"val\",\"step\":%ld,\"epoch\":%ld,", step + 1,
@@ -246,6 +258,7 @@ static void validate(train_ctx *t, long step) {
                 "the oracle's AUC-PR)",
                 t->last_oracle.auc_pr, t->last_oracle.roc_auc,
                 100 * t->last_val.auc_pr / t->last_oracle.auc_pr);
+    return WC_OK;
 }
 
 /* ---- checkpoints ------------------------------------------------------------------------- */
@@ -442,12 +455,64 @@ static void trim_jsonl(const char *path, long keep_through_step) {
 
 /* ---- the step ---------------------------------------------------------------------------- */
 
-static void train_step(train_ctx *t, long step) {
+/* Divergence: a non-finite gradient, loss, or an update that made the state non-finite. Every
+ * rank reaches this for the same step (it is decided from reduced values), so all return the
+ * error together; nothing of the step was applied to anything that is saved or logged. */
+static void report_divergence(const train_ctx *t, long step, const wc_step_totals *tot,
+                              int bad_update_tensor) {
+    char what[256];
+    if (bad_update_tensor >= 0)
+        snprintf(what, sizeof what, "the optimizer's update made %s non-finite",
+                 t->net->tensors[bad_update_tensor].name);
+    else if (tot->first_bad_tensor >= 0)
+        snprintf(what, sizeof what, "the gradient of %s%s%.0d%s is not finite (NaN or infinite) "
+                 "in %lld micro-batch%s",
+                 t->net->tensors[tot->first_bad_tensor].name,
+                 tot->bad_tensors > 1 ? " and " : "", tot->bad_tensors > 1 ? tot->bad_tensors - 1 : 0,
+                 tot->bad_tensors > 1 ? " more tensors" : "", (long long)tot->nonfinite,
+                 tot->nonfinite == 1 ? "" : "es");
+    else
+        snprintf(what, sizeof what, "the loss of %lld micro-batch%s is not finite or too large "
+                 "to be summed exactly (beyond 2^%d nats)",
+                 (long long)tot->bad_loss, tot->bad_loss == 1 ? "" : "es",
+                 62 - WC_REDUCE_LOSS_FX_BITS);
+    if (t->rank != 0) return;
+    wc_error("step %ld: training diverged: %s; the step was not applied and nothing of it was "
+             "saved (the last checkpoint in %s is intact). Lower --lr (now %.3g) or lengthen "
+             "--warmup (now %ld) and rerun with --fresh, or resume from the last checkpoint with "
+             "the same options",
+             step + 1, what, t->ckpt_dir, t->opt->cfg.lr, t->opt->cfg.warmup_steps);
+}
+
+/* The test hook that proves divergence is caught on any rank: WILDCPU_TEST_POISON=STEP:RANK:WHAT
+ * makes RANK's first micro-batch of step STEP (1-based) have a NaN gradient component (grad), an
+ * infinite one (inf) or a NaN loss (loss). Parsed once at setup. */
+static void parse_poison(train_ctx *t) {
+    t->poison_step = -1;
+    const char *s = getenv("WILDCPU_TEST_POISON");
+    long step;
+    int rank;
+    char what[8];
+    if (!s || sscanf(s, "%ld:%d:%7s", &step, &rank, what) != 3 || rank != t->rank) return;
+    t->poison_step = step - 1;
+    t->poison_kind = what[0];
+}
+
+static void poison(train_ctx *t, double *loss) {
+    const size_t i = t->net->nparams / 2;
+    if (t->poison_kind == 'l') *loss = NAN;
+    else t->net->grads[i] = t->poison_kind == 'i' ? INFINITY : NAN;
+}
+
+/* One optimizer step: this rank's micro-batches, the exact reduction, the update. Returns
+ * WC_ERR (on every rank alike) when training diverged. */
+static int train_step(train_ctx *t, long step) {
     int lo, hi;
     wc_schedule_micro_batches(&t->sched, step, &lo, &hi);
     const size_t pp = (size_t)t->ds->P * t->ds->P;
     for (int j = lo; j < hi; j++) t->held[j - lo] = take(t, step, PHASE_TRAIN, j);
     wc_step_totals tot;
+    int rc;
     for (;;) {
         double t0 = wc_now();
         wc_reducer_begin(t->red);
@@ -466,17 +531,18 @@ static void train_step(train_ctx *t, long step) {
             wc_net_backward(t->net, b->n);
             if (calibrate && j == lo)
                 wc_reducer_calibrate(t->red, t->rank == 0 && j == 0 ? t->net->grads : NULL);
+            if (step == t->poison_step && j == lo) poison(t, &loss);
             wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
         }
         double t1 = wc_now();
         /* a timed checkpoint: rank 0's clock decides, everyone follows */
         int ckpt_vote = t->rank == 0 && t->ckpt_interval > 0 &&
                         wc_now() - t->t_last_ckpt >= t->ckpt_interval;
-        int rc = wc_reducer_finish(t->red, t->net->grads, wc_stop_requested(), ckpt_vote, &tot);
+        rc = wc_reducer_finish(t->red, t->net->grads, wc_stop_requested(), ckpt_vote, &tot);
         double t2 = wc_now();
         t->compute_seconds += t1 - t0;
         t->reduce_seconds += t2 - t1;
-        if (rc == WC_REDUCE_DONE) break;
+        if (rc != WC_REDUCE_REDO) break;
         if (step > t->start_step)
             wc_info("step %ld: a gradient outgrew its fixed-point scale; recomputing the step "
                     "with rescaled gradients",
@@ -484,13 +550,19 @@ static void train_step(train_ctx *t, long step) {
         t->redo_count++;
     }
     for (int j = lo; j < hi; j++) wc_reader_release(t->rd);
+    if (rc == WC_REDUCE_DIVERGED) {
+        report_divergence(t, step, &tot, -1);
+        return WC_ERR;
+    }
     if (tot.valid_pixels == 0)
         wc_fatal("step %ld: the batch has no valid pixel", step + 1);
     double loss = tot.loss_sum / (double)tot.valid_pixels;
-    if (!isfinite(loss))
-        wc_fatal("step %ld: the loss is not finite (%g): training diverged; try a lower --lr",
-                 step + 1, loss);
-    wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors, t->net->ntensors);
+    int bad = wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors,
+                            t->net->ntensors);
+    if (bad >= 0) {
+        report_divergence(t, step, &tot, bad);
+        return WC_ERR;
+    }
     t->last_loss = loss;
     t->loss_sum_since_log += loss;
     t->loss_steps_since_log++;
@@ -499,6 +571,7 @@ static void train_step(train_ctx *t, long step) {
      * reduction is counted in the next step's vote, so all ranks stop at the same step. */
     t->stop_agreed = tot.stop_votes > 0;
     t->ckpt_time_due = tot.ckpt_votes > 0;
+    return WC_OK;
 }
 
 static void fmt_duration(char *buf, size_t size, double s) {
@@ -774,13 +847,20 @@ int wc_train_run(const wc_train_config *cfg_in) {
                        : cfg->ckpt_every > 0 ? 0
                                              : 600;
     t->cur_step = t->start_step;
+    parse_poison(t);
     t->t_steps = t->t_last_log = t->t_last_ckpt = wc_now();
     long step;
     for (step = t->start_step; step < t->total_steps; step++) {
-        train_step(t, step);
+        if (train_step(t, step) != WC_OK) {
+            status = WC_EXIT_RUNTIME;
+            goto done;
+        }
         t->steps_done_here++;
         log_progress(t, step, 0);
-        if (wc_schedule_ends_epoch(&t->sched, step)) validate(t, step);
+        if (wc_schedule_ends_epoch(&t->sched, step) && validate(t, step) != WC_OK) {
+            status = WC_EXIT_RUNTIME;
+            goto done;
+        }
         if (t->stop_agreed) {
             int ok = checkpoint_collective(t, step + 1, "stop signal") == WC_OK;
             if (t->tty) printf("\n");

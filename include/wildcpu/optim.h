@@ -42,8 +42,10 @@ wc_optim *wc_optim_create(const wc_optim_config *cfg, size_t nparams);
 void wc_optim_destroy(wc_optim *opt);
 /* Learning rate of update number `step` (0-based). */
 double wc_optim_lr(const wc_optim_config *cfg, long step);
-/* One update of params (n) from the mean gradient grads (n); tensors say which are weights. */
-void wc_optim_step(wc_optim *opt, float *params, const float *grads, const wc_tensor *tensors,
+/* One update of params (n) from the mean gradient grads (n); tensors say which are weights.
+ * Returns -1, or the index of the first tensor whose parameters or moments the update made
+ * non-finite (a diverged run: the caller stops before anything is saved). */
+int wc_optim_step(wc_optim *opt, float *params, const float *grads, const wc_tensor *tensors,
                    int ntensors);
 /* Bytes of optimizer state (for the memory plan). */
 size_t wc_optim_state_bytes(const wc_optim *opt);

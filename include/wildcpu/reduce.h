@@ -39,7 +39,7 @@
 #define WC_REDUCE_HEADROOM_BITS 16
 #define WC_REDUCE_LOSS_FX_BITS 20
 
-enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1 };
+enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1, WC_REDUCE_DIVERGED = 2 };
 
 /* What the whole job saw in a step (identical on every rank). */
 typedef struct wc_step_totals {
@@ -48,6 +48,11 @@ typedef struct wc_step_totals {
     int64_t samples;
     int64_t stop_votes;  /* ranks that received a stop signal */
     int64_t ckpt_votes;  /* ranks that want a checkpoint after this step */
+    /* divergence: micro-batches whose gradient had a NaN or infinite component, or whose loss
+     * was not finite or beyond the fixed-point range; the first such tensor (-1: none) and how
+     * many tensors were affected */
+    int64_t nonfinite, bad_loss;
+    int first_bad_tensor, bad_tensors;
 } wc_step_totals;
 
 typedef struct wc_reducer {
@@ -62,6 +67,8 @@ typedef struct wc_reducer {
     int64_t *acc;             /* (n + extras) fixed-point sums; exact mode */
     float *facc;              /* (n) float sums; fast mode */
     int64_t overflow;         /* micro-batches of this rank that did not fit the scale */
+    int64_t nonfinite;        /* ... whose gradient had a NaN or infinite component */
+    int64_t bad_loss;         /* ... whose loss was not finite or beyond the loss's range */
     double loss_sum;
     int64_t valid_pixels, samples;
 } wc_reducer;
@@ -79,7 +86,9 @@ void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t 
                     int64_t samples);
 /* Sums across ranks. On WC_REDUCE_DONE, mean_grad (n) holds the global sum divided by the global
  * count of valid pixels and totals the step's figures. WC_REDUCE_REDO: the scales were
- * recalibrated; recompute the step (begin, add..., finish again). Collective. */
+ * recalibrated; recompute the step (begin, add..., finish again). WC_REDUCE_DIVERGED: some
+ * rank's micro-batch had a non-finite gradient or loss (totals say which tensor); mean_grad and
+ * the scales are untouched, and every rank returns it for the same step. Collective. */
 int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_vote,
                       wc_step_totals *totals);
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# t_divergence.sh: a run that diverges stops in the step where a non-finite (or unsummable)
+# loss or gradient appears, on any rank, with the exact and the float reduction: exit 1 naming
+# the step, the tensor and --lr; nothing non-finite logged or checkpointed; the last good
+# checkpoint intact and resumable.
+. "$(dirname "$0")/lib.sh"
+
+"$WILDCPU" synth --out "$T/r128" --size 128 --tile 128 >/dev/null 2>&1 || { notok "synth"; finish; }
+common=(--tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --log-every 1
+        --no-predict --ckpt-every 1 --keep 100)
+base=("${common[@]}" --fresh)
+
+# every number of a JSON-lines file is finite (Python's json would accept NaN and Infinity)
+finite_jsonl() {
+    $PY - "$1" <<'PY'
+import json, sys
+def bad(c): raise ValueError("non-finite constant " + c)
+for line in open(sys.argv[1]):
+    d = json.loads(line, parse_constant=bad)
+    if d.get("type") == "train" and not abs(d["loss"]) < 1e3:
+        raise SystemExit("loss %r logged" % d["loss"])
+PY
+}
+# the newest checkpoint of a run is valid and holds finite parameters
+last_ckpt_ok() {
+    local f
+    f=$(ls "$1"/checkpoints/ckpt-*.wcp | tail -1)
+    [ -n "$f" ] && "$WILDCPU" info "$f" >"$T/info.out" 2>&1 && grep -q "every section verified" "$T/info.out"
+}
+
+for mode in exact fast; do
+    extra=()
+    [ $mode = fast ] && extra=(--fast-reduce)
+    d=$T/lr100-$mode
+    timeout 300 "$WILDCPU" "${base[@]}" "${extra[@]}" --lr 100 --steps 10 --out "$d" >"$d.log" 2>&1
+    s=$?
+    if [ $s -eq 1 ] && grep -Eq "step 2: training diverged: .*not finite.*Lower --lr \(now 100\)" "$d.log" &&
+        finite_jsonl "$d/metrics.jsonl" 2>"$T/jsonl.err" && [ "$(ls "$d/checkpoints")" = ckpt-00000001.wcp ] &&
+        last_ckpt_ok "$d"; then
+        ok "--lr 100 ($mode reduction): stops in step 2, exit 1, nothing non-finite logged, ckpt 1 intact"
+    else
+        notok "--lr 100 ($mode reduction)" "status $s: $(grep -E 'error|diverged' "$d.log" | head -2) $(cat "$T/jsonl.err") $(ls "$d/checkpoints")"
+    fi
+done
+
+# A NaN or infinity on ONE rank of two (the hook WILDCPU_TEST_POISON=STEP:RANK:WHAT), in step 3:
+# both ranks stop in step 3; the rerun without it resumes from step 2 and ends equal to a run
+# that never met it.
+args=("${common[@]}" --batch 8 --steps 5 --seed 4) # 2 micro-batches: one per rank
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/ref.log" 2>&1
+ref=$(digest "$T/ref/checkpoints/ckpt-00000005.wcp")
+[ -n "$ref" ] || notok "reference run" "$(tail -3 "$T/ref.log")"
+for mode in exact fast; do
+    extra=()
+    [ $mode = fast ] && extra=(--fast-reduce)
+    [ $mode = fast ] && { mpirun_n 2 "$WILDCPU" "${args[@]}" "${extra[@]}" --out "$T/reffast" >"$T/reffast.log" 2>&1
+                          reff=$(digest "$T/reffast/checkpoints/ckpt-00000005.wcp"); }
+    for what in grad inf loss; do
+        d=$T/poison-$mode-$what
+        WILDCPU_TEST_POISON=3:1:$what mpirun_n 2 -x WILDCPU_TEST_POISON "$WILDCPU" "${args[@]}" \
+            "${extra[@]}" --out "$d" >"$d.log" 2>&1
+        s=$?
+        want="the gradient of [^ ]+ is not finite"
+        [ $what = loss ] && want="the loss of 1 micro-batch is not finite"
+        n_err=$(grep -c "training diverged" "$d.log")
+        mpirun_n 2 "$WILDCPU" "${args[@]}" "${extra[@]}" --out "$d" >"$d.rerun.log" 2>&1
+        s2=$?
+        expect=$ref
+        [ $mode = fast ] && expect=$reff
+        if [ $s -eq 1 ] && grep -Eq "step 3: training diverged: $want" "$d.log" && [ "$n_err" -eq 1 ] &&
+            finite_jsonl "$d/metrics.jsonl" 2>/dev/null && [ $s2 -eq 0 ] &&
+            grep -q "resuming from .*ckpt-00000002.wcp" "$d.rerun.log" &&
+            [ "$(digest "$d/checkpoints/ckpt-00000005.wcp")" = "$expect" ]; then
+            ok "$what on rank 1 of 2 in step 3 ($mode): both stop in step 3, exit 1; rerun resumes from 2, equal"
+        else
+            notok "$what on rank 1 of 2 ($mode)" "status $s/$s2 errors $n_err digest $(digest "$d/checkpoints/ckpt-00000005.wcp") vs $expect: $(grep -E 'error|diverged|resuming' "$d.log" "$d.rerun.log" | head -3)"
+        fi
+    done
+done
+
+finish
