@@ -2,6 +2,7 @@
  * statistics, reading and decoding patches; see dataset.h. */
 #include "wildcpu/dataset.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,11 +86,13 @@ static inline int is_nodata(const wc_band *b, double v) {
     return !isfinite(v) || (b->has_nodata && v == b->nodata);
 }
 
-long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
-                       const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
+/* The labels (y) and the validity that nodata alone decides (valid): a pixel whose label or any
+ * feature is nodata, NaN or Inf is invalid. What planning needs (it takes the statistics from
+ * the raw values), and what decoding starts from. */
+static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, float *y,
+                                     uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P;
     const wc_band *bands = ds->files.src.bands;
-    /* label first: it decides validity together with the features */
     const wc_band *lb;
     const void *lraw;
     size_t loff;
@@ -115,14 +118,33 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean
         for (size_t i = 0; i < pp; i++)
             if (is_nodata(b, wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i))) valid[i] = 0;
     }
-    long nvalid = 0;
-    for (size_t i = 0; i < pp; i++) nvalid += valid[i];
+}
+
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
+                       const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
+    const size_t pp = (size_t)ds->P * ds->P;
+    decode_labels_and_nodata(ds, raw, y, valid);
+    /* A value whose normalized form lies beyond float's range is no input the network can take
+     * (it would turn the loss into NaN): the pixel is invalid, like nodata. */
     for (int c = 0; c < ds->nfeat; c++) {
-        double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
+        const double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
         float *xc = x + (size_t)c * pp;
-        for (size_t i = 0; i < pp; i++)
-            xc[i] = valid[i] ? (float)((wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i) - m) * inv)
-                             : 0.0f;
+        for (size_t i = 0; i < pp; i++) {
+            xc[i] = 0.0f;
+            if (!valid[i]) continue;
+            float v = wc_normalize(wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i), m, inv);
+            if (isfinite(v))
+                xc[i] = v;
+            else
+                valid[i] = 0;
+        }
+    }
+    /* a pixel a later feature made invalid still holds the earlier features' values */
+    long nvalid = 0;
+    for (size_t i = 0; i < pp; i++) {
+        nvalid += valid[i];
+        if (!valid[i])
+            for (int c = 0; c < ds->nfeat; c++) x[(size_t)c * pp + i] = 0.0f;
     }
     if (oracle) {
         const float *o = (const float *)((const char *)raw + src_bytes(ds) + label_bytes(ds));
@@ -133,10 +155,16 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean
 
 /* ---- planning ---------------------------------------------------------------------------- */
 
-/* Running statistics of one feature (Chan et al.'s pairwise combination of count, mean, M2:
- * numerically stable, and deterministic when combined in a fixed order). */
+/* Running statistics of one feature: count, mean and M2 (the sum of squared deviations from the
+ * mean), combined pairwise in a fixed order (Chan et al.), so deterministic. In long double:
+ * x86-64's 80-bit extended format has a 15-bit exponent, so for ANY finite doubles the
+ * differences of means, their squares times the counts (up to 2^64 pixels), and M2 stay far
+ * from overflow, and its 64-bit mantissa keeps 11 bits beyond double's. A platform whose long
+ * double is narrower fails to compile here rather than computing NaN statistics. */
+_Static_assert(LDBL_MAX_EXP >= 2 * (DBL_MAX_EXP + 1) + 2 * 64 + 16 && LDBL_MANT_DIG >= 64,
+               "long double must hold the square of any double's range times 2^128");
 typedef struct {
-    double n, mean, m2;
+    long double n, mean, m2;
 } moments;
 
 static void moments_merge(moments *a, const moments *b) {
@@ -145,10 +173,47 @@ static void moments_merge(moments *a, const moments *b) {
         *a = *b;
         return;
     }
-    double n = a->n + b->n, d = b->mean - a->mean;
-    a->mean += d * b->n / n;
-    a->m2 += b->m2 + d * d * a->n * b->n / n;
+    long double n = a->n + b->n, d = b->mean - a->mean;
+    a->mean += d * (b->n / n);
+    a->m2 += b->m2 + d * d * (a->n * b->n / n);
     a->n = n;
+}
+
+/* The moments of one patch's valid values of feature c, from the raw values (in the source's
+ * own precision: a Float64 value beyond float's range is still a value). Two passes, the second
+ * corrected by the sum of the deviations (the "corrected two-pass" algorithm): accurate, and no
+ * division per pixel. */
+static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const uint8_t *valid) {
+    const size_t pp = (size_t)ds->P * ds->P, off = (size_t)c * pp;
+    long double n = 0, sum = 0;
+    for (size_t i = 0; i < pp; i++)
+        if (valid[i]) sum += wc_dtype_get(raw, ds->read_type, off + i), n++;
+    if (n == 0) return (moments){0, 0, 0};
+    long double mean = sum / n, dsum = 0, d2sum = 0;
+    for (size_t i = 0; i < pp; i++) {
+        if (!valid[i]) continue;
+        long double d = (long double)wc_dtype_get(raw, ds->read_type, off + i) - mean;
+        dsum += d;
+        d2sum += d * d;
+    }
+    long double m2 = d2sum - dsum * dsum / n;
+    return (moments){n, mean + dsum / n, m2 > 0 ? m2 : 0};
+}
+
+/* The normalization stored for a feature, as doubles that are finite for any finite input:
+ * the mean of finite values lies within their range (clamped against the last rounding); a
+ * std that is not finite, subnormal or within rounding of the values (2^-40 of the mean) means
+ * the feature is constant over the training pixels: std 1. Returns 0 for a constant one. */
+static int moments_finish(const moments *m, double *mean, double *std) {
+    long double mu = m->n > 0 ? m->mean : 0;
+    *mean = (double)fmaxl(-DBL_MAX, fminl(DBL_MAX, mu));
+    long double sd = m->n > 1 ? sqrtl(m->m2 / m->n) : 0;
+    *std = (double)fminl(DBL_MAX, sd);
+    if (!(*std >= DBL_MIN) || !isfinite(*std) || *std <= fabs(*mean) * 0x1p-40) {
+        *std = 1.0;
+        return 0;
+    }
+    return 1;
 }
 
 /* What the planning pass learns about one patch. */
@@ -273,6 +338,21 @@ static void split(wc_dataset *ds) {
     free(val_block);
 }
 
+/* Reads patch id and computes what planning learns from it: its valid and burned pixels, and
+ * the moments of each feature over its valid pixels (m: nfeat of them). */
+static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *valid,
+                      patch_count *pc, moments *m) {
+    if (wc_dataset_read_patch(ds, &ds->files, (uint32_t)id, raw, 0) != WC_OK) return WC_ERR;
+    decode_labels_and_nodata(ds, raw, y, valid);
+    const size_t pp = (size_t)ds->P * ds->P;
+    for (size_t i = 0; i < pp; i++) {
+        pc->valid += valid[i];
+        pc->positives += valid[i] && y[i] > 0;
+    }
+    for (int c = 0; c < ds->nfeat; c++) m[c] = patch_moments(ds, raw, c, valid);
+    return WC_OK;
+}
+
 /* The planning pass: this rank reads its share of the patches, counts valid pixels, and
  * computes each patch's moments; the shares are then combined (see dataset.h). */
 static int plan(wc_dataset *ds) {
@@ -281,37 +361,21 @@ static int plan(wc_dataset *ds) {
     wc_dist_share(ds->npatches, rank, R, &lo, &hi);
     const size_t pp = (size_t)ds->P * ds->P;
     void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
-    float *x = WC_ALLOC(sizeof(float) * ds->nfeat * pp), *y = WC_ALLOC(sizeof(float) * pp);
+    float *y = WC_ALLOC(sizeof(float) * pp);
     uint8_t *valid = WC_ALLOC(pp);
     long nmine = hi - lo;
     patch_count *counts = WC_CALLOC(nmine + 1, sizeof(patch_count));
     moments *mom = WC_CALLOC((size_t)(nmine + 1) * ds->nfeat, sizeof(moments));
     int status = WC_OK;
-    for (long id = lo; id < hi && status == WC_OK; id++) {
-        if (wc_dataset_read_patch(ds, &ds->files, (uint32_t)id, raw, 0) != WC_OK) {
-            status = WC_ERR;
-            break;
-        }
-        long nvalid = wc_dataset_decode(ds, raw, NULL, NULL, x, y, valid, NULL);
-        patch_count *pc = &counts[id - lo];
-        pc->valid = nvalid;
-        for (size_t i = 0; i < pp; i++) pc->positives += valid[i] && y[i] > 0;
-        for (int c = 0; c < ds->nfeat; c++) {
-            moments *m = &mom[(id - lo) * ds->nfeat + c];
-            const float *xc = x + (size_t)c * pp;
-            for (size_t i = 0; i < pp; i++) {
-                if (!valid[i]) continue;
-                moments one = {1, xc[i], 0};
-                moments_merge(m, &one);
-            }
-        }
-    }
+    for (long j = 0; j < nmine && status == WC_OK; j++)
+        status = plan_patch(ds, lo + j, raw, y, valid, &counts[j], &mom[j * ds->nfeat]);
+    free(raw), free(y), free(valid);
     /* Every rank learns whether any failed before anything else is exchanged. */
     int64_t failed = status != WC_OK;
     wc_dist_sum_i64(&failed, 1);
     if (failed) {
         if (status == WC_OK) wc_error("stopping: another rank could not read its patches");
-        free(raw), free(x), free(y), free(valid), free(counts), free(mom);
+        free(counts), free(mom);
         return WC_ERR;
     }
     /* Kept flags: every rank needs all of them for the split. */
@@ -329,40 +393,38 @@ static int plan(wc_dataset *ds) {
     free(mine);
     split(ds);
     /* The ordered chain: rank r continues rank r-1's running sums over patches in grid order,
-     * which reproduces exactly the single-process loop. */
+     * which reproduces exactly the single-process loop. It carries the long doubles themselves
+     * (bytes), so nothing is rounded on the way; the pixel counts ride along, exact to 2^64. */
     const size_t chain_n = (size_t)ds->nfeat * 3 + 2;
-    double *chain = WC_CALLOC(chain_n, sizeof(double));
-    if (rank > 0) wc_dist_recv(chain, chain_n * sizeof(double), rank - 1);
+    long double *chain = WC_CALLOC(chain_n, sizeof(long double));
+    if (rank > 0) wc_dist_recv(chain, chain_n * sizeof(long double), rank - 1);
     moments *acc = WC_CALLOC(ds->nfeat, sizeof(moments));
     for (int c = 0; c < ds->nfeat; c++)
         acc[c] = (moments){chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
-    double train_pixels = chain[chain_n - 2], train_pos = chain[chain_n - 1];
+    long double train_pixels = chain[chain_n - 2], train_pos = chain[chain_n - 1];
     for (long id = lo; id < hi; id++) {
         if (!ds->keep[id] || ds->is_val[id]) continue;
         for (int c = 0; c < ds->nfeat; c++) moments_merge(&acc[c], &mom[(id - lo) * ds->nfeat + c]);
-        train_pixels += (double)counts[id - lo].valid;
-        train_pos += (double)counts[id - lo].positives;
+        train_pixels += counts[id - lo].valid;
+        train_pos += counts[id - lo].positives;
     }
     for (int c = 0; c < ds->nfeat; c++) {
         chain[3 * c] = acc[c].n, chain[3 * c + 1] = acc[c].mean, chain[3 * c + 2] = acc[c].m2;
     }
     chain[chain_n - 2] = train_pixels, chain[chain_n - 1] = train_pos;
-    if (rank < R - 1) wc_dist_send(chain, chain_n * sizeof(double), rank + 1);
-    wc_dist_bcast(chain, chain_n * sizeof(double), R - 1);
+    if (rank < R - 1) wc_dist_send(chain, chain_n * sizeof(long double), rank + 1);
+    wc_dist_bcast(chain, chain_n * sizeof(long double), R - 1);
     for (int c = 0; c < ds->nfeat; c++) {
-        double n = chain[3 * c], m2 = chain[3 * c + 2];
-        ds->mean[c] = chain[3 * c + 1];
-        ds->std[c] = n > 1 ? sqrt(m2 / n) : 1.0;
-        if (!(ds->std[c] > 1e-12)) {
+        moments m = {chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
+        if (!moments_finish(&m, &ds->mean[c], &ds->std[c]))
             wc_warn("%s, band %d (%s) is constant over the training pixels: it carries no "
                     "information (normalized with std 1)",
-                    ds->tiles_path, ds->feat_bands[c], ds->files.src.bands[ds->feat_bands[c] - 1].name);
-            ds->std[c] = 1.0;
-        }
+                    ds->tiles_path, ds->feat_bands[c],
+                    ds->files.src.bands[ds->feat_bands[c] - 1].name);
     }
     ds->train_pixels = (int64_t)chain[chain_n - 2];
     ds->train_positives = (int64_t)chain[chain_n - 1];
-    free(chain), free(acc), free(raw), free(x), free(y), free(valid), free(counts), free(mom);
+    free(chain), free(acc), free(counts), free(mom);
     return WC_OK;
 }
 

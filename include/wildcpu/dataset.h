@@ -12,7 +12,9 @@
  * wc_dataset_open is collective: each rank reads only its share of the patch windows to find
  * the valid patches and the statistics; the per-patch figures are then combined in patch order
  * (an ordered chain through the ranks), so the mean and std are bitwise the same on any number
- * of ranks, and so is everything trained from them.
+ * of ranks, and so is everything trained from them. The statistics are accumulated in long
+ * double from the raw values, so any finite value (up to +-DBL_MAX, of either sign, however
+ * spread) gives a finite mean and std.
  *
  * Labels: the label band of the tiles (--label-band, default "fire"), or --labels: a raster on
  * the same grid (or one GDAL can warp onto it), or a vector layer of burned-area polygons in any
@@ -97,8 +99,10 @@ int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, v
                           int with_oracle);
 /* Decodes a raw patch for the network: x (nfeat, P, P) normalized features (0 where invalid),
  * y (P, P) labels 0/1, valid (P, P), and, when oracle is not NULL and the raw patch has one,
- * the oracle probabilities (P, P). Returns the number of valid pixels. With mean == NULL the
- * features are left unnormalized (for computing the statistics). */
+ * the oracle probabilities (P, P). A pixel is invalid when its label or a feature is nodata,
+ * NaN or Inf, or when a feature's normalized value lies beyond float's range (wc_normalize).
+ * Returns the number of valid pixels. With mean == NULL the features are left unnormalized
+ * (as floats: a value beyond float's range makes the pixel invalid). */
 long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
 
