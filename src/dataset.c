@@ -221,40 +221,44 @@ typedef struct {
     int64_t valid, positives;
 } patch_count;
 
+/* Leaves bands out of the features: the label band, and every other band that is a label
+ * too (named like the label band, or `fire`): fed to the network, it would hand the model the
+ * answer. */
+static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int label) {
+    const wc_raster *src = &ds->files.src;
+    ds->nfeat = 0;
+    for (int b = 1; b <= src->nbands; b++) {
+        const char *name = src->bands[b - 1].name;
+        if (b == label) continue;
+        if (strcmp(name, WC_LABEL_BAND_NAME) == 0 ||
+            (label && strcmp(name, src->bands[label - 1].name) == 0)) {
+            if (cfg->labels)
+                wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
+                        "gives the labels)",
+                        src->path, b, name, cfg->labels);
+            else
+                wc_info("%s: band %d '%s' is a label band, not a feature: left out (the labels "
+                        "are band %d '%s')",
+                        src->path, b, name, label, src->bands[label - 1].name);
+            continue;
+        }
+        ds->feat_bands[ds->nfeat++] = b;
+    }
+}
+
 static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     const wc_raster *src = &ds->files.src;
     ds->feat_bands = WC_ALLOC(sizeof(int) * src->nbands);
     ds->read_bands = WC_ALLOC(sizeof(int) * (src->nbands + 1));
     int label_in_src = 0;
     if (!cfg->labels) {
-        const char *name = cfg->label_band ? cfg->label_band : WC_LABEL_BAND_NAME;
-        label_in_src = wc_raster_find_band(src, name);
-        if (!label_in_src) {
-            char names[1024] = "";
-            for (int i = 0; i < src->nbands; i++) {
-                size_t n = strlen(names);
-                snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", src->bands[i].name);
-            }
-            wc_error("%s has no label band '%s' (its bands: %s); name it with --label-band, or "
-                     "give labels with --labels",
-                     src->path, name, names);
-            return WC_ERR;
-        }
+        int by_number;
+        label_in_src = wc_labels_find_band(
+            src, cfg->label_band ? cfg->label_band : WC_LABEL_BAND_NAME, 1, &by_number);
+        if (!label_in_src) return WC_ERR;
         ds->label_band = label_in_src;
     }
-    /* With --labels the labels come from elsewhere, but a `fire` band the tiles carry is still a
-     * label (predict ignores it too): fed to the network, it would hand the model the answer. */
-    int label_left_out = 0;
-    if (cfg->labels) {
-        label_left_out = wc_raster_find_band(src, WC_LABEL_BAND_NAME);
-        if (label_left_out)
-            wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
-                    "gives the labels)",
-                    src->path, label_left_out, src->bands[label_left_out - 1].name, cfg->labels);
-    }
-    ds->nfeat = 0;
-    for (int b = 1; b <= src->nbands; b++)
-        if (b != label_in_src && b != label_left_out) ds->feat_bands[ds->nfeat++] = b;
+    leave_out_labels(ds, cfg, label_in_src);
     if (ds->nfeat == 0) {
         wc_error("%s has no feature bands besides the label band", src->path);
         return WC_ERR;
@@ -268,7 +272,10 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     return WC_OK;
 }
 
-static void make_fingerprint(wc_dataset *ds) {
+/* The label source: "band:NAME" for a band of the tiles (predict reads that name), with
+ * label_band=N when other bands carry the same name (chosen by number); "file:PATH,band:N" for
+ * a label raster (N: the band taken from it), "file:PATH" for polygons. */
+static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     const wc_raster *r = &ds->files.src;
     char crs[128];
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
@@ -287,10 +294,18 @@ static void make_fingerprint(wc_dataset *ds) {
                      wc_dtype_name(r->bands[i].type));
         p += n, left -= (size_t)n;
     }
-    if (ds->label_path && ds->cfg.labels)
-        snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
-    else
-        snprintf(p, left, ";labels=band:%s", r->bands[ds->label_band - 1].name);
+    if (ds->label_path && ds->cfg.labels) {
+        if (label_source_band)
+            snprintf(p, left, ";labels=file:%s,band:%d", ds->cfg.labels, label_source_band);
+        else
+            snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
+        return;
+    }
+    const char *name = r->bands[ds->label_band - 1].name;
+    int same_name = 0;
+    for (int i = 0; i < r->nbands; i++) same_name += strcmp(r->bands[i].name, name) == 0;
+    n = snprintf(p, left, ";labels=band:%s", name);
+    if (same_name > 1) snprintf(p + n, left - (size_t)n, ";label_band=%d", ds->label_band);
 }
 
 /* Chooses validation blocks: in a seeded random order, until their kept patches reach the
@@ -429,6 +444,7 @@ static int plan(wc_dataset *ds) {
 }
 
 wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
+    int label_source_band = 0;
     wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
     ds->cfg = *cfg;
     ds->tiles_path = wc_strdup(cfg->tiles);
@@ -443,9 +459,13 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
     if (cfg->labels) {
         /* --label-band, when set to something else, names the band of a label raster */
         const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
+        wc_labels lab;
         if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
-                              cfg->work_dir, &ds->label_path, &ds->label_band) != WC_OK)
+                              cfg->work_dir, &lab) != WC_OK)
             goto fail;
+        ds->label_path = lab.path;
+        ds->label_band = lab.band;
+        label_source_band = lab.source_band;
         if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
         ds->label_type = ds->files.label.bands[ds->label_band - 1].type;
     }
@@ -484,7 +504,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
     ds->val = WC_ALLOC(sizeof(uint32_t) * ds->npatches);
     ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
     ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
-    make_fingerprint(ds);
+    make_fingerprint(ds, label_source_band);
     if (plan(ds) != WC_OK) goto fail;
     /* The planning handles are done: closing them frees their cached blocks (the reader
      * thread opens its own). The metadata stays. */

@@ -16,10 +16,12 @@
  * double from the raw values, so any finite value (up to +-DBL_MAX, of either sign, however
  * spread) gives a finite mean and std.
  *
- * Labels: the label band of the tiles (--label-band, default "fire"), or --labels: a raster on
- * the same grid (or one GDAL can warp onto it), or a vector layer of burned-area polygons in any
- * CRS, rasterized onto the tile grid (inside 1, outside 0, all-touched off) into the run
- * directory. A label value > 0 means burned.
+ * Labels: the label band of the tiles (--label-band NAME|N, default "fire"; a name two bands
+ * carry is refused as ambiguous), or --labels: a raster on the same grid (or one GDAL can warp
+ * onto it), or a vector layer of burned-area polygons in any CRS, rasterized onto the tile grid
+ * (inside 1, outside 0, all-touched off) into the run directory (see labels.h). A label value
+ * > 0 means burned. No label is ever a feature: besides the label band, every band of the tiles
+ * named like it or `fire` is left out of the inputs (and logged).
  *
  * Not here: the order of training (schedule.h), reading ahead (reader.h). */
 #ifndef WILDCPU_DATASET_H
