@@ -1,6 +1,6 @@
 /* labels.c: label rasters from label rasters on other grids and from burned-area polygons, and
  * the choice of a label band; see labels.h. Only rank 0 touches the files; the others receive
- * the result. */
+ * the result (and take part in the stop agreement while they wait). */
 #include "wildcpu/labels.h"
 
 #include <cpl_conv.h>
@@ -19,6 +19,7 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/rng.h"
+#include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
 /* ---- choosing the label band ------------------------------------------------------------- */
@@ -88,6 +89,44 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
     return 0;
 }
 
+/* ---- the stop agreement ------------------------------------------------------------------ */
+
+/* Rank 0 works on the labels while the other ranks wait for it. So that a stop signal on any
+ * rank ends the work promptly, rank 0 meets the others in a small collective every
+ * AGREE_SECONDS of work (from GDAL's progress callback and from its own loops), and the others
+ * wait in that same collective, again and again, until rank 0 says it is done: every rank
+ * makes the same calls, and they all learn the same stop. */
+#define AGREE_SECONDS 0.2
+
+typedef struct {
+    double last; /* when rank 0 last met the others */
+    int stop;    /* a rank has a stop signal: every rank knows it */
+} agreement;
+
+/* One meeting: rank 0 says whether it is done, every rank whether it has a stop signal.
+ * Returns whether rank 0 is done. */
+static int agree(agreement *a, int done) {
+    int64_t v[2] = {done, wc_stop_requested()};
+    wc_dist_sum_i64(v, 2);
+    a->stop |= v[1] > 0;
+    return v[0] > 0;
+}
+
+/* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
+static int go_on(agreement *a) {
+    if (!a->stop && wc_now() - a->last >= AGREE_SECONDS) {
+        a->last = wc_now();
+        agree(a, 0);
+    }
+    return !a->stop;
+}
+
+/* GDAL's progress callback: returning FALSE makes GDAL cancel the operation. */
+static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
+    (void)done, (void)msg;
+    return go_on(arg);
+}
+
 /* ---- derived rasters --------------------------------------------------------------------- */
 
 /* A name for the derived raster that changes when the source, the band taken from it (0 for
@@ -112,10 +151,13 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
     snprintf(buf, size, "%s/labels-%016llx.tif", work_dir, (unsigned long long)h);
 }
 
-/* An empty Byte GeoTIFF on the tiles' grid, filled with 0. */
+/* An empty Byte GeoTIFF on the tiles' grid, filled with 0. Sparse: blocks never written take
+ * no space and read as 0 (or as the nodata value), which keeps a huge, mostly unburned grid
+ * small and lets a cancelled write close quickly. */
 static GDALDatasetH create_grid_tif(const wc_raster *tiles, const char *path) {
     GDALDriverH drv = GDALGetDriverByName("GTiff");
-    const char *opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", NULL};
+    const char *opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", "SPARSE_OK=TRUE",
+                          NULL};
     GDALDatasetH ds =
         GDALCreate(drv, path, tiles->width, tiles->height, 1, GDT_Byte, (char **)opts);
     if (!ds) {
@@ -197,9 +239,9 @@ static OGRLayerH polygon_layer(GDALDatasetH vec) {
 }
 
 /* The polygons of `layer` copied into an in-memory layer named "polygons" of *mem (in the
- * layer's CRS), so GDALRasterize burns them and nothing else. Returns the number copied, or -1
- * after an error. */
-static long collect_polygons(OGRLayerH layer, const char *src, GDALDatasetH *mem) {
+ * layer's CRS), so GDALRasterize burns them and nothing else. Returns the number copied, -1
+ * after an error, or -2 when the ranks agreed to stop. */
+static long collect_polygons(OGRLayerH layer, const char *src, agreement *a, GDALDatasetH *mem) {
     *mem = GDALCreate(GDALGetDriverByName("Memory"), "", 0, 0, 0, GDT_Unknown, NULL);
     OGRLayerH ml = *mem ? GDALDatasetCreateLayer(*mem, "polygons", OGR_L_GetSpatialRef(layer),
                                                  wkbMultiPolygon, NULL)
@@ -211,6 +253,10 @@ static long collect_polygons(OGRLayerH layer, const char *src, GDALDatasetH *mem
     long polygons = 0, skipped = 0;
     OGR_L_ResetReading(layer);
     for (OGRFeatureH f; (f = OGR_L_GetNextFeature(layer)) != NULL; OGR_F_Destroy(f)) {
+        if (!go_on(a)) {
+            OGR_F_Destroy(f);
+            return -2;
+        }
         long n = add_polygons(ml, OGR_F_GetGeometryRef(f), &skipped);
         if (n < 0) {
             wc_error("cannot copy a polygon of %s (layer %s, feature %lld): %s", src,
@@ -231,6 +277,20 @@ static long collect_polygons(OGRLayerH layer, const char *src, GDALDatasetH *mem
                 "polygons mark burned ground",
                 skipped, OGR_L_GetName(layer), src);
     return polygons;
+}
+
+/* Whether any pixel of band 1 of ds is burned (> 0); -1 when the ranks agreed to stop (or the
+ * raster cannot be read, after a message). Statistics rather than a min/max pass, because
+ * they take a progress callback: on a huge grid this reads minutes of blocks. */
+static int any_burned(GDALDatasetH ds, const char *path, agreement *a) {
+    double mn, mx, mean, sd;
+    CPLErrorReset();
+    if (GDALComputeRasterStatistics(GDALGetRasterBand(ds, 1), FALSE, &mn, &mx, &mean, &sd,
+                                    gdal_go_on, a) != CE_None) {
+        if (!a->stop) wc_error("reading back %s failed: %s", path, CPLGetLastErrorMsg());
+        return -1;
+    }
+    return mx >= 1;
 }
 
 /* "No polygon overlaps": both extents, for the message. */
@@ -255,7 +315,8 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
 }
 
 /* Rasterizes the polygons of the first polygon layer of `vec` into tmp. */
-static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *tmp) {
+static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *tmp,
+                     agreement *a) {
     OGRLayerH layer = polygon_layer(vec);
     if (!layer || OGR_L_GetFeatureCount(layer, TRUE) == 0) {
         wc_error("%s has no polygon layer with features: --labels needs burned-area polygons",
@@ -269,7 +330,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
         return WC_ERR;
     }
     GDALDatasetH mem = NULL;
-    if (collect_polygons(layer, src, &mem) < 0) {
+    if (collect_polygons(layer, src, a, &mem) < 0) {
         if (mem) GDALClose(mem);
         return WC_ERR;
     }
@@ -283,21 +344,16 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
     GDALDatasetH out = NULL;
     CPLErrorReset();
     if (opt) {
+        GDALRasterizeOptionsSetProgress(opt, gdal_go_on, a);
         int usage_error = 0;
         out = GDALRasterize(NULL, dst, mem, opt, &usage_error);
         GDALRasterizeOptionsFree(opt);
     }
-    if (!out) {
+    int burned = out ? any_burned(dst, tmp, a) : -1;
+    if (!out && !a->stop)
         wc_error("rasterizing %s onto the tiles' grid failed: %s", src, CPLGetLastErrorMsg());
-        GDALClose(dst);
-        GDALClose(mem);
-        return WC_ERR;
-    }
-    /* No burned pixel at all: the perimeters miss the tiles. */
-    double minmax[2] = {0, 0};
-    GDALComputeRasterMinMax(GDALGetRasterBand(dst, 1), FALSE, minmax);
-    int rc = close_checked(dst, tmp);
-    if (rc == WC_OK && minmax[1] < 1) {
+    int rc = burned >= 0 ? close_checked(dst, tmp) : (GDALClose(dst), WC_ERR);
+    if (rc == WC_OK && burned == 0) {
         report_no_overlap(tiles, layer, src);
         rc = WC_ERR;
     }
@@ -308,7 +364,8 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
 /* Warps band `band` of a label raster onto the tiles' grid (nearest neighbour) into tmp.
  * GDAL 3.6's warp has no band selection (-srcband came in 3.7), so it warps an in-memory VRT
  * holding that band alone. */
-static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const char *tmp) {
+static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const char *tmp,
+                agreement *a) {
     char ga[512], gb[512];
     wc_raster_describe_grid(tiles, ga, sizeof ga);
     wc_raster_describe_grid(lab, gb, sizeof gb);
@@ -344,13 +401,15 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     GDALDatasetH out = NULL;
     CPLErrorReset();
     if (opt) {
+        GDALWarpAppOptionsSetProgress(opt, gdal_go_on, a);
         out = GDALWarp(NULL, dst, 1, &view, opt, &usage_error);
         GDALWarpAppOptionsFree(opt);
     }
     GDALClose(view);
     if (!out) {
-        wc_error("warping %s onto the tiles' grid failed (tiles: %s; labels: %s): %s", lab->path,
-                 ga, gb, CPLGetLastErrorMsg());
+        if (!a->stop)
+            wc_error("warping %s onto the tiles' grid failed (tiles: %s; labels: %s): %s",
+                     lab->path, ga, gb, CPLGetLastErrorMsg());
         GDALClose(dst);
         return WC_ERR;
     }
@@ -358,7 +417,7 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
 }
 
 /* A derived label raster is reused by name on every rerun, so it appears only complete: built
- * in tmp (rc: how that went), synced, then renamed; a failed one is removed.
+ * in tmp (rc: how that went), synced, then renamed; a failed or cancelled one is removed.
  * Frees tmp. */
 static int publish(int rc, char *tmp, const char *derived) {
     if (rc == WC_OK && wc_fsync_path(tmp, 0) != WC_OK) rc = WC_ERR;
@@ -374,7 +433,8 @@ static int publish(int rc, char *tmp, const char *derived) {
 
 /* Rank 0's part for a label raster: its chosen band, warped onto the grid when it is not on it. */
 static int prepare_raster(const wc_raster *tiles, const char *labels, const char *band_name,
-                          const char *work_dir, char *path, size_t size, int *band, int *source) {
+                          const char *work_dir, char *path, size_t size, int *band, int *source,
+                          agreement *a) {
     wc_raster lab;
     if (wc_raster_open(&lab, labels) != WC_OK) return WC_ERR;
     int by_number;
@@ -396,7 +456,7 @@ static int prepare_raster(const wc_raster *tiles, const char *labels, const char
     if (access(derived, R_OK) != 0) {
         char *tmp = wc_temp_path(derived, "tmp");
         double t0 = wc_now();
-        rc = publish(warp(tiles, &lab, b, tmp), tmp, derived);
+        rc = publish(warp(tiles, &lab, b, tmp, a), tmp, derived);
         if (rc == WC_OK)
             wc_info("labels: warped band %d of %s onto the tiles' grid in %.1f s (%s)", b, labels,
                     wc_now() - t0, derived);
@@ -409,7 +469,7 @@ static int prepare_raster(const wc_raster *tiles, const char *labels, const char
 
 /* Rank 0's part for polygons: rasterized onto the grid, once per source and grid. */
 static int prepare_polygons(const wc_raster *tiles, const char *labels, const char *band_name,
-                            const char *work_dir, char *path, size_t size) {
+                            const char *work_dir, char *path, size_t size, agreement *a) {
     if (band_name && *band_name)
         wc_warn("--label-band %s is ignored: --labels %s is a vector file, whose polygons are "
                 "the labels",
@@ -424,7 +484,7 @@ static int prepare_polygons(const wc_raster *tiles, const char *labels, const ch
         }
         char *tmp = wc_temp_path(derived, "tmp");
         double t0 = wc_now();
-        int rc = rasterize(tiles, vec, labels, tmp);
+        int rc = rasterize(tiles, vec, labels, tmp, a);
         GDALClose(vec);
         if (publish(rc, tmp, derived) != WC_OK) return WC_ERR;
         wc_info("labels: rasterized the polygons of %s onto the tiles' grid in %.1f s (%s)",
@@ -436,7 +496,8 @@ static int prepare_polygons(const wc_raster *tiles, const char *labels, const ch
 
 /* Rank 0's part: returns WC_OK with path/band/source filled, or WC_ERR. */
 static int prepare_here(const wc_raster *tiles, const char *labels, const char *band_name,
-                        const char *work_dir, char *path, size_t size, int *band, int *source) {
+                        const char *work_dir, char *path, size_t size, int *band, int *source,
+                        agreement *a) {
     struct stat st;
     if (stat(labels, &st) != 0 && strncmp(labels, "/vsi", 4) != 0 && !strchr(labels, ':')) {
         wc_error("--labels %s: %s", labels, strerror(errno));
@@ -454,10 +515,10 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
     int is_raster = GDALGetRasterCount(ds) > 0;
     GDALClose(ds);
     if (is_raster)
-        return prepare_raster(tiles, labels, band_name, work_dir, path, size, band, source);
+        return prepare_raster(tiles, labels, band_name, work_dir, path, size, band, source, a);
     *band = 1;
     *source = 0;
-    return prepare_polygons(tiles, labels, band_name, work_dir, path, size);
+    return prepare_polygons(tiles, labels, band_name, work_dir, path, size, a);
 }
 
 int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *band_name,
@@ -466,11 +527,20 @@ int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *ba
         int status, band, source;
         char path[4096];
     } msg = {WC_ERR, 0, 0, ""};
+    agreement a = {wc_now(), 0};
     memset(out, 0, sizeof *out);
-    if (wc_dist_rank() == 0)
+    if (wc_dist_rank() == 0) {
         msg.status = prepare_here(tiles, labels, band_name, work_dir, msg.path, sizeof msg.path,
-                                  &msg.band, &msg.source);
+                                  &msg.band, &msg.source, &a);
+        agree(&a, 1);
+    } else {
+        while (!agree(&a, 0)) continue;
+    }
     wc_dist_bcast(&msg, sizeof msg, 0);
+    if (a.stop) {
+        out->stopped = 1;
+        return WC_ERR;
+    }
     if (msg.status != WC_OK) return WC_ERR;
     out->path = wc_strdup(msg.path);
     out->band = msg.band;

@@ -3,7 +3,8 @@
 # together read every training patch exactly once (gathered with MPI and checked on rank 0), in
 # the order one process reads them, and the normalization statistics, split and pixel counts
 # are bitwise those of one process, also for a band of +-1e308 values. Bands of values near
-# 1e308 train to a finite normalization, loss and map.
+# 1e308 train to a finite normalization, loss and map. A stop signal while planning a huge
+# raster ends the run within seconds, on every rank.
 . "$(dirname "$0")/lib.sh"
 tool=${WILDCPU_BUILD:-$ROOT/build}/tools/shard_check
 for n in 1 2 3 4 5; do
@@ -155,4 +156,45 @@ else
     notok "+-1e308 band: statistics bitwise equal on 1, 2, 3 ranks" "$(cat "$T/hstats1.txt") | $(diff "$T/hstats1.txt" "$T/hstats3.txt" | head -3)"
 fi
 
+# --- a stop signal while planning a huge raster: a VRT of 2,000,000 x 20,000 pixels without
+# sources (planning reads its 9.8 million patches for minutes). SIGTERM 3 s after the start, to
+# the process, or to one rank of two: every rank agrees, exit 75 within seconds, "while
+# planning", nothing written.
+cat >"$T/huge.vrt" <<'VRT'
+<VRTDataset rasterXSize="2000000" rasterYSize="20000">
+  <SRS>EPSG:32611</SRS>
+  <GeoTransform>500000, 1, 0, 5000000, 0, -1</GeoTransform>
+  <VRTRasterBand dataType="Float32" band="1"><Description>elevation</Description></VRTRasterBand>
+  <VRTRasterBand dataType="Byte" band="2"><Description>fire</Description></VRTRasterBand>
+</VRTDataset>
+VRT
+ranks_of() { # the wildcpu processes of run NAME
+    pgrep -f -- "--out $T/$1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
+}
+for n in 1 2; do
+    name=plan$n
+    if [ $n -eq 1 ]; then
+        "$WILDCPU" --tiles "$T/huge.vrt" --out "$T/$name" --steps 1 --no-predict >"$T/$name.log" 2>&1 &
+    else
+        mpirun_n $n "$WILDCPU" --tiles "$T/huge.vrt" --out "$T/$name" --steps 1 --no-predict >"$T/$name.log" 2>&1 &
+    fi
+    pid=$!
+    sleep 3
+    t0=$(date +%s.%N)
+    kill -TERM "$(ranks_of $name | tail -1)"
+    for _ in $(seq 1 200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    if kill -0 $pid 2>/dev/null; then
+        kill -KILL $(ranks_of $name) $pid 2>/dev/null
+        took="more than 20"
+    fi
+    wait $pid
+    status=$?
+    if [ $status -eq 75 ] && grep -q "stopped by a signal while planning the data" "$T/$name.log" &&
+        ! grep -qi "error" "$T/$name.log" && [ -z "$(ls "$T/$name/checkpoints")" ]; then
+        ok "SIGTERM to one of $n rank(s) while planning 2,000,000 x 20,000 px: exit 75 $took s after the signal"
+    else
+        notok "SIGTERM while planning a huge raster ($n ranks)" "status $status after $took s: $(grep -v -- '---' "$T/$name.log" | head -4)"
+    fi
+done
 finish

@@ -6,7 +6,10 @@
 #   - a multi-band label raster on another grid warps the chosen band only (equal to gdalwarp of
 #     that band), under a cache name of its own; a resume with another --label-band is refused;
 #   - points and lines in a perimeter file are skipped and counted, not burned (the map equals
-#     gdal_rasterize of the polygons alone).
+#     gdal_rasterize of the polygons alone);
+#   - a stop signal while a perimeter file is rasterized onto a huge grid (one process, and one
+#     rank of two), or a label raster warped onto it, cancels GDAL within seconds: exit 75, no
+#     partial labels file left.
 . "$(dirname "$0")/lib.sh"
 
 # expect NAME STATUS PATTERN -- ARGS...: runs wildcpu, checks the status and that its output
@@ -162,4 +165,62 @@ else
     notok "points and lines skipped, polygons burned" "status $status: $(tail -2 "$T/vec.txt") $(grep -E 'skipped|error' "$T/vec.log" | head -2)"
 fi
 
+# --- a stop while the perimeters are rasterized onto a huge grid (2,000,000 x 20,000 pixels of
+# 1 m, declared in a VRT without sources: rasterizing takes minutes). SIGTERM 3 s after the start,
+# to the process, or to one rank of two (the last one found: either rank 0, which rasterizes,
+# or rank 1, which waits for it): exit 75 within seconds, and no labels file, whole or partial.
+cat >"$T/huge.vrt" <<'VRT'
+<VRTDataset rasterXSize="2000000" rasterYSize="20000">
+  <SRS>EPSG:32611</SRS>
+  <GeoTransform>640000, 1, 0, 4930000, 0, -1</GeoTransform>
+  <VRTRasterBand dataType="Float32" band="1"><Description>elevation</Description></VRTRasterBand>
+  <VRTRasterBand dataType="Byte" band="2"><Description>fire</Description></VRTRasterBand>
+</VRTDataset>
+VRT
+ranks_of() { # the wildcpu processes of run NAME
+    pgrep -f -- "--out $T/$1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
+}
+# stop_during NAME NRANKS ARGS...: starts a run (one process, or mpirun), sends SIGTERM to one rank after 3 s, waits at most
+# 20 s for the run to end; sets $status and $took (seconds from the signal to the end)
+stop_during() {
+    local name=$1 n=$2
+    shift 2
+    if [ "$n" -eq 1 ]; then
+        "$WILDCPU" "$@" --out "$T/$name" >"$T/$name.log" 2>&1 &
+    else
+        mpirun_n "$n" "$WILDCPU" "$@" --out "$T/$name" >"$T/$name.log" 2>&1 &
+    fi
+    local pid=$!
+    sleep 3
+    local t0
+    t0=$(date +%s.%N)
+    kill -TERM "$(ranks_of "$name" | tail -1)"
+    for _ in $(seq 1 200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    if kill -0 $pid 2>/dev/null; then
+        kill -KILL $(ranks_of "$name") $pid 2>/dev/null
+        took="more than 20"
+    fi
+    wait $pid
+    status=$?
+}
+# stopped NAME WHAT: the run was stopped within 20 s of the signal and left no labels file
+stopped() {
+    local left
+    left=$(ls -a "$T/$1" | grep -c labels)
+    if [ $status -eq 75 ] && grep -q "stopped by a signal while planning the data" "$T/$1.log" &&
+        [ "$left" -eq 0 ] && ! grep -qi "error" "$T/$1.log"; then
+        ok "$2 onto 2,000,000 x 20,000 px: exit 75 $took s after the signal, no labels file left"
+    else
+        notok "$2 onto a huge grid" "status $status after $took s, $left labels files: $(grep -v -- '---' "$T/$1.log" | head -4)"
+    fi
+}
+for n in 1 2; do
+    stop_during "rast$n" $n --tiles "$T/huge.vrt" --labels "$T/polys.geojson" --steps 1 --no-predict
+    stopped "rast$n" "SIGTERM to one of $n rank(s) while rasterizing perimeters"
+done
+# a label raster of 138 x 138 pixels covering all of the huge grid, on a grid of its own
+gdal_translate -q -a_ullr 640000 4930000 2640000 4910000 "$T/shifted.tif" "$T/wide.tif"
+stop_during warpstop 1 --tiles "$T/huge.vrt" --labels "$T/wide.tif" --label-band 2 --steps 1 --no-predict
+stopped warpstop "SIGTERM while warping a label raster"
 finish

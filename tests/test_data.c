@@ -129,7 +129,7 @@ static void test_georeferencing_round_trip(void) {
     wc_data_config_default(&cfg);
     cfg.tiles = sample_path();
     cfg.patch = 64;
-    wc_dataset *ds = wc_dataset_open(&cfg);
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
     CHECK(ds != NULL, "sample data does not open");
     if (!ds) return;
     int x0, y0;
@@ -154,7 +154,7 @@ static void test_split_and_normalization(void) {
     cfg.patch = 32;
     cfg.val_block_px = 128;
     cfg.val_fraction = 0.25;
-    wc_dataset *ds = wc_dataset_open(&cfg);
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
     CHECK(ds != NULL, "sample data does not open");
     if (!ds) return;
     /* the split */
@@ -237,7 +237,7 @@ static wc_dataset *open_one_patch(const char *path) {
     cfg.tiles = path;
     cfg.patch = 64;
     cfg.val_fraction = 0;
-    return wc_dataset_open(&cfg);
+    return wc_dataset_open(&cfg, NULL);
 }
 
 static void test_decode_nodata_nan_and_labels(void) {

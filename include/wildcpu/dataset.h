@@ -83,8 +83,10 @@ typedef struct wc_dataset {
 } wc_dataset;
 
 /* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that
- * names the file/band (every rank returns NULL together). */
-wc_dataset *wc_dataset_open(const wc_data_config *cfg);
+ * names the file/band (every rank returns NULL together). Preparing labels and planning honour
+ * a stop signal on any rank within about a second: then every rank returns NULL with
+ * *stopped = 1 and no error logged (stopped may be NULL; it is 0 otherwise). */
+wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped);
 void wc_dataset_close(wc_dataset *ds);
 
 /* Opens this thread's own handles on the dataset's files (the oracle only if want_oracle). */

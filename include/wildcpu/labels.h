@@ -13,6 +13,9 @@
  * rerun reuses them; they are written to a temporary name and renamed, so an interrupted run
  * never leaves a torn one.
  *
+ * Preparing labels can take minutes on a large grid (GDAL's rasterize and warp); a stop signal
+ * on any rank cancels it within a fraction of a second (see wc_labels_prepare).
+ *
  * Errors name both grids (or both extents): no CRS to reproject from, a vector file without
  * polygons, perimeters that do not overlap the tiles, a band that does not exist (listing the
  * bands that do).
@@ -36,11 +39,14 @@ typedef struct wc_labels {
     char *path;      /* the raster to read labels from (caller frees) */
     int band;        /* its band, 1-based */
     int source_band; /* the band of the --labels raster they are taken from; 0 for polygons */
+    int stopped;     /* a stop signal (on any rank) ended the preparation; no error logged */
 } wc_labels;
 
 /* Collective: rank 0 prepares, every rank learns the outcome. band_name selects a band of a
- * label raster (see wc_labels_find_band; "" or NULL: the default). Returns WC_OK with out
- * filled, or WC_ERR after an error message. */
+ * label raster (see wc_labels_find_band; "" or NULL: the default). While rank 0 works, every
+ * rank meets it in a small collective every fraction of a second, so a stop signal on any rank
+ * cancels GDAL's work there (a partial derived raster is removed) and every rank returns WC_ERR
+ * with out->stopped set. Otherwise WC_OK with out filled, or WC_ERR after an error message. */
 int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *band_name,
                       const char *work_dir, wc_labels *out);
 
