@@ -2,6 +2,7 @@
  * statistics, reading and decoding patches; see dataset.h. */
 #include "wildcpu/dataset.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/labels.h"
 #include "wildcpu/rng.h"
+#include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
 void wc_data_config_default(wc_data_config *cfg) {
@@ -85,11 +87,13 @@ static inline int is_nodata(const wc_band *b, double v) {
     return !isfinite(v) || (b->has_nodata && v == b->nodata);
 }
 
-long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
-                       const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
+/* The labels (y) and the validity that nodata alone decides (valid): a pixel whose label or any
+ * feature is nodata, NaN or Inf is invalid. What planning needs (it takes the statistics from
+ * the raw values), and what decoding starts from. */
+static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, float *y,
+                                     uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P;
     const wc_band *bands = ds->files.src.bands;
-    /* label first: it decides validity together with the features */
     const wc_band *lb;
     const void *lraw;
     size_t loff;
@@ -115,14 +119,33 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean
         for (size_t i = 0; i < pp; i++)
             if (is_nodata(b, wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i))) valid[i] = 0;
     }
-    long nvalid = 0;
-    for (size_t i = 0; i < pp; i++) nvalid += valid[i];
+}
+
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
+                       const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
+    const size_t pp = (size_t)ds->P * ds->P;
+    decode_labels_and_nodata(ds, raw, y, valid);
+    /* A value whose normalized form lies beyond float's range is no input the network can take
+     * (it would turn the loss into NaN): the pixel is invalid, like nodata. */
     for (int c = 0; c < ds->nfeat; c++) {
-        double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
+        const double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
         float *xc = x + (size_t)c * pp;
-        for (size_t i = 0; i < pp; i++)
-            xc[i] = valid[i] ? (float)((wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i) - m) * inv)
-                             : 0.0f;
+        for (size_t i = 0; i < pp; i++) {
+            xc[i] = 0.0f;
+            if (!valid[i]) continue;
+            float v = wc_normalize(wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i), m, inv);
+            if (isfinite(v))
+                xc[i] = v;
+            else
+                valid[i] = 0;
+        }
+    }
+    /* a pixel a later feature made invalid still holds the earlier features' values */
+    long nvalid = 0;
+    for (size_t i = 0; i < pp; i++) {
+        nvalid += valid[i];
+        if (!valid[i])
+            for (int c = 0; c < ds->nfeat; c++) x[(size_t)c * pp + i] = 0.0f;
     }
     if (oracle) {
         const float *o = (const float *)((const char *)raw + src_bytes(ds) + label_bytes(ds));
@@ -133,10 +156,16 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean
 
 /* ---- planning ---------------------------------------------------------------------------- */
 
-/* Running statistics of one feature (Chan et al.'s pairwise combination of count, mean, M2:
- * numerically stable, and deterministic when combined in a fixed order). */
+/* Running statistics of one feature: count, mean and M2 (the sum of squared deviations from the
+ * mean), combined pairwise in a fixed order (Chan et al.), so deterministic. In long double:
+ * x86-64's 80-bit extended format has a 15-bit exponent, so for ANY finite doubles the
+ * differences of means, their squares times the counts (up to 2^64 pixels), and M2 stay far
+ * from overflow, and its 64-bit mantissa keeps 11 bits beyond double's. A platform whose long
+ * double is narrower fails to compile here rather than computing NaN statistics. */
+_Static_assert(LDBL_MAX_EXP >= 2 * (DBL_MAX_EXP + 1) + 2 * 64 + 16 && LDBL_MANT_DIG >= 64,
+               "long double must hold the square of any double's range times 2^128");
 typedef struct {
-    double n, mean, m2;
+    long double n, mean, m2;
 } moments;
 
 static void moments_merge(moments *a, const moments *b) {
@@ -145,10 +174,47 @@ static void moments_merge(moments *a, const moments *b) {
         *a = *b;
         return;
     }
-    double n = a->n + b->n, d = b->mean - a->mean;
-    a->mean += d * b->n / n;
-    a->m2 += b->m2 + d * d * a->n * b->n / n;
+    long double n = a->n + b->n, d = b->mean - a->mean;
+    a->mean += d * (b->n / n);
+    a->m2 += b->m2 + d * d * (a->n * b->n / n);
     a->n = n;
+}
+
+/* The moments of one patch's valid values of feature c, from the raw values (in the source's
+ * own precision: a Float64 value beyond float's range is still a value). Two passes, the second
+ * corrected by the sum of the deviations (the "corrected two-pass" algorithm): accurate, and no
+ * division per pixel. */
+static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const uint8_t *valid) {
+    const size_t pp = (size_t)ds->P * ds->P, off = (size_t)c * pp;
+    long double n = 0, sum = 0;
+    for (size_t i = 0; i < pp; i++)
+        if (valid[i]) sum += wc_dtype_get(raw, ds->read_type, off + i), n++;
+    if (n == 0) return (moments){0, 0, 0};
+    long double mean = sum / n, dsum = 0, d2sum = 0;
+    for (size_t i = 0; i < pp; i++) {
+        if (!valid[i]) continue;
+        long double d = (long double)wc_dtype_get(raw, ds->read_type, off + i) - mean;
+        dsum += d;
+        d2sum += d * d;
+    }
+    long double m2 = d2sum - dsum * dsum / n;
+    return (moments){n, mean + dsum / n, m2 > 0 ? m2 : 0};
+}
+
+/* The normalization stored for a feature, as doubles that are finite for any finite input:
+ * the mean of finite values lies within their range (clamped against the last rounding); a
+ * std that is not finite, subnormal or within rounding of the values (2^-40 of the mean) means
+ * the feature is constant over the training pixels: std 1. Returns 0 for a constant one. */
+static int moments_finish(const moments *m, double *mean, double *std) {
+    long double mu = m->n > 0 ? m->mean : 0;
+    *mean = (double)fmaxl(-DBL_MAX, fminl(DBL_MAX, mu));
+    long double sd = m->n > 1 ? sqrtl(m->m2 / m->n) : 0;
+    *std = (double)fminl(DBL_MAX, sd);
+    if (!(*std >= DBL_MIN) || !isfinite(*std) || *std <= fabs(*mean) * 0x1p-40) {
+        *std = 1.0;
+        return 0;
+    }
+    return 1;
 }
 
 /* What the planning pass learns about one patch. */
@@ -156,40 +222,44 @@ typedef struct {
     int64_t valid, positives;
 } patch_count;
 
+/* Leaves bands out of the features: the label band, and every other band that is a label
+ * too (named like the label band, or `fire`): fed to the network, it would hand the model the
+ * answer. */
+static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int label) {
+    const wc_raster *src = &ds->files.src;
+    ds->nfeat = 0;
+    for (int b = 1; b <= src->nbands; b++) {
+        const char *name = src->bands[b - 1].name;
+        if (b == label) continue;
+        if (strcmp(name, WC_LABEL_BAND_NAME) == 0 ||
+            (label && strcmp(name, src->bands[label - 1].name) == 0)) {
+            if (cfg->labels)
+                wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
+                        "gives the labels)",
+                        src->path, b, name, cfg->labels);
+            else
+                wc_info("%s: band %d '%s' is a label band, not a feature: left out (the labels "
+                        "are band %d '%s')",
+                        src->path, b, name, label, src->bands[label - 1].name);
+            continue;
+        }
+        ds->feat_bands[ds->nfeat++] = b;
+    }
+}
+
 static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     const wc_raster *src = &ds->files.src;
     ds->feat_bands = WC_ALLOC(sizeof(int) * src->nbands);
     ds->read_bands = WC_ALLOC(sizeof(int) * (src->nbands + 1));
     int label_in_src = 0;
     if (!cfg->labels) {
-        const char *name = cfg->label_band ? cfg->label_band : WC_LABEL_BAND_NAME;
-        label_in_src = wc_raster_find_band(src, name);
-        if (!label_in_src) {
-            char names[1024] = "";
-            for (int i = 0; i < src->nbands; i++) {
-                size_t n = strlen(names);
-                snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", src->bands[i].name);
-            }
-            wc_error("%s has no label band '%s' (its bands: %s); name it with --label-band, or "
-                     "give labels with --labels",
-                     src->path, name, names);
-            return WC_ERR;
-        }
+        int by_number;
+        label_in_src = wc_labels_find_band(
+            src, cfg->label_band ? cfg->label_band : WC_LABEL_BAND_NAME, 1, &by_number);
+        if (!label_in_src) return WC_ERR;
         ds->label_band = label_in_src;
     }
-    /* With --labels the labels come from elsewhere, but a `fire` band the tiles carry is still a
-     * label (predict ignores it too): fed to the network, it would hand the model the answer. */
-    int label_left_out = 0;
-    if (cfg->labels) {
-        label_left_out = wc_raster_find_band(src, WC_LABEL_BAND_NAME);
-        if (label_left_out)
-            wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
-                    "gives the labels)",
-                    src->path, label_left_out, src->bands[label_left_out - 1].name, cfg->labels);
-    }
-    ds->nfeat = 0;
-    for (int b = 1; b <= src->nbands; b++)
-        if (b != label_in_src && b != label_left_out) ds->feat_bands[ds->nfeat++] = b;
+    leave_out_labels(ds, cfg, label_in_src);
     if (ds->nfeat == 0) {
         wc_error("%s has no feature bands besides the label band", src->path);
         return WC_ERR;
@@ -203,7 +273,10 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     return WC_OK;
 }
 
-static void make_fingerprint(wc_dataset *ds) {
+/* The label source: "band:NAME" for a band of the tiles (predict reads that name), with
+ * label_band=N when other bands carry the same name (chosen by number); "file:PATH,band:N" for
+ * a label raster (N: the band taken from it), "file:PATH" for polygons. */
+static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     const wc_raster *r = &ds->files.src;
     char crs[128];
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
@@ -222,10 +295,18 @@ static void make_fingerprint(wc_dataset *ds) {
                      wc_dtype_name(r->bands[i].type));
         p += n, left -= (size_t)n;
     }
-    if (ds->label_path && ds->cfg.labels)
-        snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
-    else
-        snprintf(p, left, ";labels=band:%s", r->bands[ds->label_band - 1].name);
+    if (ds->label_path && ds->cfg.labels) {
+        if (label_source_band)
+            snprintf(p, left, ";labels=file:%s,band:%d", ds->cfg.labels, label_source_band);
+        else
+            snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
+        return;
+    }
+    const char *name = r->bands[ds->label_band - 1].name;
+    int same_name = 0;
+    for (int i = 0; i < r->nbands; i++) same_name += strcmp(r->bands[i].name, name) == 0;
+    n = snprintf(p, left, ";labels=band:%s", name);
+    if (same_name > 1) snprintf(p + n, left - (size_t)n, ";label_band=%d", ds->label_band);
 }
 
 /* Chooses validation blocks: in a seeded random order, until their kept patches reach the
@@ -273,46 +354,78 @@ static void split(wc_dataset *ds) {
     free(val_block);
 }
 
+/* Planning ends in one of these; a stop is no error (train.c exits 75 on it). */
+enum { PLAN_OK = WC_OK, PLAN_ERR = WC_ERR, PLAN_STOPPED = -2 };
+
+/* Raw bytes read between two stop agreements in the planning loop: about 0.1 s of reading from
+ * a cold disk (the ~120 MB/s measured for Float32 tiles), a few ms from GDAL's cache, against a
+ * 16-byte Allreduce of microseconds. */
+#define PLAN_AGREE_BYTES ((size_t)16 << 20)
+
+/* Reads patch id and computes what planning learns from it: its valid and burned pixels, and
+ * the moments of each feature over its valid pixels (m: nfeat of them). */
+static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *valid,
+                      patch_count *pc, moments *m) {
+    if (wc_dataset_read_patch(ds, &ds->files, (uint32_t)id, raw, 0) != WC_OK) return WC_ERR;
+    decode_labels_and_nodata(ds, raw, y, valid);
+    const size_t pp = (size_t)ds->P * ds->P;
+    for (size_t i = 0; i < pp; i++) {
+        pc->valid += valid[i];
+        pc->positives += valid[i] && y[i] > 0;
+    }
+    for (int c = 0; c < ds->nfeat; c++) m[c] = patch_moments(ds, raw, c, valid);
+    return WC_OK;
+}
+
+/* The largest share of the patches any rank has: every rank runs its loop that far. */
+static long largest_share(long n, int R) {
+    long most = 0;
+    for (int r = 0; r < R; r++) {
+        long a, b;
+        wc_dist_share(n, r, R, &a, &b);
+        most = WC_MAX(most, b - a);
+    }
+    return most;
+}
+
 /* The planning pass: this rank reads its share of the patches, counts valid pixels, and
- * computes each patch's moments; the shares are then combined (see dataset.h). */
+ * computes each patch's moments; the shares are then combined (see dataset.h).
+ *
+ * Reading can take minutes on a large mosaic, so a stop signal must end it: but the ranks read
+ * their shares independently, so they agree on a stop (and on a read error) in a small
+ * collective every K patches of loop index, at the same points on every rank. The loop runs
+ * to the largest share on every rank (a rank past its own share only takes part), so every rank
+ * makes the same number of calls; time plays no part in when they happen. */
 static int plan(wc_dataset *ds) {
     const int R = wc_dist_size(), rank = wc_dist_rank();
     long lo, hi;
     wc_dist_share(ds->npatches, rank, R, &lo, &hi);
     const size_t pp = (size_t)ds->P * ds->P;
     void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
-    float *x = WC_ALLOC(sizeof(float) * ds->nfeat * pp), *y = WC_ALLOC(sizeof(float) * pp);
+    float *y = WC_ALLOC(sizeof(float) * pp);
     uint8_t *valid = WC_ALLOC(pp);
     long nmine = hi - lo;
     patch_count *counts = WC_CALLOC(nmine + 1, sizeof(patch_count));
     moments *mom = WC_CALLOC((size_t)(nmine + 1) * ds->nfeat, sizeof(moments));
+    const long most = largest_share(ds->npatches, R);
+    const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
     int status = WC_OK;
-    for (long id = lo; id < hi && status == WC_OK; id++) {
-        if (wc_dataset_read_patch(ds, &ds->files, (uint32_t)id, raw, 0) != WC_OK) {
-            status = WC_ERR;
-            break;
-        }
-        long nvalid = wc_dataset_decode(ds, raw, NULL, NULL, x, y, valid, NULL);
-        patch_count *pc = &counts[id - lo];
-        pc->valid = nvalid;
-        for (size_t i = 0; i < pp; i++) pc->positives += valid[i] && y[i] > 0;
-        for (int c = 0; c < ds->nfeat; c++) {
-            moments *m = &mom[(id - lo) * ds->nfeat + c];
-            const float *xc = x + (size_t)c * pp;
-            for (size_t i = 0; i < pp; i++) {
-                if (!valid[i]) continue;
-                moments one = {1, xc[i], 0};
-                moments_merge(m, &one);
-            }
+    int64_t agreed[2] = {0, 0}; /* ranks that failed to read, ranks with a stop signal */
+    for (long j = 0; j < most; j++) {
+        if (j < nmine && status == WC_OK)
+            status = plan_patch(ds, lo + j, raw, y, valid, &counts[j], &mom[j * ds->nfeat]);
+        if ((j + 1) % K == 0 || j + 1 == most) {
+            agreed[0] = status != WC_OK, agreed[1] = wc_stop_requested();
+            wc_dist_sum_i64(agreed, 2);
+            if (agreed[0] || agreed[1]) break;
         }
     }
-    /* Every rank learns whether any failed before anything else is exchanged. */
-    int64_t failed = status != WC_OK;
-    wc_dist_sum_i64(&failed, 1);
-    if (failed) {
-        if (status == WC_OK) wc_error("stopping: another rank could not read its patches");
-        free(raw), free(x), free(y), free(valid), free(counts), free(mom);
-        return WC_ERR;
+    free(raw), free(y), free(valid);
+    if (agreed[0] || agreed[1]) {
+        if (agreed[0] && status == WC_OK)
+            wc_error("stopping: another rank could not read its patches");
+        free(counts), free(mom);
+        return agreed[0] ? PLAN_ERR : PLAN_STOPPED;
     }
     /* Kept flags: every rank needs all of them for the split. */
     uint8_t *mine = WC_ALLOC(nmine + 1);
@@ -329,44 +442,43 @@ static int plan(wc_dataset *ds) {
     free(mine);
     split(ds);
     /* The ordered chain: rank r continues rank r-1's running sums over patches in grid order,
-     * which reproduces exactly the single-process loop. */
+     * which reproduces exactly the single-process loop. It carries the long doubles themselves
+     * (bytes), so nothing is rounded on the way; the pixel counts ride along, exact to 2^64. */
     const size_t chain_n = (size_t)ds->nfeat * 3 + 2;
-    double *chain = WC_CALLOC(chain_n, sizeof(double));
-    if (rank > 0) wc_dist_recv(chain, chain_n * sizeof(double), rank - 1);
+    long double *chain = WC_CALLOC(chain_n, sizeof(long double));
+    if (rank > 0) wc_dist_recv(chain, chain_n * sizeof(long double), rank - 1);
     moments *acc = WC_CALLOC(ds->nfeat, sizeof(moments));
     for (int c = 0; c < ds->nfeat; c++)
         acc[c] = (moments){chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
-    double train_pixels = chain[chain_n - 2], train_pos = chain[chain_n - 1];
+    long double train_pixels = chain[chain_n - 2], train_pos = chain[chain_n - 1];
     for (long id = lo; id < hi; id++) {
         if (!ds->keep[id] || ds->is_val[id]) continue;
         for (int c = 0; c < ds->nfeat; c++) moments_merge(&acc[c], &mom[(id - lo) * ds->nfeat + c]);
-        train_pixels += (double)counts[id - lo].valid;
-        train_pos += (double)counts[id - lo].positives;
+        train_pixels += counts[id - lo].valid;
+        train_pos += counts[id - lo].positives;
     }
     for (int c = 0; c < ds->nfeat; c++) {
         chain[3 * c] = acc[c].n, chain[3 * c + 1] = acc[c].mean, chain[3 * c + 2] = acc[c].m2;
     }
     chain[chain_n - 2] = train_pixels, chain[chain_n - 1] = train_pos;
-    if (rank < R - 1) wc_dist_send(chain, chain_n * sizeof(double), rank + 1);
-    wc_dist_bcast(chain, chain_n * sizeof(double), R - 1);
+    if (rank < R - 1) wc_dist_send(chain, chain_n * sizeof(long double), rank + 1);
+    wc_dist_bcast(chain, chain_n * sizeof(long double), R - 1);
     for (int c = 0; c < ds->nfeat; c++) {
-        double n = chain[3 * c], m2 = chain[3 * c + 2];
-        ds->mean[c] = chain[3 * c + 1];
-        ds->std[c] = n > 1 ? sqrt(m2 / n) : 1.0;
-        if (!(ds->std[c] > 1e-12)) {
+        moments m = {chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
+        if (!moments_finish(&m, &ds->mean[c], &ds->std[c]))
             wc_warn("%s, band %d (%s) is constant over the training pixels: it carries no "
                     "information (normalized with std 1)",
-                    ds->tiles_path, ds->feat_bands[c], ds->files.src.bands[ds->feat_bands[c] - 1].name);
-            ds->std[c] = 1.0;
-        }
+                    ds->tiles_path, ds->feat_bands[c],
+                    ds->files.src.bands[ds->feat_bands[c] - 1].name);
     }
     ds->train_pixels = (int64_t)chain[chain_n - 2];
     ds->train_positives = (int64_t)chain[chain_n - 1];
-    free(chain), free(acc), free(raw), free(x), free(y), free(valid), free(counts), free(mom);
-    return WC_OK;
+    free(chain), free(acc), free(counts), free(mom);
+    return PLAN_OK;
 }
 
-wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
+wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
+    int stop = 0, label_source_band = 0;
     wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
     ds->cfg = *cfg;
     ds->tiles_path = wc_strdup(cfg->tiles);
@@ -381,9 +493,15 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
     if (cfg->labels) {
         /* --label-band, when set to something else, names the band of a label raster */
         const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
+        wc_labels lab;
         if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
-                              cfg->work_dir, &ds->label_path, &ds->label_band) != WC_OK)
+                              cfg->work_dir, &lab) != WC_OK) {
+            stop = lab.stopped;
             goto fail;
+        }
+        ds->label_path = lab.path;
+        ds->label_band = lab.band;
+        label_source_band = lab.source_band;
         if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
         ds->label_type = ds->files.label.bands[ds->label_band - 1].type;
     }
@@ -422,8 +540,10 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
     ds->val = WC_ALLOC(sizeof(uint32_t) * ds->npatches);
     ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
     ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
-    make_fingerprint(ds);
-    if (plan(ds) != WC_OK) goto fail;
+    make_fingerprint(ds, label_source_band);
+    int planned = plan(ds);
+    stop = planned == PLAN_STOPPED;
+    if (planned != PLAN_OK) goto fail;
     /* The planning handles are done: closing them frees their cached blocks (the reader
      * thread opens its own). The metadata stays. */
     wc_raster_release(&ds->files.src);
@@ -435,8 +555,10 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg) {
                  cfg->tiles, ds->P, ds->P, 100 * cfg->min_valid);
         goto fail;
     }
+    if (stopped) *stopped = 0;
     return ds;
 fail:
+    if (stopped) *stopped = stop;
     wc_dataset_close(ds);
     return NULL;
 }

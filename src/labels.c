@@ -1,11 +1,13 @@
-/* labels.c: label rasters from label rasters on other grids and from burned-area polygons;
- * see labels.h. Only rank 0 touches the files; the others receive the result. */
+/* labels.c: label rasters from label rasters on other grids and from burned-area polygons, and
+ * the choice of a label band; see labels.h. Only rank 0 touches the files; the others receive
+ * the result (and take part in the stop agreement while they wait). */
 #include "wildcpu/labels.h"
 
-#include <errno.h>
 #include <cpl_conv.h>
+#include <errno.h>
 #include <gdal.h>
 #include <gdal_utils.h>
+#include <math.h>
 #include <ogr_api.h>
 #include <ogr_srs_api.h>
 #include <stdio.h>
@@ -17,16 +19,128 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/rng.h"
+#include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
-/* A name for the derived raster that changes when the source or the grid changes. */
-static void derived_path(char *buf, size_t size, const char *work_dir, const char *src,
+/* ---- choosing the label band ------------------------------------------------------------- */
+
+/* "elevation, slope, fire" for messages, cut to fit. */
+static void band_list(const wc_raster *r, char *buf, size_t size) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < r->nbands; i++) {
+        int w = snprintf(buf + n, size - n, "%s%s", i ? ", " : "", r->bands[i].name);
+        if (w < 0 || (size_t)w + 5 >= size - n) {
+            snprintf(buf + n, size - n, "%s...", i ? ", " : "");
+            return;
+        }
+        n += (size_t)w;
+    }
+}
+
+int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *by_number) {
+    const int dflt = !sel || !*sel;
+    const char *name = dflt ? WC_LABEL_BAND_NAME : sel;
+    char what[4200], list[1024];
+    snprintf(what, sizeof what, "%s%s", in_tiles ? "" : "the label raster ", r->path);
+    band_list(r, list, sizeof list);
+    *by_number = 0;
+    int found = 0, named = 0;
+    char numbers[256] = "";
+    for (int b = 1; b <= r->nbands; b++) {
+        if (strcmp(r->bands[b - 1].name, name) != 0) continue;
+        size_t n = strlen(numbers);
+        if (n + 16 < sizeof numbers)
+            snprintf(numbers + n, sizeof numbers - n, "%s%d", n ? ", " : "", b);
+        found = found ? found : b;
+        named++;
+    }
+    if (named > 1) {
+        wc_error("%s: bands %s are all described '%s', so which one holds the labels is "
+                 "ambiguous; --label-band N picks one by its number",
+                 what, numbers, name);
+        return 0;
+    }
+    if (found) return found;
+    if (dflt) {
+        if (r->nbands == 1) {
+            *by_number = 1;
+            return 1;
+        }
+        wc_error("%s has %d bands and none is described '%s' (its bands: %s): say which one "
+                 "holds the labels with --label-band NAME|N",
+                 what, r->nbands, WC_LABEL_BAND_NAME, list);
+        return 0;
+    }
+    char *end;
+    long n = strtol(sel, &end, 10);
+    if (*sel >= '0' && *sel <= '9' && !*end) {
+        if (n >= 1 && n <= r->nbands) {
+            *by_number = 1;
+            return (int)n;
+        }
+        wc_error("%s has no band %s: it has %d (its bands: %s); --label-band takes a band's "
+                 "description or its number",
+                 what, sel, r->nbands, list);
+        return 0;
+    }
+    wc_error("%s has no label band '%s' (its bands: %s); name it with --label-band NAME|N%s",
+             what, sel, list, in_tiles ? ", or give labels with --labels" : "");
+    return 0;
+}
+
+/* ---- the stop agreement ------------------------------------------------------------------ */
+
+/* Rank 0 works on the labels while the other ranks wait for it. So that a stop signal on any
+ * rank ends the work promptly, rank 0 meets the others in a small collective every
+ * AGREE_SECONDS of work (from GDAL's progress callback and from its own loops), and the others
+ * wait in that same collective, again and again, until rank 0 says it is done: every rank
+ * makes the same calls, and they all learn the same stop. */
+#define AGREE_SECONDS 0.2
+
+typedef struct {
+    double last; /* when rank 0 last met the others */
+    int stop;    /* a rank has a stop signal: every rank knows it */
+} agreement;
+
+/* One meeting: rank 0 says whether it is done, every rank whether it has a stop signal.
+ * Returns whether rank 0 is done. */
+static int agree(agreement *a, int done) {
+    int64_t v[2] = {done, wc_stop_requested()};
+    wc_dist_sum_i64(v, 2);
+    a->stop |= v[1] > 0;
+    return v[0] > 0;
+}
+
+/* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
+static int go_on(agreement *a) {
+    if (!a->stop && wc_now() - a->last >= AGREE_SECONDS) {
+        a->last = wc_now();
+        agree(a, 0);
+    }
+    return !a->stop;
+}
+
+/* GDAL's progress callback: returning FALSE makes GDAL cancel the operation. */
+static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
+    (void)done, (void)msg;
+    return go_on(arg);
+}
+
+/* ---- derived rasters --------------------------------------------------------------------- */
+
+/* A name for the derived raster that changes when the source, the band taken from it (0 for
+ * polygons) or the grid changes. */
+static void derived_path(char *buf, size_t size, const char *work_dir, const char *src, int band,
                          const wc_raster *tiles) {
     struct stat st;
-    uint64_t h = wc_hash64(0x1abe16); /* changed when the derivation changes: no stale reuse */
+    /* changed when the derivation changes, so no stale raster is reused: 0x1abe17 burns only
+     * polygonal geometry (0x1abe16 burned points and lines too) */
+    uint64_t h = wc_hash64(0x1abe17);
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     if (stat(src, &st) == 0)
         h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_mtime);
+    h = wc_hash64(h ^ (uint64_t)band);
     h = wc_hash64(h ^ ((uint64_t)tiles->width << 32 | (uint64_t)tiles->height));
     for (int i = 0; i < 6; i++) {
         uint64_t bits;
@@ -37,12 +151,15 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
     snprintf(buf, size, "%s/labels-%016llx.tif", work_dir, (unsigned long long)h);
 }
 
-/* An empty Byte GeoTIFF on the tiles' grid, filled with 0. */
+/* An empty Byte GeoTIFF on the tiles' grid, filled with 0. Sparse: blocks never written take
+ * no space and read as 0 (or as the nodata value), which keeps a huge, mostly unburned grid
+ * small and lets a cancelled write close quickly. */
 static GDALDatasetH create_grid_tif(const wc_raster *tiles, const char *path) {
     GDALDriverH drv = GDALGetDriverByName("GTiff");
-    const char *opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", NULL};
-    GDALDatasetH ds = GDALCreate(drv, path, tiles->width, tiles->height, 1, GDT_Byte,
-                                 (char **)opts);
+    const char *opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", "SPARSE_OK=TRUE",
+                          NULL};
+    GDALDatasetH ds =
+        GDALCreate(drv, path, tiles->width, tiles->height, 1, GDT_Byte, (char **)opts);
     if (!ds) {
         wc_error("cannot create %s: %s", path, CPLGetLastErrorMsg());
         return NULL;
@@ -74,112 +191,225 @@ static void extent_of_tiles(const wc_raster *t, char *buf, size_t size) {
              fmax(x0, x1), fmax(y0, y1), crs);
 }
 
-/* Rasterizes the polygons of the first polygon layer of `vec` into tmp. */
-static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *tmp) {
-    OGRLayerH layer = NULL;
-    for (int i = 0; i < GDALDatasetGetLayerCount(vec) && !layer; i++) {
-        OGRLayerH l = GDALDatasetGetLayer(vec, i);
-        OGRwkbGeometryType g = wkbFlatten(OGR_L_GetGeomType(l));
-        if (g == wkbPolygon || g == wkbMultiPolygon || g == wkbUnknown ||
-            g == wkbGeometryCollection)
-            layer = l;
+/* ---- polygons ---------------------------------------------------------------------------- */
+
+static int is_polygonal(OGRwkbGeometryType t) {
+    return OGR_GT_IsSubClassOf(t, wkbSurface) || OGR_GT_IsSubClassOf(t, wkbMultiSurface);
+}
+
+/* Adds the polygonal parts of g to `mem` as features, one each, linear and 2D; counts in
+ * *skipped the parts that mark no area (points, lines). Generic geometry collections are
+ * searched member by member. Returns the number of parts added, or -1 on an OGR failure. */
+static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped) {
+    if (!g || OGR_G_IsEmpty(g)) return 0;
+    OGRwkbGeometryType t = OGR_GT_Flatten(OGR_G_GetGeometryType(g));
+    if (t == wkbGeometryCollection) {
+        long added = 0;
+        for (int i = 0; i < OGR_G_GetGeometryCount(g); i++) {
+            long n = add_polygons(mem, OGR_G_GetGeometryRef(g, i), skipped);
+            if (n < 0) return -1;
+            added += n;
+        }
+        return added;
     }
+    if (!is_polygonal(t)) {
+        (*skipped)++;
+        return 0;
+    }
+    /* GDALRasterize burns linear polygons; curves are approximated with GDAL's default step */
+    OGRGeometryH copy = OGR_G_HasCurveGeometry(g, FALSE) ? OGR_G_GetLinearGeometry(g, 0, NULL)
+                                                         : OGR_G_Clone(g);
+    copy = OGR_G_ForceToMultiPolygon(copy);
+    OGR_G_FlattenTo2D(copy);
+    OGRFeatureH f = OGR_F_Create(OGR_L_GetLayerDefn(mem));
+    OGR_F_SetGeometryDirectly(f, copy);
+    OGRErr err = OGR_L_CreateFeature(mem, f);
+    OGR_F_Destroy(f);
+    return err == OGRERR_NONE ? 1 : -1;
+}
+
+/* The first layer of vec that may hold polygons (by its declared geometry type). */
+static OGRLayerH polygon_layer(GDALDatasetH vec) {
+    for (int i = 0; i < GDALDatasetGetLayerCount(vec); i++) {
+        OGRLayerH l = GDALDatasetGetLayer(vec, i);
+        OGRwkbGeometryType g = OGR_GT_Flatten(OGR_L_GetGeomType(l));
+        if (is_polygonal(g) || g == wkbUnknown || g == wkbGeometryCollection) return l;
+    }
+    return NULL;
+}
+
+/* The polygons of `layer` copied into an in-memory layer named "polygons" of *mem (in the
+ * layer's CRS), so GDALRasterize burns them and nothing else. Returns the number copied, -1
+ * after an error, or -2 when the ranks agreed to stop. */
+static long collect_polygons(OGRLayerH layer, const char *src, agreement *a, GDALDatasetH *mem) {
+    *mem = GDALCreate(GDALGetDriverByName("Memory"), "", 0, 0, 0, GDT_Unknown, NULL);
+    OGRLayerH ml = *mem ? GDALDatasetCreateLayer(*mem, "polygons", OGR_L_GetSpatialRef(layer),
+                                                 wkbMultiPolygon, NULL)
+                        : NULL;
+    if (!ml) {
+        wc_error("cannot hold the polygons of %s in memory: %s", src, CPLGetLastErrorMsg());
+        return -1;
+    }
+    long polygons = 0, skipped = 0;
+    OGR_L_ResetReading(layer);
+    for (OGRFeatureH f; (f = OGR_L_GetNextFeature(layer)) != NULL; OGR_F_Destroy(f)) {
+        if (!go_on(a)) {
+            OGR_F_Destroy(f);
+            return -2;
+        }
+        long n = add_polygons(ml, OGR_F_GetGeometryRef(f), &skipped);
+        if (n < 0) {
+            wc_error("cannot copy a polygon of %s (layer %s, feature %lld): %s", src,
+                     OGR_L_GetName(layer), (long long)OGR_F_GetFID(f), CPLGetLastErrorMsg());
+            OGR_F_Destroy(f);
+            return -1;
+        }
+        polygons += n;
+    }
+    if (polygons == 0) {
+        wc_error("%s (layer %s) has no polygons: --labels needs burned-area polygons (%ld "
+                 "points or lines, which mark no area)",
+                 src, OGR_L_GetName(layer), skipped);
+        return -1;
+    }
+    if (skipped)
+        wc_warn("labels: skipped %ld non-polygon geometries (points, lines) of %s (%s): only "
+                "polygons mark burned ground",
+                skipped, OGR_L_GetName(layer), src);
+    return polygons;
+}
+
+/* Whether any pixel of band 1 of ds is burned (> 0); -1 when the ranks agreed to stop (or the
+ * raster cannot be read, after a message). Statistics rather than a min/max pass, because
+ * they take a progress callback: on a huge grid this reads minutes of blocks. */
+static int any_burned(GDALDatasetH ds, const char *path, agreement *a) {
+    double mn, mx, mean, sd;
+    CPLErrorReset();
+    if (GDALComputeRasterStatistics(GDALGetRasterBand(ds, 1), FALSE, &mn, &mx, &mean, &sd,
+                                    gdal_go_on, a) != CE_None) {
+        if (!a->stop) wc_error("reading back %s failed: %s", path, CPLGetLastErrorMsg());
+        return -1;
+    }
+    return mx >= 1;
+}
+
+/* "No polygon overlaps": both extents, for the message. */
+static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const char *src) {
+    OGREnvelope env;
+    char ext[256], lext[256] = "unknown";
+    extent_of_tiles(tiles, ext, sizeof ext);
+    if (OGR_L_GetExtent(layer, &env, TRUE) == OGRERR_NONE) {
+        char crs[128] = "no CRS";
+        OGRSpatialReferenceH lsrs = OGR_L_GetSpatialRef(layer);
+        if (lsrs) {
+            char *wkt = NULL;
+            OSRExportToWkt(lsrs, &wkt);
+            wc_raster_crs_name(wkt, crs, sizeof crs);
+            CPLFree(wkt);
+        }
+        snprintf(lext, sizeof lext, "(%.1f, %.1f)-(%.1f, %.1f) in %s", env.MinX, env.MinY,
+                 env.MaxX, env.MaxY, crs);
+    }
+    wc_error("no polygon of %s overlaps the tiles: tiles cover %s, the polygons %s", src, ext,
+             lext);
+}
+
+/* Rasterizes the polygons of the first polygon layer of `vec` into tmp. */
+static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *tmp,
+                     agreement *a) {
+    OGRLayerH layer = polygon_layer(vec);
     if (!layer || OGR_L_GetFeatureCount(layer, TRUE) == 0) {
         wc_error("%s has no polygon layer with features: --labels needs burned-area polygons",
                  src);
         return WC_ERR;
     }
-    OGRSpatialReferenceH lsrs = OGR_L_GetSpatialRef(layer);
-    if (!lsrs && *tiles->wkt) {
+    if (!OGR_L_GetSpatialRef(layer) && *tiles->wkt) {
         wc_error("%s (layer %s) has no CRS, so it cannot be placed on the tiles' grid (%s); "
                  "assign one with ogr2ogr -a_srs",
                  src, OGR_L_GetName(layer), tiles->path);
         return WC_ERR;
     }
-    /* Polygons of this layer only; count the burnable geometry to refuse point/line files. */
-    long polygons = 0;
-    OGR_L_ResetReading(layer);
-    for (OGRFeatureH f; (f = OGR_L_GetNextFeature(layer)) != NULL; OGR_F_Destroy(f)) {
-        OGRGeometryH g = OGR_F_GetGeometryRef(f);
-        OGRwkbGeometryType t = g ? wkbFlatten(OGR_G_GetGeometryType(g)) : wkbNone;
-        polygons += t == wkbPolygon || t == wkbMultiPolygon;
-    }
-    if (polygons == 0) {
-        wc_error("%s (layer %s) has no polygons: --labels needs burned-area polygons", src,
-                 OGR_L_GetName(layer));
+    GDALDatasetH mem = NULL;
+    if (collect_polygons(layer, src, a, &mem) < 0) {
+        if (mem) GDALClose(mem);
         return WC_ERR;
     }
     GDALDatasetH dst = create_grid_tif(tiles, tmp);
-    if (!dst) return WC_ERR;
-    const char *argv[] = {"-burn", "1", "-l", OGR_L_GetName(layer), NULL};
+    if (!dst) {
+        GDALClose(mem);
+        return WC_ERR;
+    }
+    const char *argv[] = {"-burn", "1", "-l", "polygons", NULL};
     GDALRasterizeOptions *opt = GDALRasterizeOptionsNew((char **)argv, NULL);
-    int usage_error = 0;
+    GDALDatasetH out = NULL;
     CPLErrorReset();
-    GDALDatasetH out = GDALRasterize(NULL, dst, vec, opt, &usage_error);
-    GDALRasterizeOptionsFree(opt);
-    if (!out) {
+    if (opt) {
+        GDALRasterizeOptionsSetProgress(opt, gdal_go_on, a);
+        int usage_error = 0;
+        out = GDALRasterize(NULL, dst, mem, opt, &usage_error);
+        GDALRasterizeOptionsFree(opt);
+    }
+    int burned = out ? any_burned(dst, tmp, a) : -1;
+    if (!out && !a->stop)
         wc_error("rasterizing %s onto the tiles' grid failed: %s", src, CPLGetLastErrorMsg());
-        GDALClose(dst);
-        return WC_ERR;
+    int rc = burned >= 0 ? close_checked(dst, tmp) : (GDALClose(dst), WC_ERR);
+    if (rc == WC_OK && burned == 0) {
+        report_no_overlap(tiles, layer, src);
+        rc = WC_ERR;
     }
-    /* No burned pixel at all: the perimeters miss the tiles. */
-    double minmax[2] = {0, 0};
-    GDALComputeRasterMinMax(GDALGetRasterBand(dst, 1), FALSE, minmax);
-    if (close_checked(dst, tmp) != WC_OK) return WC_ERR;
-    if (minmax[1] < 1) {
-        unlink(tmp);
-        OGREnvelope env;
-        char ext[256], lext[256] = "unknown";
-        extent_of_tiles(tiles, ext, sizeof ext);
-        if (OGR_L_GetExtent(layer, &env, TRUE) == OGRERR_NONE) {
-            char crs[128] = "no CRS";
-            if (lsrs) {
-                char *wkt = NULL;
-                OSRExportToWkt(lsrs, &wkt);
-                wc_raster_crs_name(wkt, crs, sizeof crs);
-                CPLFree(wkt);
-            }
-            snprintf(lext, sizeof lext, "(%.1f, %.1f)-(%.1f, %.1f) in %s", env.MinX, env.MinY,
-                     env.MaxX, env.MaxY, crs);
-        }
-        wc_error("no polygon of %s overlaps the tiles: tiles cover %s, the polygons %s", src, ext,
-                 lext);
-        return WC_ERR;
-    }
-    return WC_OK;
+    GDALClose(mem);
+    return rc;
 }
 
-/* Warps a label raster onto the tiles' grid (nearest neighbour) into tmp. */
-static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const char *tmp) {
-    char a[512], b[512];
-    wc_raster_describe_grid(tiles, a, sizeof a);
-    wc_raster_describe_grid(lab, b, sizeof b);
+/* Warps band `band` of a label raster onto the tiles' grid (nearest neighbour) into tmp.
+ * GDAL 3.6's warp has no band selection (-srcband came in 3.7), so it warps an in-memory VRT
+ * holding that band alone. */
+static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const char *tmp,
+                agreement *a) {
+    char ga[512], gb[512];
+    wc_raster_describe_grid(tiles, ga, sizeof ga);
+    wc_raster_describe_grid(lab, gb, sizeof gb);
     if (!lab->has_gt || !*lab->wkt || !tiles->has_gt || !*tiles->wkt) {
         wc_error("the label raster %s is not on the tiles' grid and cannot be reprojected onto "
                  "it (a CRS or geotransform is missing): tiles %s: %s; labels: %s",
-                 lab->path, tiles->path, a, b);
+                 lab->path, tiles->path, ga, gb);
+        return WC_ERR;
+    }
+    char bandarg[16];
+    snprintf(bandarg, sizeof bandarg, "%d", band);
+    const char *targv[] = {"-of", "VRT", "-b", bandarg, NULL};
+    GDALTranslateOptions *topt = GDALTranslateOptionsNew((char **)targv, NULL);
+    int usage_error = 0;
+    CPLErrorReset();
+    GDALDatasetH view = topt ? GDALTranslate("", (GDALDatasetH)lab->ds, topt, &usage_error) : NULL;
+    if (topt) GDALTranslateOptionsFree(topt);
+    if (!view) {
+        wc_error("cannot take band %d of the label raster %s: %s", band, lab->path,
+                 CPLGetLastErrorMsg());
         return WC_ERR;
     }
     GDALDatasetH dst = create_grid_tif(tiles, tmp);
-    if (!dst) return WC_ERR;
-    GDALRasterBandH db = GDALGetRasterBand(dst, 1);
+    if (!dst) {
+        GDALClose(view);
+        return WC_ERR;
+    }
     /* Ground the label raster does not cover is unknown, not unburned: the destination starts
      * as nodata, and only pixels the warp fills from valid source pixels become labels. */
-    GDALSetRasterNoDataValue(db, 255);
-    char bandarg[16];
-    snprintf(bandarg, sizeof bandarg, "%d", band);
-    const char *argv[] = {"-r",      "near", "-srcband", bandarg, "-dstband",
-                          "1",       "-dstnodata", "255", "-wo", "INIT_DEST=NO_DATA",
-                          NULL};
+    GDALSetRasterNoDataValue(GDALGetRasterBand(dst, 1), 255);
+    const char *argv[] = {"-r", "near", "-dstnodata", "255", "-wo", "INIT_DEST=NO_DATA", NULL};
     GDALWarpAppOptions *opt = GDALWarpAppOptionsNew((char **)argv, NULL);
-    int usage_error = 0;
-    GDALDatasetH srcs[1] = {(GDALDatasetH)lab->ds};
+    GDALDatasetH out = NULL;
     CPLErrorReset();
-    GDALDatasetH out = GDALWarp(NULL, dst, 1, srcs, opt, &usage_error);
-    GDALWarpAppOptionsFree(opt);
+    if (opt) {
+        GDALWarpAppOptionsSetProgress(opt, gdal_go_on, a);
+        out = GDALWarp(NULL, dst, 1, &view, opt, &usage_error);
+        GDALWarpAppOptionsFree(opt);
+    }
+    GDALClose(view);
     if (!out) {
-        wc_error("warping %s onto the tiles' grid failed (tiles: %s; labels: %s): %s", lab->path,
-                 a, b, CPLGetLastErrorMsg());
+        if (!a->stop)
+            wc_error("warping %s onto the tiles' grid failed (tiles: %s; labels: %s): %s",
+                     lab->path, ga, gb, CPLGetLastErrorMsg());
         GDALClose(dst);
         return WC_ERR;
     }
@@ -187,7 +417,8 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
 }
 
 /* A derived label raster is reused by name on every rerun, so it appears only complete: built
- * in tmp (rc: how that went), synced, then renamed. Frees tmp. */
+ * in tmp (rc: how that went), synced, then renamed; a failed or cancelled one is removed.
+ * Frees tmp. */
 static int publish(int rc, char *tmp, const char *derived) {
     if (rc == WC_OK && wc_fsync_path(tmp, 0) != WC_OK) rc = WC_ERR;
     if (rc == WC_OK && rename(tmp, derived) != 0) {
@@ -200,9 +431,73 @@ static int publish(int rc, char *tmp, const char *derived) {
     return rc;
 }
 
-/* Rank 0's part: returns WC_OK with path/band filled, or WC_ERR. */
+/* Rank 0's part for a label raster: its chosen band, warped onto the grid when it is not on it. */
+static int prepare_raster(const wc_raster *tiles, const char *labels, const char *band_name,
+                          const char *work_dir, char *path, size_t size, int *band, int *source,
+                          agreement *a) {
+    wc_raster lab;
+    if (wc_raster_open(&lab, labels) != WC_OK) return WC_ERR;
+    int by_number;
+    int b = wc_labels_find_band(&lab, band_name, 0, &by_number);
+    if (!b) {
+        wc_raster_close(&lab);
+        return WC_ERR;
+    }
+    *source = b;
+    if (wc_raster_same_grid(tiles, &lab)) {
+        snprintf(path, size, "%s", labels);
+        *band = b;
+        wc_raster_close(&lab);
+        return WC_OK;
+    }
+    char derived[4096];
+    derived_path(derived, sizeof derived, work_dir, labels, b, tiles);
+    int rc = WC_OK;
+    if (access(derived, R_OK) != 0) {
+        char *tmp = wc_temp_path(derived, "tmp");
+        double t0 = wc_now();
+        rc = publish(warp(tiles, &lab, b, tmp, a), tmp, derived);
+        if (rc == WC_OK)
+            wc_info("labels: warped band %d of %s onto the tiles' grid in %.1f s (%s)", b, labels,
+                    wc_now() - t0, derived);
+    }
+    wc_raster_close(&lab);
+    snprintf(path, size, "%s", derived);
+    *band = 1;
+    return rc;
+}
+
+/* Rank 0's part for polygons: rasterized onto the grid, once per source and grid. */
+static int prepare_polygons(const wc_raster *tiles, const char *labels, const char *band_name,
+                            const char *work_dir, char *path, size_t size, agreement *a) {
+    if (band_name && *band_name)
+        wc_warn("--label-band %s is ignored: --labels %s is a vector file, whose polygons are "
+                "the labels",
+                band_name, labels);
+    char derived[4096];
+    derived_path(derived, sizeof derived, work_dir, labels, 0, tiles);
+    if (access(derived, R_OK) != 0) {
+        GDALDatasetH vec = GDALOpenEx(labels, GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL, NULL, NULL);
+        if (!vec) {
+            wc_error("cannot open --labels %s as a vector file: %s", labels, CPLGetLastErrorMsg());
+            return WC_ERR;
+        }
+        char *tmp = wc_temp_path(derived, "tmp");
+        double t0 = wc_now();
+        int rc = rasterize(tiles, vec, labels, tmp, a);
+        GDALClose(vec);
+        if (publish(rc, tmp, derived) != WC_OK) return WC_ERR;
+        wc_info("labels: rasterized the polygons of %s onto the tiles' grid in %.1f s (%s)",
+                labels, wc_now() - t0, derived);
+    }
+    snprintf(path, size, "%s", derived);
+    return WC_OK;
+}
+
+/* Rank 0's part: returns WC_OK with path/band/source filled, or WC_ERR. */
 static int prepare_here(const wc_raster *tiles, const char *labels, const char *band_name,
-                        const char *work_dir, char *path, size_t size, int *band) {
+                        const char *work_dir, char *path, size_t size, int *band, int *source,
+                        agreement *a) {
     struct stat st;
     if (stat(labels, &st) != 0 && strncmp(labels, "/vsi", 4) != 0 && !strchr(labels, ':')) {
         wc_error("--labels %s: %s", labels, strerror(errno));
@@ -219,58 +514,36 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
     }
     int is_raster = GDALGetRasterCount(ds) > 0;
     GDALClose(ds);
-    char derived[4096];
-    derived_path(derived, sizeof derived, work_dir, labels, tiles);
-    if (is_raster) {
-        wc_raster lab;
-        if (wc_raster_open(&lab, labels) != WC_OK) return WC_ERR;
-        int b = band_name && *band_name ? wc_raster_find_band(&lab, band_name) : 1;
-        if (b == 0) b = 1; /* --label-band names the tiles' band by default; a label file has one */
-        if (wc_raster_same_grid(tiles, &lab)) {
-            snprintf(path, size, "%s", labels);
-            *band = b;
-            wc_raster_close(&lab);
-            return WC_OK;
-        }
-        int rc = WC_OK;
-        if (access(derived, R_OK) != 0) {
-            char *tmp = wc_temp_path(derived, "tmp");
-            rc = publish(warp(tiles, &lab, b, tmp), tmp, derived);
-            if (rc == WC_OK)
-                wc_info("labels: warped %s onto the tiles' grid into %s", labels, derived);
-        }
-        wc_raster_close(&lab);
-        snprintf(path, size, "%s", derived);
-        *band = 1;
-        return rc;
-    }
-    if (access(derived, R_OK) != 0) {
-        ds = GDALOpenEx(labels, GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL, NULL, NULL);
-        char *tmp = wc_temp_path(derived, "tmp");
-        double t0 = wc_now();
-        int rc = rasterize(tiles, ds, labels, tmp);
-        GDALClose(ds);
-        if (publish(rc, tmp, derived) != WC_OK) return WC_ERR;
-        wc_info("labels: rasterized the polygons of %s onto the tiles' grid in %.1f s (%s)",
-                labels, wc_now() - t0, derived);
-    }
-    snprintf(path, size, "%s", derived);
+    if (is_raster)
+        return prepare_raster(tiles, labels, band_name, work_dir, path, size, band, source, a);
     *band = 1;
-    return WC_OK;
+    *source = 0;
+    return prepare_polygons(tiles, labels, band_name, work_dir, path, size, a);
 }
 
 int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *band_name,
-                      const char *work_dir, char **out_path, int *out_band) {
+                      const char *work_dir, wc_labels *out) {
     struct {
-        int status, band;
+        int status, band, source;
         char path[4096];
-    } msg = {WC_ERR, 0, ""};
-    if (wc_dist_rank() == 0)
+    } msg = {WC_ERR, 0, 0, ""};
+    agreement a = {wc_now(), 0};
+    memset(out, 0, sizeof *out);
+    if (wc_dist_rank() == 0) {
         msg.status = prepare_here(tiles, labels, band_name, work_dir, msg.path, sizeof msg.path,
-                                  &msg.band);
+                                  &msg.band, &msg.source, &a);
+        agree(&a, 1);
+    } else {
+        while (!agree(&a, 0)) continue;
+    }
     wc_dist_bcast(&msg, sizeof msg, 0);
+    if (a.stop) {
+        out->stopped = 1;
+        return WC_ERR;
+    }
     if (msg.status != WC_OK) return WC_ERR;
-    *out_path = wc_strdup(msg.path);
-    *out_band = msg.band;
+    out->path = wc_strdup(msg.path);
+    out->band = msg.band;
+    out->source_band = msg.source;
     return WC_OK;
 }

@@ -721,12 +721,14 @@ int wc_train_run(const wc_train_config *cfg_in) {
     wc_data_config dcfg = cfg->data;
     dcfg.work_dir = cfg->out_dir;
     dcfg.seed = cfg->seed;
-    t->ds = wc_dataset_open(&dcfg);
-    if (!t->ds) return WC_EXIT_RUNTIME;
+    int stopped = 0;
+    t->ds = wc_dataset_open(&dcfg, &stopped);
+    if (!t->ds && !stopped) return WC_EXIT_RUNTIME;
     wc_dataset *ds = t->ds;
     /* Planning reads every patch's label once and may take minutes on a large mosaic: a stop
-     * signal during it ends the run here, with nothing new to save. */
-    int64_t stop_votes = wc_stop_requested();
+     * signal during it (it stops planning on every rank) ends the run here, with nothing new to
+     * save. */
+    int64_t stop_votes = stopped || wc_stop_requested();
     wc_dist_sum_i64(&stop_votes, 1);
     if (stop_votes) {
         wc_info("stopped by a signal while planning the data, before any step: nothing new to "

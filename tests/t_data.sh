@@ -2,7 +2,9 @@
 # t_data.sh: the sharded reader under real MPI. For 1..5 ranks: over each epoch the ranks
 # together read every training patch exactly once (gathered with MPI and checked on rank 0), in
 # the order one process reads them, and the normalization statistics, split and pixel counts
-# are bitwise those of one process.
+# are bitwise those of one process, also for a band of +-1e308 values. Bands of values near
+# 1e308 train to a finite normalization, loss and map. A stop signal while planning a huge
+# raster ends the run within seconds, on every rank.
 . "$(dirname "$0")/lib.sh"
 tool=${WILDCPU_BUILD:-$ROOT/build}/tools/shard_check
 for n in 1 2 3 4 5; do
@@ -83,4 +85,116 @@ if [ $status -eq 0 ] && grep -q "80 features" "$T/wide.log" && [ -f "$T/wide/ris
 else
     notok "80 bands with long names train and map" "status $status: $(grep -E 'features|error' "$T/wide.log" | head -3)"
 fi
+
+# --- statistics robust to any finite value: Float64 bands near 1e308, +-1e308 of mixed signs,
+# and 1e308 outliers among ordinary values train (finite loss), store a finite normalization
+# (the exported mean and std) and draw a map that is not nodata/NaN. 128x128, 32-pixel patches.
+for kind in near mixed outliers; do
+    $PY - "$T/hostile_$kind.tif" "$kind" <<'PY' >"$T/hostile_$kind.make" 2>&1
+import sys
+import numpy as np
+from osgeo import gdal, osr
+path, kind = sys.argv[1:]
+n = 128
+rng = np.random.default_rng(7)
+u = rng.random((n, n))
+if kind == "near":
+    h = 1e308 * (1 + 0.5 * u)
+elif kind == "mixed":
+    h = np.where(rng.random((n, n)) < 0.5, -1e308, 1e308) * (0.5 + u)
+else:
+    h = rng.normal(size=(n, n))
+    h[rng.random((n, n)) < 0.01] = 1e308
+slope = rng.normal(size=(n, n))
+fire = (slope + 0.5 * rng.normal(size=(n, n)) > 1).astype(np.float64)
+ds = gdal.GetDriverByName("GTiff").Create(path, n, n, 3, gdal.GDT_Float64)
+ds.SetGeoTransform((500000, 30, 0, 4900000, 0, -30))
+srs = osr.SpatialReference(); srs.ImportFromEPSG(32611); ds.SetProjection(srs.ExportToWkt())
+for i, (a, name) in enumerate([(h, "hostile"), (slope, "slope"), (fire, "fire")]):
+    ds.GetRasterBand(i + 1).WriteArray(a)
+    ds.GetRasterBand(i + 1).SetDescription(name)
+ds = None
+PY
+    run=$T/hostile_$kind
+    "$WILDCPU" --tiles "$T/hostile_$kind.tif" --out "$run" --model logistic --patch 32 --steps 2 \
+        --batch 4 --micro-batch 2 --val-fraction 0 >"$run.log" 2>&1
+    status=$?
+    "$WILDCPU" export --checkpoint "$run" --out "$run.safetensors" >>"$run.log" 2>&1
+    $PY - "$run" <<'PY' >"$run.txt" 2>&1
+import json, math, struct, sys
+import numpy as np
+from osgeo import gdal
+run = sys.argv[1]
+raw = open(run + ".safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+meta = json.loads(json.loads(raw[8:8 + n])["__metadata__"]["wildcpu"])
+ch = {c["name"]: (c["mean"], c["std"]) for c in meta["input_channels"]}
+assert all(math.isfinite(m) and math.isfinite(s) and s > 0 for m, s in ch.values()), ch
+losses = [json.loads(l)["loss"] for l in open(run + "/metrics.jsonl") if '"train"' in l]
+assert losses and all(math.isfinite(x) for x in losses), losses
+mds = gdal.Open(run + "/risk.tif")  # kept: a band outliving its dataset crashes GDAL 3.6's bindings
+m = mds.GetRasterBand(1).ReadAsArray()
+drawn = np.isfinite(m) & (m != -9999)
+assert drawn.mean() > 0.99, f"only {drawn.mean():.3f} of the map drawn"
+print("mean %.3g std %.3g, losses %s, %.0f%% of the map drawn" % (*ch["hostile"], losses, 100 * drawn.mean()))
+PY
+    if [ $status -eq 0 ] && [ "$(grep -c . "$run.txt")" -eq 1 ]; then
+        ok "Float64 band of $kind 1e308 values: finite normalization, loss and map ($(cat "$run.txt"))"
+    else
+        notok "Float64 band of $kind 1e308 values" "status $status: $(tail -2 "$run.txt") $(grep -E 'error|constant' "$run.log" | head -2)"
+    fi
+done
+# ... and their statistics are bitwise the same on 1, 2 and 3 ranks (and finite)
+for n in 1 2 3; do
+    mpirun_n "$n" "$tool" "$T/hostile_mixed.tif" 32 4 2 1 >"$T/hshard$n.txt" 2>&1
+    grep -E "^(stats|split)" "$T/hshard$n.txt" >"$T/hstats$n.txt"
+done
+if [ "$(grep -c "^stats" "$T/hstats1.txt")" -eq 1 ] && ! grep -Eqi "nan|inf" "$T/hstats1.txt" &&
+    cmp -s "$T/hstats1.txt" "$T/hstats2.txt" && cmp -s "$T/hstats1.txt" "$T/hstats3.txt"; then
+    ok "+-1e308 band: statistics finite and bitwise equal on 1, 2 and 3 ranks ($(head -1 "$T/hstats1.txt"))"
+else
+    notok "+-1e308 band: statistics bitwise equal on 1, 2, 3 ranks" "$(cat "$T/hstats1.txt") | $(diff "$T/hstats1.txt" "$T/hstats3.txt" | head -3)"
+fi
+
+# --- a stop signal while planning a huge raster: a VRT of 2,000,000 x 20,000 pixels without
+# sources (planning reads its 9.8 million patches for minutes). SIGTERM 3 s after the start, to
+# the process, or to one rank of two: every rank agrees, exit 75 within seconds, "while
+# planning", nothing written.
+cat >"$T/huge.vrt" <<'VRT'
+<VRTDataset rasterXSize="2000000" rasterYSize="20000">
+  <SRS>EPSG:32611</SRS>
+  <GeoTransform>500000, 1, 0, 5000000, 0, -1</GeoTransform>
+  <VRTRasterBand dataType="Float32" band="1"><Description>elevation</Description></VRTRasterBand>
+  <VRTRasterBand dataType="Byte" band="2"><Description>fire</Description></VRTRasterBand>
+</VRTDataset>
+VRT
+ranks_of() { # the wildcpu processes of run NAME
+    pgrep -f -- "--out $T/$1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
+}
+for n in 1 2; do
+    name=plan$n
+    if [ $n -eq 1 ]; then
+        "$WILDCPU" --tiles "$T/huge.vrt" --out "$T/$name" --steps 1 --no-predict >"$T/$name.log" 2>&1 &
+    else
+        mpirun_n $n "$WILDCPU" --tiles "$T/huge.vrt" --out "$T/$name" --steps 1 --no-predict >"$T/$name.log" 2>&1 &
+    fi
+    pid=$!
+    sleep 3
+    t0=$(date +%s.%N)
+    kill -TERM "$(ranks_of $name | tail -1)"
+    for _ in $(seq 1 200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    if kill -0 $pid 2>/dev/null; then
+        kill -KILL $(ranks_of $name) $pid 2>/dev/null
+        took="more than 20"
+    fi
+    wait $pid
+    status=$?
+    if [ $status -eq 75 ] && grep -q "stopped by a signal while planning the data" "$T/$name.log" &&
+        ! grep -qi "error" "$T/$name.log" && [ -z "$(ls "$T/$name/checkpoints")" ]; then
+        ok "SIGTERM to one of $n rank(s) while planning 2,000,000 x 20,000 px: exit 75 $took s after the signal"
+    else
+        notok "SIGTERM while planning a huge raster ($n ranks)" "status $status after $took s: $(grep -v -- '---' "$T/$name.log" | head -4)"
+    fi
+done
 finish

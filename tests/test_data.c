@@ -4,9 +4,13 @@
  *     order is the same for every rank count, and uneven shares leave ranks empty, not stuck;
  *   - pixel -> map -> pixel round-trips, for north-up, south-up and rotated geotransforms;
  *   - the spatial split: no training patch in a validation block, the fraction about right;
- *   - normalization statistics equal a direct computation from GDAL's own reader;
+ *   - normalization statistics equal a direct computation from GDAL's own reader, and, on
+ *     hostile values (near +-DBL_MAX, mixed signs, outliers, huge and subnormal spreads), a
+ *     __float128 reference: always finite;
+ *   - a pixel whose normalized value is beyond float's range is invalid;
  *   - decoding: nodata and NaN/Inf features make a pixel invalid, labels > 0 are burned;
  *   - type unions hold every value of both types. */
+#include <float.h>
 #include <gdal.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -125,7 +129,7 @@ static void test_georeferencing_round_trip(void) {
     wc_data_config_default(&cfg);
     cfg.tiles = sample_path();
     cfg.patch = 64;
-    wc_dataset *ds = wc_dataset_open(&cfg);
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
     CHECK(ds != NULL, "sample data does not open");
     if (!ds) return;
     int x0, y0;
@@ -150,7 +154,7 @@ static void test_split_and_normalization(void) {
     cfg.patch = 32;
     cfg.val_block_px = 128;
     cfg.val_fraction = 0.25;
-    wc_dataset *ds = wc_dataset_open(&cfg);
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
     CHECK(ds != NULL, "sample data does not open");
     if (!ds) return;
     /* the split */
@@ -233,7 +237,7 @@ static wc_dataset *open_one_patch(const char *path) {
     cfg.tiles = path;
     cfg.patch = 64;
     cfg.val_fraction = 0;
-    return wc_dataset_open(&cfg);
+    return wc_dataset_open(&cfg, NULL);
 }
 
 static void test_decode_nodata_nan_and_labels(void) {
@@ -325,6 +329,144 @@ static void test_band_types(void) {
     rmdir(dir);
 }
 
+/* The statistics on hostile values, against a reference in __float128 (113-bit mantissa, the
+ * same 15-bit exponent as long double): a plain two-pass mean and variance, which in that
+ * precision are exact far beyond double's. Each feature band of a 128x128 Float64 raster (four
+ * 64-pixel patches, all training) holds one kind of hostile value; planning must give each a
+ * finite mean and std within a few double roundings of the reference, or, for a band whose
+ * spread is subnormal, call it constant (std 1). Decoding then gives finite inputs only. */
+enum { HOSTILE_BANDS = 7, HOSTILE_SIDE = 128 };
+static const char *hostile_names[HOSTILE_BANDS] = {
+    "near +DBL_MAX", "near -DBL_MAX", "+-1e308 mixed", "1e308 outliers among N(0,1)",
+    "log-uniform 1e-300..1e300, both signs", "subnormal spread", "ordinary"};
+
+static double hostile_value(int band, int i, uint64_t *rng) {
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    double u = (double)(*rng >> 11) * 0x1p-53; /* [0, 1) */
+    switch (band) {
+    case 0: return DBL_MAX * (1 - 0x1p-12 * u);
+    case 1: return -DBL_MAX * (1 - 0x1p-20 * u);
+    case 2: return (i % 2 ? 1e308 : -1e308) * (0.5 + 0.5 * u);
+    case 3: return i % 97 == 0 ? 1e308 : 2 * u - 1;
+    case 4: return (i % 3 ? 1 : -1) * pow(10, -300 + 600 * u);
+    case 5: return 0x1p-1060 * (1 + u); /* subnormal values and spread */
+    default: return 100 + 10 * u;
+    }
+}
+
+static void test_statistics_of_hostile_values(void) {
+    char dir[] = "/tmp/wildcpu-test-hostile.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256];
+    snprintf(path, sizeof path, "%s/h.tif", dir);
+    const int S = HOSTILE_SIDE, NB = HOSTILE_BANDS;
+    GDALDatasetH g =
+        GDALCreate(GDALGetDriverByName("GTiff"), path, S, S, NB + 1, GDT_Float64, NULL);
+    double gt[6] = {0, 1, 0, S, 0, -1};
+    GDALSetGeoTransform(g, gt);
+    double *v = WC_ALLOC(sizeof(double) * S * S * (NB + 1));
+    uint64_t rng = 12345;
+    for (int b = 0; b <= NB; b++) {
+        double *vb = v + (size_t)b * S * S;
+        for (int i = 0; i < S * S; i++) vb[i] = b < NB ? hostile_value(b, i, &rng) : i % 5 == 0;
+        GDALRasterBandH hb = GDALGetRasterBand(g, b + 1);
+        GDALSetDescription(hb, b < NB ? hostile_names[b] : "fire");
+        CHECK(GDALRasterIO(hb, GF_Write, 0, 0, S, S, vb, S, S, GDT_Float64, 0, 0) == CE_None,
+              "write band %d", b + 1);
+    }
+    GDALClose(g);
+    wc_dataset *ds = open_one_patch(path); /* 64-pixel patches, no validation */
+    CHECK(ds != NULL && ds->nfeat == NB && ds->ntrain == 4, "hostile raster does not plan");
+    double worst = 0;
+    for (int c = 0; ds && c < NB; c++) {
+        const double *vb = v + (size_t)c * S * S;
+        __float128 sum = 0, ss = 0;
+        for (int i = 0; i < S * S; i++) sum += vb[i];
+        __float128 mean = sum / (S * S);
+        for (int i = 0; i < S * S; i++) ss += (vb[i] - mean) * (vb[i] - mean);
+        double ref_mean = (double)mean, ref_std = (double)sqrtl((long double)(ss / (S * S)));
+        double m = ds->mean[c], sd = ds->std[c];
+        CHECK(isfinite(m) && isfinite(sd) && sd > 0, "%s: mean %g std %g", hostile_names[c], m,
+              sd);
+        if (c == 5) { /* a subnormal spread carries nothing a float input could show */
+            CHECK(sd == 1.0, "%s: std %g, expected 1 (constant)", hostile_names[c], sd);
+            continue;
+        }
+        /* the mean's error is measured against the spread it is normalized by */
+        double em = fabs(m - ref_mean) / fmax(fabs(ref_mean), ref_std);
+        double es = rel_err(sd, ref_std, 0);
+        NOTE("%-40s mean %-24.17g (ref %-24.17g) std %-24.17g (ref %-24.17g) errors %.1e %.1e",
+             hostile_names[c], m, ref_mean, sd, ref_std, em, es);
+        worst = fmax(worst, fmax(em, es));
+    }
+    CHECK(worst < 1e-14, "statistics differ from the __float128 reference by %.3g", worst);
+    if (ds) {
+        wc_data_files f;
+        CHECK(wc_data_files_open(&f, ds, 0) == WC_OK, "files");
+        void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
+        float *x = WC_ALLOC(sizeof(float) * NB * 64 * 64), y[64 * 64];
+        uint8_t valid[64 * 64];
+        long bad = 0, nvalid = 0;
+        for (uint32_t id = 0; id < 4; id++) {
+            CHECK(wc_dataset_read_patch(ds, &f, id, raw, 0) == WC_OK, "read patch %u", id);
+            nvalid += wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
+            for (int i = 0; i < NB * 64 * 64; i++) bad += !isfinite(x[i]);
+        }
+        CHECK(bad == 0 && nvalid == 4 * 64 * 64, "%ld non-finite inputs, %ld of %d valid", bad,
+              nvalid, 4 * 64 * 64);
+        free(raw), free(x);
+        wc_data_files_close(&f);
+        wc_dataset_close(ds);
+    }
+    free(v);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A pixel whose normalized value lies beyond float's range is invalid (not an input, not in the
+ * loss), and only that pixel: here a Float64 value of 1e300 in a band of ordinary training
+ * values, normalized by a std of about 0.3. */
+static void test_unrepresentable_input_is_invalid(void) {
+    char dir[] = "/tmp/wildcpu-test-range.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.tif", dir);
+    GDALDatasetH g = GDALCreate(GDALGetDriverByName("GTiff"), path, 64, 64, 3, GDT_Float64, NULL);
+    double gt[6] = {0, 1, 0, 64, 0, -1};
+    GDALSetGeoTransform(g, gt);
+    double v[64 * 64];
+    for (int b = 1; b <= 3; b++) {
+        for (int i = 0; i < 64 * 64; i++) v[i] = b == 3 ? i % 2 : (i % 10) * 0.1;
+        GDALRasterBandH hb = GDALGetRasterBand(g, b);
+        GDALSetDescription(hb, b == 1 ? "a" : b == 2 ? "b" : "fire");
+        CHECK(GDALRasterIO(hb, GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64, 0, 0) == CE_None,
+              "write band %d", b);
+    }
+    GDALClose(g);
+    wc_dataset *ds = open_one_patch(path);
+    CHECK(ds != NULL, "raster does not open");
+    if (ds) {
+        wc_data_files f;
+        CHECK(wc_data_files_open(&f, ds, 0) == WC_OK, "files");
+        double *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
+        float x[2 * 64 * 64], y[64 * 64];
+        uint8_t valid[64 * 64];
+        CHECK(ds->read_type == WC_DT_FLOAT64, "read as %s", wc_dtype_name(ds->read_type));
+        CHECK(wc_dataset_read_patch(ds, &f, 0, raw, 0) == WC_OK, "read");
+        raw[64 * 64 + 7] = 1e300; /* band b, pixel 7: as if read from another raster */
+        long n = wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
+        CHECK(n == 64 * 64 - 1 && !valid[7] && valid[6] && valid[8],
+              "%ld valid; pixel 7 valid %d (its normalized value is beyond float's range)", n,
+              valid[7]);
+        CHECK(x[7] == 0 && x[64 * 64 + 7] == 0, "an invalid pixel's inputs must be 0");
+        free(raw);
+        wc_data_files_close(&f);
+        wc_dataset_close(ds);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_type_union_holds_both(void) {
     const wc_dtype all[] = {WC_DT_BYTE, WC_DT_UINT16, WC_DT_INT16, WC_DT_UINT32, WC_DT_INT32,
                             WC_DT_FLOAT32, WC_DT_FLOAT64};
@@ -358,6 +500,8 @@ int main(void) {
     RUN(test_split_and_normalization);
     RUN(test_decode_nodata_nan_and_labels);
     RUN(test_band_types);
+    RUN(test_statistics_of_hostile_values);
+    RUN(test_unrepresentable_input_is_invalid);
     RUN(test_type_union_holds_both);
     HARNESS_EXIT();
 }

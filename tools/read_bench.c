@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     cfg.patch = argc > 2 ? atoi(argv[2]) : 64;
     int batch = argc > 3 ? atoi(argv[3]) : 32, micro = argc > 4 ? atoi(argv[4]) : 4;
     double t0 = wc_now();
-    wc_dataset *ds = wc_dataset_open(&cfg);
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
     if (!ds) return 1;
     double t_plan = wc_now() - t0;
     const int R = wc_dist_size(), rank = wc_dist_rank();

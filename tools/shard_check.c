@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     cfg.tiles = argv[1];
     cfg.patch = atoi(argv[2]);
     const int batch = atoi(argv[3]), micro = atoi(argv[4]), epochs = argc > 5 ? atoi(argv[5]) : 2;
-    wc_dataset *ds = wc_dataset_open(&cfg);
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
     if (!ds) {
         wc_dist_finalize();
         return 1;

@@ -12,12 +12,16 @@
  * wc_dataset_open is collective: each rank reads only its share of the patch windows to find
  * the valid patches and the statistics; the per-patch figures are then combined in patch order
  * (an ordered chain through the ranks), so the mean and std are bitwise the same on any number
- * of ranks, and so is everything trained from them.
+ * of ranks, and so is everything trained from them. The statistics are accumulated in long
+ * double from the raw values, so any finite value (up to +-DBL_MAX, of either sign, however
+ * spread) gives a finite mean and std.
  *
- * Labels: the label band of the tiles (--label-band, default "fire"), or --labels: a raster on
- * the same grid (or one GDAL can warp onto it), or a vector layer of burned-area polygons in any
- * CRS, rasterized onto the tile grid (inside 1, outside 0, all-touched off) into the run
- * directory. A label value > 0 means burned.
+ * Labels: the label band of the tiles (--label-band NAME|N, default "fire"; a name two bands
+ * carry is refused as ambiguous), or --labels: a raster on the same grid (or one GDAL can warp
+ * onto it), or a vector layer of burned-area polygons in any CRS, rasterized onto the tile grid
+ * (inside 1, outside 0, all-touched off) into the run directory (see labels.h). A label value
+ * > 0 means burned. No label is ever a feature: besides the label band, every band of the tiles
+ * named like it or `fire` is left out of the inputs (and logged).
  *
  * Not here: the order of training (schedule.h), reading ahead (reader.h). */
 #ifndef WILDCPU_DATASET_H
@@ -79,8 +83,10 @@ typedef struct wc_dataset {
 } wc_dataset;
 
 /* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that
- * names the file/band (every rank returns NULL together). */
-wc_dataset *wc_dataset_open(const wc_data_config *cfg);
+ * names the file/band (every rank returns NULL together). Preparing labels and planning honour
+ * a stop signal on any rank within about a second: then every rank returns NULL with
+ * *stopped = 1 and no error logged (stopped may be NULL; it is 0 otherwise). */
+wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped);
 void wc_dataset_close(wc_dataset *ds);
 
 /* Opens this thread's own handles on the dataset's files (the oracle only if want_oracle). */
@@ -97,8 +103,10 @@ int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, v
                           int with_oracle);
 /* Decodes a raw patch for the network: x (nfeat, P, P) normalized features (0 where invalid),
  * y (P, P) labels 0/1, valid (P, P), and, when oracle is not NULL and the raw patch has one,
- * the oracle probabilities (P, P). Returns the number of valid pixels. With mean == NULL the
- * features are left unnormalized (for computing the statistics). */
+ * the oracle probabilities (P, P). A pixel is invalid when its label or a feature is nodata,
+ * NaN or Inf, or when a feature's normalized value lies beyond float's range (wc_normalize).
+ * Returns the number of valid pixels. With mean == NULL the features are left unnormalized
+ * (as floats: a value beyond float's range makes the pixel invalid). */
 long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
 

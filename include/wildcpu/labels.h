@@ -1,16 +1,24 @@
-/* labels.h: --labels PATH made into a label raster on the tiles' grid.
+/* labels.h: --labels PATH made into a label raster on the tiles' grid, and the choice of a label
+ * band (--label-band) in the tiles or in a label raster.
  *
  *   - a raster already on the grid (same size, geotransform and CRS) is used as it is;
  *   - a raster on another grid that GDAL can warp (both have a CRS and a geotransform) is warped
- *     onto the grid (nearest neighbour);
+ *     onto the grid (nearest neighbour), its chosen band only;
  *   - a vector layer of burned-area polygons in any CRS is reprojected and rasterized onto the
- *     grid: 1 inside a polygon, 0 outside, all-touched off.
+ *     grid: 1 inside a polygon, 0 outside, all-touched off. Polygons, multipolygons and the
+ *     polygonal members of geometry collections are burned (curved ones linearized); points and
+ *     lines are skipped and counted in the log: they mark no area.
  * Derived rasters are written to the run directory as labels-<hash>.tif, where the hash covers
- * the source file (path, size, modification time) and the grid, so a rerun reuses them; they
- * are written to a temporary name and renamed, so an interrupted run never leaves a torn one.
+ * the source file (path, size, modification time), the band taken from it and the grid, so a
+ * rerun reuses them; they are written to a temporary name and renamed, so an interrupted run
+ * never leaves a torn one.
+ *
+ * Preparing labels can take minutes on a large grid (GDAL's rasterize and warp); a stop signal
+ * on any rank cancels it within a fraction of a second (see wc_labels_prepare).
  *
  * Errors name both grids (or both extents): no CRS to reproject from, a vector file without
- * polygons, perimeters that do not overlap the tiles.
+ * polygons, perimeters that do not overlap the tiles, a band that does not exist (listing the
+ * bands that do).
  *
  * Not here: reading labels (dataset.h). */
 #ifndef WILDCPU_LABELS_H
@@ -18,10 +26,28 @@
 
 #include "wildcpu/raster.h"
 
-/* Collective: rank 0 prepares, every rank learns the outcome. On WC_OK, *out_path (caller
- * frees) is the raster to read labels from and *out_band its band (1-based). band_name selects
- * a band of a label raster ("" or NULL: band 1). */
+/* The 1-based band of r that --label-band `sel` names: the one band described `sel`, else band
+ * number `sel`. With sel NULL or "" (a separate label raster without --label-band): the band
+ * described `fire`, else band 1 when it is r's only band. Returns 0 after an error that names
+ * the file (in_tiles: r is the tiles, else the --labels raster) and lists its bands: no such
+ * band; two or more bands described `sel` (ambiguous: --label-band N picks one by number); a
+ * label raster of several bands, none described `fire`. *by_number: chosen by its number. */
+int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *by_number);
+
+/* Where the labels of --labels come from, once prepared. */
+typedef struct wc_labels {
+    char *path;      /* the raster to read labels from (caller frees) */
+    int band;        /* its band, 1-based */
+    int source_band; /* the band of the --labels raster they are taken from; 0 for polygons */
+    int stopped;     /* a stop signal (on any rank) ended the preparation; no error logged */
+} wc_labels;
+
+/* Collective: rank 0 prepares, every rank learns the outcome. band_name selects a band of a
+ * label raster (see wc_labels_find_band; "" or NULL: the default). While rank 0 works, every
+ * rank meets it in a small collective every fraction of a second, so a stop signal on any rank
+ * cancels GDAL's work there (a partial derived raster is removed) and every rank returns WC_ERR
+ * with out->stopped set. Otherwise WC_OK with out filled, or WC_ERR after an error message. */
 int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *band_name,
-                      const char *work_dir, char **out_path, int *out_band);
+                      const char *work_dir, wc_labels *out);
 
 #endif

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# t_labels.sh: where the labels come from, checked against GDAL's own tools.
+#   - a label band that does not exist (in the tiles or in a --labels raster) is an error that
+#     lists the bands that do; a name two bands carry is ambiguous; --label-band N picks one, and
+#     every other band carrying a label's name stays out of the features;
+#   - a multi-band label raster on another grid warps the chosen band only (equal to gdalwarp of
+#     that band), under a cache name of its own; a resume with another --label-band is refused;
+#   - points and lines in a perimeter file are skipped and counted, not burned (the map equals
+#     gdal_rasterize of the polygons alone);
+#   - a stop signal while a perimeter file is rasterized onto a huge grid (one process, and one
+#     rank of two), or a label raster warped onto it, cancels GDAL within seconds: exit 75, no
+#     partial labels file left.
+. "$(dirname "$0")/lib.sh"
+
+# expect NAME STATUS PATTERN -- ARGS...: runs wildcpu, checks the status and that its output
+# matches PATTERN (an extended regex)
+expect() {
+    local name=$1 want=$2 pattern=$3
+    shift 4
+    timeout 120 "$WILDCPU" "$@" >"$T/out" 2>&1
+    local status=$?
+    if [ "$status" -eq "$want" ] && grep -Eq -- "$pattern" "$T/out"; then
+        ok "$name (exit $status: $(grep -E -- "$pattern" "$T/out" | head -1 | sed "s|$T/||g" | cut -c1-160))"
+    else
+        notok "$name" "exit $status (want $want): $(grep -vi '^#' "$T/out" | head -c 600)"
+    fi
+}
+train=(--steps 1 --batch 4 --micro-batch 2 --patch 32 --model logistic --no-predict)
+
+# Small tiles (128x128: elevation, slope, fire) and label rasters made from their fire band:
+#   two.tif     same grid, bands "inverse" (1 - fire) and "fire2019" (fire): no band named fire
+#   named.tif   same grid, bands "other" (1 - fire) and "fire" (fire)
+#   shifted.tif another grid (10 pixels more to the west and north), bands "inverse" and "fire"
+#   twofire.tif the tiles plus a second band described fire (a copy of the first one)
+gdal_translate -q -ot Float32 -srcwin 0 0 128 128 -b 1 -b 2 -b 13 "$SAMPLE" "$T/tiles.tif"
+$PY - "$T" <<'PY' >"$T/make.log" 2>&1 || notok "making the label rasters" "$(tail -3 "$T/make.log")"
+import sys
+import numpy as np
+from osgeo import gdal
+d = sys.argv[1]
+t = gdal.Open(d + "/tiles.tif")
+fire = t.GetRasterBand(3).ReadAsArray().astype(np.uint8)
+gt = t.GetGeoTransform()
+def write(name, arrays, names, geo, extra=()):
+    h, w = arrays[0].shape
+    ds = gdal.GetDriverByName("GTiff").Create(f"{d}/{name}", w, h, len(arrays), gdal.GDT_Byte)
+    ds.SetGeoTransform(geo)
+    ds.SetProjection(t.GetProjection())
+    for i, (a, n) in enumerate(zip(arrays, names)):
+        ds.GetRasterBand(i + 1).WriteArray(a)
+        ds.GetRasterBand(i + 1).SetDescription(n)
+write("two.tif", [1 - fire, fire], ["inverse", "fire2019"], gt)
+write("named.tif", [1 - fire, fire], ["other", "fire"], gt)
+big = np.zeros((138, 138), np.uint8)
+big[10:, 10:] = fire
+write("shifted.tif", [1 - big, big], ["inverse", "fire"],
+      (gt[0] - 10 * gt[1], gt[1], 0, gt[3] - 10 * gt[5], 0, gt[5]))
+src = [t.GetRasterBand(i + 1) for i in range(3)]
+ds = gdal.GetDriverByName("GTiff").Create(d + "/twofire.tif", 128, 128, 4, gdal.GDT_Float32)
+ds.SetGeoTransform(gt)
+ds.SetProjection(t.GetProjection())
+for i, b in enumerate([0, 1, 2, 2]):
+    ds.GetRasterBand(i + 1).WriteArray(src[b].ReadAsArray())
+    ds.GetRasterBand(i + 1).SetDescription(src[b].GetDescription())
+PY
+
+# --- a label band that does not exist, or is ambiguous
+expect "--label-band N beyond the tiles' bands" 1 "tiles.tif has no band 9: it has 3 \(its bands: elevation, slope, fire\)" -- \
+    --tiles "$T/tiles.tif" --label-band 9 --out "$T/r0" "${train[@]}"
+expect "--labels raster without the --label-band named" 1 "the label raster .*two.tif has no label band 'burned' \(its bands: inverse, fire2019\)" -- \
+    --tiles "$T/tiles.tif" --labels "$T/two.tif" --label-band burned --out "$T/r1" "${train[@]}"
+expect "--labels raster of two bands, none described fire, no --label-band" 1 "two.tif has 2 bands and none is described 'fire' \(its bands: inverse, fire2019\): say which one holds the labels with --label-band" -- \
+    --tiles "$T/tiles.tif" --labels "$T/two.tif" --out "$T/r2" "${train[@]}"
+expect "two bands described fire: ambiguous" 1 "twofire.tif: bands 3, 4 are all described 'fire'.*--label-band N picks one by its number" -- \
+    --tiles "$T/twofire.tif" --out "$T/r3" "${train[@]}"
+expect "--label-band 4 of two fire bands: the other one is no feature" 0 "band 3 'fire' is a label band, not a feature: left out \(the labels are band 4 'fire'\)" -- \
+    --tiles "$T/twofire.tif" --label-band 4 --out "$T/r4" "${train[@]}"
+grep -q "2 features" "$T/out" && ok "--label-band 4: 2 features (elevation, slope), neither fire band" \
+    || notok "--label-band 4: 2 features" "$(grep -E 'features' "$T/out" | head -2)"
+
+# --- a label raster on the same grid: the band described fire by default, the fingerprint names it
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/named.tif" --out "$T/named" "${train[@]}" >"$T/named.log" 2>&1
+status=$?
+"$WILDCPU" info "$T/named/checkpoints/ckpt-00000001.wcp" >"$T/named.info" 2>&1
+if [ $status -eq 0 ] && grep -q "labels=file:$T/named.tif,band:2" "$T/named.info"; then
+    ok "--labels raster with a band described fire: that band, named in the data fingerprint"
+else
+    notok "--labels raster with a fire band" "status $status: $(grep -E 'labels=|error' "$T/named.log" "$T/named.info" | head -3)"
+fi
+# a resume with another band of the same file is other data
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/named.tif" --label-band 1 --out "$T/named" "${train[@]}" >"$T/named2.log" 2>&1
+status=$?
+if [ $status -eq 1 ] && grep -q "trained on other data: labels: now file:$T/named.tif,band:1, checkpoint file:$T/named.tif,band:2" "$T/named2.log"; then
+    ok "resume with another --label-band of the label raster is refused, naming both bands"
+else
+    notok "resume with another --label-band refused" "status $status: $(grep -E 'error|resum' "$T/named2.log" | head -3)"
+fi
+
+# --- a two-band label raster on another grid: band 2 alone is warped, equal to gdalwarp of it;
+# band 1 gets a derived raster of its own
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/shifted.tif" --label-band 2 --out "$T/warp" "${train[@]}" >"$T/warp.log" 2>&1
+s2=$?
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/shifted.tif" --label-band inverse --out "$T/warp" --fresh "${train[@]}" >"$T/warp1.log" 2>&1
+s1=$?
+l2=$(grep -o "$T/warp/labels-[0-9a-f]*.tif" "$T/warp.log" | head -1)
+l1=$(grep -o "$T/warp/labels-[0-9a-f]*.tif" "$T/warp1.log" | head -1)
+gdal_translate -q -b 2 "$T/shifted.tif" "$T/b2.tif"
+gdalwarp -q -r near -dstnodata 255 -te 640000 4926160 643840 4930000 -ts 128 128 "$T/b2.tif" "$T/ref2.tif"
+$PY - "${l2:-missing}" "${l1:-missing}" "$T/ref2.tif" "$T/tiles.tif" <<'PY' >"$T/warp.txt" 2>&1
+import sys
+from osgeo import gdal
+l2, l1, ref, t = (gdal.Open(p) for p in sys.argv[1:])
+a2, a1, r = (d.GetRasterBand(1).ReadAsArray() for d in (l2, l1, ref))
+fire = t.GetRasterBand(3).ReadAsArray()
+assert l2.GetGeoTransform() == t.GetGeoTransform(), "derived labels on the tiles' grid"
+assert (a2 == r).all(), f"band 2 differs from gdalwarp -b 2 at {int((a2 != r).sum())} pixels"
+assert (a2 == fire).all() and (a1 == 1 - fire).all(), "band 2 is fire, band 1 its inverse"
+print(f"{int(a2.sum())} burned pixels, equal to gdalwarp of band 2; band 1 is its inverse")
+PY
+if [ $s2 -eq 0 ] && [ $s1 -eq 0 ] && [ -n "$l1" ] && [ "$l1" != "$l2" ] && [ "$(grep -c . "$T/warp.txt")" -eq 1 ]; then
+    ok "two-band label raster on another grid: the chosen band alone, one derived raster per band ($(cat "$T/warp.txt"))"
+else
+    notok "two-band label raster on another grid" "status $s2/$s1, ${l2#$T/} ${l1#$T/}: $(tail -2 "$T/warp.txt") $(grep -E 'error' "$T/warp.log" "$T/warp1.log" | head -2)"
+fi
+
+# --- perimeters with points, lines and a geometry collection: only the polygons burn
+cat >"$T/mixed.geojson" <<'GJ'
+{"type": "FeatureCollection", "name": "perimeters", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+ "features": [
+  {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[640300, 4929700], [641500, 4929700], [641500, 4928800], [640300, 4928800], [640300, 4929700]]]}},
+  {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [643000, 4927000]}},
+  {"type": "Feature", "properties": {}, "geometry": {"type": "LineString",
+   "coordinates": [[640100, 4926500], [643700, 4926500]]}},
+  {"type": "Feature", "properties": {}, "geometry": {"type": "MultiLineString",
+   "coordinates": [[[642000, 4929900], [642000, 4926300]]]}},
+  {"type": "Feature", "properties": {}, "geometry": {"type": "GeometryCollection", "geometries": [
+   {"type": "Polygon", "coordinates": [[[642500, 4928000], [643500, 4928000], [643500, 4927200], [642500, 4927200], [642500, 4928000]]]},
+   {"type": "LineString", "coordinates": [[640100, 4927500], [641800, 4927500]]}]}}]}
+GJ
+cat >"$T/polys.geojson" <<'GJ'
+{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+ "features": [
+  {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[640300, 4929700], [641500, 4929700], [641500, 4928800], [640300, 4928800], [640300, 4929700]]]}},
+  {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[642500, 4928000], [643500, 4928000], [643500, 4927200], [642500, 4927200], [642500, 4928000]]]}}]}
+GJ
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/mixed.geojson" --out "$T/vec" "${train[@]}" >"$T/vec.log" 2>&1
+status=$?
+gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 640000 4926160 643840 4930000 -ts 128 128 "$T/polys.geojson" "$T/polyref.tif"
+lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
+$PY - "${lab:-missing}" "$T/polyref.tif" <<'PY' >"$T/vec.txt" 2>&1
+import sys
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:]]  # kept: a band outliving its dataset crashes GDAL 3.6's bindings
+a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+assert (a == r).all(), f"{int((a != r).sum())} pixels differ from gdal_rasterize of the polygons alone"
+print(f"{int(a.sum())} burned pixels, equal to gdal_rasterize of the 2 polygons alone")
+PY
+if [ $status -eq 0 ] && grep -q "labels: skipped 4 non-polygon geometries (points, lines) of perimeters" "$T/vec.log" &&
+    [ "$(grep -c . "$T/vec.txt")" -eq 1 ]; then
+    ok "points and lines skipped and counted, polygons burned ($(cat "$T/vec.txt"))"
+else
+    notok "points and lines skipped, polygons burned" "status $status: $(tail -2 "$T/vec.txt") $(grep -E 'skipped|error' "$T/vec.log" | head -2)"
+fi
+
+# --- a stop while the perimeters are rasterized onto a huge grid (2,000,000 x 20,000 pixels of
+# 1 m, declared in a VRT without sources: rasterizing takes minutes). SIGTERM 3 s after the start,
+# to the process, or to one rank of two (the last one found: either rank 0, which rasterizes,
+# or rank 1, which waits for it): exit 75 within seconds, and no labels file, whole or partial.
+cat >"$T/huge.vrt" <<'VRT'
+<VRTDataset rasterXSize="2000000" rasterYSize="20000">
+  <SRS>EPSG:32611</SRS>
+  <GeoTransform>640000, 1, 0, 4930000, 0, -1</GeoTransform>
+  <VRTRasterBand dataType="Float32" band="1"><Description>elevation</Description></VRTRasterBand>
+  <VRTRasterBand dataType="Byte" band="2"><Description>fire</Description></VRTRasterBand>
+</VRTDataset>
+VRT
+ranks_of() { # the wildcpu processes of run NAME
+    pgrep -f -- "--out $T/$1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
+}
+# stop_during NAME NRANKS ARGS...: starts a run (one process, or mpirun), sends SIGTERM to one rank after 3 s, waits at most
+# 20 s for the run to end; sets $status and $took (seconds from the signal to the end)
+stop_during() {
+    local name=$1 n=$2
+    shift 2
+    if [ "$n" -eq 1 ]; then
+        "$WILDCPU" "$@" --out "$T/$name" >"$T/$name.log" 2>&1 &
+    else
+        mpirun_n "$n" "$WILDCPU" "$@" --out "$T/$name" >"$T/$name.log" 2>&1 &
+    fi
+    local pid=$!
+    sleep 3
+    local t0
+    t0=$(date +%s.%N)
+    kill -TERM "$(ranks_of "$name" | tail -1)"
+    for _ in $(seq 1 200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    if kill -0 $pid 2>/dev/null; then
+        kill -KILL $(ranks_of "$name") $pid 2>/dev/null
+        took="more than 20"
+    fi
+    wait $pid
+    status=$?
+}
+# stopped NAME WHAT: the run was stopped within 20 s of the signal and left no labels file
+stopped() {
+    local left
+    left=$(ls -a "$T/$1" | grep -c labels)
+    if [ $status -eq 75 ] && grep -q "stopped by a signal while planning the data" "$T/$1.log" &&
+        [ "$left" -eq 0 ] && ! grep -qi "error" "$T/$1.log"; then
+        ok "$2 onto 2,000,000 x 20,000 px: exit 75 $took s after the signal, no labels file left"
+    else
+        notok "$2 onto a huge grid" "status $status after $took s, $left labels files: $(grep -v -- '---' "$T/$1.log" | head -4)"
+    fi
+}
+for n in 1 2; do
+    stop_during "rast$n" $n --tiles "$T/huge.vrt" --labels "$T/polys.geojson" --steps 1 --no-predict
+    stopped "rast$n" "SIGTERM to one of $n rank(s) while rasterizing perimeters"
+done
+# a label raster of 138 x 138 pixels covering all of the huge grid, on a grid of its own
+gdal_translate -q -a_ullr 640000 4930000 2640000 4910000 "$T/shifted.tif" "$T/wide.tif"
+stop_during warpstop 1 --tiles "$T/huge.vrt" --labels "$T/wide.tif" --label-band 2 --steps 1 --no-predict
+stopped warpstop "SIGTERM while warping a label raster"
+finish
