@@ -9,6 +9,7 @@
 
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/le.h"
 #include "wildcpu/model.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/util.h"
@@ -17,6 +18,11 @@ int wc_export_run(const char *checkpoint, const char *out) {
     if (wc_dist_rank() != 0) return WC_EXIT_OK;
     wc_model m;
     if (wc_model_load(&m, checkpoint, 1, 0, 0) != WC_OK) return WC_EXIT_RUNTIME;
+    const char *outs[1] = {out}, *what[1] = {"the exported model"}, *ins[2] = {m.path, NULL};
+    if (wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK) {
+        wc_model_free(&m);
+        return WC_EXIT_USAGE;
+    }
     const wc_net *net = m.net;
     /* the wildcpu metadata, as JSON, then escaped into a JSON string; every text from outside
      * (names, paths in the fingerprint) escaped, and room for each to double when escaped */
@@ -65,9 +71,11 @@ int wc_export_run(const char *checkpoint, const char *out) {
     for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h >> (8 * i));
     fwrite(len, 1, 8, af.f);
     fwrite(header, 1, h, af.f);
-    /* tensors in table order; the host is little-endian (the checkpoint's byte-order check) */
-    for (int t = 0; t < net->ntensors; t++)
-        fwrite(net->params + net->tensors[t].offset, sizeof(float), net->tensors[t].count, af.f);
+    /* tensors in table order, little-endian as safetensors wants on any host */
+    unsigned char *le = WC_ALLOC(sizeof(float) * net->nparams);
+    wc_le_put_f32s(le, net->params, net->nparams);
+    fwrite(le, sizeof(float), net->nparams, af.f);
+    free(le);
     if (wc_atomic_commit(&af) != WC_OK) goto done; /* a short write shows as the stream's error */
     wc_info("exported %s (step %ld, %d tensors, %zu parameters) to %s", m.path, m.step,
             net->ntensors, net->nparams, out);

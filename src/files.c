@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wildcpu/util.h"
@@ -66,6 +68,67 @@ int wc_fsync_parent(const char *path) {
     int rc = wc_fsync_path(slash ? (*dir ? dir : "/") : ".", 1);
     free(dir);
     return rc;
+}
+
+/* The absolute, symlink-free path p names; for a file that does not exist yet, the real path
+ * of its directory plus its name. NULL when the directory does not exist either. */
+static char *resolve_path(const char *p) {
+    char buf[PATH_MAX];
+    if (realpath(p, buf)) return wc_strdup(buf);
+    char *dir = wc_strdup(p), *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : p;
+    if (slash) *slash = '\0';
+    const char *d = slash ? (*dir ? dir : "/") : ".";
+    char *out = NULL;
+    if (realpath(d, buf)) {
+        size_t n = strlen(buf) + strlen(base) + 2;
+        out = WC_ALLOC(n);
+        snprintf(out, n, "%s/%s", strcmp(buf, "/") == 0 ? "" : buf, base);
+    }
+    free(dir);
+    return out;
+}
+
+int wc_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *ra = resolve_path(a), *rb = resolve_path(b);
+    int same = ra && rb && strcmp(ra, rb) == 0;
+    free(ra);
+    free(rb);
+    return same;
+}
+
+int wc_path_within(const char *path, const char *dir) {
+    char *rp = resolve_path(path), *rd = resolve_path(dir);
+    size_t n = rd ? strlen(rd) : 0;
+    int within = rp && rd && strncmp(rp, rd, n) == 0 && (rp[n] == '\0' || rp[n] == '/');
+    free(rp);
+    free(rd);
+    return within || wc_same_file(path, dir);
+}
+
+int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *what_out,
+                                int noutputs, const char *const *moved_dirs, int nmoved,
+                                const char *const *inputs) {
+    for (int k = 0; inputs && inputs[k]; k++) {
+        for (int i = 0; i < noutputs; i++)
+            if (wc_same_file(inputs[k], outputs[i])) {
+                wc_error("refusing to start: %s is an input, and this command would write %s "
+                         "there (%s); give the output another path or another --out directory",
+                         inputs[k], what_out[i], outputs[i]);
+                return WC_ERR;
+            }
+        for (int i = 0; i < nmoved; i++)
+            if (wc_path_within(inputs[k], moved_dirs[i])) {
+                wc_error("refusing to start: %s is an input, and lies in %s, which this command "
+                         "moves aside (--fresh); choose another --out directory",
+                         inputs[k], moved_dirs[i]);
+                return WC_ERR;
+            }
+    }
+    return WC_OK;
 }
 
 int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {

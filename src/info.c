@@ -10,7 +10,9 @@
 
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/snapshot.h"
+#include "wildcpu/train.h"
 #include "wildcpu/util.h"
 
 static void print_record(const char *label, const wc_ckpt_section *s) {
@@ -112,6 +114,17 @@ static int describe_dir(const char *path) {
                ok ? "" : e[i].header_ok ? why : e[i].why);
         if (ok && newest_valid < 0) newest_valid = i;
         if (ok) wc_ckpt_free(&ck);
+    }
+    /* how the last run of a run directory ended, for scripts whose launcher hides it */
+    char marker[4200];
+    snprintf(marker, sizeof marker, "%s/%s", path, WC_TRAIN_STOPPED_MARKER);
+    char *stopped = wc_read_file(marker);
+    if (stopped) {
+        stopped[strcspn(stopped, "\n")] = '\0';
+        printf("state: stopped by a signal with a checkpoint written (%s): rerun the same command "
+               "to resume\n",
+               stopped);
+        free(stopped);
     }
     if (newest_valid >= 0)
         printf("a rerun resumes from %s\n", e[newest_valid].path);

@@ -13,6 +13,7 @@
 #include "wildcpu/export.h"
 #include "wildcpu/info.h"
 #include "wildcpu/predict.h"
+#include "wildcpu/run.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/synth.h"
 #include "wildcpu/train.h"
@@ -278,7 +279,7 @@ static int cmd_train(int argc, char **argv) {
                  slash ? c.data.tiles : ".");
         if (file_exists(oracle_guess)) c.data.oracle = oracle_guess;
     }
-    return wc_train_run(&c);
+    return wc_run_train_and_map(&c);
 }
 
 /* ---- the other commands ------------------------------------------------------------------ */

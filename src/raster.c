@@ -3,6 +3,7 @@
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
+#include <cpl_string.h>
 #include <gdal.h>
 #include <math.h>
 #include <ogr_srs_api.h>
@@ -275,4 +276,26 @@ void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
     snprintf(buf, size, "%dx%d px of %gx%g, origin (%.6g, %.6g), %s", r->width, r->height,
              r->gt[1], r->gt[5], r->gt[0], r->gt[3], crs);
+}
+
+char **wc_gdal_file_list(const char *path) {
+    wc_raster_init();
+    size_t n = 0;
+    char **out = WC_CALLOC(2, sizeof(char *));
+    out[n++] = wc_strdup(path);
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL,
+                                 NULL, NULL);
+    CPLPopErrorHandler();
+    char **files = ds ? GDALGetFileList(ds) : NULL;
+    for (int i = 0; files && files[i]; i++) {
+        char **more = realloc(out, sizeof(char *) * (n + 2));
+        if (!more) wc_fatal("out of memory listing the files of %s", path);
+        out = more;
+        out[n++] = wc_strdup(files[i]);
+    }
+    out[n] = NULL;
+    CSLDestroy(files);
+    if (ds) GDALClose(ds);
+    return out;
 }

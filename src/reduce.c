@@ -63,14 +63,14 @@ void wc_reducer_destroy(wc_reducer *r) {
     free(r);
 }
 
-void wc_reducer_calibrate(wc_reducer *r, const float *grads) {
+void wc_reducer_calibrate(wc_reducer *r, const float *grads, int root) {
     double *m = WC_CALLOC(r->ntensors, sizeof(double));
     for (int t = 0; grads && t < r->ntensors; t++) {
         int finite; /* a non-finite micro-batch 0 is caught by wc_reducer_add right after */
         m[t] = tensor_maxabs(grads + r->tensors[t].offset, r->tensors[t].count, &finite);
         if (!finite) m[t] = 0;
     }
-    wc_dist_bcast(m, sizeof(double) * r->ntensors, 0);
+    wc_dist_bcast(m, sizeof(double) * r->ntensors, root);
     for (int t = 0; t < r->ntensors; t++) r->exponent[t] = exponent_for(m[t], r->max_micro_batches);
     r->calibrated = 1;
     free(m);

@@ -49,6 +49,19 @@ int wc_schedule_micro_batches(wc_schedule *s, long step, int *lo, int *hi) {
     return m;
 }
 
+int wc_schedule_rank_of(wc_schedule *s, long step, int j) {
+    int lo, hi;
+    const int m = wc_schedule_micro_batches(s, step, &lo, &hi);
+    WC_ASSERT(j >= 0 && j < m);
+    for (int r = 0; r < s->nranks; r++) {
+        long a, b;
+        wc_dist_share(m, r, s->nranks, &a, &b);
+        if (j >= a && j < b) return r;
+    }
+    WC_ASSERT(0);
+    return -1;
+}
+
 int wc_schedule_patches(wc_schedule *s, long step, int j, uint32_t *ids) {
     long e = step / s->steps_per_epoch, k = step % s->steps_per_epoch;
     const uint32_t *perm = epoch_perm(s, e);

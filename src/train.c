@@ -20,7 +20,7 @@
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
 #include "wildcpu/net.h"
-#include "wildcpu/predict.h"
+#include "wildcpu/raster.h"
 #include "wildcpu/reader.h"
 #include "wildcpu/reduce.h"
 #include "wildcpu/report.h"
@@ -516,9 +516,11 @@ static int train_step(train_ctx *t, long step) {
     for (;;) {
         double t0 = wc_now();
         wc_reducer_begin(t->red);
-        /* a fresh run's scales: from micro-batch 0, which rank 0 computes first (lo == 0) */
+        /* a fresh run's scales: from micro-batch 0, which its owner computes first (lo == 0;
+         * with fewer micro-batches than ranks that need not be rank 0) */
         const int calibrate = !t->red->calibrated;
-        if (calibrate && lo == hi) wc_reducer_calibrate(t->red, NULL);
+        const int root = wc_schedule_rank_of(&t->sched, step, 0);
+        if (calibrate && lo == hi) wc_reducer_calibrate(t->red, NULL, root);
         for (int j = lo; j < hi; j++) {
             const wc_read_batch *b = t->held[j - lo];
             long nvalid = decode_batch(t, b, 0);
@@ -530,7 +532,7 @@ static int train_step(train_ctx *t, long step) {
             memset(t->net->grads, 0, t->net->nparams * sizeof(float));
             wc_net_backward(t->net, b->n);
             if (calibrate && j == lo)
-                wc_reducer_calibrate(t->red, t->rank == 0 && j == 0 ? t->net->grads : NULL);
+                wc_reducer_calibrate(t->red, j == 0 ? t->net->grads : NULL, root);
             if (step == t->poison_step && j == lo) poison(t, &loss);
             wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
         }
@@ -620,25 +622,80 @@ static void log_progress(train_ctx *t, long step, int force_line) {
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
+/* What a run directory holds: what --fresh moves aside, and what no input may be. */
+static const struct {
+    const char *name, *what;
+} RUN_FILES[] = {
+    {"checkpoints", "the checkpoints"},
+    {"metrics.jsonl", "the metrics log"},
+    {"report.json", "the report"},
+    {"report.md", "the report"},
+    {"risk.tif", "the risk map"},
+    {"risk.tif.aux.xml", "the risk map's sidecar"},
+    {"risk.png", "the quick-look picture"},
+    {WC_TRAIN_STOPPED_MARKER, "the stop marker"},
+};
+enum { NRUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };
+
+static void run_file(char *buf, size_t size, const char *out, int i) {
+    snprintf(buf, size, "%s/%s", out, RUN_FILES[i].name);
+}
+
+/* Nothing the run writes or moves may be one of its inputs (a --tiles D/risk.tif with --out D
+ * would be replaced by the map, or moved aside by --fresh). Rank 0 checks, before any work. */
+static int check_inputs(const wc_train_config *cfg) {
+    int64_t bad = 0;
+    if (wc_dist_rank() == 0) {
+        char **lists[3] = {wc_gdal_file_list(cfg->data.tiles),
+                           cfg->data.labels ? wc_gdal_file_list(cfg->data.labels) : NULL,
+                           cfg->data.oracle ? wc_gdal_file_list(cfg->data.oracle) : NULL};
+        size_t n = 0, cap = 8;
+        const char **inputs = WC_ALLOC(sizeof(char *) * cap);
+        for (int l = 0; l < 3; l++)
+            for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+                if (n + 3 >= cap) {
+                    const char **more = realloc(inputs, sizeof(char *) * (cap *= 2));
+                    if (!more) wc_fatal("out of memory");
+                    inputs = more;
+                }
+                inputs[n++] = lists[l][i];
+            }
+        if (!wc_net_builtin_spec(cfg->model)) inputs[n++] = cfg->model;
+        if (cfg->baseline) inputs[n++] = cfg->baseline;
+        inputs[n] = NULL;
+        char paths[NRUN_FILES][4200], moved[4200];
+        const char *outs[NRUN_FILES], *whats[NRUN_FILES], *moved_dirs[1] = {moved};
+        for (int i = 0; i < NRUN_FILES; i++) {
+            run_file(paths[i], sizeof paths[i], cfg->out_dir, i);
+            outs[i] = paths[i], whats[i] = RUN_FILES[i].what;
+        }
+        run_file(moved, sizeof moved, cfg->out_dir, 0); /* the checkpoints directory */
+        bad = wc_check_outputs_not_inputs(outs, whats, NRUN_FILES, moved_dirs, cfg->fresh,
+                                          inputs) != WC_OK;
+        free(inputs);
+        for (int l = 0; l < 3; l++) wc_strv_free(lists[l]);
+    }
+    wc_dist_bcast(&bad, sizeof bad, 0);
+    return bad ? WC_ERR : WC_OK;
+}
+
 /* --fresh: the previous run's files move to out/replaced-<time>/ (never deleted), so a later
  * resume cannot pick up the old run's checkpoints. Returns WC_ERR on a failed move. */
 static int set_aside_previous_run(const char *out) {
-    static const char *names[] = {"checkpoints", "metrics.jsonl", "report.json", "report.md",
-                                  "risk.tif",    "risk.tif.aux.xml", "risk.png"};
     char ts[32], dir[4096], from[4200], to[4400];
     wc_utc_timestamp(ts, sizeof ts);
     snprintf(dir, sizeof dir, "%s/replaced-%s", out, ts);
     for (int k = 2; access(dir, F_OK) == 0; k++) /* two restarts within a second */
         snprintf(dir, sizeof dir, "%s/replaced-%s-%d", out, ts, k);
     int moved = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(from, sizeof from, "%s/%s", out, names[i]);
+    for (int i = 0; i < NRUN_FILES; i++) {
+        run_file(from, sizeof from, out, i);
         if (access(from, F_OK) != 0) continue;
         if (!moved && mkdir(dir, 0777) != 0 && errno != EEXIST) {
             wc_error("--fresh: cannot create %s to keep the previous run: %s", dir, strerror(errno));
             return WC_ERR;
         }
-        snprintf(to, sizeof to, "%s/%s", dir, names[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, RUN_FILES[i].name);
         if (rename(from, to) != 0) {
             wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(errno));
             return WC_ERR;
@@ -716,6 +773,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
                  cfg->batch);
         return WC_EXIT_USAGE;
     }
+    if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;
     if (make_dirs(cfg->out_dir, cfg->fresh, t->ckpt_dir, sizeof t->ckpt_dir) != WC_OK)
         return WC_EXIT_RUNTIME;
     wc_data_config dcfg = cfg->data;
@@ -920,21 +978,5 @@ done:;
     wc_net_destroy(t->net);
     wc_dataset_close(ds);
     (void)step;
-    /* the risk map, from the final checkpoint, once training's memory is released */
-    if (status == WC_EXIT_OK && !cfg->no_predict) {
-        char risk[4200], png[4200];
-        snprintf(risk, sizeof risk, "%s/risk.tif", cfg->out_dir);
-        snprintf(png, sizeof png, "%s/risk.png", cfg->out_dir);
-        wc_predict_config pc;
-        wc_predict_config_default(&pc);
-        pc.tiles = cfg->data.tiles;
-        pc.checkpoint = cfg->out_dir;
-        pc.out = risk;
-        pc.png = png;
-        pc.cog = cfg->cog;
-        pc.classes = cfg->classes;
-        pc.threads = cfg->threads;
-        status = wc_predict_run(&pc);
-    }
     return status;
 }

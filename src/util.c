@@ -158,6 +158,11 @@ int wc_mkdir_p(const char *path) {
     return rc;
 }
 
+void wc_strv_free(char **v) {
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
 uint64_t wc_fnv1a64(const void *data, size_t n) {
     const unsigned char *p = data;
     uint64_t h = 0xcbf29ce484222325ull;

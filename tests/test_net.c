@@ -369,7 +369,7 @@ static void test_no_allocation_in_step(void) {
                                 (size_t)n * 1024, 1.0f);
                 memset(p.net->grads, 0, p.net->nparams * sizeof(float));
                 wc_net_backward(p.net, n);
-                if (!red->calibrated && j == 0) wc_reducer_calibrate(red, p.net->grads);
+                if (!red->calibrated && j == 0) wc_reducer_calibrate(red, p.net->grads, 0);
                 wc_reducer_add(red, p.net->grads, loss, (int64_t)n * 1024, n);
             }
             wc_step_totals tot;

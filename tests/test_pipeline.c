@@ -11,6 +11,7 @@
 #include "wildcpu/info.h"
 #include "wildcpu/predict.h"
 #include "wildcpu/synth.h"
+#include "wildcpu/run.h"
 #include "wildcpu/train.h"
 #include "wildcpu/util.h"
 
@@ -46,7 +47,7 @@ static void test_synth_train_resume(void) {
     c.fresh = 1;
     c.steps = 2;
     c.no_predict = 0; /* train then map, in one call */
-    CHECK(wc_train_run(&c) == WC_EXIT_OK, "fresh training with the map");
+    CHECK(wc_run_train_and_map(&c) == WC_EXIT_OK, "fresh training with the map");
     char risk[256];
     path(risk, sizeof risk, "run/risk.tif");
     CHECK(access(risk, R_OK) == 0, "training wrote no risk map");

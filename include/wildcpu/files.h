@@ -24,6 +24,21 @@ int wc_fsync_path(const char *path, int directory);
 /* fsync of the directory holding path. */
 int wc_fsync_parent(const char *path);
 
+/* Whether two paths name the same file: the same device and inode, or, for a file that does
+ * not exist yet, the same absolute path once every symbolic link of its directory is resolved.
+ * Hard links, bind mounts, "./x" and "d/../x" all compare equal. */
+int wc_same_file(const char *a, const char *b);
+/* Whether path is dir itself or lies anywhere below it (resolved as for wc_same_file). */
+int wc_path_within(const char *path, const char *dir);
+/* Nothing a command writes, replaces or moves may be one of its inputs. outputs are the paths it
+ * writes or moves (what_out[i] says what each is, for the message); moved_dirs are directories
+ * it moves whole (an input anywhere below one is refused too); inputs (NULL-terminated) are
+ * every file it reads, e.g. a VRT and all its tiles. Returns WC_OK, or WC_ERR after a message
+ * naming the input, the output and what to change. */
+int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *what_out,
+                                int noutputs, const char *const *moved_dirs, int nmoved,
+                                const char *const *inputs);
+
 /* An atomic replacement in progress. */
 typedef struct wc_atomic_file {
     FILE *f;    /* write here */

@@ -92,6 +92,11 @@ typedef struct wc_gdal_errors {
 void wc_gdal_errors_push(wc_gdal_errors *e);
 void wc_gdal_errors_pop(void);
 
+/* The files a dataset (raster or vector) consists of: path itself, then every file GDAL reads
+ * for it (a VRT's tiles, a shapefile's .dbf and .shx, sidecars). NULL-terminated; free with
+ * wc_strv_free. A path GDAL cannot open gives just itself. */
+char **wc_gdal_file_list(const char *path);
+
 /* Pixel (col, row) -> map coordinates of the pixel's corner, and back (fractional pixels). */
 void wc_raster_pixel_to_map(const double gt[6], double col, double row, double *x, double *y);
 int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, double *row);

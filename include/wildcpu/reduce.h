@@ -17,7 +17,7 @@
  * own rounding of that largest component (6e-8). If a component outgrows the headroom, the
  * overflow is detected on every rank (the counts are summed) and the step is recomputed with
  * scales from this step's maxima, which then fit by construction. The first step of a fresh
- * run takes its scales from micro-batch 0 alone, which rank 0 always computes first and
+ * run takes its scales from micro-batch 0 alone, which its owner computes first and
  * broadcasts (so they do not depend on the rank count either).
  *
  * The same collective carries the step's loss sum (fixed point, 2^-20), the count of valid
@@ -75,9 +75,10 @@ typedef struct wc_reducer {
 
 wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batches);
 void wc_reducer_destroy(wc_reducer *r);
-/* Sets the scales of a fresh run from one micro-batch's gradient: rank 0 passes the gradient
- * of micro-batch 0 of the first step, every other rank NULL. Collective (a broadcast). */
-void wc_reducer_calibrate(wc_reducer *r, const float *grads);
+/* Sets the scales of a fresh run from one micro-batch's gradient: the rank that computes
+ * micro-batch 0 of the first step (root) passes its gradient, every other rank NULL.
+ * Collective (a broadcast from root). */
+void wc_reducer_calibrate(wc_reducer *r, const float *grads, int root);
 /* Starts a step: zeroes this rank's sums. */
 void wc_reducer_begin(wc_reducer *r);
 /* Adds one micro-batch: its parameter gradient (sum over its pixels, not yet averaged), its

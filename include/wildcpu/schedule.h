@@ -32,6 +32,8 @@ void wc_schedule_free(wc_schedule *s);
 long wc_schedule_steps_per_epoch(long ntrain, int batch);
 /* Micro-batches in step `step` (all ranks), and this rank's run [*lo, *hi) of them. */
 int wc_schedule_micro_batches(wc_schedule *s, long step, int *lo, int *hi);
+/* The rank that computes micro-batch j of step `step`. */
+int wc_schedule_rank_of(wc_schedule *s, long step, int j);
 /* Patches of micro-batch j of step `step` into ids (at most micro); returns how many. */
 int wc_schedule_patches(wc_schedule *s, long step, int j, uint32_t *ids);
 /* Samples in step `step` (--batch, or fewer in the last step of an epoch). */

@@ -8,8 +8,8 @@
  * the result is bitwise the same on 1, 2, 3 or 4 ranks. Rank 0 alone prints progress and writes
  * the run directory's files.
  *
- * Not here: option parsing (main.c), the pieces it drives (dataset, net, optim, reduce, ckpt,
- * predict, report). */
+ * Not here: option parsing (main.c), the map after training (run.h), the pieces it drives
+ * (dataset, net, optim, reduce, snapshot, ckpt, report). */
 #ifndef WILDCPU_TRAIN_H
 #define WILDCPU_TRAIN_H
 
@@ -44,11 +44,16 @@ typedef struct wc_train_config {
     int cog, classes;          /* risk map options, as for predict */
 } wc_train_config;
 
+/* The file a run directory holds while its run is stopped by a signal with a checkpoint written
+ * (status 75): scripts that cannot see the exit status (a launcher that reports its own) tell
+ * "stopped, rerun to resume" from "failed" by it. Removed when a run of the directory starts. */
+#define WC_TRAIN_STOPPED_MARKER "STOPPED"
+
 void wc_train_config_default(wc_train_config *cfg);
-/* Runs training to the end (or to a stop signal, see stop.h), then draws the risk map. Returns
- * the exit status: WC_EXIT_OK, WC_EXIT_RUNTIME (after an error message) or WC_EXIT_STOPPED
- * (stopped by SIGTERM/SIGUSR1/SIGINT: during training after writing a checkpoint, during the
- * map after the final one; rerun to resume). Collective. */
+/* Runs training to the end (or to a stop signal, see stop.h). Returns the exit status:
+ * WC_EXIT_OK, WC_EXIT_RUNTIME (after an error message), WC_EXIT_USAGE, or WC_EXIT_STOPPED
+ * (stopped by SIGTERM/SIGUSR1/SIGINT after writing a checkpoint; rerun to resume). The map is
+ * the caller's (run.h). Collective. */
 int wc_train_run(const wc_train_config *cfg);
 
 #endif

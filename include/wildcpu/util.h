@@ -51,6 +51,9 @@ void *wc_calloc_check(size_t count, size_t size, const char *file, int line);
 /* strdup that never returns NULL. */
 char *wc_strdup(const char *s);
 
+/* Frees a NULL-terminated array of strings and the strings (NULL is fine). */
+void wc_strv_free(char **v);
+
 /* Logging. The rank prefix is set once by the distributed layer; before that (and in single
  * process runs) messages carry no rank. wc_info prints on rank 0 only, to stdout; warnings and
  * errors print on any rank, to stderr, prefixed with the rank when there is more than one. */
