@@ -37,8 +37,10 @@ void wc_metrics_reset(wc_metrics_acc *acc) {
 }
 
 /* p in [0, 1]. p * BINS is exact (BINS is a power of two), so the bin is floor(p * BINS) with
- * no rounding, and "p >= i/BINS" is exactly "bin >= i". */
+ * no rounding, and "p >= i/BINS" is exactly "bin >= i". Every caller has checked p: a NaN or
+ * out-of-range value here would be an out-of-bounds index (and (int)NaN is undefined). */
 static int bin_of(double p) {
+    WC_ASSERT(p >= 0.0 && p <= 1.0);
     int b = (int)(p * WC_METRICS_BINS);
     return b < WC_METRICS_BINS ? b : WC_METRICS_BINS - 1;
 }
@@ -81,7 +83,12 @@ void wc_metrics_add_logits(wc_metrics_acc *acc, const float *logits, const float
         /* An infinite logit would make wc_bce_pixel compute 0 * inf = NaN in the other label's
          * term; +-FLT_MAX gives the same probability (0 or 1) and a finite or +inf loss. */
         z = fmin(fmax(z, -FLT_MAX), FLT_MAX);
-        add_pixel(acc, wc_sigmoid(z), y, wc_bce_pixel(z, (double)y, (double)pos_weight));
+        double p = wc_sigmoid(z);
+        if (!(p >= 0.0 && p <= 1.0)) { /* cannot happen for a finite z; checked, as for probs */
+            acc->bad_outputs++;
+            continue;
+        }
+        add_pixel(acc, p, y, wc_bce_pixel(z, (double)y, (double)pos_weight));
     }
 }
 

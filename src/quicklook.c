@@ -2,11 +2,15 @@
  *
  * The picture is built in a GDAL MEM dataset (4 Byte bands: R, G, B, A; the only full-size
  * buffer), filled a band of rows at a time from averaged reads of the source band, then copied
- * to PNG with GDAL's PNG driver
- * into a temporary file that is renamed over the target once GDAL reports no error. */
+ * to PNG with GDAL's PNG driver into a temporary file that is renamed over the target once GDAL
+ * reports no error. Only probabilities get a colour: nodata, NaN, Inf and any value outside
+ * [0, 1] are transparent (the last counted and reported), never a colour of the ramp.
+ *
+ * Not here: what the values mean (predict.c), MPI. */
 #include "wildcpu/quicklook.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ void wc_quicklook_color(double p, unsigned char rgb[3]) {
     double s = p * 8.0;
     int i = (int)s;
     if (i > 7) i = 7;
+    WC_ASSERT(i >= 0 && i <= 7); /* the stop below p, and the next one */
     double t = s - i;
     for (int c = 0; c < 3; c++)
         rgb[c] = (unsigned char)lround(YLORRD[i][c] + t * (YLORRD[i + 1][c] - YLORRD[i][c]));
@@ -139,12 +144,16 @@ static void draw_legend(canvas *cv, int top, int u) {
 
 /* ---- layout ------------------------------------------------------------------------------ */
 
+/* In 64 bits: a side may be INT_MAX, and rounding it up to a multiple of the factor goes beyond
+ * int. The results fit int: the factor is at most the longest side, the map's sides at most
+ * max_side. */
 void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info *info) {
     if (max_side <= 0) max_side = WC_QUICKLOOK_MAX_SIDE;
-    int longest = WC_MAX(width, height);
-    info->factor = WC_MAX(1, (longest + max_side - 1) / max_side);
-    info->map_width = (width + info->factor - 1) / info->factor;
-    info->map_height = (height + info->factor - 1) / info->factor;
+    const int64_t longest = WC_MAX(width, height), side = max_side;
+    const int64_t factor = WC_MAX(1, (longest + side - 1) / side);
+    info->factor = (int)factor;
+    info->map_width = (int)(((int64_t)width + factor - 1) / factor);
+    info->map_height = (int)(((int64_t)height + factor - 1) / factor);
     info->width = WC_MAX(info->map_width, WC_QUICKLOOK_MIN_WIDTH);
     /* the legend grows with the picture so it stays legible when the PNG is viewed scaled */
     int u = WC_MAX(1, info->width / 640);
@@ -164,9 +173,10 @@ static int put_rows(GDALDatasetH mem, int y0, const canvas *cv) {
 }
 
 /* Paints the map part of the picture into the MEM dataset a band of rows at a time (the picture
- * is the only full-size buffer: the MEM dataset's own). */
+ * is the only full-size buffer: the MEM dataset's own). Values that are not probabilities are
+ * transparent and counted in *bad. */
 static int paint_map(GDALDatasetH mem, GDALRasterBandH band, const char *src, int W, int H,
-                     const wc_quicklook_info *info) {
+                     const wc_quicklook_info *info, int64_t *bad) {
     int has_nodata = 0;
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);
     const int mw = info->map_width, f = info->factor;
@@ -177,7 +187,10 @@ static int paint_map(GDALDatasetH mem, GDALRasterBandH band, const char *src, in
     int rc = WC_OK;
     for (int oy0 = 0; oy0 < info->map_height && rc == WC_OK; oy0 += chunk) {
         int oy1 = WC_MIN(info->map_height, oy0 + chunk);
-        int sy0 = oy0 * f, sy1 = WC_MIN(H, oy1 * f);
+        /* source rows in 64 bits: oy1 * f may pass INT_MAX on the last chunk of a tall map;
+         * clipped to the raster they fit GDAL's int again */
+        const int sy0 = (int)WC_MIN((int64_t)oy0 * f, (int64_t)H);
+        const int sy1 = (int)WC_MIN((int64_t)oy1 * f, (int64_t)H);
         GDALRasterIOExtraArg extra;
         INIT_RASTERIO_EXTRA_ARG(extra);
         /* averaging skips nodata; a box with no valid pixel stays nodata */
@@ -198,6 +211,10 @@ static int paint_map(GDALDatasetH mem, GDALRasterBandH band, const char *src, in
                 float v = buf[(size_t)y * mw + x];
                 size_t i = (size_t)y * cv.w + x;
                 if (!isfinite(v) || (has_nodata && v == (float)nodata)) continue;
+                if (!(v >= 0.0f && v <= 1.0f)) { /* not a probability: no colour fits it */
+                    (*bad)++;
+                    continue;
+                }
                 unsigned char rgb[3];
                 wc_quicklook_color(v, rgb);
                 cv.px[i] = rgb[0], cv.px[plane + i] = rgb[1], cv.px[2 * plane + i] = rgb[2];
@@ -242,7 +259,13 @@ int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, 
                  err.failures ? err.last : "unknown error");
         goto out;
     }
-    if (paint_map(mem, GDALGetRasterBand(src, band_no), src_path, W, H, &info) != WC_OK) goto out;
+    int64_t bad = 0;
+    if (paint_map(mem, GDALGetRasterBand(src, band_no), src_path, W, H, &info, &bad) != WC_OK)
+        goto out;
+    if (bad)
+        wc_warn("quick-look: %" PRId64 " pixels of the picture of %s (band %d) average to values "
+                "outside [0, 1], which are not probabilities: left transparent",
+                bad, src_path, band_no);
     cv.w = info.width, cv.h = info.legend_height;
     cv.px = WC_CALLOC((size_t)4 * cv.w * cv.h, 1);
     draw_legend(&cv, 0, info.legend_height / WC_QUICKLOOK_LEGEND_PX);

@@ -5,6 +5,7 @@
 #include <cpl_error.h>
 #include <cpl_string.h>
 #include <gdal.h>
+#include <limits.h>
 #include <math.h>
 #include <ogr_srs_api.h>
 #include <pthread.h>
@@ -191,22 +192,23 @@ void wc_gdal_errors_pop(void) { CPLPopErrorHandler(); }
 size_t wc_raster_cache_used(void) { return (size_t)GDALGetCacheUsed64(); }
 size_t wc_raster_cache_max(void) { return (size_t)GDALGetCacheMax64(); }
 
-int wc_raster_read(wc_raster *r, int x0, int y0, int w, int h, const int *bands, int nb,
-                   wc_dtype type, void *buf) {
-    /* the part of the window inside the raster */
-    int ix0 = WC_MAX(x0, 0), iy0 = WC_MAX(y0, 0);
-    int ix1 = WC_MIN(x0 + w, r->width), iy1 = WC_MIN(y0 + h, r->height);
+int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
+                   int nb, wc_dtype type, void *buf) {
+    /* the part of the window inside the raster: within GDAL's int range, since the raster is */
+    const int64_t ix0 = WC_MAX(x0, 0), iy0 = WC_MAX(y0, 0);
+    const int64_t ix1 = WC_MIN(x0 + w, (int64_t)r->width), iy1 = WC_MIN(y0 + h, (int64_t)r->height);
     if (ix1 <= ix0 || iy1 <= iy0) return WC_OK;
+    WC_ASSERT(ix1 <= INT_MAX && iy1 <= INT_MAX);
+    const int gx = (int)ix0, gy = (int)iy0, gw = (int)(ix1 - ix0), gh = (int)(iy1 - iy0);
     const size_t esz = wc_dtype_size(type);
-    char *dst = (char *)buf + ((size_t)(iy0 - y0) * w + (ix0 - x0)) * esz;
+    char *dst = (char *)buf + ((size_t)(iy0 - y0) * (size_t)w + (size_t)(ix0 - x0)) * esz;
     CPLErrorReset();
-    CPLErr err = GDALDatasetRasterIOEx((GDALDatasetH)r->ds, GF_Read, ix0, iy0, ix1 - ix0,
-                                       iy1 - iy0, dst, ix1 - ix0, iy1 - iy0, to_gdal(type), nb,
-                                       (int *)bands, (GSpacing)esz, (GSpacing)esz * w,
-                                       (GSpacing)esz * w * h, NULL);
+    CPLErr err = GDALDatasetRasterIOEx((GDALDatasetH)r->ds, GF_Read, gx, gy, gw, gh, dst, gw, gh,
+                                       to_gdal(type), nb, (int *)bands, (GSpacing)esz,
+                                       (GSpacing)esz * w, (GSpacing)esz * w * h, NULL);
     if (err != CE_None) {
-        wc_error("read error in %s, window x=%d y=%d %dx%d: %s", r->path, ix0, iy0, ix1 - ix0,
-                 iy1 - iy0, CPLGetLastErrorMsg());
+        wc_error("read error in %s, window x=%d y=%d %dx%d: %s", r->path, gx, gy, gw, gh,
+                 CPLGetLastErrorMsg());
         return WC_ERR;
     }
     return WC_OK;

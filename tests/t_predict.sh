@@ -225,4 +225,4 @@ cp "$R" "$out/keep.tif"
 md5_keep=$(md5sum <"$out/keep.tif")
 predict --tiles "$tmp/f32.vrt" --out "$out/keep.tif" >"$log" 2>&1
 check "a failed run leaves an existing map as it was" bash -c "[ \"\$(md5sum <'$out/keep.tif')\" = '$md5_keep' ]"
-check "no temporary files left behind" bash -c "! ls -A '$out' | grep -Eq '[.](tmp|cog)-[0-9]+'"
+check "no temporary files left behind" bash -c "! ls -A '$out' | grep -Eq '[.](tmp|out|cog)-[0-9]+'"

@@ -5,6 +5,7 @@
  * The reference shares nothing with metrics.c but wc_sigmoid and wc_bce_pixel (the definitions
  * of probability and loss): AP walks distinct thresholds high to low, ROC-AUC is the Mann-Whitney
  * rank sum with average ranks for ties, best F1 tries every distinct threshold. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -579,6 +580,25 @@ static void test_edge_cases(void) {
     free(acc);
 }
 
+/* The values at the ends of [0, 1] land in the end bins (the bin index is computed only from a
+ * checked value): -0 and the smallest subnormal in bin 0, the float below 1 and 1 itself in the
+ * last; logits of +-FLT_MAX and +-inf likewise; none is a bad output. */
+static void test_end_bins(void) {
+    wc_metrics_acc *acc = new_acc();
+    const float p[4] = {-0.0f, 1e-45f, 0.99999994f, 1.0f}, y[4] = {0, 0, 0, 0};
+    wc_metrics_add_probs(acc, p, y, NULL, 4, 1.0f);
+    CHECK(acc->bad_outputs == 0 && acc->neg[0] == 2 && acc->neg[WC_METRICS_BINS - 1] == 2,
+          "probs: bad %lld, bin 0 %lld, last %lld", (long long)acc->bad_outputs,
+          (long long)acc->neg[0], (long long)acc->neg[WC_METRICS_BINS - 1]);
+    wc_metrics_reset(acc);
+    const float z[4] = {-FLT_MAX, -INFINITY, FLT_MAX, INFINITY}, l[4] = {1, 1, 1, 1};
+    wc_metrics_add_logits(acc, z, l, NULL, 4, 1.0f);
+    CHECK(acc->bad_outputs == 0 && acc->pos[0] == 2 && acc->pos[WC_METRICS_BINS - 1] == 2,
+          "logits: bad %lld, bin 0 %lld, last %lld", (long long)acc->bad_outputs,
+          (long long)acc->pos[0], (long long)acc->pos[WC_METRICS_BINS - 1]);
+    free(acc);
+}
+
 /* The largest contribution of one pixel is 2^31 units in each sum, so 2^31 pixels stay within
  * 2^62; and one pixel's value is within half a unit. */
 static void test_fixed_point_bounds(void) {
@@ -667,6 +687,7 @@ int main(void) {
     RUN(test_order_independence);
     RUN(test_nodata_ignored);
     RUN(test_edge_cases);
+    RUN(test_end_bins);
     RUN(test_fixed_point_bounds);
     RUN(test_merge_is_word_sum);
     RUN(test_json);

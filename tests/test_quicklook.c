@@ -1,8 +1,12 @@
 /* test_quicklook.c: the risk map's quick-look picture: the colour ramp is perceptually ordered,
- * the layout (downsampling factor, legend, minimum width) follows its rules, and a written PNG
- * has nodata transparent, the ramp's end colours where the map is 0 and 1, and a downsampled
- * size when the raster exceeds the limit. Reads the PNG back through GDAL. */
+ * the layout (downsampling factor, legend, minimum width) follows its rules up to sides of
+ * INT_MAX, and a written PNG has nodata transparent, the ramp's end colours where the map is 0
+ * and 1, values that are not probabilities (NaN, Inf, outside [0, 1]) transparent, and a
+ * downsampled size when the raster exceeds the limit, also for a VRT INT_MAX pixels a side.
+ * Reads the PNG back through GDAL. */
 #include <gdal.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,6 +62,22 @@ static void test_layout(void) {
     wc_quicklook_layout(4097, 10, 4096, &q);
     CHECK(q.factor == 2 && q.map_width == 2049, "just over the limit: %d %d", q.factor,
           q.map_width);
+}
+
+/* Sides up to INT_MAX: the factor and the map's sides come out right, without overflow. */
+static void test_layout_enormous(void) {
+    wc_quicklook_info q;
+    wc_quicklook_layout(INT_MAX, INT_MAX, 4096, &q);
+    CHECK(q.factor == 524288 && q.map_width == 4096 && q.map_height == 4096,
+          "INT_MAX x INT_MAX: factor %d, %dx%d", q.factor, q.map_width, q.map_height);
+    wc_quicklook_layout(INT_MAX, 1, 0, &q);
+    CHECK(q.factor == 524288 && q.map_width == 4096 && q.map_height == 1,
+          "INT_MAX x 1: factor %d, %dx%d", q.factor, q.map_width, q.map_height);
+    wc_quicklook_layout(7, INT_MAX, 1, &q);
+    CHECK(q.factor == INT_MAX && q.map_width == 1 && q.map_height == 1,
+          "7 x INT_MAX, limit 1: factor %d, %dx%d", q.factor, q.map_width, q.map_height);
+    CHECK(q.height == 1 + q.legend_height && q.width == WC_QUICKLOOK_MIN_WIDTH, "%dx%d", q.width,
+          q.height);
 }
 
 static void read_px(GDALDatasetH ds, int x, int y, int rgba[4]) {
@@ -125,10 +145,97 @@ static void test_write_downsampled(void) {
     rmdir(dir);
 }
 
+/* A map whose band holds values that are not probabilities (as a broken writer or another
+ * program might leave): they are transparent, never a colour of the ramp. One row of 8 pixels
+ * at full resolution: 0.5, 7, -3, NaN, +Inf, -Inf, nodata, 1. */
+static void test_not_probabilities_transparent(void) {
+    char dir[] = "/tmp/test_quicklook.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char src[64], png[64];
+    snprintf(src, sizeof src, "%s/odd.tif", dir);
+    snprintf(png, sizeof png, "%s/odd.png", dir);
+    wc_raster_init();
+    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), src, 8, 1, 1, GDT_Float32, NULL);
+    float v[8] = {0.5f, 7.0f, -3.0f, NAN, INFINITY, -INFINITY, -9999.0f, 1.0f};
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    GDALSetRasterNoDataValue(b, -9999);
+    CHECK(GDALRasterIO(b, GF_Write, 0, 0, 8, 1, v, 8, 1, GDT_Float32, 0, 0) == CE_None, "write");
+    GDALClose(ds);
+    CHECK(wc_quicklook_write(src, 1, png, 0, NULL) == WC_OK, "write png");
+    GDALDatasetH p = GDALOpen(png, GA_ReadOnly);
+    CHECK(p != NULL, "png opens");
+    if (p) {
+        static const int want_alpha[8] = {255, 0, 0, 0, 0, 0, 0, 255};
+        for (int x = 0; x < 8; x++) {
+            int c[4];
+            read_px(p, x, 0, c);
+            CHECK(c[3] == want_alpha[x], "value %g: alpha %d, want %d", (double)v[x], c[3],
+                  want_alpha[x]);
+        }
+        GDALClose(p);
+    }
+    unlink(src);
+    unlink(png);
+    rmdir(dir);
+}
+
+/* A VRT INT_MAX pixels a side whose only source is a small GeoTIFF in its corner: the picture
+ * is downsampled 524288 times to 4096 x 4096 (plus the legend), quickly, in bounded memory. */
+static void test_write_enormous(void) {
+    char dir[] = "/tmp/test_quicklook.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char small[64], vrt[64], png[64];
+    snprintf(small, sizeof small, "%s/small.tif", dir);
+    snprintf(vrt, sizeof vrt, "%s/huge.vrt", dir);
+    snprintf(png, sizeof png, "%s/huge.png", dir);
+    wc_raster_init();
+    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), small, 64, 64, 1, GDT_Float32, NULL);
+    static float v[64 * 64];
+    for (int i = 0; i < 64 * 64; i++) v[i] = 0.25f;
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    GDALSetRasterNoDataValue(b, -9999);
+    CHECK(GDALRasterIO(b, GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float32, 0, 0) == CE_None, "tif");
+    GDALClose(ds);
+    FILE *f = fopen(vrt, "w");
+    CHECK(f != NULL, "vrt");
+    if (!f) return;
+    fprintf(f,
+            "<VRTDataset rasterXSize=\"%d\" rasterYSize=\"%d\">\n"
+            "  <VRTRasterBand dataType=\"Float32\" band=\"1\">\n"
+            "    <NoDataValue>-9999</NoDataValue>\n"
+            "    <SimpleSource><SourceFilename relativeToVRT=\"0\">%s</SourceFilename>\n"
+            "      <SourceBand>1</SourceBand><SrcRect xOff=\"0\" yOff=\"0\" xSize=\"64\" "
+            "ySize=\"64\" /><DstRect xOff=\"0\" yOff=\"0\" xSize=\"64\" ySize=\"64\" />\n"
+            "    </SimpleSource>\n  </VRTRasterBand>\n</VRTDataset>\n",
+            INT_MAX, INT_MAX, small);
+    fclose(f);
+    wc_quicklook_info q;
+    CHECK(wc_quicklook_write(vrt, 1, png, 0, &q) == WC_OK, "write png");
+    CHECK(q.factor == 524288 && q.map_width == 4096 && q.map_height == 4096, "factor %d, %dx%d",
+          q.factor, q.map_width, q.map_height);
+    GDALDatasetH p = GDALOpen(png, GA_ReadOnly);
+    CHECK(p != NULL, "png opens");
+    if (p) {
+        CHECK(GDALGetRasterXSize(p) == 4096 && GDALGetRasterYSize(p) == 4096 + q.legend_height,
+              "size %dx%d", GDALGetRasterXSize(p), GDALGetRasterYSize(p));
+        int c[4];
+        read_px(p, 4095, 4095, c);
+        CHECK(c[3] == 0, "the empty far corner is transparent (alpha %d)", c[3]);
+        GDALClose(p);
+    }
+    unlink(small);
+    unlink(vrt);
+    unlink(png);
+    rmdir(dir);
+}
+
 int main(void) {
     wc_log_set_quiet(1);
     RUN(test_ramp_darkens_monotonically);
     RUN(test_layout);
+    RUN(test_layout_enormous);
     RUN(test_write_downsampled);
+    RUN(test_not_probabilities_transparent);
+    RUN(test_write_enormous);
     HARNESS_EXIT();
 }

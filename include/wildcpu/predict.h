@@ -22,7 +22,9 @@ typedef struct wc_predict_config {
     int png_max_side;       /* quick-look downsampling limit (0: WC_QUICKLOOK_MAX_SIDE) */
 } wc_predict_config;
 
-/* Output nodata: pixels where any feature is nodata (or NaN/Inf). */
+/* Output nodata: pixels where any feature is nodata (or NaN/Inf) or beyond float's range once
+ * normalized, and pixels whose network output is not finite. Every other pixel is a finite
+ * probability in [0, 1]. */
 #define WC_PREDICT_NODATA (-9999.0)
 /* Default widest window, and the core height of a strip (= the output's tile height, so each
  * strip completes a row of tiles and no tile is ever written twice). */

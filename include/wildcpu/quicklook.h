@@ -1,7 +1,8 @@
 /* quicklook.h: a quick-look picture of a probability raster: a PNG with a perceptually ordered
- * yellow-orange-red colour ramp (ColorBrewer/matplotlib YlOrRd), nodata transparent (RGBA), and
- * a legend strip below the map: the title "burn probability", a gradient bar and tick labels
- * 0, 0.25, 0.5, 0.75, 1 drawn with a tiny built-in 5x7 bitmap font.
+ * yellow-orange-red colour ramp (ColorBrewer/matplotlib YlOrRd), nodata and anything that is not
+ * a probability in [0, 1] (NaN, Inf, out of range) transparent (RGBA), and a legend strip below
+ * the map: the title "burn probability", a gradient bar and tick labels 0, 0.25, 0.5, 0.75, 1
+ * drawn with a tiny built-in 5x7 bitmap font.
  *
  * Memory stays bounded for any raster size: a raster longer than max_side pixels on its long
  * side is downsampled by the smallest integer factor that fits (GDAL's averaging read, which
@@ -32,7 +33,8 @@ typedef struct wc_quicklook_info {
 /* The picture's layout for a raster of width x height pixels (no I/O). */
 void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info *info);
 
-/* Writes the picture of band `band` (1-based; values in [0,1], the band's nodata transparent)
+/* Writes the picture of band `band` (1-based; values in [0,1]; the band's nodata, and values
+ * that are not probabilities, transparent: the latter counted in a warning)
  * of the raster at src_path to png_path. max_side <= 0 means WC_QUICKLOOK_MAX_SIDE. info may be
  * NULL. Returns WC_OK, or WC_ERR after a message naming the file; png_path is untouched then. */
 int wc_quicklook_write(const char *src_path, int band, const char *png_path, int max_side,

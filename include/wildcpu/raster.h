@@ -73,9 +73,10 @@ size_t wc_raster_cache_max(void);
 /* Reads the window (x0, y0, w, h), which may overhang the raster, of the given bands (1-based,
  * nb of them) into buf as type `type`, laid out band by band (nb, h, w). Only the part inside
  * the raster is written. One RasterIO call. An I/O error is logged naming the file and window
- * and returns WC_ERR. */
-int wc_raster_read(wc_raster *r, int x0, int y0, int w, int h, const int *bands, int nb,
-                   wc_dtype type, void *buf);
+ * and returns WC_ERR. Coordinates are 64-bit: a window near the edge of a raster INT_MAX pixels
+ * wide extends beyond int; the part inside the raster always fits GDAL's int arguments. */
+int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
+                   int nb, wc_dtype type, void *buf);
 
 /* 1-based number of the band whose description is `name`, or whose number it is ("3");
  * 0 if none. */

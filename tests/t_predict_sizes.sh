@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# t_predict_sizes.sh: rasters at the edge of GDAL's sizes (2147483647 = INT_MAX pixels wide,
+# tall, or both), as hand-written VRTs with the sample's bands, empty or with one sample tile as
+# their only source. `wildcpu predict` must never overflow (before the fix: SIGABRT):
+#   - what cannot fit (a round of rows of an INT_MAX-wide raster needs terabytes on rank 0) is
+#     refused before any work, exit 1, saying the size, the memory and what to do;
+#   - what fits (512 x INT_MAX: half a MiB a strip) is planned right (8388608 strips), maps,
+#     and stops cleanly on SIGTERM (exit 75 within 5 s, nothing left behind).
+# Training on such rasters (someone else's planning) only has to fail fast and cleanly.
+. "$(dirname "$0")/lib.sh"
+
+"$WILDCPU" --tiles "$SAMPLE" --out "$T/run" --steps 2 --batch 8 --no-predict >"$T/train.log" 2>&1 \
+    || { notok "train a checkpoint" "$(tail -3 "$T/train.log")"; finish; }
+# vrt OUT W H [source]: the sample's bands (names, types, nodata) on a W x H grid
+vrt() {
+    $PY - "$SAMPLE" "$@" <<'PY'
+import sys
+from osgeo import gdal
+sample, out, W, H = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+s = gdal.Open(sample)
+x = [f'<VRTDataset rasterXSize="{W}" rasterYSize="{H}">',
+     f'  <SRS>{s.GetProjection()}</SRS>',
+     '  <GeoTransform>' + ", ".join(repr(v) for v in s.GetGeoTransform()) + '</GeoTransform>']
+for i in range(1, s.RasterCount + 1):
+    b = s.GetRasterBand(i)
+    x += [f'  <VRTRasterBand dataType="{gdal.GetDataTypeName(b.DataType)}" band="{i}">',
+          f'    <Description>{b.GetDescription()}</Description>',
+          f'    <NoDataValue>{b.GetNoDataValue():g}</NoDataValue>']
+    if len(sys.argv) > 5:
+        x += [f'    <SimpleSource><SourceFilename relativeToVRT="0">{sample}</SourceFilename>'
+              f'<SourceBand>{i}</SourceBand><SrcRect xOff="0" yOff="0" xSize="256" ySize="256" />'
+              '<DstRect xOff="0" yOff="0" xSize="256" ySize="256" /></SimpleSource>']
+    x += ['  </VRTRasterBand>']
+open(out, "w").write("\n".join(x + ['</VRTDataset>']) + "\n")
+PY
+}
+M=2147483647
+vrt "$T/wide.vrt" $M 512
+vrt "$T/wide_src.vrt" $M 512 source
+vrt "$T/both.vrt" $M $M
+vrt "$T/both_src.vrt" $M $M source
+vrt "$T/tall.vrt" 512 $M
+vrt "$T/tall_src.vrt" 512 $M source
+
+# ---- refused before any work ----------------------------------------------------------------
+for v in wide wide_src both both_src; do
+    for n in 1 2; do
+        mkdir -p "$T/out_$v$n"
+        s0=$(date +%s.%N)
+        timeout 120 mpirun --oversubscribe --bind-to none -np $n "$WILDCPU" predict \
+            --tiles "$T/$v.vrt" --checkpoint "$T/run" --out "$T/out_$v$n/risk.tif" --png "$T/out_$v$n/risk.png" \
+            >"$T/$v$n.log" 2>&1
+        st=$?
+        secs=$(echo "$(date +%s.%N) - $s0" | bc)
+        name="$v.vrt ($(grep -m1 -o 'is [0-9]*x[0-9]* px' "$T/$v$n.log")) on $n rank(s): refused before any work, exit 1 in ${secs} s"
+        if [ $st -eq 1 ] && grep -Eq "$v.vrt is ${M}x(512|$M) px: .* rank 0 would need [0-9.]+ TiB .* split the raster into pieces at most [0-9]+ px wide" "$T/$v$n.log" &&
+            ! grep -q "strips x" "$T/$v$n.log" && [ -z "$(ls -A "$T/out_$v$n")" ]; then
+            ok "$name"
+        else
+            notok "$name" "exit $st: $(grep -v '^\s*$' "$T/$v$n.log" | tail -3 | cut -c1-400)"
+        fi
+    done
+done
+grep -m1 "error" "$T/wide1.log" | sed 's/^/# /' | cut -c1-400
+
+# ---- fits: planned, mapped, stopped -------------------------------------------------------------
+ranks_of() {
+    pgrep -f -- "--out $1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
+}
+for v in tall tall_src; do
+    mkdir -p "$T/out_$v"
+    "$WILDCPU" predict --tiles "$T/$v.vrt" --checkpoint "$T/run" --out "$T/out_$v/risk.tif" \
+        >"$T/$v.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 600); do grep -q "strips x" "$T/$v.log" && break; sleep 0.05; done
+    sleep 1
+    t0=$(date +%s.%N)
+    kill -TERM $pid 2>/dev/null
+    ( sleep 60; kill -KILL $pid 2>/dev/null ) &
+    guard=$!
+    wait $pid
+    st=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    kill $guard 2>/dev/null
+    name="$v.vrt (512x$M px): planned as 8388608 strips, mapping, SIGTERM: exit 75 in $secs s"
+    if [ $st -eq 75 ] && grep -q "(512x$M px) .*: 8388608 strips x 2 windows" "$T/$v.log" &&
+        grep -q "predict: stopped by" "$T/$v.log" && [ "$(echo "$secs < 5" | bc)" = 1 ] &&
+        [ -z "$(ls -A "$T/out_$v")" ]; then
+        ok "$name"
+    else
+        notok "$name" "exit $st: $(tail -3 "$T/$v.log" | cut -c1-400) | $(ls -A "$T/out_$v")"
+    fi
+done
+
+# ---- training: fails fast and cleanly (its planning is not this test's subject) --------------
+# Planning may ask for more memory than there is and report it (exit 1); under SAN=1 ASan would
+# report such a request itself instead of returning NULL as malloc does, hence the option.
+for v in wide tall both; do
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1" \
+        timeout 120 "$WILDCPU" --tiles "$T/$v.vrt" --out "$T/train_$v" --steps 1 --no-predict \
+        >"$T/train_$v.log" 2>&1
+    st=$?
+    if [ $st -eq 1 ] || [ $st -eq 2 ]; then
+        ok "train on $v.vrt: exit $st ($(grep -m1 error "$T/train_$v.log" | cut -c1-160))"
+    else
+        notok "train on $v.vrt: exit 1 or 2" "exit $st: $(tail -2 "$T/train_$v.log")"
+    fi
+done
+finish
