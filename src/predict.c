@@ -381,36 +381,6 @@ static int match_bands(const wc_model *m, const wc_raster *r, int *bands, char *
 
 /* ---- output paths ------------------------------------------------------------------------ */
 
-/* The absolute, symlink-free path p names; for a file that does not exist yet, the real path
- * of its directory plus its name. NULL when the directory does not exist either. */
-static char *resolve_path(const char *p) {
-    char buf[PATH_MAX];
-    if (realpath(p, buf)) return wc_strdup(buf);
-    char *dir = wc_strdup(p), *slash = strrchr(dir, '/');
-    const char *base = slash ? slash + 1 : p;
-    if (slash) *slash = '\0';
-    const char *d = slash ? (*dir ? dir : "/") : ".";
-    char *out = NULL;
-    if (realpath(d, buf)) {
-        size_t n = strlen(buf) + strlen(base) + 2;
-        out = WC_ALLOC(n);
-        snprintf(out, n, "%s/%s", strcmp(buf, "/") == 0 ? "" : buf, base);
-    }
-    free(dir);
-    return out;
-}
-
-static int same_file(const char *a, const char *b) {
-    char *ra = resolve_path(a), *rb = resolve_path(b);
-    int same = ra && rb && strcmp(ra, rb) == 0;
-    struct stat sa, sb; /* hard links, bind mounts */
-    if (!same && stat(a, &sa) == 0 && stat(b, &sb) == 0)
-        same = sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    free(ra);
-    free(rb);
-    return same;
-}
-
 /* An output path that can be written: its directory exists and is writable, it is not a
  * directory, and it is none of the inputs (the raster's files, e.g. a VRT and its tiles, and
  * the checkpoint). Returns an exit status. */
@@ -425,7 +395,7 @@ static int check_output(const char *what, const char *path, char **inputs) {
         return WC_EXIT_RUNTIME;
     }
     for (int i = 0; inputs && inputs[i]; i++)
-        if (same_file(path, inputs[i])) {
+        if (wc_same_file(path, inputs[i])) {
             wc_error("refusing to write the %s to %s: that is an input (%s); choose another path",
                      what, path, inputs[i]);
             return WC_EXIT_USAGE;

@@ -86,6 +86,8 @@ int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *s
     wc_le_put_f32s(m, s->optim_m, s->nparams);
     if (v) wc_le_put_f32s(v, s->optim_v, s->nparams);
     const char *metrics = s->metrics ? s->metrics : "";
+    char progress[64];
+    snprintf(progress, sizeof progress, "val_pending=%d", s->val_pending ? 1 : 0);
     wc_ckpt_section sec[] = {
         {WC_SECTION_META, s->meta, strlen(s->meta)},
         {WC_SECTION_CONFIG, s->config, strlen(s->config)},
@@ -98,6 +100,7 @@ int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *s
         {WC_SECTION_OPTIM_M, m, pbytes},
         {WC_SECTION_OPTIM_V, v, v ? pbytes : 0},
         {WC_SECTION_METRICS, metrics, strlen(metrics)},
+        {WC_SECTION_PROGRESS, progress, strlen(progress)},
     };
     int rc = wc_ckpt_write(dir, (long)s->step, sec, (int)(sizeof sec / sizeof sec[0]), keep,
                            seconds, bytes);
@@ -109,7 +112,7 @@ int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *s
 
 /* Everything a decoded snapshot owns. */
 typedef struct owned {
-    char *meta, *config, *fingerprint, *spec, *metrics, *names_text;
+    char *meta, *config, *fingerprint, *spec, *metrics, *names_text, *progress;
     char **names;
     double *mean, *std;
     int32_t *exponent;
@@ -259,8 +262,17 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
         text(ck, WC_SECTION_FINGERPRINT, 0, &o->fingerprint, why, why_size) != WC_OK ||
         text(ck, WC_SECTION_SPEC, 0, &o->spec, why, why_size) != WC_OK ||
         text(ck, WC_SECTION_METRICS, 1, &o->metrics, why, why_size) != WC_OK ||
-        text(ck, WC_SECTION_FEATURES, 0, &o->names_text, why, why_size) != WC_OK)
+        text(ck, WC_SECTION_FEATURES, 0, &o->names_text, why, why_size) != WC_OK ||
+        text(ck, WC_SECTION_PROGRESS, 1, &o->progress, why, why_size) != WC_OK)
         goto out;
+    /* `progress` came with a later version of the trainer: absent means nothing pending */
+    char pending[8];
+    wc_kv_get(o->progress, "val_pending", pending, sizeof pending);
+    if (*pending && strcmp(pending, "0") != 0 && strcmp(pending, "1") != 0) {
+        fail(why, why_size, "section 'progress' says val_pending=%s", pending);
+        goto out;
+    }
+    s->val_pending = strcmp(pending, "1") == 0;
     s->meta = o->meta, s->config = o->config, s->fingerprint = o->fingerprint;
     s->spec = o->spec, s->metrics = o->metrics;
     if (feature_names(o, &s->nfeat, why, why_size) != WC_OK) goto out;
@@ -296,6 +308,7 @@ void wc_snapshot_free(wc_snapshot *s) {
     owned *o = s->owned;
     if (o) {
         free(o->meta), free(o->config), free(o->fingerprint), free(o->spec), free(o->metrics);
+        free(o->progress);
         for (int i = 0; o->names && i < s->nfeat; i++) free(o->names[i]);
         free(o->names), free(o->names_text);
         free(o->mean), free(o->std), free(o->exponent);

@@ -72,6 +72,8 @@ typedef struct {
     /* validation */
     wc_metrics_acc *acc, *oracle_acc;
     long val_lo, val_hi;     /* this rank's validation patches */
+    int val_mb_max;          /* validation micro-batches of the largest share (agreement cadence) */
+    int val_pending;         /* the last epoch's validation was cut short by a stop */
     wc_metrics last_val, last_oracle;
     int have_val, have_oracle;
     /* bookkeeping for logs and the report */
@@ -198,15 +200,34 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b, int with_oracle) 
 
 /* ---- validation -------------------------------------------------------------------------- */
 
-/* Validation after `step`. Returns WC_ERR (on every rank alike: the decision is made from the
- * reduced counts) when the network's output was NaN on some pixel: the model diverged. */
+/* Validation micro-batches between two agreements on a stop signal: ranks validate their own
+ * shares independently, so they agree at a cadence that is the same on every rank (every
+ * VAL_AGREE_EVERY micro-batches of the largest share), never by time. A few tenths of a second
+ * of work at the micro-batch sizes used; an 8-byte Allreduce costs microseconds. */
+#define VAL_AGREE_EVERY 4
+
+enum { VAL_DONE = 0, VAL_DIVERGED = 1, VAL_STOPPED = 2 };
+
+/* Validation after `step`. Returns VAL_DIVERGED (on every rank alike: the decision is made from
+ * the reduced counts) when the network's output was NaN on some pixel, VAL_STOPPED when the
+ * ranks agreed on a stop signal before it finished (nothing of it is kept). */
 static int validate(train_ctx *t, long step) {
     double t0 = wc_now();
     const size_t pp = (size_t)t->ds->P * t->ds->P;
     const int with_oracle = t->ds->oracle_path != NULL;
     wc_metrics_reset(t->acc);
     wc_metrics_reset(t->oracle_acc);
-    for (int v = 0; v < val_micro_batches(t); v++) {
+    const int mine = val_micro_batches(t);
+    for (int v = 0; v < t->val_mb_max; v++) {
+        if (v % VAL_AGREE_EVERY == VAL_AGREE_EVERY - 1) {
+            int64_t stop = wc_stop_requested();
+            wc_dist_sum_i64(&stop, 1);
+            if (stop) {
+                t->val_seconds += wc_now() - t0;
+                return VAL_STOPPED;
+            }
+        }
+        if (v >= mine) continue;
         const wc_read_batch *b = take(t, step, PHASE_VAL, v);
         decode_batch(t, b, with_oracle);
         wc_net_forward(t->net, b->n);
@@ -233,9 +254,9 @@ static int validate(train_ctx *t, long step) {
                      "training diverged; nothing of this validation was logged or saved (the last "
                      "checkpoint in %s is intact). Lower --lr (now %.3g) and rerun with --fresh",
                      step + 1, (long long)t->last_val.bad_outputs, t->ckpt_dir, t->opt->cfg.lr);
-        return WC_ERR;
+        return VAL_DIVERGED;
     }
-    if (t->rank != 0 || !t->have_val) return WC_OK;
+    if (t->rank != 0 || !t->have_val) return VAL_DONE;
     long epoch = step / t->sched.steps_per_epoch + 1;
     char line[2048];
     int n = snprintf(line, sizeof line, "{\"type\":\"val\",\"step\":%ld,\"epoch\":%ld,", step + 1,
@@ -258,7 +279,7 @@ static int validate(train_ctx *t, long step) {
                 "the oracle's AUC-PR)",
                 t->last_oracle.auc_pr, t->last_oracle.roc_auc,
                 100 * t->last_val.auc_pr / t->last_oracle.auc_pr);
-    return WC_OK;
+    return VAL_DONE;
 }
 
 /* ---- checkpoints ------------------------------------------------------------------------- */
@@ -292,6 +313,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
         .mean = t->ds->mean, .std = t->ds->std, .step = steps_done, .epoch = epoch,
         .epoch_pos = (steps_done % t->sched.steps_per_epoch) * t->cfg->batch,
         .optim_step = t->opt->step, .ranks = t->nranks, .calibrated = t->red->calibrated,
+        .val_pending = t->val_pending,
         .ntensors = t->net->ntensors, .exponent = t->red->exponent, .nparams = t->net->nparams,
         .params = t->net->params, .optim_m = t->opt->m, .optim_v = t->opt->v};
     double secs = 0;
@@ -405,11 +427,11 @@ static int resume(train_ctx *t) {
     /* rank 0 holds the checked snapshot; everyone receives the state */
     const int nt = t->net->ntensors;
     const size_t pbytes = t->net->nparams * sizeof(float);
-    int64_t counters[4] = {0, 0, 0, 0};
+    int64_t counters[5] = {0, 0, 0, 0, 0};
     char prev_ranks[32] = "";
     if (t->rank == 0) {
         counters[0] = s->step, counters[1] = s->optim_step, counters[2] = s->calibrated;
-        counters[3] = s->epoch;
+        counters[3] = s->epoch, counters[4] = s->val_pending;
         memcpy(t->net->params, s->params, pbytes);
         memcpy(t->opt->m, s->optim_m, pbytes);
         if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
@@ -424,6 +446,7 @@ static int resume(train_ctx *t) {
     t->start_step = counters[0];
     t->opt->step = counters[1];
     t->red->calibrated = (int)counters[2];
+    t->val_pending = (int)counters[4];
     wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
             t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
             prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
@@ -842,11 +865,13 @@ int wc_train_run(const wc_train_config *cfg_in) {
     wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
                      t->nranks, cfg->seed, t->total_steps);
     wc_dist_share(ds->nval, t->rank, t->nranks, &t->val_lo, &t->val_hi);
+    long largest = (ds->nval + t->nranks - 1) / t->nranks;
+    t->val_mb_max = (int)((largest + cfg->micro_batch - 1) / cfg->micro_batch);
     build_config_kv(t);
 
     double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;
     wc_net_init_params(t->net, cfg->seed, prior);
-    int status = WC_EXIT_OK;
+    int status = WC_EXIT_OK, ran_pending = 0;
     if (resume(t) != WC_OK) {
         status = WC_EXIT_RUNTIME;
         goto done;
@@ -909,6 +934,23 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->cur_step = t->start_step;
     parse_poison(t);
     t->t_steps = t->t_last_log = t->t_last_ckpt = wc_now();
+    /* A stop during the validation after the checkpoint's step left it undone: run it first
+     * (the read-ahead cursor starts at that validation), as the uninterrupted run did. */
+    if (t->val_pending) {
+        t->cur_step = t->start_step - 1;
+        t->cur_phase = PHASE_VAL;
+        t->cur_v = 0;
+        int v = validate(t, t->start_step - 1);
+        if (v != VAL_DONE) {
+            status = v == VAL_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;
+            if (v == VAL_STOPPED)
+                wc_info("stopped by a signal during the pending validation: the checkpoint is "
+                        "unchanged; rerun the same command to resume");
+            goto done;
+        }
+        t->val_pending = 0;
+        ran_pending = 1;
+    }
     long step;
     for (step = t->start_step; step < t->total_steps; step++) {
         if (train_step(t, step) != WC_OK) {
@@ -917,9 +959,14 @@ int wc_train_run(const wc_train_config *cfg_in) {
         }
         t->steps_done_here++;
         log_progress(t, step, 0);
-        if (wc_schedule_ends_epoch(&t->sched, step) && validate(t, step) != WC_OK) {
-            status = WC_EXIT_RUNTIME;
-            goto done;
+        if (wc_schedule_ends_epoch(&t->sched, step)) {
+            int v = validate(t, step);
+            if (v == VAL_DIVERGED) {
+                status = WC_EXIT_RUNTIME;
+                goto done;
+            }
+            t->val_pending = v == VAL_STOPPED;
+            t->stop_agreed |= t->val_pending;
         }
         if (t->stop_agreed) {
             int ok = checkpoint_collective(t, step + 1, "stop signal") == WC_OK;
@@ -942,7 +989,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     if (t->tty) printf("\n");
     /* A rerun of a finished training has nothing to add: its checkpoint and report stay as
      * they are (only the map is drawn again, below). */
-    if (t->start_step >= t->total_steps)
+    if (t->start_step >= t->total_steps && !ran_pending)
         wc_info("training already finished (%ld steps): keeping its checkpoint and report",
                 t->total_steps);
     else if (checkpoint_collective(t, t->total_steps, "end of training") != WC_OK)
@@ -966,7 +1013,7 @@ done:;
         .gdal_cache_bytes = wc_raster_cache_used(), .status = status};
     snprintf(sum.arch, sizeof sum.arch, "%s", t->net ? t->net->arch : cfg->model);
     if (t->rd) wc_reader_counts(t->rd, &sum.patches_read, &sum.bytes_read);
-    if (t->start_step < t->total_steps && t->steps_done_here > 0)
+    if (t->start_step < t->total_steps ? t->steps_done_here > 0 : ran_pending)
         wc_report_finish(&sum, cfg->out_dir, cfg->baseline);
     if (t->jsonl) fclose(t->jsonl);
     wc_reader_destroy(t->rd);

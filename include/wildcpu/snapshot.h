@@ -50,6 +50,8 @@ typedef struct wc_snapshot {
     int64_t optim_step;      /* optimizer updates applied */
     int64_t ranks;           /* of the run that wrote it (for information) */
     int calibrated;          /* the reducer's scales are set */
+    int val_pending;         /* the validation after step `step` did not run (a stop during
+                              * it): a resume runs it first */
     int ntensors;
     const int32_t *exponent; /* (ntensors) the reducer's per-tensor fixed-point exponents */
     size_t nparams;
@@ -103,5 +105,6 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size);
 #define WC_SECTION_OPTIM_M "optim_m"
 #define WC_SECTION_OPTIM_V "optim_v"
 #define WC_SECTION_METRICS "metrics"
+#define WC_SECTION_PROGRESS "progress"
 
 #endif

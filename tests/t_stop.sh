@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# t_stop.sh: a stop signal during validation is honoured within seconds (the pending validation
+# is run by the resume, which ends equal to an uninterrupted run), and a run directory says that
+# it was stopped (DIR/STOPPED, `wildcpu info DIR`) even when the launcher reports its own status
+# (SIGTERM to mpirun itself makes it exit 1).
+. "$(dirname "$0")/lib.sh"
+
+"$WILDCPU" synth --out "$T/r" --size 1024 --tile 256 --seed 5 >/dev/null 2>&1 || { notok synth; finish; }
+# a long validation: 80% of the patches, one per micro-batch
+args=(--tiles "$T/r/tiles.vrt" --val-fraction 0.8 --batch 8 --micro-batch 1 --steps 9
+      --log-every 1 --no-predict --seed 2 --ckpt-every 100)
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/ref.log" 2>&1
+spe=$(grep -o '([0-9]* per epoch)' "$T/ref.log" | grep -o '[0-9]*')
+ref=$(digest "$T/ref/checkpoints/ckpt-00000009.wcp")
+val_ref=$(grep -c '"type":"val"' "$T/ref/metrics.jsonl")
+[ -n "$ref" ] && [ -n "$spe" ] && [ "$spe" -lt 9 ] && ok "reference run ($spe steps per epoch, $val_ref validations)" \
+    || { notok "reference run" "$(tail -3 "$T/ref.log")"; finish; }
+
+# SIGTERM to one rank while the validation after the first epoch runs
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/v" >"$T/v.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "step $spe/9" "$T/v.log" && break; sleep 0.05; done
+sleep 0.5
+t0=$(date +%s.%N)
+kill -TERM "$(pgrep -f -- "--out $T/v" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done | tail -1)"
+wait $pid
+s=$?
+dt=$(echo "$(date +%s.%N) - $t0" | bc)
+pending=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import wcp
+print(wcp.section(wcp.read(sys.argv[2]), "progress")[1].decode())' "$ROOT/tests" "$T/v/checkpoints/ckpt-0000000$spe.wcp" 2>/dev/null)
+if [ $s -eq 75 ] && [ "$pending" = val_pending=1 ] && ! grep -q "validation after step $spe " "$T/v.log" &&
+    [ "$(echo "$dt < 6" | bc)" = 1 ]; then
+    ok "SIGTERM to one rank during validation: exit 75 in $dt s, checkpoint at step $spe with the validation pending"
+else
+    notok "SIGTERM during validation" "status $s in $dt s, progress '$pending': $(tail -3 "$T/v.log")"
+fi
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/v" >"$T/v2.log" 2>&1
+s=$?
+if [ $s -eq 0 ] && grep -q "validation after step $spe " "$T/v2.log" &&
+    [ "$(digest "$T/v/checkpoints/ckpt-00000009.wcp")" = "$ref" ] &&
+    [ "$(grep '"type":"val"' "$T/v/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" = \
+      "$(grep '"type":"val"' "$T/ref/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" ]; then
+    ok "the resume runs the pending validation first; parameters and every validation equal the uninterrupted run's"
+else
+    notok "resume after a stop during validation" "status $s: $(grep -E 'validation|resuming|error' "$T/v2.log" | head -3)"
+fi
+
+# SIGTERM to mpirun itself: the ranks checkpoint and exit 75, mpirun reports 1; the directory
+# says "stopped" and the rerun continues
+margs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 60 --log-every 1 --no-predict)
+# (mpirun itself, not a shell function around it, so that the signal reaches mpirun)
+mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/m" >"$T/m.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "step 3/60" "$T/m.log" && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+s=$?
+"$WILDCPU" info "$T/m" >"$T/m.info" 2>&1
+if [ -f "$T/m/STOPPED" ] && grep -q "phase=training;step=[0-9]" "$T/m/STOPPED" &&
+    grep -q "^state: stopped by a signal with a checkpoint written" "$T/m.info"; then
+    ok "SIGTERM to mpirun (which exits $s): DIR/STOPPED and info DIR say stopped with a checkpoint"
+else
+    notok "SIGTERM to mpirun: stop marker" "status $s: $(cat "$T/m/STOPPED" 2>&1) $(grep state "$T/m.info")"
+fi
+mpirun_n 2 "$WILDCPU" "${margs[@]}" --out "$T/m" >"$T/m2.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ ! -e "$T/m/STOPPED" ] && grep -q "resuming from" "$T/m2.log" && ! grep -q "^state:" <("$WILDCPU" info "$T/m") \
+    && ok "the rerun resumes, finishes, and the marker is gone" \
+    || notok "rerun after the marker" "status $s $(ls "$T/m")"
+
+# the marker says how the LAST run ended: a failing run after a stop removes it
+mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/f" >"$T/f.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "step 3/60" "$T/f.log" && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+had=$([ -f "$T/f/STOPPED" ] && echo yes)
+"$WILDCPU" "${margs[@]}" --out "$T/f" --batch 9999 >"$T/f2.log" 2>&1
+s=$?
+[ "$had" = yes ] && [ $s -eq 1 ] && [ ! -e "$T/f/STOPPED" ] && ok "a failing run (exit 1) after a stop removes the marker" \
+    || notok "failed run and the marker" "had '$had', status $s"
+
+finish
