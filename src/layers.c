@@ -6,8 +6,10 @@
 #include "wildcpu/layers.h"
 #include "wildcpu/util.h"
 
+/* A NaN passes through (as in PyTorch): hiding it as 0 would let a diverged network look
+ * healthy, since divergence is detected from the loss and the gradients. */
 void wc_relu_forward(float *out, const float *inp, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f || inp[i] != inp[i] ? inp[i] : 0.0f;
 }
 
 void wc_relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
@@ -18,13 +20,14 @@ void wc_relu_backward_inplace(float *d, const float *out, size_t n) {
     for (size_t i = 0; i < n; i++) d[i] = out[i] > 0.0f ? d[i] : 0.0f;
 }
 
-/* Index, within a plane of width W, of the maximum of the 2x2 window at output (oy, ox). */
+/* Index, within a plane of width W, of the maximum of the 2x2 window at output (oy, ox); a NaN
+ * wins, so it propagates (as in PyTorch). */
 static inline size_t window_argmax(const float *plane, int W, int oy, int ox) {
     size_t i0 = (size_t)(2 * oy) * W + 2 * ox;
     size_t cand[4] = {i0, i0 + 1, i0 + W, i0 + W + 1};
     size_t best = cand[0];
     for (int j = 1; j < 4; j++)
-        if (plane[cand[j]] > plane[best]) best = cand[j];
+        if (plane[cand[j]] > plane[best] || plane[cand[j]] != plane[cand[j]]) best = cand[j];
     return best;
 }
 
@@ -36,10 +39,9 @@ void wc_maxpool2_forward(float *out, const float *inp, int P, int H, int W) {
         for (int oy = 0; oy < OH; oy++) {
             const float *r0 = plane + (size_t)(2 * oy) * W, *r1 = r0 + W;
             for (int ox = 0; ox < OW; ox++) {
-                float m = r0[2 * ox];
-                if (r0[2 * ox + 1] > m) m = r0[2 * ox + 1];
-                if (r1[2 * ox] > m) m = r1[2 * ox];
-                if (r1[2 * ox + 1] > m) m = r1[2 * ox + 1];
+                /* the rule of window_argmax: the larger wins, and a NaN wins */
+                float m = r0[2 * ox], v[3] = {r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
+                for (int j = 0; j < 3; j++) m = v[j] > m || v[j] != v[j] ? v[j] : m;
                 o[(size_t)oy * OW + ox] = m;
             }
         }

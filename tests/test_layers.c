@@ -322,6 +322,21 @@ static void test_maxpool(void) {
     free(x), free(y), free(r), free(perm), free(dx);
 }
 
+/* A NaN entering ReLU or max-pooling comes out as NaN (PyTorch's behaviour), so a diverged
+ * network's loss shows it instead of a plausible finite value. */
+static void test_nan_propagates(void) {
+    float in[4] = {NAN, -1.0f, 2.0f, -0.5f}, out[4];
+    wc_relu_forward(out, in, 4);
+    CHECK(isnan(out[0]) && out[1] == 0.0f && out[2] == 2.0f && out[3] == 0.0f,
+          "relu gave %g %g %g %g", out[0], out[1], out[2], out[3]);
+    float plane[16], pooled[4];
+    for (int i = 0; i < 16; i++) plane[i] = (float)i;
+    plane[5] = NAN; /* in the top-left 2x2 window, not its first element */
+    wc_maxpool2_forward(pooled, plane, 1, 4, 4);
+    CHECK(isnan(pooled[0]) && pooled[1] == 7.0f && pooled[3] == 15.0f, "maxpool gave %g %g %g",
+          pooled[0], pooled[1], pooled[3]);
+}
+
 static void test_upsample(void) {
     const int P = 4, H = 5, W = 3;
     size_t nx = (size_t)P * H * W, ny = nx * 4;
@@ -425,6 +440,7 @@ int main(void) {
     RUN(test_conv_finite_differences);
     RUN(test_relu);
     RUN(test_maxpool);
+    RUN(test_nan_propagates);
     RUN(test_upsample);
     RUN(test_concat);
     RUN(test_bce);
