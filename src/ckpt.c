@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,31 +176,23 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
-static int fail(char *why, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
-static int fail(char *why, size_t size, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return WC_ERR;
-}
 
 /* The header's own checks (no CRC: that needs the payload). size is the file's. */
 static int check_header(const unsigned char *h, size_t size, char *why, size_t why_size) {
-    if (memcmp(h, MAGIC, 8) != 0) return fail(why, why_size, "not a wildcpu checkpoint (bad magic)");
+    if (memcmp(h, MAGIC, 8) != 0) return wc_reason(why, why_size, "not a wildcpu checkpoint (bad magic)");
     uint32_t version = wc_le_get_u32(h + 8);
     if (wc_le_get_u32(h + 12) != BOM)
-        return fail(why, why_size, "corrupted header (the format mark at byte 12 is wrong)");
+        return wc_reason(why, why_size, "corrupted header (the format mark at byte 12 is wrong)");
     if (version != WC_CKPT_VERSION)
-        return fail(why, why_size, "format version %u, this wildcpu reads version %d%s", version,
+        return wc_reason(why, why_size, "format version %u, this wildcpu reads version %d%s", version,
                     WC_CKPT_VERSION, version > WC_CKPT_VERSION ? " (written by a newer wildcpu)" : "");
     uint64_t zsize = wc_le_get_u64(h + 32);
     if (zsize != size - WC_CKPT_HEADER)
-        return fail(why, why_size, "truncated or extended: %zu of %llu payload bytes present",
+        return wc_reason(why, why_size, "truncated or extended: %zu of %llu payload bytes present",
                     size - WC_CKPT_HEADER, (unsigned long long)zsize);
     uint64_t step = wc_le_get_u64(h + 16);
     if (step > WC_CKPT_MAX_STEP)
-        return fail(why, why_size, "implausible step %llu in the header",
+        return wc_reason(why, why_size, "implausible step %llu in the header",
                     (unsigned long long)step);
     return WC_OK;
 }
@@ -214,7 +205,7 @@ static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (inflateInit(&zs) != Z_OK) {
-        fail(why, why_size, "zlib cannot start decompressing");
+        wc_reason(why, why_size, "zlib cannot start decompressing");
         return NULL;
     }
     size_t cap = WC_MIN(expect, WC_MAX((size_t)1 << 16, 2 * zsize)) + 1, have = 0, fed = 0;
@@ -242,7 +233,7 @@ static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t
     int trailing = zs.avail_in != 0 || fed != zsize;
     inflateEnd(&zs);
     if (zrc != Z_STREAM_END || have != expect || trailing) {
-        fail(why, why_size, "the compressed payload does not decompress to the %zu bytes the "
+        wc_reason(why, why_size, "the compressed payload does not decompress to the %zu bytes the "
                             "header states",
              expect);
         free(out);
@@ -265,14 +256,14 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
     int cap = 16;
     ck->sections = WC_CALLOC(cap, sizeof(wc_ckpt_section));
     for (size_t off = 0; off < raw_size;) {
-        if (raw_size - off < 4) return fail(why, why_size, "the section layout is inconsistent");
+        if (raw_size - off < 4) return wc_reason(why, why_size, "the section layout is inconsistent");
         uint32_t nlen = wc_le_get_u32(raw + off);
         off += 4;
         if (nlen > raw_size - off || raw_size - off - nlen < 8 || !good_name(raw + off, nlen))
-            return fail(why, why_size, "the section layout is inconsistent (section %d)",
+            return wc_reason(why, why_size, "the section layout is inconsistent (section %d)",
                         ck->nsections + 1);
         if (ck->nsections == WC_CKPT_MAX_SECTIONS)
-            return fail(why, why_size, "more than %d sections", WC_CKPT_MAX_SECTIONS);
+            return wc_reason(why, why_size, "more than %d sections", WC_CKPT_MAX_SECTIONS);
         if (ck->nsections == cap) {
             wc_ckpt_section *more = realloc(ck->sections, sizeof(wc_ckpt_section) * (cap *= 2));
             if (!more) wc_fatal("out of memory reading a checkpoint");
@@ -285,10 +276,10 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
         uint64_t dlen = wc_le_get_u64(raw + off);
         off += 8;
         if (dlen > raw_size - off)
-            return fail(why, why_size, "section '%s' claims %llu bytes, %zu are left", s->name,
+            return wc_reason(why, why_size, "section '%s' claims %llu bytes, %zu are left", s->name,
                         (unsigned long long)dlen, raw_size - off);
         if (wc_ckpt_find(ck, s->name))
-            return fail(why, why_size, "section '%s' appears twice", s->name);
+            return wc_reason(why, why_size, "section '%s' appears twice", s->name);
         s->data = raw + off;
         s->size = (size_t)dlen;
         off += (size_t)dlen;
@@ -300,17 +291,22 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
 int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t why_size) {
     const unsigned char *buf = file;
     memset(ck, 0, sizeof *ck);
-    if (size == 0) return fail(why, why_size, "empty file (0 bytes)");
-    if (size < WC_CKPT_HEADER) return fail(why, why_size, "truncated: shorter than the 64-byte header");
+    if (size == 0) return wc_reason(why, why_size, "empty file (0 bytes)");
+    if (size < WC_CKPT_HEADER) return wc_reason(why, why_size, "truncated: shorter than the 64-byte header");
     if (check_header(buf, size, why, why_size) != WC_OK) return WC_ERR;
     const size_t zsize = size - WC_CKPT_HEADER;
     if (file_crc(buf, buf + WC_CKPT_HEADER, zsize) != wc_le_get_u32(buf + 40))
-        return fail(why, why_size, "CRC-32 mismatch: the file is corrupted");
+        return wc_reason(why, why_size, "CRC-32 mismatch: the file is corrupted");
     /* zlib's stream format cannot expand a byte to more than about 1032 */
     const uint64_t raw_size = wc_le_get_u64(buf + 24);
     if (raw_size > (uint64_t)zsize * 1032 + 1024 || raw_size > ((uint64_t)1 << 40))
-        return fail(why, why_size, "implausible payload size %llu for %zu compressed bytes",
+        return wc_reason(why, why_size, "implausible payload size %llu for %zu compressed bytes",
                     (unsigned long long)raw_size, zsize);
+    /* a payload this machine cannot hold is refused with a reason, not met with out-of-memory */
+    if (raw_size > wc_physical_memory_bytes() / 2)
+        return wc_reason(why, why_size, "its payload of %llu bytes is more than half of this "
+                                        "machine's memory",
+                         (unsigned long long)raw_size);
     unsigned char *raw = inflate_exact(buf + WC_CKPT_HEADER, zsize, (size_t)raw_size, why, why_size);
     if (!raw) return WC_ERR;
     ck->blob = raw;
@@ -330,14 +326,14 @@ int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t 
  * (st filled) or -1 with why set. */
 static int open_regular(const char *path, struct stat *st, char *why, size_t why_size) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return fail(why, why_size, "cannot open: %s", strerror(errno)), -1;
+    if (fd < 0) return wc_reason(why, why_size, "cannot open: %s", strerror(errno)), -1;
     if (fstat(fd, st) != 0) {
-        fail(why, why_size, "cannot stat: %s", strerror(errno));
+        wc_reason(why, why_size, "cannot stat: %s", strerror(errno));
         close(fd);
         return -1;
     }
     if (!S_ISREG(st->st_mode)) {
-        fail(why, why_size, "not a regular file");
+        wc_reason(why, why_size, "not a regular file");
         close(fd);
         return -1;
     }
@@ -370,12 +366,17 @@ int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
     if (size < WC_CKPT_HEADER) {
         rc = wc_ckpt_parse(NULL, size, ck, why, why_size);
     } else if (read_exact(fd, header, sizeof header) != WC_OK) {
-        fail(why, why_size, "read error: %s", strerror(errno));
+        wc_reason(why, why_size, "read error: %s", strerror(errno));
     } else if (check_header(header, size, why, why_size) == WC_OK) {
+        if (size > wc_physical_memory_bytes() / 2) {
+            close(fd);
+            return wc_reason(why, why_size, "%zu bytes: more than half of this machine's memory",
+                             size);
+        }
         buf = WC_ALLOC(size);
         memcpy(buf, header, sizeof header);
         if (read_exact(fd, buf + WC_CKPT_HEADER, size - WC_CKPT_HEADER) != WC_OK)
-            fail(why, why_size, "read error: %s", strerror(errno));
+            wc_reason(why, why_size, "read error: %s", strerror(errno));
         else
             rc = wc_ckpt_parse(buf, size, ck, why, why_size);
     }
@@ -423,10 +424,10 @@ static void probe(wc_ckpt_entry *e) {
     if (fd < 0) return;
     unsigned char h[WC_CKPT_HEADER];
     if ((size_t)st.st_size < WC_CKPT_HEADER)
-        fail(e->why, sizeof e->why, st.st_size ? "truncated: shorter than the 64-byte header"
+        wc_reason(e->why, sizeof e->why, st.st_size ? "truncated: shorter than the 64-byte header"
                                                : "empty file (0 bytes)");
     else if (read_exact(fd, h, sizeof h) != WC_OK)
-        fail(e->why, sizeof e->why, "read error: %s", strerror(errno));
+        wc_reason(e->why, sizeof e->why, "read error: %s", strerror(errno));
     else if (check_header(h, (size_t)st.st_size, e->why, sizeof e->why) == WC_OK) {
         e->header_ok = 1;
         e->step = (long)wc_le_get_u64(h + 16);
@@ -473,7 +474,7 @@ int wc_ckpt_list(const char *dir, int warn, wc_ckpt_entry **entries) {
         probe(en);
     }
     closedir(d);
-    qsort(*entries, (size_t)n, sizeof(wc_ckpt_entry), newer_first);
+    if (n > 1) qsort(*entries, (size_t)n, sizeof(wc_ckpt_entry), newer_first);
     return n;
 }
 

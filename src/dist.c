@@ -92,6 +92,19 @@ void wc_dist_sum_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, size
 void wc_dist_sum_f32(float *buf, size_t n) { allreduce(buf, n, MPI_FLOAT, sizeof *buf, MPI_SUM); }
 void wc_dist_max_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_MAX); }
 
+int wc_dist_any(int flag) {
+    int64_t v = flag != 0;
+    wc_dist_sum_i64(&v, 1);
+    return v > 0;
+}
+
+int wc_dist_max_int(int value) {
+    if (dist_size == 1) return value;
+    int v = value;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    return v;
+}
+
 void wc_dist_bcast(void *buf, size_t bytes, int root) {
     if (dist_size == 1) return;
     char *p = buf;

@@ -12,7 +12,7 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/snapshot.h"
-#include "wildcpu/train.h"
+#include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
 static void print_record(const char *label, const wc_ckpt_section *s) {
@@ -117,12 +117,11 @@ static int describe_dir(const char *path) {
     }
     /* how the last run of a run directory ended, for scripts whose launcher hides it */
     char marker[4200];
-    snprintf(marker, sizeof marker, "%s/%s", path, WC_TRAIN_STOPPED_MARKER);
+    snprintf(marker, sizeof marker, "%s/%s", path, WC_RUNDIR_STOPPED);
     char *stopped = wc_read_file(marker);
     if (stopped) {
         stopped[strcspn(stopped, "\n")] = '\0';
-        printf("state: stopped by a signal with a checkpoint written (%s): rerun the same command "
-               "to resume\n",
+        printf("state: stopped by a signal (%s): rerun the same command to resume\n",
                stopped);
         free(stopped);
     }

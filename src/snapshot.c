@@ -3,7 +3,6 @@
 #include "wildcpu/snapshot.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +18,6 @@ enum {
 };
 #define STATE_BYTES(nt) (8 * (size_t)ST_COUNT + 4 * (size_t)(nt))
 
-static int fail(char *why, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
-static int fail(char *why, size_t size, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return WC_ERR;
-}
 
 /* Index of the first non-finite value, or n. */
 static size_t first_nonfinite_f32(const float *v, size_t n) {
@@ -124,13 +115,13 @@ typedef struct owned {
 static int text(const wc_ckpt *ck, const char *name, int optional, char **out, char *why,
                 size_t why_size) {
     const wc_ckpt_section *s = wc_ckpt_find(ck, name);
-    if (!s && !optional) return fail(why, why_size, "section '%s' is missing", name);
+    if (!s && !optional) return wc_reason(why, why_size, "section '%s' is missing", name);
     size_t n = s ? s->size : 0;
     if (n > WC_SNAPSHOT_MAX_TEXT)
-        return fail(why, why_size, "section '%s' is %zu bytes, more than a text may hold (%d)",
+        return wc_reason(why, why_size, "section '%s' is %zu bytes, more than a text may hold (%d)",
                     name, n, WC_SNAPSHOT_MAX_TEXT);
     if (n && memchr(s->data, '\0', n))
-        return fail(why, why_size, "section '%s' holds a NUL byte", name);
+        return wc_reason(why, why_size, "section '%s' holds a NUL byte", name);
     *out = WC_ALLOC(n + 1);
     if (n) memcpy(*out, s->data, n);
     (*out)[n] = '\0';
@@ -144,7 +135,7 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
     int n = 1;
     for (const char *p = t; *p; p++) n += *p == ',';
     if (!*t || n > WC_SNAPSHOT_MAX_FEATURES)
-        return fail(why, why_size, "section 'features' lists %d names (1 to %d expected)",
+        return wc_reason(why, why_size, "section 'features' lists %d names (1 to %d expected)",
                     *t ? n : 0, WC_SNAPSHOT_MAX_FEATURES);
     o->names = WC_CALLOC((size_t)n, sizeof(char *));
     const char *p = t;
@@ -152,11 +143,11 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == 0 || len >= WC_BAND_NAME_MAX)
-            return fail(why, why_size, "feature %d's name is %zu bytes (1 to %d expected)", i + 1,
+            return wc_reason(why, why_size, "feature %d's name is %zu bytes (1 to %d expected)", i + 1,
                         len, WC_BAND_NAME_MAX - 1);
         for (size_t k = 0; k < len; k++)
             if ((unsigned char)p[k] < 0x20 || p[k] == 0x7f)
-                return fail(why, why_size, "feature %d's name holds a control character", i + 1);
+                return wc_reason(why, why_size, "feature %d's name holds a control character", i + 1);
         o->names[i] = WC_ALLOC(len + 1);
         memcpy(o->names[i], p, len);
         o->names[i][len] = '\0';
@@ -169,7 +160,7 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
 static int normalization(const wc_ckpt *ck, owned *o, int nfeat, char *why, size_t why_size) {
     const wc_ckpt_section *s = wc_ckpt_find(ck, WC_SECTION_NORM);
     if (!s || s->size != 16 * (size_t)nfeat)
-        return fail(why, why_size, "section 'norm' is %zu bytes, %d features need %zu",
+        return wc_reason(why, why_size, "section 'norm' is %zu bytes, %d features need %zu",
                     s ? s->size : 0, nfeat, 16 * (size_t)nfeat);
     o->mean = WC_ALLOC(sizeof(double) * nfeat);
     o->std = WC_ALLOC(sizeof(double) * nfeat);
@@ -177,7 +168,7 @@ static int normalization(const wc_ckpt *ck, owned *o, int nfeat, char *why, size
     wc_le_get_f64s(o->std, (const unsigned char *)s->data + 8 * (size_t)nfeat, (size_t)nfeat);
     for (int c = 0; c < nfeat; c++)
         if (!isfinite(o->mean[c]) || !isfinite(o->std[c]) || !(o->std[c] > 0))
-            return fail(why, why_size, "feature %d (%s) has mean %g and std %g", c + 1,
+            return wc_reason(why, why_size, "feature %d (%s) has mean %g and std %g", c + 1,
                         o->names[c], o->mean[c], o->std[c]);
     return WC_OK;
 }
@@ -187,23 +178,23 @@ static int normalization(const wc_ckpt *ck, owned *o, int nfeat, char *why, size
 static int floats(const wc_ckpt *ck, const char *name, size_t *n, int nonneg, float **out,
                   char *why, size_t why_size) {
     const wc_ckpt_section *s = wc_ckpt_find(ck, name);
-    if (!s) return fail(why, why_size, "section '%s' is missing", name);
+    if (!s) return wc_reason(why, why_size, "section '%s' is missing", name);
     if (*n == 0 && (s->size == 0 || s->size % 4))
-        return fail(why, why_size, "section '%s' is %zu bytes, not a whole number of float32",
+        return wc_reason(why, why_size, "section '%s' is %zu bytes, not a whole number of float32",
                     name, s->size);
     if (*n == 0) *n = s->size / 4;
     if (s->size != 4 * *n)
-        return fail(why, why_size, "section '%s' is %zu bytes, the parameters need %zu", name,
+        return wc_reason(why, why_size, "section '%s' is %zu bytes, the parameters need %zu", name,
                     s->size, 4 * *n);
     *out = WC_ALLOC(s->size);
     wc_le_get_f32s(*out, s->data, *n);
     size_t bad = first_nonfinite_f32(*out, *n);
     if (bad < *n)
-        return fail(why, why_size, "section '%s' holds a non-finite value at element %zu", name,
+        return wc_reason(why, why_size, "section '%s' holds a non-finite value at element %zu", name,
                     bad);
     for (size_t i = 0; nonneg && i < *n; i++)
         if ((*out)[i] < 0)
-            return fail(why, why_size, "section '%s' holds a negative value at element %zu",
+            return wc_reason(why, why_size, "section '%s' holds a negative value at element %zu",
                         name, i);
     return WC_OK;
 }
@@ -212,35 +203,35 @@ static int floats(const wc_ckpt *ck, const char *name, size_t *n, int nonneg, fl
 static int state(const wc_ckpt *ck, wc_snapshot *s, owned *o, char *why, size_t why_size) {
     const wc_ckpt_section *sec = wc_ckpt_find(ck, WC_SECTION_STATE);
     if (!sec || sec->size < STATE_BYTES(0) || (sec->size - STATE_BYTES(0)) % 4)
-        return fail(why, why_size, "section 'state' is %zu bytes (64 + 4 per tensor expected)",
+        return wc_reason(why, why_size, "section 'state' is %zu bytes (64 + 4 per tensor expected)",
                     sec ? sec->size : 0);
     const unsigned char *p = sec->data;
     int64_t v[ST_COUNT];
     for (int i = 0; i < ST_COUNT; i++) v[i] = (int64_t)wc_le_get_u64(p + 8 * i);
     const int64_t nt = (int64_t)((sec->size - STATE_BYTES(0)) / 4);
     if (v[ST_NTENSORS] != nt || nt > WC_SNAPSHOT_MAX_TENSORS)
-        return fail(why, why_size, "section 'state' records %lld tensors but holds %lld",
+        return wc_reason(why, why_size, "section 'state' records %lld tensors but holds %lld",
                     (long long)v[ST_NTENSORS], (long long)nt);
     if (v[ST_STEP] != (int64_t)ck->step)
-        return fail(why, why_size, "section 'state' says step %lld, the header %ld",
+        return wc_reason(why, why_size, "section 'state' says step %lld, the header %ld",
                     (long long)v[ST_STEP], ck->step);
     if (v[ST_OPTIM_STEP] < 0 || v[ST_OPTIM_STEP] > v[ST_STEP] || v[ST_EPOCH] < 0 ||
         v[ST_EPOCH] > v[ST_STEP] || v[ST_EPOCH_POS] < 0 || v[ST_RANKS] < 1 ||
         v[ST_RANKS] > (1 << 24) || (v[ST_CALIBRATED] != 0 && v[ST_CALIBRATED] != 1))
-        return fail(why, why_size, "section 'state' holds counters out of their bounds "
+        return wc_reason(why, why_size, "section 'state' holds counters out of their bounds "
                                    "(optimizer step %lld, epoch %lld, position %lld, ranks %lld, "
                                    "calibrated %lld at step %lld)",
                     (long long)v[ST_OPTIM_STEP], (long long)v[ST_EPOCH],
                     (long long)v[ST_EPOCH_POS], (long long)v[ST_RANKS],
                     (long long)v[ST_CALIBRATED], (long long)v[ST_STEP]);
     if (v[ST_NFEAT] != s->nfeat)
-        return fail(why, why_size, "section 'state' says %lld features, 'features' lists %d",
+        return wc_reason(why, why_size, "section 'state' says %lld features, 'features' lists %d",
                     (long long)v[ST_NFEAT], s->nfeat);
     o->exponent = WC_ALLOC(sizeof(int32_t) * (size_t)(nt ? nt : 1));
     for (int64_t t = 0; t < nt; t++) {
         o->exponent[t] = (int32_t)wc_le_get_u32(p + 8 * ST_COUNT + 4 * t);
         if (o->exponent[t] < WC_SNAPSHOT_EXPONENT_MIN || o->exponent[t] > WC_SNAPSHOT_EXPONENT_MAX)
-            return fail(why, why_size, "section 'state': tensor %lld's exponent %d is out of "
+            return wc_reason(why, why_size, "section 'state': tensor %lld's exponent %d is out of "
                                        "[%d, %d]",
                         (long long)t, o->exponent[t], WC_SNAPSHOT_EXPONENT_MIN,
                         WC_SNAPSHOT_EXPONENT_MAX);
@@ -269,7 +260,7 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
     char pending[8];
     wc_kv_get(o->progress, "val_pending", pending, sizeof pending);
     if (*pending && strcmp(pending, "0") != 0 && strcmp(pending, "1") != 0) {
-        fail(why, why_size, "section 'progress' says val_pending=%s", pending);
+        wc_reason(why, why_size, "section 'progress' says val_pending=%s", pending);
         goto out;
     }
     s->val_pending = strcmp(pending, "1") == 0;
@@ -280,7 +271,7 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
     if (normalization(ck, o, s->nfeat, why, why_size) != WC_OK) goto out;
     s->mean = o->mean, s->std = o->std;
     if (wc_snapshot_patch(s) == 0) {
-        fail(why, why_size, "section 'config' has no valid patch size");
+        wc_reason(why, why_size, "section 'config' has no valid patch size");
         goto out;
     }
     s->nparams = 0;
@@ -334,12 +325,12 @@ wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int
     wc_net *net = wc_net_create(*arch ? arch : "model", s->spec, s->nfeat, max_N, H ? H : patch,
                                 W ? W : patch, mode);
     if (!net) {
-        fail(why, why_size, "its network spec does not build for %d inputs of %dx%d (see above)",
+        wc_reason(why, why_size, "its network spec does not build for %d inputs of %dx%d (see above)",
              s->nfeat, W ? W : patch, H ? H : patch);
         return NULL;
     }
     if (net->nparams != s->nparams || net->ntensors != s->ntensors) {
-        fail(why, why_size, "its network has %zu parameters in %d tensors, the checkpoint holds "
+        wc_reason(why, why_size, "its network has %zu parameters in %d tensors, the checkpoint holds "
                             "%zu in %d",
              net->nparams, net->ntensors, s->nparams, s->ntensors);
         wc_net_destroy(net);
@@ -360,4 +351,63 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) 
     }
     wc_net_destroy(net);
     return WC_OK;
+}
+
+/* ---- resuming ---------------------------------------------------------------------------- */
+
+typedef struct {
+    wc_snapshot *snap;
+    const wc_resume_match *m;
+} resume_ctx;
+
+/* A wc_ckpt_check: the snapshot checks out and, when it claims the run's data and settings
+ * (which wc_snapshot_find_resume then compares, refusing a difference), holds the run's network
+ * and optimizer state. */
+static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) {
+    const resume_ctx *c = ctx;
+    if (wc_snapshot_check(ck, c->snap, why, why_size) != WC_OK) return WC_ERR;
+    const wc_snapshot *s = c->snap;
+    const wc_resume_match *m = c->m;
+    char diff[8];
+    if (wc_kv_differs(m->fingerprint, s->fingerprint, diff, sizeof diff) ||
+        wc_kv_differs(m->config, s->config, diff, sizeof diff))
+        return WC_OK; /* another run's: refused with the difference named */
+    if (s->nparams != m->nparams || s->ntensors != m->ntensors)
+        return wc_reason(why, why_size, "it holds %zu parameters in %d tensors, this run's "
+                                        "network has %zu in %d",
+                         s->nparams, s->ntensors, m->nparams, m->ntensors);
+    if (m->need_optim_v && !s->optim_v)
+        return wc_reason(why, why_size, "it holds no second moment (optim_v), which AdamW needs");
+    return WC_OK;
+}
+
+int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s,
+                            char **path) {
+    memset(s, 0, sizeof *s);
+    wc_ckpt ck;
+    int found_any = 0;
+    resume_ctx ctx = {.snap = s, .m = m};
+    if (wc_ckpt_latest(dir, resume_check, &ctx, &ck, path, &found_any) != WC_OK) {
+        wc_snapshot_free(s);
+        if (!found_any) return 0;
+        wc_error("%s holds checkpoints but none is usable (see above); refusing to start over "
+                 "silently: use --fresh to start from scratch",
+                 dir);
+        return -1;
+    }
+    wc_ckpt_free(&ck);
+    char why[2048];
+    int rc = 1;
+    if (wc_kv_differs(m->fingerprint, s->fingerprint, why, sizeof why)) {
+        wc_error("checkpoint %s was trained on other data: %s (use another --out, or --fresh)",
+                 *path, why);
+        rc = -1;
+    } else if (wc_kv_differs(m->config, s->config, why, sizeof why)) {
+        wc_error("checkpoint %s was written with other settings: %s (rerun with the same "
+                 "options, or use --fresh)",
+                 *path, why);
+        rc = -1;
+    }
+    if (rc < 0) wc_snapshot_free(s);
+    return rc;
 }

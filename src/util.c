@@ -158,6 +158,19 @@ int wc_mkdir_p(const char *path) {
     return rc;
 }
 
+int wc_reason(char *why, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return WC_ERR;
+}
+
+size_t wc_physical_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)1 << 34;
+}
+
 void wc_strv_free(char **v) {
     for (size_t i = 0; v && v[i]; i++) free(v[i]);
     free(v);

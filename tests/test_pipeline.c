@@ -41,9 +41,9 @@ static void test_synth_train_resume(void) {
     c.micro_batch = 4; /* a partial last micro-batch */
     c.ckpt_every = 2;
     c.no_predict = 1;
-    CHECK(wc_train_run(&c) == WC_EXIT_OK, "training");
+    CHECK(wc_run_train_and_map(&c) == WC_EXIT_OK, "training");
     c.steps = 4; /* rerun: resumes at the end, rewrites the last checkpoint */
-    CHECK(wc_train_run(&c) == WC_EXIT_OK, "rerun of a finished training");
+    CHECK(wc_run_train_and_map(&c) == WC_EXIT_OK, "rerun of a finished training");
     c.fresh = 1;
     c.steps = 2;
     c.no_predict = 0; /* train then map, in one call */

@@ -26,6 +26,11 @@ void wc_dist_sum_i64(int64_t *buf, size_t n);
 void wc_dist_sum_f64(double *buf, size_t n);
 void wc_dist_sum_f32(float *buf, size_t n);
 void wc_dist_max_f64(double *buf, size_t n);
+/* The agreements that keep a rank from waiting in a collective another rank will never join:
+ * whether any rank's flag is set (a failure, a stop signal), and the largest of the ranks'
+ * values (an exit status). The same answer on every rank. Collective. */
+int wc_dist_any(int flag);
+int wc_dist_max_int(int value);
 /* Broadcast of bytes from root. */
 void wc_dist_bcast(void *buf, size_t bytes, int root);
 /* Every rank contributes `count` bytes; all ranks receive the concatenation in rank order.

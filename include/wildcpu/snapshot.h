@@ -93,6 +93,25 @@ int wc_snapshot_patch(const wc_snapshot *s);
  * replaced on every call; the caller frees the last one). */
 int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size);
 
+/* What a checkpoint must match to be resumed by a run: the run's data fingerprint and settings
+ * record (util.h's key=value records), its network's parameter and tensor counts, and whether
+ * its optimizer keeps a second moment. */
+typedef struct wc_resume_match {
+    const char *fingerprint, *config;
+    size_t nparams;
+    int ntensors;
+    int need_optim_v;
+} wc_resume_match;
+
+/* The newest checkpoint of dir a resume can use (docs/checkpoint.md, "Which checkpoint a resume
+ * takes"): one that fails a check, or claims this run's data and settings but holds another
+ * network or optimizer state, is "not usable" and the previous one is tried. Returns 1 with s
+ * (owned) and *path (caller frees) filled; 0 when dir holds no checkpoint (a fresh start); -1
+ * after a message when checkpoints exist but none is usable (never a silent fresh start) or
+ * when the newest usable one is of other data or settings (the difference named). */
+int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s,
+                            char **path);
+
 /* The sections a snapshot is stored in, for tools that list them (wildcpu info). */
 #define WC_SECTION_META "meta"
 #define WC_SECTION_CONFIG "config"

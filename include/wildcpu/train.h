@@ -44,16 +44,11 @@ typedef struct wc_train_config {
     int cog, classes;          /* risk map options, as for predict */
 } wc_train_config;
 
-/* The file a run directory holds while its run is stopped by a signal with a checkpoint written
- * (status 75): scripts that cannot see the exit status (a launcher that reports its own) tell
- * "stopped, rerun to resume" from "failed" by it. Removed when a run of the directory starts. */
-#define WC_TRAIN_STOPPED_MARKER "STOPPED"
-
 void wc_train_config_default(wc_train_config *cfg);
-/* Runs training to the end (or to a stop signal, see stop.h). Returns the exit status:
- * WC_EXIT_OK, WC_EXIT_RUNTIME (after an error message), WC_EXIT_USAGE, or WC_EXIT_STOPPED
- * (stopped by SIGTERM/SIGUSR1/SIGINT after writing a checkpoint; rerun to resume). The map is
- * the caller's (run.h). Collective. */
+/* Runs training to the end (or to a stop signal, see stop.h) in cfg->out_dir, which
+ * wc_run_prepare_dir (run.h) has prepared. Returns the exit status: WC_EXIT_OK,
+ * WC_EXIT_RUNTIME (after an error message), WC_EXIT_USAGE, or WC_EXIT_STOPPED (stopped by
+ * SIGTERM/SIGUSR1/SIGINT after writing a checkpoint; rerun to resume). Collective. */
 int wc_train_run(const wc_train_config *cfg);
 
 #endif

@@ -51,6 +51,10 @@ void *wc_calloc_check(size_t count, size_t size, const char *file, int line);
 /* strdup that never returns NULL. */
 char *wc_strdup(const char *s);
 
+/* Formats the reason a check failed into why (size bytes) and returns WC_ERR, so a check reads
+ * `return wc_reason(why, size, "section %s is missing", name);`. */
+int wc_reason(char *why, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
+
 /* Frees a NULL-terminated array of strings and the strings (NULL is fine). */
 void wc_strv_free(char **v);
 
@@ -79,6 +83,10 @@ void wc_utc_timestamp(char *buf, size_t size);
 /* Peak and current resident set size of this process, in bytes (0 if unknown). */
 size_t wc_peak_rss_bytes(void);
 size_t wc_current_rss_bytes(void);
+
+/* The machine's physical memory in bytes (the bound beyond which a size read from a file is
+ * refused rather than allocated). */
+size_t wc_physical_memory_bytes(void);
 
 /* Formats a byte count as "12.3 MiB" into buf (>= 16 bytes); returns buf. */
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes);

@@ -1,0 +1,33 @@
+/* rundir.h: a training run's directory (--out DIR): the files it holds, the checks made before
+ * a run starts, --fresh, and the marker of a stopped run.
+ *
+ * Before a run: no input may be one of the run's files (a --tiles D/risk.tif with --out D would
+ * be replaced by the map, or moved aside by --fresh); --fresh moves the previous run's files to
+ * DIR/replaced-<time>/; DIR and DIR/checkpoints are created.
+ *
+ * DIR/STOPPED exists exactly when the last run of DIR ended with status 75 (stopped by a signal
+ * with its checkpoint written, or stopped while drawing the map after the final one): a script
+ * whose launcher reports its own status (mpirun signalled itself exits 1) tells "rerun to
+ * resume" from "failed" by it. It is written as soon as the stop's checkpoint is durable (a
+ * launcher may kill the processes soon after), as a key=value record: stopped_utc, phase
+ * (planning, training or map), step (of the checkpoint a rerun resumes from; -1: none yet),
+ * signal.
+ *
+ * Not here: what is written into the directory (train.c, snapshot.c, report.c, predict.c). */
+#ifndef WILDCPU_RUNDIR_H
+#define WILDCPU_RUNDIR_H
+
+#include "wildcpu/train.h"
+
+#define WC_RUNDIR_STOPPED "STOPPED"
+
+/* Checks and prepares cfg->out_dir as described above; removes the stop marker of the previous
+ * run. Collective. Returns WC_OK, or an exit status: WC_EXIT_USAGE when an input is one of the
+ * run's files, WC_EXIT_RUNTIME when the directory cannot be prepared (after a message). */
+int wc_rundir_prepare(const wc_train_config *cfg);
+
+/* Writes out_dir/STOPPED (rank 0; the others return at once). phase: "planning", "training" or
+ * "map". */
+void wc_rundir_mark_stopped(const char *out_dir, const char *phase);
+
+#endif

@@ -1,0 +1,151 @@
+/* rundir.c: the run directory: its files, the checks before a run, --fresh, the stop marker;
+ * see rundir.h. */
+#include "wildcpu/rundir.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "wildcpu/ckpt.h"
+#include "wildcpu/dist.h"
+#include "wildcpu/files.h"
+#include "wildcpu/net.h"
+#include "wildcpu/raster.h"
+#include "wildcpu/stop.h"
+#include "wildcpu/util.h"
+
+/* What a run directory holds: what --fresh moves aside, and what no input may be. */
+static const struct {
+    const char *name, *what;
+} RUN_FILES[] = {
+    {"checkpoints", "the checkpoints"},
+    {"metrics.jsonl", "the metrics log"},
+    {"report.json", "the report"},
+    {"report.md", "the report"},
+    {"risk.tif", "the risk map"},
+    {"risk.tif.aux.xml", "the risk map's sidecar"},
+    {"risk.png", "the quick-look picture"},
+    {WC_RUNDIR_STOPPED, "the stop marker"},
+};
+enum { NRUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };
+
+static void run_file(char *buf, size_t size, const char *out, const char *name) {
+    snprintf(buf, size, "%s/%s", out, name);
+}
+
+/* Every file the run reads: the tiles (a VRT and all its tiles), the labels, the oracle, a
+ * network spec file, a baseline report. */
+static const char **list_inputs(const wc_train_config *cfg, char **lists[3]) {
+    lists[0] = wc_gdal_file_list(cfg->data.tiles);
+    lists[1] = cfg->data.labels ? wc_gdal_file_list(cfg->data.labels) : NULL;
+    lists[2] = cfg->data.oracle ? wc_gdal_file_list(cfg->data.oracle) : NULL;
+    size_t n = 3;
+    for (int l = 0; l < 3; l++)
+        for (size_t i = 0; lists[l] && lists[l][i]; i++) n++;
+    const char **inputs = WC_ALLOC(sizeof(char *) * n);
+    n = 0;
+    for (int l = 0; l < 3; l++)
+        for (size_t i = 0; lists[l] && lists[l][i]; i++) inputs[n++] = lists[l][i];
+    if (!wc_net_builtin_spec(cfg->model)) inputs[n++] = cfg->model;
+    if (cfg->baseline) inputs[n++] = cfg->baseline;
+    inputs[n] = NULL;
+    return inputs;
+}
+
+/* Nothing the run writes or moves may be one of its inputs (a --tiles D/risk.tif with --out D
+ * would be replaced by the map, or moved aside by --fresh). */
+static int check_inputs(const wc_train_config *cfg) {
+    char **lists[3];
+    const char **inputs = list_inputs(cfg, lists);
+    char paths[NRUN_FILES][4200];
+    const char *outs[NRUN_FILES], *whats[NRUN_FILES], *moved[1] = {paths[0]}; /* checkpoints */
+    for (int i = 0; i < NRUN_FILES; i++) {
+        run_file(paths[i], sizeof paths[i], cfg->out_dir, RUN_FILES[i].name);
+        outs[i] = paths[i], whats[i] = RUN_FILES[i].what;
+    }
+    int rc = wc_check_outputs_not_inputs(outs, whats, NRUN_FILES, moved, cfg->fresh, inputs);
+    free(inputs);
+    for (int l = 0; l < 3; l++) wc_strv_free(lists[l]);
+    return rc;
+}
+
+/* --fresh: the previous run's files move to out/replaced-<time>/ (never deleted), so a later
+ * resume cannot pick up the old run's checkpoints. Returns WC_ERR on a failed move. */
+static int set_aside_previous_run(const char *out) {
+    char ts[32], dir[4096], from[4200], to[4400];
+    wc_utc_timestamp(ts, sizeof ts);
+    snprintf(dir, sizeof dir, "%s/replaced-%s", out, ts);
+    for (int k = 2; access(dir, F_OK) == 0; k++) /* two restarts within a second */
+        snprintf(dir, sizeof dir, "%s/replaced-%s-%d", out, ts, k);
+    int moved = 0;
+    for (int i = 0; i < NRUN_FILES; i++) {
+        run_file(from, sizeof from, out, RUN_FILES[i].name);
+        if (access(from, F_OK) != 0) continue;
+        if (!moved && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            wc_error("--fresh: cannot create %s to keep the previous run: %s", dir, strerror(errno));
+            return WC_ERR;
+        }
+        snprintf(to, sizeof to, "%s/%s", dir, RUN_FILES[i].name);
+        if (rename(from, to) != 0) {
+            wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(errno));
+            return WC_ERR;
+        }
+        moved++;
+    }
+    if (moved) wc_info("--fresh: the previous run's files are kept in %s", dir);
+    return WC_OK;
+}
+
+/* Rank 0's part of wc_run_prepare_dir. */
+static int prepare_here(const wc_train_config *cfg) {
+    const char *out = cfg->out_dir;
+    if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;
+    char ckpt_dir[4200], marker[4200];
+    run_file(ckpt_dir, sizeof ckpt_dir, out, "checkpoints");
+    if (cfg->fresh && access(out, F_OK) == 0 && set_aside_previous_run(out) != WC_OK)
+        return WC_EXIT_RUNTIME;
+    if (wc_mkdir_p(out) != WC_OK) {
+        wc_error("cannot create the run directory %s: %s", out, strerror(errno));
+        return WC_EXIT_RUNTIME;
+    }
+    if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
+        wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
+        return WC_EXIT_RUNTIME;
+    }
+    /* the marker tells how the last run ended: this one has not ended yet */
+    run_file(marker, sizeof marker, out, WC_RUNDIR_STOPPED);
+    if (unlink(marker) != 0 && errno != ENOENT)
+        wc_warn("cannot remove %s: %s", marker, strerror(errno));
+    return WC_OK;
+}
+
+int wc_rundir_prepare(const wc_train_config *cfg) {
+    int64_t status = wc_dist_rank() == 0 ? prepare_here(cfg) : WC_OK;
+    wc_dist_bcast(&status, sizeof status, 0);
+    return (int)status;
+}
+
+void wc_rundir_mark_stopped(const char *out_dir, const char *phase) {
+    if (wc_dist_rank() != 0) return;
+    char path[4200], dir[4200], ts[32];
+    run_file(path, sizeof path, out_dir, WC_RUNDIR_STOPPED);
+    run_file(dir, sizeof dir, out_dir, "checkpoints");
+    wc_ckpt_entry *e;
+    int n = wc_ckpt_list(dir, 0, &e);
+    long step = -1;
+    for (int i = 0; i < n && step < 0; i++)
+        if (e[i].header_ok) step = e[i].step;
+    if (n > 0) wc_ckpt_list_free(e, n);
+    wc_utc_timestamp(ts, sizeof ts);
+    wc_atomic_file f;
+    if (wc_atomic_open(&f, path, "w") != WC_OK) return;
+    fprintf(f.f, "stopped_utc=%s;phase=%s;step=%ld;signal=%s;resume=rerun the same command\n", ts,
+            phase, step, wc_stop_signal() ? strsignal(wc_stop_signal()) : "on another rank");
+    if (wc_atomic_commit(&f) != WC_OK)
+        wc_warn("%s could not be written: scripts cannot tell this stop from a failure by it",
+                path);
+}

@@ -1,0 +1,198 @@
+/* trainlog.c: progress lines and metrics.jsonl; see trainlog.h. */
+#include "wildcpu/trainlog.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wildcpu/dist.h"
+#include "wildcpu/files.h"
+#include "wildcpu/util.h"
+
+struct wc_trainlog {
+    int active;             /* rank 0 */
+    char *path;             /* out_dir/metrics.jsonl */
+    FILE *f;
+    int failed;             /* a write failed (reported once) */
+    int tty;                /* a live bar between progress lines */
+    int bar_shown;          /* the bar occupies the current line */
+    long total_steps, steps_per_epoch, log_every;
+    double t_open, t_start, t_last;
+    long steps_since_start, samples_since_line, steps_since_line;
+    double loss_since_line, last_loss;
+};
+
+/* One line of the log, flushed. */
+static void write_line(wc_trainlog *l, const char *fmt, ...) WC_PRINTF(2, 3);
+static void write_line(wc_trainlog *l, const char *fmt, ...) {
+    if (!l->f) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int bad = vfprintf(l->f, fmt, ap) < 0;
+    va_end(ap);
+    bad |= fputc('\n', l->f) == EOF;
+    bad |= fflush(l->f) != 0;
+    if (bad && !l->failed)
+        wc_warn("writing %s failed: %s; training goes on, the log misses lines", l->path,
+                strerror(errno));
+    l->failed |= bad;
+    clearerr(l->f);
+}
+
+/* The log of a resumed run: drop what the interrupted run logged after the checkpoint. */
+static void trim(const char *path, long keep_through_step) {
+    char *text = wc_read_file(path);
+    wc_atomic_file out;
+    if (!text || wc_atomic_open(&out, path, "w") != WC_OK) {
+        free(text);
+        return; /* a missing log is fine; a failure was reported */
+    }
+    for (char *line = text, *next; *line; line = next) {
+        next = strchr(line, '\n');
+        next = next ? next + 1 : line + strlen(line);
+        const char *s = strstr(line, "\"step\":");
+        long step = s && s < next ? atol(s + 7) : 0;
+        if (step <= keep_through_step) fwrite(line, 1, (size_t)(next - line), out.f);
+    }
+    free(text);
+    if (wc_atomic_commit(&out) != WC_OK)
+        wc_warn("%s keeps lines logged after the checkpoint", path);
+}
+
+wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_steps,
+                              long steps_per_epoch, long log_every) {
+    wc_trainlog *l = WC_CALLOC(1, sizeof *l);
+    l->total_steps = total_steps, l->steps_per_epoch = steps_per_epoch, l->log_every = log_every;
+    l->t_open = l->t_start = l->t_last = wc_now();
+    if (wc_dist_rank() != 0) return l;
+    l->active = 1;
+    /* A live bar only on a real terminal: Open MPI gives every rank a pseudo-terminal even when
+     * mpirun's output goes to a file, so under a launcher progress goes in lines. */
+    l->tty = isatty(STDOUT_FILENO) && !getenv("OMPI_COMM_WORLD_SIZE") &&
+             !getenv("SLURM_STEP_ID") && !getenv("PMIX_RANK");
+    size_t n = strlen(out_dir) + 16;
+    l->path = WC_ALLOC(n);
+    snprintf(l->path, n, "%s/metrics.jsonl", out_dir);
+    if (start_step > 0)
+        trim(l->path, start_step);
+    else
+        unlink(l->path);
+    l->f = fopen(l->path, "a");
+    if (!l->f) {
+        wc_error("cannot write %s: %s", l->path, strerror(errno));
+        wc_trainlog_close(l);
+        return NULL;
+    }
+    return l;
+}
+
+void wc_trainlog_close(wc_trainlog *l) {
+    if (!l) return;
+    wc_trainlog_break_line(l);
+    if (l->f) fclose(l->f);
+    free(l->path);
+    free(l);
+}
+
+void wc_trainlog_start(wc_trainlog *l) { l->t_start = l->t_last = wc_now(); }
+
+void wc_trainlog_break_line(wc_trainlog *l) {
+    if (l->bar_shown) printf("\n");
+    l->bar_shown = 0;
+}
+
+/* Clears the live bar's line before a message takes it. */
+static void clear_bar(wc_trainlog *l) {
+    if (l->bar_shown) printf("\r\033[K");
+    l->bar_shown = 0;
+}
+
+static void fmt_duration(char *buf, size_t size, double s) {
+    long v = (long)(s + 0.5);
+    if (v >= 3600)
+        snprintf(buf, size, "%ldh%02ldm", v / 3600, v / 60 % 60);
+    else
+        snprintf(buf, size, "%ldm%02lds", v / 60, v % 60);
+}
+
+void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long samples) {
+    l->steps_since_start++;
+    l->steps_since_line++;
+    l->samples_since_line += samples;
+    l->loss_since_line += loss;
+    l->last_loss = loss;
+    if (!l->active) return;
+    const double now = wc_now();
+    const long done = step + 1;
+    const int line_due = done % l->log_every == 0 || done == l->total_steps;
+    const double rate = (double)l->steps_since_start / (now - l->t_start);
+    char eta[32];
+    fmt_duration(eta, sizeof eta, rate > 0 ? (double)(l->total_steps - done) / rate : 0);
+    if (!line_due) {
+        if (!l->tty) return;
+        int width = 30, filled = (int)(width * (double)done / (double)l->total_steps);
+        printf("\r\033[K[%.*s%*s] step %ld/%ld  loss %.4f  ETA %s", filled,
+               "##############################", width - filled, "", done, l->total_steps, loss,
+               eta);
+        fflush(stdout);
+        l->bar_shown = 1;
+        return;
+    }
+    const long epoch = step / l->steps_per_epoch + 1;
+    const long epochs = (l->total_steps + l->steps_per_epoch - 1) / l->steps_per_epoch;
+    const double dt = now - l->t_last;
+    const double sps = dt > 0 ? (double)l->samples_since_line / dt : 0;
+    const double mean = l->loss_since_line / (double)WC_MAX(l->steps_since_line, 1);
+    clear_bar(l);
+    wc_info("epoch %ld/%ld  step %ld/%ld  loss %.4f  lr %.2e  %.1f samples/s  ETA %s", epoch,
+            epochs, done, l->total_steps, mean, lr, sps, eta);
+    write_line(l,
+               "{\"type\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.17g,\"lr\":%.9g,"
+               "\"samples_per_s\":%.3f,\"elapsed_s\":%.3f}",
+               done, epoch, mean, lr, sps, now - l->t_open);
+    l->t_last = now;
+    l->samples_since_line = l->steps_since_line = 0;
+    l->loss_since_line = 0;
+}
+
+void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
+                            const wc_metrics *oracle) {
+    if (!l->active) return;
+    const long epoch = step / l->steps_per_epoch + 1;
+    char line[2048];
+    int n = snprintf(line, sizeof line, "{\"type\":\"val\",\"step\":%ld,\"epoch\":%ld,", step + 1,
+                     epoch);
+    n += wc_metrics_json(line + n, sizeof line - n, val, "");
+    if (oracle) {
+        n += snprintf(line + n, sizeof line - n, ",");
+        n += wc_metrics_json(line + n, sizeof line - n, oracle, "oracle_");
+    }
+    snprintf(line + n, sizeof line - n, "}");
+    write_line(l, "%s", line);
+    clear_bar(l);
+    wc_info("validation after step %ld (epoch %ld): loss %.4f  AUC-PR %.4f  ROC-AUC %.4f  "
+            "best F1 %.3f @ %.3f  Brier %.4f  (%lld pixels, %.1f%% burned)",
+            step + 1, epoch, val->loss, val->auc_pr, val->roc_auc, val->best_f1,
+            val->best_f1_threshold, val->brier, (long long)val->pixels,
+            100 * val->positive_rate);
+    if (oracle)
+        wc_info("  oracle on the same pixels: AUC-PR %.4f  ROC-AUC %.4f  (model at %.0f%% of "
+                "the oracle's AUC-PR)",
+                oracle->auc_pr, oracle->roc_auc, 100 * val->auc_pr / oracle->auc_pr);
+}
+
+void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, long step, size_t bytes,
+                            double seconds, const char *why) {
+    if (!l->active) return;
+    char b[32];
+    clear_bar(l);
+    wc_info("checkpoint %s/ckpt-%08ld.wcp (%s): %s in %.3f s", dir, step, why,
+            wc_fmt_bytes(b, sizeof b, (double)bytes), seconds);
+    write_line(l,
+               "{\"type\":\"checkpoint\",\"step\":%ld,\"bytes\":%zu,\"seconds\":%.4f,"
+               "\"why\":\"%s\"}",
+               step, bytes, seconds, why);
+}
