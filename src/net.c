@@ -2,7 +2,6 @@
  * and backward. See net.h for the spec language and the memory rules. */
 #include "wildcpu/net.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +56,10 @@ const char *wc_net_builtin_spec(const char *arch) {
 
 /* ---- parsing ---------------------------------------------------------------------------- */
 
+/* Option values are 0 to 2^20: no kernel, stride, padding or width has use beyond, and the
+ * bound keeps sums of a few of them far from overflowing an int. */
+#define MAX_OPTION (1 << 20)
+
 static int find_node(const wc_node *nodes, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (strcmp(nodes[i].name, name) == 0) return i;
@@ -66,16 +69,39 @@ static int find_node(const wc_node *nodes, int n, const char *name) {
 static int parse_int(const char *s, int *out) {
     char *end;
     long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || v > 1 << 20) return -1;
+    if (end == s || *end || v < 0 || v > MAX_OPTION) return -1;
     *out = (int)v;
     return 0;
 }
 
-/* Parses one layer line (already stripped of comments and non-empty) into nodes[n]. */
+/* Letters, digits, '_', '.', '-' (not locale-dependent): a name becomes a tensor name written
+ * unquoted into an exported file's JSON header, and must never read as an option (key=value). */
+static int good_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n >= WC_NAME_MAX) return 0;
+    for (; *s; s++) {
+        char c = *s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Parses one layer line (comment stripped, at least one visible character) into nodes[n]. */
 static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int lineno) {
-    char *tok[16];
+    char *tok[WC_NET_MAX_TOKENS], *save = NULL;
     int ntok = 0;
-    for (char *t = strtok(line, " \t\r"); t && ntok < 16; t = strtok(NULL, " \t\r")) tok[ntok++] = t;
+    for (char *t = strtok_r(line, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
+        if (ntok == WC_NET_MAX_TOKENS) {
+            /* words beyond the limit were once dropped silently: an option lost without a word */
+            wc_error("%s:%d: more than %d words on one line (a layer has at most 10)", arch,
+                     lineno, WC_NET_MAX_TOKENS);
+            return WC_ERR;
+        }
+        tok[ntok++] = t;
+    }
+    WC_ASSERT(ntok > 0);
     wc_node *nd = &nodes[n];
     memset(nd, 0, sizeof *nd);
     nd->in[0] = nd->in[1] = -1;
@@ -97,9 +123,10 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         return WC_ERR;
     }
     nd->op = ops[which].op;
-    if (ntok < 2 || strlen(tok[1]) >= WC_NAME_MAX) {
-        wc_error("%s:%d: a layer needs a name of at most %d characters", arch, lineno,
-                 WC_NAME_MAX - 1);
+    if (ntok < 2 || !good_name(tok[1])) {
+        wc_error("%s:%d: a layer needs a name of 1 to %d letters, digits, '_', '.' or '-'%s%s%s",
+                 arch, lineno, WC_NAME_MAX - 1, ntok < 2 ? "" : ", not '",
+                 ntok < 2 ? "" : tok[1], ntok < 2 ? "" : "'");
         return WC_ERR;
     }
     strcpy(nd->name, tok[1]);
@@ -111,6 +138,10 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         wc_error("%s:%d: the first layer, and only it, must be 'input'", arch, lineno);
         return WC_ERR;
     }
+    /* conv's options; k= sets both kh and kw, so it counts as giving each of them */
+    static const char *const keys[] = {"out", "kh", "kw", "stride", "pad", "k"};
+    int *const dst[] = {&nd->K, &nd->KH, &nd->KW, &nd->stride, &nd->pad};
+    unsigned seen = 0;
     int ninputs = 0;
     for (int t = 2; t < ntok; t++) {
         char *eq = strchr(tok[t], '=');
@@ -130,32 +161,33 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         }
         *eq = '\0';
         const char *key = tok[t], *val = eq + 1;
-        int v, *dst = NULL;
         if (nd->op != WC_OP_CONV) {
             wc_error("%s:%d: %s takes no option '%s'", arch, lineno, tok[0], key);
             return WC_ERR;
         }
-        if (strcmp(key, "out") == 0) dst = &nd->K;
-        if (strcmp(key, "kh") == 0) dst = &nd->KH;
-        if (strcmp(key, "kw") == 0) dst = &nd->KW;
-        if (strcmp(key, "stride") == 0) dst = &nd->stride;
-        if (strcmp(key, "pad") == 0) dst = &nd->pad;
-        if (strcmp(key, "k") == 0) {
-            if (parse_int(val, &v) || v < 1) goto bad_value;
-            nd->KH = nd->KW = v;
-            continue;
-        }
-        if (!dst) {
+        int k = -1, v;
+        for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++)
+            if (strcmp(key, keys[i]) == 0) k = i;
+        if (k < 0) {
             wc_error("%s:%d: unknown option '%s' (conv takes out, k, kh, kw, stride, pad)", arch,
                      lineno, key);
             return WC_ERR;
         }
-        if (parse_int(val, &v)) goto bad_value;
-        *dst = v;
-        continue;
-    bad_value:
-        wc_error("%s:%d: option %s needs a non-negative integer, got '%s'", arch, lineno, key, val);
-        return WC_ERR;
+        unsigned bits = k == 5 ? 1u << 1 | 1u << 2 : 1u << k;
+        if (seen & bits) {
+            wc_error("%s:%d: option %s given twice (k= gives both kh= and kw=)", arch, lineno, key);
+            return WC_ERR;
+        }
+        seen |= bits;
+        if (parse_int(val, &v) || (k == 5 && v < 1)) {
+            wc_error("%s:%d: option %s needs an integer from %d to %d, got '%s'", arch, lineno,
+                     key, k == 5, MAX_OPTION, val);
+            return WC_ERR;
+        }
+        if (k == 5)
+            nd->KH = nd->KW = v;
+        else
+            *dst[k] = v;
     }
     if (ninputs != ops[which].ninputs) {
         wc_error("%s:%d: %s takes %d input(s), got %d", arch, lineno, tok[0], ops[which].ninputs,
@@ -169,24 +201,49 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
     return WC_OK;
 }
 
-/* Parses the whole spec into a freshly allocated node array; returns the count or -1. */
+/* Parses the whole spec into a freshly allocated node array; returns the count or -1. The
+ * limits (net.h) are checked as the text is read, before anything is sized by it. */
 static int parse_spec(const char *arch, const char *spec, wc_node **out_nodes) {
-    int cap = 8, n = 0;
+    if (strnlen(spec, (size_t)WC_NET_MAX_SPEC + 1) > WC_NET_MAX_SPEC) {
+        wc_error("%s: the spec is longer than %d bytes", arch, WC_NET_MAX_SPEC);
+        return -1;
+    }
+    int cap = 8, n = 0, lineno = 0;
     wc_node *nodes = WC_ALLOC(cap * sizeof *nodes);
-    char *text = wc_strdup(spec), *save = NULL;
-    int lineno = 0;
-    for (char *line = text;; line = NULL) {
-        char *l = strtok_r(line, "\n", &save);
-        if (!l) break;
-        lineno++; /* blank lines are swallowed by strtok_r; numbering is approximate then */
+    char *text = wc_strdup(spec);
+    for (char *l = text, *next; l; l = next) {
+        char *nl = strchr(l, '\n');
+        next = nl ? nl + 1 : NULL;
+        if (nl) *nl = '\0';
+        lineno++;
+        if (strlen(l) > WC_NET_MAX_LINE) {
+            wc_error("%s:%d: a line longer than %d characters", arch, lineno, WC_NET_MAX_LINE);
+            goto fail;
+        }
         char *hash = strchr(l, '#');
-        if (hash) *hash = '\0';
-        char *p = l;
-        while (isspace((unsigned char)*p)) p++;
-        if (!*p) continue;
-        if (n == cap) nodes = realloc(nodes, (cap *= 2) * sizeof *nodes);
-        WC_ASSERT(nodes);
-        if (parse_line(nodes, n, p, arch, lineno) != WC_OK) goto fail;
+        if (hash) *hash = '\0'; /* a comment may hold anything (UTF-8 prose) */
+        int visible = 0;
+        for (const char *c = l; *c; c++) {
+            unsigned char u = (unsigned char)*c;
+            if (u == ' ' || u == '\t' || u == '\r') continue;
+            if (u < 0x21 || u > 0x7e) {
+                wc_error("%s:%d: character 0x%02x outside a comment (a spec is ASCII text)", arch,
+                         lineno, u);
+                goto fail;
+            }
+            visible = 1;
+        }
+        if (!visible) continue;
+        if (n == WC_NET_MAX_LAYERS) {
+            wc_error("%s:%d: more than %d layers", arch, lineno, WC_NET_MAX_LAYERS);
+            goto fail;
+        }
+        if (n == cap) {
+            wc_node *more = realloc(nodes, (size_t)(cap *= 2) * sizeof *nodes);
+            if (!more) wc_fatal("out of memory parsing the spec of %s", arch);
+            nodes = more;
+        }
+        if (parse_line(nodes, n, l, arch, lineno) != WC_OK) goto fail;
         n++;
     }
     if (n < 2) {

@@ -9,8 +9,11 @@
  *   - the receptive field it reports is conservative: an input change beyond it leaves the
  *     output pixel bit-identical;
  *   - forward and backward allocate nothing (heap statistics unchanged over a step);
- *   - bad specs are refused with a message, not a crash. */
+ *   - bad specs are refused with a message, not a crash: each limit of the spec language, odd
+ *     characters and names, repeated options. */
+#include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "wildcpu/layers.h"
@@ -455,6 +458,142 @@ static void test_bad_specs_are_refused(void) {
     wc_log_set_quiet(0);
 }
 
+/* ---- the spec language's limits, and sizes a hostile spec may ask for ---------------------- */
+
+/* Builds a network with stderr captured into log, so that its message can be checked; returns
+ * whether wc_net_create refused it. */
+static int refused(const char *spec, int C, int N, int H, int W, int mode, char *log, size_t size) {
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    WC_ASSERT(tmp && saved >= 0);
+    dup2(fileno(tmp), 2);
+    wc_net *net = wc_net_create("test", spec, C, N, H, W, mode);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(log, 1, size - 1, tmp);
+    log[n] = '\0';
+    fclose(tmp);
+    wc_net_destroy(net);
+    return net == NULL;
+}
+
+/* The spec is refused for C x H x W inputs (one sample, training), with a message saying text. */
+static void expect_refused(const char *what, const char *spec, int C, int H, int W,
+                           const char *text) {
+    char log[4096];
+    int r = refused(spec, C, 1, H, W, WC_NET_TRAIN, log, sizeof log);
+    CHECK(r, "%s: accepted", what);
+    CHECK(!r || strstr(log, text), "%s: the message does not say '%s': %s", what, text, log);
+}
+
+static void expect_built(const char *what, const char *spec, int C, int H, int W) {
+    char log[4096];
+    CHECK(!refused(spec, C, 1, H, W, WC_NET_TRAIN, log, sizeof log), "%s: refused: %s", what,
+          log);
+}
+
+/* A spec text built piece by piece (caller frees). */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void add(text *t, const char *fmt, ...) WC_PRINTF(2, 3);
+static void add(text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s + t->len, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = 2 * (t->cap + (size_t)n + 64);
+        t->s = realloc(t->s, t->cap);
+        WC_ASSERT(t->s);
+        if (t->len == 0) t->s[0] = '\0';
+    }
+}
+
+/* A chain of n ReLUs after the input, then the output convolution: n + 2 layers. */
+static char *relu_chain(int n) {
+    text t = {0};
+    add(&t, "input r0\n");
+    for (int i = 1; i <= n; i++) add(&t, "relu r%d r%d\n", i, i - 1);
+    add(&t, "conv h r%d out=1 k=1\n", n);
+    return t.s;
+}
+
+static void test_spec_text_limits(void) {
+    /* words beyond the 16th were dropped without a word: here the 17th would be pad=1 */
+    expect_refused("17 words", "input x\nconv h x out=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 "
+                   "k=1 k=1 pad=1\n", 2, 6, 6, "more than 16 words");
+    /* WC_NET_MAX_LINE characters, comment included */
+    text t = {0};
+    add(&t, "input x\n# %*s\nconv h x out=1 k=1\n", WC_NET_MAX_LINE - 2, "long");
+    expect_built("a line of exactly the limit", t.s, 2, 6, 6);
+    free(t.s), t = (text){0};
+    add(&t, "input x\n# %*s\nconv h x out=1 k=1\n", WC_NET_MAX_LINE - 1, "long");
+    expect_refused("a line beyond the limit", t.s, 2, 6, 6, "test:2: a line longer than 1024");
+    free(t.s), t = (text){0};
+    /* WC_NET_MAX_LAYERS layers */
+    char *spec = relu_chain(WC_NET_MAX_LAYERS - 2);
+    expect_built("256 layers", spec, 2, 4, 4);
+    free(spec);
+    spec = relu_chain(WC_NET_MAX_LAYERS - 1);
+    expect_refused("257 layers", spec, 2, 4, 4, "more than 256 layers");
+    free(spec);
+    /* WC_NET_MAX_SPEC bytes, even of comments */
+    add(&t, "input x\nconv h x out=1 k=1\n");
+    while (t.len <= WC_NET_MAX_SPEC) add(&t, "# %900s\n", "comment");
+    expect_refused("a spec beyond 1 MiB", t.s, 2, 6, 6, "longer than 1048576 bytes");
+    free(t.s);
+}
+
+static void test_spec_characters_and_names(void) {
+    expect_built("CR-LF line ends, tabs, UTF-8 in comments",
+                 "input\tx\r\n# R\xc3\xa4umlich: 3x3\r\n\r\nconv h x out=1 k=1 # \xe2\x80\x94\r\n",
+                 2, 6, 6);
+    expect_refused("a control character", "input x\nconv h x out=1\x01 k=1\n", 2, 6, 6,
+                   "test:2: character 0x01 outside a comment");
+    expect_refused("non-ASCII in a name", "input x\nconv h\xc3\xa9 x out=1 k=1\n", 2, 6, 6,
+                   "character 0xc3");
+    expect_refused("a vertical tab", "input x\n\vconv h x out=1 k=1\n", 2, 6, 6,
+                   "character 0x0b");
+    /* a quote would break the JSON header of exported weights; '=' reads as an option */
+    expect_refused("a quote in a name", "input x\nconv h\" x out=1 k=1\n", 2, 6, 6,
+                   "not 'h\"'");
+    expect_refused("an option for a name", "input x\nconv out=1 x k=1\n", 2, 6, 6,
+                   "a layer needs a name");
+    expect_refused("a name of 32 characters",
+                   "input x\nconv abcdefghijklmnopqrstuvwxyz012345 x out=1 k=1\n", 2, 6, 6,
+                   "a layer needs a name of 1 to 31");
+    expect_built("names of letters, digits, '_', '.', '-'",
+                 "input x_0\nconv Enc-1.a_b x_0 out=1 k=1\n", 2, 6, 6);
+    expect_refused("a duplicate name", "input x\nrelu x x\nconv h x out=1 k=1\n", 2, 6, 6,
+                   "layer name 'x' used twice");
+    /* line numbers count blank lines too */
+    expect_refused("line numbers", "input x\n\n\n  \nconvv a x\n", 2, 6, 6, "test:5: unknown");
+}
+
+static void test_spec_options(void) {
+    expect_refused("an option twice", "input x\nconv h x out=1 k=1 k=3\n", 2, 6, 6,
+                   "option k given twice");
+    expect_refused("k= and kh=", "input x\nconv h x out=1 kh=3 k=1\n", 2, 6, 6,
+                   "option k given twice");
+    expect_refused("out beyond 2^20", "input x\nconv h x out=1048577 k=1\n", 2, 6, 6,
+                   "from 0 to 1048576, got '1048577'");
+    expect_refused("a huge value", "input x\nconv h x out=1 k=99999999999999999999\n", 2, 6, 6,
+                   "option k needs an integer from 1 to 1048576");
+    expect_refused("k=0", "input x\nconv h x out=1 k=0\n", 2, 6, 6, "from 1 to");
+    expect_refused("stride=0", "input x\nconv h x out=1 k=1 stride=0\n", 2, 6, 6,
+                   "stride >= 1");
+}
+
 int main(void) {
     RUN(test_unet_lite_matches_reference_size);
     RUN(test_forward_matches_naive_double);
@@ -463,5 +602,8 @@ int main(void) {
     RUN(test_no_allocation_in_step);
     RUN(test_inference_reuses_buffers_exactly);
     RUN(test_bad_specs_are_refused);
+    RUN(test_spec_text_limits);
+    RUN(test_spec_characters_and_names);
+    RUN(test_spec_options);
     HARNESS_EXIT();
 }

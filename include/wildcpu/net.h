@@ -13,6 +13,14 @@
  *
  * Layer names of convolutions are the tensor names of the exported weights ("e1.0.weight",
  * "e1.0.bias"), which follow PyTorch's nn.Sequential numbering in ../shared/bench/torch_ref.py.
+ * A name is 1 to WC_NAME_MAX - 1 letters, digits, '_', '.' or '-' (it is written unquoted into
+ * the exported file's JSON header). Outside comments a spec is printable ASCII, spaces and tabs
+ * (CR-LF line ends are accepted); every option at most once (k= counts as kh= and kw=).
+ *
+ * A spec may come from an untrusted checkpoint (`wildcpu predict` builds the network a
+ * checkpoint carries), so it is held to limits far beyond any network this project trains:
+ * WC_NET_MAX_SPEC bytes, WC_NET_MAX_LINE characters a line, WC_NET_MAX_TOKENS words a layer
+ * line, WC_NET_MAX_LAYERS layers.
  *
  * Memory (after llm.c): parameters are ONE contiguous buffer, gradients another with the same
  * layout, so one memset zeroes every gradient, one collective reduces them and one write saves
@@ -40,6 +48,17 @@ typedef enum wc_op {
 } wc_op;
 
 #define WC_NAME_MAX 32
+
+/* The spec is copied into every checkpoint and parsed whole: 1 MiB is thousands of times a real
+ * one (unet-lite's is 0.8 KiB). */
+#define WC_NET_MAX_SPEC (1 << 20)
+/* A layer line is a dozen short words; a longer line (comment included) is not a spec. */
+#define WC_NET_MAX_LINE 1024
+/* Type, name, two inputs and six options are 10 words: 16 leaves room, more is an error. */
+#define WC_NET_MAX_TOKENS 16
+/* Laying out the inference buffers takes time up to cubic in the number of layers (first-fit
+ * over freed extents); unet-lite has 29 layers, and 256 keeps the worst case in milliseconds. */
+#define WC_NET_MAX_LAYERS 256
 
 typedef struct wc_node {
     wc_op op;
