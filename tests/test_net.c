@@ -10,8 +10,12 @@
  *     output pixel bit-identical;
  *   - forward and backward allocate nothing (heap statistics unchanged over a step);
  *   - bad specs are refused with a message, not a crash: each limit of the spec language, odd
- *     characters and names, repeated options. */
+ *     characters and names, repeated options, sizes that would overflow (channels, upsampling,
+ *     weights, activations, coordinates, the receptive field), and networks beyond the memory
+ *     limit (named by layer, refused before anything large is allocated). */
+#include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -333,14 +337,19 @@ static void test_receptive_field_is_conservative(void) {
  * goes through these wrappers (-Wl,--wrap, see the Makefile): a step that allocates is seen in
  * any build, also under ASan, where mallinfo2 reports nothing. */
 static size_t allocations = 0;
+static size_t largest_allocation = 0; /* bytes of the largest request since it was reset */
+static size_t noted(size_t n) { return largest_allocation = WC_MAX(largest_allocation, n), n; }
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
 int __real_posix_memalign(void **p, size_t align, size_t n);
 void *__real_aligned_alloc(size_t align, size_t n);
-void *__wrap_malloc(size_t n) { return allocations++, __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return allocations++, __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p, n); }
+void *__wrap_malloc(size_t n) { return allocations++, __real_malloc(noted(n)); }
+void *__wrap_calloc(size_t n, size_t size) {
+    noted(size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
+    return allocations++, __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p, noted(n)); }
 int __wrap_posix_memalign(void **p, size_t align, size_t n) {
     return allocations++, __real_posix_memalign(p, align, n);
 }
@@ -594,6 +603,109 @@ static void test_spec_options(void) {
                    "stride >= 1");
 }
 
+/* Sizes that overflowed an int before any check (UBSan: signed overflow in infer_shapes) or
+ * that were silently wrapped, now refused by name. */
+static void test_spec_size_overflow(void) {
+    text t = {0};
+    add(&t, "input c0\n");
+    for (int i = 1; i <= 31; i++) add(&t, "concat c%d c%d c%d\n", i, i - 1, i - 1);
+    add(&t, "conv h c0 out=1 k=1\n");
+    expect_refused("channels doubled 31 times", t.s, 3, 16, 16, "more than a tensor may hold");
+    free(t.s), t = (text){0};
+    add(&t, "input u0\n");
+    for (int i = 1; i <= 28; i++) add(&t, "upsample u%d u%d\n", i, i - 1);
+    add(&t, "conv h u0 out=1 k=1\n");
+    expect_refused("28 upsamplings", t.s, 3, 16, 16, "layer u11: its output of 1 x 3 x 32768");
+    free(t.s);
+    expect_refused("a weight beyond INT_MAX values",
+                   "input x\nconv a x out=1048576 k=1048576 pad=524288\nconv h a out=1 k=1\n", 3,
+                   16, 16, "layer a: its weight of 1048576 x 3 x 1048576 x 1048576");
+    expect_refused("an activation beyond INT_MAX values",
+                   "input x\nconv a x out=1048576 k=1 pad=64\nconv h a out=1 k=1 stride=9\n", 3,
+                   16, 16, "layer a: its output of 1 x 1048576 x 144 x 144");
+    expect_refused("padding that overflows coordinates", "input x\nconv h x out=1 k=1 pad=64\n",
+                   1, INT_MAX - 100, 1, "overflow its coordinates");
+    expect_refused("pooling an odd size",
+                   "input x\nmaxpool p x\nupsample u p\nconv h u out=1 k=1\n", 2, 5, 4,
+                   "max-pooling needs an even size, got 5x4");
+    expect_refused("a stride that leaves 1x1", "input x\nconv h x out=1 k=1 stride=1048576\n", 2,
+                   16, 16, "it gives 1 channel(s) at 1x1");
+    expect_refused("a kernel beyond input and padding", "input x\nconv h x out=1 k=9 pad=1\n", 2,
+                   6, 6, "a 9x9 kernel does not fit its 6x6 input");
+    expect_refused("concatenating 8x8 and 16x16",
+                   "input x\nmaxpool p x\nconcat c p x\nconv h c out=1 k=1\n", 2, 16, 16,
+                   "cannot concatenate p (8x8) and x (16x16)");
+}
+
+static void test_receptive_field_bounded(void) {
+    /* strides multiply the scale without shrinking a 1x1 image: it overflowed an int */
+    expect_refused("alignment beyond 2^20",
+                   "input x\nconv a x out=1 k=1 stride=1048576\nconv b a out=1 k=1 stride=1048576\n"
+                   "upsample u1 b\nupsample u2 u1\nupsample u3 u2\nupsample u4 u3\n"
+                   "conv h u4 out=1 k=1\n",
+                   3, 16, 16, "layer b: the network's receptive field");
+    expect_refused("radius beyond 2^20",
+                   "input x\nconv a x out=1 k=1 stride=1048576\nconv b a out=1 k=3 pad=1\n"
+                   "conv c b out=1 k=3 pad=1\nupsample u1 c\nupsample u2 u1\nupsample u3 u2\n"
+                   "upsample u4 u3\nconv h u4 out=1 k=1\n",
+                   3, 16, 16, "layer c: the network's receptive field (radius 4063232");
+    wc_net *net = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 3, 1, 16, 16,
+                                WC_NET_INFER);
+    int radius, align;
+    wc_net_receptive_field(net, &radius, &align);
+    CHECK(align == 4, "unet-lite's alignment is %d, not 4", align);
+    wc_net_destroy(net);
+}
+
+/* Parameters, gradients, activations and workspace together must fit the memory limit, checked
+ * before anything large is allocated; the message names the layer where the network outgrows
+ * it. */
+static void test_memory_limit(void) {
+    char log[4096];
+    const char *unet = wc_net_builtin_spec("unet-lite");
+    for (int mode = 0; mode < 2; mode++) {
+        wc_net_set_memory_limit(0);
+        wc_net *net = wc_net_create("unet-lite", unet, 12, 4, 64, 64, mode);
+        wc_memory_plan mp;
+        wc_net_memory_plan(net, &mp);
+        wc_net_destroy(net);
+        const size_t need = mp.params + mp.grads + mp.activations + mp.workspace;
+        wc_net_set_memory_limit(need);
+        CHECK(!refused(unet, 12, 4, 64, 64, mode, log, sizeof log),
+              "mode %d: refused with exactly the memory it needs: %s", mode, log);
+        wc_net_set_memory_limit(need - 1);
+        CHECK(refused(unet, 12, 4, 64, 64, mode, log, sizeof log) &&
+                  strstr(log, "layer h: the network needs") && strstr(log, "memory limit"),
+              "mode %d: one byte short of the limit: %s", mode, log);
+        wc_net_set_memory_limit((size_t)1 << 20);
+        CHECK(refused(unet, 12, 4, 64, 64, mode, log, sizeof log) &&
+                  strstr(log, "layer e1.0: the network needs"),
+              "mode %d: 1 MiB: %s", mode, log);
+    }
+    wc_net_set_memory_limit(0);
+    /* The default is the machine's physical memory: 4 GiB activations (and as much gradient),
+     * one layer beyond it, refused with nothing large allocated. */
+    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const int layers = (int)(phys / (8.0 * (1 << 30))) + 2;
+    if (layers > WC_NET_MAX_LAYERS - 2) {
+        NOTE("%.0f GiB of physical memory: too much to exceed with %d layers, skipped",
+             phys / (1 << 30), WC_NET_MAX_LAYERS);
+        return;
+    }
+    text t = {0};
+    add(&t, "input c0\n");
+    for (int i = 1; i <= layers; i++) add(&t, "conv c%d c%d out=1024 k=1\n", i, i - 1);
+    add(&t, "conv h c%d out=1 k=1\n", layers);
+    largest_allocation = 0;
+    int r = refused(t.s, 1, 1, 1024, 1024, WC_NET_TRAIN, log, sizeof log);
+    NOTE("%d layers of 4 GiB against %.1f GiB: largest allocation %zu bytes", layers,
+         phys / (1 << 30), largest_allocation);
+    CHECK(r && strstr(log, "more than the physical memory"), "not refused: %s", log);
+    CHECK(largest_allocation < (1 << 20), "allocated %zu bytes before refusing",
+          largest_allocation);
+    free(t.s);
+}
+
 int main(void) {
     RUN(test_unet_lite_matches_reference_size);
     RUN(test_forward_matches_naive_double);
@@ -605,5 +717,8 @@ int main(void) {
     RUN(test_spec_text_limits);
     RUN(test_spec_characters_and_names);
     RUN(test_spec_options);
+    RUN(test_spec_size_overflow);
+    RUN(test_receptive_field_bounded);
+    RUN(test_memory_limit);
     HARNESS_EXIT();
 }
