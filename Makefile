@@ -169,10 +169,10 @@ $(FUZZ_BIN): $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libwildcpu.
 
 # present once clang links a libFuzzer program; on a fresh machine the packages are installed
 # first (the library's own as for any build, then clang and its runtime, libclang-rt-14-dev)
+FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' | \
+             $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null
 $(FUZZ_BUILD)/.clang-ok: | $(BUILD)/.deps-ok
-	@printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' | \
-	  $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null \
-	  || $(MAKE) --no-print-directory fuzz-deps
+	@$(FUZZ_PROBE) 2>/dev/null || { $(MAKE) --no-print-directory fuzz-deps && $(FUZZ_PROBE); }
 	@mkdir -p $(FUZZ_BUILD) && touch $@
 
 fuzz-deps:
