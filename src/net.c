@@ -1,5 +1,7 @@
 /* net.c: parsing a network spec, laying out its parameters and buffers, running it forward
- * and backward. See net.h for the spec language and the memory rules. */
+ * and backward. See net.h for the spec language and the memory rules. A spec may come from an
+ * untrusted checkpoint: every size is checked before it is stored or allocated, and the
+ * memory before any large buffer exists. Not here: the layers' arithmetic (conv.c, layers.c). */
 #include "wildcpu/net.h"
 
 #include <limits.h>
