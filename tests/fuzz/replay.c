@@ -57,7 +57,7 @@ static int replay(const char *path) {
         sprintf(names[n++], "%s/%s", path, e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof(char *), by_name);
+    if (n > 1) qsort(names, (size_t)n, sizeof(char *), by_name); /* names is NULL for none */
     for (int i = 0; i < n; i++) {
         if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode))
             done = done >= 0 && replay_file(names[i]) == 0 ? done + 1 : -1;
