@@ -6,6 +6,7 @@
 #   make test       every test; the last line is "N passed, N failed"   (SAN=1: ASan+UBSan)
 #   make test-slurm bring up a local Slurm, run the job scripts under it, tear it down
 #   make bench      single-thread training throughput against the sgemm peak
+#   make fuzz       fuzz the checkpoint reader and the spec parser, FUZZ_SECONDS (300) each
 #   make format     clang-format the sources
 #   make install PREFIX=/usr/local
 
@@ -120,3 +121,65 @@ install: $(BUILD)/wildcpu $(BUILD)/libwildcpu.a
 
 clean:
 	rm -rf build
+
+# ---- fuzzing (tests/fuzz/README.md) ---------------------------------------------------------
+# `make fuzz`: a separate clang build of the library with libFuzzer, ASan and UBSan in
+# build/fuzz, and two targets (tests/fuzz/fuzz_*.c), each run FUZZ_SECONDS from a corpus under
+# build/fuzz seeded with the committed seeds and regression inputs. The same targets linked
+# with tests/fuzz/replay.c in this build (gcc, or sanitizers with SAN=1) are the tests
+# test_fuzz_ckpt and test_fuzz_spec, which replay those inputs in `make test`.
+# `make fuzz-seeds` regenerates the checkpoint and spec seeds with real training runs.
+FUZZ_SECONDS ?= 300
+FUZZ_CC ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_TARGETS := ckpt spec
+FUZZ_SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+                 -fno-omit-frame-pointer -g -O1
+FUZZ_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -Iinclude \
+               $(FUZZ_SANFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_LDLIBS := $(shell pkg-config --libs openblas zlib 2>/dev/null) -lpthread -lm
+FUZZ_OBJ := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRC))
+FUZZ_BIN := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
+FUZZ_REPLAY := $(patsubst %,$(BUILD)/tests/test_fuzz_%,$(FUZZ_TARGETS))
+
+.PHONY: fuzz fuzz-build fuzz-deps fuzz-seeds
+all: $(FUZZ_REPLAY)
+
+$(FUZZ_REPLAY): $(BUILD)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c \
+                $(BUILD)/libwildcpu.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DREPLAY_TARGET='"$*"' $(LDFLAGS) $(filter %.c,$^) $(BUILD)/libwildcpu.a \
+	  $(LDLIBS) -o $@
+
+fuzz: fuzz-build
+	@bash tests/fuzz/run $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: $(FUZZ_BIN)
+
+$(FUZZ_BUILD)/obj/%.o: src/%.c $(wildcard include/wildcpu/*.h) | $(FUZZ_BUILD)/.clang-ok
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/libwildcpu.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BIN): $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libwildcpu.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_BUILD)/libwildcpu.a $(FUZZ_LDLIBS) -o $@
+
+# present once clang links a libFuzzer program; on a fresh machine the packages are installed
+# first (the library's own as for any build, then clang and its runtime, libclang-rt-14-dev)
+FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' | \
+             $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null
+$(FUZZ_BUILD)/.clang-ok: | $(BUILD)/.deps-ok
+	@$(FUZZ_PROBE) 2>/dev/null || { $(MAKE) --no-print-directory fuzz-deps && $(FUZZ_PROBE); }
+	@mkdir -p $(FUZZ_BUILD) && touch $@
+
+fuzz-deps:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$SUDO apt-get update -qq && \
+	$$SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev
+
+fuzz-seeds: $(BUILD)/wildcpu
+	bash tests/fuzz/make-seeds $(BUILD)/wildcpu

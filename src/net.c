@@ -1,12 +1,15 @@
 /* net.c: parsing a network spec, laying out its parameters and buffers, running it forward
- * and backward. See net.h for the spec language and the memory rules. */
+ * and backward. See net.h for the spec language and the memory rules. A spec may come from an
+ * untrusted checkpoint: every size is checked before it is stored or allocated, and the
+ * memory before any large buffer exists. Not here: the layers' arithmetic (conv.c, layers.c). */
 #include "wildcpu/net.h"
 
-#include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wildcpu/rng.h"
 #include "wildcpu/util.h"
@@ -57,6 +60,10 @@ const char *wc_net_builtin_spec(const char *arch) {
 
 /* ---- parsing ---------------------------------------------------------------------------- */
 
+/* Option values are 0 to 2^20: no kernel, stride, padding or width has use beyond, and the
+ * bound keeps sums of a few of them far from overflowing an int. */
+#define MAX_OPTION (1 << 20)
+
 static int find_node(const wc_node *nodes, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (strcmp(nodes[i].name, name) == 0) return i;
@@ -66,16 +73,39 @@ static int find_node(const wc_node *nodes, int n, const char *name) {
 static int parse_int(const char *s, int *out) {
     char *end;
     long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || v > 1 << 20) return -1;
+    if (end == s || *end || v < 0 || v > MAX_OPTION) return -1;
     *out = (int)v;
     return 0;
 }
 
-/* Parses one layer line (already stripped of comments and non-empty) into nodes[n]. */
+/* Letters, digits, '_', '.', '-' (not locale-dependent): a name becomes a tensor name written
+ * unquoted into an exported file's JSON header, and must never read as an option (key=value). */
+static int good_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n >= WC_NAME_MAX) return 0;
+    for (; *s; s++) {
+        char c = *s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Parses one layer line (comment stripped, at least one visible character) into nodes[n]. */
 static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int lineno) {
-    char *tok[16];
+    char *tok[WC_NET_MAX_TOKENS], *save = NULL;
     int ntok = 0;
-    for (char *t = strtok(line, " \t\r"); t && ntok < 16; t = strtok(NULL, " \t\r")) tok[ntok++] = t;
+    for (char *t = strtok_r(line, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
+        if (ntok == WC_NET_MAX_TOKENS) {
+            /* words beyond the limit were once dropped silently: an option lost without a word */
+            wc_error("%s:%d: more than %d words on one line (a layer has at most 10)", arch,
+                     lineno, WC_NET_MAX_TOKENS);
+            return WC_ERR;
+        }
+        tok[ntok++] = t;
+    }
+    WC_ASSERT(ntok > 0);
     wc_node *nd = &nodes[n];
     memset(nd, 0, sizeof *nd);
     nd->in[0] = nd->in[1] = -1;
@@ -97,9 +127,10 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         return WC_ERR;
     }
     nd->op = ops[which].op;
-    if (ntok < 2 || strlen(tok[1]) >= WC_NAME_MAX) {
-        wc_error("%s:%d: a layer needs a name of at most %d characters", arch, lineno,
-                 WC_NAME_MAX - 1);
+    if (ntok < 2 || !good_name(tok[1])) {
+        wc_error("%s:%d: a layer needs a name of 1 to %d letters, digits, '_', '.' or '-'%s%s%s",
+                 arch, lineno, WC_NAME_MAX - 1, ntok < 2 ? "" : ", not '",
+                 ntok < 2 ? "" : tok[1], ntok < 2 ? "" : "'");
         return WC_ERR;
     }
     strcpy(nd->name, tok[1]);
@@ -111,6 +142,10 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         wc_error("%s:%d: the first layer, and only it, must be 'input'", arch, lineno);
         return WC_ERR;
     }
+    /* conv's options; k= sets both kh and kw, so it counts as giving each of them */
+    static const char *const keys[] = {"out", "kh", "kw", "stride", "pad", "k"};
+    int *const dst[] = {&nd->K, &nd->KH, &nd->KW, &nd->stride, &nd->pad};
+    unsigned seen = 0;
     int ninputs = 0;
     for (int t = 2; t < ntok; t++) {
         char *eq = strchr(tok[t], '=');
@@ -130,32 +165,33 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         }
         *eq = '\0';
         const char *key = tok[t], *val = eq + 1;
-        int v, *dst = NULL;
         if (nd->op != WC_OP_CONV) {
             wc_error("%s:%d: %s takes no option '%s'", arch, lineno, tok[0], key);
             return WC_ERR;
         }
-        if (strcmp(key, "out") == 0) dst = &nd->K;
-        if (strcmp(key, "kh") == 0) dst = &nd->KH;
-        if (strcmp(key, "kw") == 0) dst = &nd->KW;
-        if (strcmp(key, "stride") == 0) dst = &nd->stride;
-        if (strcmp(key, "pad") == 0) dst = &nd->pad;
-        if (strcmp(key, "k") == 0) {
-            if (parse_int(val, &v) || v < 1) goto bad_value;
-            nd->KH = nd->KW = v;
-            continue;
-        }
-        if (!dst) {
+        int k = -1, v;
+        for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++)
+            if (strcmp(key, keys[i]) == 0) k = i;
+        if (k < 0) {
             wc_error("%s:%d: unknown option '%s' (conv takes out, k, kh, kw, stride, pad)", arch,
                      lineno, key);
             return WC_ERR;
         }
-        if (parse_int(val, &v)) goto bad_value;
-        *dst = v;
-        continue;
-    bad_value:
-        wc_error("%s:%d: option %s needs a non-negative integer, got '%s'", arch, lineno, key, val);
-        return WC_ERR;
+        unsigned bits = k == 5 ? 1u << 1 | 1u << 2 : 1u << k;
+        if (seen & bits) {
+            wc_error("%s:%d: option %s given twice (k= gives both kh= and kw=)", arch, lineno, key);
+            return WC_ERR;
+        }
+        seen |= bits;
+        if (parse_int(val, &v) || (k == 5 && v < 1)) {
+            wc_error("%s:%d: option %s needs an integer from %d to %d, got '%s'", arch, lineno,
+                     key, k == 5, MAX_OPTION, val);
+            return WC_ERR;
+        }
+        if (k == 5)
+            nd->KH = nd->KW = v;
+        else
+            *dst[k] = v;
     }
     if (ninputs != ops[which].ninputs) {
         wc_error("%s:%d: %s takes %d input(s), got %d", arch, lineno, tok[0], ops[which].ninputs,
@@ -169,24 +205,49 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
     return WC_OK;
 }
 
-/* Parses the whole spec into a freshly allocated node array; returns the count or -1. */
+/* Parses the whole spec into a freshly allocated node array; returns the count or -1. The
+ * limits (net.h) are checked as the text is read, before anything is sized by it. */
 static int parse_spec(const char *arch, const char *spec, wc_node **out_nodes) {
-    int cap = 8, n = 0;
+    if (strnlen(spec, (size_t)WC_NET_MAX_SPEC + 1) > WC_NET_MAX_SPEC) {
+        wc_error("%s: the spec is longer than %d bytes", arch, WC_NET_MAX_SPEC);
+        return -1;
+    }
+    int cap = 8, n = 0, lineno = 0;
     wc_node *nodes = WC_ALLOC(cap * sizeof *nodes);
-    char *text = wc_strdup(spec), *save = NULL;
-    int lineno = 0;
-    for (char *line = text;; line = NULL) {
-        char *l = strtok_r(line, "\n", &save);
-        if (!l) break;
-        lineno++; /* blank lines are swallowed by strtok_r; numbering is approximate then */
+    char *text = wc_strdup(spec);
+    for (char *l = text, *next; l; l = next) {
+        char *nl = strchr(l, '\n');
+        next = nl ? nl + 1 : NULL;
+        if (nl) *nl = '\0';
+        lineno++;
+        if (strlen(l) > WC_NET_MAX_LINE) {
+            wc_error("%s:%d: a line longer than %d characters", arch, lineno, WC_NET_MAX_LINE);
+            goto fail;
+        }
         char *hash = strchr(l, '#');
-        if (hash) *hash = '\0';
-        char *p = l;
-        while (isspace((unsigned char)*p)) p++;
-        if (!*p) continue;
-        if (n == cap) nodes = realloc(nodes, (cap *= 2) * sizeof *nodes);
-        WC_ASSERT(nodes);
-        if (parse_line(nodes, n, p, arch, lineno) != WC_OK) goto fail;
+        if (hash) *hash = '\0'; /* a comment may hold anything (UTF-8 prose) */
+        int visible = 0;
+        for (const char *c = l; *c; c++) {
+            unsigned char u = (unsigned char)*c;
+            if (u == ' ' || u == '\t' || u == '\r') continue;
+            if (u < 0x21 || u > 0x7e) {
+                wc_error("%s:%d: character 0x%02x outside a comment (a spec is ASCII text)", arch,
+                         lineno, u);
+                goto fail;
+            }
+            visible = 1;
+        }
+        if (!visible) continue;
+        if (n == WC_NET_MAX_LAYERS) {
+            wc_error("%s:%d: more than %d layers", arch, lineno, WC_NET_MAX_LAYERS);
+            goto fail;
+        }
+        if (n == cap) {
+            wc_node *more = realloc(nodes, (size_t)(cap *= 2) * sizeof *nodes);
+            if (!more) wc_fatal("out of memory parsing the spec of %s", arch);
+            nodes = more;
+        }
+        if (parse_line(nodes, n, l, arch, lineno) != WC_OK) goto fail;
         n++;
     }
     if (n < 2) {
@@ -204,33 +265,73 @@ fail:
 
 /* ---- shapes, parameters, buffers -------------------------------------------------------- */
 
-/* Output shapes from the input size; parameter offsets. Returns WC_ERR on shapes that do not fit. */
+/* a*b*c*d when it is at most INT_MAX, else -1 (all factors >= 1; no product overflows int64 as
+ * each step stays below INT_MAX before the next multiplication). */
+static int64_t count4(int64_t a, int64_t b, int64_t c, int64_t d) {
+    const int64_t f[4] = {a, b, c, d};
+    int64_t p = 1;
+    for (int i = 0; i < 4; i++) {
+        if (f[i] < 1 || f[i] > INT_MAX / p) return -1;
+        p *= f[i];
+    }
+    return p;
+}
+
+/* The layers index one micro-batch's tensor with int and BLAS takes int dimensions, so no
+ * tensor may hold more than INT_MAX values (8 GiB of floats), whatever the memory. */
+static int output_fits(const wc_net *net, const wc_node *nd, int64_t C, int64_t H, int64_t W) {
+    if (count4(net->max_N, C, H, W) >= 0) return WC_OK;
+    wc_error("%s: layer %s: its output of %d x %lld x %lld x %lld values is more than a tensor "
+             "may hold (%d)",
+             net->arch, nd->name, net->max_N, (long long)C, (long long)H, (long long)W, INT_MAX);
+    return WC_ERR;
+}
+
+/* Output shapes from the input size; parameter offsets. Every size is computed in 64 bits and
+ * checked before it is stored in an int. Returns WC_ERR on shapes that do not fit. */
 static int infer_shapes(wc_net *net) {
     size_t off = 0;
     for (int i = 0; i < net->nnodes; i++) {
         wc_node *nd = &net->nodes[i];
         const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
         const wc_node *b = nd->in[1] >= 0 ? &net->nodes[nd->in[1]] : NULL;
+        int64_t C, H, W;
         switch (nd->op) {
         case WC_OP_INPUT:
-            nd->C = net->in_channels, nd->H = net->H, nd->W = net->W;
+            C = net->in_channels, H = net->H, W = net->W;
             break;
         case WC_OP_CONV:
+            /* input + 2 pad + kernel bounds every coordinate the convolution computes in int,
+             * in its own loops and in the transposed one of its backward pass (conv.c) */
+            if ((int64_t)a->H + 2 * nd->pad + nd->KH > INT_MAX ||
+                (int64_t)a->W + 2 * nd->pad + nd->KW > INT_MAX) {
+                wc_error("%s: layer %s: padding %d and a %dx%d kernel on a %dx%d input overflow "
+                         "its coordinates",
+                         net->arch, nd->name, nd->pad, nd->KH, nd->KW, a->H, a->W);
+                return WC_ERR;
+            }
             if (a->H + 2 * nd->pad < nd->KH || a->W + 2 * nd->pad < nd->KW) {
                 wc_error("%s: layer %s: a %dx%d kernel does not fit its %dx%d input", net->arch,
                          nd->name, nd->KH, nd->KW, a->H, a->W);
                 return WC_ERR;
             }
+            if (count4(nd->K, a->C, nd->KH, nd->KW) < 0) {
+                wc_error("%s: layer %s: its weight of %d x %d x %d x %d values is more than a "
+                         "tensor may hold (%d)",
+                         net->arch, nd->name, nd->K, a->C, nd->KH, nd->KW, INT_MAX);
+                return WC_ERR;
+            }
             nd->shape = wc_conv_shape_make(net->max_N, a->C, a->H, a->W, nd->K, nd->KH, nd->KW,
                                            nd->stride, nd->pad);
-            nd->C = nd->K, nd->H = nd->shape.OH, nd->W = nd->shape.OW;
+            C = nd->K, H = nd->shape.OH, W = nd->shape.OW;
+            /* at most WC_NET_MAX_LAYERS tensors of at most INT_MAX values: no overflow */
             nd->w_off = off;
             off += (size_t)nd->K * a->C * nd->KH * nd->KW;
             nd->b_off = off;
             off += (size_t)nd->K;
             break;
         case WC_OP_RELU:
-            nd->C = a->C, nd->H = a->H, nd->W = a->W;
+            C = a->C, H = a->H, W = a->W;
             break;
         case WC_OP_MAXPOOL:
             if (a->H % 2 || a->W % 2) {
@@ -239,10 +340,10 @@ static int infer_shapes(wc_net *net) {
                          net->arch, nd->name, a->H, a->W);
                 return WC_ERR;
             }
-            nd->C = a->C, nd->H = a->H / 2, nd->W = a->W / 2;
+            C = a->C, H = a->H / 2, W = a->W / 2;
             break;
         case WC_OP_UPSAMPLE:
-            nd->C = a->C, nd->H = a->H * 2, nd->W = a->W * 2;
+            C = a->C, H = 2 * (int64_t)a->H, W = 2 * (int64_t)a->W;
             break;
         case WC_OP_CONCAT:
             if (a->H != b->H || a->W != b->W) {
@@ -250,9 +351,12 @@ static int infer_shapes(wc_net *net) {
                          nd->name, a->name, a->H, a->W, b->name, b->H, b->W);
                 return WC_ERR;
             }
-            nd->C = a->C + b->C, nd->H = a->H, nd->W = a->W;
+            C = (int64_t)a->C + b->C, H = a->H, W = a->W;
             break;
+        default: WC_ASSERT(0); return WC_ERR;
         }
+        if (output_fits(net, nd, C, H, W) != WC_OK) return WC_ERR;
+        nd->C = (int)C, nd->H = (int)H, nd->W = (int)W;
     }
     const wc_node *last = &net->nodes[net->nnodes - 1];
     if (last->C != 1 || last->H != net->H || last->W != net->W) {
@@ -263,6 +367,77 @@ static int infer_shapes(wc_net *net) {
     }
     net->nparams = off;
     return WC_OK;
+}
+
+/* Scale and reach saturate here: far beyond WC_NET_MAX_REACH, and small enough that a product
+ * with an option value (<= 2^20 + 1) stays far from overflowing int64. */
+#define REACH_CAP ((int64_t)1 << 40)
+
+/* The receptive field in 64 bits (see wc_net_receptive_field). Per node: `scale` input pixels
+ * per node pixel, and `reach`: how many input pixels beyond its own footprint a node pixel
+ * depends on, propagated conservatively. With `culprit`, also the first layer at which the
+ * alignment or the output's radius goes beyond WC_NET_MAX_REACH (-1 if none). */
+static void receptive_field(const wc_net *net, int64_t *radius, int64_t *alignment,
+                            int *culprit) {
+    const int n = net->nnodes;
+    int64_t *scale = WC_CALLOC(n, sizeof(int64_t)), *reach = WC_CALLOC(n, sizeof(int64_t));
+    int64_t align = 1;
+    scale[0] = 1;
+    for (int i = 1; i < n; i++) {
+        const wc_node *nd = &net->nodes[i];
+        int a = nd->in[0], b = nd->in[1];
+        switch (nd->op) {
+        case WC_OP_CONV:
+            scale[i] = scale[a] * nd->stride;
+            reach[i] = reach[a] + scale[a] * WC_MAX(WC_MAX(nd->pad, nd->KH - 1 - nd->pad),
+                                                    nd->KW - 1 - nd->pad);
+            break;
+        case WC_OP_MAXPOOL: scale[i] = 2 * scale[a], reach[i] = reach[a]; break;
+        case WC_OP_UPSAMPLE:
+            scale[i] = WC_MAX(1, scale[a] / 2), reach[i] = reach[a] + scale[a];
+            break;
+        case WC_OP_CONCAT:
+            scale[i] = WC_MIN(scale[a], scale[b]), reach[i] = WC_MAX(reach[a], reach[b]);
+            break;
+        default: scale[i] = scale[a], reach[i] = reach[a]; break;
+        }
+        scale[i] = WC_MIN(scale[i], REACH_CAP), reach[i] = WC_MIN(reach[i], REACH_CAP);
+        align = WC_MAX(align, scale[i]);
+    }
+    *radius = reach[n - 1];
+    *alignment = align;
+    if (culprit) {
+        /* the first layer beyond the limit: for the alignment any layer (every pooling counts),
+         * for the radius one the output depends on (reach only grows along a path) */
+        char *feeds = WC_CALLOC(n, 1);
+        feeds[n - 1] = 1;
+        for (int i = n - 1; i > 0; i--)
+            for (int j = 0; j < 2; j++)
+                if (feeds[i] && net->nodes[i].in[j] >= 0) feeds[net->nodes[i].in[j]] = 1;
+        *culprit = -1;
+        for (int i = 0; i < n && *culprit < 0; i++)
+            if (scale[i] > WC_NET_MAX_REACH || (feeds[i] && reach[i] > WC_NET_MAX_REACH))
+                *culprit = i;
+        free(feeds);
+    }
+    free(scale);
+    free(reach);
+}
+
+/* Prediction works on windows wider than twice the radius, aligned to the pooling grid: a
+ * network whose radius or alignment is beyond WC_NET_MAX_REACH could never run, and the window
+ * arithmetic (int, predict.c) must not overflow. */
+static int check_reach(const wc_net *net) {
+    int64_t radius, align;
+    int culprit;
+    receptive_field(net, &radius, &align, &culprit);
+    if (radius <= WC_NET_MAX_REACH && align <= WC_NET_MAX_REACH) return WC_OK;
+    wc_error("%s: layer %s: the network's receptive field (radius %lld%s, alignment %lld%s "
+             "pixels) goes beyond %d pixels",
+             net->arch, net->nodes[culprit >= 0 ? culprit : net->nnodes - 1].name,
+             (long long)radius, radius >= REACH_CAP ? " or more" : "", (long long)align,
+             align >= REACH_CAP ? " or more" : "", WC_NET_MAX_REACH);
+    return WC_ERR;
 }
 
 static void build_tensor_table(wc_net *net) {
@@ -291,8 +466,9 @@ static void build_tensor_table(wc_net *net) {
 
 /* Inference keeps a buffer only while a later layer still reads it: offsets into one arena,
  * assigned first-fit from a list of freed extents as the graph runs in order. Returns the arena
- * size in floats. A ReLU that works in place extends its input's lifetime to its own. */
-static size_t plan_inference_arena(wc_net *net, size_t *offset) {
+ * size in floats; upto[i] is its size once node i is placed. A ReLU that works in place extends
+ * its input's lifetime to its own. */
+static size_t plan_inference_arena(wc_net *net, size_t *offset, size_t *upto) {
     const int n = net->nnodes;
     int *last = WC_ALLOC(sizeof(int) * n);
     /* the input and the output belong to the caller across runs: never reused */
@@ -323,6 +499,7 @@ static size_t plan_inference_arena(wc_net *net, size_t *offset) {
                 top += need;
             }
         }
+        upto[i] = top;
         /* release what no later layer reads (in-place ReLUs were folded into their input) */
         for (int k = 0; k <= i; k++) {
             if (last[k] != i || net->nodes[k].inplace) continue;
@@ -345,61 +522,97 @@ static size_t plan_inference_arena(wc_net *net, size_t *offset) {
     return top;
 }
 
-/* Decides in-place ReLUs and carves every activation out of one arena: in training every
- * activation and gradient lives through the step (backward reads them); in inference buffers
- * are reused once their last reader has run. */
-static void layout_buffers(wc_net *net) {
+/* Decides in-place ReLUs and plans every activation in one arena, allocating nothing large:
+ * in training every activation and gradient lives through the step (backward reads them), a
+ * node's gradient right after its output; in inference buffers are reused once their last
+ * reader has run. offset[i]: node i's output in the arena; upto[i]: the arena's size once node
+ * i is placed (what the memory check reports). Sets arena_floats and work_floats. */
+static void plan_buffers(wc_net *net, size_t *offset, size_t *upto) {
     for (int i = 0; i < net->nnodes; i++)
         for (int j = 0; j < 2; j++)
             if (net->nodes[i].in[j] >= 0) net->nodes[net->nodes[i].in[j]].consumers++;
+    for (int i = 0; i < net->nnodes; i++) {
+        wc_node *nd = &net->nodes[i];
+        const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
+        /* The network input is kept intact: the first convolution's backward reads it. */
+        nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
+    }
     if (!net->training) {
+        net->arena_floats = plan_inference_arena(net, offset, upto);
+    } else {
+        size_t total = 0;
         for (int i = 0; i < net->nnodes; i++) {
-            wc_node *nd = &net->nodes[i];
-            const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
-            nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
-        }
-        size_t *offset = WC_CALLOC(net->nnodes, sizeof(size_t));
-        net->arena_floats = plan_inference_arena(net, offset);
-        net->arena = WC_CALLOC(net->arena_floats, sizeof(float));
-        for (int i = 0; i < net->nnodes; i++) {
-            wc_node *nd = &net->nodes[i];
-            nd->out = nd->inplace ? net->nodes[nd->in[0]].out : net->arena + offset[i];
-            nd->grad = NULL;
-        }
-        free(offset);
-        goto workspace;
-    }
-    size_t total = 0;
-    for (int pass = 0; pass < 2; pass++) { /* pass 0 sizes the arena, pass 1 assigns views */
-        total = 0;
-        for (int i = 0; i < net->nnodes; i++) {
-            wc_node *nd = &net->nodes[i];
-            size_t n = (size_t)net->max_N * nd->C * nd->H * nd->W;
-            const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
-            /* The network input is kept intact: the first convolution's backward reads it. */
-            nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
-            if (nd->inplace) {
-                nd->out = a->out, nd->grad = a->grad;
-                continue;
+            const wc_node *nd = &net->nodes[i];
+            if (!nd->inplace) {
+                size_t n = (size_t)net->max_N * nd->C * nd->H * nd->W;
+                offset[i] = total;
+                total += nd->op == WC_OP_INPUT ? n : 2 * n;
             }
-            if (pass) nd->out = net->arena + total;
-            total += n;
-            if (net->training && nd->op != WC_OP_INPUT) {
-                if (pass) nd->grad = net->arena + total;
-                total += n;
-            }
+            upto[i] = total;
         }
-        if (pass == 0) {
-            net->arena_floats = total;
-            net->arena = WC_CALLOC(total, sizeof(float));
-        }
+        net->arena_floats = total;
     }
-workspace:
     net->work_floats = 0;
-    for (int i = 0; i < net->nnodes; i++)
-        if (net->nodes[i].op == WC_OP_CONV)
-            net->work_floats = WC_MAX(net->work_floats, wc_conv_workspace_floats(&net->nodes[i].shape));
-    net->work = WC_CALLOC(net->work_floats, sizeof(float));
+    for (int i = 0; i < net->nnodes; i++) {
+        if (net->nodes[i].op != WC_OP_CONV) continue;
+        const size_t w = wc_conv_workspace_floats(&net->nodes[i].shape);
+        net->work_floats = WC_MAX(net->work_floats, w);
+    }
+}
+
+/* Points every node at its buffers in the allocated arena, as plan_buffers placed them. */
+static void carve_buffers(wc_net *net, const size_t *offset) {
+    for (int i = 0; i < net->nnodes; i++) {
+        wc_node *nd = &net->nodes[i];
+        if (nd->inplace) {
+            nd->out = net->nodes[nd->in[0]].out, nd->grad = net->nodes[nd->in[0]].grad;
+            continue;
+        }
+        nd->out = net->arena + offset[i];
+        nd->grad = net->training && nd->op != WC_OP_INPUT
+                       ? nd->out + (size_t)net->max_N * nd->C * nd->H * nd->W
+                       : NULL;
+    }
+}
+
+static size_t memory_limit_bytes = 0; /* 0: physical memory */
+
+void wc_net_set_memory_limit(size_t bytes) { memory_limit_bytes = bytes; }
+
+/* Parameters (and gradients), activations and workspace must fit the memory limit, checked
+ * layer by layer in order so that the message names the layer at which the network outgrows
+ * it: a spec from a hostile checkpoint gets an error here, not an out-of-memory death later. */
+static int check_memory(const wc_net *net, const size_t *upto) {
+    size_t limit = memory_limit_bytes;
+    const char *what = "memory limit";
+    if (!limit) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages <= 0 || page <= 0) return WC_OK; /* unknown: nothing to compare against */
+        limit = (size_t)pages * (size_t)page;
+        what = "physical memory";
+    }
+    double params = 0, work = 0; /* floats so far; doubles hold these sizes exactly */
+    for (int i = 0; i < net->nnodes; i++) {
+        const wc_node *nd = &net->nodes[i];
+        if (nd->op == WC_OP_CONV) {
+            params = (double)(nd->b_off + (size_t)nd->K);
+            work = fmax(work, (double)wc_conv_workspace_floats(&nd->shape));
+        }
+        const double p = params * (net->training ? 2 : 1);
+        const double total = sizeof(float) * (p + (double)upto[i] + work);
+        if (total <= (double)limit) continue;
+        char t[32], pb[32], ab[32], wb[32], lb[32];
+        wc_error("%s: layer %s: the network needs %s by this layer (parameters%s %s, "
+                 "activations %s, workspace %s, for %d sample(s) of %dx%dx%d), more than the "
+                 "%s of %s",
+                 net->arch, nd->name, wc_fmt_bytes(t, sizeof t, total),
+                 net->training ? " and gradients" : "", wc_fmt_bytes(pb, sizeof pb, 4 * p),
+                 wc_fmt_bytes(ab, sizeof ab, 4 * (double)upto[i]),
+                 wc_fmt_bytes(wb, sizeof wb, 4 * work), net->max_N, net->in_channels, net->H,
+                 net->W, what, wc_fmt_bytes(lb, sizeof lb, (double)limit));
+        return WC_ERR;
+    }
+    return WC_OK;
 }
 
 wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
@@ -407,19 +620,36 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     WC_ASSERT(in_channels > 0 && max_N > 0 && H > 0 && W > 0);
     wc_net *net = WC_CALLOC(1, sizeof *net);
     snprintf(net->arch, sizeof net->arch, "%s", arch);
-    net->spec = wc_strdup(spec);
     net->in_channels = in_channels, net->max_N = max_N, net->H = H, net->W = W;
     net->training = mode == WC_NET_TRAIN;
     net->nnodes = parse_spec(arch, spec, &net->nodes);
-    if (net->nnodes < 0 || infer_shapes(net) != WC_OK) {
-        if (net->nnodes < 0) net->nnodes = 0;
+    if (net->nnodes < 0) {
+        net->nnodes = 0;
         wc_net_destroy(net);
         return NULL;
     }
+    /* everything is sized and checked before the large buffers are allocated */
+    size_t *offset = NULL, *upto = NULL;
+    int ok = infer_shapes(net) == WC_OK && check_reach(net) == WC_OK;
+    if (ok) {
+        offset = WC_CALLOC(net->nnodes, sizeof(size_t));
+        upto = WC_CALLOC(net->nnodes, sizeof(size_t));
+        plan_buffers(net, offset, upto);
+        ok = check_memory(net, upto) == WC_OK;
+    }
+    if (!ok) {
+        free(offset), free(upto);
+        wc_net_destroy(net);
+        return NULL;
+    }
+    net->spec = wc_strdup(spec);
     build_tensor_table(net);
     net->params = WC_CALLOC(net->nparams, sizeof(float));
     if (net->training) net->grads = WC_CALLOC(net->nparams, sizeof(float));
-    layout_buffers(net);
+    net->arena = WC_CALLOC(net->arena_floats, sizeof(float));
+    net->work = WC_CALLOC(net->work_floats, sizeof(float));
+    carve_buffers(net, offset);
+    free(offset), free(upto);
     for (int i = 0; i < net->nnodes; i++) {
         const wc_node *nd = &net->nodes[i];
         if (nd->op == WC_OP_CONV)
@@ -559,33 +789,10 @@ void wc_net_memory_plan(const wc_net *net, wc_memory_plan *plan) {
 }
 
 void wc_net_receptive_field(const wc_net *net, int *radius, int *alignment) {
-    /* Per node: `scale` input pixels per node pixel, and `reach`: how many input pixels beyond
-     * its own footprint a node pixel depends on, propagated conservatively. */
-    int *scale = WC_CALLOC(net->nnodes, sizeof(int)), *reach = WC_CALLOC(net->nnodes, sizeof(int));
-    int align = 1;
-    scale[0] = 1;
-    for (int i = 1; i < net->nnodes; i++) {
-        const wc_node *nd = &net->nodes[i];
-        int a = nd->in[0], b = nd->in[1];
-        switch (nd->op) {
-        case WC_OP_CONV:
-            scale[i] = scale[a] * nd->stride;
-            reach[i] = reach[a] + scale[a] * WC_MAX(WC_MAX(nd->pad, nd->KH - 1 - nd->pad),
-                                                    nd->KW - 1 - nd->pad);
-            break;
-        case WC_OP_MAXPOOL: scale[i] = 2 * scale[a], reach[i] = reach[a]; break;
-        case WC_OP_UPSAMPLE:
-            scale[i] = WC_MAX(1, scale[a] / 2), reach[i] = reach[a] + scale[a];
-            break;
-        case WC_OP_CONCAT:
-            scale[i] = WC_MIN(scale[a], scale[b]), reach[i] = WC_MAX(reach[a], reach[b]);
-            break;
-        default: scale[i] = scale[a], reach[i] = reach[a]; break;
-        }
-        align = WC_MAX(align, scale[i]);
-    }
-    *radius = reach[net->nnodes - 1];
-    *alignment = align;
-    free(scale);
-    free(reach);
+    int64_t r, a;
+    receptive_field(net, &r, &a, NULL);
+    /* wc_net_create refused any network beyond WC_NET_MAX_REACH */
+    WC_ASSERT(r <= WC_NET_MAX_REACH && a <= WC_NET_MAX_REACH);
+    *radius = (int)r;
+    *alignment = (int)a;
 }

@@ -81,6 +81,7 @@ void wc_info(const char *fmt, ...) {
 }
 
 void wc_warn(const char *fmt, ...) {
+    if (log_quiet >= 2) return;
     va_list ap;
     va_start(ap, fmt);
     vlog(stderr, "warning: ", fmt, ap);
@@ -88,6 +89,7 @@ void wc_warn(const char *fmt, ...) {
 }
 
 void wc_error(const char *fmt, ...) {
+    if (log_quiet >= 2) return;
     va_list ap;
     va_start(ap, fmt);
     vlog(stderr, "error: ", fmt, ap);

@@ -9,8 +9,15 @@
  *   - the receptive field it reports is conservative: an input change beyond it leaves the
  *     output pixel bit-identical;
  *   - forward and backward allocate nothing (heap statistics unchanged over a step);
- *   - bad specs are refused with a message, not a crash. */
+ *   - bad specs are refused with a message, not a crash: each limit of the spec language, odd
+ *     characters and names, repeated options, sizes that would overflow (channels, upsampling,
+ *     weights, activations, coordinates, the receptive field), and networks beyond the memory
+ *     limit (named by layer, refused before anything large is allocated). */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "wildcpu/layers.h"
@@ -330,14 +337,19 @@ static void test_receptive_field_is_conservative(void) {
  * goes through these wrappers (-Wl,--wrap, see the Makefile): a step that allocates is seen in
  * any build, also under ASan, where mallinfo2 reports nothing. */
 static size_t allocations = 0;
+static size_t largest_allocation = 0; /* bytes of the largest request since it was reset */
+static size_t noted(size_t n) { return largest_allocation = WC_MAX(largest_allocation, n), n; }
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
 int __real_posix_memalign(void **p, size_t align, size_t n);
 void *__real_aligned_alloc(size_t align, size_t n);
-void *__wrap_malloc(size_t n) { return allocations++, __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return allocations++, __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p, n); }
+void *__wrap_malloc(size_t n) { return allocations++, __real_malloc(noted(n)); }
+void *__wrap_calloc(size_t n, size_t size) {
+    noted(size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
+    return allocations++, __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p, noted(n)); }
 int __wrap_posix_memalign(void **p, size_t align, size_t n) {
     return allocations++, __real_posix_memalign(p, align, n);
 }
@@ -455,6 +467,245 @@ static void test_bad_specs_are_refused(void) {
     wc_log_set_quiet(0);
 }
 
+/* ---- the spec language's limits, and sizes a hostile spec may ask for ---------------------- */
+
+/* Builds a network with stderr captured into log, so that its message can be checked; returns
+ * whether wc_net_create refused it. */
+static int refused(const char *spec, int C, int N, int H, int W, int mode, char *log, size_t size) {
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    WC_ASSERT(tmp && saved >= 0);
+    dup2(fileno(tmp), 2);
+    wc_net *net = wc_net_create("test", spec, C, N, H, W, mode);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(log, 1, size - 1, tmp);
+    log[n] = '\0';
+    fclose(tmp);
+    wc_net_destroy(net);
+    return net == NULL;
+}
+
+/* The spec is refused for C x H x W inputs (one sample, training), with a message saying text. */
+static void expect_refused(const char *what, const char *spec, int C, int H, int W,
+                           const char *text) {
+    char log[4096];
+    int r = refused(spec, C, 1, H, W, WC_NET_TRAIN, log, sizeof log);
+    CHECK(r, "%s: accepted", what);
+    CHECK(!r || strstr(log, text), "%s: the message does not say '%s': %s", what, text, log);
+}
+
+static void expect_built(const char *what, const char *spec, int C, int H, int W) {
+    char log[4096];
+    CHECK(!refused(spec, C, 1, H, W, WC_NET_TRAIN, log, sizeof log), "%s: refused: %s", what,
+          log);
+}
+
+/* A spec text built piece by piece (caller frees). */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void add(text *t, const char *fmt, ...) WC_PRINTF(2, 3);
+static void add(text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s + t->len, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = 2 * (t->cap + (size_t)n + 64);
+        t->s = realloc(t->s, t->cap);
+        WC_ASSERT(t->s);
+        if (t->len == 0) t->s[0] = '\0';
+    }
+}
+
+/* A chain of n ReLUs after the input, then the output convolution: n + 2 layers. */
+static char *relu_chain(int n) {
+    text t = {0};
+    add(&t, "input r0\n");
+    for (int i = 1; i <= n; i++) add(&t, "relu r%d r%d\n", i, i - 1);
+    add(&t, "conv h r%d out=1 k=1\n", n);
+    return t.s;
+}
+
+static void test_spec_text_limits(void) {
+    /* words beyond the 16th were dropped without a word: here the 17th would be pad=1 */
+    expect_refused("17 words", "input x\nconv h x out=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 "
+                   "k=1 k=1 pad=1\n", 2, 6, 6, "more than 16 words");
+    /* WC_NET_MAX_LINE characters, comment included */
+    text t = {0};
+    add(&t, "input x\n# %*s\nconv h x out=1 k=1\n", WC_NET_MAX_LINE - 2, "long");
+    expect_built("a line of exactly the limit", t.s, 2, 6, 6);
+    free(t.s), t = (text){0};
+    add(&t, "input x\n# %*s\nconv h x out=1 k=1\n", WC_NET_MAX_LINE - 1, "long");
+    expect_refused("a line beyond the limit", t.s, 2, 6, 6, "test:2: a line longer than 1024");
+    free(t.s), t = (text){0};
+    /* WC_NET_MAX_LAYERS layers */
+    char *spec = relu_chain(WC_NET_MAX_LAYERS - 2);
+    expect_built("256 layers", spec, 2, 4, 4);
+    free(spec);
+    spec = relu_chain(WC_NET_MAX_LAYERS - 1);
+    expect_refused("257 layers", spec, 2, 4, 4, "more than 256 layers");
+    free(spec);
+    /* WC_NET_MAX_SPEC bytes, even of comments */
+    add(&t, "input x\nconv h x out=1 k=1\n");
+    while (t.len <= WC_NET_MAX_SPEC) add(&t, "# %900s\n", "comment");
+    expect_refused("a spec beyond 1 MiB", t.s, 2, 6, 6, "longer than 1048576 bytes");
+    free(t.s);
+}
+
+static void test_spec_characters_and_names(void) {
+    expect_built("CR-LF line ends, tabs, UTF-8 in comments",
+                 "input\tx\r\n# R\xc3\xa4umlich: 3x3\r\n\r\nconv h x out=1 k=1 # \xe2\x80\x94\r\n",
+                 2, 6, 6);
+    expect_refused("a control character", "input x\nconv h x out=1\x01 k=1\n", 2, 6, 6,
+                   "test:2: character 0x01 outside a comment");
+    expect_refused("non-ASCII in a name", "input x\nconv h\xc3\xa9 x out=1 k=1\n", 2, 6, 6,
+                   "character 0xc3");
+    expect_refused("a vertical tab", "input x\n\vconv h x out=1 k=1\n", 2, 6, 6,
+                   "character 0x0b");
+    /* a quote would break the JSON header of exported weights; '=' reads as an option */
+    expect_refused("a quote in a name", "input x\nconv h\" x out=1 k=1\n", 2, 6, 6,
+                   "not 'h\"'");
+    expect_refused("an option for a name", "input x\nconv out=1 x k=1\n", 2, 6, 6,
+                   "a layer needs a name");
+    expect_refused("a name of 32 characters",
+                   "input x\nconv abcdefghijklmnopqrstuvwxyz012345 x out=1 k=1\n", 2, 6, 6,
+                   "a layer needs a name of 1 to 31");
+    expect_built("names of letters, digits, '_', '.', '-'",
+                 "input x_0\nconv Enc-1.a_b x_0 out=1 k=1\n", 2, 6, 6);
+    expect_refused("a duplicate name", "input x\nrelu x x\nconv h x out=1 k=1\n", 2, 6, 6,
+                   "layer name 'x' used twice");
+    /* line numbers count blank lines too */
+    expect_refused("line numbers", "input x\n\n\n  \nconvv a x\n", 2, 6, 6, "test:5: unknown");
+}
+
+static void test_spec_options(void) {
+    expect_refused("an option twice", "input x\nconv h x out=1 k=1 k=3\n", 2, 6, 6,
+                   "option k given twice");
+    expect_refused("k= and kh=", "input x\nconv h x out=1 kh=3 k=1\n", 2, 6, 6,
+                   "option k given twice");
+    expect_refused("out beyond 2^20", "input x\nconv h x out=1048577 k=1\n", 2, 6, 6,
+                   "from 0 to 1048576, got '1048577'");
+    expect_refused("a huge value", "input x\nconv h x out=1 k=99999999999999999999\n", 2, 6, 6,
+                   "option k needs an integer from 1 to 1048576");
+    expect_refused("k=0", "input x\nconv h x out=1 k=0\n", 2, 6, 6, "from 1 to");
+    expect_refused("stride=0", "input x\nconv h x out=1 k=1 stride=0\n", 2, 6, 6,
+                   "stride >= 1");
+}
+
+/* Sizes that overflowed an int before any check (UBSan: signed overflow in infer_shapes) or
+ * that were silently wrapped, now refused by name. */
+static void test_spec_size_overflow(void) {
+    text t = {0};
+    add(&t, "input c0\n");
+    for (int i = 1; i <= 31; i++) add(&t, "concat c%d c%d c%d\n", i, i - 1, i - 1);
+    add(&t, "conv h c0 out=1 k=1\n");
+    expect_refused("channels doubled 31 times", t.s, 3, 16, 16, "more than a tensor may hold");
+    free(t.s), t = (text){0};
+    add(&t, "input u0\n");
+    for (int i = 1; i <= 28; i++) add(&t, "upsample u%d u%d\n", i, i - 1);
+    add(&t, "conv h u0 out=1 k=1\n");
+    expect_refused("28 upsamplings", t.s, 3, 16, 16, "layer u11: its output of 1 x 3 x 32768");
+    free(t.s);
+    expect_refused("a weight beyond INT_MAX values",
+                   "input x\nconv a x out=1048576 k=1048576 pad=524288\nconv h a out=1 k=1\n", 3,
+                   16, 16, "layer a: its weight of 1048576 x 3 x 1048576 x 1048576");
+    expect_refused("an activation beyond INT_MAX values",
+                   "input x\nconv a x out=1048576 k=1 pad=64\nconv h a out=1 k=1 stride=9\n", 3,
+                   16, 16, "layer a: its output of 1 x 1048576 x 144 x 144");
+    expect_refused("padding that overflows coordinates", "input x\nconv h x out=1 k=1 pad=64\n",
+                   1, INT_MAX - 100, 1, "overflow its coordinates");
+    expect_refused("pooling an odd size",
+                   "input x\nmaxpool p x\nupsample u p\nconv h u out=1 k=1\n", 2, 5, 4,
+                   "max-pooling needs an even size, got 5x4");
+    expect_refused("a stride that leaves 1x1", "input x\nconv h x out=1 k=1 stride=1048576\n", 2,
+                   16, 16, "it gives 1 channel(s) at 1x1");
+    expect_refused("a kernel beyond input and padding", "input x\nconv h x out=1 k=9 pad=1\n", 2,
+                   6, 6, "a 9x9 kernel does not fit its 6x6 input");
+    expect_refused("concatenating 8x8 and 16x16",
+                   "input x\nmaxpool p x\nconcat c p x\nconv h c out=1 k=1\n", 2, 16, 16,
+                   "cannot concatenate p (8x8) and x (16x16)");
+}
+
+static void test_receptive_field_bounded(void) {
+    /* strides multiply the scale without shrinking a 1x1 image: it overflowed an int */
+    expect_refused("alignment beyond 2^20",
+                   "input x\nconv a x out=1 k=1 stride=1048576\nconv b a out=1 k=1 stride=1048576\n"
+                   "upsample u1 b\nupsample u2 u1\nupsample u3 u2\nupsample u4 u3\n"
+                   "conv h u4 out=1 k=1\n",
+                   3, 16, 16, "layer b: the network's receptive field");
+    expect_refused("radius beyond 2^20",
+                   "input x\nconv a x out=1 k=1 stride=1048576\nconv b a out=1 k=3 pad=1\n"
+                   "conv c b out=1 k=3 pad=1\nupsample u1 c\nupsample u2 u1\nupsample u3 u2\n"
+                   "upsample u4 u3\nconv h u4 out=1 k=1\n",
+                   3, 16, 16, "layer c: the network's receptive field (radius 4063232");
+    wc_net *net = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 3, 1, 16, 16,
+                                WC_NET_INFER);
+    int radius, align;
+    wc_net_receptive_field(net, &radius, &align);
+    CHECK(align == 4, "unet-lite's alignment is %d, not 4", align);
+    wc_net_destroy(net);
+}
+
+/* Parameters, gradients, activations and workspace together must fit the memory limit, checked
+ * before anything large is allocated; the message names the layer where the network outgrows
+ * it. */
+static void test_memory_limit(void) {
+    char log[4096];
+    const char *unet = wc_net_builtin_spec("unet-lite");
+    for (int mode = 0; mode < 2; mode++) {
+        wc_net_set_memory_limit(0);
+        wc_net *net = wc_net_create("unet-lite", unet, 12, 4, 64, 64, mode);
+        wc_memory_plan mp;
+        wc_net_memory_plan(net, &mp);
+        wc_net_destroy(net);
+        const size_t need = mp.params + mp.grads + mp.activations + mp.workspace;
+        wc_net_set_memory_limit(need);
+        CHECK(!refused(unet, 12, 4, 64, 64, mode, log, sizeof log),
+              "mode %d: refused with exactly the memory it needs: %s", mode, log);
+        wc_net_set_memory_limit(need - 1);
+        CHECK(refused(unet, 12, 4, 64, 64, mode, log, sizeof log) &&
+                  strstr(log, "layer h: the network needs") && strstr(log, "memory limit"),
+              "mode %d: one byte short of the limit: %s", mode, log);
+        wc_net_set_memory_limit((size_t)1 << 20);
+        CHECK(refused(unet, 12, 4, 64, 64, mode, log, sizeof log) &&
+                  strstr(log, "layer e1.0: the network needs"),
+              "mode %d: 1 MiB: %s", mode, log);
+    }
+    wc_net_set_memory_limit(0);
+    /* The default is the machine's physical memory: 4 GiB activations (and as much gradient),
+     * one layer beyond it, refused with nothing large allocated. */
+    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const int layers = (int)(phys / (8.0 * (1 << 30))) + 2;
+    if (layers > WC_NET_MAX_LAYERS - 2) {
+        NOTE("%.0f GiB of physical memory: too much to exceed with %d layers, skipped",
+             phys / (1 << 30), WC_NET_MAX_LAYERS);
+        return;
+    }
+    text t = {0};
+    add(&t, "input c0\n");
+    for (int i = 1; i <= layers; i++) add(&t, "conv c%d c%d out=1024 k=1\n", i, i - 1);
+    add(&t, "conv h c%d out=1 k=1\n", layers);
+    largest_allocation = 0;
+    int r = refused(t.s, 1, 1, 1024, 1024, WC_NET_TRAIN, log, sizeof log);
+    NOTE("%d layers of 4 GiB against %.1f GiB: largest allocation %zu bytes", layers,
+         phys / (1 << 30), largest_allocation);
+    CHECK(r && strstr(log, "more than the physical memory"), "not refused: %s", log);
+    CHECK(largest_allocation < (1 << 20), "allocated %zu bytes before refusing",
+          largest_allocation);
+    free(t.s);
+}
+
 int main(void) {
     RUN(test_unet_lite_matches_reference_size);
     RUN(test_forward_matches_naive_double);
@@ -463,5 +714,11 @@ int main(void) {
     RUN(test_no_allocation_in_step);
     RUN(test_inference_reuses_buffers_exactly);
     RUN(test_bad_specs_are_refused);
+    RUN(test_spec_text_limits);
+    RUN(test_spec_characters_and_names);
+    RUN(test_spec_options);
+    RUN(test_spec_size_overflow);
+    RUN(test_receptive_field_bounded);
+    RUN(test_memory_limit);
     HARNESS_EXIT();
 }

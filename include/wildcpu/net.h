@@ -13,6 +13,16 @@
  *
  * Layer names of convolutions are the tensor names of the exported weights ("e1.0.weight",
  * "e1.0.bias"), which follow PyTorch's nn.Sequential numbering in ../shared/bench/torch_ref.py.
+ * A name is 1 to WC_NAME_MAX - 1 letters, digits, '_', '.' or '-' (it is written unquoted into
+ * the exported file's JSON header). Outside comments a spec is printable ASCII, spaces and tabs
+ * (CR-LF line ends are accepted); every option at most once (k= counts as kh= and kw=).
+ *
+ * A spec may come from an untrusted checkpoint (`wildcpu predict` builds the network a
+ * checkpoint carries), so it is held to limits far beyond any network this project trains:
+ * WC_NET_MAX_SPEC bytes, WC_NET_MAX_LINE characters a line, WC_NET_MAX_TOKENS words a layer
+ * line, WC_NET_MAX_LAYERS layers, no tensor beyond INT_MAX values, a receptive field of at most
+ * WC_NET_MAX_REACH pixels, and, checked before anything large is allocated, no more memory
+ * than the machine has (see wc_net_create).
  *
  * Memory (after llm.c): parameters are ONE contiguous buffer, gradients another with the same
  * layout, so one memset zeroes every gradient, one collective reduces them and one write saves
@@ -40,6 +50,20 @@ typedef enum wc_op {
 } wc_op;
 
 #define WC_NAME_MAX 32
+
+/* The spec is copied into every checkpoint and parsed whole: 1 MiB is thousands of times a real
+ * one (unet-lite's is 0.8 KiB). */
+#define WC_NET_MAX_SPEC (1 << 20)
+/* A layer line is a dozen short words; a longer line (comment included) is not a spec. */
+#define WC_NET_MAX_LINE 1024
+/* Type, name, two inputs and six options are 10 words: 16 leaves room, more is an error. */
+#define WC_NET_MAX_TOKENS 16
+/* Laying out the inference buffers takes time up to cubic in the number of layers (first-fit
+ * over freed extents); unet-lite has 29 layers, and 256 keeps the worst case in milliseconds. */
+#define WC_NET_MAX_LAYERS 256
+/* Receptive-field radius and pooling alignment, in input pixels: prediction windows are wider
+ * than twice the radius, so a network reaching further could never be run on any machine. */
+#define WC_NET_MAX_REACH (1 << 20)
 
 typedef struct wc_node {
     wc_op op;
@@ -101,10 +125,19 @@ const char *wc_net_builtin_spec(const char *arch);
  * in_channels x H x W. `arch` names it (for messages and checkpoints). With mode WC_NET_INFER
  * no gradient buffers are allocated. Returns NULL after logging the problem (a syntax error
  * with its line number, an unknown layer, shapes that do not fit, H or W not divisible by what
- * the pooling needs). */
+ * the pooling needs, a limit of the spec language exceeded, or parameters, gradients,
+ * activations and workspace together needing more than the memory limit: the message names
+ * the layer at which the network outgrows it). Every size is computed with overflow checks and
+ * the memory is checked before any buffer is allocated, so a hostile spec gets an error, not a
+ * crash or an out-of-memory death. */
 wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
                       int W, int mode);
 void wc_net_destroy(wc_net *net);
+
+/* The most memory, in bytes, wc_net_create lets one network's buffers take; 0 (the default)
+ * means the machine's physical memory (sysconf(_SC_PHYS_PAGES) x page size). Process-wide:
+ * tests and fuzzers lower it. The optimizer's moments are not the network's and not counted. */
+void wc_net_set_memory_limit(size_t bytes);
 
 /* Fills the parameters deterministically from (seed): He-uniform weights for convolutions
  * followed by a ReLU, PyTorch's default U(+-1/sqrt(fan_in)) for the others, zero biases, then

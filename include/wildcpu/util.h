@@ -62,7 +62,9 @@ void wc_strv_free(char **v);
  * process runs) messages carry no rank. wc_info prints on rank 0 only, to stdout; warnings and
  * errors print on any rank, to stderr, prefixed with the rank when there is more than one. */
 void wc_log_set_rank(int rank, int nranks);
-void wc_log_set_quiet(int quiet); /* quiet: wc_info prints nothing (tests) */
+/* quiet 1: wc_info prints nothing (tests); 2: warnings and errors neither (fuzzers, which feed
+ * millions of bad inputs). wc_fatal always prints. */
+void wc_log_set_quiet(int quiet);
 void wc_info(const char *fmt, ...) WC_PRINTF(1, 2);
 void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
 void wc_error(const char *fmt, ...) WC_PRINTF(1, 2);
