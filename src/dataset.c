@@ -503,6 +503,8 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
         ds->label_band = lab.band;
         label_source_band = lab.source_band;
         if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
+        /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
+         * nodata (labels.c), which is_nodata takes as nodata like any NaN */
         ds->label_type = ds->files.label.bands[ds->label_band - 1].type;
     }
     if (cfg->oracle) {
