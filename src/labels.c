@@ -159,8 +159,7 @@ static GDALDatasetH create_grid_tif(const wc_raster *tiles, const char *path, GD
     GDALDriverH drv = GDALGetDriverByName("GTiff");
     const char *opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", "SPARSE_OK=TRUE",
                           NULL};
-    GDALDatasetH ds =
-        GDALCreate(drv, path, tiles->width, tiles->height, 1, type, (char **)opts);
+    GDALDatasetH ds = GDALCreate(drv, path, tiles->width, tiles->height, 1, type, (char **)opts);
     if (!ds) {
         wc_error("cannot create %s: %s", path, CPLGetLastErrorMsg());
         return NULL;
