@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "wildcpu/dist.h"
 #include "wildcpu/labels.h"
@@ -339,6 +340,9 @@ static void split(wc_dataset *ds) {
         blocks_used++;
         ds->nval_blocks++;
     }
+    /* sized by their counts, not by the grid: a sparse mosaic keeps few of its patches */
+    ds->train = WC_ALLOC(sizeof(uint32_t) * (size_t)(kept_total - taken));
+    ds->val = WC_ALLOC(sizeof(uint32_t) * (size_t)taken);
     ds->ntrain = ds->nval = 0;
     for (long id = 0; id < ds->npatches; id++) {
         long bx = (id % ds->cols) / B, by = (id / ds->cols) / B;
@@ -477,6 +481,79 @@ static int plan(wc_dataset *ds) {
     return PLAN_OK;
 }
 
+/* ---- what planning needs ----------------------------------------------------------------- */
+
+/* Saturating size arithmetic: a need too large to count is simply too large. */
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* Bytes planning holds at its peak (in split(), while plan()'s per-patch arrays are alive) on a
+ * rank whose share is `mine` patches: for the whole grid, the keep and is_val flags, the train
+ * and val ids (at most one per patch) and split()'s per-block arrays; per patch of its share,
+ * the counts, the kept flag and the moments of every feature; and one patch's buffers (the
+ * label counted as Float64: its type is known only once the labels are prepared). */
+static uint64_t plan_bytes(const wc_dataset *ds, long mine) {
+    const uint64_t B = (uint64_t)ds->val_block, pp = (uint64_t)ds->P * (uint64_t)ds->P;
+    const uint64_t nblocks = sat_mul((ds->cols + B - 1) / B, (ds->rows + B - 1) / B);
+    uint64_t grid = sat_mul((uint64_t)ds->npatches, 2 + sizeof(uint32_t));
+    grid = sat_add(grid, sat_mul(nblocks, sizeof(long) + sizeof(uint32_t) + 1));
+    const uint64_t per_patch =
+        sat_add(sizeof(patch_count) + 1, sat_mul((uint64_t)ds->nfeat, sizeof(moments)));
+    const uint64_t one =
+        sat_mul(pp, sat_add(sat_mul((uint64_t)ds->read_nb, wc_dtype_size(ds->read_type)),
+                            sizeof(double) + sizeof(float) + 1));
+    return sat_add(sat_add(grid, sat_mul((uint64_t)mine + 1, per_patch)), one);
+}
+
+/* Collective: refuses a patch grid whose planning would not fit this machine, before anything
+ * of that size is allocated (an allocation failure would say neither which file nor why). The
+ * ranks on one machine share its memory, so their needs are summed against half of its
+ * physical memory; every rank returns the same, and one message is logged. */
+static int plan_fits(const wc_dataset *ds) {
+    const int R = wc_dist_size(), rank = wc_dist_rank();
+    char(*hosts)[64] = WC_CALLOC((size_t)R, 64);
+    char host[64] = "";
+    gethostname(host, sizeof host - 1); /* a failure leaves "": all ranks count as here */
+    size_t *counts = WC_ALLOC(sizeof(size_t) * R);
+    for (int r = 0; r < R; r++) counts[r] = 64;
+    wc_dist_allgatherv(host, 64, hosts, counts);
+    uint64_t here = 0, total = 0, mine = 0;
+    int nhere = 0;
+    for (int r = 0; r < R; r++) {
+        long lo, hi;
+        wc_dist_share(ds->npatches, r, R, &lo, &hi);
+        const uint64_t need = plan_bytes(ds, hi - lo);
+        total = sat_add(total, need);
+        if (r == rank) mine = need;
+        if (strcmp(hosts[r], host) == 0) here = sat_add(here, need), nhere++;
+    }
+    free(hosts), free(counts);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const uint64_t phys = pages > 0 && page > 0 ? sat_mul((uint64_t)pages, (uint64_t)page)
+                                                : UINT64_MAX; /* unknown: only SIZE_MAX */
+    const int too_big = here > phys / 2 || here > SIZE_MAX;
+    int64_t votes[2] = {too_big, rank == 0 && too_big};
+    wc_dist_sum_i64(votes, 2);
+    if (too_big && (rank == 0 || !votes[1])) {
+        char a[32], b[32], c[32], d[32];
+        wc_error("%s: %dx%d pixels make %ld patches of %dx%d (%d feature%s); planning them needs "
+                 "%s on each rank (%s for the %d rank(s) on this machine, %s in all), more than "
+                 "half of this machine's %s of physical memory: use a larger --patch (the need "
+                 "falls with its square) or split the raster into parts",
+                 ds->tiles_path, ds->width, ds->height, ds->npatches, ds->P, ds->P, ds->nfeat,
+                 ds->nfeat == 1 ? "" : "s", wc_fmt_bytes(a, sizeof a, (double)mine),
+                 wc_fmt_bytes(b, sizeof b, (double)here), nhere,
+                 wc_fmt_bytes(c, sizeof c, (double)total), wc_fmt_bytes(d, sizeof d, (double)phys));
+    }
+    return votes[0] ? WC_ERR : WC_OK;
+}
+
 wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     int stop = 0, label_source_band = 0;
     wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
@@ -490,33 +567,6 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
-    if (cfg->labels) {
-        /* --label-band, when set to something else, names the band of a label raster */
-        const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
-        wc_labels lab;
-        if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
-                              cfg->work_dir, &lab) != WC_OK) {
-            stop = lab.stopped;
-            goto fail;
-        }
-        ds->label_path = lab.path;
-        ds->label_band = lab.band;
-        label_source_band = lab.source_band;
-        if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
-        ds->label_type = ds->files.label.bands[ds->label_band - 1].type;
-    }
-    if (cfg->oracle) {
-        wc_raster o;
-        if (wc_raster_open(&o, cfg->oracle) != WC_OK) goto fail;
-        int same = wc_raster_same_grid(&ds->files.src, &o);
-        wc_raster_close(&o);
-        if (!same) {
-            wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
-        } else {
-            ds->oracle_path = wc_strdup(cfg->oracle);
-            if (wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK) goto fail;
-        }
-    }
     ds->P = cfg->patch;
     ds->cols = ds->width / ds->P;
     ds->rows = ds->height / ds->P;
@@ -534,10 +584,39 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
         goto fail;
     }
     ds->val_block = WC_MAX(1, (cfg->val_block_px + ds->P / 2) / ds->P);
+    /* before the labels too: warping them onto a grid too large to plan would be minutes lost */
+    if (plan_fits(ds) != WC_OK) goto fail;
+    if (cfg->labels) {
+        /* --label-band, when set to something else, names the band of a label raster */
+        const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
+        wc_labels lab;
+        if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
+                              cfg->work_dir, &lab) != WC_OK) {
+            stop = lab.stopped;
+            goto fail;
+        }
+        ds->label_path = lab.path;
+        ds->label_band = lab.band;
+        label_source_band = lab.source_band;
+        if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
+        /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
+         * nodata (labels.c), which is_nodata takes as nodata like any NaN */
+        ds->label_type = ds->files.label.bands[ds->label_band - 1].type;
+    }
+    if (cfg->oracle) {
+        wc_raster o;
+        if (wc_raster_open(&o, cfg->oracle) != WC_OK) goto fail;
+        int same = wc_raster_same_grid(&ds->files.src, &o);
+        wc_raster_close(&o);
+        if (!same) {
+            wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
+        } else {
+            ds->oracle_path = wc_strdup(cfg->oracle);
+            if (wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK) goto fail;
+        }
+    }
     ds->keep = WC_CALLOC(ds->npatches, 1);
     ds->is_val = WC_CALLOC(ds->npatches, 1);
-    ds->train = WC_ALLOC(sizeof(uint32_t) * ds->npatches);
-    ds->val = WC_ALLOC(sizeof(uint32_t) * ds->npatches);
     ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
     ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
     make_fingerprint(ds, label_source_band);

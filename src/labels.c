@@ -134,9 +134,10 @@ static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
 static void derived_path(char *buf, size_t size, const char *work_dir, const char *src, int band,
                          const wc_raster *tiles) {
     struct stat st;
-    /* changed when the derivation changes, so no stale raster is reused: 0x1abe17 burns only
-     * polygonal geometry (0x1abe16 burned points and lines too) */
-    uint64_t h = wc_hash64(0x1abe17);
+    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe17 burns
+     * only polygonal geometry (0x1abe16 burned points and lines too). Warped rasters: 0x1abe18
+     * keeps the values (Float32/Float64, NaN nodata; 0x1abe17 narrowed them to Byte). */
+    uint64_t h = wc_hash64(band ? 0x1abe18 : 0x1abe17);
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     if (stat(src, &st) == 0)
         h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_mtime);
@@ -151,15 +152,14 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
     snprintf(buf, size, "%s/labels-%016llx.tif", work_dir, (unsigned long long)h);
 }
 
-/* An empty Byte GeoTIFF on the tiles' grid, filled with 0. Sparse: blocks never written take
- * no space and read as 0 (or as the nodata value), which keeps a huge, mostly unburned grid
- * small and lets a cancelled write close quickly. */
-static GDALDatasetH create_grid_tif(const wc_raster *tiles, const char *path) {
+/* An empty GeoTIFF of `type` on the tiles' grid, filled with 0. Sparse: blocks never written
+ * take no space and read as 0 (or as the nodata value), which keeps a huge, mostly unburned
+ * grid small and lets a cancelled write close quickly. */
+static GDALDatasetH create_grid_tif(const wc_raster *tiles, const char *path, GDALDataType type) {
     GDALDriverH drv = GDALGetDriverByName("GTiff");
     const char *opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", "SPARSE_OK=TRUE",
                           NULL};
-    GDALDatasetH ds =
-        GDALCreate(drv, path, tiles->width, tiles->height, 1, GDT_Byte, (char **)opts);
+    GDALDatasetH ds = GDALCreate(drv, path, tiles->width, tiles->height, 1, type, (char **)opts);
     if (!ds) {
         wc_error("cannot create %s: %s", path, CPLGetLastErrorMsg());
         return NULL;
@@ -334,7 +334,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
         if (mem) GDALClose(mem);
         return WC_ERR;
     }
-    GDALDatasetH dst = create_grid_tif(tiles, tmp);
+    GDALDatasetH dst = create_grid_tif(tiles, tmp, GDT_Byte); /* 0 and 1 */
     if (!dst) {
         GDALClose(mem);
         return WC_ERR;
@@ -359,6 +359,14 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
     }
     GDALClose(mem);
     return rc;
+}
+
+/* The type a warped label keeps its meaning in (> 0 burned, else unburned, or nodata). Integers
+ * of up to 32 bits become Float32: rounding may change a large value, never its sign or whether
+ * it is 0. Floats keep their own type, so 0.3 or 1e-300 stays > 0. The destination's nodata is
+ * NaN, which no label can be (a NaN label is nodata already), so no value collides with it. */
+static GDALDataType warped_type(wc_dtype t) {
+    return t == WC_DT_FLOAT64 ? GDT_Float64 : GDT_Float32;
 }
 
 /* Warps band `band` of a label raster onto the tiles' grid (nearest neighbour) into tmp.
@@ -388,15 +396,21 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
                  CPLGetLastErrorMsg());
         return WC_ERR;
     }
-    GDALDatasetH dst = create_grid_tif(tiles, tmp);
+    const wc_band *src = &lab->bands[band - 1];
+    GDALDatasetH dst = create_grid_tif(tiles, tmp, warped_type(src->type));
     if (!dst) {
         GDALClose(view);
         return WC_ERR;
     }
     /* Ground the label raster does not cover is unknown, not unburned: the destination starts
-     * as nodata, and only pixels the warp fills from valid source pixels become labels. */
-    GDALSetRasterNoDataValue(GDALGetRasterBand(dst, 1), 255);
-    const char *argv[] = {"-r", "near", "-dstnodata", "255", "-wo", "INIT_DEST=NO_DATA", NULL};
+     * as nodata, and only pixels the warp fills from valid source pixels become labels. The
+     * band's nodata is named to the warper rather than left to its defaults, so a source nodata
+     * pixel stays nodata and is never read as a label. */
+    GDALSetRasterNoDataValue(GDALGetRasterBand(dst, 1), NAN);
+    char srcnodata[32] = "nan"; /* spelled so GDAL parses it: printf may write "-nan" */
+    if (!isnan(src->nodata)) snprintf(srcnodata, sizeof srcnodata, "%.17g", src->nodata);
+    const char *argv[] = {"-r", "near", "-dstnodata", "nan", "-wo", "INIT_DEST=NO_DATA",
+                          src->has_nodata ? "-srcnodata" : NULL, srcnodata, NULL};
     GDALWarpAppOptions *opt = GDALWarpAppOptionsNew((char **)argv, NULL);
     GDALDatasetH out = NULL;
     CPLErrorReset();

@@ -5,6 +5,9 @@
 #     every other band carrying a label's name stays out of the features;
 #   - a multi-band label raster on another grid warps the chosen band only (equal to gdalwarp of
 #     that band), under a cache name of its own; a resume with another --label-band is refused;
+#   - a warped label keeps its meaning whatever its type: Float32 0.3, Float64 1e-300, Byte 255
+#     and Int16 300 stay burned, 0 and -5 unburned, the band's nodata and uncovered ground
+#     nodata (equal to gdalwarp -ot Float32/Float64, and what training reads from it);
 #   - points and lines in a perimeter file are skipped and counted, not burned (the map equals
 #     gdal_rasterize of the polygons alone);
 #   - a stop signal while a perimeter file is rasterized onto a huge grid (one process, and one
@@ -122,6 +125,84 @@ if [ $s2 -eq 0 ] && [ $s1 -eq 0 ] && [ -n "$l1" ] && [ "$l1" != "$l2" ] && [ "$(
 else
     notok "two-band label raster on another grid" "status $s2/$s1, ${l2#$T/} ${l1#$T/}: $(tail -2 "$T/warp.txt") $(grep -E 'error' "$T/warp.log" "$T/warp1.log" | head -2)"
 fi
+
+# --- label values keep their meaning through the warp onto the tiles' grid. Label rasters on a
+# finer grid (15 m, shifted 10 tile pixels east and south, 18 short of the far edges) hold, in
+# blocks, burned values that a Byte raster with nodata 255 cannot carry (0.3, 255, 300, 1e-300),
+# unburned ones (0, -5), their band's own nodata value, and leave a frame of the tiles uncovered.
+# The derived raster is compared with gdalwarp of the same band as Float32 (Float64 for the
+# Float64 one): the same nodata pixels (source nodata and uncovered ground), the same values
+# elsewhere; and what training reads from it (kept patches, burned share in the log) is what
+# that reference says, thresholded > 0.
+$PY - "$T" <<'PY' >"$T/types.log" 2>&1 || notok "making the typed label rasters" "$(tail -3 "$T/types.log")"
+import sys
+import numpy as np
+from osgeo import gdal
+d = sys.argv[1]
+t = gdal.Open(d + "/tiles.tif")
+gt = t.GetGeoTransform()
+rng = np.random.default_rng(3)
+kinds = {  # name: GDAL type, burned, unburned, nodata
+    "f32": (gdal.GDT_Float32, 0.3, 0, -9999),
+    "byte": (gdal.GDT_Byte, 255, 0, 7),
+    "i16": (gdal.GDT_Int16, 300, -5, -32768),
+    "f64": (gdal.GDT_Float64, 1e-300, 0, -9999),
+}
+for name, (gtype, burned, unburned, nodata) in kinds.items():
+    pick = rng.choice(3, size=(25, 25), p=[0.3, 0.5, 0.2])  # 8x8 source blocks
+    vals = np.array([burned, unburned, nodata], dtype=np.float64)[pick]
+    a = np.kron(vals, np.ones((8, 8)))
+    ds = gdal.GetDriverByName("GTiff").Create(f"{d}/{name}.tif", 200, 200, 1, gtype)
+    ds.SetGeoTransform((gt[0] + 300, 15, 0, gt[3] - 300, 0, -15))
+    ds.SetProjection(t.GetProjection())
+    b = ds.GetRasterBand(1)
+    b.SetNoDataValue(nodata)
+    b.WriteArray(a)
+    ds = None
+PY
+for kind in f32 byte i16 f64; do
+    run=$T/ty_$kind
+    "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/$kind.tif" --val-fraction 0 --out "$run" "${train[@]}" >"$run.log" 2>&1
+    status=$?
+    ot=Float32
+    [ $kind = f64 ] && ot=Float64
+    gdalwarp -q -r near -ot $ot -dstnodata nan -te 640000 4926160 643840 4930000 -ts 128 128 "$T/$kind.tif" "$run.ref.tif"
+    derived=$(grep -o "$run/labels-[0-9a-f]*.tif" "$run.log" | head -1)
+    $PY - "${derived:-missing}" "$run.ref.tif" "$run.log" <<'PY' >"$run.txt" 2>&1
+import re, sys
+import numpy as np
+from osgeo import gdal
+dds, rds = gdal.Open(sys.argv[1]), gdal.Open(sys.argv[2])  # kept: a band outliving its dataset crashes GDAL 3.6's bindings
+db = dds.GetRasterBand(1)
+a, r = db.ReadAsArray().astype(np.float64), rds.GetRasterBand(1).ReadAsArray().astype(np.float64)
+nd = db.GetNoDataValue()
+a_nodata = np.isnan(a) | ((a == nd) if nd is not None else False)
+r_nodata = np.isnan(r)
+assert (a_nodata == r_nodata).all(), f"nodata differs from gdalwarp's at {int((a_nodata != r_nodata).sum())} pixels"
+ok = ~r_nodata
+assert (a[ok] == r[ok]).all(), f"values differ from gdalwarp's at {int((a[ok] != r[ok]).sum())} pixels"
+burned = ok & (r > 0)
+assert burned.sum() > 0 and (ok & (r <= 0)).sum() > 0 and r_nodata[10:110, 10:110].sum() > 0, "a test with every kind of pixel"
+# what training read: kept patches (at least half their 32x32 pixels valid) and the burned share
+kept = pix = pos = 0
+for y in range(0, 128, 32):
+    for x in range(0, 128, 32):
+        v = ok[y:y + 32, x:x + 32]
+        if v.sum() >= 512:
+            kept += 1
+            pix += v.sum()
+            pos += burned[y:y + 32, x:x + 32].sum()
+want = f"{kept} kept; {kept} training, 0 validation .*; {100 * pos / pix:.2f}% of training pixels burned"
+log = open(sys.argv[3]).read()
+assert re.search(want, log), f"log says {re.search(r'patches: .*', log).group(0)!r}, the reference {want!r}"
+print(f"{int(burned.sum())} burned, {int((ok & (r <= 0)).sum())} unburned, {int(r_nodata.sum())} nodata pixels as gdalwarp; {kept} patches kept, {100 * pos / pix:.2f}% burned")
+PY
+    if [ $status -eq 0 ] && [ "$(grep -c . "$run.txt")" -eq 1 ]; then
+        ok "$kind label raster on another grid keeps its values: $(cat "$run.txt")"
+    else
+        notok "$kind label raster on another grid keeps its values" "status $status: $(tail -2 "$run.txt") $(grep -E 'error' "$run.log" | head -2)"
+    fi
+done
 
 # --- perimeters with points, lines and a geometry collection: only the polygons burn
 cat >"$T/mixed.geojson" <<'GJ'

@@ -82,10 +82,13 @@ typedef struct wc_dataset {
                                * bands=name:Type,..;labels=.." (a key-value record, util.h) */
 } wc_dataset;
 
-/* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that
- * names the file/band (every rank returns NULL together). Preparing labels and planning honour
- * a stop signal on any rank within about a second: then every rank returns NULL with
- * *stopped = 1 and no error logged (stopped may be NULL; it is 0 otherwise). */
+/* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that names
+ * the file/band (every rank returns NULL together). A patch grid whose planning arrays (6 bytes
+ * per patch of the grid on every rank, plus 17 and 48 per feature for each patch of the rank's
+ * share) would exceed half of the physical memory of a machine, summed over its ranks, is refused
+ * before anything of that size is allocated, naming the raster and the need. Preparing labels and
+ * planning honour a stop signal on any rank within about a second: then every rank returns NULL
+ * with *stopped = 1 and no error logged (stopped may be NULL; it is 0 otherwise). */
 wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped);
 void wc_dataset_close(wc_dataset *ds);
 

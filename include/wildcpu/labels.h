@@ -3,7 +3,9 @@
  *
  *   - a raster already on the grid (same size, geotransform and CRS) is used as it is;
  *   - a raster on another grid that GDAL can warp (both have a CRS and a geotransform) is warped
- *     onto the grid (nearest neighbour), its chosen band only;
+ *     onto the grid (nearest neighbour), its chosen band only, into Float32 (Float64 for a
+ *     Float64 band) with NaN as nodata: every label keeps its sign and whether it is 0, the
+ *     band's nodata stays nodata, and so does the ground the raster does not cover;
  *   - a vector layer of burned-area polygons in any CRS is reprojected and rasterized onto the
  *     grid: 1 inside a polygon, 0 outside, all-touched off. Polygons, multipolygons and the
  *     polygonal members of geometry collections are burned (curved ones linearized); points and

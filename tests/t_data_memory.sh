@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# t_data_memory.sh: planning a raster whose patch grid needs more memory than the machine has is
+# refused before anything is allocated, with a message naming the raster, its size, the patch
+# count, the memory needed and what to do: exit 1 within seconds, no out-of-memory death, on
+# one process and on two ranks. The rasters are VRTs declared by hand (no pixels to read), each
+# needing far more than half of any machine's memory (at least 90 GB per rank):
+#   wide.vrt  2147483647 x 512 px, 12 features: 268,435,448 patches of 64x64 (about 160 GB)
+#   wide1.vrt the same with 1 feature and --patch 16: 4,294,967,264 patches, just below 2^32
+#   big.vrt   200000 x 200000 px, 12 features from a 64 x 64 pixel GeoTIFF, --patch 16:
+#             156,250,000 patches (about 94 GB)
+. "$(dirname "$0")/lib.sh"
+
+gdal_translate -q -ot Float32 -srcwin 0 0 64 64 -b 1 "$SAMPLE" "$T/tiny.tif"
+# vrt PATH WIDTH HEIGHT NFEAT [SOURCE]: NFEAT Float32 features (from SOURCE at pixel 1000, 1000
+# when given) and a Byte band described fire
+vrt() {
+    local path=$1 w=$2 h=$3 n=$4 src=${5:-} b
+    {
+        echo "<VRTDataset rasterXSize=\"$w\" rasterYSize=\"$h\">"
+        echo "  <SRS>EPSG:32611</SRS><GeoTransform>500000, 30, 0, 5000000, 0, -30</GeoTransform>"
+        for b in $(seq 1 "$n"); do
+            echo "  <VRTRasterBand dataType=\"Float32\" band=\"$b\"><Description>f$b</Description>"
+            [ -n "$src" ] && echo "    <SimpleSource><SourceFilename relativeToVRT=\"0\">$src</SourceFilename><SourceBand>1</SourceBand><SrcRect xOff=\"0\" yOff=\"0\" xSize=\"64\" ySize=\"64\"/><DstRect xOff=\"1000\" yOff=\"1000\" xSize=\"64\" ySize=\"64\"/></SimpleSource>"
+            echo "  </VRTRasterBand>"
+        done
+        echo "  <VRTRasterBand dataType=\"Byte\" band=\"$((n + 1))\"><Description>fire</Description></VRTRasterBand>"
+        echo "</VRTDataset>"
+    } >"$path"
+}
+vrt "$T/wide.vrt" 2147483647 512 12
+vrt "$T/wide1.vrt" 2147483647 512 1
+vrt "$T/big.vrt" 200000 200000 12 "$T/tiny.tif"
+
+# refused NAME NRANKS PATTERN ARGS...: the run exits 1 within 60 s, the message matching PATTERN
+# appears once (from one rank), and nothing reports running out of memory
+refused() {
+    local name=$1 n=$2 pattern=$3
+    shift 3
+    local t0=$SECONDS status
+    if [ "$n" -eq 1 ]; then
+        timeout 60 "$WILDCPU" "$@" --steps 1 --no-predict --out "$T/$name" >"$T/$name.log" 2>&1
+    else
+        timeout 60 mpirun --oversubscribe --bind-to none -np "$n" "$WILDCPU" "$@" --steps 1 --no-predict --out "$T/$name" >"$T/$name.log" 2>&1
+    fi
+    status=$?
+    if [ $status -eq 1 ] && [ "$(grep -Ec -- "$pattern" "$T/$name.log")" -eq 1 ] &&
+        ! grep -Eqi "out of memory|sanitizer|MPI_ABORT" "$T/$name.log"; then
+        ok "$name on $n rank(s): exit 1 in $((SECONDS - t0)) s: $(grep -E -- "$pattern" "$T/$name.log" | sed "s|$T/||g" | cut -c1-330)"
+    else
+        notok "$name on $n rank(s): refused with a message" "exit $status after $((SECONDS - t0)) s: $(grep -v -- '---' "$T/$name.log" | sed "s|$T/||g" | head -c 700)"
+    fi
+}
+what="planning them needs [0-9.]+ [GT]iB on each rank .*more than half of this machine's [0-9.]+ [GMT]iB of physical memory: use a larger --patch .* or split the raster"
+refused wide 1 "wide.vrt: 2147483647x512 pixels make 268435448 patches of 64x64 \(12 features\); $what" \
+    --tiles "$T/wide.vrt"
+refused wide1 1 "wide1.vrt: 2147483647x512 pixels make 4294967264 patches of 16x16 \(1 feature\); $what" \
+    --tiles "$T/wide1.vrt" --patch 16 --model logistic
+refused big 1 "big.vrt: 200000x200000 pixels make 156250000 patches of 16x16 \(12 features\); $what" \
+    --tiles "$T/big.vrt" --patch 16 --model logistic
+refused wide2 2 "wide.vrt: 2147483647x512 pixels make 268435448 patches of 64x64 \(12 features\); $what" \
+    --tiles "$T/wide.vrt"
+finish
