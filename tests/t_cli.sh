@@ -211,7 +211,7 @@ for macro in (re.findall(r"\{(WC_\w+),", block.group(1)) if block else []):
     m = re.search(r'#define %s "([^"]+)"' % macro, train_h)
     names.append(m.group(1) if m else macro)
 run_sec = find_section(secs, "The run directory") or ""
-fresh = doc_opts.get("train", {}) and re.search(r"^\|\s*`--fresh`.*$", doc, re.M)
+fresh = re.search(r"^\|\s*`--fresh[^`]*`.*$", doc, re.M)
 missing = [n for n in names if not re.search(r"`DIR/%s/?`" % re.escape(n), run_sec)]
 unmoved = [n for n in names if not fresh or not re.search(r"`%s/?`" % re.escape(n), fresh.group(0))]
 result(len(names) >= 5 and not missing and not unmoved,
