@@ -22,6 +22,7 @@
 static const char *USAGE =
     "usage: wildcpu [train] --tiles PATH [options]     train, then write the risk map\n"
     "       wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] [--classes]\n"
+    "                       [--threads N]\n"
     "       wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n"
     "       wildcpu info PATH                      a checkpoint file or a run directory\n"
     "       wildcpu export --checkpoint PATH --out model.safetensors\n"
@@ -41,7 +42,7 @@ static const char *TRAIN_HELP =
     "  --labels PATH           labels from elsewhere: a raster, or burned-area polygons (any\n"
     "                          vector format and CRS, rasterized onto the tiles' grid)\n"
     "  --oracle PATH           a true-probability raster on the same grid, evaluated alongside\n"
-    "                          [DIR/oracle_risk.tif next to a synthetic --tiles, if present]\n"
+    "                          [oracle_risk.tif in the directory of --tiles, if present; '' none]\n"
     "  --patch N               patch side in pixels [64]\n"
     "  --val-fraction F        share of patches held out, in whole spatial blocks [0.2]\n"
     "  --val-block PIXELS      side of a validation block [256]\n"
@@ -53,7 +54,8 @@ static const char *TRAIN_HELP =
     "  --micro-batch N         samples per forward/backward pass [4]\n"
     "  --optimizer adamw|sgd   [adamw]\n"
     "  --lr X                  peak learning rate [adamw 1e-3, sgd 0.05]\n"
-    "  --lr-scaling linear     scale --lr by --batch / --lr-ref-batch [off]\n"
+    "  --lr-scaling linear|none\n"
+    "                          linear: scale --lr by --batch / --lr-ref-batch [none]\n"
     "  --lr-ref-batch N        the batch --lr was tuned for [32]\n"
     "  --weight-decay X        [adamw 1e-2, sgd 1e-4]\n"
     "  --warmup N              linear warmup steps [min(100, steps/10)]\n"
@@ -61,8 +63,10 @@ static const char *TRAIN_HELP =
     "  --seed N                [1]\n"
     "  --threads N             OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "  --fast-reduce           plain float gradient sum: faster, not bitwise rank-independent\n"
+    "  --prefetch N            read-ahead slots per rank, one micro-batch each [2m + 1, where m\n"
+    "                          is the rank's micro-batches per step; a smaller N is raised to m + 1]\n"
     "checkpoints and output\n"
-    "  --ckpt-every STEPS      checkpoint every STEPS steps\n"
+    "  --ckpt-every STEPS      checkpoint every STEPS steps [off]\n"
     "  --ckpt-minutes M        checkpoint every M minutes [10 when neither is given]\n"
     "  --keep K                checkpoints kept [3]\n"
     "  --fresh                 start over: the previous run's files move to DIR/replaced-TIME/\n"
@@ -366,9 +370,13 @@ static int cmd_predict(int argc, char **argv) {
 
 static int cmd_info(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-        puts("wildcpu info PATH\n\nDescribes a checkpoint file (header, step, epoch, ranks that "
-             "wrote it, data fingerprint, metrics), or lists a run directory's checkpoints with "
-             "their validity.");
+        puts("wildcpu info PATH\n\n"
+             "Describes a checkpoint file (header, step, epoch, ranks that wrote it, data\n"
+             "fingerprint, metrics, parameter digest), or lists a run directory's checkpoints with\n"
+             "their validity, which one a rerun resumes from, and whether the directory's last run\n"
+             "was stopped by a signal (DIR/STOPPED).\n\n"
+             "exit status: 0 described, 1 PATH cannot be read or is a file that is not a usable\n"
+             "checkpoint, 2 usage error");
         return WC_EXIT_OK;
     }
     if (argc != 2) return usage_error("info takes exactly one PATH");
