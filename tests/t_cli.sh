@@ -10,7 +10,7 @@
 #     error; a negative control proves that this check can fail);
 #   - the exit statuses of the "Exit status" table are exactly util.h's WC_EXIT_* values, and
 #     every status a help text lists is one of them;
-#   - the version, every file train.c's RUN_FILES names (and --fresh moves), and every environment
+#   - the version, every file rundir.c's RUN_FILES names (and --fresh moves), and every environment
 #     variable the sources read are documented;
 #   - README.md and docs/*.md link only to files (and headings) that exist inside the repository.
 # No training runs: it takes a few seconds.
@@ -204,7 +204,7 @@ for name, text in sorted(texts.items()):
                para.strip())
 
 # ---- the run directory and the environment -------------------------------------------------------
-train_c, train_h = read("src/train.c"), read("include/wildcpu/train.h")
+train_c, train_h = read("src/rundir.c"), read("include/wildcpu/rundir.h")
 block = re.search(r"RUN_FILES\[\] = \{(.*?)\n\};", train_c, re.S)
 names = re.findall(r'\{"([^"]+)",', block.group(1)) if block else []
 for macro in (re.findall(r"\{(WC_\w+),", block.group(1)) if block else []):
@@ -215,7 +215,7 @@ fresh = re.search(r"^\|\s*`--fresh[^`]*`.*$", doc, re.M)
 missing = [n for n in names if not re.search(r"`DIR/%s/?`" % re.escape(n), run_sec)]
 unmoved = [n for n in names if not fresh or not re.search(r"`%s/?`" % re.escape(n), fresh.group(0))]
 result(len(names) >= 5 and not missing and not unmoved,
-       "every file of a run directory in train.c (%d) is in docs/cli.md's table, and in what --fresh moves" % len(names),
+       "every file of a run directory in rundir.c (%d) is in docs/cli.md's table, and in what --fresh moves" % len(names),
        "not in 'The run directory': %s; not in the --fresh row: %s" % (missing, unmoved))
 env = set()
 for f in sorted(os.listdir(os.path.join(root, "src"))):
