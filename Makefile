@@ -50,20 +50,21 @@ TOOL_BIN := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
 all: $(BUILD)/wildcpu $(TEST_BIN) $(TOOL_BIN)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/wildcpu/*.h) | $(BUILD)/.deps-ok
+# -MMD -MP: each object depends on exactly the headers it includes (build/obj/*.d)
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libwildcpu.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/wildcpu: src/main.c $(BUILD)/libwildcpu.a
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -MMD -MP -MF $@.d $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libwildcpu.a
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libwildcpu.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -MMD -MP -MF $@.d $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@
 
 # test_net counts every allocation a training step makes (see test_no_allocation_in_step)
 $(BUILD)/tests/test_net: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
@@ -71,7 +72,9 @@ $(BUILD)/tests/test_net: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=reall
 
 $(BUILD)/tools/%: tools/%.c $(BUILD)/libwildcpu.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -MMD -MP -MF $@.d $(LDFLAGS) $< $(BUILD)/libwildcpu.a $(LDLIBS) -o $@
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/wildcpu.d $(TEST_BIN:=.d) $(TOOL_BIN:=.d)
 
 # The dependency stamp: present once pkg-config finds every library. A fresh machine gets the
 # packages installed on the first build, so `make demo` and `make test` work from nothing.

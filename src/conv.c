@@ -19,6 +19,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "wildcpu/conv.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/util.h"
 

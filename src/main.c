@@ -11,7 +11,7 @@
 
 #include "wildcpu/dist.h"
 #include "wildcpu/export.h"
-#include "wildcpu/info.h"
+#include "wildcpu/inspect.h"
 #include "wildcpu/predict.h"
 #include "wildcpu/run.h"
 #include "wildcpu/stop.h"
@@ -380,7 +380,7 @@ static int cmd_info(int argc, char **argv) {
         return WC_EXIT_OK;
     }
     if (argc != 2) return usage_error("info takes exactly one PATH");
-    return wc_info_run(argv[1]);
+    return wc_inspect_run(argv[1]);
 }
 
 static int cmd_export(int argc, char **argv) {

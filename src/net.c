@@ -658,6 +658,21 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     return net;
 }
 
+int wc_net_count_params(const char *arch, const char *spec, int in_channels, int H, int W,
+                        size_t *nparams, int *ntensors) {
+    WC_ASSERT(in_channels > 0 && H > 0 && W > 0);
+    wc_net net = {.in_channels = in_channels, .max_N = 1, .H = H, .W = W};
+    snprintf(net.arch, sizeof net.arch, "%s", arch);
+    net.nnodes = parse_spec(arch, spec, &net.nodes);
+    if (net.nnodes < 0) return WC_ERR;
+    int rc = infer_shapes(&net) == WC_OK && check_reach(&net) == WC_OK ? WC_OK : WC_ERR;
+    *nparams = net.nparams;
+    *ntensors = 0;
+    for (int i = 0; i < net.nnodes; i++) *ntensors += 2 * (net.nodes[i].op == WC_OP_CONV);
+    free(net.nodes);
+    return rc;
+}
+
 void wc_net_destroy(wc_net *net) {
     if (!net) return;
     free(net->spec);

@@ -344,13 +344,25 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) 
     wc_snapshot *s = ctx;
     wc_snapshot_free(s);
     if (wc_snapshot_decode(ck, s, why, why_size) != WC_OK) return WC_ERR;
-    wc_net *net = wc_snapshot_build_net(s, 1, 0, 0, WC_NET_INFER, why, why_size);
-    if (!net) {
-        wc_snapshot_free(s);
-        return WC_ERR;
-    }
-    wc_net_destroy(net);
-    return WC_OK;
+    /* the spec is checked without building the network: a reader that only inspects the file
+     * (info, a resume's choice) should not allocate activations for it */
+    char arch[64];
+    wc_kv_get(s->meta, "arch", arch, sizeof arch);
+    const int patch = wc_snapshot_patch(s);
+    size_t nparams = 0;
+    int ntensors = 0;
+    int rc = WC_OK;
+    if (wc_net_count_params(*arch ? arch : "model", s->spec, s->nfeat, patch, patch, &nparams,
+                            &ntensors) != WC_OK)
+        rc = wc_reason(why, why_size, "its network spec does not build for %d inputs of %dx%d "
+                                      "(see above)",
+                       s->nfeat, patch, patch);
+    else if (nparams != s->nparams || ntensors != s->ntensors)
+        rc = wc_reason(why, why_size, "its network has %zu parameters in %d tensors, the "
+                                      "checkpoint holds %zu in %d",
+                       nparams, ntensors, s->nparams, s->ntensors);
+    if (rc != WC_OK) wc_snapshot_free(s);
+    return rc;
 }
 
 /* ---- resuming ---------------------------------------------------------------------------- */

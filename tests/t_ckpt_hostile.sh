@@ -81,10 +81,18 @@ hostile huge-text "more than a text may hold" repeat=fingerprint:0x41:2000000
 hostile params-size "the parameters need 4" set=params:00000000
 hostile exponent "exponent 99999 is out of" u32at=state:64:99999
 hostile ranks-zero "counters out of their bounds" i64=state:7:0
-# a spec whose network would need terabytes: refused before anything is allocated
-hostile huge-spec "memory" "text=spec:input x
+# a spec whose network would need terabytes of parameters: refused from the counts alone,
+# before anything is allocated
+hostile huge-spec "does not build" "text=spec:input x
 conv a x out=1048576 k=999 pad=499
 conv h a out=1 k=1"
+
+# a spec with the file's 13 parameters whose activations would need terabytes (unused
+# upsampling): refused before anything is allocated, by every reader
+ups=$(for i in $(seq 1 16); do printf 'upsample u%d %s\n' $i "$([ $i = 1 ] && echo x || echo u$((i - 1)))"; done)
+hostile huge-activations "does not build" "text=spec:input x
+$ups
+conv h x out=1 k=1"
 
 # A resume needs AdamW's second moment, a model does not: only the resume refuses it.
 cp -r "$T/ref" "$T/nov"

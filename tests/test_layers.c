@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "wildcpu/conv.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/rng.h"
 #include "wildcpu/util.h"

@@ -8,7 +8,7 @@
 
 #include "harness.h"
 #include "wildcpu/export.h"
-#include "wildcpu/info.h"
+#include "wildcpu/inspect.h"
 #include "wildcpu/predict.h"
 #include "wildcpu/synth.h"
 #include "wildcpu/run.h"
@@ -71,10 +71,10 @@ static void test_predict_export_info(void) {
     p.cog = 1;
     CHECK(wc_predict_run(&p) == WC_EXIT_OK, "predict --cog");
     CHECK(wc_export_run(out, st) == WC_EXIT_OK, "export");
-    CHECK(wc_info_run(out) == WC_EXIT_OK, "info DIR");
+    CHECK(wc_inspect_run(out) == WC_EXIT_OK, "info DIR");
     char ck[256];
     path(ck, sizeof ck, "run/checkpoints/ckpt-00000002.wcp");
-    CHECK(wc_info_run(ck) == WC_EXIT_OK, "info FILE");
+    CHECK(wc_inspect_run(ck) == WC_EXIT_OK, "info FILE");
 }
 
 int main(void) {

@@ -1,4 +1,5 @@
-/* layers.h: the network's building blocks, each a forward and a backward function.
+/* layers.h: the network's building blocks but the convolution (conv.h), each a forward and a
+ * backward function: ReLU, 2x2 max-pooling, 2x upsampling, concatenation, the loss.
  *
  * Layout: every activation is NCHW float32 (N samples, C channels, H rows, W columns), the
  * layout PyTorch uses, so weights and tensors exchange with it without transposition.
@@ -7,56 +8,14 @@
  * read by two layers receives the sum of both contributions; callers zero gradients first.
  * A NULL dinp means "input gradient not needed" (the first layer) and skips that work.
  *
- * Not here: allocation (callers pass every buffer, including the convolution workspace), the
- * network graph, threads (OpenBLAS threads inside the GEMMs are the only parallelism). */
+ * Not here: allocation (callers pass every buffer), the convolution (conv.h), the network graph
+ * (net.h). */
 #ifndef WILDCPU_LAYERS_H
 #define WILDCPU_LAYERS_H
 
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- 2D convolution: lowering (im2col) + cblas_sgemm ---------------------------------------
- * out[n,k,oy,ox] = bias[k] + sum_{c,ky,kx} weight[k,c,ky,kx] * inp[n,c,oy*stride+ky-pad,
- *                                                                  ox*stride+kx-pad]
- * with zero padding. Each image is lowered in chunks of output rows (about WC_CONV_CHUNK_COLS
- * output pixels), so the lowered matrix stays in cache and the workspace is small; 1x1 kernels
- * with stride 1 and no padding skip the lowering (the image already is the matrix). */
-
-#define WC_CONV_CHUNK_COLS 2048
-
-typedef struct wc_conv_shape {
-    int N, C, H, W;   /* input (N, C, H, W) */
-    int K, KH, KW;    /* weight (K, C, KH, KW), bias (K) */
-    int stride, pad;  /* the same in both directions */
-    int OH, OW;       /* output (N, K, OH, OW) */
-    int chunk_rows;   /* output rows lowered at a time */
-} wc_conv_shape;
-
-/* Fills in OH, OW and chunk_rows. Asserts that the output is at least 1x1. */
-wc_conv_shape wc_conv_shape_make(int N, int C, int H, int W, int K, int KH, int KW, int stride,
-                                 int pad);
-/* Floats of workspace wc_conv2d_forward/backward need for this shape (0 for a plain 1x1). */
-size_t wc_conv_workspace_floats(const wc_conv_shape *s);
-/* True when the lowering is skipped (1x1, stride 1, no padding). */
-int wc_conv_is_pointwise(const wc_conv_shape *s);
-
-/* out (N,K,OH,OW) = conv(inp (N,C,H,W), weight (K,C,KH,KW)) + bias (K, or NULL for none).
- * work: wc_conv_workspace_floats(s) floats. */
-void wc_conv2d_forward(float *out, const float *inp, const float *weight, const float *bias,
-                       const wc_conv_shape *s, float *work);
-/* dinp (N,C,H,W) += d/dinp, dweight (K,C,KH,KW) += d/dweight, dbias (K) += d/dbias, given
- * dout (N,K,OH,OW), the forward input and the weight. dinp and dbias may be NULL. */
-void wc_conv2d_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                        const float *inp, const float *weight, const wc_conv_shape *s,
-                        float *work);
-
-/* The lowering of output rows [oy0, oy1) of one image, and its adjoint.
- *   im2col: col (C*KH*KW, (oy1-oy0)*OW) = patches of img (C, H, W)   [overwrites col]
- *   col2im: img (C, H, W) += the patches in col scattered back        [adds into img]
- * <im2col(x), y> == <x, col2im(y)> holds exactly in real arithmetic (tested). */
-void wc_im2col(float *col, const float *img, const wc_conv_shape *s, int oy0, int oy1);
-void wc_col2im(float *img, const float *col, const wc_conv_shape *s, int oy0, int oy1);
 
 /* ---- elementwise and resampling layers ----------------------------------------------------- */
 

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wildcpu/conv.h"
 #include "wildcpu/layers.h"
 
 typedef enum wc_op {
@@ -133,6 +134,10 @@ const char *wc_net_builtin_spec(const char *arch);
 wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
                       int W, int mode);
 void wc_net_destroy(wc_net *net);
+/* What a spec builds for in_channels x H x W inputs, without allocating the network: its
+ * parameter and tensor counts. WC_ERR after logging the problem, as wc_net_create would. */
+int wc_net_count_params(const char *arch, const char *spec, int in_channels, int H, int W,
+                        size_t *nparams, int *ntensors);
 
 /* The most memory, in bytes, wc_net_create lets one network's buffers take; 0 (the default)
  * means the machine's physical memory (sysconf(_SC_PHYS_PAGES) x page size). Process-wide:

@@ -20,22 +20,24 @@
 #include <zlib.h>
 
 #include "wildcpu/ckpt.h"
+#include "wildcpu/snapshot.h"
 #include "wildcpu/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The sections train.c writes and train.c, model.c and info.c read (docs/checkpoint.md). */
-static const char *const SECTIONS[] = {"meta",  "config", "fingerprint", "spec",
-                                       "features", "norm", "state", "params",
-                                       "optim_m", "optim_v", "metrics"};
+/* The sections snapshot.c writes and reads (docs/checkpoint.md). */
+static const char *const SECTIONS[] = {
+    WC_SECTION_META,  WC_SECTION_CONFIG, WC_SECTION_FINGERPRINT, WC_SECTION_SPEC,
+    WC_SECTION_FEATURES, WC_SECTION_NORM, WC_SECTION_STATE,   WC_SECTION_PARAMS,
+    WC_SECTION_OPTIM_M, WC_SECTION_OPTIM_V, WC_SECTION_METRICS, WC_SECTION_PROGRESS};
 
 /* Keeps the reads of check_checkpoint from being optimized away. */
 static volatile unsigned char sink;
 
-/* What is done with a checkpoint that parsed: each known section read whole, then freed.
- * The section decoder (wc_snapshot_decode, once it exists) is called from here: that is where
- * this target grows. */
+/* What is done with a checkpoint that parsed: each known section read whole, then the section
+ * decoder and the network check every reader runs (wc_snapshot_check: decode, build the spec's
+ * network, compare the parameter count), and every decoded field touched. */
 static void check_checkpoint(wc_ckpt *ck) {
     unsigned char acc = 0;
     for (size_t i = 0; i < sizeof SECTIONS / sizeof SECTIONS[0]; i++) {
@@ -49,6 +51,21 @@ static void check_checkpoint(wc_ckpt *ck) {
         const unsigned char *p = ck->sections[i].data;
         if (ck->sections[i].size) acc ^= p[0] ^ p[ck->sections[i].size - 1];
     }
+    wc_snapshot snap = {0};
+    char why[512];
+    if (wc_snapshot_check(ck, &snap, why, sizeof why) == 0) {
+        /* what a decoded snapshot promises: finite values, names within bounds */
+        for (int c = 0; c < snap.nfeat; c++) {
+            if (!(snap.std[c] > 0) || snap.mean[c] != snap.mean[c]) __builtin_trap();
+            acc ^= (unsigned char)snap.feat_names[c][0];
+        }
+        for (size_t i = 0; i < snap.nparams; i++)
+            if (snap.params[i] != snap.params[i] || snap.optim_m[i] != snap.optim_m[i])
+                __builtin_trap();
+        for (int t = 0; t < snap.ntensors; t++) acc ^= (unsigned char)snap.exponent[t];
+        acc ^= (unsigned char)(snap.meta[0] ^ snap.config[0] ^ snap.spec[0] ^ snap.metrics[0]);
+    }
+    wc_snapshot_free(&snap);
     sink = acc;
     wc_ckpt_free(ck);
 }

@@ -1,5 +1,5 @@
-/* info.c: `wildcpu info`; see info.h. */
-#include "wildcpu/info.h"
+/* inspect.c: `wildcpu info`; see inspect.h. */
+#include "wildcpu/inspect.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -133,7 +133,7 @@ static int describe_dir(const char *path) {
     return WC_EXIT_OK;
 }
 
-int wc_info_run(const char *path) {
+int wc_inspect_run(const char *path) {
     if (wc_dist_rank() != 0) return WC_EXIT_OK;
     struct stat st;
     if (stat(path, &st) != 0) {

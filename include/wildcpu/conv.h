@@ -1,0 +1,58 @@
+/* conv.h: 2D convolution, forward and both gradients, over cblas_sgemm.
+ *
+ *   out[n,k,oy,ox] = bias[k] + sum_{c,ky,kx} weight[k,c,ky,kx] * inp[n,c,oy*stride+ky-pad,
+ *                                                                     ox*stride+kx-pad]
+ * with zero padding, NCHW float32 like every activation (layers.h states the conventions:
+ * outputs first, backward adds into gradients, a NULL dinp skips the input gradient).
+ *
+ * Three paths, chosen by shape: 3x3 kernels with stride 1 use Winograd's minimal filtering
+ * F(2x2, 3x3) forward and for both gradients (conv.c explains the transforms and their
+ * accuracy); 1x1 kernels with stride 1 and no padding use the GEMM directly (the image already
+ * is the matrix); every other shape is lowered (im2col) in chunks of output rows, about
+ * WC_CONV_CHUNK_COLS output pixels at a time, so the lowered matrix stays in cache and the
+ * workspace is small.
+ *
+ * Not here: allocation (the caller passes the workspace, sized by wc_conv_workspace_floats),
+ * the graph (net.h). */
+#ifndef WILDCPU_CONV_H
+#define WILDCPU_CONV_H
+
+#include <stddef.h>
+
+
+#define WC_CONV_CHUNK_COLS 2048
+
+typedef struct wc_conv_shape {
+    int N, C, H, W;   /* input (N, C, H, W) */
+    int K, KH, KW;    /* weight (K, C, KH, KW), bias (K) */
+    int stride, pad;  /* the same in both directions */
+    int OH, OW;       /* output (N, K, OH, OW) */
+    int chunk_rows;   /* output rows lowered at a time */
+} wc_conv_shape;
+
+/* Fills in OH, OW and chunk_rows. Asserts that the output is at least 1x1. */
+wc_conv_shape wc_conv_shape_make(int N, int C, int H, int W, int K, int KH, int KW, int stride,
+                                 int pad);
+/* Floats of workspace wc_conv2d_forward/backward need for this shape (0 for a plain 1x1). */
+size_t wc_conv_workspace_floats(const wc_conv_shape *s);
+/* True when the lowering is skipped (1x1, stride 1, no padding). */
+int wc_conv_is_pointwise(const wc_conv_shape *s);
+
+/* out (N,K,OH,OW) = conv(inp (N,C,H,W), weight (K,C,KH,KW)) + bias (K, or NULL for none).
+ * work: wc_conv_workspace_floats(s) floats. */
+void wc_conv2d_forward(float *out, const float *inp, const float *weight, const float *bias,
+                       const wc_conv_shape *s, float *work);
+/* dinp (N,C,H,W) += d/dinp, dweight (K,C,KH,KW) += d/dweight, dbias (K) += d/dbias, given
+ * dout (N,K,OH,OW), the forward input and the weight. dinp and dbias may be NULL. */
+void wc_conv2d_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const wc_conv_shape *s,
+                        float *work);
+
+/* The lowering of output rows [oy0, oy1) of one image, and its adjoint.
+ *   im2col: col (C*KH*KW, (oy1-oy0)*OW) = patches of img (C, H, W)   [overwrites col]
+ *   col2im: img (C, H, W) += the patches in col scattered back        [adds into img]
+ * <im2col(x), y> == <x, col2im(y)> holds exactly in real arithmetic (tested). */
+void wc_im2col(float *col, const float *img, const wc_conv_shape *s, int oy0, int oy1);
+void wc_col2im(float *img, const float *col, const wc_conv_shape *s, int oy0, int oy1);
+
+#endif
