@@ -19,7 +19,7 @@
 void wc_data_config_default(wc_data_config *cfg) {
     *cfg = (wc_data_config){.label_band = WC_LABEL_BAND_NAME, .work_dir = ".", .patch = 64,
                             .val_fraction = 0.2, .val_block_px = 256, .min_valid = 0.5,
-                            .seed = 1};
+                            .seed = 1, .align = 1, .jitter = 1};
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
@@ -45,8 +45,37 @@ void wc_data_files_close(wc_data_files *f) {
 /* ---- patches ----------------------------------------------------------------------------- */
 
 void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0) {
-    *x0 = (int)(id % ds->cols) * ds->P;
-    *y0 = (int)(id / ds->cols) * ds->P;
+    *x0 = ds->x_origin + (int)(id % ds->cols) * ds->P;
+    *y0 = ds->y_origin + (int)(id / ds->cols) * ds->P;
+}
+
+/* A window of the patch grid's geometry at (x0, y0) stays on training ground: inside the
+ * raster, touching no validation block (the cells it overlaps are not in one). */
+static int on_training_ground(const wc_dataset *ds, int x0, int y0) {
+    if (x0 < ds->x_origin || y0 < ds->y_origin || x0 + ds->P > ds->width ||
+        y0 + ds->P > ds->height)
+        return 0;
+    const int cx0 = (x0 - ds->x_origin) / ds->P, cy0 = (y0 - ds->y_origin) / ds->P;
+    const int cx1 = (x0 - ds->x_origin + ds->P - 1) / ds->P;
+    const int cy1 = (y0 - ds->y_origin + ds->P - 1) / ds->P;
+    for (int cy = cy0; cy <= cy1 && cy < ds->rows; cy++)
+        for (int cx = cx0; cx <= cx1 && cx < ds->cols; cx++)
+            if (ds->is_val[(size_t)cy * ds->cols + cx]) return 0;
+    return 1;
+}
+
+wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
+    wc_sample s = {.id = id, .dx = 0, .dy = 0};
+    const int A = ds->cfg.align > 0 ? ds->cfg.align : 1, steps = ds->P / (2 * A);
+    if (!ds->cfg.jitter || steps < 1) return s;
+    wc_rng r;
+    wc_rng_seed(&r, ds->cfg.seed, WC_STREAM_AUGMENT, ((uint64_t)epoch << 32) | id);
+    const int dx = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
+    const int dy = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
+    int x0, y0;
+    wc_dataset_patch_origin(ds, id, &x0, &y0);
+    if (on_training_ground(ds, x0 + dx, y0 + dy)) s.dx = dx, s.dy = dy;
+    return s;
 }
 
 static size_t src_bytes(const wc_dataset *ds) {
@@ -61,10 +90,11 @@ size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle) {
     return src_bytes(ds) + label_bytes(ds) + oracle;
 }
 
-int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, void *raw,
+int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, void *raw,
                           int with_oracle) {
     int x0, y0;
-    wc_dataset_patch_origin(ds, id, &x0, &y0);
+    wc_dataset_patch_origin(ds, s.id, &x0, &y0);
+    x0 += s.dx, y0 += s.dy;
     char *p = raw;
     if (wc_raster_read(&f->src, x0, y0, ds->P, ds->P, ds->read_bands, ds->read_nb, ds->read_type,
                        p) != WC_OK)
@@ -370,7 +400,8 @@ enum { PLAN_OK = WC_OK, PLAN_ERR = WC_ERR, PLAN_STOPPED = -2 };
  * the moments of each feature over its valid pixels (m: nfeat of them). */
 static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *valid,
                       patch_count *pc, moments *m) {
-    if (wc_dataset_read_patch(ds, &ds->files, (uint32_t)id, raw, 0) != WC_OK) return WC_ERR;
+    const wc_sample unshifted = {.id = (uint32_t)id};
+    if (wc_dataset_read_patch(ds, &ds->files, unshifted, raw, 0) != WC_OK) return WC_ERR;
     decode_labels_and_nodata(ds, raw, y, valid);
     const size_t pp = (size_t)ds->P * ds->P;
     for (size_t i = 0; i < pp; i++) {
@@ -568,8 +599,14 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
     ds->P = cfg->patch;
-    ds->cols = ds->width / ds->P;
-    ds->rows = ds->height / ds->P;
+    /* the grid starts at the first pixel whose global coordinate is a multiple of the
+     * alignment: the pooling phase maps and validation use too */
+    long long gcol, grow;
+    wc_raster_global_origin(&ds->files.src, &gcol, &grow);
+    const int A = cfg->align > 0 ? cfg->align : 1;
+    ds->x_origin = wc_pmod(-gcol, A), ds->y_origin = wc_pmod(-grow, A);
+    ds->cols = (ds->width - ds->x_origin) / ds->P;
+    ds->rows = (ds->height - ds->y_origin) / ds->P;
     if (ds->cols < 1 || ds->rows < 1) {
         wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)", cfg->tiles,
                  ds->width, ds->height, ds->P, ds->P);

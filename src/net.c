@@ -658,17 +658,22 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     return net;
 }
 
-int wc_net_count_params(const char *arch, const char *spec, int in_channels, int H, int W,
-                        size_t *nparams, int *ntensors) {
+int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, int W,
+                    wc_net_facts *facts) {
     WC_ASSERT(in_channels > 0 && H > 0 && W > 0);
     wc_net net = {.in_channels = in_channels, .max_N = 1, .H = H, .W = W};
     snprintf(net.arch, sizeof net.arch, "%s", arch);
     net.nnodes = parse_spec(arch, spec, &net.nodes);
     if (net.nnodes < 0) return WC_ERR;
     int rc = infer_shapes(&net) == WC_OK && check_reach(&net) == WC_OK ? WC_OK : WC_ERR;
-    *nparams = net.nparams;
-    *ntensors = 0;
-    for (int i = 0; i < net.nnodes; i++) *ntensors += 2 * (net.nodes[i].op == WC_OP_CONV);
+    memset(facts, 0, sizeof *facts);
+    facts->nparams = net.nparams;
+    for (int i = 0; i < net.nnodes; i++) facts->ntensors += 2 * (net.nodes[i].op == WC_OP_CONV);
+    if (rc == WC_OK) {
+        int64_t radius, align;
+        receptive_field(&net, &radius, &align, NULL);
+        facts->radius = (int)radius, facts->alignment = (int)align;
+    }
     free(net.nodes);
     return rc;
 }

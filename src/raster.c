@@ -301,3 +301,17 @@ char **wc_gdal_file_list(const char *path) {
     if (ds) GDALClose(ds);
     return out;
 }
+
+int wc_raster_global_origin(const wc_raster *r, long long *gcol, long long *grow) {
+    *gcol = *grow = 0;
+    if (!r->has_gt || r->gt[2] != 0 || r->gt[4] != 0 || r->gt[1] == 0 || r->gt[5] == 0) return 0;
+    double c = r->gt[0] / r->gt[1], w = r->gt[3] / r->gt[5];
+    if (!(fabs(c) < 1e15 && fabs(w) < 1e15)) return 0;
+    *gcol = llround(c), *grow = llround(w);
+    return 1;
+}
+
+int wc_pmod(long long v, int m) {
+    long long r = v % m;
+    return (int)(r < 0 ? r + m : r);
+}

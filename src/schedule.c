@@ -19,11 +19,13 @@ void wc_schedule_init(wc_schedule *s, const uint32_t *train, long ntrain, int ba
         s->cached_epoch[i] = -1;
         s->perm[i] = WC_ALLOC(sizeof(uint32_t) * ntrain);
     }
+    s->ids = WC_ALLOC(sizeof(uint32_t) * micro);
 }
 
 void wc_schedule_free(wc_schedule *s) {
     free(s->perm[0]);
     free(s->perm[1]);
+    free(s->ids);
 }
 
 /* The permutation of epoch e (positions into train[]), from a two-entry cache. */
@@ -94,8 +96,15 @@ void wc_schedule_cursor_start(wc_schedule_cursor *c, long step, wc_work_kind kin
     c->next = (wc_work){.step = step, .kind = kind, .j = -1};
 }
 
-int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, uint32_t *ids, wc_work *w) {
+void wc_schedule_set_sampler(wc_schedule *s, wc_sample (*fn)(const void *, uint32_t, long),
+                             const void *ctx) {
+    s->sample = fn, s->sample_ctx = ctx;
+}
+
+int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *samples,
+                            wc_work *w) {
     wc_work *n = &c->next;
+    uint32_t *ids = s->ids;
     while (n->step < s->total_steps) {
         if (n->kind == WC_WORK_TRAIN) {
             int lo, hi;
@@ -104,7 +113,12 @@ int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, uint32_t *ids
             if (n->j < hi) {
                 *w = *n;
                 n->j++;
-                return wc_schedule_patches(s, w->step, w->j, ids);
+                const int count = wc_schedule_patches(s, w->step, w->j, ids);
+                const long epoch = w->step / s->steps_per_epoch;
+                for (int i = 0; i < count; i++)
+                    samples[i] = s->sample ? s->sample(s->sample_ctx, ids[i], epoch)
+                                           : (wc_sample){.id = ids[i]};
+                return count;
             }
             *n = (wc_work){.step = n->step, .kind = WC_WORK_VAL, .j = 0};
         }
@@ -114,7 +128,7 @@ int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, uint32_t *ids
             n->j++;
             long first = s->val_lo + (long)w->j * s->micro;
             int count = (int)WC_MIN((long)s->micro, s->val_hi - first);
-            for (int i = 0; i < count; i++) ids[i] = s->val[first + i];
+            for (int i = 0; i < count; i++) samples[i] = (wc_sample){.id = s->val[first + i]};
             return count;
         }
         *n = (wc_work){.step = n->step + 1, .kind = WC_WORK_TRAIN, .j = -1};

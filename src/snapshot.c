@@ -349,18 +349,16 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) 
     char arch[64];
     wc_kv_get(s->meta, "arch", arch, sizeof arch);
     const int patch = wc_snapshot_patch(s);
-    size_t nparams = 0;
-    int ntensors = 0;
+    wc_net_facts f;
     int rc = WC_OK;
-    if (wc_net_count_params(*arch ? arch : "model", s->spec, s->nfeat, patch, patch, &nparams,
-                            &ntensors) != WC_OK)
+    if (wc_net_describe(*arch ? arch : "model", s->spec, s->nfeat, patch, patch, &f) != WC_OK)
         rc = wc_reason(why, why_size, "its network spec does not build for %d inputs of %dx%d "
                                       "(see above)",
                        s->nfeat, patch, patch);
-    else if (nparams != s->nparams || ntensors != s->ntensors)
+    else if (f.nparams != s->nparams || f.ntensors != s->ntensors)
         rc = wc_reason(why, why_size, "its network has %zu parameters in %d tensors, the "
                                       "checkpoint holds %zu in %d",
-                       nparams, ntensors, s->nparams, s->ntensors);
+                       f.nparams, f.ntensors, s->nparams, s->ntensors);
     if (rc != WC_OK) wc_snapshot_free(s);
     return rc;
 }

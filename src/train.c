@@ -54,7 +54,7 @@ void wc_train_config_default(wc_train_config *cfg) {
 typedef struct {
     wc_reader *rd;
     wc_schedule_cursor cursor;
-    uint32_t *ids;              /* (micro_batch) one request's patch ids */
+    wc_sample *samples;         /* (micro_batch) one request's samples */
     const wc_read_batch **held; /* (max_local) this step's batches */
     int max_local;              /* most micro-batches a rank gets in a step */
 } read_ahead;
@@ -97,6 +97,7 @@ typedef struct {
     validation val;
     ckpt_policy ckpt;
     wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
+    char *spec;         /* the network spec text */
     double t_start, t_loop;
     int report_due;     /* the report changes even without a step (a pending validation ran) */
     char config_kv[2048];
@@ -111,12 +112,14 @@ static void build_config_kv(train_ctx *t) {
     snprintf(t->config_kv, sizeof t->config_kv,
              "model=%s;spec_hash=%016llx;batch=%d;micro_batch=%d;seed=%llu;patch=%d;"
              "val_fraction=%.10g;val_block_px=%d;min_valid=%.10g;optimizer=%s;lr=%.10g;"
-             "weight_decay=%.10g;warmup=%ld;total_steps=%ld;pos_weight=%.10g;reduce=%s",
+             "weight_decay=%.10g;warmup=%ld;total_steps=%ld;pos_weight=%.10g;reduce=%s;"
+             "jitter=%s",
              t->net->arch, (unsigned long long)h, c->batch, c->micro_batch,
              (unsigned long long)c->seed, c->data.patch, c->data.val_fraction, c->data.val_block_px,
              c->data.min_valid, t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd",
              t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
-             t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact");
+             t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact",
+             c->no_jitter ? "off" : "on");
 }
 
 /* ---- reading ahead ----------------------------------------------------------------------- */
@@ -126,9 +129,9 @@ static void submit_ahead(train_ctx *t) {
     read_ahead *ra = &t->ra;
     while (wc_reader_can_submit(ra->rd)) {
         wc_work w;
-        int n = wc_schedule_cursor_next(&t->sched, &ra->cursor, ra->ids, &w);
+        int n = wc_schedule_cursor_next(&t->sched, &ra->cursor, ra->samples, &w);
         if (n == 0) return;
-        wc_reader_submit(ra->rd, ra->ids, n, w.kind == WC_WORK_VAL, wc_work_tag(&w));
+        wc_reader_submit(ra->rd, ra->samples, n, w.kind == WC_WORK_VAL, wc_work_tag(&w));
     }
 }
 
@@ -512,23 +515,30 @@ static void print_setup(const train_ctx *t, double prior) {
             cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)");
 }
 
-/* The network --model names, built for the data. WC_EXIT_OK or an exit status. */
-static int build_network(train_ctx *t) {
+/* The spec --model names (a built-in name or a file). WC_EXIT_OK or an exit status. */
+static int load_spec(train_ctx *t) {
     const wc_train_config *cfg = t->cfg;
-    const char *spec = wc_net_builtin_spec(cfg->model);
-    char *spec_file = NULL;
-    if (!spec) {
-        spec = spec_file = wc_read_file(cfg->model);
-        if (!spec) {
-            wc_error("--model %s: %s (the built-in models are unet-lite and logistic)",
-                     cfg->model, strerror(errno));
-            return WC_EXIT_USAGE;
-        }
+    const char *builtin = wc_net_builtin_spec(cfg->model);
+    t->spec = builtin ? wc_strdup(builtin) : wc_read_file(cfg->model);
+    if (!t->spec) {
+        wc_error("--model %s: %s (the built-in models are unet-lite and logistic)", cfg->model,
+                 strerror(errno));
+        return WC_EXIT_USAGE;
     }
-    t->net = wc_net_create(cfg->model, spec, t->ds->nfeat, cfg->micro_batch, t->ds->P, t->ds->P,
-                           WC_NET_TRAIN);
-    free(spec_file);
-    return t->net ? WC_EXIT_OK : WC_EXIT_USAGE;
+    return WC_EXIT_OK;
+}
+
+/* The network's pooling alignment, which the data's patch grid and jitter follow. */
+static int spec_alignment(const train_ctx *t, int *alignment) {
+    wc_net_facts f;
+    const int P = t->cfg->data.patch;
+    if (wc_net_describe(t->cfg->model, t->spec, 1, P, P, &f) != WC_OK) return WC_EXIT_USAGE;
+    *alignment = f.alignment;
+    return WC_EXIT_OK;
+}
+
+static wc_sample sample_patch(const void *ds, uint32_t id, long epoch) {
+    return wc_dataset_sample(ds, id, epoch);
 }
 
 /* The optimizer, the reducer and the schedule of the run. */
@@ -548,6 +558,7 @@ static void build_optimization(train_ctx *t) {
     wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
                      t->nranks, cfg->seed, t->total_steps);
     wc_schedule_set_validation(&t->sched, ds->val, ds->nval);
+    wc_schedule_set_sampler(&t->sched, sample_patch, ds);
     t->val.mb_max = wc_schedule_val_micro_batches_max(&t->sched);
 }
 
@@ -558,7 +569,7 @@ static int build_buffers(train_ctx *t, wc_train_config *cfg) {
     t->dec.y = WC_ALLOC(sizeof(float) * m * pp);
     t->dec.oracle = WC_ALLOC(sizeof(float) * m * pp);
     t->dec.valid = WC_ALLOC(m * pp);
-    t->ra.ids = WC_ALLOC(sizeof(uint32_t) * m);
+    t->ra.samples = WC_ALLOC(sizeof(wc_sample) * m);
     t->ra.held = WC_CALLOC(t->ra.max_local + 1, sizeof(*t->ra.held));
     t->val.acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     t->val.oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
@@ -583,6 +594,10 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     wc_data_config dcfg = cfg->data;
     dcfg.work_dir = cfg->out_dir;
     dcfg.seed = cfg->seed;
+    dcfg.jitter = !cfg->no_jitter;
+    int status = load_spec(t);
+    if (status == WC_EXIT_OK) status = spec_alignment(t, &dcfg.align);
+    if (status != WC_EXIT_OK) return status;
     int stopped = 0;
     t->ds = wc_dataset_open(&dcfg, &stopped);
     /* Planning reads every patch's label once and may take minutes on a large mosaic: a stop
@@ -607,8 +622,9 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                  cfg->data.tiles, t->ds->ntrain, t->ds->P, t->ds->P, cfg->batch);
         return WC_EXIT_RUNTIME;
     }
-    int status = build_network(t);
-    if (status != WC_EXIT_OK) return status;
+    t->net = wc_net_create(cfg->model, t->spec, t->ds->nfeat, cfg->micro_batch, t->ds->P,
+                           t->ds->P, WC_NET_TRAIN);
+    if (!t->net) return WC_EXIT_USAGE;
     build_optimization(t);
     build_config_kv(t);
     const wc_dataset *ds = t->ds;
@@ -722,12 +738,13 @@ static void teardown(train_ctx *t, int status) {
     wc_reader_destroy(t->ra.rd);
     wc_schedule_free(&t->sched);
     free(t->dec.y), free(t->dec.oracle), free(t->dec.valid);
-    free(t->ra.ids), free((void *)t->ra.held);
+    free(t->ra.samples), free((void *)t->ra.held);
     free(t->val.acc), free(t->val.oracle_acc);
     wc_reducer_destroy(t->red);
     wc_optim_destroy(t->opt);
     wc_net_destroy(t->net);
     wc_dataset_close(t->ds);
+    free(t->spec);
 }
 
 int wc_train_run(const wc_train_config *cfg_in) {

@@ -134,10 +134,16 @@ const char *wc_net_builtin_spec(const char *arch);
 wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
                       int W, int mode);
 void wc_net_destroy(wc_net *net);
-/* What a spec builds for in_channels x H x W inputs, without allocating the network: its
- * parameter and tensor counts. WC_ERR after logging the problem, as wc_net_create would. */
-int wc_net_count_params(const char *arch, const char *spec, int in_channels, int H, int W,
-                        size_t *nparams, int *ntensors);
+/* What a spec builds for in_channels x H x W inputs, known without allocating the network:
+ * its parameter and tensor counts, and its receptive field (see wc_net_receptive_field). */
+typedef struct wc_net_facts {
+    size_t nparams;
+    int ntensors;
+    int radius, alignment;
+} wc_net_facts;
+/* WC_ERR after logging the problem, as wc_net_create would. */
+int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, int W,
+                    wc_net_facts *facts);
 
 /* The most memory, in bytes, wc_net_create lets one network's buffers take; 0 (the default)
  * means the machine's physical memory (sysconf(_SC_PHYS_PAGES) x page size). Process-wide:

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "wildcpu/dataset.h"
+
 typedef struct wc_schedule {
     const uint32_t *train;  /* (ntrain) the training patches, grid order (not owned) */
     long ntrain;
@@ -26,6 +28,10 @@ typedef struct wc_schedule {
     long steps_per_epoch, total_steps;
     long cached_epoch[2];   /* two epochs' permutations: the current one and the look-ahead's */
     uint32_t *perm[2];
+    /* how epoch e samples training patch id (jitter); NULL: unshifted */
+    wc_sample (*sample)(const void *ctx, uint32_t id, long epoch);
+    const void *sample_ctx;
+    uint32_t *ids;          /* (micro) the cursor's scratch */
 } wc_schedule;
 
 void wc_schedule_init(wc_schedule *s, const uint32_t *train, long ntrain, int batch, int micro,
@@ -38,6 +44,9 @@ int wc_schedule_micro_batches(wc_schedule *s, long step, int *lo, int *hi);
 int wc_schedule_rank_of(wc_schedule *s, long step, int j);
 /* Patches of micro-batch j of step `step` into ids (at most micro); returns how many. */
 int wc_schedule_patches(wc_schedule *s, long step, int j, uint32_t *ids);
+/* How training samples are drawn from their patches (dataset.h's wc_dataset_sample). */
+void wc_schedule_set_sampler(wc_schedule *s, wc_sample (*fn)(const void *, uint32_t, long),
+                             const void *ctx);
 /* Samples in step `step` (--batch, or fewer in the last step of an epoch). */
 int wc_schedule_samples(const wc_schedule *s, long step);
 /* True when `step` is the last of its epoch or of the run: validation follows it. */
@@ -68,9 +77,11 @@ typedef struct wc_schedule_cursor {
 
 /* Positions the cursor at the first request of `at` (its step and kind; j is ignored). */
 void wc_schedule_cursor_start(wc_schedule_cursor *c, long step, wc_work_kind kind);
-/* The cursor's next request: its patch ids into ids (at most --micro-batch of them) and what it
- * is for into *w; returns the number of patches, 0 when the run has no more requests. */
-int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, uint32_t *ids, wc_work *w);
+/* The cursor's next request: its samples (at most --micro-batch of them; training samples as the
+ * sampler draws them, validation patches unshifted) and what it is for into *w; returns the
+ * number of samples, 0 when the run has no more requests. */
+int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *samples,
+                            wc_work *w);
 /* A request's identity as one number (the reader echoes it back with the filled batch), and
  * whether two requests are the same. */
 long wc_work_tag(const wc_work *w);
