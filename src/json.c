@@ -266,6 +266,9 @@ static void put_double(wc_json *j, double v, int digits) {
             if (p == 17 || strtod(t, NULL) == v) break;
         }
     }
+    /* %g writes 7.0 as "7": a double stays one ("7.0") so that a typed reader (Python's json)
+     * sees the same type for a field whatever its value */
+    if (strspn(t, "-0123456789") == strlen(t)) strcat(t, ".0");
     put_number_text(j, t);
     after_value(j);
 }

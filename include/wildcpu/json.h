@@ -11,9 +11,11 @@
  * UTF-8 sequence becomes U+FFFD), and a number that is not finite is written as null, so the
  * output is always valid JSON (RFC 8259) in valid UTF-8, whatever the values. Doubles are
  * printed in the shortest %.15g/%.16g/%.17g form that reads back to the same bits unless a
- * precision is given. Misuse (a value without its key inside an object, a key inside an array,
- * an end with nothing open, a second top-level value, nesting beyond WC_JSON_MAX_DEPTH, taking
- * the text of an unfinished document) is a programmer error: WC_ASSERT.
+ * precision is given, and always look like doubles (7.0, not 7: a typed reader such as Python's
+ * json then gets a float for a field whatever its value); integers are wc_json_int's. Misuse (a
+ * value without its key inside an object, a key inside an array, an end with nothing open, a second
+ * top-level value, nesting beyond WC_JSON_MAX_DEPTH, taking the text of an unfinished document) is
+ * a programmer error: WC_ASSERT.
  *
  *     wc_json j;
  *     wc_json_init(&j);
