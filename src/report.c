@@ -135,13 +135,6 @@ typedef struct field {
     int64_t i;
     double v;
 } field;
-#define FSTR(k, x)                                                                                 \
-    { (k), FIELD_STR, .s = (x) }
-#define FINT(k, x)                                                                                 \
-    { (k), FIELD_INT, .i = (int64_t)(x) }
-#define FNUM(k, x)                                                                                 \
-    { (k), FIELD_NUM, .v = (x) }
-
 /* The --baseline report, parsed; a file that cannot be read or is not a wildcpu report is a
  * warning (the run's own report is still written, without the comparison). */
 static int read_baseline(const char *path, wc_json_doc *doc) {
@@ -203,44 +196,44 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
     wc_utc_timestamp(created, sizeof created);
     const double MiB = 1048576.0;
     const field fields[] = {
-        FSTR("wildcpu", WC_VERSION),
-        FSTR("created", created),
-        FSTR("status", status_name(s->status)),
-        FSTR("model", s->arch),
-        FINT("ranks", s->ranks),
-        FINT("threads_per_rank", s->threads),
-        FINT("global_batch", s->batch),
-        FINT("micro_batch", s->micro_batch),
-        FINT("steps", s->steps_total),
-        FINT("steps_this_run", s->steps_done),
-        FINT("resumed_from_step", s->start_step),
-        FINT("steps_per_epoch", s->steps_per_epoch),
-        FNUM("epochs", (double)s->steps_total / (double)s->steps_per_epoch),
-        FNUM("wall_time_s", s->wall_seconds),
-        FNUM("train_time_s", s->train_seconds),
-        FNUM("core_hours", core_hours),
-        FNUM("samples_per_s", sps),
-        FNUM("gflops_per_s", sps * s->flops_per_sample / 1e9),
-        FNUM("time_compute_s", s->compute_seconds),
-        FNUM("time_reduce_s", s->reduce_seconds),
-        FNUM("time_validation_s", s->val_seconds),
-        FNUM("time_io_wait_s", s->io_wait_seconds),
-        FNUM("io_wait_fraction", s->io_wait_seconds / ts),
-        FNUM("reduce_fraction", s->reduce_seconds / ts),
-        FINT("recomputed_steps", s->redo_steps),
-        FNUM("peak_rss_mib_max", (double)rss_max / MiB),
-        FNUM("memory_planned_mib", (double)s->planned_bytes / MiB),
-        FNUM("memory_baseline_mib", (double)s->baseline_bytes / MiB),
-        FNUM("gdal_cache_mib", (double)s->gdal_cache_bytes / MiB),
-        FNUM("peak_rss_over_plan", (double)rss_max / expected),
-        FNUM("data_held_mib", (double)s->data_bytes / MiB),
-        FINT("patches_read", s->patches_read),
-        FNUM("mib_read", s->bytes_read / MiB),
-        FINT("checkpoints_written", s->ckpts_written),
-        FNUM("checkpoint_time_s", s->ckpt_seconds),
-        FNUM("checkpoint_mib", (double)s->ckpt_bytes / MiB),
-        FNUM("checkpoint_fraction", s->ckpt_seconds / ts),
-        FNUM("final_train_loss", s->last_loss),
+        {"wildcpu", FIELD_STR, .s = WC_VERSION},
+        {"created", FIELD_STR, .s = created},
+        {"status", FIELD_STR, .s = status_name(s->status)},
+        {"model", FIELD_STR, .s = s->arch},
+        {"ranks", FIELD_INT, .i = s->ranks},
+        {"threads_per_rank", FIELD_INT, .i = s->threads},
+        {"global_batch", FIELD_INT, .i = s->batch},
+        {"micro_batch", FIELD_INT, .i = s->micro_batch},
+        {"steps", FIELD_INT, .i = s->steps_total},
+        {"steps_this_run", FIELD_INT, .i = s->steps_done},
+        {"resumed_from_step", FIELD_INT, .i = s->start_step},
+        {"steps_per_epoch", FIELD_INT, .i = s->steps_per_epoch},
+        {"epochs", FIELD_NUM, .v = (double)s->steps_total / (double)s->steps_per_epoch},
+        {"wall_time_s", FIELD_NUM, .v = s->wall_seconds},
+        {"train_time_s", FIELD_NUM, .v = s->train_seconds},
+        {"core_hours", FIELD_NUM, .v = core_hours},
+        {"samples_per_s", FIELD_NUM, .v = sps},
+        {"gflops_per_s", FIELD_NUM, .v = sps * s->flops_per_sample / 1e9},
+        {"time_compute_s", FIELD_NUM, .v = s->compute_seconds},
+        {"time_reduce_s", FIELD_NUM, .v = s->reduce_seconds},
+        {"time_validation_s", FIELD_NUM, .v = s->val_seconds},
+        {"time_io_wait_s", FIELD_NUM, .v = s->io_wait_seconds},
+        {"io_wait_fraction", FIELD_NUM, .v = s->io_wait_seconds / ts},
+        {"reduce_fraction", FIELD_NUM, .v = s->reduce_seconds / ts},
+        {"recomputed_steps", FIELD_INT, .i = s->redo_steps},
+        {"peak_rss_mib_max", FIELD_NUM, .v = (double)rss_max / MiB},
+        {"memory_planned_mib", FIELD_NUM, .v = (double)s->planned_bytes / MiB},
+        {"memory_baseline_mib", FIELD_NUM, .v = (double)s->baseline_bytes / MiB},
+        {"gdal_cache_mib", FIELD_NUM, .v = (double)s->gdal_cache_bytes / MiB},
+        {"peak_rss_over_plan", FIELD_NUM, .v = (double)rss_max / expected},
+        {"data_held_mib", FIELD_NUM, .v = (double)s->data_bytes / MiB},
+        {"patches_read", FIELD_INT, .i = s->patches_read},
+        {"mib_read", FIELD_NUM, .v = s->bytes_read / MiB},
+        {"checkpoints_written", FIELD_INT, .i = s->ckpts_written},
+        {"checkpoint_time_s", FIELD_NUM, .v = s->ckpt_seconds},
+        {"checkpoint_mib", FIELD_NUM, .v = (double)s->ckpt_bytes / MiB},
+        {"checkpoint_fraction", FIELD_NUM, .v = s->ckpt_seconds / ts},
+        {"final_train_loss", FIELD_NUM, .v = s->last_loss},
     };
     wc_json j;
     wc_json_init(&j);
