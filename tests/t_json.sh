@@ -52,9 +52,11 @@ PY
 model=$'m "q" back\\slash\ttab nan '
 while [ ${#model} -lt 62 ]; do model+=x; done
 model+=$'\xc3\xa9.spec'
+# (layer names, and so tensor names, stay plain: the spec parser allows only [A-Za-z0-9_.-] in
+# them on main; test_json covers keys that need escaping)
+layer=h_out.1
 printf '# logistic "quoted" back\\slash\ttab nan \xc3\xa9 \xff\n%s\n%s\n' \
-    'input    x' 'conv     h     x     out=1   k=1' \
-    >"$odd/$model"
+    'input    x' "conv     $layer     x     out=1   k=1" >"$odd/$model"
 
 train=(--tiles "$odd/tiles.vrt" --labels "$odd/labels.tif"
        --oracle "$ROOT/data/sample/oracle_risk.tif"
@@ -130,12 +132,12 @@ else
     ok "--baseline under an odd path read without a warning"
 fi
 
-$PY - "$odd" "$model" "${names[@]}" <<'PY' >"$T/export.txt" 2>&1
+$PY - "$odd" "$model" "$layer" "${names[@]}" <<'PY' >"$T/export.txt" 2>&1
 import os, struct, sys
 sys.path.insert(0, os.path.dirname(os.environ["STRICT"]))
 from strict import strict, replace
-odd, model = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
-names = [os.fsencode(n) for n in sys.argv[3:]]
+odd, model, layer = (os.fsencode(a) for a in sys.argv[1:4])
+names = [os.fsencode(n) for n in sys.argv[4:]]
 raw = open(os.path.join(odd, b"model.safetensors"), "rb").read()
 # safetensors: u64 little-endian header size, then the header: UTF-8 JSON starting with '{',
 # trailing spaces allowed (here up to the 8-byte boundary), then the data, each tensor's
@@ -157,6 +159,8 @@ for name, t in sorted(h.items(), key=lambda kv: kv[1]["data_offsets"]):
     assert t["dtype"] == "F32" and b == end and e - b == size, (name, t)
     end = e
 assert end == len(raw) - 8 - n, (end, len(raw) - 8 - n)
+want_tensors = sorted(replace(layer) + s for s in (".weight", ".bias"))
+assert sorted(h) == want_tensors, (sorted(h), want_tensors)
 m = strict(meta["wildcpu"].encode("utf-8"))
 # a band's name as raster.c keeps it: separators and controls to '_', 63 bytes at most
 def kept(b):
@@ -172,8 +176,8 @@ assert m["spec"] == replace(spec) and "\ufffd" in m["spec"] and '"quoted"' in m[
 labels = os.path.join(odd, b"labels.tif")
 assert "labels=file:" + replace(labels) in m["training_data"], m["training_data"][-300:]
 assert all(c["std"] > 0 for c in m["input_channels"]), m["input_channels"]
-print("%d tensors, offsets contiguous, padded to 8; __metadata__ strict JSON; names %r"
-      % (len(h), got[:3]))
+print("tensors %r, offsets contiguous, padded to 8; __metadata__ strict JSON; names %r"
+      % (sorted(h), got[:3]))
 PY
 [ $? -eq 0 ] && ok "safetensors header: $(cat "$T/export.txt")" ||
     notok "safetensors header in strict JSON" "$(tail -4 "$T/export.txt")"
