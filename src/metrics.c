@@ -1,7 +1,7 @@
 /* metrics.c: validation metrics from an all-int64 accumulator; see metrics.h.
  *
- * Not here: MPI, allocation, the loss formula itself (wc_bce_pixel in layers.h is the one both
- * training and validation use). */
+ * Not here: MPI, allocation (but for the JSON builder's buffer), the loss formula itself
+ * (wc_bce_pixel in layers.h is the one both training and validation use). */
 #include "wildcpu/metrics.h"
 
 #include <float.h>
@@ -209,19 +209,14 @@ static int append_double(char *buf, size_t size, size_t *len, const char *sep, c
     return append(buf, size, len, "%s\"%s%s\":%.10g", sep, prefix, key, v);
 }
 
-int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *prefix) {
-    WC_ASSERT(buf != NULL || size == 0);
-    if (!prefix) prefix = "";
-    if (size > 0) buf[0] = '\0';
-    size_t len = 0;
-    int err = 0;
-    err |= append(buf, size, &len, "\"%spixels\":%lld,\"%spositives\":%lld,\"%sbad_outputs\":%lld",
-                  prefix, (long long)m->pixels, prefix, (long long)m->positives, prefix,
-                  (long long)m->bad_outputs);
-    const struct {
-        const char *key;
-        double v;
-    } d[] = {
+/* The double members, in their JSON order: one list for both writers, so they cannot drift. */
+enum { NDOUBLES = 9 };
+typedef struct {
+    const char *key;
+    double v;
+} named_double;
+static void doubles_of(const wc_metrics *m, named_double d[NDOUBLES]) {
+    const named_double all[NDOUBLES] = {
         {"loss", m->loss},
         {"auc_pr", m->auc_pr},
         {"roc_auc", m->roc_auc},
@@ -232,8 +227,43 @@ int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *pre
         {"brier", m->brier},
         {"positive_rate", m->positive_rate},
     };
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+    memcpy(d, all, sizeof all);
+}
+
+int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *prefix) {
+    WC_ASSERT(buf != NULL || size == 0);
+    if (!prefix) prefix = "";
+    if (size > 0) buf[0] = '\0';
+    size_t len = 0;
+    int err = 0;
+    err |= append(buf, size, &len, "\"%spixels\":%lld,\"%spositives\":%lld,\"%sbad_outputs\":%lld",
+                  prefix, (long long)m->pixels, prefix, (long long)m->positives, prefix,
+                  (long long)m->bad_outputs);
+    named_double d[NDOUBLES];
+    doubles_of(m, d);
+    for (size_t i = 0; i < NDOUBLES; i++)
         err |= append_double(buf, size, &len, ",", prefix, d[i].key, d[i].v);
     if (err || len > (size_t)INT_MAX) return WC_ERR;
     return (int)len;
+}
+
+void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix) {
+    if (!prefix) prefix = "";
+    WC_ASSERT(strlen(prefix) <= 64);
+    char key[96];
+    const struct {
+        const char *key;
+        int64_t v;
+    } counts[] = {
+        {"pixels", m->pixels}, {"positives", m->positives}, {"bad_outputs", m->bad_outputs}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, counts[i].key);
+        wc_json_kint(j, key, counts[i].v);
+    }
+    named_double d[NDOUBLES];
+    doubles_of(m, d);
+    for (size_t i = 0; i < NDOUBLES; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, d[i].key);
+        wc_json_knum(j, key, d[i].v);
+    }
 }

@@ -1,6 +1,6 @@
 /* test_metrics.c: the histogram metrics against an exact reference computed here from sorted
  * (p, y) pairs; bit-identical accumulators for any split of the pixels and any merge order;
- * nodata ignored; edge cases; the fixed-point bounds; the JSON text.
+ * nodata ignored; edge cases; the fixed-point bounds; the JSON text and members.
  *
  * The reference shares nothing with metrics.c but wc_sigmoid and wc_bce_pixel (the definitions
  * of probability and loss): AP walks distinct thresholds high to low, ROC-AUC is the Mann-Whitney
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "wildcpu/json.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
 #include "wildcpu/rng.h"
@@ -679,6 +680,56 @@ static void test_json(void) {
     CHECK(u == n - 12 * 4 && strncmp(buf, "\"pixels\":123,", 13) == 0, "no prefix: %s", buf);
 }
 
+/* wc_metrics_json_members writes what the (deprecated) text version writes: the same keys in
+ * the same order, the same values (to the text version's 10 digits: within 5e-10), NaN as null;
+ * both read back with the strict reader. */
+static void test_json_members(void) {
+    wc_metrics m = {.pixels = 123,
+                    .positives = 7,
+                    .bad_outputs = 0,
+                    .loss = 0.125,
+                    .auc_pr = NAN,
+                    .roc_auc = 0.75,
+                    .best_f1 = 0.5,
+                    .best_f1_threshold = 0.25,
+                    .precision_at_half = NAN,
+                    .recall_at_half = 0,
+                    .brier = 1.0 / 3.0,
+                    .positive_rate = 7.0 / 123.0};
+    wc_json j;
+    wc_json_init(&j);
+    wc_json_object(&j);
+    wc_json_kstr(&j, "type", "val");
+    wc_metrics_json_members(&j, &m, "val_");
+    wc_metrics_json_members(&j, &m, NULL);
+    wc_json_end(&j);
+    char text[2048];
+    int n = snprintf(text, sizeof text, "{\"type\":\"val\",");
+    n += wc_metrics_json(text + n, sizeof text - (size_t)n, &m, "val_");
+    n += snprintf(text + n, sizeof text - (size_t)n, ",");
+    n += wc_metrics_json(text + n, sizeof text - (size_t)n, &m, "");
+    snprintf(text + n, sizeof text - (size_t)n, "}");
+    wc_json_doc a, b;
+    char why[256];
+    CHECK(wc_json_parse(wc_json_text(&j), &a, why, sizeof why) == WC_OK, "builder: %s", why);
+    CHECK(wc_json_parse(text, &b, why, sizeof why) == WC_OK, "text: %s", why);
+    CHECK(a.n == 25 && a.n == b.n, "%d and %d members", a.n, b.n);
+    for (int i = 0; i < a.n && i < b.n; i++) {
+        const wc_json_member *x = &a.members[i], *y = &b.members[i];
+        CHECK(strcmp(x->key, y->key) == 0 && x->kind == y->kind, "member %d: %s vs %s", i, x->key,
+              y->key);
+        if (x->kind == WC_JSON_NUMBER)
+            CHECK(rel_err(x->number, y->number, 1e-300) <= 1e-9, "%s: %.17g vs %.17g", x->key,
+                  x->number, y->number);
+    }
+    CHECK(wc_json_get_num(&a, "val_brier") == 1.0 / 3.0 && wc_json_get_num(&a, "pixels") == 123,
+          "the builder's doubles are exact: %.17g", wc_json_get_num(&a, "val_brier"));
+    CHECK(wc_json_get(&a, "val_auc_pr")->kind == WC_JSON_NULL, "NaN as null");
+    wc_json_doc_free(&a);
+    wc_json_doc_free(&b);
+    wc_json_free(&j);
+}
+
 int main(void) {
     wc_log_set_quiet(1);
     RUN(test_hand_example);
@@ -691,5 +742,6 @@ int main(void) {
     RUN(test_fixed_point_bounds);
     RUN(test_merge_is_word_sum);
     RUN(test_json);
+    RUN(test_json_members);
     HARNESS_EXIT();
 }

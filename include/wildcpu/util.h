@@ -105,10 +105,6 @@ const char *wc_fmt_bytes(char *buf, size_t size, double bytes);
 /* FNV-1a, 64 bits: the digest that names exact parameters (wildcpu info, map metadata). */
 uint64_t wc_fnv1a64(const void *data, size_t n);
 
-/* Writes s into dst as the body of a JSON string (quotes, backslashes and control characters
- * escaped), cut to fit cap; returns the length written. */
-size_t wc_json_escape(char *dst, size_t cap, const char *s);
-
 /* mkdir -p: creates path and its missing parents; WC_OK if it exists as a directory after. */
 int wc_mkdir_p(const char *path);
 
