@@ -190,26 +190,7 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
     }
 }
 
-/* Appends to buf at *len, keeping snprintf's contract for the total: *len counts every
- * character the full text needs even after buf is full. */
-static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) WC_PRINTF(4, 5);
-static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int r = *len < size ? vsnprintf(buf + *len, size - *len, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (r < 0) return WC_ERR;
-    *len += (size_t)r;
-    return WC_OK;
-}
-
-static int append_double(char *buf, size_t size, size_t *len, const char *sep, const char *prefix,
-                         const char *key, double v) {
-    if (!isfinite(v)) return append(buf, size, len, "%s\"%s%s\":null", sep, prefix, key);
-    return append(buf, size, len, "%s\"%s%s\":%.10g", sep, prefix, key, v);
-}
-
-/* The double members, in their JSON order: one list for both writers, so they cannot drift. */
+/* The double members, in their JSON order. */
 enum { NDOUBLES = 9 };
 typedef struct {
     const char *key;
@@ -230,22 +211,6 @@ static void doubles_of(const wc_metrics *m, named_double d[NDOUBLES]) {
     memcpy(d, all, sizeof all);
 }
 
-int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *prefix) {
-    WC_ASSERT(buf != NULL || size == 0);
-    if (!prefix) prefix = "";
-    if (size > 0) buf[0] = '\0';
-    size_t len = 0;
-    int err = 0;
-    err |= append(buf, size, &len, "\"%spixels\":%lld,\"%spositives\":%lld,\"%sbad_outputs\":%lld",
-                  prefix, (long long)m->pixels, prefix, (long long)m->positives, prefix,
-                  (long long)m->bad_outputs);
-    named_double d[NDOUBLES];
-    doubles_of(m, d);
-    for (size_t i = 0; i < NDOUBLES; i++)
-        err |= append_double(buf, size, &len, ",", prefix, d[i].key, d[i].v);
-    if (err || len > (size_t)INT_MAX) return WC_ERR;
-    return (int)len;
-}
 
 void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix) {
     if (!prefix) prefix = "";

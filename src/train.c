@@ -14,6 +14,7 @@
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/json.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
 #include "wildcpu/net.h"
@@ -373,17 +374,19 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
     for (int c = 0; c < t->ds->nfeat; c++)
         names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
-    char metrics[2048] = "";
+    /* the last validation, as a JSON object ("" when there was none) */
+    wc_json metrics;
+    wc_json_init(&metrics);
     if (t->sum.have_val) {
-        int n = wc_metrics_json(metrics, sizeof metrics, &t->sum.val, "val_");
-        if (t->sum.have_oracle) {
-            n += snprintf(metrics + n, sizeof metrics - n, ",");
-            wc_metrics_json(metrics + n, sizeof metrics - n, &t->sum.oracle, "oracle_");
-        }
+        wc_json_object(&metrics);
+        wc_metrics_json_members(&metrics, &t->sum.val, "val_");
+        if (t->sum.have_oracle) wc_metrics_json_members(&metrics, &t->sum.oracle, "oracle_");
+        wc_json_end(&metrics);
     }
     const wc_snapshot snap = {
         .meta = meta, .config = t->config_kv, .fingerprint = t->ds->fingerprint,
-        .spec = t->net->spec, .metrics = metrics, .nfeat = t->ds->nfeat, .feat_names = names,
+        .spec = t->net->spec, .metrics = t->sum.have_val ? wc_json_text(&metrics) : "",
+        .nfeat = t->ds->nfeat, .feat_names = names,
         .mean = t->ds->mean, .std = t->ds->std, .step = steps_done, .epoch = epoch,
         .epoch_pos = (steps_done % spe) * t->cfg->batch, .optim_step = t->opt->step,
         .ranks = t->nranks, .calibrated = t->red->calibrated, .val_pending = t->val.pending,
@@ -393,6 +396,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     size_t bytes = 0;
     int rc = wc_snapshot_write(t->ckpt_dir, &snap, t->cfg->keep, &secs, &bytes);
     free(names);
+    wc_json_free(&metrics);
     if (rc != WC_OK) {
         wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
                  "checkpoints are intact",

@@ -119,12 +119,4 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc);
  * Doubles in the builder's round-trip form (wc_json_num), NaN as null. */
 void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix);
 
-/* Deprecated: remove when train.c uses wc_metrics_json_members.
- * The same members as text without braces into buf, doubles with 10 significant digits
- * (%.10g), NaN as null. Returns the number of characters the whole text has (not counting the
- * terminating NUL), like snprintf: the output was truncated if that is >= size. buf may be NULL
- * when size is 0. Returns -1 on an encoding error (which snprintf does not produce for these
- * formats). */
-int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *prefix);
-
 #endif
