@@ -107,6 +107,13 @@ static void write_markdown(const char *path, const wc_run_summary *s, const wc_j
         }
         fprintf(f, "\n");
     }
+    if (s->best_step >= 0)
+        fprintf(f,
+                "Model selection: the checkpoint with the best validation AUC-PR, %.4f after step "
+                "%ld, is kept as checkpoints/best.wcp; the risk map of this run, and `wildcpu "
+                "predict` or `evaluate` given this directory, use it. The table shows the last "
+                "validation.\n\n",
+                s->best_auc_pr, s->best_step);
     if (s->have_oracle && s->have_val)
         fprintf(f,
                 "The oracle is the true burn probability the synthetic labels were drawn from: "
@@ -234,6 +241,8 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         {"checkpoint_mib", FIELD_NUM, .v = (double)s->ckpt_bytes / MiB},
         {"checkpoint_fraction", FIELD_NUM, .v = s->ckpt_seconds / ts},
         {"final_train_loss", FIELD_NUM, .v = s->last_loss},
+        {"best_step", FIELD_INT, .i = s->best_step},
+        {"best_val_auc_pr", FIELD_NUM, .v = s->best_step >= 0 ? s->best_auc_pr : NAN},
     };
     wc_json j;
     wc_json_init(&j);

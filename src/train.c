@@ -97,6 +97,10 @@ typedef struct {
     decoded dec;
     validation val;
     ckpt_policy ckpt;
+    struct {
+        double auc_pr; /* the best validation AUC-PR so far, -1 before the first */
+        long step;     /* the step best.wcp holds */
+    } best;
     wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
     char *spec;         /* the network spec text */
     double t_start, t_loop;
@@ -361,7 +365,9 @@ static int validate(train_ctx *t, long step) {
 
 /* ---- checkpoints and resume -------------------------------------------------------------- */
 
-static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
+/* Writes the snapshot of the state after steps_done steps, as ckpt-<step>.wcp or, with name, as
+ * that file (best.wcp). Rank 0 only. */
+static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name) {
     if (t->rank != 0) return WC_OK;
     char meta[1024], ts[32];
     wc_utc_timestamp(ts, sizeof ts);
@@ -390,11 +396,12 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
         .mean = t->ds->mean, .std = t->ds->std, .step = steps_done, .epoch = epoch,
         .epoch_pos = (steps_done % spe) * t->cfg->batch, .optim_step = t->opt->step,
         .ranks = t->nranks, .calibrated = t->red->calibrated, .val_pending = t->val.pending,
+        .best_auc_pr = t->best.auc_pr, .best_step = t->best.step,
         .ntensors = t->net->ntensors, .exponent = t->red->exponent, .nparams = t->net->nparams,
         .params = t->net->params, .optim_m = t->opt->m, .optim_v = t->opt->v};
     double secs = 0;
     size_t bytes = 0;
-    int rc = wc_snapshot_write(t->ckpt_dir, &snap, t->cfg->keep, &secs, &bytes);
+    int rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
     free(names);
     wc_json_free(&metrics);
     if (rc != WC_OK) {
@@ -406,15 +413,33 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     t->sum.ckpt_seconds += secs;
     t->sum.ckpts_written++;
     t->sum.ckpt_bytes = bytes;
-    wc_trainlog_checkpoint(t->log, t->ckpt_dir, steps_done, bytes, secs, why);
+    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, why);
     return WC_OK;
 }
 
 /* Checkpoint rank 0 wrote; all ranks learn whether it worked. */
 static int checkpoint_collective(train_ctx *t, long steps_done, const char *why) {
-    int failed = wc_dist_any(save_checkpoint(t, steps_done, why) != WC_OK);
+    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL) != WC_OK);
     t->ckpt.last = wc_now();
     return failed ? WC_ERR : WC_OK;
+}
+
+/* Model selection: after a validation whose AUC-PR beats every earlier one, the state is kept
+ * as best.wcp, which maps and evaluations of the run directory use. The comparison is of exact
+ * (rank-independent) metrics, so every rank decides alike. A failed write is a warning: the
+ * previous best.wcp stays, and so does the best it records. */
+static void keep_if_best(train_ctx *t, long step) {
+    const double auc = t->sum.val.auc_pr;
+    if (!t->sum.have_val || !isfinite(auc) || !(auc > t->best.auc_pr)) return;
+    const double prev_auc = t->best.auc_pr;
+    const long prev_step = t->best.step;
+    t->best.auc_pr = auc, t->best.step = step + 1;
+    int failed = wc_dist_any(save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST) !=
+                             WC_OK);
+    if (failed) {
+        wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
+        t->best.auc_pr = prev_auc, t->best.step = prev_step;
+    }
 }
 
 /* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
@@ -439,11 +464,13 @@ static int resume(train_ctx *t) {
     /* rank 0 holds the checked snapshot; everyone receives the state */
     const int nt = t->net->ntensors;
     const size_t pbytes = t->net->nparams * sizeof(float);
-    int64_t counters[5] = {0, 0, 0, 0, 0};
+    int64_t counters[6] = {0, 0, 0, 0, 0, -1};
+    double best_auc = -1;
     char prev_ranks[32] = "";
     if (t->rank == 0) {
         counters[0] = s->step, counters[1] = s->optim_step, counters[2] = s->calibrated;
-        counters[3] = s->epoch, counters[4] = s->val_pending;
+        counters[3] = s->epoch, counters[4] = s->val_pending, counters[5] = s->best_step;
+        best_auc = s->best_auc_pr;
         memcpy(t->net->params, s->params, pbytes);
         memcpy(t->opt->m, s->optim_m, pbytes);
         if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
@@ -451,6 +478,7 @@ static int resume(train_ctx *t) {
         wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
     }
     wc_dist_bcast(counters, sizeof counters, 0);
+    wc_dist_bcast(&best_auc, sizeof best_auc, 0);
     wc_dist_bcast(t->net->params, pbytes, 0);
     wc_dist_bcast(t->opt->m, pbytes, 0);
     if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);
@@ -459,6 +487,7 @@ static int resume(train_ctx *t) {
     t->opt->step = counters[1];
     t->red->calibrated = (int)counters[2];
     t->val.pending = (int)counters[4];
+    t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
     wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
             t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
             prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
@@ -676,6 +705,7 @@ static int run_pending_validation(train_ctx *t, int *ran) {
         wc_rundir_mark_stopped(t->cfg->out_dir, "training");
     }
     if (v != VAL_DONE) return v == VAL_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;
+    keep_if_best(t, t->start_step - 1);
     t->val.pending = 0;
     *ran = 1;
     return WC_EXIT_OK;
@@ -694,6 +724,7 @@ static int loop(train_ctx *t) {
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
             if (v == VAL_DIVERGED) return WC_EXIT_RUNTIME;
+            if (v == VAL_DONE) keep_if_best(t, step);
             t->val.pending = v == VAL_STOPPED;
             t->ckpt.stop_agreed |= t->val.pending;
         }
@@ -730,6 +761,7 @@ static void teardown(train_ctx *t, int status) {
     sum->steps_total = t->total_steps;
     sum->start_step = t->start_step;
     sum->steps_per_epoch = t->sched.steps_per_epoch;
+    sum->best_step = t->best.step, sum->best_auc_pr = t->best.auc_pr;
     sum->gdal_cache_bytes = wc_raster_cache_used();
     if (t->ra.rd) {
         sum->io_wait_seconds = wc_reader_wait_seconds(t->ra.rd);
@@ -756,6 +788,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     train_ctx tc = {.cfg = &cfg, .rank = wc_dist_rank(), .nranks = wc_dist_size()};
     train_ctx *t = &tc;
     t->t_start = wc_now();
+    t->best.auc_pr = -1, t->best.step = -1;
     t->sum.ranks = t->nranks, t->sum.threads = cfg.threads;
     t->sum.batch = cfg.batch, t->sum.micro_batch = cfg.micro_batch;
     int status = setup(t, &cfg);
