@@ -716,6 +716,14 @@ void wc_net_init_params(wc_net *net, uint64_t seed, double prior) {
     const wc_node *last = &net->nodes[net->nnodes - 1];
     if (last->op == WC_OP_CONV && prior > 0 && prior < 1)
         net->params[last->b_off] = (float)log(prior / (1.0 - prior));
+    /* A convex model (the output layer is the only one with parameters: the logistic
+     * baseline) has no symmetry to break: it starts from zero weights, i.e. exactly the
+     * constant predictor at the base rate, and can only improve on it. Random weights would
+     * start it at an arbitrary, usually worse, ranking. */
+    int convs = 0;
+    for (int i = 0; i < net->nnodes; i++) convs += net->nodes[i].op == WC_OP_CONV;
+    if (convs == 1 && last->op == WC_OP_CONV)
+        memset(net->params + last->w_off, 0, sizeof(float) * (size_t)(last->b_off - last->w_off));
 }
 
 float *wc_net_input(wc_net *net) { return net->nodes[0].out; }
