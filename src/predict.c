@@ -381,45 +381,6 @@ static int match_bands(const wc_model *m, const wc_raster *r, int *bands, char *
 
 /* ---- output paths ------------------------------------------------------------------------ */
 
-/* An output path that can be written: its directory exists and is writable, it is not a
- * directory, and it is none of the inputs (the raster's files, e.g. a VRT and its tiles, and
- * the checkpoint). Returns an exit status. */
-static int check_output(const char *what, const char *path, char **inputs) {
-    struct stat st;
-    if (!*path) {
-        wc_error("%s: empty path", what);
-        return WC_EXIT_USAGE;
-    }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        wc_error("cannot write the %s to %s: it is a directory", what, path);
-        return WC_EXIT_RUNTIME;
-    }
-    for (int i = 0; inputs && inputs[i]; i++)
-        if (wc_same_file(path, inputs[i])) {
-            wc_error("refusing to write the %s to %s: that is an input (%s); choose another path",
-                     what, path, inputs[i]);
-            return WC_EXIT_USAGE;
-        }
-    char *dir = wc_strdup(path), *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    const char *d = slash ? (*dir ? dir : "/") : ".";
-    int status = WC_EXIT_OK;
-    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        wc_error("cannot write the %s to %s: directory %s does not exist", what, path, d);
-        status = WC_EXIT_RUNTIME;
-    } else if (access(d, W_OK | X_OK) != 0) {
-        wc_error("cannot write the %s to %s: directory %s is not writable (%s)", what, path, d,
-                 strerror(errno));
-        status = WC_EXIT_RUNTIME;
-    } else if (access(path, F_OK) == 0 && access(path, W_OK) != 0) {
-        /* rename would replace it anyway, but a read-only file is a user's way of saying no */
-        wc_error("cannot write the %s to %s: the file is read-only", what, path);
-        status = WC_EXIT_RUNTIME;
-    }
-    free(dir);
-    return status;
-}
-
 static char *aux_path(const char *path) {
     size_t n = strlen(path) + 9;
     char *a = WC_ALLOC(n);
@@ -1165,10 +1126,11 @@ int wc_predict_run(const wc_predict_config *cfg) {
         char **inputs = GDALGetFileList((GDALDatasetH)r.ds); /* ours to free */
         inputs = CSLAddString(inputs, r.path);
         inputs = CSLAddString(inputs, m.path);
-        status = check_output("risk map", cfg->out, inputs);
+        status = wc_check_output_path("risk map", cfg->out, (const char *const *)inputs);
         if (status == WC_EXIT_OK && cfg->png) {
             inputs = CSLAddString(inputs, cfg->out);
-            status = check_output("quick-look picture", cfg->png, inputs);
+            status = wc_check_output_path("quick-look picture", cfg->png,
+                                          (const char *const *)inputs);
         }
         CSLDestroy(inputs);
         if (status == WC_EXIT_OK) {
