@@ -55,6 +55,7 @@
 #include <cpl_string.h>
 #include <gdal.h>
 
+#include "wildcpu/bandmap.h"
 #include "wildcpu/dataset.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
@@ -282,103 +283,6 @@ static int check_fits(const layout *L, int64_t G, const char *path, int rank, in
     return WC_ERR;
 }
 
-/* ---- matching the raster's bands to the model's inputs ----------------------------------- */
-
-/* From the training data fingerprint "...;bands=name:Type,name:Type;labels=band:fire": the type
- * a band had in training, or NULL when the fingerprint does not list it. */
-static const char *training_type(const char *list, const char *name, char *buf, size_t size) {
-    size_t nlen = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ','), *colon;
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        /* the type follows the LAST colon: band names may hold colons */
-        colon = NULL;
-        for (const char *q = p; q < p + len; q++)
-            if (*q == ':') colon = q;
-        if (colon && (size_t)(colon - p) == nlen && strncmp(p, name, nlen) == 0) {
-            snprintf(buf, size, "%.*s", (int)(p + len - colon - 1), colon + 1);
-            return buf;
-        }
-        p += len + (end ? 1 : 0);
-    }
-    return NULL;
-}
-
-static void appendf(char *buf, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
-static void appendf(char *buf, size_t size, const char *fmt, ...) {
-    size_t n = strlen(buf);
-    if (n + 1 >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + n, size - n, fmt, ap);
-    va_end(ap);
-}
-
-/* bands[i] = the raster band (1-based) feeding input channel i. A feature is found by its band
- * description; a feature named band_<n> (a band that had no description) by its number. Every
- * feature band must have the type it had in training. Bands that are not inputs are accepted
- * only when they are the training data's label band (or named `fire`, the default label band):
- * any other extra band means the raster is not the kind of data the model was trained on. */
-static int match_bands(const wc_model *m, const wc_raster *r, int *bands, char *why, size_t size) {
-    char *list = WC_ALLOC(strlen(m->fingerprint) + 1), label[WC_BAND_NAME_MAX + 16] = "";
-    wc_kv_get(m->fingerprint, "bands", list, strlen(m->fingerprint) + 1);
-    wc_kv_get(m->fingerprint, "labels", label, sizeof label);
-    const char *label_band = strncmp(label, "band:", 5) == 0 ? label + 5 : "";
-    int *used = WC_CALLOC(r->nbands + 1, sizeof(int));
-    why[0] = '\0';
-    for (int i = 0; i < m->nfeat; i++) {
-        const char *f = m->feat_names[i];
-        int found = 0, named = 0;
-        for (int b = 1; b <= r->nbands; b++)
-            if (strcmp(r->bands[b - 1].name, f) == 0) named++, found = found ? found : b;
-        int n;
-        char tail;
-        if (!found && sscanf(f, "band_%d%c", &n, &tail) == 1 && n >= 1 && n <= r->nbands) found = n;
-        if (!found) {
-            appendf(why, size, "%sband '%s' (input %d of the model) is missing", *why ? "; " : "",
-                    f, i + 1);
-            continue;
-        }
-        if (named > 1) {
-            appendf(why, size, "%s%d bands are named '%s': which is input %d is ambiguous",
-                    *why ? "; " : "", named, f, i + 1);
-            continue;
-        }
-        if (used[found]) {
-            appendf(why, size, "%sband %d feeds two inputs ('%s' and '%s')", *why ? "; " : "",
-                    found, m->feat_names[used[found] - 1], f);
-            continue;
-        }
-        used[found] = i + 1;
-        bands[i] = found;
-        char tbuf[32];
-        const char *want = training_type(list, f, tbuf, sizeof tbuf);
-        const char *have = wc_dtype_name(r->bands[found - 1].type);
-        if (want && strcmp(want, have) != 0)
-            appendf(why, size, "%sband %d '%s' is %s here but was %s in the training data",
-                    *why ? "; " : "", found, f, have, want);
-    }
-    int extra = 0, matched = 0;
-    for (int b = 1; b <= r->nbands; b++) matched += used[b] != 0;
-    for (int b = 1; b <= r->nbands; b++) {
-        const char *name = r->bands[b - 1].name;
-        if (used[b] || strcmp(name, label_band) == 0 || strcmp(name, WC_LABEL_BAND_NAME) == 0)
-            continue;
-        extra++;
-        appendf(why, size, "%sband %d '%s' is not among the model's inputs", *why ? "; " : "", b,
-                name);
-    }
-    if (extra)
-        appendf(why, size,
-                " (the model takes %d feature bands, this raster has %d besides the "
-                "label band: drop the extra ones, e.g. with gdal_translate -b, or use a model "
-                "trained with them)",
-                m->nfeat, matched + extra);
-    free(used);
-    free(list);
-    return *why ? WC_ERR : WC_OK;
-}
-
 /* ---- output paths ------------------------------------------------------------------------ */
 
 static char *aux_path(const char *path) {
@@ -555,6 +459,16 @@ static uint32_t prob_bin(float p) {
     memcpy(&u, &p, sizeof u);
     WC_ASSERT((u >> CLASS_SHIFT) < CLASS_BINS);
     return u >> CLASS_SHIFT;
+}
+
+static void appendf(char *buf, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
+static void appendf(char *buf, size_t size, const char *fmt, ...) {
+    size_t n = strlen(buf);
+    if (n + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, size - n, fmt, ap);
+    va_end(ap);
 }
 
 /* breaks[k]: the largest float of the bin holding the quantile's value, so "p > breaks[k]" is
@@ -1092,22 +1006,15 @@ int wc_predict_run(const wc_predict_config *cfg) {
     predictor p = {0};
     mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p, .w = &w};
     int64_t G = 1; /* strips per round */
-    int *bands = NULL;
+    wc_bandmap bm = {0};
     int status = WC_EXIT_OK, have_writer = 0;
-    char why[4096];
 
     /* 1. every rank: the raster, the model, the band matching, the layout (refused when it
      * cannot fit), the network */
     if (wc_raster_open(&r, cfg->tiles) != WC_OK) status = WC_EXIT_RUNTIME;
     if (status == WC_EXIT_OK && wc_model_load(&m, cfg->checkpoint, 1, 0, 0) != WC_OK)
         status = WC_EXIT_RUNTIME;
-    if (status == WC_EXIT_OK) {
-        bands = WC_CALLOC(m.nfeat, sizeof(int));
-        if (match_bands(&m, &r, bands, why, sizeof why) != WC_OK) {
-            wc_error("%s does not have the bands %s was trained on: %s", r.path, m.path, why);
-            status = WC_EXIT_RUNTIME;
-        }
-    }
+    if (status == WC_EXIT_OK && wc_bandmap_match(&bm, &m, &r) != WC_OK) status = WC_EXIT_RUNTIME;
     if (status == WC_EXIT_OK) {
         L.W = r.width, L.H = r.height;
         wc_net_receptive_field(m.net, &L.radius, &L.align);
@@ -1163,9 +1070,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
         if (R > 1) mp.recv = WC_ALLOC(sizeof(float) * core_floats * share);
         if (cfg->classes) mp.hist = WC_CALLOC(CLASS_BINS, sizeof(int64_t));
     }
-    p.L = &L, p.r = &r, p.m = &m, p.bands = bands;
-    p.type = r.bands[bands[0] - 1].type;
-    for (int c = 1; c < m.nfeat; c++) p.type = wc_dtype_union(p.type, r.bands[bands[c] - 1].type);
+    p.L = &L, p.r = &r, p.m = &m, p.bands = bm.bands;
+    p.type = bm.type;
     p.raw = WC_ALLOC(wc_dtype_size(p.type) * (size_t)m.nfeat * (size_t)L.Tx * (size_t)L.Ty);
     p.valid = WC_ALLOC((size_t)L.Tx * (size_t)L.Ty);
     p.inv_std = WC_ALLOC(sizeof(double) * m.nfeat);
@@ -1213,7 +1119,7 @@ out:
     writer_free(&w);
     free(mp.send), free(mp.recv), free(mp.rows), free(mp.hist);
     free(p.raw), free(p.valid), free(p.inv_std);
-    free(bands);
+    wc_bandmap_free(&bm);
     wc_model_free(&m);
     wc_raster_close(&r);
     GDALSetCacheMax64(cache_was);
