@@ -124,7 +124,8 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r) {
     bm->n = m->nfeat;
     bm->bands = bands;
     bm->type = r->bands[bands[0] - 1].type;
-    for (int c = 1; c < bm->n; c++) bm->type = wc_dtype_union(bm->type, r->bands[bands[c] - 1].type);
+    for (int c = 1; c < bm->n; c++)
+        bm->type = wc_dtype_union(bm->type, r->bands[bands[c] - 1].type);
     return WC_OK;
 }
 
