@@ -28,18 +28,18 @@
  * The ranks agree on failures and stops every few windows (about once a second), not only once
  * a round, so a stop signal is honoured within about one window.
  *
- * Writing. Rank 0 creates a working file next to the target before any computing (so an
- * unwritable path fails at once; sparse, so abandoning it is instant), checks every GDAL write
- * and the close (GDAL 3.6's GDALClose returns nothing: failures are caught by a pushed error
- * handler), copies it into the map proper (every tile present), verifies that, then renames it
- * over the target. An error on any rank ends the run on every rank
- * through a small agreement (wc_dist_max_f64 of the status) before the next collective step.
+ * Writing. Rank 0 checks the output paths (wc_check_output_path) and creates the map's working
+ * file before any computing, so an unwritable path fails at once; the raster writer (rwriter.h)
+ * keeps it sparse, so abandoning it is instant, checks every GDAL write and the close, copies it
+ * into the map proper (every tile present), verifies that, then renames it over the target. An
+ * error on any rank ends the run on every rank through a small agreement (wc_dist_max_f64 of the
+ * status) before the next collective step.
  *
- * Not here: training, the network's arithmetic (net.c), the picture (quicklook.c). */
+ * Not here: training, the network's arithmetic (net.c), matching the raster's bands to the
+ * model's inputs (bandmap.c), the GDAL file handling (rwriter.c), the picture (quicklook.c). */
 #include "wildcpu/predict.h"
 
 #include <cblas.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -47,11 +47,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cpl_conv.h>
-#include <cpl_error.h>
 #include <cpl_string.h>
 #include <gdal.h>
 
@@ -64,6 +62,7 @@
 #include "wildcpu/net.h"
 #include "wildcpu/quicklook.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/rwriter.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
@@ -102,7 +101,7 @@ void wc_predict_config_default(wc_predict_config *cfg) {
     cfg->threads = 1;
 }
 
-/* ---- agreement --------------------------------------------------------------------------- */
+/* ---- agreement ------------------------------------------------------------------------------- */
 
 /* Every rank learns the worst status any rank has: the small collective that keeps a failure
  * on one rank from leaving the others waiting in the next collective step. */
@@ -139,7 +138,7 @@ static int agree_round(pacer *pc, int failed) {
     return v[0] ? WC_EXIT_RUNTIME : v[1] ? WC_EXIT_STOPPED : WC_EXIT_OK;
 }
 
-/* ---- window layout ----------------------------------------------------------------------- */
+/* ---- window layout --------------------------------------------------------------------------- */
 
 /* Pixel quantities are 64-bit throughout: a raster may be up to INT_MAX pixels on a side, and
  * window origins, core ends and products of sizes go beyond int there. They become int only at
@@ -283,165 +282,99 @@ static int check_fits(const layout *L, int64_t G, const char *path, int rank, in
     return WC_ERR;
 }
 
-/* ---- output paths ------------------------------------------------------------------------ */
+/* ---- the map file (rank 0) ------------------------------------------------------------------- */
 
-static char *aux_path(const char *path) {
-    size_t n = strlen(path) + 9;
-    char *a = WC_ALLOC(n);
-    snprintf(a, n, "%s.aux.xml", path);
-    return a;
-}
-
-static void unlink_with_aux(const char *path) {
-    if (!path) return;
-    unlink(path);
-    char *a = aux_path(path);
-    unlink(a);
-    free(a);
-}
-
-/* ---- the writer (rank 0) ----------------------------------------------------------------- */
-
-/* The map is written in two files. The working GeoTIFF receives the rounds' rows and the class
- * band; it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never written are
- * not filled in at close), so abandoning it after a stop or an error costs nothing: a dense
- * GeoTIFF fills every missing tile when it is closed, gigabytes and minutes for a map of
+/* The map is written in two files (rwriter.h). The working GeoTIFF receives the rounds' rows and
+ * the class band; it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never
+ * written are not filled in at close), so abandoning it after a stop or an error costs nothing:
+ * a dense GeoTIFF fills every missing tile when it is closed, gigabytes and minutes for a map of
  * millions of tiles. The map proper is then a complete copy of it (GDAL's CreateCopy to the
  * GTiff or COG driver, every tile present, as any reader expects), which a stop can also
- * interrupt. The copy re-encodes the map once: DEFLATE runs far faster than the network. */
-typedef struct writer {
-    const wc_predict_config *cfg;
-    int W, H, nbands; /* GDAL's sizes: int */
-    char *work;       /* the working GeoTIFF */
-    char *copy;       /* the map proper, renamed over the target when verified */
-    GDALDatasetH ds;  /* the working GeoTIFF, open */
-    wc_gdal_errors err;
-} writer;
-
-#define GDAL_BEGIN(w) (wc_gdal_errors_push(&(w)->err), (w)->err.failures)
-#define GDAL_END()    wc_gdal_errors_pop()
-
-static const char *gdal_why(const writer *w) {
-    return w->err.failures ? w->err.last : "unknown error";
-}
-
-/* The map's GeoTIFF layout: tiles of one strip's height, so each strip completes a row of tiles;
+ * interrupt. The copy re-encodes the map once: DEFLATE runs far faster than the network.
+ *
+ * The layout: tiles of one strip's height, so each strip completes a row of tiles;
  * band-sequential, so the class band, written after the whole probability band, leaves the
  * first band's tiles untouched. */
-static char **geotiff_options(void) {
-    char **opt = NULL;
-    opt = CSLSetNameValue(opt, "TILED", "YES");
-    opt = CSLSetNameValue(opt, "BLOCKXSIZE", "256");
-    opt = CSLSetNameValue(opt, "BLOCKYSIZE", CPLSPrintf("%d", WC_PREDICT_STRIP));
-    opt = CSLSetNameValue(opt, "COMPRESS", "DEFLATE");
-    opt = CSLSetNameValue(opt, "PREDICTOR", "3");
-    opt = CSLSetNameValue(opt, "BIGTIFF", "IF_SAFER");
-    opt = CSLSetNameValue(opt, "INTERLEAVE", "BAND");
-    return opt;
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+#define MAP_LAYOUT                                                                                 \
+    "TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=" STR(WC_PREDICT_STRIP), "COMPRESS=DEFLATE",        \
+        "PREDICTOR=3", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"
+static const char *const MAP_OPTIONS[] = {MAP_LAYOUT, NULL};
+/* ZLEVEL 1: the working file is read once, by the copy */
+static const char *const WORK_OPTIONS[] = {MAP_LAYOUT, "SPARSE_OK=TRUE", "ZLEVEL=1", NULL};
+
+static int not_stopped(void *arg) {
+    (void)arg;
+    return !wc_stop_requested();
 }
 
-static int writer_create(writer *w, const wc_predict_config *cfg, const wc_raster *r,
-                         const wc_model *m, const layout *L) {
-    memset(w, 0, sizeof *w);
-    w->cfg = cfg;
-    w->W = r->width, w->H = r->height;
-    w->nbands = cfg->classes ? 2 : 1;
-    w->work = wc_temp_path(cfg->out, "tmp");
-    w->copy = wc_temp_path(cfg->out, "out");
-    int before = GDAL_BEGIN(w);
-    GDALDriverH drv = GDALGetDriverByName("GTiff");
-    char **opt = geotiff_options();
-    opt = CSLSetNameValue(opt, "SPARSE_OK", "TRUE");
-    opt = CSLSetNameValue(opt, "ZLEVEL", "1"); /* it is read once, by the copy */
-    w->ds = drv ? GDALCreate(drv, w->work, w->W, w->H, w->nbands, GDT_Float32, opt) : NULL;
-    CSLDestroy(opt);
-    int rc = WC_OK;
-    if (!w->ds) {
-        wc_error("cannot create %s (for %s): %s", w->work, cfg->out, gdal_why(w));
-        rc = WC_ERR;
-        goto out;
-    }
-    if (r->has_gt) GDALSetGeoTransform(w->ds, (double *)r->gt);
-    if (*r->wkt) GDALSetProjection(w->ds, r->wkt);
-    char ts[32], buf[64];
+/* Rank 0, before any computing: the working file, georeferenced as the input, with the map's
+ * provenance. NULL after a message. */
+static wc_rwriter *map_create(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
+                              const layout *L) {
+    const int nbands = cfg->classes ? 2 : 1;
+    /* probabilities average well (nodata skipped); class numbers must not be averaged, and the
+     * COG driver takes one resampling for all bands; BLOCKSIZE 256: overviews down to one tile */
+    const char *const cog[] = {"COMPRESS=DEFLATE",
+                               "PREDICTOR=YES",
+                               "BIGTIFF=IF_SAFER",
+                               "BLOCKSIZE=256",
+                               "OVERVIEWS=AUTO",
+                               nbands == 2 ? "RESAMPLING=NEAREST" : "RESAMPLING=AVERAGE",
+                               NULL};
+    const wc_rwriter_band bands[2] = {
+        {.name = "fire_risk", .has_nodata = 1, .nodata = WC_PREDICT_NODATA},
+        {.name = "fire_risk_class", .has_nodata = 1, .nodata = WC_PREDICT_NODATA},
+    };
+    const wc_rwriter_opts o = {.options = WORK_OPTIONS,
+                               .width = r->width,
+                               .height = r->height,
+                               .nbands = nbands,
+                               .type = WC_DT_FLOAT32,
+                               .gt = r->has_gt ? r->gt : NULL,
+                               .wkt = r->wkt,
+                               .bands = bands,
+                               .copy_driver = cfg->cog ? "COG" : "GTiff",
+                               .copy_options = cfg->cog ? cog : MAP_OPTIONS,
+                               .keep_going = not_stopped};
+    wc_rwriter *w = wc_rwriter_create(cfg->out, &o);
+    if (!w) return NULL;
+    char ts[32], step[32], params[32], layout_s[256], tiff_ts[32];
     wc_utc_timestamp(ts, sizeof ts);
-    GDALSetMetadataItem(w->ds, "wildcpu_version", WC_VERSION, NULL);
-    GDALSetMetadataItem(w->ds, "created_utc", ts, NULL);
-    GDALSetMetadataItem(w->ds, "checkpoint", m->path, NULL);
-    snprintf(buf, sizeof buf, "%ld", m->step);
-    GDALSetMetadataItem(w->ds, "checkpoint_step", buf, NULL);
-    snprintf(buf, sizeof buf, "fnv1a64:%016llx",
+    snprintf(step, sizeof step, "%ld", m->step);
+    snprintf(params, sizeof params, "fnv1a64:%016llx",
              (unsigned long long)wc_fnv1a64(m->net->params, m->net->nparams * sizeof(float)));
-    GDALSetMetadataItem(w->ds, "checkpoint_params", buf, NULL);
-    GDALSetMetadataItem(w->ds, "model_arch", m->net->arch, NULL);
-    GDALSetMetadataItem(w->ds, "training_data_fingerprint", m->fingerprint, NULL);
-    GDALSetMetadataItem(w->ds, "input", r->path, NULL);
-    GDALSetMetadataItem(w->ds, "window_layout",
-                        CPLSPrintf("windows %" PRId64 "x%" PRId64 ", cores %" PRId64 "x%" PRId64
-                                   ", margin %d, alignment %d on the %s grid (pixel 0,0 = "
-                                   "global %lld,%lld)",
-                                   L->Tx, L->Ty, L->Sx, L->Sy, L->margin, L->align,
-                                   L->anchored ? "global georeferenced" : "raster's own", L->gcol,
-                                   L->grow),
-                        NULL);
-    GDALSetMetadataItem(w->ds, "TIFFTAG_SOFTWARE", "wildcpu " WC_VERSION, NULL);
+    snprintf(layout_s, sizeof layout_s,
+             "windows %" PRId64 "x%" PRId64 ", cores %" PRId64 "x%" PRId64 ", margin %d, "
+             "alignment %d on the %s grid (pixel 0,0 = global %lld,%lld)",
+             L->Tx, L->Ty, L->Sx, L->Sy, L->margin, L->align,
+             L->anchored ? "global georeferenced" : "raster's own", L->gcol, L->grow);
     /* TIFF's own timestamp format */
-    snprintf(buf, sizeof buf, "%.4s:%.2s:%.2s %.8s", ts, ts + 5, ts + 8, ts + 11);
-    GDALSetMetadataItem(w->ds, "TIFFTAG_DATETIME", buf, NULL);
-    GDALRasterBandH b1 = GDALGetRasterBand(w->ds, 1);
-    GDALSetDescription(b1, "fire_risk");
-    GDALSetRasterNoDataValue(b1, WC_PREDICT_NODATA);
-    GDALSetMetadataItem(b1, "meaning", "burn probability in [0,1]", NULL);
-    if (w->nbands == 2) {
-        GDALRasterBandH b2 = GDALGetRasterBand(w->ds, 2);
-        GDALSetDescription(b2, "fire_risk_class");
-        GDALSetRasterNoDataValue(b2, WC_PREDICT_NODATA);
-    }
-    if (w->err.failures != before) {
-        wc_error("cannot set up %s (for %s): %s", w->work, cfg->out, gdal_why(w));
-        rc = WC_ERR;
-    }
-out:
-    GDAL_END();
-    return rc;
+    snprintf(tiff_ts, sizeof tiff_ts, "%.4s:%.2s:%.2s %.8s", ts, ts + 5, ts + 8, ts + 11);
+    const char *const md[][2] = {
+        {"wildcpu_version", WC_VERSION},
+        {"created_utc", ts},
+        {"checkpoint", m->path},
+        {"checkpoint_step", step},
+        {"checkpoint_params", params},
+        {"model_arch", m->net->arch},
+        {"training_data_fingerprint", m->fingerprint},
+        {"input", r->path},
+        {"window_layout", layout_s},
+        {"TIFFTAG_SOFTWARE", "wildcpu " WC_VERSION},
+        {"TIFFTAG_DATETIME", tiff_ts},
+    };
+    int rc = WC_OK;
+    for (size_t i = 0; i < sizeof md / sizeof md[0] && rc == WC_OK; i++)
+        rc = wc_rwriter_set_metadata(w, 0, md[i][0], md[i][1]);
+    if (rc == WC_OK) rc = wc_rwriter_set_metadata(w, 1, "meaning", "burn probability in [0,1]");
+    if (rc == WC_OK) return w;
+    wc_rwriter_abort(w);
+    return NULL;
 }
 
-static int writer_rows(writer *w, int band, int64_t y0, int64_t n, float *rows, GDALRWFlag rw) {
-    /* rows of the raster: GDAL's int sizes hold them */
-    WC_ASSERT(y0 >= 0 && n > 0 && y0 + n <= w->H);
-    int before = GDAL_BEGIN(w);
-    CPLErr e = GDALRasterIO(GDALGetRasterBand(w->ds, band), rw, 0, (int)y0, w->W, (int)n, rows,
-                            w->W, (int)n, GDT_Float32, 0, 0);
-    int bad = e != CE_None || w->err.failures != before;
-    GDAL_END();
-    if (bad) {
-        wc_error("%s rows %" PRId64 "-%" PRId64 " of band %d of %s (for %s) failed: %s",
-                 rw == GF_Write ? "writing" : "reading back", y0, y0 + n - 1, band, w->work,
-                 w->cfg->out, gdal_why(w));
-        return WC_ERR;
-    }
-    return WC_OK;
-}
-
-/* Removes whatever was written: the target is never touched. */
-static void writer_abort(writer *w) {
-    if (w->ds) {
-        CPLPushErrorHandler(CPLQuietErrorHandler);
-        GDALClose(w->ds);
-        CPLPopErrorHandler();
-        w->ds = NULL;
-    }
-    unlink_with_aux(w->work);
-    unlink_with_aux(w->copy);
-}
-
-static void writer_free(writer *w) {
-    free(w->work);
-    free(w->copy);
-    memset(w, 0, sizeof *w);
-}
-
-/* ---- classes ----------------------------------------------------------------------------- */
+/* ---- classes --------------------------------------------------------------------------------- */
 
 /* Probabilities are binned by the top bits of their IEEE float representation (the order of
  * non-negative floats is the order of their bits): 2^11 bins per power of two, so a break is
@@ -501,9 +434,11 @@ static int class_of(float p, const float breaks[]) {
     return c;
 }
 
-/* Second pass over the finished probability band: the class band, strip by strip. Returns an
- * exit status: a stop signal on this rank (only rank 0 writes) ends it with WC_EXIT_STOPPED. */
-static int writer_classes(writer *w, const int64_t *hist, int64_t nvalid, float *rows) {
+/* Second pass over the finished probability band (H rows of W): the class band, strip by
+ * strip. Returns an exit status: a stop signal on this rank (only rank 0 writes) ends it with
+ * WC_EXIT_STOPPED. */
+static int write_classes(wc_rwriter *w, int64_t W, int64_t H, const int64_t *hist, int64_t nvalid,
+                         float *rows) {
     float breaks[WC_PREDICT_NCLASSES - 1];
     int64_t counts[WC_PREDICT_NCLASSES];
     class_breaks(hist, nvalid, breaks, counts);
@@ -515,172 +450,34 @@ static int writer_classes(writer *w, const int64_t *hist, int64_t nvalid, float 
     for (int c = 0; c < WC_PREDICT_NCLASSES; c++)
         appendf(fr, sizeof fr, "%s%.6f", c ? "," : "",
                 nvalid ? (double)counts[c] / (double)nvalid : 0.0);
-    int before = GDAL_BEGIN(w);
-    GDALRasterBandH b2 = GDALGetRasterBand(w->ds, 2);
-    char *names[WC_PREDICT_NCLASSES + 1];
-    for (int c = 0; c < WC_PREDICT_NCLASSES; c++) names[c] = (char *)WC_PREDICT_CLASS_NAMES[c];
-    names[WC_PREDICT_NCLASSES] = NULL;
     /* GeoTIFF has no field for category names: GDAL keeps them in FILE.aux.xml; the metadata
      * below (inside the TIFF) says the same for readers without the sidecar */
-    GDALSetRasterCategoryNames(b2, names);
-    GDALSetMetadataItem(b2, "class_names", "low,moderate,high,very high,extreme", NULL);
-    GDALSetMetadataItem(b2, "class_values", "0,1,2,3,4", NULL);
-    GDALSetMetadataItem(b2, "class_rule",
-                        "class = number of breaks the probability exceeds (p > break)", NULL);
-    GDALSetMetadataItem(b2, "class_quantiles", q, NULL);
-    GDALSetMetadataItem(b2, "class_breaks", nvalid ? br : "none (no valid pixel)", NULL);
-    GDALSetMetadataItem(b2, "class_fractions", fr, NULL);
-    int bad = w->err.failures != before;
-    GDAL_END();
-    if (bad) {
-        wc_error("cannot describe the class band of %s: %s", w->work, gdal_why(w));
-        return WC_EXIT_RUNTIME;
-    }
+    const char *const md[][2] = {
+        {"class_names", "low,moderate,high,very high,extreme"},
+        {"class_values", "0,1,2,3,4"},
+        {"class_rule", "class = number of breaks the probability exceeds (p > break)"},
+        {"class_quantiles", q},
+        {"class_breaks", nvalid ? br : "none (no valid pixel)"},
+        {"class_fractions", fr},
+    };
+    if (wc_rwriter_set_categories(w, 2, WC_PREDICT_CLASS_NAMES) != WC_OK) return WC_EXIT_RUNTIME;
+    for (size_t i = 0; i < sizeof md / sizeof md[0]; i++)
+        if (wc_rwriter_set_metadata(w, 2, md[i][0], md[i][1]) != WC_OK) return WC_EXIT_RUNTIME;
     wc_info("predict: classes at quantiles %s of %lld valid pixels: breaks %s; shares %s", q,
             (long long)nvalid, nvalid ? br : "none", fr);
-    for (int64_t y0 = 0; y0 < w->H; y0 += WC_PREDICT_STRIP) {
+    for (int64_t y0 = 0; y0 < H; y0 += WC_PREDICT_STRIP) {
         if (wc_stop_requested()) return WC_EXIT_STOPPED;
-        int64_t n = WC_MIN(WC_PREDICT_STRIP, w->H - y0);
-        if (writer_rows(w, 1, y0, n, rows, GF_Read) != WC_OK) return WC_EXIT_RUNTIME;
-        for (size_t i = 0; i < (size_t)n * (size_t)w->W; i++)
+        int64_t n = WC_MIN(WC_PREDICT_STRIP, H - y0);
+        if (wc_rwriter_read(w, 1, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
+        for (size_t i = 0; i < (size_t)n * (size_t)W; i++)
             rows[i] = rows[i] == (float)WC_PREDICT_NODATA ? (float)WC_PREDICT_NODATA
                                                           : (float)class_of(rows[i], breaks);
-        if (writer_rows(w, 2, y0, n, rows, GF_Write) != WC_OK) return WC_EXIT_RUNTIME;
+        if (wc_rwriter_write(w, 2, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
     }
     return WC_EXIT_OK;
 }
 
-/* ---- finishing: close, COG, verify, rename ------------------------------------------------ */
-
-static int verify(writer *w, const char *path, const wc_raster *r) {
-    int before = GDAL_BEGIN(w);
-    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    char why[640] = "";
-    if (!ds) {
-        snprintf(why, sizeof why, "it does not open: %s", gdal_why(w));
-    } else {
-        double gt[6];
-        if (GDALGetRasterXSize(ds) != w->W || GDALGetRasterYSize(ds) != w->H)
-            snprintf(why, sizeof why, "its size is %dx%d, not %dx%d", GDALGetRasterXSize(ds),
-                     GDALGetRasterYSize(ds), w->W, w->H);
-        else if (GDALGetRasterCount(ds) != w->nbands)
-            snprintf(why, sizeof why, "it has %d bands, not %d", GDALGetRasterCount(ds), w->nbands);
-        else if (GDALGetRasterDataType(GDALGetRasterBand(ds, 1)) != GDT_Float32)
-            snprintf(why, sizeof why, "band 1 is not Float32");
-        else if (r->has_gt &&
-                 (GDALGetGeoTransform(ds, gt) != CE_None || memcmp(gt, r->gt, sizeof gt) != 0))
-            snprintf(why, sizeof why, "its geotransform differs from the input's");
-        else if (w->cfg->cog) {
-            const char *lay = GDALGetMetadataItem(ds, "LAYOUT", "IMAGE_STRUCTURE");
-            if (!lay || strcmp(lay, "COG") != 0)
-                snprintf(why, sizeof why, "GDAL does not report it as a COG layout");
-        }
-        GDALClose(ds);
-    }
-    GDAL_END();
-    (void)before;
-    if (*why) {
-        wc_error("verifying %s (for %s) failed: %s", path, w->cfg->out, why);
-        return WC_ERR;
-    }
-    return WC_OK;
-}
-
-/* GDAL's progress callback for the copy, which can take minutes on a large map: returning FALSE
- * makes GDAL abandon it when a stop signal arrives. */
-static int CPL_STDCALL copy_progress(double done, const char *msg, void *arg) {
-    (void)done, (void)msg, (void)arg;
-    return !wc_stop_requested();
-}
-
-/* The map proper: the working GeoTIFF copied, every tile present, as a GeoTIFF of the same
- * layout or (--cog) a Cloud-Optimized GeoTIFF with overviews. Returns an exit status. */
-static int writer_copy(writer *w) {
-    const wc_predict_config *cfg = w->cfg;
-    const double t0 = wc_now();
-    int before = GDAL_BEGIN(w);
-    GDALDriverH drv = GDALGetDriverByName(cfg->cog ? "COG" : "GTiff");
-    GDALDatasetH src = GDALOpenEx(w->work, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    char **opt = NULL;
-    if (cfg->cog) {
-        opt = CSLSetNameValue(opt, "COMPRESS", "DEFLATE");
-        opt = CSLSetNameValue(opt, "PREDICTOR", "YES");
-        opt = CSLSetNameValue(opt, "BIGTIFF", "IF_SAFER");
-        opt = CSLSetNameValue(opt, "BLOCKSIZE", "256"); /* overviews down to one tile */
-        opt = CSLSetNameValue(opt, "OVERVIEWS", "AUTO");
-        /* probabilities average well (nodata skipped); class numbers must not be averaged, and
-         * the COG driver takes one resampling for all bands */
-        opt = CSLSetNameValue(opt, "RESAMPLING", w->nbands == 2 ? "NEAREST" : "AVERAGE");
-    } else {
-        opt = geotiff_options();
-    }
-    GDALDatasetH dst =
-        drv && src ? GDALCreateCopy(drv, w->copy, src, FALSE, opt, copy_progress, NULL) : NULL;
-    CSLDestroy(opt);
-    if (dst) GDALClose(dst); /* written and flushed here: errors surface now */
-    if (src) GDALClose(src);
-    const int bad = !drv || !src || !dst || w->err.failures != before;
-    GDAL_END();
-    if (bad && wc_stop_requested()) return WC_EXIT_STOPPED;
-    if (bad) {
-        wc_error("writing %s (the map for %s, a copy of %s) failed: %s", w->copy, cfg->out,
-                 w->work, !drv ? "GDAL lacks the driver" : gdal_why(w));
-        return WC_EXIT_RUNTIME;
-    }
-    unlink_with_aux(w->work);
-    if (cfg->cog)
-        wc_info("predict: Cloud-Optimized GeoTIFF with overviews written in %.1f s",
-                wc_now() - t0);
-    return WC_EXIT_OK;
-}
-
-/* Closes the working GeoTIFF, copies it into the map proper, verifies the copy and renames it
- * into place. Returns an exit status: a stop signal before the rename ends it with
- * WC_EXIT_STOPPED (the target is untouched then). */
-static int writer_finish(writer *w, const wc_raster *r) {
-    const wc_predict_config *cfg = w->cfg;
-    /* write errors (a full disk) surface when GDAL flushes at close */
-    int before = GDAL_BEGIN(w);
-    GDALClose(w->ds);
-    w->ds = NULL;
-    int bad = w->err.failures != before;
-    GDAL_END();
-    if (bad) {
-        wc_error("writing %s (for %s) failed: %s", w->work, cfg->out, gdal_why(w));
-        return WC_EXIT_RUNTIME;
-    }
-    if (wc_stop_requested()) return WC_EXIT_STOPPED;
-    int status = writer_copy(w);
-    if (status != WC_EXIT_OK) return status;
-    const char *final = w->copy;
-    if (verify(w, final, r) != WC_OK || wc_fsync_path(final, 0) != WC_OK) return WC_EXIT_RUNTIME;
-    /* the last moment a stop can leave the target as it was */
-    if (wc_stop_requested()) return WC_EXIT_STOPPED;
-    if (rename(final, cfg->out) != 0) {
-        wc_error("cannot rename %s to %s: %s", final, cfg->out, strerror(errno));
-        return WC_EXIT_RUNTIME;
-    }
-    /* the sidecar (category names) follows its file; a stale one from an earlier map would
-     * describe this one wrongly */
-    char *faux = aux_path(final), *oaux = aux_path(cfg->out);
-    int rc = WC_EXIT_OK;
-    if (access(faux, F_OK) == 0) {
-        if (rename(faux, oaux) != 0) {
-            wc_error("cannot rename %s to %s: %s", faux, oaux, strerror(errno));
-            rc = WC_EXIT_RUNTIME;
-        }
-    } else if (access(oaux, F_OK) == 0 && unlink(oaux) != 0) {
-        wc_warn("%s is left from an earlier map and could not be removed: %s", oaux,
-                strerror(errno));
-    }
-    free(faux);
-    free(oaux);
-    if (wc_fsync_parent(cfg->out) != WC_OK)
-        wc_warn("%s is complete, but its directory entry may not survive a crash", cfg->out);
-    return rc;
-}
-
-/* ---- one window -------------------------------------------------------------------------- */
+/* ---- one window ------------------------------------------------------------------------------ */
 
 /* What a pixel of a window is, in predictor.valid. */
 enum {
@@ -831,7 +628,7 @@ static void unpack(const layout *L, int64_t s0, int64_t lo, int64_t hi, const fl
     }
 }
 
-/* ---- the command ------------------------------------------------------------------------- */
+/* ---- the command ----------------------------------------------------------------------------- */
 
 /* The network rebuilt for the window size, with the checkpoint's parameters. */
 static int build_window_net(wc_model *m, const layout *L) {
@@ -860,7 +657,7 @@ typedef struct mapping {
     const layout *L;
     int rank, R;
     predictor *p;
-    writer *w;               /* rank 0 */
+    wc_rwriter *w;           /* rank 0: the map being written */
     float *send;             /* (share, Sy, Sx) this rank's cores of a round, packed */
     float *recv;             /* rank 0, R > 1: another rank's cores */
     float *rows;             /* rank 0: (G x Sy, W) the round's rows */
@@ -935,7 +732,7 @@ static void write_round(mapping *mp, int64_t s0, int64_t s1) {
         if (mp->hist) mp->hist[prob_bin(mp->rows[i])]++;
     }
     mp->npixels += (int64_t)count;
-    if (writer_rows(mp->w, 1, y0, y1 - y0, mp->rows, GF_Write) != WC_OK) mp->write_failed = 1;
+    if (wc_rwriter_write(mp->w, 1, y0, y1 - y0, mp->rows, 0) != WC_OK) mp->write_failed = 1;
     const double now = wc_now();
     if (s1 == L->ny || now - mp->last_log >= 5.0) {
         const double done = (double)y1 / (double)L->H, el = now - mp->t_map;
@@ -960,20 +757,29 @@ static void report_invalid(const char *path, const int64_t counts[2]) {
                 path, counts[1]);
 }
 
-/* Rank 0 after mapping: classes, close, COG, verify, rename, picture. Returns an exit status. */
-static int finish_map(mapping *mp, const wc_raster *r, int *have_writer) {
+/* Rank 0 after mapping: classes, close, copy (COG), verify, rename, picture. Returns an exit
+ * status. */
+static int finish_map(mapping *mp) {
     const wc_predict_config *cfg = mp->cfg;
     int status = mp->write_failed ? WC_EXIT_RUNTIME : WC_EXIT_OK;
     if (status == WC_EXIT_OK && cfg->classes)
-        status = writer_classes(mp->w, mp->hist, mp->nvalid, mp->rows);
-    if (status == WC_EXIT_OK) status = writer_finish(mp->w, r);
+        status = write_classes(mp->w, mp->L->W, mp->L->H, mp->hist, mp->nvalid, mp->rows);
+    if (status == WC_EXIT_OK) {
+        const double t0 = wc_now();
+        const int rc = wc_rwriter_commit(mp->w);
+        mp->w = NULL; /* committed or removed: nothing to clean up */
+        status = rc == WC_OK                ? WC_EXIT_OK
+                 : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED
+                                            : WC_EXIT_RUNTIME;
+        if (status == WC_EXIT_OK && cfg->cog)
+            wc_info("predict: Cloud-Optimized GeoTIFF with overviews written in %.1f s",
+                    wc_now() - t0);
+    }
     if (status == WC_EXIT_STOPPED)
         wc_info("predict: stopped by %s while finishing the map: it is not written (%s, if it "
                 "exists, is untouched); rerun the same command to draw it",
                 strsignal(wc_stop_signal()), cfg->out);
-    if (status != WC_EXIT_OK) return status;
-    *have_writer = 0; /* renamed: nothing to clean up */
-    if (!cfg->png) return WC_EXIT_OK;
+    if (status != WC_EXIT_OK || !cfg->png) return status;
     /* the quick-look reads the finished map back: bounded memory, and it shows exactly what
      * was written */
     wc_quicklook_info qi;
@@ -981,10 +787,10 @@ static int finish_map(mapping *mp, const wc_raster *r, int *have_writer) {
         wc_error("the risk map %s is complete, but its picture %s is not", cfg->out, cfg->png);
         return WC_EXIT_RUNTIME;
     }
+    char how[32] = "full resolution";
+    if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
     wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png, qi.width,
-            qi.height, qi.map_width, qi.map_height,
-            qi.factor > 1 ? CPLSPrintf("downsampled %dx", qi.factor) : "full resolution",
-            qi.legend_height);
+            qi.height, qi.map_width, qi.map_height, how, qi.legend_height);
     return WC_EXIT_OK;
 }
 
@@ -1002,12 +808,11 @@ int wc_predict_run(const wc_predict_config *cfg) {
     wc_raster r = {0};
     wc_model m = {0};
     layout L = {0};
-    writer w = {0};
     predictor p = {0};
-    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p, .w = &w};
+    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p};
     int64_t G = 1; /* strips per round */
     wc_bandmap bm = {0};
-    int status = WC_EXIT_OK, have_writer = 0;
+    int status = WC_EXIT_OK;
 
     /* 1. every rank: the raster, the model, the band matching, the layout (refused when it
      * cannot fit), the network */
@@ -1040,10 +845,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
                                           (const char *const *)inputs);
         }
         CSLDestroy(inputs);
-        if (status == WC_EXIT_OK) {
-            if (writer_create(&w, cfg, &r, &m, &L) != WC_OK) status = WC_EXIT_RUNTIME;
-            have_writer = 1;
-        }
+        if (status == WC_EXIT_OK && !(mp.w = map_create(cfg, &r, &m, &L)))
+            status = WC_EXIT_RUNTIME;
     }
     status = agree(status);
     if (status != WC_EXIT_OK) goto out;
@@ -1097,7 +900,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* 4. rank 0: classes, close, COG, verify, rename, picture */
     if (rank == 0) {
         report_invalid(r.path, invalid);
-        status = finish_map(&mp, &r, &have_writer);
+        status = finish_map(&mp);
     }
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
@@ -1115,8 +918,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
                 wc_fmt_bytes(rb, sizeof rb, rss[1]));
     }
 out:
-    if (have_writer) writer_abort(&w);
-    writer_free(&w);
+    wc_rwriter_abort(mp.w);
     free(mp.send), free(mp.recv), free(mp.rows), free(mp.hist);
     free(p.raw), free(p.valid), free(p.inv_std);
     wc_bandmap_free(&bm);

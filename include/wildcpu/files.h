@@ -6,8 +6,8 @@
  * directory, flushed, fsync'ed, closed, renamed over the target, and the directory is
  * fsync'ed. A failure at any of these calls is reported, naming the call and the file, and
  * removes the temporary file: the previous version stays as it was. Checkpoints follow the
- * same protocol with their own crash-test hooks (ckpt.c); maps are written through GDAL
- * (predict.c, quicklook.c) and use the fsync and temporary-name helpers. */
+ * same protocol with their own crash-test hooks (ckpt.c); rasters are written through GDAL by
+ * the raster writer (rwriter.h), which uses the fsync and temporary-name helpers. */
 #ifndef WILDCPU_FILES_H
 #define WILDCPU_FILES_H
 
