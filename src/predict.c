@@ -29,21 +29,20 @@
  * a round, so a stop signal is honoured within about one window.
  *
  * Writing. Rank 0 checks the output paths (wc_check_output_path) and creates the map's working
- * file before any computing, so an unwritable path fails at once; the raster writer (rwriter.h)
- * keeps it sparse, so abandoning it is instant, checks every GDAL write and the close, copies it
- * into the map proper (every tile present), verifies that, then renames it over the target. An
- * error on any rank ends the run on every rank through a small agreement (wc_dist_max_f64 of the
- * status) before the next collective step.
+ * file before any computing, so an unwritable path fails at once; riskmap.c counts, classifies
+ * and publishes the rows it is given (a sparse working file, copied, verified and renamed over
+ * the target by the raster writer). An error on any rank ends the run on every rank through a
+ * small agreement (wc_dist_max_f64 of the status) before the next collective step.
  *
  * Not here: training, the network's arithmetic (net.c), matching the raster's bands to the
- * model's inputs (bandmap.c), the GDAL file handling (rwriter.c), the picture (quicklook.c). */
+ * model's inputs (bandmap.c), the map's file and classes (riskmap.c), GDAL's file handling
+ * (rwriter.c), the picture (quicklook.c). */
 #include "wildcpu/predict.h"
 
 #include <cblas.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +59,8 @@
 #include "wildcpu/layers.h"
 #include "wildcpu/model.h"
 #include "wildcpu/net.h"
-#include "wildcpu/quicklook.h"
 #include "wildcpu/raster.h"
-#include "wildcpu/rwriter.h"
+#include "wildcpu/riskmap.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
@@ -282,201 +280,6 @@ static int check_fits(const layout *L, int64_t G, const char *path, int rank, in
     return WC_ERR;
 }
 
-/* ---- the map file (rank 0) ------------------------------------------------------------------- */
-
-/* The map is written in two files (rwriter.h). The working GeoTIFF receives the rounds' rows and
- * the class band; it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never
- * written are not filled in at close), so abandoning it after a stop or an error costs nothing:
- * a dense GeoTIFF fills every missing tile when it is closed, gigabytes and minutes for a map of
- * millions of tiles. The map proper is then a complete copy of it (GDAL's CreateCopy to the
- * GTiff or COG driver, every tile present, as any reader expects), which a stop can also
- * interrupt. The copy re-encodes the map once: DEFLATE runs far faster than the network.
- *
- * The layout: tiles of one strip's height, so each strip completes a row of tiles;
- * band-sequential, so the class band, written after the whole probability band, leaves the
- * first band's tiles untouched. */
-#define STR_(x) #x
-#define STR(x)  STR_(x)
-#define MAP_LAYOUT                                                                                 \
-    "TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=" STR(WC_PREDICT_STRIP), "COMPRESS=DEFLATE",        \
-        "PREDICTOR=3", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"
-static const char *const MAP_OPTIONS[] = {MAP_LAYOUT, NULL};
-/* ZLEVEL 1: the working file is read once, by the copy */
-static const char *const WORK_OPTIONS[] = {MAP_LAYOUT, "SPARSE_OK=TRUE", "ZLEVEL=1", NULL};
-
-static int not_stopped(void *arg) {
-    (void)arg;
-    return !wc_stop_requested();
-}
-
-/* Rank 0, before any computing: the working file, georeferenced as the input, with the map's
- * provenance. NULL after a message. */
-static wc_rwriter *map_create(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
-                              const layout *L) {
-    const int nbands = cfg->classes ? 2 : 1;
-    /* probabilities average well (nodata skipped); class numbers must not be averaged, and the
-     * COG driver takes one resampling for all bands; BLOCKSIZE 256: overviews down to one tile */
-    const char *const cog[] = {"COMPRESS=DEFLATE",
-                               "PREDICTOR=YES",
-                               "BIGTIFF=IF_SAFER",
-                               "BLOCKSIZE=256",
-                               "OVERVIEWS=AUTO",
-                               nbands == 2 ? "RESAMPLING=NEAREST" : "RESAMPLING=AVERAGE",
-                               NULL};
-    const wc_rwriter_band bands[2] = {
-        {.name = "fire_risk", .has_nodata = 1, .nodata = WC_PREDICT_NODATA},
-        {.name = "fire_risk_class", .has_nodata = 1, .nodata = WC_PREDICT_NODATA},
-    };
-    const wc_rwriter_opts o = {.options = WORK_OPTIONS,
-                               .width = r->width,
-                               .height = r->height,
-                               .nbands = nbands,
-                               .type = WC_DT_FLOAT32,
-                               .gt = r->has_gt ? r->gt : NULL,
-                               .wkt = r->wkt,
-                               .bands = bands,
-                               .copy_driver = cfg->cog ? "COG" : "GTiff",
-                               .copy_options = cfg->cog ? cog : MAP_OPTIONS,
-                               .keep_going = not_stopped};
-    wc_rwriter *w = wc_rwriter_create(cfg->out, &o);
-    if (!w) return NULL;
-    char ts[32], step[32], params[32], layout_s[256], tiff_ts[32];
-    wc_utc_timestamp(ts, sizeof ts);
-    snprintf(step, sizeof step, "%ld", m->step);
-    snprintf(params, sizeof params, "fnv1a64:%016llx",
-             (unsigned long long)wc_fnv1a64(m->net->params, m->net->nparams * sizeof(float)));
-    snprintf(layout_s, sizeof layout_s,
-             "windows %" PRId64 "x%" PRId64 ", cores %" PRId64 "x%" PRId64 ", margin %d, "
-             "alignment %d on the %s grid (pixel 0,0 = global %lld,%lld)",
-             L->Tx, L->Ty, L->Sx, L->Sy, L->margin, L->align,
-             L->anchored ? "global georeferenced" : "raster's own", L->gcol, L->grow);
-    /* TIFF's own timestamp format */
-    snprintf(tiff_ts, sizeof tiff_ts, "%.4s:%.2s:%.2s %.8s", ts, ts + 5, ts + 8, ts + 11);
-    const char *const md[][2] = {
-        {"wildcpu_version", WC_VERSION},
-        {"created_utc", ts},
-        {"checkpoint", m->path},
-        {"checkpoint_step", step},
-        {"checkpoint_params", params},
-        {"model_arch", m->net->arch},
-        {"training_data_fingerprint", m->fingerprint},
-        {"input", r->path},
-        {"window_layout", layout_s},
-        {"TIFFTAG_SOFTWARE", "wildcpu " WC_VERSION},
-        {"TIFFTAG_DATETIME", tiff_ts},
-    };
-    int rc = WC_OK;
-    for (size_t i = 0; i < sizeof md / sizeof md[0] && rc == WC_OK; i++)
-        rc = wc_rwriter_set_metadata(w, 0, md[i][0], md[i][1]);
-    if (rc == WC_OK) rc = wc_rwriter_set_metadata(w, 1, "meaning", "burn probability in [0,1]");
-    if (rc == WC_OK) return w;
-    wc_rwriter_abort(w);
-    return NULL;
-}
-
-/* ---- classes --------------------------------------------------------------------------------- */
-
-/* Probabilities are binned by the top bits of their IEEE float representation (the order of
- * non-negative floats is the order of their bits): 2^11 bins per power of two, so a break is
- * resolved to 0.05% of its value whether risks are around 0.9 or 0.001. The counts are
- * integers, exact on any rank count. */
-#define CLASS_SHIFT 12
-#define CLASS_BINS  ((0x3F800000u >> CLASS_SHIFT) + 1) /* up to 1.0f */
-
-/* p: a checked probability in [0, 1]; anything else (a NaN's bits above all) would index far
- * beyond the histogram. */
-static uint32_t prob_bin(float p) {
-    WC_ASSERT(p >= 0.0f && p <= 1.0f);
-    if (p == 0.0f) p = 0.0f; /* -0 has the sign bit set */
-    uint32_t u;
-    memcpy(&u, &p, sizeof u);
-    WC_ASSERT((u >> CLASS_SHIFT) < CLASS_BINS);
-    return u >> CLASS_SHIFT;
-}
-
-static void appendf(char *buf, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
-static void appendf(char *buf, size_t size, const char *fmt, ...) {
-    size_t n = strlen(buf);
-    if (n + 1 >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + n, size - n, fmt, ap);
-    va_end(ap);
-}
-
-/* breaks[k]: the largest float of the bin holding the quantile's value, so "p > breaks[k]" is
- * exactly "p's bin lies above it": at least a share q of the valid pixels is at or below. A map
- * of one constant value is then all "low" rather than all "extreme". */
-static void class_breaks(const int64_t *hist, int64_t n, float breaks[], int64_t counts[]) {
-    for (int k = 0; k < WC_PREDICT_NCLASSES - 1; k++) {
-        int64_t need = (int64_t)ceil(WC_PREDICT_CLASS_QUANTILES[k] * (double)n), cum = 0;
-        if (need < 1) need = 1;
-        uint32_t b = 0;
-        for (; b < CLASS_BINS; b++)
-            if ((cum += hist[b]) >= need) break;
-        uint32_t bits = (WC_MIN(b, CLASS_BINS - 1) << CLASS_SHIFT) | ((1u << CLASS_SHIFT) - 1);
-        memcpy(&breaks[k], &bits, sizeof bits);
-    }
-    memset(counts, 0, sizeof(int64_t) * WC_PREDICT_NCLASSES);
-    for (uint32_t b = 0; b < CLASS_BINS; b++) {
-        float lo;
-        uint32_t bits = b << CLASS_SHIFT;
-        memcpy(&lo, &bits, sizeof lo);
-        int c = 0;
-        while (c < WC_PREDICT_NCLASSES - 1 && lo > breaks[c]) c++;
-        counts[c] += hist[b];
-    }
-}
-
-static int class_of(float p, const float breaks[]) {
-    int c = 0;
-    while (c < WC_PREDICT_NCLASSES - 1 && p > breaks[c]) c++;
-    return c;
-}
-
-/* Second pass over the finished probability band (H rows of W): the class band, strip by
- * strip. Returns an exit status: a stop signal on this rank (only rank 0 writes) ends it with
- * WC_EXIT_STOPPED. */
-static int write_classes(wc_rwriter *w, int64_t W, int64_t H, const int64_t *hist, int64_t nvalid,
-                         float *rows) {
-    float breaks[WC_PREDICT_NCLASSES - 1];
-    int64_t counts[WC_PREDICT_NCLASSES];
-    class_breaks(hist, nvalid, breaks, counts);
-    char q[256] = "", br[256] = "", fr[256] = "";
-    for (int k = 0; k < WC_PREDICT_NCLASSES - 1; k++) {
-        appendf(q, sizeof q, "%s%g", k ? "," : "", WC_PREDICT_CLASS_QUANTILES[k]);
-        appendf(br, sizeof br, "%s%.9g", k ? "," : "", (double)breaks[k]);
-    }
-    for (int c = 0; c < WC_PREDICT_NCLASSES; c++)
-        appendf(fr, sizeof fr, "%s%.6f", c ? "," : "",
-                nvalid ? (double)counts[c] / (double)nvalid : 0.0);
-    /* GeoTIFF has no field for category names: GDAL keeps them in FILE.aux.xml; the metadata
-     * below (inside the TIFF) says the same for readers without the sidecar */
-    const char *const md[][2] = {
-        {"class_names", "low,moderate,high,very high,extreme"},
-        {"class_values", "0,1,2,3,4"},
-        {"class_rule", "class = number of breaks the probability exceeds (p > break)"},
-        {"class_quantiles", q},
-        {"class_breaks", nvalid ? br : "none (no valid pixel)"},
-        {"class_fractions", fr},
-    };
-    if (wc_rwriter_set_categories(w, 2, WC_PREDICT_CLASS_NAMES) != WC_OK) return WC_EXIT_RUNTIME;
-    for (size_t i = 0; i < sizeof md / sizeof md[0]; i++)
-        if (wc_rwriter_set_metadata(w, 2, md[i][0], md[i][1]) != WC_OK) return WC_EXIT_RUNTIME;
-    wc_info("predict: classes at quantiles %s of %lld valid pixels: breaks %s; shares %s", q,
-            (long long)nvalid, nvalid ? br : "none", fr);
-    for (int64_t y0 = 0; y0 < H; y0 += WC_PREDICT_STRIP) {
-        if (wc_stop_requested()) return WC_EXIT_STOPPED;
-        int64_t n = WC_MIN(WC_PREDICT_STRIP, H - y0);
-        if (wc_rwriter_read(w, 1, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
-        for (size_t i = 0; i < (size_t)n * (size_t)W; i++)
-            rows[i] = rows[i] == (float)WC_PREDICT_NODATA ? (float)WC_PREDICT_NODATA
-                                                          : (float)class_of(rows[i], breaks);
-        if (wc_rwriter_write(w, 2, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
-    }
-    return WC_EXIT_OK;
-}
-
 /* ---- one window ------------------------------------------------------------------------------ */
 
 /* What a pixel of a window is, in predictor.valid. */
@@ -657,13 +460,12 @@ typedef struct mapping {
     const layout *L;
     int rank, R;
     predictor *p;
-    wc_rwriter *w;           /* rank 0: the map being written */
-    float *send;             /* (share, Sy, Sx) this rank's cores of a round, packed */
-    float *recv;             /* rank 0, R > 1: another rank's cores */
-    float *rows;             /* rank 0: (G x Sy, W) the round's rows */
-    int64_t *hist;           /* rank 0, --classes: (CLASS_BINS) */
-    int64_t npixels, nvalid; /* rank 0: pixels written, and those of them that are not nodata */
-    int write_failed;        /* rank 0 */
+    wc_riskmap *map;  /* rank 0: the map being written */
+    int64_t G;        /* strips per round */
+    float *send;      /* (share, Sy, Sx) this rank's cores of a round, packed */
+    float *recv;      /* rank 0, R > 1: another rank's cores */
+    float *rows;      /* rank 0: (G x Sy, W) the round's rows */
+    int write_failed; /* rank 0 */
     pacer pc;
     double t_map, last_log;
 } mapping;
@@ -707,8 +509,8 @@ static int compute_round(mapping *mp, int64_t s0, int64_t s1, size_t *off) {
     return agree_round(&mp->pc, failed || mp->write_failed);
 }
 
-/* Rank 0: the round's cores, its own and every other rank's, into the round's rows; counted
- * (nodata, the class histogram) and written. */
+/* Rank 0: the round's cores, its own and every other rank's, into the round's rows, which go to
+ * the map. */
 static void write_round(mapping *mp, int64_t s0, int64_t s1) {
     const layout *L = mp->L;
     const int64_t nwin = (s1 - s0) * L->nx;
@@ -725,14 +527,7 @@ static void write_round(mapping *mp, int64_t s0, int64_t s1) {
         }
         unpack(L, s0, qlo, qhi, cores, mp->rows, y0);
     }
-    const size_t count = (size_t)(y1 - y0) * (size_t)L->W;
-    for (size_t i = 0; i < count; i++) {
-        if (mp->rows[i] == (float)WC_PREDICT_NODATA) continue;
-        mp->nvalid++;
-        if (mp->hist) mp->hist[prob_bin(mp->rows[i])]++;
-    }
-    mp->npixels += (int64_t)count;
-    if (wc_rwriter_write(mp->w, 1, y0, y1 - y0, mp->rows, 0) != WC_OK) mp->write_failed = 1;
+    if (wc_riskmap_write(mp->map, y0, y1 - y0, mp->rows) != WC_OK) mp->write_failed = 1;
     const double now = wc_now();
     if (s1 == L->ny || now - mp->last_log >= 5.0) {
         const double done = (double)y1 / (double)L->H, el = now - mp->t_map;
@@ -757,41 +552,120 @@ static void report_invalid(const char *path, const int64_t counts[2]) {
                 path, counts[1]);
 }
 
-/* Rank 0 after mapping: classes, close, copy (COG), verify, rename, picture. Returns an exit
- * status. */
-static int finish_map(mapping *mp) {
-    const wc_predict_config *cfg = mp->cfg;
-    int status = mp->write_failed ? WC_EXIT_RUNTIME : WC_EXIT_OK;
-    if (status == WC_EXIT_OK && cfg->classes)
-        status = write_classes(mp->w, mp->L->W, mp->L->H, mp->hist, mp->nvalid, mp->rows);
-    if (status == WC_EXIT_OK) {
-        const double t0 = wc_now();
-        const int rc = wc_rwriter_commit(mp->w);
-        mp->w = NULL; /* committed or removed: nothing to clean up */
-        status = rc == WC_OK                ? WC_EXIT_OK
-                 : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED
-                                            : WC_EXIT_RUNTIME;
-        if (status == WC_EXIT_OK && cfg->cog)
-            wc_info("predict: Cloud-Optimized GeoTIFF with overviews written in %.1f s",
-                    wc_now() - t0);
-    }
-    if (status == WC_EXIT_STOPPED)
-        wc_info("predict: stopped by %s while finishing the map: it is not written (%s, if it "
-                "exists, is untouched); rerun the same command to draw it",
-                strsignal(wc_stop_signal()), cfg->out);
-    if (status != WC_EXIT_OK || !cfg->png) return status;
-    /* the quick-look reads the finished map back: bounded memory, and it shows exactly what
-     * was written */
-    wc_quicklook_info qi;
-    if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK) {
-        wc_error("the risk map %s is complete, but its picture %s is not", cfg->out, cfg->png);
+/* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
+ * the network for the layout's windows. Returns an exit status (this rank's). */
+static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
+                   wc_bandmap *bm, layout *L) {
+    if (wc_raster_open(r, cfg->tiles) != WC_OK ||
+        wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK || wc_bandmap_match(bm, m, r) != WC_OK)
         return WC_EXIT_RUNTIME;
-    }
-    char how[32] = "full resolution";
-    if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
-    wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png, qi.width,
-            qi.height, qi.map_width, qi.map_height, how, qi.legend_height);
+    L->W = r->width, L->H = r->height;
+    wc_net_receptive_field(m->net, &L->radius, &L->align);
+    L->margin = (int)round_up(L->radius, L->align);
+    anchor(L, r);
+    plan_layout(L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
+    mp->G = choose_group(L, mp->R);
+    if (check_fits(L, mp->G, r->path, mp->rank, mp->R) != WC_OK || build_window_net(m, L) != WC_OK)
+        return WC_EXIT_RUNTIME;
     return WC_EXIT_OK;
+}
+
+/* Rank 0, before any computing: the outputs can be written and are not inputs (the raster's
+ * files, e.g. a VRT and its tiles, the checkpoint, and for the picture the map); the map's
+ * working file exists. Returns an exit status. */
+static int open_outputs(const wc_predict_config *cfg, mapping *mp, const wc_raster *r,
+                        const wc_model *m) {
+    char **inputs = GDALGetFileList((GDALDatasetH)r->ds); /* ours to free */
+    inputs = CSLAddString(inputs, r->path);
+    inputs = CSLAddString(inputs, m->path);
+    int status = wc_check_output_path("risk map", cfg->out, (const char *const *)inputs);
+    if (status == WC_EXIT_OK && cfg->png) {
+        inputs = CSLAddString(inputs, cfg->out);
+        status = wc_check_output_path("quick-look picture", cfg->png, (const char *const *)inputs);
+    }
+    CSLDestroy(inputs);
+    if (status != WC_EXIT_OK) return status;
+    const layout *L = mp->L;
+    char desc[256];
+    snprintf(desc, sizeof desc,
+             "windows %" PRId64 "x%" PRId64 ", cores %" PRId64 "x%" PRId64 ", margin %d, "
+             "alignment %d on the %s grid (pixel 0,0 = global %lld,%lld)",
+             L->Tx, L->Ty, L->Sx, L->Sy, L->margin, L->align,
+             L->anchored ? "global georeferenced" : "raster's own", L->gcol, L->grow);
+    mp->map = wc_riskmap_create(cfg, r, m, desc);
+    return mp->map ? WC_EXIT_OK : WC_EXIT_RUNTIME;
+}
+
+static void report_plan(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
+                        const layout *L, int R) {
+    wc_memory_plan plan;
+    wc_net_memory_plan(m->net, &plan);
+    char mem[16];
+    wc_info("predict: %s (%dx%d px) with %s (step %ld, %s): %" PRId64 " strips x %" PRId64
+            " windows of %" PRId64 "x%" PRId64 " px (cores %" PRId64 "x%" PRId64 ", margin %d >= "
+            "receptive radius %d, alignment %d on the %s grid); %d rank%s x %d thread%s; network "
+            "activations %s per rank",
+            r->path, r->width, r->height, m->path, m->step, m->net->arch, L->ny, L->nx, L->Tx,
+            L->Ty, L->Sx, L->Sy, L->margin, L->radius, L->align,
+            L->anchored ? "global" : "raster's", R, R > 1 ? "s" : "", cfg->threads,
+            cfg->threads > 1 ? "s" : "",
+            wc_fmt_bytes(mem, sizeof mem, (double)(plan.activations + plan.workspace)));
+}
+
+/* The buffers of the rounds and of one window. The sizes were checked to fit (check_fits), so
+ * these products do not overflow. */
+static void alloc_buffers(mapping *mp, predictor *p, wc_raster *r, wc_model *m,
+                          const wc_bandmap *bm) {
+    const layout *L = mp->L;
+    const size_t core_floats = (size_t)L->Sx * (size_t)L->Sy;
+    const size_t share = (size_t)round_slots(mp->G * L->nx, mp->R);
+    mp->send = WC_ALLOC(sizeof(float) * core_floats * share);
+    if (mp->rank == 0) {
+        mp->rows = WC_ALLOC(sizeof(float) * (size_t)mp->G * (size_t)L->Sy * (size_t)L->W);
+        if (mp->R > 1) mp->recv = WC_ALLOC(sizeof(float) * core_floats * share);
+    }
+    p->L = L, p->r = r, p->m = m, p->bands = bm->bands;
+    p->type = bm->type;
+    p->raw = WC_ALLOC(wc_dtype_size(p->type) * (size_t)m->nfeat * (size_t)L->Tx * (size_t)L->Ty);
+    p->valid = WC_ALLOC((size_t)L->Tx * (size_t)L->Ty);
+    p->inv_std = WC_ALLOC(sizeof(double) * m->nfeat);
+    for (int c = 0; c < m->nfeat; c++) p->inv_std[c] = 1.0 / m->std[c];
+}
+
+/* The rounds: compute (agreeing as the pacer says), send to rank 0, which writes. Returns the
+ * agreed exit status. */
+static int run_rounds(mapping *mp) {
+    const layout *L = mp->L;
+    mp->pc.every = 1; /* until a window has been timed */
+    mp->t_map = mp->last_log = wc_now();
+    for (int64_t s0 = 0; s0 < L->ny; s0 += mp->G) {
+        const int64_t s1 = WC_MIN(L->ny, s0 + mp->G);
+        size_t off;
+        const int status = compute_round(mp, s0, s1, &off);
+        if (status == WC_EXIT_STOPPED) report_stop(mp, s0, s1);
+        if (status != WC_EXIT_OK) return status;
+        if (mp->rank == 0)
+            write_round(mp, s0, s1);
+        else if (off)
+            wc_dist_send(mp->send, sizeof(float) * off, 0);
+    }
+    return WC_EXIT_OK;
+}
+
+/* Rank 0, at the end: what was written, how fast, in how much memory. */
+static void report_done(const mapping *mp, int64_t npixels, int64_t nvalid, double t_start,
+                        double t_computed, const double rss[2]) {
+    const layout *L = mp->L;
+    const double total = wc_now() - t_start, mpx = (double)L->W * (double)L->H / 1e6;
+    char rb[16], rm[16];
+    wc_info("predict: wrote %s%s: %" PRId64 "x%" PRId64 " px, %.1f%% nodata; %.2f Mpx in "
+            "%.1f s = %.3f Mpx/s (mapping %.1f s = %.3f Mpx/s); %" PRId64 " windows on %d "
+            "rank%s; peak RSS per rank (max) %s after mapping, %s at the end",
+            mp->cfg->out, mp->cfg->cog ? " (COG)" : "", L->W, L->H,
+            npixels ? 100.0 * (double)(npixels - nvalid) / (double)npixels : 0.0, mpx, total,
+            mpx / total, t_computed - mp->t_map, mpx / (t_computed - mp->t_map), L->nx * L->ny,
+            mp->R, mp->R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
+            wc_fmt_bytes(rb, sizeof rb, rss[1]));
 }
 
 int wc_predict_run(const wc_predict_config *cfg) {
@@ -807,91 +681,23 @@ int wc_predict_run(const wc_predict_config *cfg) {
 
     wc_raster r = {0};
     wc_model m = {0};
+    wc_bandmap bm = {0};
     layout L = {0};
     predictor p = {0};
-    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p};
-    int64_t G = 1; /* strips per round */
-    wc_bandmap bm = {0};
-    int status = WC_EXIT_OK;
+    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p, .G = 1};
+    int64_t npixels = 0, nvalid = 0;
 
-    /* 1. every rank: the raster, the model, the band matching, the layout (refused when it
-     * cannot fit), the network */
-    if (wc_raster_open(&r, cfg->tiles) != WC_OK) status = WC_EXIT_RUNTIME;
-    if (status == WC_EXIT_OK && wc_model_load(&m, cfg->checkpoint, 1, 0, 0) != WC_OK)
-        status = WC_EXIT_RUNTIME;
-    if (status == WC_EXIT_OK && wc_bandmap_match(&bm, &m, &r) != WC_OK) status = WC_EXIT_RUNTIME;
-    if (status == WC_EXIT_OK) {
-        L.W = r.width, L.H = r.height;
-        wc_net_receptive_field(m.net, &L.radius, &L.align);
-        L.margin = (int)round_up(L.radius, L.align);
-        anchor(&L, &r);
-        plan_layout(&L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
-        G = choose_group(&L, R);
-        if (check_fits(&L, G, r.path, rank, R) != WC_OK || build_window_net(&m, &L) != WC_OK)
-            status = WC_EXIT_RUNTIME;
-    }
-    status = agree(status);
+    /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
+    int status = agree(prepare(cfg, &mp, &r, &m, &bm, &L));
     if (status != WC_EXIT_OK) goto out;
-
-    /* 2. rank 0: the outputs can be written and are not inputs; the temporary map exists */
-    if (rank == 0) {
-        char **inputs = GDALGetFileList((GDALDatasetH)r.ds); /* ours to free */
-        inputs = CSLAddString(inputs, r.path);
-        inputs = CSLAddString(inputs, m.path);
-        status = wc_check_output_path("risk map", cfg->out, (const char *const *)inputs);
-        if (status == WC_EXIT_OK && cfg->png) {
-            inputs = CSLAddString(inputs, cfg->out);
-            status = wc_check_output_path("quick-look picture", cfg->png,
-                                          (const char *const *)inputs);
-        }
-        CSLDestroy(inputs);
-        if (status == WC_EXIT_OK && !(mp.w = map_create(cfg, &r, &m, &L)))
-            status = WC_EXIT_RUNTIME;
-    }
-    status = agree(status);
+    status = agree(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
     if (status != WC_EXIT_OK) goto out;
+    report_plan(cfg, &r, &m, &L, R);
 
-    wc_memory_plan plan;
-    wc_net_memory_plan(m.net, &plan);
-    char mem[16];
-    wc_info("predict: %s (%dx%d px) with %s (step %ld, %s): %" PRId64 " strips x %" PRId64
-            " windows of %" PRId64 "x%" PRId64 " px (cores %" PRId64 "x%" PRId64 ", margin %d >= "
-            "receptive radius %d, alignment %d on the %s grid); %d rank%s x %d thread%s; network "
-            "activations %s per rank",
-            r.path, r.width, r.height, m.path, m.step, m.net->arch, L.ny, L.nx, L.Tx, L.Ty, L.Sx,
-            L.Sy, L.margin, L.radius, L.align, L.anchored ? "global" : "raster's", R,
-            R > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "",
-            wc_fmt_bytes(mem, sizeof mem, (double)(plan.activations + plan.workspace)));
-
-    /* 3. the rounds: compute (agreeing as the pacer says), send to rank 0, which writes. The
-     * sizes were checked to fit (check_fits), so these products do not overflow. */
-    const size_t core_floats = (size_t)L.Sx * (size_t)L.Sy;
-    const size_t share = (size_t)round_slots(G * L.nx, R);
-    mp.send = WC_ALLOC(sizeof(float) * core_floats * share);
-    if (rank == 0) {
-        mp.rows = WC_ALLOC(sizeof(float) * (size_t)G * (size_t)L.Sy * (size_t)L.W);
-        if (R > 1) mp.recv = WC_ALLOC(sizeof(float) * core_floats * share);
-        if (cfg->classes) mp.hist = WC_CALLOC(CLASS_BINS, sizeof(int64_t));
-    }
-    p.L = &L, p.r = &r, p.m = &m, p.bands = bm.bands;
-    p.type = bm.type;
-    p.raw = WC_ALLOC(wc_dtype_size(p.type) * (size_t)m.nfeat * (size_t)L.Tx * (size_t)L.Ty);
-    p.valid = WC_ALLOC((size_t)L.Tx * (size_t)L.Ty);
-    p.inv_std = WC_ALLOC(sizeof(double) * m.nfeat);
-    for (int c = 0; c < m.nfeat; c++) p.inv_std[c] = 1.0 / m.std[c];
-    mp.pc.every = 1; /* until a window has been timed */
-    mp.t_map = mp.last_log = wc_now();
-    for (int64_t s0 = 0; s0 < L.ny; s0 += G) {
-        const int64_t s1 = WC_MIN(L.ny, s0 + G);
-        size_t off;
-        status = compute_round(&mp, s0, s1, &off);
-        if (status == WC_EXIT_STOPPED) report_stop(&mp, s0, s1);
-        if (status != WC_EXIT_OK) goto out;
-        if (rank == 0)
-            write_round(&mp, s0, s1);
-        else if (off)
-            wc_dist_send(mp.send, sizeof(float) * off, 0);
-    }
+    /* 3. the rounds */
+    alloc_buffers(&mp, &p, &r, &m, &bm);
+    status = run_rounds(&mp);
+    if (status != WC_EXIT_OK) goto out;
     const double t_computed = wc_now();
     const double rss_mapped = (double)wc_peak_rss_bytes();
     int64_t invalid[2] = {p.beyond_range, p.nonfinite};
@@ -900,26 +706,17 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* 4. rank 0: classes, close, COG, verify, rename, picture */
     if (rank == 0) {
         report_invalid(r.path, invalid);
-        status = finish_map(&mp);
+        wc_riskmap_counts(mp.map, &npixels, &nvalid);
+        status = mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows);
+        if (!mp.write_failed) mp.map = NULL; /* finished: committed or removed */
     }
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = agree(status);
-    if (status == WC_EXIT_OK) {
-        double total = wc_now() - t_start, mpx = (double)L.W * (double)L.H / 1e6;
-        char rb[16], rm[16];
-        wc_info("predict: wrote %s%s: %" PRId64 "x%" PRId64 " px, %.1f%% nodata; %.2f Mpx in "
-                "%.1f s = %.3f Mpx/s (mapping %.1f s = %.3f Mpx/s); %" PRId64 " windows on %d "
-                "rank%s; peak RSS per rank (max) %s after mapping, %s at the end",
-                cfg->out, cfg->cog ? " (COG)" : "", L.W, L.H,
-                mp.npixels ? 100.0 * (double)(mp.npixels - mp.nvalid) / (double)mp.npixels : 0.0,
-                mpx, total, mpx / total, t_computed - mp.t_map, mpx / (t_computed - mp.t_map),
-                L.nx * L.ny, R, R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
-                wc_fmt_bytes(rb, sizeof rb, rss[1]));
-    }
+    if (status == WC_EXIT_OK) report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
 out:
-    wc_rwriter_abort(mp.w);
-    free(mp.send), free(mp.recv), free(mp.rows), free(mp.hist);
+    wc_riskmap_abort(mp.map);
+    free(mp.send), free(mp.recv), free(mp.rows);
     free(p.raw), free(p.valid), free(p.inv_std);
     wc_bandmap_free(&bm);
     wc_model_free(&m);

@@ -3,8 +3,9 @@
  * The picture is built in a GDAL MEM dataset (4 Byte bands: R, G, B, A; the only full-size
  * buffer), filled a band of rows at a time from averaged reads of the source band, then
  * published by the raster writer as a PNG copy of it (GDAL's PNG driver): a temporary file,
- * verified, renamed over the target (rwriter.h). Only probabilities get a colour: nodata, NaN, Inf and any value outside
- * [0, 1] are transparent (the last counted and reported), never a colour of the ramp.
+ * verified, renamed over the target (rwriter.h). Only probabilities get a colour: nodata, NaN,
+ * Inf and any value outside [0, 1] are transparent (the last counted and reported), never a
+ * colour of the ramp.
  *
  * Not here: what the values mean (predict.c), MPI. */
 #include "wildcpu/quicklook.h"
