@@ -28,41 +28,39 @@
  * The ranks agree on failures and stops every few windows (about once a second), not only once
  * a round, so a stop signal is honoured within about one window.
  *
- * Writing. Rank 0 creates a working file next to the target before any computing (so an
- * unwritable path fails at once; sparse, so abandoning it is instant), checks every GDAL write
- * and the close (GDAL 3.6's GDALClose returns nothing: failures are caught by a pushed error
- * handler), copies it into the map proper (every tile present), verifies that, then renames it
- * over the target. An error on any rank ends the run on every rank
- * through a small agreement (wc_dist_max_f64 of the status) before the next collective step.
+ * Writing. Rank 0 checks the output paths (wc_check_output_path) and creates the map's working
+ * file before any computing, so an unwritable path fails at once; riskmap.c counts, classifies
+ * and publishes the rows it is given (a sparse working file, copied, verified and renamed over
+ * the target by the raster writer). An error on any rank ends the run on every rank through a
+ * small agreement (wc_dist_max_f64 of the status) before the next collective step.
  *
- * Not here: training, the network's arithmetic (net.c), the picture (quicklook.c). */
+ * Not here: training, the network's arithmetic (net.c), matching the raster's bands to the
+ * model's inputs (bandmap.c), the map's file and classes (riskmap.c), GDAL's file handling
+ * (rwriter.c), the picture (quicklook.c). */
 #include "wildcpu/predict.h"
 
 #include <cblas.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cpl_conv.h>
-#include <cpl_error.h>
 #include <cpl_string.h>
 #include <gdal.h>
 
+#include "wildcpu/bandmap.h"
 #include "wildcpu/dataset.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/model.h"
 #include "wildcpu/net.h"
-#include "wildcpu/quicklook.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/riskmap.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
@@ -101,7 +99,7 @@ void wc_predict_config_default(wc_predict_config *cfg) {
     cfg->threads = 1;
 }
 
-/* ---- agreement --------------------------------------------------------------------------- */
+/* ---- agreement ------------------------------------------------------------------------------- */
 
 /* Every rank learns the worst status any rank has: the small collective that keeps a failure
  * on one rank from leaving the others waiting in the next collective step. */
@@ -138,7 +136,7 @@ static int agree_round(pacer *pc, int failed) {
     return v[0] ? WC_EXIT_RUNTIME : v[1] ? WC_EXIT_STOPPED : WC_EXIT_OK;
 }
 
-/* ---- window layout ----------------------------------------------------------------------- */
+/* ---- window layout --------------------------------------------------------------------------- */
 
 /* Pixel quantities are 64-bit throughout: a raster may be up to INT_MAX pixels on a side, and
  * window origins, core ends and products of sizes go beyond int there. They become int only at
@@ -282,530 +280,7 @@ static int check_fits(const layout *L, int64_t G, const char *path, int rank, in
     return WC_ERR;
 }
 
-/* ---- matching the raster's bands to the model's inputs ----------------------------------- */
-
-/* From the training data fingerprint "...;bands=name:Type,name:Type;labels=band:fire": the type
- * a band had in training, or NULL when the fingerprint does not list it. */
-static const char *training_type(const char *list, const char *name, char *buf, size_t size) {
-    size_t nlen = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ','), *colon;
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        /* the type follows the LAST colon: band names may hold colons */
-        colon = NULL;
-        for (const char *q = p; q < p + len; q++)
-            if (*q == ':') colon = q;
-        if (colon && (size_t)(colon - p) == nlen && strncmp(p, name, nlen) == 0) {
-            snprintf(buf, size, "%.*s", (int)(p + len - colon - 1), colon + 1);
-            return buf;
-        }
-        p += len + (end ? 1 : 0);
-    }
-    return NULL;
-}
-
-static void appendf(char *buf, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
-static void appendf(char *buf, size_t size, const char *fmt, ...) {
-    size_t n = strlen(buf);
-    if (n + 1 >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + n, size - n, fmt, ap);
-    va_end(ap);
-}
-
-/* bands[i] = the raster band (1-based) feeding input channel i. A feature is found by its band
- * description; a feature named band_<n> (a band that had no description) by its number. Every
- * feature band must have the type it had in training. Bands that are not inputs are accepted
- * only when they are the training data's label band (or named `fire`, the default label band):
- * any other extra band means the raster is not the kind of data the model was trained on. */
-static int match_bands(const wc_model *m, const wc_raster *r, int *bands, char *why, size_t size) {
-    char *list = WC_ALLOC(strlen(m->fingerprint) + 1), label[WC_BAND_NAME_MAX + 16] = "";
-    wc_kv_get(m->fingerprint, "bands", list, strlen(m->fingerprint) + 1);
-    wc_kv_get(m->fingerprint, "labels", label, sizeof label);
-    const char *label_band = strncmp(label, "band:", 5) == 0 ? label + 5 : "";
-    int *used = WC_CALLOC(r->nbands + 1, sizeof(int));
-    why[0] = '\0';
-    for (int i = 0; i < m->nfeat; i++) {
-        const char *f = m->feat_names[i];
-        int found = 0, named = 0;
-        for (int b = 1; b <= r->nbands; b++)
-            if (strcmp(r->bands[b - 1].name, f) == 0) named++, found = found ? found : b;
-        int n;
-        char tail;
-        if (!found && sscanf(f, "band_%d%c", &n, &tail) == 1 && n >= 1 && n <= r->nbands) found = n;
-        if (!found) {
-            appendf(why, size, "%sband '%s' (input %d of the model) is missing", *why ? "; " : "",
-                    f, i + 1);
-            continue;
-        }
-        if (named > 1) {
-            appendf(why, size, "%s%d bands are named '%s': which is input %d is ambiguous",
-                    *why ? "; " : "", named, f, i + 1);
-            continue;
-        }
-        if (used[found]) {
-            appendf(why, size, "%sband %d feeds two inputs ('%s' and '%s')", *why ? "; " : "",
-                    found, m->feat_names[used[found] - 1], f);
-            continue;
-        }
-        used[found] = i + 1;
-        bands[i] = found;
-        char tbuf[32];
-        const char *want = training_type(list, f, tbuf, sizeof tbuf);
-        const char *have = wc_dtype_name(r->bands[found - 1].type);
-        if (want && strcmp(want, have) != 0)
-            appendf(why, size, "%sband %d '%s' is %s here but was %s in the training data",
-                    *why ? "; " : "", found, f, have, want);
-    }
-    int extra = 0, matched = 0;
-    for (int b = 1; b <= r->nbands; b++) matched += used[b] != 0;
-    for (int b = 1; b <= r->nbands; b++) {
-        const char *name = r->bands[b - 1].name;
-        if (used[b] || strcmp(name, label_band) == 0 || strcmp(name, WC_LABEL_BAND_NAME) == 0)
-            continue;
-        extra++;
-        appendf(why, size, "%sband %d '%s' is not among the model's inputs", *why ? "; " : "", b,
-                name);
-    }
-    if (extra)
-        appendf(why, size,
-                " (the model takes %d feature bands, this raster has %d besides the "
-                "label band: drop the extra ones, e.g. with gdal_translate -b, or use a model "
-                "trained with them)",
-                m->nfeat, matched + extra);
-    free(used);
-    free(list);
-    return *why ? WC_ERR : WC_OK;
-}
-
-/* ---- output paths ------------------------------------------------------------------------ */
-
-/* An output path that can be written: its directory exists and is writable, it is not a
- * directory, and it is none of the inputs (the raster's files, e.g. a VRT and its tiles, and
- * the checkpoint). Returns an exit status. */
-static int check_output(const char *what, const char *path, char **inputs) {
-    struct stat st;
-    if (!*path) {
-        wc_error("%s: empty path", what);
-        return WC_EXIT_USAGE;
-    }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        wc_error("cannot write the %s to %s: it is a directory", what, path);
-        return WC_EXIT_RUNTIME;
-    }
-    for (int i = 0; inputs && inputs[i]; i++)
-        if (wc_same_file(path, inputs[i])) {
-            wc_error("refusing to write the %s to %s: that is an input (%s); choose another path",
-                     what, path, inputs[i]);
-            return WC_EXIT_USAGE;
-        }
-    char *dir = wc_strdup(path), *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    const char *d = slash ? (*dir ? dir : "/") : ".";
-    int status = WC_EXIT_OK;
-    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        wc_error("cannot write the %s to %s: directory %s does not exist", what, path, d);
-        status = WC_EXIT_RUNTIME;
-    } else if (access(d, W_OK | X_OK) != 0) {
-        wc_error("cannot write the %s to %s: directory %s is not writable (%s)", what, path, d,
-                 strerror(errno));
-        status = WC_EXIT_RUNTIME;
-    } else if (access(path, F_OK) == 0 && access(path, W_OK) != 0) {
-        /* rename would replace it anyway, but a read-only file is a user's way of saying no */
-        wc_error("cannot write the %s to %s: the file is read-only", what, path);
-        status = WC_EXIT_RUNTIME;
-    }
-    free(dir);
-    return status;
-}
-
-static char *aux_path(const char *path) {
-    size_t n = strlen(path) + 9;
-    char *a = WC_ALLOC(n);
-    snprintf(a, n, "%s.aux.xml", path);
-    return a;
-}
-
-static void unlink_with_aux(const char *path) {
-    if (!path) return;
-    unlink(path);
-    char *a = aux_path(path);
-    unlink(a);
-    free(a);
-}
-
-/* ---- the writer (rank 0) ----------------------------------------------------------------- */
-
-/* The map is written in two files. The working GeoTIFF receives the rounds' rows and the class
- * band; it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never written are
- * not filled in at close), so abandoning it after a stop or an error costs nothing: a dense
- * GeoTIFF fills every missing tile when it is closed, gigabytes and minutes for a map of
- * millions of tiles. The map proper is then a complete copy of it (GDAL's CreateCopy to the
- * GTiff or COG driver, every tile present, as any reader expects), which a stop can also
- * interrupt. The copy re-encodes the map once: DEFLATE runs far faster than the network. */
-typedef struct writer {
-    const wc_predict_config *cfg;
-    int W, H, nbands; /* GDAL's sizes: int */
-    char *work;       /* the working GeoTIFF */
-    char *copy;       /* the map proper, renamed over the target when verified */
-    GDALDatasetH ds;  /* the working GeoTIFF, open */
-    wc_gdal_errors err;
-} writer;
-
-#define GDAL_BEGIN(w) (wc_gdal_errors_push(&(w)->err), (w)->err.failures)
-#define GDAL_END()    wc_gdal_errors_pop()
-
-static const char *gdal_why(const writer *w) {
-    return w->err.failures ? w->err.last : "unknown error";
-}
-
-/* The map's GeoTIFF layout: tiles of one strip's height, so each strip completes a row of tiles;
- * band-sequential, so the class band, written after the whole probability band, leaves the
- * first band's tiles untouched. */
-static char **geotiff_options(void) {
-    char **opt = NULL;
-    opt = CSLSetNameValue(opt, "TILED", "YES");
-    opt = CSLSetNameValue(opt, "BLOCKXSIZE", "256");
-    opt = CSLSetNameValue(opt, "BLOCKYSIZE", CPLSPrintf("%d", WC_PREDICT_STRIP));
-    opt = CSLSetNameValue(opt, "COMPRESS", "DEFLATE");
-    opt = CSLSetNameValue(opt, "PREDICTOR", "3");
-    opt = CSLSetNameValue(opt, "BIGTIFF", "IF_SAFER");
-    opt = CSLSetNameValue(opt, "INTERLEAVE", "BAND");
-    return opt;
-}
-
-static int writer_create(writer *w, const wc_predict_config *cfg, const wc_raster *r,
-                         const wc_model *m, const layout *L) {
-    memset(w, 0, sizeof *w);
-    w->cfg = cfg;
-    w->W = r->width, w->H = r->height;
-    w->nbands = cfg->classes ? 2 : 1;
-    w->work = wc_temp_path(cfg->out, "tmp");
-    w->copy = wc_temp_path(cfg->out, "out");
-    int before = GDAL_BEGIN(w);
-    GDALDriverH drv = GDALGetDriverByName("GTiff");
-    char **opt = geotiff_options();
-    opt = CSLSetNameValue(opt, "SPARSE_OK", "TRUE");
-    opt = CSLSetNameValue(opt, "ZLEVEL", "1"); /* it is read once, by the copy */
-    w->ds = drv ? GDALCreate(drv, w->work, w->W, w->H, w->nbands, GDT_Float32, opt) : NULL;
-    CSLDestroy(opt);
-    int rc = WC_OK;
-    if (!w->ds) {
-        wc_error("cannot create %s (for %s): %s", w->work, cfg->out, gdal_why(w));
-        rc = WC_ERR;
-        goto out;
-    }
-    if (r->has_gt) GDALSetGeoTransform(w->ds, (double *)r->gt);
-    if (*r->wkt) GDALSetProjection(w->ds, r->wkt);
-    char ts[32], buf[64];
-    wc_utc_timestamp(ts, sizeof ts);
-    GDALSetMetadataItem(w->ds, "wildcpu_version", WC_VERSION, NULL);
-    GDALSetMetadataItem(w->ds, "created_utc", ts, NULL);
-    GDALSetMetadataItem(w->ds, "checkpoint", m->path, NULL);
-    snprintf(buf, sizeof buf, "%ld", m->step);
-    GDALSetMetadataItem(w->ds, "checkpoint_step", buf, NULL);
-    snprintf(buf, sizeof buf, "fnv1a64:%016llx",
-             (unsigned long long)wc_fnv1a64(m->net->params, m->net->nparams * sizeof(float)));
-    GDALSetMetadataItem(w->ds, "checkpoint_params", buf, NULL);
-    GDALSetMetadataItem(w->ds, "model_arch", m->net->arch, NULL);
-    GDALSetMetadataItem(w->ds, "training_data_fingerprint", m->fingerprint, NULL);
-    GDALSetMetadataItem(w->ds, "input", r->path, NULL);
-    GDALSetMetadataItem(w->ds, "window_layout",
-                        CPLSPrintf("windows %" PRId64 "x%" PRId64 ", cores %" PRId64 "x%" PRId64
-                                   ", margin %d, alignment %d on the %s grid (pixel 0,0 = "
-                                   "global %lld,%lld)",
-                                   L->Tx, L->Ty, L->Sx, L->Sy, L->margin, L->align,
-                                   L->anchored ? "global georeferenced" : "raster's own", L->gcol,
-                                   L->grow),
-                        NULL);
-    GDALSetMetadataItem(w->ds, "TIFFTAG_SOFTWARE", "wildcpu " WC_VERSION, NULL);
-    /* TIFF's own timestamp format */
-    snprintf(buf, sizeof buf, "%.4s:%.2s:%.2s %.8s", ts, ts + 5, ts + 8, ts + 11);
-    GDALSetMetadataItem(w->ds, "TIFFTAG_DATETIME", buf, NULL);
-    GDALRasterBandH b1 = GDALGetRasterBand(w->ds, 1);
-    GDALSetDescription(b1, "fire_risk");
-    GDALSetRasterNoDataValue(b1, WC_PREDICT_NODATA);
-    GDALSetMetadataItem(b1, "meaning", "burn probability in [0,1]", NULL);
-    if (w->nbands == 2) {
-        GDALRasterBandH b2 = GDALGetRasterBand(w->ds, 2);
-        GDALSetDescription(b2, "fire_risk_class");
-        GDALSetRasterNoDataValue(b2, WC_PREDICT_NODATA);
-    }
-    if (w->err.failures != before) {
-        wc_error("cannot set up %s (for %s): %s", w->work, cfg->out, gdal_why(w));
-        rc = WC_ERR;
-    }
-out:
-    GDAL_END();
-    return rc;
-}
-
-static int writer_rows(writer *w, int band, int64_t y0, int64_t n, float *rows, GDALRWFlag rw) {
-    /* rows of the raster: GDAL's int sizes hold them */
-    WC_ASSERT(y0 >= 0 && n > 0 && y0 + n <= w->H);
-    int before = GDAL_BEGIN(w);
-    CPLErr e = GDALRasterIO(GDALGetRasterBand(w->ds, band), rw, 0, (int)y0, w->W, (int)n, rows,
-                            w->W, (int)n, GDT_Float32, 0, 0);
-    int bad = e != CE_None || w->err.failures != before;
-    GDAL_END();
-    if (bad) {
-        wc_error("%s rows %" PRId64 "-%" PRId64 " of band %d of %s (for %s) failed: %s",
-                 rw == GF_Write ? "writing" : "reading back", y0, y0 + n - 1, band, w->work,
-                 w->cfg->out, gdal_why(w));
-        return WC_ERR;
-    }
-    return WC_OK;
-}
-
-/* Removes whatever was written: the target is never touched. */
-static void writer_abort(writer *w) {
-    if (w->ds) {
-        CPLPushErrorHandler(CPLQuietErrorHandler);
-        GDALClose(w->ds);
-        CPLPopErrorHandler();
-        w->ds = NULL;
-    }
-    unlink_with_aux(w->work);
-    unlink_with_aux(w->copy);
-}
-
-static void writer_free(writer *w) {
-    free(w->work);
-    free(w->copy);
-    memset(w, 0, sizeof *w);
-}
-
-/* ---- classes ----------------------------------------------------------------------------- */
-
-/* Probabilities are binned by the top bits of their IEEE float representation (the order of
- * non-negative floats is the order of their bits): 2^11 bins per power of two, so a break is
- * resolved to 0.05% of its value whether risks are around 0.9 or 0.001. The counts are
- * integers, exact on any rank count. */
-#define CLASS_SHIFT 12
-#define CLASS_BINS  ((0x3F800000u >> CLASS_SHIFT) + 1) /* up to 1.0f */
-
-/* p: a checked probability in [0, 1]; anything else (a NaN's bits above all) would index far
- * beyond the histogram. */
-static uint32_t prob_bin(float p) {
-    WC_ASSERT(p >= 0.0f && p <= 1.0f);
-    if (p == 0.0f) p = 0.0f; /* -0 has the sign bit set */
-    uint32_t u;
-    memcpy(&u, &p, sizeof u);
-    WC_ASSERT((u >> CLASS_SHIFT) < CLASS_BINS);
-    return u >> CLASS_SHIFT;
-}
-
-/* breaks[k]: the largest float of the bin holding the quantile's value, so "p > breaks[k]" is
- * exactly "p's bin lies above it": at least a share q of the valid pixels is at or below. A map
- * of one constant value is then all "low" rather than all "extreme". */
-static void class_breaks(const int64_t *hist, int64_t n, float breaks[], int64_t counts[]) {
-    for (int k = 0; k < WC_PREDICT_NCLASSES - 1; k++) {
-        int64_t need = (int64_t)ceil(WC_PREDICT_CLASS_QUANTILES[k] * (double)n), cum = 0;
-        if (need < 1) need = 1;
-        uint32_t b = 0;
-        for (; b < CLASS_BINS; b++)
-            if ((cum += hist[b]) >= need) break;
-        uint32_t bits = (WC_MIN(b, CLASS_BINS - 1) << CLASS_SHIFT) | ((1u << CLASS_SHIFT) - 1);
-        memcpy(&breaks[k], &bits, sizeof bits);
-    }
-    memset(counts, 0, sizeof(int64_t) * WC_PREDICT_NCLASSES);
-    for (uint32_t b = 0; b < CLASS_BINS; b++) {
-        float lo;
-        uint32_t bits = b << CLASS_SHIFT;
-        memcpy(&lo, &bits, sizeof lo);
-        int c = 0;
-        while (c < WC_PREDICT_NCLASSES - 1 && lo > breaks[c]) c++;
-        counts[c] += hist[b];
-    }
-}
-
-static int class_of(float p, const float breaks[]) {
-    int c = 0;
-    while (c < WC_PREDICT_NCLASSES - 1 && p > breaks[c]) c++;
-    return c;
-}
-
-/* Second pass over the finished probability band: the class band, strip by strip. Returns an
- * exit status: a stop signal on this rank (only rank 0 writes) ends it with WC_EXIT_STOPPED. */
-static int writer_classes(writer *w, const int64_t *hist, int64_t nvalid, float *rows) {
-    float breaks[WC_PREDICT_NCLASSES - 1];
-    int64_t counts[WC_PREDICT_NCLASSES];
-    class_breaks(hist, nvalid, breaks, counts);
-    char q[256] = "", br[256] = "", fr[256] = "";
-    for (int k = 0; k < WC_PREDICT_NCLASSES - 1; k++) {
-        appendf(q, sizeof q, "%s%g", k ? "," : "", WC_PREDICT_CLASS_QUANTILES[k]);
-        appendf(br, sizeof br, "%s%.9g", k ? "," : "", (double)breaks[k]);
-    }
-    for (int c = 0; c < WC_PREDICT_NCLASSES; c++)
-        appendf(fr, sizeof fr, "%s%.6f", c ? "," : "",
-                nvalid ? (double)counts[c] / (double)nvalid : 0.0);
-    int before = GDAL_BEGIN(w);
-    GDALRasterBandH b2 = GDALGetRasterBand(w->ds, 2);
-    char *names[WC_PREDICT_NCLASSES + 1];
-    for (int c = 0; c < WC_PREDICT_NCLASSES; c++) names[c] = (char *)WC_PREDICT_CLASS_NAMES[c];
-    names[WC_PREDICT_NCLASSES] = NULL;
-    /* GeoTIFF has no field for category names: GDAL keeps them in FILE.aux.xml; the metadata
-     * below (inside the TIFF) says the same for readers without the sidecar */
-    GDALSetRasterCategoryNames(b2, names);
-    GDALSetMetadataItem(b2, "class_names", "low,moderate,high,very high,extreme", NULL);
-    GDALSetMetadataItem(b2, "class_values", "0,1,2,3,4", NULL);
-    GDALSetMetadataItem(b2, "class_rule",
-                        "class = number of breaks the probability exceeds (p > break)", NULL);
-    GDALSetMetadataItem(b2, "class_quantiles", q, NULL);
-    GDALSetMetadataItem(b2, "class_breaks", nvalid ? br : "none (no valid pixel)", NULL);
-    GDALSetMetadataItem(b2, "class_fractions", fr, NULL);
-    int bad = w->err.failures != before;
-    GDAL_END();
-    if (bad) {
-        wc_error("cannot describe the class band of %s: %s", w->work, gdal_why(w));
-        return WC_EXIT_RUNTIME;
-    }
-    wc_info("predict: classes at quantiles %s of %lld valid pixels: breaks %s; shares %s", q,
-            (long long)nvalid, nvalid ? br : "none", fr);
-    for (int64_t y0 = 0; y0 < w->H; y0 += WC_PREDICT_STRIP) {
-        if (wc_stop_requested()) return WC_EXIT_STOPPED;
-        int64_t n = WC_MIN(WC_PREDICT_STRIP, w->H - y0);
-        if (writer_rows(w, 1, y0, n, rows, GF_Read) != WC_OK) return WC_EXIT_RUNTIME;
-        for (size_t i = 0; i < (size_t)n * (size_t)w->W; i++)
-            rows[i] = rows[i] == (float)WC_PREDICT_NODATA ? (float)WC_PREDICT_NODATA
-                                                          : (float)class_of(rows[i], breaks);
-        if (writer_rows(w, 2, y0, n, rows, GF_Write) != WC_OK) return WC_EXIT_RUNTIME;
-    }
-    return WC_EXIT_OK;
-}
-
-/* ---- finishing: close, COG, verify, rename ------------------------------------------------ */
-
-static int verify(writer *w, const char *path, const wc_raster *r) {
-    int before = GDAL_BEGIN(w);
-    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    char why[640] = "";
-    if (!ds) {
-        snprintf(why, sizeof why, "it does not open: %s", gdal_why(w));
-    } else {
-        double gt[6];
-        if (GDALGetRasterXSize(ds) != w->W || GDALGetRasterYSize(ds) != w->H)
-            snprintf(why, sizeof why, "its size is %dx%d, not %dx%d", GDALGetRasterXSize(ds),
-                     GDALGetRasterYSize(ds), w->W, w->H);
-        else if (GDALGetRasterCount(ds) != w->nbands)
-            snprintf(why, sizeof why, "it has %d bands, not %d", GDALGetRasterCount(ds), w->nbands);
-        else if (GDALGetRasterDataType(GDALGetRasterBand(ds, 1)) != GDT_Float32)
-            snprintf(why, sizeof why, "band 1 is not Float32");
-        else if (r->has_gt &&
-                 (GDALGetGeoTransform(ds, gt) != CE_None || memcmp(gt, r->gt, sizeof gt) != 0))
-            snprintf(why, sizeof why, "its geotransform differs from the input's");
-        else if (w->cfg->cog) {
-            const char *lay = GDALGetMetadataItem(ds, "LAYOUT", "IMAGE_STRUCTURE");
-            if (!lay || strcmp(lay, "COG") != 0)
-                snprintf(why, sizeof why, "GDAL does not report it as a COG layout");
-        }
-        GDALClose(ds);
-    }
-    GDAL_END();
-    (void)before;
-    if (*why) {
-        wc_error("verifying %s (for %s) failed: %s", path, w->cfg->out, why);
-        return WC_ERR;
-    }
-    return WC_OK;
-}
-
-/* GDAL's progress callback for the copy, which can take minutes on a large map: returning FALSE
- * makes GDAL abandon it when a stop signal arrives. */
-static int CPL_STDCALL copy_progress(double done, const char *msg, void *arg) {
-    (void)done, (void)msg, (void)arg;
-    return !wc_stop_requested();
-}
-
-/* The map proper: the working GeoTIFF copied, every tile present, as a GeoTIFF of the same
- * layout or (--cog) a Cloud-Optimized GeoTIFF with overviews. Returns an exit status. */
-static int writer_copy(writer *w) {
-    const wc_predict_config *cfg = w->cfg;
-    const double t0 = wc_now();
-    int before = GDAL_BEGIN(w);
-    GDALDriverH drv = GDALGetDriverByName(cfg->cog ? "COG" : "GTiff");
-    GDALDatasetH src = GDALOpenEx(w->work, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    char **opt = NULL;
-    if (cfg->cog) {
-        opt = CSLSetNameValue(opt, "COMPRESS", "DEFLATE");
-        opt = CSLSetNameValue(opt, "PREDICTOR", "YES");
-        opt = CSLSetNameValue(opt, "BIGTIFF", "IF_SAFER");
-        opt = CSLSetNameValue(opt, "BLOCKSIZE", "256"); /* overviews down to one tile */
-        opt = CSLSetNameValue(opt, "OVERVIEWS", "AUTO");
-        /* probabilities average well (nodata skipped); class numbers must not be averaged, and
-         * the COG driver takes one resampling for all bands */
-        opt = CSLSetNameValue(opt, "RESAMPLING", w->nbands == 2 ? "NEAREST" : "AVERAGE");
-    } else {
-        opt = geotiff_options();
-    }
-    GDALDatasetH dst =
-        drv && src ? GDALCreateCopy(drv, w->copy, src, FALSE, opt, copy_progress, NULL) : NULL;
-    CSLDestroy(opt);
-    if (dst) GDALClose(dst); /* written and flushed here: errors surface now */
-    if (src) GDALClose(src);
-    const int bad = !drv || !src || !dst || w->err.failures != before;
-    GDAL_END();
-    if (bad && wc_stop_requested()) return WC_EXIT_STOPPED;
-    if (bad) {
-        wc_error("writing %s (the map for %s, a copy of %s) failed: %s", w->copy, cfg->out,
-                 w->work, !drv ? "GDAL lacks the driver" : gdal_why(w));
-        return WC_EXIT_RUNTIME;
-    }
-    unlink_with_aux(w->work);
-    if (cfg->cog)
-        wc_info("predict: Cloud-Optimized GeoTIFF with overviews written in %.1f s",
-                wc_now() - t0);
-    return WC_EXIT_OK;
-}
-
-/* Closes the working GeoTIFF, copies it into the map proper, verifies the copy and renames it
- * into place. Returns an exit status: a stop signal before the rename ends it with
- * WC_EXIT_STOPPED (the target is untouched then). */
-static int writer_finish(writer *w, const wc_raster *r) {
-    const wc_predict_config *cfg = w->cfg;
-    /* write errors (a full disk) surface when GDAL flushes at close */
-    int before = GDAL_BEGIN(w);
-    GDALClose(w->ds);
-    w->ds = NULL;
-    int bad = w->err.failures != before;
-    GDAL_END();
-    if (bad) {
-        wc_error("writing %s (for %s) failed: %s", w->work, cfg->out, gdal_why(w));
-        return WC_EXIT_RUNTIME;
-    }
-    if (wc_stop_requested()) return WC_EXIT_STOPPED;
-    int status = writer_copy(w);
-    if (status != WC_EXIT_OK) return status;
-    const char *final = w->copy;
-    if (verify(w, final, r) != WC_OK || wc_fsync_path(final, 0) != WC_OK) return WC_EXIT_RUNTIME;
-    /* the last moment a stop can leave the target as it was */
-    if (wc_stop_requested()) return WC_EXIT_STOPPED;
-    if (rename(final, cfg->out) != 0) {
-        wc_error("cannot rename %s to %s: %s", final, cfg->out, strerror(errno));
-        return WC_EXIT_RUNTIME;
-    }
-    /* the sidecar (category names) follows its file; a stale one from an earlier map would
-     * describe this one wrongly */
-    char *faux = aux_path(final), *oaux = aux_path(cfg->out);
-    int rc = WC_EXIT_OK;
-    if (access(faux, F_OK) == 0) {
-        if (rename(faux, oaux) != 0) {
-            wc_error("cannot rename %s to %s: %s", faux, oaux, strerror(errno));
-            rc = WC_EXIT_RUNTIME;
-        }
-    } else if (access(oaux, F_OK) == 0 && unlink(oaux) != 0) {
-        wc_warn("%s is left from an earlier map and could not be removed: %s", oaux,
-                strerror(errno));
-    }
-    free(faux);
-    free(oaux);
-    if (wc_fsync_parent(cfg->out) != WC_OK)
-        wc_warn("%s is complete, but its directory entry may not survive a crash", cfg->out);
-    return rc;
-}
-
-/* ---- one window -------------------------------------------------------------------------- */
+/* ---- one window ------------------------------------------------------------------------------ */
 
 /* What a pixel of a window is, in predictor.valid. */
 enum {
@@ -956,7 +431,7 @@ static void unpack(const layout *L, int64_t s0, int64_t lo, int64_t hi, const fl
     }
 }
 
-/* ---- the command ------------------------------------------------------------------------- */
+/* ---- the command ----------------------------------------------------------------------------- */
 
 /* The network rebuilt for the window size, with the checkpoint's parameters. */
 static int build_window_net(wc_model *m, const layout *L) {
@@ -985,13 +460,12 @@ typedef struct mapping {
     const layout *L;
     int rank, R;
     predictor *p;
-    writer *w;               /* rank 0 */
-    float *send;             /* (share, Sy, Sx) this rank's cores of a round, packed */
-    float *recv;             /* rank 0, R > 1: another rank's cores */
-    float *rows;             /* rank 0: (G x Sy, W) the round's rows */
-    int64_t *hist;           /* rank 0, --classes: (CLASS_BINS) */
-    int64_t npixels, nvalid; /* rank 0: pixels written, and those of them that are not nodata */
-    int write_failed;        /* rank 0 */
+    wc_riskmap *map;  /* rank 0: the map being written */
+    int64_t G;        /* strips per round */
+    float *send;      /* (share, Sy, Sx) this rank's cores of a round, packed */
+    float *recv;      /* rank 0, R > 1: another rank's cores */
+    float *rows;      /* rank 0: (G x Sy, W) the round's rows */
+    int write_failed; /* rank 0 */
     pacer pc;
     double t_map, last_log;
 } mapping;
@@ -1035,8 +509,8 @@ static int compute_round(mapping *mp, int64_t s0, int64_t s1, size_t *off) {
     return agree_round(&mp->pc, failed || mp->write_failed);
 }
 
-/* Rank 0: the round's cores, its own and every other rank's, into the round's rows; counted
- * (nodata, the class histogram) and written. */
+/* Rank 0: the round's cores, its own and every other rank's, into the round's rows, which go to
+ * the map. */
 static void write_round(mapping *mp, int64_t s0, int64_t s1) {
     const layout *L = mp->L;
     const int64_t nwin = (s1 - s0) * L->nx;
@@ -1053,14 +527,7 @@ static void write_round(mapping *mp, int64_t s0, int64_t s1) {
         }
         unpack(L, s0, qlo, qhi, cores, mp->rows, y0);
     }
-    const size_t count = (size_t)(y1 - y0) * (size_t)L->W;
-    for (size_t i = 0; i < count; i++) {
-        if (mp->rows[i] == (float)WC_PREDICT_NODATA) continue;
-        mp->nvalid++;
-        if (mp->hist) mp->hist[prob_bin(mp->rows[i])]++;
-    }
-    mp->npixels += (int64_t)count;
-    if (writer_rows(mp->w, 1, y0, y1 - y0, mp->rows, GF_Write) != WC_OK) mp->write_failed = 1;
+    if (wc_riskmap_write(mp->map, y0, y1 - y0, mp->rows) != WC_OK) mp->write_failed = 1;
     const double now = wc_now();
     if (s1 == L->ny || now - mp->last_log >= 5.0) {
         const double done = (double)y1 / (double)L->H, el = now - mp->t_map;
@@ -1085,32 +552,120 @@ static void report_invalid(const char *path, const int64_t counts[2]) {
                 path, counts[1]);
 }
 
-/* Rank 0 after mapping: classes, close, COG, verify, rename, picture. Returns an exit status. */
-static int finish_map(mapping *mp, const wc_raster *r, int *have_writer) {
-    const wc_predict_config *cfg = mp->cfg;
-    int status = mp->write_failed ? WC_EXIT_RUNTIME : WC_EXIT_OK;
-    if (status == WC_EXIT_OK && cfg->classes)
-        status = writer_classes(mp->w, mp->hist, mp->nvalid, mp->rows);
-    if (status == WC_EXIT_OK) status = writer_finish(mp->w, r);
-    if (status == WC_EXIT_STOPPED)
-        wc_info("predict: stopped by %s while finishing the map: it is not written (%s, if it "
-                "exists, is untouched); rerun the same command to draw it",
-                strsignal(wc_stop_signal()), cfg->out);
-    if (status != WC_EXIT_OK) return status;
-    *have_writer = 0; /* renamed: nothing to clean up */
-    if (!cfg->png) return WC_EXIT_OK;
-    /* the quick-look reads the finished map back: bounded memory, and it shows exactly what
-     * was written */
-    wc_quicklook_info qi;
-    if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK) {
-        wc_error("the risk map %s is complete, but its picture %s is not", cfg->out, cfg->png);
+/* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
+ * the network for the layout's windows. Returns an exit status (this rank's). */
+static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
+                   wc_bandmap *bm, layout *L) {
+    if (wc_raster_open(r, cfg->tiles) != WC_OK ||
+        wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK || wc_bandmap_match(bm, m, r) != WC_OK)
         return WC_EXIT_RUNTIME;
-    }
-    wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png, qi.width,
-            qi.height, qi.map_width, qi.map_height,
-            qi.factor > 1 ? CPLSPrintf("downsampled %dx", qi.factor) : "full resolution",
-            qi.legend_height);
+    L->W = r->width, L->H = r->height;
+    wc_net_receptive_field(m->net, &L->radius, &L->align);
+    L->margin = (int)round_up(L->radius, L->align);
+    anchor(L, r);
+    plan_layout(L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
+    mp->G = choose_group(L, mp->R);
+    if (check_fits(L, mp->G, r->path, mp->rank, mp->R) != WC_OK || build_window_net(m, L) != WC_OK)
+        return WC_EXIT_RUNTIME;
     return WC_EXIT_OK;
+}
+
+/* Rank 0, before any computing: the outputs can be written and are not inputs (the raster's
+ * files, e.g. a VRT and its tiles, the checkpoint, and for the picture the map); the map's
+ * working file exists. Returns an exit status. */
+static int open_outputs(const wc_predict_config *cfg, mapping *mp, const wc_raster *r,
+                        const wc_model *m) {
+    char **inputs = GDALGetFileList((GDALDatasetH)r->ds); /* ours to free */
+    inputs = CSLAddString(inputs, r->path);
+    inputs = CSLAddString(inputs, m->path);
+    int status = wc_check_output_path("risk map", cfg->out, (const char *const *)inputs);
+    if (status == WC_EXIT_OK && cfg->png) {
+        inputs = CSLAddString(inputs, cfg->out);
+        status = wc_check_output_path("quick-look picture", cfg->png, (const char *const *)inputs);
+    }
+    CSLDestroy(inputs);
+    if (status != WC_EXIT_OK) return status;
+    const layout *L = mp->L;
+    char desc[256];
+    snprintf(desc, sizeof desc,
+             "windows %" PRId64 "x%" PRId64 ", cores %" PRId64 "x%" PRId64 ", margin %d, "
+             "alignment %d on the %s grid (pixel 0,0 = global %lld,%lld)",
+             L->Tx, L->Ty, L->Sx, L->Sy, L->margin, L->align,
+             L->anchored ? "global georeferenced" : "raster's own", L->gcol, L->grow);
+    mp->map = wc_riskmap_create(cfg, r, m, desc);
+    return mp->map ? WC_EXIT_OK : WC_EXIT_RUNTIME;
+}
+
+static void report_plan(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
+                        const layout *L, int R) {
+    wc_memory_plan plan;
+    wc_net_memory_plan(m->net, &plan);
+    char mem[16];
+    wc_info("predict: %s (%dx%d px) with %s (step %ld, %s): %" PRId64 " strips x %" PRId64
+            " windows of %" PRId64 "x%" PRId64 " px (cores %" PRId64 "x%" PRId64 ", margin %d >= "
+            "receptive radius %d, alignment %d on the %s grid); %d rank%s x %d thread%s; network "
+            "activations %s per rank",
+            r->path, r->width, r->height, m->path, m->step, m->net->arch, L->ny, L->nx, L->Tx,
+            L->Ty, L->Sx, L->Sy, L->margin, L->radius, L->align,
+            L->anchored ? "global" : "raster's", R, R > 1 ? "s" : "", cfg->threads,
+            cfg->threads > 1 ? "s" : "",
+            wc_fmt_bytes(mem, sizeof mem, (double)(plan.activations + plan.workspace)));
+}
+
+/* The buffers of the rounds and of one window. The sizes were checked to fit (check_fits), so
+ * these products do not overflow. */
+static void alloc_buffers(mapping *mp, predictor *p, wc_raster *r, wc_model *m,
+                          const wc_bandmap *bm) {
+    const layout *L = mp->L;
+    const size_t core_floats = (size_t)L->Sx * (size_t)L->Sy;
+    const size_t share = (size_t)round_slots(mp->G * L->nx, mp->R);
+    mp->send = WC_ALLOC(sizeof(float) * core_floats * share);
+    if (mp->rank == 0) {
+        mp->rows = WC_ALLOC(sizeof(float) * (size_t)mp->G * (size_t)L->Sy * (size_t)L->W);
+        if (mp->R > 1) mp->recv = WC_ALLOC(sizeof(float) * core_floats * share);
+    }
+    p->L = L, p->r = r, p->m = m, p->bands = bm->bands;
+    p->type = bm->type;
+    p->raw = WC_ALLOC(wc_dtype_size(p->type) * (size_t)m->nfeat * (size_t)L->Tx * (size_t)L->Ty);
+    p->valid = WC_ALLOC((size_t)L->Tx * (size_t)L->Ty);
+    p->inv_std = WC_ALLOC(sizeof(double) * m->nfeat);
+    for (int c = 0; c < m->nfeat; c++) p->inv_std[c] = 1.0 / m->std[c];
+}
+
+/* The rounds: compute (agreeing as the pacer says), send to rank 0, which writes. Returns the
+ * agreed exit status. */
+static int run_rounds(mapping *mp) {
+    const layout *L = mp->L;
+    mp->pc.every = 1; /* until a window has been timed */
+    mp->t_map = mp->last_log = wc_now();
+    for (int64_t s0 = 0; s0 < L->ny; s0 += mp->G) {
+        const int64_t s1 = WC_MIN(L->ny, s0 + mp->G);
+        size_t off;
+        const int status = compute_round(mp, s0, s1, &off);
+        if (status == WC_EXIT_STOPPED) report_stop(mp, s0, s1);
+        if (status != WC_EXIT_OK) return status;
+        if (mp->rank == 0)
+            write_round(mp, s0, s1);
+        else if (off)
+            wc_dist_send(mp->send, sizeof(float) * off, 0);
+    }
+    return WC_EXIT_OK;
+}
+
+/* Rank 0, at the end: what was written, how fast, in how much memory. */
+static void report_done(const mapping *mp, int64_t npixels, int64_t nvalid, double t_start,
+                        double t_computed, const double rss[2]) {
+    const layout *L = mp->L;
+    const double total = wc_now() - t_start, mpx = (double)L->W * (double)L->H / 1e6;
+    char rb[16], rm[16];
+    wc_info("predict: wrote %s%s: %" PRId64 "x%" PRId64 " px, %.1f%% nodata; %.2f Mpx in "
+            "%.1f s = %.3f Mpx/s (mapping %.1f s = %.3f Mpx/s); %" PRId64 " windows on %d "
+            "rank%s; peak RSS per rank (max) %s after mapping, %s at the end",
+            mp->cfg->out, mp->cfg->cog ? " (COG)" : "", L->W, L->H,
+            npixels ? 100.0 * (double)(npixels - nvalid) / (double)npixels : 0.0, mpx, total,
+            mpx / total, t_computed - mp->t_map, mpx / (t_computed - mp->t_map), L->nx * L->ny,
+            mp->R, mp->R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
+            wc_fmt_bytes(rb, sizeof rb, rss[1]));
 }
 
 int wc_predict_run(const wc_predict_config *cfg) {
@@ -1126,101 +681,23 @@ int wc_predict_run(const wc_predict_config *cfg) {
 
     wc_raster r = {0};
     wc_model m = {0};
+    wc_bandmap bm = {0};
     layout L = {0};
-    writer w = {0};
     predictor p = {0};
-    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p, .w = &w};
-    int64_t G = 1; /* strips per round */
-    int *bands = NULL;
-    int status = WC_EXIT_OK, have_writer = 0;
-    char why[4096];
+    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p, .G = 1};
+    int64_t npixels = 0, nvalid = 0;
 
-    /* 1. every rank: the raster, the model, the band matching, the layout (refused when it
-     * cannot fit), the network */
-    if (wc_raster_open(&r, cfg->tiles) != WC_OK) status = WC_EXIT_RUNTIME;
-    if (status == WC_EXIT_OK && wc_model_load(&m, cfg->checkpoint, 1, 0, 0) != WC_OK)
-        status = WC_EXIT_RUNTIME;
-    if (status == WC_EXIT_OK) {
-        bands = WC_CALLOC(m.nfeat, sizeof(int));
-        if (match_bands(&m, &r, bands, why, sizeof why) != WC_OK) {
-            wc_error("%s does not have the bands %s was trained on: %s", r.path, m.path, why);
-            status = WC_EXIT_RUNTIME;
-        }
-    }
-    if (status == WC_EXIT_OK) {
-        L.W = r.width, L.H = r.height;
-        wc_net_receptive_field(m.net, &L.radius, &L.align);
-        L.margin = (int)round_up(L.radius, L.align);
-        anchor(&L, &r);
-        plan_layout(&L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
-        G = choose_group(&L, R);
-        if (check_fits(&L, G, r.path, rank, R) != WC_OK || build_window_net(&m, &L) != WC_OK)
-            status = WC_EXIT_RUNTIME;
-    }
-    status = agree(status);
+    /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
+    int status = agree(prepare(cfg, &mp, &r, &m, &bm, &L));
     if (status != WC_EXIT_OK) goto out;
-
-    /* 2. rank 0: the outputs can be written and are not inputs; the temporary map exists */
-    if (rank == 0) {
-        char **inputs = GDALGetFileList((GDALDatasetH)r.ds); /* ours to free */
-        inputs = CSLAddString(inputs, r.path);
-        inputs = CSLAddString(inputs, m.path);
-        status = check_output("risk map", cfg->out, inputs);
-        if (status == WC_EXIT_OK && cfg->png) {
-            inputs = CSLAddString(inputs, cfg->out);
-            status = check_output("quick-look picture", cfg->png, inputs);
-        }
-        CSLDestroy(inputs);
-        if (status == WC_EXIT_OK) {
-            if (writer_create(&w, cfg, &r, &m, &L) != WC_OK) status = WC_EXIT_RUNTIME;
-            have_writer = 1;
-        }
-    }
-    status = agree(status);
+    status = agree(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
     if (status != WC_EXIT_OK) goto out;
+    report_plan(cfg, &r, &m, &L, R);
 
-    wc_memory_plan plan;
-    wc_net_memory_plan(m.net, &plan);
-    char mem[16];
-    wc_info("predict: %s (%dx%d px) with %s (step %ld, %s): %" PRId64 " strips x %" PRId64
-            " windows of %" PRId64 "x%" PRId64 " px (cores %" PRId64 "x%" PRId64 ", margin %d >= "
-            "receptive radius %d, alignment %d on the %s grid); %d rank%s x %d thread%s; network "
-            "activations %s per rank",
-            r.path, r.width, r.height, m.path, m.step, m.net->arch, L.ny, L.nx, L.Tx, L.Ty, L.Sx,
-            L.Sy, L.margin, L.radius, L.align, L.anchored ? "global" : "raster's", R,
-            R > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "",
-            wc_fmt_bytes(mem, sizeof mem, (double)(plan.activations + plan.workspace)));
-
-    /* 3. the rounds: compute (agreeing as the pacer says), send to rank 0, which writes. The
-     * sizes were checked to fit (check_fits), so these products do not overflow. */
-    const size_t core_floats = (size_t)L.Sx * (size_t)L.Sy;
-    const size_t share = (size_t)round_slots(G * L.nx, R);
-    mp.send = WC_ALLOC(sizeof(float) * core_floats * share);
-    if (rank == 0) {
-        mp.rows = WC_ALLOC(sizeof(float) * (size_t)G * (size_t)L.Sy * (size_t)L.W);
-        if (R > 1) mp.recv = WC_ALLOC(sizeof(float) * core_floats * share);
-        if (cfg->classes) mp.hist = WC_CALLOC(CLASS_BINS, sizeof(int64_t));
-    }
-    p.L = &L, p.r = &r, p.m = &m, p.bands = bands;
-    p.type = r.bands[bands[0] - 1].type;
-    for (int c = 1; c < m.nfeat; c++) p.type = wc_dtype_union(p.type, r.bands[bands[c] - 1].type);
-    p.raw = WC_ALLOC(wc_dtype_size(p.type) * (size_t)m.nfeat * (size_t)L.Tx * (size_t)L.Ty);
-    p.valid = WC_ALLOC((size_t)L.Tx * (size_t)L.Ty);
-    p.inv_std = WC_ALLOC(sizeof(double) * m.nfeat);
-    for (int c = 0; c < m.nfeat; c++) p.inv_std[c] = 1.0 / m.std[c];
-    mp.pc.every = 1; /* until a window has been timed */
-    mp.t_map = mp.last_log = wc_now();
-    for (int64_t s0 = 0; s0 < L.ny; s0 += G) {
-        const int64_t s1 = WC_MIN(L.ny, s0 + G);
-        size_t off;
-        status = compute_round(&mp, s0, s1, &off);
-        if (status == WC_EXIT_STOPPED) report_stop(&mp, s0, s1);
-        if (status != WC_EXIT_OK) goto out;
-        if (rank == 0)
-            write_round(&mp, s0, s1);
-        else if (off)
-            wc_dist_send(mp.send, sizeof(float) * off, 0);
-    }
+    /* 3. the rounds */
+    alloc_buffers(&mp, &p, &r, &m, &bm);
+    status = run_rounds(&mp);
+    if (status != WC_EXIT_OK) goto out;
     const double t_computed = wc_now();
     const double rss_mapped = (double)wc_peak_rss_bytes();
     int64_t invalid[2] = {p.beyond_range, p.nonfinite};
@@ -1229,29 +706,19 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* 4. rank 0: classes, close, COG, verify, rename, picture */
     if (rank == 0) {
         report_invalid(r.path, invalid);
-        status = finish_map(&mp, &r, &have_writer);
+        wc_riskmap_counts(mp.map, &npixels, &nvalid);
+        status = mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows);
+        if (!mp.write_failed) mp.map = NULL; /* finished: committed or removed */
     }
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = agree(status);
-    if (status == WC_EXIT_OK) {
-        double total = wc_now() - t_start, mpx = (double)L.W * (double)L.H / 1e6;
-        char rb[16], rm[16];
-        wc_info("predict: wrote %s%s: %" PRId64 "x%" PRId64 " px, %.1f%% nodata; %.2f Mpx in "
-                "%.1f s = %.3f Mpx/s (mapping %.1f s = %.3f Mpx/s); %" PRId64 " windows on %d "
-                "rank%s; peak RSS per rank (max) %s after mapping, %s at the end",
-                cfg->out, cfg->cog ? " (COG)" : "", L.W, L.H,
-                mp.npixels ? 100.0 * (double)(mp.npixels - mp.nvalid) / (double)mp.npixels : 0.0,
-                mpx, total, mpx / total, t_computed - mp.t_map, mpx / (t_computed - mp.t_map),
-                L.nx * L.ny, R, R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
-                wc_fmt_bytes(rb, sizeof rb, rss[1]));
-    }
+    if (status == WC_EXIT_OK) report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
 out:
-    if (have_writer) writer_abort(&w);
-    writer_free(&w);
-    free(mp.send), free(mp.recv), free(mp.rows), free(mp.hist);
+    wc_riskmap_abort(mp.map);
+    free(mp.send), free(mp.recv), free(mp.rows);
     free(p.raw), free(p.valid), free(p.inv_std);
-    free(bands);
+    wc_bandmap_free(&bm);
     wc_model_free(&m);
     wc_raster_close(&r);
     GDALSetCacheMax64(cache_was);
