@@ -101,14 +101,6 @@ void wc_predict_config_default(wc_predict_config *cfg) {
 
 /* ---- agreement ------------------------------------------------------------------------------- */
 
-/* Every rank learns the worst status any rank has: the small collective that keeps a failure
- * on one rank from leaving the others waiting in the next collective step. */
-static int agree(int status) {
-    double s = status;
-    wc_dist_max_f64(&s, 1);
-    return (int)s;
-}
-
 /* While mapping, the ranks agree on failures and stops after every `every` window slots, not
  * only at the end of a round: a round holds up to about 8 windows per rank, tens of seconds on
  * large windows or slow reads, and a stop must be honoured within a few seconds. `every` is
@@ -158,11 +150,6 @@ typedef struct window {
     int64_t wx, wy;         /* the window's origin (may lie outside the raster) */
 } window;
 
-static int pmod(long long a, int m) {
-    long long r = a % m;
-    return (int)(r < 0 ? r + m : r);
-}
-
 static int64_t ceil_div(int64_t v, int64_t d) {
     return (v + d - 1) / d;
 }
@@ -173,24 +160,14 @@ static int64_t round_up(int64_t v, int64_t a) {
 
 /* The largest v' <= v whose global coordinate (phase + v') is a multiple of the alignment. */
 static int64_t align_down(int64_t v, int phase, int a) {
-    return v - pmod((long long)phase + v, a);
+    return v - wc_pmod((long long)phase + v, a);
 }
 
-/* Global column of pixel 0 = round(gt0 / gt1), row = round(gt3 / gt5): two rasters on the same
- * grid (a raster and a sub-window cut from it) then agree on every pixel's global coordinate.
- * Rotated or ungeoreferenced rasters fall back to their own pixel grid. */
+/* The layout's place on the global grid (raster.h): the phase training used too. */
 static void anchor(layout *L, const wc_raster *r) {
-    L->anchored = 0;
-    L->gcol = L->grow = 0;
-    if (r->has_gt && r->gt[2] == 0 && r->gt[4] == 0 && r->gt[1] != 0 && r->gt[5] != 0) {
-        double c = r->gt[0] / r->gt[1], w = r->gt[3] / r->gt[5];
-        if (fabs(c) < 1e15 && fabs(w) < 1e15) {
-            L->gcol = llround(c), L->grow = llround(w);
-            L->anchored = 1;
-        }
-    }
-    L->phase_x = pmod(L->gcol, L->align);
-    L->phase_y = pmod(L->grow, L->align);
+    L->anchored = wc_raster_global_origin(r, &L->gcol, &L->grow);
+    L->phase_x = wc_pmod(L->gcol, L->align);
+    L->phase_y = wc_pmod(L->grow, L->align);
 }
 
 /* Cores: strips of WC_PREDICT_STRIP rows (= the output's tile height), each cut into nx equal
@@ -688,9 +665,9 @@ int wc_predict_run(const wc_predict_config *cfg) {
     int64_t npixels = 0, nvalid = 0;
 
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
-    int status = agree(prepare(cfg, &mp, &r, &m, &bm, &L));
+    int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
     if (status != WC_EXIT_OK) goto out;
-    status = agree(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
+    status = wc_dist_max_int(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
     if (status != WC_EXIT_OK) goto out;
     report_plan(cfg, &r, &m, &L, R);
 
@@ -712,7 +689,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     }
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
-    status = agree(status);
+    status = wc_dist_max_int(status);
     if (status == WC_EXIT_OK) report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
 out:
     wc_riskmap_abort(mp.map);
