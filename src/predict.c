@@ -56,6 +56,7 @@
 #include "wildcpu/dataset.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/infer.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/model.h"
 #include "wildcpu/net.h"
@@ -135,19 +136,14 @@ static int agree_round(pacer *pc, int failed) {
  * the GDAL and network calls, whose values are checked to fit. */
 typedef struct layout {
     int64_t W, H;         /* the raster */
-    int radius, align;    /* of the network */
-    int margin;           /* radius rounded up to the alignment */
-    int anchored;         /* 1: aligned on the georeferenced global grid; 0: the raster's own */
-    long long gcol, grow; /* global pixel coordinates of the raster's pixel (0, 0) */
-    int phase_x, phase_y; /* gcol, grow modulo the alignment */
+    wc_infer_geometry g;  /* where windows lie: margin, alignment, phase on the global grid */
     int64_t Sx, Sy;       /* core width of a window, strip height */
     int64_t nx, ny;       /* windows per strip, strips */
-    int64_t Tx, Ty;       /* window (network input) width and height */
 } layout;
 
+/* A window's core in raster pixels (clipped to the raster); wc_infer places the window. */
 typedef struct window {
-    int64_t cx, cy, cw, ch; /* the core in raster pixels (clipped to the raster) */
-    int64_t wx, wy;         /* the window's origin (may lie outside the raster) */
+    int64_t cx, cy, cw, ch;
 } window;
 
 static int64_t ceil_div(int64_t v, int64_t d) {
@@ -158,41 +154,22 @@ static int64_t round_up(int64_t v, int64_t a) {
     return ceil_div(v, a) * a;
 }
 
-/* The largest v' <= v whose global coordinate (phase + v') is a multiple of the alignment. */
-static int64_t align_down(int64_t v, int phase, int a) {
-    return v - wc_pmod((long long)phase + v, a);
-}
-
-/* The layout's place on the global grid (raster.h): the phase training used too. */
-static void anchor(layout *L, const wc_raster *r) {
-    L->anchored = wc_raster_global_origin(r, &L->gcol, &L->grow);
-    L->phase_x = wc_pmod(L->gcol, L->align);
-    L->phase_y = wc_pmod(L->grow, L->align);
-}
-
 /* Cores: strips of WC_PREDICT_STRIP rows (= the output's tile height), each cut into nx equal
  * columns (a multiple of the alignment) no wider than the window allows. The window adds the
  * margin on both sides plus `align` pixels of slack for snapping its origin to the grid. */
 static void plan_layout(layout *L, int window_max) {
-    const int64_t A = L->align, M = L->margin, slack = A > 1 ? A : 0;
+    const int64_t A = L->g.align, M = L->g.margin, slack = A > 1 ? A : 0;
     int64_t smax = ((int64_t)window_max - 2 * M - slack) / A * A;
     if (smax < A) smax = A;
     L->nx = ceil_div(L->W, smax);
     L->Sx = round_up(ceil_div(L->W, L->nx), A);
     L->Sy = WC_MIN(WC_PREDICT_STRIP, round_up(L->H, A));
     L->ny = ceil_div(L->H, L->Sy);
-    L->Tx = L->Sx + 2 * M + slack;
-    L->Ty = L->Sy + 2 * M + slack;
 }
 
 static void window_at(const layout *L, int64_t strip, int64_t col, window *w) {
     w->cx = col * L->Sx, w->cy = strip * L->Sy;
     w->cw = WC_MIN(L->Sx, L->W - w->cx), w->ch = WC_MIN(L->Sy, L->H - w->cy);
-    w->wx = align_down(w->cx - L->margin, L->phase_x, L->align);
-    w->wy = align_down(w->cy - L->margin, L->phase_y, L->align);
-    /* the core keeps at least `margin` pixels of window on every side */
-    WC_ASSERT(w->wx + L->Tx >= w->cx + w->cw + L->margin);
-    WC_ASSERT(w->wy + L->Ty >= w->cy + w->ch + L->margin);
 }
 
 /* Strips per round. Ranks wait for each other at the end of every round (window times vary by
@@ -257,133 +234,6 @@ static int check_fits(const layout *L, int64_t G, const char *path, int rank, in
     return WC_ERR;
 }
 
-/* ---- one window ------------------------------------------------------------------------------ */
-
-/* What a pixel of a window is, in predictor.valid. */
-enum {
-    PX_NODATA = 0, /* a feature is nodata, NaN or Inf, or the pixel is outside the raster */
-    PX_VALID = 1,
-    PX_RANGE = 2, /* a feature is a value whose normalized value is beyond float's range */
-};
-
-typedef struct predictor {
-    const layout *L;
-    wc_raster *r;
-    wc_model *m;
-    int *bands;      /* (nfeat) */
-    wc_dtype type;   /* the feature bands are read as */
-    void *raw;       /* (nfeat, Ty, Tx) as read */
-    uint8_t *valid;  /* (Ty, Tx) PX_* */
-    double *inv_std; /* (nfeat) */
-    int64_t windows_run, windows_skipped;
-    /* core pixels (each pixel of the map is in one core) written as nodata because a feature
-     * is beyond float's range once normalized, or because the network's output was not finite */
-    int64_t beyond_range, nonfinite;
-} predictor;
-
-static inline int is_nodata(const wc_band *b, double v) {
-    return !isfinite(v) || (b->has_nodata && v == b->nodata);
-}
-
-/* The network input x (nfeat, Ty, Tx) of window w and the state of its pixels, from one reading
- * of each value: a pixel is valid when every feature is a value (not nodata, NaN or Inf) whose
- * normalized value, computed by wc_normalize exactly as training computes it, is finite in
- * float. Invalid pixels, and everything outside the raster, are 0: the network cannot tell an
- * edge from nodata, nor a window that overhangs the raster from one that does not. */
-static void window_input(predictor *p, const window *w, float *x) {
-    const layout *L = p->L;
-    const int nf = p->m->nfeat;
-    const size_t Tx = (size_t)L->Tx, plane = Tx * (size_t)L->Ty;
-    /* the part of the window inside the raster, relative to the window */
-    const size_t x0 = (size_t)(WC_MAX(w->wx, 0) - w->wx), y0 = (size_t)(WC_MAX(w->wy, 0) - w->wy);
-    const size_t x1 = (size_t)(WC_MIN(w->wx + L->Tx, L->W) - w->wx);
-    const size_t y1 = (size_t)(WC_MIN(w->wy + L->Ty, L->H) - w->wy);
-    memset(p->valid, PX_NODATA, plane);
-    for (size_t y = y0; y < y1; y++) memset(p->valid + y * Tx + x0, PX_VALID, x1 - x0);
-    memset(x, 0, sizeof(float) * plane * nf);
-    for (int c = 0; c < nf; c++) {
-        const wc_band *b = &p->r->bands[p->bands[c] - 1];
-        const double mean = p->m->mean[c], inv = p->inv_std[c];
-        float *xc = x + c * plane;
-        for (size_t y = y0; y < y1; y++)
-            for (size_t i = y * Tx + x0; i < y * Tx + x1; i++) {
-                if (p->valid[i] == PX_NODATA) continue;
-                const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
-                if (is_nodata(b, v)) {
-                    p->valid[i] = PX_NODATA;
-                    continue;
-                }
-                const float xn = wc_normalize(v, mean, inv);
-                if (isfinite(xn))
-                    xc[i] = xn;
-                else
-                    p->valid[i] = PX_RANGE;
-            }
-    }
-    /* a pixel found invalid in a later channel has values in the earlier ones */
-    for (size_t y = y0; y < y1; y++)
-        for (size_t i = y * Tx + x0; i < y * Tx + x1; i++)
-            if (p->valid[i] != PX_VALID)
-                for (int c = 0; c < nf; c++) x[c * plane + i] = 0.0f;
-}
-
-/* Valid pixels of window w's core; its pixels beyond float's range are counted in p. */
-static int64_t core_census(predictor *p, const window *w) {
-    const size_t Tx = (size_t)p->L->Tx;
-    int64_t valid = 0;
-    for (int64_t y = 0; y < w->ch; y++) {
-        const uint8_t *v = p->valid + (size_t)(w->cy + y - w->wy) * Tx + (size_t)(w->cx - w->wx);
-        for (int64_t x = 0; x < w->cw; x++) {
-            valid += v[x] == PX_VALID;
-            p->beyond_range += v[x] == PX_RANGE;
-        }
-    }
-    return valid;
-}
-
-/* A valid pixel's probability from its logit, or nodata (counted in *bad) when the network's
- * output is not finite: an infinite logit is a float overflow inside the network, not a
- * certainty, and NaN is no probability at all. Nothing else may reach the map, its histogram
- * or its picture. */
-static float probability(float logit, int64_t *bad) {
-    if (isfinite(logit)) {
-        const double q = wc_sigmoid(logit);
-        if (q >= 0.0 && q <= 1.0) return (float)q;
-    }
-    (*bad)++;
-    return (float)WC_PREDICT_NODATA;
-}
-
-/* Fills core (ch rows of cw) with the probabilities of window w's core. */
-static int predict_window(predictor *p, const window *w, float *core) {
-    const layout *L = p->L;
-    const int nf = p->m->nfeat;
-    if (wc_raster_read(p->r, w->wx, w->wy, L->Tx, L->Ty, p->bands, nf, p->type, p->raw) !=
-        WC_OK) {
-        wc_error("predict: window at x=%" PRId64 " y=%" PRId64 " of %s could not be read", w->wx,
-                 w->wy, p->r->path);
-        return WC_ERR;
-    }
-    window_input(p, w, wc_net_input(p->m->net));
-    const size_t ncore = (size_t)w->cw * (size_t)w->ch, Tx = (size_t)L->Tx;
-    if (core_census(p, w) == 0) { /* nothing to predict: skip the network (deterministically) */
-        for (size_t i = 0; i < ncore; i++) core[i] = (float)WC_PREDICT_NODATA;
-        p->windows_skipped++;
-        return WC_OK;
-    }
-    wc_net_forward(p->m->net, 1);
-    const float *logit = wc_net_output(p->m->net);
-    for (int64_t y = 0; y < w->ch; y++) {
-        const size_t i0 = (size_t)(w->cy + y - w->wy) * Tx + (size_t)(w->cx - w->wx);
-        float *out = core + (size_t)y * (size_t)w->cw;
-        for (int64_t x = 0; x < w->cw; x++)
-            out[x] = p->valid[i0 + x] == PX_VALID ? probability(logit[i0 + x], &p->nonfinite)
-                                                  : (float)WC_PREDICT_NODATA;
-    }
-    p->windows_run++;
-    return WC_OK;
-}
-
 /* Floats the cores of windows [lo, hi) of the round starting at strip s0 occupy. */
 static size_t cores_floats(const layout *L, int64_t s0, int64_t lo, int64_t hi) {
     size_t n = 0;
@@ -410,33 +260,12 @@ static void unpack(const layout *L, int64_t s0, int64_t lo, int64_t hi, const fl
 
 /* ---- the command ----------------------------------------------------------------------------- */
 
-/* The network rebuilt for the window size, with the checkpoint's parameters. */
-static int build_window_net(wc_model *m, const layout *L) {
-    if (L->Tx > INT_MAX || L->Ty > INT_MAX) {
-        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", m->path,
-                 L->Tx, L->Ty);
-        return WC_ERR;
-    }
-    wc_net *big = wc_net_create(m->net->arch, m->net->spec, m->nfeat, 1, (int)L->Ty, (int)L->Tx,
-                                WC_NET_INFER);
-    if (!big) {
-        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", m->path,
-                 L->Tx, L->Ty);
-        return WC_ERR;
-    }
-    WC_ASSERT(big->nparams == m->net->nparams);
-    memcpy(big->params, m->net->params, sizeof(float) * big->nparams);
-    wc_net_destroy(m->net);
-    m->net = big;
-    return WC_OK;
-}
-
 /* One rank's part of the mapping, from round to round. */
 typedef struct mapping {
     const wc_predict_config *cfg;
     const layout *L;
     int rank, R;
-    predictor *p;
+    wc_infer *inf;    /* the network over this rank's windows */
     wc_riskmap *map;  /* rank 0: the map being written */
     int64_t G;        /* strips per round */
     float *send;      /* (share, Sy, Sx) this rank's cores of a round, packed */
@@ -474,7 +303,9 @@ static int compute_round(mapping *mp, int64_t s0, int64_t s1, size_t *off) {
             window wd;
             window_at(L, s0 + (lo + j) / L->nx, (lo + j) % L->nx, &wd);
             const double t0 = wc_now();
-            if (predict_window(mp->p, &wd, mp->send + *off) != WC_OK) failed = 1;
+            if (wc_infer_core(mp->inf, wd.cx, wd.cy, wd.cw, wd.ch, mp->send + *off, NULL,
+                              (float)WC_PREDICT_NODATA) != WC_OK)
+                failed = 1;
             mp->pc.slowest = fmax(mp->pc.slowest, wc_now() - t0);
             *off += (size_t)wd.cw * (size_t)wd.ch;
         }
@@ -537,12 +368,13 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
         wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK || wc_bandmap_match(bm, m, r) != WC_OK)
         return WC_EXIT_RUNTIME;
     L->W = r->width, L->H = r->height;
-    wc_net_receptive_field(m->net, &L->radius, &L->align);
-    L->margin = (int)round_up(L->radius, L->align);
-    anchor(L, r);
+    if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)
+        return WC_EXIT_RUNTIME;
     plan_layout(L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
     mp->G = choose_group(L, mp->R);
-    if (check_fits(L, mp->G, r->path, mp->rank, mp->R) != WC_OK || build_window_net(m, L) != WC_OK)
+    if (check_fits(L, mp->G, r->path, mp->rank, mp->R) != WC_OK ||
+        wc_infer_init(mp->inf, &L->g, r, bm->bands, bm->type, m->nfeat, m->mean, m->std,
+                      m->net->arch, m->net->spec, m->net->params, L->Sx, L->Sy, m->path) != WC_OK)
         return WC_EXIT_RUNTIME;
     return WC_EXIT_OK;
 }
@@ -567,32 +399,31 @@ static int open_outputs(const wc_predict_config *cfg, mapping *mp, const wc_rast
     snprintf(desc, sizeof desc,
              "windows %" PRId64 "x%" PRId64 ", cores %" PRId64 "x%" PRId64 ", margin %d, "
              "alignment %d on the %s grid (pixel 0,0 = global %lld,%lld)",
-             L->Tx, L->Ty, L->Sx, L->Sy, L->margin, L->align,
-             L->anchored ? "global georeferenced" : "raster's own", L->gcol, L->grow);
+             mp->inf->Tx, mp->inf->Ty, L->Sx, L->Sy, L->g.margin, L->g.align,
+             L->g.anchored ? "global georeferenced" : "raster's own", L->g.gcol, L->g.grow);
     mp->map = wc_riskmap_create(cfg, r, m, desc);
     return mp->map ? WC_EXIT_OK : WC_EXIT_RUNTIME;
 }
 
 static void report_plan(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
-                        const layout *L, int R) {
+                        const layout *L, const wc_infer *inf, int R) {
     wc_memory_plan plan;
-    wc_net_memory_plan(m->net, &plan);
+    wc_net_memory_plan(inf->net, &plan);
     char mem[16];
     wc_info("predict: %s (%dx%d px) with %s (step %ld, %s): %" PRId64 " strips x %" PRId64
             " windows of %" PRId64 "x%" PRId64 " px (cores %" PRId64 "x%" PRId64 ", margin %d >= "
             "receptive radius %d, alignment %d on the %s grid); %d rank%s x %d thread%s; network "
             "activations %s per rank",
-            r->path, r->width, r->height, m->path, m->step, m->net->arch, L->ny, L->nx, L->Tx,
-            L->Ty, L->Sx, L->Sy, L->margin, L->radius, L->align,
-            L->anchored ? "global" : "raster's", R, R > 1 ? "s" : "", cfg->threads,
+            r->path, r->width, r->height, m->path, m->step, m->net->arch, L->ny, L->nx, inf->Tx,
+            inf->Ty, L->Sx, L->Sy, L->g.margin, L->g.radius, L->g.align,
+            L->g.anchored ? "global" : "raster's", R, R > 1 ? "s" : "", cfg->threads,
             cfg->threads > 1 ? "s" : "",
             wc_fmt_bytes(mem, sizeof mem, (double)(plan.activations + plan.workspace)));
 }
 
-/* The buffers of the rounds and of one window. The sizes were checked to fit (check_fits), so
- * these products do not overflow. */
-static void alloc_buffers(mapping *mp, predictor *p, wc_raster *r, wc_model *m,
-                          const wc_bandmap *bm) {
+/* The buffers of the rounds. The sizes were checked to fit (check_fits), so these products do
+ * not overflow. */
+static void alloc_buffers(mapping *mp) {
     const layout *L = mp->L;
     const size_t core_floats = (size_t)L->Sx * (size_t)L->Sy;
     const size_t share = (size_t)round_slots(mp->G * L->nx, mp->R);
@@ -601,12 +432,6 @@ static void alloc_buffers(mapping *mp, predictor *p, wc_raster *r, wc_model *m,
         mp->rows = WC_ALLOC(sizeof(float) * (size_t)mp->G * (size_t)L->Sy * (size_t)L->W);
         if (mp->R > 1) mp->recv = WC_ALLOC(sizeof(float) * core_floats * share);
     }
-    p->L = L, p->r = r, p->m = m, p->bands = bm->bands;
-    p->type = bm->type;
-    p->raw = WC_ALLOC(wc_dtype_size(p->type) * (size_t)m->nfeat * (size_t)L->Tx * (size_t)L->Ty);
-    p->valid = WC_ALLOC((size_t)L->Tx * (size_t)L->Ty);
-    p->inv_std = WC_ALLOC(sizeof(double) * m->nfeat);
-    for (int c = 0; c < m->nfeat; c++) p->inv_std[c] = 1.0 / m->std[c];
 }
 
 /* The rounds: compute (agreeing as the pacer says), send to rank 0, which writes. Returns the
@@ -660,8 +485,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
     wc_model m = {0};
     wc_bandmap bm = {0};
     layout L = {0};
-    predictor p = {0};
-    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .p = &p, .G = 1};
+    wc_infer inf = {0};
+    mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .inf = &inf, .G = 1};
     int64_t npixels = 0, nvalid = 0;
 
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
@@ -669,15 +494,15 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (status != WC_EXIT_OK) goto out;
     status = wc_dist_max_int(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
     if (status != WC_EXIT_OK) goto out;
-    report_plan(cfg, &r, &m, &L, R);
+    report_plan(cfg, &r, &m, &L, &inf, R);
 
     /* 3. the rounds */
-    alloc_buffers(&mp, &p, &r, &m, &bm);
+    alloc_buffers(&mp);
     status = run_rounds(&mp);
     if (status != WC_EXIT_OK) goto out;
     const double t_computed = wc_now();
     const double rss_mapped = (double)wc_peak_rss_bytes();
-    int64_t invalid[2] = {p.beyond_range, p.nonfinite};
+    int64_t invalid[2] = {inf.beyond_range, inf.nonfinite};
     wc_dist_sum_i64(invalid, 2);
 
     /* 4. rank 0: classes, close, COG, verify, rename, picture */
@@ -694,7 +519,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
 out:
     wc_riskmap_abort(mp.map);
     free(mp.send), free(mp.recv), free(mp.rows);
-    free(p.raw), free(p.valid), free(p.inv_std);
+    wc_infer_free(&inf);
     wc_bandmap_free(&bm);
     wc_model_free(&m);
     wc_raster_close(&r);
