@@ -121,6 +121,28 @@ static inline int is_nodata(const wc_band *b, double v) {
 /* The labels (y) and the validity that nodata alone decides (valid): a pixel whose label or any
  * feature is nodata, NaN or Inf is invalid. What planning needs (it takes the statistics from
  * the raw values), and what decoding starts from. */
+int wc_dataset_read_labels(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *y, uint8_t *valid, double *scratch) {
+    const int from_label_file = ds->label_path != NULL;
+    wc_raster *r = from_label_file ? &f->label : &f->src;
+    const wc_band *lb = &r->bands[ds->label_band - 1];
+    if (wc_raster_read(r, x0, y0, w, h, &ds->label_band, 1, WC_DT_FLOAT64, scratch) != WC_OK)
+        return WC_ERR;
+    const size_t n = (size_t)w * (size_t)h;
+    for (size_t i = 0; i < n; i++) {
+        valid[i] = !is_nodata(lb, scratch[i]);
+        y[i] = scratch[i] > 0 ? 1.0f : 0.0f; /* the rule of decode_labels_and_nodata */
+    }
+    return WC_OK;
+}
+
+int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *oracle) {
+    const int one = 1;
+    WC_ASSERT(ds->oracle_path);
+    return wc_raster_read(&f->oracle, x0, y0, w, h, &one, 1, WC_DT_FLOAT32, oracle);
+}
+
 static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, float *y,
                                      uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P;
@@ -599,12 +621,14 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
     ds->P = cfg->patch;
-    /* the grid starts at the first pixel whose global coordinate is a multiple of the
-     * alignment: the pooling phase maps and validation use too */
+    /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
+     * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
+     * share their cells, every model (whatever its pooling) is trained and validated on the same
+     * patches, and since P is a multiple of the network's alignment (the pooling needs it),
+     * patches sit at the pooling phase maps and validation use. */
     long long gcol, grow;
     wc_raster_global_origin(&ds->files.src, &gcol, &grow);
-    const int A = cfg->align > 0 ? cfg->align : 1;
-    ds->x_origin = wc_pmod(-gcol, A), ds->y_origin = wc_pmod(-grow, A);
+    ds->x_origin = wc_pmod(-gcol, ds->P), ds->y_origin = wc_pmod(-grow, ds->P);
     ds->cols = (ds->width - ds->x_origin) / ds->P;
     ds->rows = (ds->height - ds->y_origin) / ds->P;
     if (ds->cols < 1 || ds->rows < 1) {

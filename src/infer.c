@@ -17,7 +17,9 @@ int wc_infer_geometry_of(wc_infer_geometry *g, const char *arch, const char *spe
     wc_net_facts f;
     /* the receptive field does not depend on the input's size: any size the pooling accepts */
     if (wc_net_describe(arch, spec, nfeat, 1024, 1024, &f) != WC_OK) return WC_ERR;
-    g->radius = f.radius, g->align = f.alignment > 0 ? f.alignment : 1;
+    /* windows snap to the exact alignment, so a pixel's bits do not depend on which window
+     * computes it (the pooling alignment alone only makes its value in real arithmetic equal) */
+    g->radius = f.radius, g->align = f.exact_alignment > 0 ? f.exact_alignment : 1;
     g->margin = (g->radius + g->align - 1) / g->align * g->align;
     g->anchored = wc_raster_global_origin(r, &g->gcol, &g->grow);
     g->phase_x = wc_pmod(g->gcol, g->align);

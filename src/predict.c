@@ -57,17 +57,46 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/infer.h"
+#include "wildcpu/json.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/model.h"
 #include "wildcpu/net.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/riskmap.h"
+#include "wildcpu/score.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
 const char *const WC_PREDICT_CLASS_NAMES[WC_PREDICT_NCLASSES] = {"low", "moderate", "high",
                                                                  "very high", "extreme"};
 const double WC_PREDICT_CLASS_QUANTILES[WC_PREDICT_NCLASSES - 1] = {0.5, 0.75, 0.9, 0.975};
+
+const char WC_EVALUATE_HELP[] =
+    "wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B]\n"
+    "                 [--out metrics.json] [--map risk.tif] [--threads N]\n"
+    "\n"
+    "Scores a trained model on any labelled raster (another region, another year): runs the\n"
+    "prediction over the whole raster, exactly as `wildcpu predict` does (distributed, the same\n"
+    "bits on any number of ranks), and computes against its labels the metrics validation\n"
+    "computes during training: AUC-PR (average precision), ROC-AUC, best F1 and its\n"
+    "threshold, precision and recall at 0.5, Brier score, the loss, the base rate, and the\n"
+    "reliability (calibration) in 10 bins. A pixel counts when the map has a probability for it\n"
+    "and its label is not nodata.\n"
+    "\n"
+    "  --tiles PATH        the raster; its bands are matched to the model's inputs as predict\n"
+    "                      does\n"
+    "  --checkpoint PATH   a checkpoint file, or a run directory (its best.wcp, else its newest\n"
+    "                      valid checkpoint)\n"
+    "  --labels PATH       labels from elsewhere: a raster (on the grid, or warped onto it) or\n"
+    "                      burned-area polygons (rasterized onto the grid; the derived raster is\n"
+    "                      kept beside --out, or in the current directory)\n"
+    "  --label-band NAME|N the label band, of the tiles or of --labels [fire]\n"
+    "  --out FILE          the metrics as one JSON object (written atomically)\n"
+    "  --map FILE          also write the risk map (as predict --out)\n"
+    "  --threads N         OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
+    "\n"
+    "exit status: 0 scored, 1 runtime error, 2 usage error, 75 stopped by a signal (nothing\n"
+    "written; rerun).\n";
 
 const char WC_PREDICT_HELP[] =
     "wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog]\n"
@@ -266,6 +295,8 @@ typedef struct mapping {
     const layout *L;
     int rank, R;
     wc_infer *inf;    /* the network over this rank's windows */
+    wc_score *score;  /* evaluate: the labels, and this rank's share of the metrics */
+    uint8_t *px;      /* evaluate: (Sy, Sx) one core's pixel states */
     wc_riskmap *map;  /* rank 0: the map being written */
     int64_t G;        /* strips per round */
     float *send;      /* (share, Sy, Sx) this rank's cores of a round, packed */
@@ -278,13 +309,18 @@ typedef struct mapping {
 
 static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
     const layout *L = mp->L;
-    char when[48] = "";
+    char when[48] = "", what[4300] = "nothing is written";
     if (wc_stop_signal())
         snprintf(when, sizeof when, " (%.1f s after it)", wc_stop_seconds_since());
-    wc_info("predict: stopped by %s%s at rows %" PRId64 "-%" PRId64 ": the map is not written (%s, "
-            "if it exists, is untouched); rerun the same command to draw it",
+    if (mp->cfg->out)
+        snprintf(what, sizeof what, "the map is not written (%s, if it exists, is untouched)",
+                 mp->cfg->out);
+    wc_info("%s: stopped by %s%s at rows %" PRId64 "-%" PRId64 ": %s; rerun the same command "
+            "to %s",
+            mp->cfg->evaluate ? "evaluate" : "predict",
             wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", when,
-            s0 * L->Sy, WC_MIN(L->H, s1 * L->Sy) - 1, mp->cfg->out);
+            s0 * L->Sy, WC_MIN(L->H, s1 * L->Sy) - 1, what,
+            mp->cfg->evaluate ? "score the model" : "draw it");
 }
 
 /* This rank's windows of the round of strips [s0, s1) into mp->send, agreeing with the other
@@ -303,8 +339,10 @@ static int compute_round(mapping *mp, int64_t s0, int64_t s1, size_t *off) {
             window wd;
             window_at(L, s0 + (lo + j) / L->nx, (lo + j) % L->nx, &wd);
             const double t0 = wc_now();
-            if (wc_infer_core(mp->inf, wd.cx, wd.cy, wd.cw, wd.ch, mp->send + *off, NULL,
-                              (float)WC_PREDICT_NODATA) != WC_OK)
+            if (wc_infer_core(mp->inf, wd.cx, wd.cy, wd.cw, wd.ch, mp->send + *off, mp->px,
+                              (float)WC_PREDICT_NODATA) != WC_OK ||
+                (mp->score && wc_score_add(mp->score, wd.cx, wd.cy, wd.cw, wd.ch,
+                                           mp->send + *off, mp->px) != WC_OK))
                 failed = 1;
             mp->pc.slowest = fmax(mp->pc.slowest, wc_now() - t0);
             *off += (size_t)wd.cw * (size_t)wd.ch;
@@ -428,7 +466,8 @@ static void alloc_buffers(mapping *mp) {
     const size_t core_floats = (size_t)L->Sx * (size_t)L->Sy;
     const size_t share = (size_t)round_slots(mp->G * L->nx, mp->R);
     mp->send = WC_ALLOC(sizeof(float) * core_floats * share);
-    if (mp->rank == 0) {
+    if (mp->score) mp->px = WC_ALLOC(core_floats);
+    if (mp->rank == 0 && mp->cfg->out) {
         mp->rows = WC_ALLOC(sizeof(float) * (size_t)mp->G * (size_t)L->Sy * (size_t)L->W);
         if (mp->R > 1) mp->recv = WC_ALLOC(sizeof(float) * core_floats * share);
     }
@@ -446,6 +485,7 @@ static int run_rounds(mapping *mp) {
         const int status = compute_round(mp, s0, s1, &off);
         if (status == WC_EXIT_STOPPED) report_stop(mp, s0, s1);
         if (status != WC_EXIT_OK) return status;
+        if (!mp->cfg->out) continue; /* scoring only: the cores stay where they were made */
         if (mp->rank == 0)
             write_round(mp, s0, s1);
         else if (off)
@@ -470,6 +510,79 @@ static void report_done(const mapping *mp, int64_t npixels, int64_t nvalid, doub
             wc_fmt_bytes(rb, sizeof rb, rss[1]));
 }
 
+/* ---- evaluate ------------------------------------------------------------------------------ */
+
+/* Where derived labels (--labels polygons rasterized onto the grid) are kept: beside the
+ * metrics file, or the current directory. */
+static const char *work_dir_of(const wc_predict_config *cfg) {
+    static char dir[4096];
+    const char *slash = cfg->metrics_out ? strrchr(cfg->metrics_out, '/') : NULL;
+    if (!slash) return ".";
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - cfg->metrics_out), cfg->metrics_out);
+    return *dir ? dir : "/";
+}
+
+/* Rank 0, before any computing: the metrics file can be written and is no input. */
+static int check_metrics_path(const wc_predict_config *cfg, const wc_raster *r,
+                              const wc_model *m) {
+    if (!cfg->metrics_out) return WC_EXIT_OK;
+    char **inputs = GDALGetFileList((GDALDatasetH)r->ds);
+    inputs = CSLAddString(inputs, r->path);
+    inputs = CSLAddString(inputs, m->path);
+    if (cfg->labels) inputs = CSLAddString(inputs, cfg->labels);
+    if (cfg->out) inputs = CSLAddString(inputs, cfg->out);
+    int status = wc_check_output_path("metrics", cfg->metrics_out, (const char *const *)inputs);
+    CSLDestroy(inputs);
+    return status;
+}
+
+/* Rank 0: the metrics, printed and (with --out) written as one JSON object. */
+static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
+                         const char *source) {
+    if (v->bad_outputs)
+        wc_warn("evaluate: the network's output was not finite on %lld labelled pixels: the "
+                "metrics are undefined",
+                (long long)v->bad_outputs);
+    wc_info("evaluate: %s with %s (step %ld) against %s: %lld pixels, %.2f%% burned (the base "
+            "rate: the AUC-PR of a map that knows nothing); AUC-PR %.4f  ROC-AUC %.4f  best F1 "
+            "%.3f @ %.3f  precision %.4f recall %.4f at 0.5  Brier %.4f  loss %.4f",
+            cfg->tiles, m->path, m->step, source, (long long)v->pixels, 100 * v->positive_rate,
+            v->auc_pr, v->roc_auc, v->best_f1, v->best_f1_threshold, v->precision_at_half,
+            v->recall_at_half, v->brier, v->loss);
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
+        if (v->cal_count[k])
+            wc_info("  p in [%.1f, %.1f): %lld pixels, mean predicted %.4f, burned %.4f",
+                    k / 10.0, (k + 1) / 10.0, (long long)v->cal_count[k], v->cal_predicted[k],
+                    v->cal_observed[k]);
+    if (!cfg->metrics_out) return WC_EXIT_OK;
+    char ts[32];
+    wc_utc_timestamp(ts, sizeof ts);
+    wc_json j;
+    wc_json_init(&j);
+    wc_json_object(&j);
+    wc_json_kstr(&j, "wildcpu", WC_VERSION);
+    wc_json_kstr(&j, "created", ts);
+    wc_json_kstr(&j, "tiles", cfg->tiles);
+    wc_json_kstr(&j, "checkpoint", m->path);
+    wc_json_kint(&j, "checkpoint_step", m->step);
+    wc_json_kstr(&j, "labels", source);
+    wc_json_kstr(&j, "map", cfg->out);
+    wc_metrics_json_members(&j, v, "");
+    wc_json_knum(&j, "base_rate", v->positive_rate);
+    wc_metrics_json_calibration(&j, "calibration", v);
+    wc_json_end(&j);
+    wc_atomic_file f;
+    int status = WC_EXIT_RUNTIME;
+    if (wc_atomic_open(&f, cfg->metrics_out, "w") == WC_OK) {
+        fputs(wc_json_text(&j), f.f);
+        fputc('\n', f.f);
+        if (wc_atomic_commit(&f) == WC_OK) status = WC_EXIT_OK;
+    }
+    wc_json_free(&j);
+    if (status == WC_EXIT_OK) wc_info("evaluate: metrics written to %s", cfg->metrics_out);
+    return status;
+}
+
 int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();
@@ -492,8 +605,19 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
     int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
     if (status != WC_EXIT_OK) goto out;
-    status = wc_dist_max_int(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
-    if (status != WC_EXIT_OK) goto out;
+    if (cfg->evaluate) {
+        status = wc_dist_max_int(rank == 0 ? check_metrics_path(cfg, &r, &m) : WC_EXIT_OK);
+        if (status != WC_EXIT_OK) goto out;
+        int stopped = 0;
+        mp.score = wc_score_open(&r, cfg->labels, cfg->label_band, work_dir_of(cfg),
+                                 L.Sx * L.Sy, &stopped);
+        status = mp.score ? WC_EXIT_OK : stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
+        if (status != WC_EXIT_OK) goto out;
+    }
+    if (cfg->out) {
+        status = wc_dist_max_int(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
+        if (status != WC_EXIT_OK) goto out;
+    }
     report_plan(cfg, &r, &m, &L, &inf, R);
 
     /* 3. the rounds */
@@ -505,8 +629,13 @@ int wc_predict_run(const wc_predict_config *cfg) {
     int64_t invalid[2] = {inf.beyond_range, inf.nonfinite};
     wc_dist_sum_i64(invalid, 2);
 
-    /* 4. rank 0: classes, close, COG, verify, rename, picture */
-    if (rank == 0) {
+    /* 4. the scores; rank 0: classes, close, COG, verify, rename, picture */
+    if (mp.score) {
+        wc_metrics met;
+        wc_score_finish(mp.score, &met);
+        if (rank == 0) status = report_scores(cfg, &met, &m, wc_score_source(mp.score));
+    }
+    if (rank == 0 && cfg->out) {
         report_invalid(r.path, invalid);
         wc_riskmap_counts(mp.map, &npixels, &nvalid);
         status = mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows);
@@ -515,9 +644,12 @@ int wc_predict_run(const wc_predict_config *cfg) {
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);
-    if (status == WC_EXIT_OK) report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
+    if (status == WC_EXIT_OK && cfg->out)
+        report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
 out:
     wc_riskmap_abort(mp.map);
+    wc_score_close(mp.score);
+    free(mp.px);
     free(mp.send), free(mp.recv), free(mp.rows);
     wc_infer_free(&inf);
     wc_bandmap_free(&bm);

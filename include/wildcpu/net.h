@@ -140,6 +140,10 @@ typedef struct wc_net_facts {
     size_t nparams;
     int ntensors;
     int radius, alignment;
+    /* windows whose origins agree modulo this give every pixel the same bits, not only the
+     * same value in real arithmetic: the pooling alignment, times the output tiles of the
+     * convolutions' arithmetic at their scales (conv.h, wc_conv_output_tile) */
+    int exact_alignment;
 } wc_net_facts;
 /* WC_ERR after logging the problem, as wc_net_create would. */
 int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, int W,
