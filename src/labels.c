@@ -106,13 +106,12 @@ typedef struct {
     int stop;    /* a rank has a stop signal: every rank knows it */
 } agreement;
 
-/* One meeting: rank 0 says whether it is done, every rank whether it has a stop signal.
- * Returns whether rank 0 is done. */
+/* One meeting: rank 0 says whether it is done (the others pass 0), every rank whether it has a
+ * stop signal. Returns whether rank 0 is done. */
 static int agree(agreement *a, int done) {
-    int64_t v[2] = {done, wc_stop_requested()};
-    wc_dist_sum_i64(v, 2);
-    a->stop |= v[1] > 0;
-    return v[0] > 0;
+    const int finished = wc_dist_any(done);
+    a->stop |= wc_dist_any(wc_stop_requested());
+    return finished;
 }
 
 /* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
@@ -170,9 +169,8 @@ static wc_rwriter *create_grid(const wc_raster *tiles, const char *derived, wc_d
                                const double *nodata, agreement *a) {
     static const char *const opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER",
                                        "SPARSE_OK=TRUE", NULL};
-    const wc_rwriter_band band = {.name = WC_LABEL_BAND_NAME,
-                                  .has_nodata = nodata != NULL,
-                                  .nodata = nodata ? *nodata : 0};
+    const wc_rwriter_band band = {
+        .name = WC_LABEL_BAND_NAME, .has_nodata = nodata != NULL, .nodata = nodata ? *nodata : 0};
     const wc_rwriter_opts o = {.options = opts,
                                .width = tiles->width,
                                .height = tiles->height,
@@ -320,8 +318,8 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
 }
 
 /* Rasterizes the polygons of the first polygon layer of `vec` into the derived raster. */
-static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src,
-                     const char *derived, agreement *a) {
+static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *derived,
+                     agreement *a) {
     OGRLayerH layer = polygon_layer(vec);
     if (!layer || OGR_L_GetFeatureCount(layer, TRUE) == 0) {
         wc_error("%s has no polygon layer with features: --labels needs burned-area polygons",
