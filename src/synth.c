@@ -7,9 +7,9 @@
  * with stream WC_STREAM_SYNTH and one sub-stream per field, so adding a field never changes
  * another.
  *
- * Not here: the field arithmetic (blurs, smooth random fields, statistics: synth_field.c), GDAL
- * and files (synth_write.c), and any claim of physical accuracy: the fields are plausible and
- * correlated the way real ones are, no more. */
+ * Not here: the field arithmetic (blurs, smooth random fields, statistics: synth_field.c), the
+ * road network (synth_roads.c), GDAL and files (synth_write.c), and any claim of physical
+ * accuracy: the fields are plausible and correlated the way real ones are, no more. */
 #include "wildcpu/synth.h"
 
 #include <math.h>
@@ -18,6 +18,7 @@
 
 #include "wildcpu/rng.h"
 #include "wildcpu/synth_field.h"
+#include "wildcpu/synth_roads.h"
 #include "wildcpu/util.h"
 
 /* Padding on each side: more than the reach of every neighbourhood quantity the risk uses
@@ -41,9 +42,6 @@
 #define ORACLE_QUANTUM (1.0 / 1048576)
 #define LAKE_FRACTION  0.025
 #define STRIP_WIDTH    0.035 /* of the region's side */
-/* Roads are planned on cells of ROAD_CELL x ROAD_CELL pixels (120 m): plenty for a road, and
- * 16 times fewer cells for the path search than pixels. */
-#define ROAD_CELL 4
 
 const wc_synth_band_info wc_synth_bands[WC_SYNTH_NBANDS] = {
     {"elevation", "m", WC_SYNTH_NODATA_I16, 1.0},
@@ -204,207 +202,18 @@ static void make_lakes(wc_synth_gen *g, world *w) {
     free(t);
 }
 
-/* Binary min-heap of (cost, cell) for the road search. Ties are broken by cell index, so the paths
- * are a pure function of the costs. Entries are never decreased, only pushed again; stale ones
- * are skipped when popped. */
-typedef struct heap {
-    double *key;
-    int32_t *cell;
-    size_t len, cap;
-} heap;
-
-static inline int heap_less(const heap *h, size_t a, size_t b) {
-    return h->key[a] < h->key[b] || (h->key[a] == h->key[b] && h->cell[a] < h->cell[b]);
-}
-
-static void heap_swap(heap *h, size_t a, size_t b) {
-    double k = h->key[a];
-    int32_t c = h->cell[a];
-    h->key[a] = h->key[b];
-    h->cell[a] = h->cell[b];
-    h->key[b] = k;
-    h->cell[b] = c;
-}
-
-static void heap_push(heap *h, double key, int32_t cell) {
-    if (h->len == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 1024;
-        double *k = WC_ALLOC(h->cap * sizeof(double));
-        int32_t *c = WC_ALLOC(h->cap * sizeof(int32_t));
-        if (h->len) {
-            memcpy(k, h->key, h->len * sizeof(double));
-            memcpy(c, h->cell, h->len * sizeof(int32_t));
-        }
-        free(h->key);
-        free(h->cell);
-        h->key = k;
-        h->cell = c;
-    }
-    size_t i = h->len++;
-    h->key[i] = key;
-    h->cell[i] = cell;
-    while (i > 0 && heap_less(h, i, (i - 1) / 2)) {
-        heap_swap(h, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-}
-
-static void heap_pop(heap *h, double *key, int32_t *cell) {
-    *key = h->key[0];
-    *cell = h->cell[0];
-    h->len--;
-    if (h->len == 0) return;
-    h->key[0] = h->key[h->len];
-    h->cell[0] = h->cell[h->len];
-    for (size_t i = 0;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < h->len && heap_less(h, l, m)) m = l;
-        if (r < h->len && heap_less(h, r, m)) m = r;
-        if (m == i) break;
-        heap_swap(h, i, m);
-        i = m;
-    }
-}
-
-/* Length of the shortest 8-connected path between two cells, on a uniform unit cost. */
-static inline double octile(int ai, int aj, int bi, int bj) {
-    int di = abs(ai - bi), dj = abs(aj - bj);
-    return WC_MAX(di, dj) + 0.41421356237309515 * WC_MIN(di, dj);
-}
-
-/* Roads are least-cost paths, the way roads get built. On cells of ROAD_CELL x ROAD_CELL pixels
- * a cell costs 1 + (gradient / 0.12)^2 + (elevation above 1700 m) / 250 m, and 1000 more under
- * water. Endpoints: 2 + size/256 entry points on the border of the padded square and size/128
- * ranches or trailheads (the lowest cell near a random point). Each endpoint in turn is joined
- * to the network built so far by its cheapest path, so roads meet at junctions, follow valleys
- * and gentle ground, and form one network. dist_road is the exact Euclidean distance to them. */
+/* Roads (synth_roads.c), and dist_road: the exact Euclidean distance to them. */
 static void make_roads(wc_synth_gen *g, world *w) {
-    int n = g->n, m = n / ROAD_CELL;
-    size_t mm = (size_t)m * m;
-    float *ce = WC_ALLOC(mm * sizeof(float)), *cost = WC_ALLOC(mm * sizeof(float));
-    uint8_t *clake = WC_CALLOC(mm, 1);
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++) {
-            double s = 0;
-            for (int di = 0; di < ROAD_CELL; di++)
-                for (int dj = 0; dj < ROAD_CELL; dj++) {
-                    size_t p = (size_t)(ROAD_CELL * i + di) * n + ROAD_CELL * j + dj;
-                    s += w->elev_smooth[p];
-                    clake[(size_t)i * m + j] |= w->lake[p];
-                }
-            ce[(size_t)i * m + j] = (float)(s / (ROAD_CELL * ROAD_CELL));
-        }
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++) {
-            size_t c = (size_t)i * m + j;
-            int i0 = WC_MAX(i - 1, 0), i1 = WC_MIN(i + 1, m - 1);
-            int j0 = WC_MAX(j - 1, 0), j1 = WC_MIN(j + 1, m - 1);
-            double cell = ROAD_CELL * WC_SYNTH_PIXEL_M;
-            double gx = (ce[(size_t)i * m + j1] - ce[(size_t)i * m + j0]) / ((j1 - j0) * cell);
-            double gy = (ce[(size_t)i1 * m + j] - ce[(size_t)i0 * m + j]) / ((i1 - i0) * cell);
-            double grad2 = (gx * gx + gy * gy) / (0.12 * 0.12);
-            cost[c] = (float)(1 + grad2 + fmax(0, ce[c] - 1700) / 250 + (clake[c] ? 1000 : 0));
-        }
-
-    /* Endpoints, in coarse cells. */
     wc_rng rng;
     wc_rng_seed(&rng, g->seed, WC_STREAM_SYNTH, SUB_ROADS);
-    int nborder = 2 + g->size / 256, ninner = WC_MAX(1, g->size / 128);
-    int32_t *ends = WC_ALLOC((size_t)(nborder + ninner) * sizeof(int32_t));
-    for (int k = 0; k < nborder; k++) {
-        int side = (int)wc_rng_below(&rng, 4);
-        int t = (int)(m * (0.1 + 0.8 * wc_rng_uniform(&rng)));
-        int i = side == 0 ? 0 : side == 1 ? m - 1 : t, j = side == 2 ? 0 : side == 3 ? m - 1 : t;
-        ends[k] = (int32_t)(i * m + j);
-    }
-    int lo = PAD / ROAD_CELL, span = g->size / ROAD_CELL, win = 16 / ROAD_CELL;
-    for (int k = 0; k < ninner; k++) {
-        int i0 = lo + (int)wc_rng_below(&rng, (uint64_t)span);
-        int j0 = lo + (int)wc_rng_below(&rng, (uint64_t)span);
-        int32_t best = (int32_t)(i0 * m + j0);
-        for (int i = WC_MAX(i0 - win, 0); i <= WC_MIN(i0 + win, m - 1); i++)
-            for (int j = WC_MAX(j0 - win, 0); j <= WC_MIN(j0 + win, m - 1); j++) {
-                size_t c = (size_t)i * m + j;
-                if (!clake[c] && (clake[best] || ce[c] < ce[best])) best = (int32_t)c;
-            }
-        ends[nborder + k] = best;
-    }
-
-    /* Connect the endpoints one at a time, each by the cheapest path to the network built so
-     * far (one search from every network cell at once, stopped when the endpoint is reached),
-     * so roads join at junctions instead of running side by side. */
-    double *dist = WC_ALLOC(mm * sizeof(double));
-    int32_t *pred = WC_ALLOC(mm * sizeof(int32_t));
-    uint8_t *net = WC_CALLOC(mm, 1);
-    heap h = {0};
-    net[ends[0]] = 1;
-    memset(w->road, 0, g->npix);
-    for (int k = 1; k < nborder + ninner; k++) {
-        /* A*: costs are at least 1 per unit step, so the octile distance to the endpoint is a
-         * consistent heuristic and the first time the endpoint is popped its path is optimal. */
-        int ti = ends[k] / m, tj = ends[k] % m;
-        h.len = 0;
-        for (size_t c = 0; c < mm; c++) {
-            dist[c] = net[c] ? 0 : HUGE_VAL;
-            pred[c] = -1;
-            if (net[c]) heap_push(&h, octile((int)c / m, (int)c % m, ti, tj), (int32_t)c);
-        }
-        while (h.len) {
-            double f;
-            int32_t c;
-            heap_pop(&h, &f, &c);
-            int ci = c / m, cj = c % m;
-            double d = dist[c];
-            if (f > d + octile(ci, cj, ti, tj)) continue; /* stale entry */
-            if (c == ends[k]) break;
-            for (int di = -1; di <= 1; di++)
-                for (int dj = -1; dj <= 1; dj++) {
-                    int ni = ci + di, nj = cj + dj;
-                    if ((!di && !dj) || ni < 0 || nj < 0 || ni >= m || nj >= m) continue;
-                    int32_t q = (int32_t)(ni * m + nj);
-                    double step = (di && dj) ? 1.4142135623730951 : 1.0;
-                    double nd = d + step * 0.5 * ((double)cost[c] + cost[q]);
-                    if (nd < dist[q]) {
-                        dist[q] = nd;
-                        pred[q] = c;
-                        heap_push(&h, nd + octile(ni, nj, ti, tj), q);
-                    }
-                }
-        }
-        /* Trace back to the network, drawing each step as an 8-connected line of pixels. */
-        for (int32_t c = ends[k]; pred[c] >= 0; c = pred[c]) {
-            int32_t q = pred[c];
-            int ci = c / m, cj = c % m, qi = q / m, qj = q % m;
-            for (int t = 0; t <= ROAD_CELL; t++) {
-                int pi = ROAD_CELL * ci + ROAD_CELL / 2 + t * (qi - ci);
-                int pj = ROAD_CELL * cj + ROAD_CELL / 2 + t * (qj - cj);
-                w->road[(size_t)pi * n + pj] = 1;
-            }
-            net[c] = 1;
-        }
-        net[ends[k]] = 1;
-    }
-    size_t nroad = 0;
-    for (size_t p = 0; p < g->npix; p++) {
-        if (w->lake[p]) w->road[p] = 0;
-        nroad += w->road[p];
-    }
+    const size_t nroad = wc_synth_roads(g, w->elev_smooth, w->lake, &rng, w->road);
     float *dr = B(w, WC_SYNTH_DIST_ROAD);
     wc_synth_distance_transform(g, w->road, dr);
-    /* Never happens with the endpoints above, but a region without roads is simply far. */
+    /* Never happens with the roads' endpoints, but a region without roads is simply far. */
     for (size_t p = 0; p < g->npix; p++) {
         double d = nroad ? dr[p] * WC_SYNTH_PIXEL_M : 30000.0;
         dr[p] = quantize(WC_MIN(d, 30000.0), wc_synth_bands[WC_SYNTH_DIST_ROAD].quantum);
     }
-    free(h.key);
-    free(h.cell);
-    free(net);
-    free(dist);
-    free(pred);
-    free(ends);
-    free(clake);
-    free(cost);
-    free(ce);
 }
 
 /* Topographic position: elevation above the mean of its surroundings (radius ~10 px). */
