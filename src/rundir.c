@@ -29,6 +29,7 @@ static const struct {
     {"risk.tif", "the risk map"},
     {"risk.tif.aux.xml", "the risk map's sidecar"},
     {"risk.png", "the quick-look picture"},
+    {"calibration.png", "the reliability diagram"},
     {"split.tif", "the training/validation split"},
     {WC_RUNDIR_STOPPED, "the stop marker"},
 };

@@ -33,8 +33,11 @@ typedef struct wc_run_summary {
     int status;
 } wc_run_summary;
 
+/* The reliability diagram of the last validation, beside report.md. */
+#define WC_REPORT_CALIBRATION_PNG "calibration.png"
+
 /* Collective: gathers every rank's peak RSS, then rank 0 prints the summary and writes
- * out_dir/report.json and report.md (with a comparison against baseline_json when given). */
+ * out_dir/report.json, report.md and calibration.png (with a comparison against baseline_json when given). */
 void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
 
 #endif
