@@ -8,7 +8,8 @@
 #include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
-/* The map of the trained model: DIR/risk.tif and its picture. */
+/* The map of the trained model: DIR/risk.tif, its picture, style and STAC item (and with
+ * --classes DIR/risk_classes.tif). */
 static int draw_map(const wc_train_config *cfg) {
     char risk[4200], png[4200];
     snprintf(risk, sizeof risk, "%s/risk.tif", cfg->out_dir);
@@ -21,6 +22,7 @@ static int draw_map(const wc_train_config *cfg) {
     pc.png = png;
     pc.cog = cfg->cog;
     pc.classes = cfg->classes;
+    pc.no_style = cfg->no_style;
     pc.threads = cfg->threads;
     return wc_predict_run(&pc);
 }

@@ -29,6 +29,10 @@ static const struct {
     {"risk.tif", "the risk map"},
     {"risk.tif.aux.xml", "the risk map's sidecar"},
     {"risk.png", "the quick-look picture"},
+    {"risk_classes.tif", "the class raster"},
+    {"risk_classes.tif.aux.xml", "the class raster's category names"},
+    {"risk.qml", "the risk map's QGIS style"},
+    {"risk.json", "the risk map's STAC item"},
     {WC_RUNDIR_STOPPED, "the stop marker"},
 };
 enum { NRUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };
