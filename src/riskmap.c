@@ -34,7 +34,7 @@
 /* ---- the file ------------------------------------------------------------------------------ */
 
 /* The map is written in two files (rwriter.h). The working GeoTIFF receives the rounds' rows and
- * the class band; it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never
+ * nothing else (the class raster has its own); it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never
  * written are not filled in at close), so abandoning it after a stop or an error costs nothing:
  * a dense GeoTIFF fills every missing tile when it is closed, gigabytes and minutes for a map of
  * millions of tiles. The map proper is then a complete copy of it (GDAL's CreateCopy to the
