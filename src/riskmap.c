@@ -115,21 +115,30 @@ static int not_stopped_arg(void *arg) {
     return !wc_stop_requested();
 }
 
+/* The writer's options for one of the rasters on r's grid: one band of type, the working file
+ * sparse, published as a GTiff or (--cog) COG copy. */
+static wc_rwriter_opts raster_opts(const wc_predict_config *cfg, const wc_raster *r, wc_dtype type,
+                                   const wc_rwriter_band *band, const char *const *work,
+                                   const char *const *plain, const char *const *cog) {
+    return (wc_rwriter_opts){.options = work,
+                             .width = r->width,
+                             .height = r->height,
+                             .nbands = 1,
+                             .type = type,
+                             .gt = r->has_gt ? r->gt : NULL,
+                             .wkt = r->wkt,
+                             .bands = band,
+                             .copy_driver = cfg->cog ? "COG" : "GTiff",
+                             .copy_options = cfg->cog ? cog : plain};
+}
+
 static wc_rwriter *create_map(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
                               const provenance *p, const char *window_layout) {
     const wc_rwriter_band band = {.name = "fire_risk", .has_nodata = 1,
                                   .nodata = WC_PREDICT_NODATA};
-    const wc_rwriter_opts o = {.options = WORK_OPTIONS,
-                               .width = r->width,
-                               .height = r->height,
-                               .nbands = 1,
-                               .type = WC_DT_FLOAT32,
-                               .gt = r->has_gt ? r->gt : NULL,
-                               .wkt = r->wkt,
-                               .bands = &band,
-                               .copy_driver = cfg->cog ? "COG" : "GTiff",
-                               .copy_options = cfg->cog ? MAP_COG : MAP_OPTIONS,
-                               .keep_going = not_stopped_arg};
+    wc_rwriter_opts o =
+        raster_opts(cfg, r, WC_DT_FLOAT32, &band, WORK_OPTIONS, MAP_OPTIONS, MAP_COG);
+    o.keep_going = not_stopped_arg;
     wc_rwriter *w = create_file(cfg->out, &o, r, m, p, window_layout);
     if (w && wc_rwriter_set_metadata(w, 1, "meaning", "burn probability in [0,1]") != WC_OK) {
         wc_rwriter_abort(w);
@@ -147,16 +156,8 @@ static wc_rwriter *create_classes(const wc_predict_config *cfg, const char *path
                                   const char *window_layout) {
     const wc_rwriter_band band = {.name = "fire_risk_class", .has_nodata = 1,
                                   .nodata = CLASS_NODATA};
-    const wc_rwriter_opts o = {.options = CLASS_WORK_OPTIONS,
-                               .width = r->width,
-                               .height = r->height,
-                               .nbands = 1,
-                               .type = WC_DT_BYTE,
-                               .gt = r->has_gt ? r->gt : NULL,
-                               .wkt = r->wkt,
-                               .bands = &band,
-                               .copy_driver = cfg->cog ? "COG" : "GTiff",
-                               .copy_options = cfg->cog ? CLASS_COG : CLASS_OPTIONS};
+    const wc_rwriter_opts o =
+        raster_opts(cfg, r, WC_DT_BYTE, &band, CLASS_WORK_OPTIONS, CLASS_OPTIONS, CLASS_COG);
     wc_rwriter *w = create_file(path, &o, r, m, p, window_layout);
     if (!w) return NULL;
     unsigned char colors[256][4] = {{0}}; /* values beyond the classes: transparent */
