@@ -47,6 +47,16 @@ char *wc_temp_path(const char *path, const char *tag) {
     return t;
 }
 
+char *wc_sibling_path(const char *path, const char *suffix) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t keep = dot && dot > base ? (size_t)(dot - path) : strlen(path); /* ".x" is a name */
+    size_t n = keep + strlen(suffix) + 1;
+    char *t = WC_ALLOC(n);
+    snprintf(t, n, "%.*s%s", (int)keep, path, suffix);
+    return t;
+}
+
 int wc_fsync_path(const char *path, int directory) {
     int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
     if (fd < 0) {

@@ -22,7 +22,7 @@
 static const char *USAGE =
     "usage: wildcpu [train] --tiles PATH [options]     train, then write the risk map\n"
     "       wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] [--classes]\n"
-    "                       [--threads N]\n"
+    "                       [--no-style] [--threads N]\n"
     "       wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n"
     "       wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B] [--out metrics.json] [--map risk.tif]\n"
     "       wildcpu info PATH                      a checkpoint file or a run directory\n"
@@ -75,7 +75,8 @@ static const char *TRAIN_HELP =
     "  --fresh                 start over: the previous run's files move to DIR/replaced-TIME/\n"
     "  --log-every STEPS       progress line interval [10]\n"
     "  --no-predict            skip the risk map at the end\n"
-    "  --cog, --classes        risk map options (see predict --help)\n"
+    "  --cog, --classes, --no-style\n"
+    "                          risk map options (see predict --help)\n"
     "  --baseline REPORT.json  compare this run with another in report.md\n"
     "\n"
     "exit status: 0 done, 1 runtime error, 2 usage error, 75 stopped by SIGTERM/SIGUSR1/SIGINT\n"
@@ -129,7 +130,7 @@ enum {
     O_MODEL, O_EPOCHS, O_STEPS, O_BATCH, O_MICRO, O_OPTIMIZER, O_LR, O_LR_SCALING, O_LR_REF,
     O_WD, O_WARMUP, O_POS_WEIGHT, O_SEED, O_THREADS, O_FAST_REDUCE, O_CKPT_EVERY, O_CKPT_MIN,
     O_KEEP, O_FRESH, O_LOG_EVERY, O_NO_PREDICT, O_COG, O_CLASSES, O_BASELINE, O_PREFETCH, O_HELP,
-    O_CHECKPOINT, O_PNG, O_SIZE, O_TILE, O_NO_JITTER, O_MAP,
+    O_CHECKPOINT, O_PNG, O_SIZE, O_TILE, O_NO_JITTER, O_MAP, O_NO_STYLE,
 };
 
 static int file_exists(const char *p) {
@@ -157,7 +158,7 @@ static int cmd_train(int argc, char **argv) {
         {"no-predict", 0, 0, O_NO_PREDICT}, {"cog", 0, 0, O_COG},
         {"classes", 0, 0, O_CLASSES},       {"baseline", 1, 0, O_BASELINE},
         {"prefetch", 1, 0, O_PREFETCH},     {"help", 0, 0, O_HELP},
-        {"no-jitter", 0, 0, O_NO_JITTER},
+        {"no-jitter", 0, 0, O_NO_JITTER},   {"no-style", 0, 0, O_NO_STYLE},
         {0, 0, 0, 0}};
     wc_train_config c;
     wc_train_config_default(&c);
@@ -258,6 +259,7 @@ static int cmd_train(int argc, char **argv) {
         case O_NO_PREDICT: c.no_predict = 1; break;
         case O_COG: c.cog = 1; break;
         case O_CLASSES: c.classes = 1; break;
+        case O_NO_STYLE: c.no_style = 1; break;
         case O_BASELINE: c.baseline = optarg; break;
         case O_PREFETCH:
             if (parse_long("--prefetch", optarg, 1, 4096, &v)) return WC_EXIT_USAGE;
@@ -347,7 +349,8 @@ static int cmd_predict(int argc, char **argv) {
     static const struct option opts[] = {
         {"tiles", 1, 0, O_TILES}, {"checkpoint", 1, 0, O_CHECKPOINT}, {"out", 1, 0, O_OUT},
         {"png", 1, 0, O_PNG},     {"cog", 0, 0, O_COG},               {"classes", 0, 0, O_CLASSES},
-        {"threads", 1, 0, O_THREADS}, {"help", 0, 0, O_HELP},        {0, 0, 0, 0}};
+        {"threads", 1, 0, O_THREADS}, {"no-style", 0, 0, O_NO_STYLE}, {"help", 0, 0, O_HELP},
+        {0, 0, 0, 0}};
     wc_predict_config c;
     wc_predict_config_default(&c);
     c.threads = default_threads();
@@ -363,6 +366,7 @@ static int cmd_predict(int argc, char **argv) {
         case O_PNG: c.png = optarg; break;
         case O_COG: c.cog = 1; break;
         case O_CLASSES: c.classes = 1; break;
+        case O_NO_STYLE: c.no_style = 1; break;
         case O_THREADS:
             if (parse_long("--threads", optarg, 1, 1024, &v)) return WC_EXIT_USAGE;
             c.threads = (int)v;

@@ -27,7 +27,7 @@
 
 /* ColorBrewer YlOrRd, 9 classes (matplotlib's YlOrRd): lightness falls monotonically from pale
  * yellow to dark red, so higher risk always reads darker, also in grey-scale print. */
-static const unsigned char YLORRD[9][3] = {
+const unsigned char WC_QUICKLOOK_RAMP[WC_QUICKLOOK_NSTOPS][3] = {
     {255, 255, 204}, {255, 237, 160}, {254, 217, 118}, {254, 178, 76}, {253, 141, 60},
     {252, 78, 42},   {227, 26, 28},   {189, 0, 38},    {128, 0, 38},
 };
@@ -35,13 +35,15 @@ static const unsigned char YLORRD[9][3] = {
 void wc_quicklook_color(double p, unsigned char rgb[3]) {
     if (!(p > 0)) p = 0; /* also NaN */
     if (p > 1) p = 1;
-    double s = p * 8.0;
+    const int last = WC_QUICKLOOK_NSTOPS - 1;
+    double s = p * last;
     int i = (int)s;
-    if (i > 7) i = 7;
-    WC_ASSERT(i >= 0 && i <= 7); /* the stop below p, and the next one */
+    if (i > last - 1) i = last - 1;
+    WC_ASSERT(i >= 0 && i < last); /* the stop below p, and the next one */
     double t = s - i;
+    const unsigned char(*R)[3] = WC_QUICKLOOK_RAMP;
     for (int c = 0; c < 3; c++)
-        rgb[c] = (unsigned char)lround(YLORRD[i][c] + t * (YLORRD[i + 1][c] - YLORRD[i][c]));
+        rgb[c] = (unsigned char)lround(R[i][c] + t * (R[i + 1][c] - R[i][c]));
 }
 
 /* ---- a 5x7 bitmap font, only the characters the legend needs ------------------------------- */

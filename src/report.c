@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
@@ -185,6 +186,40 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
         return WC_ERR;
     }
     return WC_OK;
+}
+
+/* The pictures' section of report.md starts here; everything after it is the section. */
+#define PICTURES_MARK "<!-- wildcpu: pictures -->"
+
+void wc_report_add_pictures(const char *out_dir) {
+    static const struct {
+        const char *file, *title, *caption;
+    } pics[] = {
+        {"risk.png", "The risk map",
+         "Burn probability of every pixel (`risk.tif`; open it in QGIS, which picks up "
+         "`risk.qml`), on the absolute scale 0..1; nodata is transparent."},
+    };
+    char path[4200], pic[4200];
+    snprintf(path, sizeof path, "%s/report.md", out_dir);
+    char *text = wc_read_file(path);
+    if (!text) {
+        wc_warn("%s cannot be read to add its pictures: %s", path, strerror(errno));
+        return;
+    }
+    char *mark = strstr(text, PICTURES_MARK);
+    if (mark) *mark = '\0';
+    wc_atomic_file af;
+    if (wc_atomic_open(&af, path, "w") == WC_OK) {
+        fprintf(af.f, "%s%s\n\n", text, PICTURES_MARK);
+        for (size_t i = 0; i < sizeof pics / sizeof pics[0]; i++) {
+            snprintf(pic, sizeof pic, "%s/%s", out_dir, pics[i].file);
+            if (access(pic, R_OK) != 0) continue;
+            fprintf(af.f, "## %s\n\n![%s](%s)\n\n%s\n\n", pics[i].title, pics[i].title,
+                    pics[i].file, pics[i].caption);
+        }
+        wc_atomic_commit(&af);
+    }
+    free(text);
 }
 
 /* What the summary derives from the run's figures: the log and report.json say the same. */

@@ -49,6 +49,12 @@ int wc_quicklook_write(const char *src_path, int band, const char *png_path, int
 int wc_quicklook_reliability(const char *png_path, int nbins, const int64_t *count,
                              const double *predicted, const double *observed);
 
+/* The ramp: ColorBrewer YlOrRd's 9 stops, evenly spaced over 0..1 (stop k at k / 8), as r, g, b.
+ * The one source of the map's colours: the picture interpolates them, the QGIS style (style.h)
+ * lists them, the class raster's colour table takes every other one. */
+#define WC_QUICKLOOK_NSTOPS 9
+extern const unsigned char WC_QUICKLOOK_RAMP[WC_QUICKLOOK_NSTOPS][3];
+
 /* The colour of probability p (clamped to [0,1]) on the ramp, as r, g, b. */
 void wc_quicklook_color(double p, unsigned char rgb[3]);
 
