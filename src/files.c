@@ -212,10 +212,3 @@ int wc_atomic_commit(wc_atomic_file *a) {
     memset(a, 0, sizeof *a);
     return rc;
 }
-
-void wc_atomic_abort(wc_atomic_file *a) {
-    if (a->f) fclose(a->f);
-    if (a->tmp) unlink(a->tmp);
-    free(a->path), free(a->tmp);
-    memset(a, 0, sizeof *a);
-}

@@ -180,6 +180,21 @@ void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info 
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
+/* A picture of width x height RGBA pixels, built in memory (zeroed: transparent) and published
+ * as a PNG copy of it (rwriter.h). */
+static wc_rwriter *picture_writer(const char *png_path, int width, int height) {
+    static const wc_rwriter_band rgba[4] = {
+        {.color = "Red"}, {.color = "Green"}, {.color = "Blue"}, {.color = "Alpha"}};
+    const wc_rwriter_opts o = {.driver = "MEM",
+                               .width = width,
+                               .height = height,
+                               .nbands = 4,
+                               .type = WC_DT_BYTE,
+                               .bands = rgba,
+                               .copy_driver = "PNG"};
+    return wc_rwriter_create(png_path, &o);
+}
+
 /* Paints the map part of the picture into the writer's MEM dataset a band of rows at a time (the
  * picture is the only full-size buffer: the MEM dataset's own). Values that are not
  * probabilities are transparent and counted in *bad. */
@@ -237,8 +252,6 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
 
 int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, int max_side,
                        wc_quicklook_info *info_out) {
-    static const wc_rwriter_band rgba[4] = {
-        {.color = "Red"}, {.color = "Green"}, {.color = "Blue"}, {.color = "Alpha"}};
     wc_raster_init();
     wc_quicklook_info info;
     wc_gdal_errors err = {0};
@@ -254,15 +267,7 @@ int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, 
     }
     const int W = GDALGetRasterXSize(src), H = GDALGetRasterYSize(src);
     wc_quicklook_layout(W, H, max_side, &info);
-    /* built in memory (zeroed: transparent), published as a PNG copy of it */
-    const wc_rwriter_opts o = {.driver = "MEM",
-                               .width = info.width,
-                               .height = info.height,
-                               .nbands = 4,
-                               .type = WC_DT_BYTE,
-                               .bands = rgba,
-                               .copy_driver = "PNG"};
-    if (!(w = wc_rwriter_create(png_path, &o))) goto out;
+    if (!(w = picture_writer(png_path, info.width, info.height))) goto out;
     int64_t bad = 0;
     if (paint_map(w, GDALGetRasterBand(src, band_no), src_path, W, H, &info, &bad) != WC_OK)
         goto out;
@@ -292,17 +297,13 @@ enum { REL_SIDE = 200, REL_LEFT = 30, REL_TOP = 22, REL_RIGHT = 12, REL_BOTTOM =
 
 int wc_quicklook_reliability(const char *png_path, int nbins, const int64_t *count,
                              const double *predicted, const double *observed) {
-    static const wc_rwriter_band rgba[4] = {
-        {.color = "Red"}, {.color = "Green"}, {.color = "Blue"}, {.color = "Alpha"}};
     static const unsigned char white[4] = {255, 255, 255, 255}, ink[4] = {40, 40, 40, 255},
                                grey[4] = {170, 170, 170, 255}, curve[4] = {60, 60, 60, 255};
     const int u = 2, side = REL_SIDE * u, x0 = REL_LEFT * u, y0 = REL_TOP * u;
     canvas cv = {.w = (REL_LEFT + REL_SIDE + REL_RIGHT) * u,
                  .h = (REL_TOP + REL_SIDE + REL_BOTTOM) * u};
     wc_raster_init();
-    const wc_rwriter_opts o = {.driver = "MEM", .width = cv.w, .height = cv.h, .nbands = 4,
-                               .type = WC_DT_BYTE, .bands = rgba, .copy_driver = "PNG"};
-    wc_rwriter *w = wc_rwriter_create(png_path, &o);
+    wc_rwriter *w = picture_writer(png_path, cv.w, cv.h);
     if (!w) return WC_ERR;
     cv.px = WC_CALLOC((size_t)4 * cv.w * cv.h, 1);
     fill_rect(&cv, 0, 0, cv.w, cv.h, white);
@@ -332,7 +333,8 @@ int wc_quicklook_reliability(const char *png_path, int nbins, const int64_t *cou
     double px = NAN, py = NAN;
     for (int k = 0; k < nbins; k++) {
         if (count[k] <= 0 || !isfinite(predicted[k]) || !isfinite(observed[k])) continue;
-        if (isfinite(px)) draw_line(&cv, PX(px), PY(py), PX(predicted[k]), PY(observed[k]), u, curve);
+        if (isfinite(px))
+            draw_line(&cv, PX(px), PY(py), PX(predicted[k]), PY(observed[k]), u, curve);
         px = predicted[k], py = observed[k];
     }
     for (int k = 0; k < nbins; k++) {

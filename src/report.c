@@ -366,8 +366,7 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
     snprintf(path, sizeof path, "%s/" WC_REPORT_CALIBRATION_PNG, out_dir);
     const int have_picture =
         s->have_val && wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,
-                                                s->val.cal_predicted,
-                                                s->val.cal_observed) == WC_OK;
+                                                s->val.cal_predicted, s->val.cal_observed) == WC_OK;
     snprintf(path, sizeof path, "%s/report.md", out_dir);
     write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json, have_picture);
     wc_json_doc_free(&run);

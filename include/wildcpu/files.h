@@ -67,7 +67,5 @@ int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode);
 /* Flush, fsync, close, rename, fsync of the directory; on any failure a message naming the
  * call and the temporary file is removed. Frees a either way. */
 int wc_atomic_commit(wc_atomic_file *a);
-/* Gives up: closes and removes the temporary file. */
-void wc_atomic_abort(wc_atomic_file *a);
 
 #endif
