@@ -72,7 +72,8 @@ s=$?
     || notok "rerun after the marker" "status $s $(ls "$T/m")"
 
 # the marker says how the LAST run ended: a failing run after a stop removes it
-mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/f" >"$T/f.log" 2>&1 &
+OMPI_MCA_odls_base_sigkill_timeout=60 \
+    mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/f" >"$T/f.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -q "step 3/60" "$T/f.log" && break; sleep 0.05; done
 kill -TERM $pid
