@@ -108,6 +108,7 @@ int wc_snapshot_write(const char *dir, const char *name, const wc_snapshot *s, i
 typedef struct owned {
     char *meta, *config, *fingerprint, *spec, *metrics, *names_text, *progress;
     char **names;
+    int nnames; /* entries of names (calloc'ed: those not filled yet are NULL) */
     double *mean, *std;
     int32_t *exponent;
     float *params, *optim_m, *optim_v;
@@ -141,6 +142,7 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
         return wc_reason(why, why_size, "section 'features' lists %d names (1 to %d expected)",
                     *t ? n : 0, WC_SNAPSHOT_MAX_FEATURES);
     o->names = WC_CALLOC((size_t)n, sizeof(char *));
+    o->nnames = n; /* freed by this count, also when a later name is refused */
     const char *p = t;
     for (int i = 0; i < n; i++) {
         const char *end = strchr(p, ',');
@@ -316,7 +318,7 @@ void wc_snapshot_free(wc_snapshot *s) {
     if (o) {
         free(o->meta), free(o->config), free(o->fingerprint), free(o->spec), free(o->metrics);
         free(o->progress);
-        for (int i = 0; o->names && i < s->nfeat; i++) free(o->names[i]);
+        for (int i = 0; o->names && i < o->nnames; i++) free(o->names[i]);
         free(o->names), free(o->names_text);
         free(o->mean), free(o->std), free(o->exponent);
         free(o->params), free(o->optim_m), free(o->optim_v);
