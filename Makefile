@@ -5,7 +5,8 @@
 #   make demo       train on the bundled sample region, then write the risk map (installs deps)
 #   make test       every test; the last line is "N passed, N failed"   (SAN=1: ASan+UBSan)
 #   make test-slurm bring up a local Slurm, run the job scripts under it, tear it down
-#   make bench      single-thread training throughput against the sgemm peak
+#   make bench      training throughput against PyTorch: 1 thread, 2 threads, 2 ranks, memory
+#                   (BENCH_ROUNDS, BENCH_SECONDS; BENCH_PREDICT=1 adds prediction Mpx/s)
 #   make fuzz       fuzz the checkpoint reader and the spec parser, FUZZ_SECONDS (300) each
 #   make format     clang-format the sources
 #   make install PREFIX=/usr/local
@@ -103,8 +104,9 @@ test: all
 test-slurm: $(BUILD)/wildcpu | deps-slurm
 	@bash tests/slurm/run $(BUILD)
 
-bench: $(BUILD)/tools/bench
-	$(BUILD)/tools/bench
+# wildcpu beside its PyTorch peer, interleaved rounds, medians (tools/bench.sh says what and how)
+bench: $(BUILD)/tools/bench $(BUILD)/wildcpu
+	bash tools/bench.sh $(BUILD) $(if $(filter 1,$(BENCH_PREDICT)),--predict)
 
 # The bundled sample region: generated, never edited by hand (tests check it regenerates
 # bit for bit).

@@ -1116,7 +1116,7 @@ static int finish_map(mapping *mp, const wc_raster *r, int *have_writer) {
 int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();
-    openblas_set_num_threads(cfg->threads > 0 ? cfg->threads : 1);
+    wc_net_set_threads(cfg->threads > 0 ? cfg->threads : 1); /* OpenBLAS at one */
     wc_raster_init();
     /* Each window is read once per rank and overlapping reads are few, so a large block cache
      * buys little; a small one keeps the memory flat whatever the raster's size. */
