@@ -74,6 +74,13 @@ void wc_conv_bias_grad(float *dbias, const float *dout, const wc_conv_shape *s,
     wc_pool_run(pool, j.ntasks, bias_task, &j);
 }
 
+/* The forward's arithmetic decides a pixel's bits: Winograd's forward works in F(2x2) tiles
+ * (winograd.c), every other shape pixel by pixel. */
+int wc_conv_output_tile(int KH, int KW, int stride, int pad) {
+    const wc_conv_shape s = {.KH = KH, .KW = KW, .stride = stride, .pad = pad};
+    return wc_wino_applies(&s) ? 2 : 1;
+}
+
 /* ---- the input gradient of the lowered path as a convolution ------------------------------ */
 
 /* The input gradient of a stride-1 convolution is itself a convolution: of the output gradient

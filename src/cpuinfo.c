@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "wildcpu/util.h"
 
 static void read_model(char *dst, size_t size) {
     snprintf(dst, size, "unknown");
@@ -67,17 +66,12 @@ const char *wc_cpuinfo_describe(char *buf, size_t size) {
     return buf;
 }
 
-const char *wc_cpuinfo_json(char *buf, size_t size) {
+void wc_cpuinfo_json_members(wc_json *j) {
     wc_cpuinfo c;
     wc_cpuinfo_get(&c);
-    char model[256], isa[128], core[64], config[256];
-    wc_json_escape(model, sizeof model, c.model);
-    wc_json_escape(isa, sizeof isa, c.isa);
-    wc_json_escape(core, sizeof core, c.blas_core);
-    wc_json_escape(config, sizeof config, c.blas_config);
-    snprintf(buf, size,
-             "\"cpu_model\":\"%s\",\"cpu_isa\":\"%s\",\"openblas_core\":\"%s\","
-             "\"openblas_config\":\"%s\",\"online_cpus\":%d",
-             model, isa, core, config, c.online_cpus);
-    return buf;
+    wc_json_kstr(j, "cpu_model", c.model);
+    wc_json_kstr(j, "cpu_isa", c.isa);
+    wc_json_kstr(j, "openblas_core", c.blas_core);
+    wc_json_kstr(j, "openblas_config", c.blas_config);
+    wc_json_kint(j, "online_cpus", c.online_cpus);
 }

@@ -19,7 +19,7 @@
 void wc_data_config_default(wc_data_config *cfg) {
     *cfg = (wc_data_config){.label_band = WC_LABEL_BAND_NAME, .work_dir = ".", .patch = 64,
                             .val_fraction = 0.2, .val_block_px = 256, .min_valid = 0.5,
-                            .seed = 1};
+                            .seed = 1, .align = 1, .jitter = 1};
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
@@ -45,8 +45,37 @@ void wc_data_files_close(wc_data_files *f) {
 /* ---- patches ----------------------------------------------------------------------------- */
 
 void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0) {
-    *x0 = (int)(id % ds->cols) * ds->P;
-    *y0 = (int)(id / ds->cols) * ds->P;
+    *x0 = ds->x_origin + (int)(id % ds->cols) * ds->P;
+    *y0 = ds->y_origin + (int)(id / ds->cols) * ds->P;
+}
+
+/* A window of the patch grid's geometry at (x0, y0) stays on training ground: inside the
+ * raster, touching no validation block (the cells it overlaps are not in one). */
+static int on_training_ground(const wc_dataset *ds, int x0, int y0) {
+    if (x0 < ds->x_origin || y0 < ds->y_origin || x0 + ds->P > ds->width ||
+        y0 + ds->P > ds->height)
+        return 0;
+    const int cx0 = (x0 - ds->x_origin) / ds->P, cy0 = (y0 - ds->y_origin) / ds->P;
+    const int cx1 = (x0 - ds->x_origin + ds->P - 1) / ds->P;
+    const int cy1 = (y0 - ds->y_origin + ds->P - 1) / ds->P;
+    for (int cy = cy0; cy <= cy1 && cy < ds->rows; cy++)
+        for (int cx = cx0; cx <= cx1 && cx < ds->cols; cx++)
+            if (ds->is_val[(size_t)cy * ds->cols + cx]) return 0;
+    return 1;
+}
+
+wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
+    wc_sample s = {.id = id, .dx = 0, .dy = 0};
+    const int A = ds->cfg.align > 0 ? ds->cfg.align : 1, steps = ds->P / (2 * A);
+    if (!ds->cfg.jitter || steps < 1) return s;
+    wc_rng r;
+    wc_rng_seed(&r, ds->cfg.seed, WC_STREAM_AUGMENT, ((uint64_t)epoch << 32) | id);
+    const int dx = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
+    const int dy = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
+    int x0, y0;
+    wc_dataset_patch_origin(ds, id, &x0, &y0);
+    if (on_training_ground(ds, x0 + dx, y0 + dy)) s.dx = dx, s.dy = dy;
+    return s;
 }
 
 static size_t src_bytes(const wc_dataset *ds) {
@@ -61,10 +90,11 @@ size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle) {
     return src_bytes(ds) + label_bytes(ds) + oracle;
 }
 
-int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, void *raw,
+int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, void *raw,
                           int with_oracle) {
     int x0, y0;
-    wc_dataset_patch_origin(ds, id, &x0, &y0);
+    wc_dataset_patch_origin(ds, s.id, &x0, &y0);
+    x0 += s.dx, y0 += s.dy;
     char *p = raw;
     if (wc_raster_read(&f->src, x0, y0, ds->P, ds->P, ds->read_bands, ds->read_nb, ds->read_type,
                        p) != WC_OK)
@@ -91,6 +121,28 @@ static inline int is_nodata(const wc_band *b, double v) {
 /* The labels (y) and the validity that nodata alone decides (valid): a pixel whose label or any
  * feature is nodata, NaN or Inf is invalid. What planning needs (it takes the statistics from
  * the raw values), and what decoding starts from. */
+int wc_dataset_read_labels(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *y, uint8_t *valid, double *scratch) {
+    const int from_label_file = ds->label_path != NULL;
+    wc_raster *r = from_label_file ? &f->label : &f->src;
+    const wc_band *lb = &r->bands[ds->label_band - 1];
+    if (wc_raster_read(r, x0, y0, w, h, &ds->label_band, 1, WC_DT_FLOAT64, scratch) != WC_OK)
+        return WC_ERR;
+    const size_t n = (size_t)w * (size_t)h;
+    for (size_t i = 0; i < n; i++) {
+        valid[i] = !is_nodata(lb, scratch[i]);
+        y[i] = scratch[i] > 0 ? 1.0f : 0.0f; /* the rule of decode_labels_and_nodata */
+    }
+    return WC_OK;
+}
+
+int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *oracle) {
+    const int one = 1;
+    WC_ASSERT(ds->oracle_path);
+    return wc_raster_read(&f->oracle, x0, y0, w, h, &one, 1, WC_DT_FLOAT32, oracle);
+}
+
 static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, float *y,
                                      uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P;
@@ -358,19 +410,22 @@ static void split(wc_dataset *ds) {
     free(val_block);
 }
 
-/* Planning ends in one of these; a stop is no error (train.c exits 75 on it). */
-enum { PLAN_OK = WC_OK, PLAN_ERR = WC_ERR, PLAN_STOPPED = -2 };
+/* Planning ends in one of these; a stop is no error (train.c exits 75 on it). Ordered so that
+ * the ranks' largest is the outcome for all of them: a read error on any rank makes planning
+ * fail, else a stop signal on any rank stops it. */
+enum { PLAN_OK, PLAN_STOPPED, PLAN_ERR };
 
 /* Raw bytes read between two stop agreements in the planning loop: about 0.1 s of reading from
  * a cold disk (the ~120 MB/s measured for Float32 tiles), a few ms from GDAL's cache, against a
- * 16-byte Allreduce of microseconds. */
+ * 4-byte Allreduce of microseconds. */
 #define PLAN_AGREE_BYTES ((size_t)16 << 20)
 
 /* Reads patch id and computes what planning learns from it: its valid and burned pixels, and
  * the moments of each feature over its valid pixels (m: nfeat of them). */
 static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *valid,
                       patch_count *pc, moments *m) {
-    if (wc_dataset_read_patch(ds, &ds->files, (uint32_t)id, raw, 0) != WC_OK) return WC_ERR;
+    const wc_sample unshifted = {.id = (uint32_t)id};
+    if (wc_dataset_read_patch(ds, &ds->files, unshifted, raw, 0) != WC_OK) return WC_ERR;
     decode_labels_and_nodata(ds, raw, y, valid);
     const size_t pp = (size_t)ds->P * ds->P;
     for (size_t i = 0; i < pp; i++) {
@@ -413,23 +468,23 @@ static int plan(wc_dataset *ds) {
     moments *mom = WC_CALLOC((size_t)(nmine + 1) * ds->nfeat, sizeof(moments));
     const long most = largest_share(ds->npatches, R);
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
-    int status = WC_OK;
-    int64_t agreed[2] = {0, 0}; /* ranks that failed to read, ranks with a stop signal */
+    int status = WC_OK, agreed = PLAN_OK;
     for (long j = 0; j < most; j++) {
         if (j < nmine && status == WC_OK)
             status = plan_patch(ds, lo + j, raw, y, valid, &counts[j], &mom[j * ds->nfeat]);
         if ((j + 1) % K == 0 || j + 1 == most) {
-            agreed[0] = status != WC_OK, agreed[1] = wc_stop_requested();
-            wc_dist_sum_i64(agreed, 2);
-            if (agreed[0] || agreed[1]) break;
+            agreed = wc_dist_max_int(status != WC_OK       ? PLAN_ERR
+                                     : wc_stop_requested() ? PLAN_STOPPED
+                                                           : PLAN_OK);
+            if (agreed != PLAN_OK) break;
         }
     }
     free(raw), free(y), free(valid);
-    if (agreed[0] || agreed[1]) {
-        if (agreed[0] && status == WC_OK)
+    if (agreed != PLAN_OK) {
+        if (agreed == PLAN_ERR && status == WC_OK)
             wc_error("stopping: another rank could not read its patches");
         free(counts), free(mom);
-        return agreed[0] ? PLAN_ERR : PLAN_STOPPED;
+        return agreed;
     }
     /* Kept flags: every rank needs all of them for the split. */
     uint8_t *mine = WC_ALLOC(nmine + 1);
@@ -538,9 +593,10 @@ static int plan_fits(const wc_dataset *ds) {
     const uint64_t phys = pages > 0 && page > 0 ? sat_mul((uint64_t)pages, (uint64_t)page)
                                                 : UINT64_MAX; /* unknown: only SIZE_MAX */
     const int too_big = here > phys / 2 || here > SIZE_MAX;
-    int64_t votes[2] = {too_big, rank == 0 && too_big};
-    wc_dist_sum_i64(votes, 2);
-    if (too_big && (rank == 0 || !votes[1])) {
+    const int any_too_big = wc_dist_any(too_big);
+    /* rank 0 speaks for its machine; only when that one is large enough do the others */
+    const int rank0_too_big = wc_dist_any(rank == 0 && too_big);
+    if (too_big && (rank == 0 || !rank0_too_big)) {
         char a[32], b[32], c[32], d[32];
         wc_error("%s: %dx%d pixels make %ld patches of %dx%d (%d feature%s); planning them needs "
                  "%s on each rank (%s for the %d rank(s) on this machine, %s in all), more than "
@@ -551,7 +607,7 @@ static int plan_fits(const wc_dataset *ds) {
                  wc_fmt_bytes(b, sizeof b, (double)here), nhere,
                  wc_fmt_bytes(c, sizeof c, (double)total), wc_fmt_bytes(d, sizeof d, (double)phys));
     }
-    return votes[0] ? WC_ERR : WC_OK;
+    return any_too_big ? WC_ERR : WC_OK;
 }
 
 wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
@@ -559,17 +615,22 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
     ds->cfg = *cfg;
     ds->tiles_path = wc_strdup(cfg->tiles);
-    int ok = wc_raster_open(&ds->files.src, cfg->tiles) == WC_OK;
     /* Every rank opens the same file; if one cannot, none continues. */
-    int64_t bad = !ok;
-    wc_dist_sum_i64(&bad, 1);
-    if (bad) goto fail;
+    if (wc_dist_any(wc_raster_open(&ds->files.src, cfg->tiles) != WC_OK)) goto fail;
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
     ds->P = cfg->patch;
-    ds->cols = ds->width / ds->P;
-    ds->rows = ds->height / ds->P;
+    /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
+     * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
+     * share their cells, every model (whatever its pooling) is trained and validated on the same
+     * patches, and since P is a multiple of the network's alignment (the pooling needs it),
+     * patches sit at the pooling phase maps and validation use. */
+    long long gcol, grow;
+    wc_raster_global_origin(&ds->files.src, &gcol, &grow);
+    ds->x_origin = wc_pmod(-gcol, ds->P), ds->y_origin = wc_pmod(-grow, ds->P);
+    ds->cols = (ds->width - ds->x_origin) / ds->P;
+    ds->rows = (ds->height - ds->y_origin) / ds->P;
     if (ds->cols < 1 || ds->rows < 1) {
         wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)", cfg->tiles,
                  ds->width, ds->height, ds->P, ds->P);

@@ -1,5 +1,8 @@
 /* export.c: safetensors writer; see export.h. The format: an 8-byte little-endian header
- * length, a JSON header (padded with spaces to a multiple of 8), then the tensors' bytes. */
+ * length, a JSON header (padded with spaces to a multiple of 8), then the tensors' bytes.
+ *
+ * Not here: the weights' layout (the tensor table of net.h is already PyTorch's), reading
+ * safetensors back. */
 #include "wildcpu/export.h"
 
 #include <errno.h>
@@ -9,6 +12,7 @@
 
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/json.h"
 #include "wildcpu/le.h"
 #include "wildcpu/model.h"
 #include "wildcpu/raster.h"
@@ -24,53 +28,70 @@ int wc_export_run(const char *checkpoint, const char *out) {
         return WC_EXIT_USAGE;
     }
     const wc_net *net = m.net;
-    /* the wildcpu metadata, as JSON, then escaped into a JSON string; every text from outside
-     * (names, paths in the fingerprint) escaped, and room for each to double when escaped */
-    size_t cap = 65536 + 2 * (strlen(net->spec) + strlen(m.fingerprint) + strlen(net->arch)) +
-                 (size_t)m.nfeat * (2 * WC_BAND_NAME_MAX + 64);
-    char *meta = WC_ALLOC(cap), *esc = WC_ALLOC(2 * cap), *header = WC_ALLOC(4 * cap);
-    size_t n = (size_t)snprintf(meta, cap, "{\"architecture\":\"");
-    n += wc_json_escape(meta + n, cap - n, net->arch);
-    n += (size_t)snprintf(meta + n, cap - n,
-                          "\",\"patch\":%d,\"checkpoint_step\":%ld,"
-                          "\"output\":\"logits of burn probability (apply a sigmoid)\","
-                          "\"nodata_policy\":\"a pixel with any nodata/NaN/Inf feature is set to "
-                          "0 after normalization and its output is nodata; nodata label pixels "
-                          "are excluded from the loss\",\"input_channels\":[",
-                          m.patch, m.step);
+    /* The wildcpu metadata is a JSON document of its own, stored as a JSON string: safetensors'
+     * __metadata__ maps names to strings only. Names, the spec and the fingerprint come from
+     * outside (band descriptions, file paths): the builder escapes them, twice over here. */
+    wc_json meta, head;
+    wc_json_init(&meta);
+    wc_json_object(&meta);
+    wc_json_kstr(&meta, "architecture", net->arch);
+    wc_json_kint(&meta, "patch", m.patch);
+    wc_json_kint(&meta, "checkpoint_step", m.step);
+    wc_json_kstr(&meta, "output", "logits of burn probability (apply a sigmoid)");
+    wc_json_kstr(&meta, "nodata_policy",
+                 "a pixel with any nodata/NaN/Inf feature is set to 0 after normalization and its "
+                 "output is nodata; nodata label pixels are excluded from the loss");
+    wc_json_key(&meta, "input_channels");
+    wc_json_array(&meta);
     for (int c = 0; c < m.nfeat; c++) {
-        n += (size_t)snprintf(meta + n, cap - n, "%s{\"name\":\"", c ? "," : "");
-        n += wc_json_escape(meta + n, cap - n, m.feat_names[c]);
-        n += (size_t)snprintf(meta + n, cap - n, "\",\"mean\":%.17g,\"std\":%.17g}", m.mean[c],
-                              m.std[c]);
+        wc_json_object(&meta);
+        wc_json_kstr(&meta, "name", m.feat_names[c]);
+        wc_json_knum(&meta, "mean", m.mean[c]);
+        wc_json_knum(&meta, "std", m.std[c]);
+        wc_json_end(&meta);
     }
-    n += (size_t)snprintf(meta + n, cap - n, "],\"spec\":\"");
-    n += wc_json_escape(meta + n, cap - n, net->spec);
-    n += (size_t)snprintf(meta + n, cap - n, "\",\"training_data\":\"");
-    n += wc_json_escape(meta + n, cap - n, m.fingerprint);
-    snprintf(meta + n, cap - n, "\"}");
-    wc_json_escape(esc, 2 * cap, meta);
-    size_t h = (size_t)snprintf(header, 4 * cap, "{\"__metadata__\":{\"wildcpu\":\"%s\"}", esc);
+    wc_json_end(&meta);
+    wc_json_kstr(&meta, "spec", net->spec);
+    wc_json_kstr(&meta, "training_data", m.fingerprint);
+    wc_json_end(&meta);
+
+    wc_json_init(&head);
+    wc_json_object(&head);
+    wc_json_key(&head, "__metadata__");
+    wc_json_object(&head);
+    wc_json_kstr(&head, "wildcpu", wc_json_text(&meta));
+    wc_json_end(&head);
     size_t offset = 0;
     for (int t = 0; t < net->ntensors; t++) {
         const wc_tensor *tn = &net->tensors[t];
-        h += (size_t)snprintf(header + h, 4 * cap - h, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[",
-                              tn->name);
-        for (int d = 0; d < tn->ndim; d++)
-            h += (size_t)snprintf(header + h, 4 * cap - h, "%s%d", d ? "," : "", tn->shape[d]);
-        h += (size_t)snprintf(header + h, 4 * cap - h, "],\"data_offsets\":[%zu,%zu]}", offset,
-                              offset + tn->count * sizeof(float));
-        offset += tn->count * sizeof(float);
+        const size_t bytes = tn->count * sizeof(float);
+        wc_json_key(&head, tn->name);
+        wc_json_object(&head);
+        wc_json_kstr(&head, "dtype", "F32");
+        wc_json_key(&head, "shape");
+        wc_json_array(&head);
+        for (int d = 0; d < tn->ndim; d++) wc_json_int(&head, tn->shape[d]);
+        wc_json_end(&head);
+        wc_json_key(&head, "data_offsets");
+        wc_json_array(&head);
+        wc_json_int(&head, (int64_t)offset);
+        wc_json_int(&head, (int64_t)(offset + bytes));
+        wc_json_end(&head);
+        wc_json_end(&head);
+        offset += bytes;
     }
-    header[h++] = '}';
-    while (h % 8) header[h++] = ' ';
+    wc_json_end(&head);
+    /* spaces after the JSON (safetensors allows them) bring the data to an 8-byte boundary */
+    const size_t hlen = strlen(wc_json_text(&head));
+    const size_t h = (hlen + 7) / 8 * 8;
     wc_atomic_file af;
     int status = WC_EXIT_RUNTIME;
     if (wc_atomic_open(&af, out, "wb") != WC_OK) goto done;
     unsigned char len[8];
     for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h >> (8 * i));
     fwrite(len, 1, 8, af.f);
-    fwrite(header, 1, h, af.f);
+    fputs(wc_json_text(&head), af.f);
+    for (size_t i = hlen; i < h; i++) fputc(' ', af.f);
     /* tensors in table order, little-endian as safetensors wants on any host */
     unsigned char *le = WC_ALLOC(sizeof(float) * net->nparams);
     wc_le_put_f32s(le, net->params, net->nparams);
@@ -81,7 +102,8 @@ int wc_export_run(const char *checkpoint, const char *out) {
             net->ntensors, net->nparams, out);
     status = WC_EXIT_OK;
 done:
-    free(meta), free(esc), free(header);
+    wc_json_free(&meta);
+    wc_json_free(&head);
     wc_model_free(&m);
     return status;
 }

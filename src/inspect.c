@@ -11,6 +11,7 @@
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/json.h"
 #include "wildcpu/snapshot.h"
 #include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
@@ -31,6 +32,32 @@ static void print_record(const char *label, const wc_ckpt_section *s) {
         }
     }
     printf("\n");
+}
+
+/* The last validation's metrics, one "key value" per line. The section is a JSON object; files
+ * of earlier versions hold its members without the braces. */
+static void print_metrics(const wc_ckpt_section *m) {
+    if (!m || !m->size) return;
+    char *text = WC_ALLOC(m->size + 3);
+    const int braced = ((const char *)m->data)[0] == '{';
+    snprintf(text, m->size + 3, "%s%.*s%s", braced ? "" : "{", (int)m->size,
+             (const char *)m->data, braced ? "" : "}");
+    wc_json_doc doc;
+    char why[160];
+    if (wc_json_parse(text, &doc, why, sizeof why) != WC_OK) {
+        printf("  %-12s(not readable: %s)\n", "metrics", why);
+        free(text);
+        return;
+    }
+    for (int i = 0; i < doc.n; i++) {
+        const wc_json_member *e = &doc.members[i];
+        printf("  %-12s%s = ", i ? "" : "metrics", e->key);
+        if (e->kind == WC_JSON_NUMBER) printf("%.10g\n", e->number);
+        else if (e->kind == WC_JSON_STRING) printf("%s\n", e->string);
+        else printf("%s\n", e->kind == WC_JSON_NULL ? "null" : "...");
+    }
+    wc_json_doc_free(&doc);
+    free(text);
 }
 
 /* Reads path and checks its sections as a resume would; WC_ERR with why. */
@@ -62,16 +89,7 @@ static int describe_file(const char *path) {
     print_record("config", wc_ckpt_find(&ck, WC_SECTION_CONFIG));
     const wc_ckpt_section *f = wc_ckpt_find(&ck, WC_SECTION_FEATURES);
     if (f) printf("  %-12s%.*s\n", "features", (int)f->size, (const char *)f->data);
-    const wc_ckpt_section *m = wc_ckpt_find(&ck, WC_SECTION_METRICS);
-    if (m && m->size) {
-        printf("  %-12s", "metrics");
-        for (size_t i = 0; i < m->size; i++) {
-            char ch = ((const char *)m->data)[i];
-            if (ch == ',') printf("\n  %-12s", "");
-            else putchar(ch);
-        }
-        printf("\n");
-    }
+    print_metrics(wc_ckpt_find(&ck, WC_SECTION_METRICS));
     /* a digest of the trained state: equal digests mean bitwise-equal parameters and moments */
     static const char *state[] = {WC_SECTION_PARAMS, WC_SECTION_OPTIM_M, WC_SECTION_OPTIM_V};
     for (int i = 0; i < 3; i++) {

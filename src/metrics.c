@@ -1,7 +1,7 @@
 /* metrics.c: validation metrics from an all-int64 accumulator; see metrics.h.
  *
- * Not here: MPI, allocation, the loss formula itself (wc_bce_pixel in layers.h is the one both
- * training and validation use). */
+ * Not here: MPI, allocation (but for the JSON builder's buffer), the loss formula itself
+ * (wc_bce_pixel in layers.h is the one both training and validation use). */
 #include "wildcpu/metrics.h"
 
 #include <float.h>
@@ -122,6 +122,42 @@ void wc_metrics_merge(wc_metrics_acc *acc, const wc_metrics_acc *other) {
     acc->bad_outputs += other->bad_outputs;
 }
 
+/* The reliability bins from the histogram: the fine bins are multiples of 1/2^16, so a coarse bin
+ * of 1/10 holds whole fine bins but for the one straddling its edge, which goes by its lower
+ * edge (as the histogram rounds p down); a fine bin's pixels count at its center. */
+static void calibration(wc_metrics *out, const wc_metrics_acc *acc) {
+    double sum_p[WC_METRICS_CAL_BINS] = {0}, burned[WC_METRICS_CAL_BINS] = {0};
+    for (int i = 0; i < WC_METRICS_BINS; i++) {
+        const int64_t n = acc->pos[i] + acc->neg[i];
+        if (!n) continue;
+        const int k = WC_MIN(WC_METRICS_CAL_BINS - 1, (int)((int64_t)i * WC_METRICS_CAL_BINS /
+                                                            WC_METRICS_BINS));
+        out->cal_count[k] += n;
+        sum_p[k] += (double)n * ((double)i + 0.5) / WC_METRICS_BINS;
+        burned[k] += (double)acc->pos[i];
+    }
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
+        if (out->cal_count[k]) {
+            out->cal_predicted[k] = sum_p[k] / (double)out->cal_count[k];
+            out->cal_observed[k] = burned[k] / (double)out->cal_count[k];
+        }
+}
+
+void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m) {
+    wc_json_key(j, key);
+    wc_json_array(j);
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++) {
+        wc_json_object(j);
+        wc_json_knum(j, "from", (double)k / WC_METRICS_CAL_BINS);
+        wc_json_knum(j, "to", (double)(k + 1) / WC_METRICS_CAL_BINS);
+        wc_json_kint(j, "pixels", m->cal_count[k]);
+        wc_json_knum(j, "predicted", m->cal_predicted[k]);
+        wc_json_knum(j, "observed", m->cal_observed[k]);
+        wc_json_end(j);
+    }
+    wc_json_end(j);
+}
+
 void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
     int64_t P = 0, N = 0;
     for (int i = 0; i < WC_METRICS_BINS; i++) {
@@ -141,7 +177,9 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
                         .recall_at_half = nan,
                         .brier = nan,
                         .positive_rate = nan};
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++) out->cal_predicted[k] = out->cal_observed[k] = nan;
     if (P + N == 0 || acc->bad_outputs != 0) return;
+    calibration(out, acc);
 
     const double total = (double)(P + N);
     out->loss = (double)acc->loss_fx / LOSS_SCALE / total;
@@ -190,38 +228,14 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
     }
 }
 
-/* Appends to buf at *len, keeping snprintf's contract for the total: *len counts every
- * character the full text needs even after buf is full. */
-static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) WC_PRINTF(4, 5);
-static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int r = *len < size ? vsnprintf(buf + *len, size - *len, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (r < 0) return WC_ERR;
-    *len += (size_t)r;
-    return WC_OK;
-}
-
-static int append_double(char *buf, size_t size, size_t *len, const char *sep, const char *prefix,
-                         const char *key, double v) {
-    if (!isfinite(v)) return append(buf, size, len, "%s\"%s%s\":null", sep, prefix, key);
-    return append(buf, size, len, "%s\"%s%s\":%.10g", sep, prefix, key, v);
-}
-
-int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *prefix) {
-    WC_ASSERT(buf != NULL || size == 0);
-    if (!prefix) prefix = "";
-    if (size > 0) buf[0] = '\0';
-    size_t len = 0;
-    int err = 0;
-    err |= append(buf, size, &len, "\"%spixels\":%lld,\"%spositives\":%lld,\"%sbad_outputs\":%lld",
-                  prefix, (long long)m->pixels, prefix, (long long)m->positives, prefix,
-                  (long long)m->bad_outputs);
-    const struct {
-        const char *key;
-        double v;
-    } d[] = {
+/* The double members, in their JSON order. */
+enum { NDOUBLES = 9 };
+typedef struct {
+    const char *key;
+    double v;
+} named_double;
+static void doubles_of(const wc_metrics *m, named_double d[NDOUBLES]) {
+    const named_double all[NDOUBLES] = {
         {"loss", m->loss},
         {"auc_pr", m->auc_pr},
         {"roc_auc", m->roc_auc},
@@ -232,8 +246,27 @@ int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *pre
         {"brier", m->brier},
         {"positive_rate", m->positive_rate},
     };
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-        err |= append_double(buf, size, &len, ",", prefix, d[i].key, d[i].v);
-    if (err || len > (size_t)INT_MAX) return WC_ERR;
-    return (int)len;
+    memcpy(d, all, sizeof all);
+}
+
+
+void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix) {
+    if (!prefix) prefix = "";
+    WC_ASSERT(strlen(prefix) <= 64);
+    char key[96];
+    const struct {
+        const char *key;
+        int64_t v;
+    } counts[] = {
+        {"pixels", m->pixels}, {"positives", m->positives}, {"bad_outputs", m->bad_outputs}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, counts[i].key);
+        wc_json_kint(j, key, counts[i].v);
+    }
+    named_double d[NDOUBLES];
+    doubles_of(m, d);
+    for (size_t i = 0; i < NDOUBLES; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, d[i].key);
+        wc_json_knum(j, key, d[i].v);
+    }
 }

@@ -26,7 +26,7 @@ const char *wc_dtype_name(wc_dtype t) {
     return names[t];
 }
 
-static GDALDataType to_gdal(wc_dtype t) {
+int wc_dtype_to_gdal(wc_dtype t) {
     static const GDALDataType map[] = {GDT_Byte,  GDT_UInt16,  GDT_Int16,  GDT_UInt32,
                                        GDT_Int32, GDT_Float32, GDT_Float64};
     return map[t];
@@ -202,10 +202,11 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
     const int gx = (int)ix0, gy = (int)iy0, gw = (int)(ix1 - ix0), gh = (int)(iy1 - iy0);
     const size_t esz = wc_dtype_size(type);
     char *dst = (char *)buf + ((size_t)(iy0 - y0) * (size_t)w + (size_t)(ix0 - x0)) * esz;
+    const GDALDataType gt = (GDALDataType)wc_dtype_to_gdal(type);
     CPLErrorReset();
     CPLErr err = GDALDatasetRasterIOEx((GDALDatasetH)r->ds, GF_Read, gx, gy, gw, gh, dst, gw, gh,
-                                       to_gdal(type), nb, (int *)bands, (GSpacing)esz,
-                                       (GSpacing)esz * w, (GSpacing)esz * w * h, NULL);
+                                       gt, nb, (int *)bands, (GSpacing)esz, (GSpacing)esz * w,
+                                       (GSpacing)esz * w * h, NULL);
     if (err != CE_None) {
         wc_error("read error in %s, window x=%d y=%d %dx%d: %s", r->path, gx, gy, gw, gh,
                  CPLGetLastErrorMsg());
@@ -300,4 +301,18 @@ char **wc_gdal_file_list(const char *path) {
     CSLDestroy(files);
     if (ds) GDALClose(ds);
     return out;
+}
+
+int wc_raster_global_origin(const wc_raster *r, long long *gcol, long long *grow) {
+    *gcol = *grow = 0;
+    if (!r->has_gt || r->gt[2] != 0 || r->gt[4] != 0 || r->gt[1] == 0 || r->gt[5] == 0) return 0;
+    double c = r->gt[0] / r->gt[1], w = r->gt[3] / r->gt[5];
+    if (!(fabs(c) < 1e15 && fabs(w) < 1e15)) return 0;
+    *gcol = llround(c), *grow = llround(w);
+    return 1;
+}
+
+int wc_pmod(long long v, int m) {
+    long long r = v % m;
+    return (int)(r < 0 ? r + m : r);
 }

@@ -1,6 +1,13 @@
 /* report.c: the end-of-run summary, report.json and report.md; see report.h.
- * report.json is one flat object (validation metrics prefixed val_, the oracle's oracle_) so
- * that scripts, and the --baseline comparison, read it without a JSON library. */
+ *
+ * report.json is one flat object (validation metrics prefixed val_, the oracle's oracle_; one
+ * array, the peak RSS of each rank) so that scripts read it with any JSON library, written
+ * from a table of fields through the JSON builder (undefined figures are null). report.md is
+ * drawn from that document as parsed back, the way the --baseline report is read: one lookup
+ * for this run and the baseline, and the two files cannot disagree (numbers read back to the
+ * same bits).
+ *
+ * Not here: computing the metrics (metrics.c), the risk map, MPI beyond gathering peak RSS. */
 #include "wildcpu/report.h"
 
 #include <errno.h>
@@ -11,68 +18,30 @@
 
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/json.h"
 #include "wildcpu/util.h"
-
-/* The number after "key": in a flat JSON object, NAN if absent or null. */
-static double json_number(const char *text, const char *key) {
-    char pat[160];
-    if (strlen(key) > sizeof pat - 4) return NAN;
-    snprintf(pat, sizeof pat, "\"%.150s\":", key);
-    const char *p = strstr(text, pat);
-    if (!p) return NAN;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    if (strncmp(p, "null", 4) == 0) return NAN;
-    char *end;
-    double v = strtod(p, &end);
-    return end == p ? NAN : v;
-}
-
-/* JSON has no NaN: an undefined figure (printf's "nan" or "-nan") becomes null. Strings are
- * copied as they are (a path may well contain "nan"). */
-static char *nan_to_null(const char *s) {
-    char *out = WC_ALLOC(strlen(s) * 2 + 1), *o = out;
-    int in_string = 0;
-    for (const char *p = s; *p;) {
-        if (*p == '"') in_string = !in_string;
-        if (in_string && *p == '\\' && p[1]) { /* an escaped character, e.g. \" */
-            *o++ = *p++;
-            *o++ = *p++;
-            continue;
-        }
-        size_t skip = in_string                                    ? 0
-                      : p[0] == '-' && strncmp(p + 1, "nan", 3) == 0 ? 4
-                      : strncmp(p, "nan", 3) == 0                  ? 3
-                                                                   : 0;
-        if (skip) {
-            memcpy(o, "null", 4);
-            o += 4, p += skip;
-        } else {
-            *o++ = *p++;
-        }
-    }
-    *o = '\0';
-    return out;
-}
 
 static const char *status_name(int status) {
     return status == WC_EXIT_OK ? "finished" : status == WC_EXIT_STOPPED ? "stopped" : "failed";
 }
 
-/* Writes path atomically (temporary name, then rename): a reader never sees half a report. */
+/* A row of report.md: its label, the report.json key it shows, how. */
 typedef struct {
     const char *name, *key, *fmt;
     int higher_is_better; /* +1, -1, 0 (cost: lower is better, shown as a ratio) */
 } row;
 
-static void write_markdown(const char *path, const wc_run_summary *s, const char *json,
-                           const char *base_json, const char *base_path) {
+/* report.md from this run's report (run) and, when given, the baseline's (base). Written
+ * atomically (temporary name, then rename): a reader never sees half a report. */
+static void write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
+                           const wc_json_doc *base, const char *base_path) {
     wc_atomic_file af;
     if (wc_atomic_open(&af, path, "w") != WC_OK) return;
     FILE *f = af.f;
     fprintf(f, "# wildcpu run report\n\n");
-    fprintf(f, "Status: **%s**. Model `%s`, %d rank%s x %d thread%s, global batch %d "
-               "(micro-batch %d), %ld steps (%ld in this invocation).\n\n",
+    fprintf(f,
+            "Status: **%s**. Model `%s`, %d rank%s x %d thread%s, global batch %d "
+            "(micro-batch %d), %ld steps (%ld in this invocation).\n\n",
             status_name(s->status), s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads,
             s->threads > 1 ? "s" : "", s->batch, s->micro_batch, s->steps_total, s->steps_done);
     static const row cost[] = {
@@ -100,29 +69,29 @@ static void write_markdown(const char *path, const wc_run_summary *s, const char
     };
     for (int part = 0; part < 2; part++) {
         const row *rows = part ? quality : cost;
-        int nrows = part ? (int)(sizeof quality / sizeof quality[0])
-                         : (int)(sizeof cost / sizeof cost[0]);
+        int nrows =
+            part ? (int)(sizeof quality / sizeof quality[0]) : (int)(sizeof cost / sizeof cost[0]);
         fprintf(f, "## %s\n\n", part ? "Quality on validation ground (never trained on)" : "Cost");
         if (part && !s->have_val) {
             fprintf(f, "No validation ran (no validation patches).\n\n");
             continue;
         }
         fprintf(f, "| | this run |%s%s\n", part && s->have_oracle ? " oracle |" : "",
-                base_json ? " baseline | change |" : "");
+                base ? " baseline | change |" : "");
         fprintf(f, "|---|---:|%s%s\n", part && s->have_oracle ? "---:|" : "",
-                base_json ? "---:|---:|" : "");
+                base ? "---:|---:|" : "");
         for (int i = 0; i < nrows; i++) {
             char a[32], o[32] = "", b[32] = "", d[48] = "";
-            double v = json_number(json, rows[i].key);
+            double v = wc_json_get_num(run, rows[i].key);
             snprintf(a, sizeof a, rows[i].fmt, v);
             if (part && s->have_oracle) {
                 char okey[96];
                 snprintf(okey, sizeof okey, "oracle_%s", rows[i].key + 4);
-                double ov = json_number(json, okey);
+                double ov = wc_json_get_num(run, okey);
                 snprintf(o, sizeof o, isnan(ov) ? "-" : rows[i].fmt, ov);
             }
-            if (base_json) {
-                double bv = json_number(base_json, rows[i].key);
+            if (base) {
+                double bv = wc_json_get_num(base, rows[i].key);
                 snprintf(b, sizeof b, isnan(bv) ? "-" : rows[i].fmt, bv);
                 if (isnan(bv) || isnan(v))
                     snprintf(d, sizeof d, "-");
@@ -133,26 +102,175 @@ static void write_markdown(const char *path, const wc_run_summary *s, const char
             }
             fprintf(f, "| %s | %s |", rows[i].name, isnan(v) ? "-" : a);
             if (part && s->have_oracle) fprintf(f, " %s |", o);
-            if (base_json) fprintf(f, " %s | %s |", b, d);
+            if (base) fprintf(f, " %s | %s |", b, d);
             fprintf(f, "\n");
         }
         fprintf(f, "\n");
     }
+    if (s->best_step >= 0)
+        fprintf(f,
+                "Model selection: the checkpoint with the best validation AUC-PR, %.4f after step "
+                "%ld, is kept as checkpoints/best.wcp; the risk map of this run, and `wildcpu "
+                "predict` or `evaluate` given this directory, use it. The table shows the last "
+                "validation.\n\n",
+                s->best_auc_pr, s->best_step);
     if (s->have_oracle && s->have_val)
-        fprintf(f, "The oracle is the true burn probability the synthetic labels were drawn from: "
-                   "the best any map can do on these pixels. This run's AUC-PR is %.0f%% of "
-                   "the oracle's.\n\n",
+        fprintf(f,
+                "The oracle is the true burn probability the synthetic labels were drawn from: "
+                "the best any map can do on these pixels. This run's AUC-PR is %.0f%% of "
+                "the oracle's.\n\n",
                 100 * s->val.auc_pr / s->oracle.auc_pr);
-    if (base_json) {
-        double dv = json_number(json, "val_auc_pr") - json_number(base_json, "val_auc_pr");
-        double cost_ratio = json_number(json, "core_hours") / json_number(base_json, "core_hours");
-        double speed = json_number(json, "wall_time_s") / json_number(base_json, "wall_time_s");
-        fprintf(f, "Against the baseline (%s): AUC-PR %+.4f for x%.2f the core-hours and x%.2f "
-                   "the wall time. Change is this run minus the baseline for quality, this run "
-                   "over the baseline for cost.\n",
+    if (base) {
+        double dv = wc_json_get_num(run, "val_auc_pr") - wc_json_get_num(base, "val_auc_pr");
+        double cost_ratio =
+            wc_json_get_num(run, "core_hours") / wc_json_get_num(base, "core_hours");
+        double speed = wc_json_get_num(run, "wall_time_s") / wc_json_get_num(base, "wall_time_s");
+        fprintf(f,
+                "Against the baseline (%s): AUC-PR %+.4f for x%.2f the core-hours and x%.2f "
+                "the wall time. Change is this run minus the baseline for quality, this run "
+                "over the baseline for cost.\n",
                 base_path, dv, cost_ratio, speed);
     }
     wc_atomic_commit(&af);
+}
+
+/* A field of report.json: a key and its value, in the file's order. */
+typedef struct field {
+    const char *key;
+    enum { FIELD_STR, FIELD_INT, FIELD_NUM } kind;
+    const char *s;
+    int64_t i;
+    double v;
+} field;
+/* The --baseline report, parsed; a file that cannot be read or is not a wildcpu report is a
+ * warning (the run's own report is still written, without the comparison). */
+static int read_baseline(const char *path, wc_json_doc *doc) {
+    char *text = wc_read_file(path);
+    if (!text) {
+        wc_warn("--baseline %s cannot be read (%s): no comparison in the report", path,
+                strerror(errno));
+        return WC_ERR;
+    }
+    char why[256];
+    int rc = wc_json_parse(text, doc, why, sizeof why);
+    free(text);
+    if (rc != WC_OK) {
+        wc_warn("--baseline %s is not valid JSON (%s): no comparison in the report", path, why);
+        return WC_ERR;
+    }
+    if (!wc_json_get_str(doc, "wildcpu")) {
+        wc_warn("--baseline %s is not a wildcpu report.json (it has no \"wildcpu\" member): no "
+                "comparison in the report",
+                path);
+        wc_json_doc_free(doc);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* What the summary derives from the run's figures: the log and report.json say the same. */
+typedef struct derived {
+    double ts;         /* the step loop's seconds; NaN when it did not run (rates undefined) */
+    double sps;        /* training samples per second */
+    double core_hours; /* wall time x ranks x threads */
+    double expected;   /* bytes: planned + baseline + GDAL cache */
+    int64_t rss_max;   /* the largest peak RSS of any rank */
+} derived;
+
+static derived derive(const wc_run_summary *s, const int64_t *rss, int R) {
+    derived d = {.ts = s->train_seconds > 0 ? s->train_seconds : NAN};
+    for (int r = 0; r < R; r++) d.rss_max = WC_MAX(d.rss_max, rss[r]);
+    const double samples = (double)s->steps_done * s->batch;
+    d.sps = samples / d.ts;
+    d.core_hours = s->wall_seconds * s->ranks * s->threads / 3600.0;
+    d.expected = (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes);
+    return d;
+}
+
+static void log_summary(const wc_run_summary *s, const derived *d) {
+    char buf[32], buf2[32];
+    wc_info("run %s: %ld steps in %.1f s (%.2f samples/s, %.1f GFLOP/s over %d rank%s), "
+            "%.4f core-hours; peak RSS %s per rank (max) vs %s planned + baseline + GDAL "
+            "cache (x%.2f)",
+            status_name(s->status), s->steps_done, s->wall_seconds, d->sps,
+            d->sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "", d->core_hours,
+            wc_fmt_bytes(buf, sizeof buf, (double)d->rss_max),
+            wc_fmt_bytes(buf2, sizeof buf2, d->expected), (double)d->rss_max / d->expected);
+    if (s->train_seconds > 0)
+        wc_info("time on rank 0: compute %.1f%%, reduction %.1f%%, validation %.1f%%, waiting "
+                "for data %.2f%%, checkpoints %.2f%% (%ld written)",
+                100 * s->compute_seconds / d->ts, 100 * s->reduce_seconds / d->ts,
+                100 * s->val_seconds / d->ts, 100 * s->io_wait_seconds / d->ts,
+                100 * s->ckpt_seconds / d->ts, s->ckpts_written);
+}
+
+/* report.json's document into j (initialized): the fields in order, the peak RSS of each of the
+ * R ranks, then the validation metrics and the oracle's. */
+static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, const int64_t *rss,
+                       int R) {
+    char created[32];
+    wc_utc_timestamp(created, sizeof created);
+    const double MiB = 1048576.0;
+    const field fields[] = {
+        {"wildcpu", FIELD_STR, .s = WC_VERSION},
+        {"created", FIELD_STR, .s = created},
+        {"status", FIELD_STR, .s = status_name(s->status)},
+        {"model", FIELD_STR, .s = s->arch},
+        {"ranks", FIELD_INT, .i = s->ranks},
+        {"threads_per_rank", FIELD_INT, .i = s->threads},
+        {"global_batch", FIELD_INT, .i = s->batch},
+        {"micro_batch", FIELD_INT, .i = s->micro_batch},
+        {"steps", FIELD_INT, .i = s->steps_total},
+        {"steps_this_run", FIELD_INT, .i = s->steps_done},
+        {"resumed_from_step", FIELD_INT, .i = s->start_step},
+        {"steps_per_epoch", FIELD_INT, .i = s->steps_per_epoch},
+        {"epochs", FIELD_NUM, .v = (double)s->steps_total / (double)s->steps_per_epoch},
+        {"wall_time_s", FIELD_NUM, .v = s->wall_seconds},
+        {"train_time_s", FIELD_NUM, .v = s->train_seconds},
+        {"core_hours", FIELD_NUM, .v = d->core_hours},
+        {"samples_per_s", FIELD_NUM, .v = d->sps},
+        {"gflops_per_s", FIELD_NUM, .v = d->sps * s->flops_per_sample / 1e9},
+        {"time_compute_s", FIELD_NUM, .v = s->compute_seconds},
+        {"time_reduce_s", FIELD_NUM, .v = s->reduce_seconds},
+        {"time_validation_s", FIELD_NUM, .v = s->val_seconds},
+        {"time_io_wait_s", FIELD_NUM, .v = s->io_wait_seconds},
+        {"io_wait_fraction", FIELD_NUM, .v = s->io_wait_seconds / d->ts},
+        {"reduce_fraction", FIELD_NUM, .v = s->reduce_seconds / d->ts},
+        {"recomputed_steps", FIELD_INT, .i = s->redo_steps},
+        {"peak_rss_mib_max", FIELD_NUM, .v = (double)d->rss_max / MiB},
+        {"memory_planned_mib", FIELD_NUM, .v = (double)s->planned_bytes / MiB},
+        {"memory_baseline_mib", FIELD_NUM, .v = (double)s->baseline_bytes / MiB},
+        {"gdal_cache_mib", FIELD_NUM, .v = (double)s->gdal_cache_bytes / MiB},
+        {"peak_rss_over_plan", FIELD_NUM, .v = (double)d->rss_max / d->expected},
+        {"data_held_mib", FIELD_NUM, .v = (double)s->data_bytes / MiB},
+        {"patches_read", FIELD_INT, .i = s->patches_read},
+        {"mib_read", FIELD_NUM, .v = s->bytes_read / MiB},
+        {"checkpoints_written", FIELD_INT, .i = s->ckpts_written},
+        {"checkpoint_time_s", FIELD_NUM, .v = s->ckpt_seconds},
+        {"checkpoint_mib", FIELD_NUM, .v = (double)s->ckpt_bytes / MiB},
+        {"checkpoint_fraction", FIELD_NUM, .v = s->ckpt_seconds / d->ts},
+        {"final_train_loss", FIELD_NUM, .v = s->last_loss},
+        {"best_step", FIELD_INT, .i = s->best_step},
+        {"best_val_auc_pr", FIELD_NUM, .v = s->best_step >= 0 ? s->best_auc_pr : NAN},
+    };
+    wc_json_object(j);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const field *f = &fields[i];
+        wc_json_key(j, f->key);
+        if (f->kind == FIELD_STR)
+            wc_json_str(j, f->s);
+        else if (f->kind == FIELD_INT)
+            wc_json_int(j, f->i);
+        else
+            wc_json_num(j, f->v);
+    }
+    wc_json_key(j, "peak_rss_mib_per_rank");
+    wc_json_array(j);
+    for (int r = 0; r < R; r++) wc_json_num(j, (double)rss[r] / MiB);
+    wc_json_end(j);
+    if (s->have_val) wc_metrics_json_members(j, &s->val, "val_");
+    if (s->have_oracle) wc_metrics_json_members(j, &s->oracle, "oracle_");
+    wc_json_end(j);
 }
 
 void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
@@ -164,91 +282,32 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         free(rss);
         return;
     }
-    int64_t rss_max = 0;
-    for (int r = 0; r < R; r++) rss_max = WC_MAX(rss_max, rss[r]);
-    const double ts = s->train_seconds > 0 ? s->train_seconds : NAN;
-    const double samples = (double)s->steps_done * s->batch;
-    const double sps = samples / ts;
-    const double core_hours = s->wall_seconds * s->ranks * s->threads / 3600.0;
-    const double expected =
-        (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes);
-    char buf[32], buf2[32];
-    wc_info("run %s: %ld steps in %.1f s (%.2f samples/s, %.1f GFLOP/s over %d rank%s), "
-            "%.4f core-hours; peak RSS %s per rank (max) vs %s planned + baseline + GDAL "
-            "cache (x%.2f)",
-            status_name(s->status), s->steps_done, s->wall_seconds, sps,
-            sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "", core_hours,
-            wc_fmt_bytes(buf, sizeof buf, (double)rss_max), wc_fmt_bytes(buf2, sizeof buf2, expected),
-            (double)rss_max / expected);
-    if (s->train_seconds > 0)
-        wc_info("time on rank 0: compute %.1f%%, reduction %.1f%%, validation %.1f%%, waiting "
-                "for data %.2f%%, checkpoints %.2f%% (%ld written)",
-                100 * s->compute_seconds / ts, 100 * s->reduce_seconds / ts,
-                100 * s->val_seconds / ts, 100 * s->io_wait_seconds / ts,
-                100 * s->ckpt_seconds / ts, s->ckpts_written);
+    const derived d = derive(s, rss, R);
+    log_summary(s, &d);
+    wc_json j;
+    wc_json_init(&j);
+    build_json(&j, s, &d, rss, R);
+    free(rss);
 
-    char path[4200], created[32];
-    wc_utc_timestamp(created, sizeof created);
+    char path[4200];
     snprintf(path, sizeof path, "%s/report.json", out_dir);
-    /* room for the fixed fields, one figure per rank, and the model's name escaped */
-    char arch[2 * sizeof s->arch + 8];
-    wc_json_escape(arch, sizeof arch, s->arch);
-    const size_t cap = 16384 + (size_t)R * 24;
-    char *json = WC_ALLOC(cap);
-    size_t n = (size_t)snprintf(json, cap,
-        "{\"wildcpu\":\"%s\",\"created\":\"%s\",\"status\":\"%s\",\"model\":\"%s\","
-        "\"ranks\":%d,\"threads_per_rank\":%d,\"global_batch\":%d,\"micro_batch\":%d,"
-        "\"steps\":%ld,\"steps_this_run\":%ld,\"resumed_from_step\":%ld,\"steps_per_epoch\":%ld,"
-        "\"epochs\":%.4g,\"wall_time_s\":%.3f,\"train_time_s\":%.3f,\"core_hours\":%.6f,"
-        "\"samples_per_s\":%.4f,\"gflops_per_s\":%.3f,\"time_compute_s\":%.3f,"
-        "\"time_reduce_s\":%.3f,\"time_validation_s\":%.3f,\"time_io_wait_s\":%.4f,"
-        "\"io_wait_fraction\":%.6f,\"reduce_fraction\":%.6f,\"recomputed_steps\":%ld,"
-        "\"peak_rss_mib_max\":%.2f,\"memory_planned_mib\":%.2f,\"memory_baseline_mib\":%.2f,"
-        "\"gdal_cache_mib\":%.2f,\"peak_rss_over_plan\":%.4f,"
-        "\"data_held_mib\":%.3f,\"patches_read\":%ld,\"mib_read\":%.2f,"
-        "\"checkpoints_written\":%ld,\"checkpoint_time_s\":%.4f,\"checkpoint_mib\":%.3f,"
-        "\"checkpoint_fraction\":%.6f,\"final_train_loss\":%.6g,\"peak_rss_mib_per_rank\":[",
-        WC_VERSION, created, status_name(s->status), arch, s->ranks, s->threads, s->batch,
-        s->micro_batch, s->steps_total, s->steps_done, s->start_step, s->steps_per_epoch,
-        (double)s->steps_total / (double)s->steps_per_epoch, s->wall_seconds, s->train_seconds,
-        core_hours, sps, sps * s->flops_per_sample / 1e9, s->compute_seconds, s->reduce_seconds,
-        s->val_seconds, s->io_wait_seconds, s->io_wait_seconds / ts, s->reduce_seconds / ts,
-        s->redo_steps, (double)rss_max / 1048576.0, (double)s->planned_bytes / 1048576.0,
-        (double)s->baseline_bytes / 1048576.0, (double)s->gdal_cache_bytes / 1048576.0,
-        (double)rss_max / expected, (double)s->data_bytes / 1048576.0,
-        s->patches_read, s->bytes_read / 1048576.0, s->ckpts_written, s->ckpt_seconds,
-        (double)s->ckpt_bytes / 1048576.0, s->ckpt_seconds / ts, s->last_loss);
-    for (int r = 0; r < R; r++)
-        n += (size_t)snprintf(json + n, cap - n, "%s%.2f", r ? "," : "",
-                              (double)rss[r] / 1048576.0);
-    n += (size_t)snprintf(json + n, cap - n, "]");
-    if (s->have_val) {
-        n += (size_t)snprintf(json + n, cap - n, ",");
-        n += (size_t)wc_metrics_json(json + n, cap - n, &s->val, "val_");
-    }
-    if (s->have_oracle) {
-        n += (size_t)snprintf(json + n, cap - n, ",");
-        n += (size_t)wc_metrics_json(json + n, cap - n, &s->oracle, "oracle_");
-    }
-    snprintf(json + n, cap - n, "}\n");
-    char *fixed = nan_to_null(json);
-    free(json);
-    json = fixed;
     wc_atomic_file af;
     if (wc_atomic_open(&af, path, "w") == WC_OK) {
-        fputs(json, af.f);
+        fputs(wc_json_text(&j), af.f);
+        fputc('\n', af.f);
         wc_atomic_commit(&af);
     }
-    char *base = NULL;
-    if (baseline_json) {
-        base = wc_read_file(baseline_json);
-        if (!base)
-            wc_warn("--baseline %s cannot be read (%s): no comparison in the report",
-                    baseline_json, strerror(errno));
-    }
+
+    /* The builder's output is valid JSON within every limit of the reader: a failure here is a
+     * bug in json.c, not a runtime condition. */
+    wc_json_doc run, base = {0, NULL};
+    char why[256];
+    int rc = wc_json_parse(wc_json_text(&j), &run, why, sizeof why);
+    WC_ASSERT(rc == WC_OK);
+    const int have_base = baseline_json && read_baseline(baseline_json, &base) == WC_OK;
     snprintf(path, sizeof path, "%s/report.md", out_dir);
-    write_markdown(path, s, json, base, baseline_json);
-    free(base);
-    free(json);
-    free(rss);
+    write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json);
+    wc_json_doc_free(&run);
+    wc_json_doc_free(&base);
+    wc_json_free(&j);
 }

@@ -2,6 +2,7 @@
 #include "wildcpu/trainlog.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/json.h"
 #include "wildcpu/util.h"
 
 struct wc_trainlog {
@@ -23,16 +25,13 @@ struct wc_trainlog {
     double t_open, t_start, t_last;
     long steps_since_start, samples_since_line, steps_since_line;
     double loss_since_line, last_loss;
+    wc_json line;           /* the line being built (its buffer is reused) */
 };
 
-/* One line of the log, flushed. */
-static void write_line(wc_trainlog *l, const char *fmt, ...) WC_PRINTF(2, 3);
-static void write_line(wc_trainlog *l, const char *fmt, ...) {
+/* One line of the log (a finished JSON object), flushed. */
+static void write_line(wc_trainlog *l, const wc_json *j) {
     if (!l->f) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int bad = vfprintf(l->f, fmt, ap) < 0;
-    va_end(ap);
+    int bad = fputs(wc_json_text(j), l->f) == EOF;
     bad |= fputc('\n', l->f) == EOF;
     bad |= fflush(l->f) != 0;
     if (bad && !l->failed)
@@ -42,7 +41,22 @@ static void write_line(wc_trainlog *l, const char *fmt, ...) {
     clearerr(l->f);
 }
 
-/* The log of a resumed run: drop what the interrupted run logged after the checkpoint. */
+/* A line starts as {"type":TYPE,"step":STEP, ...; the caller adds members and writes it. */
+static wc_json *begin_line(wc_trainlog *l, const char *type, long step) {
+    wc_json_reset(&l->line);
+    wc_json_object(&l->line);
+    wc_json_kstr(&l->line, "type", type);
+    wc_json_kint(&l->line, "step", step);
+    return &l->line;
+}
+
+static void end_line(wc_trainlog *l) {
+    wc_json_end(&l->line);
+    write_line(l, &l->line);
+}
+
+/* The log of a resumed run: drop what the interrupted run logged after the checkpoint. A line
+ * that is not a JSON object with a step (a torn last line of a killed run) is dropped too. */
 static void trim(const char *path, long keep_through_step) {
     char *text = wc_read_file(path);
     wc_atomic_file out;
@@ -50,14 +64,24 @@ static void trim(const char *path, long keep_through_step) {
         free(text);
         return; /* a missing log is fine; a failure was reported */
     }
+    long dropped_bad = 0;
     for (char *line = text, *next; *line; line = next) {
         next = strchr(line, '\n');
         next = next ? next + 1 : line + strlen(line);
-        const char *s = strstr(line, "\"step\":");
-        long step = s && s < next ? atol(s + 7) : 0;
-        if (step <= keep_through_step) fwrite(line, 1, (size_t)(next - line), out.f);
+        wc_json_doc doc;
+        char why[160];
+        double step = NAN;
+        if (wc_json_parse_n(line, (size_t)(next - line), &doc, why, sizeof why) == WC_OK) {
+            step = wc_json_get_num(&doc, "step");
+            wc_json_doc_free(&doc);
+        }
+        if (!isfinite(step)) dropped_bad++;
+        else if (step <= keep_through_step) fwrite(line, 1, (size_t)(next - line), out.f);
     }
     free(text);
+    if (dropped_bad)
+        wc_warn("%s: dropped %ld line(s) that were not a logged step (a torn write?)", path,
+                dropped_bad);
     if (wc_atomic_commit(&out) != WC_OK)
         wc_warn("%s keeps lines logged after the checkpoint", path);
 }
@@ -65,6 +89,7 @@ static void trim(const char *path, long keep_through_step) {
 wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_steps,
                               long steps_per_epoch, long log_every) {
     wc_trainlog *l = WC_CALLOC(1, sizeof *l);
+    wc_json_init(&l->line);
     l->total_steps = total_steps, l->steps_per_epoch = steps_per_epoch, l->log_every = log_every;
     l->t_open = l->t_start = l->t_last = wc_now();
     if (wc_dist_rank() != 0) return l;
@@ -93,6 +118,7 @@ void wc_trainlog_close(wc_trainlog *l) {
     if (!l) return;
     wc_trainlog_break_line(l);
     if (l->f) fclose(l->f);
+    wc_json_free(&l->line);
     free(l->path);
     free(l);
 }
@@ -149,10 +175,13 @@ void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long sa
     clear_bar(l);
     wc_info("epoch %ld/%ld  step %ld/%ld  loss %.4f  lr %.2e  %.1f samples/s  ETA %s", epoch,
             epochs, done, l->total_steps, mean, lr, sps, eta);
-    write_line(l,
-               "{\"type\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.17g,\"lr\":%.9g,"
-               "\"samples_per_s\":%.3f,\"elapsed_s\":%.3f}",
-               done, epoch, mean, lr, sps, now - l->t_open);
+    wc_json *j = begin_line(l, "train", done);
+    wc_json_kint(j, "epoch", epoch);
+    wc_json_knum(j, "loss", mean);
+    wc_json_knum(j, "lr", lr);
+    wc_json_knum(j, "samples_per_s", sps);
+    wc_json_knum(j, "elapsed_s", now - l->t_open);
+    end_line(l);
     l->t_last = now;
     l->samples_since_line = l->steps_since_line = 0;
     l->loss_since_line = 0;
@@ -162,16 +191,11 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
                             const wc_metrics *oracle) {
     if (!l->active) return;
     const long epoch = step / l->steps_per_epoch + 1;
-    char line[2048];
-    int n = snprintf(line, sizeof line, "{\"type\":\"val\",\"step\":%ld,\"epoch\":%ld,", step + 1,
-                     epoch);
-    n += wc_metrics_json(line + n, sizeof line - n, val, "");
-    if (oracle) {
-        n += snprintf(line + n, sizeof line - n, ",");
-        n += wc_metrics_json(line + n, sizeof line - n, oracle, "oracle_");
-    }
-    snprintf(line + n, sizeof line - n, "}");
-    write_line(l, "%s", line);
+    wc_json *j = begin_line(l, "val", step + 1);
+    wc_json_kint(j, "epoch", epoch);
+    wc_metrics_json_members(j, val, "");
+    if (oracle) wc_metrics_json_members(j, oracle, "oracle_");
+    end_line(l);
     clear_bar(l);
     wc_info("validation after step %ld (epoch %ld): loss %.4f  AUC-PR %.4f  ROC-AUC %.4f  "
             "best F1 %.3f @ %.3f  Brier %.4f  (%lld pixels, %.1f%% burned)",
@@ -184,15 +208,21 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
                 oracle->auc_pr, oracle->roc_auc, 100 * val->auc_pr / oracle->auc_pr);
 }
 
-void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, long step, size_t bytes,
-                            double seconds, const char *why) {
+void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, long step,
+                            size_t bytes, double seconds, const char *why) {
     if (!l->active) return;
-    char b[32];
+    char b[32], file[64];
+    if (name)
+        snprintf(file, sizeof file, "%s", name);
+    else
+        snprintf(file, sizeof file, "ckpt-%08ld.wcp", step);
     clear_bar(l);
-    wc_info("checkpoint %s/ckpt-%08ld.wcp (%s): %s in %.3f s", dir, step, why,
+    wc_info("checkpoint %s/%s (%s): %s in %.3f s", dir, file, why,
             wc_fmt_bytes(b, sizeof b, (double)bytes), seconds);
-    write_line(l,
-               "{\"type\":\"checkpoint\",\"step\":%ld,\"bytes\":%zu,\"seconds\":%.4f,"
-               "\"why\":\"%s\"}",
-               step, bytes, seconds, why);
+    wc_json *j = begin_line(l, "checkpoint", step);
+    wc_json_kstr(j, "file", file);
+    wc_json_kint(j, "bytes", (int64_t)bytes);
+    wc_json_knum(j, "seconds", seconds);
+    wc_json_kstr(j, "why", why);
+    end_line(l);
 }

@@ -185,19 +185,6 @@ uint64_t wc_fnv1a64(const void *data, size_t n) {
     return h;
 }
 
-size_t wc_json_escape(char *dst, size_t cap, const char *s) {
-    size_t n = 0;
-    for (; *s && n + 7 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') dst[n++] = '\\', dst[n++] = (char)c;
-        else if (c == '\n') dst[n++] = '\\', dst[n++] = 'n';
-        else if (c < 0x20) n += (size_t)snprintf(dst + n, cap - n, "\\u%04x", c);
-        else dst[n++] = (char)c;
-    }
-    if (cap) dst[n] = '\0';
-    return n;
-}
-
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;

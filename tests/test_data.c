@@ -134,7 +134,11 @@ static void test_georeferencing_round_trip(void) {
     if (!ds) return;
     int x0, y0;
     wc_dataset_patch_origin(ds, (uint32_t)(2 * ds->cols + 5), &x0, &y0);
-    CHECK(x0 == 5 * 64 && y0 == 2 * 64, "patch origin (%d, %d)", x0, y0);
+    /* the grid starts at the global pooling phase: within one patch of the raster's corner */
+    CHECK(ds->x_origin >= 0 && ds->x_origin < 64 && ds->y_origin >= 0 && ds->y_origin < 64,
+          "grid origin (%d, %d)", ds->x_origin, ds->y_origin);
+    CHECK(x0 == ds->x_origin + 5 * 64 && y0 == ds->y_origin + 2 * 64, "patch origin (%d, %d)", x0,
+          y0);
     GDALDatasetH g = GDALOpen(cfg.tiles, GA_ReadOnly);
     double gt[6];
     GDALGetGeoTransform(g, gt);
@@ -270,7 +274,7 @@ static void test_decode_nodata_nan_and_labels(void) {
         void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
         float *x = WC_ALLOC(sizeof(float) * 2 * 64 * 64), *y = WC_ALLOC(sizeof(float) * 64 * 64);
         uint8_t *valid = WC_ALLOC(64 * 64);
-        CHECK(wc_dataset_read_patch(ds, &f, 0, raw, 0) == WC_OK, "read");
+        CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
         long n = wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
         CHECK(n == 64 * 64 - 4, "%ld valid pixels, expected %d", n, 64 * 64 - 4);
         CHECK(!valid[10] && !valid[11] && !valid[12] && !valid[13] && valid[14],
@@ -314,7 +318,7 @@ static void test_band_types(void) {
         void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
         float x[64 * 64], y[64 * 64];
         uint8_t valid[64 * 64];
-        CHECK(wc_dataset_read_patch(ds, &f, 0, raw, 0) == WC_OK, "read");
+        CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
         long n = wc_dataset_decode(ds, raw, NULL, NULL, x, y, valid, NULL);
         int bad = 0;
         for (int i = 0; i < 64 * 64; i++) bad += x[i] != 3 + (i * 7) % 200 || y[i] != (i % 5 == 0);
@@ -408,7 +412,7 @@ static void test_statistics_of_hostile_values(void) {
         uint8_t valid[64 * 64];
         long bad = 0, nvalid = 0;
         for (uint32_t id = 0; id < 4; id++) {
-            CHECK(wc_dataset_read_patch(ds, &f, id, raw, 0) == WC_OK, "read patch %u", id);
+            CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = id}, raw, 0) == WC_OK, "read patch %u", id);
             nvalid += wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
             for (int i = 0; i < NB * 64 * 64; i++) bad += !isfinite(x[i]);
         }
@@ -452,7 +456,7 @@ static void test_unrepresentable_input_is_invalid(void) {
         float x[2 * 64 * 64], y[64 * 64];
         uint8_t valid[64 * 64];
         CHECK(ds->read_type == WC_DT_FLOAT64, "read as %s", wc_dtype_name(ds->read_type));
-        CHECK(wc_dataset_read_patch(ds, &f, 0, raw, 0) == WC_OK, "read");
+        CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
         raw[64 * 64 + 7] = 1e300; /* band b, pixel 7: as if read from another raster */
         long n = wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
         CHECK(n == 64 * 64 - 1 && !valid[7] && valid[6] && valid[8],

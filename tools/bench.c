@@ -144,15 +144,29 @@ int main(int argc, char **argv) {
     double rss = (double)wc_peak_rss_bytes() / 1048576.0;
     if (mpi) wc_dist_max_f64(&rss, 1);
     if (rank == 0) {
-        char cpu[768];
-        printf("{\"impl\":\"wildcpu-%s\",\"threads\":%d,\"ranks\":%d,\"batch_per_rank\":%d,"
-               "\"micro_batch\":%d,\"samples_per_s\":%.3f,\"samples_per_s_min\":%.3f,"
-               "\"samples_per_s_max\":%.3f,\"gflop_per_sample\":%.4f,\"gflops_nominal\":%.2f,"
-               "\"sgemm_2048_gflops_1thread\":%.2f,\"nominal_over_sgemm_peak\":%.3f,"
-               "\"peak_rss_mb\":%.1f,%s}\n",
-               WC_VERSION, threads, nranks, batch, micro, sps, rate[0], rate[reps - 1],
-               flops / 1e9, achieved, gemm, gemm > 0 ? achieved / (gemm * threads * nranks) : 0.0,
-               rss, wc_cpuinfo_json(cpu, sizeof cpu));
+        wc_json j;
+        wc_json_init(&j);
+        wc_json_object(&j);
+        char impl[64];
+        snprintf(impl, sizeof impl, "wildcpu-%s", WC_VERSION);
+        wc_json_kstr(&j, "impl", impl);
+        wc_json_kint(&j, "threads", threads);
+        wc_json_kint(&j, "ranks", nranks);
+        wc_json_kint(&j, "batch_per_rank", batch);
+        wc_json_kint(&j, "micro_batch", micro);
+        wc_json_knum(&j, "samples_per_s", sps);
+        wc_json_knum(&j, "samples_per_s_min", rate[0]);
+        wc_json_knum(&j, "samples_per_s_max", rate[reps - 1]);
+        wc_json_knum(&j, "gflop_per_sample", flops / 1e9);
+        wc_json_knum(&j, "gflops_nominal", achieved);
+        wc_json_knum(&j, "sgemm_2048_gflops_1thread", gemm);
+        wc_json_knum(&j, "nominal_over_sgemm_peak",
+                     gemm > 0 ? achieved / (gemm * threads * nranks) : 0.0);
+        wc_json_knum(&j, "peak_rss_mb", rss);
+        wc_cpuinfo_json_members(&j);
+        wc_json_end(&j);
+        printf("%s\n", wc_json_text(&j));
+        wc_json_free(&j);
         fflush(stdout);
     }
     free(rate), free(x), free(y), free(valid);

@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
     wc_schedule_init(&s, ds->train, ds->ntrain, batch, micro, rank, R, 1, 2 * spe);
     wc_reader *rd = wc_reader_create(ds, 8, micro);
     uint32_t ids[4096];
+    wc_sample samples[4096];
     for (int epoch = 0; epoch < 2; epoch++) {
         wc_dist_barrier();
         long p0;
@@ -50,7 +51,8 @@ int main(int argc, char **argv) {
                     queued--;
                 }
                 int n = wc_schedule_patches(&s, step, j, ids);
-                wc_reader_submit(rd, ids, n, 0, step);
+                for (int i = 0; i < n; i++) samples[i] = (wc_sample){.id = ids[i]};
+                wc_reader_submit(rd, samples, n, step);
                 queued++;
             }
         }

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "wildcpu/json.h"
+
 typedef struct wc_cpuinfo {
     char model[128];      /* /proc/cpuinfo "model name" ("unknown" if none) */
     char isa[64];         /* the SIMD extensions present, e.g. "sse4.2 avx avx2 fma avx512f" */
@@ -23,8 +25,8 @@ void wc_cpuinfo_get(wc_cpuinfo *info);
 /* One line: "CPU <model> (<n> online; <isa>), OpenBLAS <core> (<config>)" into buf; returns
  * buf. */
 const char *wc_cpuinfo_describe(char *buf, size_t size);
-/* The same as a JSON object's members (no braces): "cpu_model":"...","cpu_isa":"...",
- * "openblas_core":"...","openblas_config":"...","online_cpus":N, escaped; returns buf. */
-const char *wc_cpuinfo_json(char *buf, size_t size);
+/* The same as members of the JSON object being built: cpu_model, cpu_isa, openblas_core,
+ * openblas_config (strings), online_cpus (an integer). */
+void wc_cpuinfo_json_members(wc_json *j);
 
 #endif

@@ -1,8 +1,16 @@
 /* dataset.h: the training data as patches of a georeferenced raster, split in space, with
  * normalization statistics, identical on every rank.
  *
- * The raster is cut into --patch x --patch patches on a fixed grid anchored at pixel (0, 0);
- * the pixels beyond the last whole patch are not used for training (prediction covers them).
+ * The raster is cut into --patch x --patch patches on the grid of P x P cells of the GLOBAL
+ * pixel grid (raster.h, wc_raster_global_origin): adjacent rasters of one grid share their
+ * cells, every model is trained and validated on the same patches, and as P is a multiple of
+ * the network's pooling alignment, training, validation and the map all run the network at the
+ * phase it was validated at. The pixels before the origin and
+ * beyond the last whole patch are not used for training (prediction covers them). With jitter
+ * (on by default), each training sample of an epoch is its patch shifted by a pseudo-random
+ * multiple of the alignment, a pure function of (seed, epoch, patch), never onto validation
+ * ground or off the raster: more distinct samples, the same bits on any number of ranks and
+ * across a resume.
  * A pixel is valid when every feature is neither nodata nor NaN/Inf and its label is not
  * nodata; patches with less than half their pixels valid are dropped. The split is spatial:
  * square blocks of patches (default 256 pixels a side) go to validation whole, chosen in a
@@ -43,7 +51,16 @@ typedef struct wc_data_config {
     int val_block_px;         /* validation block side in pixels (rounded to whole patches) */
     double min_valid;         /* keep a patch when at least this fraction of it is valid */
     uint64_t seed;
+    int align;                /* the network's pooling alignment: the jitter's step [1] */
+    int jitter;               /* shift training samples each epoch (--no-jitter: 0) [1] */
 } wc_data_config;
+
+/* One training or validation sample: patch `id` of the grid, its window shifted by (dx, dy)
+ * pixels (0, 0 without jitter, and always for validation). */
+typedef struct wc_sample {
+    uint32_t id;
+    int32_t dx, dy;
+} wc_sample;
 
 void wc_data_config_default(wc_data_config *cfg);
 
@@ -68,6 +85,7 @@ typedef struct wc_dataset {
     wc_dtype read_type;       /* the compact type they are read as */
     wc_dtype label_type;      /* type of a separate label read */
     int P;                    /* patch side */
+    int x_origin, y_origin;   /* the patch grid's first pixel: at the pooling phase */
     int cols, rows;           /* patch grid */
     long npatches;
     uint8_t *keep;            /* (npatches) enough valid pixels */
@@ -99,11 +117,15 @@ void wc_data_files_close(wc_data_files *f);
 /* Bytes of raw storage of one patch, as read (features and label in their compact types, plus
  * the oracle when requested). */
 size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle);
-/* Reads patch `id` (grid index) into raw (wc_dataset_patch_bytes) with one RasterIO call for
- * the tiles, plus one for a separate label raster and one for the oracle when with_oracle.
- * Errors name the file and the window. */
-int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, void *raw,
+/* Reads sample s (patch s.id's window shifted by s.dx, s.dy) into raw (wc_dataset_patch_bytes)
+ * with one RasterIO call for the tiles, plus one for a separate label raster and one for the
+ * oracle when with_oracle. Errors name the file and the window. */
+int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, void *raw,
                           int with_oracle);
+/* Training patch `id` as epoch `epoch` samples it: shifted by up to half a patch in each
+ * direction, in multiples of the alignment, drawn from (seed, epoch, id); unshifted when the
+ * shift would reach off the raster or onto a validation block, and when jitter is off. */
+wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch);
 /* Decodes a raw patch for the network: x (nfeat, P, P) normalized features (0 where invalid),
  * y (P, P) labels 0/1, valid (P, P), and, when oracle is not NULL and the raw patch has one,
  * the oracle probabilities (P, P). A pixel is invalid when its label or a feature is nodata,
@@ -112,6 +134,15 @@ int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, uint32_t id, v
  * (as floats: a value beyond float's range makes the pixel invalid). */
 long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
+
+/* The labels of the window (x0, y0, w, h), inside the raster, as decoding gives them: y 1 where
+ * the label is > 0, else 0; valid 0 where it is nodata. scratch: w * h doubles. Errors name the
+ * file and the window. */
+int wc_dataset_read_labels(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *y, uint8_t *valid, double *scratch);
+/* The oracle's probabilities of the window (the dataset must have an oracle). */
+int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *oracle);
 
 /* A feature value as the network sees it: (v - mean) / std, rounded to float. Training,
  * validation and prediction all normalize through this one function, so the map is computed
@@ -122,7 +153,7 @@ static inline float wc_normalize(double v, double mean, double inv_std) {
     return (float)(((long double)v - (long double)mean) * (long double)inv_std);
 }
 
-/* Grid position of a patch: its top-left pixel. */
+/* Grid position of a patch: its top-left pixel (the grid starts at x_origin, y_origin). */
 void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0);
 
 #endif

@@ -33,12 +33,15 @@
  * exp/log1p: bitwise identical across ranks that run the same binary against the same libm.
  *
  * Not here: MPI (the caller reduces the accumulator), I/O beyond formatting JSON members, and
- * any allocation (the accumulator is ~1 MiB: callers allocate it, never on the stack). */
+ * any allocation but the JSON builder's buffer (the accumulator is ~1 MiB: callers allocate it,
+ * never on the stack). */
 #ifndef WILDCPU_METRICS_H
 #define WILDCPU_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "wildcpu/json.h"
 
 /* Bin i holds probabilities in [i/BINS, (i+1)/BINS); p == 1 goes to the last bin. */
 #define WC_METRICS_BINS          65536
@@ -98,7 +101,14 @@ typedef struct wc_metrics {
     double recall_at_half;     /* at the same threshold */
     double brier;              /* mean (p - y)^2 */
     double positive_rate;      /* positives / pixels */
+    /* reliability (calibration): the probabilities in WC_METRICS_CAL_BINS equal bins; in bin k,
+     * the pixels with p in [k/10, (k+1)/10), their mean predicted probability (from the
+     * histogram's bins, to 1/2^17) and the share of them that burned (NaN for an empty bin) */
+    int64_t cal_count[10];
+    double cal_predicted[10], cal_observed[10];
 } wc_metrics;
+
+#define WC_METRICS_CAL_BINS 10
 
 /* out = the metrics of acc. Undefined quantities are NaN, never a division by zero:
  *   no pixels:              everything (pixels and positives are 0);
@@ -108,15 +118,15 @@ typedef struct wc_metrics {
  *   bad_outputs > 0:        every double (the model's output is broken). */
 void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc);
 
-/* Writes m as JSON object members without braces into buf, each key prefixed with prefix
- * ("val_" gives "val_loss"; "" or NULL for none), in this order:
+/* Writes m's members into the object open in j, each key prefixed with prefix ("val_" gives
+ * "val_loss"; "" or NULL for none; at most 64 bytes), in this order:
  *   "pixels":123,"positives":7,"bad_outputs":0,"loss":0.1234,"auc_pr":...,"roc_auc":...,
  *   "best_f1":...,"best_f1_threshold":...,"precision_at_half":...,"recall_at_half":...,
  *   "brier":...,"positive_rate":...
- * Doubles are printed with 10 significant digits (%.10g), NaN as null. Returns the number of
- * characters the whole text has (not counting the terminating NUL), like snprintf: the output
- * was truncated if that is >= size. buf may be NULL when size is 0. Returns -1 on an encoding
- * error (which snprintf does not produce for these formats). */
-int wc_metrics_json(char *buf, size_t size, const wc_metrics *m, const char *prefix);
+ * Doubles in the builder's round-trip form (wc_json_num), NaN as null. */
+void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix);
+/* The reliability bins as member `key`: an array of {"from","to","pixels","predicted",
+ * "observed"} objects (NaN as null). */
+void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m);
 
 #endif

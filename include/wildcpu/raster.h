@@ -31,6 +31,8 @@ const char *wc_dtype_name(wc_dtype t);
 /* The smallest type that holds every value of both a and b exactly (for reading bands of
  * different types in one call without losing anything). */
 wc_dtype wc_dtype_union(wc_dtype a, wc_dtype b);
+/* GDAL's GDALDataType for t (an int, so this header needs no gdal.h). */
+int wc_dtype_to_gdal(wc_dtype t);
 /* Value i of a buffer of type t, as double. */
 double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 
@@ -101,6 +103,15 @@ char **wc_gdal_file_list(const char *path);
 /* Pixel (col, row) -> map coordinates of the pixel's corner, and back (fractional pixels). */
 void wc_raster_pixel_to_map(const double gt[6], double col, double row, double *x, double *y);
 int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, double *row);
+
+/* The raster's place on the global pixel grid its georeferencing defines: pixel (0, 0) is global
+ * pixel (gcol, grow) = (round(gt0 / gt1), round(gt3 / gt5)), so two rasters on one grid (a
+ * mosaic and a window cut from it, or adjacent tiles) agree on every pixel's global coordinate.
+ * Returns 1; 0 for a rotated or ungeoreferenced raster, whose own grid is used (0, 0). The
+ * network's pooling phase is defined on this grid, for training, validation and maps alike. */
+int wc_raster_global_origin(const wc_raster *r, long long *gcol, long long *grow);
+/* v mod m in [0, m), for negative v too. */
+int wc_pmod(long long v, int m);
 
 /* True when two rasters are on the same grid: size, geotransform (to 1e-9 of a pixel) and CRS. */
 int wc_raster_same_grid(const wc_raster *a, const wc_raster *b);

@@ -1,6 +1,6 @@
 /* reader.h: reading patches ahead of the computation, on a thread of its own.
  *
- * The training loop submits read requests (lists of patches) in the order it will consume
+ * The training loop submits read requests (lists of samples: patches, maybe shifted) in the order it will consume
  * them, up to `slots` ahead; a reader thread with its own GDAL handles fills the slots in that
  * order while the main thread computes; wc_reader_take waits for the oldest request (the wait
  * is what the I/O-wait figure measures). Patches stay in their compact source types until the
@@ -20,12 +20,11 @@
 
 typedef struct wc_reader wc_reader;
 
-/* A filled slot: n raw patches, each wc_dataset_patch_bytes(ds, with_oracle) long. */
+/* A filled slot: n raw patches, each wc_dataset_patch_bytes(ds, 0) long. */
 typedef struct wc_read_batch {
     int n;
-    int with_oracle;
     long tag;           /* the caller's label for the request, echoed back */
-    uint32_t *ids;      /* (n) */
+    wc_sample *samples; /* (n) */
     unsigned char *raw; /* (n, patch bytes) */
     size_t patch_bytes;
 } wc_read_batch;
@@ -37,8 +36,8 @@ wc_reader *wc_reader_create(const wc_dataset *ds, int slots, int max_patches);
 void wc_reader_destroy(wc_reader *rd);
 /* True when a slot is free for another request. */
 int wc_reader_can_submit(const wc_reader *rd);
-/* Queues a request; a slot must be free. */
-void wc_reader_submit(wc_reader *rd, const uint32_t *ids, int n, int with_oracle, long tag);
+/* Queues a request for n samples; a slot must be free. */
+void wc_reader_submit(wc_reader *rd, const wc_sample *samples, int n, long tag);
 /* Waits for the oldest request not yet taken; WC_ERR if it could not be read. The batch stays
  * valid until released: wc_reader_release releases the oldest taken batch. */
 int wc_reader_take(wc_reader *rd, const wc_read_batch **batch);

@@ -3,8 +3,17 @@
  *
  * Conventions used across wildcpu:
  *   - functions that can fail at run time return WC_OK (0) or WC_ERR (-1) after logging a
- *     message that names the file, band, rank or step involved; only main() turns that into an
- *     exit status;
+ *     message that names the file, band, rank or step involved;
+ *   - the commands are the exception: wc_<command>_run (train, predict, export, inspect; run.h's
+ *     wc_run_train_and_map) returns the process's exit status (WC_EXIT_*), because a command
+ *     decides between "runtime error", "usage error" and "stopped"; main returns what they
+ *     return and nothing else turns a result into an exit status;
+ *   - verbs, one pair per kind of object: create/destroy for an object the module allocates
+ *     and returns (wc_net_create), open/close for one bound to files it reads or writes
+ *     (wc_raster_open, wc_dataset_open, wc_trainlog_open), init/free for a struct the caller
+ *     owns and the module fills (wc_schedule_init, wc_json_init; also a struct filled from a
+ *     file: wc_ckpt_read, wc_model_load, wc_snapshot_decode, each with its _free); every
+ *     destroy, close and free accepts NULL or an all-zero struct;
  *   - programmer errors (broken invariants) are WC_ASSERT failures: file:line, then abort;
  *   - out-of-memory is fatal: WC_ALLOC reports file:line and the size, then calls the fatal hook
  *     (which is MPI_Abort once the distributed layer is up, so no rank hangs in a collective).
@@ -95,10 +104,6 @@ const char *wc_fmt_bytes(char *buf, size_t size, double bytes);
 
 /* FNV-1a, 64 bits: the digest that names exact parameters (wildcpu info, map metadata). */
 uint64_t wc_fnv1a64(const void *data, size_t n);
-
-/* Writes s into dst as the body of a JSON string (quotes, backslashes and control characters
- * escaped), cut to fit cap; returns the length written. */
-size_t wc_json_escape(char *dst, size_t cap, const char *s);
 
 /* mkdir -p: creates path and its missing parents; WC_OK if it exists as a directory after. */
 int wc_mkdir_p(const char *path);
