@@ -93,7 +93,7 @@ const char WC_EVALUATE_HELP[] =
     "  --label-band NAME|N the label band, of the tiles or of --labels [fire]\n"
     "  --out FILE          the metrics as one JSON object (written atomically)\n"
     "  --map FILE          also write the risk map (as predict --out)\n"
-    "  --threads N         OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
+    "  --threads N         threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "\n"
     "exit status: 0 scored, 1 runtime error, 2 usage error, 75 stopped by a signal (nothing\n"
     "written; rerun).\n";
@@ -119,7 +119,7 @@ const char WC_PREDICT_HELP[] =
     "  --classes           add band `fire_risk_class`: 0 low, 1 moderate, 2 high, 3 very high,\n"
     "                      4 extreme, split at the 50th, 75th, 90th and 97.5th percentiles of\n"
     "                      the map's probabilities (the breaks are in the band's metadata)\n"
-    "  --threads N         OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
+    "  --threads N         threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "\n"
     "exit status: 0 written, 1 runtime error, 2 usage error, 75 stopped by a signal (nothing\n"
     "written; rerun). See docs/predict.md.\n";

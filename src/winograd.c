@@ -45,7 +45,8 @@
 /* Block sizes, in floats of transformed data (V and M together) per block: the forward's and
  * input gradient's near L2 (512 KiB a core here), but no narrower than MIN_NB tiles, below
  * which OpenBLAS's per-call cost and its packing of U dominate; the weight gradient's wider,
- * since its GEMMs accumulate over tiles (measured on unet-lite with tools/bench). */
+ * since its GEMMs accumulate over tiles (measured on unet-lite with tools/bench). Each may be
+ * set with -D to try another machine's caches; 64 Ki to 160 Ki floats measured alike here. */
 #ifndef PASS_BLOCK_FLOATS
 #define PASS_BLOCK_FLOATS (160 * 1024)
 #endif
