@@ -7,7 +7,8 @@
 #   make test-slurm bring up a local Slurm, run the job scripts under it, tear it down
 #   make test-gis   the map in QGIS (headless) and rasterio (make deps-gis installs them)
 #   make docs-qgis  docs/qgis-view.png: the sample map rendered by QGIS with its style
-#   make bench      single-thread training throughput against the sgemm peak
+#   make bench      training throughput against PyTorch: 1 thread, 2 threads, 2 ranks, memory
+#                   (BENCH_ROUNDS, BENCH_SECONDS; BENCH_PREDICT=1 adds prediction Mpx/s)
 #   make fuzz       fuzz the checkpoint reader and the spec parser, FUZZ_SECONDS (300) each
 #   make format     clang-format the sources
 #   make install PREFIX=/usr/local
@@ -122,8 +123,9 @@ test-gis: $(BUILD)/wildcpu
 docs-qgis: $(BUILD)/wildcpu
 	bash tools/qgis-view.sh $(BUILD)/wildcpu docs/qgis-view.png
 
-bench: $(BUILD)/tools/bench
-	$(BUILD)/tools/bench
+# wildcpu beside its PyTorch peer, interleaved rounds, medians (tools/bench.sh says what and how)
+bench: $(BUILD)/tools/bench $(BUILD)/wildcpu
+	bash tools/bench.sh $(BUILD) $(if $(filter 1,$(BENCH_PREDICT)),--predict)
 
 # The bundled sample region: generated, never edited by hand (tests check it regenerates
 # bit for bit).

@@ -20,6 +20,11 @@ void wc_relu_backward_inplace(float *d, const float *out, size_t n) {
     for (size_t i = 0; i < n; i++) d[i] = out[i] > 0.0f ? d[i] : 0.0f;
 }
 
+void wc_relu_backward_write(float *restrict dinp, const float *restrict dout,
+                            const float *restrict out, size_t n) {
+    for (size_t i = 0; i < n; i++) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
 /* Index, within a plane of width W, of the maximum of the 2x2 window at output (oy, ox); a NaN
  * wins, so it propagates (as in PyTorch). */
 static inline size_t window_argmax(const float *plane, int W, int oy, int ox) {
@@ -60,6 +65,27 @@ void wc_maxpool2_backward(float *dinp, const float *dout, const float *inp, int 
     }
 }
 
+void wc_maxpool2_backward_write(float *dinp, const float *dout, const float *inp, int P, int H,
+                                int W) {
+    const int OH = H / 2, OW = W / 2;
+    for (int p = 0; p < P; p++) {
+        const float *plane = inp + (size_t)p * H * W;
+        float *dplane = dinp + (size_t)p * H * W;
+        const float *d = dout + (size_t)p * OH * OW;
+        /* a window's four values are written in one pass over its two rows */
+        for (int oy = 0; oy < OH; oy++) {
+            float *r0 = dplane + (size_t)(2 * oy) * W, *r1 = r0 + W;
+            for (int ox = 0; ox < OW; ox++) {
+                size_t best = window_argmax(plane, W, oy, ox) - (size_t)(2 * oy) * W;
+                r0[2 * ox] = r0[2 * ox + 1] = r1[2 * ox] = r1[2 * ox + 1] = 0.0f;
+                r0[best] = d[(size_t)oy * OW + ox];
+            }
+            if (W % 2) r0[W - 1] = r1[W - 1] = 0.0f;
+        }
+        if (H % 2) memset(dplane + (size_t)(H - 1) * W, 0, sizeof(float) * W);
+    }
+}
+
 void wc_upsample2_forward(float *out, const float *inp, int P, int H, int W) {
     const int OW = 2 * W;
     for (int p = 0; p < P; p++) {
@@ -82,6 +108,19 @@ void wc_upsample2_backward(float *dinp, const float *dout, int P, int H, int W) 
             const float *r0 = d + (size_t)(2 * y) * OW, *r1 = r0 + OW;
             for (int x = 0; x < W; x++)
                 dplane[(size_t)y * W + x] += (r0[2 * x] + r0[2 * x + 1]) + (r1[2 * x] + r1[2 * x + 1]);
+        }
+    }
+}
+
+void wc_upsample2_backward_write(float *dinp, const float *dout, int P, int H, int W) {
+    const int OW = 2 * W;
+    for (int p = 0; p < P; p++) {
+        const float *d = dout + (size_t)p * 4 * H * W;
+        float *dplane = dinp + (size_t)p * H * W;
+        for (int y = 0; y < H; y++) {
+            const float *r0 = d + (size_t)(2 * y) * OW, *r1 = r0 + OW;
+            for (int x = 0; x < W; x++)
+                dplane[(size_t)y * W + x] = (r0[2 * x] + r0[2 * x + 1]) + (r1[2 * x] + r1[2 * x + 1]);
         }
     }
 }

@@ -65,7 +65,7 @@ static const char *TRAIN_HELP =
     "  --warmup N              linear warmup steps [min(100, steps/10)]\n"
     "  --pos-weight X          loss weight of burned pixels [1]\n"
     "  --seed N                [1]\n"
-    "  --threads N             OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
+    "  --threads N             threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "  --fast-reduce           plain float gradient sum: faster, not bitwise rank-independent\n"
     "  --no-jitter             train on the fixed patches (default: each epoch shifts every\n"
     "                          training patch by up to half a patch, on the pooling grid)\n"

@@ -4,6 +4,7 @@
  * memory before any large buffer exists. Not here: the layers' arithmetic (conv.c, layers.c). */
 #include "wildcpu/net.h"
 
+#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -477,47 +478,121 @@ static void build_tensor_table(wc_net *net) {
     }
 }
 
-/* Inference keeps a buffer only while a later layer still reads it: offsets into one arena,
- * assigned first-fit from a list of freed extents as the graph runs in order. Returns the arena
- * size in floats; upto[i] is its size once node i is placed. A ReLU that works in place extends
- * its input's lifetime to its own. */
-static size_t plan_inference_arena(wc_net *net, size_t *offset, size_t *upto) {
+/* ---- buffers: in-place ReLUs, concatenation views, fusion, lifetimes ---------------------- */
+
+/* The node whose buffers node i uses: itself, or for an in-place ReLU its input's owner. */
+static int owner(const wc_net *net, int i) {
+    while (net->nodes[i].inplace) i = net->nodes[i].in[0];
+    return i;
+}
+
+/* The node that owns the arena space node i's buffers lie in (views resolved). */
+static int storage(const wc_net *net, int i) {
+    i = owner(net, i);
+    while (net->nodes[i].view >= 0) i = owner(net, net->nodes[i].view);
+    return i;
+}
+
+/* Decides in-place ReLUs, concatenation views and fused ReLUs. */
+static void plan_sharing(wc_net *net) {
     const int n = net->nnodes;
-    int *last = WC_ALLOC(sizeof(int) * n);
-    /* the input and the output belong to the caller across runs: never reused */
-    for (int i = 0; i < n; i++) last[i] = i == 0 || i == n - 1 ? n : i;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < 2; j++)
-            if (net->nodes[i].in[j] >= 0) last[net->nodes[i].in[j]] = WC_MAX(last[net->nodes[i].in[j]], i);
-    for (int i = n - 1; i >= 0; i--) /* an in-place ReLU's buffer is its input's */
-        if (net->nodes[i].inplace) {
-            int a = net->nodes[i].in[0];
-            last[a] = WC_MAX(last[a], last[i]);
+            if (net->nodes[i].in[j] >= 0) net->nodes[net->nodes[i].in[j]].consumers++;
+    for (int i = 0; i < n; i++) {
+        wc_node *nd = &net->nodes[i];
+        const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
+        nd->view = -1;
+        /* The network input is kept intact: the first convolution's backward reads it. */
+        nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
+        /* its input is then read by nobody else, so it never exists without the ReLU */
+        nd->fwd_fused = nd->inplace && a->op == WC_OP_CONV;
+        if (nd->fwd_fused) net->nodes[nd->in[0]].fuse_relu = 1;
+    }
+    /* a ReLU read by one convolution alone: that convolution's backward applies its mask */
+    for (int i = 0; i < n; i++) {
+        const wc_node *nd = &net->nodes[i];
+        if (nd->op == WC_OP_CONV && net->nodes[nd->in[0]].op == WC_OP_RELU &&
+            net->nodes[nd->in[0]].inplace && net->nodes[nd->in[0]].consumers == 1)
+            net->nodes[nd->in[0]].bwd_fused = 1;
+    }
+    /* A concatenation's inputs become views into its buffer when their owners are free to: not
+     * the network's input or output (the caller's, contiguous), not already a view, not the
+     * same buffer twice. Otherwise that input is copied. */
+    for (int i = 0; i < n; i++) {
+        if (net->nodes[i].op != WC_OP_CONCAT) continue;
+        const int o0 = owner(net, net->nodes[i].in[0]), o1 = owner(net, net->nodes[i].in[1]);
+        for (int j = 0; j < 2; j++) {
+            const int o = j ? o1 : o0;
+            if (o == 0 || o == n - 1 || net->nodes[o].view >= 0 || (j == 1 && o == o0)) continue;
+            net->nodes[o].view = i;
         }
+    }
+}
+
+/* Whether input k of concatenation c is a view into it (else it is copied): its owner is
+ * viewed in c, and for the second input, it is not the first's owner too. */
+static int is_view_input(const wc_net *net, int c, int k) {
+    const wc_node *nd = &net->nodes[c];
+    const int o = owner(net, nd->in[k]);
+    return net->nodes[o].view == c && !(k == 1 && o == owner(net, nd->in[0]));
+}
+
+/* Offset, in floats, of owner o's buffer inside the sample of the concatenation it is a view
+ * into. */
+static size_t view_offset(const wc_net *net, int o) {
+    const wc_node *c = &net->nodes[net->nodes[o].view];
+    const int first = owner(net, c->in[0]) == o;
+    return first ? 0 : (size_t)net->nodes[c->in[0]].C * c->H * c->W;
+}
+
+/* The floats one micro-batch of node i's own buffer takes (an owner that is not a view). */
+static size_t buffer_floats(const wc_net *net, int i) {
+    const wc_node *nd = &net->nodes[i];
+    return (size_t)net->max_N * nd->C * nd->H * nd->W;
+}
+
+/* Inference keeps a buffer only while a later layer still reads it: offsets into one arena,
+ * assigned first-fit from a list of freed extents as the graph runs in order. A buffer is
+ * placed when the first node writing into it runs (a concatenation's buffer when its first
+ * input is produced) and freed after the last node reading any part of it. Returns the arena
+ * size in floats; upto[i] is its size once node i's buffers are placed. */
+static size_t plan_inference_arena(wc_net *net, size_t *offset, size_t *upto) {
+    const int n = net->nnodes;
+    int *last = WC_ALLOC(sizeof(int) * n), *first = WC_ALLOC(sizeof(int) * n);
+    for (int i = 0; i < n; i++) last[i] = -1, first[i] = n;
+    /* the input and the output belong to the caller across runs: never reused */
+    for (int i = 0; i < n; i++) {
+        const int s = storage(net, i);
+        first[s] = WC_MIN(first[s], i);
+        last[s] = WC_MAX(last[s], i == 0 || i == n - 1 ? n : i);
+        for (int j = 0; j < 2; j++)
+            if (net->nodes[i].in[j] >= 0) last[storage(net, net->nodes[i].in[j])] = WC_MAX(last[storage(net, net->nodes[i].in[j])], i);
+    }
     size_t *free_off = WC_ALLOC(sizeof(size_t) * (n + 1)), *free_len = WC_ALLOC(sizeof(size_t) * (n + 1));
     int nfree = 0;
     size_t top = 0;
     for (int i = 0; i < n; i++) {
-        wc_node *nd = &net->nodes[i];
-        if (!nd->inplace) {
-            size_t need = (size_t)net->max_N * nd->C * nd->H * nd->W, best = (size_t)-1;
+        for (int s = 0; s < n; s++) {
+            if (first[s] != i) continue;
+            size_t need = buffer_floats(net, s), best = (size_t)-1;
             int pick = -1;
             for (int f = 0; f < nfree; f++)
                 if (free_len[f] >= need && free_len[f] < best) pick = f, best = free_len[f];
             if (pick >= 0) {
-                offset[i] = free_off[pick];
+                offset[s] = free_off[pick];
                 free_off[pick] += need, free_len[pick] -= need;
             } else {
-                offset[i] = top;
+                offset[s] = top;
                 top += need;
             }
         }
         upto[i] = top;
-        /* release what no later layer reads (in-place ReLUs were folded into their input) */
-        for (int k = 0; k <= i; k++) {
-            if (last[k] != i || net->nodes[k].inplace) continue;
-            free_off[nfree] = offset[k];
-            free_len[nfree++] = (size_t)net->max_N * net->nodes[k].C * net->nodes[k].H * net->nodes[k].W;
+        /* release what no later layer reads */
+        for (int s = 0; s < n; s++) {
+            if (last[s] != i || first[s] == n) continue;
+            free_off[nfree] = offset[s];
+            free_len[nfree++] = buffer_floats(net, s);
         }
         /* merge adjacent free extents so large buffers can reuse them */
         for (int a = 0; a < nfree; a++)
@@ -531,35 +606,87 @@ static size_t plan_inference_arena(wc_net *net, size_t *offset, size_t *upto) {
             if (free_len[f]) free_off[w] = free_off[f], free_len[w++] = free_len[f];
         nfree = w;
     }
-    free(last), free(free_off), free(free_len);
+    free(last), free(first), free(free_off), free(free_len);
     return top;
 }
 
-/* Decides in-place ReLUs and plans every activation in one arena, allocating nothing large:
- * in training every activation and gradient lives through the step (backward reads them), a
- * node's gradient right after its output; in inference buffers are reused once their last
- * reader has run. offset[i]: node i's output in the arena; upto[i]: the arena's size once node
- * i is placed (what the memory check reports). Sets arena_floats and work_floats. */
-static void plan_buffers(wc_net *net, size_t *offset, size_t *upto) {
-    for (int i = 0; i < net->nnodes; i++)
-        for (int j = 0; j < 2; j++)
-            if (net->nodes[i].in[j] >= 0) net->nodes[net->nodes[i].in[j]].consumers++;
-    for (int i = 0; i < net->nnodes; i++) {
-        wc_node *nd = &net->nodes[i];
-        const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
-        /* The network input is kept intact: the first convolution's backward reads it. */
-        nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
+/* Whether owner v's buffers lie inside owner o's (v itself, or a view of a view ... of o). */
+static int inside(const wc_net *net, int v, int o) {
+    for (; v >= 0; v = net->nodes[v].view >= 0 ? owner(net, net->nodes[v].view) : -1)
+        if (v == o) return 1;
+    return 0;
+}
+
+/* Whether node i's backward reads its own gradient: every layer but a concatenation whose
+ * inputs are both views (its gradient already is theirs) and a ReLU whose mask its consumer
+ * applies. */
+static int reads_grad(const wc_net *net, int i) {
+    const wc_node *nd = &net->nodes[i];
+    if (nd->op == WC_OP_RELU) return !nd->bwd_fused;
+    if (nd->op != WC_OP_CONCAT) return 1;
+    return !is_view_input(net, i, 0) || !is_view_input(net, i, 1);
+}
+
+/* Which backward contributions write their input's gradient (the first one to reach it) and
+ * which add, by running the backward order over "written" marks per buffer owner: writing an
+ * owner's gradient writes the views inside it too. A gradient read before anything wrote it (a
+ * node nobody consumes), or written as a whole after a view inside it was (a view contributed
+ * to before its concatenation's gradient), instead has its storage zeroed first and every
+ * contribution to it adds; the plan is then run again. Sets write_in and the zeroed list. */
+static void plan_gradient_writes(wc_net *net) {
+    const int n = net->nnodes, head = n - 1;
+    char *zero = WC_CALLOC(n, 1), *written = WC_CALLOC(n, 1);
+    for (int again = 1; again;) {
+        again = 0;
+        memset(written, 0, n);
+        for (int v = 0; v < n; v++) written[v] = inside(net, owner(net, v), owner(net, head));
+        for (int i = head; i >= 1 && !again; i--) {
+            wc_node *nd = &net->nodes[i];
+            nd->write_in[0] = nd->write_in[1] = 0;
+            const int self = owner(net, i);
+            if (reads_grad(net, i) && !written[self] && !zero[storage(net, i)]) {
+                zero[storage(net, i)] = 1, again = 1;
+                break;
+            }
+            if (nd->op == WC_OP_RELU && nd->inplace) continue; /* a mask in place */
+            for (int j = 0; j < 2 && !again; j++) {
+                const int a = nd->in[j];
+                /* the network input has no gradient; a view receives its part already */
+                if (a <= 0 || (nd->op == WC_OP_CONCAT && is_view_input(net, i, j)))
+                    continue;
+                const int o = owner(net, a);
+                if (zero[storage(net, a)] || written[o]) continue; /* adds */
+                for (int v = 0; v < n && !again; v++)
+                    if (v != o && written[v] && inside(net, v, o)) zero[storage(net, a)] = 1, again = 1;
+                if (again) break;
+                nd->write_in[j] = 1;
+                for (int v = 0; v < n; v++)
+                    if (inside(net, owner(net, v), o)) written[v] = 1;
+            }
+        }
     }
+    net->nzero = 0;
+    net->zero_grads = WC_ALLOC(sizeof(int) * n);
+    for (int i = 0; i < n; i++)
+        if (zero[i]) net->zero_grads[net->nzero++] = i;
+    free(zero), free(written);
+}
+
+/* Plans every activation in one arena, allocating nothing large: in training every activation
+ * and gradient lives through the step (backward reads them), a buffer's gradient right after
+ * it; in inference buffers are reused once their last reader has run. offset[i]: the buffer
+ * of owner i in the arena; upto[i]: the arena's size once node i is placed (what the memory
+ * check reports). Sets arena_floats and work_floats. */
+static void plan_buffers(wc_net *net, size_t *offset, size_t *upto) {
+    plan_sharing(net);
     if (!net->training) {
         net->arena_floats = plan_inference_arena(net, offset, upto);
     } else {
         size_t total = 0;
         for (int i = 0; i < net->nnodes; i++) {
-            const wc_node *nd = &net->nodes[i];
-            if (!nd->inplace) {
-                size_t n = (size_t)net->max_N * nd->C * nd->H * nd->W;
+            if (storage(net, i) == i) {
                 offset[i] = total;
-                total += nd->op == WC_OP_INPUT ? n : 2 * n;
+                total += (i == 0 ? 1 : 2) * buffer_floats(net, i);
             }
             upto[i] = total;
         }
@@ -568,25 +695,53 @@ static void plan_buffers(wc_net *net, size_t *offset, size_t *upto) {
     net->work_floats = 0;
     for (int i = 0; i < net->nnodes; i++) {
         if (net->nodes[i].op != WC_OP_CONV) continue;
-        const size_t w = wc_conv_workspace_floats(&net->nodes[i].shape);
+        const size_t w = wc_conv_workspace_floats_threads(&net->nodes[i].shape, net->threads);
         net->work_floats = WC_MAX(net->work_floats, w);
     }
 }
 
-/* Points every node at its buffers in the allocated arena, as plan_buffers placed them. */
+/* Points every node at its buffers in the allocated arena, as plan_buffers placed them: an
+ * owner of its own at its offset (its gradient after it), a view inside its concatenation's
+ * (placed first: it comes later in the graph, so this runs in reverse order), an in-place ReLU
+ * at its input's. Sets the sample strides and the convolutions' shapes to match. */
 static void carve_buffers(wc_net *net, const size_t *offset) {
+    for (int i = net->nnodes - 1; i >= 0; i--) {
+        wc_node *nd = &net->nodes[i];
+        if (nd->inplace || nd->view >= 0) continue;
+        nd->out = net->arena + offset[i];
+        nd->grad = net->training && i > 0 ? nd->out + buffer_floats(net, i) : NULL;
+        nd->sample = (size_t)nd->C * nd->H * nd->W;
+        for (int v = i - 1; v >= 0; v--) { /* views into it, and views into those */
+            wc_node *vn = &net->nodes[v];
+            if (vn->inplace || vn->view < 0 || storage(net, v) != i) continue;
+            const wc_node *c = &net->nodes[owner(net, vn->view)];
+            WC_ASSERT(c->out); /* placed before: a concatenation comes after its inputs */
+            vn->out = c->out + view_offset(net, v);
+            vn->grad = c->grad ? c->grad + view_offset(net, v) : NULL;
+            vn->sample = c->sample;
+        }
+    }
     for (int i = 0; i < net->nnodes; i++) {
         wc_node *nd = &net->nodes[i];
         if (nd->inplace) {
-            nd->out = net->nodes[nd->in[0]].out, nd->grad = net->nodes[nd->in[0]].grad;
-            continue;
+            const wc_node *o = &net->nodes[owner(net, i)];
+            nd->out = o->out, nd->grad = o->grad, nd->sample = o->sample;
         }
-        nd->out = net->arena + offset[i];
-        nd->grad = net->training && nd->op != WC_OP_INPUT
-                       ? nd->out + (size_t)net->max_N * nd->C * nd->H * nd->W
-                       : NULL;
+        if (nd->op == WC_OP_CONV) {
+            nd->shape.in_sample = net->nodes[nd->in[0]].sample;
+            nd->shape.out_sample = nd->sample;
+        }
     }
 }
+
+static int default_threads = 1;
+
+void wc_net_set_threads(int threads) {
+    default_threads = WC_MAX(1, threads);
+    openblas_set_num_threads(1);
+}
+
+int wc_net_get_threads(void) { return default_threads; }
 
 static size_t memory_limit_bytes = 0; /* 0: physical memory */
 
@@ -609,7 +764,7 @@ static int check_memory(const wc_net *net, const size_t *upto) {
         const wc_node *nd = &net->nodes[i];
         if (nd->op == WC_OP_CONV) {
             params = (double)(nd->b_off + (size_t)nd->K);
-            work = fmax(work, (double)wc_conv_workspace_floats(&nd->shape));
+            work = fmax(work, (double)wc_conv_workspace_floats_threads(&nd->shape, net->threads));
         }
         const double p = params * (net->training ? 2 : 1);
         const double total = sizeof(float) * (p + (double)upto[i] + work);
@@ -635,6 +790,7 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     snprintf(net->arch, sizeof net->arch, "%s", arch);
     net->in_channels = in_channels, net->max_N = max_N, net->H = H, net->W = W;
     net->training = mode == WC_NET_TRAIN;
+    net->threads = default_threads;
     net->nnodes = parse_spec(arch, spec, &net->nodes);
     if (net->nnodes < 0) {
         net->nnodes = 0;
@@ -663,6 +819,11 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     net->work = WC_CALLOC(net->work_floats, sizeof(float));
     carve_buffers(net, offset);
     free(offset), free(upto);
+    if (net->training) plan_gradient_writes(net);
+    if (net->threads > 1) {
+        openblas_set_num_threads(1); /* inside our tasks: its threads would compete */
+        net->pool = wc_pool_create(net->threads);
+    }
     for (int i = 0; i < net->nnodes; i++) {
         const wc_node *nd = &net->nodes[i];
         if (nd->op == WC_OP_CONV)
@@ -701,6 +862,8 @@ void wc_net_destroy(wc_net *net) {
     free(net->grads);
     free(net->arena);
     free(net->work);
+    free(net->zero_grads);
+    wc_pool_destroy(net->pool);
     free(net);
 }
 
@@ -746,28 +909,110 @@ float *wc_net_output_grad(wc_net *net) { return net->nodes[net->nnodes - 1].grad
 
 /* ---- forward and backward ---------------------------------------------------------------- */
 
+/* A layer other than a convolution, over the first N samples, as tasks of (sample, share of
+ * the channels): every task writes its own planes, so the split changes no result. */
+typedef struct {
+    const wc_net *net;
+    const wc_node *nd;
+    int parts;    /* tasks per sample */
+    int backward;
+} layer_job;
+
+/* dst (+)= src over C planes of HW floats of one sample (a concatenation's copied input). */
+static void copy_planes(float *restrict dst, const float *restrict src, size_t n, int add) {
+    if (add)
+        for (size_t i = 0; i < n; i++) dst[i] += src[i];
+    else
+        memcpy(dst, src, sizeof(float) * n);
+}
+
+static void layer_task(void *arg, int task, int thread) {
+    const layer_job *j = arg;
+    const wc_net *net = j->net;
+    const wc_node *nd = j->nd, *a = &net->nodes[nd->in[0]];
+    const int n = task / j->parts;
+    long c0, c1;
+    wc_pool_share(nd->C, task % j->parts, j->parts, &c0, &c1);
+    const int P = (int)(c1 - c0);
+    if (P == 0) return;
+    const size_t hw = (size_t)nd->H * nd->W, ahw = (size_t)a->H * a->W;
+    const size_t at = (size_t)n * nd->sample + (size_t)c0 * hw;   /* this node's planes */
+    const size_t at_a = (size_t)n * a->sample + (size_t)c0 * ahw; /* its input's */
+    if (nd->op == WC_OP_CONCAT) { /* the inputs that are not views, copied or added back */
+        for (int k = 0; k < 2; k++) {
+            const wc_node *in = &net->nodes[nd->in[k]];
+            if (is_view_input(net, (int)(nd - net->nodes), k)) continue;
+            const long lo = k ? a->C : 0, hi = k ? nd->C : a->C; /* its channels in the output */
+            const long p0 = WC_MAX(c0, lo), p1 = WC_MIN(c1, hi);
+            if (p1 <= p0) continue;
+            float *cat = (j->backward ? nd->grad : nd->out) + (size_t)n * nd->sample + p0 * hw;
+            const size_t off = (size_t)n * in->sample + (size_t)(p0 - lo) * hw;
+            const size_t len = (size_t)(p1 - p0) * hw;
+            if (!j->backward)
+                copy_planes(cat, in->out + off, len, 0);
+            else if (in->grad)
+                copy_planes(in->grad + off, cat, len, !nd->write_in[k]);
+        }
+        return;
+    }
+    if (!j->backward) {
+        switch (nd->op) {
+        case WC_OP_RELU: wc_relu_forward(nd->out + at, a->out + at_a, P * hw); break;
+        case WC_OP_MAXPOOL: wc_maxpool2_forward(nd->out + at, a->out + at_a, P, a->H, a->W); break;
+        case WC_OP_UPSAMPLE: wc_upsample2_forward(nd->out + at, a->out + at_a, P, a->H, a->W); break;
+        default: WC_ASSERT(0);
+        }
+        return;
+    }
+    const int write = nd->write_in[0];
+    float *da = a->grad ? a->grad + at_a : NULL;
+    const float *d = nd->grad + at;
+    switch (nd->op) {
+    case WC_OP_RELU:
+        if (nd->inplace)
+            wc_relu_backward_inplace(nd->grad + at, nd->out + at, P * hw);
+        else if (da)
+            (write ? wc_relu_backward_write : wc_relu_backward)(da, d, nd->out + at, P * hw);
+        break;
+    case WC_OP_MAXPOOL:
+        if (da)
+            (write ? wc_maxpool2_backward_write : wc_maxpool2_backward)(da, d, a->out + at_a, P,
+                                                                       a->H, a->W);
+        break;
+    case WC_OP_UPSAMPLE:
+        if (da) (write ? wc_upsample2_backward_write : wc_upsample2_backward)(da, d, P, a->H, a->W);
+        break;
+    default: WC_ASSERT(0);
+    }
+}
+
+static void run_layer(wc_net *net, const wc_node *nd, int N, int backward) {
+    /* a few tasks per thread, whole samples when there are samples enough */
+    const int parts = WC_MIN(nd->C, WC_MAX(1, (4 * net->threads + N - 1) / N));
+    layer_job j = {net, nd, net->threads > 1 ? parts : 1, backward};
+    wc_pool_run(net->pool, N * j.parts, layer_task, &j);
+}
+
 void wc_net_forward(wc_net *net, int N) {
     WC_ASSERT(N > 0 && N <= net->max_N);
     for (int i = 1; i < net->nnodes; i++) {
         wc_node *nd = &net->nodes[i];
         const wc_node *a = &net->nodes[nd->in[0]];
-        size_t n = (size_t)N * nd->C * nd->H * nd->W;
         switch (nd->op) {
         case WC_OP_CONV: {
             wc_conv_shape s = nd->shape;
             s.N = N;
-            wc_conv2d_forward(nd->out, a->out, net->params + nd->w_off, net->params + nd->b_off,
-                              &s, net->work);
+            wc_conv2d_forward_ex(nd->out, a->out, net->params + nd->w_off,
+                                 net->params + nd->b_off, &s, nd->fuse_relu ? WC_CONV_RELU : 0,
+                                 net->pool, net->work);
             break;
         }
-        case WC_OP_RELU: wc_relu_forward(nd->out, a->out, n); break;
-        case WC_OP_MAXPOOL: wc_maxpool2_forward(nd->out, a->out, N * a->C, a->H, a->W); break;
-        case WC_OP_UPSAMPLE: wc_upsample2_forward(nd->out, a->out, N * a->C, a->H, a->W); break;
-        case WC_OP_CONCAT: {
-            const wc_node *b = &net->nodes[nd->in[1]];
-            wc_concat_forward(nd->out, a->out, a->C, b->out, b->C, N, (size_t)nd->H * nd->W);
+        case WC_OP_RELU:
+            if (!nd->fwd_fused) run_layer(net, nd, N, 0);
             break;
-        }
+        case WC_OP_MAXPOOL:
+        case WC_OP_UPSAMPLE:
+        case WC_OP_CONCAT: run_layer(net, nd, N, 0); break;
         case WC_OP_INPUT: WC_ASSERT(0); break;
         }
     }
@@ -775,41 +1020,31 @@ void wc_net_forward(wc_net *net, int N) {
 
 void wc_net_backward(wc_net *net, int N) {
     WC_ASSERT(net->training && N > 0 && N <= net->max_N);
-    const int head = net->nnodes - 1;
-    for (int i = 1; i < head; i++) {
-        const wc_node *nd = &net->nodes[i];
-        if (!nd->inplace) memset(nd->grad, 0, sizeof(float) * N * nd->C * nd->H * nd->W);
+    for (int z = 0; z < net->nzero; z++) {
+        const wc_node *nd = &net->nodes[net->zero_grads[z]];
+        memset(nd->grad, 0, sizeof(float) * N * nd->sample);
     }
-    for (int i = head; i >= 1; i--) {
+    for (int i = net->nnodes - 1; i >= 1; i--) {
         wc_node *nd = &net->nodes[i];
-        wc_node *a = &net->nodes[nd->in[0]];
-        float *da = a->grad; /* NULL for the network input: nothing to propagate there */
-        size_t n = (size_t)N * nd->C * nd->H * nd->W;
+        const wc_node *a = &net->nodes[nd->in[0]];
         switch (nd->op) {
         case WC_OP_CONV: {
             wc_conv_shape s = nd->shape;
             s.N = N;
-            wc_conv2d_backward(da, net->grads + nd->w_off, net->grads + nd->b_off, nd->grad,
-                               a->out, net->params + nd->w_off, &s, net->work);
+            int flags = nd->write_in[0] ? WC_CONV_DINP_WRITE : 0;
+            if (a->op == WC_OP_RELU && a->bwd_fused) flags |= WC_CONV_DINP_RELU_MASK;
+            /* a NULL gradient for the network input: nothing to propagate there */
+            wc_conv2d_backward_ex(a->grad, net->grads + nd->w_off, net->grads + nd->b_off,
+                                  nd->grad, a->out, net->params + nd->w_off, &s, flags,
+                                  net->pool, net->work);
             break;
         }
         case WC_OP_RELU:
-            if (nd->inplace)
-                wc_relu_backward_inplace(nd->grad, nd->out, n);
-            else if (da)
-                wc_relu_backward(da, nd->grad, nd->out, n);
+            if (!nd->bwd_fused) run_layer(net, nd, N, 1);
             break;
         case WC_OP_MAXPOOL:
-            if (da) wc_maxpool2_backward(da, nd->grad, a->out, N * a->C, a->H, a->W);
-            break;
         case WC_OP_UPSAMPLE:
-            if (da) wc_upsample2_backward(da, nd->grad, N * a->C, a->H, a->W);
-            break;
-        case WC_OP_CONCAT: {
-            wc_node *b = &net->nodes[nd->in[1]];
-            wc_concat_backward(da, b->grad, nd->grad, a->C, b->C, N, (size_t)nd->H * nd->W);
-            break;
-        }
+        case WC_OP_CONCAT: run_layer(net, nd, N, 1); break;
         case WC_OP_INPUT: WC_ASSERT(0); break;
         }
     }

@@ -93,7 +93,7 @@ const char WC_EVALUATE_HELP[] =
     "  --label-band NAME|N the label band, of the tiles or of --labels [fire]\n"
     "  --out FILE          the metrics as one JSON object (written atomically)\n"
     "  --map FILE          also write the risk map (as predict --out)\n"
-    "  --threads N         OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
+    "  --threads N         threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "\n"
     "exit status: 0 scored, 1 runtime error, 2 usage error, 75 stopped by a signal (nothing\n"
     "written; rerun).\n";
@@ -122,7 +122,7 @@ const char WC_PREDICT_HELP[] =
     "                      percentiles of the map's probabilities, with a colour table and\n"
     "                      category names (the breaks are in its metadata)\n"
     "  --no-style          no QGIS style NAME.qml beside the map (one wildcpu wrote is removed)\n"
-    "  --threads N         OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
+    "  --threads N         threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "\n"
     "exit status: 0 written, 1 runtime error, 2 usage error, 75 stopped by a signal (nothing\n"
     "written; rerun). See docs/predict.md.\n";
@@ -585,7 +585,7 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
 int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();
-    openblas_set_num_threads(cfg->threads > 0 ? cfg->threads : 1);
+    wc_net_set_threads(cfg->threads > 0 ? cfg->threads : 1); /* OpenBLAS at one */
     wc_raster_init();
     /* Each window is read once per rank and overlapping reads are few, so a large block cache
      * buys little; a small one keeps the memory flat whatever the raster's size. */

@@ -5,13 +5,17 @@
  *   - the lowering's adjoint identity <im2col(x), y> == <x, col2im(y)>;
  *   - every backward against central finite differences of a scalar probe L = <f(x), r>,
  *     with inputs kept away from the ReLU and max-pool kinks (a perturbation must not change
- *     which side of 0 / which window element wins), relative error reported. */
+ *     which side of 0 / which window element wins), relative error reported;
+ *   - the forms the network uses equal the plain ones: backward layers that write instead of
+ *     add, convolutions with a fused ReLU, a written or ReLU-masked input gradient, samples
+ *     further apart than their size, and 1, 2 or 3 threads (bitwise). */
 #include <stdint.h>
 #include <string.h>
 
 #include "harness.h"
 #include "wildcpu/conv.h"
 #include "wildcpu/layers.h"
+#include "wildcpu/pool.h"
 #include "wildcpu/rng.h"
 #include "wildcpu/util.h"
 
@@ -188,6 +192,137 @@ static void test_im2col_adjoint(void) {
         CHECK(lhs == rhs, "case %zu: adjoint identity fails: %.17g vs %.17g", t, lhs, rhs);
         free(x), free(y), free(col), free(img);
     }
+}
+
+/* ---- the fused and threaded forms ------------------------------------------------------ */
+
+/* Elementwise equality that counts -0 and +0 as equal (a written gradient is v where an added
+ * one is 0 + v) and NaNs as equal to NaNs. */
+static int same_values(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(a[i] == b[i] || (a[i] != a[i] && b[i] != b[i]))) return 0;
+    return 1;
+}
+
+static void test_backward_write_forms(void) {
+    /* the _write forms equal the adding forms on a zeroed gradient, odd sizes included */
+    const int P = 3, H = 9, W = 7;
+    const size_t nx = (size_t)P * H * W, ny = (size_t)P * (H / 2) * (W / 2), nu = nx * 4;
+    float *x = random_buf(nx, 1), *r = random_buf(nu, 1), *y = WC_ALLOC(nx * 4);
+    float *add = WC_ALLOC(nx * 4), *wr = random_buf(nx, 1); /* garbage the write must replace */
+    wc_relu_forward(y, x, nx);
+    memset(add, 0, nx * 4);
+    wc_relu_backward(add, r, y, nx);
+    wc_relu_backward_write(wr, r, y, nx);
+    CHECK(same_values(add, wr, nx), "relu: write form differs");
+    memset(add, 0, nx * 4);
+    wc_maxpool2_backward(add, r, x, P, H, W);
+    wc_maxpool2_backward_write(wr, r, x, P, H, W);
+    CHECK(same_values(add, wr, nx), "maxpool: write form differs (dropped row/column?)");
+    memset(add, 0, nx * 4);
+    wc_upsample2_backward(add, r, P, H, W);
+    float *wr2 = random_buf(nx, 1);
+    wc_upsample2_backward_write(wr2, r, P, H, W);
+    CHECK(same_values(add, wr2, nx), "upsample: write form differs");
+    (void)ny;
+    free(x), free(r), free(y), free(add), free(wr), free(wr2);
+}
+
+/* One convolution shape through every form: forward with fused ReLU, backward writing and
+ * masking, samples further apart than their size, on 1, 2 and 3 threads. */
+static void check_conv_forms(const conv_case *c) {
+    const int extra = 5; /* floats of padding between samples of the strided layout */
+    wc_conv_shape s = wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW, c->stride,
+                                         c->pad);
+    const size_t xs = s.in_sample, ys = s.out_sample;
+    const size_t nx = s.N * xs, ny = s.N * ys, nw = (size_t)s.K * s.C * s.KH * s.KW;
+    float *x = random_buf(nx, 1), *w = random_buf(nw, 1), *b = random_buf(s.K, 1);
+    float *dy = random_buf(ny, 1), *work = WC_ALLOC((wc_conv_workspace_floats(&s) + 1) * 4);
+    float *garbage = random_buf(nx, 1);
+    /* references through the plain forms */
+    float *y = WC_ALLOC(ny * 4), *yr = WC_ALLOC(ny * 4);
+    wc_conv2d_forward(y, x, w, b, &s, work);
+    wc_relu_forward(yr, y, ny);
+    float *dx0 = random_buf(nx, 1), *dx_add = WC_ALLOC(nx * 4), *dx_zero = WC_CALLOC(nx, 4);
+    memcpy(dx_add, dx0, nx * 4);
+    float *dw = WC_CALLOC(nw, 4), *db = WC_CALLOC(s.K, 4);
+    wc_conv2d_backward(dx_add, dw, db, dy, x, w, &s, work);
+    float *dw2 = WC_CALLOC(nw, 4), *db2 = WC_CALLOC(s.K, 4);
+    wc_conv2d_backward(dx_zero, dw2, db2, dy, x, w, &s, work);
+    float *mask_add = WC_ALLOC(nx * 4), *mask_zero = WC_ALLOC(nx * 4);
+    for (size_t i = 0; i < nx; i++) {
+        mask_add[i] = x[i] > 0 ? dx_add[i] : 0.0f;
+        mask_zero[i] = x[i] > 0 ? dx_zero[i] : 0.0f;
+    }
+    /* the strided layout: sample n at n * (size + extra) */
+    const size_t xs2 = xs + extra, ys2 = ys + extra;
+    float *xg = WC_CALLOC(s.N * xs2, 4), *dyg = WC_CALLOC(s.N * ys2, 4);
+    for (int n = 0; n < s.N; n++) {
+        memcpy(xg + n * xs2, x + n * xs, xs * 4);
+        memcpy(dyg + n * ys2, dy + n * ys, ys * 4);
+    }
+    for (int threads = 1; threads <= 3; threads++) {
+        wc_pool *pool = wc_pool_create(threads);
+        float *wk = WC_ALLOC((wc_conv_workspace_floats_threads(&s, threads) + 1) * 4);
+        for (int strided = 0; strided < 2; strided++) {
+            wc_conv_shape t = s;
+            const float *xi = x, *dyi = dy;
+            size_t txs = xs, tys = ys;
+            if (strided) {
+                t.in_sample = txs = xs2, t.out_sample = tys = ys2;
+                xi = xg, dyi = dyg;
+            }
+            float *yo = WC_ALLOC(s.N * tys * 4), *dxo = WC_ALLOC(s.N * txs * 4);
+            float *dwo = WC_CALLOC(nw, 4), *dbo = WC_CALLOC(s.K, 4);
+            float *got = WC_ALLOC(nx * 4), *got2 = WC_ALLOC(ny * 4);
+#define GATHER(dst, src, n_, size, stride)                                                         \
+    for (int n = 0; n < s.N; n++) memcpy((dst) + n * (size), (src) + n * (stride), (size) * 4)
+            wc_conv2d_forward_ex(yo, xi, w, b, &t, WC_CONV_RELU, pool, wk);
+            GATHER(got2, yo, s.N, ys, tys);
+            CHECK(same_values(got2, yr, ny), "T%d strided %d: forward with ReLU differs", threads,
+                  strided);
+            wc_conv2d_forward_ex(yo, xi, w, b, &t, 0, pool, wk);
+            GATHER(got2, yo, s.N, ys, tys);
+            CHECK(same_values(got2, y, ny), "T%d strided %d: forward differs", threads, strided);
+            for (int flags = 0; flags < 4; flags++) { /* WRITE x MASK */
+                const int f = (flags & 1 ? WC_CONV_DINP_WRITE : 0) |
+                              (flags & 2 ? WC_CONV_DINP_RELU_MASK : 0);
+                for (int n = 0; n < s.N; n++) /* adding onto dx0; writing over garbage */
+                    memcpy(dxo + n * txs, (flags & 1 ? garbage : dx0) + n * xs, xs * 4);
+                memset(dwo, 0, nw * 4), memset(dbo, 0, s.K * 4);
+                wc_conv2d_backward_ex(dxo, dwo, dbo, dyi, xi, w, &t, f, pool, wk);
+                GATHER(got, dxo, s.N, xs, txs);
+                const float *want = flags == 0   ? dx_add
+                                    : flags == 1 ? dx_zero
+                                    : flags == 2 ? mask_add
+                                                 : mask_zero;
+                CHECK(same_values(got, want, nx), "T%d strided %d flags %d: dinp differs", threads,
+                      strided, f);
+                CHECK(same_values(dwo, dw, nw) && same_values(dbo, db, s.K),
+                      "T%d strided %d flags %d: dweight or dbias differs", threads, strided, f);
+            }
+#undef GATHER
+            free(yo), free(dxo), free(dwo), free(dbo), free(got), free(got2);
+        }
+        free(wk);
+        wc_pool_destroy(pool);
+    }
+    free(x), free(w), free(b), free(dy), free(work), free(y), free(yr), free(dx0), free(dx_add),
+        free(dx_zero), free(dw), free(db), free(dw2), free(db2), free(mask_add), free(mask_zero),
+        free(xg), free(dyg), free(garbage);
+}
+
+static void test_conv_fused_strided_threaded(void) {
+    /* bitwise equal to the plain forms: results depend on the shape, never on the threads */
+    static const conv_case cases[] = {
+        {5, 6, 20, 18, 7, 3, 3, 1, 1},  /* Winograd: several blocks and groups */
+        {3, 4, 9, 7, 5, 3, 3, 1, 2},    /* Winograd, padding 2 */
+        {1, 3, 130, 9, 4, 3, 3, 1, 0},  /* Winograd, one image of many blocks, no padding */
+        {4, 6, 8, 5, 3, 1, 1, 1, 0},    /* pointwise */
+        {2, 3, 9, 8, 4, 5, 5, 1, 2},    /* lowered, the input gradient as a convolution */
+        {2, 3, 9, 8, 4, 3, 3, 2, 1},    /* lowered, stride 2 (col2im) */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv_forms(&cases[i]);
 }
 
 /* ---- finite differences ----------------------------------------------------------------- */
@@ -445,5 +580,7 @@ int main(void) {
     RUN(test_upsample);
     RUN(test_concat);
     RUN(test_bce);
+    RUN(test_backward_write_forms);
+    RUN(test_conv_fused_strided_threaded);
     HARNESS_EXIT();
 }

@@ -8,7 +8,13 @@
  *     must be few of those);
  *   - the receptive field it reports is conservative: an input change beyond it leaves the
  *     output pixel bit-identical;
- *   - forward and backward allocate nothing (heap statistics unchanged over a step);
+ *   - forward and backward allocate nothing (heap statistics unchanged over a step), on one
+ *     thread and on three;
+ *   - training on 2 or 3 threads gives parameters bitwise equal to 1 thread's after 3 steps,
+ *     and inference on 2 threads the training network's outputs;
+ *   - graphs whose buffers plan differently (concatenation views of views, a tensor
+ *     concatenated with itself, a view read after its concatenation, a dead branch) have
+ *     gradients equal to finite differences;
  *   - bad specs are refused with a message, not a crash: each limit of the spec language, odd
  *     characters and names, repeated options, sizes that would overflow (channels, upsampling,
  *     weights, activations, coordinates, the receptive field), and networks beyond the memory
@@ -170,7 +176,10 @@ typedef struct {
  * in-place ReLUs, at a size the naive double-precision reference can differentiate quickly. */
 static char narrow_unet_spec[4096];
 
+static const char *const GRAPH_SPECS[];
+
 static const char *spec_for(const char *arch) {
+    if (strncmp(arch, "graph", 5) == 0) return GRAPH_SPECS[atoi(arch + 5)];
     if (strcmp(arch, "unet-narrow") != 0) return wc_net_builtin_spec(arch);
     const char *src = wc_net_builtin_spec("unet-lite");
     char *d = narrow_unet_spec;
@@ -397,6 +406,167 @@ static void test_no_allocation_in_step(void) {
     wc_optim_destroy(opt);
     wc_reducer_destroy(red);
     tiny_free(&p);
+}
+
+/* ---- threads ------------------------------------------------------------------------------- */
+
+/* Training steps on T threads: the parameters after them, bitwise. Micro-batches of 3 and 2
+ * samples (a smaller last one), AdamW, the exact reducer, as train.c runs a step. */
+static float *train_steps(int threads, int steps, size_t *nparams) {
+    wc_net_set_threads(threads);
+    tiny_problem p = tiny_make("unet-lite", 4, 3, 32, 32, 7);
+    wc_net_set_threads(1);
+    wc_reducer *red = wc_reducer_create(p.net, 1, 2);
+    wc_optim_config oc;
+    wc_optim_config_default(&oc, WC_OPTIM_ADAMW);
+    oc.total_steps = steps;
+    wc_optim *opt = wc_optim_create(&oc, p.net->nparams);
+    for (int step = 0; step < steps; step++) {
+        wc_step_totals tot;
+        do {
+            wc_reducer_begin(red);
+            for (int j = 0; j < 2; j++) {
+                const int n = j == 0 ? 3 : 2;
+                wc_net_forward(p.net, n);
+                double loss =
+                    wc_bce_forward(wc_net_output(p.net), p.y, p.valid, (size_t)n * 1024, 1.0f);
+                wc_bce_backward(wc_net_output_grad(p.net), wc_net_output(p.net), p.y, p.valid,
+                                (size_t)n * 1024, 1.0f);
+                memset(p.net->grads, 0, p.net->nparams * sizeof(float));
+                wc_net_backward(p.net, n);
+                if (!red->calibrated && j == 0) wc_reducer_calibrate(red, p.net->grads, 0);
+                wc_reducer_add(red, p.net->grads, loss, (int64_t)n * 1024, n);
+            }
+        } while (wc_reducer_finish(red, p.net->grads, 0, 0, &tot) == WC_REDUCE_REDO);
+        wc_optim_step(opt, p.net->params, p.net->grads, p.net->tensors, p.net->ntensors);
+    }
+    *nparams = p.net->nparams;
+    float *out = WC_ALLOC(p.net->nparams * sizeof(float));
+    memcpy(out, p.net->params, p.net->nparams * sizeof(float));
+    wc_optim_destroy(opt);
+    wc_reducer_destroy(red);
+    tiny_free(&p);
+    return out;
+}
+
+static void test_threads_bitwise(void) {
+    const int steps = 3;
+    size_t n1, n;
+    float *ref = train_steps(1, steps, &n1);
+    for (int threads = 2; threads <= 3; threads++) {
+        float *got = train_steps(threads, steps, &n);
+        size_t diff = 0;
+        for (size_t i = 0; i < n; i++) diff += memcmp(&got[i], &ref[i], sizeof(float)) != 0;
+        NOTE("%d threads: %zu of %zu parameters differ from 1 thread after %d steps", threads,
+             diff, n, steps);
+        CHECK(n == n1 && diff == 0, "%d threads: parameters not bitwise those of 1 thread",
+              threads);
+        free(got);
+    }
+    /* and the inference network on 2 threads gives the training network's outputs */
+    const int C = 5, N = 2, H = 48, W = 40;
+    wc_net *tr = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W,
+                               WC_NET_TRAIN);
+    wc_net_set_threads(2);
+    wc_net *in = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W,
+                               WC_NET_INFER);
+    wc_net_set_threads(1);
+    wc_net_init_params(tr, 4, 0.1);
+    memcpy(in->params, tr->params, tr->nparams * sizeof(float));
+    wc_rng r;
+    wc_rng_seed(&r, 3, 503, 0);
+    for (size_t i = 0; i < (size_t)N * C * H * W; i++)
+        wc_net_input(tr)[i] = wc_net_input(in)[i] = (float)wc_rng_normal(&r);
+    wc_net_forward(tr, N);
+    wc_net_forward(in, N);
+    CHECK(memcmp(wc_net_output(tr), wc_net_output(in), sizeof(float) * N * H * W) == 0,
+          "inference on 2 threads differs from training on 1");
+    wc_net_destroy(tr);
+    wc_net_destroy(in);
+    free(ref);
+}
+
+/* The step of test_no_allocation_in_step, on 3 threads (the pool's tasks allocate nothing
+ * either, and neither does OpenBLAS called from them once warm). */
+static void test_no_allocation_with_threads(void) {
+    wc_net_set_threads(3);
+    tiny_problem p = tiny_make("unet-lite", 4, 3, 32, 32, 3);
+    wc_net_set_threads(1);
+    for (int rep = 0; rep < 3; rep++) {
+        const size_t before = allocations;
+        wc_net_forward(p.net, 3);
+        wc_bce_backward(wc_net_output_grad(p.net), wc_net_output(p.net), p.y, p.valid, 3 * 1024,
+                        1.0f);
+        memset(p.net->grads, 0, p.net->nparams * sizeof(float));
+        wc_net_backward(p.net, 3);
+        if (rep > 0)
+            CHECK(allocations == before, "step %d on 3 threads allocated %zu times", rep,
+                  allocations - before);
+    }
+    tiny_free(&p);
+}
+
+/* ---- graphs beyond unet-lite's ------------------------------------------------------------ */
+
+/* Networks whose buffers plan differently: a tensor concatenated with itself, concatenations
+ * of concatenations (views of views), a view whose gradient is contributed to before its
+ * concatenation's (the buffer is then zeroed first), a ReLU read by two layers, a dead branch
+ * (a node nobody reads), and a ReLU of the network input. Their gradients must equal finite
+ * differences like unet-lite's. */
+static const char *const GRAPH_SPECS[] = {
+    /* concat of one tensor twice; nested concatenation; a ReLU with two readers */
+    "input x\nconv a x out=3 k=3 pad=1\nrelu ar a\nconcat c1 ar ar\nconv b c1 out=2 k=3 pad=1\n"
+    "relu br b\nconcat c2 c1 br\nconv d c2 out=3 k=3 pad=1\nrelu dr d\nconcat c3 dr ar\n"
+    "conv h c3 out=1 k=1\n",
+    /* a view read after its concatenation's reader (z reads e after c's reader q); a dead
+     * branch (dead); a ReLU of the input; pooling and upsampling into a concatenation */
+    "input x\nrelu xr x\nconv e xr out=3 k=3 pad=1\nrelu er e\nmaxpool p er\n"
+    "conv f p out=2 k=3 pad=1\nupsample u f\nconcat c u er\nconv q c out=2 k=3 pad=1\n"
+    "conv dead q out=2 k=1\nconv z er out=2 k=3 pad=1\nconcat c4 q z\nconv h c4 out=1 k=1\n",
+};
+
+static void test_graph_plans(void) {
+    wc_net *unet = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 12, 2, 64, 64,
+                                 WC_NET_TRAIN);
+    int uviews = 0;
+    for (int i = 0; i < unet->nnodes; i++) uviews += unet->nodes[i].view >= 0;
+    NOTE("unet-lite: %d concatenation inputs are views, %d gradient buffers zeroed", uviews,
+         unet->nzero);
+    CHECK(uviews == 4 && unet->nzero == 0, "unet-lite: %d views, %d zeroed (want 4, 0)", uviews,
+          unet->nzero);
+    wc_net_destroy(unet);
+    for (size_t g = 0; g < sizeof GRAPH_SPECS / sizeof GRAPH_SPECS[0]; g++) {
+        char name[16];
+        snprintf(name, sizeof name, "graph%zu", g);
+        wc_net *net = wc_net_create(name, GRAPH_SPECS[g], 2, 1, 8, 8, WC_NET_TRAIN);
+        CHECK(net != NULL, "%s did not build", name);
+        if (!net) continue;
+        int views = 0;
+        for (int i = 0; i < net->nnodes; i++) views += net->nodes[i].view >= 0;
+        NOTE("%s: %d views, %d gradient buffers zeroed before backward", name, views, net->nzero);
+        CHECK(views > 0, "%s: no concatenation input became a view", name);
+        if (g == 1) CHECK(net->nzero > 0, "%s: the view read late should force a zeroed buffer", name);
+        /* the inference plan (buffers reused, views placed at their first producer) computes
+         * the same outputs */
+        wc_net *in = wc_net_create(name, GRAPH_SPECS[g], 2, 2, 8, 8, WC_NET_INFER);
+        wc_net *tr = wc_net_create(name, GRAPH_SPECS[g], 2, 2, 8, 8, WC_NET_TRAIN);
+        wc_net_init_params(tr, 8, 0.3);
+        memcpy(in->params, tr->params, tr->nparams * sizeof(float));
+        for (int i = 0; i < 2 * 2 * 64; i++)
+            wc_net_input(in)[i] = wc_net_input(tr)[i] = (float)sin(0.37 * i);
+        wc_net_forward(in, 2);
+        wc_net_forward(tr, 2);
+        CHECK(memcmp(wc_net_output(in), wc_net_output(tr), sizeof(float) * 2 * 64) == 0,
+              "%s: inference output differs from training's", name);
+        wc_net_destroy(in);
+        wc_net_destroy(tr);
+        wc_net_destroy(net);
+        for (int threads = 1; threads <= 2; threads++) {
+            wc_net_set_threads(threads);
+            check_network_gradient(name, 2, 2, 8, 8, 1.0f, 8);
+            wc_net_set_threads(1);
+        }
+    }
 }
 
 /* Inference reuses activation buffers; its output must be bitwise the training network's. */
@@ -720,5 +890,8 @@ int main(void) {
     RUN(test_spec_size_overflow);
     RUN(test_receptive_field_bounded);
     RUN(test_memory_limit);
+    RUN(test_threads_bitwise);
+    RUN(test_no_allocation_with_threads);
+    RUN(test_graph_plans);
     HARNESS_EXIT();
 }

@@ -7,6 +7,8 @@
  * backward functions ADD into the gradients they produce (dinp, dweight, dbias), so a tensor
  * read by two layers receives the sum of both contributions; callers zero gradients first.
  * A NULL dinp means "input gradient not needed" (the first layer) and skips that work.
+ * The _write forms of the backward functions overwrite dinp instead (for the first contribution
+ * to a gradient, so the network zeroes no gradient buffer before its backward pass).
  *
  * Not here: allocation (callers pass every buffer), the convolution (conv.h), the network graph
  * (net.h). */
@@ -26,6 +28,8 @@ void wc_relu_backward(float *dinp, const float *dout, const float *out, size_t n
 /* The in-place form: d = d where out > 0, else 0 (for a ReLU that overwrote its input, whose
  * gradient buffer is shared with its input's). */
 void wc_relu_backward_inplace(float *d, const float *out, size_t n);
+/* dinp = dout where out > 0, else 0. */
+void wc_relu_backward_write(float *dinp, const float *dout, const float *out, size_t n);
 
 /* 2x2 max-pool, stride 2, over planes: inp (P, H, W) -> out (P, H/2, W/2) where P = N*C; an
  * odd last row or column is dropped (as PyTorch does). The first maximum in row-major window
@@ -33,11 +37,17 @@ void wc_relu_backward_inplace(float *d, const float *out, size_t n);
 void wc_maxpool2_forward(float *out, const float *inp, int P, int H, int W);
 /* dinp (P,H,W) += dout routed to each window's maximum, found again from inp. */
 void wc_maxpool2_backward(float *dinp, const float *dout, const float *inp, int P, int H, int W);
+/* dinp (P,H,W) = dout routed to each window's maximum, 0 elsewhere (a dropped row or column
+ * too). */
+void wc_maxpool2_backward_write(float *dinp, const float *dout, const float *inp, int P, int H,
+                                int W);
 
 /* 2x nearest-neighbour upsampling: inp (P, H, W) -> out (P, 2H, 2W). */
 void wc_upsample2_forward(float *out, const float *inp, int P, int H, int W);
 /* dinp (P,H,W) += sum of the four dout pixels each input pixel was copied to. */
 void wc_upsample2_backward(float *dinp, const float *dout, int P, int H, int W);
+/* dinp (P,H,W) = that sum. */
+void wc_upsample2_backward_write(float *dinp, const float *dout, int P, int H, int W);
 
 /* Channel concatenation: out (N, Ca+Cb, HW) = [a (N, Ca, HW), b (N, Cb, HW)] per sample. */
 void wc_concat_forward(float *out, const float *a, int Ca, const float *b, int Cb, int N,

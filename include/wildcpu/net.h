@@ -28,10 +28,22 @@
  * layout, so one memset zeroes every gradient, one collective reduces them and one write saves
  * them. Every activation, every activation gradient and the convolution workspace are allocated
  * by wc_net_create for a maximum micro-batch; nothing is allocated by forward or backward.
- * A ReLU whose input feeds nothing else overwrites it in place (and shares its gradient).
+ * A ReLU whose input feeds nothing else overwrites it in place (and shares its gradient); a
+ * convolution followed by such a ReLU applies it itself (forward, and the mask backward). The
+ * inputs of a concatenation are views into its buffer (and their gradients into its gradient):
+ * their producers write there and nothing is copied, forward or backward; such a tensor's
+ * samples lie the concatenation's sample size apart (wc_node.sample). In the backward pass the
+ * first contribution to an activation gradient overwrites it and later ones add, so no gradient
+ * buffer is zeroed (only one that would be written in part first, which no built-in network
+ * has). In inference (WC_NET_INFER) no gradient exists and a buffer lives only until its last
+ * reader has run.
+ *
+ * Threads: a network runs its own work on wc_net_set_threads threads (a pool created with it),
+ * splitting it by shapes alone, so results are bitwise the same for any thread count; OpenBLAS
+ * is kept at one thread.
  *
  * Not here: the loss (the caller computes d loss/d logits into wc_net_output_grad), the
- * optimizer, data, threads. */
+ * optimizer, data. */
 #ifndef WILDCPU_NET_H
 #define WILDCPU_NET_H
 
@@ -40,6 +52,7 @@
 
 #include "wildcpu/conv.h"
 #include "wildcpu/layers.h"
+#include "wildcpu/pool.h"
 
 typedef enum wc_op {
     WC_OP_INPUT,
@@ -76,10 +89,18 @@ typedef struct wc_node {
     int K, KH, KW, stride, pad;
     size_t w_off, b_off; /* offsets of weight (K, C_in, KH, KW) and bias (K) in the parameters */
     wc_conv_shape shape; /* for the maximum micro-batch */
-    /* buffers (views into the arena): output (N, C, H, W) and its gradient, same shape */
+    /* buffers (views into the arena): output (N, C, H, W) and its gradient, same layout */
     float *out;
     float *grad;
-    int inplace; /* a ReLU sharing its input's buffers */
+    size_t sample;  /* floats from one sample to the next in out and grad: C*H*W, or the
+                     * concatenation's when they are a view into its buffers */
+    int inplace;    /* a ReLU sharing its input's buffers */
+    int view;       /* the concatenation whose buffers hold this node's (-1: none) */
+    /* how the passes run it, decided once by wc_net_create */
+    int fwd_fused;  /* a ReLU that the convolution before it applies */
+    int bwd_fused;  /* an in-place ReLU whose mask the convolution reading it (alone) applies */
+    int fuse_relu;  /* a convolution that applies the ReLU after it */
+    int write_in[2]; /* backward: the contribution to input j's gradient is its first: write */
 } wc_node;
 
 /* One parameter tensor, as exported: name "e1.0.weight", 4-D or 1-D shape, offset. */
@@ -114,8 +135,12 @@ typedef struct wc_net {
     float *grads;           /* (nparams), NULL when not training */
     float *arena;           /* every activation and activation gradient */
     size_t arena_floats;
-    float *work;            /* convolution workspace */
+    float *work;            /* convolution workspace, for `threads` threads */
     size_t work_floats;
+    int threads;
+    wc_pool *pool;          /* NULL with one thread */
+    int *zero_grads;        /* nodes whose gradient buffers backward zeroes first (nzero) */
+    int nzero;
     double flops_forward;   /* multiply-adds x 2 per sample, convolutions only */
 } wc_net;
 
@@ -149,6 +174,13 @@ typedef struct wc_net_facts {
 int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, int W,
                     wc_net_facts *facts);
 
+/* The threads each network created afterwards runs its own work on (default 1), and OpenBLAS
+ * set to one thread (its threads would compete with the network's). Process-wide, like the
+ * memory limit: the trainer and the predictor set it from --threads before building a network.
+ * The workspace grows with the thread count (one block of tiles per thread). */
+void wc_net_set_threads(int threads);
+int wc_net_get_threads(void);
+
 /* The most memory, in bytes, wc_net_create lets one network's buffers take; 0 (the default)
  * means the machine's physical memory (sysconf(_SC_PHYS_PAGES) x page size). Process-wide:
  * tests and fuzzers lower it. The optimizer's moments are not the network's and not counted. */
@@ -171,7 +203,8 @@ float *wc_net_output_grad(wc_net *net);
 /* Runs the graph on the first N (<= max_N) samples of the input. */
 void wc_net_forward(wc_net *net, int N);
 /* Adds d loss/d parameters into net->grads (zero them first for a fresh gradient), given the
- * output gradient. Activation gradients are zeroed here. */
+ * output gradient. Activation gradients need no zeroing: each is written by its first
+ * contribution. */
 void wc_net_backward(wc_net *net, int N);
 
 /* Parameter tensor by name ("e1.0.weight"), or NULL. */

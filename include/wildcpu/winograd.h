@@ -1,0 +1,34 @@
+/* winograd.h: 3x3 stride-1 convolutions by Winograd's minimal filtering F(4x4, 3x3), forward
+ * and both gradients, as one cache-blocked pass over blocks of tiles. conv.h is the public
+ * interface (it picks this path for 3x3 stride-1 kernels with padding up to 2); this header is
+ * what conv.c calls. Shapes, layouts and flags are conv.h's (wc_conv_shape, WC_CONV_*).
+ *
+ * Work is split into tasks by the shape alone (winograd.c says how), run on the pool when one
+ * is given: the results are bitwise the same for any number of threads.
+ *
+ * Not here: allocation (the caller passes the workspace), other kernel shapes (conv.c). */
+#ifndef WILDCPU_WINOGRAD_H
+#define WILDCPU_WINOGRAD_H
+
+#include <stddef.h>
+
+#include "wildcpu/conv.h"
+#include "wildcpu/pool.h"
+
+/* Whether the shape runs here: 3x3, stride 1, padding 0 to 2. */
+int wc_wino_applies(const wc_conv_shape *s);
+/* Floats of workspace forward and backward need with `threads` threads (a part shared by the
+ * threads plus one part per thread). Non-decreasing in s->N. */
+size_t wc_wino_workspace_floats(const wc_conv_shape *s, int threads);
+
+/* out (N, K, OH, OW) = conv(inp, weight) + bias (bias may be NULL); with WC_CONV_RELU, max(., 0)
+ * (a NaN passes). */
+void wc_wino_forward(float *out, const float *inp, const float *weight, const float *bias,
+                     const wc_conv_shape *s, int flags, wc_pool *pool, float *work);
+/* dweight += d/dweight; dbias += d/dbias (may be NULL); dinp (may be NULL) += d/dinp, or = with
+ * WC_CONV_DINP_WRITE, masked by inp > 0 with WC_CONV_DINP_RELU_MASK. */
+void wc_wino_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                      const float *inp, const float *weight, const wc_conv_shape *s, int flags,
+                      wc_pool *pool, float *work);
+
+#endif

@@ -1,0 +1,77 @@
+/* cpuinfo.c: the CPU model from /proc/cpuinfo (Linux; "unknown" elsewhere), SIMD extensions
+ * from the compiler's CPU detection, and OpenBLAS's own description of itself. */
+#include "wildcpu/cpuinfo.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+
+static void read_model(char *dst, size_t size) {
+    snprintf(dst, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        const char *v = strchr(line, ':');
+        if (!v) continue;
+        for (v++; *v == ' ' || *v == '\t'; v++) {
+        }
+        snprintf(dst, size, "%s", v);
+        dst[strcspn(dst, "\n")] = '\0';
+        break;
+    }
+    fclose(f);
+}
+
+static void read_isa(char *dst, size_t size) {
+    dst[0] = '\0';
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    static const char *const names[] = {"sse4.2", "avx", "avx2", "fma", "avx512f"};
+    const int have[] = {__builtin_cpu_supports("sse4.2"), __builtin_cpu_supports("avx"),
+                        __builtin_cpu_supports("avx2"), __builtin_cpu_supports("fma"),
+                        __builtin_cpu_supports("avx512f")};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (have[i]) {
+            size_t len = strlen(dst);
+            snprintf(dst + len, size - len, "%s%s", len ? " " : "", names[i]);
+        }
+#endif
+    if (!dst[0]) snprintf(dst, size, "unknown");
+}
+
+void wc_cpuinfo_get(wc_cpuinfo *info) {
+    memset(info, 0, sizeof *info);
+    read_model(info->model, sizeof info->model);
+    read_isa(info->isa, sizeof info->isa);
+    const char *core = openblas_get_corename(), *config = openblas_get_config();
+    snprintf(info->blas_core, sizeof info->blas_core, "%s", core ? core : "unknown");
+    snprintf(info->blas_config, sizeof info->blas_config, "%s", config ? config : "unknown");
+    /* the trailing space OpenBLAS leaves in its configuration string */
+    size_t n = strlen(info->blas_config);
+    while (n && info->blas_config[n - 1] == ' ') info->blas_config[--n] = '\0';
+    info->blas_threads = openblas_get_num_threads();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    info->online_cpus = cpus > 0 ? (int)cpus : 0;
+}
+
+const char *wc_cpuinfo_describe(char *buf, size_t size) {
+    wc_cpuinfo c;
+    wc_cpuinfo_get(&c);
+    snprintf(buf, size, "CPU %s (%d online; %s), OpenBLAS %s (%s)", c.model, c.online_cpus, c.isa,
+             c.blas_core, c.blas_config);
+    return buf;
+}
+
+void wc_cpuinfo_json_members(wc_json *j) {
+    wc_cpuinfo c;
+    wc_cpuinfo_get(&c);
+    wc_json_kstr(j, "cpu_model", c.model);
+    wc_json_kstr(j, "cpu_isa", c.isa);
+    wc_json_kstr(j, "openblas_core", c.blas_core);
+    wc_json_kstr(j, "openblas_config", c.blas_config);
+    wc_json_kint(j, "online_cpus", c.online_cpus);
+}

@@ -1,0 +1,137 @@
+/* pool.c: the thread pool of pool.h. A job is (fn, ctx, ntasks) published under a generation
+ * number; every thread, the caller included, takes task indices from one atomic counter until
+ * none is left. Tasks are claimed dynamically (a thread slowed by another process on a shared
+ * machine simply takes fewer), which is safe because no result depends on the claiming order.
+ *
+ * Waiting: a worker spins on the generation for a short while (a training step starts a new job
+ * every few hundred microseconds, and a sleeping worker takes tens of microseconds to wake),
+ * then sleeps on a condition variable; the caller waits for the last task the same way. */
+#include "wildcpu/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "wildcpu/util.h"
+
+/* About 50-100 microseconds of polling before sleeping. */
+#define SPIN_ROUNDS 20000
+
+struct wc_pool {
+    int nthreads;
+    pthread_t *workers; /* (nthreads - 1) */
+    pthread_mutex_t mu;
+    pthread_cond_t start_cv, done_cv;
+    /* the current job, written before `generation` is released */
+    wc_pool_fn fn;
+    void *ctx;
+    int ntasks;
+    atomic_int next;       /* next unclaimed task */
+    atomic_int running;    /* workers still inside the current job */
+    atomic_uint generation; /* bumped once per job */
+    atomic_int stop;
+};
+
+typedef struct {
+    wc_pool *pool;
+    int thread;
+} worker_arg;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void run_tasks(wc_pool *p, int thread) {
+    for (;;) {
+        int t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (t >= p->ntasks) return;
+        p->fn(p->ctx, t, thread);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker_arg a = *(worker_arg *)arg;
+    free(arg);
+    wc_pool *p = a.pool;
+    unsigned seen = 0;
+    for (;;) {
+        unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
+        for (int i = 0; g == seen && i < SPIN_ROUNDS; i++) {
+            cpu_relax();
+            g = atomic_load_explicit(&p->generation, memory_order_acquire);
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&p->mu);
+            while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->start_cv, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) return NULL;
+        seen = g;
+        run_tasks(p, a.thread);
+        if (atomic_fetch_sub_explicit(&p->running, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
+wc_pool *wc_pool_create(int nthreads) {
+    if (nthreads <= 1) return NULL;
+    wc_pool *p = WC_CALLOC(1, sizeof *p);
+    p->nthreads = nthreads;
+    p->workers = WC_CALLOC((size_t)nthreads - 1, sizeof(pthread_t));
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->start_cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    for (int i = 0; i < nthreads - 1; i++) {
+        worker_arg *a = WC_ALLOC(sizeof *a);
+        a->pool = p, a->thread = i + 1;
+        if (pthread_create(&p->workers[i], NULL, worker_main, a) != 0)
+            wc_fatal("cannot start thread %d of %d", i + 2, nthreads);
+    }
+    return p;
+}
+
+void wc_pool_destroy(wc_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->start_cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads - 1; i++) pthread_join(p->workers[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->start_cv);
+    pthread_cond_destroy(&p->done_cv);
+    free(p->workers);
+    free(p);
+}
+
+int wc_pool_threads(const wc_pool *p) { return p ? p->nthreads : 1; }
+
+void wc_pool_run(wc_pool *p, int ntasks, wc_pool_fn fn, void *ctx) {
+    if (ntasks <= 0) return;
+    if (!p || ntasks == 1) {
+        for (int t = 0; t < ntasks; t++) fn(ctx, t, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn, p->ctx = ctx, p->ntasks = ntasks;
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->running, p->nthreads - 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&p->start_cv);
+    pthread_mutex_unlock(&p->mu);
+    run_tasks(p, 0);
+    for (int i = 0; atomic_load_explicit(&p->running, memory_order_acquire) && i < SPIN_ROUNDS;
+         i++)
+        cpu_relax();
+    if (atomic_load_explicit(&p->running, memory_order_acquire)) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->running)) pthread_cond_wait(&p->done_cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
