@@ -186,3 +186,14 @@ fuzz-deps:
 
 fuzz-seeds: $(BUILD)/wildcpu
 	bash tests/fuzz/make-seeds $(BUILD)/wildcpu
+
+# ---- scaling benchmark (tools/bench_scaling.sh) ---------------------------------------------
+# `make bench-scaling` (root: a private network namespace whose loopback tc shapes): 1, 2 and 4
+# ranks of unet-lite and data/models/unet-wide.spec over unshaped, 10 Gb/s and 1 Gb/s emulated
+# links; fits README.md's sizing model and prints measured against modelled step times and the
+# predictions for 8 to 1024 ranks. REPS, STEPS, WIDE_REPS, WIDE_STEPS (environment) set its
+# length; the raw measurements stay in build/bench-scaling. Leaves no namespace, qdisc or
+# process behind, also when interrupted.
+.PHONY: bench-scaling
+bench-scaling: $(BUILD)/wildcpu $(BUILD)/tools/netbench
+	@bash tools/bench_scaling.sh $(BUILD)
