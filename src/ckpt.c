@@ -99,8 +99,8 @@ static void prune(const char *dir, int keep, long newest_step) {
     if (n > 0) wc_ckpt_list_free(e, n);
 }
 
-int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, int n, int keep,
-                  double *seconds, size_t *bytes) {
+int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_section *sections,
+                  int n, int keep, double *seconds, size_t *bytes) {
     double t0 = wc_now();
     /* serialize the sections */
     size_t raw_size = 0;
@@ -133,7 +133,11 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
     wc_le_put_u32(header + 40, file_crc(header, z, zsize));
 
     char final[4096], tmp[4200];
-    snprintf(final, sizeof final, "%s/ckpt-%08ld.wcp", dir, step);
+    if (name)
+        snprintf(final, sizeof final, "%s/%s", dir, name);
+    else
+        snprintf(final, sizeof final, "%s/ckpt-%08ld.wcp", dir, step);
+    /* a name no reader takes for a checkpoint, removed at the next start if a crash left it */
     snprintf(tmp, sizeof tmp, "%s/.ckpt-%08ld.wcp.tmp%d", dir, step, (int)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) {
@@ -168,7 +172,7 @@ int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, i
     /* The new checkpoint exists; until its directory entry is durable it may not survive a
      * crash, so it is not counted as written (and the older ones are kept). */
     if (wc_fsync_path(dir, 1) != WC_OK) return WC_ERR;
-    if (keep > 0) prune(dir, keep, step);
+    if (keep > 0 && !name) prune(dir, keep, step);
     if (seconds) *seconds = wc_now() - t0;
     if (bytes) *bytes = WC_CKPT_HEADER + zsize;
     return WC_OK;
@@ -529,6 +533,18 @@ int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *c
         char sub[4096];
         snprintf(sub, sizeof sub, "%s/checkpoints", path);
         const char *dir = stat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? sub : path;
+        char best[4200], why[512];
+        snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
+        if (access(best, F_OK) == 0) {
+            if (wc_ckpt_read(best, ck, why, sizeof why) == WC_OK &&
+                (!check || check(ck, ctx, why, sizeof why) == WC_OK)) {
+                *resolved = wc_strdup(best);
+                return WC_OK;
+            }
+            wc_ckpt_free(ck);
+            wc_warn("checkpoint %s is not usable: %s; taking the newest checkpoint instead", best,
+                    why);
+        }
         int any = 0;
         if (wc_ckpt_latest(dir, check, ctx, ck, resolved, &any) == WC_OK) return WC_OK;
         wc_error("%s holds %s", dir, any ? "no valid checkpoint (see the warnings above)"

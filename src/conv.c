@@ -73,6 +73,11 @@ static int use_winograd(const wc_conv_shape *s) {
     return s->KH == 3 && s->KW == 3 && s->stride == 1 && s->pad <= 2;
 }
 
+int wc_conv_output_tile(int KH, int KW, int stride, int pad) {
+    const wc_conv_shape s = {.KH = KH, .KW = KW, .stride = stride, .pad = pad};
+    return use_winograd(&s) ? 2 : 1;
+}
+
 /* Row buffers (10 are used), each as wide as the padded input row, the output row, and 4
  * transformed values per tile. */
 static size_t winograd_row_floats(const wc_conv_shape *s) {

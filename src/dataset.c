@@ -121,6 +121,28 @@ static inline int is_nodata(const wc_band *b, double v) {
 /* The labels (y) and the validity that nodata alone decides (valid): a pixel whose label or any
  * feature is nodata, NaN or Inf is invalid. What planning needs (it takes the statistics from
  * the raw values), and what decoding starts from. */
+int wc_dataset_read_labels(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *y, uint8_t *valid, double *scratch) {
+    const int from_label_file = ds->label_path != NULL;
+    wc_raster *r = from_label_file ? &f->label : &f->src;
+    const wc_band *lb = &r->bands[ds->label_band - 1];
+    if (wc_raster_read(r, x0, y0, w, h, &ds->label_band, 1, WC_DT_FLOAT64, scratch) != WC_OK)
+        return WC_ERR;
+    const size_t n = (size_t)w * (size_t)h;
+    for (size_t i = 0; i < n; i++) {
+        valid[i] = !is_nodata(lb, scratch[i]);
+        y[i] = scratch[i] > 0 ? 1.0f : 0.0f; /* the rule of decode_labels_and_nodata */
+    }
+    return WC_OK;
+}
+
+int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *oracle) {
+    const int one = 1;
+    WC_ASSERT(ds->oracle_path);
+    return wc_raster_read(&f->oracle, x0, y0, w, h, &one, 1, WC_DT_FLOAT32, oracle);
+}
+
 static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, float *y,
                                      uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P;
@@ -388,12 +410,14 @@ static void split(wc_dataset *ds) {
     free(val_block);
 }
 
-/* Planning ends in one of these; a stop is no error (train.c exits 75 on it). */
-enum { PLAN_OK = WC_OK, PLAN_ERR = WC_ERR, PLAN_STOPPED = -2 };
+/* Planning ends in one of these; a stop is no error (train.c exits 75 on it). Ordered so that
+ * the ranks' largest is the outcome for all of them: a read error on any rank makes planning
+ * fail, else a stop signal on any rank stops it. */
+enum { PLAN_OK, PLAN_STOPPED, PLAN_ERR };
 
 /* Raw bytes read between two stop agreements in the planning loop: about 0.1 s of reading from
  * a cold disk (the ~120 MB/s measured for Float32 tiles), a few ms from GDAL's cache, against a
- * 16-byte Allreduce of microseconds. */
+ * 4-byte Allreduce of microseconds. */
 #define PLAN_AGREE_BYTES ((size_t)16 << 20)
 
 /* Reads patch id and computes what planning learns from it: its valid and burned pixels, and
@@ -444,23 +468,23 @@ static int plan(wc_dataset *ds) {
     moments *mom = WC_CALLOC((size_t)(nmine + 1) * ds->nfeat, sizeof(moments));
     const long most = largest_share(ds->npatches, R);
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
-    int status = WC_OK;
-    int64_t agreed[2] = {0, 0}; /* ranks that failed to read, ranks with a stop signal */
+    int status = WC_OK, agreed = PLAN_OK;
     for (long j = 0; j < most; j++) {
         if (j < nmine && status == WC_OK)
             status = plan_patch(ds, lo + j, raw, y, valid, &counts[j], &mom[j * ds->nfeat]);
         if ((j + 1) % K == 0 || j + 1 == most) {
-            agreed[0] = status != WC_OK, agreed[1] = wc_stop_requested();
-            wc_dist_sum_i64(agreed, 2);
-            if (agreed[0] || agreed[1]) break;
+            agreed = wc_dist_max_int(status != WC_OK       ? PLAN_ERR
+                                     : wc_stop_requested() ? PLAN_STOPPED
+                                                           : PLAN_OK);
+            if (agreed != PLAN_OK) break;
         }
     }
     free(raw), free(y), free(valid);
-    if (agreed[0] || agreed[1]) {
-        if (agreed[0] && status == WC_OK)
+    if (agreed != PLAN_OK) {
+        if (agreed == PLAN_ERR && status == WC_OK)
             wc_error("stopping: another rank could not read its patches");
         free(counts), free(mom);
-        return agreed[0] ? PLAN_ERR : PLAN_STOPPED;
+        return agreed;
     }
     /* Kept flags: every rank needs all of them for the split. */
     uint8_t *mine = WC_ALLOC(nmine + 1);
@@ -569,9 +593,10 @@ static int plan_fits(const wc_dataset *ds) {
     const uint64_t phys = pages > 0 && page > 0 ? sat_mul((uint64_t)pages, (uint64_t)page)
                                                 : UINT64_MAX; /* unknown: only SIZE_MAX */
     const int too_big = here > phys / 2 || here > SIZE_MAX;
-    int64_t votes[2] = {too_big, rank == 0 && too_big};
-    wc_dist_sum_i64(votes, 2);
-    if (too_big && (rank == 0 || !votes[1])) {
+    const int any_too_big = wc_dist_any(too_big);
+    /* rank 0 speaks for its machine; only when that one is large enough do the others */
+    const int rank0_too_big = wc_dist_any(rank == 0 && too_big);
+    if (too_big && (rank == 0 || !rank0_too_big)) {
         char a[32], b[32], c[32], d[32];
         wc_error("%s: %dx%d pixels make %ld patches of %dx%d (%d feature%s); planning them needs "
                  "%s on each rank (%s for the %d rank(s) on this machine, %s in all), more than "
@@ -582,7 +607,7 @@ static int plan_fits(const wc_dataset *ds) {
                  wc_fmt_bytes(b, sizeof b, (double)here), nhere,
                  wc_fmt_bytes(c, sizeof c, (double)total), wc_fmt_bytes(d, sizeof d, (double)phys));
     }
-    return votes[0] ? WC_ERR : WC_OK;
+    return any_too_big ? WC_ERR : WC_OK;
 }
 
 wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
@@ -590,21 +615,20 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
     ds->cfg = *cfg;
     ds->tiles_path = wc_strdup(cfg->tiles);
-    int ok = wc_raster_open(&ds->files.src, cfg->tiles) == WC_OK;
     /* Every rank opens the same file; if one cannot, none continues. */
-    int64_t bad = !ok;
-    wc_dist_sum_i64(&bad, 1);
-    if (bad) goto fail;
+    if (wc_dist_any(wc_raster_open(&ds->files.src, cfg->tiles) != WC_OK)) goto fail;
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
     ds->P = cfg->patch;
-    /* the grid starts at the first pixel whose global coordinate is a multiple of the
-     * alignment: the pooling phase maps and validation use too */
+    /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
+     * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
+     * share their cells, every model (whatever its pooling) is trained and validated on the same
+     * patches, and since P is a multiple of the network's alignment (the pooling needs it),
+     * patches sit at the pooling phase maps and validation use. */
     long long gcol, grow;
     wc_raster_global_origin(&ds->files.src, &gcol, &grow);
-    const int A = cfg->align > 0 ? cfg->align : 1;
-    ds->x_origin = wc_pmod(-gcol, A), ds->y_origin = wc_pmod(-grow, A);
+    ds->x_origin = wc_pmod(-gcol, ds->P), ds->y_origin = wc_pmod(-grow, ds->P);
     ds->cols = (ds->width - ds->x_origin) / ds->P;
     ds->rows = (ds->height - ds->y_origin) / ds->P;
     if (ds->cols < 1 || ds->rows < 1) {

@@ -1,4 +1,4 @@
-/* files.c: whole-file reads and atomic replacement; see files.h. */
+/* files.c: whole-file reads, atomic replacement and the checks on output paths; see files.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "wildcpu/files.h"
 
@@ -129,6 +129,42 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
             }
     }
     return WC_OK;
+}
+
+int wc_check_output_path(const char *what, const char *path, const char *const *inputs) {
+    struct stat st;
+    if (!*path) {
+        wc_error("%s: empty path", what);
+        return WC_EXIT_USAGE;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        wc_error("cannot write the %s to %s: it is a directory", what, path);
+        return WC_EXIT_RUNTIME;
+    }
+    for (int i = 0; inputs && inputs[i]; i++)
+        if (wc_same_file(path, inputs[i])) {
+            wc_error("refusing to write the %s to %s: that is an input (%s); choose another path",
+                     what, path, inputs[i]);
+            return WC_EXIT_USAGE;
+        }
+    char *dir = wc_strdup(path), *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    const char *d = slash ? (*dir ? dir : "/") : ".";
+    int status = WC_EXIT_OK;
+    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        wc_error("cannot write the %s to %s: directory %s does not exist", what, path, d);
+        status = WC_EXIT_RUNTIME;
+    } else if (access(d, W_OK | X_OK) != 0) {
+        wc_error("cannot write the %s to %s: directory %s is not writable (%s)", what, path, d,
+                 strerror(errno));
+        status = WC_EXIT_RUNTIME;
+    } else if (access(path, F_OK) == 0 && access(path, W_OK) != 0) {
+        /* rename would replace it anyway, but a read-only file is a user's way of saying no */
+        wc_error("cannot write the %s to %s: the file is read-only", what, path);
+        status = WC_EXIT_RUNTIME;
+    }
+    free(dir);
+    return status;
 }
 
 int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {

@@ -1,6 +1,9 @@
 /* labels.c: label rasters from label rasters on other grids and from burned-area polygons, and
  * the choice of a label band; see labels.h. Only rank 0 touches the files; the others receive
- * the result (and take part in the stop agreement while they wait). */
+ * the result (and take part in the stop agreement while they wait).
+ *
+ * Not here: writing and publishing the derived rasters (the raster writer, rwriter.h, does:
+ * GDAL warps and rasterizes into its working file), reading labels (dataset.c). */
 #include "wildcpu/labels.h"
 
 #include <cpl_conv.h>
@@ -17,8 +20,8 @@
 #include <unistd.h>
 
 #include "wildcpu/dist.h"
-#include "wildcpu/files.h"
 #include "wildcpu/rng.h"
+#include "wildcpu/rwriter.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
@@ -103,13 +106,12 @@ typedef struct {
     int stop;    /* a rank has a stop signal: every rank knows it */
 } agreement;
 
-/* One meeting: rank 0 says whether it is done, every rank whether it has a stop signal.
- * Returns whether rank 0 is done. */
+/* One meeting: rank 0 says whether it is done (the others pass 0), every rank whether it has a
+ * stop signal. Returns whether rank 0 is done. */
 static int agree(agreement *a, int done) {
-    int64_t v[2] = {done, wc_stop_requested()};
-    wc_dist_sum_i64(v, 2);
-    a->stop |= v[1] > 0;
-    return v[0] > 0;
+    const int finished = wc_dist_any(done);
+    a->stop |= wc_dist_any(wc_stop_requested());
+    return finished;
 }
 
 /* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
@@ -152,33 +154,34 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
     snprintf(buf, size, "%s/labels-%016llx.tif", work_dir, (unsigned long long)h);
 }
 
-/* An empty GeoTIFF of `type` on the tiles' grid, filled with 0. Sparse: blocks never written
- * take no space and read as 0 (or as the nodata value), which keeps a huge, mostly unburned
- * grid small and lets a cancelled write close quickly. */
-static GDALDatasetH create_grid_tif(const wc_raster *tiles, const char *path, GDALDataType type) {
-    GDALDriverH drv = GDALGetDriverByName("GTiff");
-    const char *opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", "SPARSE_OK=TRUE",
-                          NULL};
-    GDALDatasetH ds = GDALCreate(drv, path, tiles->width, tiles->height, 1, type, (char **)opts);
-    if (!ds) {
-        wc_error("cannot create %s: %s", path, CPLGetLastErrorMsg());
-        return NULL;
-    }
-    GDALSetGeoTransform(ds, (double *)tiles->gt);
-    GDALSetProjection(ds, tiles->wkt);
-    GDALSetDescription(GDALGetRasterBand(ds, 1), WC_LABEL_BAND_NAME);
-    return ds;
+/* The raster writer asks this between closing its working file and the rename: flushing and
+ * syncing a large grid take seconds, during which a stop is still agreed promptly (and leaves
+ * no derived raster). */
+static int writer_go_on(void *arg) {
+    return go_on(arg);
 }
 
-static int close_checked(GDALDatasetH ds, const char *path) {
-    /* Write errors surface when GDAL flushes at close; GDAL 3.6's GDALClose returns nothing. */
-    CPLErrorReset();
-    GDALClose(ds);
-    if (CPLGetLastErrorType() == CE_Failure || CPLGetLastErrorType() == CE_Fatal) {
-        wc_error("writing %s failed: %s", path, CPLGetLastErrorMsg());
-        return WC_ERR;
-    }
-    return WC_OK;
+/* The writer of an empty GeoTIFF of `type` on the tiles' grid, to become `derived`; nodata:
+ * its band's nodata value, or NULL for none. Sparse: blocks never written take no space and
+ * read as 0 (or as the nodata value), which keeps a huge, mostly unburned grid small and lets a
+ * cancelled write close quickly. NULL after a message. */
+static wc_rwriter *create_grid(const wc_raster *tiles, const char *derived, wc_dtype type,
+                               const double *nodata, agreement *a) {
+    static const char *const opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER",
+                                       "SPARSE_OK=TRUE", NULL};
+    const wc_rwriter_band band = {
+        .name = WC_LABEL_BAND_NAME, .has_nodata = nodata != NULL, .nodata = nodata ? *nodata : 0};
+    const wc_rwriter_opts o = {.options = opts,
+                               .width = tiles->width,
+                               .height = tiles->height,
+                               .nbands = 1,
+                               .type = type,
+                               .gt = tiles->has_gt ? tiles->gt : NULL,
+                               .wkt = tiles->wkt,
+                               .bands = &band,
+                               .keep_going = writer_go_on,
+                               .arg = a};
+    return wc_rwriter_create(derived, &o);
 }
 
 static void extent_of_tiles(const wc_raster *t, char *buf, size_t size) {
@@ -314,8 +317,8 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
              lext);
 }
 
-/* Rasterizes the polygons of the first polygon layer of `vec` into tmp. */
-static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *tmp,
+/* Rasterizes the polygons of the first polygon layer of `vec` into the derived raster. */
+static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *derived,
                      agreement *a) {
     OGRLayerH layer = polygon_layer(vec);
     if (!layer || OGR_L_GetFeatureCount(layer, TRUE) == 0) {
@@ -334,8 +337,8 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
         if (mem) GDALClose(mem);
         return WC_ERR;
     }
-    GDALDatasetH dst = create_grid_tif(tiles, tmp, GDT_Byte); /* 0 and 1 */
-    if (!dst) {
+    wc_rwriter *w = create_grid(tiles, derived, WC_DT_BYTE, NULL, a); /* 0 and 1 */
+    if (!w) {
         GDALClose(mem);
         return WC_ERR;
     }
@@ -346,16 +349,18 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
     if (opt) {
         GDALRasterizeOptionsSetProgress(opt, gdal_go_on, a);
         int usage_error = 0;
-        out = GDALRasterize(NULL, dst, mem, opt, &usage_error);
+        out = GDALRasterize(NULL, wc_rwriter_gdal(w), mem, opt, &usage_error);
         GDALRasterizeOptionsFree(opt);
     }
-    int burned = out ? any_burned(dst, tmp, a) : -1;
+    int burned = out ? any_burned(wc_rwriter_gdal(w), derived, a) : -1;
     if (!out && !a->stop)
         wc_error("rasterizing %s onto the tiles' grid failed: %s", src, CPLGetLastErrorMsg());
-    int rc = burned >= 0 ? close_checked(dst, tmp) : (GDALClose(dst), WC_ERR);
-    if (rc == WC_OK && burned == 0) {
-        report_no_overlap(tiles, layer, src);
-        rc = WC_ERR;
+    int rc = WC_ERR;
+    if (burned > 0) {
+        rc = wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
+    } else {
+        wc_rwriter_abort(w);
+        if (burned == 0) report_no_overlap(tiles, layer, src);
     }
     GDALClose(mem);
     return rc;
@@ -365,14 +370,14 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
  * of up to 32 bits become Float32: rounding may change a large value, never its sign or whether
  * it is 0. Floats keep their own type, so 0.3 or 1e-300 stays > 0. The destination's nodata is
  * NaN, which no label can be (a NaN label is nodata already), so no value collides with it. */
-static GDALDataType warped_type(wc_dtype t) {
-    return t == WC_DT_FLOAT64 ? GDT_Float64 : GDT_Float32;
+static wc_dtype warped_type(wc_dtype t) {
+    return t == WC_DT_FLOAT64 ? WC_DT_FLOAT64 : WC_DT_FLOAT32;
 }
 
-/* Warps band `band` of a label raster onto the tiles' grid (nearest neighbour) into tmp.
- * GDAL 3.6's warp has no band selection (-srcband came in 3.7), so it warps an in-memory VRT
- * holding that band alone. */
-static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const char *tmp,
+/* Warps band `band` of a label raster onto the tiles' grid (nearest neighbour) into the derived
+ * raster. GDAL 3.6's warp has no band selection (-srcband came in 3.7), so it warps an
+ * in-memory VRT holding that band alone. */
+static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const char *derived,
                 agreement *a) {
     char ga[512], gb[512];
     wc_raster_describe_grid(tiles, ga, sizeof ga);
@@ -396,17 +401,17 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
                  CPLGetLastErrorMsg());
         return WC_ERR;
     }
-    const wc_band *src = &lab->bands[band - 1];
-    GDALDatasetH dst = create_grid_tif(tiles, tmp, warped_type(src->type));
-    if (!dst) {
-        GDALClose(view);
-        return WC_ERR;
-    }
     /* Ground the label raster does not cover is unknown, not unburned: the destination starts
      * as nodata, and only pixels the warp fills from valid source pixels become labels. The
      * band's nodata is named to the warper rather than left to its defaults, so a source nodata
      * pixel stays nodata and is never read as a label. */
-    GDALSetRasterNoDataValue(GDALGetRasterBand(dst, 1), NAN);
+    const wc_band *src = &lab->bands[band - 1];
+    const double nodata = NAN;
+    wc_rwriter *w = create_grid(tiles, derived, warped_type(src->type), &nodata, a);
+    if (!w) {
+        GDALClose(view);
+        return WC_ERR;
+    }
     char srcnodata[32] = "nan"; /* spelled so GDAL parses it: printf may write "-nan" */
     if (!isnan(src->nodata)) snprintf(srcnodata, sizeof srcnodata, "%.17g", src->nodata);
     const char *argv[] = {"-r", "near", "-dstnodata", "nan", "-wo", "INIT_DEST=NO_DATA",
@@ -416,7 +421,7 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     CPLErrorReset();
     if (opt) {
         GDALWarpAppOptionsSetProgress(opt, gdal_go_on, a);
-        out = GDALWarp(NULL, dst, 1, &view, opt, &usage_error);
+        out = GDALWarp(NULL, wc_rwriter_gdal(w), 1, &view, opt, &usage_error);
         GDALWarpAppOptionsFree(opt);
     }
     GDALClose(view);
@@ -424,25 +429,10 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
         if (!a->stop)
             wc_error("warping %s onto the tiles' grid failed (tiles: %s; labels: %s): %s",
                      lab->path, ga, gb, CPLGetLastErrorMsg());
-        GDALClose(dst);
+        wc_rwriter_abort(w);
         return WC_ERR;
     }
-    return close_checked(dst, tmp);
-}
-
-/* A derived label raster is reused by name on every rerun, so it appears only complete: built
- * in tmp (rc: how that went), synced, then renamed; a failed or cancelled one is removed.
- * Frees tmp. */
-static int publish(int rc, char *tmp, const char *derived) {
-    if (rc == WC_OK && wc_fsync_path(tmp, 0) != WC_OK) rc = WC_ERR;
-    if (rc == WC_OK && rename(tmp, derived) != 0) {
-        wc_error("cannot rename %s to %s: %s", tmp, derived, strerror(errno));
-        rc = WC_ERR;
-    }
-    if (rc == WC_OK && wc_fsync_parent(derived) != WC_OK) rc = WC_ERR;
-    if (rc != WC_OK) unlink(tmp);
-    free(tmp);
-    return rc;
+    return wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
 }
 
 /* Rank 0's part for a label raster: its chosen band, warped onto the grid when it is not on it. */
@@ -468,9 +458,8 @@ static int prepare_raster(const wc_raster *tiles, const char *labels, const char
     derived_path(derived, sizeof derived, work_dir, labels, b, tiles);
     int rc = WC_OK;
     if (access(derived, R_OK) != 0) {
-        char *tmp = wc_temp_path(derived, "tmp");
         double t0 = wc_now();
-        rc = publish(warp(tiles, &lab, b, tmp, a), tmp, derived);
+        rc = warp(tiles, &lab, b, derived, a);
         if (rc == WC_OK)
             wc_info("labels: warped band %d of %s onto the tiles' grid in %.1f s (%s)", b, labels,
                     wc_now() - t0, derived);
@@ -496,11 +485,10 @@ static int prepare_polygons(const wc_raster *tiles, const char *labels, const ch
             wc_error("cannot open --labels %s as a vector file: %s", labels, CPLGetLastErrorMsg());
             return WC_ERR;
         }
-        char *tmp = wc_temp_path(derived, "tmp");
         double t0 = wc_now();
-        int rc = rasterize(tiles, vec, labels, tmp, a);
+        int rc = rasterize(tiles, vec, labels, derived, a);
         GDALClose(vec);
-        if (publish(rc, tmp, derived) != WC_OK) return WC_ERR;
+        if (rc != WC_OK) return WC_ERR;
         wc_info("labels: rasterized the polygons of %s onto the tiles' grid in %.1f s (%s)",
                 labels, wc_now() - t0, derived);
     }

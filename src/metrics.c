@@ -122,6 +122,42 @@ void wc_metrics_merge(wc_metrics_acc *acc, const wc_metrics_acc *other) {
     acc->bad_outputs += other->bad_outputs;
 }
 
+/* The reliability bins from the histogram: the fine bins are multiples of 1/2^16, so a coarse bin
+ * of 1/10 holds whole fine bins but for the one straddling its edge, which goes by its lower
+ * edge (as the histogram rounds p down); a fine bin's pixels count at its center. */
+static void calibration(wc_metrics *out, const wc_metrics_acc *acc) {
+    double sum_p[WC_METRICS_CAL_BINS] = {0}, burned[WC_METRICS_CAL_BINS] = {0};
+    for (int i = 0; i < WC_METRICS_BINS; i++) {
+        const int64_t n = acc->pos[i] + acc->neg[i];
+        if (!n) continue;
+        const int k = WC_MIN(WC_METRICS_CAL_BINS - 1, (int)((int64_t)i * WC_METRICS_CAL_BINS /
+                                                            WC_METRICS_BINS));
+        out->cal_count[k] += n;
+        sum_p[k] += (double)n * ((double)i + 0.5) / WC_METRICS_BINS;
+        burned[k] += (double)acc->pos[i];
+    }
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
+        if (out->cal_count[k]) {
+            out->cal_predicted[k] = sum_p[k] / (double)out->cal_count[k];
+            out->cal_observed[k] = burned[k] / (double)out->cal_count[k];
+        }
+}
+
+void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m) {
+    wc_json_key(j, key);
+    wc_json_array(j);
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++) {
+        wc_json_object(j);
+        wc_json_knum(j, "from", (double)k / WC_METRICS_CAL_BINS);
+        wc_json_knum(j, "to", (double)(k + 1) / WC_METRICS_CAL_BINS);
+        wc_json_kint(j, "pixels", m->cal_count[k]);
+        wc_json_knum(j, "predicted", m->cal_predicted[k]);
+        wc_json_knum(j, "observed", m->cal_observed[k]);
+        wc_json_end(j);
+    }
+    wc_json_end(j);
+}
+
 void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
     int64_t P = 0, N = 0;
     for (int i = 0; i < WC_METRICS_BINS; i++) {
@@ -141,7 +177,9 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
                         .recall_at_half = nan,
                         .brier = nan,
                         .positive_rate = nan};
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++) out->cal_predicted[k] = out->cal_observed[k] = nan;
     if (P + N == 0 || acc->bad_outputs != 0) return;
+    calibration(out, acc);
 
     const double total = (double)(P + N);
     out->loss = (double)acc->loss_fx / LOSS_SCALE / total;

@@ -377,17 +377,30 @@ static int infer_shapes(wc_net *net) {
  * per node pixel, and `reach`: how many input pixels beyond its own footprint a node pixel
  * depends on, propagated conservatively. With `culprit`, also the first layer at which the
  * alignment or the output's radius goes beyond WC_NET_MAX_REACH (-1 if none). */
+static int64_t lcm64(int64_t a, int64_t b) {
+    int64_t x = a, y = b;
+    while (y) {
+        int64_t r = x % y;
+        x = y, y = r;
+    }
+    return WC_MIN(a / x * b, REACH_CAP);
+}
+
 static void receptive_field(const wc_net *net, int64_t *radius, int64_t *alignment,
-                            int *culprit) {
+                            int64_t *exact, int *culprit) {
     const int n = net->nnodes;
     int64_t *scale = WC_CALLOC(n, sizeof(int64_t)), *reach = WC_CALLOC(n, sizeof(int64_t));
     int64_t align = 1;
+    if (exact) *exact = 1;
     scale[0] = 1;
     for (int i = 1; i < n; i++) {
         const wc_node *nd = &net->nodes[i];
         int a = nd->in[0], b = nd->in[1];
         switch (nd->op) {
         case WC_OP_CONV:
+            if (exact)
+                *exact = lcm64(*exact, WC_MIN(scale[a], REACH_CAP) *
+                                           wc_conv_output_tile(nd->KH, nd->KW, nd->stride, nd->pad));
             scale[i] = scale[a] * nd->stride;
             reach[i] = reach[a] + scale[a] * WC_MAX(WC_MAX(nd->pad, nd->KH - 1 - nd->pad),
                                                     nd->KW - 1 - nd->pad);
@@ -430,7 +443,7 @@ static void receptive_field(const wc_net *net, int64_t *radius, int64_t *alignme
 static int check_reach(const wc_net *net) {
     int64_t radius, align;
     int culprit;
-    receptive_field(net, &radius, &align, &culprit);
+    receptive_field(net, &radius, &align, NULL, &culprit);
     if (radius <= WC_NET_MAX_REACH && align <= WC_NET_MAX_REACH) return WC_OK;
     wc_error("%s: layer %s: the network's receptive field (radius %lld%s, alignment %lld%s "
              "pixels) goes beyond %d pixels",
@@ -670,9 +683,10 @@ int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, 
     facts->nparams = net.nparams;
     for (int i = 0; i < net.nnodes; i++) facts->ntensors += 2 * (net.nodes[i].op == WC_OP_CONV);
     if (rc == WC_OK) {
-        int64_t radius, align;
-        receptive_field(&net, &radius, &align, NULL);
+        int64_t radius, align, exact;
+        receptive_field(&net, &radius, &align, &exact, NULL);
         facts->radius = (int)radius, facts->alignment = (int)align;
+        facts->exact_alignment = (int)WC_MIN(lcm64(align, exact), REACH_CAP);
     }
     free(net.nodes);
     return rc;
@@ -716,6 +730,14 @@ void wc_net_init_params(wc_net *net, uint64_t seed, double prior) {
     const wc_node *last = &net->nodes[net->nnodes - 1];
     if (last->op == WC_OP_CONV && prior > 0 && prior < 1)
         net->params[last->b_off] = (float)log(prior / (1.0 - prior));
+    /* A convex model (the output layer is the only one with parameters: the logistic
+     * baseline) has no symmetry to break: it starts from zero weights, i.e. exactly the
+     * constant predictor at the base rate, and can only improve on it. Random weights would
+     * start it at an arbitrary, usually worse, ranking. */
+    int convs = 0;
+    for (int i = 0; i < net->nnodes; i++) convs += net->nodes[i].op == WC_OP_CONV;
+    if (convs == 1 && last->op == WC_OP_CONV)
+        memset(net->params + last->w_off, 0, sizeof(float) * (size_t)(last->b_off - last->w_off));
 }
 
 float *wc_net_input(wc_net *net) { return net->nodes[0].out; }
@@ -810,7 +832,7 @@ void wc_net_memory_plan(const wc_net *net, wc_memory_plan *plan) {
 
 void wc_net_receptive_field(const wc_net *net, int *radius, int *alignment) {
     int64_t r, a;
-    receptive_field(net, &r, &a, NULL);
+    receptive_field(net, &r, &a, NULL, NULL);
     /* wc_net_create refused any network beyond WC_NET_MAX_REACH */
     WC_ASSERT(r <= WC_NET_MAX_REACH && a <= WC_NET_MAX_REACH);
     *radius = (int)r;

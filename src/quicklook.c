@@ -1,28 +1,26 @@
 /* quicklook.c: the quick-look PNG of a risk map; see quicklook.h.
  *
  * The picture is built in a GDAL MEM dataset (4 Byte bands: R, G, B, A; the only full-size
- * buffer), filled a band of rows at a time from averaged reads of the source band, then copied
- * to PNG with GDAL's PNG driver into a temporary file that is renamed over the target once GDAL
- * reports no error. Only probabilities get a colour: nodata, NaN, Inf and any value outside
- * [0, 1] are transparent (the last counted and reported), never a colour of the ramp.
+ * buffer), filled a band of rows at a time from averaged reads of the source band, then
+ * published by the raster writer as a PNG copy of it (GDAL's PNG driver): a temporary file,
+ * verified, renamed over the target (rwriter.h). Only probabilities get a colour: nodata, NaN,
+ * Inf and any value outside [0, 1] are transparent (the last counted and reported), never a
+ * colour of the ramp.
  *
  * Not here: what the values mean (predict.c), MPI. */
 #include "wildcpu/quicklook.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <cpl_conv.h>
 #include <cpl_error.h>
 #include <gdal.h>
 
-#include "wildcpu/files.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/rwriter.h"
 #include "wildcpu/util.h"
 
 /* ---- colour ramp ------------------------------------------------------------------------- */
@@ -163,19 +161,10 @@ void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info 
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-
-/* Writes rows [y0, y0 + cv->h) of the picture from a canvas into the MEM dataset. */
-static int put_rows(GDALDatasetH mem, int y0, const canvas *cv) {
-    return GDALDatasetRasterIO(mem, GF_Write, 0, y0, cv->w, cv->h, cv->px, cv->w, cv->h, GDT_Byte,
-                               4, NULL, 0, 0, 0) == CE_None
-               ? WC_OK
-               : WC_ERR;
-}
-
-/* Paints the map part of the picture into the MEM dataset a band of rows at a time (the picture
- * is the only full-size buffer: the MEM dataset's own). Values that are not probabilities are
- * transparent and counted in *bad. */
-static int paint_map(GDALDatasetH mem, GDALRasterBandH band, const char *src, int W, int H,
+/* Paints the map part of the picture into the writer's MEM dataset a band of rows at a time (the
+ * picture is the only full-size buffer: the MEM dataset's own). Values that are not
+ * probabilities are transparent and counted in *bad. */
+static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W, int H,
                      const wc_quicklook_info *info, int64_t *bad) {
     int has_nodata = 0;
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);
@@ -220,10 +209,7 @@ static int paint_map(GDALDatasetH mem, GDALRasterBandH band, const char *src, in
                 cv.px[i] = rgb[0], cv.px[plane + i] = rgb[1], cv.px[2 * plane + i] = rgb[2];
                 cv.px[3 * plane + i] = 255;
             }
-        if (put_rows(mem, oy0, &cv) != WC_OK) {
-            wc_error("quick-look: building the picture of %s in memory failed", src);
-            rc = WC_ERR;
-        }
+        rc = wc_rwriter_write(w, 0, oy0, cv.h, cv.px, 0);
     }
     free(cv.px);
     free(buf);
@@ -232,14 +218,15 @@ static int paint_map(GDALDatasetH mem, GDALRasterBandH band, const char *src, in
 
 int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, int max_side,
                        wc_quicklook_info *info_out) {
+    static const wc_rwriter_band rgba[4] = {
+        {.color = "Red"}, {.color = "Green"}, {.color = "Blue"}, {.color = "Alpha"}};
     wc_raster_init();
     wc_quicklook_info info;
     wc_gdal_errors err = {0};
     wc_gdal_errors_push(&err);
     int rc = WC_ERR;
-    char *tmp = wc_temp_path(png_path, "tmp");
     canvas cv = {0};
-    GDALDatasetH mem = NULL, png = NULL;
+    wc_rwriter *w = NULL;
     GDALDatasetH src = GDALOpenEx(src_path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
     if (!src || GDALGetRasterCount(src) < band_no) {
         wc_error("quick-look: cannot read band %d of %s: %s", band_no, src_path,
@@ -248,19 +235,17 @@ int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, 
     }
     const int W = GDALGetRasterXSize(src), H = GDALGetRasterYSize(src);
     wc_quicklook_layout(W, H, max_side, &info);
-    GDALDriverH memdrv = GDALGetDriverByName("MEM"), pngdrv = GDALGetDriverByName("PNG");
-    if (!memdrv || !pngdrv) {
-        wc_error("quick-look: GDAL lacks the %s driver", memdrv ? "PNG" : "MEM");
-        goto out;
-    }
-    mem = GDALCreate(memdrv, "", info.width, info.height, 4, GDT_Byte, NULL); /* zeroed */
-    if (!mem) {
-        wc_error("quick-look: cannot allocate a %dx%d picture: %s", info.width, info.height,
-                 err.failures ? err.last : "unknown error");
-        goto out;
-    }
+    /* built in memory (zeroed: transparent), published as a PNG copy of it */
+    const wc_rwriter_opts o = {.driver = "MEM",
+                               .width = info.width,
+                               .height = info.height,
+                               .nbands = 4,
+                               .type = WC_DT_BYTE,
+                               .bands = rgba,
+                               .copy_driver = "PNG"};
+    if (!(w = wc_rwriter_create(png_path, &o))) goto out;
     int64_t bad = 0;
-    if (paint_map(mem, GDALGetRasterBand(src, band_no), src_path, W, H, &info, &bad) != WC_OK)
+    if (paint_map(w, GDALGetRasterBand(src, band_no), src_path, W, H, &info, &bad) != WC_OK)
         goto out;
     if (bad)
         wc_warn("quick-look: %" PRId64 " pixels of the picture of %s (band %d) average to values "
@@ -269,53 +254,14 @@ int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, 
     cv.w = info.width, cv.h = info.legend_height;
     cv.px = WC_CALLOC((size_t)4 * cv.w * cv.h, 1);
     draw_legend(&cv, 0, info.legend_height / WC_QUICKLOOK_LEGEND_PX);
-    if (put_rows(mem, info.map_height, &cv) != WC_OK) {
-        wc_error("quick-look: drawing the legend failed: %s",
-                 err.failures ? err.last : "unknown error");
-        goto out;
-    }
-    static const GDALColorInterp ci[4] = {GCI_RedBand, GCI_GreenBand, GCI_BlueBand, GCI_AlphaBand};
-    for (int b = 0; b < 4; b++)
-        GDALSetRasterColorInterpretation(GDALGetRasterBand(mem, b + 1), ci[b]);
-    int before = err.failures;
-    png = GDALCreateCopy(pngdrv, tmp, mem, FALSE, NULL, NULL, NULL);
-    if (png) GDALClose(png); /* the PNG is encoded and flushed here: errors surface now */
-    if (!png || err.failures != before) {
-        wc_error("quick-look: writing %s failed: %s", png_path,
-                 err.failures ? err.last : "unknown error");
-        goto out;
-    }
-    /* reopen: a complete PNG of the expected size, not a truncated file */
-    GDALDatasetH chk = GDALOpenEx(tmp, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    int good = chk && GDALGetRasterXSize(chk) == info.width &&
-               GDALGetRasterYSize(chk) == info.height && GDALGetRasterCount(chk) == 4;
-    if (chk) GDALClose(chk);
-    if (!good) {
-        wc_error("quick-look: %s does not read back as a %dx%d RGBA picture", png_path, info.width,
-                 info.height);
-        goto out;
-    }
-    if (wc_fsync_path(tmp, 0) != WC_OK) goto out;
-    if (rename(tmp, png_path) != 0) {
-        wc_error("quick-look: cannot rename %s to %s: %s", tmp, png_path, strerror(errno));
-        goto out;
-    }
-    if (wc_fsync_parent(png_path) != WC_OK)
-        wc_warn("%s is complete, but its directory entry may not survive a crash", png_path);
-    if (info_out) *info_out = info;
-    rc = WC_OK;
+    if (wc_rwriter_write(w, 0, info.map_height, cv.h, cv.px, 0) != WC_OK) goto out;
+    rc = wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
+    w = NULL;
+    if (rc == WC_OK && info_out) *info_out = info;
 out:
-    if (mem) GDALClose(mem);
+    wc_rwriter_abort(w);
     if (src) GDALClose(src);
-    if (rc != WC_OK) {
-        unlink(tmp);
-        char *aux = WC_ALLOC(strlen(tmp) + 16);
-        sprintf(aux, "%s.aux.xml", tmp);
-        unlink(aux);
-        free(aux);
-    }
     wc_gdal_errors_pop();
     free(cv.px);
-    free(tmp);
     return rc;
 }

@@ -26,7 +26,7 @@ const char *wc_dtype_name(wc_dtype t) {
     return names[t];
 }
 
-static GDALDataType to_gdal(wc_dtype t) {
+int wc_dtype_to_gdal(wc_dtype t) {
     static const GDALDataType map[] = {GDT_Byte,  GDT_UInt16,  GDT_Int16,  GDT_UInt32,
                                        GDT_Int32, GDT_Float32, GDT_Float64};
     return map[t];
@@ -202,10 +202,11 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
     const int gx = (int)ix0, gy = (int)iy0, gw = (int)(ix1 - ix0), gh = (int)(iy1 - iy0);
     const size_t esz = wc_dtype_size(type);
     char *dst = (char *)buf + ((size_t)(iy0 - y0) * (size_t)w + (size_t)(ix0 - x0)) * esz;
+    const GDALDataType gt = (GDALDataType)wc_dtype_to_gdal(type);
     CPLErrorReset();
     CPLErr err = GDALDatasetRasterIOEx((GDALDatasetH)r->ds, GF_Read, gx, gy, gw, gh, dst, gw, gh,
-                                       to_gdal(type), nb, (int *)bands, (GSpacing)esz,
-                                       (GSpacing)esz * w, (GSpacing)esz * w * h, NULL);
+                                       gt, nb, (int *)bands, (GSpacing)esz, (GSpacing)esz * w,
+                                       (GSpacing)esz * w * h, NULL);
     if (err != CE_None) {
         wc_error("read error in %s, window x=%d y=%d %dx%d: %s", r->path, gx, gy, gw, gh,
                  CPLGetLastErrorMsg());

@@ -46,7 +46,7 @@ static void *reader_main(void *arg) {
         int status = WC_OK;
         for (int i = 0; i < s->b.n && status == WC_OK; i++)
             status = wc_dataset_read_patch(rd->ds, &rd->files, s->b.samples[i],
-                                           s->b.raw + (size_t)i * s->b.patch_bytes, s->b.with_oracle);
+                                           s->b.raw + (size_t)i * s->b.patch_bytes, 0);
         pthread_mutex_lock(&rd->mu);
         s->state = status == WC_OK ? SLOT_READY : SLOT_FAILED;
         rd->patches_read += s->b.n;
@@ -63,12 +63,12 @@ wc_reader *wc_reader_create(const wc_dataset *ds, int slots, int max_patches) {
     rd->ds = ds;
     rd->nslots = slots;
     rd->max_patches = max_patches;
-    if (wc_data_files_open(&rd->files, ds, 1) != WC_OK) {
+    if (wc_data_files_open(&rd->files, ds, 0) != WC_OK) {
         free(rd);
         return NULL;
     }
     rd->slots = WC_CALLOC(slots, sizeof(slot));
-    size_t pb = wc_dataset_patch_bytes(ds, 1);
+    size_t pb = wc_dataset_patch_bytes(ds, 0);
     for (int i = 0; i < slots; i++) {
         rd->slots[i].b.samples = WC_ALLOC(sizeof(wc_sample) * max_patches);
         rd->slots[i].b.raw = WC_ALLOC(pb * max_patches);
@@ -101,7 +101,7 @@ void wc_reader_destroy(wc_reader *rd) {
 
 int wc_reader_can_submit(const wc_reader *rd) { return rd->queued < rd->nslots; }
 
-void wc_reader_submit(wc_reader *rd, const wc_sample *samples, int n, int with_oracle, long tag) {
+void wc_reader_submit(wc_reader *rd, const wc_sample *samples, int n, long tag) {
     WC_ASSERT(n >= 0 && n <= rd->max_patches);
     pthread_mutex_lock(&rd->mu);
     WC_ASSERT(rd->queued < rd->nslots);
@@ -109,7 +109,6 @@ void wc_reader_submit(wc_reader *rd, const wc_sample *samples, int n, int with_o
     WC_ASSERT(s->state == SLOT_FREE);
     memcpy(s->b.samples, samples, sizeof(wc_sample) * n);
     s->b.n = n;
-    s->b.with_oracle = with_oracle;
     s->b.tag = tag;
     s->state = SLOT_QUEUED;
     rd->tail = (rd->tail + 1) % rd->nslots;

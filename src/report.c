@@ -107,6 +107,13 @@ static void write_markdown(const char *path, const wc_run_summary *s, const wc_j
         }
         fprintf(f, "\n");
     }
+    if (s->best_step >= 0)
+        fprintf(f,
+                "Model selection: the checkpoint with the best validation AUC-PR, %.4f after step "
+                "%ld, is kept as checkpoints/best.wcp; the risk map of this run, and `wildcpu "
+                "predict` or `evaluate` given this directory, use it. The table shows the last "
+                "validation.\n\n",
+                s->best_auc_pr, s->best_step);
     if (s->have_oracle && s->have_val)
         fprintf(f,
                 "The oracle is the true burn probability the synthetic labels were drawn from: "
@@ -161,37 +168,46 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
     return WC_OK;
 }
 
-void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
-    const int R = wc_dist_size();
-    int64_t *rss = WC_CALLOC(R, sizeof(int64_t));
-    rss[wc_dist_rank()] = (int64_t)wc_peak_rss_bytes();
-    wc_dist_sum_i64(rss, (size_t)R);
-    if (wc_dist_rank() != 0) {
-        free(rss);
-        return;
-    }
-    int64_t rss_max = 0;
-    for (int r = 0; r < R; r++) rss_max = WC_MAX(rss_max, rss[r]);
-    const double ts = s->train_seconds > 0 ? s->train_seconds : NAN;
+/* What the summary derives from the run's figures: the log and report.json say the same. */
+typedef struct derived {
+    double ts;         /* the step loop's seconds; NaN when it did not run (rates undefined) */
+    double sps;        /* training samples per second */
+    double core_hours; /* wall time x ranks x threads */
+    double expected;   /* bytes: planned + baseline + GDAL cache */
+    int64_t rss_max;   /* the largest peak RSS of any rank */
+} derived;
+
+static derived derive(const wc_run_summary *s, const int64_t *rss, int R) {
+    derived d = {.ts = s->train_seconds > 0 ? s->train_seconds : NAN};
+    for (int r = 0; r < R; r++) d.rss_max = WC_MAX(d.rss_max, rss[r]);
     const double samples = (double)s->steps_done * s->batch;
-    const double sps = samples / ts;
-    const double core_hours = s->wall_seconds * s->ranks * s->threads / 3600.0;
-    const double expected = (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes);
+    d.sps = samples / d.ts;
+    d.core_hours = s->wall_seconds * s->ranks * s->threads / 3600.0;
+    d.expected = (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes);
+    return d;
+}
+
+static void log_summary(const wc_run_summary *s, const derived *d) {
     char buf[32], buf2[32];
     wc_info("run %s: %ld steps in %.1f s (%.2f samples/s, %.1f GFLOP/s over %d rank%s), "
             "%.4f core-hours; peak RSS %s per rank (max) vs %s planned + baseline + GDAL "
             "cache (x%.2f)",
-            status_name(s->status), s->steps_done, s->wall_seconds, sps,
-            sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "", core_hours,
-            wc_fmt_bytes(buf, sizeof buf, (double)rss_max),
-            wc_fmt_bytes(buf2, sizeof buf2, expected), (double)rss_max / expected);
+            status_name(s->status), s->steps_done, s->wall_seconds, d->sps,
+            d->sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "", d->core_hours,
+            wc_fmt_bytes(buf, sizeof buf, (double)d->rss_max),
+            wc_fmt_bytes(buf2, sizeof buf2, d->expected), (double)d->rss_max / d->expected);
     if (s->train_seconds > 0)
         wc_info("time on rank 0: compute %.1f%%, reduction %.1f%%, validation %.1f%%, waiting "
                 "for data %.2f%%, checkpoints %.2f%% (%ld written)",
-                100 * s->compute_seconds / ts, 100 * s->reduce_seconds / ts,
-                100 * s->val_seconds / ts, 100 * s->io_wait_seconds / ts,
-                100 * s->ckpt_seconds / ts, s->ckpts_written);
+                100 * s->compute_seconds / d->ts, 100 * s->reduce_seconds / d->ts,
+                100 * s->val_seconds / d->ts, 100 * s->io_wait_seconds / d->ts,
+                100 * s->ckpt_seconds / d->ts, s->ckpts_written);
+}
 
+/* report.json's document into j (initialized): the fields in order, the peak RSS of each of the
+ * R ranks, then the validation metrics and the oracle's. */
+static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, const int64_t *rss,
+                       int R) {
     char created[32];
     wc_utc_timestamp(created, sizeof created);
     const double MiB = 1048576.0;
@@ -211,50 +227,67 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         {"epochs", FIELD_NUM, .v = (double)s->steps_total / (double)s->steps_per_epoch},
         {"wall_time_s", FIELD_NUM, .v = s->wall_seconds},
         {"train_time_s", FIELD_NUM, .v = s->train_seconds},
-        {"core_hours", FIELD_NUM, .v = core_hours},
-        {"samples_per_s", FIELD_NUM, .v = sps},
-        {"gflops_per_s", FIELD_NUM, .v = sps * s->flops_per_sample / 1e9},
+        {"core_hours", FIELD_NUM, .v = d->core_hours},
+        {"samples_per_s", FIELD_NUM, .v = d->sps},
+        {"gflops_per_s", FIELD_NUM, .v = d->sps * s->flops_per_sample / 1e9},
         {"time_compute_s", FIELD_NUM, .v = s->compute_seconds},
         {"time_reduce_s", FIELD_NUM, .v = s->reduce_seconds},
         {"time_validation_s", FIELD_NUM, .v = s->val_seconds},
         {"time_io_wait_s", FIELD_NUM, .v = s->io_wait_seconds},
-        {"io_wait_fraction", FIELD_NUM, .v = s->io_wait_seconds / ts},
-        {"reduce_fraction", FIELD_NUM, .v = s->reduce_seconds / ts},
+        {"io_wait_fraction", FIELD_NUM, .v = s->io_wait_seconds / d->ts},
+        {"reduce_fraction", FIELD_NUM, .v = s->reduce_seconds / d->ts},
         {"recomputed_steps", FIELD_INT, .i = s->redo_steps},
-        {"peak_rss_mib_max", FIELD_NUM, .v = (double)rss_max / MiB},
+        {"peak_rss_mib_max", FIELD_NUM, .v = (double)d->rss_max / MiB},
         {"memory_planned_mib", FIELD_NUM, .v = (double)s->planned_bytes / MiB},
         {"memory_baseline_mib", FIELD_NUM, .v = (double)s->baseline_bytes / MiB},
         {"gdal_cache_mib", FIELD_NUM, .v = (double)s->gdal_cache_bytes / MiB},
-        {"peak_rss_over_plan", FIELD_NUM, .v = (double)rss_max / expected},
+        {"peak_rss_over_plan", FIELD_NUM, .v = (double)d->rss_max / d->expected},
         {"data_held_mib", FIELD_NUM, .v = (double)s->data_bytes / MiB},
         {"patches_read", FIELD_INT, .i = s->patches_read},
         {"mib_read", FIELD_NUM, .v = s->bytes_read / MiB},
         {"checkpoints_written", FIELD_INT, .i = s->ckpts_written},
         {"checkpoint_time_s", FIELD_NUM, .v = s->ckpt_seconds},
         {"checkpoint_mib", FIELD_NUM, .v = (double)s->ckpt_bytes / MiB},
-        {"checkpoint_fraction", FIELD_NUM, .v = s->ckpt_seconds / ts},
+        {"checkpoint_fraction", FIELD_NUM, .v = s->ckpt_seconds / d->ts},
         {"final_train_loss", FIELD_NUM, .v = s->last_loss},
+        {"best_step", FIELD_INT, .i = s->best_step},
+        {"best_val_auc_pr", FIELD_NUM, .v = s->best_step >= 0 ? s->best_auc_pr : NAN},
     };
-    wc_json j;
-    wc_json_init(&j);
-    wc_json_object(&j);
+    wc_json_object(j);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         const field *f = &fields[i];
-        wc_json_key(&j, f->key);
+        wc_json_key(j, f->key);
         if (f->kind == FIELD_STR)
-            wc_json_str(&j, f->s);
+            wc_json_str(j, f->s);
         else if (f->kind == FIELD_INT)
-            wc_json_int(&j, f->i);
+            wc_json_int(j, f->i);
         else
-            wc_json_num(&j, f->v);
+            wc_json_num(j, f->v);
     }
-    wc_json_key(&j, "peak_rss_mib_per_rank");
-    wc_json_array(&j);
-    for (int r = 0; r < R; r++) wc_json_num(&j, (double)rss[r] / MiB);
-    wc_json_end(&j);
-    if (s->have_val) wc_metrics_json_members(&j, &s->val, "val_");
-    if (s->have_oracle) wc_metrics_json_members(&j, &s->oracle, "oracle_");
-    wc_json_end(&j);
+    wc_json_key(j, "peak_rss_mib_per_rank");
+    wc_json_array(j);
+    for (int r = 0; r < R; r++) wc_json_num(j, (double)rss[r] / MiB);
+    wc_json_end(j);
+    if (s->have_val) wc_metrics_json_members(j, &s->val, "val_");
+    if (s->have_oracle) wc_metrics_json_members(j, &s->oracle, "oracle_");
+    wc_json_end(j);
+}
+
+void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
+    const int R = wc_dist_size();
+    int64_t *rss = WC_CALLOC(R, sizeof(int64_t));
+    rss[wc_dist_rank()] = (int64_t)wc_peak_rss_bytes();
+    wc_dist_sum_i64(rss, (size_t)R);
+    if (wc_dist_rank() != 0) {
+        free(rss);
+        return;
+    }
+    const derived d = derive(s, rss, R);
+    log_summary(s, &d);
+    wc_json j;
+    wc_json_init(&j);
+    build_json(&j, s, &d, rss, R);
+    free(rss);
 
     char path[4200];
     snprintf(path, sizeof path, "%s/report.json", out_dir);
@@ -277,5 +310,4 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
     wc_json_doc_free(&run);
     wc_json_doc_free(&base);
     wc_json_free(&j);
-    free(rss);
 }

@@ -29,6 +29,7 @@ static const struct {
     {"risk.tif", "the risk map"},
     {"risk.tif.aux.xml", "the risk map's sidecar"},
     {"risk.png", "the quick-look picture"},
+    {"split.tif", "the training/validation split"},
     {WC_RUNDIR_STOPPED, "the stop marker"},
 };
 enum { NRUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };

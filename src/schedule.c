@@ -78,22 +78,8 @@ int wc_schedule_ends_epoch(const wc_schedule *s, long step) {
     return (step + 1) % s->steps_per_epoch == 0 || step + 1 == s->total_steps;
 }
 
-void wc_schedule_set_validation(wc_schedule *s, const uint32_t *val, long nval) {
-    s->val = val, s->nval = nval;
-    wc_dist_share(nval, s->rank, s->nranks, &s->val_lo, &s->val_hi);
-}
-
-int wc_schedule_val_micro_batches(const wc_schedule *s) {
-    return (int)((s->val_hi - s->val_lo + s->micro - 1) / s->micro);
-}
-
-int wc_schedule_val_micro_batches_max(const wc_schedule *s) {
-    long largest = (s->nval + s->nranks - 1) / s->nranks;
-    return (int)((largest + s->micro - 1) / s->micro);
-}
-
-void wc_schedule_cursor_start(wc_schedule_cursor *c, long step, wc_work_kind kind) {
-    c->next = (wc_work){.step = step, .kind = kind, .j = -1};
+void wc_schedule_cursor_start(wc_schedule_cursor *c, long step) {
+    c->next = (wc_work){.step = step, .j = -1};
 }
 
 void wc_schedule_set_sampler(wc_schedule *s, wc_sample (*fn)(const void *, uint32_t, long),
@@ -105,38 +91,24 @@ int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *sa
                             wc_work *w) {
     wc_work *n = &c->next;
     uint32_t *ids = s->ids;
-    while (n->step < s->total_steps) {
-        if (n->kind == WC_WORK_TRAIN) {
-            int lo, hi;
-            wc_schedule_micro_batches(s, n->step, &lo, &hi);
-            if (n->j < lo) n->j = lo;
-            if (n->j < hi) {
-                *w = *n;
-                n->j++;
-                const int count = wc_schedule_patches(s, w->step, w->j, ids);
-                const long epoch = w->step / s->steps_per_epoch;
-                for (int i = 0; i < count; i++)
-                    samples[i] = s->sample ? s->sample(s->sample_ctx, ids[i], epoch)
-                                           : (wc_sample){.id = ids[i]};
-                return count;
-            }
-            *n = (wc_work){.step = n->step, .kind = WC_WORK_VAL, .j = 0};
-        }
-        if (n->j < 0) n->j = 0;
-        if (wc_schedule_ends_epoch(s, n->step) && n->j < wc_schedule_val_micro_batches(s)) {
-            *w = *n;
-            n->j++;
-            long first = s->val_lo + (long)w->j * s->micro;
-            int count = (int)WC_MIN((long)s->micro, s->val_hi - first);
-            for (int i = 0; i < count; i++) samples[i] = (wc_sample){.id = s->val[first + i]};
-            return count;
-        }
-        *n = (wc_work){.step = n->step + 1, .kind = WC_WORK_TRAIN, .j = -1};
+    for (; n->step < s->total_steps; *n = (wc_work){.step = n->step + 1, .j = -1}) {
+        int lo, hi;
+        wc_schedule_micro_batches(s, n->step, &lo, &hi);
+        if (n->j < lo) n->j = lo;
+        if (n->j >= hi) continue;
+        *w = *n;
+        n->j++;
+        const int count = wc_schedule_patches(s, w->step, w->j, ids);
+        const long epoch = w->step / s->steps_per_epoch;
+        for (int i = 0; i < count; i++)
+            samples[i] = s->sample ? s->sample(s->sample_ctx, ids[i], epoch)
+                                   : (wc_sample){.id = ids[i]};
+        return count;
     }
     return 0;
 }
 
 long wc_work_tag(const wc_work *w) {
-    /* j < 2^31 and two kinds: the tag is unique for any step a run can have */
-    return ((w->step * 2 + (long)w->kind) << 31) | (long)w->j;
+    /* j < 2^31: the tag is unique for any step a run can have */
+    return (w->step << 31) | (long)w->j;
 }

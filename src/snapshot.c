@@ -37,8 +37,8 @@ static int check_finite(const char *what, const float *v, size_t n) {
     return WC_ERR;
 }
 
-int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *seconds,
-                      size_t *bytes) {
+int wc_snapshot_write(const char *dir, const char *name, const wc_snapshot *s, int keep,
+                      double *seconds, size_t *bytes) {
     WC_ASSERT(s->nfeat >= 1 && s->ntensors >= 0 && s->params && s->optim_m);
     for (int c = 0; c < s->nfeat; c++)
         if (!isfinite(s->mean[c]) || !(s->std[c] > 0) || !isfinite(s->std[c])) {
@@ -77,8 +77,11 @@ int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *s
     wc_le_put_f32s(m, s->optim_m, s->nparams);
     if (v) wc_le_put_f32s(v, s->optim_v, s->nparams);
     const char *metrics = s->metrics ? s->metrics : "";
-    char progress[64];
-    snprintf(progress, sizeof progress, "val_pending=%d", s->val_pending ? 1 : 0);
+    char progress[160];
+    /* %.17g: the best AUC-PR reads back to the same bits, so a resumed run selects exactly as
+     * the uninterrupted one */
+    snprintf(progress, sizeof progress, "val_pending=%d;best_auc_pr=%.17g;best_step=%lld",
+             s->val_pending ? 1 : 0, s->best_auc_pr, (long long)s->best_step);
     wc_ckpt_section sec[] = {
         {WC_SECTION_META, s->meta, strlen(s->meta)},
         {WC_SECTION_CONFIG, s->config, strlen(s->config)},
@@ -93,7 +96,7 @@ int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *s
         {WC_SECTION_METRICS, metrics, strlen(metrics)},
         {WC_SECTION_PROGRESS, progress, strlen(progress)},
     };
-    int rc = wc_ckpt_write(dir, (long)s->step, sec, (int)(sizeof sec / sizeof sec[0]), keep,
+    int rc = wc_ckpt_write(dir, name, (long)s->step, sec, (int)(sizeof sec / sizeof sec[0]), keep,
                            seconds, bytes);
     free(names), free(norm), free(state), free(params), free(m), free(v);
     return rc;
@@ -264,6 +267,19 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
         goto out;
     }
     s->val_pending = strcmp(pending, "1") == 0;
+    char best[64], best_step[32];
+    wc_kv_get(o->progress, "best_auc_pr", best, sizeof best);
+    wc_kv_get(o->progress, "best_step", best_step, sizeof best_step);
+    char *e1 = NULL, *e2 = NULL;
+    s->best_auc_pr = *best ? strtod(best, &e1) : -1;
+    s->best_step = *best_step ? strtoll(best_step, &e2, 10) : -1;
+    if ((e1 && *e1) || (e2 && *e2) || !(s->best_auc_pr == -1 || (s->best_auc_pr >= 0 &&
+                                                                   s->best_auc_pr <= 1)) ||
+        s->best_step < -1 || s->best_step > s->step) {
+        wc_reason(why, why_size, "section 'progress' holds an impossible best model (%s at %s)",
+                  best, best_step);
+        goto out;
+    }
     s->meta = o->meta, s->config = o->config, s->fingerprint = o->fingerprint;
     s->spec = o->spec, s->metrics = o->metrics;
     if (feature_names(o, &s->nfeat, why, why_size) != WC_OK) goto out;

@@ -1,14 +1,15 @@
-/* synth.c: generates the synthetic region in memory (see synth.h and docs/synthetic.md).
+/* synth.c: generates the synthetic region in memory (see synth.h and docs/synthetic.md): the
+ * terrain, lakes, weather and vegetation, the latent risk and the labels drawn from it.
  *
  * Every field is computed on a padded square of side n = size + 2 * PAD with periodic
  * boundaries, then cropped: neighbourhood quantities at the region's edge see real neighbours,
- * and the label noise has exactly unit variance everywhere. Smooth random fields are white
- * noise under three passes of a periodic box blur (O(n^2) whatever the radius), scaled by the
- * blur's exact gain so that they have unit variance. All randomness comes from wc_rng with
- * stream WC_STREAM_SYNTH and one sub-stream per field, so adding a field never changes another.
+ * and the label noise has exactly unit variance everywhere. All randomness comes from wc_rng
+ * with stream WC_STREAM_SYNTH and one sub-stream per field, so adding a field never changes
+ * another.
  *
- * Not here: GDAL and files (synth_write.c), and any claim of physical accuracy: the fields are
- * plausible and correlated the way real ones are, no more. */
+ * Not here: the field arithmetic (blurs, smooth random fields, statistics: synth_field.c), the
+ * road network (synth_roads.c), GDAL and files (synth_write.c), and any claim of physical
+ * accuracy: the fields are plausible and correlated the way real ones are, no more. */
 #include "wildcpu/synth.h"
 
 #include <math.h>
@@ -16,14 +17,15 @@
 #include <string.h>
 
 #include "wildcpu/rng.h"
+#include "wildcpu/synth_field.h"
+#include "wildcpu/synth_roads.h"
 #include "wildcpu/util.h"
 
 /* Padding on each side: more than the reach of every neighbourhood quantity the risk uses
  * (topographic position 30 px, upwind look-up 16 px + its blur 6 px, ignition blur 18 px,
  * label noise 9 px), so pixels at the region's edge are computed like any other. */
-#define PAD         64
-#define BLUR_PASSES 3
-#define DEG         (180.0 / 3.14159265358979323846)
+#define PAD 64
+#define DEG (180.0 / 3.14159265358979323846)
 
 /* Upper-left corner of the region: UTM 11N, the Sawtooth/Salmon River country of central
  * Idaho, so that elevations of 900-3400 m are plausible. */
@@ -40,9 +42,6 @@
 #define ORACLE_QUANTUM (1.0 / 1048576)
 #define LAKE_FRACTION  0.025
 #define STRIP_WIDTH    0.035 /* of the region's side */
-/* Roads are planned on cells of ROAD_CELL x ROAD_CELL pixels (120 m): plenty for a road, and
- * 16 times fewer cells for the path search than pixels. */
-#define ROAD_CELL 4
 
 const wc_synth_band_info wc_synth_bands[WC_SYNTH_NBANDS] = {
     {"elevation", "m", WC_SYNTH_NODATA_I16, 1.0},
@@ -80,19 +79,6 @@ enum {
     SUB_LABEL_NOISE = 900,
 };
 
-typedef struct gen {
-    int size, n; /* region side, padded side = size + 2 * PAD */
-    size_t npix; /* n * n */
-    uint64_t seed;
-    float *scratch; /* (n, n) for the vertical blur pass */
-    double *acc;    /* (n) */
-    double *line;   /* (2n) */
-} gen;
-
-static inline int wrap(int k, int n) {
-    return k < 0 ? k + n : (k >= n ? k - n : k);
-}
-
 static inline double clampd(double x, double lo, double hi) {
     return x < lo ? lo : (x > hi ? hi : x);
 }
@@ -117,251 +103,8 @@ static inline float quantize_in(double x, double lo, double hi, double quantum) 
     return (float)(q + 0.0);
 }
 
-static float *field(const gen *g) {
+static float *field(const wc_synth_gen *g) {
     return WC_ALLOC(g->npix * sizeof(float));
-}
-
-/* One periodic box blur of radius r, rows then columns, in place. Running sums in double keep
- * the result independent of r in cost and accurate to float rounding. */
-static void box_blur(gen *g, float *f, int r) {
-    int n = g->n;
-    WC_ASSERT(2 * r + 1 <= n);
-    double inv = 1.0 / (2 * r + 1);
-    double *line = g->line; /* the row with r wrapped-around samples on either side */
-    for (int i = 0; i < n; i++) {
-        float *row = f + (size_t)i * n;
-        for (int j = -r; j < n + r; j++) line[j + r] = row[wrap(j, n)];
-        double s = 0;
-        for (int k = 0; k < 2 * r + 1; k++) s += line[k];
-        for (int j = 0; j < n; j++) {
-            row[j] = (float)(s * inv);
-            s += line[j + 2 * r + 1 < n + 2 * r ? j + 2 * r + 1 : 0] - line[j];
-        }
-    }
-    memcpy(g->scratch, f, g->npix * sizeof(float));
-    double *acc = g->acc;
-    for (int j = 0; j < n; j++) acc[j] = 0;
-    for (int k = -r; k <= r; k++) {
-        const float *src = g->scratch + (size_t)wrap(k, n) * n;
-        for (int j = 0; j < n; j++) acc[j] += src[j];
-    }
-    for (int i = 0; i < n; i++) {
-        float *row = f + (size_t)i * n;
-        const float *add = g->scratch + (size_t)wrap(i + r + 1, n) * n;
-        const float *sub = g->scratch + (size_t)wrap(i - r, n) * n;
-        for (int j = 0; j < n; j++) {
-            row[j] = (float)(acc[j] * inv);
-            acc[j] += (double)add[j] - (double)sub[j];
-        }
-    }
-}
-
-/* BLUR_PASSES box blurs: close to a Gaussian of standard deviation r * sqrt(passes / 3)
- * pixels (for large r), at the cost of a box blur. */
-static void smooth(gen *g, float *f, int r) {
-    r = WC_MIN(r, (g->n - 1) / 2);
-    for (int p = 0; p < BLUR_PASSES; p++) box_blur(g, f, r);
-}
-
-/* Standard deviation of smooth() applied to unit-variance white noise: the 2D kernel is h x h
- * with h the 1D kernel (a box convolved with itself BLUR_PASSES times), so the variance is
- * (sum h_i^2)^2. Exact as long as the kernel does not wrap around the domain. */
-static double smooth_gain(int r) {
-    int len = 1, box = 2 * r + 1;
-    int maxlen = BLUR_PASSES * 2 * r + 1;
-    double *h = WC_CALLOC((size_t)maxlen, sizeof(double));
-    double *t = WC_CALLOC((size_t)maxlen, sizeof(double));
-    h[0] = 1;
-    for (int p = 0; p < BLUR_PASSES; p++) {
-        for (int i = 0; i < len + box - 1; i++) t[i] = 0;
-        for (int i = 0; i < len; i++)
-            for (int k = 0; k < box; k++) t[i + k] += h[i] / box;
-        len += box - 1;
-        memcpy(h, t, (size_t)len * sizeof(double));
-    }
-    double s = 0;
-    for (int i = 0; i < len; i++) s += h[i] * h[i];
-    free(h);
-    free(t);
-    return s; /* sqrt(s^2) */
-}
-
-/* A smooth random field with zero mean and unit variance: uniform white noise (cheap, and
- * Gaussian enough after blurring) or Gaussian white noise (exact, for the label noise). */
-static void random_field(gen *g, float *f, uint64_t substream, int r, int gaussian) {
-    wc_rng rng;
-    wc_rng_seed(&rng, g->seed, WC_STREAM_SYNTH, substream);
-    const double s12 = sqrt(12.0);
-    for (size_t i = 0; i < g->npix; i++)
-        f[i] = gaussian ? (float)wc_rng_normal(&rng) : (float)((wc_rng_uniform(&rng) - 0.5) * s12);
-    r = WC_MIN(r, (g->n - 1) / 2);
-    smooth(g, f, r);
-    float inv = (float)(1.0 / smooth_gain(r));
-    for (size_t i = 0; i < g->npix; i++) f[i] *= inv;
-}
-
-/* The k-th smallest of v[0..count) (v is reordered): Hoare's quickselect. */
-static float select_kth(float *v, size_t count, size_t k) {
-    size_t lo = 0, hi = count - 1;
-    while (lo < hi) {
-        float a = v[lo], b = v[(lo + hi) / 2], c = v[hi];
-        float pivot = (a < b) ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-        size_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot) i++;
-            while (v[j] > pivot) j--;
-            if (i <= j) {
-                float t = v[i];
-                v[i] = v[j];
-                v[j] = t;
-                i++;
-                if (j == 0) break;
-                j--;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return v[k];
-    }
-    return v[k];
-}
-
-/* The q-quantile of f over the region (the padded border excluded). */
-static float region_quantile(const gen *g, const float *f, double q) {
-    size_t m = (size_t)g->size * g->size, k = 0;
-    float *v = WC_ALLOC(m * sizeof(float));
-    for (int i = 0; i < g->size; i++)
-        for (int j = 0; j < g->size; j++) v[k++] = f[(size_t)(i + PAD) * g->n + j + PAD];
-    float x = select_kth(v, m, (size_t)(q * (double)(m - 1)));
-    free(v);
-    return x;
-}
-
-/* Exact squared Euclidean distance transform of one line (Felzenszwalb & Huttenlocher):
- * d[i] = min_j (i - j)^2 + f[j]. v, z are work arrays of n and n + 1. */
-static void edt_line(const double *f, double *d, int n, int *v, double *z) {
-    int k = 0;
-    v[0] = 0;
-    z[0] = -HUGE_VAL;
-    z[1] = HUGE_VAL;
-    for (int q = 1; q < n; q++) {
-        if (f[q] == HUGE_VAL) continue;
-        if (f[v[0]] == HUGE_VAL) { /* the first finite sample so far */
-            v[0] = q;
-            continue;
-        }
-        double s;
-        for (;;) { /* terminates at k == 0, since z[0] = -inf */
-            int p = v[k];
-            s = ((f[q] + (double)q * q) - (f[p] + (double)p * p)) / (2.0 * (q - p));
-            if (s > z[k]) break;
-            k--;
-        }
-        k++;
-        v[k] = q;
-        z[k] = s;
-        z[k + 1] = HUGE_VAL;
-    }
-    k = 0;
-    for (int q = 0; q < n; q++) {
-        while (z[k + 1] < q) k++;
-        double dq = q - v[k];
-        d[q] = f[v[k]] == HUGE_VAL ? HUGE_VAL : dq * dq + f[v[k]];
-    }
-}
-
-/* Distance in pixels from every pixel to the nearest pixel with mask set (not periodic: a
- * road across the border is not a road). HUGE_VAL everywhere if there is none. */
-static void distance_transform(const gen *g, const uint8_t *mask, float *dist) {
-    int n = g->n;
-    double *a = WC_ALLOC(g->npix * sizeof(double));
-    double *f = WC_ALLOC((size_t)n * sizeof(double)), *d = WC_ALLOC((size_t)n * sizeof(double));
-    double *z = WC_ALLOC((size_t)(n + 1) * sizeof(double));
-    int *v = WC_ALLOC((size_t)n * sizeof(int));
-    for (int j = 0; j < n; j++) {
-        for (int i = 0; i < n; i++) f[i] = mask[(size_t)i * n + j] ? 0 : HUGE_VAL;
-        edt_line(f, d, n, v, z);
-        for (int i = 0; i < n; i++) a[(size_t)i * n + j] = d[i];
-    }
-    for (int i = 0; i < n; i++) {
-        edt_line(a + (size_t)i * n, d, n, v, z);
-        for (int j = 0; j < n; j++) dist[(size_t)i * n + j] = (float)sqrt(d[j]);
-    }
-    free(a);
-    free(f);
-    free(d);
-    free(z);
-    free(v);
-}
-
-/* Mean and standard deviation of f over the valid pixels of the region. */
-static void region_moments(const gen *g, const float *f, const uint8_t *valid, double *mean,
-                           double *sd) {
-    double s = 0, s2 = 0;
-    size_t m = 0;
-    for (int i = 0; i < g->size; i++)
-        for (int j = 0; j < g->size; j++) {
-            size_t p = (size_t)(i + PAD) * g->n + j + PAD;
-            if (!valid[p]) continue;
-            s += f[p];
-            m++;
-        }
-    *mean = m ? s / (double)m : 0;
-    for (int i = 0; i < g->size; i++)
-        for (int j = 0; j < g->size; j++) {
-            size_t p = (size_t)(i + PAD) * g->n + j + PAD;
-            if (!valid[p]) continue;
-            double d = f[p] - *mean;
-            s2 += d * d;
-        }
-    *sd = m > 1 ? sqrt(s2 / (double)(m - 1)) : 1;
-    if (*sd <= 0) *sd = 1;
-}
-
-/* Adds w * (f - mean) / sd to acc everywhere (moments over the valid region). */
-static void add_standardized(const gen *g, double *acc, const float *f, const uint8_t *valid,
-                             double w) {
-    double mean, sd;
-    region_moments(g, f, valid, &mean, &sd);
-    for (size_t p = 0; p < g->npix; p++) acc[p] += w * ((double)f[p] - mean) / sd;
-}
-
-static inline double normal_cdf(double z) {
-    return 0.5 * erfc(-z * 0.70710678118654752440);
-}
-
-/* The threshold t with mean over valid pixels of Phi((g - t) / sigma) == target: safeguarded
- * Newton on a function that is smooth and decreasing in t. */
-static double solve_threshold(const gen *g, const float *gx, const uint8_t *valid, double sigma,
-                              double target) {
-    double lo = -20, hi = 20, t = 0;
-    for (int it = 0; it < 100; it++) {
-        double m = 0, dm = 0;
-        size_t cnt = 0;
-        for (int i = 0; i < g->size; i++)
-            for (int j = 0; j < g->size; j++) {
-                size_t p = (size_t)(i + PAD) * g->n + j + PAD;
-                if (!valid[p]) continue;
-                double z = (gx[p] - t) / sigma;
-                m += normal_cdf(z);
-                dm += exp(-0.5 * z * z);
-                cnt++;
-            }
-        if (cnt == 0) return t;
-        m = m / (double)cnt - target;
-        dm = -dm / ((double)cnt * sigma * 2.5066282746310002);
-        if (m > 0)
-            lo = t;
-        else
-            hi = t;
-        if (fabs(m) < 1e-9 * target || hi - lo < 1e-12) break;
-        double next = dm < 0 ? t - m / dm : 0.5 * (lo + hi);
-        t = (next > lo && next < hi) ? next : 0.5 * (lo + hi);
-    }
-    return t;
 }
 
 void wc_synth_config_default(wc_synth_config *cfg) {
@@ -388,7 +131,7 @@ typedef struct world {
  * as -|o| (smoothed), which carves V-shaped valleys along their zero lines, as rivers do.
  * tanh maps the sum into 900-3400 m without hard clipping. elev_smooth, without the two finest
  * octaves, is what lakes and roads see. */
-static void make_terrain(gen *g, world *w) {
+static void make_terrain(wc_synth_gen *g, world *w) {
     static const int radius[] = {64, 32, 16, 8, 4, 2};
     static const double valley[] = {0, 1, 0.7, 0, 0, 0};
     enum { NOCT = sizeof radius / sizeof radius[0], NSMOOTH = 4 };
@@ -399,7 +142,7 @@ static void make_terrain(gen *g, world *w) {
     float *o = field(g);
     double *x = WC_CALLOC(g->npix, sizeof(double));
     for (int k = 0; k < NOCT; k++) {
-        random_field(g, o, SUB_TERRAIN + (uint64_t)k, radius[k], 0);
+        wc_synth_random_field(g, o, SUB_TERRAIN + (uint64_t)k, radius[k], 0);
         double a = pow(radius[k] / 64.0, hurst) / norm;
         if (valley[k] == 0) {
             for (size_t p = 0; p < g->npix; p++) x[p] += a * o[p];
@@ -420,14 +163,14 @@ static void make_terrain(gen *g, world *w) {
 }
 
 /* Slope and aspect from the stored elevation with Horn's 3x3 gradient (what gdaldem does). */
-static void make_slope_aspect(gen *g, world *w) {
+static void make_slope_aspect(wc_synth_gen *g, world *w) {
     int n = g->n;
     const float *z = w->elev;
     for (int i = 0; i < n; i++) {
-        const float *rn = z + (size_t)wrap(i - 1, n) * n, *r0 = z + (size_t)i * n,
-                    *rs = z + (size_t)wrap(i + 1, n) * n;
+        const float *rn = z + (size_t)wc_synth_wrap(i - 1, n) * n, *r0 = z + (size_t)i * n,
+                    *rs = z + (size_t)wc_synth_wrap(i + 1, n) * n;
         for (int j = 0; j < n; j++) {
-            int jw = wrap(j - 1, n), je = wrap(j + 1, n);
+            int jw = wc_synth_wrap(j - 1, n), je = wc_synth_wrap(j + 1, n);
             double dzdx = ((rn[je] + 2.0 * r0[je] + rs[je]) - (rn[jw] + 2.0 * r0[jw] + rs[jw])) /
                           (8 * WC_SYNTH_PIXEL_M);
             double dzdy = ((rn[jw] + 2.0 * rn[j] + rn[je]) - (rs[jw] + 2.0 * rs[j] + rs[je])) /
@@ -447,225 +190,36 @@ static void make_slope_aspect(gen *g, world *w) {
 
 /* Lakes fill the lowest basins: where the smooth terrain lies below its surroundings and low
  * overall. The threshold is a quantile, so lakes cover LAKE_FRACTION of the region. */
-static void make_lakes(gen *g, world *w) {
+static void make_lakes(wc_synth_gen *g, world *w) {
     float *s = field(g), *t = field(g);
     memcpy(t, w->elev_smooth, g->npix * sizeof(float));
-    smooth(g, t, 24);
+    wc_synth_smooth(g, t, 24);
     for (size_t p = 0; p < g->npix; p++)
         s[p] = (w->elev_smooth[p] - t[p]) + 0.25f * (w->elev_smooth[p] - 2150.0f);
-    float q = region_quantile(g, s, LAKE_FRACTION);
+    float q = wc_synth_region_quantile(g, s, LAKE_FRACTION);
     for (size_t p = 0; p < g->npix; p++) w->lake[p] = s[p] <= q;
     free(s);
     free(t);
 }
 
-/* Binary min-heap of (cost, cell) for the road search. Ties are broken by cell index, so the paths
- * are a pure function of the costs. Entries are never decreased, only pushed again; stale ones
- * are skipped when popped. */
-typedef struct heap {
-    double *key;
-    int32_t *cell;
-    size_t len, cap;
-} heap;
-
-static inline int heap_less(const heap *h, size_t a, size_t b) {
-    return h->key[a] < h->key[b] || (h->key[a] == h->key[b] && h->cell[a] < h->cell[b]);
-}
-
-static void heap_swap(heap *h, size_t a, size_t b) {
-    double k = h->key[a];
-    int32_t c = h->cell[a];
-    h->key[a] = h->key[b];
-    h->cell[a] = h->cell[b];
-    h->key[b] = k;
-    h->cell[b] = c;
-}
-
-static void heap_push(heap *h, double key, int32_t cell) {
-    if (h->len == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 1024;
-        double *k = WC_ALLOC(h->cap * sizeof(double));
-        int32_t *c = WC_ALLOC(h->cap * sizeof(int32_t));
-        if (h->len) {
-            memcpy(k, h->key, h->len * sizeof(double));
-            memcpy(c, h->cell, h->len * sizeof(int32_t));
-        }
-        free(h->key);
-        free(h->cell);
-        h->key = k;
-        h->cell = c;
-    }
-    size_t i = h->len++;
-    h->key[i] = key;
-    h->cell[i] = cell;
-    while (i > 0 && heap_less(h, i, (i - 1) / 2)) {
-        heap_swap(h, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-}
-
-static void heap_pop(heap *h, double *key, int32_t *cell) {
-    *key = h->key[0];
-    *cell = h->cell[0];
-    h->len--;
-    if (h->len == 0) return;
-    h->key[0] = h->key[h->len];
-    h->cell[0] = h->cell[h->len];
-    for (size_t i = 0;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < h->len && heap_less(h, l, m)) m = l;
-        if (r < h->len && heap_less(h, r, m)) m = r;
-        if (m == i) break;
-        heap_swap(h, i, m);
-        i = m;
-    }
-}
-
-/* Length of the shortest 8-connected path between two cells, on a uniform unit cost. */
-static inline double octile(int ai, int aj, int bi, int bj) {
-    int di = abs(ai - bi), dj = abs(aj - bj);
-    return WC_MAX(di, dj) + 0.41421356237309515 * WC_MIN(di, dj);
-}
-
-/* Roads are least-cost paths, the way roads get built. On cells of ROAD_CELL x ROAD_CELL pixels
- * a cell costs 1 + (gradient / 0.12)^2 + (elevation above 1700 m) / 250 m, and 1000 more under
- * water. Endpoints: 2 + size/256 entry points on the border of the padded square and size/128
- * ranches or trailheads (the lowest cell near a random point). Each endpoint in turn is joined
- * to the network built so far by its cheapest path, so roads meet at junctions, follow valleys
- * and gentle ground, and form one network. dist_road is the exact Euclidean distance to them. */
-static void make_roads(gen *g, world *w) {
-    int n = g->n, m = n / ROAD_CELL;
-    size_t mm = (size_t)m * m;
-    float *ce = WC_ALLOC(mm * sizeof(float)), *cost = WC_ALLOC(mm * sizeof(float));
-    uint8_t *clake = WC_CALLOC(mm, 1);
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++) {
-            double s = 0;
-            for (int di = 0; di < ROAD_CELL; di++)
-                for (int dj = 0; dj < ROAD_CELL; dj++) {
-                    size_t p = (size_t)(ROAD_CELL * i + di) * n + ROAD_CELL * j + dj;
-                    s += w->elev_smooth[p];
-                    clake[(size_t)i * m + j] |= w->lake[p];
-                }
-            ce[(size_t)i * m + j] = (float)(s / (ROAD_CELL * ROAD_CELL));
-        }
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++) {
-            size_t c = (size_t)i * m + j;
-            int i0 = WC_MAX(i - 1, 0), i1 = WC_MIN(i + 1, m - 1);
-            int j0 = WC_MAX(j - 1, 0), j1 = WC_MIN(j + 1, m - 1);
-            double cell = ROAD_CELL * WC_SYNTH_PIXEL_M;
-            double gx = (ce[(size_t)i * m + j1] - ce[(size_t)i * m + j0]) / ((j1 - j0) * cell);
-            double gy = (ce[(size_t)i1 * m + j] - ce[(size_t)i0 * m + j]) / ((i1 - i0) * cell);
-            double grad2 = (gx * gx + gy * gy) / (0.12 * 0.12);
-            cost[c] = (float)(1 + grad2 + fmax(0, ce[c] - 1700) / 250 + (clake[c] ? 1000 : 0));
-        }
-
-    /* Endpoints, in coarse cells. */
+/* Roads (synth_roads.c), and dist_road: the exact Euclidean distance to them. */
+static void make_roads(wc_synth_gen *g, world *w) {
     wc_rng rng;
     wc_rng_seed(&rng, g->seed, WC_STREAM_SYNTH, SUB_ROADS);
-    int nborder = 2 + g->size / 256, ninner = WC_MAX(1, g->size / 128);
-    int32_t *ends = WC_ALLOC((size_t)(nborder + ninner) * sizeof(int32_t));
-    for (int k = 0; k < nborder; k++) {
-        int side = (int)wc_rng_below(&rng, 4);
-        int t = (int)(m * (0.1 + 0.8 * wc_rng_uniform(&rng)));
-        int i = side == 0 ? 0 : side == 1 ? m - 1 : t, j = side == 2 ? 0 : side == 3 ? m - 1 : t;
-        ends[k] = (int32_t)(i * m + j);
-    }
-    int lo = PAD / ROAD_CELL, span = g->size / ROAD_CELL, win = 16 / ROAD_CELL;
-    for (int k = 0; k < ninner; k++) {
-        int i0 = lo + (int)wc_rng_below(&rng, (uint64_t)span);
-        int j0 = lo + (int)wc_rng_below(&rng, (uint64_t)span);
-        int32_t best = (int32_t)(i0 * m + j0);
-        for (int i = WC_MAX(i0 - win, 0); i <= WC_MIN(i0 + win, m - 1); i++)
-            for (int j = WC_MAX(j0 - win, 0); j <= WC_MIN(j0 + win, m - 1); j++) {
-                size_t c = (size_t)i * m + j;
-                if (!clake[c] && (clake[best] || ce[c] < ce[best])) best = (int32_t)c;
-            }
-        ends[nborder + k] = best;
-    }
-
-    /* Connect the endpoints one at a time, each by the cheapest path to the network built so
-     * far (one search from every network cell at once, stopped when the endpoint is reached),
-     * so roads join at junctions instead of running side by side. */
-    double *dist = WC_ALLOC(mm * sizeof(double));
-    int32_t *pred = WC_ALLOC(mm * sizeof(int32_t));
-    uint8_t *net = WC_CALLOC(mm, 1);
-    heap h = {0};
-    net[ends[0]] = 1;
-    memset(w->road, 0, g->npix);
-    for (int k = 1; k < nborder + ninner; k++) {
-        /* A*: costs are at least 1 per unit step, so the octile distance to the endpoint is a
-         * consistent heuristic and the first time the endpoint is popped its path is optimal. */
-        int ti = ends[k] / m, tj = ends[k] % m;
-        h.len = 0;
-        for (size_t c = 0; c < mm; c++) {
-            dist[c] = net[c] ? 0 : HUGE_VAL;
-            pred[c] = -1;
-            if (net[c]) heap_push(&h, octile((int)c / m, (int)c % m, ti, tj), (int32_t)c);
-        }
-        while (h.len) {
-            double f;
-            int32_t c;
-            heap_pop(&h, &f, &c);
-            int ci = c / m, cj = c % m;
-            double d = dist[c];
-            if (f > d + octile(ci, cj, ti, tj)) continue; /* stale entry */
-            if (c == ends[k]) break;
-            for (int di = -1; di <= 1; di++)
-                for (int dj = -1; dj <= 1; dj++) {
-                    int ni = ci + di, nj = cj + dj;
-                    if ((!di && !dj) || ni < 0 || nj < 0 || ni >= m || nj >= m) continue;
-                    int32_t q = (int32_t)(ni * m + nj);
-                    double step = (di && dj) ? 1.4142135623730951 : 1.0;
-                    double nd = d + step * 0.5 * ((double)cost[c] + cost[q]);
-                    if (nd < dist[q]) {
-                        dist[q] = nd;
-                        pred[q] = c;
-                        heap_push(&h, nd + octile(ni, nj, ti, tj), q);
-                    }
-                }
-        }
-        /* Trace back to the network, drawing each step as an 8-connected line of pixels. */
-        for (int32_t c = ends[k]; pred[c] >= 0; c = pred[c]) {
-            int32_t q = pred[c];
-            int ci = c / m, cj = c % m, qi = q / m, qj = q % m;
-            for (int t = 0; t <= ROAD_CELL; t++) {
-                int pi = ROAD_CELL * ci + ROAD_CELL / 2 + t * (qi - ci);
-                int pj = ROAD_CELL * cj + ROAD_CELL / 2 + t * (qj - cj);
-                w->road[(size_t)pi * n + pj] = 1;
-            }
-            net[c] = 1;
-        }
-        net[ends[k]] = 1;
-    }
-    size_t nroad = 0;
-    for (size_t p = 0; p < g->npix; p++) {
-        if (w->lake[p]) w->road[p] = 0;
-        nroad += w->road[p];
-    }
+    const size_t nroad = wc_synth_roads(g, w->elev_smooth, w->lake, &rng, w->road);
     float *dr = B(w, WC_SYNTH_DIST_ROAD);
-    distance_transform(g, w->road, dr);
-    /* Never happens with the endpoints above, but a region without roads is simply far. */
+    wc_synth_distance_transform(g, w->road, dr);
+    /* Never happens with the roads' endpoints, but a region without roads is simply far. */
     for (size_t p = 0; p < g->npix; p++) {
         double d = nroad ? dr[p] * WC_SYNTH_PIXEL_M : 30000.0;
         dr[p] = quantize(WC_MIN(d, 30000.0), wc_synth_bands[WC_SYNTH_DIST_ROAD].quantum);
     }
-    free(h.key);
-    free(h.cell);
-    free(net);
-    free(dist);
-    free(pred);
-    free(ends);
-    free(clake);
-    free(cost);
-    free(ce);
 }
 
 /* Topographic position: elevation above the mean of its surroundings (radius ~10 px). */
-static void make_tpi(gen *g, const world *w, float *tpi) {
+static void make_tpi(wc_synth_gen *g, const world *w, float *tpi) {
     memcpy(tpi, w->elev, g->npix * sizeof(float));
-    smooth(g, tpi, 10);
+    wc_synth_smooth(g, tpi, 10);
     for (size_t p = 0; p < g->npix; p++) tpi[p] = w->elev[p] - tpi[p];
 }
 
@@ -681,15 +235,15 @@ static inline double magnus(double t) {
 }
 
 /* Weather and vegetation, in the order they depend on each other. */
-static void make_climate(gen *g, world *w, const float *tpi) {
+static void make_climate(wc_synth_gen *g, world *w, const float *tpi) {
     float *a = field(g), *b = field(g), *c = field(g);
     const float *elev = w->elev, *slope = B(w, WC_SYNTH_SLOPE);
     const float *asin_ = B(w, WC_SYNTH_ASPECT_SIN), *acos_ = B(w, WC_SYNTH_ASPECT_COS);
 
     /* temp_max: 6.5 C/km lapse rate, south-facing slopes warmer, regional anomaly. Relative
      * humidity from a dewpoint that falls more slowly with height (Magnus formula). */
-    random_field(g, a, SUB_TEMP, 48, 0);
-    random_field(g, b, SUB_DEWPOINT, 64, 0);
+    wc_synth_random_field(g, a, SUB_TEMP, 48, 0);
+    wc_synth_random_field(g, b, SUB_DEWPOINT, 64, 0);
     for (size_t p = 0; p < g->npix; p++) {
         double sun = -acos_[p] * sin(slope[p] / DEG); /* > 0 on south-facing slopes */
         double t = 34.0 - 0.0065 * (elev[p] - 1000) + 2.0 * sun + 1.2 * a[p];
@@ -701,8 +255,8 @@ static void make_climate(gen *g, world *w, const float *tpi) {
     }
 
     /* precip_30d: orographic increase with elevation, regional and local storm tracks. */
-    random_field(g, a, SUB_PRECIP, 64, 0);
-    random_field(g, b, SUB_PRECIP_LOCAL, 12, 0);
+    wc_synth_random_field(g, a, SUB_PRECIP, 64, 0);
+    wc_synth_random_field(g, b, SUB_PRECIP_LOCAL, 12, 0);
     for (size_t p = 0; p < g->npix; p++) {
         double pr = 28.0 * exp(0.00055 * (elev[p] - 2000) + 0.35 * a[p] + 0.1 * b[p]);
         B(w, WC_SYNTH_PRECIP_30D)[p] = quantize(pr, wc_synth_bands[WC_SYNTH_PRECIP_30D].quantum);
@@ -711,11 +265,11 @@ static void make_climate(gen *g, world *w, const float *tpi) {
     /* ndvi: grass and sage in the valleys, forest above ~1600 m up to a treeline near 2850 m,
      * sparser on south-facing and very steep slopes, greener where wetter, patchy at two
      * scales (stands and clearings). */
-    random_field(g, a, SUB_TREELINE, 64, 0);
-    random_field(g, b, SUB_NDVI_FINE, 3, 0);
-    random_field(g, c, SUB_NDVI_PATCH, 12, 0);
+    wc_synth_random_field(g, a, SUB_TREELINE, 64, 0);
+    wc_synth_random_field(g, b, SUB_NDVI_FINE, 3, 0);
+    wc_synth_random_field(g, c, SUB_NDVI_PATCH, 12, 0);
     float *d = field(g);
-    random_field(g, d, SUB_NDVI_PIXEL, 1, 0);
+    wc_synth_random_field(g, d, SUB_NDVI_PIXEL, 1, 0);
     for (size_t p = 0; p < g->npix; p++) {
         double e = elev[p], treeline = 2850 + 120 * a[p];
         double sun = -acos_[p] * WC_MIN(1.0, sin(slope[p] / DEG) / 0.5);
@@ -729,7 +283,7 @@ static void make_climate(gen *g, world *w, const float *tpi) {
 
     /* fuel_moisture (dead fuel): Simard's equilibrium moisture from temperature and humidity,
      * wetter after rain, under canopy and on north-facing slopes. */
-    random_field(g, a, SUB_FUEL_MOISTURE, 4, 0);
+    wc_synth_random_field(g, a, SUB_FUEL_MOISTURE, 4, 0);
     for (size_t p = 0; p < g->npix; p++) {
         double t_f = B(w, WC_SYNTH_TEMP_MAX)[p] * 1.8 + 32, rh = B(w, WC_SYNTH_REL_HUMIDITY)[p];
         double fm = emc_simard(t_f, rh) + 0.05 * B(w, WC_SYNTH_PRECIP_30D)[p] +
@@ -746,8 +300,8 @@ static void make_climate(gen *g, world *w, const float *tpi) {
     wc_rng_seed(&rng, g->seed, WC_STREAM_SYNTH, SUB_WIND_DIR);
     double dir = (45 + 70 * (wc_rng_uniform(&rng) - 0.5)) / DEG;
     double speed = 4.5 + 2 * (wc_rng_uniform(&rng) - 0.5);
-    random_field(g, a, SUB_WIND_U, 48, 0);
-    random_field(g, b, SUB_WIND_V, 48, 0);
+    wc_synth_random_field(g, a, SUB_WIND_U, 48, 0);
+    wc_synth_random_field(g, b, SUB_WIND_V, 48, 0);
     for (size_t p = 0; p < g->npix; p++) {
         double ridge = 1 + 0.5 * tanh(tpi[p] / 100.0);
         double u = (speed * sin(dir) + 1.2 * a[p]) * ridge;
@@ -757,8 +311,8 @@ static void make_climate(gen *g, world *w, const float *tpi) {
         a[p] = (float)(u - 0.7 * s * into * upx);
         b[p] = (float)(v - 0.7 * s * into * upy);
     }
-    smooth(g, a, 2);
-    smooth(g, b, 2);
+    wc_synth_smooth(g, a, 2);
+    wc_synth_smooth(g, b, 2);
     for (size_t p = 0; p < g->npix; p++) {
         B(w, WC_SYNTH_WIND_U)[p] = quantize(a[p], wc_synth_bands[WC_SYNTH_WIND_U].quantum);
         B(w, WC_SYNTH_WIND_V)[p] = quantize(b[p], wc_synth_bands[WC_SYNTH_WIND_V].quantum);
@@ -770,7 +324,7 @@ static void make_climate(gen *g, world *w, const float *tpi) {
 
 /* The missing-data strip: a straight swath (like a gap between satellite passes) at a random
  * angle through the middle half of the region. */
-static void mark_strip(const gen *g, uint8_t *strip) {
+static void mark_strip(const wc_synth_gen *g, uint8_t *strip) {
     wc_rng rng;
     wc_rng_seed(&rng, g->seed, WC_STREAM_SYNTH, SUB_STRIP);
     double cx = PAD + g->size * (0.25 + 0.5 * wc_rng_uniform(&rng));
@@ -787,16 +341,16 @@ static void mark_strip(const gen *g, uint8_t *strip) {
 
 /* out = mean of f over the points x + sign * step * k * (dx, dy), k = 1 .. n_steps, where
  * (dx, dy) is a per-pixel unit vector (east, north); nearest-pixel look-ups. */
-static void ray_mean(const gen *g, float *out, const float *f, const float *dx, const float *dy,
-                     double sign, double step, int n_steps) {
+static void ray_mean(const wc_synth_gen *g, float *out, const float *f, const float *dx,
+                     const float *dy, double sign, double step, int n_steps) {
     int n = g->n;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             size_t p = (size_t)i * n + j;
             double ex = sign * dx[p], ny = sign * dy[p], s = 0;
             for (int k = 1; k <= n_steps; k++) {
-                int jj = wrap(j + (int)lrint(step * k * ex), n);
-                int ii = wrap(i - (int)lrint(step * k * ny), n); /* rows grow southward */
+                int jj = wc_synth_wrap(j + (int)lrint(step * k * ex), n);
+                int ii = wc_synth_wrap(i - (int)lrint(step * k * ny), n); /* rows grow southward */
                 s += f[(size_t)ii * n + jj];
             }
             out[p] = (float)(s / n_steps);
@@ -809,7 +363,7 @@ static void ray_mean(const gen *g, float *out, const float *f, const float *dx, 
  * Every term but dryness needs the neighbourhood (within ~20 px, what the U-Net sees); all are
  * computed from the stored (quantized) features, plus the hidden values under the missing-data
  * strip. */
-static void make_risk(gen *g, world *w, const float *tpi) {
+static void make_risk(wc_synth_gen *g, world *w, const float *tpi) {
     const float *ndvi = B(w, WC_SYNTH_NDVI), *fm = B(w, WC_SYNTH_FUEL_MOISTURE);
     const float *slope = B(w, WC_SYNTH_SLOPE), *u = B(w, WC_SYNTH_WIND_U),
                 *v = B(w, WC_SYNTH_WIND_V);
@@ -827,10 +381,10 @@ static void make_risk(gen *g, world *w, const float *tpi) {
     }
     /* continuity: burnable fraction within ~10 px (300 m). */
     memcpy(cont, fuel, g->npix * sizeof(float));
-    smooth(g, cont, 4);
+    wc_synth_smooth(g, cont, 4);
     /* upwind: fuel along the 2..16 px run the wind comes from (fire arrives downwind). */
     memcpy(near, fuel, g->npix * sizeof(float));
-    smooth(g, near, 2);
+    wc_synth_smooth(g, near, 2);
     for (size_t p = 0; p < g->npix; p++) {
         double sp = hypot(u[p], v[p]);
         wx[p] = sp > 0 ? (float)(u[p] / sp) : 0.0f;
@@ -844,7 +398,7 @@ static void make_risk(gen *g, world *w, const float *tpi) {
     /* upslope_wind: wind speed along the uphill direction times sin(slope), smoothed. */
     for (size_t p = 0; p < g->npix; p++)
         align[p] = (float)(-(u[p] * asp_e[p] + v[p] * asp_n[p]) * sin(slope[p] / DEG));
-    smooth(g, align, 3);
+    wc_synth_smooth(g, align, 3);
     /* ignition: people near roads, lightning on ridges, where there is fuel to catch, summed
      * over ~20 px. */
     for (size_t p = 0; p < g->npix; p++) {
@@ -852,7 +406,7 @@ static void make_risk(gen *g, world *w, const float *tpi) {
         double lightning = 0.6 * clampd(tpi[p] / 60.0, 0, 1);
         ign[p] = (float)((road + lightning) * fuel[p]);
     }
-    smooth(g, ign, 6);
+    wc_synth_smooth(g, ign, 6);
     for (size_t p = 0; p < g->npix; p++) ign[p] = (float)log(0.02 + ign[p]);
     /* dryness: the pixel's own weather. */
     for (size_t p = 0; p < g->npix; p++)
@@ -863,16 +417,16 @@ static void make_risk(gen *g, world *w, const float *tpi) {
     /* position (tpi): upper slopes and ridges burn more than valley floors, where fires arrive
      * last and the air is cool and moist. */
     double *acc = WC_CALLOC(g->npix, sizeof(double));
-    add_standardized(g, acc, cont, w->valid, 0.6);
-    add_standardized(g, acc, upwind, w->valid, 1.0);
-    add_standardized(g, acc, below, w->valid, 0.4);
-    add_standardized(g, acc, align, w->valid, 0.2);
-    add_standardized(g, acc, ign, w->valid, 0.8);
-    add_standardized(g, acc, tpi, w->valid, 0.8);
-    add_standardized(g, acc, dry, w->valid, 0.2);
+    wc_synth_add_standardized(g, acc, cont, w->valid, 0.6);
+    wc_synth_add_standardized(g, acc, upwind, w->valid, 1.0);
+    wc_synth_add_standardized(g, acc, below, w->valid, 0.4);
+    wc_synth_add_standardized(g, acc, align, w->valid, 0.2);
+    wc_synth_add_standardized(g, acc, ign, w->valid, 0.8);
+    wc_synth_add_standardized(g, acc, tpi, w->valid, 0.8);
+    wc_synth_add_standardized(g, acc, dry, w->valid, 0.2);
     for (size_t p = 0; p < g->npix; p++) w->g[p] = (float)acc[p];
     double mean, sd;
-    region_moments(g, w->g, w->valid, &mean, &sd);
+    wc_synth_region_moments(g, w->g, w->valid, &mean, &sd);
     for (size_t p = 0; p < g->npix; p++) w->g[p] = (float)((w->g[p] - mean) / sd);
     free(acc);
     float *tofree[] = {fuel, near, cont, upwind, below, align, ign, dry, wx, wy};
@@ -885,11 +439,8 @@ wc_synth_region *wc_synth_region_create(const wc_synth_config *cfg) {
                  WC_SYNTH_MIN_SIZE, WC_SYNTH_MAX_SIZE);
         return NULL;
     }
-    gen g = {.size = cfg->size, .n = cfg->size + 2 * PAD, .seed = cfg->seed};
-    g.npix = (size_t)g.n * g.n;
-    g.scratch = field(&g);
-    g.acc = WC_ALLOC((size_t)g.n * sizeof(double));
-    g.line = WC_ALLOC((size_t)2 * g.n * sizeof(double));
+    wc_synth_gen g;
+    wc_synth_gen_init(&g, cfg->size, PAD, cfg->seed);
 
     world w;
     memset(&w, 0, sizeof w);
@@ -913,10 +464,10 @@ wc_synth_region *wc_synth_region_create(const wc_synth_config *cfg) {
     mark_strip(&g, strip);
     for (size_t p = 0; p < g.npix; p++) w.valid[p] = !w.lake[p] && !strip[p];
     /* Label noise: Gaussian, blurred, scaled to exactly unit variance. */
-    random_field(&g, w.noise, SUB_LABEL_NOISE, 3, 1);
+    wc_synth_random_field(&g, w.noise, SUB_LABEL_NOISE, 3, 1);
     make_risk(&g, &w, tpi);
-    WC_ASSERT(BLUR_PASSES * 2 * 3 + 1 < g.n);
-    double t = solve_threshold(&g, w.g, w.valid, SIGMA, TARGET_BURN);
+    WC_ASSERT(WC_SYNTH_BLUR_PASSES * 2 * 3 + 1 < g.n);
+    double t = wc_synth_solve_threshold(&g, w.g, w.valid, SIGMA, TARGET_BURN);
 
     wc_synth_region *r = WC_CALLOC(1, sizeof *r);
     int s = g.size;
@@ -948,7 +499,7 @@ wc_synth_region *wc_synth_region_create(const wc_synth_config *cfg) {
             }
             int burn = (double)w.g[p] + SIGMA * (double)w.noise[p] > t;
             r->fire[q] = (uint8_t)burn;
-            r->oracle[q] = quantize(normal_cdf((w.g[p] - t) / SIGMA), ORACLE_QUANTUM);
+            r->oracle[q] = quantize(wc_synth_normal_cdf((w.g[p] - t) / SIGMA), ORACLE_QUANTUM);
             nvalid++;
             nburn += (size_t)burn;
         }
@@ -965,9 +516,7 @@ wc_synth_region *wc_synth_region_create(const wc_synth_config *cfg) {
     for (int b = 0; b < WC_SYNTH_NFLOAT; b++) free(w.band[b]);
     free(w.elev);
     free(w.elev_smooth);
-    free(g.acc);
-    free(g.line);
-    free(g.scratch);
+    wc_synth_gen_free(&g);
     return r;
 }
 

@@ -3,7 +3,10 @@
  * A GeoTIFF holds one data type, so each tile is three files (Int16 elevation, the 11 Float32
  * bands, the Byte label), and tiles.vrt stitches them into one 13-band raster. The VRT is built
  * with GDAL's VRT driver (VRTAddSimpleSource), which writes source paths relative to the VRT
- * when the tiles lie below it, so the directory can be moved or committed as a whole.
+ * when the tiles lie below it, so the directory can be moved or committed as a whole. Every
+ * file goes through the raster writer (rwriter.h): written under a temporary name, verified,
+ * renamed into place, so a failed or interrupted run leaves no half-written tile behind a
+ * complete-looking name, and the VRT appears only after all its tiles.
  *
  * Not here: generating the values (synth.c). GDAL's own messages are captured and reported
  * through wc_error/wc_warn, naming the file involved. */
@@ -21,21 +24,20 @@
 #include <ogr_srs_api.h>
 
 #include "wildcpu/raster.h"
+#include "wildcpu/rwriter.h"
 #include "wildcpu/synth.h"
 #include "wildcpu/util.h"
-
 
 /* The message to append after a failure on a file. */
 static const char *why(const wc_gdal_errors *e) {
     return e->failures ? e->last : "unknown error";
 }
 
-/* mkdir -p: creates path and its missing parents. */
 typedef struct writer {
     const wc_synth_config *cfg;
     const wc_synth_region *region;
     char *dir; /* out_dir without trailing slashes */
-    OGRSpatialReferenceH srs;
+    char *wkt; /* the region's CRS */
     wc_gdal_errors err;
 } writer;
 
@@ -43,10 +45,12 @@ enum { GROUP_I16, GROUP_F32, GROUP_U8, NGROUPS };
 static const char *const group_suffix[NGROUPS] = {"i16", "f32", "u8"};
 static const int group_first[NGROUPS] = {WC_SYNTH_ELEVATION, WC_SYNTH_SLOPE, WC_SYNTH_FIRE};
 static const int group_count[NGROUPS] = {1, WC_SYNTH_NFLOAT, 1};
-static const GDALDataType group_type[NGROUPS] = {GDT_Int16, GDT_Float32, GDT_Byte};
+static const wc_dtype group_type[NGROUPS] = {WC_DT_INT16, WC_DT_FLOAT32, WC_DT_BYTE};
 
-static GDALDataType band_type(int band) {
-    return band == WC_SYNTH_ELEVATION ? GDT_Int16 : band == WC_SYNTH_FIRE ? GDT_Byte : GDT_Float32;
+static wc_dtype band_type(int band) {
+    return band == WC_SYNTH_ELEVATION ? WC_DT_INT16
+           : band == WC_SYNTH_FIRE    ? WC_DT_BYTE
+                                      : WC_DT_FLOAT32;
 }
 
 static char *tile_path(const writer *w, int row, int col, int group) {
@@ -55,48 +59,39 @@ static char *tile_path(const writer *w, int row, int col, int group) {
 }
 
 /* Name, unit and nodata of a band, as the VRT and the tiles both carry them. */
-static void describe_band(GDALRasterBandH b, int band) {
-    GDALSetDescription(b, wc_synth_bands[band].name);
-    GDALSetRasterUnitType(b, wc_synth_bands[band].unit);
-    GDALSetRasterNoDataValue(b, wc_synth_bands[band].nodata);
+static int describe_band(wc_rwriter *out, int out_band, int band) {
+    const wc_rwriter_band b = {.name = wc_synth_bands[band].name,
+                               .unit = wc_synth_bands[band].unit,
+                               .has_nodata = 1,
+                               .nodata = wc_synth_bands[band].nodata};
+    return wc_rwriter_set_band(out, out_band, &b);
 }
 
-/* Creates a tiled, DEFLATE-compressed GeoTIFF georeferenced at pixel (x0, y0) of the region. */
-static GDALDatasetH create_tiff(writer *w, const char *path, int xsize, int ysize, int nbands,
-                                GDALDataType type, int x0, int y0) {
+/* A tiled, DEFLATE-compressed GeoTIFF georeferenced at pixel (x0, y0) of the region. */
+static wc_rwriter *create_tiff(writer *w, const char *path, int xsize, int ysize, int nbands,
+                               wc_dtype type, int x0, int y0) {
     int block = WC_MIN(w->cfg->tile, 256);
     block = (block + 15) / 16 * 16; /* TIFF tiles are multiples of 16 */
-    char **opt = NULL;
-    opt = CSLSetNameValue(opt, "TILED", "YES");
-    opt = CSLSetNameValue(opt, "BLOCKXSIZE", CPLSPrintf("%d", block));
-    opt = CSLSetNameValue(opt, "BLOCKYSIZE", CPLSPrintf("%d", block));
-    opt = CSLSetNameValue(opt, "COMPRESS", "DEFLATE");
-    opt = CSLSetNameValue(opt, "PREDICTOR", type == GDT_Float32 ? "3" : "2");
-    opt = CSLSetNameValue(opt, "INTERLEAVE", "BAND");
-    GDALDriverH drv = GDALGetDriverByName("GTiff");
-    GDALDatasetH ds = drv ? GDALCreate(drv, path, xsize, ysize, nbands, type, opt) : NULL;
-    CSLDestroy(opt);
-    if (!ds) {
-        wc_error("synth: cannot create %s: %s", path,
-                 drv ? why(&w->err) : "GDAL has no GTiff driver");
-        return NULL;
-    }
+    char bx[32], by[32];
+    snprintf(bx, sizeof bx, "BLOCKXSIZE=%d", block);
+    snprintf(by, sizeof by, "BLOCKYSIZE=%d", block);
+    const char *const opt[] = {"TILED=YES",
+                               bx,
+                               by,
+                               "COMPRESS=DEFLATE",
+                               type == WC_DT_FLOAT32 ? "PREDICTOR=3" : "PREDICTOR=2",
+                               "INTERLEAVE=BAND",
+                               NULL};
     const double *gt = w->region->geotransform;
-    double tgt[6] = {gt[0] + x0 * gt[1], gt[1], 0, gt[3] + y0 * gt[5], 0, gt[5]};
-    GDALSetGeoTransform(ds, tgt);
-    GDALSetSpatialRef(ds, w->srs);
-    return ds;
-}
-
-/* Closes a dataset opened for writing; write errors surface here, so they are checked. */
-static int close_written(writer *w, GDALDatasetH ds, const char *path) {
-    int before = w->err.failures;
-    GDALClose(ds);
-    if (w->err.failures != before) {
-        wc_error("synth: writing %s failed: %s", path, w->err.last);
-        return WC_ERR;
-    }
-    return WC_OK;
+    const double tgt[6] = {gt[0] + x0 * gt[1], gt[1], 0, gt[3] + y0 * gt[5], 0, gt[5]};
+    const wc_rwriter_opts o = {.options = opt,
+                               .width = xsize,
+                               .height = ysize,
+                               .nbands = nbands,
+                               .type = type,
+                               .gt = tgt,
+                               .wkt = w->wkt};
+    return wc_rwriter_create(path, &o);
 }
 
 /* Writes the bands of one group for the tile at (x0, y0) of size xs x ys. */
@@ -104,70 +99,47 @@ static int write_tile(writer *w, int row, int col, int group, int x0, int y0, in
     const wc_synth_region *r = w->region;
     size_t s = (size_t)r->size, m = s * s;
     char *path = tile_path(w, row, col, group);
-    int before = w->err.failures;
-    GDALDatasetH ds = create_tiff(w, path, xs, ys, group_count[group], group_type[group], x0, y0);
-    if (!ds) {
-        free(path);
-        return WC_ERR;
-    }
+    wc_rwriter *out = create_tiff(w, path, xs, ys, group_count[group], group_type[group], x0, y0);
+    free(path);
+    if (!out) return WC_ERR;
     int rc = WC_OK;
     for (int k = 0; k < group_count[group] && rc == WC_OK; k++) {
         int band = group_first[group] + k;
-        GDALRasterBandH b = GDALGetRasterBand(ds, k + 1);
-        describe_band(b, band);
         size_t off = (size_t)y0 * s + (size_t)x0;
-        void *src;
-        int elem;
-        if (group == GROUP_I16) {
+        const void *src;
+        if (group == GROUP_I16)
             src = r->elevation + off;
-            elem = (int)sizeof(int16_t);
-        } else if (group == GROUP_U8) {
+        else if (group == GROUP_U8)
             src = r->fire + off;
-            elem = 1;
-        } else {
+        else
             src = r->features + (size_t)k * m + off;
-            elem = (int)sizeof(float);
-        }
-        if (GDALRasterIO(b, GF_Write, 0, 0, xs, ys, src, xs, ys, group_type[group], elem,
-                         (int)s * elem) != CE_None)
-            rc = WC_ERR;
+        rc = describe_band(out, k + 1, band);
+        if (rc == WC_OK)
+            rc = wc_rwriter_write(out, k + 1, 0, ys, src, s * wc_dtype_size(group_type[group]));
     }
-    if (rc != WC_OK || w->err.failures != before) {
-        wc_error("synth: writing %s failed: %s", path, why(&w->err));
-        GDALClose(ds);
-        rc = WC_ERR;
-    } else {
-        rc = close_written(w, ds, path);
+    if (rc != WC_OK) {
+        wc_rwriter_abort(out);
+        return rc;
     }
-    free(path);
-    return rc;
+    return wc_rwriter_commit(out);
 }
 
 static int write_oracle(writer *w) {
     const wc_synth_region *r = w->region;
     char *path = wc_strdup(CPLSPrintf("%s/oracle_risk.tif", w->dir));
-    int before = w->err.failures;
-    GDALDatasetH ds = create_tiff(w, path, r->size, r->size, 1, GDT_Float32, 0, 0);
-    if (!ds) {
-        free(path);
+    wc_rwriter *out = create_tiff(w, path, r->size, r->size, 1, WC_DT_FLOAT32, 0, 0);
+    free(path);
+    if (!out) return WC_ERR;
+    const wc_rwriter_band b = {.name = "oracle_risk",
+                               .unit = "probability",
+                               .has_nodata = 1,
+                               .nodata = WC_SYNTH_NODATA_F32};
+    if (wc_rwriter_set_band(out, 1, &b) != WC_OK ||
+        wc_rwriter_write(out, 1, 0, r->size, r->oracle, 0) != WC_OK) {
+        wc_rwriter_abort(out);
         return WC_ERR;
     }
-    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
-    GDALSetDescription(b, "oracle_risk");
-    GDALSetRasterUnitType(b, "probability");
-    GDALSetRasterNoDataValue(b, WC_SYNTH_NODATA_F32);
-    CPLErr e = GDALRasterIO(b, GF_Write, 0, 0, r->size, r->size, r->oracle, r->size, r->size,
-                            GDT_Float32, 0, 0);
-    int rc;
-    if (e != CE_None || w->err.failures != before) {
-        wc_error("synth: writing %s failed: %s", path, why(&w->err));
-        GDALClose(ds);
-        rc = WC_ERR;
-    } else {
-        rc = close_written(w, ds, path);
-    }
-    free(path);
-    return rc;
+    return wc_rwriter_commit(out);
 }
 
 /* Adds the sources of tile row tr to the open VRT. */
@@ -208,37 +180,22 @@ static int add_row_sources(writer *w, GDALDatasetH vrt, const char *path, int tr
 static int write_vrt(writer *w, int ntr, int ntc) {
     const wc_synth_region *r = w->region;
     char *path = wc_strdup(CPLSPrintf("%s/tiles.vrt", w->dir));
-    int rc = WC_OK;
-    for (int tr = 0; tr < ntr && rc == WC_OK; tr++) {
-        GDALDatasetH vrt;
-        if (tr == 0) {
-            GDALDriverH drv = GDALGetDriverByName("VRT");
-            vrt = drv ? GDALCreate(drv, path, r->size, r->size, 0, GDT_Unknown, NULL) : NULL;
-            if (!vrt) {
-                wc_error("synth: cannot create %s: %s", path, drv ? why(&w->err) : "no VRT driver");
-                rc = WC_ERR;
-                break;
-            }
-            GDALSetGeoTransform(vrt, (double *)r->geotransform);
-            GDALSetSpatialRef(vrt, w->srs);
-            for (int band = 0; band < WC_SYNTH_NBANDS; band++) {
-                GDALAddBand(vrt, band_type(band), NULL);
-                describe_band(GDALGetRasterBand(vrt, band + 1), band);
-            }
-        } else {
-            vrt = GDALOpen(path, GA_Update);
-            if (!vrt) {
-                wc_error("synth: cannot reopen %s: %s", path, why(&w->err));
-                rc = WC_ERR;
-                break;
-            }
-        }
-        rc = add_row_sources(w, vrt, path, tr, ntc);
-        if (rc != WC_OK)
-            GDALClose(vrt);
-        else
-            rc = close_written(w, vrt, path);
+    const wc_rwriter_opts o = {
+        .driver = "VRT", .width = r->size, .height = r->size, .gt = r->geotransform, .wkt = w->wkt};
+    wc_rwriter *out = wc_rwriter_create(path, &o);
+    int rc = out ? WC_OK : WC_ERR;
+    for (int band = 0; band < WC_SYNTH_NBANDS && rc == WC_OK; band++) {
+        GDALAddBand(wc_rwriter_gdal(out), (GDALDataType)wc_dtype_to_gdal(band_type(band)), NULL);
+        rc = describe_band(out, band + 1, band);
     }
+    for (int tr = 0; tr < ntr && rc == WC_OK; tr++) {
+        if (tr > 0) rc = wc_rwriter_reopen(out);
+        if (rc == WC_OK) rc = add_row_sources(w, wc_rwriter_gdal(out), path, tr, ntc);
+    }
+    if (rc == WC_OK)
+        rc = wc_rwriter_commit(out);
+    else
+        wc_rwriter_abort(out);
     free(path);
     return rc;
 }
@@ -282,12 +239,14 @@ int wc_synth_write(const wc_synth_config *cfg) {
     GDALAllRegister();
     wc_gdal_errors_push(&w.err);
     int rc = WC_OK;
-    w.srs = OSRNewSpatialReference(NULL);
-    if (OSRImportFromEPSG(w.srs, WC_SYNTH_EPSG) != OGRERR_NONE) {
+    OGRSpatialReferenceH srs = OSRNewSpatialReference(NULL);
+    if (OSRImportFromEPSG(srs, WC_SYNTH_EPSG) != OGRERR_NONE ||
+        OSRExportToWkt(srs, &w.wkt) != OGRERR_NONE) {
         wc_error("synth: GDAL cannot build EPSG:%d (is proj.db installed?): %s", WC_SYNTH_EPSG,
                  why(&w.err));
         rc = WC_ERR;
     }
+    OSRDestroySpatialReference(srs);
     int ntr = (cfg->size + cfg->tile - 1) / cfg->tile, ntc = ntr;
     for (int tr = 0; tr < ntr && rc == WC_OK; tr++)
         for (int tc = 0; tc < ntc && rc == WC_OK; tc++)
@@ -299,7 +258,7 @@ int wc_synth_write(const wc_synth_config *cfg) {
     if (rc == WC_OK) rc = write_vrt(&w, ntr, ntc);
     if (rc == WC_OK) rc = write_oracle(&w);
     wc_gdal_errors_pop();
-    OSRDestroySpatialReference(w.srs);
+    CPLFree(w.wkt);
     if (rc == WC_OK)
         wc_info("synth: %dx%d region, seed %llu: %.1f%% nodata, %.2f%% of valid pixels burned; "
                 "wrote %s/tiles.vrt (%d tiles) in %.2f s (generation %.2f s)",

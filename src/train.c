@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
+#include "wildcpu/infer.h"
 #include "wildcpu/json.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
@@ -23,6 +25,7 @@
 #include "wildcpu/reduce.h"
 #include "wildcpu/report.h"
 #include "wildcpu/rundir.h"
+#include "wildcpu/rwriter.h"
 #include "wildcpu/schedule.h"
 #include "wildcpu/snapshot.h"
 #include "wildcpu/stop.h"
@@ -63,14 +66,22 @@ typedef struct {
 /* What a micro-batch decodes into, besides the network's input. */
 typedef struct {
     float *y;       /* (micro_batch, P, P) labels */
-    float *oracle;  /* (micro_batch, P, P) true probabilities, when there is an oracle */
     uint8_t *valid; /* (micro_batch, P, P) */
 } decoded;
 
 typedef struct {
     wc_metrics_acc *acc, *oracle_acc; /* exact, rank-independent accumulators */
-    int mb_max;      /* validation micro-batches of the largest share (agreement cadence) */
     int pending;     /* the last epoch's validation was cut short by a stop */
+    wc_infer inf;    /* the map's network, over a validation block's window */
+    wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
+    long *blocks;    /* the validation blocks, in index order */
+    long lo, hi;     /* this rank's share of them */
+    long max_share;  /* the largest share (every rank agrees that many times) */
+    /* (block side ^ 2) one block's pixels: probabilities, labels, the oracle, the state of
+     * each pixel (WC_PX_*), which pixels count, and the label reading's scratch */
+    float *prob, *y, *oracle;
+    uint8_t *px, *use;
+    double *scratch;
 } validation;
 
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
@@ -97,6 +108,10 @@ typedef struct {
     decoded dec;
     validation val;
     ckpt_policy ckpt;
+    struct {
+        double auc_pr; /* the best validation AUC-PR so far, -1 before the first */
+        long step;     /* the step best.wcp holds */
+    } best;
     wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
     char *spec;         /* the network spec text */
     double t_start, t_loop;
@@ -132,7 +147,7 @@ static void submit_ahead(train_ctx *t) {
         wc_work w;
         int n = wc_schedule_cursor_next(&t->sched, &ra->cursor, ra->samples, &w);
         if (n == 0) return;
-        wc_reader_submit(ra->rd, ra->samples, n, w.kind == WC_WORK_VAL, wc_work_tag(&w));
+        wc_reader_submit(ra->rd, ra->samples, n, wc_work_tag(&w));
     }
 }
 
@@ -141,22 +156,20 @@ static const wc_read_batch *take(train_ctx *t, wc_work w) {
     submit_ahead(t);
     const wc_read_batch *b;
     if (wc_reader_take(t->ra.rd, &b) != WC_OK)
-        wc_fatal("step %ld: reading %s patches failed (see the message above)", w.step + 1,
-                 w.kind == WC_WORK_TRAIN ? "training" : "validation");
+        wc_fatal("step %ld: reading training patches failed (see the message above)", w.step + 1);
     WC_ASSERT(b->tag == wc_work_tag(&w));
     return b;
 }
 
 /* Decodes the batch's patches into the network input and the label/validity buffers. */
-static long decode_batch(train_ctx *t, const wc_read_batch *b, int with_oracle) {
+static long decode_batch(train_ctx *t, const wc_read_batch *b) {
     const size_t pp = (size_t)t->ds->P * t->ds->P;
     float *x = wc_net_input(t->net);
     long nvalid = 0;
     for (int i = 0; i < b->n; i++)
         nvalid += wc_dataset_decode(t->ds, b->raw + (size_t)i * b->patch_bytes, t->ds->mean,
                                     t->ds->std, x + (size_t)i * t->ds->nfeat * pp,
-                                    t->dec.y + i * pp, t->dec.valid + i * pp,
-                                    with_oracle ? t->dec.oracle + i * pp : NULL);
+                                    t->dec.y + i * pp, t->dec.valid + i * pp, NULL);
     return nvalid;
 }
 
@@ -219,7 +232,7 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
     if (calibrate && lo == hi) wc_reducer_calibrate(t->red, NULL, root);
     for (int j = lo; j < hi; j++) {
         const wc_read_batch *b = t->ra.held[j - lo];
-        long nvalid = decode_batch(t, b, 0);
+        long nvalid = decode_batch(t, b);
         wc_net_forward(t->net, b->n);
         const float *z = wc_net_output(t->net);
         double loss = wc_bce_forward(z, t->dec.y, t->dec.valid, b->n * pp, pw);
@@ -239,7 +252,7 @@ static int train_step(train_ctx *t, long step) {
     int lo, hi;
     wc_schedule_micro_batches(&t->sched, step, &lo, &hi);
     for (int j = lo; j < hi; j++)
-        t->ra.held[j - lo] = take(t, (wc_work){.step = step, .kind = WC_WORK_TRAIN, .j = j});
+        t->ra.held[j - lo] = take(t, (wc_work){.step = step, .j = j});
     /* a fresh run's scales come from micro-batch 0, which its owner computes first (lo == 0;
      * with fewer micro-batches than ranks that need not be rank 0) */
     const int root = wc_schedule_rank_of(&t->sched, step, 0);
@@ -289,69 +302,116 @@ static int train_step(train_ctx *t, long step) {
 
 /* ---- validation -------------------------------------------------------------------------- */
 
-/* Validation micro-batches between two agreements on a stop signal: ranks validate their own
- * shares independently, so they agree at a cadence that is the same on every rank (every
- * VAL_AGREE_EVERY micro-batches of the largest share), never by time. A few tenths of a second
- * of work at the micro-batch sizes used; an 8-byte Allreduce costs microseconds. */
-#define VAL_AGREE_EVERY 4
+/* Validation runs the map's own computation (infer.h) over whole validation blocks, so its
+ * metrics are those of the map on the same pixels, bitwise: the pixels of the kept patches of
+ * validation blocks whose features and label are valid. Each rank takes a contiguous share of
+ * the blocks; ranks agree on a stop signal after every block of the largest share (one window
+ * of a block is a fraction of a second), never by time. */
 
 enum { VAL_DONE = 0, VAL_DIVERGED = 1, VAL_STOPPED = 2 };
 
-/* This rank's share of the validation after `step`, into the accumulators. VAL_STOPPED when
- * the ranks agreed on a stop signal before it finished. */
-static int validate_share(train_ctx *t, long step) {
-    const size_t pp = (size_t)t->ds->P * t->ds->P;
-    const int with_oracle = t->ds->oracle_path != NULL;
-    const float pw = (float)t->cfg->pos_weight;
-    const int mine = wc_schedule_val_micro_batches(&t->sched);
-    for (int v = 0; v < t->val.mb_max; v++) {
-        if (v % VAL_AGREE_EVERY == VAL_AGREE_EVERY - 1) {
-            if (wc_dist_any(wc_stop_requested())) return VAL_STOPPED;
-        }
-        if (v >= mine) continue;
-        const wc_read_batch *b = take(t, (wc_work){.step = step, .kind = WC_WORK_VAL, .j = v});
-        decode_batch(t, b, with_oracle);
-        wc_net_forward(t->net, b->n);
-        wc_metrics_add_logits(t->val.acc, wc_net_output(t->net), t->dec.y, t->dec.valid,
-                              b->n * pp, pw);
-        if (with_oracle)
-            wc_metrics_add_probs(t->val.oracle_acc, t->dec.oracle, t->dec.y, t->dec.valid,
-                                 b->n * pp, pw);
-        wc_reader_release(t->ra.rd);
+/* The validation blocks in index order (by * bcols + bx), and this rank's share of them. */
+static void plan_validation(train_ctx *t) {
+    const wc_dataset *ds = t->ds;
+    validation *v = &t->val;
+    const long B = ds->val_block, bcols = (ds->cols + B - 1) / B;
+    const long nb = bcols * ((ds->rows + B - 1) / B);
+    uint8_t *is_block = WC_CALLOC((size_t)nb + 1, 1);
+    for (long id = 0; id < ds->npatches; id++)
+        if (ds->is_val[id]) is_block[(id / ds->cols) / B * bcols + (id % ds->cols) / B] = 1;
+    long n = 0;
+    for (long b = 0; b < nb; b++) n += is_block[b];
+    v->blocks = WC_ALLOC(sizeof(long) * (size_t)(n + 1));
+    n = 0;
+    for (long b = 0; b < nb; b++)
+        if (is_block[b]) v->blocks[n++] = b;
+    free(is_block);
+    wc_dist_share(n, t->rank, t->nranks, &v->lo, &v->hi);
+    v->max_share = (n + t->nranks - 1) / t->nranks;
+}
+
+/* A validation block's pixel rectangle: its patches' cells, clipped to the patch grid. */
+static void block_rect(const wc_dataset *ds, long b, int64_t *x0, int64_t *y0, int64_t *w,
+                       int64_t *h) {
+    const long B = ds->val_block, bcols = (ds->cols + B - 1) / B;
+    const long bx = b % bcols, by = b / bcols;
+    *x0 = ds->x_origin + (int64_t)bx * B * ds->P, *y0 = ds->y_origin + (int64_t)by * B * ds->P;
+    *w = (int64_t)WC_MIN(B, ds->cols - bx * B) * ds->P;
+    *h = (int64_t)WC_MIN(B, ds->rows - by * B) * ds->P;
+}
+
+/* Block b's probabilities, labels and oracle into the accumulators. */
+static int validate_block(train_ctx *t, long b) {
+    const wc_dataset *ds = t->ds;
+    validation *v = &t->val;
+    int64_t x0, y0, w, h;
+    block_rect(ds, b, &x0, &y0, &w, &h);
+    if (wc_infer_core(&v->inf, x0, y0, w, h, v->prob, v->px, 0.0f) != WC_OK ||
+        wc_dataset_read_labels(ds, &v->files, x0, y0, w, h, v->y, v->use, v->scratch) != WC_OK ||
+        (ds->oracle_path && wc_dataset_read_oracle(ds, &v->files, x0, y0, w, h, v->oracle) != WC_OK))
+        return WC_ERR;
+    /* the pixels that count: of kept patches (every patch of a validation block is a
+     * validation patch), a label, a probability; a valid pixel without a probability (the
+     * network's output was not finite) is a broken model */
+    const size_t n = (size_t)w * (size_t)h;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t px = x0 + (int64_t)(i % (size_t)w), py = y0 + (int64_t)(i / (size_t)w);
+        const long id = (long)((py - ds->y_origin) / ds->P) * ds->cols + (px - ds->x_origin) / ds->P;
+        const int counts = v->use[i] && ds->keep[id] && v->px[i] != WC_PX_NODATA &&
+                           v->px[i] != WC_PX_RANGE;
+        if (counts && v->px[i] == WC_PX_BAD) v->acc->bad_outputs++;
+        v->use[i] = counts && v->px[i] == WC_PX_VALID;
     }
-    return VAL_DONE;
+    const float pw = (float)t->cfg->pos_weight;
+    wc_metrics_add_probs(v->acc, v->prob, v->y, v->use, n, pw);
+    if (ds->oracle_path) wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, pw);
+    return WC_OK;
 }
 
 /* Validation after `step`. Returns VAL_DIVERGED (on every rank alike: the decision is made from
- * the reduced counts) when the network's output was NaN on some pixel, VAL_STOPPED when the
- * ranks agreed on a stop signal before it finished (nothing of it is kept). */
+ * the reduced counts) when the network's output was not finite on some pixel, VAL_STOPPED when
+ * the ranks agreed on a stop signal before it finished (nothing of it is kept). */
 static int validate(train_ctx *t, long step) {
     const double t0 = wc_now();
     const int with_oracle = t->ds->oracle_path != NULL;
-    wc_metrics_reset(t->val.acc);
-    wc_metrics_reset(t->val.oracle_acc);
-    int rc = validate_share(t, step);
+    validation *v = &t->val;
+    wc_metrics_reset(v->acc);
+    wc_metrics_reset(v->oracle_acc);
+    wc_infer_set_params(&v->inf, t->net->params);
+    int failed = 0, rc = VAL_DONE;
+    for (long k = 0; k < v->max_share && rc == VAL_DONE; k++) {
+        if (!failed && v->lo + k < v->hi && validate_block(t, v->blocks[v->lo + k]) != WC_OK)
+            failed = 1;
+        int64_t flags[2] = {failed, wc_stop_requested()};
+        wc_dist_sum_i64(flags, 2);
+        if (flags[0])
+            wc_fatal("step %ld: reading validation patches failed (for the validation after it; "
+                     "see the message above)",
+                     step + 1);
+        if (flags[1]) rc = VAL_STOPPED;
+    }
     if (rc == VAL_DONE) {
         /* integer sums: the result is the same for any number of ranks and any split */
-        wc_dist_sum_i64((int64_t *)t->val.acc, wc_metrics_acc_words());
-        if (with_oracle) wc_dist_sum_i64((int64_t *)t->val.oracle_acc, wc_metrics_acc_words());
+        wc_dist_sum_i64((int64_t *)v->acc, wc_metrics_acc_words());
+        if (with_oracle) wc_dist_sum_i64((int64_t *)v->oracle_acc, wc_metrics_acc_words());
     }
     t->sum.val_seconds += wc_now() - t0;
     if (rc != VAL_DONE) return rc;
     wc_metrics m;
-    wc_metrics_compute(&m, t->val.acc);
+    wc_metrics_compute(&m, v->acc);
     if (m.bad_outputs > 0) {
         if (t->rank == 0)
-            wc_error("validation after step %ld: the network's output is NaN on %lld pixels: "
-                     "training diverged; nothing of this validation was logged or saved (the last "
-                     "checkpoint in %s is intact). Lower --lr (now %.3g) and rerun with --fresh",
+            wc_error("validation after step %ld: the network's output is not finite on %lld "
+                     "pixels: training diverged; nothing of this validation was logged or saved "
+                     "(the last checkpoint in %s is intact). Lower --lr (now %.3g) and rerun with "
+                     "--fresh",
                      step + 1, (long long)m.bad_outputs, t->ckpt_dir, t->opt->cfg.lr);
         return VAL_DIVERGED;
     }
     t->sum.val = m;
     t->sum.have_val = t->ds->nval > 0;
     if (with_oracle) {
-        wc_metrics_compute(&t->sum.oracle, t->val.oracle_acc);
+        wc_metrics_compute(&t->sum.oracle, v->oracle_acc);
         t->sum.have_oracle = 1;
     }
     if (t->sum.have_val)
@@ -359,9 +419,80 @@ static int validate(train_ctx *t, long step) {
     return VAL_DONE;
 }
 
+/* DIR/split.tif (rank 0): where training and validation lie, on the tiles' grid, so a user sees
+ * the held-out ground in a GIS and a test can score the map on exactly the validated pixels.
+ * A Byte raster: 0 outside the patch grid, 1 a training patch, 2 a validation patch, 3 a patch
+ * dropped for too few valid pixels. A failure is a warning: training does not need the file. */
+static void write_split(const train_ctx *t) {
+    if (t->rank != 0) return;
+    const wc_dataset *ds = t->ds;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/split.tif", t->cfg->out_dir);
+    static const char *const opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER",
+                                       NULL};
+    const wc_rwriter_band band = {.name = "split"};
+    const wc_rwriter_opts o = {.options = opts, .width = ds->width, .height = ds->height,
+                               .nbands = 1, .type = WC_DT_BYTE,
+                               .gt = ds->files.src.has_gt ? ds->files.src.gt : NULL,
+                               .wkt = ds->files.src.wkt, .bands = &band};
+    wc_rwriter *w = wc_rwriter_create(path, &o);
+    if (!w) return;
+    wc_rwriter_set_metadata(w, 1, "values", "0 outside the patch grid, 1 training patch, "
+                                            "2 validation patch, 3 dropped patch");
+    uint8_t *row = WC_ALLOC((size_t)ds->width);
+    int rc = WC_OK;
+    for (int64_t y = 0; y < ds->height && rc == WC_OK; y++) {
+        memset(row, 0, (size_t)ds->width);
+        const int64_t cy = (y - ds->y_origin) / ds->P;
+        if (y >= ds->y_origin && cy < ds->rows)
+            for (int64_t cx = 0; cx < ds->cols; cx++) {
+                const long id = (long)(cy * ds->cols + cx);
+                const uint8_t v = !ds->keep[id] ? 3 : ds->is_val[id] ? 2 : 1;
+                memset(row + ds->x_origin + cx * ds->P, v, (size_t)ds->P);
+            }
+        rc = wc_rwriter_write(w, 1, y, 1, row, 0);
+    }
+    free(row);
+    if (rc != WC_OK || wc_rwriter_commit(w) != WC_OK) {
+        if (rc != WC_OK) wc_rwriter_abort(w);
+        wc_warn("%s was not written (see above); training goes on", path);
+    }
+}
+
+/* The validation's network, handles and buffers (a block's pixels). WC_ERR on every rank when
+ * some rank cannot open its files or build the network. */
+static int build_validation(train_ctx *t) {
+    const wc_dataset *ds = t->ds;
+    validation *v = &t->val;
+    plan_validation(t);
+    const int64_t side = (int64_t)ds->val_block * ds->P;
+    const size_t n = (size_t)side * (size_t)side;
+    v->prob = WC_ALLOC(sizeof(float) * n), v->y = WC_ALLOC(sizeof(float) * n);
+    v->oracle = WC_ALLOC(sizeof(float) * n), v->scratch = WC_ALLOC(sizeof(double) * n);
+    v->px = WC_ALLOC(n), v->use = WC_ALLOC(n);
+    v->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
+    v->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
+    wc_infer_geometry g;
+    int failed = wc_data_files_open(&v->files, ds, 1) != WC_OK ||
+                 wc_infer_geometry_of(&g, t->net->arch, t->spec, ds->nfeat, &v->files.src) != WC_OK ||
+                 wc_infer_init(&v->inf, &g, &v->files.src, ds->feat_bands, ds->read_type, ds->nfeat,
+                               ds->mean, ds->std, t->net->arch, t->spec, t->net->params, side, side,
+                               ds->tiles_path) != WC_OK;
+    return wc_dist_any(failed) ? WC_ERR : WC_OK;
+}
+
+static void free_validation(validation *v) {
+    wc_infer_free(&v->inf);
+    wc_data_files_close(&v->files);
+    free(v->blocks), free(v->prob), free(v->y), free(v->oracle), free(v->scratch);
+    free(v->px), free(v->use), free(v->acc), free(v->oracle_acc);
+}
+
 /* ---- checkpoints and resume -------------------------------------------------------------- */
 
-static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
+/* Writes the snapshot of the state after steps_done steps, as ckpt-<step>.wcp or, with name, as
+ * that file (best.wcp). Rank 0 only. */
+static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name) {
     if (t->rank != 0) return WC_OK;
     char meta[1024], ts[32];
     wc_utc_timestamp(ts, sizeof ts);
@@ -390,11 +521,12 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
         .mean = t->ds->mean, .std = t->ds->std, .step = steps_done, .epoch = epoch,
         .epoch_pos = (steps_done % spe) * t->cfg->batch, .optim_step = t->opt->step,
         .ranks = t->nranks, .calibrated = t->red->calibrated, .val_pending = t->val.pending,
+        .best_auc_pr = t->best.auc_pr, .best_step = t->best.step,
         .ntensors = t->net->ntensors, .exponent = t->red->exponent, .nparams = t->net->nparams,
         .params = t->net->params, .optim_m = t->opt->m, .optim_v = t->opt->v};
     double secs = 0;
     size_t bytes = 0;
-    int rc = wc_snapshot_write(t->ckpt_dir, &snap, t->cfg->keep, &secs, &bytes);
+    int rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
     free(names);
     wc_json_free(&metrics);
     if (rc != WC_OK) {
@@ -406,15 +538,33 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why) {
     t->sum.ckpt_seconds += secs;
     t->sum.ckpts_written++;
     t->sum.ckpt_bytes = bytes;
-    wc_trainlog_checkpoint(t->log, t->ckpt_dir, steps_done, bytes, secs, why);
+    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, why);
     return WC_OK;
 }
 
 /* Checkpoint rank 0 wrote; all ranks learn whether it worked. */
 static int checkpoint_collective(train_ctx *t, long steps_done, const char *why) {
-    int failed = wc_dist_any(save_checkpoint(t, steps_done, why) != WC_OK);
+    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL) != WC_OK);
     t->ckpt.last = wc_now();
     return failed ? WC_ERR : WC_OK;
+}
+
+/* Model selection: after a validation whose AUC-PR beats every earlier one, the state is kept
+ * as best.wcp, which maps and evaluations of the run directory use. The comparison is of exact
+ * (rank-independent) metrics, so every rank decides alike. A failed write is a warning: the
+ * previous best.wcp stays, and so does the best it records. */
+static void keep_if_best(train_ctx *t, long step) {
+    const double auc = t->sum.val.auc_pr;
+    if (!t->sum.have_val || !isfinite(auc) || !(auc > t->best.auc_pr)) return;
+    const double prev_auc = t->best.auc_pr;
+    const long prev_step = t->best.step;
+    t->best.auc_pr = auc, t->best.step = step + 1;
+    int failed = wc_dist_any(save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST) !=
+                             WC_OK);
+    if (failed) {
+        wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
+        t->best.auc_pr = prev_auc, t->best.step = prev_step;
+    }
 }
 
 /* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
@@ -439,11 +589,13 @@ static int resume(train_ctx *t) {
     /* rank 0 holds the checked snapshot; everyone receives the state */
     const int nt = t->net->ntensors;
     const size_t pbytes = t->net->nparams * sizeof(float);
-    int64_t counters[5] = {0, 0, 0, 0, 0};
+    int64_t counters[6] = {0, 0, 0, 0, 0, -1};
+    double best_auc = -1;
     char prev_ranks[32] = "";
     if (t->rank == 0) {
         counters[0] = s->step, counters[1] = s->optim_step, counters[2] = s->calibrated;
-        counters[3] = s->epoch, counters[4] = s->val_pending;
+        counters[3] = s->epoch, counters[4] = s->val_pending, counters[5] = s->best_step;
+        best_auc = s->best_auc_pr;
         memcpy(t->net->params, s->params, pbytes);
         memcpy(t->opt->m, s->optim_m, pbytes);
         if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
@@ -451,6 +603,7 @@ static int resume(train_ctx *t) {
         wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
     }
     wc_dist_bcast(counters, sizeof counters, 0);
+    wc_dist_bcast(&best_auc, sizeof best_auc, 0);
     wc_dist_bcast(t->net->params, pbytes, 0);
     wc_dist_bcast(t->opt->m, pbytes, 0);
     if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);
@@ -459,6 +612,7 @@ static int resume(train_ctx *t) {
     t->opt->step = counters[1];
     t->red->calibrated = (int)counters[2];
     t->val.pending = (int)counters[4];
+    t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
     wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
             t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
             prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
@@ -475,20 +629,29 @@ static void print_plan(train_ctx *t, size_t baseline) {
     size_t opt_b = wc_optim_state_bytes(t->opt);
     size_t red_b = (t->net->nparams + 8) * (t->red->exact ? sizeof(int64_t) : sizeof(float));
     size_t data_b = wc_reader_bytes_held(t->ra.rd) + wc_metrics_acc_words() * 16;
+    /* validation: the map's network over one block's window, and a block's pixel buffers */
+    wc_memory_plan vp;
+    wc_net_memory_plan(t->val.inf.net, &vp);
+    const size_t side = (size_t)t->ds->val_block * (size_t)t->ds->P;
+    const size_t val_b = vp.params + vp.activations + vp.workspace + side * side * 22 +
+                         (size_t)t->val.inf.Tx * (size_t)t->val.inf.Ty *
+                             (1 + (size_t)t->ds->nfeat * wc_dtype_size(t->ds->read_type));
     /* the checkpoint is serialized (raw, then compressed) before it is written */
     size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 2;
     size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b +
-                   ckpt_b;
-    char a[11][32];
+                   ckpt_b + val_b;
+    char a[12][32];
     wc_info("memory plan per rank: parameters %s, gradients %s, optimizer state %s, activations "
             "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, checkpoint buffers %s, data "
-            "held %s (read-ahead %d slots of %d patches, validation histograms) = %s, plus "
+            "held %s (read-ahead %d slots of %d patches, validation histograms), validation "
+            "network %s (%" PRId64 "x%" PRId64 " windows) = %s, plus "
             "%s runtime (libraries, metadata: measured) and GDAL's block cache (up to %s)",
             wc_fmt_bytes(a[0], 32, (double)mp.params), wc_fmt_bytes(a[1], 32, (double)mp.grads),
             wc_fmt_bytes(a[2], 32, (double)opt_b), wc_fmt_bytes(a[3], 32, (double)mp.activations),
             t->cfg->micro_batch, t->ds->P, t->ds->P, wc_fmt_bytes(a[4], 32, (double)mp.workspace),
             wc_fmt_bytes(a[5], 32, (double)red_b), wc_fmt_bytes(a[9], 32, (double)ckpt_b),
             wc_fmt_bytes(a[6], 32, (double)data_b), t->cfg->prefetch, t->cfg->micro_batch,
+            wc_fmt_bytes(a[11], 32, (double)val_b), t->val.inf.Tx, t->val.inf.Ty,
             wc_fmt_bytes(a[7], 32, (double)total), wc_fmt_bytes(a[8], 32, (double)baseline),
             wc_fmt_bytes(a[10], 32, (double)wc_raster_cache_max()));
     t->sum.planned_bytes = total;
@@ -561,9 +724,7 @@ static void build_optimization(train_ctx *t) {
     t->red = wc_reducer_create(t->net, !cfg->fast_reduce, max_micro);
     wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
                      t->nranks, cfg->seed, t->total_steps);
-    wc_schedule_set_validation(&t->sched, ds->val, ds->nval);
     wc_schedule_set_sampler(&t->sched, sample_patch, ds);
-    t->val.mb_max = wc_schedule_val_micro_batches_max(&t->sched);
 }
 
 /* Buffers, the validation accumulators and the reader (collective: every rank learns whether
@@ -571,12 +732,9 @@ static void build_optimization(train_ctx *t) {
 static int build_buffers(train_ctx *t, wc_train_config *cfg) {
     const size_t pp = (size_t)t->ds->P * t->ds->P, m = (size_t)cfg->micro_batch;
     t->dec.y = WC_ALLOC(sizeof(float) * m * pp);
-    t->dec.oracle = WC_ALLOC(sizeof(float) * m * pp);
     t->dec.valid = WC_ALLOC(m * pp);
     t->ra.samples = WC_ALLOC(sizeof(wc_sample) * m);
     t->ra.held = WC_CALLOC(t->ra.max_local + 1, sizeof(*t->ra.held));
-    t->val.acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
-    t->val.oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     /* a step's own batches stay held for a recomputation, plus as many to read ahead */
     if (cfg->prefetch <= 0) cfg->prefetch = 2 * t->ra.max_local + 1;
     if (cfg->prefetch < t->ra.max_local + 1) cfg->prefetch = t->ra.max_local + 1;
@@ -634,7 +792,9 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     const wc_dataset *ds = t->ds;
     double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;
     wc_net_init_params(t->net, cfg->seed, prior);
-    if (resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK) return WC_EXIT_RUNTIME;
+    if (resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK || build_validation(t) != WC_OK)
+        return WC_EXIT_RUNTIME;
+    write_split(t);
     t->log = wc_trainlog_open(cfg->out_dir, t->start_step, t->total_steps,
                               t->sched.steps_per_epoch, cfg->log_every);
     if (wc_dist_any(t->log == NULL)) return WC_EXIT_RUNTIME;
@@ -643,7 +803,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     t->ckpt.interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
                        : cfg->ckpt_every > 0 ? 0
                                              : 600;
-    wc_schedule_cursor_start(&t->ra.cursor, t->start_step, WC_WORK_TRAIN);
+    wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
     return WC_EXIT_OK;
 }
@@ -668,7 +828,6 @@ static int stop_with_checkpoint(train_ctx *t, long steps_done) {
 static int run_pending_validation(train_ctx *t, int *ran) {
     *ran = 0;
     if (!t->val.pending) return WC_EXIT_OK;
-    wc_schedule_cursor_start(&t->ra.cursor, t->start_step - 1, WC_WORK_VAL);
     int v = validate(t, t->start_step - 1);
     if (v == VAL_STOPPED) {
         wc_info("stopped by a signal during the pending validation: the checkpoint is "
@@ -676,6 +835,7 @@ static int run_pending_validation(train_ctx *t, int *ran) {
         wc_rundir_mark_stopped(t->cfg->out_dir, "training");
     }
     if (v != VAL_DONE) return v == VAL_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;
+    keep_if_best(t, t->start_step - 1);
     t->val.pending = 0;
     *ran = 1;
     return WC_EXIT_OK;
@@ -694,6 +854,7 @@ static int loop(train_ctx *t) {
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
             if (v == VAL_DIVERGED) return WC_EXIT_RUNTIME;
+            if (v == VAL_DONE) keep_if_best(t, step);
             t->val.pending = v == VAL_STOPPED;
             t->ckpt.stop_agreed |= t->val.pending;
         }
@@ -730,6 +891,7 @@ static void teardown(train_ctx *t, int status) {
     sum->steps_total = t->total_steps;
     sum->start_step = t->start_step;
     sum->steps_per_epoch = t->sched.steps_per_epoch;
+    sum->best_step = t->best.step, sum->best_auc_pr = t->best.auc_pr;
     sum->gdal_cache_bytes = wc_raster_cache_used();
     if (t->ra.rd) {
         sum->io_wait_seconds = wc_reader_wait_seconds(t->ra.rd);
@@ -741,9 +903,9 @@ static void teardown(train_ctx *t, int status) {
     wc_trainlog_close(t->log);
     wc_reader_destroy(t->ra.rd);
     wc_schedule_free(&t->sched);
-    free(t->dec.y), free(t->dec.oracle), free(t->dec.valid);
+    free(t->dec.y), free(t->dec.valid);
     free(t->ra.samples), free((void *)t->ra.held);
-    free(t->val.acc), free(t->val.oracle_acc);
+    free_validation(&t->val);
     wc_reducer_destroy(t->red);
     wc_optim_destroy(t->opt);
     wc_net_destroy(t->net);
@@ -756,6 +918,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     train_ctx tc = {.cfg = &cfg, .rank = wc_dist_rank(), .nranks = wc_dist_size()};
     train_ctx *t = &tc;
     t->t_start = wc_now();
+    t->best.auc_pr = -1, t->best.step = -1;
     t->sum.ranks = t->nranks, t->sum.threads = cfg.threads;
     t->sum.batch = cfg.batch, t->sum.micro_batch = cfg.micro_batch;
     int status = setup(t, &cfg);

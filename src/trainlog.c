@@ -208,14 +208,19 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
                 oracle->auc_pr, oracle->roc_auc, 100 * val->auc_pr / oracle->auc_pr);
 }
 
-void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, long step, size_t bytes,
-                            double seconds, const char *why) {
+void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, long step,
+                            size_t bytes, double seconds, const char *why) {
     if (!l->active) return;
-    char b[32];
+    char b[32], file[64];
+    if (name)
+        snprintf(file, sizeof file, "%s", name);
+    else
+        snprintf(file, sizeof file, "ckpt-%08ld.wcp", step);
     clear_bar(l);
-    wc_info("checkpoint %s/ckpt-%08ld.wcp (%s): %s in %.3f s", dir, step, why,
+    wc_info("checkpoint %s/%s (%s): %s in %.3f s", dir, file, why,
             wc_fmt_bytes(b, sizeof b, (double)bytes), seconds);
     wc_json *j = begin_line(l, "checkpoint", step);
+    wc_json_kstr(j, "file", file);
     wc_json_kint(j, "bytes", (int64_t)bytes);
     wc_json_knum(j, "seconds", seconds);
     wc_json_kstr(j, "why", why);

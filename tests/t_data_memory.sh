@@ -53,9 +53,9 @@ refused() {
 what="planning them needs [0-9.]+ [GT]iB on each rank .*more than half of this machine's [0-9.]+ [GMT]iB of physical memory: use a larger --patch .* or split the raster"
 refused wide 1 "wide.vrt: 2147483647x512 pixels make [0-9]+ patches of 64x64 \(12 features\); $what" \
     --tiles "$T/wide.vrt"
-refused wide1 1 "wide1.vrt: 2147483647x512 pixels make 4294967264 patches of 16x16 \(1 feature\); $what" \
+refused wide1 1 "wide1.vrt: 2147483647x512 pixels make [0-9]+ patches of 16x16 \(1 feature\); $what" \
     --tiles "$T/wide1.vrt" --patch 16 --model logistic
-refused big 1 "big.vrt: 200000x200000 pixels make 156250000 patches of 16x16 \(12 features\); $what" \
+refused big 1 "big.vrt: 200000x200000 pixels make [0-9]+ patches of 16x16 \(12 features\); $what" \
     --tiles "$T/big.vrt" --patch 16 --model logistic
 refused wide2 2 "wide.vrt: 2147483647x512 pixels make [0-9]+ patches of 64x64 \(12 features\); $what" \
     --tiles "$T/wide.vrt"

@@ -183,10 +183,13 @@ ok = ~r_nodata
 assert (a[ok] == r[ok]).all(), f"values differ from gdalwarp's at {int((a[ok] != r[ok]).sum())} pixels"
 burned = ok & (r > 0)
 assert burned.sum() > 0 and (ok & (r <= 0)).sum() > 0 and r_nodata[10:110, 10:110].sum() > 0, "a test with every kind of pixel"
-# what training read: kept patches (at least half their 32x32 pixels valid) and the burned share
+# what training read: kept patches (at least half their 32x32 pixels valid) and the burned share;
+# the patch grid is the global grid of 32 px cells (the tiles' corner in pixels of their size)
+tg = gdal.Open(sys.argv[1]).GetGeoTransform()
+x0, y0 = -round(tg[0] / tg[1]) % 32, -round(tg[3] / tg[5]) % 32
 kept = pix = pos = 0
-for y in range(0, 128, 32):
-    for x in range(0, 128, 32):
+for y in range(y0, 128 - 31, 32):
+    for x in range(x0, 128 - 31, 32):
         v = ok[y:y + 32, x:x + 32]
         if v.sum() >= 512:
             kept += 1

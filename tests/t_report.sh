@@ -32,7 +32,8 @@ for k in ["loss", "auc_pr", "roc_auc", "best_f1", "brier", "positive_rate", "pix
     assert abs(r["val_" + k] - val[k]) <= 1e-9 * max(1, abs(val[k])), (k, r["val_" + k], val[k])
 assert abs(r["oracle_auc_pr"] - val["oracle_auc_pr"]) < 1e-9
 ck = [l for l in lines if l["type"] == "checkpoint"]
-assert r["checkpoints_written"] == len(ck) == 2, (r["checkpoints_written"], len(ck))
+# the two interval/final checkpoints, and best.wcp after each validation that improved
+assert r["checkpoints_written"] == len(ck) >= 2, (r["checkpoints_written"], len(ck))
 assert abs(r["checkpoint_time_s"] - sum(c["seconds"] for c in ck)) < 1e-3
 print("fields present; validation and checkpoint figures match metrics.jsonl")
 PY

@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
                 }
                 int n = wc_schedule_patches(&s, step, j, ids);
                 for (int i = 0; i < n; i++) samples[i] = (wc_sample){.id = ids[i]};
-                wc_reader_submit(rd, samples, n, 0, step);
+                wc_reader_submit(rd, samples, n, step);
                 queued++;
             }
         }

@@ -50,12 +50,16 @@ typedef struct wc_ckpt {
     void *blob;
 } wc_ckpt;
 
-/* Writes DIR/ckpt-<step:08d>.wcp atomically, then keeps only the newest `keep` checkpoints.
- * Returns WC_OK, or WC_ERR after logging which call failed (the previous checkpoints are
- * untouched then and no partial file is left under a checkpoint name). seconds and bytes (may
- * be NULL) receive the write time and file size. */
-int wc_ckpt_write(const char *dir, long step, const wc_ckpt_section *sections, int n, int keep,
-                  double *seconds, size_t *bytes);
+/* Writes DIR/ckpt-<step:08d>.wcp (or DIR/name when name is not NULL: best.wcp) atomically, then,
+ * for a ckpt-* file, keeps only the newest `keep` checkpoints. Returns WC_OK, or WC_ERR after
+ * logging which call failed (the previous checkpoints are untouched then and no partial file is
+ * left under a checkpoint name). seconds and bytes (may be NULL) receive the write time and
+ * file size. */
+int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_section *sections,
+                  int n, int keep, double *seconds, size_t *bytes);
+/* The checkpoint with the best validation AUC-PR of a run, beside the ckpt-* files: never
+ * pruned, and what a run directory means to predict and evaluate. */
+#define WC_CKPT_BEST "best.wcp"
 
 /* Deletes temporary files a crashed write left in dir (they never have a checkpoint's name, so
  * they are never mistaken for one; this only reclaims their space). */
@@ -100,8 +104,8 @@ typedef int (*wc_ckpt_check)(const wc_ckpt *ck, void *ctx, char *why, size_t why
 int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **path,
                    int *found_any);
 
-/* "run directory or checkpoint file" -> the checkpoint to use (a directory means its newest
- * usable checkpoint, in DIR/checkpoints or DIR itself). */
+/* "run directory or checkpoint file" -> the checkpoint to use: a directory means its best.wcp
+ * (in DIR/checkpoints or DIR itself) when that is usable, else its newest usable checkpoint. */
 int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
                     char **resolved);
 

@@ -35,6 +35,11 @@ wc_conv_shape wc_conv_shape_make(int N, int C, int H, int W, int K, int KH, int 
                                  int pad);
 /* Floats of workspace wc_conv2d_forward/backward need for this shape (0 for a plain 1x1). */
 size_t wc_conv_workspace_floats(const wc_conv_shape *s);
+/* The side of the output tiles a kernel shape's arithmetic works in (2 for Winograd F(2x2, 3x3),
+ * 1 otherwise): an output pixel's float result depends on its position within its tile, so two
+ * windows give a pixel the same bits only when their origins agree modulo the tile, at the
+ * layer's scale (net.h's exact alignment). */
+int wc_conv_output_tile(int KH, int KW, int stride, int pad);
 /* True when the lowering is skipped (1x1, stride 1, no padding). */
 int wc_conv_is_pointwise(const wc_conv_shape *s);
 

@@ -1,10 +1,11 @@
 /* dataset.h: the training data as patches of a georeferenced raster, split in space, with
  * normalization statistics, identical on every rank.
  *
- * The raster is cut into --patch x --patch patches on a fixed grid whose origin is the first
- * pixel at the network's pooling phase on the GLOBAL pixel grid (raster.h,
- * wc_raster_global_origin): training, validation and the map all run the network at the phase
- * it was validated at, and adjacent rasters of one grid agree. The pixels before the origin and
+ * The raster is cut into --patch x --patch patches on the grid of P x P cells of the GLOBAL
+ * pixel grid (raster.h, wc_raster_global_origin): adjacent rasters of one grid share their
+ * cells, every model is trained and validated on the same patches, and as P is a multiple of
+ * the network's pooling alignment, training, validation and the map all run the network at the
+ * phase it was validated at. The pixels before the origin and
  * beyond the last whole patch are not used for training (prediction covers them). With jitter
  * (on by default), each training sample of an epoch is its patch shifted by a pseudo-random
  * multiple of the alignment, a pure function of (seed, epoch, patch), never onto validation
@@ -50,8 +51,7 @@ typedef struct wc_data_config {
     int val_block_px;         /* validation block side in pixels (rounded to whole patches) */
     double min_valid;         /* keep a patch when at least this fraction of it is valid */
     uint64_t seed;
-    int align;                /* the network's pooling alignment: the patch grid's phase on the
-                               * global grid, and the jitter's step [1] */
+    int align;                /* the network's pooling alignment: the jitter's step [1] */
     int jitter;               /* shift training samples each epoch (--no-jitter: 0) [1] */
 } wc_data_config;
 
@@ -134,6 +134,15 @@ wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch);
  * (as floats: a value beyond float's range makes the pixel invalid). */
 long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
+
+/* The labels of the window (x0, y0, w, h), inside the raster, as decoding gives them: y 1 where
+ * the label is > 0, else 0; valid 0 where it is nodata. scratch: w * h doubles. Errors name the
+ * file and the window. */
+int wc_dataset_read_labels(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *y, uint8_t *valid, double *scratch);
+/* The oracle's probabilities of the window (the dataset must have an oracle). */
+int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, int64_t y0,
+                           int64_t w, int64_t h, float *oracle);
 
 /* A feature value as the network sees it: (v - mean) / std, rounded to float. Training,
  * validation and prediction all normalize through this one function, so the map is computed

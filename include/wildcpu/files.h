@@ -1,12 +1,13 @@
-/* files.h: whole-file reads and atomic replacement of small output files.
+/* files.h: whole-file reads, atomic replacement of small output files, and the checks that an
+ * output path can be written and is none of the inputs.
  *
  * Every output a user keeps (a report, metrics, an exported model, a picture, a map) replaces
  * the previous one only when complete: it is written to a temporary file in the same
  * directory, flushed, fsync'ed, closed, renamed over the target, and the directory is
  * fsync'ed. A failure at any of these calls is reported, naming the call and the file, and
  * removes the temporary file: the previous version stays as it was. Checkpoints follow the
- * same protocol with their own crash-test hooks (ckpt.c); maps are written through GDAL
- * (predict.c, quicklook.c) and use the fsync and temporary-name helpers. */
+ * same protocol with their own crash-test hooks (ckpt.c); rasters are written through GDAL by
+ * the raster writer (rwriter.h), which uses the fsync and temporary-name helpers. */
 #ifndef WILDCPU_FILES_H
 #define WILDCPU_FILES_H
 
@@ -38,6 +39,15 @@ int wc_path_within(const char *path, const char *dir);
 int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *what_out,
                                 int noutputs, const char *const *moved_dirs, int nmoved,
                                 const char *const *inputs);
+
+/* One output path, checked before any work so that a bad path fails at once rather than after
+ * minutes of computing: it is not empty, not a directory, none of the inputs (NULL-terminated,
+ * compared as by wc_same_file: a VRT and every tile it references, a checkpoint, a map a picture
+ * is drawn from), its directory exists and is writable, and an existing file there is not
+ * read-only. `what` names the output in the messages ("risk map"). Returns an exit status:
+ * WC_EXIT_OK; WC_EXIT_USAGE for an empty path or one that is an input; WC_EXIT_RUNTIME for the
+ * others; each after a message naming the path. */
+int wc_check_output_path(const char *what, const char *path, const char *const *inputs);
 
 /* An atomic replacement in progress. */
 typedef struct wc_atomic_file {

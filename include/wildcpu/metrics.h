@@ -101,7 +101,14 @@ typedef struct wc_metrics {
     double recall_at_half;     /* at the same threshold */
     double brier;              /* mean (p - y)^2 */
     double positive_rate;      /* positives / pixels */
+    /* reliability (calibration): the probabilities in WC_METRICS_CAL_BINS equal bins; in bin k,
+     * the pixels with p in [k/10, (k+1)/10), their mean predicted probability (from the
+     * histogram's bins, to 1/2^17) and the share of them that burned (NaN for an empty bin) */
+    int64_t cal_count[10];
+    double cal_predicted[10], cal_observed[10];
 } wc_metrics;
+
+#define WC_METRICS_CAL_BINS 10
 
 /* out = the metrics of acc. Undefined quantities are NaN, never a division by zero:
  *   no pixels:              everything (pixels and positives are 0);
@@ -118,5 +125,8 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc);
  *   "brier":...,"positive_rate":...
  * Doubles in the builder's round-trip form (wc_json_num), NaN as null. */
 void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix);
+/* The reliability bins as member `key`: an array of {"from","to","pixels","predicted",
+ * "observed"} objects (NaN as null). */
+void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m);
 
 #endif

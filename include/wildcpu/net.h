@@ -140,6 +140,10 @@ typedef struct wc_net_facts {
     size_t nparams;
     int ntensors;
     int radius, alignment;
+    /* windows whose origins agree modulo this give every pixel the same bits, not only the
+     * same value in real arithmetic: the pooling alignment, times the output tiles of the
+     * convolutions' arithmetic at their scales (conv.h, wc_conv_output_tile) */
+    int exact_alignment;
 } wc_net_facts;
 /* WC_ERR after logging the problem, as wc_net_create would. */
 int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, int W,
@@ -152,7 +156,9 @@ void wc_net_set_memory_limit(size_t bytes);
 
 /* Fills the parameters deterministically from (seed): He-uniform weights for convolutions
  * followed by a ReLU, PyTorch's default U(+-1/sqrt(fan_in)) for the others, zero biases, then
- * the output bias set to logit(prior) so the first predictions match the label rate. */
+ * the output bias set to logit(prior) so the first predictions match the label rate; a network
+ * whose only parametrized layer is the output (a convex model) starts from zero weights, the
+ * constant predictor at the label rate. */
 void wc_net_init_params(wc_net *net, uint64_t seed, double prior);
 
 /* The input buffer (N, in_channels, H, W) the caller fills before wc_net_forward. */

@@ -20,6 +20,12 @@ typedef struct wc_predict_config {
     int window;             /* widest network window in pixels (0: WC_PREDICT_WINDOW); windows
                              * are WC_PREDICT_STRIP + 2 x margin + alignment pixels tall */
     int png_max_side;       /* quick-look downsampling limit (0: WC_QUICKLOOK_MAX_SIDE) */
+    /* `wildcpu evaluate`: the map scored against labels (score.h); out may then be NULL: no
+     * map is written */
+    int evaluate;
+    const char *labels;      /* --labels PATH, or NULL: the label band of the tiles */
+    const char *label_band;  /* --label-band NAME|N [fire] */
+    const char *metrics_out; /* --out metrics.json, or NULL: printed only */
 } wc_predict_config;
 
 /* Output nodata: pixels where any feature is nodata (or NaN/Inf) or beyond float's range once
@@ -40,6 +46,7 @@ extern const char *const WC_PREDICT_CLASS_NAMES[WC_PREDICT_NCLASSES];
 extern const double WC_PREDICT_CLASS_QUANTILES[WC_PREDICT_NCLASSES - 1];
 
 extern const char WC_PREDICT_HELP[];
+extern const char WC_EVALUATE_HELP[];
 
 void wc_predict_config_default(wc_predict_config *cfg);
 /* Collective. Returns the exit status: 0 written, 1 runtime error (message names the file, band

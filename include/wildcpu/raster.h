@@ -31,6 +31,8 @@ const char *wc_dtype_name(wc_dtype t);
 /* The smallest type that holds every value of both a and b exactly (for reading bands of
  * different types in one call without losing anything). */
 wc_dtype wc_dtype_union(wc_dtype a, wc_dtype b);
+/* GDAL's GDALDataType for t (an int, so this header needs no gdal.h). */
+int wc_dtype_to_gdal(wc_dtype t);
 /* Value i of a buffer of type t, as double. */
 double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 

@@ -20,10 +20,9 @@
 
 typedef struct wc_reader wc_reader;
 
-/* A filled slot: n raw patches, each wc_dataset_patch_bytes(ds, with_oracle) long. */
+/* A filled slot: n raw patches, each wc_dataset_patch_bytes(ds, 0) long. */
 typedef struct wc_read_batch {
     int n;
-    int with_oracle;
     long tag;           /* the caller's label for the request, echoed back */
     wc_sample *samples; /* (n) */
     unsigned char *raw; /* (n, patch bytes) */
@@ -38,7 +37,7 @@ void wc_reader_destroy(wc_reader *rd);
 /* True when a slot is free for another request. */
 int wc_reader_can_submit(const wc_reader *rd);
 /* Queues a request for n samples; a slot must be free. */
-void wc_reader_submit(wc_reader *rd, const wc_sample *samples, int n, int with_oracle, long tag);
+void wc_reader_submit(wc_reader *rd, const wc_sample *samples, int n, long tag);
 /* Waits for the oldest request not yet taken; WC_ERR if it could not be read. The batch stays
  * valid until released: wc_reader_release releases the oldest taken batch. */
 int wc_reader_take(wc_reader *rd, const wc_read_batch **batch);

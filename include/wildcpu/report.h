@@ -23,6 +23,8 @@ typedef struct wc_run_summary {
     double last_loss;
     int have_val, have_oracle;
     wc_metrics val, oracle;
+    long best_step;           /* the step best.wcp holds (-1: none), which the map uses */
+    double best_auc_pr;       /* its validation AUC-PR */
     double flops_per_sample;
     size_t planned_bytes, baseline_bytes, data_bytes; /* data_bytes: part of planned_bytes */
     size_t gdal_cache_bytes;  /* GDAL's block cache in use at the end (data held, unplanned) */

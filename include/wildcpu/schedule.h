@@ -20,8 +20,6 @@
 typedef struct wc_schedule {
     const uint32_t *train;  /* (ntrain) the training patches, grid order (not owned) */
     long ntrain;
-    const uint32_t *val;    /* (nval) the validation patches (not owned); NULL: none */
-    long nval, val_lo, val_hi; /* [val_lo, val_hi): this rank's share of them */
     int batch, micro;       /* --batch, --micro-batch */
     int rank, nranks;
     uint64_t seed;
@@ -52,34 +50,23 @@ int wc_schedule_samples(const wc_schedule *s, long step);
 /* True when `step` is the last of its epoch or of the run: validation follows it. */
 int wc_schedule_ends_epoch(const wc_schedule *s, long step);
 
-/* The validation patches; each rank validates a contiguous share of them after every epoch. */
-void wc_schedule_set_validation(wc_schedule *s, const uint32_t *val, long nval);
-/* This rank's validation micro-batches, and those of the largest share (every rank loops that
- * many times when it must agree with the others at a fixed cadence). */
-int wc_schedule_val_micro_batches(const wc_schedule *s);
-int wc_schedule_val_micro_batches_max(const wc_schedule *s);
-
-/* What a read request is for: micro-batch j of step `step`'s training, or micro-batch j of this
- * rank's share of the validation that follows the step. */
-typedef enum { WC_WORK_TRAIN = 0, WC_WORK_VAL = 1 } wc_work_kind;
+/* What a read request is for: micro-batch j of step `step`. */
 typedef struct wc_work {
     long step;
-    wc_work_kind kind;
     int j;
 } wc_work;
 
 /* The read-ahead cursor: walks this rank's requests in the order it consumes them (a step's
- * training micro-batches, then, if the step ends an epoch, its validation micro-batches; then
- * the next step) up to the last step. */
+ * micro-batches, then the next step's) up to the last step. */
 typedef struct wc_schedule_cursor {
     wc_work next;
 } wc_schedule_cursor;
 
-/* Positions the cursor at the first request of `at` (its step and kind; j is ignored). */
-void wc_schedule_cursor_start(wc_schedule_cursor *c, long step, wc_work_kind kind);
-/* The cursor's next request: its samples (at most --micro-batch of them; training samples as the
- * sampler draws them, validation patches unshifted) and what it is for into *w; returns the
- * number of samples, 0 when the run has no more requests. */
+/* Positions the cursor at the first request of step `step`. */
+void wc_schedule_cursor_start(wc_schedule_cursor *c, long step);
+/* The cursor's next request: its samples (at most --micro-batch of them, as the sampler draws
+ * them) and what it is for into *w; returns the number of samples, 0 when the run has no more
+ * requests. */
 int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *samples,
                             wc_work *w);
 /* A request's identity as one number (the reader echoes it back with the filled batch), and

@@ -52,6 +52,8 @@ typedef struct wc_snapshot {
     int calibrated;          /* the reducer's scales are set */
     int val_pending;         /* the validation after step `step` did not run (a stop during
                               * it): a resume runs it first */
+    double best_auc_pr;      /* the best validation AUC-PR so far (-1: none yet) ... */
+    int64_t best_step;       /* ... and the step it came after (best.wcp holds that state) */
     int ntensors;
     const int32_t *exponent; /* (ntensors) the reducer's per-tensor fixed-point exponents */
     size_t nparams;
@@ -61,12 +63,13 @@ typedef struct wc_snapshot {
     void *owned;             /* a decoded snapshot's allocations (private) */
 } wc_snapshot;
 
-/* Writes s as DIR/ckpt-<step>.wcp (atomically, see ckpt.h), keeping the newest `keep`. Refuses,
+/* Writes s as DIR/ckpt-<step>.wcp (atomically, see ckpt.h), keeping the newest `keep`, or as
+ * DIR/name when name is not NULL (WC_CKPT_BEST, never pruned). Refuses,
  * with a message, a snapshot with non-finite parameters, moments or normalization: a diverged
  * state is never checkpointed. seconds and bytes (may be NULL) receive the write's time and
  * size. */
-int wc_snapshot_write(const char *dir, const wc_snapshot *s, int keep, double *seconds,
-                      size_t *bytes);
+int wc_snapshot_write(const char *dir, const char *name, const wc_snapshot *s, int keep,
+                      double *seconds, size_t *bytes);
 
 /* Decodes and checks ck's sections into s (owned; free with wc_snapshot_free). Every section is
  * checked, also those a reader does not use (prediction has no use for the optimizer's moments):

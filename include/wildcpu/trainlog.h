@@ -33,8 +33,9 @@ void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long sa
 /* The validation after step `step`; oracle may be NULL. */
 void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
                             const wc_metrics *oracle);
-void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, long step, size_t bytes,
-                            double seconds, const char *why);
+/* A checkpoint written into dir: ckpt-<step>.wcp, or name (best.wcp) when not NULL. */
+void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, long step,
+                            size_t bytes, double seconds, const char *why);
 /* Ends a live progress bar's line, so that what is printed next starts on its own line. */
 void wc_trainlog_break_line(wc_trainlog *l);
 

@@ -1,0 +1,39 @@
+/* bandmap.h: how a raster's bands feed a trained model's input channels.
+ *
+ * A model names its inputs by the band descriptions of its training data (wc_model.feat_names)
+ * and records each band's type in its training data fingerprint. Any raster given to the model
+ * later (`wildcpu predict`, a future `wildcpu evaluate`) is matched to those inputs by name,
+ * whatever the order of its bands, and must be the same kind of data: every input present once,
+ * with the type it had in training, and no band besides the inputs except the label band.
+ *
+ * Not here: reading the bands (raster.h), normalization (the model's mean and std). */
+#ifndef WILDCPU_BANDMAP_H
+#define WILDCPU_BANDMAP_H
+
+#include <stddef.h>
+
+#include "wildcpu/model.h"
+#include "wildcpu/raster.h"
+
+typedef struct wc_bandmap {
+    int n;         /* the model's input channels (wc_model.nfeat) */
+    int *bands;    /* (n) the raster band (1-based) feeding input channel i */
+    wc_dtype type; /* what the n bands are read as in one call: the union of their types */
+} wc_bandmap;
+
+/* Matches r's bands to m's inputs: an input is found by its band description, one named
+ * band_<n> (a band that had no description) by its number; every input band must have the type
+ * it had in training; a band that is not an input is accepted only when it is the training
+ * data's label band or is described WC_LABEL_BAND_NAME. Returns WC_OK with bm filled (free it
+ * with wc_bandmap_free), or WC_ERR after one message naming the raster, the checkpoint and
+ * every mismatch (bm is then empty). */
+int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r);
+void wc_bandmap_free(wc_bandmap *bm);
+
+/* The type band `name` had in the training data whose fingerprint is given (its record
+ * "bands=name:Type,..."), written into buf and returned; NULL when the fingerprint does not
+ * list the band. */
+const char *wc_bandmap_training_type(const char *fingerprint, const char *name, char *buf,
+                                     size_t size);
+
+#endif

@@ -1,0 +1,80 @@
+/* infer.h: the trained network over windows of a raster, the one way wildcpu turns features into
+ * burn probabilities: the map (predict.c), the evaluation of a model (evaluate) and the
+ * validation during training all go through it, so what was validated is what is mapped.
+ *
+ * A core (the pixels whose probabilities are wanted) is computed by one network window that
+ * extends at least `margin` pixels beyond it on every side (the receptive-field radius rounded
+ * up to the pooling alignment) and whose origin lies on the alignment grid in GLOBAL pixel
+ * coordinates (raster.h, wc_raster_global_origin): a pixel then sees the same input pixels at
+ * the same pooling phase whatever core it is computed in, so its probability does not depend on
+ * where cores are cut, bitwise. Inputs are normalized by wc_normalize (dataset.h) exactly as
+ * training normalizes them; a pixel with a nodata, NaN or Inf feature, or one whose normalized
+ * value is beyond float's range, is invalid: 0 as an input, and no probability. Input outside
+ * the raster is invalid too. A valid pixel whose network output is not finite gets no
+ * probability either (counted): only finite probabilities in [0, 1] come out.
+ *
+ * Not here: which cores to compute (predict's strips, validation's blocks), labels, writing. */
+#ifndef WILDCPU_INFER_H
+#define WILDCPU_INFER_H
+
+#include <stdint.h>
+
+#include "wildcpu/net.h"
+#include "wildcpu/raster.h"
+
+/* Where the windows of a network and a raster lie. */
+typedef struct wc_infer_geometry {
+    int radius, align;    /* of the network */
+    int margin;           /* radius rounded up to the alignment */
+    int anchored;         /* 1: the georeferenced global grid; 0: the raster's own */
+    long long gcol, grow; /* global pixel coordinates of the raster's pixel (0, 0) */
+    int phase_x, phase_y; /* gcol, grow modulo the alignment */
+} wc_infer_geometry;
+
+/* The geometry of spec's network over raster r (collective-free, allocation-free). WC_ERR after
+ * logging when the spec does not build for nfeat inputs. */
+int wc_infer_geometry_of(wc_infer_geometry *g, const char *arch, const char *spec, int nfeat,
+                         const wc_raster *r);
+
+/* What a pixel of a core is, in wc_infer_core's valid output. */
+enum {
+    WC_PX_NODATA = 0, /* a feature is nodata, NaN or Inf, or the pixel is outside the raster */
+    WC_PX_VALID = 1,  /* a probability */
+    WC_PX_RANGE = 2,  /* a feature's normalized value is beyond float's range */
+    WC_PX_BAD = 3,    /* the network's output was not finite */
+};
+
+typedef struct wc_infer {
+    wc_infer_geometry g;
+    wc_raster *r;              /* borrowed; the reads go through it */
+    const int *bands;          /* (nfeat) the raster band feeding each input, borrowed */
+    wc_dtype type;             /* the feature bands are read as */
+    int nfeat;
+    const double *mean;        /* (nfeat) borrowed */
+    double *inv_std;           /* (nfeat) */
+    wc_net *net;               /* built for one window of Tx x Ty */
+    int64_t Tx, Ty;            /* window size: the widest core + 2 margins + alignment slack */
+    int64_t max_cw, max_ch;
+    void *raw;                 /* (nfeat, Ty, Tx) as read */
+    uint8_t *px;               /* (Ty, Tx) WC_PX_* */
+    int64_t windows_run, windows_skipped;
+    int64_t beyond_range, nonfinite; /* core pixels with WC_PX_RANGE, WC_PX_BAD */
+} wc_infer;
+
+/* Builds the window network (inference mode) for cores up to max_cw x max_ch with the given
+ * parameters (copied). WC_ERR after logging (naming `what`) when it cannot be built. */
+int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const int *bands,
+                  wc_dtype type, int nfeat, const double *mean, const double *std,
+                  const char *arch, const char *spec, const float *params, int64_t max_cw,
+                  int64_t max_ch, const char *what);
+void wc_infer_free(wc_infer *p);
+/* New parameters for the same network (validation after each epoch). */
+void wc_infer_set_params(wc_infer *p, const float *params);
+
+/* Probabilities of the core (cx, cy, cw, ch) of the raster into prob (ch rows of cw) and each
+ * pixel's state into px (may be NULL); pixels without a probability get `fill`. WC_ERR after
+ * logging when the window cannot be read. */
+int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, float *prob,
+                  uint8_t *px, float fill);
+
+#endif

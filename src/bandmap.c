@@ -1,0 +1,136 @@
+/* bandmap.c: a raster's bands matched to a model's inputs by name and type; see bandmap.h.
+ *
+ * Every mismatch is collected into one message, so a user fixing a raster learns all that is
+ * wrong with it at once rather than one band per run.
+ *
+ * Not here: reading the bands, deciding what to do with a raster that does not match. */
+#include "wildcpu/bandmap.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/util.h"
+
+/* From a fingerprint's bands record "name:Type,name:Type": the type band `name` had, or NULL. */
+static const char *type_in_list(const char *list, const char *name, char *buf, size_t size) {
+    size_t nlen = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ','), *colon;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        /* the type follows the LAST colon: band names may hold colons */
+        colon = NULL;
+        for (const char *q = p; q < p + len; q++)
+            if (*q == ':') colon = q;
+        if (colon && (size_t)(colon - p) == nlen && strncmp(p, name, nlen) == 0) {
+            snprintf(buf, size, "%.*s", (int)(p + len - colon - 1), colon + 1);
+            return buf;
+        }
+        p += len + (end ? 1 : 0);
+    }
+    return NULL;
+}
+
+const char *wc_bandmap_training_type(const char *fingerprint, const char *name, char *buf,
+                                     size_t size) {
+    char *list = WC_ALLOC(strlen(fingerprint) + 1);
+    wc_kv_get(fingerprint, "bands", list, strlen(fingerprint) + 1);
+    const char *t = type_in_list(list, name, buf, size);
+    free(list);
+    return t;
+}
+
+static void appendf(char *buf, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
+static void appendf(char *buf, size_t size, const char *fmt, ...) {
+    size_t n = strlen(buf);
+    if (n + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, size - n, fmt, ap);
+    va_end(ap);
+}
+
+/* bands[i] = the raster band feeding input channel i; every mismatch appended to why. */
+static void match(const wc_model *m, const wc_raster *r, int *bands, char *why, size_t size) {
+    char *list = WC_ALLOC(strlen(m->fingerprint) + 1), label[WC_BAND_NAME_MAX + 16] = "";
+    wc_kv_get(m->fingerprint, "bands", list, strlen(m->fingerprint) + 1);
+    wc_kv_get(m->fingerprint, "labels", label, sizeof label);
+    const char *label_band = strncmp(label, "band:", 5) == 0 ? label + 5 : "";
+    int *used = WC_CALLOC(r->nbands + 1, sizeof(int));
+    why[0] = '\0';
+    for (int i = 0; i < m->nfeat; i++) {
+        const char *f = m->feat_names[i];
+        int found = 0, named = 0;
+        for (int b = 1; b <= r->nbands; b++)
+            if (strcmp(r->bands[b - 1].name, f) == 0) named++, found = found ? found : b;
+        int n;
+        char tail;
+        if (!found && sscanf(f, "band_%d%c", &n, &tail) == 1 && n >= 1 && n <= r->nbands) found = n;
+        if (!found) {
+            appendf(why, size, "%sband '%s' (input %d of the model) is missing", *why ? "; " : "",
+                    f, i + 1);
+            continue;
+        }
+        if (named > 1) {
+            appendf(why, size, "%s%d bands are named '%s': which is input %d is ambiguous",
+                    *why ? "; " : "", named, f, i + 1);
+            continue;
+        }
+        if (used[found]) {
+            appendf(why, size, "%sband %d feeds two inputs ('%s' and '%s')", *why ? "; " : "",
+                    found, m->feat_names[used[found] - 1], f);
+            continue;
+        }
+        used[found] = i + 1;
+        bands[i] = found;
+        char tbuf[32];
+        const char *want = type_in_list(list, f, tbuf, sizeof tbuf);
+        const char *have = wc_dtype_name(r->bands[found - 1].type);
+        if (want && strcmp(want, have) != 0)
+            appendf(why, size, "%sband %d '%s' is %s here but was %s in the training data",
+                    *why ? "; " : "", found, f, have, want);
+    }
+    int extra = 0, matched = 0;
+    for (int b = 1; b <= r->nbands; b++) matched += used[b] != 0;
+    for (int b = 1; b <= r->nbands; b++) {
+        const char *name = r->bands[b - 1].name;
+        if (used[b] || strcmp(name, label_band) == 0 || strcmp(name, WC_LABEL_BAND_NAME) == 0)
+            continue;
+        extra++;
+        appendf(why, size, "%sband %d '%s' is not among the model's inputs", *why ? "; " : "", b,
+                name);
+    }
+    if (extra)
+        appendf(why, size,
+                " (the model takes %d feature bands, this raster has %d besides the "
+                "label band: drop the extra ones, e.g. with gdal_translate -b, or use a model "
+                "trained with them)",
+                m->nfeat, matched + extra);
+    free(used);
+    free(list);
+}
+
+int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r) {
+    memset(bm, 0, sizeof *bm);
+    int *bands = WC_CALLOC(m->nfeat, sizeof(int));
+    char why[4096];
+    match(m, r, bands, why, sizeof why);
+    if (*why) {
+        wc_error("%s does not have the bands %s was trained on: %s", r->path, m->path, why);
+        free(bands);
+        return WC_ERR;
+    }
+    bm->n = m->nfeat;
+    bm->bands = bands;
+    bm->type = r->bands[bands[0] - 1].type;
+    for (int c = 1; c < bm->n; c++)
+        bm->type = wc_dtype_union(bm->type, r->bands[bands[c] - 1].type);
+    return WC_OK;
+}
+
+void wc_bandmap_free(wc_bandmap *bm) {
+    if (!bm) return;
+    free(bm->bands);
+    memset(bm, 0, sizeof *bm);
+}

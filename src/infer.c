@@ -1,0 +1,175 @@
+/* infer.c: the network over windows of a raster; see infer.h. */
+#include "wildcpu/infer.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/dataset.h"
+#include "wildcpu/layers.h"
+#include "wildcpu/util.h"
+
+int wc_infer_geometry_of(wc_infer_geometry *g, const char *arch, const char *spec, int nfeat,
+                         const wc_raster *r) {
+    memset(g, 0, sizeof *g);
+    wc_net_facts f;
+    /* the receptive field does not depend on the input's size: any size the pooling accepts */
+    if (wc_net_describe(arch, spec, nfeat, 1024, 1024, &f) != WC_OK) return WC_ERR;
+    /* windows snap to the exact alignment, so a pixel's bits do not depend on which window
+     * computes it (the pooling alignment alone only makes its value in real arithmetic equal) */
+    g->radius = f.radius, g->align = f.exact_alignment > 0 ? f.exact_alignment : 1;
+    g->margin = (g->radius + g->align - 1) / g->align * g->align;
+    g->anchored = wc_raster_global_origin(r, &g->gcol, &g->grow);
+    g->phase_x = wc_pmod(g->gcol, g->align);
+    g->phase_y = wc_pmod(g->grow, g->align);
+    return WC_OK;
+}
+
+int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const int *bands,
+                  wc_dtype type, int nfeat, const double *mean, const double *std,
+                  const char *arch, const char *spec, const float *params, int64_t max_cw,
+                  int64_t max_ch, const char *what) {
+    memset(p, 0, sizeof *p);
+    p->g = *g;
+    p->r = r, p->bands = bands, p->type = type, p->nfeat = nfeat, p->mean = mean;
+    p->max_cw = max_cw, p->max_ch = max_ch;
+    /* the margin on both sides, plus `align` pixels of slack for snapping the origin */
+    const int64_t slack = g->align > 1 ? g->align : 0;
+    p->Tx = max_cw + 2 * g->margin + slack, p->Ty = max_ch + 2 * g->margin + slack;
+    if (p->Tx > INT_MAX || p->Ty > INT_MAX) {
+        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what,
+                 p->Tx, p->Ty);
+        return WC_ERR;
+    }
+    p->net = wc_net_create(arch, spec, nfeat, 1, (int)p->Ty, (int)p->Tx, WC_NET_INFER);
+    if (!p->net) {
+        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what,
+                 p->Tx, p->Ty);
+        return WC_ERR;
+    }
+    wc_infer_set_params(p, params);
+    p->raw = WC_ALLOC(wc_dtype_size(type) * (size_t)nfeat * (size_t)p->Tx * (size_t)p->Ty);
+    p->px = WC_ALLOC((size_t)p->Tx * (size_t)p->Ty);
+    p->inv_std = WC_ALLOC(sizeof(double) * nfeat);
+    for (int c = 0; c < nfeat; c++) p->inv_std[c] = 1.0 / std[c];
+    return WC_OK;
+}
+
+void wc_infer_free(wc_infer *p) {
+    if (!p) return;
+    wc_net_destroy(p->net);
+    free(p->raw), free(p->px), free(p->inv_std);
+    memset(p, 0, sizeof *p);
+}
+
+void wc_infer_set_params(wc_infer *p, const float *params) {
+    memcpy(p->net->params, params, sizeof(float) * p->net->nparams);
+}
+
+/* The largest v' <= v whose global coordinate (phase + v') is a multiple of the alignment. */
+static int64_t align_down(int64_t v, int phase, int a) {
+    return v - wc_pmod((long long)phase + v, a);
+}
+
+static inline int is_nodata(const wc_band *b, double v) {
+    return !isfinite(v) || (b->has_nodata && v == b->nodata);
+}
+
+/* The network input x (nfeat, Ty, Tx) of the window at (wx, wy) and the state of its pixels,
+ * from one reading of each value. Invalid pixels, and everything outside the raster, are 0:
+ * the network cannot tell an edge from nodata, nor a window that overhangs the raster from one
+ * that does not. */
+static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
+    const size_t Tx = (size_t)p->Tx, plane = Tx * (size_t)p->Ty;
+    const int64_t W = p->r->width, H = p->r->height;
+    /* the part of the window inside the raster, relative to the window */
+    const size_t x0 = (size_t)(WC_MAX(wx, 0) - wx), y0 = (size_t)(WC_MAX(wy, 0) - wy);
+    const size_t x1 = (size_t)(WC_MIN(wx + p->Tx, W) - wx), y1 = (size_t)(WC_MIN(wy + p->Ty, H) - wy);
+    memset(p->px, WC_PX_NODATA, plane);
+    for (size_t y = y0; y < y1; y++) memset(p->px + y * Tx + x0, WC_PX_VALID, x1 - x0);
+    memset(x, 0, sizeof(float) * plane * p->nfeat);
+    for (int c = 0; c < p->nfeat; c++) {
+        const wc_band *b = &p->r->bands[p->bands[c] - 1];
+        const double mean = p->mean[c], inv = p->inv_std[c];
+        float *xc = x + c * plane;
+        for (size_t y = y0; y < y1; y++)
+            for (size_t i = y * Tx + x0; i < y * Tx + x1; i++) {
+                if (p->px[i] == WC_PX_NODATA) continue;
+                const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
+                if (is_nodata(b, v)) {
+                    p->px[i] = WC_PX_NODATA;
+                    continue;
+                }
+                const float xn = wc_normalize(v, mean, inv);
+                if (isfinite(xn))
+                    xc[i] = xn;
+                else
+                    p->px[i] = WC_PX_RANGE;
+            }
+    }
+    /* a pixel found invalid in a later channel has values in the earlier ones */
+    for (size_t y = y0; y < y1; y++)
+        for (size_t i = y * Tx + x0; i < y * Tx + x1; i++)
+            if (p->px[i] != WC_PX_VALID)
+                for (int c = 0; c < p->nfeat; c++) x[c * plane + i] = 0.0f;
+}
+
+/* A valid pixel's probability from its logit: an infinite logit is a float overflow inside the
+ * network, not a certainty, and NaN is no probability at all. Returns 0 when there is none. */
+static int probability(float logit, float *prob) {
+    if (!isfinite(logit)) return 0;
+    const double q = wc_sigmoid(logit);
+    if (!(q >= 0.0 && q <= 1.0)) return 0;
+    *prob = (float)q;
+    return 1;
+}
+
+int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, float *prob,
+                  uint8_t *px, float fill) {
+    WC_ASSERT(cw <= p->max_cw && ch <= p->max_ch && cw > 0 && ch > 0);
+    const int64_t wx = align_down(cx - p->g.margin, p->g.phase_x, p->g.align);
+    const int64_t wy = align_down(cy - p->g.margin, p->g.phase_y, p->g.align);
+    /* the core keeps at least `margin` pixels of window on every side */
+    WC_ASSERT(wx + p->Tx >= cx + cw + p->g.margin && wy + p->Ty >= cy + ch + p->g.margin);
+    if (wc_raster_read(p->r, wx, wy, p->Tx, p->Ty, p->bands, p->nfeat, p->type, p->raw) != WC_OK) {
+        wc_error("window at x=%" PRId64 " y=%" PRId64 " of %s could not be read", wx, wy,
+                 p->r->path);
+        return WC_ERR;
+    }
+    float *x = wc_net_input(p->net);
+    window_input(p, wx, wy, x);
+    const size_t Tx = (size_t)p->Tx;
+    int64_t valid = 0;
+    for (int64_t y = 0; y < ch; y++) {
+        const uint8_t *v = p->px + (size_t)(cy + y - wy) * Tx + (size_t)(cx - wx);
+        for (int64_t i = 0; i < cw; i++) {
+            valid += v[i] == WC_PX_VALID;
+            p->beyond_range += v[i] == WC_PX_RANGE;
+        }
+    }
+    const float *logit = NULL;
+    if (valid > 0) { /* nothing to predict: the network is skipped (deterministically) */
+        wc_net_forward(p->net, 1);
+        logit = wc_net_output(p->net);
+        p->windows_run++;
+    } else {
+        p->windows_skipped++;
+    }
+    for (int64_t y = 0; y < ch; y++) {
+        const size_t i0 = (size_t)(cy + y - wy) * Tx + (size_t)(cx - wx);
+        float *out = prob + (size_t)y * (size_t)cw;
+        uint8_t *state = px ? px + (size_t)y * (size_t)cw : NULL;
+        for (int64_t i = 0; i < cw; i++) {
+            uint8_t s = p->px[i0 + i];
+            out[i] = fill;
+            if (s == WC_PX_VALID && !probability(logit[i0 + i], &out[i])) {
+                s = WC_PX_BAD;
+                p->nonfinite++;
+            }
+            if (state) state[i] = s;
+        }
+    }
+    return WC_OK;
+}

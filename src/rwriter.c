@@ -1,0 +1,389 @@
+/* rwriter.c: a raster written through GDAL, published atomically once verified; see rwriter.h.
+ *
+ * Every GDAL call is made between wc_gdal_errors_push and _pop, so a failure that GDAL reports
+ * only as a message (a full disk at GDALClose) is counted and its text named in our message.
+ * The target is touched only by the final rename (and its sidecar's); until then everything
+ * lives under temporary names next to it, which abort removes.
+ *
+ * Not here: choosing creation options or metadata (the callers know what their files are),
+ * checking output paths against inputs (files.h). */
+#include "wildcpu/rwriter.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <gdal.h>
+
+#include "wildcpu/files.h"
+#include "wildcpu/util.h"
+
+struct wc_rwriter {
+    char *target;
+    char *work;      /* the working file; NULL for a MEM dataset */
+    char *copy;      /* the CreateCopy that is published; NULL: the working file is */
+    GDALDatasetH ds; /* the working dataset while it is open */
+    int W, H;        /* GDAL's sizes: int */
+    GDALDataType type;
+    int has_gt;
+    double gt[6];
+    char *copy_driver;
+    char **copy_options;
+    int (*keep_going)(void *arg);
+    void *arg;
+    wc_gdal_errors err;
+};
+
+/* The working dataset in messages. */
+static const char *work_name(const wc_rwriter *w) {
+    return w->work ? w->work : "the dataset in memory";
+}
+
+static const char *gdal_why(const wc_rwriter *w) {
+    return w->err.failures ? w->err.last : "unknown error";
+}
+
+static int keep_going(const wc_rwriter *w) {
+    return !w->keep_going || w->keep_going(w->arg);
+}
+
+static char *aux_path(const char *path) {
+    size_t n = strlen(path) + 9;
+    char *a = WC_ALLOC(n);
+    snprintf(a, n, "%s.aux.xml", path);
+    return a;
+}
+
+static void unlink_with_aux(const char *path) {
+    if (!path) return;
+    unlink(path);
+    char *a = aux_path(path);
+    unlink(a);
+    free(a);
+}
+
+static void writer_free(wc_rwriter *w) {
+    free(w->target);
+    free(w->work);
+    free(w->copy);
+    free(w->copy_driver);
+    CSLDestroy(w->copy_options);
+    free(w);
+}
+
+void wc_rwriter_abort(wc_rwriter *w) {
+    if (!w) return;
+    if (w->ds) {
+        /* whatever GDAL says while closing a file that is about to be removed is moot */
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        GDALClose(w->ds);
+        CPLPopErrorHandler();
+        w->ds = NULL;
+    }
+    unlink_with_aux(w->work);
+    unlink_with_aux(w->copy);
+    writer_free(w);
+}
+
+/* ---- creating and describing ----------------------------------------------------------------- */
+
+static int set_band(wc_rwriter *w, int band, const wc_rwriter_band *b) {
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    GDALRasterBandH h = GDALGetRasterBand(w->ds, band);
+    if (h && b->name) GDALSetDescription(h, b->name);
+    if (h && b->unit) GDALSetRasterUnitType(h, b->unit);
+    if (h && b->has_nodata) GDALSetRasterNoDataValue(h, b->nodata);
+    if (h && b->color)
+        GDALSetRasterColorInterpretation(h, GDALGetColorInterpretationByName(b->color));
+    wc_gdal_errors_pop();
+    if (!h || w->err.failures != before) {
+        wc_error("cannot describe band %d of %s (for %s): %s", band, work_name(w), w->target,
+                 h ? gdal_why(w) : "no such band");
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+int wc_rwriter_set_band(wc_rwriter *w, int band, const wc_rwriter_band *b) {
+    return set_band(w, band, b);
+}
+
+wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
+    struct stat st;
+    if (stat(target, &st) == 0 && S_ISDIR(st.st_mode)) {
+        wc_error("cannot write %s: it is a directory", target);
+        return NULL;
+    }
+    const char *driver = o->driver ? o->driver : "GTiff";
+    const int in_memory = strcmp(driver, "MEM") == 0;
+    WC_ASSERT(!in_memory || o->copy_driver); /* a MEM dataset alone publishes nothing */
+    wc_rwriter *w = WC_CALLOC(1, sizeof *w);
+    w->target = wc_strdup(target);
+    w->work = in_memory ? NULL : wc_temp_path(target, "tmp");
+    w->copy = o->copy_driver ? wc_temp_path(target, "out") : NULL;
+    w->W = o->width, w->H = o->height;
+    w->type = o->nbands > 0 ? (GDALDataType)wc_dtype_to_gdal(o->type) : GDT_Unknown;
+    if (o->gt) memcpy(w->gt, o->gt, sizeof w->gt), w->has_gt = 1;
+    w->copy_driver = o->copy_driver ? wc_strdup(o->copy_driver) : NULL;
+    w->copy_options = CSLDuplicate((char **)o->copy_options);
+    w->keep_going = o->keep_going, w->arg = o->arg;
+
+    wc_gdal_errors_push(&w->err);
+    GDALDriverH drv = GDALGetDriverByName(driver);
+    w->ds = drv ? GDALCreate(drv, w->work ? w->work : "", w->W, w->H, o->nbands, w->type,
+                             (char **)o->options)
+                : NULL;
+    int before = w->err.failures;
+    if (w->ds && o->gt) GDALSetGeoTransform(w->ds, w->gt);
+    if (w->ds && o->wkt && *o->wkt) GDALSetProjection(w->ds, o->wkt);
+    const int bad = w->ds && w->err.failures != before;
+    wc_gdal_errors_pop();
+    if (!w->ds) {
+        wc_error("cannot create %s (for %s): %s", work_name(w), target,
+                 drv ? gdal_why(w) : CPLSPrintf("GDAL lacks the %s driver", driver));
+    } else if (bad) {
+        wc_error("cannot georeference %s (for %s): %s", work_name(w), target, gdal_why(w));
+    } else {
+        int rc = WC_OK;
+        for (int b = 0; o->bands && b < o->nbands && rc == WC_OK; b++)
+            rc = set_band(w, b + 1, &o->bands[b]);
+        if (rc == WC_OK) return w;
+    }
+    wc_rwriter_abort(w);
+    return NULL;
+}
+
+int wc_rwriter_set_metadata(wc_rwriter *w, int band, const char *key, const char *value) {
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    GDALMajorObjectH h = band ? (GDALMajorObjectH)GDALGetRasterBand(w->ds, band) : w->ds;
+    if (h) GDALSetMetadataItem(h, key, value, NULL);
+    wc_gdal_errors_pop();
+    if (!h || w->err.failures != before) {
+        wc_error("cannot set the metadata item %s of %s%s (for %s): %s", key,
+                 band ? CPLSPrintf("band %d of ", band) : "", work_name(w), w->target,
+                 h ? gdal_why(w) : "no such band");
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+int wc_rwriter_set_categories(wc_rwriter *w, int band, const char *const *names) {
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    GDALRasterBandH h = GDALGetRasterBand(w->ds, band);
+    if (h) GDALSetRasterCategoryNames(h, (char **)names);
+    wc_gdal_errors_pop();
+    if (!h || w->err.failures != before) {
+        wc_error("cannot set the category names of band %d of %s (for %s): %s", band, work_name(w),
+                 w->target, h ? gdal_why(w) : "no such band");
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* ---- rows ------------------------------------------------------------------------------------ */
+
+static int rows_io(wc_rwriter *w, GDALRWFlag rw, int band, int64_t y0, int64_t n, void *rows,
+                   size_t line_bytes) {
+    /* rows of the raster: GDAL's int sizes hold them */
+    WC_ASSERT(y0 >= 0 && n > 0 && y0 + n <= w->H);
+    WC_ASSERT(band >= 0 && band <= GDALGetRasterCount(w->ds));
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    CPLErr e =
+        band ? GDALRasterIO(GDALGetRasterBand(w->ds, band), rw, 0, (int)y0, w->W, (int)n, rows,
+                            w->W, (int)n, w->type, 0, (int)line_bytes)
+             : GDALDatasetRasterIO(w->ds, rw, 0, (int)y0, w->W, (int)n, rows, w->W, (int)n, w->type,
+                                   GDALGetRasterCount(w->ds), NULL, 0, (int)line_bytes, 0);
+    const int bad = e != CE_None || w->err.failures != before;
+    wc_gdal_errors_pop();
+    if (bad) {
+        wc_error("%s rows %" PRId64 "-%" PRId64 " of %s of %s (for %s) failed: %s",
+                 rw == GF_Write ? "writing" : "reading back", y0, y0 + n - 1,
+                 band ? CPLSPrintf("band %d", band) : "every band", work_name(w), w->target,
+                 gdal_why(w));
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+int wc_rwriter_write(wc_rwriter *w, int band, int64_t y0, int64_t n, const void *rows,
+                     size_t line_bytes) {
+    return rows_io(w, GF_Write, band, y0, n, (void *)rows, line_bytes);
+}
+
+int wc_rwriter_read(wc_rwriter *w, int band, int64_t y0, int64_t n, void *rows, size_t line_bytes) {
+    return rows_io(w, GF_Read, band, y0, n, rows, line_bytes);
+}
+
+void *wc_rwriter_gdal(wc_rwriter *w) {
+    return w->ds;
+}
+
+/* ---- closing, copying, verifying, publishing ------------------------------------------------- */
+
+/* Closes the working file: write errors (a full disk) surface when GDAL flushes here. */
+static int close_work(wc_rwriter *w) {
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    GDALClose(w->ds);
+    w->ds = NULL;
+    wc_gdal_errors_pop();
+    if (w->err.failures != before) {
+        wc_error("writing %s (for %s) failed: %s", w->work, w->target, gdal_why(w));
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+int wc_rwriter_reopen(wc_rwriter *w) {
+    WC_ASSERT(w->work && w->ds);
+    if (close_work(w) != WC_OK) return WC_ERR;
+    wc_gdal_errors_push(&w->err);
+    w->ds = GDALOpenEx(w->work, GDAL_OF_RASTER | GDAL_OF_UPDATE, NULL, NULL, NULL);
+    wc_gdal_errors_pop();
+    if (!w->ds) {
+        wc_error("cannot reopen %s (for %s): %s", w->work, w->target, gdal_why(w));
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* GDAL's progress callback for the copy, which can take minutes on a large map: returning FALSE
+ * makes GDAL abandon it. */
+static int CPL_STDCALL copy_progress(double done, const char *msg, void *arg) {
+    (void)done, (void)msg;
+    return keep_going(arg);
+}
+
+/* The published file: a CreateCopy of the working dataset (closed and reopened read-only when
+ * it is a file) through the copy driver. Returns WC_OK, WC_ERR or WC_RWRITER_STOPPED. */
+static int copy_out(wc_rwriter *w) {
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    GDALDriverH drv = GDALGetDriverByName(w->copy_driver);
+    GDALDatasetH src =
+        w->ds ? w->ds : GDALOpenEx(w->work, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    GDALDatasetH dst =
+        drv && src ? GDALCreateCopy(drv, w->copy, src, FALSE, w->copy_options, copy_progress, w)
+                   : NULL;
+    if (dst) GDALClose(dst); /* written and flushed here: errors surface now */
+    if (src && src != w->ds) GDALClose(src);
+    const int bad = !drv || !src || !dst || w->err.failures != before;
+    wc_gdal_errors_pop();
+    if (bad && !keep_going(w)) return WC_RWRITER_STOPPED;
+    if (bad) {
+        wc_error("writing %s (for %s, a copy of %s) failed: %s", w->copy, w->target, work_name(w),
+                 !drv ? CPLSPrintf("GDAL lacks the %s driver", w->copy_driver) : gdal_why(w));
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* What the published file must be, taken from the working dataset before it is closed. */
+typedef struct shape {
+    int nbands;
+    GDALDataType *types; /* (nbands) */
+} shape;
+
+static void shape_of(GDALDatasetH ds, shape *s) {
+    s->nbands = GDALGetRasterCount(ds);
+    s->types = WC_ALLOC(sizeof(GDALDataType) * (size_t)(s->nbands > 0 ? s->nbands : 1));
+    for (int b = 0; b < s->nbands; b++)
+        s->types[b] = GDALGetRasterDataType(GDALGetRasterBand(ds, b + 1));
+}
+
+/* Reopens path: a complete file of the working dataset's size, bands, types and geotransform
+ * (and COG layout for the COG driver), not a truncated or mangled one. */
+static int verify(wc_rwriter *w, const char *path, const shape *s) {
+    wc_gdal_errors_push(&w->err);
+    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    char why[640] = "";
+    if (!ds) {
+        snprintf(why, sizeof why, "it does not open: %s", gdal_why(w));
+    } else {
+        double gt[6];
+        if (GDALGetRasterXSize(ds) != w->W || GDALGetRasterYSize(ds) != w->H)
+            snprintf(why, sizeof why, "its size is %dx%d, not %dx%d", GDALGetRasterXSize(ds),
+                     GDALGetRasterYSize(ds), w->W, w->H);
+        else if (GDALGetRasterCount(ds) != s->nbands)
+            snprintf(why, sizeof why, "it has %d bands, not %d", GDALGetRasterCount(ds), s->nbands);
+        for (int b = 0; b < s->nbands && !*why; b++) {
+            GDALDataType t = GDALGetRasterDataType(GDALGetRasterBand(ds, b + 1));
+            if (t != s->types[b])
+                snprintf(why, sizeof why, "band %d is %s, not %s", b + 1, GDALGetDataTypeName(t),
+                         GDALGetDataTypeName(s->types[b]));
+        }
+        if (!*why && w->has_gt &&
+            (GDALGetGeoTransform(ds, gt) != CE_None || memcmp(gt, w->gt, sizeof gt) != 0))
+            snprintf(why, sizeof why, "its geotransform differs from the one written");
+        if (!*why && w->copy_driver && strcmp(w->copy_driver, "COG") == 0) {
+            const char *lay = GDALGetMetadataItem(ds, "LAYOUT", "IMAGE_STRUCTURE");
+            if (!lay || strcmp(lay, "COG") != 0)
+                snprintf(why, sizeof why, "GDAL does not report it as a COG layout");
+        }
+        GDALClose(ds);
+    }
+    wc_gdal_errors_pop();
+    if (*why) {
+        wc_error("verifying %s (for %s) failed: %s", path, w->target, why);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* The verified file renamed over the target; the sidecar follows its file, and a stale one
+ * from an earlier target (category names of a map that had classes) would describe this one
+ * wrongly, so it goes. */
+static int publish(wc_rwriter *w, const char *final) {
+    if (rename(final, w->target) != 0) {
+        wc_error("cannot rename %s to %s: %s", final, w->target, strerror(errno));
+        return WC_ERR;
+    }
+    char *faux = aux_path(final), *taux = aux_path(w->target);
+    int rc = WC_OK;
+    if (access(faux, F_OK) == 0) {
+        if (rename(faux, taux) != 0) {
+            wc_error("cannot rename %s to %s: %s", faux, taux, strerror(errno));
+            rc = WC_ERR;
+        }
+    } else if (access(taux, F_OK) == 0 && unlink(taux) != 0) {
+        wc_warn("%s is left from an earlier %s and could not be removed: %s", taux, w->target,
+                strerror(errno));
+    }
+    free(faux);
+    free(taux);
+    if (wc_fsync_parent(w->target) != WC_OK)
+        wc_warn("%s is complete, but its directory entry may not survive a crash", w->target);
+    return rc;
+}
+
+int wc_rwriter_commit(wc_rwriter *w) {
+    WC_ASSERT(w->ds);
+    shape s;
+    shape_of(w->ds, &s);
+    int rc = WC_OK;
+    if (w->work) rc = close_work(w); /* a MEM dataset stays open: the copy reads it */
+    if (rc == WC_OK && !keep_going(w)) rc = WC_RWRITER_STOPPED;
+    if (rc == WC_OK && w->copy) {
+        rc = copy_out(w);
+        if (rc == WC_OK) unlink_with_aux(w->work);
+    }
+    const char *final = w->copy ? w->copy : w->work;
+    if (rc == WC_OK && (verify(w, final, &s) != WC_OK || wc_fsync_path(final, 0) != WC_OK))
+        rc = WC_ERR;
+    /* the last moment a stop can leave the target as it was */
+    if (rc == WC_OK && !keep_going(w)) rc = WC_RWRITER_STOPPED;
+    if (rc == WC_OK) rc = publish(w, final);
+    free(s.types);
+    wc_rwriter_abort(w); /* the MEM dataset, and whatever temporary file is left */
+    return rc;
+}

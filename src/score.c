@@ -1,0 +1,101 @@
+/* score.c: scoring a map against labels as it is computed; see score.h. */
+#include "wildcpu/score.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/dist.h"
+#include "wildcpu/infer.h"
+#include "wildcpu/labels.h"
+#include "wildcpu/util.h"
+
+struct wc_score {
+    wc_raster labels; /* this rank's handle on the label raster (the tiles, or --labels') */
+    int band;
+    char source[4400];
+    wc_metrics_acc *acc;
+    float *y;        /* (max_core) */
+    uint8_t *use;    /* (max_core) */
+    double *scratch; /* (max_core) */
+    int64_t max_core;
+};
+
+wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *label_band,
+                        const char *work_dir, int64_t max_core, int *stopped) {
+    *stopped = 0;
+    wc_score *s = WC_CALLOC(1, sizeof *s);
+    s->max_core = max_core;
+    int failed = 0;
+    if (labels) {
+        wc_labels lab = {0};
+        const int named = label_band && *label_band;
+        if (wc_labels_prepare(tiles, labels, named ? label_band : "", work_dir, &lab) != WC_OK) {
+            *stopped = lab.stopped;
+            free(lab.path);
+            free(s);
+            return NULL;
+        }
+        failed = wc_raster_open(&s->labels, lab.path) != WC_OK;
+        s->band = lab.band;
+        snprintf(s->source, sizeof s->source, "band %d of %s (from %s)", lab.band, lab.path, labels);
+        free(lab.path);
+    } else {
+        int by_number = 0;
+        failed = wc_raster_open(&s->labels, tiles->path) != WC_OK;
+        if (!failed) {
+            s->band = wc_labels_find_band(&s->labels, label_band ? label_band : WC_LABEL_BAND_NAME,
+                                          1, &by_number);
+            failed = s->band == 0;
+        }
+        if (!failed)
+            snprintf(s->source, sizeof s->source, "band %d '%s' of %s", s->band,
+                     s->labels.bands[s->band - 1].name, tiles->path);
+    }
+    if (wc_dist_any(failed)) {
+        wc_score_close(s);
+        return NULL;
+    }
+    s->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
+    s->y = WC_ALLOC(sizeof(float) * (size_t)max_core);
+    s->use = WC_ALLOC((size_t)max_core);
+    s->scratch = WC_ALLOC(sizeof(double) * (size_t)max_core);
+    return s;
+}
+
+void wc_score_close(wc_score *s) {
+    if (!s) return;
+    wc_raster_close(&s->labels);
+    free(s->acc), free(s->y), free(s->use), free(s->scratch);
+    free(s);
+}
+
+const char *wc_score_source(const wc_score *s) { return s->source; }
+
+static inline int is_nodata(const wc_band *b, double v) {
+    return !isfinite(v) || (b->has_nodata && v == b->nodata);
+}
+
+int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, const float *prob,
+                 const uint8_t *px) {
+    const size_t n = (size_t)cw * (size_t)ch;
+    WC_ASSERT((int64_t)n <= s->max_core);
+    if (wc_raster_read(&s->labels, cx, cy, cw, ch, &s->band, 1, WC_DT_FLOAT64, s->scratch) !=
+        WC_OK)
+        return WC_ERR;
+    const wc_band *lb = &s->labels.bands[s->band - 1];
+    for (size_t i = 0; i < n; i++) {
+        const int labelled = !is_nodata(lb, s->scratch[i]);
+        s->y[i] = s->scratch[i] > 0 ? 1.0f : 0.0f; /* labels.h: > 0 is burned */
+        if (labelled && px[i] == WC_PX_BAD) s->acc->bad_outputs++;
+        s->use[i] = labelled && px[i] == WC_PX_VALID;
+    }
+    wc_metrics_add_probs(s->acc, prob, s->y, s->use, n, 1.0f);
+    return WC_OK;
+}
+
+void wc_score_finish(wc_score *s, wc_metrics *out) {
+    wc_dist_sum_i64((int64_t *)s->acc, wc_metrics_acc_words());
+    wc_metrics_compute(out, s->acc);
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# t_evaluate.sh: `wildcpu evaluate` scores a model on a labelled raster: its AUC-PR, ROC-AUC,
+# Brier and counts equal those computed by hand (Python, the definitions of metrics.h) from the
+# map it writes with --map and the raster's labels; the metrics are bitwise the same on 1 and 2
+# ranks; --labels polygons work; bad requests are refused with a message.
+. "$(dirname "$0")/lib.sh"
+
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --micro-batch 4 --steps 20 \
+    --no-predict --out "$T/run" >"$T/train.log" 2>&1 || { notok "training" "$(tail -3 "$T/train.log")"; finish; }
+"$WILDCPU" synth --out "$T/other" --size 256 --tile 128 --seed 9 >/dev/null 2>&1 || notok "synth"
+other=$T/other/tiles.vrt
+
+for n in 1 2; do
+    mpirun_n $n "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --out "$T/m$n.json" \
+        --map "$T/map$n.tif" >"$T/e$n.log" 2>&1 || notok "evaluate on $n rank(s)" "$(tail -3 "$T/e$n.log")"
+done
+$PY - "$T/m1.json" "$T/map1.tif" "$other" <<'PY' >"$T/hand.log" 2>&1
+import json, sys
+import numpy as np
+from osgeo import gdal
+def strict(c): raise ValueError(c)
+m = json.loads(open(sys.argv[1]).read(), parse_constant=strict)
+md, td = gdal.Open(sys.argv[2]), gdal.Open(sys.argv[3])
+p = md.GetRasterBand(1).ReadAsArray()
+fire = [i for i in range(1, td.RasterCount + 1) if td.GetRasterBand(i).GetDescription() == "fire"][0]
+lb = td.GetRasterBand(fire)
+lab = lb.ReadAsArray().astype(np.float64)
+ok = (p != -9999) & np.isfinite(lab)
+if lb.GetNoDataValue() is not None: ok &= lab != lb.GetNoDataValue()
+prob, y = p[ok].astype(np.float64), (lab[ok] > 0).astype(np.int64)
+B = 65536
+bins = np.minimum((prob * B).astype(np.int64), B - 1)
+pos = np.bincount(bins[y == 1], minlength=B); neg = np.bincount(bins[y == 0], minlength=B)
+P, N = int(pos.sum()), int(neg.sum())
+tp, fp, has = np.cumsum(pos[::-1]), np.cumsum(neg[::-1]), pos[::-1] > 0
+ap = float(np.sum(pos[::-1][has] / P * (tp[has] / (tp[has] + fp[has]))))
+below = np.concatenate([[0], np.cumsum(neg)[:-1]])
+roc = float(np.sum(pos.astype(np.float64) * (2 * below + neg))) / (2.0 * P * N)
+d = prob - y
+brier = float(np.sum(np.floor(d * d * 2.0 ** 31 + 0.5))) / 2.0 ** 31 / (P + N)
+# counts exactly; the averages to 1e-12 (the two sums add the same terms in other orders)
+bad = [k for k, v in (("pixels", P + N), ("positives", P)) if m[k] != v]
+bad += [k for k, v in (("auc_pr", ap), ("roc_auc", roc), ("brier", brier), ("base_rate", P / (P + N)))
+        if abs(m[k] - v) > 1e-12 * max(1.0, abs(v))]
+assert len(m["calibration"]) == 10 and sum(b["pixels"] for b in m["calibration"]) == P + N
+print("%d pixels, base rate %.4f, AUC-PR %.6f (hand %.6f), ROC-AUC %.6f" % (P + N, m["base_rate"], m["auc_pr"], ap, roc))
+if bad: raise SystemExit("differ: " + ", ".join("%s %r vs %r" % (k, m[k], dict(pixels=P+N, positives=P, auc_pr=ap, roc_auc=roc, brier=brier, base_rate=P/(P+N))[k]) for k in bad))
+PY
+[ $? -eq 0 ] && ok "evaluate's metrics equal the hand-computed ones from its map ($(tail -1 "$T/hand.log"))" \
+    || notok "evaluate against a hand computation" "$(tail -3 "$T/hand.log")"
+strip() { sed 's/"created":"[^"]*",//; s/"map":"[^"]*",//' "$1"; }   # the maps' names differ
+[ -s "$T/m1.json" ] && [ "$(strip "$T/m1.json")" = "$(strip "$T/m2.json")" ] &&
+    cmp -s <($PY -c 'import sys; from osgeo import gdal; print(gdal.Open(sys.argv[1]).GetRasterBand(1).Checksum())' "$T/map1.tif") \
+           <($PY -c 'import sys; from osgeo import gdal; print(gdal.Open(sys.argv[1]).GetRasterBand(1).Checksum())' "$T/map2.tif") \
+    && ok "evaluate on 1 and 2 ranks: the same metrics, bit for bit, and the same map" \
+    || notok "evaluate on 1 and 2 ranks" "$(diff <(strip "$T/m1.json") <(strip "$T/m2.json") | head -3)"
+
+# without --map nothing but the metrics is written; --labels polygons (another CRS) work
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" >"$T/nomap.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "evaluate: .* AUC-PR" "$T/nomap.log" && ! ls "$T"/*.tif.tmp* >/dev/null 2>&1 \
+    && ok "evaluate without --map or --out: metrics printed, nothing written" || notok "evaluate, no outputs" "status $s"
+$PY - "$other" "$T/burn.geojson" <<'PY' >/dev/null 2>&1
+import json, sys
+from osgeo import gdal, osr
+d = gdal.Open(sys.argv[1]); gt = d.GetGeoTransform()
+src = osr.SpatialReference(); src.ImportFromWkt(d.GetProjection())
+dst = osr.SpatialReference(); dst.ImportFromEPSG(4326); dst.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
+tr = osr.CoordinateTransformation(src, dst)
+x0, y0 = gt[0] + 40 * gt[1], gt[3] + 40 * gt[5]; x1, y1 = gt[0] + 200 * gt[1], gt[3] + 120 * gt[5]
+ring = [tr.TransformPoint(x, y)[:2] for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0))]
+json.dump({"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {},
+           "geometry": {"type": "Polygon", "coordinates": [ring]}}]}, open(sys.argv[2], "w"))
+PY
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/burn.geojson" \
+    --out "$T/poly/m.json" >"$T/poly.log" 2>&1
+s1=$?
+mkdir -p "$T/poly"
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/burn.geojson" \
+    --out "$T/poly/m.json" >"$T/poly.log" 2>&1
+s=$?
+[ $s1 -ne 0 ] && [ $s -eq 0 ] && [ "$(json "$T/poly/m.json" positives)" -gt 1000 ] && ls "$T/poly"/labels-*.tif >/dev/null 2>&1 \
+    && ok "--labels polygons in EPSG:4326: rasterized beside --out and scored ($(json "$T/poly/m.json" positives) burned pixels)" \
+    || notok "evaluate with --labels polygons" "status $s1/$s: $(tail -2 "$T/poly.log")"
+
+# refusals
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --label-band burned >"$T/bad1.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "no .*band 'burned'\|band 'burned'" "$T/bad1.log" && grep -q "elevation" "$T/bad1.log" \
+    && ok "a label band that does not exist: exit 1, the bands listed" || notok "missing label band" "status $s: $(tail -2 "$T/bad1.log")"
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --out "$other" >"$T/bad2.log" 2>&1
+s=$?
+[ $s -eq 2 ] && grep -q "is an input\|that is an input" "$T/bad2.log" \
+    && ok "--out naming an input: exit 2" || notok "--out an input" "status $s: $(tail -2 "$T/bad2.log")"
+"$WILDCPU" evaluate --tiles "$other" >"$T/bad3.log" 2>&1
+[ $? -eq 2 ] && ok "evaluate without --checkpoint: usage error" || notok "evaluate usage"
+
+finish

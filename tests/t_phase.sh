@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# t_phase.sh: the map is what was validated. The validation metrics a run logs equal the metrics
+# of its own map on the validation pixels (DIR/split.tif), computed independently in Python with
+# the definitions of include/wildcpu/metrics.h, on 1 and 2 ranks: the pixel counts exactly, the
+# figures to 1e-6 relative. Not bitwise: validation computes a block per window and the map a
+# strip's core per window, and OpenBLAS's kernels round a pixel's sums in an order that depends
+# on the GEMM's shape (the windows' sizes), in the last bits of a float; at a wrong pooling phase
+# the same weights differ by up to 1e-2. And the patch grid sits at the pooling phase of the
+# global grid.
+. "$(dirname "$0")/lib.sh"
+
+args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 24 --val-fraction 0.3
+      --log-every 100 --no-predict --seed 5)
+for n in 1 2; do
+    mpirun_n $n "$WILDCPU" "${args[@]}" --out "$T/r$n" >"$T/r$n.log" 2>&1 || notok "training on $n rank(s)" "$(tail -3 "$T/r$n.log")"
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/r$n/checkpoints/ckpt-00000024.wcp" \
+        --out "$T/r$n.tif" >"$T/p$n.log" 2>&1 || notok "map on $n rank(s)" "$(tail -3 "$T/p$n.log")"
+    $PY - "$T/r$n/metrics.jsonl" "$T/r$n.tif" "$T/r$n/split.tif" "$SAMPLE" <<'PY' >"$T/cmp$n.log" 2>&1
+import json, math, sys
+import numpy as np
+from osgeo import gdal
+jsonl, mapf, splitf, tiles = sys.argv[1:5]
+val = [json.loads(l) for l in open(jsonl) if '"type":"val"' in l][-1]
+md, sd, td = gdal.Open(mapf), gdal.Open(splitf), gdal.Open(tiles)
+p = md.GetRasterBand(1).ReadAsArray()
+split = sd.GetRasterBand(1).ReadAsArray()
+fire = [i for i in range(1, td.RasterCount + 1) if td.GetRasterBand(i).GetDescription() == "fire"][0]
+lb = td.GetRasterBand(fire)
+lab = lb.ReadAsArray().astype(np.float64)
+nod = lb.GetNoDataValue()
+ok = (split == 2) & (p != -9999) & np.isfinite(lab)
+if nod is not None: ok &= lab != nod
+prob = p[ok].astype(np.float64)
+y = (lab[ok] > 0).astype(np.int64)
+B = 65536
+bins = np.minimum((prob * B).astype(np.int64), B - 1)
+pos = np.bincount(bins[y == 1], minlength=B); neg = np.bincount(bins[y == 0], minlength=B)
+P, N = int(pos.sum()), int(neg.sum())
+tp = np.cumsum(pos[::-1]); fp = np.cumsum(neg[::-1])
+has = pos[::-1] > 0
+ap = float(np.sum(pos[::-1][has] / P * (tp[has] / (tp[has] + fp[has]))))
+neg_below = np.concatenate([[0], np.cumsum(neg)[:-1]])
+roc = float(np.sum(pos.astype(np.float64) * (2 * neg_below + neg))) / (2.0 * P * N)
+d = prob - y
+brier = float(np.sum(np.floor(d * d * 2.0 ** 31 + 0.5))) / 2.0 ** 31 / (P + N)
+pc = np.clip(prob, 1e-7, 1 - 1e-7)
+loss_px = np.where(y == 1, -np.log(pc), -np.log1p(-pc))
+loss = float(np.sum(np.floor(np.minimum(loss_px, 2048) * 2.0 ** 20 + 0.5))) / 2.0 ** 20 / (P + N)
+bad = []
+def same(k, mine, tol=0.0):
+    theirs = val[k]
+    if not (abs(mine - theirs) <= tol * max(1.0, abs(theirs))):
+        bad.append("%s: map %.17g, validation %.17g" % (k, mine, theirs))
+same("pixels", P + N); same("positives", P)
+for k, v in (("auc_pr", ap), ("roc_auc", roc), ("brier", brier), ("loss", loss)): same(k, v, 1e-6)
+print("pixels %d, AP %.6f, ROC %.6f, Brier %.6f" % (P + N, ap, roc, brier))
+if bad: raise SystemExit("; ".join(bad))
+PY
+    if [ $? -eq 0 ]; then
+        ok "$n rank(s): validation metrics = the map's on the validation pixels ($(tail -1 "$T/cmp$n.log"))"
+    else
+        notok "$n rank(s): validation metrics = the map's" "$(tail -3 "$T/cmp$n.log")"
+    fi
+done
+[ "$(grep '"type":"val"' "$T/r1/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" = \
+  "$(grep '"type":"val"' "$T/r2/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" ] \
+    && ok "validation metrics bitwise equal on 1 and 2 ranks" || notok "validation on 1 and 2 ranks"
+
+# the patch grid is the global grid of P x P cells: a raster whose origin is 1 px off it starts
+# its grid 31 px in (--patch 32), at a multiple of the pooling alignment
+gdal_translate -q -srcwin 1 1 300 300 "$SAMPLE" "$T/off.tif"
+"$WILDCPU" --tiles "$T/off.tif" --patch 32 --batch 4 --micro-batch 4 --steps 1 --val-fraction 0 \
+    --no-predict --out "$T/off" >"$T/off.log" 2>&1
+$PY - "$T/off/split.tif" <<'PY' >"$T/off.cmp" 2>&1
+import sys
+import numpy as np
+from osgeo import gdal
+d = gdal.Open(sys.argv[1]); s = d.GetRasterBand(1).ReadAsArray()
+rows, cols = np.nonzero(s)
+gt = d.GetGeoTransform()
+gx, gy = round(gt[0] / gt[1]) + cols.min(), round(gt[3] / gt[5]) + rows.min()
+print(cols.min(), rows.min(), gx % 32, gy % 32)
+if gx % 32 or gy % 32: raise SystemExit("the grid starts off the global grid of 32 px cells")
+PY
+[ $? -eq 0 ] && ok "the patch grid of an offset raster is the global grid of patch cells ($(cat "$T/off.cmp"))" \
+    || notok "patch grid phase" "$(cat "$T/off.cmp") $(tail -2 "$T/off.log")"
+
+finish

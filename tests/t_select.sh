@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# t_select.sh: model selection and jitter. best.wcp holds the state after the validation with the
+# best AUC-PR, is never pruned, is what predict uses for a run directory, and is the same after a
+# stop and resume; jittered training is bitwise the same on 1, 2 and 3 ranks and across a resume,
+# and differs from --no-jitter (so the jitter really moves samples).
+. "$(dirname "$0")/lib.sh"
+
+args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --epochs 4 --val-fraction 0.3
+      --log-every 1 --keep 1 --ckpt-every 5 --no-predict --seed 7)
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/a" >"$T/a.log" 2>&1 || { notok "training" "$(tail -3 "$T/a.log")"; finish; }
+# the step of the best validation, from the log (the first of equal maxima: strictly better wins)
+best_step=$($PY -c 'import json,sys
+best, step = -1, -1
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if d["type"] == "val" and d["auc_pr"] is not None and d["auc_pr"] > best:
+        best, step = d["auc_pr"], d["step"]
+print(step)' "$T/a/metrics.jsonl")
+held=$("$WILDCPU" info "$T/a/checkpoints/best.wcp" | awk '$1 == "step" {print $2}')
+[ -n "$best_step" ] && [ "$held" = "$best_step" ] && [ -f "$T/a/checkpoints/ckpt-00000076.wcp" ] &&
+    [ "$(ls "$T/a/checkpoints" | wc -l)" = 2 ] && grep -q "best validation AUC-PR, .* after step $best_step" "$T/a/report.md" \
+    && ok "best.wcp holds step $best_step, the best validation AUC-PR of metrics.jsonl; kept beside --keep 1; report.md says so" \
+    || notok "best.wcp" "best step '$best_step', best.wcp holds '$held': $(ls "$T/a/checkpoints")"
+
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/a" --out "$T/a.tif" >"$T/p.log" 2>&1
+grep -q "with $T/a/checkpoints/best.wcp (step $best_step" "$T/p.log" \
+    && ok "predict --checkpoint DIR uses best.wcp" || notok "predict uses best.wcp" "$(grep 'predict:' "$T/p.log" | head -1)"
+cp "$T/a/checkpoints/best.wcp" "$T/best.keep"
+printf 'garbage' >"$T/a/checkpoints/best.wcp"
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/a" --out "$T/a2.tif" >"$T/p2.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "best.wcp is not usable" "$T/p2.log" && grep -q "ckpt-00000076.wcp" "$T/p2.log" \
+    && ok "a damaged best.wcp: reported, the newest checkpoint is used" || notok "damaged best.wcp" "status $s"
+cp "$T/best.keep" "$T/a/checkpoints/best.wcp"
+
+# stop in the middle and resume: best.wcp and the final state equal the uninterrupted run's
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/b" >"$T/b.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do grep -q "step 41/76" "$T/b.log" && break; sleep 0.05; done
+kill -TERM $(pgrep -f -- "--out $T/b" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+wait $pid
+s1=$?
+mpirun_n 1 "$WILDCPU" "${args[@]}" --out "$T/b" >>"$T/b.log" 2>&1
+s2=$?
+[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/b.log" &&
+    [ "$(digest "$T/b/checkpoints/best.wcp")" = "$(digest "$T/a/checkpoints/best.wcp")" ] &&
+    [ "$(digest "$T/b/checkpoints/ckpt-00000076.wcp")" = "$(digest "$T/a/checkpoints/ckpt-00000076.wcp")" ] \
+    && ok "stopped at step 41 on 2 ranks, resumed on 1: best.wcp and the final state equal" \
+    || notok "best.wcp across a resume" "status $s1/$s2"
+
+# jitter: the same bits on 1 and 3 ranks; different from fixed patches
+for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --epochs 2 --out "$T/j$n" >"$T/j$n.log" 2>&1; done
+mpirun_n 1 "$WILDCPU" "${args[@]}" --epochs 2 --no-jitter --out "$T/nj" >"$T/nj.log" 2>&1
+f=ckpt-00000038.wcp
+d1=$(digest "$T/j1/checkpoints/$f") d3=$(digest "$T/j3/checkpoints/$f") dn=$(digest "$T/nj/checkpoints/$f")
+[ -n "$d1" ] && [ "$d1" = "$d3" ] && [ -n "$dn" ] && [ "$d1" != "$dn" ] \
+    && ok "jittered training: bitwise equal on 1 and 3 ranks, different from --no-jitter" \
+    || notok "jitter" "1 rank $d1, 3 ranks $d3, no jitter $dn"
+"$WILDCPU" "${args[@]}" --epochs 2 --out "$T/nj" >"$T/nj2.log" 2>&1
+[ $? -eq 1 ] && grep -q "jitter: now on, checkpoint off" "$T/nj2.log" \
+    && ok "a run without jitter is not resumed with it" || notok "jitter in the resume settings" "$(tail -2 "$T/nj2.log")"
+
+finish
