@@ -64,6 +64,7 @@ static const char *TRAIN_HELP =
     "  --seed N                [1]\n"
     "  --threads N             OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "  --fast-reduce           plain float gradient sum: faster, not bitwise rank-independent\n"
+    "  --no-overlap            reduce the gradient after backward, not in buckets during it\n"
     "  --no-jitter             train on the fixed patches (default: each epoch shifts every\n"
     "                          training patch by up to half a patch, on the pooling grid)\n"
     "  --prefetch N            read-ahead slots per rank, one micro-batch each [2m + 1, where m\n"
@@ -127,7 +128,7 @@ static int default_threads(void) {
 enum {
     O_TILES = 256, O_LABELS, O_LABEL_BAND, O_ORACLE, O_PATCH, O_VAL_FRACTION, O_VAL_BLOCK, O_OUT,
     O_MODEL, O_EPOCHS, O_STEPS, O_BATCH, O_MICRO, O_OPTIMIZER, O_LR, O_LR_SCALING, O_LR_REF,
-    O_WD, O_WARMUP, O_POS_WEIGHT, O_SEED, O_THREADS, O_FAST_REDUCE, O_CKPT_EVERY, O_CKPT_MIN,
+    O_WD, O_WARMUP, O_POS_WEIGHT, O_SEED, O_THREADS, O_FAST_REDUCE, O_NO_OVERLAP, O_CKPT_EVERY, O_CKPT_MIN,
     O_KEEP, O_FRESH, O_LOG_EVERY, O_NO_PREDICT, O_COG, O_CLASSES, O_BASELINE, O_PREFETCH, O_HELP,
     O_CHECKPOINT, O_PNG, O_SIZE, O_TILE, O_NO_JITTER, O_MAP,
 };
@@ -157,7 +158,7 @@ static int cmd_train(int argc, char **argv) {
         {"no-predict", 0, 0, O_NO_PREDICT}, {"cog", 0, 0, O_COG},
         {"classes", 0, 0, O_CLASSES},       {"baseline", 1, 0, O_BASELINE},
         {"prefetch", 1, 0, O_PREFETCH},     {"help", 0, 0, O_HELP},
-        {"no-jitter", 0, 0, O_NO_JITTER},
+        {"no-jitter", 0, 0, O_NO_JITTER},   {"no-overlap", 0, 0, O_NO_OVERLAP},
         {0, 0, 0, 0}};
     wc_train_config c;
     wc_train_config_default(&c);
@@ -240,6 +241,7 @@ static int cmd_train(int argc, char **argv) {
             c.threads = (int)v;
             break;
         case O_FAST_REDUCE: c.fast_reduce = 1; break;
+        case O_NO_OVERLAP: c.no_overlap = 1; break;
         case O_NO_JITTER: c.no_jitter = 1; break;
         case O_CKPT_EVERY:
             if (parse_long("--ckpt-every", optarg, 1, 1000000000, &c.ckpt_every)) return WC_EXIT_USAGE;

@@ -812,6 +812,7 @@ void wc_net_backward(wc_net *net, int N) {
         }
         case WC_OP_INPUT: WC_ASSERT(0); break;
         }
+        if (net->backward_hook) net->backward_hook(net->backward_hook_ctx, nd);
     }
 }
 

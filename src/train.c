@@ -119,6 +119,10 @@ typedef struct {
     char config_kv[2048];
     long poison_step;   /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */
     char poison_kind;
+    struct {
+        size_t final_from; /* the streamed micro-batch's gradients from here on are final */
+        int poison;        /* its gradient is still to be poisoned (the test hook) */
+    } stream;
 } train_ctx;
 
 /* The settings that must be equal for a resume to be exact. */
@@ -218,18 +222,34 @@ static void parse_poison(train_ctx *t) {
     t->poison_kind = what[0];
 }
 
-static void poison(train_ctx *t, double *loss) {
-    const size_t i = t->net->nparams / 2;
-    if (t->poison_kind == 'l') *loss = NAN;
-    else t->net->grads[i] = t->poison_kind == 'i' ? INFINITY : NAN;
+static void poison_grad(train_ctx *t) {
+    t->net->grads[t->net->nparams / 2] = t->poison_kind == 'i' ? INFINITY : NAN;
 }
 
-/* This rank's micro-batches of the step, forward and backward, each added to the reducer. */
+/* While the last micro-batch's backward runs (overlap): after each convolution, the gradients
+ * from its weights on are final, and the reducer starts the buckets that became complete;
+ * after every node, MPI moves the started ones along. */
+static void on_backward_node(void *ctx, const wc_node *nd) {
+    train_ctx *t = ctx;
+    if (nd->op == WC_OP_CONV && nd->w_off < t->stream.final_from) {
+        t->stream.final_from = nd->w_off;
+        if (t->stream.poison && t->net->nparams / 2 >= nd->w_off) {
+            poison_grad(t);
+            t->stream.poison = 0;
+        }
+    }
+    wc_reducer_stream_ready(t->red, t->net->grads, t->stream.final_from);
+}
+
+/* This rank's micro-batches of the step, forward and backward, each added to the reducer; with
+ * overlap, the last one is streamed into it during its backward pass. */
 static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int root) {
     const size_t pp = (size_t)t->ds->P * t->ds->P;
     const float pw = (float)t->cfg->pos_weight;
     const int calibrate = !t->red->calibrated;
+    const int stream = wc_reducer_overlapping(t->red); /* never while calibrating */
     if (calibrate && lo == hi) wc_reducer_calibrate(t->red, NULL, root);
+    if (stream && lo == hi) wc_reducer_stream_end(t->red, NULL);
     for (int j = lo; j < hi; j++) {
         const wc_read_batch *b = t->ra.held[j - lo];
         long nvalid = decode_batch(t, b);
@@ -237,11 +257,24 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
         const float *z = wc_net_output(t->net);
         double loss = wc_bce_forward(z, t->dec.y, t->dec.valid, b->n * pp, pw);
         wc_bce_backward(wc_net_output_grad(t->net), z, t->dec.y, t->dec.valid, b->n * pp, pw);
+        const int poisoned = step == t->poison_step && j == lo;
+        if (poisoned && t->poison_kind == 'l') loss = NAN;
         memset(t->net->grads, 0, t->net->nparams * sizeof(float));
+        if (stream && j == hi - 1) {
+            wc_reducer_stream_begin(t->red, loss, nvalid, b->n);
+            t->stream.final_from = t->net->nparams;
+            t->stream.poison = poisoned && t->poison_kind != 'l';
+            t->net->backward_hook = on_backward_node;
+            t->net->backward_hook_ctx = t;
+            wc_net_backward(t->net, b->n);
+            t->net->backward_hook = NULL;
+            wc_reducer_stream_end(t->red, t->net->grads);
+            continue;
+        }
         wc_net_backward(t->net, b->n);
         if (calibrate && j == lo)
             wc_reducer_calibrate(t->red, j == 0 ? t->net->grads : NULL, root);
-        if (step == t->poison_step && j == lo) poison(t, &loss);
+        if (poisoned && t->poison_kind != 'l') poison_grad(t);
         wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
     }
 }
@@ -672,14 +705,18 @@ static void print_setup(const train_ctx *t, double prior) {
             ds->npatches, ds->P, ds->P, ds->cols, ds->rows, ds->ntrain + ds->nval, ds->ntrain,
             ds->nval, ds->nval_blocks, ds->nblocks, ds->val_block, ds->val_block, 100.0 * prior);
     const wc_optim_config *oc = &t->opt->cfg;
+    char overlap[64] = "not overlapped (--no-overlap)";
+    if (t->red->nbuckets > 0)
+        snprintf(overlap, sizeof overlap, "overlapped with backward in %d bucket%s",
+                 t->red->nbuckets, t->red->nbuckets > 1 ? "s" : "");
     wc_info("model %s: %zu parameters, %.3f GFLOP per sample per step; %d rank%s x %d "
             "thread%s; batch %d = %d micro-batches of %d; %ld steps (%ld per epoch); %s "
-            "lr %.3g, warmup %ld; %s reduction",
+            "lr %.3g, warmup %ld; %s reduction, %s",
             t->net->arch, t->net->nparams, 3 * t->net->flops_forward / 1e9, t->nranks,
             t->nranks > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "", cfg->batch,
             t->red->max_micro_batches, cfg->micro_batch, t->total_steps, t->sched.steps_per_epoch,
             oc->kind == WC_OPTIM_ADAMW ? "AdamW" : "SGD", oc->lr, oc->warmup_steps,
-            cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)");
+            cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
 }
 
 /* The spec --model names (a built-in name or a file). WC_EXIT_OK or an exit status. */
@@ -722,6 +759,7 @@ static void build_optimization(train_ctx *t) {
     int max_micro = (cfg->batch + cfg->micro_batch - 1) / cfg->micro_batch;
     t->ra.max_local = (max_micro + t->nranks - 1) / t->nranks;
     t->red = wc_reducer_create(t->net, !cfg->fast_reduce, max_micro);
+    wc_reducer_set_overlap(t->red, !cfg->no_overlap);
     wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
                      t->nranks, cfg->seed, t->total_steps);
     wc_schedule_set_sampler(&t->sched, sample_patch, ds);
