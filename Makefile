@@ -197,3 +197,10 @@ fuzz-seeds: $(BUILD)/wildcpu
 .PHONY: bench-scaling
 bench-scaling: $(BUILD)/wildcpu $(BUILD)/tools/netbench
 	@bash tools/bench_scaling.sh $(BUILD)
+
+# `make bench-overlap` (root, as bench-scaling): 2 ranks of unet-lite at an emulated 1 Gb/s,
+# the reduction overlapped with backward against --no-overlap and against compute alone
+# (tools/bench_overlap.sh; REPS, STEPS, LINK, BATCH, MICRO in the environment).
+.PHONY: bench-overlap
+bench-overlap: $(BUILD)/wildcpu
+	@bash tools/bench_overlap.sh $(BUILD)
