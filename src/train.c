@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "wildcpu/ckpt.h"
+#include "wildcpu/ckptbg.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/infer.h"
@@ -101,6 +102,7 @@ typedef struct {
     wc_net *net;
     wc_optim *opt;
     wc_reducer *red;
+    wc_ckptbg *bg;      /* rank 0's background checkpoint writer */
     wc_schedule sched;
     wc_trainlog *log;
     long total_steps, start_step;
@@ -523,10 +525,33 @@ static void free_validation(validation *v) {
 
 /* ---- checkpoints and resume -------------------------------------------------------------- */
 
+/* Records the background writes that have ended (rank 0; with wait, the running one too). */
+static void take_background(train_ctx *t, int wait) {
+    wc_ckptbg_result r;
+    while (t->bg && wc_ckptbg_poll(t->bg, wait, &r)) {
+        if (r.rc != WC_OK) {
+            wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
+                     "checkpoints are intact; continuing without it",
+                     r.step, r.why);
+            continue;
+        }
+        t->sum.ckpt_bg_seconds += r.seconds;
+        t->sum.ckpts_written++;
+        t->sum.ckpt_bytes = r.bytes;
+        wc_trainlog_checkpoint(t->log, t->ckpt_dir, NULL, r.step, r.bytes, r.seconds, r.stall,
+                               r.why);
+    }
+}
+
 /* Writes the snapshot of the state after steps_done steps, as ckpt-<step>.wcp or, with name, as
- * that file (best.wcp). Rank 0 only. */
-static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name) {
+ * that file (best.wcp); with background (and a writer), hands it to the writer thread and
+ * returns once it is copied. Rank 0 only. A synchronous write waits for a background one
+ * first, so writes never overlap and the log keeps their order. */
+static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name,
+                           int background) {
     if (t->rank != 0) return WC_OK;
+    background = background && t->bg && !name;
+    if (!background) take_background(t, 1);
     char meta[1024], ts[32];
     wc_utc_timestamp(ts, sizeof ts);
     const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
@@ -559,9 +584,14 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
         .params = t->net->params, .optim_m = t->opt->m, .optim_v = t->opt->v};
     double secs = 0;
     size_t bytes = 0;
-    int rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
+    int rc = WC_OK;
+    if (background)
+        t->sum.ckpt_seconds += wc_ckptbg_start(t->bg, t->ckpt_dir, &snap, t->cfg->keep, why);
+    else
+        rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
     free(names);
     wc_json_free(&metrics);
+    if (background) return WC_OK;
     if (rc != WC_OK) {
         wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
                  "checkpoints are intact",
@@ -571,15 +601,28 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     t->sum.ckpt_seconds += secs;
     t->sum.ckpts_written++;
     t->sum.ckpt_bytes = bytes;
-    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, why);
+    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, -1, why);
     return WC_OK;
 }
 
 /* Checkpoint rank 0 wrote; all ranks learn whether it worked. */
 static int checkpoint_collective(train_ctx *t, long steps_done, const char *why) {
-    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL) != WC_OK);
+    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL, 0) != WC_OK);
     t->ckpt.last = wc_now();
     return failed ? WC_ERR : WC_OK;
+}
+
+/* An interval checkpoint: rank 0 snapshots the state and its writer thread writes it while
+ * training goes on (no collective: how the write went is rank 0's to log). Without a writer,
+ * the collective synchronous write. */
+static void checkpoint_interval(train_ctx *t, long steps_done) {
+    if (wc_dist_any(t->rank == 0 && t->bg == NULL)) {
+        if (checkpoint_collective(t, steps_done, "interval") != WC_OK)
+            wc_warn("continuing without this checkpoint");
+        return;
+    }
+    save_checkpoint(t, steps_done, "interval", NULL, 1);
+    t->ckpt.last = wc_now();
 }
 
 /* Model selection: after a validation whose AUC-PR beats every earlier one, the state is kept
@@ -592,8 +635,8 @@ static void keep_if_best(train_ctx *t, long step) {
     const double prev_auc = t->best.auc_pr;
     const long prev_step = t->best.step;
     t->best.auc_pr = auc, t->best.step = step + 1;
-    int failed = wc_dist_any(save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST) !=
-                             WC_OK);
+    int failed = wc_dist_any(
+        save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
     if (failed) {
         wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
@@ -669,8 +712,9 @@ static void print_plan(train_ctx *t, size_t baseline) {
     const size_t val_b = vp.params + vp.activations + vp.workspace + side * side * 22 +
                          (size_t)t->val.inf.Tx * (size_t)t->val.inf.Ty *
                              (1 + (size_t)t->ds->nfeat * wc_dtype_size(t->ds->read_type));
-    /* the checkpoint is serialized (raw, then compressed) before it is written */
-    size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 2;
+    /* the checkpoint is serialized (raw, then compressed) before it is written, from rank 0's
+     * background writer's snapshot copy (ckptbg.h) */
+    size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 3;
     size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b +
                    ckpt_b + val_b;
     char a[12][32];
@@ -843,6 +887,11 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                                              : 600;
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
+    if (t->rank == 0) {
+        t->bg = wc_ckptbg_create(t->net->nparams, t->net->ntensors, t->opt->v != NULL,
+                                 t->ds->nfeat);
+        if (!t->bg) wc_warn("interval checkpoints are written synchronously");
+    }
     return WC_EXIT_OK;
 }
 
@@ -898,9 +947,8 @@ static int loop(train_ctx *t) {
         }
         if (t->ckpt.stop_agreed) return stop_with_checkpoint(t, step + 1);
         int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt.time_due;
-        if (due && step + 1 < t->total_steps &&
-            checkpoint_collective(t, step + 1, "interval") != WC_OK)
-            wc_warn("continuing without this checkpoint");
+        if (due && step + 1 < t->total_steps) checkpoint_interval(t, step + 1);
+        if (t->rank == 0) take_background(t, 0);
     }
     wc_trainlog_break_line(t->log);
     /* A rerun of a finished training has nothing to add: its checkpoint and report stay as
@@ -936,6 +984,10 @@ static void teardown(train_ctx *t, int status) {
         sum->data_bytes = wc_reader_bytes_held(t->ra.rd);
         wc_reader_counts(t->ra.rd, &sum->patches_read, &sum->bytes_read);
     }
+    /* a background write still running is finished (and logged) before anything goes */
+    take_background(t, 1);
+    wc_ckptbg_destroy(t->bg);
+    t->bg = NULL;
     if (sum->steps_done > 0 || t->report_due)
         wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline);
     wc_trainlog_close(t->log);
