@@ -6,6 +6,10 @@
 #   make test       every test; the last line is "N passed, N failed"   (SAN=1: ASan+UBSan)
 #   make test-slurm bring up a local Slurm, run the job scripts under it, tear it down
 #   make bench      single-thread training throughput against the sgemm peak
+#   make bench-scaling  1, 2, 4 ranks over an emulated 10 Gb/s and 1 Gb/s network, the sizing
+#                   model fitted and extrapolated to 1024 ranks (root)
+#   make bench-overlap  the reduction overlapped with backward against --no-overlap (root)
+#   make bench-ckpt the cost of background checkpoints per step and per interval
 #   make fuzz       fuzz the checkpoint reader and the spec parser, FUZZ_SECONDS (300) each
 #   make format     clang-format the sources
 #   make install PREFIX=/usr/local
@@ -204,3 +208,9 @@ bench-scaling: $(BUILD)/wildcpu $(BUILD)/tools/netbench
 .PHONY: bench-overlap
 bench-overlap: $(BUILD)/wildcpu
 	@bash tools/bench_overlap.sh $(BUILD)
+
+# `make bench-ckpt`: what a background checkpoint costs a step, and checkpointing every 1, 2
+# and 10 minutes, for unet-lite and unet-wide (tools/bench_ckpt.sh; no root needed).
+.PHONY: bench-ckpt
+bench-ckpt: $(BUILD)/wildcpu
+	@bash tools/bench_ckpt.sh $(BUILD)
