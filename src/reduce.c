@@ -60,7 +60,7 @@ void wc_reducer_set_overlap(wc_reducer *r, int on) {
     r->nbuckets = 0;
     if (!on || r->ntensors == 0) return;
     const size_t elem = r->exact ? sizeof(int64_t) : sizeof(float);
-    size_t target = WC_MAX((size_t)WC_REDUCE_BUCKET_BYTES, r->n * elem / 8);
+    size_t target = WC_MAX((size_t)WC_REDUCE_BUCKET_BYTES, r->n * elem / 16);
     r->bucket_t = WC_ALLOC(sizeof(int) * ((size_t)r->ntensors + 1));
     int nb = 0;
     r->bucket_t[0] = r->ntensors;

@@ -28,7 +28,7 @@
  * micro-batch of a rank's step is converted bucket by bucket while its backward pass runs, and
  * each bucket's sum is started with a nonblocking collective as soon as backward has produced
  * it. A bucket is a run of whole tensors of about WC_REDUCE_BUCKET_BYTES on the wire (at least
- * an eighth of the gradient), formed from the last tensor down, the order backward finishes
+ * a sixteenth of the gradient), formed from the last tensor down, the order backward finishes
  * them. Integer sums do not depend on how they are grouped, so the result is the same bits with
  * overlap on or off; the step's loss, counts, votes and divergence flags follow in a small
  * blocking collective once every bucket is started, then the MPI_MAX of the maxima, as without
@@ -48,7 +48,7 @@
 
 #define WC_REDUCE_HEADROOM_BITS 16
 #define WC_REDUCE_LOSS_FX_BITS 20
-#define WC_REDUCE_BUCKET_BYTES (1 << 20)
+#define WC_REDUCE_BUCKET_BYTES (1 << 18)
 
 enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1, WC_REDUCE_DIVERGED = 2 };
 
