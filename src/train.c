@@ -51,6 +51,11 @@ void wc_train_config_default(wc_train_config *cfg) {
     cfg->keep = 3;
 }
 
+/* The default checkpoint interval's bounds (neither --ckpt-every nor --ckpt-minutes): the first
+ * checkpoint after a minute, then 200 times the last background write's time, within these. */
+#define WC_CKPT_DEFAULT_MIN_S 60.0
+#define WC_CKPT_DEFAULT_MAX_S 600.0
+
 /* ---- the run's state --------------------------------------------------------------------- */
 
 /* Reading ahead: the reader thread fills slots in the order the cursor walks this rank's
@@ -88,6 +93,7 @@ typedef struct {
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
 typedef struct {
     double interval;    /* seconds between timed checkpoints; 0: none */
+    int adaptive;       /* the default interval: follows the background writes' cost */
     double last;        /* when the last one was written */
     int time_due;       /* rank 0 voted for a timed checkpoint in the last step */
     int stop_agreed;    /* some rank voted to stop in the last step */
@@ -536,6 +542,12 @@ static void take_background(train_ctx *t, int wait) {
             continue;
         }
         t->sum.ckpt_bg_seconds += r.seconds;
+        /* The default interval keeps checkpoints under 0.5% of the training time: a background
+         * write costs the training at most its own time (its share of the cores), so the next
+         * one comes 200 write times later, but at least 1 and at most 10 minutes apart. */
+        if (t->ckpt.adaptive)
+            t->ckpt.interval = WC_MIN(WC_MAX(200 * r.seconds, WC_CKPT_DEFAULT_MIN_S),
+                                      WC_CKPT_DEFAULT_MAX_S);
         t->sum.ckpts_written++;
         t->sum.ckpt_bytes = r.bytes;
         wc_trainlog_checkpoint(t->log, t->ckpt_dir, NULL, r.step, r.bytes, r.seconds, r.stall,
@@ -884,7 +896,8 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     print_plan(t, baseline);
     t->ckpt.interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
                        : cfg->ckpt_every > 0 ? 0
-                                             : 600;
+                                             : WC_CKPT_DEFAULT_MIN_S;
+    t->ckpt.adaptive = cfg->ckpt_minutes <= 0 && cfg->ckpt_every <= 0;
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
     if (t->rank == 0) {
