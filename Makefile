@@ -5,6 +5,8 @@
 #   make demo       train on the bundled sample region, then write the risk map (installs deps)
 #   make test       every test; the last line is "N passed, N failed"   (SAN=1: ASan+UBSan)
 #   make test-slurm bring up a local Slurm, run the job scripts under it, tear it down
+#   make test-gis   the map in QGIS (headless) and rasterio (make deps-gis installs them)
+#   make docs-qgis  docs/qgis-view.png: the sample map rendered by QGIS with its style
 #   make bench      single-thread training throughput against the sgemm peak
 #   make bench-scaling  1, 2, 4 ranks over an emulated 10 Gb/s and 1 Gb/s network, the sizing
 #                   model fitted and extrapolated to 1024 ranks (root)
@@ -24,6 +26,8 @@ DEB_BUILD := build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-b
              libgdal-dev gdal-bin zlib1g-dev
 DEB_TEST := python3 python3-gdal python3-numpy python3-torch file procps
 DEB_SLURM := slurm-wlm munge slurmctld slurmd
+# the map in the real clients (make test-gis): QGIS headless and rasterio
+DEB_GIS := qgis python3-qgis python3-rasterio
 
 ifeq ($(SAN),1)
 BUILD := build/san
@@ -50,7 +54,8 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TOOL_SRC := $(wildcard tools/*.c)
 TOOL_BIN := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
-.PHONY: all deps deps-slurm demo test test-slurm bench format install clean sample-data
+.PHONY: all deps deps-slurm deps-gis demo test test-slurm test-gis docs-qgis bench format install \
+        clean sample-data
 
 all: $(BUILD)/wildcpu $(TEST_BIN) $(TOOL_BIN)
 
@@ -98,6 +103,12 @@ deps-slurm:
 	export DEBIAN_FRONTEND=noninteractive; \
 	$$SUDO apt-get install -y -qq --no-install-recommends $(DEB_SLURM)
 
+deps-gis:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$SUDO apt-get update -qq && \
+	$$SUDO apt-get install -y -qq --no-install-recommends $(DEB_GIS)
+
 demo: $(BUILD)/wildcpu
 	bash tools/demo.sh $(BUILD)/wildcpu
 
@@ -106,6 +117,14 @@ test: all
 
 test-slurm: $(BUILD)/wildcpu | deps-slurm
 	@bash tests/slurm/run $(BUILD)
+
+# not part of `make test`: QGIS is a large install (make deps-gis); skipped when it is absent
+test-gis: $(BUILD)/wildcpu
+	@bash tests/gis/run $(BUILD)
+
+# docs/qgis-view.png: the sample map as QGIS draws it with its style, and its legend
+docs-qgis: $(BUILD)/wildcpu
+	bash tools/qgis-view.sh $(BUILD)/wildcpu docs/qgis-view.png
 
 bench: $(BUILD)/tools/bench
 	$(BUILD)/tools/bench

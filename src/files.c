@@ -47,6 +47,16 @@ char *wc_temp_path(const char *path, const char *tag) {
     return t;
 }
 
+char *wc_sibling_path(const char *path, const char *suffix) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t keep = dot && dot > base ? (size_t)(dot - path) : strlen(path); /* ".x" is a name */
+    size_t n = keep + strlen(suffix) + 1;
+    char *t = WC_ALLOC(n);
+    snprintf(t, n, "%.*s%s", (int)keep, path, suffix);
+    return t;
+}
+
 int wc_fsync_path(const char *path, int directory) {
     int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
     if (fd < 0) {
@@ -201,11 +211,4 @@ int wc_atomic_commit(wc_atomic_file *a) {
     free(a->path), free(a->tmp);
     memset(a, 0, sizeof *a);
     return rc;
-}
-
-void wc_atomic_abort(wc_atomic_file *a) {
-    if (a->f) fclose(a->f);
-    if (a->tmp) unlink(a->tmp);
-    free(a->path), free(a->tmp);
-    memset(a, 0, sizeof *a);
 }

@@ -21,10 +21,12 @@
 
 static const char *USAGE =
     "usage: wildcpu [train] --tiles PATH [options]     train, then write the risk map\n"
-    "       wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] [--classes]\n"
-    "                       [--threads N]\n"
+    "       wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] "
+    "[--classes]\n"
+    "                       [--no-style] [--threads N]\n"
     "       wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n"
-    "       wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B] [--out metrics.json] [--map risk.tif]\n"
+    "       wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B] "
+    "[--out metrics.json] [--map risk.tif]\n"
     "       wildcpu info PATH                      a checkpoint file or a run directory\n"
     "       wildcpu export --checkpoint PATH --out model.safetensors\n"
     "       wildcpu --help | --version | COMMAND --help\n";
@@ -54,7 +56,8 @@ static const char *TRAIN_HELP =
     "  --batch N               global batch, samples per optimizer step, any rank count [32]\n"
     "  --micro-batch N         samples per forward/backward pass [4]\n"
     "  --optimizer adamw|sgd   [adamw]\n"
-    "  --lr X                  peak learning rate [adamw 1e-3, sgd 0.05; logistic with adamw 0.05]\n"
+    "  --lr X                  peak learning rate [adamw 1e-3, sgd 0.05; logistic with adamw "
+    "0.05]\n"
     "  --lr-scaling linear|none\n"
     "                          linear: scale --lr by --batch / --lr-ref-batch [none]\n"
     "  --lr-ref-batch N        the batch --lr was tuned for [32]\n"
@@ -68,7 +71,8 @@ static const char *TRAIN_HELP =
     "  --no-jitter             train on the fixed patches (default: each epoch shifts every\n"
     "                          training patch by up to half a patch, on the pooling grid)\n"
     "  --prefetch N            read-ahead slots per rank, one micro-batch each [2m + 1, where m\n"
-    "                          is the rank's micro-batches per step; a smaller N is raised to m + 1]\n"
+    "                          is the rank's micro-batches per step; a smaller N is raised to m + "
+    "1]\n"
     "checkpoints and output\n"
     "  --ckpt-every STEPS      checkpoint every STEPS steps [off]\n"
     "  --ckpt-minutes M        checkpoint every M minutes [when neither is given: 1 to 10,\n"
@@ -77,7 +81,8 @@ static const char *TRAIN_HELP =
     "  --fresh                 start over: the previous run's files move to DIR/replaced-TIME/\n"
     "  --log-every STEPS       progress line interval [10]\n"
     "  --no-predict            skip the risk map at the end\n"
-    "  --cog, --classes        risk map options (see predict --help)\n"
+    "  --cog, --classes, --no-style\n"
+    "                          risk map options (see predict --help)\n"
     "  --baseline REPORT.json  compare this run with another in report.md\n"
     "\n"
     "exit status: 0 done, 1 runtime error, 2 usage error, 75 stopped by SIGTERM/SIGUSR1/SIGINT\n"
@@ -98,8 +103,8 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "wildcpu: %s needs a whole number between %ld and %ld, got '%s'\n", opt,
-                lo, hi, s);
+        fprintf(stderr, "wildcpu: %s needs a whole number between %ld and %ld, got '%s'\n", opt, lo,
+                hi, s);
         return -1;
     }
     *out = v;
@@ -127,11 +132,48 @@ static int default_threads(void) {
 /* ---- train ------------------------------------------------------------------------------- */
 
 enum {
-    O_TILES = 256, O_LABELS, O_LABEL_BAND, O_ORACLE, O_PATCH, O_VAL_FRACTION, O_VAL_BLOCK, O_OUT,
-    O_MODEL, O_EPOCHS, O_STEPS, O_BATCH, O_MICRO, O_OPTIMIZER, O_LR, O_LR_SCALING, O_LR_REF,
-    O_WD, O_WARMUP, O_POS_WEIGHT, O_SEED, O_THREADS, O_FAST_REDUCE, O_NO_OVERLAP, O_CKPT_EVERY, O_CKPT_MIN,
-    O_KEEP, O_FRESH, O_LOG_EVERY, O_NO_PREDICT, O_COG, O_CLASSES, O_BASELINE, O_PREFETCH, O_HELP,
-    O_CHECKPOINT, O_PNG, O_SIZE, O_TILE, O_NO_JITTER, O_MAP,
+    O_TILES = 256,
+    O_LABELS,
+    O_LABEL_BAND,
+    O_ORACLE,
+    O_PATCH,
+    O_VAL_FRACTION,
+    O_VAL_BLOCK,
+    O_OUT,
+    O_MODEL,
+    O_EPOCHS,
+    O_STEPS,
+    O_BATCH,
+    O_MICRO,
+    O_OPTIMIZER,
+    O_LR,
+    O_LR_SCALING,
+    O_LR_REF,
+    O_WD,
+    O_WARMUP,
+    O_POS_WEIGHT,
+    O_SEED,
+    O_THREADS,
+    O_FAST_REDUCE,
+    O_NO_OVERLAP,
+    O_CKPT_EVERY,
+    O_CKPT_MIN,
+    O_KEEP,
+    O_FRESH,
+    O_LOG_EVERY,
+    O_NO_PREDICT,
+    O_COG,
+    O_CLASSES,
+    O_BASELINE,
+    O_PREFETCH,
+    O_HELP,
+    O_CHECKPOINT,
+    O_PNG,
+    O_SIZE,
+    O_TILE,
+    O_NO_JITTER,
+    O_MAP,
+    O_NO_STYLE,
 };
 
 static int file_exists(const char *p) {
@@ -141,26 +183,44 @@ static int file_exists(const char *p) {
 }
 
 static int cmd_train(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"tiles", 1, 0, O_TILES},           {"labels", 1, 0, O_LABELS},
-        {"label-band", 1, 0, O_LABEL_BAND}, {"oracle", 1, 0, O_ORACLE},
-        {"patch", 1, 0, O_PATCH},           {"val-fraction", 1, 0, O_VAL_FRACTION},
-        {"val-block", 1, 0, O_VAL_BLOCK},   {"out", 1, 0, O_OUT},
-        {"model", 1, 0, O_MODEL},           {"epochs", 1, 0, O_EPOCHS},
-        {"steps", 1, 0, O_STEPS},           {"batch", 1, 0, O_BATCH},
-        {"micro-batch", 1, 0, O_MICRO},     {"optimizer", 1, 0, O_OPTIMIZER},
-        {"lr", 1, 0, O_LR},                 {"lr-scaling", 1, 0, O_LR_SCALING},
-        {"lr-ref-batch", 1, 0, O_LR_REF},   {"weight-decay", 1, 0, O_WD},
-        {"warmup", 1, 0, O_WARMUP},         {"pos-weight", 1, 0, O_POS_WEIGHT},
-        {"seed", 1, 0, O_SEED},             {"threads", 1, 0, O_THREADS},
-        {"fast-reduce", 0, 0, O_FAST_REDUCE}, {"ckpt-every", 1, 0, O_CKPT_EVERY},
-        {"ckpt-minutes", 1, 0, O_CKPT_MIN}, {"keep", 1, 0, O_KEEP},
-        {"fresh", 0, 0, O_FRESH},           {"log-every", 1, 0, O_LOG_EVERY},
-        {"no-predict", 0, 0, O_NO_PREDICT}, {"cog", 0, 0, O_COG},
-        {"classes", 0, 0, O_CLASSES},       {"baseline", 1, 0, O_BASELINE},
-        {"prefetch", 1, 0, O_PREFETCH},     {"help", 0, 0, O_HELP},
-        {"no-jitter", 0, 0, O_NO_JITTER},   {"no-overlap", 0, 0, O_NO_OVERLAP},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"tiles", 1, 0, O_TILES},
+                                         {"labels", 1, 0, O_LABELS},
+                                         {"label-band", 1, 0, O_LABEL_BAND},
+                                         {"oracle", 1, 0, O_ORACLE},
+                                         {"patch", 1, 0, O_PATCH},
+                                         {"val-fraction", 1, 0, O_VAL_FRACTION},
+                                         {"val-block", 1, 0, O_VAL_BLOCK},
+                                         {"out", 1, 0, O_OUT},
+                                         {"model", 1, 0, O_MODEL},
+                                         {"epochs", 1, 0, O_EPOCHS},
+                                         {"steps", 1, 0, O_STEPS},
+                                         {"batch", 1, 0, O_BATCH},
+                                         {"micro-batch", 1, 0, O_MICRO},
+                                         {"optimizer", 1, 0, O_OPTIMIZER},
+                                         {"lr", 1, 0, O_LR},
+                                         {"lr-scaling", 1, 0, O_LR_SCALING},
+                                         {"lr-ref-batch", 1, 0, O_LR_REF},
+                                         {"weight-decay", 1, 0, O_WD},
+                                         {"warmup", 1, 0, O_WARMUP},
+                                         {"pos-weight", 1, 0, O_POS_WEIGHT},
+                                         {"seed", 1, 0, O_SEED},
+                                         {"threads", 1, 0, O_THREADS},
+                                         {"fast-reduce", 0, 0, O_FAST_REDUCE},
+                                         {"ckpt-every", 1, 0, O_CKPT_EVERY},
+                                         {"ckpt-minutes", 1, 0, O_CKPT_MIN},
+                                         {"keep", 1, 0, O_KEEP},
+                                         {"fresh", 0, 0, O_FRESH},
+                                         {"log-every", 1, 0, O_LOG_EVERY},
+                                         {"no-predict", 0, 0, O_NO_PREDICT},
+                                         {"cog", 0, 0, O_COG},
+                                         {"classes", 0, 0, O_CLASSES},
+                                         {"baseline", 1, 0, O_BASELINE},
+                                         {"prefetch", 1, 0, O_PREFETCH},
+                                         {"help", 0, 0, O_HELP},
+                                         {"no-jitter", 0, 0, O_NO_JITTER},
+                                         {"no-style", 0, 0, O_NO_STYLE},
+                                         {"no-overlap", 0, 0, O_NO_OVERLAP},
+                                         {0, 0, 0, 0}};
     wc_train_config c;
     wc_train_config_default(&c);
     c.threads = default_threads();
@@ -172,10 +232,18 @@ static int cmd_train(int argc, char **argv) {
     for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
-        case O_TILES: c.data.tiles = optarg; break;
-        case O_LABELS: c.data.labels = optarg; break;
-        case O_LABEL_BAND: c.data.label_band = optarg; break;
-        case O_ORACLE: c.data.oracle = *optarg ? optarg : NULL, oracle_set = 1; break;
+        case O_TILES:
+            c.data.tiles = optarg;
+            break;
+        case O_LABELS:
+            c.data.labels = optarg;
+            break;
+        case O_LABEL_BAND:
+            c.data.label_band = optarg;
+            break;
+        case O_ORACLE:
+            c.data.oracle = *optarg ? optarg : NULL, oracle_set = 1;
+            break;
         case O_PATCH:
             if (parse_long("--patch", optarg, 4, 4096, &v)) return WC_EXIT_USAGE;
             c.data.patch = (int)v;
@@ -188,8 +256,12 @@ static int cmd_train(int argc, char **argv) {
             if (parse_long("--val-block", optarg, 1, 1 << 20, &v)) return WC_EXIT_USAGE;
             c.data.val_block_px = (int)v;
             break;
-        case O_OUT: c.out_dir = optarg; break;
-        case O_MODEL: c.model = optarg; break;
+        case O_OUT:
+            c.out_dir = optarg;
+            break;
+        case O_MODEL:
+            c.model = optarg;
+            break;
         case O_EPOCHS:
             if (parse_long("--epochs", optarg, 1, 1000000, &c.epochs)) return WC_EXIT_USAGE;
             break;
@@ -205,18 +277,24 @@ static int cmd_train(int argc, char **argv) {
             c.micro_batch = (int)v;
             break;
         case O_OPTIMIZER:
-            if (strcmp(optarg, "adamw") == 0) c.optim.kind = WC_OPTIM_ADAMW;
-            else if (strcmp(optarg, "sgd") == 0) c.optim.kind = WC_OPTIM_SGD;
-            else return usage_error("--optimizer takes adamw or sgd, got '%s'", optarg);
+            if (strcmp(optarg, "adamw") == 0)
+                c.optim.kind = WC_OPTIM_ADAMW;
+            else if (strcmp(optarg, "sgd") == 0)
+                c.optim.kind = WC_OPTIM_SGD;
+            else
+                return usage_error("--optimizer takes adamw or sgd, got '%s'", optarg);
             break;
         case O_LR:
             if (parse_double("--lr", optarg, 1e-12, 100, &lr)) return WC_EXIT_USAGE;
             lr_set = 1;
             break;
         case O_LR_SCALING:
-            if (strcmp(optarg, "linear") == 0) c.lr_scaling_linear = 1;
-            else if (strcmp(optarg, "none") == 0) c.lr_scaling_linear = 0;
-            else return usage_error("--lr-scaling takes linear or none, got '%s'", optarg);
+            if (strcmp(optarg, "linear") == 0)
+                c.lr_scaling_linear = 1;
+            else if (strcmp(optarg, "none") == 0)
+                c.lr_scaling_linear = 0;
+            else
+                return usage_error("--lr-scaling takes linear or none, got '%s'", optarg);
             break;
         case O_LR_REF:
             if (parse_long("--lr-ref-batch", optarg, 1, 1 << 20, &v)) return WC_EXIT_USAGE;
@@ -231,7 +309,8 @@ static int cmd_train(int argc, char **argv) {
                 return WC_EXIT_USAGE;
             break;
         case O_POS_WEIGHT:
-            if (parse_double("--pos-weight", optarg, 1e-3, 1e4, &c.pos_weight)) return WC_EXIT_USAGE;
+            if (parse_double("--pos-weight", optarg, 1e-3, 1e4, &c.pos_weight))
+                return WC_EXIT_USAGE;
             break;
         case O_SEED:
             if (parse_long("--seed", optarg, 0, LONG_MAX, &v)) return WC_EXIT_USAGE;
@@ -241,40 +320,65 @@ static int cmd_train(int argc, char **argv) {
             if (parse_long("--threads", optarg, 1, 1024, &v)) return WC_EXIT_USAGE;
             c.threads = (int)v;
             break;
-        case O_FAST_REDUCE: c.fast_reduce = 1; break;
-        case O_NO_OVERLAP: c.no_overlap = 1; break;
-        case O_NO_JITTER: c.no_jitter = 1; break;
+        case O_FAST_REDUCE:
+            c.fast_reduce = 1;
+            break;
+        case O_NO_OVERLAP:
+            c.no_overlap = 1;
+            break;
+        case O_NO_JITTER:
+            c.no_jitter = 1;
+            break;
         case O_CKPT_EVERY:
-            if (parse_long("--ckpt-every", optarg, 1, 1000000000, &c.ckpt_every)) return WC_EXIT_USAGE;
+            if (parse_long("--ckpt-every", optarg, 1, 1000000000, &c.ckpt_every))
+                return WC_EXIT_USAGE;
             break;
         case O_CKPT_MIN:
-            if (parse_double("--ckpt-minutes", optarg, 0.001, 1e6, &c.ckpt_minutes)) return WC_EXIT_USAGE;
+            if (parse_double("--ckpt-minutes", optarg, 0.001, 1e6, &c.ckpt_minutes))
+                return WC_EXIT_USAGE;
             break;
         case O_KEEP:
             if (parse_long("--keep", optarg, 1, 1000000, &v)) return WC_EXIT_USAGE;
             c.keep = (int)v;
             break;
-        case O_FRESH: c.fresh = 1; break;
-        case O_LOG_EVERY:
-            if (parse_long("--log-every", optarg, 1, 1000000000, &c.log_every)) return WC_EXIT_USAGE;
+        case O_FRESH:
+            c.fresh = 1;
             break;
-        case O_NO_PREDICT: c.no_predict = 1; break;
-        case O_COG: c.cog = 1; break;
-        case O_CLASSES: c.classes = 1; break;
-        case O_BASELINE: c.baseline = optarg; break;
+        case O_LOG_EVERY:
+            if (parse_long("--log-every", optarg, 1, 1000000000, &c.log_every))
+                return WC_EXIT_USAGE;
+            break;
+        case O_NO_PREDICT:
+            c.no_predict = 1;
+            break;
+        case O_COG:
+            c.cog = 1;
+            break;
+        case O_CLASSES:
+            c.classes = 1;
+            break;
+        case O_NO_STYLE:
+            c.no_style = 1;
+            break;
+        case O_BASELINE:
+            c.baseline = optarg;
+            break;
         case O_PREFETCH:
             if (parse_long("--prefetch", optarg, 1, 4096, &v)) return WC_EXIT_USAGE;
             c.prefetch = (int)v;
             break;
-        case O_HELP: fputs(TRAIN_HELP, stdout); return WC_EXIT_OK;
-        case ':': return usage_error("option %s needs a value", name);
-        default: return usage_error("unknown option %s (see wildcpu --help)", name);
+        case O_HELP:
+            fputs(TRAIN_HELP, stdout);
+            return WC_EXIT_OK;
+        case ':':
+            return usage_error("option %s needs a value", name);
+        default:
+            return usage_error("unknown option %s (see wildcpu --help)", name);
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.data.tiles) return usage_error("--tiles PATH is required");
-    if (c.micro_batch > c.batch)
-        return usage_error("--micro-batch must not exceed --batch");
+    if (c.micro_batch > c.batch) return usage_error("--micro-batch must not exceed --batch");
     if (c.optim.kind == WC_OPTIM_SGD) {
         long warm = c.optim.warmup_steps;
         wc_optim_config_default(&c.optim, WC_OPTIM_SGD);
@@ -314,7 +418,9 @@ static int cmd_synth(int argc, char **argv) {
     for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
-        case O_OUT: c.out_dir = optarg; break;
+        case O_OUT:
+            c.out_dir = optarg;
+            break;
         case O_SIZE:
             if (parse_long("--size", optarg, WC_SYNTH_MIN_SIZE, WC_SYNTH_MAX_SIZE, &v))
                 return WC_EXIT_USAGE;
@@ -336,8 +442,10 @@ static int cmd_synth(int argc, char **argv) {
                  "DIR/oracle_risk.tif, the true burn probability the labels were drawn from.\n"
                  "Defaults: --size 1024 --tile 256 --seed 1. See docs/synthetic.md.");
             return WC_EXIT_OK;
-        case ':': return usage_error("option %s needs a value", name);
-        default: return usage_error("unknown option %s for synth", name);
+        case ':':
+            return usage_error("option %s needs a value", name);
+        default:
+            return usage_error("unknown option %s for synth", name);
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -346,13 +454,14 @@ static int cmd_synth(int argc, char **argv) {
     return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
 }
 
-static int cmd_predict(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"tiles", 1, 0, O_TILES}, {"checkpoint", 1, 0, O_CHECKPOINT}, {"out", 1, 0, O_OUT},
-        {"png", 1, 0, O_PNG},     {"cog", 0, 0, O_COG},               {"classes", 0, 0, O_CLASSES},
-        {"threads", 1, 0, O_THREADS}, {"help", 0, 0, O_HELP},        {0, 0, 0, 0}};
+/* predict and evaluate: one parser, as they run the same path (predict.h); each command's own
+ * table (below) says which options it takes. evaluate scores the map against labels and
+ * writes it only with --map; its --out is the metrics. */
+static int parse_map_command(int argc, char **argv, const struct option *opts, int evaluate) {
+    const char *cmd = evaluate ? "evaluate" : "predict";
     wc_predict_config c;
     wc_predict_config_default(&c);
+    c.evaluate = evaluate;
     c.threads = default_threads();
     long v;
     optind = 1;
@@ -360,73 +469,90 @@ static int cmd_predict(int argc, char **argv) {
     for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
-        case O_TILES: c.tiles = optarg; break;
-        case O_CHECKPOINT: c.checkpoint = optarg; break;
-        case O_OUT: c.out = optarg; break;
-        case O_PNG: c.png = optarg; break;
-        case O_COG: c.cog = 1; break;
-        case O_CLASSES: c.classes = 1; break;
+        case O_TILES:
+            c.tiles = optarg;
+            break;
+        case O_CHECKPOINT:
+            c.checkpoint = optarg;
+            break;
+        case O_OUT:
+            *(evaluate ? &c.metrics_out : &c.out) = optarg;
+            break;
+        case O_PNG:
+            c.png = optarg;
+            break;
+        case O_COG:
+            c.cog = 1;
+            break;
+        case O_CLASSES:
+            c.classes = 1;
+            break;
+        case O_NO_STYLE:
+            c.no_style = 1;
+            break;
+        case O_LABELS:
+            c.labels = optarg;
+            break;
+        case O_LABEL_BAND:
+            c.label_band = optarg;
+            break;
+        case O_MAP:
+            c.out = optarg;
+            break;
         case O_THREADS:
             if (parse_long("--threads", optarg, 1, 1024, &v)) return WC_EXIT_USAGE;
             c.threads = (int)v;
             break;
-        case O_HELP: fputs(WC_PREDICT_HELP, stdout); return WC_EXIT_OK;
-        case ':': return usage_error("option %s needs a value", name);
-        default: return usage_error("unknown option %s for predict", name);
+        case O_HELP:
+            fputs(evaluate ? WC_EVALUATE_HELP : WC_PREDICT_HELP, stdout);
+            return WC_EXIT_OK;
+        case ':':
+            return usage_error("option %s needs a value", name);
+        default:
+            return usage_error("unknown option %s for %s", name, cmd);
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!c.tiles || !c.checkpoint || !c.out)
+    if (evaluate && (!c.tiles || !c.checkpoint))
+        return usage_error("evaluate needs --tiles and --checkpoint");
+    if (!evaluate && (!c.tiles || !c.checkpoint || !c.out))
         return usage_error("predict needs --tiles, --checkpoint and --out");
     return wc_predict_run(&c);
 }
 
-static int cmd_evaluate(int argc, char **argv) {
+static int cmd_predict(int argc, char **argv) {
     static const struct option opts[] = {
-        {"tiles", 1, 0, O_TILES},           {"checkpoint", 1, 0, O_CHECKPOINT},
-        {"labels", 1, 0, O_LABELS},         {"label-band", 1, 0, O_LABEL_BAND},
-        {"out", 1, 0, O_OUT},               {"map", 1, 0, O_MAP},
-        {"threads", 1, 0, O_THREADS},       {"help", 0, 0, O_HELP},
-        {0, 0, 0, 0}};
-    wc_predict_config c;
-    wc_predict_config_default(&c);
-    c.evaluate = 1;
-    c.threads = default_threads();
-    long v;
-    optind = 1;
-    opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
-        const char *name = argv[optind - 1];
-        switch (o) {
-        case O_TILES: c.tiles = optarg; break;
-        case O_CHECKPOINT: c.checkpoint = optarg; break;
-        case O_LABELS: c.labels = optarg; break;
-        case O_LABEL_BAND: c.label_band = optarg; break;
-        case O_OUT: c.metrics_out = optarg; break;
-        case O_MAP: c.out = optarg; break;
-        case O_THREADS:
-            if (parse_long("--threads", optarg, 1, 1024, &v)) return WC_EXIT_USAGE;
-            c.threads = (int)v;
-            break;
-        case O_HELP: fputs(WC_EVALUATE_HELP, stdout); return WC_EXIT_OK;
-        case ':': return usage_error("option %s needs a value", name);
-        default: return usage_error("unknown option %s for evaluate", name);
-        }
-    }
-    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!c.tiles || !c.checkpoint) return usage_error("evaluate needs --tiles and --checkpoint");
-    return wc_predict_run(&c);
+        {"tiles", 1, 0, O_TILES},     {"checkpoint", 1, 0, O_CHECKPOINT},
+        {"out", 1, 0, O_OUT},         {"png", 1, 0, O_PNG},
+        {"cog", 0, 0, O_COG},         {"classes", 0, 0, O_CLASSES},
+        {"threads", 1, 0, O_THREADS}, {"no-style", 0, 0, O_NO_STYLE},
+        {"help", 0, 0, O_HELP},       {0, 0, 0, 0}};
+    return parse_map_command(argc, argv, opts, 0);
+}
+
+static int cmd_evaluate(int argc, char **argv) {
+    static const struct option opts[] = {{"tiles", 1, 0, O_TILES},
+                                         {"checkpoint", 1, 0, O_CHECKPOINT},
+                                         {"labels", 1, 0, O_LABELS},
+                                         {"label-band", 1, 0, O_LABEL_BAND},
+                                         {"out", 1, 0, O_OUT},
+                                         {"map", 1, 0, O_MAP},
+                                         {"threads", 1, 0, O_THREADS},
+                                         {"help", 0, 0, O_HELP},
+                                         {0, 0, 0, 0}};
+    return parse_map_command(argc, argv, opts, 1);
 }
 
 static int cmd_info(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-        puts("wildcpu info PATH\n\n"
-             "Describes a checkpoint file (header, step, epoch, ranks that wrote it, data\n"
-             "fingerprint, metrics, parameter digest), or lists a run directory's checkpoints with\n"
-             "their validity, which one a rerun resumes from, and whether the directory's last run\n"
-             "was stopped by a signal (DIR/STOPPED).\n\n"
-             "exit status: 0 described, 1 PATH cannot be read or is a file that is not a usable\n"
-             "checkpoint, 2 usage error");
+        puts(
+            "wildcpu info PATH\n\n"
+            "Describes a checkpoint file (header, step, epoch, ranks that wrote it, data\n"
+            "fingerprint, metrics, parameter digest), or lists a run directory's checkpoints with\n"
+            "their validity, which one a rerun resumes from, and whether the directory's last run\n"
+            "was stopped by a signal (DIR/STOPPED).\n\n"
+            "exit status: 0 described, 1 PATH cannot be read or is a file that is not a usable\n"
+            "checkpoint, 2 usage error");
         return WC_EXIT_OK;
     }
     if (argc != 2) return usage_error("info takes exactly one PATH");
@@ -444,15 +570,21 @@ static int cmd_export(int argc, char **argv) {
     for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
-        case O_CHECKPOINT: ckpt = optarg; break;
-        case O_OUT: out = optarg; break;
+        case O_CHECKPOINT:
+            ckpt = optarg;
+            break;
+        case O_OUT:
+            out = optarg;
+            break;
         case O_HELP:
             puts("wildcpu export --checkpoint PATH --out model.safetensors\n\nWrites the "
                  "weights in safetensors format with PyTorch's names and layouts, and the input "
                  "channels, their normalization and the nodata policy in __metadata__.");
             return WC_EXIT_OK;
-        case ':': return usage_error("option %s needs a value", name);
-        default: return usage_error("unknown option %s for export", name);
+        case ':':
+            return usage_error("option %s needs a value", name);
+        default:
+            return usage_error("unknown option %s for export", name);
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -472,7 +604,7 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"train", cmd_train},     {"predict", cmd_predict}, {"synth", cmd_synth},
+    } cmds[] = {{"train", cmd_train},       {"predict", cmd_predict}, {"synth", cmd_synth},
                 {"evaluate", cmd_evaluate}, {"info", cmd_info},       {"export", cmd_export}};
     int (*fn)(int, char **) = cmd_train;
     int shift = 0;

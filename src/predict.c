@@ -100,13 +100,14 @@ const char WC_EVALUATE_HELP[] =
 
 const char WC_PREDICT_HELP[] =
     "wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog]\n"
-    "                [--classes] [--threads N]\n"
+    "                [--classes] [--no-style] [--threads N]\n"
     "\n"
     "Runs the trained network over the whole raster PATH and writes every pixel's burn\n"
     "probability as a Float32 GeoTIFF on the raster's grid (band `fire_risk`, nodata -9999 where\n"
     "any feature is nodata). Works the same as one process and under mpirun/srun: ranks split\n"
     "the windows, rank 0 writes, and the map is bitwise the same on any number of ranks. The map\n"
-    "is seamless: a sub-raster gives the same values away from its own edges.\n"
+    "is seamless: a sub-raster gives the same values away from its own edges. Beside the map\n"
+    "come NAME.qml, its QGIS style, and NAME.json, a STAC item describing the files.\n"
     "\n"
     "  --tiles PATH        the raster; its bands are matched to the model's inputs by name and\n"
     "                      must have the types they had in training (the label band is ignored)\n"
@@ -115,10 +116,12 @@ const char WC_PREDICT_HELP[] =
     "                      complete and verified\n"
     "  --png FILE          also a quick-look picture with a legend (RGBA, nodata transparent;\n"
     "                      downsampled to at most 4096 px on the long side)\n"
-    "  --cog               write a Cloud-Optimized GeoTIFF (DEFLATE, overviews)\n"
-    "  --classes           add band `fire_risk_class`: 0 low, 1 moderate, 2 high, 3 very high,\n"
-    "                      4 extreme, split at the 50th, 75th, 90th and 97.5th percentiles of\n"
-    "                      the map's probabilities (the breaks are in the band's metadata)\n"
+    "  --cog               write Cloud-Optimized GeoTIFFs (DEFLATE, overviews)\n"
+    "  --classes           also NAME_classes.tif: Byte, 0 low, 1 moderate, 2 high, 3 very high,\n"
+    "                      4 extreme (255 nodata), split at the 50th, 75th, 90th and 97.5th\n"
+    "                      percentiles of the map's probabilities, with a colour table and\n"
+    "                      category names (the breaks are in its metadata)\n"
+    "  --no-style          no QGIS style NAME.qml beside the map (one wildcpu wrote is removed)\n"
     "  --threads N         OpenBLAS threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "\n"
     "exit status: 0 written, 1 runtime error, 2 usage error, 75 stopped by a signal (nothing\n"
@@ -418,18 +421,14 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
 }
 
 /* Rank 0, before any computing: the outputs can be written and are not inputs (the raster's
- * files, e.g. a VRT and its tiles, the checkpoint, and for the picture the map); the map's
- * working file exists. Returns an exit status. */
+ * files, e.g. a VRT and its tiles, the checkpoint) nor each other; the map's working file
+ * exists. Returns an exit status. */
 static int open_outputs(const wc_predict_config *cfg, mapping *mp, const wc_raster *r,
                         const wc_model *m) {
     char **inputs = GDALGetFileList((GDALDatasetH)r->ds); /* ours to free */
     inputs = CSLAddString(inputs, r->path);
     inputs = CSLAddString(inputs, m->path);
-    int status = wc_check_output_path("risk map", cfg->out, (const char *const *)inputs);
-    if (status == WC_EXIT_OK && cfg->png) {
-        inputs = CSLAddString(inputs, cfg->out);
-        status = wc_check_output_path("quick-look picture", cfg->png, (const char *const *)inputs);
-    }
+    int status = wc_riskmap_check_outputs(cfg, &inputs); /* the map and what comes with it */
     CSLDestroy(inputs);
     if (status != WC_EXIT_OK) return status;
     const layout *L = mp->L;

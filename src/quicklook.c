@@ -27,7 +27,7 @@
 
 /* ColorBrewer YlOrRd, 9 classes (matplotlib's YlOrRd): lightness falls monotonically from pale
  * yellow to dark red, so higher risk always reads darker, also in grey-scale print. */
-static const unsigned char YLORRD[9][3] = {
+const unsigned char WC_QUICKLOOK_RAMP[WC_QUICKLOOK_NSTOPS][3] = {
     {255, 255, 204}, {255, 237, 160}, {254, 217, 118}, {254, 178, 76}, {253, 141, 60},
     {252, 78, 42},   {227, 26, 28},   {189, 0, 38},    {128, 0, 38},
 };
@@ -35,13 +35,15 @@ static const unsigned char YLORRD[9][3] = {
 void wc_quicklook_color(double p, unsigned char rgb[3]) {
     if (!(p > 0)) p = 0; /* also NaN */
     if (p > 1) p = 1;
-    double s = p * 8.0;
+    const int last = WC_QUICKLOOK_NSTOPS - 1;
+    double s = p * last;
     int i = (int)s;
-    if (i > 7) i = 7;
-    WC_ASSERT(i >= 0 && i <= 7); /* the stop below p, and the next one */
+    if (i > last - 1) i = last - 1;
+    WC_ASSERT(i >= 0 && i < last); /* the stop below p, and the next one */
     double t = s - i;
+    const unsigned char(*R)[3] = WC_QUICKLOOK_RAMP;
     for (int c = 0; c < 3; c++)
-        rgb[c] = (unsigned char)lround(YLORRD[i][c] + t * (YLORRD[i + 1][c] - YLORRD[i][c]));
+        rgb[c] = (unsigned char)lround(R[i][c] + t * (R[i + 1][c] - R[i][c]));
 }
 
 /* ---- a 5x7 bitmap font, only the characters the legend needs ------------------------------- */
@@ -65,14 +67,19 @@ static const glyph FONT[] = {
     {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}},
     {'a', {0x00, 0x00, 0x0E, 0x01, 0x0F, 0x11, 0x0F}},
     {'b', {0x10, 0x10, 0x16, 0x19, 0x11, 0x11, 0x1E}},
+    {'c', {0x00, 0x00, 0x0E, 0x10, 0x10, 0x11, 0x0E}},
+    {'d', {0x01, 0x01, 0x0D, 0x13, 0x11, 0x11, 0x0F}},
+    {'e', {0x00, 0x00, 0x0E, 0x11, 0x1F, 0x10, 0x0E}},
     {'i', {0x04, 0x00, 0x0C, 0x04, 0x04, 0x04, 0x0E}},
     {'l', {0x0C, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}},
     {'n', {0x00, 0x00, 0x16, 0x19, 0x11, 0x11, 0x11}},
     {'o', {0x00, 0x00, 0x0E, 0x11, 0x11, 0x11, 0x0E}},
     {'p', {0x00, 0x00, 0x1E, 0x11, 0x1E, 0x10, 0x10}},
     {'r', {0x00, 0x00, 0x16, 0x19, 0x10, 0x10, 0x10}},
+    {'s', {0x00, 0x00, 0x0E, 0x10, 0x0E, 0x01, 0x1E}},
     {'t', {0x08, 0x08, 0x1C, 0x08, 0x08, 0x09, 0x06}},
     {'u', {0x00, 0x00, 0x11, 0x11, 0x11, 0x13, 0x0D}},
+    {'v', {0x00, 0x00, 0x11, 0x11, 0x11, 0x0A, 0x04}},
     {'y', {0x00, 0x00, 0x11, 0x11, 0x0F, 0x01, 0x0E}},
 };
 
@@ -140,6 +147,18 @@ static void draw_legend(canvas *cv, int top, int u) {
     }
 }
 
+/* A line of width u from (x0, y0) to (x1, y1), by steps of at most one pixel along the longer
+ * axis. */
+static void draw_line(canvas *cv, double x0, double y0, double x1, double y1, int u,
+                      const unsigned char rgba[4]) {
+    const int n = (int)ceil(fmax(fabs(x1 - x0), fabs(y1 - y0))) + 1;
+    for (int k = 0; k <= n; k++) {
+        double t = (double)k / n;
+        fill_rect(cv, (int)lround(x0 + t * (x1 - x0)) - u / 2,
+                  (int)lround(y0 + t * (y1 - y0)) - u / 2, u, u, rgba);
+    }
+}
+
 /* ---- layout ------------------------------------------------------------------------------ */
 
 /* In 64 bits: a side may be INT_MAX, and rounding it up to a multiple of the factor goes beyond
@@ -160,6 +179,21 @@ void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info 
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
+
+/* A picture of width x height RGBA pixels, built in memory (zeroed: transparent) and published
+ * as a PNG copy of it (rwriter.h). */
+static wc_rwriter *picture_writer(const char *png_path, int width, int height) {
+    static const wc_rwriter_band rgba[4] = {
+        {.color = "Red"}, {.color = "Green"}, {.color = "Blue"}, {.color = "Alpha"}};
+    const wc_rwriter_opts o = {.driver = "MEM",
+                               .width = width,
+                               .height = height,
+                               .nbands = 4,
+                               .type = WC_DT_BYTE,
+                               .bands = rgba,
+                               .copy_driver = "PNG"};
+    return wc_rwriter_create(png_path, &o);
+}
 
 /* Paints the map part of the picture into the writer's MEM dataset a band of rows at a time (the
  * picture is the only full-size buffer: the MEM dataset's own). Values that are not
@@ -218,8 +252,6 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
 
 int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, int max_side,
                        wc_quicklook_info *info_out) {
-    static const wc_rwriter_band rgba[4] = {
-        {.color = "Red"}, {.color = "Green"}, {.color = "Blue"}, {.color = "Alpha"}};
     wc_raster_init();
     wc_quicklook_info info;
     wc_gdal_errors err = {0};
@@ -235,15 +267,7 @@ int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, 
     }
     const int W = GDALGetRasterXSize(src), H = GDALGetRasterYSize(src);
     wc_quicklook_layout(W, H, max_side, &info);
-    /* built in memory (zeroed: transparent), published as a PNG copy of it */
-    const wc_rwriter_opts o = {.driver = "MEM",
-                               .width = info.width,
-                               .height = info.height,
-                               .nbands = 4,
-                               .type = WC_DT_BYTE,
-                               .bands = rgba,
-                               .copy_driver = "PNG"};
-    if (!(w = wc_rwriter_create(png_path, &o))) goto out;
+    if (!(w = picture_writer(png_path, info.width, info.height))) goto out;
     int64_t bad = 0;
     if (paint_map(w, GDALGetRasterBand(src, band_no), src_path, W, H, &info, &bad) != WC_OK)
         goto out;
@@ -264,4 +288,70 @@ out:
     wc_gdal_errors_pop();
     free(cv.px);
     return rc;
+}
+
+/* ---- the reliability diagram --------------------------------------------------------------- */
+
+/* Layout at scale 1 (the picture is drawn at scale 2): the plot's square, its margins. */
+enum { REL_SIDE = 200, REL_LEFT = 30, REL_TOP = 22, REL_RIGHT = 12, REL_BOTTOM = 34 };
+
+int wc_quicklook_reliability(const char *png_path, int nbins, const int64_t *count,
+                             const double *predicted, const double *observed) {
+    static const unsigned char white[4] = {255, 255, 255, 255}, ink[4] = {40, 40, 40, 255},
+                               grey[4] = {170, 170, 170, 255}, curve[4] = {60, 60, 60, 255};
+    const int u = 2, side = REL_SIDE * u, x0 = REL_LEFT * u, y0 = REL_TOP * u;
+    canvas cv = {.w = (REL_LEFT + REL_SIDE + REL_RIGHT) * u,
+                 .h = (REL_TOP + REL_SIDE + REL_BOTTOM) * u};
+    wc_raster_init();
+    wc_rwriter *w = picture_writer(png_path, cv.w, cv.h);
+    if (!w) return WC_ERR;
+    cv.px = WC_CALLOC((size_t)4 * cv.w * cv.h, 1);
+    fill_rect(&cv, 0, 0, cv.w, cv.h, white);
+    /* the plot: x the mean predicted probability of a bin, y the share of it that burned; a
+     * calibrated model's points lie on the diagonal */
+#define PX(p) (x0 + (p) * (side - 1))
+#define PY(p) (y0 + (1 - (p)) * (side - 1))
+    draw_line(&cv, PX(0.0), PY(0.0), PX(1.0), PY(1.0), u, grey);
+    fill_rect(&cv, x0 - u, y0 - u, side + 2 * u, u, ink); /* the frame */
+    fill_rect(&cv, x0 - u, y0 + side, side + 2 * u, u, ink);
+    fill_rect(&cv, x0 - u, y0 - u, u, side + 2 * u, ink);
+    fill_rect(&cv, x0 + side, y0 - u, u, side + 2 * u, ink);
+    static const char *ticks[] = {"0", "0.5", "1"};
+    for (int k = 0; k < 3; k++) {
+        const double t = k * 0.5;
+        const int xt = (int)lround(PX(t)), yt = (int)lround(PY(t));
+        fill_rect(&cv, xt - u / 2, y0 + side, u, 3 * u, ink);
+        draw_text(&cv, xt - text_width(ticks[k], u) / 2, y0 + side + 5 * u, ticks[k], u, ink);
+        fill_rect(&cv, x0 - 3 * u, yt - u / 2, 3 * u, u, ink);
+        draw_text(&cv, x0 - 5 * u - text_width(ticks[k], u), yt - 3 * u, ticks[k], u, ink);
+    }
+    draw_text(&cv, x0, 7 * u, "reliability", u, ink);
+    draw_text(&cv, x0 + side - text_width("observed", u), 7 * u, "observed", u, grey);
+    draw_text(&cv, x0 + (side - text_width("predicted", u)) / 2, y0 + side + 16 * u, "predicted", u,
+              ink);
+    /* the curve through the non-empty bins, then each bin as a square in the ramp's colour */
+    double px = NAN, py = NAN;
+    for (int k = 0; k < nbins; k++) {
+        if (count[k] <= 0 || !isfinite(predicted[k]) || !isfinite(observed[k])) continue;
+        if (isfinite(px))
+            draw_line(&cv, PX(px), PY(py), PX(predicted[k]), PY(observed[k]), u, curve);
+        px = predicted[k], py = observed[k];
+    }
+    for (int k = 0; k < nbins; k++) {
+        if (count[k] <= 0 || !isfinite(predicted[k]) || !isfinite(observed[k])) continue;
+        unsigned char c[4] = {0, 0, 0, 255};
+        wc_quicklook_color(predicted[k], c);
+        const int cx = (int)lround(PX(predicted[k])), cy = (int)lround(PY(observed[k]));
+        fill_rect(&cv, cx - 4 * u, cy - 4 * u, 8 * u, 8 * u, ink);
+        fill_rect(&cv, cx - 3 * u, cy - 3 * u, 6 * u, 6 * u, c);
+    }
+#undef PX
+#undef PY
+    int rc = wc_rwriter_write(w, 0, 0, cv.h, cv.px, 0);
+    free(cv.px);
+    if (rc != WC_OK) {
+        wc_rwriter_abort(w);
+        return WC_ERR;
+    }
+    return wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
 }

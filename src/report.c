@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/json.h"
+#include "wildcpu/quicklook.h"
 #include "wildcpu/util.h"
 
 static const char *status_name(int status) {
@@ -33,8 +35,25 @@ typedef struct {
 
 /* report.md from this run's report (run) and, when given, the baseline's (base). Written
  * atomically (temporary name, then rename): a reader never sees half a report. */
+/* The reliability section: the diagram (when it was written) and its table. A calibrated model's
+ * bins have an observed share equal to their mean prediction, so the risk map's numbers can be
+ * read as probabilities. */
+static void write_reliability(FILE *f, const wc_metrics *m, int have_picture) {
+    fprintf(f, "### Reliability (calibration) of the last validation\n\n");
+    if (have_picture) fprintf(f, "![reliability diagram](" WC_REPORT_CALIBRATION_PNG ")\n\n");
+    fprintf(f, "| predicted | pixels | mean predicted | observed burned |\n|---|---:|---:|---:|\n");
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++) {
+        fprintf(f, "| %.1f-%.1f | %lld |", k / 10.0, (k + 1) / 10.0, (long long)m->cal_count[k]);
+        if (m->cal_count[k] > 0)
+            fprintf(f, " %.4f | %.4f |\n", m->cal_predicted[k], m->cal_observed[k]);
+        else
+            fprintf(f, " - | - |\n");
+    }
+    fprintf(f, "\n");
+}
+
 static void write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
-                           const wc_json_doc *base, const char *base_path) {
+                           const wc_json_doc *base, const char *base_path, int have_picture) {
     wc_atomic_file af;
     if (wc_atomic_open(&af, path, "w") != WC_OK) return;
     FILE *f = af.f;
@@ -107,6 +126,7 @@ static void write_markdown(const char *path, const wc_run_summary *s, const wc_j
         }
         fprintf(f, "\n");
     }
+    if (s->have_val) write_reliability(f, &s->val, have_picture);
     if (s->best_step >= 0)
         fprintf(f,
                 "Model selection: the checkpoint with the best validation AUC-PR, %.4f after step "
@@ -166,6 +186,40 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
         return WC_ERR;
     }
     return WC_OK;
+}
+
+/* The pictures' section of report.md starts here; everything after it is the section. */
+#define PICTURES_MARK "<!-- wildcpu: pictures -->"
+
+void wc_report_add_pictures(const char *out_dir) {
+    static const struct {
+        const char *file, *title, *caption;
+    } pics[] = {
+        {"risk.png", "The risk map",
+         "Burn probability of every pixel (`risk.tif`; open it in QGIS, which picks up "
+         "`risk.qml`), on the absolute scale 0..1; nodata is transparent."},
+    };
+    char path[4200], pic[4200];
+    snprintf(path, sizeof path, "%s/report.md", out_dir);
+    char *text = wc_read_file(path);
+    if (!text) {
+        wc_warn("%s cannot be read to add its pictures: %s", path, strerror(errno));
+        return;
+    }
+    char *mark = strstr(text, PICTURES_MARK);
+    if (mark) *mark = '\0';
+    wc_atomic_file af;
+    if (wc_atomic_open(&af, path, "w") == WC_OK) {
+        fprintf(af.f, "%s%s\n\n", text, PICTURES_MARK);
+        for (size_t i = 0; i < sizeof pics / sizeof pics[0]; i++) {
+            snprintf(pic, sizeof pic, "%s/%s", out_dir, pics[i].file);
+            if (access(pic, R_OK) != 0) continue;
+            fprintf(af.f, "## %s\n\n![%s](%s)\n\n%s\n\n", pics[i].title, pics[i].title,
+                    pics[i].file, pics[i].caption);
+        }
+        wc_atomic_commit(&af);
+    }
+    free(text);
 }
 
 /* What the summary derives from the run's figures: the log and report.json say the same. */
@@ -269,7 +323,10 @@ static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, co
     wc_json_array(j);
     for (int r = 0; r < R; r++) wc_json_num(j, (double)rss[r] / MiB);
     wc_json_end(j);
-    if (s->have_val) wc_metrics_json_members(j, &s->val, "val_");
+    if (s->have_val) {
+        wc_metrics_json_members(j, &s->val, "val_");
+        wc_metrics_json_calibration(j, "val_calibration", &s->val);
+    }
     if (s->have_oracle) wc_metrics_json_members(j, &s->oracle, "oracle_");
     wc_json_end(j);
 }
@@ -306,8 +363,13 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
     int rc = wc_json_parse(wc_json_text(&j), &run, why, sizeof why);
     WC_ASSERT(rc == WC_OK);
     const int have_base = baseline_json && read_baseline(baseline_json, &base) == WC_OK;
+    /* the reliability diagram first, so report.md links it only when it exists */
+    snprintf(path, sizeof path, "%s/" WC_REPORT_CALIBRATION_PNG, out_dir);
+    const int have_picture =
+        s->have_val && wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,
+                                                s->val.cal_predicted, s->val.cal_observed) == WC_OK;
     snprintf(path, sizeof path, "%s/report.md", out_dir);
-    write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json);
+    write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json, have_picture);
     wc_json_doc_free(&run);
     wc_json_doc_free(&base);
     wc_json_free(&j);

@@ -1,108 +1,180 @@
-/* riskmap.c: the risk map's file on the writing rank; see riskmap.h and docs/predict.md.
+/* riskmap.c: the risk map's files on the writing rank; see riskmap.h and docs/predict.md.
  *
  * The probabilities are counted as they are written: the share of nodata for the summary, and
  * (--classes) an exact integer histogram from which the class breaks follow once the whole map
- * is known; the class band is then a second pass over the written probability band. The file
- * itself goes through the raster writer: a sparse working GeoTIFF, copied when complete into
- * the map proper, verified and renamed over the target.
+ * is known; the class raster is then a second pass over the written probability band. Both
+ * rasters go through the raster writer: a sparse working GeoTIFF, copied when complete into
+ * the file proper, verified and renamed over the target. What comes with the map (picture,
+ * QGIS style, STAC item) is written only once the map is in place, from the files on disk.
  *
- * Not here: computing the probabilities, the windows, MPI (predict.c); GDAL (rwriter.c). */
+ * Not here: computing the probabilities, the windows, MPI (predict.c); GDAL (rwriter.c); the
+ * style's and the item's documents (style.c, stac.c). */
 #include "wildcpu/riskmap.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <gdal.h>
+
+#include "wildcpu/files.h"
 #include "wildcpu/quicklook.h"
 #include "wildcpu/rwriter.h"
+#include "wildcpu/stac.h"
 #include "wildcpu/stop.h"
+#include "wildcpu/style.h"
 #include "wildcpu/util.h"
 
 /* ---- the file ------------------------------------------------------------------------------ */
 
 /* The map is written in two files (rwriter.h). The working GeoTIFF receives the rounds' rows and
- * the class band; it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never
+ * nothing else (the class raster has its own); it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never
  * written are not filled in at close), so abandoning it after a stop or an error costs nothing:
  * a dense GeoTIFF fills every missing tile when it is closed, gigabytes and minutes for a map of
  * millions of tiles. The map proper is then a complete copy of it (GDAL's CreateCopy to the
  * GTiff or COG driver, every tile present, as any reader expects), which a stop can also
  * interrupt. The copy re-encodes the map once: DEFLATE runs far faster than the network.
  *
- * The layout: tiles of one strip's height, so each strip completes a row of tiles;
- * band-sequential, so the class band, written after the whole probability band, leaves the
- * first band's tiles untouched. */
+ * The layout: tiles of one strip's height, so each strip completes a row of tiles. The class
+ * raster has the same tiles, Byte, and no predictor (its values are categories, not a smooth
+ * field). */
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 #define MAP_LAYOUT                                                                                 \
     "TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=" STR(WC_PREDICT_STRIP), "COMPRESS=DEFLATE",        \
         "PREDICTOR=3", "BIGTIFF=IF_SAFER", "INTERLEAVE=BAND"
+#define CLASS_LAYOUT                                                                               \
+    "TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=" STR(WC_PREDICT_STRIP), "COMPRESS=DEFLATE",        \
+        "BIGTIFF=IF_SAFER"
 static const char *const MAP_OPTIONS[] = {MAP_LAYOUT, NULL};
+static const char *const CLASS_OPTIONS[] = {CLASS_LAYOUT, NULL};
 /* ZLEVEL 1: the working file is read once, by the copy */
 static const char *const WORK_OPTIONS[] = {MAP_LAYOUT, "SPARSE_OK=TRUE", "ZLEVEL=1", NULL};
+static const char *const CLASS_WORK_OPTIONS[] = {CLASS_LAYOUT, "SPARSE_OK=TRUE", "ZLEVEL=1", NULL};
+/* COG: BLOCKSIZE 256, overviews down to one tile. Probabilities average well (nodata skipped);
+ * class numbers must not be averaged. */
+#define COG_LAYOUT "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", "BLOCKSIZE=256", "OVERVIEWS=AUTO"
+static const char *const MAP_COG[] = {COG_LAYOUT, "PREDICTOR=YES", "RESAMPLING=AVERAGE", NULL};
+static const char *const CLASS_COG[] = {COG_LAYOUT, "RESAMPLING=NEAREST", NULL};
 
-static int not_stopped(void *arg) {
-    (void)arg;
-    return !wc_stop_requested();
-}
+/* The class raster's nodata: Byte has no room for the map's -9999. */
+#define CLASS_NODATA 255
 
-/* The working file, georeferenced as the input, with the map's provenance. NULL after a
- * message. */
-static wc_rwriter *create_file(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
-                               const char *window_layout) {
-    const int nbands = cfg->classes ? 2 : 1;
-    /* probabilities average well (nodata skipped); class numbers must not be averaged, and the
-     * COG driver takes one resampling for all bands; BLOCKSIZE 256: overviews down to one tile */
-    const char *const cog[] = {"COMPRESS=DEFLATE",
-                               "PREDICTOR=YES",
-                               "BIGTIFF=IF_SAFER",
-                               "BLOCKSIZE=256",
-                               "OVERVIEWS=AUTO",
-                               nbands == 2 ? "RESAMPLING=NEAREST" : "RESAMPLING=AVERAGE",
-                               NULL};
-    const wc_rwriter_band bands[2] = {
-        {.name = "fire_risk", .has_nodata = 1, .nodata = WC_PREDICT_NODATA},
-        {.name = "fire_risk_class", .has_nodata = 1, .nodata = WC_PREDICT_NODATA},
-    };
-    const wc_rwriter_opts o = {.options = WORK_OPTIONS,
-                               .width = r->width,
-                               .height = r->height,
-                               .nbands = nbands,
-                               .type = WC_DT_FLOAT32,
-                               .gt = r->has_gt ? r->gt : NULL,
-                               .wkt = r->wkt,
-                               .bands = bands,
-                               .copy_driver = cfg->cog ? "COG" : "GTiff",
-                               .copy_options = cfg->cog ? cog : MAP_OPTIONS,
-                               .keep_going = not_stopped};
-    wc_rwriter *w = wc_rwriter_create(cfg->out, &o);
-    if (!w) return NULL;
-    char ts[32], step[32], params[32], tiff_ts[32];
-    wc_utc_timestamp(ts, sizeof ts);
-    snprintf(step, sizeof step, "%ld", m->step);
-    snprintf(params, sizeof params, "fnv1a64:%016llx",
+
+/* What both rasters record of where they come from (the map's metadata, docs/predict.md). */
+typedef struct provenance {
+    char created[32], step[32], params[32], tiff_ts[32];
+} provenance;
+
+static void provenance_of(provenance *p, const wc_model *m) {
+    wc_utc_timestamp(p->created, sizeof p->created);
+    snprintf(p->step, sizeof p->step, "%ld", m->step);
+    snprintf(p->params, sizeof p->params, "fnv1a64:%016llx",
              (unsigned long long)wc_fnv1a64(m->net->params, m->net->nparams * sizeof(float)));
     /* TIFF's own timestamp format */
-    snprintf(tiff_ts, sizeof tiff_ts, "%.4s:%.2s:%.2s %.8s", ts, ts + 5, ts + 8, ts + 11);
+    snprintf(p->tiff_ts, sizeof p->tiff_ts, "%.4s:%.2s:%.2s %.8s", p->created, p->created + 5,
+             p->created + 8, p->created + 11);
+}
+
+/* A working file for target, georeferenced as the input, with the map's provenance: the
+ * probability map (1 band Float32) or the class raster (1 band Byte). NULL after a message. */
+static wc_rwriter *create_file(const char *target, const wc_rwriter_opts *o,
+                               const wc_raster *r, const wc_model *m, const provenance *p,
+                               const char *window_layout) {
+    wc_rwriter *w = wc_rwriter_create(target, o);
+    if (!w) return NULL;
     const char *const md[][2] = {
         {"wildcpu_version", WC_VERSION},
-        {"created_utc", ts},
+        {"created_utc", p->created},
         {"checkpoint", m->path},
-        {"checkpoint_step", step},
-        {"checkpoint_params", params},
+        {"checkpoint_step", p->step},
+        {"checkpoint_params", p->params},
         {"model_arch", m->net->arch},
         {"training_data_fingerprint", m->fingerprint},
         {"input", r->path},
         {"window_layout", window_layout},
         {"TIFFTAG_SOFTWARE", "wildcpu " WC_VERSION},
-        {"TIFFTAG_DATETIME", tiff_ts},
+        {"TIFFTAG_DATETIME", p->tiff_ts},
     };
     int rc = WC_OK;
     for (size_t i = 0; i < sizeof md / sizeof md[0] && rc == WC_OK; i++)
         rc = wc_rwriter_set_metadata(w, 0, md[i][0], md[i][1]);
-    if (rc == WC_OK) rc = wc_rwriter_set_metadata(w, 1, "meaning", "burn probability in [0,1]");
     if (rc == WC_OK) return w;
+    wc_rwriter_abort(w);
+    return NULL;
+}
+
+static int not_stopped_arg(void *arg) {
+    (void)arg;
+    return !wc_stop_requested();
+}
+
+/* The writer's options for one of the rasters on r's grid: one band of type, the working file
+ * sparse, published as a GTiff or (--cog) COG copy. */
+static wc_rwriter_opts raster_opts(const wc_predict_config *cfg, const wc_raster *r, wc_dtype type,
+                                   const wc_rwriter_band *band, const char *const *work,
+                                   const char *const *plain, const char *const *cog) {
+    return (wc_rwriter_opts){.options = work,
+                             .width = r->width,
+                             .height = r->height,
+                             .nbands = 1,
+                             .type = type,
+                             .gt = r->has_gt ? r->gt : NULL,
+                             .wkt = r->wkt,
+                             .bands = band,
+                             .copy_driver = cfg->cog ? "COG" : "GTiff",
+                             .copy_options = cfg->cog ? cog : plain};
+}
+
+static wc_rwriter *create_map(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
+                              const provenance *p, const char *window_layout) {
+    const wc_rwriter_band band = {.name = "fire_risk", .has_nodata = 1,
+                                  .nodata = WC_PREDICT_NODATA};
+    wc_rwriter_opts o =
+        raster_opts(cfg, r, WC_DT_FLOAT32, &band, WORK_OPTIONS, MAP_OPTIONS, MAP_COG);
+    o.keep_going = not_stopped_arg;
+    wc_rwriter *w = create_file(cfg->out, &o, r, m, p, window_layout);
+    if (w && wc_rwriter_set_metadata(w, 1, "meaning", "burn probability in [0,1]") != WC_OK) {
+        wc_rwriter_abort(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* The class raster's working file. Its commit comes after the map's and asks no stop: once the
+ * map is in place, the classes that belong to it follow. Colours and names are set here, so
+ * the file describes itself to any GDAL client: a palette (the ramp's every other stop, low
+ * pale yellow to extreme dark red; nodata transparent) and category names. */
+static wc_rwriter *create_classes(const wc_predict_config *cfg, const char *path,
+                                  const wc_raster *r, const wc_model *m, const provenance *p,
+                                  const char *window_layout) {
+    const wc_rwriter_band band = {.name = "fire_risk_class", .has_nodata = 1,
+                                  .nodata = CLASS_NODATA};
+    const wc_rwriter_opts o =
+        raster_opts(cfg, r, WC_DT_BYTE, &band, CLASS_WORK_OPTIONS, CLASS_OPTIONS, CLASS_COG);
+    wc_rwriter *w = create_file(path, &o, r, m, p, window_layout);
+    if (!w) return NULL;
+    unsigned char colors[256][4] = {{0}}; /* values beyond the classes: transparent */
+    for (int c = 0; c < WC_PREDICT_NCLASSES; c++) {
+        const unsigned char *rgb = WC_QUICKLOOK_RAMP[c * (WC_QUICKLOOK_NSTOPS - 1) /
+                                                     (WC_PREDICT_NCLASSES - 1)];
+        memcpy(colors[c], rgb, 3);
+        colors[c][3] = 255;
+    }
+    const char *map_name = strrchr(cfg->out, '/');
+    const char *names[WC_PREDICT_NCLASSES + 1] = {NULL}; /* GDAL's lists end with NULL */
+    memcpy(names, WC_PREDICT_CLASS_NAMES, sizeof WC_PREDICT_CLASS_NAMES);
+    if (wc_rwriter_set_colors(w, 1, (const unsigned char(*)[4])colors, 256) == WC_OK &&
+        wc_rwriter_set_categories(w, 1, names) == WC_OK &&
+        wc_rwriter_set_metadata(w, 0, "probability_map", map_name ? map_name + 1 : cfg->out) ==
+            WC_OK)
+        return w;
     wc_rwriter_abort(w);
     return NULL;
 }
@@ -157,11 +229,12 @@ static int class_of(float p, const float breaks[]) {
     return c;
 }
 
-/* Second pass over the finished probability band (H rows of W): the class band, strip by
- * strip. Returns an exit status: a stop signal on this rank (only rank 0 writes) ends it with
+/* Second pass over the finished probability band (H rows of W, read back from the map's working
+ * file): the class raster, strip by strip. rows: WC_PREDICT_STRIP rows of floats; bytes: as many
+ * of Byte. Returns an exit status: a stop signal on this rank (only rank 0 writes) ends it with
  * WC_EXIT_STOPPED. */
-static int write_classes(wc_rwriter *w, int64_t W, int64_t H, const int64_t *hist, int64_t nvalid,
-                         float *rows) {
+static int write_classes(wc_rwriter *map, wc_rwriter *cw, int64_t W, int64_t H,
+                         const int64_t *hist, int64_t nvalid, float *rows, unsigned char *bytes) {
     float breaks[WC_PREDICT_NCLASSES - 1];
     int64_t counts[WC_PREDICT_NCLASSES];
     class_breaks(hist, nvalid, breaks, counts);
@@ -176,52 +249,221 @@ static int write_classes(wc_rwriter *w, int64_t W, int64_t H, const int64_t *his
     for (int c = 0; c < WC_PREDICT_NCLASSES; c++)
         nf += (size_t)snprintf(fr + nf, sizeof fr - nf, "%s%.6f", c ? "," : "",
                                nvalid ? (double)counts[c] / (double)nvalid : 0.0);
-    /* GeoTIFF has no field for category names: GDAL keeps them in FILE.aux.xml; the metadata
-     * below (inside the TIFF) says the same for readers without the sidecar */
+    /* the category names live in the sidecar (GeoTIFF has no field for them): the metadata
+     * inside the TIFF says the same for readers without it */
     const char *const md[][2] = {
         {"class_names", "low,moderate,high,very high,extreme"},
         {"class_values", "0,1,2,3,4"},
+        {"class_nodata", STR(CLASS_NODATA)},
         {"class_rule", "class = number of breaks the probability exceeds (p > break)"},
         {"class_quantiles", q},
         {"class_breaks", nvalid ? br : "none (no valid pixel)"},
         {"class_fractions", fr},
     };
-    if (wc_rwriter_set_categories(w, 2, WC_PREDICT_CLASS_NAMES) != WC_OK) return WC_EXIT_RUNTIME;
     for (size_t i = 0; i < sizeof md / sizeof md[0]; i++)
-        if (wc_rwriter_set_metadata(w, 2, md[i][0], md[i][1]) != WC_OK) return WC_EXIT_RUNTIME;
+        if (wc_rwriter_set_metadata(cw, 1, md[i][0], md[i][1]) != WC_OK) return WC_EXIT_RUNTIME;
     wc_info("predict: classes at quantiles %s of %lld valid pixels: breaks %s; shares %s", q,
             (long long)nvalid, nvalid ? br : "none", fr);
     for (int64_t y0 = 0; y0 < H; y0 += WC_PREDICT_STRIP) {
         if (wc_stop_requested()) return WC_EXIT_STOPPED;
         int64_t n = WC_MIN(WC_PREDICT_STRIP, H - y0);
-        if (wc_rwriter_read(w, 1, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
+        if (wc_rwriter_read(map, 1, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
         for (size_t i = 0; i < (size_t)n * (size_t)W; i++)
-            rows[i] = rows[i] == (float)WC_PREDICT_NODATA ? (float)WC_PREDICT_NODATA
-                                                          : (float)class_of(rows[i], breaks);
-        if (wc_rwriter_write(w, 2, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
+            bytes[i] = rows[i] == (float)WC_PREDICT_NODATA ? CLASS_NODATA
+                                                           : (unsigned char)class_of(rows[i], breaks);
+        if (wc_rwriter_write(cw, 1, y0, n, bytes, 0) != WC_OK) return WC_EXIT_RUNTIME;
     }
     return WC_EXIT_OK;
 }
 
-/* ---- the map ------------------------------------------------------------------------------- */
+/* ---- the files that come with the map -------------------------------------------------------- */
 
 struct wc_riskmap {
     const wc_predict_config *cfg;
-    wc_rwriter *w;
+    const wc_raster *r;      /* the caller's, until finish */
+    const wc_model *m;
+    provenance prov;
+    wc_rwriter *w;           /* the map */
+    wc_rwriter *cw;          /* --classes: the class raster */
+    wc_riskmap_paths paths;
     int64_t W, H;
     int64_t *hist;           /* --classes: (CLASS_BINS) */
     int64_t npixels, nvalid; /* pixels written, and those of them that are not nodata */
 };
 
+void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p) {
+    p->classes = wc_sibling_path(out, "_classes.tif");
+    p->style = wc_sibling_path(out, ".qml");
+    p->stac = wc_sibling_path(out, ".json");
+}
+
+void wc_riskmap_paths_free(wc_riskmap_paths *p) {
+    free(p->classes), free(p->style), free(p->stac);
+    memset(p, 0, sizeof *p);
+}
+
+int wc_riskmap_check_outputs(const wc_predict_config *cfg, char ***inputs) {
+    wc_riskmap_paths p;
+    wc_riskmap_paths_of(cfg->out, &p);
+    const struct {
+        const char *what, *path;
+    } outs[] = {{"risk map", cfg->out},
+                {"quick-look picture", cfg->png},
+                {"class raster", cfg->classes ? p.classes : NULL},
+                {"QGIS style", cfg->no_style ? NULL : p.style},
+                {"STAC item", p.stac}};
+    int status = WC_EXIT_OK;
+    /* each output is an input of the next ones: none may be the map or overwrite another */
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0] && status == WC_EXIT_OK; i++) {
+        if (!outs[i].path) continue;
+        status = wc_check_output_path(outs[i].what, outs[i].path, (const char *const *)*inputs);
+        *inputs = CSLAddString(*inputs, outs[i].path);
+    }
+    wc_riskmap_paths_free(&p);
+    return status;
+}
+
+/* Whether path is a class raster wildcpu wrote (its band carries the class rule). */
+static int classes_are_ours(const char *path) {
+    if (access(path, F_OK) != 0) return 0;
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    const int ours = ds && GDALGetRasterCount(ds) == 1 &&
+                     GDALGetMetadataItem(ds, "wildcpu_version", NULL) &&
+                     GDALGetMetadataItem(GDALGetRasterBand(ds, 1), "class_rule", NULL);
+    if (ds) GDALClose(ds);
+    CPLPopErrorHandler();
+    return ours;
+}
+
+/* A file of ours beside the map that this map does not have (classes from an earlier run with
+ * --classes, our style before a run with --no-style) would describe another map or contradict
+ * the options: it goes. Someone else's file of that name stays. */
+static void remove_stale(const char *path, const char *what) {
+    const size_t n = strlen(path) + 9;
+    char *aux = WC_ALLOC(n); /* its category names, for a class raster */
+    snprintf(aux, n, "%s.aux.xml", path);
+    if (unlink(path) == 0)
+        wc_info("predict: removed %s, the %s of an earlier map", path, what);
+    else
+        wc_warn("%s, the %s of an earlier map, could not be removed: %s", path, what,
+                strerror(errno));
+    unlink(aux);
+    free(aux);
+}
+
+/* The STAC item describing the files as they are on disk. */
+static int write_item(const wc_riskmap *map) {
+    const wc_predict_config *cfg = map->cfg;
+    const wc_model *m = map->m;
+    const wc_raster *r = map->r;
+    wc_stac_asset assets[4];
+    int n = 0;
+    assets[n++] = (wc_stac_asset){
+        "risk_map", cfg->out,
+        cfg->cog ? "image/tiff; application=geotiff; profile=cloud-optimized"
+                 : "image/tiff; application=geotiff",
+        "burn probability (Float32, 0..1, nodata -9999)", "data"};
+    if (cfg->classes)
+        assets[n++] = (wc_stac_asset){
+            "risk_classes", map->paths.classes,
+            cfg->cog ? "image/tiff; application=geotiff; profile=cloud-optimized"
+                     : "image/tiff; application=geotiff",
+            "risk classes (Byte: 0 low, 1 moderate, 2 high, 3 very high, 4 extreme; nodata 255)",
+            "data"};
+    if (cfg->png)
+        assets[n++] = (wc_stac_asset){"quicklook", cfg->png, "image/png",
+                                      "quick-look picture with a legend", "overview,visual"};
+    if (!cfg->no_style)
+        assets[n++] = (wc_stac_asset){"qgis_style", map->paths.style, "application/xml",
+                                      "QGIS layer style (QML) of the risk map", "style,metadata"};
+    const char *slash = strrchr(cfg->out, '/');
+    char *id = wc_sibling_path(slash ? slash + 1 : cfg->out, "");
+    const char *const props[][2] = {
+        {"created", map->prov.created},
+        {"wildcpu:version", WC_VERSION},
+        {"wildcpu:checkpoint", m->path},
+        {"wildcpu:checkpoint_params", map->prov.params},
+        {"wildcpu:model_arch", m->net->arch},
+        {"wildcpu:data_fingerprint", m->fingerprint},
+        {"wildcpu:input", r->path},
+    };
+    const wc_stac_item item = {.id = id,
+                               .datetime = map->prov.created,
+                               .width = r->width,
+                               .height = r->height,
+                               .gt = r->has_gt ? r->gt : NULL,
+                               .wkt = r->wkt,
+                               .assets = assets,
+                               .nassets = n,
+                               .props = props,
+                               .nprops = (int)(sizeof props / sizeof props[0]),
+                               .int_key = "wildcpu:step",
+                               .int_value = m->step,
+                               .metrics_json = m->metrics,
+                               .metrics_prefix = "wildcpu:"};
+    const int rc = wc_stac_write(map->paths.stac, &item);
+    free(id);
+    return rc;
+}
+
+/* After the map (and its classes) are in place: the picture, the style, stale files, the item.
+ * Returns an exit status. */
+static int write_companions(const wc_riskmap *map) {
+    const wc_predict_config *cfg = map->cfg;
+    if (cfg->png) {
+        /* the quick-look reads the finished map back: bounded memory, and it shows exactly what
+         * was written */
+        wc_quicklook_info qi;
+        if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK) {
+            wc_error("the risk map %s is complete, but its picture %s is not", cfg->out,
+                     cfg->png);
+            return WC_EXIT_RUNTIME;
+        }
+        char how[32] = "full resolution";
+        if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
+        wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png,
+                qi.width, qi.height, qi.map_width, qi.map_height, how, qi.legend_height);
+    }
+    if (!cfg->no_style) {
+        if (wc_style_write_qml(map->paths.style) != WC_OK) {
+            wc_error("the risk map %s is complete, but its QGIS style %s is not", cfg->out,
+                     map->paths.style);
+            return WC_EXIT_RUNTIME;
+        }
+        wc_info("predict: QGIS style %s", map->paths.style);
+    } else if (wc_style_is_ours(map->paths.style)) {
+        remove_stale(map->paths.style, "QGIS style (--no-style)");
+    }
+    if (!cfg->classes && classes_are_ours(map->paths.classes))
+        remove_stale(map->paths.classes, "class raster");
+    if (write_item(map) != WC_OK) {
+        wc_error("the risk map %s is complete, but its STAC item %s is not", cfg->out,
+                 map->paths.stac);
+        return WC_EXIT_RUNTIME;
+    }
+    wc_info("predict: STAC item %s", map->paths.stac);
+    return WC_EXIT_OK;
+}
+
+/* ---- the map ------------------------------------------------------------------------------- */
+
 wc_riskmap *wc_riskmap_create(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
                               const char *window_layout) {
-    wc_rwriter *w = create_file(cfg, r, m, window_layout);
-    if (!w) return NULL;
     wc_riskmap *map = WC_CALLOC(1, sizeof *map);
-    map->cfg = cfg;
-    map->w = w;
+    map->cfg = cfg, map->r = r, map->m = m;
     map->W = r->width, map->H = r->height;
-    if (cfg->classes) map->hist = WC_CALLOC(CLASS_BINS, sizeof(int64_t));
+    provenance_of(&map->prov, m);
+    wc_riskmap_paths_of(cfg->out, &map->paths);
+    map->w = create_map(cfg, r, m, &map->prov, window_layout);
+    if (map->w && cfg->classes) {
+        map->cw = create_classes(cfg, map->paths.classes, r, m, &map->prov, window_layout);
+        map->hist = WC_CALLOC(CLASS_BINS, sizeof(int64_t));
+    }
+    if (!map->w || (cfg->classes && !map->cw)) {
+        wc_riskmap_abort(map);
+        return NULL;
+    }
     return map;
 }
 
@@ -244,42 +486,49 @@ void wc_riskmap_counts(const wc_riskmap *map, int64_t *npixels, int64_t *nvalid)
 void wc_riskmap_abort(wc_riskmap *map) {
     if (!map) return;
     wc_rwriter_abort(map->w);
+    wc_rwriter_abort(map->cw);
+    wc_riskmap_paths_free(&map->paths);
     free(map->hist);
     free(map);
+}
+
+/* wc_rwriter_commit's status as an exit status. */
+static int commit_status(int rc) {
+    return rc == WC_OK ? WC_EXIT_OK : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }
 
 int wc_riskmap_finish(wc_riskmap *map, float *scratch) {
     const wc_predict_config *cfg = map->cfg;
     int status = WC_EXIT_OK;
-    if (cfg->classes)
-        status = write_classes(map->w, map->W, map->H, map->hist, map->nvalid, scratch);
+    if (map->cw) {
+        unsigned char *bytes = WC_ALLOC((size_t)WC_PREDICT_STRIP * (size_t)map->W);
+        status = write_classes(map->w, map->cw, map->W, map->H, map->hist, map->nvalid, scratch,
+                               bytes);
+        free(bytes);
+    }
     if (status == WC_EXIT_OK) {
         const double t0 = wc_now();
-        const int rc = wc_rwriter_commit(map->w);
+        status = commit_status(wc_rwriter_commit(map->w));
         map->w = NULL; /* committed or removed: nothing to clean up */
-        status = rc == WC_OK                ? WC_EXIT_OK
-                 : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED
-                                            : WC_EXIT_RUNTIME;
+        if (status == WC_EXIT_OK && map->cw) {
+            status = commit_status(wc_rwriter_commit(map->cw));
+            map->cw = NULL;
+            if (status != WC_EXIT_OK)
+                wc_error("the risk map %s is complete, but its classes %s are not", cfg->out,
+                         map->paths.classes);
+            else
+                wc_info("predict: class raster %s (Byte, colour table, category names)",
+                        map->paths.classes);
+        }
         if (status == WC_EXIT_OK && cfg->cog)
-            wc_info("predict: Cloud-Optimized GeoTIFF with overviews written in %.1f s",
-                    wc_now() - t0);
+            wc_info("predict: Cloud-Optimized GeoTIFF%s with overviews written in %.1f s",
+                    cfg->classes ? "s" : "", wc_now() - t0);
     }
     if (status == WC_EXIT_STOPPED)
         wc_info("predict: stopped by %s while finishing the map: it is not written (%s, if it "
                 "exists, is untouched); rerun the same command to draw it",
                 strsignal(wc_stop_signal()), cfg->out);
+    if (status == WC_EXIT_OK) status = write_companions(map);
     wc_riskmap_abort(map);
-    if (status != WC_EXIT_OK || !cfg->png) return status;
-    /* the quick-look reads the finished map back: bounded memory, and it shows exactly what
-     * was written */
-    wc_quicklook_info qi;
-    if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK) {
-        wc_error("the risk map %s is complete, but its picture %s is not", cfg->out, cfg->png);
-        return WC_EXIT_RUNTIME;
-    }
-    char how[32] = "full resolution";
-    if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
-    wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png, qi.width,
-            qi.height, qi.map_width, qi.map_height, how, qi.legend_height);
-    return WC_EXIT_OK;
+    return status;
 }

@@ -5,10 +5,12 @@
 
 #include "wildcpu/dist.h"
 #include "wildcpu/predict.h"
+#include "wildcpu/report.h"
 #include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
-/* The map of the trained model: DIR/risk.tif and its picture. */
+/* The map of the trained model: DIR/risk.tif, its picture, style and STAC item (and with
+ * --classes DIR/risk_classes.tif). */
 static int draw_map(const wc_train_config *cfg) {
     char risk[4200], png[4200];
     snprintf(risk, sizeof risk, "%s/risk.tif", cfg->out_dir);
@@ -21,6 +23,7 @@ static int draw_map(const wc_train_config *cfg) {
     pc.png = png;
     pc.cog = cfg->cog;
     pc.classes = cfg->classes;
+    pc.no_style = cfg->no_style;
     pc.threads = cfg->threads;
     return wc_predict_run(&pc);
 }
@@ -31,6 +34,7 @@ int wc_run_train_and_map(const wc_train_config *cfg) {
     status = wc_train_run(cfg); /* it marks a stop itself, as soon as its checkpoint is written */
     if (status == WC_EXIT_OK && !cfg->no_predict) {
         status = draw_map(cfg);
+        if (status == WC_EXIT_OK && wc_dist_rank() == 0) wc_report_add_pictures(cfg->out_dir);
         if (status == WC_EXIT_STOPPED) wc_rundir_mark_stopped(cfg->out_dir, "map");
     }
     return status;

@@ -29,6 +29,11 @@ static const struct {
     {"risk.tif", "the risk map"},
     {"risk.tif.aux.xml", "the risk map's sidecar"},
     {"risk.png", "the quick-look picture"},
+    {"risk_classes.tif", "the class raster"},
+    {"risk_classes.tif.aux.xml", "the class raster's category names"},
+    {"risk.qml", "the risk map's QGIS style"},
+    {"risk.json", "the risk map's STAC item"},
+    {"calibration.png", "the reliability diagram"},
     {"split.tif", "the training/validation split"},
     {WC_RUNDIR_STOPPED, "the stop marker"},
 };

@@ -189,6 +189,27 @@ int wc_rwriter_set_categories(wc_rwriter *w, int band, const char *const *names)
     return WC_OK;
 }
 
+int wc_rwriter_set_colors(wc_rwriter *w, int band, const unsigned char (*rgba)[4], int ncolors) {
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    GDALRasterBandH h = GDALGetRasterBand(w->ds, band);
+    GDALColorTableH ct = GDALCreateColorTable(GPI_RGB);
+    for (int i = 0; i < ncolors; i++) {
+        const GDALColorEntry e = {rgba[i][0], rgba[i][1], rgba[i][2], rgba[i][3]};
+        GDALSetColorEntry(ct, i, &e);
+    }
+    if (h) GDALSetRasterColorTable(h, ct);
+    if (h) GDALSetRasterColorInterpretation(h, GCI_PaletteIndex);
+    GDALDestroyColorTable(ct);
+    wc_gdal_errors_pop();
+    if (!h || w->err.failures != before) {
+        wc_error("cannot set the colour table of band %d of %s (for %s): %s", band, work_name(w),
+                 w->target, h ? gdal_why(w) : "no such band");
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
 /* ---- rows ------------------------------------------------------------------------------------ */
 
 static int rows_io(wc_rwriter *w, GDALRWFlag rw, int band, int64_t y0, int64_t n, void *rows,

@@ -32,6 +32,7 @@
 #include "wildcpu/stop.h"
 #include "wildcpu/trainlog.h"
 #include "wildcpu/util.h"
+#include "wildcpu/validation.h"
 
 void wc_train_config_default(wc_train_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
@@ -75,21 +76,6 @@ typedef struct {
     uint8_t *valid; /* (micro_batch, P, P) */
 } decoded;
 
-typedef struct {
-    wc_metrics_acc *acc, *oracle_acc; /* exact, rank-independent accumulators */
-    int pending;     /* the last epoch's validation was cut short by a stop */
-    wc_infer inf;    /* the map's network, over a validation block's window */
-    wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
-    long *blocks;    /* the validation blocks, in index order */
-    long lo, hi;     /* this rank's share of them */
-    long max_share;  /* the largest share (every rank agrees that many times) */
-    /* (block side ^ 2) one block's pixels: probabilities, labels, the oracle, the state of
-     * each pixel (WC_PX_*), which pixels count, and the label reading's scratch */
-    float *prob, *y, *oracle;
-    uint8_t *px, *use;
-    double *scratch;
-} validation;
-
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
 typedef struct {
     double interval;    /* seconds between timed checkpoints; 0: none */
@@ -114,7 +100,8 @@ typedef struct {
     long total_steps, start_step;
     read_ahead ra;
     decoded dec;
-    validation val;
+    wc_validation val;
+    int val_pending; /* the last epoch's validation was cut short by a stop */
     ckpt_policy ckpt;
     struct {
         double auc_pr; /* the best validation AUC-PR so far, -1 before the first */
@@ -123,9 +110,9 @@ typedef struct {
     wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
     char *spec;         /* the network spec text */
     double t_start, t_loop;
-    int report_due;     /* the report changes even without a step (a pending validation ran) */
+    int report_due; /* the report changes even without a step (a pending validation ran) */
     char config_kv[2048];
-    long poison_step;   /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */
+    long poison_step; /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */
     char poison_kind;
     struct {
         size_t final_from; /* the streamed micro-batch's gradients from here on are final */
@@ -197,14 +184,16 @@ static void report_divergence(const train_ctx *t, long step, const wc_step_total
         snprintf(what, sizeof what, "the optimizer's update made %s non-finite",
                  t->net->tensors[bad_update_tensor].name);
     else if (tot->first_bad_tensor >= 0)
-        snprintf(what, sizeof what, "the gradient of %s%s%.0d%s is not finite (NaN or infinite) "
+        snprintf(what, sizeof what,
+                 "the gradient of %s%s%.0d%s is not finite (NaN or infinite) "
                  "in %lld micro-batch%s",
-                 t->net->tensors[tot->first_bad_tensor].name,
-                 tot->bad_tensors > 1 ? " and " : "", tot->bad_tensors > 1 ? tot->bad_tensors - 1 : 0,
+                 t->net->tensors[tot->first_bad_tensor].name, tot->bad_tensors > 1 ? " and " : "",
+                 tot->bad_tensors > 1 ? tot->bad_tensors - 1 : 0,
                  tot->bad_tensors > 1 ? " more tensors" : "", (long long)tot->nonfinite,
                  tot->nonfinite == 1 ? "" : "es");
     else
-        snprintf(what, sizeof what, "the loss of %lld micro-batch%s is not finite or too large "
+        snprintf(what, sizeof what,
+                 "the loss of %lld micro-batch%s is not finite or too large "
                  "to be summed exactly (beyond 2^%d nats)",
                  (long long)tot->bad_loss, tot->bad_loss == 1 ? "" : "es",
                  62 - WC_REDUCE_LOSS_FX_BITS);
@@ -292,8 +281,7 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
 static int train_step(train_ctx *t, long step) {
     int lo, hi;
     wc_schedule_micro_batches(&t->sched, step, &lo, &hi);
-    for (int j = lo; j < hi; j++)
-        t->ra.held[j - lo] = take(t, (wc_work){.step = step, .j = j});
+    for (int j = lo; j < hi; j++) t->ra.held[j - lo] = take(t, (wc_work){.step = step, .j = j});
     /* a fresh run's scales come from micro-batch 0, which its owner computes first (lo == 0;
      * with fewer micro-batches than ranks that need not be rank 0) */
     const int root = wc_schedule_rank_of(&t->sched, step, 0);
@@ -305,8 +293,8 @@ static int train_step(train_ctx *t, long step) {
         compute_micro_batches(t, step, lo, hi, root);
         double t1 = wc_now();
         /* a timed checkpoint: rank 0's clock decides, everyone follows */
-        int ckpt_vote = t->rank == 0 && t->ckpt.interval > 0 &&
-                        wc_now() - t->ckpt.last >= t->ckpt.interval;
+        int ckpt_vote =
+            t->rank == 0 && t->ckpt.interval > 0 && wc_now() - t->ckpt.last >= t->ckpt.interval;
         rc = wc_reducer_finish(t->red, t->net->grads, wc_stop_requested(), ckpt_vote, &tot);
         t->sum.compute_seconds += t1 - t0;
         t->sum.reduce_seconds += wc_now() - t1;
@@ -325,8 +313,8 @@ static int train_step(train_ctx *t, long step) {
     if (tot.valid_pixels == 0) wc_fatal("step %ld: the batch has no valid pixel", step + 1);
     const double loss = tot.loss_sum / (double)tot.valid_pixels;
     const double lr = wc_optim_lr(&t->opt->cfg, t->opt->step);
-    int bad = wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors,
-                            t->net->ntensors);
+    int bad =
+        wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors, t->net->ntensors);
     if (bad >= 0) {
         report_divergence(t, step, &tot, bad);
         return WC_ERR;
@@ -349,184 +337,34 @@ static int train_step(train_ctx *t, long step) {
  * the blocks; ranks agree on a stop signal after every block of the largest share (one window
  * of a block is a fraction of a second), never by time. */
 
-enum { VAL_DONE = 0, VAL_DIVERGED = 1, VAL_STOPPED = 2 };
-
-/* The validation blocks in index order (by * bcols + bx), and this rank's share of them. */
-static void plan_validation(train_ctx *t) {
-    const wc_dataset *ds = t->ds;
-    validation *v = &t->val;
-    const long B = ds->val_block, bcols = (ds->cols + B - 1) / B;
-    const long nb = bcols * ((ds->rows + B - 1) / B);
-    uint8_t *is_block = WC_CALLOC((size_t)nb + 1, 1);
-    for (long id = 0; id < ds->npatches; id++)
-        if (ds->is_val[id]) is_block[(id / ds->cols) / B * bcols + (id % ds->cols) / B] = 1;
-    long n = 0;
-    for (long b = 0; b < nb; b++) n += is_block[b];
-    v->blocks = WC_ALLOC(sizeof(long) * (size_t)(n + 1));
-    n = 0;
-    for (long b = 0; b < nb; b++)
-        if (is_block[b]) v->blocks[n++] = b;
-    free(is_block);
-    wc_dist_share(n, t->rank, t->nranks, &v->lo, &v->hi);
-    v->max_share = (n + t->nranks - 1) / t->nranks;
-}
-
-/* A validation block's pixel rectangle: its patches' cells, clipped to the patch grid. */
-static void block_rect(const wc_dataset *ds, long b, int64_t *x0, int64_t *y0, int64_t *w,
-                       int64_t *h) {
-    const long B = ds->val_block, bcols = (ds->cols + B - 1) / B;
-    const long bx = b % bcols, by = b / bcols;
-    *x0 = ds->x_origin + (int64_t)bx * B * ds->P, *y0 = ds->y_origin + (int64_t)by * B * ds->P;
-    *w = (int64_t)WC_MIN(B, ds->cols - bx * B) * ds->P;
-    *h = (int64_t)WC_MIN(B, ds->rows - by * B) * ds->P;
-}
-
-/* Block b's probabilities, labels and oracle into the accumulators. */
-static int validate_block(train_ctx *t, long b) {
-    const wc_dataset *ds = t->ds;
-    validation *v = &t->val;
-    int64_t x0, y0, w, h;
-    block_rect(ds, b, &x0, &y0, &w, &h);
-    if (wc_infer_core(&v->inf, x0, y0, w, h, v->prob, v->px, 0.0f) != WC_OK ||
-        wc_dataset_read_labels(ds, &v->files, x0, y0, w, h, v->y, v->use, v->scratch) != WC_OK ||
-        (ds->oracle_path && wc_dataset_read_oracle(ds, &v->files, x0, y0, w, h, v->oracle) != WC_OK))
-        return WC_ERR;
-    /* the pixels that count: of kept patches (every patch of a validation block is a
-     * validation patch), a label, a probability; a valid pixel without a probability (the
-     * network's output was not finite) is a broken model */
-    const size_t n = (size_t)w * (size_t)h;
-    for (size_t i = 0; i < n; i++) {
-        const int64_t px = x0 + (int64_t)(i % (size_t)w), py = y0 + (int64_t)(i / (size_t)w);
-        const long id = (long)((py - ds->y_origin) / ds->P) * ds->cols + (px - ds->x_origin) / ds->P;
-        const int counts = v->use[i] && ds->keep[id] && v->px[i] != WC_PX_NODATA &&
-                           v->px[i] != WC_PX_RANGE;
-        if (counts && v->px[i] == WC_PX_BAD) v->acc->bad_outputs++;
-        v->use[i] = counts && v->px[i] == WC_PX_VALID;
-    }
-    const float pw = (float)t->cfg->pos_weight;
-    wc_metrics_add_probs(v->acc, v->prob, v->y, v->use, n, pw);
-    if (ds->oracle_path) wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, pw);
-    return WC_OK;
-}
-
-/* Validation after `step`. Returns VAL_DIVERGED (on every rank alike: the decision is made from
- * the reduced counts) when the network's output was not finite on some pixel, VAL_STOPPED when
- * the ranks agreed on a stop signal before it finished (nothing of it is kept). */
+/* Validation after `step` (validation.h), then its figures into the summary and the log.
+ * WC_VALIDATION_DIVERGED on every rank alike when the network's output was not finite. */
 static int validate(train_ctx *t, long step) {
     const double t0 = wc_now();
-    const int with_oracle = t->ds->oracle_path != NULL;
-    validation *v = &t->val;
-    wc_metrics_reset(v->acc);
-    wc_metrics_reset(v->oracle_acc);
-    wc_infer_set_params(&v->inf, t->net->params);
-    int failed = 0, rc = VAL_DONE;
-    for (long k = 0; k < v->max_share && rc == VAL_DONE; k++) {
-        if (!failed && v->lo + k < v->hi && validate_block(t, v->blocks[v->lo + k]) != WC_OK)
-            failed = 1;
-        int64_t flags[2] = {failed, wc_stop_requested()};
-        wc_dist_sum_i64(flags, 2);
-        if (flags[0])
-            wc_fatal("step %ld: reading validation patches failed (for the validation after it; "
-                     "see the message above)",
-                     step + 1);
-        if (flags[1]) rc = VAL_STOPPED;
-    }
-    if (rc == VAL_DONE) {
-        /* integer sums: the result is the same for any number of ranks and any split */
-        wc_dist_sum_i64((int64_t *)v->acc, wc_metrics_acc_words());
-        if (with_oracle) wc_dist_sum_i64((int64_t *)v->oracle_acc, wc_metrics_acc_words());
-    }
+    wc_metrics m, om;
+    const int rc = wc_validation_run(&t->val, t->net->params, (float)t->cfg->pos_weight, &m, &om);
     t->sum.val_seconds += wc_now() - t0;
-    if (rc != VAL_DONE) return rc;
-    wc_metrics m;
-    wc_metrics_compute(&m, v->acc);
-    if (m.bad_outputs > 0) {
+    if (rc == WC_VALIDATION_STOPPED) return rc;
+    if (rc == WC_VALIDATION_FAILED)
+        wc_fatal("step %ld: reading validation patches failed (for the validation after it; "
+                 "see the message above)",
+                 step + 1);
+    if (rc == WC_VALIDATION_DIVERGED) {
         if (t->rank == 0)
             wc_error("validation after step %ld: the network's output is not finite on %lld "
                      "pixels: training diverged; nothing of this validation was logged or saved "
                      "(the last checkpoint in %s is intact). Lower --lr (now %.3g) and rerun with "
                      "--fresh",
                      step + 1, (long long)m.bad_outputs, t->ckpt_dir, t->opt->cfg.lr);
-        return VAL_DIVERGED;
+        return rc;
     }
+    const int with_oracle = t->ds->oracle_path != NULL;
     t->sum.val = m;
     t->sum.have_val = t->ds->nval > 0;
-    if (with_oracle) {
-        wc_metrics_compute(&t->sum.oracle, v->oracle_acc);
-        t->sum.have_oracle = 1;
-    }
+    if (with_oracle) t->sum.oracle = om, t->sum.have_oracle = 1;
     if (t->sum.have_val)
         wc_trainlog_validation(t->log, step, &t->sum.val, with_oracle ? &t->sum.oracle : NULL);
-    return VAL_DONE;
-}
-
-/* DIR/split.tif (rank 0): where training and validation lie, on the tiles' grid, so a user sees
- * the held-out ground in a GIS and a test can score the map on exactly the validated pixels.
- * A Byte raster: 0 outside the patch grid, 1 a training patch, 2 a validation patch, 3 a patch
- * dropped for too few valid pixels. A failure is a warning: training does not need the file. */
-static void write_split(const train_ctx *t) {
-    if (t->rank != 0) return;
-    const wc_dataset *ds = t->ds;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/split.tif", t->cfg->out_dir);
-    static const char *const opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER",
-                                       NULL};
-    const wc_rwriter_band band = {.name = "split"};
-    const wc_rwriter_opts o = {.options = opts, .width = ds->width, .height = ds->height,
-                               .nbands = 1, .type = WC_DT_BYTE,
-                               .gt = ds->files.src.has_gt ? ds->files.src.gt : NULL,
-                               .wkt = ds->files.src.wkt, .bands = &band};
-    wc_rwriter *w = wc_rwriter_create(path, &o);
-    if (!w) return;
-    wc_rwriter_set_metadata(w, 1, "values", "0 outside the patch grid, 1 training patch, "
-                                            "2 validation patch, 3 dropped patch");
-    uint8_t *row = WC_ALLOC((size_t)ds->width);
-    int rc = WC_OK;
-    for (int64_t y = 0; y < ds->height && rc == WC_OK; y++) {
-        memset(row, 0, (size_t)ds->width);
-        const int64_t cy = (y - ds->y_origin) / ds->P;
-        if (y >= ds->y_origin && cy < ds->rows)
-            for (int64_t cx = 0; cx < ds->cols; cx++) {
-                const long id = (long)(cy * ds->cols + cx);
-                const uint8_t v = !ds->keep[id] ? 3 : ds->is_val[id] ? 2 : 1;
-                memset(row + ds->x_origin + cx * ds->P, v, (size_t)ds->P);
-            }
-        rc = wc_rwriter_write(w, 1, y, 1, row, 0);
-    }
-    free(row);
-    if (rc != WC_OK || wc_rwriter_commit(w) != WC_OK) {
-        if (rc != WC_OK) wc_rwriter_abort(w);
-        wc_warn("%s was not written (see above); training goes on", path);
-    }
-}
-
-/* The validation's network, handles and buffers (a block's pixels). WC_ERR on every rank when
- * some rank cannot open its files or build the network. */
-static int build_validation(train_ctx *t) {
-    const wc_dataset *ds = t->ds;
-    validation *v = &t->val;
-    plan_validation(t);
-    const int64_t side = (int64_t)ds->val_block * ds->P;
-    const size_t n = (size_t)side * (size_t)side;
-    v->prob = WC_ALLOC(sizeof(float) * n), v->y = WC_ALLOC(sizeof(float) * n);
-    v->oracle = WC_ALLOC(sizeof(float) * n), v->scratch = WC_ALLOC(sizeof(double) * n);
-    v->px = WC_ALLOC(n), v->use = WC_ALLOC(n);
-    v->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
-    v->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
-    wc_infer_geometry g;
-    int failed = wc_data_files_open(&v->files, ds, 1) != WC_OK ||
-                 wc_infer_geometry_of(&g, t->net->arch, t->spec, ds->nfeat, &v->files.src) != WC_OK ||
-                 wc_infer_init(&v->inf, &g, &v->files.src, ds->feat_bands, ds->read_type, ds->nfeat,
-                               ds->mean, ds->std, t->net->arch, t->spec, t->net->params, side, side,
-                               ds->tiles_path) != WC_OK;
-    return wc_dist_any(failed) ? WC_ERR : WC_OK;
-}
-
-static void free_validation(validation *v) {
-    wc_infer_free(&v->inf);
-    wc_data_files_close(&v->files);
-    free(v->blocks), free(v->prob), free(v->y), free(v->oracle), free(v->scratch);
-    free(v->px), free(v->use), free(v->acc), free(v->oracle_acc);
+    return rc;
 }
 
 /* ---- checkpoints and resume -------------------------------------------------------------- */
@@ -584,16 +422,30 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
         if (t->sum.have_oracle) wc_metrics_json_members(&metrics, &t->sum.oracle, "oracle_");
         wc_json_end(&metrics);
     }
-    const wc_snapshot snap = {
-        .meta = meta, .config = t->config_kv, .fingerprint = t->ds->fingerprint,
-        .spec = t->net->spec, .metrics = t->sum.have_val ? wc_json_text(&metrics) : "",
-        .nfeat = t->ds->nfeat, .feat_names = names,
-        .mean = t->ds->mean, .std = t->ds->std, .step = steps_done, .epoch = epoch,
-        .epoch_pos = (steps_done % spe) * t->cfg->batch, .optim_step = t->opt->step,
-        .ranks = t->nranks, .calibrated = t->red->calibrated, .val_pending = t->val.pending,
-        .best_auc_pr = t->best.auc_pr, .best_step = t->best.step,
-        .ntensors = t->net->ntensors, .exponent = t->red->exponent, .nparams = t->net->nparams,
-        .params = t->net->params, .optim_m = t->opt->m, .optim_v = t->opt->v};
+    const wc_snapshot snap = {.meta = meta,
+                              .config = t->config_kv,
+                              .fingerprint = t->ds->fingerprint,
+                              .spec = t->net->spec,
+                              .metrics = t->sum.have_val ? wc_json_text(&metrics) : "",
+                              .nfeat = t->ds->nfeat,
+                              .feat_names = names,
+                              .mean = t->ds->mean,
+                              .std = t->ds->std,
+                              .step = steps_done,
+                              .epoch = epoch,
+                              .epoch_pos = (steps_done % spe) * t->cfg->batch,
+                              .optim_step = t->opt->step,
+                              .ranks = t->nranks,
+                              .calibrated = t->red->calibrated,
+                              .val_pending = t->val_pending,
+                              .best_auc_pr = t->best.auc_pr,
+                              .best_step = t->best.step,
+                              .ntensors = t->net->ntensors,
+                              .exponent = t->red->exponent,
+                              .nparams = t->net->nparams,
+                              .params = t->net->params,
+                              .optim_m = t->opt->m,
+                              .optim_v = t->opt->v};
     double secs = 0;
     size_t bytes = 0;
     int rc = WC_OK;
@@ -664,8 +516,10 @@ static int resume(train_ctx *t) {
     char *path = NULL;
     wc_snapshot snap = {0};
     const wc_snapshot *s = &snap;
-    const wc_resume_match match = {.fingerprint = t->ds->fingerprint, .config = t->config_kv,
-                                   .nparams = t->net->nparams, .ntensors = t->net->ntensors,
+    const wc_resume_match match = {.fingerprint = t->ds->fingerprint,
+                                   .config = t->config_kv,
+                                   .nparams = t->net->nparams,
+                                   .ntensors = t->net->ntensors,
                                    .need_optim_v = t->opt->v != NULL};
     int64_t found = t->rank == 0 ? wc_snapshot_find_resume(t->ckpt_dir, &match, &snap, &path) : 0;
     wc_dist_bcast(&found, sizeof found, 0);
@@ -699,7 +553,7 @@ static int resume(train_ctx *t) {
     t->start_step = counters[0];
     t->opt->step = counters[1];
     t->red->calibrated = (int)counters[2];
-    t->val.pending = (int)counters[4];
+    t->val_pending = (int)counters[4];
     t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
     wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
             t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
@@ -753,8 +607,8 @@ static void print_setup(const train_ctx *t, double prior) {
     const wc_dataset *ds = t->ds;
     char crs[64];
     wc_raster_crs_name(ds->files.src.wkt, crs, sizeof crs);
-    wc_info("data: %s, %dx%d px, %s, %d features (%s), labels from %s", cfg->data.tiles,
-            ds->width, ds->height, crs, ds->nfeat, wc_dtype_name(ds->read_type),
+    wc_info("data: %s, %dx%d px, %s, %d features (%s), labels from %s", cfg->data.tiles, ds->width,
+            ds->height, crs, ds->nfeat, wc_dtype_name(ds->read_type),
             ds->label_path ? ds->label_path : ds->files.src.bands[ds->label_band - 1].name);
     wc_info("patches: %ld of %dx%d on a %dx%d grid, %ld kept; %ld training, %ld validation "
             "(%ld of %ld blocks of %dx%d patches); %.2f%% of training pixels burned",
@@ -878,19 +732,24 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                  cfg->data.tiles, t->ds->ntrain, t->ds->P, t->ds->P, cfg->batch);
         return WC_EXIT_RUNTIME;
     }
-    t->net = wc_net_create(cfg->model, t->spec, t->ds->nfeat, cfg->micro_batch, t->ds->P,
-                           t->ds->P, WC_NET_TRAIN);
+    t->net = wc_net_create(cfg->model, t->spec, t->ds->nfeat, cfg->micro_batch, t->ds->P, t->ds->P,
+                           WC_NET_TRAIN);
     if (!t->net) return WC_EXIT_USAGE;
     build_optimization(t);
     build_config_kv(t);
     const wc_dataset *ds = t->ds;
     double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;
     wc_net_init_params(t->net, cfg->seed, prior);
-    if (resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK || build_validation(t) != WC_OK)
+    if (resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK ||
+        wc_validation_init(&t->val, t->ds, t->net->arch, t->spec, t->net->params) != WC_OK)
         return WC_EXIT_RUNTIME;
-    write_split(t);
-    t->log = wc_trainlog_open(cfg->out_dir, t->start_step, t->total_steps,
-                              t->sched.steps_per_epoch, cfg->log_every);
+    if (t->rank == 0) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/split.tif", cfg->out_dir);
+        wc_validation_write_split(t->ds, path);
+    }
+    t->log = wc_trainlog_open(cfg->out_dir, t->start_step, t->total_steps, t->sched.steps_per_epoch,
+                              cfg->log_every);
     if (wc_dist_any(t->log == NULL)) return WC_EXIT_RUNTIME;
     print_setup(t, prior);
     print_plan(t, baseline);
@@ -917,8 +776,8 @@ static int stop_with_checkpoint(train_ctx *t, long steps_done) {
     wc_trainlog_break_line(t->log);
     wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of the "
             "checkpoint); rerun the same command to resume",
-            wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank",
-            steps_done, ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since());
+            wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", steps_done,
+            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since());
     wc_stop_ignore_further();
     return ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }
@@ -927,16 +786,17 @@ static int stop_with_checkpoint(train_ctx *t, long steps_done) {
  * read-ahead cursor starts at that validation), as the uninterrupted run did. Sets *ran. */
 static int run_pending_validation(train_ctx *t, int *ran) {
     *ran = 0;
-    if (!t->val.pending) return WC_EXIT_OK;
+    if (!t->val_pending) return WC_EXIT_OK;
     int v = validate(t, t->start_step - 1);
-    if (v == VAL_STOPPED) {
+    if (v == WC_VALIDATION_STOPPED) {
         wc_info("stopped by a signal during the pending validation: the checkpoint is "
                 "unchanged; rerun the same command to resume");
         wc_rundir_mark_stopped(t->cfg->out_dir, "training");
     }
-    if (v != VAL_DONE) return v == VAL_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;
+    if (v != WC_VALIDATION_DONE)
+        return v == WC_VALIDATION_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;
     keep_if_best(t, t->start_step - 1);
-    t->val.pending = 0;
+    t->val_pending = 0;
     *ran = 1;
     return WC_EXIT_OK;
 }
@@ -953,10 +813,10 @@ static int loop(train_ctx *t) {
         if (train_step(t, step) != WC_OK) return WC_EXIT_RUNTIME;
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
-            if (v == VAL_DIVERGED) return WC_EXIT_RUNTIME;
-            if (v == VAL_DONE) keep_if_best(t, step);
-            t->val.pending = v == VAL_STOPPED;
-            t->ckpt.stop_agreed |= t->val.pending;
+            if (v == WC_VALIDATION_DIVERGED) return WC_EXIT_RUNTIME;
+            if (v == WC_VALIDATION_DONE) keep_if_best(t, step);
+            t->val_pending = v == WC_VALIDATION_STOPPED;
+            t->ckpt.stop_agreed |= t->val_pending;
         }
         if (t->ckpt.stop_agreed) return stop_with_checkpoint(t, step + 1);
         int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt.time_due;
@@ -972,9 +832,8 @@ static int loop(train_ctx *t) {
         return WC_EXIT_OK;
     }
     t->report_due |= ran_pending;
-    return checkpoint_collective(t, t->total_steps, "end of training") == WC_OK
-               ? WC_EXIT_OK
-               : WC_EXIT_RUNTIME;
+    return checkpoint_collective(t, t->total_steps, "end of training") == WC_OK ? WC_EXIT_OK
+                                                                                : WC_EXIT_RUNTIME;
 }
 
 /* ---- teardown ---------------------------------------------------------------------------- */
@@ -1008,7 +867,7 @@ static void teardown(train_ctx *t, int status) {
     wc_schedule_free(&t->sched);
     free(t->dec.y), free(t->dec.valid);
     free(t->ra.samples), free((void *)t->ra.held);
-    free_validation(&t->val);
+    wc_validation_free(&t->val);
     wc_reducer_destroy(t->red);
     wc_optim_destroy(t->opt);
     wc_net_destroy(t->net);

@@ -2,7 +2,8 @@
 # t_predict.sh: the risk map (wildcpu predict) on the bundled 512x512 sample with a checkpoint
 # trained here in a few steps: georeferencing and metadata kept, nodata exactly where a feature
 # is nodata, values in [0,1], seam-free sub-windows (1e-5), the same bits on 1, 2 and 3 ranks,
-# COG layout, the class band, the quick-look PNG, and refusals of bad inputs and outputs.
+# COG layout, the class raster, the QGIS style, the STAC item, the quick-look PNG, and refusals
+# of bad inputs and outputs.
 #
 # Readers are independent of wildcpu: gdalinfo -json, gdal_translate, gdallocationinfo, and
 # build/tools/maptool (plain GDAL calls). Every case can fail; the sub-window comparison has a
@@ -143,19 +144,118 @@ check "COG validates with GDAL's validate_cloud_optimized_geotiff --full-check=y
     /usr/bin/python3 -m osgeo_utils.samples.validate_cloud_optimized_geotiff --full-check=yes "$C"
 raw -b 1 "$C" "$tmp/cog1.raw"
 check "COG band 1 holds the same values as the plain GeoTIFF" cmp "$tmp/r1.raw" "$tmp/cog1.raw"
-check "class band: category names and quantile breaks in its metadata" python3 - "$C" <<'EOF'
+CC=$out/risk_cog_classes.tif
+check "the map is one band; the classes are their own raster, NAME_classes.tif" python3 - "$C" "$CC" <<'EOF'
+import json, subprocess, sys
+m, c = (json.loads(subprocess.check_output(["gdalinfo", "-json", p])) for p in sys.argv[1:3])
+assert len(m["bands"]) == 1, len(m["bands"])
+assert len(c["bands"]) == 1 and c["size"] == m["size"] and c["geoTransform"] == m["geoTransform"]
+assert c["metadata"]["IMAGE_STRUCTURE"].get("LAYOUT") == "COG", c["metadata"]["IMAGE_STRUCTURE"]
+assert c["metadata"][""]["probability_map"] == "risk_cog.tif", c["metadata"][""]
+print("# class raster", c["size"], c["bands"][0]["type"])
+EOF
+check "class raster: Byte, nodata 255, colour table, category names, breaks in its metadata" \
+    python3 - "$CC" <<'EOF'
 import json, subprocess, sys
 d = json.loads(subprocess.check_output(["gdalinfo", "-json", sys.argv[1]]))
-b = d["bands"][1]
-assert b["description"] == "fire_risk_class", b["description"]
+b = d["bands"][0]
+assert b["description"] == "fire_risk_class" and b["type"] == "Byte", b
+assert b["noDataValue"] == 255, b.get("noDataValue")
+assert b["colorInterpretation"] == "Palette", b["colorInterpretation"]
+ramp = [[255, 255, 204], [254, 217, 118], [253, 141, 60], [227, 26, 28], [128, 0, 38]]
+assert [e[:3] for e in b["colorTable"]["entries"][:5]] == ramp, b["colorTable"]["entries"][:5]
 assert b["categories"] == ["low", "moderate", "high", "very high", "extreme"], b.get("categories")
+assert len(b.get("overviews", [])) >= 1, "no overviews"
 m = b["metadata"][""]
 fr = [float(x) for x in m["class_fractions"].split(",")]
 want = [0.5, 0.25, 0.15, 0.075, 0.025]
 assert all(abs(a - w) < 0.01 for a, w in zip(fr, want)), fr
+assert m["class_names"] == "low,moderate,high,very high,extreme" and m["class_nodata"] == "255"
 print("# breaks", m["class_breaks"], "shares", fr)
 EOF
-check "every pixel is in the class its probability and the breaks give" "$mt" classes "$C"
+check "class raster validates as a COG (--full-check=yes)" \
+    /usr/bin/python3 -m osgeo_utils.samples.validate_cloud_optimized_geotiff --full-check=yes "$CC"
+check "every pixel is in the class its probability and the breaks give" "$mt" classes "$C" "$CC"
+
+# ---- style and STAC item ---------------------------------------------------------------------
+check "risk.qml beside risk.tif: pseudocolor on band 1, 0..1, the quick-look's ramp, nodata clear" \
+    python3 - "$out/risk.qml" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+q = ET.parse(sys.argv[1]).getroot()
+r = q.find("pipe/rasterrenderer")
+assert r.get("type") == "singlebandpseudocolor" and r.get("band") == "1", r.attrib
+assert r.get("classificationMin") == "0" and r.get("classificationMax") == "1", r.attrib
+assert r.get("nodataColor") == "", r.attrib
+sh = r.find("rastershader/colorrampshader")
+items = [(float(i.get("value")), i.get("color")) for i in sh.findall("item")]
+want = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"]
+assert [c for _, c in items] == want and [v for v, _ in items] == [k / 8 for k in range(9)], items
+title = [o.get("value") for o in q.iter("Option") if o.get("name") == "wildcpu/legend_title"]
+assert title == ["burn probability"], title
+EOF
+check "the STAC item: STAC 1.0.0, proj and file extensions, WGS84 bbox, assets with checksums" \
+    /usr/bin/python3 - "$out/risk_cog.json" <<'EOF'
+import hashlib, json, os, sys
+from osgeo import osr
+item = json.load(open(sys.argv[1]))
+d = os.path.dirname(sys.argv[1])
+for k in ("type", "stac_version", "stac_extensions", "id", "geometry", "bbox", "properties", "links", "assets"):
+    assert k in item, k
+assert item["type"] == "Feature" and item["stac_version"] == "1.0.0" and item["id"] == "risk_cog"
+assert item["stac_extensions"] == ["https://stac-extensions.github.io/projection/v1.1.0/schema.json",
+                                   "https://stac-extensions.github.io/file/v2.1.0/schema.json"]
+p = item["properties"]
+assert p["datetime"].endswith("Z") and p["datetime"][10] == "T", p["datetime"]
+assert p["proj:epsg"] == 32611 and p["proj:shape"] == [512, 512], p
+assert p["proj:transform"] == [30.0, 0.0, 640000.0, 0.0, -30.0, 4930000.0], p["proj:transform"]
+assert p["wildcpu:step"] == 4 and p["wildcpu:checkpoint"].endswith(".wcp"), p
+assert "bands=elevation:Int16" in p["wildcpu:data_fingerprint"]
+assert 0 <= p["wildcpu:val_auc_pr"] <= 1, p.get("wildcpu:val_auc_pr")
+# the corners through GDAL's own transformation (traditional lon/lat order)
+src = osr.SpatialReference(); src.ImportFromEPSG(32611)
+wgs = osr.SpatialReference(); wgs.ImportFromEPSG(4326)
+for s in (src, wgs): s.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
+ct = osr.CoordinateTransformation(src, wgs)
+pts = [ct.TransformPoint(x, y)[:2] for x in (640000, 655360) for y in (4930000, 4914640)]
+b = item["bbox"]
+assert b[0] <= min(x for x, _ in pts) + 1e-9 and b[2] >= max(x for x, _ in pts) - 1e-9, (b, pts)
+assert b[1] <= min(y for _, y in pts) + 1e-9 and b[3] >= max(y for _, y in pts) - 1e-9, (b, pts)
+assert -116 < b[0] < b[2] < -114 and 44 < b[1] < b[3] < 45, b
+ring = item["geometry"]["coordinates"][0]
+assert item["geometry"]["type"] == "Polygon" and len(ring) == 5 and ring[0] == ring[-1]
+for q in pts:  # every corner is a vertex of the ring
+    assert min(abs(r[0] - q[0]) + abs(r[1] - q[1]) for r in ring) < 1e-9, (q, ring)
+a = item["assets"]
+assert set(a) == {"risk_map", "risk_classes", "qgis_style"}, set(a)
+assert a["risk_map"]["type"] == "image/tiff; application=geotiff; profile=cloud-optimized"
+for name, asset in a.items():
+    data = open(os.path.join(d, asset["href"]), "rb").read()
+    assert asset["file:checksum"] == "1220" + hashlib.sha256(data).hexdigest(), name
+    assert asset["file:size"] == len(data), name
+    assert asset["roles"], name
+try:  # Debian has no STAC validator: a hand-written schema of the required fields, not STAC's own
+    import jsonschema
+except ImportError:
+    print("# python3-jsonschema absent: the required fields were checked by hand only")
+else:
+    asset = {"type": "object", "required": ["href", "file:checksum", "file:size"],
+             "properties": {"file:checksum": {"type": "string", "pattern": "^1220[0-9a-f]{64}$"},
+                            "file:size": {"type": "integer"}}}
+    schema = {"type": "object",
+              "required": ["type", "stac_version", "id", "geometry", "bbox", "properties", "links", "assets"],
+              "properties": {"type": {"const": "Feature"}, "stac_version": {"const": "1.0.0"},
+                             "bbox": {"type": "array", "minItems": 4, "maxItems": 4, "items": {"type": "number"}},
+                             "properties": {"type": "object", "required": ["datetime", "proj:epsg", "proj:shape"]},
+                             "links": {"type": "array"},
+                             "assets": {"type": "object", "additionalProperties": asset}}}
+    jsonschema.validate(item, schema)
+    print("# valid against a hand-written minimal schema of the required fields (not STAC's official schema)")
+print("# bbox", b)
+EOF
+check "the item of a map drawn with --png lists the picture and the style, no classes" /usr/bin/python3 -c "
+import json; a = json.load(open('$out/risk.json'))['assets']
+assert a['quicklook']['href'] == 'risk.png' and a['quicklook']['type'] == 'image/png', a
+assert 'risk_classes' not in a and a['qgis_style']['href'] == 'risk.qml', a"
 
 # ---- quick-look ------------------------------------------------------------------------------
 P=$out/risk.png
@@ -182,11 +282,20 @@ check "PNG: legend gradient from pale yellow (0) to dark red (1)" bash -c "
 
 # ---- replacing an earlier map ----------------------------------------------------------------
 X=$out/again.tif
+XC=$out/again_classes.tif
 predict --tiles "$S" --out "$X" --classes >"$log" 2>&1
-check "a class band's category names live in the .aux.xml sidecar" test -f "$X.aux.xml"
-check "rewriting without --classes replaces the map and drops the stale sidecar" bash -c "
+check "the class raster's category names live in its .aux.xml sidecar" test -f "$XC.aux.xml"
+check "rewriting without --classes replaces the map and removes our stale class raster" bash -c "
     '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' >/dev/null &&
-    [ ! -e '$X.aux.xml' ] && [ \"\$(gdalinfo -json '$X' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"bands\"]))')\" = 1 ]"
+    [ ! -e '$XC' ] && [ ! -e '$XC.aux.xml' ] && [ ! -e '$X.aux.xml' ] && [ -f '$out/again.qml' ]"
+check "--no-style removes the style wildcpu wrote, keeps a user's own, leaves it out of the item" bash -c "
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --no-style >/dev/null &&
+    [ ! -e '$out/again.qml' ] && echo '<qgis/>' >'$out/again.qml' &&
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --no-style >/dev/null &&
+    [ \"\$(cat '$out/again.qml')\" = '<qgis/>' ] && ! grep -q qgis_style '$out/again.json'"
+echo 'not ours' >"$out/mine_classes.tif"
+predict --tiles "$S" --out "$out/mine.tif" >"$log" 2>&1
+check "a file of that name that is not a wildcpu class raster stays" grep -q 'not ours' "$out/mine_classes.tif"
 
 # ---- refusals --------------------------------------------------------------------------------
 gdal_translate -q -of VRT -b 1 -b 2 -b 3 -b 4 -b 6 -b 7 -b 8 -b 9 -b 10 -b 11 -b 12 -b 13 \
@@ -220,6 +329,8 @@ expect_fail "refuses --out that is a symlink to the input" 2 "is an input" \
     predict --tiles "$S" --out "$out/link.vrt"
 expect_fail "refuses --png equal to --out" 2 "is an input" \
     predict --tiles "$S" --out "$out/same.tif" --png "$out/same.tif"
+expect_fail "refuses --png that the map's STAC item would overwrite" 2 "is an input" \
+    predict --tiles "$S" --out "$out/same.tif" --png "$out/same.json"
 check "the input tile is untouched" bash -c "[ \"\$(md5sum '$tmp/sample/tiles/r00_c00_f32.tif')\" = '$md5_before' ]"
 cp "$R" "$out/keep.tif"
 md5_keep=$(md5sum <"$out/keep.tif")

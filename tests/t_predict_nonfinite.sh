@@ -55,9 +55,11 @@ assert n_range == rng.sum(), f"log says {n_range} beyond float's range, the map 
 assert n_net == net.sum(), f"log says {n_net} non-finite outputs, the map has {int(net.sum())}"
 share = re.findall(r"px, ([0-9.]+)% nodata", text)
 assert share and abs(float(share[-1]) - 100 * nod.mean()) < 0.051, f"reported {share}% nodata, the map has {100 * nod.mean():.2f}%"
-if mds.RasterCount == 2:
-    c = mds.GetRasterBand(2).ReadAsArray()
-    assert np.isfinite(c).all() and ((c == -9999) == nod).all(), "class band nodata differs"
+assert mds.RasterCount == 1, "the map has one band"
+cds = gdal.Open(mpath[:-len(".tif")] + "_classes.tif")  # --classes: the class raster beside it
+if cds is not None:
+    c = cds.GetRasterBand(1).ReadAsArray()
+    assert ((c == 255) == nod).all(), "class raster nodata differs"
     assert np.isin(c[~nod], [0, 1, 2, 3, 4]).all(), "a class outside 0..4"
 print(f"{int(nod.sum())} nodata pixels: {int(rng.sum())} beyond float's range, {int(net.sum())} non-finite outputs; reported share {share[-1]}%")
 PY

@@ -8,8 +8,9 @@
  *                                       other than the one described LABEL is nodata or NaN/Inf
  *   maptool range MAP LO HI             every valid value of band 1 lies in [LO, HI], some
  *                                       are valid, and they are not all equal
- *   maptool classes MAP                 band 2 = the number of band 2's `class_breaks` that
- *                                       band 1 exceeds; prints each class's share
+ *   maptool classes MAP CLASSES         CLASSES (the class raster) = the number of its
+ *                                       `class_breaks` that MAP's band 1 exceeds, nodata
+ *                                       exactly where MAP's is; prints each class's share
  *   maptool find MAP                    prints "nodata X Y" and "valid X Y": a pixel of each
  *
  * Exit status 0 when the check holds, 1 when it does not, 2 on usage or read errors. Small
@@ -134,14 +135,10 @@ static int cmd_range(char **a) {
 }
 
 static int cmd_classes(char **a) {
-    GDALDatasetH dm = open_or_die(a[0]);
-    if (GDALGetRasterCount(dm) < 2) {
-        printf("# classes: no second band\n");
-        return 1;
-    }
-    const char *s = GDALGetMetadataItem(GDALGetRasterBand(dm, 2), "class_breaks", NULL);
+    GDALDatasetH dm = open_or_die(a[0]), dc = open_or_die(a[1]);
+    const char *s = GDALGetMetadataItem(GDALGetRasterBand(dc, 1), "class_breaks", NULL);
     if (!s) {
-        printf("# classes: band 2 has no class_breaks\n");
+        printf("# classes: %s has no class_breaks\n", a[1]);
         return 1;
     }
     double br[8];
@@ -149,7 +146,11 @@ static int cmd_classes(char **a) {
     char **tok = CSLTokenizeString2(s, ",", 0);
     for (int i = 0; tok[i] && nbr < 8; i++) br[nbr++] = atof(tok[i]);
     CSLDestroy(tok);
-    band P = read_band(dm, 1), C = read_band(dm, 2);
+    band P = read_band(dm, 1), C = read_band(dc, 1);
+    if (P.w != C.w || P.h != C.h) {
+        printf("# classes: %s is %dx%d, the map %dx%d\n", a[1], C.w, C.h, P.w, P.h);
+        return 1;
+    }
     long count[9] = {0}, valid = 0, wrong = 0, nd_mismatch = 0;
     for (size_t k = 0; k < (size_t)P.w * P.h; k++) {
         int np = is_nd(&P, P.v[k]), nc = is_nd(&C, C.v[k]);
@@ -192,7 +193,7 @@ int main(int argc, char **argv) {
     } cmds[] = {{"diff", 6, cmd_diff},
                 {"nodata", 3, cmd_nodata},
                 {"range", 3, cmd_range},
-                {"classes", 1, cmd_classes},
+                {"classes", 2, cmd_classes},
                 {"find", 1, cmd_find}};
     for (size_t i = 0; argc >= 2 && i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) {
@@ -200,6 +201,6 @@ int main(int argc, char **argv) {
             return cmds[i].fn(argv + 2);
         }
     fprintf(stderr, "usage: maptool diff A B DX DY BORDER TOL | nodata MAP INPUT LABEL | "
-                    "range MAP LO HI | classes MAP | find MAP\n");
+                    "range MAP LO HI | classes MAP CLASSES | find MAP\n");
     return 2;
 }

@@ -20,6 +20,12 @@ char *wc_read_file(const char *path);
 /* A temporary name next to path, unique to this process: DIR/.NAME.TAG-PID. Caller frees. */
 char *wc_temp_path(const char *path, const char *tag);
 
+/* A file beside path named after it: path's file name with its last extension (".tif") replaced
+ * by suffix ("risk.tif" + ".qml" = "risk.qml", "risk.tif" + "_classes.tif" =
+ * "risk_classes.tif"; a name without an extension keeps it whole). QGIS finds a layer's default
+ * style the same way. Caller frees. */
+char *wc_sibling_path(const char *path, const char *suffix);
+
 /* fsync of a file or directory; WC_ERR after a message naming it. */
 int wc_fsync_path(const char *path, int directory);
 /* fsync of the directory holding path. */
@@ -61,7 +67,5 @@ int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode);
 /* Flush, fsync, close, rename, fsync of the directory; on any failure a message naming the
  * call and the temporary file is removed. Frees a either way. */
 int wc_atomic_commit(wc_atomic_file *a);
-/* Gives up: closes and removes the temporary file. */
-void wc_atomic_abort(wc_atomic_file *a);
 
 #endif

@@ -15,7 +15,8 @@ typedef struct wc_predict_config {
     const char *out;        /* risk.tif */
     const char *png;        /* quick-look picture, or NULL */
     int cog;                /* Cloud-Optimized GeoTIFF */
-    int classes;            /* a second band of risk classes */
+    int classes;            /* the risk classes as their own raster, NAME_classes.tif */
+    int no_style;           /* no QGIS style NAME.qml beside the map */
     int threads;            /* OpenBLAS threads per rank */
     int window;             /* widest network window in pixels (0: WC_PREDICT_WINDOW); windows
                              * are WC_PREDICT_STRIP + 2 x margin + alignment pixels tall */

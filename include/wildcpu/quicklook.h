@@ -1,4 +1,4 @@
-/* quicklook.h: a quick-look picture of a probability raster: a PNG with a perceptually ordered
+/* quicklook.h: the pictures: a quick-look of a probability raster (and a reliability diagram): a PNG with a perceptually ordered
  * yellow-orange-red colour ramp (ColorBrewer/matplotlib YlOrRd), nodata and anything that is not
  * a probability in [0, 1] (NaN, Inf, out of range) transparent (RGBA), and a legend strip below
  * the map: the title "burn probability", a gradient bar and tick labels 0, 0.25, 0.5, 0.75, 1
@@ -15,6 +15,8 @@
  * Not here: computing the probabilities (predict.c), MPI (rank 0 calls this alone). */
 #ifndef WILDCPU_QUICKLOOK_H
 #define WILDCPU_QUICKLOOK_H
+
+#include <stdint.h>
 
 /* Downsampling limit on the long side of the map part of the picture. */
 #define WC_QUICKLOOK_MAX_SIDE 4096
@@ -39,6 +41,19 @@ void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info 
  * NULL. Returns WC_OK, or WC_ERR after a message naming the file; png_path is untouched then. */
 int wc_quicklook_write(const char *src_path, int band, const char *png_path, int max_side,
                        wc_quicklook_info *info);
+
+/* A reliability diagram of nbins bins (count, mean predicted probability and observed share
+ * of each; empty bins and NaN skipped) as a PNG at png_path: the diagonal, the curve through
+ * the bins, each bin a square in the ramp's colour of its prediction. Returns WC_OK, or WC_ERR
+ * after a message naming the file (png_path untouched then). */
+int wc_quicklook_reliability(const char *png_path, int nbins, const int64_t *count,
+                             const double *predicted, const double *observed);
+
+/* The ramp: ColorBrewer YlOrRd's 9 stops, evenly spaced over 0..1 (stop k at k / 8), as r, g, b.
+ * The one source of the map's colours: the picture interpolates them, the QGIS style (style.h)
+ * lists them, the class raster's colour table takes every other one. */
+#define WC_QUICKLOOK_NSTOPS 9
+extern const unsigned char WC_QUICKLOOK_RAMP[WC_QUICKLOOK_NSTOPS][3];
 
 /* The colour of probability p (clamped to [0,1]) on the ramp, as r, g, b. */
 void wc_quicklook_color(double p, unsigned char rgb[3]);

@@ -35,8 +35,16 @@ typedef struct wc_run_summary {
     int status;
 } wc_run_summary;
 
+/* The reliability diagram of the last validation, beside report.md. */
+#define WC_REPORT_CALIBRATION_PNG "calibration.png"
+
 /* Collective: gathers every rank's peak RSS, then rank 0 prints the summary and writes
- * out_dir/report.json and report.md (with a comparison against baseline_json when given). */
+ * out_dir/report.json, report.md and calibration.png (with a comparison against baseline_json when given). */
 void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
+
+/* Rank 0, once the map is drawn: report.md embeds the pictures of out_dir by relative path, so
+ * it reads as a page: the quick-look risk.png, and calibration.png when it exists. A section
+ * from an earlier call is replaced. Failures are warnings (the report stays as it was). */
+void wc_report_add_pictures(const char *out_dir);
 
 #endif

@@ -1,9 +1,11 @@
-/* riskmap.h: the risk map's file, on the one rank that writes it.
+/* riskmap.h: the risk map's files, on the one rank that writes them.
  *
  * wc_predict_run computes the probabilities; this module makes them the GeoTIFF (or COG) that
  * docs/predict.md describes: its layout and provenance metadata, the count of valid pixels and
- * the exact histogram behind the risk classes, the class band (--classes), the verified atomic
- * publication through the raster writer (rwriter.h), then the quick-look picture (--png).
+ * the exact histogram behind the risk classes, the class raster NAME_classes.tif (--classes),
+ * the verified atomic publication through the raster writer (rwriter.h), then what comes with
+ * the map once it is in place: the quick-look picture (--png), the QGIS style NAME.qml (unless
+ * --no-style) and the STAC item NAME.json.
  *
  * Rows come in strips of WC_PREDICT_STRIP (the output's tile height), in order; each is
  * counted before it is written. Not here: windows, the network, MPI (predict.c). */
@@ -18,9 +20,22 @@
 
 typedef struct wc_riskmap wc_riskmap;
 
-/* The working file of cfg->out for raster r mapped by model m, with the map's provenance;
- * window_layout describes the windows for the metadata of that name. Made before any
- * computing, so an unwritable location fails at once. NULL after a message. */
+/* The files named after the map (wc_sibling_path): NAME_classes.tif, NAME.qml, NAME.json. */
+typedef struct wc_riskmap_paths {
+    char *classes, *style, *stac;
+} wc_riskmap_paths;
+void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p);
+void wc_riskmap_paths_free(wc_riskmap_paths *p);
+
+/* Before any work: every file cfg asks for (the map, the picture, the class raster, the style,
+ * the item) can be written, is none of *inputs (a CSL list: the raster's files, the checkpoint)
+ * and none of the others; *inputs grows by them. Returns an exit status (wc_check_output_path). */
+int wc_riskmap_check_outputs(const wc_predict_config *cfg, char ***inputs);
+
+/* The working files of cfg->out (and of its class raster) for raster r mapped by model m, with
+ * the map's provenance; window_layout describes the windows for the metadata of that name. Made
+ * before any computing, so an unwritable location fails at once. r and m must stay until
+ * finish or abort (the STAC item describes them). NULL after a message. */
 wc_riskmap *wc_riskmap_create(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
                               const char *window_layout);
 
@@ -32,10 +47,11 @@ int wc_riskmap_write(wc_riskmap *map, int64_t y0, int64_t n, const float *rows);
 /* Pixels written so far, and those of them that are not nodata. */
 void wc_riskmap_counts(const wc_riskmap *map, int64_t *npixels, int64_t *nvalid);
 
-/* After the last rows: the class band, the commit (copy, verification, rename), the picture.
- * scratch holds WC_PREDICT_STRIP rows of the map's width (the caller's round buffer). Returns
- * an exit status: WC_EXIT_STOPPED (reported) when a stop signal arrives before the rename, the
- * target then untouched. Frees map. */
+/* After the last rows: the class raster, the commits (copy, verification, rename: the map, then
+ * its classes), the picture, the style, the STAC item. scratch holds WC_PREDICT_STRIP rows of
+ * the map's width (the caller's round buffer). Returns an exit status: WC_EXIT_STOPPED
+ * (reported) when a stop signal arrives before the map's rename, the targets then untouched.
+ * Frees map. */
 int wc_riskmap_finish(wc_riskmap *map, float *scratch);
 
 /* Gives up: every temporary file removed, the target untouched. Frees map; NULL is fine. */

@@ -81,6 +81,11 @@ int wc_rwriter_set_metadata(wc_rwriter *w, int band, const char *key, const char
  * which the commit publishes with the file. WC_OK, or WC_ERR after a message. */
 int wc_rwriter_set_categories(wc_rwriter *w, int band, const char *const *names);
 
+/* A colour table for band `band` (a Byte band: its palette): ncolors entries of r, g, b, alpha
+ * for the values 0 .. ncolors - 1. A GeoTIFF keeps it in the file itself (a palette TIFF).
+ * WC_OK, or WC_ERR after a message. */
+int wc_rwriter_set_colors(wc_rwriter *w, int band, const unsigned char (*rgba)[4], int ncolors);
+
 /* Writes rows [y0, y0 + n) of band `band` (1-based), or of every band when band is 0 (then
  * band after band: rows of band 1, then of band 2, ...), from rows, whose values have the
  * writer's type and whose lines are line_bytes apart (0: packed, width values). WC_OK, or

@@ -43,7 +43,7 @@ typedef struct wc_train_config {
     int no_predict;            /* --no-predict */
     int prefetch;              /* read-ahead slots [auto] */
     const char *baseline;      /* --baseline OTHER/report.json */
-    int cog, classes;          /* risk map options, as for predict */
+    int cog, classes, no_style; /* risk map options, as for predict */
 } wc_train_config;
 
 void wc_train_config_default(wc_train_config *cfg);

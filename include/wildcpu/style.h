@@ -1,0 +1,27 @@
+/* style.h: the QGIS style of a risk map: NAME.qml beside NAME.tif, which QGIS loads as the
+ * layer's default style when it opens the map.
+ *
+ * The style is the quick-look's colour ramp (quicklook.h's stops, so the picture and QGIS show
+ * the same colours for the same probability) as a singleband pseudocolor renderer on band 1,
+ * interpolated over the absolute scale 0..1 (never stretched to the map's own range, so two
+ * maps compare by eye), nodata transparent. It says nothing about a particular map, so a style
+ * beside a newer map still describes it correctly.
+ *
+ * Not here: the map itself (riskmap.h), the class raster's colours (a colour table inside that
+ * file: any GDAL client shows them without a style). */
+#ifndef WILDCPU_STYLE_H
+#define WILDCPU_STYLE_H
+
+/* The legend title the style carries (QGIS 3.22 heads a raster legend with the band's name; the
+ * title is the layer's custom property wildcpu/legend_title, which docs/qgis-view.png uses). */
+#define WC_STYLE_LEGEND_TITLE "burn probability"
+
+/* Writes the style to path atomically (temporary file, fsync, rename): an existing style is
+ * replaced only by a complete one. WC_OK, or WC_ERR after a message naming the file. */
+int wc_style_write_qml(const char *path);
+
+/* Whether path is a style wildcpu wrote (it carries wildcpu's mark); 0 when it is absent,
+ * unreadable or someone else's. */
+int wc_style_is_ours(const char *path);
+
+#endif

@@ -1,0 +1,59 @@
+/* validation.h: scoring the network on the validation blocks during training, with the map's
+ * own computation (infer.h) over whole blocks at the global pooling phase, into exact integer
+ * accumulators summed across ranks: a run's validation metrics are those of its map on the same
+ * pixels, and the same for any number of ranks. Also the split raster (DIR/split.tif) that shows
+ * where training and validation lie.
+ *
+ * Not here: when validation runs, the log and the summary (train.c), the metrics' definitions
+ * (metrics.h). */
+#ifndef WILDCPU_VALIDATION_H
+#define WILDCPU_VALIDATION_H
+
+#include <stdint.h>
+
+#include "wildcpu/dataset.h"
+#include "wildcpu/infer.h"
+#include "wildcpu/metrics.h"
+
+typedef struct wc_validation {
+    const wc_dataset *ds;
+    wc_metrics_acc *acc, *oracle_acc; /* exact, rank-independent accumulators */
+    wc_infer inf;                     /* the map's network, over a validation block's window */
+    wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
+    long *blocks;        /* the validation blocks, in index order */
+    long lo, hi;         /* this rank's share of them */
+    long max_share;      /* the largest share (every rank agrees that many times) */
+    /* (block side ^ 2) one block's pixels: probabilities, labels, the oracle, the state of
+     * each pixel (WC_PX_*), which pixels count, and the label reading's scratch */
+    float *prob, *y, *oracle;
+    uint8_t *px, *use;
+    double *scratch;
+} wc_validation;
+
+/* Outcomes of wc_validation_run, the same on every rank. */
+enum {
+    WC_VALIDATION_DONE = 0,
+    WC_VALIDATION_DIVERGED = 1, /* the network's output was not finite on some pixel */
+    WC_VALIDATION_STOPPED = 2,  /* the ranks agreed on a stop signal before it finished */
+    WC_VALIDATION_FAILED = 3,   /* a rank could not read its blocks (after its message) */
+};
+
+/* Collective. The network for a block's window (arch, spec as the training network's, params
+ * its current parameters), the files and buffers. WC_ERR on every rank when some rank cannot
+ * open its files or build the network. */
+int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch, const char *spec,
+                       const float *params);
+void wc_validation_free(wc_validation *v);
+
+/* Collective: the metrics of parameters params on the validation blocks (pos_weight weighs the
+ * loss as training does), into *m and, with an oracle, *oracle. Returns a WC_VALIDATION_*
+ * outcome; *m is set for DONE and DIVERGED (whose m->bad_outputs counts the broken pixels). */
+int wc_validation_run(wc_validation *v, const float *params, float pos_weight, wc_metrics *m,
+                      wc_metrics *oracle);
+
+/* The split raster at path (called by one rank): a Byte raster on the tiles' grid, 0 outside
+ * the patch grid, 1 a training patch, 2 a validation patch, 3 a patch dropped for too few valid
+ * pixels. A failure is a warning: training does not need the file. */
+void wc_validation_write_split(const wc_dataset *ds, const char *path);
+
+#endif

@@ -1,0 +1,273 @@
+/* stac.c: the STAC Item of a raster product; see stac.h.
+ *
+ * Not here: the assets' content, the SHA-256 itself (sha256.c). */
+#include "wildcpu/stac.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpl_conv.h>
+#include <cpl_string.h>
+#include <ogr_srs_api.h>
+
+#include "wildcpu/files.h"
+#include "wildcpu/json.h"
+#include "wildcpu/raster.h"
+#include "wildcpu/sha256.h"
+#include "wildcpu/util.h"
+
+#define STAC_PROJ "https://stac-extensions.github.io/projection/v1.1.0/schema.json"
+#define STAC_FILE "https://stac-extensions.github.io/file/v2.1.0/schema.json"
+
+/* Points per edge of the outline: a projected rectangle is curved in longitude/latitude, and its
+ * corners alone can miss the extreme latitude of an edge. */
+#define EDGE_POINTS 16
+
+/* ---- where ------------------------------------------------------------------------------------ */
+
+/* The CRS of the item, with the traditional GIS axis order (x = easting/longitude), or NULL. */
+static OGRSpatialReferenceH srs_of(const char *wkt) {
+    if (!wkt || !*wkt) return NULL;
+    OGRSpatialReferenceH s = OSRNewSpatialReference(NULL);
+    if (OSRImportFromWkt(s, (char **)&wkt) != OGRERR_NONE) {
+        OSRDestroySpatialReference(s);
+        return NULL;
+    }
+    OSRSetAxisMappingStrategy(s, OAMS_TRADITIONAL_GIS_ORDER);
+    return s;
+}
+
+/* The EPSG code of the CRS, or 0: its own authority, else what GDAL identifies it as. */
+static int epsg_of(OGRSpatialReferenceH s) {
+    const char *auth = OSRGetAuthorityName(s, NULL), *code = OSRGetAuthorityCode(s, NULL);
+    if (auth && code && EQUAL(auth, "EPSG")) return atoi(code);
+    OGRSpatialReferenceH c = OSRClone(s);
+    int epsg = 0;
+    if (OSRAutoIdentifyEPSG(c) == OGRERR_NONE) {
+        auth = OSRGetAuthorityName(c, NULL), code = OSRGetAuthorityCode(c, NULL);
+        if (auth && code && EQUAL(auth, "EPSG")) epsg = atoi(code);
+    }
+    OSRDestroySpatialReference(c);
+    return epsg;
+}
+
+/* The outline in WGS84: the raster's boundary walked TL, BL, BR, TR (counter-clockwise for a
+ * north-up raster, as RFC 7946 wants exterior rings), EDGE_POINTS per edge, into lon/lat (4 x
+ * EDGE_POINTS points). WC_ERR when the transformation fails. */
+static int outline_wgs84(const wc_stac_item *it, OGRSpatialReferenceH srs, double *lon,
+                         double *lat) {
+    const double W = it->width, H = it->height;
+    const double corner[5][2] = {{0, 0}, {0, H}, {W, H}, {W, 0}, {0, 0}};
+    const int n = 4 * EDGE_POINTS;
+    for (int e = 0, k = 0; e < 4; e++)
+        for (int i = 0; i < EDGE_POINTS; i++, k++) {
+            const double t = (double)i / EDGE_POINTS;
+            const double c = corner[e][0] + t * (corner[e + 1][0] - corner[e][0]);
+            const double r = corner[e][1] + t * (corner[e + 1][1] - corner[e][1]);
+            wc_raster_pixel_to_map(it->gt, c, r, &lon[k], &lat[k]);
+        }
+    OGRSpatialReferenceH wgs = OSRNewSpatialReference(NULL);
+    OSRSetWellKnownGeogCS(wgs, "WGS84");
+    OSRSetAxisMappingStrategy(wgs, OAMS_TRADITIONAL_GIS_ORDER);
+    OGRCoordinateTransformationH ct = OCTNewCoordinateTransformation(srs, wgs);
+    int ok = ct && OCTTransform(ct, n, lon, lat, NULL);
+    for (int k = 0; ok && k < n; k++) ok = isfinite(lon[k]) && isfinite(lat[k]);
+    if (ct) OCTDestroyCoordinateTransformation(ct);
+    OSRDestroySpatialReference(wgs);
+    if (!ok) return WC_ERR;
+    /* a raster flipped on one axis walks the other way round */
+    double area = 0;
+    for (int k = 0; k < n; k++)
+        area += lon[k] * lat[(k + 1) % n] - lon[(k + 1) % n] * lat[k];
+    for (int k = 0; area < 0 && k < n / 2; k++) {
+        double t = lon[k];
+        lon[k] = lon[n - 1 - k], lon[n - 1 - k] = t;
+        t = lat[k], lat[k] = lat[n - 1 - k], lat[n - 1 - k] = t;
+    }
+    return WC_OK;
+}
+
+static void write_position(wc_json *j, double lon, double lat) {
+    wc_json_array(j);
+    wc_json_num(j, lon);
+    wc_json_num(j, lat);
+    wc_json_end(j);
+}
+
+/* geometry (a polygon of the four corners) and bbox (of the densified outline). */
+static void write_geometry(wc_json *j, const double *lon, const double *lat) {
+    const int n = 4 * EDGE_POINTS;
+    wc_json_key(j, "geometry");
+    wc_json_object(j);
+    wc_json_kstr(j, "type", "Polygon");
+    wc_json_key(j, "coordinates");
+    wc_json_array(j);
+    wc_json_array(j);
+    for (int k = 0; k <= n; k += EDGE_POINTS) write_position(j, lon[k % n], lat[k % n]);
+    wc_json_end(j);
+    wc_json_end(j);
+    wc_json_end(j);
+    double b[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
+    for (int k = 0; k < n; k++) {
+        b[0] = fmin(b[0], lon[k]), b[1] = fmin(b[1], lat[k]);
+        b[2] = fmax(b[2], lon[k]), b[3] = fmax(b[3], lat[k]);
+    }
+    wc_json_key(j, "bbox");
+    wc_json_array(j);
+    for (int i = 0; i < 4; i++) wc_json_num(j, b[i]);
+    wc_json_end(j);
+}
+
+/* ---- what ------------------------------------------------------------------------------------- */
+
+static void write_projection(wc_json *j, const wc_stac_item *it, OGRSpatialReferenceH srs) {
+    const int epsg = srs ? epsg_of(srs) : 0;
+    wc_json_key(j, "proj:epsg");
+    if (epsg)
+        wc_json_int(j, epsg);
+    else
+        wc_json_null(j);
+    if (!epsg && srs) {
+        char *wkt2 = NULL;
+        const char *const opts[] = {"FORMAT=WKT2_2019", NULL};
+        if (OSRExportToWktEx(srs, &wkt2, opts) == OGRERR_NONE) wc_json_kstr(j, "proj:wkt2", wkt2);
+        CPLFree(wkt2);
+    }
+    wc_json_key(j, "proj:shape");
+    wc_json_array(j);
+    wc_json_int(j, it->height);
+    wc_json_int(j, it->width);
+    wc_json_end(j);
+    if (it->gt) { /* STAC's order is the affine's rows: a, b, c, d, e, f */
+        const double *g = it->gt;
+        const double a[6] = {g[1], g[2], g[0], g[4], g[5], g[3]};
+        wc_json_key(j, "proj:transform");
+        wc_json_array(j);
+        for (int i = 0; i < 6; i++) wc_json_num(j, a[i]);
+        wc_json_end(j);
+    }
+}
+
+/* The checkpoint's metrics, each a property named prefix + its key. */
+static void write_metrics(wc_json *j, const char *text, const char *prefix) {
+    if (!text || !*text) return;
+    wc_json_doc doc;
+    char why[256];
+    if (wc_json_parse(text, &doc, why, sizeof why) != WC_OK) { /* checked when loaded */
+        wc_warn("STAC item: the checkpoint's metrics are not readable (%s): left out", why);
+        return;
+    }
+    for (int i = 0; i < doc.n; i++) {
+        const wc_json_member *m = &doc.members[i];
+        if (m->kind != WC_JSON_NUMBER) continue;
+        char key[160];
+        snprintf(key, sizeof key, "%s%s", prefix ? prefix : "", m->key);
+        wc_json_knum(j, key, m->number);
+    }
+    wc_json_doc_free(&doc);
+}
+
+/* The asset's href: its file name when it lies in the item's directory (the item and its files
+ * move together), else its absolute path. */
+static char *href_of(const char *item_path, const char *asset_path) {
+    const char *as = strrchr(asset_path, '/'), *name = as ? as + 1 : asset_path;
+    char *beside = wc_sibling_path(item_path, ""); /* only for its directory */
+    char *slash = strrchr(beside, '/');
+    size_t n = strlen(beside) + strlen(name) + 2;
+    char *guess = WC_ALLOC(n);
+    snprintf(guess, n, "%.*s%s", slash ? (int)(slash - beside + 1) : 0, beside, name);
+    free(beside);
+    if (wc_same_file(guess, asset_path)) {
+        free(guess);
+        return wc_strdup(name);
+    }
+    free(guess);
+    char *abs = realpath(asset_path, NULL);
+    return abs ? abs : wc_strdup(asset_path);
+}
+
+static int write_asset(wc_json *j, const char *item_path, const wc_stac_asset *a) {
+    char hex[65], multihash[70];
+    int64_t size;
+    if (wc_sha256_file(a->path, hex, &size) != WC_OK) return WC_ERR;
+    snprintf(multihash, sizeof multihash, "1220%s", hex); /* sha2-256, 32 bytes */
+    char *href = href_of(item_path, a->path);
+    wc_json_key(j, a->key);
+    wc_json_object(j);
+    wc_json_kstr(j, "href", href);
+    wc_json_kstr(j, "type", a->type);
+    wc_json_kstr(j, "title", a->title);
+    wc_json_key(j, "roles");
+    wc_json_array(j);
+    char **roles = CSLTokenizeString2(a->roles, ",", 0);
+    for (int i = 0; roles && roles[i]; i++) wc_json_str(j, roles[i]);
+    CSLDestroy(roles);
+    wc_json_end(j);
+    wc_json_kstr(j, "file:checksum", multihash);
+    wc_json_kint(j, "file:size", size);
+    wc_json_end(j);
+    free(href);
+    return WC_OK;
+}
+
+int wc_stac_write(const char *path, const wc_stac_item *it) {
+    OGRSpatialReferenceH srs = srs_of(it->wkt);
+    double lon[4 * EDGE_POINTS], lat[4 * EDGE_POINTS];
+    const int where = it->gt && srs && outline_wgs84(it, srs, lon, lat) == WC_OK;
+    if (it->gt && srs && !where)
+        wc_warn("STAC item %s: the outline of the raster does not transform to WGS84: geometry "
+                "null",
+                path);
+    wc_json j;
+    wc_json_init(&j);
+    wc_json_object(&j);
+    wc_json_kstr(&j, "type", "Feature");
+    wc_json_kstr(&j, "stac_version", "1.0.0");
+    wc_json_key(&j, "stac_extensions");
+    wc_json_array(&j);
+    wc_json_str(&j, STAC_PROJ);
+    wc_json_str(&j, STAC_FILE);
+    wc_json_end(&j);
+    wc_json_kstr(&j, "id", it->id);
+    if (where) {
+        write_geometry(&j, lon, lat);
+    } else {
+        wc_json_key(&j, "geometry");
+        wc_json_null(&j);
+    }
+    wc_json_key(&j, "properties");
+    wc_json_object(&j);
+    wc_json_kstr(&j, "datetime", it->datetime);
+    write_projection(&j, it, srs);
+    for (int i = 0; i < it->nprops; i++) wc_json_kstr(&j, it->props[i][0], it->props[i][1]);
+    if (it->int_key) wc_json_kint(&j, it->int_key, it->int_value);
+    write_metrics(&j, it->metrics_json, it->metrics_prefix);
+    wc_json_end(&j);
+    wc_json_key(&j, "links");
+    wc_json_array(&j);
+    wc_json_end(&j);
+    wc_json_key(&j, "assets");
+    wc_json_object(&j);
+    int rc = WC_OK;
+    for (int i = 0; i < it->nassets && rc == WC_OK; i++)
+        rc = write_asset(&j, path, &it->assets[i]);
+    if (srs) OSRDestroySpatialReference(srs);
+    if (rc != WC_OK) {
+        wc_error("the STAC item %s is not written: an asset cannot be checksummed", path);
+        wc_json_free(&j);
+        return WC_ERR;
+    }
+    wc_json_end(&j);
+    wc_json_end(&j);
+    wc_atomic_file af;
+    rc = wc_atomic_open(&af, path, "w");
+    if (rc == WC_OK) {
+        fputs(wc_json_text(&j), af.f);
+        fputc('\n', af.f);
+        rc = wc_atomic_commit(&af);
+    }
+    wc_json_free(&j);
+    return rc;
+}

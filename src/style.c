@@ -1,0 +1,117 @@
+/* style.c: the risk map's QGIS style (.qml); see style.h.
+ *
+ * The document is what QGIS 3.22 itself saves for a singleband pseudocolor layer (Layer
+ * Properties > Style > Save as QML), reduced to the renderer: QGIS fills in every element left
+ * out with its defaults. Min and max are fixed (classificationMin/Max 0 and 1, limits None), so
+ * QGIS does not stretch the ramp to the map's statistics; nodataColor empty keeps nodata
+ * transparent. The ramp's first and last stops are the gradient's color1 and color2, the others
+ * its intermediate stops at k / 8, and the shader lists all nine as items.
+ *
+ * Not here: where the file goes (riskmap.c derives NAME.qml from the map's name). */
+#include "wildcpu/style.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/files.h"
+#include "wildcpu/quicklook.h"
+#include "wildcpu/util.h"
+
+/* In the file's first line, so a later run can tell its own style from a user's. */
+#define STYLE_MARK "<!-- written by wildcpu: the risk map's style -->"
+
+static void rgba(char *buf, size_t n, int k) {
+    const unsigned char *c = WC_QUICKLOOK_RAMP[k];
+    snprintf(buf, n, "%d,%d,%d,255", c[0], c[1], c[2]);
+}
+
+static void write_ramp(FILE *f) {
+    const int last = WC_QUICKLOOK_NSTOPS - 1;
+    char c1[32], c2[32], stops[512] = "";
+    rgba(c1, sizeof c1, 0);
+    rgba(c2, sizeof c2, last);
+    for (int k = 1, n = 0; k < last; k++) {
+        char c[32];
+        rgba(c, sizeof c, k);
+        n += snprintf(stops + n, sizeof stops - (size_t)n, "%s%.3f;%s", k > 1 ? ":" : "",
+                      (double)k / last, c);
+    }
+    const char *const props[][2] = {
+        {"color1", c1}, {"color2", c2}, {"discrete", "0"}, {"rampType", "gradient"},
+        {"stops", stops}};
+    fprintf(f, "          <colorramp type=\"gradient\" name=\"[source]\">\n"
+               "            <Option type=\"Map\">\n");
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+        fprintf(f, "              <Option type=\"QString\" name=\"%s\" value=\"%s\"/>\n",
+                props[i][0], props[i][1]);
+    fprintf(f, "            </Option>\n");
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) /* QGIS < 3.20 reads these */
+        fprintf(f, "            <prop k=\"%s\" v=\"%s\"/>\n", props[i][0], props[i][1]);
+    fprintf(f, "          </colorramp>\n");
+    for (int k = 0; k <= last; k++) {
+        const unsigned char *c = WC_QUICKLOOK_RAMP[k];
+        fprintf(f,
+                "          <item alpha=\"255\" color=\"#%02x%02x%02x\" label=\"%g\" "
+                "value=\"%g\"/>\n",
+                c[0], c[1], c[2], (double)k / last, (double)k / last);
+    }
+}
+
+int wc_style_write_qml(const char *path) {
+    wc_atomic_file af;
+    if (wc_atomic_open(&af, path, "w") != WC_OK) return WC_ERR;
+    FILE *f = af.f;
+    fprintf(f, "<!DOCTYPE qgis PUBLIC 'http://mrcc.com/qgis.dtd' 'SYSTEM'>%s\n", STYLE_MARK);
+    fprintf(f, "<qgis version=\"3.22.0\" styleCategories=\"AllStyleCategories\" "
+               "hasScaleBasedVisibilityFlag=\"0\" minScale=\"1e+08\" maxScale=\"0\">\n"
+               "  <customproperties>\n"
+               "    <Option type=\"Map\">\n"
+               "      <Option type=\"QString\" name=\"wildcpu/legend_title\" "
+               "value=\"" WC_STYLE_LEGEND_TITLE "\"/>\n"
+               "      <Option type=\"QString\" name=\"wildcpu/version\" value=\"" WC_VERSION
+               "\"/>\n"
+               "    </Option>\n"
+               "  </customproperties>\n"
+               "  <pipe>\n"
+               "    <rasterrenderer type=\"singlebandpseudocolor\" band=\"1\" opacity=\"1\" "
+               "alphaBand=\"-1\" nodataColor=\"\" classificationMin=\"0\" "
+               "classificationMax=\"1\">\n"
+               "      <rasterTransparency/>\n"
+               "      <minMaxOrigin>\n"
+               "        <limits>None</limits>\n"
+               "        <extent>WholeRaster</extent>\n"
+               "        <statAccuracy>Exact</statAccuracy>\n"
+               "        <cumulativeCutLower>0.02</cumulativeCutLower>\n"
+               "        <cumulativeCutUpper>0.98</cumulativeCutUpper>\n"
+               "        <stdDevFactor>2</stdDevFactor>\n"
+               "      </minMaxOrigin>\n"
+               "      <rastershader>\n"
+               "        <colorrampshader colorRampType=\"INTERPOLATED\" classificationMode=\"1\" "
+               "clip=\"0\" minimumValue=\"0\" maximumValue=\"1\" labelPrecision=\"3\">\n");
+    write_ramp(f);
+    fprintf(f, "          <rampLegendSettings minimumLabel=\"0\" maximumLabel=\"1\" prefix=\"\" "
+               "suffix=\"\" orientation=\"2\" direction=\"0\" useContinuousLegend=\"1\"/>\n"
+               "        </colorrampshader>\n"
+               "      </rastershader>\n"
+               "    </rasterrenderer>\n"
+               "    <brightnesscontrast brightness=\"0\" contrast=\"0\" gamma=\"1\"/>\n"
+               "    <huesaturation saturation=\"0\" grayscaleMode=\"0\" invertColors=\"0\" "
+               "colorizeOn=\"0\" colorizeRed=\"255\" colorizeGreen=\"128\" colorizeBlue=\"128\" "
+               "colorizeStrength=\"100\"/>\n"
+               "    <rasterresampler maxOversampling=\"2\"/>\n"
+               "    <resamplingStage>resamplingFilter</resamplingStage>\n"
+               "  </pipe>\n"
+               "  <blendMode>0</blendMode>\n"
+               "</qgis>\n");
+    return wc_atomic_commit(&af);
+}
+
+int wc_style_is_ours(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[256] = "";
+    const int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    return got && strstr(line, STYLE_MARK) != NULL;
+}

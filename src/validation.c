@@ -1,0 +1,162 @@
+/* validation.c: the validation blocks scored with the map's computation; see validation.h.
+ *
+ * Each rank takes a contiguous share of the blocks (in index order). Every rank makes the same
+ * number of agreement rounds (the largest share), one per block, so that a read failure or a
+ * stop signal on any rank is seen by all of them within one block. The accumulators are integer
+ * histograms: their sum is the same for any number of ranks and any split. */
+#include "wildcpu/validation.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/dist.h"
+#include "wildcpu/rwriter.h"
+#include "wildcpu/stop.h"
+#include "wildcpu/util.h"
+
+/* The validation blocks in index order (by * bcols + bx), and this rank's share of them. */
+static void plan_blocks(wc_validation *v) {
+    const wc_dataset *ds = v->ds;
+    const long B = ds->val_block, bcols = (ds->cols + B - 1) / B;
+    const long nb = bcols * ((ds->rows + B - 1) / B);
+    uint8_t *is_block = WC_CALLOC((size_t)nb + 1, 1);
+    for (long id = 0; id < ds->npatches; id++)
+        if (ds->is_val[id]) is_block[(id / ds->cols) / B * bcols + (id % ds->cols) / B] = 1;
+    long n = 0;
+    for (long b = 0; b < nb; b++) n += is_block[b];
+    v->blocks = WC_ALLOC(sizeof(long) * (size_t)(n + 1));
+    n = 0;
+    for (long b = 0; b < nb; b++)
+        if (is_block[b]) v->blocks[n++] = b;
+    free(is_block);
+    const int rank = wc_dist_rank(), nranks = wc_dist_size();
+    wc_dist_share(n, rank, nranks, &v->lo, &v->hi);
+    v->max_share = (n + nranks - 1) / nranks;
+}
+
+/* A validation block's pixel rectangle: its patches' cells, clipped to the patch grid. */
+static void block_rect(const wc_dataset *ds, long b, int64_t *x0, int64_t *y0, int64_t *w,
+                       int64_t *h) {
+    const long B = ds->val_block, bcols = (ds->cols + B - 1) / B;
+    const long bx = b % bcols, by = b / bcols;
+    *x0 = ds->x_origin + (int64_t)bx * B * ds->P, *y0 = ds->y_origin + (int64_t)by * B * ds->P;
+    *w = (int64_t)WC_MIN(B, ds->cols - bx * B) * ds->P;
+    *h = (int64_t)WC_MIN(B, ds->rows - by * B) * ds->P;
+}
+
+/* Block b's probabilities, labels and oracle into the accumulators. */
+static int score_block(wc_validation *v, long b, float pos_weight) {
+    const wc_dataset *ds = v->ds;
+    int64_t x0, y0, w, h;
+    block_rect(ds, b, &x0, &y0, &w, &h);
+    if (wc_infer_core(&v->inf, x0, y0, w, h, v->prob, v->px, 0.0f) != WC_OK ||
+        wc_dataset_read_labels(ds, &v->files, x0, y0, w, h, v->y, v->use, v->scratch) != WC_OK ||
+        (ds->oracle_path &&
+         wc_dataset_read_oracle(ds, &v->files, x0, y0, w, h, v->oracle) != WC_OK))
+        return WC_ERR;
+    /* the pixels that count: of kept patches (every patch of a validation block is a
+     * validation patch), a label, a probability; a valid pixel without a probability (the
+     * network's output was not finite) is a broken model */
+    const size_t n = (size_t)w * (size_t)h;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t px = x0 + (int64_t)(i % (size_t)w), py = y0 + (int64_t)(i / (size_t)w);
+        const long id =
+            (long)((py - ds->y_origin) / ds->P) * ds->cols + (px - ds->x_origin) / ds->P;
+        const int counts =
+            v->use[i] && ds->keep[id] && v->px[i] != WC_PX_NODATA && v->px[i] != WC_PX_RANGE;
+        if (counts && v->px[i] == WC_PX_BAD) v->acc->bad_outputs++;
+        v->use[i] = counts && v->px[i] == WC_PX_VALID;
+    }
+    wc_metrics_add_probs(v->acc, v->prob, v->y, v->use, n, pos_weight);
+    if (ds->oracle_path)
+        wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, pos_weight);
+    return WC_OK;
+}
+
+int wc_validation_run(wc_validation *v, const float *params, float pos_weight, wc_metrics *m,
+                      wc_metrics *oracle) {
+    const int with_oracle = v->ds->oracle_path != NULL;
+    wc_metrics_reset(v->acc);
+    wc_metrics_reset(v->oracle_acc);
+    wc_infer_set_params(&v->inf, params);
+    int failed = 0;
+    for (long k = 0; k < v->max_share; k++) {
+        if (!failed && v->lo + k < v->hi &&
+            score_block(v, v->blocks[v->lo + k], pos_weight) != WC_OK)
+            failed = 1;
+        int64_t flags[2] = {failed, wc_stop_requested()};
+        wc_dist_sum_i64(flags, 2);
+        if (flags[0]) return WC_VALIDATION_FAILED;
+        if (flags[1]) return WC_VALIDATION_STOPPED;
+    }
+    wc_dist_sum_i64((int64_t *)v->acc, wc_metrics_acc_words());
+    if (with_oracle) wc_dist_sum_i64((int64_t *)v->oracle_acc, wc_metrics_acc_words());
+    wc_metrics_compute(m, v->acc);
+    if (with_oracle) wc_metrics_compute(oracle, v->oracle_acc);
+    return m->bad_outputs > 0 ? WC_VALIDATION_DIVERGED : WC_VALIDATION_DONE;
+}
+
+int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch, const char *spec,
+                       const float *params) {
+    memset(v, 0, sizeof *v);
+    v->ds = ds;
+    plan_blocks(v);
+    const int64_t side = (int64_t)ds->val_block * ds->P;
+    const size_t n = (size_t)side * (size_t)side;
+    v->prob = WC_ALLOC(sizeof(float) * n), v->y = WC_ALLOC(sizeof(float) * n);
+    v->oracle = WC_ALLOC(sizeof(float) * n), v->scratch = WC_ALLOC(sizeof(double) * n);
+    v->px = WC_ALLOC(n), v->use = WC_ALLOC(n);
+    v->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
+    v->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
+    wc_infer_geometry g;
+    int failed =
+        wc_data_files_open(&v->files, ds, 1) != WC_OK ||
+        wc_infer_geometry_of(&g, arch, spec, ds->nfeat, &v->files.src) != WC_OK ||
+        wc_infer_init(&v->inf, &g, &v->files.src, ds->feat_bands, ds->read_type, ds->nfeat,
+                      ds->mean, ds->std, arch, spec, params, side, side, ds->tiles_path) != WC_OK;
+    return wc_dist_any(failed) ? WC_ERR : WC_OK;
+}
+
+void wc_validation_free(wc_validation *v) {
+    wc_infer_free(&v->inf);
+    wc_data_files_close(&v->files);
+    free(v->blocks), free(v->prob), free(v->y), free(v->oracle), free(v->scratch);
+    free(v->px), free(v->use), free(v->acc), free(v->oracle_acc);
+}
+
+void wc_validation_write_split(const wc_dataset *ds, const char *path) {
+    static const char *const opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", NULL};
+    const wc_rwriter_band band = {.name = "split"};
+    const wc_rwriter_opts o = {.options = opts,
+                               .width = ds->width,
+                               .height = ds->height,
+                               .nbands = 1,
+                               .type = WC_DT_BYTE,
+                               .gt = ds->files.src.has_gt ? ds->files.src.gt : NULL,
+                               .wkt = ds->files.src.wkt,
+                               .bands = &band};
+    wc_rwriter *w = wc_rwriter_create(path, &o);
+    if (!w) return;
+    wc_rwriter_set_metadata(w, 1, "values",
+                            "0 outside the patch grid, 1 training patch, "
+                            "2 validation patch, 3 dropped patch");
+    uint8_t *row = WC_ALLOC((size_t)ds->width);
+    int rc = WC_OK;
+    for (int64_t y = 0; y < ds->height && rc == WC_OK; y++) {
+        memset(row, 0, (size_t)ds->width);
+        const int64_t cy = (y - ds->y_origin) / ds->P;
+        if (y >= ds->y_origin && cy < ds->rows)
+            for (int64_t cx = 0; cx < ds->cols; cx++) {
+                const long id = (long)(cy * ds->cols + cx);
+                const uint8_t val = !ds->keep[id] ? 3 : ds->is_val[id] ? 2 : 1;
+                memset(row + ds->x_origin + cx * ds->P, val, (size_t)ds->P);
+            }
+        rc = wc_rwriter_write(w, 1, y, 1, row, 0);
+    }
+    free(row);
+    if (rc != WC_OK || wc_rwriter_commit(w) != WC_OK) {
+        if (rc != WC_OK) wc_rwriter_abort(w);
+        wc_warn("%s was not written (see above); training goes on", path);
+    }
+}
