@@ -9,6 +9,10 @@
 #   make docs-qgis  docs/qgis-view.png: the sample map rendered by QGIS with its style
 #   make bench      training throughput against PyTorch: 1 thread, 2 threads, 2 ranks, memory
 #                   (BENCH_ROUNDS, BENCH_SECONDS; BENCH_PREDICT=1 adds prediction Mpx/s)
+#   make bench-scaling  1, 2, 4 ranks over an emulated 10 Gb/s and 1 Gb/s network, the sizing
+#                   model fitted and extrapolated to 1024 ranks (root)
+#   make bench-overlap  the reduction overlapped with backward against --no-overlap (root)
+#   make bench-ckpt the cost of background checkpoints per step and per interval
 #   make fuzz       fuzz the checkpoint reader and the spec parser, FUZZ_SECONDS (300) each
 #   make format     clang-format the sources
 #   make install PREFIX=/usr/local
@@ -207,3 +211,27 @@ fuzz-deps:
 
 fuzz-seeds: $(BUILD)/wildcpu
 	bash tests/fuzz/make-seeds $(BUILD)/wildcpu
+
+# ---- scaling benchmark (tools/bench_scaling.sh) ---------------------------------------------
+# `make bench-scaling` (root: a private network namespace whose loopback tc shapes): 1, 2 and 4
+# ranks of unet-lite and data/models/unet-wide.spec over unshaped, 10 Gb/s and 1 Gb/s emulated
+# links; fits README.md's sizing model and prints measured against modelled step times and the
+# predictions for 8 to 1024 ranks. REPS, STEPS, WIDE_REPS, WIDE_STEPS (environment) set its
+# length; the raw measurements stay in build/bench-scaling. Leaves no namespace, qdisc or
+# process behind, also when interrupted.
+.PHONY: bench-scaling
+bench-scaling: $(BUILD)/wildcpu $(BUILD)/tools/netbench
+	@bash tools/bench_scaling.sh $(BUILD)
+
+# `make bench-overlap` (root, as bench-scaling): 2 ranks of unet-lite at an emulated 1 Gb/s,
+# the reduction overlapped with backward against --no-overlap and against compute alone
+# (tools/bench_overlap.sh; REPS, STEPS, LINK, BATCH, MICRO in the environment).
+.PHONY: bench-overlap
+bench-overlap: $(BUILD)/wildcpu
+	@bash tools/bench_overlap.sh $(BUILD)
+
+# `make bench-ckpt`: what a background checkpoint costs a step, and checkpointing every 1, 2
+# and 10 minutes, for unet-lite and unet-wide (tools/bench_ckpt.sh; no root needed).
+.PHONY: bench-ckpt
+bench-ckpt: $(BUILD)/wildcpu
+	@bash tools/bench_ckpt.sh $(BUILD)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -46,6 +47,19 @@ static size_t crash_after_bytes(size_t total, long step) {
     const char *at = strchr(s, '@');
     if (at && atol(at + 1) != step) return (size_t)-1;
     return f > 0 && f < 1 ? (size_t)(f * (double)total) : (size_t)-1;
+}
+
+/* The test hook of a slow disk: WILDCPU_TEST_SLOW_WRITE=SECONDS makes every checkpoint write
+ * take that much longer (a sleep once the temporary file is written, before fsync and rename).
+ * Tests prove with it that the training thread does not wait for a background write. */
+static void slow_write(void) {
+    const char *s = getenv("WILDCPU_TEST_SLOW_WRITE");
+    double secs = s ? atof(s) : 0;
+    if (!(secs > 0)) return;
+    if (secs > 600) secs = 600;
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
 }
 
 void wc_ckpt_remove_stale(const char *dir) {
@@ -149,6 +163,7 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
     int rc = write_all(f, header, WC_CKPT_HEADER, tmp, &written, crash_at);
     if (rc == WC_OK) rc = write_all(f, z, zsize, tmp, &written, crash_at);
     free(z);
+    if (rc == WC_OK) slow_write();
     if (rc == WC_OK && fflush(f) != 0) {
         wc_error("writing checkpoint %s failed at flush: %s", tmp, strerror(errno));
         rc = WC_ERR;

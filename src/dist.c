@@ -92,6 +92,42 @@ void wc_dist_sum_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, size
 void wc_dist_sum_f32(float *buf, size_t n) { allreduce(buf, n, MPI_FLOAT, sizeof *buf, MPI_SUM); }
 void wc_dist_max_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_MAX); }
 
+/* The pending nonblocking collectives, completed together by wc_dist_wait. A step starts a
+ * few (one per gradient bucket); beyond the table's size the oldest are waited for first. */
+#define MAX_PENDING 256
+static MPI_Request pending[MAX_PENDING];
+static int npending = 0;
+
+static void iallreduce(void *buf, size_t n, MPI_Datatype type, size_t size) {
+    if (dist_size == 1) return;
+    char *p = buf;
+    while (n > 0) {
+        if (npending == MAX_PENDING) wc_dist_wait();
+        int c = n > CHUNK ? CHUNK : (int)n;
+        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, p, c, type, MPI_SUM, MPI_COMM_WORLD,
+                                 &pending[npending++]));
+        p += (size_t)c * size;
+        n -= (size_t)c;
+    }
+}
+
+void wc_dist_isum_i64(int64_t *buf, size_t n) { iallreduce(buf, n, MPI_INT64_T, sizeof *buf); }
+void wc_dist_isum_f32(float *buf, size_t n) { iallreduce(buf, n, MPI_FLOAT, sizeof *buf); }
+
+int wc_dist_progress(void) {
+    if (npending == 0) return 1;
+    int done = 0;
+    MPI_CHECK(MPI_Testall(npending, pending, &done, MPI_STATUSES_IGNORE));
+    if (done) npending = 0;
+    return done;
+}
+
+void wc_dist_wait(void) {
+    if (npending == 0) return;
+    MPI_CHECK(MPI_Waitall(npending, pending, MPI_STATUSES_IGNORE));
+    npending = 0;
+}
+
 int wc_dist_any(int flag) {
     int64_t v = flag != 0;
     wc_dist_sum_i64(&v, 1);

@@ -67,6 +67,7 @@ static const char *TRAIN_HELP =
     "  --seed N                [1]\n"
     "  --threads N             threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
     "  --fast-reduce           plain float gradient sum: faster, not bitwise rank-independent\n"
+    "  --no-overlap            reduce the gradient after backward, not in buckets during it\n"
     "  --no-jitter             train on the fixed patches (default: each epoch shifts every\n"
     "                          training patch by up to half a patch, on the pooling grid)\n"
     "  --prefetch N            read-ahead slots per rank, one micro-batch each [2m + 1, where m\n"
@@ -74,7 +75,8 @@ static const char *TRAIN_HELP =
     "1]\n"
     "checkpoints and output\n"
     "  --ckpt-every STEPS      checkpoint every STEPS steps [off]\n"
-    "  --ckpt-minutes M        checkpoint every M minutes [10 when neither is given]\n"
+    "  --ckpt-minutes M        checkpoint every M minutes [when neither is given: 1 to 10,\n"
+    "                          200 x the last background write's time]\n"
     "  --keep K                checkpoints kept [3]\n"
     "  --fresh                 start over: the previous run's files move to DIR/replaced-TIME/\n"
     "  --log-every STEPS       progress line interval [10]\n"
@@ -153,6 +155,7 @@ enum {
     O_SEED,
     O_THREADS,
     O_FAST_REDUCE,
+    O_NO_OVERLAP,
     O_CKPT_EVERY,
     O_CKPT_MIN,
     O_KEEP,
@@ -216,6 +219,7 @@ static int cmd_train(int argc, char **argv) {
                                          {"help", 0, 0, O_HELP},
                                          {"no-jitter", 0, 0, O_NO_JITTER},
                                          {"no-style", 0, 0, O_NO_STYLE},
+                                         {"no-overlap", 0, 0, O_NO_OVERLAP},
                                          {0, 0, 0, 0}};
     wc_train_config c;
     wc_train_config_default(&c);
@@ -318,6 +322,9 @@ static int cmd_train(int argc, char **argv) {
             break;
         case O_FAST_REDUCE:
             c.fast_reduce = 1;
+            break;
+        case O_NO_OVERLAP:
+            c.no_overlap = 1;
             break;
         case O_NO_JITTER:
             c.no_jitter = 1;

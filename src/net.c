@@ -1047,6 +1047,7 @@ void wc_net_backward(wc_net *net, int N) {
         case WC_OP_CONCAT: run_layer(net, nd, N, 1); break;
         case WC_OP_INPUT: WC_ASSERT(0); break;
         }
+        if (net->backward_hook) net->backward_hook(net->backward_hook_ctx, nd);
     }
 }
 

@@ -54,8 +54,35 @@ wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batche
     return r;
 }
 
+void wc_reducer_set_overlap(wc_reducer *r, int on) {
+    free(r->bucket_t);
+    r->bucket_t = NULL;
+    r->nbuckets = 0;
+    if (!on || r->ntensors == 0) return;
+    const size_t elem = r->exact ? sizeof(int64_t) : sizeof(float);
+    size_t target = WC_MAX((size_t)WC_REDUCE_BUCKET_BYTES, r->n * elem / 16);
+    r->bucket_t = WC_ALLOC(sizeof(int) * ((size_t)r->ntensors + 1));
+    int nb = 0;
+    r->bucket_t[0] = r->ntensors;
+    size_t bytes = 0;
+    for (int t = r->ntensors - 1; t >= 0; t--) {
+        /* offsets grow with the tensor index: backward finishes them from the last down */
+        WC_ASSERT(t == 0 || r->tensors[t].offset ==
+                                r->tensors[t - 1].offset + r->tensors[t - 1].count);
+        bytes += r->tensors[t].count * elem;
+        if (bytes >= target || t == 0) {
+            r->bucket_t[++nb] = t;
+            bytes = 0;
+        }
+    }
+    r->nbuckets = nb;
+}
+
+int wc_reducer_overlapping(const wc_reducer *r) { return r->nbuckets > 0 && r->calibrated; }
+
 void wc_reducer_destroy(wc_reducer *r) {
     if (!r) return;
+    free(r->bucket_t);
     free(r->exponent);
     free(r->maxabs);
     free(r->acc);
@@ -83,6 +110,8 @@ void wc_reducer_begin(wc_reducer *r) {
     r->overflow = r->nonfinite = r->bad_loss = 0;
     r->loss_sum = 0;
     r->valid_pixels = r->samples = 0;
+    r->streaming = r->next_bucket = 0;
+    r->s_has = 0;
 }
 
 void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t valid_pixels,
@@ -133,6 +162,84 @@ void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t 
     }
 }
 
+void wc_reducer_stream_begin(wc_reducer *r, double loss_sum, int64_t valid_pixels,
+                             int64_t samples) {
+    WC_ASSERT(wc_reducer_overlapping(r) && !r->streaming);
+    r->streaming = 1;
+    r->s_has = 1;
+    r->valid_pixels += valid_pixels;
+    r->samples += samples;
+    const double loss_limit = ldexp(1.0, 62 - WC_REDUCE_LOSS_FX_BITS) / r->max_micro_batches;
+    r->s_bad_loss = !(fabs(loss_sum) <= loss_limit); /* as in wc_reducer_add */
+    r->s_finite = r->s_fits = 1;
+    r->s_loss = loss_sum;
+}
+
+/* Converts bucket b of the streamed micro-batch into the sums (as wc_reducer_add does for a
+ * whole gradient) and starts its collective. A bucket that is not finite or does not fit its
+ * scale is not converted: the step is then abandoned (diverged) or recomputed (redo) anyway. */
+static void start_bucket(wc_reducer *r, const float *grads, int b) {
+    const int tlo = r->bucket_t[b + 1], thi = r->bucket_t[b];
+    const size_t lo = r->tensors[tlo].offset;
+    const size_t hi = r->tensors[thi - 1].offset + r->tensors[thi - 1].count;
+    if (grads && r->s_has && !r->s_bad_loss) {
+        const double limit = ldexp(1.0, 62) / r->max_micro_batches;
+        int fits = 1, finite_all = 1;
+        for (int t = tlo; t < thi; t++) {
+            const wc_tensor *tn = &r->tensors[t];
+            int finite;
+            double m = tensor_maxabs(grads + tn->offset, tn->count, &finite);
+            if (!finite) {
+                r->maxabs[t] = INFINITY;
+                finite_all = 0;
+                continue;
+            }
+            if (m > r->maxabs[t]) r->maxabs[t] = m;
+            if (!(ldexp(m, r->exponent[t]) <= limit)) fits = 0;
+        }
+        r->s_finite &= finite_all;
+        r->s_fits &= fits;
+        if (finite_all && !r->exact) {
+            for (size_t i = lo; i < hi; i++) r->facc[i] += grads[i];
+        } else if (finite_all && fits) {
+            for (int t = tlo; t < thi; t++) {
+                const wc_tensor *tn = &r->tensors[t];
+                const double scale = ldexp(1.0, r->exponent[t]);
+                const float *g = grads + tn->offset;
+                int64_t *a = r->acc + tn->offset;
+                for (size_t i = 0; i < tn->count; i++) a[i] += llrint((double)g[i] * scale);
+            }
+        }
+    }
+    if (r->exact) wc_dist_isum_i64(r->acc + lo, hi - lo);
+    else wc_dist_isum_f32(r->facc + lo, hi - lo);
+}
+
+void wc_reducer_stream_ready(wc_reducer *r, const float *grads, size_t final_from) {
+    WC_ASSERT(r->streaming);
+    while (r->next_bucket < r->nbuckets &&
+           r->tensors[r->bucket_t[r->next_bucket + 1]].offset >= final_from) {
+        start_bucket(r, grads, r->next_bucket);
+        r->next_bucket++;
+    }
+    wc_dist_progress();
+}
+
+void wc_reducer_stream_end(wc_reducer *r, const float *grads) {
+    WC_ASSERT(wc_reducer_overlapping(r));
+    r->streaming = 1; /* a rank without a micro-batch starts here */
+    wc_reducer_stream_ready(r, grads, 0);
+    if (!r->s_has) return;
+    /* the micro-batch's own counts, as wc_reducer_add would have made them */
+    if (r->s_bad_loss) r->bad_loss++;
+    else if (!r->s_finite) r->nonfinite++;
+    else {
+        if (r->exact) r->acc[r->n + X_LOSS] += llround(ldexp(r->s_loss, WC_REDUCE_LOSS_FX_BITS));
+        else r->loss_sum += r->s_loss;
+        if (r->exact && !r->s_fits) r->overflow++;
+    }
+}
+
 int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_vote,
                       wc_step_totals *totals) {
     int64_t *x = r->acc + r->n;
@@ -143,7 +250,13 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_v
     x[X_BAD_LOSS] = r->bad_loss;
     x[X_STOP] = stop_vote ? 1 : 0;
     x[X_CKPT] = ckpt_vote ? 1 : 0;
-    if (r->exact) {
+    if (r->streaming) {
+        WC_ASSERT(r->next_bucket == r->nbuckets);
+        wc_dist_wait();
+        if (!r->exact) x[X_LOSS] = llround(ldexp(r->loss_sum, WC_REDUCE_LOSS_FX_BITS));
+        wc_dist_sum_i64(x, X_COUNT);
+        r->streaming = 0;
+    } else if (r->exact) {
         wc_dist_sum_i64(r->acc, r->n + X_COUNT);
     } else {
         x[X_LOSS] = llround(ldexp(r->loss_sum, WC_REDUCE_LOSS_FX_BITS));

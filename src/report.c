@@ -303,6 +303,7 @@ static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, co
         {"checkpoint_time_s", FIELD_NUM, .v = s->ckpt_seconds},
         {"checkpoint_mib", FIELD_NUM, .v = (double)s->ckpt_bytes / MiB},
         {"checkpoint_fraction", FIELD_NUM, .v = s->ckpt_seconds / d->ts},
+        {"checkpoint_background_s", FIELD_NUM, .v = s->ckpt_bg_seconds},
         {"final_train_loss", FIELD_NUM, .v = s->last_loss},
         {"best_step", FIELD_INT, .i = s->best_step},
         {"best_val_auc_pr", FIELD_NUM, .v = s->best_step >= 0 ? s->best_auc_pr : NAN},

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "wildcpu/ckpt.h"
+#include "wildcpu/ckptbg.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/infer.h"
@@ -51,6 +52,11 @@ void wc_train_config_default(wc_train_config *cfg) {
     cfg->keep = 3;
 }
 
+/* The default checkpoint interval's bounds (neither --ckpt-every nor --ckpt-minutes): the first
+ * checkpoint after a minute, then 200 times the last background write's time, within these. */
+#define WC_CKPT_DEFAULT_MIN_S 60.0
+#define WC_CKPT_DEFAULT_MAX_S 600.0
+
 /* ---- the run's state --------------------------------------------------------------------- */
 
 /* Reading ahead: the reader thread fills slots in the order the cursor walks this rank's
@@ -72,10 +78,11 @@ typedef struct {
 
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
 typedef struct {
-    double interval; /* seconds between timed checkpoints; 0: none */
-    double last;     /* when the last one was written */
-    int time_due;    /* rank 0 voted for a timed checkpoint in the last step */
-    int stop_agreed; /* some rank voted to stop in the last step */
+    double interval;    /* seconds between timed checkpoints; 0: none */
+    int adaptive;       /* the default interval: follows the background writes' cost */
+    double last;        /* when the last one was written */
+    int time_due;       /* rank 0 voted for a timed checkpoint in the last step */
+    int stop_agreed;    /* some rank voted to stop in the last step */
 } ckpt_policy;
 
 typedef struct {
@@ -87,6 +94,7 @@ typedef struct {
     wc_net *net;
     wc_optim *opt;
     wc_reducer *red;
+    wc_ckptbg *bg;      /* rank 0's background checkpoint writer */
     wc_schedule sched;
     wc_trainlog *log;
     long total_steps, start_step;
@@ -106,6 +114,10 @@ typedef struct {
     char config_kv[2048];
     long poison_step; /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */
     char poison_kind;
+    struct {
+        size_t final_from; /* the streamed micro-batch's gradients from here on are final */
+        int poison;        /* its gradient is still to be poisoned (the test hook) */
+    } stream;
 } train_ctx;
 
 /* The settings that must be equal for a resume to be exact. */
@@ -207,20 +219,34 @@ static void parse_poison(train_ctx *t) {
     t->poison_kind = what[0];
 }
 
-static void poison(train_ctx *t, double *loss) {
-    const size_t i = t->net->nparams / 2;
-    if (t->poison_kind == 'l')
-        *loss = NAN;
-    else
-        t->net->grads[i] = t->poison_kind == 'i' ? INFINITY : NAN;
+static void poison_grad(train_ctx *t) {
+    t->net->grads[t->net->nparams / 2] = t->poison_kind == 'i' ? INFINITY : NAN;
 }
 
-/* This rank's micro-batches of the step, forward and backward, each added to the reducer. */
+/* While the last micro-batch's backward runs (overlap): after each convolution, the gradients
+ * from its weights on are final, and the reducer starts the buckets that became complete;
+ * after every node, MPI moves the started ones along. */
+static void on_backward_node(void *ctx, const wc_node *nd) {
+    train_ctx *t = ctx;
+    if (nd->op == WC_OP_CONV && nd->w_off < t->stream.final_from) {
+        t->stream.final_from = nd->w_off;
+        if (t->stream.poison && t->net->nparams / 2 >= nd->w_off) {
+            poison_grad(t);
+            t->stream.poison = 0;
+        }
+    }
+    wc_reducer_stream_ready(t->red, t->net->grads, t->stream.final_from);
+}
+
+/* This rank's micro-batches of the step, forward and backward, each added to the reducer; with
+ * overlap, the last one is streamed into it during its backward pass. */
 static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int root) {
     const size_t pp = (size_t)t->ds->P * t->ds->P;
     const float pw = (float)t->cfg->pos_weight;
     const int calibrate = !t->red->calibrated;
+    const int stream = wc_reducer_overlapping(t->red); /* never while calibrating */
     if (calibrate && lo == hi) wc_reducer_calibrate(t->red, NULL, root);
+    if (stream && lo == hi) wc_reducer_stream_end(t->red, NULL);
     for (int j = lo; j < hi; j++) {
         const wc_read_batch *b = t->ra.held[j - lo];
         long nvalid = decode_batch(t, b);
@@ -228,10 +254,24 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
         const float *z = wc_net_output(t->net);
         double loss = wc_bce_forward(z, t->dec.y, t->dec.valid, b->n * pp, pw);
         wc_bce_backward(wc_net_output_grad(t->net), z, t->dec.y, t->dec.valid, b->n * pp, pw);
+        const int poisoned = step == t->poison_step && j == lo;
+        if (poisoned && t->poison_kind == 'l') loss = NAN;
         memset(t->net->grads, 0, t->net->nparams * sizeof(float));
+        if (stream && j == hi - 1) {
+            wc_reducer_stream_begin(t->red, loss, nvalid, b->n);
+            t->stream.final_from = t->net->nparams;
+            t->stream.poison = poisoned && t->poison_kind != 'l';
+            t->net->backward_hook = on_backward_node;
+            t->net->backward_hook_ctx = t;
+            wc_net_backward(t->net, b->n);
+            t->net->backward_hook = NULL;
+            wc_reducer_stream_end(t->red, t->net->grads);
+            continue;
+        }
         wc_net_backward(t->net, b->n);
-        if (calibrate && j == lo) wc_reducer_calibrate(t->red, j == 0 ? t->net->grads : NULL, root);
-        if (step == t->poison_step && j == lo) poison(t, &loss);
+        if (calibrate && j == lo)
+            wc_reducer_calibrate(t->red, j == 0 ? t->net->grads : NULL, root);
+        if (poisoned && t->poison_kind != 'l') poison_grad(t);
         wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
     }
 }
@@ -329,10 +369,39 @@ static int validate(train_ctx *t, long step) {
 
 /* ---- checkpoints and resume -------------------------------------------------------------- */
 
+/* Records the background writes that have ended (rank 0; with wait, the running one too). */
+static void take_background(train_ctx *t, int wait) {
+    wc_ckptbg_result r;
+    while (t->bg && wc_ckptbg_poll(t->bg, wait, &r)) {
+        if (r.rc != WC_OK) {
+            wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
+                     "checkpoints are intact; continuing without it",
+                     r.step, r.why);
+            continue;
+        }
+        t->sum.ckpt_bg_seconds += r.seconds;
+        /* The default interval keeps checkpoints under 0.5% of the training time: a background
+         * write costs the training at most its own time (its share of the cores), so the next
+         * one comes 200 write times later, but at least 1 and at most 10 minutes apart. */
+        if (t->ckpt.adaptive)
+            t->ckpt.interval = WC_MIN(WC_MAX(200 * r.seconds, WC_CKPT_DEFAULT_MIN_S),
+                                      WC_CKPT_DEFAULT_MAX_S);
+        t->sum.ckpts_written++;
+        t->sum.ckpt_bytes = r.bytes;
+        wc_trainlog_checkpoint(t->log, t->ckpt_dir, NULL, r.step, r.bytes, r.seconds, r.stall,
+                               r.why);
+    }
+}
+
 /* Writes the snapshot of the state after steps_done steps, as ckpt-<step>.wcp or, with name, as
- * that file (best.wcp). Rank 0 only. */
-static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name) {
+ * that file (best.wcp); with background (and a writer), hands it to the writer thread and
+ * returns once it is copied. Rank 0 only. A synchronous write waits for a background one
+ * first, so writes never overlap and the log keeps their order. */
+static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name,
+                           int background) {
     if (t->rank != 0) return WC_OK;
+    background = background && t->bg && !name;
+    if (!background) take_background(t, 1);
     char meta[1024], ts[32];
     wc_utc_timestamp(ts, sizeof ts);
     const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
@@ -379,9 +448,14 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
                               .optim_v = t->opt->v};
     double secs = 0;
     size_t bytes = 0;
-    int rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
+    int rc = WC_OK;
+    if (background)
+        t->sum.ckpt_seconds += wc_ckptbg_start(t->bg, t->ckpt_dir, &snap, t->cfg->keep, why);
+    else
+        rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
     free(names);
     wc_json_free(&metrics);
+    if (background) return WC_OK;
     if (rc != WC_OK) {
         wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
                  "checkpoints are intact",
@@ -391,15 +465,28 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     t->sum.ckpt_seconds += secs;
     t->sum.ckpts_written++;
     t->sum.ckpt_bytes = bytes;
-    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, why);
+    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, -1, why);
     return WC_OK;
 }
 
 /* Checkpoint rank 0 wrote; all ranks learn whether it worked. */
 static int checkpoint_collective(train_ctx *t, long steps_done, const char *why) {
-    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL) != WC_OK);
+    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL, 0) != WC_OK);
     t->ckpt.last = wc_now();
     return failed ? WC_ERR : WC_OK;
+}
+
+/* An interval checkpoint: rank 0 snapshots the state and its writer thread writes it while
+ * training goes on (no collective: how the write went is rank 0's to log). Without a writer,
+ * the collective synchronous write. */
+static void checkpoint_interval(train_ctx *t, long steps_done) {
+    if (wc_dist_any(t->rank == 0 && t->bg == NULL)) {
+        if (checkpoint_collective(t, steps_done, "interval") != WC_OK)
+            wc_warn("continuing without this checkpoint");
+        return;
+    }
+    save_checkpoint(t, steps_done, "interval", NULL, 1);
+    t->ckpt.last = wc_now();
 }
 
 /* Model selection: after a validation whose AUC-PR beats every earlier one, the state is kept
@@ -412,8 +499,8 @@ static void keep_if_best(train_ctx *t, long step) {
     const double prev_auc = t->best.auc_pr;
     const long prev_step = t->best.step;
     t->best.auc_pr = auc, t->best.step = step + 1;
-    int failed =
-        wc_dist_any(save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST) != WC_OK);
+    int failed = wc_dist_any(
+        save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
     if (failed) {
         wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
@@ -491,8 +578,9 @@ static void print_plan(train_ctx *t, size_t baseline) {
     const size_t val_b = vp.params + vp.activations + vp.workspace + side * side * 22 +
                          (size_t)t->val.inf.Tx * (size_t)t->val.inf.Ty *
                              (1 + (size_t)t->ds->nfeat * wc_dtype_size(t->ds->read_type));
-    /* the checkpoint is serialized (raw, then compressed) before it is written */
-    size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 2;
+    /* the checkpoint is serialized (raw, then compressed) before it is written, from rank 0's
+     * background writer's snapshot copy (ckptbg.h) */
+    size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 3;
     size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b +
                    ckpt_b + val_b;
     char a[12][32];
@@ -527,14 +615,18 @@ static void print_setup(const train_ctx *t, double prior) {
             ds->npatches, ds->P, ds->P, ds->cols, ds->rows, ds->ntrain + ds->nval, ds->ntrain,
             ds->nval, ds->nval_blocks, ds->nblocks, ds->val_block, ds->val_block, 100.0 * prior);
     const wc_optim_config *oc = &t->opt->cfg;
+    char overlap[64] = "not overlapped (--no-overlap)";
+    if (t->red->nbuckets > 0)
+        snprintf(overlap, sizeof overlap, "overlapped with backward in %d bucket%s",
+                 t->red->nbuckets, t->red->nbuckets > 1 ? "s" : "");
     wc_info("model %s: %zu parameters, %.3f GFLOP per sample per step; %d rank%s x %d "
             "thread%s; batch %d = %d micro-batches of %d; %ld steps (%ld per epoch); %s "
-            "lr %.3g, warmup %ld; %s reduction",
+            "lr %.3g, warmup %ld; %s reduction, %s",
             t->net->arch, t->net->nparams, 3 * t->net->flops_forward / 1e9, t->nranks,
             t->nranks > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "", cfg->batch,
             t->red->max_micro_batches, cfg->micro_batch, t->total_steps, t->sched.steps_per_epoch,
             oc->kind == WC_OPTIM_ADAMW ? "AdamW" : "SGD", oc->lr, oc->warmup_steps,
-            cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)");
+            cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
 }
 
 /* The spec --model names (a built-in name or a file). WC_EXIT_OK or an exit status. */
@@ -577,6 +669,7 @@ static void build_optimization(train_ctx *t) {
     int max_micro = (cfg->batch + cfg->micro_batch - 1) / cfg->micro_batch;
     t->ra.max_local = (max_micro + t->nranks - 1) / t->nranks;
     t->red = wc_reducer_create(t->net, !cfg->fast_reduce, max_micro);
+    wc_reducer_set_overlap(t->red, !cfg->no_overlap);
     wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
                      t->nranks, cfg->seed, t->total_steps);
     wc_schedule_set_sampler(&t->sched, sample_patch, ds);
@@ -662,9 +755,15 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     print_plan(t, baseline);
     t->ckpt.interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
                        : cfg->ckpt_every > 0 ? 0
-                                             : 600;
+                                             : WC_CKPT_DEFAULT_MIN_S;
+    t->ckpt.adaptive = cfg->ckpt_minutes <= 0 && cfg->ckpt_every <= 0;
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
+    if (t->rank == 0) {
+        t->bg = wc_ckptbg_create(t->net->nparams, t->net->ntensors, t->opt->v != NULL,
+                                 t->ds->nfeat);
+        if (!t->bg) wc_warn("interval checkpoints are written synchronously");
+    }
     return WC_EXIT_OK;
 }
 
@@ -721,9 +820,8 @@ static int loop(train_ctx *t) {
         }
         if (t->ckpt.stop_agreed) return stop_with_checkpoint(t, step + 1);
         int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt.time_due;
-        if (due && step + 1 < t->total_steps &&
-            checkpoint_collective(t, step + 1, "interval") != WC_OK)
-            wc_warn("continuing without this checkpoint");
+        if (due && step + 1 < t->total_steps) checkpoint_interval(t, step + 1);
+        if (t->rank == 0) take_background(t, 0);
     }
     wc_trainlog_break_line(t->log);
     /* A rerun of a finished training has nothing to add: its checkpoint and report stay as
@@ -758,6 +856,10 @@ static void teardown(train_ctx *t, int status) {
         sum->data_bytes = wc_reader_bytes_held(t->ra.rd);
         wc_reader_counts(t->ra.rd, &sum->patches_read, &sum->bytes_read);
     }
+    /* a background write still running is finished (and logged) before anything goes */
+    take_background(t, 1);
+    wc_ckptbg_destroy(t->bg);
+    t->bg = NULL;
     if (sum->steps_done > 0 || t->report_due)
         wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline);
     wc_trainlog_close(t->log);

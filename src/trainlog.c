@@ -209,7 +209,7 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
 }
 
 void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, long step,
-                            size_t bytes, double seconds, const char *why) {
+                            size_t bytes, double seconds, double stall, const char *why) {
     if (!l->active) return;
     char b[32], file[64];
     if (name)
@@ -217,12 +217,17 @@ void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, l
     else
         snprintf(file, sizeof file, "ckpt-%08ld.wcp", step);
     clear_bar(l);
-    wc_info("checkpoint %s/%s (%s): %s in %.3f s", dir, file, why,
-            wc_fmt_bytes(b, sizeof b, (double)bytes), seconds);
+    if (stall >= 0)
+        wc_info("checkpoint %s/%s (%s): %s in %.3f s in the background (training waited %.3f s)",
+                dir, file, why, wc_fmt_bytes(b, sizeof b, (double)bytes), seconds, stall);
+    else
+        wc_info("checkpoint %s/%s (%s): %s in %.3f s", dir, file, why,
+                wc_fmt_bytes(b, sizeof b, (double)bytes), seconds);
     wc_json *j = begin_line(l, "checkpoint", step);
     wc_json_kstr(j, "file", file);
     wc_json_kint(j, "bytes", (int64_t)bytes);
     wc_json_knum(j, "seconds", seconds);
+    if (stall >= 0) wc_json_knum(j, "stall_s", stall);
     wc_json_kstr(j, "why", why);
     end_line(l);
 }

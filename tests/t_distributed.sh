@@ -5,6 +5,8 @@
 #     and identical metrics.jsonl losses and validation metrics, on 1, 2, 3 and 4 ranks, with
 #     8 micro-batches per step (3 ranks: an uneven 3/3/2 split; 4 ranks with micro-batches of
 #     2 out of a batch of 14: 2/2/2/1);
+#   - the same bits with the reduction overlapped with backward (the default) and without
+#     (--no-overlap: 1 process, 3 ranks, and 4 ranks with the uneven split);
 #   - the MPI path (mpirun -np 1) equals a plain single process without a launcher (a singleton);
 #   - --fast-reduce is close to, but need not equal, the exact reduction;
 #   - SIGKILL of one rank mid-step ends the whole job, non-zero, within 30 s;
@@ -61,6 +63,19 @@ run s14 0 --batch 14 --micro-batch 2
 run p14 4 --batch 14 --micro-batch 2
 [ "$(digests s14 | grep -c ' [0-9a-f]\{16\}$')" -eq $steps ] && cmp -s <(digests s14) <(digests p14) && ok "4 ranks, 7 micro-batches per step (2/2/2/1): bitwise equal" \
     || notok "4 ranks, 7 micro-batches: bitwise equal" "$(diff <(digests s14) <(digests p14) | head -3)"
+
+# --no-overlap: the whole gradient after backward, the same bits as the overlapped buckets
+grep -q 'overlapped with backward in [0-9]* bucket' "$T/np2.log" && ok "the reduction is overlapped by default (log names the buckets)" \
+    || notok "the reduction is overlapped by default" "$(grep -m1 'reduction' "$T/np2.log")"
+run single_no 0 --batch 16 --micro-batch 2 --no-overlap
+run np3_no 3 --batch 16 --micro-batch 2 --no-overlap
+run p14_no 4 --batch 14 --micro-batch 2 --no-overlap
+grep -q 'not overlapped (--no-overlap)' "$T/np3_no.log" && cmp -s "$T/single.dig" <(digests single_no) && cmp -s "$T/single.dig" <(digests np3_no) \
+    && cmp -s "$T/single.loss" <(losses "$T/np3_no/metrics.jsonl") \
+    && ok "--no-overlap on 1 and 3 ranks: bitwise equal to the overlapped runs after every step" \
+    || notok "--no-overlap bitwise equal to overlap" "$(diff "$T/single.dig" <(digests np3_no) | head -3; grep -m1 reduction "$T/np3_no.log")"
+cmp -s <(digests s14) <(digests p14_no) && ok "--no-overlap, 4 ranks, 2/2/2/1 micro-batches: bitwise equal" \
+    || notok "--no-overlap, 4 ranks, 2/2/2/1: bitwise equal" "$(diff <(digests s14) <(digests p14_no) | head -3)"
 
 # the fast reduction: approximately equal, and it must not silently be the exact one
 run fast 2 --batch 16 --micro-batch 2 --fast-reduce

@@ -26,6 +26,16 @@ void wc_dist_sum_i64(int64_t *buf, size_t n);
 void wc_dist_sum_f64(double *buf, size_t n);
 void wc_dist_sum_f32(float *buf, size_t n);
 void wc_dist_max_f64(double *buf, size_t n);
+/* Nonblocking in-place sums (MPI_Iallreduce), for overlapping the gradient reduction with the
+ * backward pass. Each call starts one collective (or several, for more than 2^28 values) that
+ * every rank must start in the same order; buf must stay untouched until wc_dist_wait returns.
+ * wc_dist_progress lets MPI advance the pending ones (MPI_Testall; Open MPI's TCP transport
+ * moves bytes only inside MPI calls) and returns 1 once all are complete. wc_dist_wait
+ * completes them all. No-ops on one rank. */
+void wc_dist_isum_i64(int64_t *buf, size_t n);
+void wc_dist_isum_f32(float *buf, size_t n);
+int wc_dist_progress(void);
+void wc_dist_wait(void);
 /* The agreements that keep a rank from waiting in a collective another rank will never join:
  * whether any rank's flag is set (a failure, a stop signal), and the largest of the ranks'
  * values (an exit status). The same answer on every rank. Collective. */

@@ -142,6 +142,11 @@ typedef struct wc_net {
     int *zero_grads;        /* nodes whose gradient buffers backward zeroes first (nzero) */
     int nzero;
     double flops_forward;   /* multiply-adds x 2 per sample, convolutions only */
+    /* Called by wc_net_backward after each node, from the output down (NULL: none). The
+     * gradients from a convolution's w_off on are final once its node is done (parameters are
+     * laid out in node order), so a caller can start reducing them while backward goes on. */
+    void (*backward_hook)(void *ctx, const wc_node *node);
+    void *backward_hook_ctx;
 } wc_net;
 
 /* The spec text of a built-in architecture ("unet-lite", "logistic"), or NULL. */

@@ -24,6 +24,16 @@
  * pixels (the mean's denominator), the sample count and the ranks' votes to stop and to
  * checkpoint, so a step costs one large MPI_Allreduce and one small MPI_MAX.
  *
+ * Overlap (wc_reducer_set_overlap, the default; --no-overlap turns it off): the last
+ * micro-batch of a rank's step is converted bucket by bucket while its backward pass runs, and
+ * each bucket's sum is started with a nonblocking collective as soon as backward has produced
+ * it. A bucket is a run of whole tensors of about WC_REDUCE_BUCKET_BYTES on the wire (at least
+ * a sixteenth of the gradient), formed from the last tensor down, the order backward finishes
+ * them. Integer sums do not depend on how they are grouped, so the result is the same bits with
+ * overlap on or off; the step's loss, counts, votes and divergence flags follow in a small
+ * blocking collective once every bucket is started, then the MPI_MAX of the maxima, as without
+ * overlap. A step without scales yet (the first of a fresh run) is never overlapped.
+ *
  * --fast-reduce (exact = 0) instead sums float gradients per rank and with MPI_SUM: faster,
  * equal to the exact result only to float rounding, and not rank-count independent.
  *
@@ -38,6 +48,7 @@
 
 #define WC_REDUCE_HEADROOM_BITS 16
 #define WC_REDUCE_LOSS_FX_BITS 20
+#define WC_REDUCE_BUCKET_BYTES (1 << 18)
 
 enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1, WC_REDUCE_DIVERGED = 2 };
 
@@ -71,6 +82,13 @@ typedef struct wc_reducer {
     int64_t bad_loss;         /* ... whose loss was not finite or beyond the loss's range */
     double loss_sum;
     int64_t valid_pixels, samples;
+    /* overlap: bucket b holds tensors [bucket_t[b + 1], bucket_t[b]) (bucket 0 the last ones) */
+    int nbuckets;             /* 0: overlap off */
+    int *bucket_t;            /* (nbuckets + 1) tensor bounds, descending */
+    int streaming;            /* this step's buckets are being started */
+    int next_bucket;          /* the next bucket to start */
+    int s_has, s_bad_loss, s_finite, s_fits; /* the streamed micro-batch, so far */
+    double s_loss;
 } wc_reducer;
 
 wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batches);
@@ -85,6 +103,22 @@ void wc_reducer_begin(wc_reducer *r);
  * loss sum, valid pixel and sample counts. */
 void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t valid_pixels,
                     int64_t samples);
+/* Overlap on (1) or off (0): forms the buckets. */
+void wc_reducer_set_overlap(wc_reducer *r, int on);
+/* Whether this step's last micro-batch is to be streamed: overlap on and the scales known. The
+ * same answer on every rank. */
+int wc_reducer_overlapping(const wc_reducer *r);
+/* Streaming the step's last micro-batch of this rank instead of wc_reducer_add: stream_begin
+ * with its loss and counts (after forward, before backward), stream_ready whenever backward
+ * has made the gradients from index final_from on final (it converts and starts each bucket
+ * that became complete, and lets MPI progress the started ones), stream_end after backward
+ * (grads NULL and no stream_begin on a rank without a micro-batch in this step: it starts the
+ * buckets with what it has). Collective in the order of the buckets: every rank starts them
+ * all, in the same order, before wc_reducer_finish. */
+void wc_reducer_stream_begin(wc_reducer *r, double loss_sum, int64_t valid_pixels,
+                             int64_t samples);
+void wc_reducer_stream_ready(wc_reducer *r, const float *grads, size_t final_from);
+void wc_reducer_stream_end(wc_reducer *r, const float *grads);
 /* Sums across ranks. On WC_REDUCE_DONE, mean_grad (n) holds the global sum divided by the global
  * count of valid pixels and totals the step's figures. WC_REDUCE_REDO: the scales were
  * recalibrated; recompute the step (begin, add..., finish again). WC_REDUCE_DIVERGED: some

@@ -16,7 +16,9 @@ typedef struct wc_run_summary {
     double wall_seconds;      /* this invocation, setup included */
     double train_seconds;     /* the step loop of this invocation */
     double compute_seconds, reduce_seconds, val_seconds, io_wait_seconds; /* rank 0's */
-    double ckpt_seconds;
+    double ckpt_seconds;      /* the training thread's: synchronous writes, and for background
+                               * ones the wait and the copy at the step boundary */
+    double ckpt_bg_seconds;   /* the background writes' own time (off the training thread) */
     long ckpts_written;
     size_t ckpt_bytes;
     long redo_steps;

@@ -33,6 +33,7 @@ typedef struct wc_train_config {
     uint64_t seed;             /* --seed [1] */
     int threads;               /* --threads per rank [$SLURM_CPUS_PER_TASK or 1] */
     int fast_reduce;           /* --fast-reduce */
+    int no_overlap;            /* --no-overlap: reduce after backward, not during it */
     int no_jitter;             /* --no-jitter: train on the fixed patches */
     long log_every;            /* --log-every STEPS [10] */
     long ckpt_every;           /* --ckpt-every STEPS [0: off] */

@@ -33,9 +33,11 @@ void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long sa
 /* The validation after step `step`; oracle may be NULL. */
 void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
                             const wc_metrics *oracle);
-/* A checkpoint written into dir: ckpt-<step>.wcp, or name (best.wcp) when not NULL. */
+/* A checkpoint written into dir: ckpt-<step>.wcp, or name (best.wcp) when not NULL. seconds:
+ * the write's time; stall: for a background write (ckptbg.h), the training thread's time at
+ * the step boundary, else negative. */
 void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, long step,
-                            size_t bytes, double seconds, const char *why);
+                            size_t bytes, double seconds, double stall, const char *why);
 /* Ends a live progress bar's line, so that what is printed next starts on its own line. */
 void wc_trainlog_break_line(wc_trainlog *l);
 
