@@ -49,9 +49,10 @@ fi
 # says "stopped" and the rerun continues
 margs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 60 --log-every 1 --no-predict)
 # (mpirun itself, not a shell function around it, so that the signal reaches mpirun)
-# mpirun's second SIGTERM comes odls_base_sigkill_timeout (default 1 s) after the first: give the
-# stop the time docs/cli.md tells users to give it, so that a loaded machine does not fail the test
-OMPI_MCA_odls_base_sigkill_timeout=60 \
+# mpirun passes SIGTERM on odls_base_sigkill_timeout seconds after it got it and sends SIGKILL as
+# long after that (default 1 s): give the stop the time docs/cli.md tells users to give it, so
+# that a loaded machine does not fail the test
+OMPI_MCA_odls_base_sigkill_timeout=5 \
     mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/m" >"$T/m.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -q "step 3/60" "$T/m.log" && break; sleep 0.05; done
@@ -72,7 +73,7 @@ s=$?
     || notok "rerun after the marker" "status $s $(ls "$T/m")"
 
 # the marker says how the LAST run ended: a failing run after a stop removes it
-OMPI_MCA_odls_base_sigkill_timeout=60 \
+OMPI_MCA_odls_base_sigkill_timeout=5 \
     mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/f" >"$T/f.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -q "step 3/60" "$T/f.log" && break; sleep 0.05; done
