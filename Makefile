@@ -139,7 +139,7 @@ sample-data: $(BUILD)/wildcpu
 	$(BUILD)/wildcpu synth --out data/sample $(SAMPLE_ARGS)
 
 format:
-	clang-format -i src/*.c include/wildcpu/*.h tests/*.c tests/*.h tools/*.c
+	clang-format -i src/*.c src/*.h include/wildcpu/*.h tests/*.c tests/*.h tools/*.c
 
 install: $(BUILD)/wildcpu $(BUILD)/libwildcpu.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/wildcpu
@@ -184,7 +184,7 @@ fuzz: fuzz-build
 
 fuzz-build: $(FUZZ_BIN)
 
-$(FUZZ_BUILD)/obj/%.o: src/%.c $(wildcard include/wildcpu/*.h) | $(FUZZ_BUILD)/.clang-ok
+$(FUZZ_BUILD)/obj/%.o: src/%.c $(wildcard include/wildcpu/*.h src/*.h) | $(FUZZ_BUILD)/.clang-ok
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 

@@ -99,30 +99,31 @@ void wc_upsample2_forward(float *out, const float *inp, int P, int H, int W) {
     }
 }
 
-void wc_upsample2_backward(float *dinp, const float *dout, int P, int H, int W) {
+/* Both forms of upsampling's backward: add is a compile-time constant at each call, so each
+ * keeps its own loop; writing is not adding to zeros (0 + -0 would turn -0 into +0). */
+static inline void upsample2_backward(float *dinp, const float *dout, int P, int H, int W,
+                                      const int add) {
     const int OW = 2 * W;
     for (int p = 0; p < P; p++) {
         const float *d = dout + (size_t)p * 4 * H * W;
         float *dplane = dinp + (size_t)p * H * W;
         for (int y = 0; y < H; y++) {
             const float *r0 = d + (size_t)(2 * y) * OW, *r1 = r0 + OW;
-            for (int x = 0; x < W; x++)
-                dplane[(size_t)y * W + x] += (r0[2 * x] + r0[2 * x + 1]) + (r1[2 * x] + r1[2 * x + 1]);
+            float *row = dplane + (size_t)y * W;
+            for (int x = 0; x < W; x++) {
+                const float s = (r0[2 * x] + r0[2 * x + 1]) + (r1[2 * x] + r1[2 * x + 1]);
+                row[x] = add ? row[x] + s : s;
+            }
         }
     }
 }
 
+void wc_upsample2_backward(float *dinp, const float *dout, int P, int H, int W) {
+    upsample2_backward(dinp, dout, P, H, W, 1);
+}
+
 void wc_upsample2_backward_write(float *dinp, const float *dout, int P, int H, int W) {
-    const int OW = 2 * W;
-    for (int p = 0; p < P; p++) {
-        const float *d = dout + (size_t)p * 4 * H * W;
-        float *dplane = dinp + (size_t)p * H * W;
-        for (int y = 0; y < H; y++) {
-            const float *r0 = d + (size_t)(2 * y) * OW, *r1 = r0 + OW;
-            for (int x = 0; x < W; x++)
-                dplane[(size_t)y * W + x] = (r0[2 * x] + r0[2 * x + 1]) + (r1[2 * x] + r1[2 * x + 1]);
-        }
-    }
+    upsample2_backward(dinp, dout, P, H, W, 0);
 }
 
 void wc_concat_forward(float *out, const float *a, int Ca, const float *b, int Cb, int N,

@@ -1,7 +1,8 @@
-/* net.c: parsing a network spec, laying out its parameters and buffers, running it forward
- * and backward. See net.h for the spec language and the memory rules. A spec may come from an
- * untrusted checkpoint: every size is checked before it is stored or allocated, and the
- * memory before any large buffer exists. Not here: the layers' arithmetic (conv.c, layers.c). */
+/* net.c: a network from its spec: shapes, parameters, the memory check, allocation, and
+ * running it forward and backward. See net.h for the spec language and the memory rules. A
+ * spec may come from an untrusted checkpoint: every size is checked before it is stored or
+ * allocated, and the memory before any large buffer exists. Not here: reading the spec text
+ * (netspec.c), where buffers go (netplan.c), the layers' arithmetic (conv.c, layers.c). */
 #include "wildcpu/net.h"
 
 #include <cblas.h>
@@ -12,257 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wildcpu/netplan.h"
+#include "wildcpu/netspec.h"
 #include "wildcpu/rng.h"
 #include "wildcpu/util.h"
-
-/* Exactly the network of ../shared/bench/torch_ref.py (UNetLite, w = 32): the same layers in
- * the same order, the same concatenation order ([upsampled, skip]), the same tensor names. */
-static const char UNET_LITE_SPEC[] =
-    "# unet-lite: the network of shared/bench/torch_ref.py, width 32\n"
-    "input    x\n"
-    "conv     e1.0  x     out=32  k=3 pad=1\n"
-    "relu     e1.1  e1.0\n"
-    "conv     e1.2  e1.1  out=32  k=3 pad=1\n"
-    "relu     e1.3  e1.2\n"
-    "maxpool  p1    e1.3\n"
-    "conv     e2.0  p1    out=64  k=3 pad=1\n"
-    "relu     e2.1  e2.0\n"
-    "conv     e2.2  e2.1  out=64  k=3 pad=1\n"
-    "relu     e2.3  e2.2\n"
-    "maxpool  p2    e2.3\n"
-    "conv     b.0   p2    out=128 k=3 pad=1\n"
-    "relu     b.1   b.0\n"
-    "conv     b.2   b.1   out=128 k=3 pad=1\n"
-    "relu     b.3   b.2\n"
-    "upsample u2    b.3\n"
-    "concat   c2    u2 e2.3\n"
-    "conv     d2.0  c2    out=64  k=3 pad=1\n"
-    "relu     d2.1  d2.0\n"
-    "conv     d2.2  d2.1  out=64  k=3 pad=1\n"
-    "relu     d2.3  d2.2\n"
-    "upsample u1    d2.3\n"
-    "concat   c1    u1 e1.3\n"
-    "conv     d1.0  c1    out=32  k=3 pad=1\n"
-    "relu     d1.1  d1.0\n"
-    "conv     d1.2  d1.1  out=32  k=3 pad=1\n"
-    "relu     d1.3  d1.2\n"
-    "conv     h     d1.3  out=1   k=1\n";
-
-/* The per-pixel baseline: logistic regression on the pixel's own features. */
-static const char LOGISTIC_SPEC[] = "# logistic: one 1x1 convolution, the per-pixel baseline\n"
-                                    "input    x\n"
-                                    "conv     h     x     out=1   k=1\n";
-
-const char *wc_net_builtin_spec(const char *arch) {
-    if (strcmp(arch, "unet-lite") == 0) return UNET_LITE_SPEC;
-    if (strcmp(arch, "logistic") == 0) return LOGISTIC_SPEC;
-    return NULL;
-}
-
-/* ---- parsing ---------------------------------------------------------------------------- */
-
-/* Option values are 0 to 2^20: no kernel, stride, padding or width has use beyond, and the
- * bound keeps sums of a few of them far from overflowing an int. */
-#define MAX_OPTION (1 << 20)
-
-static int find_node(const wc_node *nodes, int n, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (strcmp(nodes[i].name, name) == 0) return i;
-    return -1;
-}
-
-static int parse_int(const char *s, int *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || v > MAX_OPTION) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* Letters, digits, '_', '.', '-' (not locale-dependent): a name becomes a tensor name written
- * unquoted into an exported file's JSON header, and must never read as an option (key=value). */
-static int good_name(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n >= WC_NAME_MAX) return 0;
-    for (; *s; s++) {
-        char c = *s;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
-/* Parses one layer line (comment stripped, at least one visible character) into nodes[n]. */
-static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int lineno) {
-    char *tok[WC_NET_MAX_TOKENS], *save = NULL;
-    int ntok = 0;
-    for (char *t = strtok_r(line, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
-        if (ntok == WC_NET_MAX_TOKENS) {
-            /* words beyond the limit were once dropped silently: an option lost without a word */
-            wc_error("%s:%d: more than %d words on one line (a layer has at most 10)", arch,
-                     lineno, WC_NET_MAX_TOKENS);
-            return WC_ERR;
-        }
-        tok[ntok++] = t;
-    }
-    WC_ASSERT(ntok > 0);
-    wc_node *nd = &nodes[n];
-    memset(nd, 0, sizeof *nd);
-    nd->in[0] = nd->in[1] = -1;
-    nd->stride = 1;
-    nd->KH = nd->KW = -1;
-    static const struct {
-        const char *word;
-        wc_op op;
-        int ninputs;
-    } ops[] = {{"input", WC_OP_INPUT, 0},     {"conv", WC_OP_CONV, 1},
-               {"relu", WC_OP_RELU, 1},       {"maxpool", WC_OP_MAXPOOL, 1},
-               {"upsample", WC_OP_UPSAMPLE, 1}, {"concat", WC_OP_CONCAT, 2}};
-    int which = -1;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (strcmp(tok[0], ops[i].word) == 0) which = (int)i;
-    if (which < 0) {
-        wc_error("%s:%d: unknown layer type '%s' (known: input conv relu maxpool upsample concat)",
-                 arch, lineno, tok[0]);
-        return WC_ERR;
-    }
-    nd->op = ops[which].op;
-    if (ntok < 2 || !good_name(tok[1])) {
-        wc_error("%s:%d: a layer needs a name of 1 to %d letters, digits, '_', '.' or '-'%s%s%s",
-                 arch, lineno, WC_NAME_MAX - 1, ntok < 2 ? "" : ", not '",
-                 ntok < 2 ? "" : tok[1], ntok < 2 ? "" : "'");
-        return WC_ERR;
-    }
-    strcpy(nd->name, tok[1]);
-    if (find_node(nodes, n, nd->name) >= 0) {
-        wc_error("%s:%d: layer name '%s' used twice", arch, lineno, nd->name);
-        return WC_ERR;
-    }
-    if ((n == 0) != (nd->op == WC_OP_INPUT)) {
-        wc_error("%s:%d: the first layer, and only it, must be 'input'", arch, lineno);
-        return WC_ERR;
-    }
-    /* conv's options; k= sets both kh and kw, so it counts as giving each of them */
-    static const char *const keys[] = {"out", "kh", "kw", "stride", "pad", "k"};
-    int *const dst[] = {&nd->K, &nd->KH, &nd->KW, &nd->stride, &nd->pad};
-    unsigned seen = 0;
-    int ninputs = 0;
-    for (int t = 2; t < ntok; t++) {
-        char *eq = strchr(tok[t], '=');
-        if (!eq) {
-            if (ninputs == ops[which].ninputs) {
-                wc_error("%s:%d: %s takes %d input(s), got more", arch, lineno, tok[0],
-                         ops[which].ninputs);
-                return WC_ERR;
-            }
-            int src = find_node(nodes, n, tok[t]);
-            if (src < 0) {
-                wc_error("%s:%d: input '%s' is not defined above", arch, lineno, tok[t]);
-                return WC_ERR;
-            }
-            nd->in[ninputs++] = src;
-            continue;
-        }
-        *eq = '\0';
-        const char *key = tok[t], *val = eq + 1;
-        if (nd->op != WC_OP_CONV) {
-            wc_error("%s:%d: %s takes no option '%s'", arch, lineno, tok[0], key);
-            return WC_ERR;
-        }
-        int k = -1, v;
-        for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++)
-            if (strcmp(key, keys[i]) == 0) k = i;
-        if (k < 0) {
-            wc_error("%s:%d: unknown option '%s' (conv takes out, k, kh, kw, stride, pad)", arch,
-                     lineno, key);
-            return WC_ERR;
-        }
-        unsigned bits = k == 5 ? 1u << 1 | 1u << 2 : 1u << k;
-        if (seen & bits) {
-            wc_error("%s:%d: option %s given twice (k= gives both kh= and kw=)", arch, lineno, key);
-            return WC_ERR;
-        }
-        seen |= bits;
-        if (parse_int(val, &v) || (k == 5 && v < 1)) {
-            wc_error("%s:%d: option %s needs an integer from %d to %d, got '%s'", arch, lineno,
-                     key, k == 5, MAX_OPTION, val);
-            return WC_ERR;
-        }
-        if (k == 5)
-            nd->KH = nd->KW = v;
-        else
-            *dst[k] = v;
-    }
-    if (ninputs != ops[which].ninputs) {
-        wc_error("%s:%d: %s takes %d input(s), got %d", arch, lineno, tok[0], ops[which].ninputs,
-                 ninputs);
-        return WC_ERR;
-    }
-    if (nd->op == WC_OP_CONV && (nd->K < 1 || nd->KH < 1 || nd->KW < 1 || nd->stride < 1)) {
-        wc_error("%s:%d: conv needs out=N and k=N (positive), stride >= 1", arch, lineno);
-        return WC_ERR;
-    }
-    return WC_OK;
-}
-
-/* Parses the whole spec into a freshly allocated node array; returns the count or -1. The
- * limits (net.h) are checked as the text is read, before anything is sized by it. */
-static int parse_spec(const char *arch, const char *spec, wc_node **out_nodes) {
-    if (strnlen(spec, (size_t)WC_NET_MAX_SPEC + 1) > WC_NET_MAX_SPEC) {
-        wc_error("%s: the spec is longer than %d bytes", arch, WC_NET_MAX_SPEC);
-        return -1;
-    }
-    int cap = 8, n = 0, lineno = 0;
-    wc_node *nodes = WC_ALLOC(cap * sizeof *nodes);
-    char *text = wc_strdup(spec);
-    for (char *l = text, *next; l; l = next) {
-        char *nl = strchr(l, '\n');
-        next = nl ? nl + 1 : NULL;
-        if (nl) *nl = '\0';
-        lineno++;
-        if (strlen(l) > WC_NET_MAX_LINE) {
-            wc_error("%s:%d: a line longer than %d characters", arch, lineno, WC_NET_MAX_LINE);
-            goto fail;
-        }
-        char *hash = strchr(l, '#');
-        if (hash) *hash = '\0'; /* a comment may hold anything (UTF-8 prose) */
-        int visible = 0;
-        for (const char *c = l; *c; c++) {
-            unsigned char u = (unsigned char)*c;
-            if (u == ' ' || u == '\t' || u == '\r') continue;
-            if (u < 0x21 || u > 0x7e) {
-                wc_error("%s:%d: character 0x%02x outside a comment (a spec is ASCII text)", arch,
-                         lineno, u);
-                goto fail;
-            }
-            visible = 1;
-        }
-        if (!visible) continue;
-        if (n == WC_NET_MAX_LAYERS) {
-            wc_error("%s:%d: more than %d layers", arch, lineno, WC_NET_MAX_LAYERS);
-            goto fail;
-        }
-        if (n == cap) {
-            wc_node *more = realloc(nodes, (size_t)(cap *= 2) * sizeof *nodes);
-            if (!more) wc_fatal("out of memory parsing the spec of %s", arch);
-            nodes = more;
-        }
-        if (parse_line(nodes, n, l, arch, lineno) != WC_OK) goto fail;
-        n++;
-    }
-    if (n < 2) {
-        wc_error("%s: a network needs an input and at least one layer", arch);
-        goto fail;
-    }
-    free(text);
-    *out_nodes = nodes;
-    return n;
-fail:
-    free(text);
-    free(nodes);
-    return -1;
-}
 
 /* ---- shapes, parameters, buffers -------------------------------------------------------- */
 
@@ -478,261 +232,7 @@ static void build_tensor_table(wc_net *net) {
     }
 }
 
-/* ---- buffers: in-place ReLUs, concatenation views, fusion, lifetimes ---------------------- */
-
-/* The node whose buffers node i uses: itself, or for an in-place ReLU its input's owner. */
-static int owner(const wc_net *net, int i) {
-    while (net->nodes[i].inplace) i = net->nodes[i].in[0];
-    return i;
-}
-
-/* The node that owns the arena space node i's buffers lie in (views resolved). */
-static int storage(const wc_net *net, int i) {
-    i = owner(net, i);
-    while (net->nodes[i].view >= 0) i = owner(net, net->nodes[i].view);
-    return i;
-}
-
-/* Decides in-place ReLUs, concatenation views and fused ReLUs. */
-static void plan_sharing(wc_net *net) {
-    const int n = net->nnodes;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < 2; j++)
-            if (net->nodes[i].in[j] >= 0) net->nodes[net->nodes[i].in[j]].consumers++;
-    for (int i = 0; i < n; i++) {
-        wc_node *nd = &net->nodes[i];
-        const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
-        nd->view = -1;
-        /* The network input is kept intact: the first convolution's backward reads it. */
-        nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
-        /* its input is then read by nobody else, so it never exists without the ReLU */
-        nd->fwd_fused = nd->inplace && a->op == WC_OP_CONV;
-        if (nd->fwd_fused) net->nodes[nd->in[0]].fuse_relu = 1;
-    }
-    /* a ReLU read by one convolution alone: that convolution's backward applies its mask */
-    for (int i = 0; i < n; i++) {
-        const wc_node *nd = &net->nodes[i];
-        if (nd->op == WC_OP_CONV && net->nodes[nd->in[0]].op == WC_OP_RELU &&
-            net->nodes[nd->in[0]].inplace && net->nodes[nd->in[0]].consumers == 1)
-            net->nodes[nd->in[0]].bwd_fused = 1;
-    }
-    /* A concatenation's inputs become views into its buffer when their owners are free to: not
-     * the network's input or output (the caller's, contiguous), not already a view, not the
-     * same buffer twice. Otherwise that input is copied. */
-    for (int i = 0; i < n; i++) {
-        if (net->nodes[i].op != WC_OP_CONCAT) continue;
-        const int o0 = owner(net, net->nodes[i].in[0]), o1 = owner(net, net->nodes[i].in[1]);
-        for (int j = 0; j < 2; j++) {
-            const int o = j ? o1 : o0;
-            if (o == 0 || o == n - 1 || net->nodes[o].view >= 0 || (j == 1 && o == o0)) continue;
-            net->nodes[o].view = i;
-        }
-    }
-}
-
-/* Whether input k of concatenation c is a view into it (else it is copied): its owner is
- * viewed in c, and for the second input, it is not the first's owner too. */
-static int is_view_input(const wc_net *net, int c, int k) {
-    const wc_node *nd = &net->nodes[c];
-    const int o = owner(net, nd->in[k]);
-    return net->nodes[o].view == c && !(k == 1 && o == owner(net, nd->in[0]));
-}
-
-/* Offset, in floats, of owner o's buffer inside the sample of the concatenation it is a view
- * into. */
-static size_t view_offset(const wc_net *net, int o) {
-    const wc_node *c = &net->nodes[net->nodes[o].view];
-    const int first = owner(net, c->in[0]) == o;
-    return first ? 0 : (size_t)net->nodes[c->in[0]].C * c->H * c->W;
-}
-
-/* The floats one micro-batch of node i's own buffer takes (an owner that is not a view). */
-static size_t buffer_floats(const wc_net *net, int i) {
-    const wc_node *nd = &net->nodes[i];
-    return (size_t)net->max_N * nd->C * nd->H * nd->W;
-}
-
-/* Inference keeps a buffer only while a later layer still reads it: offsets into one arena,
- * assigned first-fit from a list of freed extents as the graph runs in order. A buffer is
- * placed when the first node writing into it runs (a concatenation's buffer when its first
- * input is produced) and freed after the last node reading any part of it. Returns the arena
- * size in floats; upto[i] is its size once node i's buffers are placed. */
-static size_t plan_inference_arena(wc_net *net, size_t *offset, size_t *upto) {
-    const int n = net->nnodes;
-    int *last = WC_ALLOC(sizeof(int) * n), *first = WC_ALLOC(sizeof(int) * n);
-    for (int i = 0; i < n; i++) last[i] = -1, first[i] = n;
-    /* the input and the output belong to the caller across runs: never reused */
-    for (int i = 0; i < n; i++) {
-        const int s = storage(net, i);
-        first[s] = WC_MIN(first[s], i);
-        last[s] = WC_MAX(last[s], i == 0 || i == n - 1 ? n : i);
-        for (int j = 0; j < 2; j++)
-            if (net->nodes[i].in[j] >= 0) last[storage(net, net->nodes[i].in[j])] = WC_MAX(last[storage(net, net->nodes[i].in[j])], i);
-    }
-    size_t *free_off = WC_ALLOC(sizeof(size_t) * (n + 1)), *free_len = WC_ALLOC(sizeof(size_t) * (n + 1));
-    int nfree = 0;
-    size_t top = 0;
-    for (int i = 0; i < n; i++) {
-        for (int s = 0; s < n; s++) {
-            if (first[s] != i) continue;
-            size_t need = buffer_floats(net, s), best = (size_t)-1;
-            int pick = -1;
-            for (int f = 0; f < nfree; f++)
-                if (free_len[f] >= need && free_len[f] < best) pick = f, best = free_len[f];
-            if (pick >= 0) {
-                offset[s] = free_off[pick];
-                free_off[pick] += need, free_len[pick] -= need;
-            } else {
-                offset[s] = top;
-                top += need;
-            }
-        }
-        upto[i] = top;
-        /* release what no later layer reads */
-        for (int s = 0; s < n; s++) {
-            if (last[s] != i || first[s] == n) continue;
-            free_off[nfree] = offset[s];
-            free_len[nfree++] = buffer_floats(net, s);
-        }
-        /* merge adjacent free extents so large buffers can reuse them */
-        for (int a = 0; a < nfree; a++)
-            for (int b = 0; b < nfree; b++)
-                if (a != b && free_len[a] && free_off[a] + free_len[a] == free_off[b]) {
-                    free_len[a] += free_len[b];
-                    free_len[b] = 0;
-                }
-        int w = 0;
-        for (int f = 0; f < nfree; f++)
-            if (free_len[f]) free_off[w] = free_off[f], free_len[w++] = free_len[f];
-        nfree = w;
-    }
-    free(last), free(first), free(free_off), free(free_len);
-    return top;
-}
-
-/* Whether owner v's buffers lie inside owner o's (v itself, or a view of a view ... of o). */
-static int inside(const wc_net *net, int v, int o) {
-    for (; v >= 0; v = net->nodes[v].view >= 0 ? owner(net, net->nodes[v].view) : -1)
-        if (v == o) return 1;
-    return 0;
-}
-
-/* Whether node i's backward reads its own gradient: every layer but a concatenation whose
- * inputs are both views (its gradient already is theirs) and a ReLU whose mask its consumer
- * applies. */
-static int reads_grad(const wc_net *net, int i) {
-    const wc_node *nd = &net->nodes[i];
-    if (nd->op == WC_OP_RELU) return !nd->bwd_fused;
-    if (nd->op != WC_OP_CONCAT) return 1;
-    return !is_view_input(net, i, 0) || !is_view_input(net, i, 1);
-}
-
-/* Which backward contributions write their input's gradient (the first one to reach it) and
- * which add, by running the backward order over "written" marks per buffer owner: writing an
- * owner's gradient writes the views inside it too. A gradient read before anything wrote it (a
- * node nobody consumes), or written as a whole after a view inside it was (a view contributed
- * to before its concatenation's gradient), instead has its storage zeroed first and every
- * contribution to it adds; the plan is then run again. Sets write_in and the zeroed list. */
-static void plan_gradient_writes(wc_net *net) {
-    const int n = net->nnodes, head = n - 1;
-    char *zero = WC_CALLOC(n, 1), *written = WC_CALLOC(n, 1);
-    for (int again = 1; again;) {
-        again = 0;
-        memset(written, 0, n);
-        for (int v = 0; v < n; v++) written[v] = inside(net, owner(net, v), owner(net, head));
-        for (int i = head; i >= 1 && !again; i--) {
-            wc_node *nd = &net->nodes[i];
-            nd->write_in[0] = nd->write_in[1] = 0;
-            const int self = owner(net, i);
-            if (reads_grad(net, i) && !written[self] && !zero[storage(net, i)]) {
-                zero[storage(net, i)] = 1, again = 1;
-                break;
-            }
-            if (nd->op == WC_OP_RELU && nd->inplace) continue; /* a mask in place */
-            for (int j = 0; j < 2 && !again; j++) {
-                const int a = nd->in[j];
-                /* the network input has no gradient; a view receives its part already */
-                if (a <= 0 || (nd->op == WC_OP_CONCAT && is_view_input(net, i, j)))
-                    continue;
-                const int o = owner(net, a);
-                if (zero[storage(net, a)] || written[o]) continue; /* adds */
-                for (int v = 0; v < n && !again; v++)
-                    if (v != o && written[v] && inside(net, v, o)) zero[storage(net, a)] = 1, again = 1;
-                if (again) break;
-                nd->write_in[j] = 1;
-                for (int v = 0; v < n; v++)
-                    if (inside(net, owner(net, v), o)) written[v] = 1;
-            }
-        }
-    }
-    net->nzero = 0;
-    net->zero_grads = WC_ALLOC(sizeof(int) * n);
-    for (int i = 0; i < n; i++)
-        if (zero[i]) net->zero_grads[net->nzero++] = i;
-    free(zero), free(written);
-}
-
-/* Plans every activation in one arena, allocating nothing large: in training every activation
- * and gradient lives through the step (backward reads them), a buffer's gradient right after
- * it; in inference buffers are reused once their last reader has run. offset[i]: the buffer
- * of owner i in the arena; upto[i]: the arena's size once node i is placed (what the memory
- * check reports). Sets arena_floats and work_floats. */
-static void plan_buffers(wc_net *net, size_t *offset, size_t *upto) {
-    plan_sharing(net);
-    if (!net->training) {
-        net->arena_floats = plan_inference_arena(net, offset, upto);
-    } else {
-        size_t total = 0;
-        for (int i = 0; i < net->nnodes; i++) {
-            if (storage(net, i) == i) {
-                offset[i] = total;
-                total += (i == 0 ? 1 : 2) * buffer_floats(net, i);
-            }
-            upto[i] = total;
-        }
-        net->arena_floats = total;
-    }
-    net->work_floats = 0;
-    for (int i = 0; i < net->nnodes; i++) {
-        if (net->nodes[i].op != WC_OP_CONV) continue;
-        const size_t w = wc_conv_workspace_floats_threads(&net->nodes[i].shape, net->threads);
-        net->work_floats = WC_MAX(net->work_floats, w);
-    }
-}
-
-/* Points every node at its buffers in the allocated arena, as plan_buffers placed them: an
- * owner of its own at its offset (its gradient after it), a view inside its concatenation's
- * (placed first: it comes later in the graph, so this runs in reverse order), an in-place ReLU
- * at its input's. Sets the sample strides and the convolutions' shapes to match. */
-static void carve_buffers(wc_net *net, const size_t *offset) {
-    for (int i = net->nnodes - 1; i >= 0; i--) {
-        wc_node *nd = &net->nodes[i];
-        if (nd->inplace || nd->view >= 0) continue;
-        nd->out = net->arena + offset[i];
-        nd->grad = net->training && i > 0 ? nd->out + buffer_floats(net, i) : NULL;
-        nd->sample = (size_t)nd->C * nd->H * nd->W;
-        for (int v = i - 1; v >= 0; v--) { /* views into it, and views into those */
-            wc_node *vn = &net->nodes[v];
-            if (vn->inplace || vn->view < 0 || storage(net, v) != i) continue;
-            const wc_node *c = &net->nodes[owner(net, vn->view)];
-            WC_ASSERT(c->out); /* placed before: a concatenation comes after its inputs */
-            vn->out = c->out + view_offset(net, v);
-            vn->grad = c->grad ? c->grad + view_offset(net, v) : NULL;
-            vn->sample = c->sample;
-        }
-    }
-    for (int i = 0; i < net->nnodes; i++) {
-        wc_node *nd = &net->nodes[i];
-        if (nd->inplace) {
-            const wc_node *o = &net->nodes[owner(net, i)];
-            nd->out = o->out, nd->grad = o->grad, nd->sample = o->sample;
-        }
-        if (nd->op == WC_OP_CONV) {
-            nd->shape.in_sample = net->nodes[nd->in[0]].sample;
-            nd->shape.out_sample = nd->sample;
-        }
-    }
-}
+/* ---- creating and destroying ------------------------------------------------------------ */
 
 static int default_threads = 1;
 
@@ -791,7 +291,7 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     net->in_channels = in_channels, net->max_N = max_N, net->H = H, net->W = W;
     net->training = mode == WC_NET_TRAIN;
     net->threads = default_threads;
-    net->nnodes = parse_spec(arch, spec, &net->nodes);
+    net->nnodes = wc_netspec_parse(arch, spec, &net->nodes);
     if (net->nnodes < 0) {
         net->nnodes = 0;
         wc_net_destroy(net);
@@ -803,7 +303,7 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     if (ok) {
         offset = WC_CALLOC(net->nnodes, sizeof(size_t));
         upto = WC_CALLOC(net->nnodes, sizeof(size_t));
-        plan_buffers(net, offset, upto);
+        wc_netplan_buffers(net, offset, upto);
         ok = check_memory(net, upto) == WC_OK;
     }
     if (!ok) {
@@ -817,9 +317,9 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     if (net->training) net->grads = WC_CALLOC(net->nparams, sizeof(float));
     net->arena = WC_CALLOC(net->arena_floats, sizeof(float));
     net->work = WC_CALLOC(net->work_floats, sizeof(float));
-    carve_buffers(net, offset);
+    wc_netplan_carve(net, offset);
     free(offset), free(upto);
-    if (net->training) plan_gradient_writes(net);
+    if (net->training) wc_netplan_gradient_writes(net);
     if (net->threads > 1) {
         openblas_set_num_threads(1); /* inside our tasks: its threads would compete */
         net->pool = wc_pool_create(net->threads);
@@ -837,7 +337,7 @@ int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, 
     WC_ASSERT(in_channels > 0 && H > 0 && W > 0);
     wc_net net = {.in_channels = in_channels, .max_N = 1, .H = H, .W = W};
     snprintf(net.arch, sizeof net.arch, "%s", arch);
-    net.nnodes = parse_spec(arch, spec, &net.nodes);
+    net.nnodes = wc_netspec_parse(arch, spec, &net.nodes);
     if (net.nnodes < 0) return WC_ERR;
     int rc = infer_shapes(&net) == WC_OK && check_reach(&net) == WC_OK ? WC_OK : WC_ERR;
     memset(facts, 0, sizeof *facts);
@@ -941,7 +441,7 @@ static void layer_task(void *arg, int task, int thread) {
     if (nd->op == WC_OP_CONCAT) { /* the inputs that are not views, copied or added back */
         for (int k = 0; k < 2; k++) {
             const wc_node *in = &net->nodes[nd->in[k]];
-            if (is_view_input(net, (int)(nd - net->nodes), k)) continue;
+            if (wc_netplan_is_view_input(net, (int)(nd - net->nodes), k)) continue;
             const long lo = k ? a->C : 0, hi = k ? nd->C : a->C; /* its channels in the output */
             const long p0 = WC_MAX(c0, lo), p1 = WC_MIN(c1, hi);
             if (p1 <= p0) continue;

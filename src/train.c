@@ -1,9 +1,11 @@
-/* train.c: the training driver; see train.h. In order: the run's state, reading ahead, one
- * step (forward/backward per micro-batch, exact reduction, update, divergence), validation,
- * checkpoints and resume, then the three phases of a run: setup, the loop, teardown. */
+/* train.c: the training driver; see train.h. In order: reading ahead, one step
+ * (forward/backward per micro-batch, exact reduction, update, divergence), validation, then
+ * the three phases of a run: setup, the loop, teardown. The run's state is train_ctx.h's; its
+ * checkpoints (when, what, resume, best.wcp, the stop) are train_ckpt.c's. */
 #include "wildcpu/train.h"
 
-#include <cblas.h>
+#include "train_ctx.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -12,12 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wildcpu/ckpt.h"
-#include "wildcpu/ckptbg.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
-#include "wildcpu/infer.h"
-#include "wildcpu/json.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
 #include "wildcpu/net.h"
@@ -26,9 +24,7 @@
 #include "wildcpu/reduce.h"
 #include "wildcpu/report.h"
 #include "wildcpu/rundir.h"
-#include "wildcpu/rwriter.h"
 #include "wildcpu/schedule.h"
-#include "wildcpu/snapshot.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/trainlog.h"
 #include "wildcpu/util.h"
@@ -50,91 +46,6 @@ void wc_train_config_default(wc_train_config *cfg) {
     cfg->threads = 1;
     cfg->log_every = 10;
     cfg->keep = 3;
-}
-
-/* The default checkpoint interval's bounds (neither --ckpt-every nor --ckpt-minutes): the first
- * checkpoint after a minute, then 200 times the last background write's time, within these. */
-#define WC_CKPT_DEFAULT_MIN_S 60.0
-#define WC_CKPT_DEFAULT_MAX_S 600.0
-
-/* ---- the run's state --------------------------------------------------------------------- */
-
-/* Reading ahead: the reader thread fills slots in the order the cursor walks this rank's
- * requests; a step's own batches stay held until its reduction is final (a recomputation reads
- * them again). */
-typedef struct {
-    wc_reader *rd;
-    wc_schedule_cursor cursor;
-    wc_sample *samples;         /* (micro_batch) one request's samples */
-    const wc_read_batch **held; /* (max_local) this step's batches */
-    int max_local;              /* most micro-batches a rank gets in a step */
-} read_ahead;
-
-/* What a micro-batch decodes into, besides the network's input. */
-typedef struct {
-    float *y;       /* (micro_batch, P, P) labels */
-    uint8_t *valid; /* (micro_batch, P, P) */
-} decoded;
-
-/* When to checkpoint and stop: decided by votes that ride the step's reduction. */
-typedef struct {
-    double interval;    /* seconds between timed checkpoints; 0: none */
-    int adaptive;       /* the default interval: follows the background writes' cost */
-    double last;        /* when the last one was written */
-    int time_due;       /* rank 0 voted for a timed checkpoint in the last step */
-    int stop_agreed;    /* some rank voted to stop in the last step */
-} ckpt_policy;
-
-typedef struct {
-    const wc_train_config *cfg;
-    int rank, nranks;
-    char ckpt_dir[4200];
-    /* the run's objects */
-    wc_dataset *ds;
-    wc_net *net;
-    wc_optim *opt;
-    wc_reducer *red;
-    wc_ckptbg *bg;      /* rank 0's background checkpoint writer */
-    wc_schedule sched;
-    wc_trainlog *log;
-    long total_steps, start_step;
-    read_ahead ra;
-    decoded dec;
-    wc_validation val;
-    int val_pending; /* the last epoch's validation was cut short by a stop */
-    ckpt_policy ckpt;
-    struct {
-        double auc_pr; /* the best validation AUC-PR so far, -1 before the first */
-        long step;     /* the step best.wcp holds */
-    } best;
-    wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
-    char *spec;         /* the network spec text */
-    double t_start, t_loop;
-    int report_due; /* the report changes even without a step (a pending validation ran) */
-    char config_kv[2048];
-    long poison_step; /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */
-    char poison_kind;
-    struct {
-        size_t final_from; /* the streamed micro-batch's gradients from here on are final */
-        int poison;        /* its gradient is still to be poisoned (the test hook) */
-    } stream;
-} train_ctx;
-
-/* The settings that must be equal for a resume to be exact. */
-static void build_config_kv(train_ctx *t) {
-    const wc_train_config *c = t->cfg;
-    const uint64_t h = wc_fnv1a64(t->net->spec, strlen(t->net->spec));
-    snprintf(t->config_kv, sizeof t->config_kv,
-             "model=%s;spec_hash=%016llx;batch=%d;micro_batch=%d;seed=%llu;patch=%d;"
-             "val_fraction=%.10g;val_block_px=%d;min_valid=%.10g;optimizer=%s;lr=%.10g;"
-             "weight_decay=%.10g;warmup=%ld;total_steps=%ld;pos_weight=%.10g;reduce=%s;"
-             "jitter=%s",
-             t->net->arch, (unsigned long long)h, c->batch, c->micro_batch,
-             (unsigned long long)c->seed, c->data.patch, c->data.val_fraction, c->data.val_block_px,
-             c->data.min_valid, t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd",
-             t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
-             t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact",
-             c->no_jitter ? "off" : "on");
 }
 
 /* ---- reading ahead ----------------------------------------------------------------------- */
@@ -369,200 +280,6 @@ static int validate(train_ctx *t, long step) {
 
 /* ---- checkpoints and resume -------------------------------------------------------------- */
 
-/* Records the background writes that have ended (rank 0; with wait, the running one too). */
-static void take_background(train_ctx *t, int wait) {
-    wc_ckptbg_result r;
-    while (t->bg && wc_ckptbg_poll(t->bg, wait, &r)) {
-        if (r.rc != WC_OK) {
-            wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
-                     "checkpoints are intact; continuing without it",
-                     r.step, r.why);
-            continue;
-        }
-        t->sum.ckpt_bg_seconds += r.seconds;
-        /* The default interval keeps checkpoints under 0.5% of the training time: a background
-         * write costs the training at most its own time (its share of the cores), so the next
-         * one comes 200 write times later, but at least 1 and at most 10 minutes apart. */
-        if (t->ckpt.adaptive)
-            t->ckpt.interval = WC_MIN(WC_MAX(200 * r.seconds, WC_CKPT_DEFAULT_MIN_S),
-                                      WC_CKPT_DEFAULT_MAX_S);
-        t->sum.ckpts_written++;
-        t->sum.ckpt_bytes = r.bytes;
-        wc_trainlog_checkpoint(t->log, t->ckpt_dir, NULL, r.step, r.bytes, r.seconds, r.stall,
-                               r.why);
-    }
-}
-
-/* Writes the snapshot of the state after steps_done steps, as ckpt-<step>.wcp or, with name, as
- * that file (best.wcp); with background (and a writer), hands it to the writer thread and
- * returns once it is copied. Rank 0 only. A synchronous write waits for a background one
- * first, so writes never overlap and the log keeps their order. */
-static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name,
-                           int background) {
-    if (t->rank != 0) return WC_OK;
-    background = background && t->bg && !name;
-    if (!background) take_background(t, 1);
-    char meta[1024], ts[32];
-    wc_utc_timestamp(ts, sizeof ts);
-    const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
-    snprintf(meta, sizeof meta,
-             "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
-             "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch)",
-             WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
-             t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss);
-    const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
-    for (int c = 0; c < t->ds->nfeat; c++)
-        names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
-    /* the last validation, as a JSON object ("" when there was none) */
-    wc_json metrics;
-    wc_json_init(&metrics);
-    if (t->sum.have_val) {
-        wc_json_object(&metrics);
-        wc_metrics_json_members(&metrics, &t->sum.val, "val_");
-        if (t->sum.have_oracle) wc_metrics_json_members(&metrics, &t->sum.oracle, "oracle_");
-        wc_json_end(&metrics);
-    }
-    const wc_snapshot snap = {.meta = meta,
-                              .config = t->config_kv,
-                              .fingerprint = t->ds->fingerprint,
-                              .spec = t->net->spec,
-                              .metrics = t->sum.have_val ? wc_json_text(&metrics) : "",
-                              .nfeat = t->ds->nfeat,
-                              .feat_names = names,
-                              .mean = t->ds->mean,
-                              .std = t->ds->std,
-                              .step = steps_done,
-                              .epoch = epoch,
-                              .epoch_pos = (steps_done % spe) * t->cfg->batch,
-                              .optim_step = t->opt->step,
-                              .ranks = t->nranks,
-                              .calibrated = t->red->calibrated,
-                              .val_pending = t->val_pending,
-                              .best_auc_pr = t->best.auc_pr,
-                              .best_step = t->best.step,
-                              .ntensors = t->net->ntensors,
-                              .exponent = t->red->exponent,
-                              .nparams = t->net->nparams,
-                              .params = t->net->params,
-                              .optim_m = t->opt->m,
-                              .optim_v = t->opt->v};
-    double secs = 0;
-    size_t bytes = 0;
-    int rc = WC_OK;
-    if (background)
-        t->sum.ckpt_seconds += wc_ckptbg_start(t->bg, t->ckpt_dir, &snap, t->cfg->keep, why);
-    else
-        rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
-    free(names);
-    wc_json_free(&metrics);
-    if (background) return WC_OK;
-    if (rc != WC_OK) {
-        wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
-                 "checkpoints are intact",
-                 steps_done, why);
-        return WC_ERR;
-    }
-    t->sum.ckpt_seconds += secs;
-    t->sum.ckpts_written++;
-    t->sum.ckpt_bytes = bytes;
-    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, -1, why);
-    return WC_OK;
-}
-
-/* Checkpoint rank 0 wrote; all ranks learn whether it worked. */
-static int checkpoint_collective(train_ctx *t, long steps_done, const char *why) {
-    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL, 0) != WC_OK);
-    t->ckpt.last = wc_now();
-    return failed ? WC_ERR : WC_OK;
-}
-
-/* An interval checkpoint: rank 0 snapshots the state and its writer thread writes it while
- * training goes on (no collective: how the write went is rank 0's to log). Without a writer,
- * the collective synchronous write. */
-static void checkpoint_interval(train_ctx *t, long steps_done) {
-    if (wc_dist_any(t->rank == 0 && t->bg == NULL)) {
-        if (checkpoint_collective(t, steps_done, "interval") != WC_OK)
-            wc_warn("continuing without this checkpoint");
-        return;
-    }
-    save_checkpoint(t, steps_done, "interval", NULL, 1);
-    t->ckpt.last = wc_now();
-}
-
-/* Model selection: after a validation whose AUC-PR beats every earlier one, the state is kept
- * as best.wcp, which maps and evaluations of the run directory use. The comparison is of exact
- * (rank-independent) metrics, so every rank decides alike. A failed write is a warning: the
- * previous best.wcp stays, and so does the best it records. */
-static void keep_if_best(train_ctx *t, long step) {
-    const double auc = t->sum.val.auc_pr;
-    if (!t->sum.have_val || !isfinite(auc) || !(auc > t->best.auc_pr)) return;
-    const double prev_auc = t->best.auc_pr;
-    const long prev_step = t->best.step;
-    t->best.auc_pr = auc, t->best.step = step + 1;
-    int failed = wc_dist_any(
-        save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
-    if (failed) {
-        wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
-        t->best.auc_pr = prev_auc, t->best.step = prev_step;
-    }
-}
-
-/* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
- * set, 0 for a fresh start) or WC_ERR. */
-static int resume(train_ctx *t) {
-    t->start_step = 0;
-    if (t->rank == 0) wc_ckpt_remove_stale(t->ckpt_dir);
-    if (t->cfg->fresh) return WC_OK;
-    char *path = NULL;
-    wc_snapshot snap = {0};
-    const wc_snapshot *s = &snap;
-    const wc_resume_match match = {.fingerprint = t->ds->fingerprint,
-                                   .config = t->config_kv,
-                                   .nparams = t->net->nparams,
-                                   .ntensors = t->net->ntensors,
-                                   .need_optim_v = t->opt->v != NULL};
-    int64_t found = t->rank == 0 ? wc_snapshot_find_resume(t->ckpt_dir, &match, &snap, &path) : 0;
-    wc_dist_bcast(&found, sizeof found, 0);
-    if (found <= 0) {
-        wc_snapshot_free(&snap);
-        free(path);
-        return found < 0 ? WC_ERR : WC_OK;
-    }
-    /* rank 0 holds the checked snapshot; everyone receives the state */
-    const int nt = t->net->ntensors;
-    const size_t pbytes = t->net->nparams * sizeof(float);
-    int64_t counters[6] = {0, 0, 0, 0, 0, -1};
-    double best_auc = -1;
-    char prev_ranks[32] = "";
-    if (t->rank == 0) {
-        counters[0] = s->step, counters[1] = s->optim_step, counters[2] = s->calibrated;
-        counters[3] = s->epoch, counters[4] = s->val_pending, counters[5] = s->best_step;
-        best_auc = s->best_auc_pr;
-        memcpy(t->net->params, s->params, pbytes);
-        memcpy(t->opt->m, s->optim_m, pbytes);
-        if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
-        memcpy(t->red->exponent, s->exponent, sizeof(int32_t) * nt);
-        wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
-    }
-    wc_dist_bcast(counters, sizeof counters, 0);
-    wc_dist_bcast(&best_auc, sizeof best_auc, 0);
-    wc_dist_bcast(t->net->params, pbytes, 0);
-    wc_dist_bcast(t->opt->m, pbytes, 0);
-    if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);
-    wc_dist_bcast(t->red->exponent, sizeof(int32_t) * nt, 0);
-    t->start_step = counters[0];
-    t->opt->step = counters[1];
-    t->red->calibrated = (int)counters[2];
-    t->val_pending = (int)counters[4];
-    t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
-    wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
-            t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
-            prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
-    wc_snapshot_free(&snap);
-    free(path);
-    return WC_OK;
-}
-
 /* ---- setup ------------------------------------------------------------------------------- */
 
 static void print_plan(train_ctx *t, size_t baseline) {
@@ -736,11 +453,11 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                            WC_NET_TRAIN);
     if (!t->net) return WC_EXIT_USAGE;
     build_optimization(t);
-    build_config_kv(t);
+    wc_train_ckpt_config_kv(t);
     const wc_dataset *ds = t->ds;
     double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;
     wc_net_init_params(t->net, cfg->seed, prior);
-    if (resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK ||
+    if (wc_train_ckpt_resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK ||
         wc_validation_init(&t->val, t->ds, t->net->arch, t->spec, t->net->params) != WC_OK)
         return WC_EXIT_RUNTIME;
     if (t->rank == 0) {
@@ -753,34 +470,13 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (wc_dist_any(t->log == NULL)) return WC_EXIT_RUNTIME;
     print_setup(t, prior);
     print_plan(t, baseline);
-    t->ckpt.interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
-                       : cfg->ckpt_every > 0 ? 0
-                                             : WC_CKPT_DEFAULT_MIN_S;
-    t->ckpt.adaptive = cfg->ckpt_minutes <= 0 && cfg->ckpt_every <= 0;
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
-    if (t->rank == 0) {
-        t->bg = wc_ckptbg_create(t->net->nparams, t->net->ntensors, t->opt->v != NULL,
-                                 t->ds->nfeat);
-        if (!t->bg) wc_warn("interval checkpoints are written synchronously");
-    }
+    wc_train_ckpt_start(t);
     return WC_EXIT_OK;
 }
 
 /* ---- the loop ---------------------------------------------------------------------------- */
-
-/* The stop: a checkpoint, then status 75 (or 1 when the checkpoint failed). */
-static int stop_with_checkpoint(train_ctx *t, long steps_done) {
-    int ok = checkpoint_collective(t, steps_done, "stop signal") == WC_OK;
-    if (ok) wc_rundir_mark_stopped(t->cfg->out_dir, "training");
-    wc_trainlog_break_line(t->log);
-    wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of the "
-            "checkpoint); rerun the same command to resume",
-            wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", steps_done,
-            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since());
-    wc_stop_ignore_further();
-    return ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
-}
 
 /* A stop during the validation after the checkpoint's step left it undone: run it first (the
  * read-ahead cursor starts at that validation), as the uninterrupted run did. Sets *ran. */
@@ -795,7 +491,7 @@ static int run_pending_validation(train_ctx *t, int *ran) {
     }
     if (v != WC_VALIDATION_DONE)
         return v == WC_VALIDATION_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;
-    keep_if_best(t, t->start_step - 1);
+    wc_train_ckpt_keep_if_best(t, t->start_step - 1);
     t->val_pending = 0;
     *ran = 1;
     return WC_EXIT_OK;
@@ -814,14 +510,14 @@ static int loop(train_ctx *t) {
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
             if (v == WC_VALIDATION_DIVERGED) return WC_EXIT_RUNTIME;
-            if (v == WC_VALIDATION_DONE) keep_if_best(t, step);
+            if (v == WC_VALIDATION_DONE) wc_train_ckpt_keep_if_best(t, step);
             t->val_pending = v == WC_VALIDATION_STOPPED;
             t->ckpt.stop_agreed |= t->val_pending;
         }
-        if (t->ckpt.stop_agreed) return stop_with_checkpoint(t, step + 1);
+        if (t->ckpt.stop_agreed) return wc_train_ckpt_stop(t, step + 1);
         int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt.time_due;
-        if (due && step + 1 < t->total_steps) checkpoint_interval(t, step + 1);
-        if (t->rank == 0) take_background(t, 0);
+        if (due && step + 1 < t->total_steps) wc_train_ckpt_interval(t, step + 1);
+        if (t->rank == 0) wc_train_ckpt_take_background(t, 0);
     }
     wc_trainlog_break_line(t->log);
     /* A rerun of a finished training has nothing to add: its checkpoint and report stay as
@@ -832,7 +528,7 @@ static int loop(train_ctx *t) {
         return WC_EXIT_OK;
     }
     t->report_due |= ran_pending;
-    return checkpoint_collective(t, t->total_steps, "end of training") == WC_OK ? WC_EXIT_OK
+    return wc_train_ckpt_collective(t, t->total_steps, "end of training") == WC_OK ? WC_EXIT_OK
                                                                                 : WC_EXIT_RUNTIME;
 }
 
@@ -857,9 +553,7 @@ static void teardown(train_ctx *t, int status) {
         wc_reader_counts(t->ra.rd, &sum->patches_read, &sum->bytes_read);
     }
     /* a background write still running is finished (and logged) before anything goes */
-    take_background(t, 1);
-    wc_ckptbg_destroy(t->bg);
-    t->bg = NULL;
+    wc_train_ckpt_finish(t);
     if (sum->steps_done > 0 || t->report_due)
         wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline);
     wc_trainlog_close(t->log);

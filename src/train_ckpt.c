@@ -1,0 +1,270 @@
+/* train_ckpt.c: the training run's checkpoints (train_ctx.h): when they are due, what a
+ * snapshot of the run holds, the synchronous and background writes, best.wcp, the stop's
+ * checkpoint, and resuming from the newest usable one. The file format is snapshot.c's; the
+ * writer thread is ckptbg.c's. */
+#include "train_ctx.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wildcpu/ckpt.h"
+#include "wildcpu/dist.h"
+#include "wildcpu/json.h"
+#include "wildcpu/metrics.h"
+#include "wildcpu/rundir.h"
+#include "wildcpu/snapshot.h"
+#include "wildcpu/stop.h"
+#include "wildcpu/util.h"
+
+/* The default checkpoint interval's bounds (neither --ckpt-every nor --ckpt-minutes): the first
+ * checkpoint after a minute, then 200 times the last background write's time, within these. */
+#define WC_CKPT_DEFAULT_MIN_S 60.0
+#define WC_CKPT_DEFAULT_MAX_S 600.0
+
+/* The settings that must be equal for a resume to be exact. */
+void wc_train_ckpt_config_kv(train_ctx *t) {
+    const wc_train_config *c = t->cfg;
+    const uint64_t h = wc_fnv1a64(t->net->spec, strlen(t->net->spec));
+    snprintf(t->config_kv, sizeof t->config_kv,
+             "model=%s;spec_hash=%016llx;batch=%d;micro_batch=%d;seed=%llu;patch=%d;"
+             "val_fraction=%.10g;val_block_px=%d;min_valid=%.10g;optimizer=%s;lr=%.10g;"
+             "weight_decay=%.10g;warmup=%ld;total_steps=%ld;pos_weight=%.10g;reduce=%s;"
+             "jitter=%s",
+             t->net->arch, (unsigned long long)h, c->batch, c->micro_batch,
+             (unsigned long long)c->seed, c->data.patch, c->data.val_fraction, c->data.val_block_px,
+             c->data.min_valid, t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd",
+             t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
+             t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact",
+             c->no_jitter ? "off" : "on");
+}
+
+/* Records the background writes that have ended (rank 0; with wait, the running one too). */
+void wc_train_ckpt_take_background(train_ctx *t, int wait) {
+    wc_ckptbg_result r;
+    while (t->bg && wc_ckptbg_poll(t->bg, wait, &r)) {
+        if (r.rc != WC_OK) {
+            wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
+                     "checkpoints are intact; continuing without it",
+                     r.step, r.why);
+            continue;
+        }
+        t->sum.ckpt_bg_seconds += r.seconds;
+        /* The default interval keeps checkpoints under 0.5% of the training time: a background
+         * write costs the training at most its own time (its share of the cores), so the next
+         * one comes 200 write times later, but at least 1 and at most 10 minutes apart. */
+        if (t->ckpt.adaptive)
+            t->ckpt.interval = WC_MIN(WC_MAX(200 * r.seconds, WC_CKPT_DEFAULT_MIN_S),
+                                      WC_CKPT_DEFAULT_MAX_S);
+        t->sum.ckpts_written++;
+        t->sum.ckpt_bytes = r.bytes;
+        wc_trainlog_checkpoint(t->log, t->ckpt_dir, NULL, r.step, r.bytes, r.seconds, r.stall,
+                               r.why);
+    }
+}
+
+/* Writes the snapshot of the state after steps_done steps, as ckpt-<step>.wcp or, with name, as
+ * that file (best.wcp); with background (and a writer), hands it to the writer thread and
+ * returns once it is copied. Rank 0 only. A synchronous write waits for a background one
+ * first, so writes never overlap and the log keeps their order. */
+static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const char *name,
+                           int background) {
+    if (t->rank != 0) return WC_OK;
+    background = background && t->bg && !name;
+    if (!background) wc_train_ckpt_take_background(t, 1);
+    char meta[1024], ts[32];
+    wc_utc_timestamp(ts, sizeof ts);
+    const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
+    snprintf(meta, sizeof meta,
+             "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
+             "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch)",
+             WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
+             t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss);
+    const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
+    for (int c = 0; c < t->ds->nfeat; c++)
+        names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
+    /* the last validation, as a JSON object ("" when there was none) */
+    wc_json metrics;
+    wc_json_init(&metrics);
+    if (t->sum.have_val) {
+        wc_json_object(&metrics);
+        wc_metrics_json_members(&metrics, &t->sum.val, "val_");
+        if (t->sum.have_oracle) wc_metrics_json_members(&metrics, &t->sum.oracle, "oracle_");
+        wc_json_end(&metrics);
+    }
+    const wc_snapshot snap = {.meta = meta,
+                              .config = t->config_kv,
+                              .fingerprint = t->ds->fingerprint,
+                              .spec = t->net->spec,
+                              .metrics = t->sum.have_val ? wc_json_text(&metrics) : "",
+                              .nfeat = t->ds->nfeat,
+                              .feat_names = names,
+                              .mean = t->ds->mean,
+                              .std = t->ds->std,
+                              .step = steps_done,
+                              .epoch = epoch,
+                              .epoch_pos = (steps_done % spe) * t->cfg->batch,
+                              .optim_step = t->opt->step,
+                              .ranks = t->nranks,
+                              .calibrated = t->red->calibrated,
+                              .val_pending = t->val_pending,
+                              .best_auc_pr = t->best.auc_pr,
+                              .best_step = t->best.step,
+                              .ntensors = t->net->ntensors,
+                              .exponent = t->red->exponent,
+                              .nparams = t->net->nparams,
+                              .params = t->net->params,
+                              .optim_m = t->opt->m,
+                              .optim_v = t->opt->v};
+    double secs = 0;
+    size_t bytes = 0;
+    int rc = WC_OK;
+    if (background)
+        t->sum.ckpt_seconds += wc_ckptbg_start(t->bg, t->ckpt_dir, &snap, t->cfg->keep, why);
+    else
+        rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
+    free(names);
+    wc_json_free(&metrics);
+    if (background) return WC_OK;
+    if (rc != WC_OK) {
+        wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
+                 "checkpoints are intact",
+                 steps_done, why);
+        return WC_ERR;
+    }
+    t->sum.ckpt_seconds += secs;
+    t->sum.ckpts_written++;
+    t->sum.ckpt_bytes = bytes;
+    wc_trainlog_checkpoint(t->log, t->ckpt_dir, name, steps_done, bytes, secs, -1, why);
+    return WC_OK;
+}
+
+/* Checkpoint rank 0 wrote; all ranks learn whether it worked. */
+int wc_train_ckpt_collective(train_ctx *t, long steps_done, const char *why) {
+    int failed = wc_dist_any(save_checkpoint(t, steps_done, why, NULL, 0) != WC_OK);
+    t->ckpt.last = wc_now();
+    return failed ? WC_ERR : WC_OK;
+}
+
+/* An interval checkpoint: rank 0 snapshots the state and its writer thread writes it while
+ * training goes on (no collective: how the write went is rank 0's to log). Without a writer,
+ * the collective synchronous write. */
+void wc_train_ckpt_interval(train_ctx *t, long steps_done) {
+    if (wc_dist_any(t->rank == 0 && t->bg == NULL)) {
+        if (wc_train_ckpt_collective(t, steps_done, "interval") != WC_OK)
+            wc_warn("continuing without this checkpoint");
+        return;
+    }
+    save_checkpoint(t, steps_done, "interval", NULL, 1);
+    t->ckpt.last = wc_now();
+}
+
+/* Model selection: after a validation whose AUC-PR beats every earlier one, the state is kept
+ * as best.wcp, which maps and evaluations of the run directory use. The comparison is of exact
+ * (rank-independent) metrics, so every rank decides alike. A failed write is a warning: the
+ * previous best.wcp stays, and so does the best it records. */
+void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
+    const double auc = t->sum.val.auc_pr;
+    if (!t->sum.have_val || !isfinite(auc) || !(auc > t->best.auc_pr)) return;
+    const double prev_auc = t->best.auc_pr;
+    const long prev_step = t->best.step;
+    t->best.auc_pr = auc, t->best.step = step + 1;
+    int failed = wc_dist_any(
+        save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
+    if (failed) {
+        wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
+        t->best.auc_pr = prev_auc, t->best.step = prev_step;
+    }
+}
+
+/* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
+ * set, 0 for a fresh start) or WC_ERR. */
+int wc_train_ckpt_resume(train_ctx *t) {
+    t->start_step = 0;
+    if (t->rank == 0) wc_ckpt_remove_stale(t->ckpt_dir);
+    if (t->cfg->fresh) return WC_OK;
+    char *path = NULL;
+    wc_snapshot snap = {0};
+    const wc_snapshot *s = &snap;
+    const wc_resume_match match = {.fingerprint = t->ds->fingerprint,
+                                   .config = t->config_kv,
+                                   .nparams = t->net->nparams,
+                                   .ntensors = t->net->ntensors,
+                                   .need_optim_v = t->opt->v != NULL};
+    int64_t found = t->rank == 0 ? wc_snapshot_find_resume(t->ckpt_dir, &match, &snap, &path) : 0;
+    wc_dist_bcast(&found, sizeof found, 0);
+    if (found <= 0) {
+        wc_snapshot_free(&snap);
+        free(path);
+        return found < 0 ? WC_ERR : WC_OK;
+    }
+    /* rank 0 holds the checked snapshot; everyone receives the state */
+    const int nt = t->net->ntensors;
+    const size_t pbytes = t->net->nparams * sizeof(float);
+    int64_t counters[6] = {0, 0, 0, 0, 0, -1};
+    double best_auc = -1;
+    char prev_ranks[32] = "";
+    if (t->rank == 0) {
+        counters[0] = s->step, counters[1] = s->optim_step, counters[2] = s->calibrated;
+        counters[3] = s->epoch, counters[4] = s->val_pending, counters[5] = s->best_step;
+        best_auc = s->best_auc_pr;
+        memcpy(t->net->params, s->params, pbytes);
+        memcpy(t->opt->m, s->optim_m, pbytes);
+        if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
+        memcpy(t->red->exponent, s->exponent, sizeof(int32_t) * nt);
+        wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
+    }
+    wc_dist_bcast(counters, sizeof counters, 0);
+    wc_dist_bcast(&best_auc, sizeof best_auc, 0);
+    wc_dist_bcast(t->net->params, pbytes, 0);
+    wc_dist_bcast(t->opt->m, pbytes, 0);
+    if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);
+    wc_dist_bcast(t->red->exponent, sizeof(int32_t) * nt, 0);
+    t->start_step = counters[0];
+    t->opt->step = counters[1];
+    t->red->calibrated = (int)counters[2];
+    t->val_pending = (int)counters[4];
+    t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
+    wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
+            t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
+            prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
+    wc_snapshot_free(&snap);
+    free(path);
+    return WC_OK;
+}
+
+/* The stop: a checkpoint, then status 75 (or 1 when the checkpoint failed). */
+int wc_train_ckpt_stop(train_ctx *t, long steps_done) {
+    int ok = wc_train_ckpt_collective(t, steps_done, "stop signal") == WC_OK;
+    if (ok) wc_rundir_mark_stopped(t->cfg->out_dir, "training");
+    wc_trainlog_break_line(t->log);
+    wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of the "
+            "checkpoint); rerun the same command to resume",
+            wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", steps_done,
+            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since());
+    wc_stop_ignore_further();
+    return ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
+}
+
+
+/* The checkpoint policy and rank 0's writer thread. */
+void wc_train_ckpt_start(train_ctx *t) {
+    const wc_train_config *cfg = t->cfg;
+    t->ckpt.interval = cfg->ckpt_minutes > 0 ? cfg->ckpt_minutes * 60
+                       : cfg->ckpt_every > 0 ? 0
+                                             : WC_CKPT_DEFAULT_MIN_S;
+    t->ckpt.adaptive = cfg->ckpt_minutes <= 0 && cfg->ckpt_every <= 0;
+    if (t->rank == 0) {
+        t->bg = wc_ckptbg_create(t->net->nparams, t->net->ntensors, t->opt->v != NULL,
+                                 t->ds->nfeat);
+        if (!t->bg) wc_warn("interval checkpoints are written synchronously");
+    }
+}
+
+void wc_train_ckpt_finish(train_ctx *t) {
+    wc_train_ckpt_take_background(t, 1);
+    wc_ckptbg_destroy(t->bg);
+    t->bg = NULL;
+}
