@@ -13,6 +13,7 @@
 #                   model fitted and extrapolated to 1024 ranks (root)
 #   make bench-overlap  the reduction overlapped with backward against --no-overlap (root)
 #   make bench-ckpt the cost of background checkpoints per step and per interval
+#   make bench-fault    the work lost per killed rank at the default checkpoint interval
 #   make fuzz       fuzz the checkpoint reader and the spec parser, FUZZ_SECONDS (300) each
 #   make format     clang-format the sources
 #   make install PREFIX=/usr/local
@@ -235,3 +236,9 @@ bench-overlap: $(BUILD)/wildcpu
 .PHONY: bench-ckpt
 bench-ckpt: $(BUILD)/wildcpu
 	@bash tools/bench_ckpt.sh $(BUILD)
+
+# `make bench-fault`: the work a SIGKILLed rank costs at the default checkpoint interval (2 ranks
+# of unet-lite on the sample region, three kills at random moments; about 10 minutes).
+.PHONY: bench-fault
+bench-fault: $(BUILD)/wildcpu
+	@bash tools/bench_fault.sh $(BUILD)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/json.h"
@@ -63,6 +64,8 @@ static void write_markdown(const char *path, const wc_run_summary *s, const wc_j
             "(micro-batch %d), %ld steps (%ld in this invocation).\n\n",
             status_name(s->status), s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads,
             s->threads > 1 ? "s" : "", s->batch, s->micro_batch, s->steps_total, s->steps_done);
+    char machine[400];
+    fprintf(f, "Machine (rank 0): %s.\n\n", wc_cpuinfo_describe(machine, sizeof machine));
     static const row cost[] = {
         {"wall time (s)", "wall_time_s", "%.1f", 0},
         {"core-hours", "core_hours", "%.4f", 0},
@@ -323,6 +326,7 @@ static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, co
     wc_json_array(j);
     for (int r = 0; r < R; r++) wc_json_num(j, (double)rss[r] / MiB);
     wc_json_end(j);
+    wc_cpuinfo_json_members(j); /* rank 0's node: the figures above mean nothing without it */
     if (s->have_val) {
         wc_metrics_json_members(j, &s->val, "val_");
         wc_metrics_json_calibration(j, "val_calibration", &s->val);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/layers.h"
@@ -344,6 +345,8 @@ static void print_setup(const train_ctx *t, double prior) {
             t->red->max_micro_batches, cfg->micro_batch, t->total_steps, t->sched.steps_per_epoch,
             oc->kind == WC_OPTIM_ADAMW ? "AdamW" : "SGD", oc->lr, oc->warmup_steps,
             cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
+    char machine[400];
+    wc_info("%s", wc_cpuinfo_describe(machine, sizeof machine));
 }
 
 /* The spec --model names (a built-in name or a file). WC_EXIT_OK or an exit status. */

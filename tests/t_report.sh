@@ -25,6 +25,11 @@ need = ["ranks", "threads_per_rank", "global_batch", "micro_batch", "steps", "ep
 missing = [k for k in need if k not in r]
 assert not missing, f"missing fields {missing}"
 assert r["ranks"] == 2 and r["threads_per_rank"] == 1 and r["global_batch"] == 8 and r["micro_batch"] == 2
+# the machine the figures came from: the CPU as /proc/cpuinfo names it, OpenBLAS's kernel family
+cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")]
+assert r.get("cpu_model") == (cpu[0] if cpu else "unknown"), f"cpu_model {r.get('cpu_model')!r}"
+assert r.get("openblas_core") not in (None, "", "unknown"), f"openblas_core {r.get('openblas_core')!r}"
+assert isinstance(r.get("online_cpus"), int) and r["online_cpus"] >= 1
 assert r["steps"] == 6 and len(r["peak_rss_mib_per_rank"]) == 2 and min(r["peak_rss_mib_per_rank"]) > 10
 assert abs(r["core_hours"] - r["wall_time_s"] * 2 / 3600) < 1e-6
 val = [l for l in lines if l["type"] == "val"][-1]
@@ -45,7 +50,8 @@ PY
 
 grep -q "| AUC-PR (average precision) |" "$T/a/report.md" && grep -q "| oracle |" "$T/a/report.md" &&
     grep -q "core-hours" "$T/a/report.md" \
-    && ok "report.md: cost and quality tables with the oracle column" || notok "report.md tables" "$(head -30 "$T/a/report.md")"
+    && grep -q "^Machine (rank 0): CPU .*OpenBLAS" "$T/a/report.md" && grep -q "OpenBLAS" "$T/a.log" \
+    && ok "report.md: cost and quality tables with the oracle column; the machine in it and in the log" || notok "report.md tables" "$(head -30 "$T/a/report.md")"
 grep -q "| baseline | change |" "$T/b/report.md" && grep -Eq "^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \|$" "$T/b/report.md" && grep -Eq "Against the baseline .*AUC-PR [+-][0-9.]+ for x[0-9.]+ the core-hours" "$T/b/report.md" \
     && ok "--baseline: side-by-side table with deltas and cost ratios" || notok "--baseline comparison" "$(tail -20 "$T/b/report.md")"
 
