@@ -620,6 +620,12 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
+    /* the block cache holds at most the bands this run reads, whole */
+    size_t read_bytes = 0;
+    for (int i = 0; i < ds->read_nb; i++)
+        read_bytes += (size_t)ds->width * (size_t)ds->height *
+                      wc_dtype_size(ds->files.src.bands[ds->read_bands[i] - 1].type);
+    wc_raster_cache_fit(read_bytes);
     ds->P = cfg->patch;
     /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
      * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid

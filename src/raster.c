@@ -94,6 +94,8 @@ static pthread_once_t gdal_once = PTHREAD_ONCE_INIT;
  * reads each patch once per epoch, so it caps the cache (unless GDAL_CACHEMAX says otherwise)
  * and counts it in its memory plan. */
 #define WC_GDAL_CACHE_DEFAULT ((int64_t)256 << 20)
+/* The least wc_raster_cache_fit leaves: a few blocks of every band of a small raster. */
+#define WC_GDAL_CACHE_MIN ((int64_t)16 << 20)
 
 static void gdal_setup(void) {
     GDALAllRegister();
@@ -191,6 +193,14 @@ void wc_gdal_errors_pop(void) { CPLPopErrorHandler(); }
 
 size_t wc_raster_cache_used(void) { return (size_t)GDALGetCacheUsed64(); }
 size_t wc_raster_cache_max(void) { return (size_t)GDALGetCacheMax64(); }
+
+void wc_raster_cache_fit(size_t bytes) {
+    wc_raster_init();
+    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return; /* the user's choice stands */
+    /* blocks at the raster's edges extend beyond it: a quarter more covers them */
+    const double want = WC_MAX((double)bytes * 1.25, (double)WC_GDAL_CACHE_MIN);
+    GDALSetCacheMax64((int64_t)WC_MIN(want, (double)WC_GDAL_CACHE_DEFAULT));
+}
 
 int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
                    int nb, wc_dtype type, void *buf) {

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 args=(--tiles "$SAMPLE" --batch 8 --micro-batch 2 --steps 6 --val-block 128 --ckpt-every 3 --no-predict)
 mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/a" >"$T/a.log" 2>&1
-"$WILDCPU" "${args[@]}" --out "$T/b" --baseline "$T/a/report.json" >"$T/b.log" 2>&1
+GDAL_CACHEMAX=40 "$WILDCPU" "${args[@]}" --out "$T/b" --baseline "$T/a/report.json" >"$T/b.log" 2>&1
 [ -f "$T/a/report.json" ] && [ -f "$T/a/report.md" ] && ok "report.json and report.md written" \
     || { notok "report.json and report.md written" "$(tail -3 "$T/a.log")"; finish; }
 
@@ -75,4 +75,21 @@ if [ $status -eq 0 ] && grep -q "warning.*--baseline $T/bad.json is not valid JS
 else
     notok "--baseline with a NaN" "status $status, want $pos: $(grep -i baseline "$T/c.log" | head -3)"
 fi
+# GDAL's block cache: sized to the bands read, whole, plus a quarter (16 MiB to 256 MiB), as the
+# memory plan says; GDAL_CACHEMAX (in MB, as GDAL reads it) stands when set
+want=$($PY - "$SAMPLE" <<'PY'
+import sys
+from osgeo import gdal
+ds = gdal.Open(sys.argv[1])
+b = sum(ds.RasterXSize * ds.RasterYSize * gdal.GetDataTypeSize(ds.GetRasterBand(i).DataType) // 8
+        for i in range(1, ds.RasterCount + 1))
+print("%.1f" % (min(max(1.25 * b, 16 << 20), 256 << 20) / 1048576))
+PY
+)
+got=$(grep -o "GDAL's block cache (up to [0-9.]* MiB)" "$T/a.log" | grep -o '[0-9.]* MiB' | cut -d' ' -f1)
+got_env=$(grep -o "GDAL's block cache (up to [0-9.]* MiB)" "$T/b.log" | grep -o '[0-9.]* MiB' | cut -d' ' -f1)
+[ -n "$got" ] && [ "$got" = "$want" ] && [ "$got_env" = "40.0" ] \
+    && ok "GDAL block cache sized to the bands read ($got MiB), GDAL_CACHEMAX=40 kept ($got_env MiB)" \
+    || notok "GDAL block cache size" "got '$got' want '$want'; with GDAL_CACHEMAX=40: '$got_env'"
+
 finish

@@ -71,6 +71,11 @@ void wc_raster_release(wc_raster *r);
 /* GDAL's block cache: bytes in use now, and the limit. */
 size_t wc_raster_cache_used(void);
 size_t wc_raster_cache_max(void);
+/* Sizes GDAL's block cache to what reads of `bytes` bytes of decoded raster can use: the whole
+ * of them plus the edge blocks (when that is less than the 256 MiB cap), at least 16 MiB; so a
+ * small region does not reserve a cache it cannot fill, and the memory plan counts what can
+ * really be held. Leaves GDAL_CACHEMAX, when the user sets it, alone. */
+void wc_raster_cache_fit(size_t bytes);
 
 /* Reads the window (x0, y0, w, h), which may overhang the raster, of the given bands (1-based,
  * nb of them) into buf as type `type`, laid out band by band (nb, h, w). Only the part inside
