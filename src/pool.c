@@ -43,18 +43,11 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* What the thread that set it runs between its own tasks (wc_pool_set_between_tasks). */
-static _Thread_local void (*between_tasks)(void) = NULL;
-
-void wc_pool_set_between_tasks(void (*fn)(void)) { between_tasks = fn; }
-
 static void run_tasks(wc_pool *p, int thread) {
-    void (*between)(void) = thread == 0 ? between_tasks : NULL;
     for (;;) {
         int t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
         if (t >= p->ntasks) return;
         p->fn(p->ctx, t, thread);
-        if (between) between();
     }
 }
 
@@ -122,10 +115,7 @@ int wc_pool_threads(const wc_pool *p) { return p ? p->nthreads : 1; }
 void wc_pool_run(wc_pool *p, int ntasks, wc_pool_fn fn, void *ctx) {
     if (ntasks <= 0) return;
     if (!p || ntasks == 1) {
-        for (int t = 0; t < ntasks; t++) {
-            fn(ctx, t, 0);
-            if (between_tasks) between_tasks();
-        }
+        for (int t = 0; t < ntasks; t++) fn(ctx, t, 0);
         return;
     }
     pthread_mutex_lock(&p->mu);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "wildcpu/dist.h"
-#include "wildcpu/pool.h"
 #include "wildcpu/util.h"
 
 /* Extra int64 words after the n gradient sums. */
@@ -163,10 +162,6 @@ void wc_reducer_add(wc_reducer *r, const float *grads, double loss_sum, int64_t 
     }
 }
 
-/* Between the tasks of the layers that run while buckets are in flight: without MPI calls
- * there, TCP moves a bucket only between layers, and a long convolution holds it back. */
-static void progress_between_tasks(void) { wc_dist_progress(); }
-
 void wc_reducer_stream_begin(wc_reducer *r, double loss_sum, int64_t valid_pixels,
                              int64_t samples) {
     WC_ASSERT(wc_reducer_overlapping(r) && !r->streaming);
@@ -225,7 +220,7 @@ void wc_reducer_stream_ready(wc_reducer *r, const float *grads, size_t final_fro
     while (r->next_bucket < r->nbuckets &&
            r->tensors[r->bucket_t[r->next_bucket + 1]].offset >= final_from) {
         start_bucket(r, grads, r->next_bucket);
-        if (r->next_bucket++ == 0) wc_pool_set_between_tasks(progress_between_tasks);
+        r->next_bucket++;
     }
     wc_dist_progress();
 }
@@ -257,7 +252,6 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_v
     x[X_CKPT] = ckpt_vote ? 1 : 0;
     if (r->streaming) {
         WC_ASSERT(r->next_bucket == r->nbuckets);
-        wc_pool_set_between_tasks(NULL);
         wc_dist_wait();
         if (!r->exact) x[X_LOSS] = llround(ldexp(r->loss_sum, WC_REDUCE_LOSS_FX_BITS));
         wc_dist_sum_i64(x, X_COUNT);

@@ -9,8 +9,6 @@
  *   - the forms the network uses equal the plain ones: backward layers that write instead of
  *     add, convolutions with a fused ReLU, a written or ReLU-masked input gradient, samples
  *     further apart than their size, and 1, 2 or 3 threads (bitwise). */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -569,43 +567,6 @@ static void test_bce(void) {
     free(z), free(y), free(dz), free(valid);
 }
 
-/* The between-tasks hook (how MPI progresses during long layers): it runs on the thread that
- * set it, once after each task that thread runs itself, never on a worker, and stops when
- * cleared; the tasks still all run once. */
-static pthread_t hook_owner;
-static atomic_int hook_calls, hook_foreign;
-static void count_between(void) {
-    atomic_fetch_add(&hook_calls, 1);
-    if (!pthread_equal(pthread_self(), hook_owner)) atomic_fetch_add(&hook_foreign, 1);
-}
-static void mark_task(void *ctx, int task, int thread) {
-    (void)thread;
-    atomic_fetch_add(&((atomic_int *)ctx)[task], 1);
-}
-static void test_pool_between_tasks(void) {
-    hook_owner = pthread_self();
-    for (int threads = 1; threads <= 3; threads++) {
-        wc_pool *pool = wc_pool_create(threads);
-        atomic_int done[64];
-        for (int i = 0; i < 64; i++) atomic_init(&done[i], 0);
-        atomic_store(&hook_calls, 0), atomic_store(&hook_foreign, 0);
-        wc_pool_set_between_tasks(count_between);
-        wc_pool_run(pool, 64, mark_task, done);
-        const int calls = atomic_load(&hook_calls);
-        int all_once = 1;
-        for (int i = 0; i < 64; i++) all_once &= atomic_load(&done[i]) == 1;
-        CHECK(all_once, "%d threads: every task ran once", threads);
-        CHECK(atomic_load(&hook_foreign) == 0, "%d threads: the hook ran on a worker", threads);
-        CHECK(calls >= 1 && calls <= 64 && (threads > 1 || calls == 64),
-              "%d threads: %d hook calls for 64 tasks", threads, calls);
-        wc_pool_set_between_tasks(NULL);
-        wc_pool_run(pool, 64, mark_task, done);
-        CHECK(atomic_load(&hook_calls) == calls, "%d threads: the hook ran after clearing",
-              threads);
-        wc_pool_destroy(pool);
-    }
-}
-
 int main(void) {
     wc_rng_seed(&rng, 2026, 1000, 0);
     RUN(test_conv_forward_matches_naive);
@@ -621,6 +582,5 @@ int main(void) {
     RUN(test_bce);
     RUN(test_backward_write_forms);
     RUN(test_conv_fused_strided_threaded);
-    RUN(test_pool_between_tasks);
     HARNESS_EXIT();
 }

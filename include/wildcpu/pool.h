@@ -31,11 +31,6 @@ void wc_pool_destroy(wc_pool *pool);
 int wc_pool_threads(const wc_pool *pool);
 /* Runs every task once, in parallel, and returns when all are done. */
 void wc_pool_run(wc_pool *pool, int ntasks, wc_pool_fn fn, void *ctx);
-/* Makes the calling thread run fn between the tasks it runs itself in wc_pool_run (workers
- * never do), until called again (NULL: nothing). Per thread. This is how MPI's nonblocking
- * collectives progress while a long layer runs: MPI moves data only inside MPI calls, and only
- * the thread that owns MPI may make them (reduce.c sets it while its buckets are in flight). */
-void wc_pool_set_between_tasks(void (*fn)(void));
 
 /* The part [lo, hi) of n items that task `task` of `ntasks` covers: contiguous, in order,
  * sizes differing by at most 1. */
