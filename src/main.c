@@ -56,7 +56,7 @@ static const char *TRAIN_HELP =
     "  --batch N               global batch, samples per optimizer step, any rank count [32]\n"
     "  --micro-batch N         samples per forward/backward pass [4]\n"
     "  --optimizer adamw|sgd   [adamw]\n"
-    "  --lr X                  peak learning rate [adamw 1e-3, sgd 0.05; logistic with adamw "
+    "  --lr X                  peak learning rate [adamw 5e-4, sgd 0.05; logistic with adamw "
     "0.05]\n"
     "  --lr-scaling linear|none\n"
     "                          linear: scale --lr by --batch / --lr-ref-batch [none]\n"
@@ -385,7 +385,7 @@ static int cmd_train(int argc, char **argv) {
         c.optim.warmup_steps = warm;
     }
     /* The logistic baseline is convex: it has its own learning rate, at which 12 epochs reach
-     * its optimum (README, "How good is the map?"); AdamW's 1e-3 would leave it short of it. */
+     * its optimum (README, "How good is the map?"); AdamW's 5e-4 would leave it short of it. */
     if (lr_set)
         c.optim.lr = lr;
     else if (strcmp(c.model, "logistic") == 0 && c.optim.kind == WC_OPTIM_ADAMW)

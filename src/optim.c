@@ -10,7 +10,7 @@
 void wc_optim_config_default(wc_optim_config *cfg, wc_optim_kind kind) {
     *cfg = (wc_optim_config){.kind = kind, .min_lr_ratio = 0.05, .beta1 = 0.9, .beta2 = 0.999,
                              .eps = 1e-8, .momentum = 0.9};
-    cfg->lr = kind == WC_OPTIM_ADAMW ? 1e-3 : 0.05;
+    cfg->lr = kind == WC_OPTIM_ADAMW ? 5e-4 : 0.05; /* AdamW: README, "How good is the map?" */
     cfg->weight_decay = kind == WC_OPTIM_ADAMW ? 1e-2 : 1e-4;
 }
 
