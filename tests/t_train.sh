@@ -55,8 +55,8 @@ dd=$(digest "$T/d/checkpoints/ckpt-00000004.wcp")
 [ -n "$dc" ] && [ "$dc" != "$dd" ] && ok "another seed gives other parameters" \
     || notok "another seed gives other parameters" "$dc vs $dd"
 
-# --lr-scaling linear: batch 64 from a reference of 32 doubles the learning rate
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 64 --lr-scaling linear --steps 1 --no-predict \
+# --lr-scaling linear: batch 64 from a reference of 32 doubles the learning rate (1e-3 given)
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 64 --lr 1e-3 --lr-scaling linear --steps 1 --no-predict \
     --out "$T/e" >"$T/e.log" 2>&1
 grep -q "AdamW lr 0.002," "$T/e.log" && ok "--lr-scaling linear: batch 64 runs at twice the reference lr" \
     || notok "--lr-scaling linear" "$(grep AdamW "$T/e.log")"
