@@ -620,12 +620,6 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
-    /* the block cache holds at most the bands this run reads, whole */
-    size_t read_bytes = 0;
-    for (int i = 0; i < ds->read_nb; i++)
-        read_bytes += (size_t)ds->width * (size_t)ds->height *
-                      wc_dtype_size(ds->files.src.bands[ds->read_bands[i] - 1].type);
-    wc_raster_cache_fit(read_bytes);
     ds->P = cfg->patch;
     /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
      * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
@@ -682,6 +676,15 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
             if (wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK) goto fail;
         }
     }
+    /* GDAL's block cache holds at most what this run reads, whole: the tiles' bands, a label
+     * raster's band, the oracle's (all on the tiles' grid) */
+    const size_t px = (size_t)ds->width * (size_t)ds->height;
+    size_t read_bytes = 0;
+    for (int i = 0; i < ds->read_nb; i++)
+        read_bytes += px * wc_dtype_size(ds->files.src.bands[ds->read_bands[i] - 1].type);
+    if (ds->label_path) read_bytes += px * wc_dtype_size(ds->label_type);
+    if (ds->oracle_path) read_bytes += px * wc_dtype_size(ds->files.oracle.bands[0].type);
+    wc_raster_cache_fit(read_bytes);
     ds->keep = WC_CALLOC(ds->npatches, 1);
     ds->is_val = WC_CALLOC(ds->npatches, 1);
     ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
