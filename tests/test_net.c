@@ -366,6 +366,25 @@ void *__wrap_aligned_alloc(size_t align, size_t n) {
     return allocations++, __real_aligned_alloc(align, n);
 }
 
+/* One attempt at a step of p's 32x32 problem as train.c runs it: micro-batches of 3 and then
+ * 2 samples (a smaller last one, same buffers), each forward, loss, backward and into the
+ * reducer (calibrated on the first). The caller finishes the reduction. */
+static void tiny_micro_batches(const tiny_problem *pp, wc_reducer *red) {
+    const tiny_problem p = *pp;
+    wc_reducer_begin(red);
+    for (int j = 0; j < 2; j++) {
+        const int n = j == 0 ? 3 : 2;
+        wc_net_forward(p.net, n);
+        double loss = wc_bce_forward(wc_net_output(p.net), p.y, p.valid, (size_t)n * 1024, 1.0f);
+        wc_bce_backward(wc_net_output_grad(p.net), wc_net_output(p.net), p.y, p.valid,
+                        (size_t)n * 1024, 1.0f);
+        memset(p.net->grads, 0, p.net->nparams * sizeof(float));
+        wc_net_backward(p.net, n);
+        if (!red->calibrated && j == 0) wc_reducer_calibrate(red, p.net->grads, 0);
+        wc_reducer_add(red, p.net->grads, loss, (int64_t)n * 1024, n);
+    }
+}
+
 /* A whole training step, as train.c runs it: micro-batches through forward, loss, backward and
  * the exact reducer, then the optimizer. After the first step (which calibrates the reducer's
  * scales) nothing may be allocated. */
@@ -380,19 +399,7 @@ static void test_no_allocation_in_step(void) {
     for (int rep = 0; rep < 4; rep++) {
         const size_t before = allocations;
         for (;;) {
-            wc_reducer_begin(red);
-            for (int j = 0; j < 2; j++) {
-                const int n = j == 0 ? 3 : 2; /* a smaller last micro-batch, same buffers */
-                wc_net_forward(p.net, n);
-                double loss =
-                    wc_bce_forward(wc_net_output(p.net), p.y, p.valid, (size_t)n * 1024, 1.0f);
-                wc_bce_backward(wc_net_output_grad(p.net), wc_net_output(p.net), p.y, p.valid,
-                                (size_t)n * 1024, 1.0f);
-                memset(p.net->grads, 0, p.net->nparams * sizeof(float));
-                wc_net_backward(p.net, n);
-                if (!red->calibrated && j == 0) wc_reducer_calibrate(red, p.net->grads, 0);
-                wc_reducer_add(red, p.net->grads, loss, (int64_t)n * 1024, n);
-            }
+            tiny_micro_batches(&p, red);
             wc_step_totals tot;
             if (wc_reducer_finish(red, p.net->grads, 0, 0, &tot) == WC_REDUCE_DONE) break;
         }
@@ -424,19 +431,7 @@ static float *train_steps(int threads, int steps, size_t *nparams) {
     for (int step = 0; step < steps; step++) {
         wc_step_totals tot;
         do {
-            wc_reducer_begin(red);
-            for (int j = 0; j < 2; j++) {
-                const int n = j == 0 ? 3 : 2;
-                wc_net_forward(p.net, n);
-                double loss =
-                    wc_bce_forward(wc_net_output(p.net), p.y, p.valid, (size_t)n * 1024, 1.0f);
-                wc_bce_backward(wc_net_output_grad(p.net), wc_net_output(p.net), p.y, p.valid,
-                                (size_t)n * 1024, 1.0f);
-                memset(p.net->grads, 0, p.net->nparams * sizeof(float));
-                wc_net_backward(p.net, n);
-                if (!red->calibrated && j == 0) wc_reducer_calibrate(red, p.net->grads, 0);
-                wc_reducer_add(red, p.net->grads, loss, (int64_t)n * 1024, n);
-            }
+            tiny_micro_batches(&p, red);
         } while (wc_reducer_finish(red, p.net->grads, 0, 0, &tot) == WC_REDUCE_REDO);
         wc_optim_step(opt, p.net->params, p.net->grads, p.net->tensors, p.net->ntensors);
     }
