@@ -21,9 +21,19 @@ for k in 1 2 3; do
     log=$T/run$k.log
     mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/f" >"$log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 600); do grep -q 'step [0-9]*/' "$log" 2>/dev/null && break; sleep 0.05; done
-    delay=$(printf '%d.%02d' $((RANDOM % 3)) $((RANDOM % 100)))
-    sleep "$delay"
+    # the moment: after a random step of the k-th third of the run (so that three kills fit on
+    # a machine of any speed, each later than the last), plus up to 90 ms (inside the next step
+    # or a checkpoint write)
+    lo=$((1 + (k - 1) * (steps - 3) / 3)) hi=$((k * (steps - 3) / 3))
+    target=$((lo + RANDOM % (hi - lo + 1)))
+    for _ in $(seq 1 6000); do
+        [ "$(last_step "$log" 2>/dev/null)" -ge "$target" ] 2>/dev/null && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.01
+    done
+    extra=0.0$((RANDOM % 10))
+    sleep "$extra"
+    delay="step $target + $extra"
     victims=($(pgrep -f -- "--out $T/f" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done))
     [ ${#victims[@]} -gt 0 ] || { wait $pid; notok "kill $k: a rank to kill" "the run ended before the kill: $(tail -1 "$log")"; break; }
     v=$((RANDOM % ${#victims[@]}))
@@ -32,7 +42,7 @@ for k in 1 2 3; do
     wait $pid
     at=$(last_step "$log")
     kills=$((kills + 1))
-    echo "# kill $k: rank process $((v + 1)) of ${#victims[@]} after ${delay} s of training, at step ${at:-0}"
+    echo "# kill $k: rank process $((v + 1)) of ${#victims[@]} after ${delay} s, at step ${at:-0}"
     echo "${at:-0} $t_kill" >"$T/kill$k"
 done
 # reruns until the end; each resumes from the newest valid checkpoint
