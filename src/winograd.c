@@ -34,8 +34,9 @@
  * partial, so any number of threads gives the same bits. OpenBLAS runs at one thread inside
  * each task.
  *
- * Not here: the transforms themselves (winograd_tf.c), allocation (conv.c's caller passes the
- * workspace), other shapes (conv.c). */
+ * Not here: the transforms themselves (winograd_tf.c), the forward-like passes' products
+ * (wino_gemm.c: an AVX2/FMA kernel that reads V and U in place, or OpenBLAS), allocation
+ * (conv.c's caller passes the workspace), other shapes (conv.c). */
 #include "wildcpu/winograd.h"
 
 #include <cblas.h>
@@ -141,11 +142,7 @@ static void pass_task(void *arg, int block, int thread) {
     float *M = V + tt * PLANE_MAX((size_t)ps->C * p->nb); /* (tt, K, nt) */
     float *scratch = M + tt * PLANE_MAX((size_t)ps->K * p->nb);
     wc_wino_input_transform(V, j->in, ps, p, t0, t1, scratch);
-    for (int xi = 0; xi < tt; xi++) /* M[xi] (K, nt) = U[xi] (K, C) x V[xi] (C, nt) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ps->K, nt, ps->C, 1.0f,
-                    j->U + xi * plane_stride((size_t)ps->K * ps->C), ps->C,
-                    V + xi * plane_stride((size_t)ps->C * nt), nt, 0.0f,
-                    M + xi * plane_stride((size_t)ps->K * nt), nt);
+    wc_wino_products(&ps->kd, ps->K, nt, ps->C, j->U, V, M); /* M[xi] = U[xi] V[xi] */
     wc_wino_output_transform(j->out, M, ps, p, t0, t1, &j->om, scratch);
 }
 

@@ -1,7 +1,7 @@
 /* winograd_tiles.h: the pieces of winograd.c's pipeline shared by its two files, private to
  * them: the tile geometry of F(2x2) and F(4x4), the plan of a pass (tiles, blocks, segments), the
- * padded plane layout, and the transforms (winograd_tf.c) that the passes (winograd.c) call once
- * per block. The arithmetic and the pipeline are described at the top of winograd.c. */
+ * padded plane layout, and the transforms (winograd_tf.c) and products (wino_gemm.c) that the
+ * passes (winograd.c) call once per block. The arithmetic and the pipeline are described at the top of winograd.c. */
 #ifndef WILDCPU_WINOGRAD_TILES_H
 #define WILDCPU_WINOGRAD_TILES_H
 
@@ -99,5 +99,14 @@ void wc_wino_grad_output_transform(float *Wg, const float *dout, const wc_conv_s
                                    const plan *p, long t0, long t1, float *scratch);
 /* dst (K, C, 9) = (or, with add, +=) G^T dU G per filter, dU (36, K, C). */
 void wc_wino_weight_grad_from(float *dst, const float *dU, int K, int C, int add);
+
+/* ---- the products (wino_gemm.c) ------------------------------------------------------------ */
+
+/* M[xi] (K, nt) = U[xi] (K, C) x V[xi] (C, nt) for the kd->tt positions of a block, each array
+ * in its padded planes (plane_stride). */
+void wc_wino_products(const kind *kd, int K, int nt, int C, const float *U, const float *V,
+                      float *M);
+/* Whether the products run on wino_gemm.c's own kernel (else OpenBLAS). */
+int wc_wino_own_products(void);
 
 #endif

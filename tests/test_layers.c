@@ -18,6 +18,7 @@
 #include "wildcpu/pool.h"
 #include "wildcpu/rng.h"
 #include "wildcpu/util.h"
+#include "wildcpu/winograd.h"
 
 static wc_rng rng;
 
@@ -155,6 +156,60 @@ static void test_conv_backward_matches_naive(void) {
               t, ex, ew, eb);
         free(x), free(w), free(dy), free(dx), free(dw), free(db), free(rdx), free(rdw),
             free(rdb), free(work);
+    }
+}
+
+/* 3x3 stride-1 shapes large enough for the Winograd products to use every part of the own
+ * kernel (full 6-row and 16-column panels and every remainder of both, tile counts that are
+ * not a multiple of 8, one channel and many), each run with the own kernel and with OpenBLAS,
+ * both against naive loops. */
+static const conv_case product_cases[] = {
+    {2, 12, 20, 24, 32, 3, 3, 1, 1}, /* unet-lite's first layer: C 12, K 32 */
+    {1, 7, 9, 30, 15, 3, 3, 1, 1},   /* 15 = 2 x 6 + 3 rows */
+    {3, 40, 10, 10, 6, 3, 3, 1, 0},  /* no padding: 8x8 outputs */
+    {1, 1, 33, 35, 1, 3, 3, 1, 1},   /* one channel in, one out */
+    {2, 18, 12, 11, 11, 3, 3, 1, 2}, /* padding 2 */
+};
+
+static void test_conv_products_both_ways(void) {
+    const int modes[] = {WC_PRODUCTS_OWN, WC_PRODUCTS_OPENBLAS};
+    for (size_t t = 0; t < sizeof product_cases / sizeof product_cases[0]; t++) {
+        const conv_case *c = &product_cases[t];
+        wc_conv_shape s = wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW,
+                                             c->stride, c->pad);
+        size_t nx = (size_t)s.N * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.KH * s.KW;
+        size_t ny = (size_t)s.N * s.K * s.OH * s.OW;
+        float *x = random_buf(nx, 1.0), *w = random_buf(nw, 1.0), *b = random_buf(s.K, 1.0);
+        float *dy = random_buf(ny, 1.0), *y = WC_ALLOC(ny * sizeof(float));
+        float *dx = WC_ALLOC(nx * sizeof(float)), *dw = WC_ALLOC(nw * sizeof(float));
+        float *db = WC_ALLOC(s.K * sizeof(float));
+        float *work = WC_ALLOC((wc_conv_workspace_floats(&s) + 1) * sizeof(float));
+        double *ref = WC_ALLOC(ny * sizeof(double));
+        double *rdx = WC_CALLOC(nx, sizeof(double)), *rdw = WC_CALLOC(nw, sizeof(double));
+        double *rdb = WC_CALLOC(s.K, sizeof(double));
+        naive_conv_forward(ref, x, w, b, &s);
+        naive_conv_backward(rdx, rdw, rdb, dy, x, w, &s);
+        for (size_t m = 0; m < 2; m++) {
+            const int own = wc_wino_set_products(modes[m]);
+            if (modes[m] == WC_PRODUCTS_OWN && !own) {
+                NOTE("this CPU has no AVX2 with FMA: the own kernel is not tested here");
+                continue;
+            }
+            memset(dx, 0, nx * sizeof(float)), memset(dw, 0, nw * sizeof(float));
+            memset(db, 0, s.K * sizeof(float));
+            wc_conv2d_forward(y, x, w, b, &s, work);
+            wc_conv2d_backward(dx, dw, db, dy, x, w, &s, work);
+            double ey = max_rel(y, ref, ny, 1.0), ex = max_rel(dx, rdx, nx, 1.0);
+            double ew = max_rel(dw, rdw, nw, 1.0);
+            NOTE("case %zu (N%d C%d %dx%d K%d p%d), %s: out %.2e  dinp %.2e  dweight %.2e", t,
+                 s.N, s.C, s.H, s.W, s.K, s.pad, own ? "own kernel" : "OpenBLAS", ey, ex, ew);
+            CHECK(ey < 1e-5 && ex < 1e-5 && ew < 1e-5,
+                  "case %zu with %s: differs from naive loops: %.3g %.3g %.3g", t,
+                  own ? "the own kernel" : "OpenBLAS", ey, ex, ew);
+        }
+        wc_wino_set_products(WC_PRODUCTS_AUTO);
+        free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db), free(work);
+        free(ref), free(rdx), free(rdw), free(rdb);
     }
 }
 
@@ -572,6 +627,7 @@ int main(void) {
     RUN(test_conv_forward_matches_naive);
     RUN(test_conv_backward_matches_naive);
     RUN(test_conv_backward_without_input_gradient);
+    RUN(test_conv_products_both_ways);
     RUN(test_im2col_adjoint);
     RUN(test_conv_finite_differences);
     RUN(test_relu);

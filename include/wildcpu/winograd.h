@@ -31,4 +31,13 @@ void wc_wino_backward(float *dinp, float *dweight, float *dbias, const float *do
                       const float *inp, const float *weight, const wc_conv_shape *s, int flags,
                       wc_pool *pool, float *work);
 
+/* Who multiplies in the forward and input-gradient passes (src/wino_gemm.c says why):
+ * WC_PRODUCTS_AUTO, the default, is wildcpu's own kernel on CPUs with AVX2 and FMA but without
+ * AVX-512, OpenBLAS elsewhere; WC_PRODUCTS_OWN the own kernel wherever the CPU has AVX2 and FMA;
+ * WC_PRODUCTS_OPENBLAS OpenBLAS. At start-up the environment variable WILDCPU_GEMM (own or
+ * openblas) chooses. For tests and benchmarks: not to be called while a pass runs. Returns
+ * whether the own kernel is now in use. */
+enum { WC_PRODUCTS_AUTO, WC_PRODUCTS_OWN, WC_PRODUCTS_OPENBLAS };
+int wc_wino_set_products(int which);
+
 #endif
