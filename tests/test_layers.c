@@ -99,6 +99,16 @@ typedef struct {
     int N, C, H, W, K, KH, KW, stride, pad;
 } conv_case;
 
+/* A case's shape and the floats of its input, weights and output (densely packed). */
+static wc_conv_shape case_shape(const conv_case *c, size_t *nx, size_t *nw, size_t *ny) {
+    wc_conv_shape s =
+        wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW, c->stride, c->pad);
+    *nx = (size_t)s.N * s.C * s.H * s.W;
+    *nw = (size_t)s.K * s.C * s.KH * s.KW;
+    *ny = (size_t)s.N * s.K * s.OH * s.OW;
+    return s;
+}
+
 static const conv_case conv_cases[] = {
     {2, 3, 7, 9, 4, 3, 3, 1, 1},    /* odd sizes, "same" 3x3 */
     {2, 5, 9, 7, 3, 3, 3, 2, 0},    /* stride 2, no padding */
@@ -113,10 +123,8 @@ static const conv_case conv_cases[] = {
 static void test_conv_forward_matches_naive(void) {
     for (size_t t = 0; t < sizeof conv_cases / sizeof conv_cases[0]; t++) {
         const conv_case *c = &conv_cases[t];
-        wc_conv_shape s = wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW,
-                                             c->stride, c->pad);
-        size_t nx = (size_t)s.N * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.KH * s.KW;
-        size_t ny = (size_t)s.N * s.K * s.OH * s.OW;
+        size_t nx, nw, ny;
+        wc_conv_shape s = case_shape(c, &nx, &nw, &ny);
         float *x = random_buf(nx, 1.0), *w = random_buf(nw, 1.0), *b = random_buf(s.K, 1.0);
         float *y = WC_ALLOC(ny * sizeof(float));
         float *work = WC_ALLOC((wc_conv_workspace_floats(&s) + 1) * sizeof(float));
@@ -134,10 +142,8 @@ static void test_conv_forward_matches_naive(void) {
 static void test_conv_backward_matches_naive(void) {
     for (size_t t = 0; t < sizeof conv_cases / sizeof conv_cases[0]; t++) {
         const conv_case *c = &conv_cases[t];
-        wc_conv_shape s = wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW,
-                                             c->stride, c->pad);
-        size_t nx = (size_t)s.N * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.KH * s.KW;
-        size_t ny = (size_t)s.N * s.K * s.OH * s.OW;
+        size_t nx, nw, ny;
+        wc_conv_shape s = case_shape(c, &nx, &nw, &ny);
         float *x = random_buf(nx, 1.0), *w = random_buf(nw, 1.0), *dy = random_buf(ny, 1.0);
         /* Gradients start non-zero to prove the backward adds rather than overwrites. */
         float *dx = random_buf(nx, 1.0), *dw = random_buf(nw, 1.0), *db = random_buf(s.K, 1.0);
@@ -175,10 +181,8 @@ static void test_conv_products_both_ways(void) {
     const int modes[] = {WC_PRODUCTS_OWN, WC_PRODUCTS_OPENBLAS};
     for (size_t t = 0; t < sizeof product_cases / sizeof product_cases[0]; t++) {
         const conv_case *c = &product_cases[t];
-        wc_conv_shape s = wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW,
-                                             c->stride, c->pad);
-        size_t nx = (size_t)s.N * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.KH * s.KW;
-        size_t ny = (size_t)s.N * s.K * s.OH * s.OW;
+        size_t nx, nw, ny;
+        wc_conv_shape s = case_shape(c, &nx, &nw, &ny);
         float *x = random_buf(nx, 1.0), *w = random_buf(nw, 1.0), *b = random_buf(s.K, 1.0);
         float *dy = random_buf(ny, 1.0), *y = WC_ALLOC(ny * sizeof(float));
         float *dx = WC_ALLOC(nx * sizeof(float)), *dw = WC_ALLOC(nw * sizeof(float));
