@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wildcpu/winograd.h"
+
 
 static void read_model(char *dst, size_t size) {
     snprintf(dst, size, "unknown");
@@ -56,13 +58,14 @@ void wc_cpuinfo_get(wc_cpuinfo *info) {
     info->blas_threads = openblas_get_num_threads();
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     info->online_cpus = cpus > 0 ? (int)cpus : 0;
+    info->products = wc_wino_own_products() ? "own AVX2/FMA kernel" : "OpenBLAS";
 }
 
 const char *wc_cpuinfo_describe(char *buf, size_t size) {
     wc_cpuinfo c;
     wc_cpuinfo_get(&c);
-    snprintf(buf, size, "CPU %s (%d online; %s), OpenBLAS %s (%s)", c.model, c.online_cpus, c.isa,
-             c.blas_core, c.blas_config);
+    snprintf(buf, size, "CPU %s (%d online; %s), OpenBLAS %s (%s), Winograd products %s", c.model,
+             c.online_cpus, c.isa, c.blas_core, c.blas_config, c.products);
     return buf;
 }
 
@@ -73,5 +76,6 @@ void wc_cpuinfo_json_members(wc_json *j) {
     wc_json_kstr(j, "cpu_isa", c.isa);
     wc_json_kstr(j, "openblas_core", c.blas_core);
     wc_json_kstr(j, "openblas_config", c.blas_config);
+    wc_json_kstr(j, "winograd_products", wc_wino_own_products() ? "own-avx2" : "openblas");
     wc_json_kint(j, "online_cpus", c.online_cpus);
 }

@@ -106,7 +106,5 @@ void wc_wino_weight_grad_from(float *dst, const float *dU, int K, int C, int add
  * in its padded planes (plane_stride). */
 void wc_wino_products(const kind *kd, int K, int nt, int C, const float *U, const float *V,
                       float *M);
-/* Whether the products run on wino_gemm.c's own kernel (else OpenBLAS). */
-int wc_wino_own_products(void);
 
 #endif

@@ -30,6 +30,11 @@ cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith
 assert r.get("cpu_model") == (cpu[0] if cpu else "unknown"), f"cpu_model {r.get('cpu_model')!r}"
 assert r.get("openblas_core") not in (None, "", "unknown"), f"openblas_core {r.get('openblas_core')!r}"
 assert isinstance(r.get("online_cpus"), int) and r["online_cpus"] >= 1
+# and who did the Winograd products: the own kernel exactly where the CPU has AVX2 and FMA but
+# not AVX-512 (the test runs without WILDCPU_GEMM)
+flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+own = "avx2" in flags and "fma" in flags and "avx512f" not in flags
+assert r.get("winograd_products") == ("own-avx2" if own else "openblas"), f"winograd_products {r.get('winograd_products')!r}"
 assert r["steps"] == 6 and len(r["peak_rss_mib_per_rank"]) == 2 and min(r["peak_rss_mib_per_rank"]) > 10
 assert abs(r["core_hours"] - r["wall_time_s"] * 2 / 3600) < 1e-6
 val = [l for l in lines if l["type"] == "val"][-1]

@@ -76,7 +76,8 @@ def pair(a, b, k="samples_per_s"):  # per-round ratios a/b
     return [x[k] / y[k] for x, y in zip(by.get(a, []), by.get(b, [])) if y.get(k)]
 w1 = by.get("w1", [{}])[0]
 print(f"\nCPU: {w1.get('cpu_model', '?')} ({w1.get('online_cpus', '?')} online; {w1.get('cpu_isa', '?')}); "
-      f"OpenBLAS core {w1.get('openblas_core', '?')} ({w1.get('openblas_config', '?')})")
+      f"OpenBLAS core {w1.get('openblas_core', '?')} ({w1.get('openblas_config', '?')}); "
+      f"Winograd products {w1.get('winograd_products', '?')}")
 print(f"{len(by.get('w1', []))} rounds; batch {w1.get('batch_per_rank')} of 12x64x64 per rank, micro-batch "
       f"{w1.get('micro_batch')}; medians (ranges); ratios are medians of per-round pairs\n")
 print("| metric | wildcpu | peer | ratio | target |")

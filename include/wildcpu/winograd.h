@@ -39,5 +39,7 @@ void wc_wino_backward(float *dinp, float *dweight, float *dbias, const float *do
  * whether the own kernel is now in use. */
 enum { WC_PRODUCTS_AUTO, WC_PRODUCTS_OWN, WC_PRODUCTS_OPENBLAS };
 int wc_wino_set_products(int which);
+/* Whether the products run on the own kernel now (else OpenBLAS): for logs and reports. */
+int wc_wino_own_products(void);
 
 #endif
