@@ -40,7 +40,9 @@ SANFLAGS :=
 endif
 
 # No -ffast-math: it breaks NaN checks, finite differences and bitwise reproducibility.
-# No -march=native: every node of a cluster must compute the same bits. -O3 (not -O2) because
+# No -march=native: one binary must run on every node of a cluster, and nodes of one kind must
+# compute the same bits; what depends on the CPU is chosen at run time and reported (OpenBLAS's
+# kernels, src/wino_gemm.c's AVX2/FMA products; docs/cli.md, WILDCPU_GEMM). -O3 (not -O2) because
 # GCC 12 vectorizes the Winograd transforms and the elementwise layers only there; it keeps
 # IEEE semantics (ISO C mode also keeps a*b+c from being fused into an FMA).
 CFLAGS ?= -O3 -g
