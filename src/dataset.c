@@ -19,7 +19,7 @@
 void wc_data_config_default(wc_data_config *cfg) {
     *cfg = (wc_data_config){.label_band = WC_LABEL_BAND_NAME, .work_dir = ".", .patch = 64,
                             .val_fraction = 0.2, .val_block_px = 256, .min_valid = 0.5,
-                            .seed = 1, .align = 1, .jitter = 1};
+                            .seed = 1, .align = 1, .jitter = 1, .augment = 0};
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
@@ -65,16 +65,21 @@ static int on_training_ground(const wc_dataset *ds, int x0, int y0) {
 }
 
 wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
-    wc_sample s = {.id = id, .dx = 0, .dy = 0};
+    wc_sample s = {.id = id, .dx = 0, .dy = 0, .orient = 0};
     const int A = ds->cfg.align > 0 ? ds->cfg.align : 1, steps = ds->P / (2 * A);
-    if (!ds->cfg.jitter || steps < 1) return s;
+    const int jitter = ds->cfg.jitter && steps >= 1;
+    if (!jitter && ds->aug.norient <= 1) return s;
     wc_rng r;
     wc_rng_seed(&r, ds->cfg.seed, WC_STREAM_AUGMENT, ((uint64_t)epoch << 32) | id);
-    const int dx = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
-    const int dy = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
-    int x0, y0;
-    wc_dataset_patch_origin(ds, id, &x0, &y0);
-    if (on_training_ground(ds, x0 + dx, y0 + dy)) s.dx = dx, s.dy = dy;
+    /* the shift first, so that the orientation's draw leaves the shifts as they were */
+    if (jitter) {
+        const int dx = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
+        const int dy = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
+        int x0, y0;
+        wc_dataset_patch_origin(ds, id, &x0, &y0);
+        if (on_training_ground(ds, x0 + dx, y0 + dy)) s.dx = dx, s.dy = dy;
+    }
+    if (ds->aug.norient > 1) s.orient = (int32_t)wc_rng_below(&r, (uint64_t)ds->aug.norient);
     return s;
 }
 
@@ -174,19 +179,24 @@ static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, floa
     }
 }
 
-long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, int orient, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
     const size_t pp = (size_t)ds->P * ds->P;
     decode_labels_and_nodata(ds, raw, y, valid);
     /* A value whose normalized form lies beyond float's range is no input the network can take
-     * (it would turn the loss into NaN): the pixel is invalid, like nodata. */
+     * (it would turn the loss into NaN): the pixel is invalid, like nodata. A vector band's
+     * component is turned in the raw values, then normalized as the band it becomes. */
     for (int c = 0; c < ds->nfeat; c++) {
         const double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
+        int from;
+        double sign;
+        wc_augment_channel(&ds->aug, orient, c, &from, &sign);
         float *xc = x + (size_t)c * pp;
         for (size_t i = 0; i < pp; i++) {
             xc[i] = 0.0f;
             if (!valid[i]) continue;
-            float v = wc_normalize(wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i), m, inv);
+            float v =
+                wc_normalize(sign * wc_dtype_get(raw, ds->read_type, (size_t)from * pp + i), m, inv);
             if (isfinite(v))
                 xc[i] = v;
             else
@@ -203,6 +213,14 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean
     if (oracle) {
         const float *o = (const float *)((const char *)raw + src_bytes(ds) + label_bytes(ds));
         memcpy(oracle, o, pp * sizeof(float));
+    }
+    if (orient != 0) {
+        float *scratch = WC_ALLOC(pp * sizeof(float));
+        for (int c = 0; c < ds->nfeat; c++) wc_orient_plane_f32(ds->P, orient, x + c * pp, scratch);
+        wc_orient_plane_f32(ds->P, orient, y, scratch);
+        if (oracle) wc_orient_plane_f32(ds->P, orient, oracle, scratch);
+        wc_orient_plane_u8(ds->P, orient, valid, (unsigned char *)scratch);
+        free(scratch);
     }
     return nvalid;
 }
@@ -566,6 +584,16 @@ static uint64_t plan_bytes(const wc_dataset *ds, long mine) {
     return sat_add(sat_add(grid, sat_mul((uint64_t)mine + 1, per_patch)), one);
 }
 
+/* The orientations of training samples and the vector bands they turn (augment.h). */
+static int plan_augmentation(wc_dataset *ds, const wc_data_config *cfg) {
+    const char **names = WC_ALLOC(sizeof(char *) * (ds->nfeat + 1));
+    for (int c = 0; c < ds->nfeat; c++) names[c] = ds->files.src.bands[ds->feat_bands[c] - 1].name;
+    int rc = wc_augment_plan(&ds->aug, cfg->augment, cfg->vector_bands, names, ds->nfeat,
+                             ds->files.src.gt, ds->files.src.has_gt, ds->tiles_path);
+    free(names);
+    return rc;
+}
+
 /* Collective: refuses a patch grid whose planning would not fit this machine, before anything
  * of that size is allocated (an allocation failure would say neither which file nor why). The
  * ranks on one machine share its memory, so their needs are summed against half of its
@@ -620,6 +648,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
     if (choose_features(ds, cfg) != WC_OK) goto fail;
+    if (wc_dist_any(plan_augmentation(ds, cfg) != WC_OK)) goto fail;
     ds->P = cfg->patch;
     /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
      * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid

@@ -70,6 +70,11 @@ static const char *TRAIN_HELP =
     "  --no-overlap            reduce the gradient after backward, not in buckets during it\n"
     "  --no-jitter             train on the fixed patches (default: each epoch shifts every\n"
     "                          training patch by up to half a patch, on the pooling grid)\n"
+    "  --augment               mirror and turn each training sample, its vector bands with it\n"
+    "                          [off: patches as they lie]\n"
+    "  --vector-bands none|E:N,...\n"
+    "                          band pairs (east, north component) that turn with a patch\n"
+    "                          [found by name: X_u:X_v, X_sin:X_cos, X_east:X_north]\n"
     "  --prefetch N            read-ahead slots per rank, one micro-batch each [2m + 1, where m\n"
     "                          is the rank's micro-batches per step; a smaller N is raised to m + "
     "1]\n"
@@ -172,6 +177,8 @@ enum {
     O_SIZE,
     O_TILE,
     O_NO_JITTER,
+    O_AUGMENT,
+    O_VECTOR_BANDS,
     O_MAP,
     O_NO_STYLE,
 };
@@ -218,6 +225,8 @@ static int cmd_train(int argc, char **argv) {
                                          {"prefetch", 1, 0, O_PREFETCH},
                                          {"help", 0, 0, O_HELP},
                                          {"no-jitter", 0, 0, O_NO_JITTER},
+                                         {"augment", 0, 0, O_AUGMENT},
+                                         {"vector-bands", 1, 0, O_VECTOR_BANDS},
                                          {"no-style", 0, 0, O_NO_STYLE},
                                          {"no-overlap", 0, 0, O_NO_OVERLAP},
                                          {0, 0, 0, 0}};
@@ -328,6 +337,12 @@ static int cmd_train(int argc, char **argv) {
             break;
         case O_NO_JITTER:
             c.no_jitter = 1;
+            break;
+        case O_AUGMENT:
+            c.augment = 1;
+            break;
+        case O_VECTOR_BANDS:
+            c.data.vector_bands = optarg;
             break;
         case O_CKPT_EVERY:
             if (parse_long("--ckpt-every", optarg, 1, 1000000000, &c.ckpt_every))

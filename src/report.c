@@ -64,6 +64,7 @@ static void write_markdown(const char *path, const wc_run_summary *s, const wc_j
             "(micro-batch %d), %ld steps (%ld in this invocation).\n\n",
             status_name(s->status), s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads,
             s->threads > 1 ? "s" : "", s->batch, s->micro_batch, s->steps_total, s->steps_done);
+    if (s->augmentation[0]) fprintf(f, "Augmentation: %s.\n\n", s->augmentation);
     char machine[400];
     fprintf(f, "Machine (rank 0): %s.\n\n", wc_cpuinfo_describe(machine, sizeof machine));
     static const row cost[] = {
@@ -277,6 +278,7 @@ static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, co
         {"threads_per_rank", FIELD_INT, .i = s->threads},
         {"global_batch", FIELD_INT, .i = s->batch},
         {"micro_batch", FIELD_INT, .i = s->micro_batch},
+        {"augmentation", FIELD_STR, .s = s->augmentation},
         {"steps", FIELD_INT, .i = s->steps_total},
         {"steps_this_run", FIELD_INT, .i = s->steps_done},
         {"resumed_from_step", FIELD_INT, .i = s->start_step},

@@ -78,9 +78,10 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
     float *x = wc_net_input(t->net);
     long nvalid = 0;
     for (int i = 0; i < b->n; i++)
-        nvalid += wc_dataset_decode(t->ds, b->raw + (size_t)i * b->patch_bytes, t->ds->mean,
-                                    t->ds->std, x + (size_t)i * t->ds->nfeat * pp,
-                                    t->dec.y + i * pp, t->dec.valid + i * pp, NULL);
+        nvalid += wc_dataset_decode(t->ds, b->raw + (size_t)i * b->patch_bytes,
+                                    b->samples[i].orient, t->ds->mean, t->ds->std,
+                                    x + (size_t)i * t->ds->nfeat * pp, t->dec.y + i * pp,
+                                    t->dec.valid + i * pp, NULL);
     return nvalid;
 }
 
@@ -332,6 +333,7 @@ static void print_setup(const train_ctx *t, double prior) {
             "(%ld of %ld blocks of %dx%d patches); %.2f%% of training pixels burned",
             ds->npatches, ds->P, ds->P, ds->cols, ds->rows, ds->ntrain + ds->nval, ds->ntrain,
             ds->nval, ds->nval_blocks, ds->nblocks, ds->val_block, ds->val_block, 100.0 * prior);
+    wc_info("augmentation: %s", ds->aug.summary);
     const wc_optim_config *oc = &t->opt->cfg;
     char overlap[64] = "not overlapped (--no-overlap)";
     if (t->red->nbuckets > 0)
@@ -425,6 +427,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     dcfg.work_dir = cfg->out_dir;
     dcfg.seed = cfg->seed;
     dcfg.jitter = !cfg->no_jitter;
+    dcfg.augment = cfg->augment;
     int status = load_spec(t);
     if (status == WC_EXIT_OK) status = spec_alignment(t, &dcfg.align);
     if (status != WC_EXIT_OK) return status;
@@ -544,6 +547,7 @@ static void teardown(train_ctx *t, int status) {
     sum->wall_seconds = wc_now() - t->t_start;
     sum->train_seconds = sum->steps_done > 0 ? wc_now() - t->t_loop : 0;
     snprintf(sum->arch, sizeof sum->arch, "%s", t->net ? t->net->arch : t->cfg->model);
+    if (t->ds) snprintf(sum->augmentation, sizeof sum->augmentation, "%s", t->ds->aug.summary);
     if (t->net) sum->flops_per_sample = 3 * t->net->flops_forward;
     sum->steps_total = t->total_steps;
     sum->start_step = t->start_step;

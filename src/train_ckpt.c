@@ -39,6 +39,18 @@ void wc_train_ckpt_config_kv(train_ctx *t) {
              t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
              t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact",
              c->no_jitter ? "off" : "on");
+    /* The orientations and the channels of the vector pairs ("augment=8:2/3,8/9"), only when
+     * on: a checkpoint of a run without augmentation (or of a version before it) has no such
+     * key and matches a run without --augment. */
+    const wc_augment *a = &t->ds->aug;
+    if (a->norient > 1) {
+        size_t n = strlen(t->config_kv);
+        n += (size_t)snprintf(t->config_kv + n, sizeof t->config_kv - n, ";augment=%d:",
+                              a->norient);
+        for (int k = 0; k < a->npairs && n < sizeof t->config_kv; k++)
+            n += (size_t)snprintf(t->config_kv + n, sizeof t->config_kv - n, "%s%d/%d",
+                                  k ? "," : "", a->pair[k][0], a->pair[k][1]);
+    }
 }
 
 /* Records the background writes that have ended (rank 0; with wait, the running one too). */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# t_select.sh: model selection and jitter. best.wcp holds the state after the validation with the
-# best AUC-PR, is never pruned, is what predict uses for a run directory, and is the same after a
-# stop and resume; jittered training is bitwise the same on 1, 2 and 3 ranks and across a resume,
-# and differs from --no-jitter (so the jitter really moves samples).
+# t_select.sh: model selection, jitter and augmentation. best.wcp holds the state after the
+# validation with the best AUC-PR, is never pruned, is what predict uses for a run directory, and
+# is the same after a stop and resume; jittered training (the default) is bitwise the same on 1,
+# 2 and 3 ranks and across a resume, and differs from --no-jitter; so does --augment, which
+# differs from training without it; neither is resumed across a change.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --epochs 4 --val-fraction 0.3
@@ -59,5 +60,40 @@ d1=$(digest "$T/j1/checkpoints/$f") d3=$(digest "$T/j3/checkpoints/$f") dn=$(dig
 "$WILDCPU" "${args[@]}" --epochs 2 --out "$T/nj" >"$T/nj2.log" 2>&1
 [ $? -eq 1 ] && grep -q "jitter: now on, checkpoint off" "$T/nj2.log" \
     && ok "a run without jitter is not resumed with it" || notok "jitter in the resume settings" "$(tail -2 "$T/nj2.log")"
+
+# --augment: 8 orientations with the sample's two vector pairs found by name; bitwise the same on
+# 1 and 3 ranks and across a resume, a different model from the patches as they lie; not resumed
+# without it
+for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --epochs 2 --augment --out "$T/a$n" >"$T/a$n.log" 2>&1; done
+da1=$(digest "$T/a1/checkpoints/$f") da3=$(digest "$T/a3/checkpoints/$f")
+grep -q "augmentation: 8 orientations (mirrors and quarter turns); vector bands aspect_sin:aspect_cos, wind_u:wind_v" "$T/a1.log" \
+    && grep -q "augmentation: off (--augment turns it on)" "$T/j1.log" \
+    && grep -q "^Augmentation: 8 orientations" "$T/a1/report.md" \
+    && grep -q '"augmentation":"8 orientations' "$T/a1/report.json" \
+    && ok "--augment: 8 orientations, the vector pairs found by name (off without it); in report.md and report.json" \
+    || notok "augmentation line" "$(grep augmentation "$T/a1.log" "$T/j1.log")"
+[ -n "$da1" ] && [ "$da1" = "$da3" ] && [ "$da1" != "$d1" ] \
+    && ok "augmented training: bitwise equal on 1 and 3 ranks, different from training without it" \
+    || notok "--augment" "1 rank $da1, 3 ranks $da3, without $d1"
+# stopped at step 21 on 2 ranks and resumed on 1: the same bits as the uninterrupted run
+mpirun_n 2 "$WILDCPU" "${args[@]}" --epochs 2 --augment --out "$T/ar" >"$T/ar.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do grep -q "step 21/38" "$T/ar.log" && break; sleep 0.05; done
+kill -TERM $(pgrep -f -- "--out $T/ar" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+wait $pid
+s1=$?
+mpirun_n 1 "$WILDCPU" "${args[@]}" --epochs 2 --augment --out "$T/ar" >>"$T/ar.log" 2>&1
+s2=$?
+[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/ar.log" && [ "$(digest "$T/ar/checkpoints/$f")" = "$da1" ] \
+    && ok "augmented training stopped on 2 ranks, resumed on 1: the uninterrupted run's bits" \
+    || notok "--augment across a resume" "status $s1/$s2, $(digest "$T/ar/checkpoints/$f") vs $da1"
+"$WILDCPU" "${args[@]}" --epochs 2 --out "$T/a1" >"$T/na2.log" 2>&1
+[ $? -eq 1 ] && grep -q "augment: now (none), checkpoint 8:" "$T/na2.log" \
+    && ok "an augmented run is not resumed without --augment" \
+    || notok "augmentation in the resume settings" "$(tail -2 "$T/na2.log")"
+"$WILDCPU" "${args[@]}" --epochs 2 --augment --vector-bands wind_u:gust --out "$T/vb" >"$T/vb.log" 2>&1
+[ $? -eq 1 ] && grep -q "has no feature band named 'gust'" "$T/vb.log" \
+    && ok "--vector-bands naming a band the tiles lack: refused, naming it" \
+    || notok "--vector-bands wind_u:gust" "$(tail -2 "$T/vb.log")"
 
 finish

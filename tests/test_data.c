@@ -9,7 +9,12 @@
  *     __float128 reference: always finite;
  *   - a pixel whose normalized value is beyond float's range is invalid;
  *   - decoding: nodata and NaN/Inf features make a pixel invalid, labels > 0 are burned;
- *   - type unions hold every value of both types. */
+ *   - type unions hold every value of both types;
+ *   - augmentation: in each of the 8 orientations the aspect bands equal the downslope direction
+ *     recomputed (Horn's method, as gdaldem) from the turned elevation, scalar bands and labels
+ *     move with the pixels, the wind-aspect dot product is unchanged, the orientations are
+ *     distinct and drawn evenly; vector pairs by name and by --vector-bands, and when the
+ *     augmentation must stay off. */
 #include <float.h>
 #include <gdal.h>
 #include <unistd.h>
@@ -275,7 +280,7 @@ static void test_decode_nodata_nan_and_labels(void) {
         float *x = WC_ALLOC(sizeof(float) * 2 * 64 * 64), *y = WC_ALLOC(sizeof(float) * 64 * 64);
         uint8_t *valid = WC_ALLOC(64 * 64);
         CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
-        long n = wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
+        long n = wc_dataset_decode(ds, raw, 0, ds->mean, ds->std, x, y, valid, NULL);
         CHECK(n == 64 * 64 - 4, "%ld valid pixels, expected %d", n, 64 * 64 - 4);
         CHECK(!valid[10] && !valid[11] && !valid[12] && !valid[13] && valid[14],
               "NaN, Inf, nodata feature and nodata label must be invalid");
@@ -319,7 +324,7 @@ static void test_band_types(void) {
         float x[64 * 64], y[64 * 64];
         uint8_t valid[64 * 64];
         CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
-        long n = wc_dataset_decode(ds, raw, NULL, NULL, x, y, valid, NULL);
+        long n = wc_dataset_decode(ds, raw, 0, NULL, NULL, x, y, valid, NULL);
         int bad = 0;
         for (int i = 0; i < 64 * 64; i++) bad += x[i] != 3 + (i * 7) % 200 || y[i] != (i % 5 == 0);
         CHECK(n == 64 * 64 && bad == 0, "%s: %ld valid, %d wrong values (read as %s)",
@@ -413,7 +418,7 @@ static void test_statistics_of_hostile_values(void) {
         long bad = 0, nvalid = 0;
         for (uint32_t id = 0; id < 4; id++) {
             CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = id}, raw, 0) == WC_OK, "read patch %u", id);
-            nvalid += wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
+            nvalid += wc_dataset_decode(ds, raw, 0, ds->mean, ds->std, x, y, valid, NULL);
             for (int i = 0; i < NB * 64 * 64; i++) bad += !isfinite(x[i]);
         }
         CHECK(bad == 0 && nvalid == 4 * 64 * 64, "%ld non-finite inputs, %ld of %d valid", bad,
@@ -458,7 +463,7 @@ static void test_unrepresentable_input_is_invalid(void) {
         CHECK(ds->read_type == WC_DT_FLOAT64, "read as %s", wc_dtype_name(ds->read_type));
         CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
         raw[64 * 64 + 7] = 1e300; /* band b, pixel 7: as if read from another raster */
-        long n = wc_dataset_decode(ds, raw, ds->mean, ds->std, x, y, valid, NULL);
+        long n = wc_dataset_decode(ds, raw, 0, ds->mean, ds->std, x, y, valid, NULL);
         CHECK(n == 64 * 64 - 1 && !valid[7] && valid[6] && valid[8],
               "%ld valid; pixel 7 valid %d (its normalized value is beyond float's range)", n,
               valid[7]);
@@ -496,6 +501,170 @@ static void test_type_union_holds_both(void) {
     CHECK(wc_dtype_union(WC_DT_BYTE, WC_DT_INT16) == WC_DT_INT16, "Byte+Int16 should stay 2 bytes");
 }
 
+/* The feature channel of band `name`, or -1. */
+static int channel_of(const wc_dataset *ds, const char *name) {
+    for (int c = 0; c < ds->nfeat; c++)
+        if (strcmp(ds->files.src.bands[ds->feat_bands[c] - 1].name, name) == 0) return c;
+    return -1;
+}
+
+static void test_orientations_turn_vectors_with_the_terrain(void) {
+    wc_data_config cfg;
+    wc_data_config_default(&cfg);
+    cfg.tiles = sample_path();
+    cfg.patch = 64;
+    cfg.augment = 1;
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
+    CHECK(ds != NULL, "sample data does not open");
+    if (!ds) return;
+    const int P = ds->P, nf = ds->nfeat;
+    const size_t pp = (size_t)P * P;
+    const int z = channel_of(ds, "elevation"), ae = channel_of(ds, "aspect_sin"),
+              an = channel_of(ds, "aspect_cos"), wu = channel_of(ds, "wind_u"),
+              wv = channel_of(ds, "wind_v");
+    CHECK(z >= 0 && ae >= 0 && an >= 0 && wu >= 0 && wv >= 0, "sample bands missing");
+    CHECK(ds->aug.norient == 8 && ds->aug.npairs == 2, "augmentation: %s", ds->aug.summary);
+    NOTE("augmentation: %s", ds->aug.summary);
+    wc_data_files f;
+    CHECK(wc_data_files_open(&f, ds, 0) == WC_OK, "files");
+    void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
+    float *x0 = WC_ALLOC(sizeof(float) * nf * pp), *x = WC_ALLOC(sizeof(float) * nf * pp);
+    float y0[64 * 64], y[64 * 64];
+    uint8_t v0[64 * 64], v[64 * 64];
+    int moved = 0, horn_bad = 0, horn_n = 0, dot_bad = 0, same_as_other = 0;
+    double worst = 0;
+    for (long k = 0; k < ds->ntrain && k < 6; k++) {
+        const uint32_t id = ds->train[k * (ds->ntrain / 6)];
+        CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = id}, raw, 0) == WC_OK, "read");
+        const long n0 = wc_dataset_decode(ds, raw, 0, NULL, NULL, x0, y0, v0, NULL);
+        float elev[WC_ORIENT_COUNT][64 * 64];
+        for (int o = 0; o < WC_ORIENT_COUNT; o++) {
+            const long n = wc_dataset_decode(ds, raw, o, NULL, NULL, x, y, v, NULL);
+            CHECK(n == n0, "orientation %d: %ld valid pixels, not %ld", o, n, n0);
+            memcpy(elev[o], x + (size_t)z * pp, sizeof elev[o]);
+            for (int r = 0; r < P; r++)
+                for (int c = 0; c < P; c++) {
+                    int sr, sc;
+                    wc_orient_source(P, o, r, c, &sr, &sc);
+                    const size_t i = (size_t)r * P + c, s = (size_t)sr * P + sc;
+                    /* scalars, labels and validity move with the pixels, unchanged */
+                    moved += x[z * pp + i] != x0[z * pp + s] || y[i] != y0[s] || v[i] != v0[s];
+                    /* wind . downslope is a scalar too */
+                    if (v[i]) {
+                        const float d = x[wu * pp + i] * x[ae * pp + i] + x[wv * pp + i] * x[an * pp + i];
+                        const float d0 = x0[wu * pp + s] * x0[ae * pp + s] + x0[wv * pp + s] * x0[an * pp + s];
+                        dot_bad += d != d0;
+                    }
+                }
+            /* Horn's gradient of the turned elevation (x east = +column, north = -row) */
+            for (int r = 1; r < P - 1; r++)
+                for (int c = 1; c < P - 1; c++) {
+                    int all = 1;
+                    for (int dr = -1; dr <= 1; dr++)
+                        for (int dc = -1; dc <= 1; dc++) all &= v[(r + dr) * P + c + dc];
+                    if (!all) continue;
+#define Z(dr, dc) ((double)x[z * pp + (size_t)(r + (dr)) * P + c + (dc)])
+                    const double gx = (Z(-1, 1) + 2 * Z(0, 1) + Z(1, 1)) - (Z(-1, -1) + 2 * Z(0, -1) + Z(1, -1));
+                    const double gy = (Z(-1, -1) + 2 * Z(-1, 0) + Z(-1, 1)) - (Z(1, -1) + 2 * Z(1, 0) + Z(1, 1));
+#undef Z
+                    const double g = hypot(gx, gy);
+                    if (g < 8) continue; /* nearly flat: the direction is rounding */
+                    const size_t i = (size_t)r * P + c;
+                    const double err = fmax(fabs(x[ae * pp + i] + gx / g), fabs(x[an * pp + i] + gy / g));
+                    worst = fmax(worst, err);
+                    horn_bad += err > 1.0 / 256;
+                    horn_n++;
+                }
+        }
+        for (int a = 0; a < WC_ORIENT_COUNT; a++)
+            for (int b = a + 1; b < WC_ORIENT_COUNT; b++)
+                same_as_other += memcmp(elev[a], elev[b], sizeof elev[a]) == 0;
+    }
+    NOTE("Horn's downslope direction of the turned elevation vs the turned aspect bands: %d "
+         "pixels, worst component error %.5f (quantum 1/256 = %.5f)",
+         horn_n, worst, 1.0 / 256);
+    CHECK(horn_n > 10000 && horn_bad == 0, "%d of %d pixels: turned aspect is not the turned "
+          "terrain's downslope direction (worst %.4f)", horn_bad, horn_n, worst);
+    CHECK(moved == 0, "%d pixel values did not move with their pixel", moved);
+    CHECK(dot_bad == 0, "wind . aspect changed at %d pixels", dot_bad);
+    CHECK(same_as_other == 0, "%d pairs of orientations gave the same patch", same_as_other);
+    /* the draw: every orientation about equally often, a pure function of (seed, epoch, id);
+     * off, always as it lies */
+    long count[WC_ORIENT_COUNT] = {0}, total = 0, unstable = 0;
+    for (long e = 0; e < 40; e++)
+        for (long k = 0; k < ds->ntrain; k++) {
+            wc_sample s = wc_dataset_sample(ds, ds->train[k], e);
+            wc_sample t = wc_dataset_sample(ds, ds->train[k], e);
+            unstable += memcmp(&s, &t, sizeof s) != 0;
+            count[s.orient]++, total++;
+        }
+    int uneven = 0;
+    for (int o = 0; o < WC_ORIENT_COUNT; o++) uneven += count[o] < total / 10 || count[o] > total / 6;
+    CHECK(uneven == 0 && unstable == 0, "orientation draw: %d uneven, %ld unstable", uneven, unstable);
+    wc_data_files_close(&f);
+    wc_dataset_close(ds);
+    cfg.augment = 0;
+    ds = wc_dataset_open(&cfg, NULL);
+    long turned = 0;
+    for (long e = 0; ds && e < 5; e++)
+        for (long k = 0; k < ds->ntrain; k++) turned += wc_dataset_sample(ds, ds->train[k], e).orient != 0;
+    CHECK(ds && ds->aug.norient == 1 && turned == 0, "without --augment %ld samples are turned", turned);
+    wc_dataset_close(ds);
+    free(raw), free(x0), free(x);
+}
+
+static void test_vector_pairs_and_when_augmentation_is_off(void) {
+    const double north_up[6] = {0, 30, 0, 0, 0, -30}, south_up[6] = {0, 30, 0, 0, 0, 30};
+    const double oblong[6] = {0, 30, 0, 0, 0, -20}, rotated[6] = {0, 30, 2, 0, 2, -30};
+    wc_augment a;
+    const char *wx[] = {"elevation", "wind_u", "wind_v", "slope_sin", "slope_cos", "wind_speed"};
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, north_up, 1, "t") == WC_OK && a.norient == 8 &&
+              a.npairs == 2 && a.pair[0][0] == 1 && a.pair[0][1] == 2 && a.pair[1][0] == 3 &&
+              a.pair[1][1] == 4,
+          "pairs by name: %s", a.summary);
+    /* a direction band without its partner keeps the augmentation off, unless told */
+    const char *lone[] = {"elevation", "Aspect", "ndvi"};
+    CHECK(wc_augment_plan(&a, 1, NULL, lone, 3, north_up, 1, "t") == WC_OK && a.norient == 1 &&
+              strstr(a.summary, "'Aspect'"),
+          "a lone direction band: %s", a.summary);
+    const char *more[][2] = {{"ndvi", "wind_dir"}, {"ndvi", "WindDir"}, {"gust_u", "ndvi"}};
+    for (int k = 0; k < 3; k++)
+        CHECK(wc_augment_plan(&a, 1, NULL, more[k], 2, north_up, 1, "t") == WC_OK && a.norient == 1,
+              "'%s' or '%s' should look like a direction: %s", more[k][0], more[k][1], a.summary);
+    CHECK(wc_augment_plan(&a, 1, "none", lone, 3, north_up, 1, "t") == WC_OK && a.norient == 8 &&
+              a.npairs == 0,
+          "--vector-bands none: %s", a.summary);
+    const char *given[] = {"elevation", "ws_e", "ws_n", "Aspect"};
+    CHECK(wc_augment_plan(&a, 1, "ws_e:ws_n", given, 4, north_up, 1, "t") == WC_OK &&
+              a.norient == 8 && a.npairs == 1 && a.pair[0][0] == 1 && a.pair[0][1] == 2,
+          "--vector-bands ws_e:ws_n: %s", a.summary);
+    wc_log_set_quiet(1);
+    CHECK(wc_augment_plan(&a, 1, "ws_e:nope", given, 4, north_up, 1, "t") == WC_ERR, "unknown band");
+    CHECK(wc_augment_plan(&a, 1, "ws_e", given, 4, north_up, 1, "t") == WC_ERR, "not E:N");
+    CHECK(wc_augment_plan(&a, 1, "ws_e:ws_n,ws_n:Aspect", given, 4, north_up, 1, "t") == WC_ERR,
+          "a band in two pairs");
+    CHECK(wc_augment_plan(&a, 0, NULL, wx, 6, north_up, 1, "t") == WC_OK && a.norient == 1,
+          "augmentation not asked for");
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, oblong, 1, "t") == WC_OK && a.norient == 4,
+          "non-square pixels allow the mirrors only: %s", a.summary);
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, rotated, 1, "t") == WC_OK && a.norient == 1,
+          "rotated with vectors: %s", a.summary);
+    /* Transposing swaps east and north. North-up: an eastward vector (+column) lands on +row,
+     * southward, so north = -east; south-up (+row is north): north = +east. */
+    int src;
+    double sign;
+    wc_augment_plan(&a, 1, NULL, wx, 6, north_up, 1, "t");
+    wc_augment_channel(&a, WC_ORIENT_TRANSPOSE, 2, &src, &sign);
+    CHECK(src == 1 && sign == -1, "north-up transpose: north from %d times %g", src, sign);
+    wc_augment_plan(&a, 1, NULL, wx, 6, south_up, 1, "t");
+    wc_augment_channel(&a, WC_ORIENT_TRANSPOSE, 2, &src, &sign);
+    CHECK(src == 1 && sign == 1, "south-up transpose: north from %d times %g", src, sign);
+    wc_augment_channel(&a, WC_ORIENT_MIRROR_COLS, 1, &src, &sign);
+    CHECK(src == 1 && sign == -1, "mirrored columns: east from %d times %g", src, sign);
+    wc_augment_channel(&a, WC_ORIENT_MIRROR_COLS, 0, &src, &sign);
+    CHECK(src == 0 && sign == 1, "a scalar stays itself");
+}
+
 int main(void) {
     wc_log_set_quiet(1);
     wc_raster_init();
@@ -507,5 +676,7 @@ int main(void) {
     RUN(test_statistics_of_hostile_values);
     RUN(test_unrepresentable_input_is_invalid);
     RUN(test_type_union_holds_both);
+    RUN(test_orientations_turn_vectors_with_the_terrain);
+    RUN(test_vector_pairs_and_when_augmentation_is_off);
     HARNESS_EXIT();
 }

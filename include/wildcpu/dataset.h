@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wildcpu/augment.h"
 #include "wildcpu/raster.h"
 
 typedef struct wc_data_config {
@@ -53,13 +54,17 @@ typedef struct wc_data_config {
     uint64_t seed;
     int align;                /* the network's pooling alignment: the jitter's step [1] */
     int jitter;               /* shift training samples each epoch (--no-jitter: 0) [1] */
+    int augment;              /* turn and mirror training samples (--augment) [0] */
+    const char *vector_bands; /* --vector-bands EAST:NORTH,.. or "none"; NULL: by name */
 } wc_data_config;
 
 /* One training or validation sample: patch `id` of the grid, its window shifted by (dx, dy)
- * pixels (0, 0 without jitter, and always for validation). */
+ * pixels (0, 0 without jitter, and always for validation), seen in orientation `orient`
+ * (augment.h; 0, the patch as it lies, without augmentation and always for validation). */
 typedef struct wc_sample {
     uint32_t id;
     int32_t dx, dy;
+    int32_t orient;
 } wc_sample;
 
 void wc_data_config_default(wc_data_config *cfg);
@@ -94,6 +99,7 @@ typedef struct wc_dataset {
     long ntrain, nval;
     double *mean, *std;       /* (nfeat) over valid pixels of training patches */
     int64_t train_pixels, train_positives; /* valid pixels of training patches, burned ones */
+    wc_augment aug;           /* the orientations training samples are drawn in */
     int val_block;            /* validation block side in patches */
     long nval_blocks, nblocks;
     char *fingerprint;        /* what identifies the input data: "size=..;geotransform=..;crs=..;
@@ -123,16 +129,19 @@ size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle);
 int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, void *raw,
                           int with_oracle);
 /* Training patch `id` as epoch `epoch` samples it: shifted by up to half a patch in each
- * direction, in multiples of the alignment, drawn from (seed, epoch, id); unshifted when the
- * shift would reach off the raster or onto a validation block, and when jitter is off. */
+ * direction, in multiples of the alignment, and in one of ds->aug.norient orientations, drawn
+ * from (seed, epoch, id); unshifted when the shift would reach off the raster or onto a
+ * validation block, and when jitter is off; as it lies when augmentation is off. */
 wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch);
 /* Decodes a raw patch for the network: x (nfeat, P, P) normalized features (0 where invalid),
  * y (P, P) labels 0/1, valid (P, P), and, when oracle is not NULL and the raw patch has one,
- * the oracle probabilities (P, P). A pixel is invalid when its label or a feature is nodata,
- * NaN or Inf, or when a feature's normalized value lies beyond float's range (wc_normalize).
- * Returns the number of valid pixels. With mean == NULL the features are left unnormalized
- * (as floats: a value beyond float's range makes the pixel invalid). */
-long wc_dataset_decode(const wc_dataset *ds, const void *raw, const double *mean,
+ * the oracle probabilities (P, P), all in orientation `orient` (augment.h: the vector bands'
+ * components turned before normalization, every plane's pixels moved). A pixel is invalid
+ * when its label or a feature is nodata, NaN or Inf, or when a feature's normalized value lies
+ * beyond float's range (wc_normalize). Returns the number of valid pixels. With mean == NULL
+ * the features are left unnormalized (as floats: a value beyond float's range makes the pixel
+ * invalid). */
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, int orient, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
 
 /* The labels of the window (x0, y0, w, h), inside the raster, as decoding gives them: y 1 where

@@ -11,6 +11,7 @@
 
 typedef struct wc_run_summary {
     char arch[64];
+    char augmentation[512];   /* how training samples were oriented (augment.h's summary) */
     int ranks, threads, batch, micro_batch;
     long steps_total, steps_done, start_step, steps_per_epoch;
     double wall_seconds;      /* this invocation, setup included */

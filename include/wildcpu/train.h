@@ -35,6 +35,7 @@ typedef struct wc_train_config {
     int fast_reduce;           /* --fast-reduce */
     int no_overlap;            /* --no-overlap: reduce after backward, not during it */
     int no_jitter;             /* --no-jitter: train on the fixed patches */
+    int augment;               /* --augment: mirror and turn training samples (augment.h) */
     long log_every;            /* --log-every STEPS [10] */
     long ckpt_every;           /* --ckpt-every STEPS [0: off] */
     double ckpt_minutes;       /* --ckpt-minutes M [10 when neither is given] */
