@@ -1,6 +1,7 @@
 /* augment.c: orientations of training samples and the vector bands they turn; see augment.h. */
 #include "wildcpu/augment.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,36 +11,52 @@
 
 /* ---- finding the vector pairs ------------------------------------------------------------ */
 
+/* Band names are compared without regard to case (Wind_U pairs with Wind_V). */
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
-    return n > m && strcasecmp(s + n - m, suffix) == 0;
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
-/* Name-based pairs: an east-component suffix and the north-component suffix that goes with it. */
-static const char *const pair_suffix[][2] = {
-    {"_u", "_v"}, {"_sin", "_cos"}, {"_east", "_north"}, {"eastness", "northness"}};
+static int starts_with(const char *s, const char *prefix) {
+    return strncasecmp(s, prefix, strlen(prefix)) == 0;
+}
 
-/* Words that make a band look like it carries a direction (a wind speed does not: "wind" alone
- * is no such word). */
-static const char *const direction_words[] = {"aspect",   "azimuth",   "direction", "bearing",
-                                              "eastness", "northness", "_dir",      "dir_"};
-
-static int contains_word(const char *name, const char *word) {
+static int contains(const char *name, const char *word) {
     size_t m = strlen(word);
     for (const char *p = name; *p; p++)
         if (strncasecmp(p, word, m) == 0) return 1;
     return 0;
 }
 
+/* Words that make a band look like it carries a direction. A wind *speed* does not, so "wind"
+ * alone is not one; "dir" counts only as a part of a name (wind_dir, dir_wind, winddir). */
+static const char *const direction_words[] = {"aspect",   "azimuth",   "direction", "bearing",
+                                              "eastness", "northness", "_dir",      "dir_"};
+/* Whole names that are directions or components: gridMET's wind direction (th), wd, wdir; u/v. */
+static const char *const direction_names[] = {"th", "wd", "wdir", "u", "v"};
+
+/* u10, v100: ERA5's wind components at a height. */
+static int is_height_component(const char *name, char letter) {
+    if (name[0] != letter && name[0] != letter - 'a' + 'A') return 0;
+    if (!name[1]) return 0;
+    for (const char *p = name + 1; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
 static int looks_directional(const char *name) {
     for (size_t k = 0; k < sizeof direction_words / sizeof direction_words[0]; k++)
-        if (contains_word(name, direction_words[k])) return 1;
-    return ends_with(name, "dir") || ends_with(name, "_u") || ends_with(name, "_v");
+        if (contains(name, direction_words[k])) return 1;
+    for (size_t k = 0; k < sizeof direction_names / sizeof direction_names[0]; k++)
+        if (strcasecmp(name, direction_names[k]) == 0) return 1;
+    return ends_with(name, "dir") || ends_with(name, "_u") || ends_with(name, "_v") ||
+           is_height_component(name, 'u') || is_height_component(name, 'v') ||
+           starts_with(name, "ugrd") || starts_with(name, "vgrd");
 }
 
 static int find_channel(const char *const *names, int nfeat, const char *name) {
     for (int c = 0; c < nfeat; c++)
-        if (strcmp(names[c], name) == 0) return c;
+        if (strcasecmp(names[c], name) == 0) return c;
     return -1;
 }
 
@@ -49,21 +66,55 @@ static int in_pair(const wc_augment *a, int c) {
     return 0;
 }
 
-static void add_pair(wc_augment *a, int e, int n) {
-    if (a->npairs < WC_AUGMENT_MAX_PAIRS) a->pair[a->npairs][0] = e, a->pair[a->npairs++][1] = n;
+/* The name of the north component that goes with `name` as an east component, or "". Suffixes
+ * X_u:X_v, X_east:X_north, eastness:northness; X_sin:X_cos only for a direction's stem (an
+ * azimuth clockwise from north: aspect_sin; a day of the year's doy_sin is no vector);
+ * prefixes u10:v10 and UGRD..:VGRD... */
+static void north_partner(const char *name, char *out, size_t size) {
+    static const char *const suffix[][2] = {
+        {"_u", "_v"}, {"_east", "_north"}, {"eastness", "northness"}, {"_sin", "_cos"}};
+    out[0] = '\0';
+    const size_t n = strlen(name);
+    for (size_t k = 0; k < sizeof suffix / sizeof suffix[0]; k++) {
+        if (!ends_with(name, suffix[k][0])) continue;
+        const int stem = (int)(n - strlen(suffix[k][0]));
+        if (k == 3) {
+            char s[WC_AUGMENT_NAME_MAX];
+            snprintf(s, sizeof s, "%.*s", stem, name);
+            if (!looks_directional(s) && !contains(s, "wind")) continue;
+        }
+        snprintf(out, size, "%.*s%s", stem, name, suffix[k][1]);
+        return;
+    }
+    if (strcasecmp(name, "u") == 0)
+        snprintf(out, size, "%c", name[0] == 'u' ? 'v' : 'V');
+    else if (is_height_component(name, 'u'))
+        snprintf(out, size, "%c%s", name[0] == 'u' ? 'v' : 'V', name + 1);
+    else if (starts_with(name, "ugrd"))
+        snprintf(out, size, "%cGRD%s", name[0] == 'u' ? 'v' : 'V', name + 4);
 }
 
-static void pairs_by_name(wc_augment *a, const char *const *names, int nfeat) {
-    for (int c = 0; c < nfeat; c++)
-        for (size_t k = 0; k < sizeof pair_suffix / sizeof pair_suffix[0]; k++) {
-            if (!ends_with(names[c], pair_suffix[k][0])) continue;
-            char partner[256];
-            size_t stem = strlen(names[c]) - strlen(pair_suffix[k][0]);
-            if (stem + strlen(pair_suffix[k][1]) >= sizeof partner) continue;
-            snprintf(partner, sizeof partner, "%.*s%s", (int)stem, names[c], pair_suffix[k][1]);
-            int n = find_channel(names, nfeat, partner);
-            if (n >= 0 && !in_pair(a, c) && !in_pair(a, n)) add_pair(a, c, n);
-        }
+static int add_pair(wc_augment *a, int e, int n, const char *const *names, const char *path) {
+    if (a->npairs == WC_AUGMENT_MAX_PAIRS) {
+        wc_error("%s: more than %d vector band pairs (the %dth: %s:%s); name the ones to turn "
+                 "with --vector-bands",
+                 path, WC_AUGMENT_MAX_PAIRS, WC_AUGMENT_MAX_PAIRS + 1, names[e], names[n]);
+        return WC_ERR;
+    }
+    a->pair[a->npairs][0] = e, a->pair[a->npairs][1] = n, a->npairs++;
+    return WC_OK;
+}
+
+static int pairs_by_name(wc_augment *a, const char *const *names, int nfeat, const char *path) {
+    for (int c = 0; c < nfeat; c++) {
+        char partner[WC_AUGMENT_NAME_MAX + 16];
+        north_partner(names[c], partner, sizeof partner);
+        const int n = partner[0] ? find_channel(names, nfeat, partner) : -1;
+        if (n >= 0 && n != c && !in_pair(a, c) && !in_pair(a, n) &&
+            add_pair(a, c, n, names, path) != WC_OK)
+            return WC_ERR;
+    }
+    return WC_OK;
 }
 
 /* --vector-bands EAST:NORTH[,EAST:NORTH...] */
@@ -74,7 +125,7 @@ static int pairs_given(wc_augment *a, const char *spec, const char *const *names
     for (char *tok = strtok_r(copy, ",", &save); tok && rc == WC_OK;
          tok = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(tok, ':');
-        if (!colon || colon == tok || !colon[1]) {
+        if (!colon || colon == tok || !colon[1] || strchr(colon + 1, ':')) {
             wc_error("--vector-bands: '%s' is not EAST:NORTH (two band names of %s)", tok, path);
             rc = WC_ERR;
             break;
@@ -87,18 +138,20 @@ static int pairs_given(wc_augment *a, const char *spec, const char *const *names
             if (ch[s] < 0) {
                 wc_error("--vector-bands: %s has no feature band named '%s'", path, side[s]);
                 rc = WC_ERR;
-            } else if (in_pair(a, ch[s]) || (s == 1 && ch[1] == ch[0])) {
+            } else if (s == 1 && ch[1] == ch[0]) {
+                wc_error("--vector-bands: '%s:%s' pairs a band with itself", side[0], side[1]);
+                rc = WC_ERR;
+            } else if (in_pair(a, ch[s])) {
                 wc_error("--vector-bands: band '%s' of %s is in two vector pairs", side[s], path);
                 rc = WC_ERR;
             }
         }
-        if (rc != WC_OK) break;
-        if (a->npairs == WC_AUGMENT_MAX_PAIRS) {
-            wc_error("--vector-bands: at most %d pairs", WC_AUGMENT_MAX_PAIRS);
-            rc = WC_ERR;
-            break;
-        }
-        add_pair(a, ch[0], ch[1]);
+        if (rc == WC_OK) rc = add_pair(a, ch[0], ch[1], names, path);
+    }
+    if (rc == WC_OK && a->npairs == 0) {
+        wc_error("--vector-bands: '%s' names no pair (EAST:NORTH,...; none: no vector bands)",
+                 spec);
+        rc = WC_ERR;
     }
     free(copy);
     return rc;
@@ -112,45 +165,64 @@ static void describe_pairs(const wc_augment *a, const char *const *names, char *
                                 names[a->pair[k][1]]);
 }
 
+/* Two pixel sides within 1e-9 of each other count as equal, and a rotation term below 1e-9 of
+ * the pixel as none: geotransforms pass through decimal text (VRT, world files). */
+static int nearly(double a, double b) {
+    return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
 int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const char *const *names,
-                    int nfeat, const double gt[6], int has_gt, const char *path) {
+                    int nfeat, const wc_augment_grid *grid, const char *path) {
     memset(a, 0, sizeof *a);
     a->norient = 1;
+    const double *gt = grid->gt;
     /* sgn(gt1) sgn(gt5); a raster without georeferencing is read as an image, north up */
-    a->axes_sign = !has_gt || (gt[1] < 0) != (gt[5] < 0) ? -1 : 1;
-    const int given = vector_bands && strcmp(vector_bands, "none") != 0;
-    if (given && pairs_given(a, vector_bands, names, nfeat, path) != WC_OK) return WC_ERR;
-    if (!vector_bands) pairs_by_name(a, names, nfeat);
+    a->axes_sign = (!grid->has_gt || (gt[1] < 0) != (gt[5] < 0)) ? -1 : 1;
+    const int none = vector_bands && strcmp(vector_bands, "none") == 0;
+    if (vector_bands && !none) {
+        if (pairs_given(a, vector_bands, names, nfeat, path) != WC_OK) return WC_ERR;
+    } else if (!none && pairs_by_name(a, names, nfeat, path) != WC_OK) {
+        return WC_ERR;
+    }
     if (!enabled) {
         snprintf(a->summary, sizeof a->summary, "off (--augment turns it on)");
         return WC_OK;
     }
-    if (!vector_bands)
+    if (!none)
         for (int c = 0; c < nfeat; c++)
             if (looks_directional(names[c]) && !in_pair(a, c)) {
-                snprintf(a->summary, sizeof a->summary,
-                         "off: band '%s' looks like a direction but is not a vector pair "
-                         "(--vector-bands EAST:NORTH turns it with the patch; --vector-bands "
-                         "none treats every band as a scalar)",
-                         names[c]);
-                return WC_OK;
+                wc_error("--augment: band '%s' of %s looks like a direction but is in no vector "
+                         "pair, and turned as a scalar it would teach the model a wrong map: "
+                         "name its pairs with --vector-bands EAST:NORTH,..., or --vector-bands "
+                         "none if no band is a direction",
+                         names[c], path);
+                return WC_ERR;
             }
-    const int rotated = has_gt && (gt[2] != 0 || gt[4] != 0);
+    /* pixel sides, and whether the pixel axes are turned against east and north */
+    const double px = grid->has_gt ? hypot(gt[1], gt[4]) : 1.0;
+    const double py = grid->has_gt ? hypot(gt[2], gt[5]) : 1.0;
+    const int rotated = grid->has_gt && (fabs(gt[2]) > 1e-9 * py || fabs(gt[4]) > 1e-9 * px);
     if (rotated && a->npairs > 0) {
-        snprintf(a->summary, sizeof a->summary,
-                 "off: the geotransform of %s is rotated, so its vector bands do not turn with "
-                 "the pixel axes",
+        wc_error("--augment: the geotransform of %s is rotated, so its vector bands (east, north) "
+                 "do not turn with the pixel axes; --vector-bands none if no band is a vector",
                  path);
-        return WC_OK;
+        return WC_ERR;
     }
-    const int square = !has_gt || rotated || (gt[1] == gt[5] || gt[1] == -gt[5]);
-    a->norient = square ? WC_ORIENT_COUNT : 4;
+    const char *mirrors_only = grid->geographic
+                                   ? "degrees of longitude and of latitude differ on the ground"
+                               : !nearly(px, py) ? "the pixels are not square"
+                                                 : NULL;
+    a->norient = mirrors_only ? 4 : WC_ORIENT_COUNT;
     char pairs[400];
     describe_pairs(a, names, pairs, sizeof pairs);
-    snprintf(a->summary, sizeof a->summary, "%s; vector bands %s",
-             square ? "8 orientations (mirrors and quarter turns)"
-                    : "4 orientations (mirrors; the pixels are not square)",
-             a->npairs ? pairs : "none");
+    if (mirrors_only)
+        snprintf(a->summary, sizeof a->summary,
+                 "4 orientations (mirrors only: %s); vector bands %s", mirrors_only,
+                 a->npairs ? pairs : "none");
+    else
+        snprintf(a->summary, sizeof a->summary,
+                 "8 orientations (mirrors and quarter turns); vector bands %s",
+                 a->npairs ? pairs : "none");
     return WC_OK;
 }
 

@@ -584,12 +584,30 @@ static uint64_t plan_bytes(const wc_dataset *ds, long mine) {
     return sat_add(sat_add(grid, sat_mul((uint64_t)mine + 1, per_patch)), one);
 }
 
-/* The orientations of training samples and the vector bands they turn (augment.h). */
+/* The orientations of training samples and the vector bands they turn (augment.h). A vector
+ * band stored unsigned holds its components with an offset, so a turn cannot flip its sign. */
 static int plan_augmentation(wc_dataset *ds, const wc_data_config *cfg) {
+    const wc_raster *src = &ds->files.src;
     const char **names = WC_ALLOC(sizeof(char *) * (ds->nfeat + 1));
-    for (int c = 0; c < ds->nfeat; c++) names[c] = ds->files.src.bands[ds->feat_bands[c] - 1].name;
-    int rc = wc_augment_plan(&ds->aug, cfg->augment, cfg->vector_bands, names, ds->nfeat,
-                             ds->files.src.gt, ds->files.src.has_gt, ds->tiles_path);
+    for (int c = 0; c < ds->nfeat; c++) names[c] = src->bands[ds->feat_bands[c] - 1].name;
+    wc_augment_grid grid = {.has_gt = src->has_gt,
+                            .geographic = wc_raster_crs_is_geographic(src->wkt)};
+    memcpy(grid.gt, src->gt, sizeof grid.gt);
+    int rc = wc_augment_plan(&ds->aug, cfg->augment, cfg->vector_bands, names, ds->nfeat, &grid,
+                             ds->tiles_path);
+    for (int k = 0; rc == WC_OK && cfg->augment && k < ds->aug.npairs; k++)
+        for (int side = 0; side < 2; side++) {
+            const int b = ds->feat_bands[ds->aug.pair[k][side]];
+            const wc_dtype t = src->bands[b - 1].type;
+            if (t == WC_DT_BYTE || t == WC_DT_UINT16 || t == WC_DT_UINT32) {
+                wc_error("--augment: vector band %d '%s' of %s is stored as %s: an unsigned band "
+                         "holds its components with an offset, which a turn cannot flip; store "
+                         "it signed, or --vector-bands none",
+                         b, names[ds->aug.pair[k][side]], ds->tiles_path, wc_dtype_name(t));
+                rc = WC_ERR;
+                break;
+            }
+        }
     free(names);
     return rc;
 }

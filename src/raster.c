@@ -284,6 +284,14 @@ void wc_raster_crs_name(const char *wkt, char *buf, size_t size) {
     OSRDestroySpatialReference(s);
 }
 
+int wc_raster_crs_is_geographic(const char *wkt) {
+    if (!wkt || !*wkt) return 0;
+    OGRSpatialReferenceH s = OSRNewSpatialReference(wkt);
+    const int geographic = s && OSRIsGeographic(s);
+    OSRDestroySpatialReference(s);
+    return geographic;
+}
+
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
     char crs[128];
     wc_raster_crs_name(r->wkt, crs, sizeof crs);

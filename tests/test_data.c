@@ -588,6 +588,19 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
     CHECK(moved == 0, "%d pixel values did not move with their pixel", moved);
     CHECK(dot_bad == 0, "wind . aspect changed at %d pixels", dot_bad);
     CHECK(same_as_other == 0, "%d pairs of orientations gave the same patch", same_as_other);
+    /* normalized, each output channel with its own mean and std, from the turned raw value */
+    int norm_bad = 0;
+    float *xn = WC_ALLOC(sizeof(float) * nf * pp);
+    CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = ds->train[0]}, raw, 0) == WC_OK, "read");
+    for (int o = 0; o < WC_ORIENT_COUNT; o++) {
+        wc_dataset_decode(ds, raw, o, NULL, NULL, x, y, v, NULL);
+        wc_dataset_decode(ds, raw, o, ds->mean, ds->std, xn, y0, v0, NULL);
+        for (int c = 0; c < nf; c++)
+            for (size_t i = 0; i < pp; i++)
+                if (v[i]) norm_bad += xn[c * pp + i] != wc_normalize(x[c * pp + i], ds->mean[c], 1.0 / ds->std[c]);
+    }
+    free(xn);
+    CHECK(norm_bad == 0, "%d normalized values not from their own channel's statistics", norm_bad);
     /* the draw: every orientation about equally often, a pure function of (seed, epoch, id);
      * off, always as it lies */
     long count[WC_ORIENT_COUNT] = {0}, total = 0, unstable = 0;
@@ -602,66 +615,137 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
     for (int o = 0; o < WC_ORIENT_COUNT; o++) uneven += count[o] < total / 10 || count[o] > total / 6;
     CHECK(uneven == 0 && unstable == 0, "orientation draw: %d uneven, %ld unstable", uneven, unstable);
     wc_data_files_close(&f);
-    wc_dataset_close(ds);
     cfg.augment = 0;
-    ds = wc_dataset_open(&cfg, NULL);
-    long turned = 0;
-    for (long e = 0; ds && e < 5; e++)
-        for (long k = 0; k < ds->ntrain; k++) turned += wc_dataset_sample(ds, ds->train[k], e).orient != 0;
-    CHECK(ds && ds->aug.norient == 1 && turned == 0, "without --augment %ld samples are turned", turned);
+    wc_dataset *plain = wc_dataset_open(&cfg, NULL);
+    long turned = 0, shifted_otherwise = 0;
+    for (long e = 0; plain && e < 5; e++)
+        for (long k = 0; k < plain->ntrain; k++) {
+            wc_sample s0 = wc_dataset_sample(plain, plain->train[k], e);
+            wc_sample s1 = wc_dataset_sample(ds, plain->train[k], e);
+            turned += s0.orient != 0;
+            shifted_otherwise += s0.dx != s1.dx || s0.dy != s1.dy; /* the jitter's draws come first */
+        }
+    CHECK(plain && plain->aug.norient == 1 && turned == 0, "without --augment %ld samples are turned", turned);
+    CHECK(shifted_otherwise == 0, "--augment changed the jitter of %ld samples", shifted_otherwise);
+    wc_dataset_close(plain);
     wc_dataset_close(ds);
     free(raw), free(x0), free(x);
 }
 
+/* Applies orientation o to the vector (e, n) of pair 0 as decoding does. */
+static void turn(const wc_augment *a, int o, double e, double n, double *eo, double *no) {
+    const double in[2] = {e, n};
+    double out[2];
+    for (int side = 0; side < 2; side++) {
+        int src;
+        double sign;
+        wc_augment_channel(a, o, a->pair[0][side], &src, &sign);
+        out[side] = sign * in[src == a->pair[0][0] ? 0 : 1];
+    }
+    *eo = out[0], *no = out[1];
+}
+
+/* The same from the pixel map alone: the displacement (dc, dr) of an input vector, carried to
+ * the output by the inverse of wc_orient_source's linear part (a signed permutation, so its
+ * transpose), back in east/north. */
+static void turn_by_pixels(int o, const double gt[6], int has_gt, double e, double n, double *eo,
+                           double *no) {
+    const double sc = has_gt ? (gt[1] > 0 ? 1 : -1) : 1, sr = has_gt ? (gt[5] > 0 ? 1 : -1) : -1;
+    const double din[2] = {e * sc, n * sr}; /* (dc, dr) */
+    int r0, c0, r1, c1, r2, c2;
+    wc_orient_source(9, o, 4, 4, &r0, &c0);
+    wc_orient_source(9, o, 4, 5, &r1, &c1); /* output column + 1 */
+    wc_orient_source(9, o, 5, 4, &r2, &c2); /* output row + 1 */
+    /* L maps output (dc, dr) to input (dc, dr): columns are the images of the unit steps */
+    const double L[2][2] = {{c1 - c0, c2 - c0}, {r1 - r0, r2 - r0}};
+    const double dc = L[0][0] * din[0] + L[1][0] * din[1], dr = L[0][1] * din[0] + L[1][1] * din[1];
+    *eo = dc * sc, *no = dr * sr;
+}
+
 static void test_vector_pairs_and_when_augmentation_is_off(void) {
-    const double north_up[6] = {0, 30, 0, 0, 0, -30}, south_up[6] = {0, 30, 0, 0, 0, 30};
-    const double oblong[6] = {0, 30, 0, 0, 0, -20}, rotated[6] = {0, 30, 2, 0, 2, -30};
+    const wc_augment_grid north_up = {{0, 30, 0, 0, 0, -30}, 1, 0};
     wc_augment a;
     const char *wx[] = {"elevation", "wind_u", "wind_v", "slope_sin", "slope_cos", "wind_speed"};
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, north_up, 1, "t") == WC_OK && a.norient == 8 &&
-              a.npairs == 2 && a.pair[0][0] == 1 && a.pair[0][1] == 2 && a.pair[1][0] == 3 &&
-              a.pair[1][1] == 4,
-          "pairs by name: %s", a.summary);
-    /* a direction band without its partner keeps the augmentation off, unless told */
-    const char *lone[] = {"elevation", "Aspect", "ndvi"};
-    CHECK(wc_augment_plan(&a, 1, NULL, lone, 3, north_up, 1, "t") == WC_OK && a.norient == 1 &&
-              strstr(a.summary, "'Aspect'"),
-          "a lone direction band: %s", a.summary);
-    const char *more[][2] = {{"ndvi", "wind_dir"}, {"ndvi", "WindDir"}, {"gust_u", "ndvi"}};
-    for (int k = 0; k < 3; k++)
-        CHECK(wc_augment_plan(&a, 1, NULL, more[k], 2, north_up, 1, "t") == WC_OK && a.norient == 1,
-              "'%s' or '%s' should look like a direction: %s", more[k][0], more[k][1], a.summary);
-    CHECK(wc_augment_plan(&a, 1, "none", lone, 3, north_up, 1, "t") == WC_OK && a.norient == 8 &&
-              a.npairs == 0,
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &north_up, "t") == WC_OK && a.norient == 8 &&
+              a.npairs == 1 && a.pair[0][0] == 1 && a.pair[0][1] == 2,
+          "pairs by name (slope_sin/cos and wind_speed are scalars): %s", a.summary);
+    const char *many[] = {"Aspect_SIN", "aspect_cos", "U10", "V10", "ugrd_80m",
+                          "vgrd_80m",   "eastness",   "northness", "doy_sin", "doy_cos"};
+    CHECK(wc_augment_plan(&a, 1, NULL, many, 10, &north_up, "t") == WC_OK && a.npairs == 4 &&
+              a.pair[0][0] == 0 && a.pair[1][0] == 2 && a.pair[2][0] == 4 && a.pair[3][0] == 6,
+          "aspect_sin, u10, UGRD, eastness pairs (any case), doy_sin a scalar: %s", a.summary);
+    /* a direction band without its partner: refused with --augment, fine without */
+    const char *lone[][3] = {{"elevation", "Aspect", "ndvi"}, {"elevation", "th", "vs"},
+                             {"elevation", "u10", "ndvi"},   {"elevation", "wind_dir", "ndvi"},
+                             {"elevation", "WindDir", "ndvi"}, {"gust_u", "ndvi", "elevation"}};
+    for (int k = 0; k < 6; k++) {
+        CHECK(wc_augment_plan(&a, 1, NULL, lone[k], 3, &north_up, "t") == WC_ERR,
+              "'%s' should be refused as a direction without a pair", lone[k][1]);
+        CHECK(wc_augment_plan(&a, 0, NULL, lone[k], 3, &north_up, "t") == WC_OK && a.norient == 1,
+              "without --augment nothing is checked");
+    }
+    CHECK(wc_augment_plan(&a, 1, "none", lone[0], 3, &north_up, "t") == WC_OK &&
+              a.norient == 8 && a.npairs == 0,
           "--vector-bands none: %s", a.summary);
-    const char *given[] = {"elevation", "ws_e", "ws_n", "Aspect"};
-    CHECK(wc_augment_plan(&a, 1, "ws_e:ws_n", given, 4, north_up, 1, "t") == WC_OK &&
+    const char *given[] = {"elevation", "ws_e", "ws_n", "ndvi"};
+    CHECK(wc_augment_plan(&a, 1, "ws_e:ws_n", given, 4, &north_up, "t") == WC_OK &&
               a.norient == 8 && a.npairs == 1 && a.pair[0][0] == 1 && a.pair[0][1] == 2,
           "--vector-bands ws_e:ws_n: %s", a.summary);
-    wc_log_set_quiet(1);
-    CHECK(wc_augment_plan(&a, 1, "ws_e:nope", given, 4, north_up, 1, "t") == WC_ERR, "unknown band");
-    CHECK(wc_augment_plan(&a, 1, "ws_e", given, 4, north_up, 1, "t") == WC_ERR, "not E:N");
-    CHECK(wc_augment_plan(&a, 1, "ws_e:ws_n,ws_n:Aspect", given, 4, north_up, 1, "t") == WC_ERR,
-          "a band in two pairs");
-    CHECK(wc_augment_plan(&a, 0, NULL, wx, 6, north_up, 1, "t") == WC_OK && a.norient == 1,
-          "augmentation not asked for");
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, oblong, 1, "t") == WC_OK && a.norient == 4,
+    /* a list replaces the search but not the check */
+    CHECK(wc_augment_plan(&a, 1, "wind_u:wind_v", many, 10, &north_up, "t") == WC_ERR,
+          "--vector-bands wind_u:wind_v leaves aspect_sin unpaired");
+    const char *bad[] = {"ws_e:nope", "ws_e", "ws_e:ws_n:ndvi", "ws_e:ws_e", "", ",",
+                         "ws_e:ws_n,ws_n:ndvi"};
+    for (int k = 0; k < 7; k++)
+        CHECK(wc_augment_plan(&a, 0, bad[k], given, 4, &north_up, "t") == WC_ERR,
+              "--vector-bands '%s' should be refused (with or without --augment)", bad[k]);
+    char names17[34][16];
+    const char *p17[34];
+    for (int k = 0; k < 17; k++) {
+        snprintf(names17[2 * k], 16, "w%02d_u", k), snprintf(names17[2 * k + 1], 16, "w%02d_v", k);
+        p17[2 * k] = names17[2 * k], p17[2 * k + 1] = names17[2 * k + 1];
+    }
+    CHECK(wc_augment_plan(&a, 1, NULL, p17, 34, &north_up, "t") == WC_ERR,
+          "a 17th pair must not be dropped silently");
+    /* the grid */
+    const wc_augment_grid oblong = {{0, 30, 0, 0, 0, -20}, 1, 0};
+    const wc_augment_grid nearly_square = {{0, 30.0000000001, 0, 0, 0, -30}, 1, 0};
+    const wc_augment_grid degrees = {{0, 0.001, 0, 0, 0, -0.001}, 1, 1};
+    const wc_augment_grid rotated = {{0, 30, 2, 0, 2, -30}, 1, 0};
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &oblong, "t") == WC_OK && a.norient == 4,
           "non-square pixels allow the mirrors only: %s", a.summary);
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, rotated, 1, "t") == WC_OK && a.norient == 1,
-          "rotated with vectors: %s", a.summary);
-    /* Transposing swaps east and north. North-up: an eastward vector (+column) lands on +row,
-     * southward, so north = -east; south-up (+row is north): north = +east. */
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &nearly_square, "t") == WC_OK && a.norient == 8,
+          "square to 1e-9: %s", a.summary);
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &degrees, "t") == WC_OK && a.norient == 4,
+          "a geographic grid allows the mirrors only: %s", a.summary);
+    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &rotated, "t") == WC_ERR,
+          "a rotated grid with vector bands is refused");
+    CHECK(wc_augment_plan(&a, 1, "none", wx, 6, &rotated, "t") == WC_OK && a.norient == 8,
+          "a rotated grid of scalars: %s", a.summary);
+    /* every orientation turns (1, 0) and (0, 1) as the pixel map does, for the four sign
+     * combinations of the pixel axes and without georeferencing; a scalar stays itself */
+    const wc_augment_grid grids[] = {{{0, 30, 0, 0, 0, -30}, 1, 0}, {{0, 30, 0, 0, 0, 30}, 1, 0},
+                                     {{0, -30, 0, 0, 0, -30}, 1, 0}, {{0, -30, 0, 0, 0, 30}, 1, 0},
+                                     {{0, 1, 0, 0, 0, 1}, 0, 0}};
+    int wrong = 0;
+    for (int g = 0; g < 5; g++) {
+        CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &grids[g], "t") == WC_OK, "grid %d", g);
+        for (int o = 0; o < WC_ORIENT_COUNT; o++)
+            for (int unit = 0; unit < 2; unit++) {
+                double e, n, e2, n2;
+                turn(&a, o, unit == 0, unit == 1, &e, &n);
+                turn_by_pixels(o, grids[g].gt, grids[g].has_gt, unit == 0, unit == 1, &e2, &n2);
+                if (e != e2 || n != n2) {
+                    wrong++;
+                    NOTE("grid %d orientation %d (%d, %d): (%g, %g), the pixel map says (%g, %g)",
+                         g, o, unit == 0, unit == 1, e, n, e2, n2);
+                }
+            }
+    }
+    CHECK(wrong == 0, "%d turned vectors disagree with the pixel map", wrong);
     int src;
     double sign;
-    wc_augment_plan(&a, 1, NULL, wx, 6, north_up, 1, "t");
-    wc_augment_channel(&a, WC_ORIENT_TRANSPOSE, 2, &src, &sign);
-    CHECK(src == 1 && sign == -1, "north-up transpose: north from %d times %g", src, sign);
-    wc_augment_plan(&a, 1, NULL, wx, 6, south_up, 1, "t");
-    wc_augment_channel(&a, WC_ORIENT_TRANSPOSE, 2, &src, &sign);
-    CHECK(src == 1 && sign == 1, "south-up transpose: north from %d times %g", src, sign);
-    wc_augment_channel(&a, WC_ORIENT_MIRROR_COLS, 1, &src, &sign);
-    CHECK(src == 1 && sign == -1, "mirrored columns: east from %d times %g", src, sign);
-    wc_augment_channel(&a, WC_ORIENT_MIRROR_COLS, 0, &src, &sign);
+    wc_augment_channel(&a, WC_ORIENT_TRANSPOSE | WC_ORIENT_MIRROR_COLS, 0, &src, &sign);
     CHECK(src == 0 && sign == 1, "a scalar stays itself");
 }
 

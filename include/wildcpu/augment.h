@@ -12,14 +12,17 @@
  * Orientation o (0..7) has bits: 1 mirror the columns, 2 mirror the rows, 4 transpose first.
  * Output pixel (r, c) is input pixel wc_orient_source(P, o, r, c). 0 is the identity.
  *
- * Vector pairs are found by name (wc_augment_plan): NAME_u/NAME_v (wind, u east, v north),
- * NAME_sin/NAME_cos (an azimuth clockwise from north: sin is east, cos north, as aspect),
- * NAME_east/NAME_north, eastness/northness; or given with --vector-bands EAST:NORTH,...
- * A band that looks like a direction (its name has aspect, azimuth, direction, bearing,
- * eastness, northness or dir as a word part, or ends in _u or _v) but is not in a pair turns
- * augmentation off, with a message saying
- * so: turning it as a scalar would teach the model a wrong map. Non-square pixels allow the
- * mirrors only (4 orientations); a rotated geotransform with vector bands allows none.
+ * Vector pairs are found by name (wc_augment_plan; case does not matter): NAME_u:NAME_v,
+ * NAME_east:NAME_north, eastness:northness, u:v, u10:v10 (any height), UGRD..:VGRD.., and
+ * NAME_sin:NAME_cos when NAME is a direction (aspect_sin: an azimuth clockwise from north, sin
+ * east, cos north; a day of the year's doy_sin is not); or given with --vector-bands
+ * EAST:NORTH,..., which replaces the search. The components must be along the raster's own
+ * axes (grid east and north). With --augment, a band that looks like a direction (aspect,
+ * azimuth, direction, bearing, eastness, northness, dir as part of a name, th, wd, wdir, u, v,
+ * u10, UGRD.., NAME_u) but is in no pair is refused, as is a rotated geotransform with vector
+ * bands: turned as a scalar, such a band would teach the model a wrong map ("--vector-bands
+ * none" declares that no band is a vector). Non-square pixels and geographic (degree) grids
+ * allow the mirrors only (4 orientations).
  *
  * Not here: which orientation a sample gets (dataset.c, from seed, epoch and patch). */
 #ifndef WILDCPU_AUGMENT_H
@@ -30,6 +33,14 @@
 #define WC_ORIENT_TRANSPOSE   4
 #define WC_ORIENT_COUNT       8
 #define WC_AUGMENT_MAX_PAIRS  16
+#define WC_AUGMENT_NAME_MAX   256
+
+/* The raster's geometry, as far as orientations care. */
+typedef struct wc_augment_grid {
+    double gt[6];   /* geotransform */
+    int has_gt;     /* 0: read as an image, north up */
+    int geographic; /* the CRS is in degrees */
+} wc_augment_grid;
 
 typedef struct wc_augment {
     int norient; /* orientations drawn from: 1 (off), 4 or 8 */
@@ -40,12 +51,13 @@ typedef struct wc_augment {
 } wc_augment;
 
 /* Plans the augmentation of a raster's features. names: the feature channels' band names;
- * gt/has_gt: the raster's geotransform; vector_bands: --vector-bands (NULL: find pairs by name;
- * "none": no pairs, no direction check); enabled: --augment. Returns WC_ERR (after a
- * message naming `path` and the band) when --vector-bands names a band that is not a feature or
- * is malformed. */
+ * vector_bands: --vector-bands (NULL: find pairs by name; "none": no pairs, no direction
+ * check); enabled: --augment. Returns WC_ERR after a message naming `path` and the band when
+ * --vector-bands is malformed or names a band that is not a feature, when more than
+ * WC_AUGMENT_MAX_PAIRS pairs are found, and, with enabled, when a direction band is in no pair
+ * or the geotransform is rotated with vector bands. */
 int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const char *const *names,
-                    int nfeat, const double gt[6], int has_gt, const char *path);
+                    int nfeat, const wc_augment_grid *grid, const char *path);
 
 /* The input pixel that output pixel (r, c) of a P x P patch in orientation o comes from. */
 static inline void wc_orient_source(int P, int o, int r, int c, int *sr, int *sc) {

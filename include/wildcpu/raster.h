@@ -124,5 +124,7 @@ int wc_raster_same_grid(const wc_raster *a, const wc_raster *b);
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size);
 /* A short name of the CRS ("EPSG:32611" when it has an authority code, else its name, else "none"). */
 void wc_raster_crs_name(const char *wkt, char *buf, size_t size);
+/* True when the CRS is geographic (coordinates in degrees of longitude and latitude). */
+int wc_raster_crs_is_geographic(const char *wkt);
 
 #endif
