@@ -178,6 +178,10 @@ int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const 
     const double *gt = grid->gt;
     /* sgn(gt1) sgn(gt5); a raster without georeferencing is read as an image, north up */
     a->axes_sign = (!grid->has_gt || (gt[1] < 0) != (gt[5] < 0)) ? -1 : 1;
+    if (!enabled && !vector_bands) {
+        snprintf(a->summary, sizeof a->summary, "off (--augment turns it on)");
+        return WC_OK;
+    }
     const int none = vector_bands && strcmp(vector_bands, "none") == 0;
     if (vector_bands && !none) {
         if (pairs_given(a, vector_bands, names, nfeat, path) != WC_OK) return WC_ERR;
@@ -248,22 +252,34 @@ void wc_augment_channel(const wc_augment *a, int o, int c, int *src, double *sig
     }
 }
 
-#define ORIENT_PLANE(P, o, plane, scratch)                                                         \
+/* In place, by swaps: wc_orient_source transposes the coordinates, then mirrors them, so the
+ * plane is first mirrored (each row or column exchanged with its opposite), then transposed
+ * (each pixel exchanged with its reflection in the diagonal). */
+#define ORIENT_PLANE(T, P, o, plane)                                                               \
     do {                                                                                           \
-        const size_t pp_ = (size_t)(P) * (P);                                                      \
-        memcpy(scratch, plane, pp_ * sizeof *(plane));                                             \
-        for (int r_ = 0; r_ < (P); r_++)                                                           \
-            for (int c_ = 0; c_ < (P); c_++) {                                                     \
-                int sr_, sc_;                                                                      \
-                wc_orient_source(P, o, r_, c_, &sr_, &sc_);                                        \
-                (plane)[(size_t)r_ * (P) + c_] = (scratch)[(size_t)sr_ * (P) + sc_];               \
-            }                                                                                      \
+        T *const q_ = (plane), t_;                                                                 \
+        const size_t n_ = (size_t)(P);                                                             \
+        if ((o)&WC_ORIENT_MIRROR_ROWS)                                                             \
+            for (size_t r_ = 0; r_ < n_ / 2; r_++)                                                 \
+                for (size_t c_ = 0; c_ < n_; c_++)                                                 \
+                    t_ = q_[r_ * n_ + c_], q_[r_ * n_ + c_] = q_[(n_ - 1 - r_) * n_ + c_],         \
+                    q_[(n_ - 1 - r_) * n_ + c_] = t_;                                              \
+        if ((o)&WC_ORIENT_MIRROR_COLS)                                                             \
+            for (size_t r_ = 0; r_ < n_; r_++)                                                     \
+                for (size_t c_ = 0; c_ < n_ / 2; c_++)                                             \
+                    t_ = q_[r_ * n_ + c_], q_[r_ * n_ + c_] = q_[r_ * n_ + n_ - 1 - c_],           \
+                    q_[r_ * n_ + n_ - 1 - c_] = t_;                                                \
+        if ((o)&WC_ORIENT_TRANSPOSE)                                                               \
+            for (size_t r_ = 0; r_ < n_; r_++)                                                     \
+                for (size_t c_ = r_ + 1; c_ < n_; c_++)                                            \
+                    t_ = q_[r_ * n_ + c_], q_[r_ * n_ + c_] = q_[c_ * n_ + r_],                    \
+                    q_[c_ * n_ + r_] = t_;                                                         \
     } while (0)
 
-void wc_orient_plane_f32(int P, int o, float *plane, float *scratch) {
-    if (o != 0) ORIENT_PLANE(P, o, plane, scratch);
+void wc_orient_plane_f32(int P, int o, float *plane) {
+    ORIENT_PLANE(float, P, o, plane);
 }
 
-void wc_orient_plane_u8(int P, int o, unsigned char *plane, unsigned char *scratch) {
-    if (o != 0) ORIENT_PLANE(P, o, plane, scratch);
+void wc_orient_plane_u8(int P, int o, unsigned char *plane) {
+    ORIENT_PLANE(unsigned char, P, o, plane);
 }

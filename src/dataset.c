@@ -214,14 +214,11 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, int orient, const 
         const float *o = (const float *)((const char *)raw + src_bytes(ds) + label_bytes(ds));
         memcpy(oracle, o, pp * sizeof(float));
     }
-    if (orient != 0) {
-        float *scratch = WC_ALLOC(pp * sizeof(float));
-        for (int c = 0; c < ds->nfeat; c++) wc_orient_plane_f32(ds->P, orient, x + c * pp, scratch);
-        wc_orient_plane_f32(ds->P, orient, y, scratch);
-        if (oracle) wc_orient_plane_f32(ds->P, orient, oracle, scratch);
-        wc_orient_plane_u8(ds->P, orient, valid, (unsigned char *)scratch);
-        free(scratch);
-    }
+    /* the sample's orientation (augment.h): every plane's pixels move, in place; none at 0 */
+    for (int c = 0; c < ds->nfeat; c++) wc_orient_plane_f32(ds->P, orient, x + c * pp);
+    wc_orient_plane_f32(ds->P, orient, y);
+    if (oracle) wc_orient_plane_f32(ds->P, orient, oracle);
+    wc_orient_plane_u8(ds->P, orient, valid);
     return nvalid;
 }
 

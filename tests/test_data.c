@@ -707,6 +707,8 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
     }
     CHECK(wc_augment_plan(&a, 1, NULL, p17, 34, &north_up, "t") == WC_ERR,
           "a 17th pair must not be dropped silently");
+    CHECK(wc_augment_plan(&a, 0, NULL, p17, 34, &north_up, "t") == WC_OK && a.norient == 1,
+          "without --augment (and no list) no pairs are looked for");
     /* the grid */
     const wc_augment_grid oblong = {{0, 30, 0, 0, 0, -20}, 1, 0};
     const wc_augment_grid nearly_square = {{0, 30.0000000001, 0, 0, 0, -30}, 1, 0};

@@ -72,9 +72,8 @@ static inline void wc_orient_source(int P, int o, int r, int c, int *sr, int *sc
  * pixels move: c itself for a scalar, its own or its partner component for a vector. */
 void wc_augment_channel(const wc_augment *a, int o, int c, int *src, double *sign);
 
-/* Moves the pixels of a P x P plane (float or byte) into orientation o; scratch holds P * P
- * elements of the plane's type. */
-void wc_orient_plane_f32(int P, int o, float *plane, float *scratch);
-void wc_orient_plane_u8(int P, int o, unsigned char *plane, unsigned char *scratch);
+/* Moves the pixels of a P x P plane (float or byte) into orientation o, in place. */
+void wc_orient_plane_f32(int P, int o, float *plane);
+void wc_orient_plane_u8(int P, int o, unsigned char *plane);
 
 #endif
