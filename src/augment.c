@@ -22,10 +22,7 @@ static int starts_with(const char *s, const char *prefix) {
 }
 
 static int contains(const char *name, const char *word) {
-    size_t m = strlen(word);
-    for (const char *p = name; *p; p++)
-        if (strncasecmp(p, word, m) == 0) return 1;
-    return 0;
+    return strcasestr(name, word) != NULL;
 }
 
 /* Words that make a band look like it carries a direction. A wind *speed* does not, so "wind"
