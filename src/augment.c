@@ -68,19 +68,22 @@ static int in_pair(const wc_augment *a, int c) {
  * azimuth clockwise from north: aspect_sin; a day of the year's doy_sin is no vector);
  * prefixes u10:v10 and UGRD..:VGRD... */
 static void north_partner(const char *name, char *out, size_t size) {
-    static const char *const suffix[][2] = {
-        {"_u", "_v"}, {"_east", "_north"}, {"eastness", "northness"}, {"_sin", "_cos"}};
+    static const struct {
+        const char *east, *north;
+        int stem_must_be_a_direction;
+    } suffix[] = {
+        {"_u", "_v", 0}, {"_east", "_north", 0}, {"eastness", "northness", 0}, {"_sin", "_cos", 1}};
     out[0] = '\0';
     const size_t n = strlen(name);
     for (size_t k = 0; k < sizeof suffix / sizeof suffix[0]; k++) {
-        if (!ends_with(name, suffix[k][0])) continue;
-        const int stem = (int)(n - strlen(suffix[k][0]));
-        if (k == 3) {
+        if (!ends_with(name, suffix[k].east)) continue;
+        const int stem = (int)(n - strlen(suffix[k].east));
+        if (suffix[k].stem_must_be_a_direction) {
             char s[WC_AUGMENT_NAME_MAX];
             snprintf(s, sizeof s, "%.*s", stem, name);
             if (!looks_directional(s) && !contains(s, "wind")) continue;
         }
-        snprintf(out, size, "%.*s%s", stem, name, suffix[k][1]);
+        snprintf(out, size, "%.*s%s", stem, name, suffix[k].north);
         return;
     }
     if (strcasecmp(name, "u") == 0)
@@ -175,20 +178,15 @@ int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const 
     const double *gt = grid->gt;
     /* sgn(gt1) sgn(gt5); a raster without georeferencing is read as an image, north up */
     a->axes_sign = (!grid->has_gt || (gt[1] < 0) != (gt[5] < 0)) ? -1 : 1;
-    if (!enabled && !vector_bands) {
-        snprintf(a->summary, sizeof a->summary, "off (--augment turns it on)");
-        return WC_OK;
-    }
+    snprintf(a->summary, sizeof a->summary, "off (--augment turns it on)");
+    if (!enabled && !vector_bands) return WC_OK; /* nothing to look for, nothing given to check */
     const int none = vector_bands && strcmp(vector_bands, "none") == 0;
     if (vector_bands && !none) {
         if (pairs_given(a, vector_bands, names, nfeat, path) != WC_OK) return WC_ERR;
     } else if (!none && pairs_by_name(a, names, nfeat, path) != WC_OK) {
         return WC_ERR;
     }
-    if (!enabled) {
-        snprintf(a->summary, sizeof a->summary, "off (--augment turns it on)");
-        return WC_OK;
-    }
+    if (!enabled) return WC_OK;
     if (!none)
         for (int c = 0; c < nfeat; c++)
             if (looks_directional(names[c]) && !in_pair(a, c)) {
