@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# t_synth_mosaic.sh: tools/synth_mosaic.py puts synthetic regions side by side on one grid: every
+# band and the oracle of each region read back unchanged at its place in the mosaic (GDAL's own
+# reader), the empty cell is nodata, a region of another size is refused, and wildcpu trains on
+# the mosaic with its oracle.
+. "$(dirname "$0")/lib.sh"
+
+M=$T/mosaic
+$PY "$ROOT/tools/synth_mosaic.py" "$M" 3 5 8 --size 64 --wildcpu "$WILDCPU" >"$T/m.log" 2>&1 ||
+    { notok "synth_mosaic.py of seeds 3, 5, 8" "$(tail -3 "$T/m.log")"; finish; }
+grep -q "128 x 128 px: seeds 3, 5, 8, 2 to a row" "$T/m.log" && ok "the mosaic's size and layout" ||
+    notok "the mosaic's size and layout" "$(cat "$T/m.log")"
+
+$PY - "$M" <<'PY' >"$T/cmp.log" 2>&1
+import sys
+import numpy as np
+from osgeo import gdal
+m = sys.argv[1]
+t, o = gdal.Open(m + "/tiles.vrt"), gdal.Open(m + "/oracle_risk.tif")
+gt0 = gdal.Open(m + "/seed-3/tiles.vrt").GetGeoTransform()
+assert t.GetGeoTransform() == gt0, (t.GetGeoTransform(), gt0)
+for k, s in enumerate([3, 5, 8]):
+    x, y = 64 * (k % 2), 64 * (k // 2)
+    r, ro = gdal.Open("%s/seed-%d/tiles.vrt" % (m, s)), gdal.Open("%s/seed-%d/oracle_risk.tif" % (m, s))
+    assert t.RasterCount == r.RasterCount == 13
+    for b in range(1, t.RasterCount + 1):
+        mb, rb = t.GetRasterBand(b), r.GetRasterBand(b)
+        assert mb.GetDescription() == rb.GetDescription() and mb.DataType == rb.DataType
+        assert mb.GetNoDataValue() == rb.GetNoDataValue()
+        assert np.array_equal(mb.ReadAsArray(x, y, 64, 64), rb.ReadAsArray()), (s, b)
+    assert np.array_equal(o.GetRasterBand(1).ReadAsArray(x, y, 64, 64), ro.GetRasterBand(1).ReadAsArray())
+for b in range(1, t.RasterCount + 1):  # the fourth cell: nothing but nodata
+    mb = t.GetRasterBand(b)
+    assert np.all(mb.ReadAsArray(64, 64, 64, 64) == mb.GetNoDataValue()), b
+print("equal")
+PY
+grep -q "^equal" "$T/cmp.log" && ok "each region's 13 bands and oracle unchanged at its place; the empty cell nodata" ||
+    notok "each region's bands and oracle at its place" "$(tail -3 "$T/cmp.log")"
+
+"$WILDCPU" synth --out "$M/seed-9" --seed 9 --size 96 >/dev/null 2>&1
+if $PY "$ROOT/tools/synth_mosaic.py" "$M" 3 9 --size 64 --wildcpu "$WILDCPU" >"$T/bad.log" 2>&1; then
+    notok "a region of another size is refused" "it was accepted"
+else
+    grep -q "does not have the bands and size of" "$T/bad.log" && ok "a region of another size is refused" ||
+        notok "a region of another size is refused" "$(tail -2 "$T/bad.log")"
+fi
+
+$PY "$ROOT/tools/synth_mosaic.py" "$M" 3 5 8 --size 64 --wildcpu "$WILDCPU" >/dev/null 2>&1
+"$WILDCPU" --tiles "$M/tiles.vrt" --model logistic --patch 32 --batch 4 --micro-batch 4 --steps 4 \
+    --val-block 32 --no-predict --out "$T/run" >"$T/train.log" 2>&1 &&
+    grep -q "128x128 px" "$T/train.log" && grep -q "oracle on the same pixels" "$T/train.log" &&
+    ok "wildcpu trains on the mosaic, with its oracle" ||
+    notok "wildcpu trains on the mosaic, with its oracle" "$(tail -3 "$T/train.log")"
+finish
