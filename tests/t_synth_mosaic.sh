@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # t_synth_mosaic.sh: tools/synth_mosaic.py puts synthetic regions side by side on one grid: every
 # band and the oracle of each region read back unchanged at its place in the mosaic (GDAL's own
-# reader), the empty cell is nodata, a region of another size is refused, and wildcpu trains on
-# the mosaic with its oracle.
+# reader), the empty cell is nodata, a region of another size and a wildcpu that cannot run are
+# refused with a message, and wildcpu trains on the mosaic with its oracle.
 . "$(dirname "$0")/lib.sh"
 
 M=$T/mosaic
@@ -43,6 +43,14 @@ if $PY "$ROOT/tools/synth_mosaic.py" "$M" 3 9 --size 64 --wildcpu "$WILDCPU" >"$
 else
     grep -q "does not have the bands and size of" "$T/bad.log" && ok "a region of another size is refused" ||
         notok "a region of another size is refused" "$(tail -2 "$T/bad.log")"
+fi
+
+if $PY "$ROOT/tools/synth_mosaic.py" "$T/none" 3 --wildcpu "$T/no-such-program" >"$T/none.log" 2>&1; then
+    notok "a wildcpu that cannot run is an error" "it was accepted"
+else
+    grep -q "synth_mosaic: .*no-such-program synth .* failed" "$T/none.log" &&
+        ok "a wildcpu that cannot run is an error naming the command" ||
+        notok "a wildcpu that cannot run is an error naming the command" "$(tail -2 "$T/none.log")"
 fi
 
 $PY "$ROOT/tools/synth_mosaic.py" "$M" 3 5 8 --size 64 --wildcpu "$WILDCPU" >/dev/null 2>&1

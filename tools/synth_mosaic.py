@@ -76,8 +76,11 @@ def main():
     for s in a.seeds:
         d = os.path.join(a.out, "seed-%d" % s)
         if not os.path.exists(os.path.join(d, "tiles.vrt")):
-            subprocess.run([a.wildcpu, "synth", "--out", d, "--seed", str(s), "--size",
-                            str(a.size)], check=True, stdout=subprocess.DEVNULL)
+            cmd = [a.wildcpu, "synth", "--out", d, "--seed", str(s), "--size", str(a.size)]
+            try:
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            except (OSError, subprocess.CalledProcessError) as e:
+                sys.exit("synth_mosaic: %s failed: %s" % (" ".join(cmd), e))
         regions.append(d)
     first = gdal.Open(os.path.join(regions[0], "tiles.vrt"))
     like, width, height = bands_of(first), first.RasterXSize, first.RasterYSize
