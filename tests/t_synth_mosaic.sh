@@ -45,6 +45,26 @@ else
         notok "a region of another size is refused" "$(tail -2 "$T/bad.log")"
 fi
 
+# regions whose band 2 has NaN for nodata (NaN != NaN: they must still count as alike)
+$PY - "$M" "$T/nan" <<'PY' >"$T/nanprep.log" 2>&1
+import os, shutil, sys
+from osgeo import gdal
+for s in (3, 5):
+    d = "%s/seed-%d" % (sys.argv[2], s)
+    os.makedirs(d, exist_ok=True)
+    gdal.Translate(d + "/tiles.vrt", "%s/seed-%d/tiles.vrt" % (sys.argv[1], s), format="VRT")
+    v = gdal.Open(d + "/tiles.vrt", gdal.GA_Update)
+    v.GetRasterBand(2).SetNoDataValue(float("nan"))
+    v = None
+    shutil.copy("%s/seed-%d/oracle_risk.tif" % (sys.argv[1], s), d)
+PY
+if $PY "$ROOT/tools/synth_mosaic.py" "$T/nan" 3 5 --size 64 --wildcpu "$WILDCPU" >"$T/nan.log" 2>&1 &&
+    $PY -c 'import math, sys; from osgeo import gdal; d = gdal.Open(sys.argv[1]); sys.exit(not math.isnan(d.GetRasterBand(2).GetNoDataValue()))' "$T/nan/tiles.vrt"; then
+    ok "regions with NaN for nodata are alike; the mosaic keeps NaN"
+else
+    notok "regions with NaN for nodata are alike; the mosaic keeps NaN" "$(tail -2 "$T/nan.log") $(tail -2 "$T/nanprep.log")"
+fi
+
 if $PY "$ROOT/tools/synth_mosaic.py" "$T/none" 3 --wildcpu "$T/no-such-program" >"$T/none.log" 2>&1; then
     notok "a wildcpu that cannot run is an error" "it was accepted"
 else

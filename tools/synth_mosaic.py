@@ -30,11 +30,14 @@ gdal.UseExceptions()
 
 
 def bands_of(ds):
-    """(description, data type, nodata) of every band."""
+    """(description, data type, nodata) of every band; a NaN nodata as the string "nan", so
+    that two bands with NaN nodata compare equal."""
     out = []
     for i in range(1, ds.RasterCount + 1):
         b = ds.GetRasterBand(i)
-        out.append((b.GetDescription(), b.DataType, b.GetNoDataValue()))
+        nodata = b.GetNoDataValue()
+        out.append((b.GetDescription(), b.DataType,
+                    "nan" if nodata is not None and math.isnan(nodata) else nodata))
     return out
 
 
@@ -56,7 +59,7 @@ def mosaic(out, parts, like):
         b = ds.GetRasterBand(i)
         b.SetDescription(name)
         if nodata is not None:
-            b.SetNoDataValue(nodata)
+            b.SetNoDataValue(float(nodata))
     ds.FlushCache()
     ds = None
 
