@@ -16,7 +16,7 @@
 # No training runs: it takes a few seconds.
 . "$(dirname "$0")/lib.sh"
 
-export ROOT WILDCPU
+export ROOT WILDCPU T
 "$PY" - <<'EOF'
 import os, re, subprocess, sys
 
@@ -140,8 +140,15 @@ for cmd in sorted(cmd_fn):
         runs["accept " + cmd] = argv + ["--help"]
 if no_sample:
     result(False, "a sample value for every documented argument", "\n".join(no_sample))
-procs = {k: subprocess.Popen([prog] + a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-         for k, a in runs.items()}
+# All at once, each with its own Open MPI session directory: singletons starting together under
+# one directory race to create it (Open MPI 4.1 takes the loser's "File exists" as fatal).
+def own_session(i):
+    d = os.path.join(os.environ["T"], "ompi-run-%d" % i)
+    os.makedirs(d, exist_ok=True)
+    return dict(os.environ, OMPI_MCA_orte_tmpdir_base=d)
+procs = {k: subprocess.Popen([prog] + a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=own_session(i))
+         for i, (k, a) in enumerate(runs.items())}
 out = {}
 for k, p in procs.items():
     o, e = p.communicate(timeout=120)
