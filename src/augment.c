@@ -171,14 +171,18 @@ static int nearly(double a, double b) {
     return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
 }
 
-int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const char *const *names,
-                    int nfeat, const wc_augment_grid *grid, const char *path) {
+int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char *vector_bands,
+                    const char *const *names, int nfeat, const wc_augment_grid *grid,
+                    const char *path) {
     memset(a, 0, sizeof *a);
     a->norient = 1;
     const double *gt = grid->gt;
     /* sgn(gt1) sgn(gt5); a raster without georeferencing is read as an image, north up */
     a->axes_sign = (!grid->has_gt || (gt[1] < 0) != (gt[5] < 0)) ? -1 : 1;
-    snprintf(a->summary, sizeof a->summary, "off (--augment turns it on)");
+    snprintf(a->summary, sizeof a->summary, "off (--augment and --rotate turn it on)");
+    const int enabled = orientations || turn_deg > 0;
+    /* the option that asked, for the messages */
+    const char *option = orientations ? "--augment" : "--rotate";
     if (!enabled && !vector_bands) return WC_OK; /* nothing to look for, nothing given to check */
     const int none = vector_bands && strcmp(vector_bands, "none") == 0;
     if (vector_bands && !none) {
@@ -190,11 +194,11 @@ int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const 
     if (!none)
         for (int c = 0; c < nfeat; c++)
             if (looks_directional(names[c]) && !in_pair(a, c)) {
-                wc_error("--augment: band '%s' of %s looks like a direction but is in no vector "
+                wc_error("%s: band '%s' of %s looks like a direction but is in no vector "
                          "pair, and turned as a scalar it would teach the model a wrong map: "
                          "name its pairs with --vector-bands EAST:NORTH,..., or --vector-bands "
                          "none if no band is a direction",
-                         names[c], path);
+                         option, names[c], path);
                 return WC_ERR;
             }
     /* pixel sides, and whether the pixel axes are turned against east and north */
@@ -202,26 +206,34 @@ int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const 
     const double py = grid->has_gt ? hypot(gt[2], gt[5]) : 1.0;
     const int rotated = grid->has_gt && (fabs(gt[2]) > 1e-9 * py || fabs(gt[4]) > 1e-9 * px);
     if (rotated && a->npairs > 0) {
-        wc_error("--augment: the geotransform of %s is rotated, so its vector bands (east, north) "
+        wc_error("%s: the geotransform of %s is rotated, so its vector bands (east, north) "
                  "do not turn with the pixel axes; --vector-bands none if no band is a vector",
-                 path);
+                 option, path);
         return WC_ERR;
     }
     const char *mirrors_only = grid->geographic
                                    ? "degrees of longitude and of latitude differ on the ground"
                                : !nearly(px, py) ? "the pixels are not square"
                                                  : NULL;
-    a->norient = mirrors_only ? 4 : WC_ORIENT_COUNT;
-    char pairs[400];
+    if (turn_deg > 0 && mirrors_only) {
+        wc_error("--rotate: %s cannot be turned by any angle: %s (--augment's mirrors can be "
+                 "used)",
+                 path, mirrors_only);
+        return WC_ERR;
+    }
+    a->turn_deg = turn_deg;
+    if (orientations) a->norient = mirrors_only ? 4 : WC_ORIENT_COUNT;
+    char pairs[400], turns[96] = "";
     describe_pairs(a, names, pairs, sizeof pairs);
-    if (mirrors_only)
-        snprintf(a->summary, sizeof a->summary,
-                 "4 orientations (mirrors only: %s); vector bands %s", mirrors_only,
-                 a->npairs ? pairs : "none");
-    else
-        snprintf(a->summary, sizeof a->summary,
-                 "8 orientations (mirrors and quarter turns); vector bands %s",
-                 a->npairs ? pairs : "none");
+    if (turn_deg > 0)
+        snprintf(turns, sizeof turns, "%sturns of up to %g degrees either way",
+                 orientations ? ", then " : "", turn_deg);
+    const char *orients = !orientations  ? ""
+                          : mirrors_only ? "4 orientations (mirrors only: "
+                                         : "8 orientations (mirrors and quarter turns)";
+    snprintf(a->summary, sizeof a->summary, "%s%s%s%s; vector bands %s", orients,
+             orientations && mirrors_only ? mirrors_only : "",
+             orientations && mirrors_only ? ")" : "", turns, a->npairs ? pairs : "none");
     return WC_OK;
 }
 

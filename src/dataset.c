@@ -49,29 +49,49 @@ void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0
     *y0 = ds->y_origin + (int)(id / ds->cols) * ds->P;
 }
 
-/* A window of the patch grid's geometry at (x0, y0) stays on training ground: inside the
- * raster, touching no validation block (the cells it overlaps are not in one). */
-static int on_training_ground(const wc_dataset *ds, int x0, int y0) {
-    if (x0 < ds->x_origin || y0 < ds->y_origin || x0 + ds->P > ds->width ||
-        y0 + ds->P > ds->height)
-        return 0;
-    const int cx0 = (x0 - ds->x_origin) / ds->P, cy0 = (y0 - ds->y_origin) / ds->P;
-    const int cx1 = (x0 - ds->x_origin + ds->P - 1) / ds->P;
-    const int cy1 = (y0 - ds->y_origin + ds->P - 1) / ds->P;
+/* The side x side window at (x0, y0), inside the raster, overlaps a cell of a validation block.
+ * Pixels outside the patch grid's rows and columns are in no cell. */
+static int touches_validation(const wc_dataset *ds, int x0, int y0, int side) {
+    if (x0 - ds->x_origin + side <= 0 || y0 - ds->y_origin + side <= 0) return 0;
+    const int cx0 = WC_MAX(0, x0 - ds->x_origin) / ds->P;
+    const int cy0 = WC_MAX(0, y0 - ds->y_origin) / ds->P;
+    const int cx1 = (x0 - ds->x_origin + side - 1) / ds->P;
+    const int cy1 = (y0 - ds->y_origin + side - 1) / ds->P;
     for (int cy = cy0; cy <= cy1 && cy < ds->rows; cy++)
         for (int cx = cx0; cx <= cx1 && cx < ds->cols; cx++)
-            if (ds->is_val[(size_t)cy * ds->cols + cx]) return 0;
-    return 1;
+            if (ds->is_val[(size_t)cy * ds->cols + cx]) return 1;
+    return 0;
+}
+
+/* A window of the patch's size at (x0, y0) stays on training ground: inside the patch grid's
+ * rows and columns, touching no validation block. */
+static int on_training_ground(const wc_dataset *ds, int x0, int y0) {
+    return x0 >= ds->x_origin && y0 >= ds->y_origin && x0 + ds->P <= ds->width &&
+           y0 + ds->P <= ds->height && !touches_validation(ds, x0, y0, ds->P);
+}
+
+/* The side of the window sample s is read from: the patch's, or the larger one of a turn. */
+static int window_side(const wc_dataset *ds, wc_sample s) {
+    return s.turn != 0 ? ds->turn_side : ds->P;
+}
+
+/* The window's top-left pixel: the patch's origin, shifted, and for a turned sample moved out
+ * so that the window keeps the patch's centre (turn_side - P is even). */
+static void window_origin(const wc_dataset *ds, wc_sample s, int *x0, int *y0) {
+    wc_dataset_patch_origin(ds, s.id, x0, y0);
+    const int margin = (window_side(ds, s) - ds->P) / 2;
+    *x0 += s.dx - margin, *y0 += s.dy - margin;
 }
 
 wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
-    wc_sample s = {.id = id, .dx = 0, .dy = 0, .orient = 0};
+    wc_sample s = {.id = id, .dx = 0, .dy = 0, .orient = 0, .turn = 0};
     const int A = ds->cfg.align > 0 ? ds->cfg.align : 1, steps = ds->P / (2 * A);
     const int jitter = ds->cfg.jitter && steps >= 1;
-    if (!jitter && ds->aug.norient <= 1) return s;
+    if (!jitter && ds->aug.norient <= 1 && ds->turn_max == 0) return s;
     wc_rng r;
     wc_rng_seed(&r, ds->cfg.seed, WC_STREAM_AUGMENT, ((uint64_t)epoch << 32) | id);
-    /* the shift first, so that the orientation's draw leaves the shifts as they were */
+    /* the shift first, then the orientation, then the turn: each later draw leaves the earlier
+     * ones as they were without it */
     if (jitter) {
         const int dx = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
         const int dy = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
@@ -80,36 +100,55 @@ wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
         if (on_training_ground(ds, x0 + dx, y0 + dy)) s.dx = dx, s.dy = dy;
     }
     if (ds->aug.norient > 1) s.orient = (int32_t)wc_rng_below(&r, (uint64_t)ds->aug.norient);
+    if (ds->turn_max > 0) {
+        wc_sample t = s;
+        t.turn = ds->turn_max * (2.0 * wc_rng_uniform(&r) - 1.0);
+        int x0, y0;
+        window_origin(ds, t, &x0, &y0);
+        const int inside = x0 >= 0 && y0 >= 0 && x0 + ds->turn_side <= ds->width &&
+                           y0 + ds->turn_side <= ds->height;
+        if (t.turn != 0 && inside && !touches_validation(ds, x0, y0, ds->turn_side)) s = t;
+    }
     return s;
 }
 
-static size_t src_bytes(const wc_dataset *ds) {
-    return (size_t)ds->read_nb * ds->P * ds->P * wc_dtype_size(ds->read_type);
+/* A raw sample read from a side x side window: the features, then the label of a separate
+ * label raster, then the oracle (unturned samples only, so P x P). */
+static size_t src_bytes(const wc_dataset *ds, int side) {
+    return (size_t)ds->read_nb * side * side * wc_dtype_size(ds->read_type);
 }
-static size_t label_bytes(const wc_dataset *ds) {
-    return ds->label_path ? (size_t)ds->P * ds->P * wc_dtype_size(ds->label_type) : 0;
+static size_t label_bytes(const wc_dataset *ds, int side) {
+    return ds->label_path ? (size_t)side * side * wc_dtype_size(ds->label_type) : 0;
 }
 
 size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle) {
     size_t oracle = with_oracle && ds->oracle_path ? (size_t)ds->P * ds->P * sizeof(float) : 0;
-    return src_bytes(ds) + label_bytes(ds) + oracle;
+    const int side = ds->turn_max > 0 ? WC_MAX(ds->P, ds->turn_side) : ds->P;
+    return WC_MAX(src_bytes(ds, ds->P) + label_bytes(ds, ds->P) + oracle,
+                  src_bytes(ds, side) + label_bytes(ds, side));
+}
+
+size_t wc_dataset_sample_bytes(const wc_dataset *ds, wc_sample s) {
+    const int side = window_side(ds, s);
+    return src_bytes(ds, side) + label_bytes(ds, side);
 }
 
 int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, void *raw,
                           int with_oracle) {
     int x0, y0;
-    wc_dataset_patch_origin(ds, s.id, &x0, &y0);
-    x0 += s.dx, y0 += s.dy;
+    window_origin(ds, s, &x0, &y0);
+    const int side = window_side(ds, s);
+    WC_ASSERT(s.turn == 0 || !with_oracle); /* turned samples train; oracles are for validation */
     char *p = raw;
-    if (wc_raster_read(&f->src, x0, y0, ds->P, ds->P, ds->read_bands, ds->read_nb, ds->read_type,
+    if (wc_raster_read(&f->src, x0, y0, side, side, ds->read_bands, ds->read_nb, ds->read_type,
                        p) != WC_OK)
         return WC_ERR;
-    p += src_bytes(ds);
+    p += src_bytes(ds, side);
     if (ds->label_path) {
-        if (wc_raster_read(&f->label, x0, y0, ds->P, ds->P, &ds->label_band, 1, ds->label_type,
-                           p) != WC_OK)
+        if (wc_raster_read(&f->label, x0, y0, side, side, &ds->label_band, 1, ds->label_type, p) !=
+            WC_OK)
             return WC_ERR;
-        p += label_bytes(ds);
+        p += label_bytes(ds, side);
     }
     if (with_oracle && ds->oracle_path) {
         int one = 1;
@@ -148,9 +187,10 @@ int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, i
     return wc_raster_read(&f->oracle, x0, y0, w, h, &one, 1, WC_DT_FLOAT32, oracle);
 }
 
-static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, float *y,
-                                     uint8_t *valid) {
-    const size_t pp = (size_t)ds->P * ds->P;
+/* The labels, and valid = 0 where the label is nodata, of a raw sample of side x side pixels. */
+static void decode_labels(const wc_dataset *ds, const void *raw, int side, float *y,
+                          uint8_t *valid) {
+    const size_t pp = (size_t)side * side;
     const wc_band *bands = ds->files.src.bands;
     const wc_band *lb;
     const void *lraw;
@@ -158,7 +198,7 @@ static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, floa
     wc_dtype ltype;
     if (ds->label_path) {
         lb = &ds->files.label.bands[ds->label_band - 1];
-        lraw = (const char *)raw + src_bytes(ds);
+        lraw = (const char *)raw + src_bytes(ds, side);
         loff = 0;
         ltype = ds->label_type;
     } else {
@@ -172,6 +212,14 @@ static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, floa
         valid[i] = !is_nodata(lb, v);
         y[i] = v > 0 ? 1.0f : 0.0f;
     }
+}
+
+/* The labels and the validity that nodata decides, for a raw sample of side x side pixels. */
+static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, int side, float *y,
+                                     uint8_t *valid) {
+    const size_t pp = (size_t)side * side;
+    const wc_band *bands = ds->files.src.bands;
+    decode_labels(ds, raw, side, y, valid);
     for (int c = 0; c < ds->nfeat; c++) {
         const wc_band *b = &bands[ds->feat_bands[c] - 1];
         for (size_t i = 0; i < pp; i++)
@@ -179,13 +227,11 @@ static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, floa
     }
 }
 
-long wc_dataset_decode(const wc_dataset *ds, const void *raw, int orient, const double *mean,
-                       const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
+/* x[c] = normalized raw values (the vector bands' components turned into orientation orient);
+ * a pixel whose normalized value lies beyond float's range becomes invalid. */
+static void normalize_unturned(const wc_dataset *ds, const void *raw, int orient,
+                               const double *mean, const double *std, float *x, uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P;
-    decode_labels_and_nodata(ds, raw, y, valid);
-    /* A value whose normalized form lies beyond float's range is no input the network can take
-     * (it would turn the loss into NaN): the pixel is invalid, like nodata. A vector band's
-     * component is turned in the raw values, then normalized as the band it becomes. */
     for (int c = 0; c < ds->nfeat; c++) {
         const double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
         int from;
@@ -203,6 +249,117 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, int orient, const 
                 valid[i] = 0;
         }
     }
+}
+
+/* A turned sample (dataset.h): each output pixel's raw features interpolated bilinearly in the
+ * turned window (floating-point bands; integer bands take the nearest pixel's value), its vector
+ * pairs turned with the pixels and then into orientation s.orient, then normalized; its label that
+ * of the nearest window pixel. A neighbour of zero weight is not needed (so a turn of 0 would give
+ * the unturned sample exactly). */
+static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, const double *mean,
+                            const double *std, float *x, float *y, uint8_t *valid) {
+    const int P = ds->P, Q = ds->turn_side, nf = ds->nfeat;
+    const size_t pp = (size_t)P * P, qq = (size_t)Q * Q;
+    float *wy = WC_ALLOC(qq * sizeof(float));
+    uint8_t *wv = WC_ALLOC(qq);
+    double *v = WC_ALLOC((size_t)nf * sizeof(double));
+    int *from = WC_ALLOC((size_t)nf * sizeof(int));
+    double *sign = WC_ALLOC((size_t)nf * sizeof(double));
+    uint8_t *blend = WC_ALLOC((size_t)nf);
+    for (int f = 0; f < nf; f++) {
+        wc_augment_channel(&ds->aug, s.orient, f, &from[f], &sign[f]);
+        /* a band stored as integers may hold classes (a fuel model, a land cover code): it
+         * takes its nearest pixel's value, never a blend of two classes */
+        const wc_dtype t = ds->files.src.bands[ds->feat_bands[f] - 1].type;
+        blend[f] = t == WC_DT_FLOAT32 || t == WC_DT_FLOAT64;
+    }
+    /* the window's raw values, converted once; a pixel with any nodata feature is invalid */
+    double *wd = WC_ALLOC((size_t)nf * qq * sizeof(double));
+    decode_labels(ds, raw, Q, wy, wv);
+    for (int f = 0; f < nf; f++) {
+        const wc_band *b = &ds->files.src.bands[ds->feat_bands[f] - 1];
+        double *wf = wd + (size_t)f * qq;
+        for (size_t k = 0; k < qq; k++) {
+            wf[k] = wc_dtype_get(raw, ds->read_type, (size_t)f * qq + k);
+            if (is_nodata(b, wf[k])) wv[k] = 0;
+        }
+    }
+    /* Pixel offsets (column, row) from the centre: output o takes the window's point R(-a) o,
+     * so the picture turns by R(a) in pixel axes, and a vector's pixel components (dc, dr) =
+     * (sgn(gt1) east, sgn(gt5) north) with it: east' = cos a east - q sin a north, north' =
+     * q sin a east + cos a north, q = sgn(gt1) sgn(gt5) (augment.h's axes_sign). */
+    const double ca = cos(s.turn), sa = sin(s.turn), q = ds->aug.axes_sign;
+    const double half_p = 0.5 * P, centre = 0.5 * Q - 0.5;
+    for (int r = 0; r < P; r++)
+        for (int c = 0; c < P; c++) {
+            const size_t i = (size_t)r * P + c;
+            const double oc = c + 0.5 - half_p, orow = r + 0.5 - half_p;
+            double sc = ca * oc + sa * orow + centre, sr = -sa * oc + ca * orow + centre;
+            /* a point within 1e-9 of a pixel centre is on it (cos(pi / 2) is 6e-17, not 0), so
+             * it needs no neighbour: a quarter turn moves whole pixels, as an orientation does */
+            if (fabs(sc - rint(sc)) < 1e-9) sc = rint(sc);
+            if (fabs(sr - rint(sr)) < 1e-9) sr = rint(sr);
+            const int c0 = (int)floor(sc), r0 = (int)floor(sr);
+            WC_ASSERT(c0 >= 0 && r0 >= 0 && c0 + 1 < Q && r0 + 1 < Q);
+            const double fc = sc - c0, fr = sr - r0;
+            const double w[4] = {(1 - fr) * (1 - fc), (1 - fr) * fc, fr * (1 - fc), fr * fc};
+            const size_t k[4] = {(size_t)r0 * Q + c0, (size_t)r0 * Q + c0 + 1,
+                                 (size_t)(r0 + 1) * Q + c0, (size_t)(r0 + 1) * Q + c0 + 1};
+            int ok = 1;
+            for (int n = 0; n < 4; n++) ok &= w[n] == 0 || wv[k[n]];
+            const size_t nearest = (size_t)(fr < 0.5 ? r0 : r0 + 1) * Q + (fc < 0.5 ? c0 : c0 + 1);
+            y[i] = wy[nearest];
+            valid[i] = (uint8_t)ok;
+            for (int f = 0; f < nf; f++) x[(size_t)f * pp + i] = 0.0f;
+            if (!ok) continue;
+            for (int f = 0; f < nf; f++) {
+                const double *wf = wd + (size_t)f * qq;
+                double acc = 0;
+                if (!blend[f])
+                    acc = wf[nearest];
+                else
+                    for (int n = 0; n < 4; n++)
+                        if (w[n] != 0) acc += w[n] * wf[k[n]];
+                v[f] = acc;
+            }
+            for (int p = 0; p < ds->aug.npairs; p++) {
+                const int e = ds->aug.pair[p][0], nn = ds->aug.pair[p][1];
+                const double ve = v[e], vn = v[nn];
+                v[e] = ca * ve - q * sa * vn;
+                v[nn] = q * sa * ve + ca * vn;
+            }
+            /* then the orientation's turn of the components (its pixels move in the caller) */
+            for (int f = 0; f < nf; f++) {
+                const float z = wc_normalize(sign[f] * v[from[f]], mean ? mean[f] : 0.0,
+                                             mean ? 1.0 / std[f] : 1.0);
+                if (isfinite(z))
+                    x[(size_t)f * pp + i] = z;
+                else
+                    valid[i] = 0;
+            }
+        }
+    free(wy);
+    free(wv);
+    free(v);
+    free(from);
+    free(sign);
+    free(blend);
+    free(wd);
+}
+
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, wc_sample s, const double *mean,
+                       const double *std, float *x, float *y, uint8_t *valid, float *oracle) {
+    const size_t pp = (size_t)ds->P * ds->P;
+    /* A value whose normalized form lies beyond float's range is no input the network can take
+     * (it would turn the loss into NaN): the pixel is invalid, like nodata. A vector band's
+     * component is turned in the raw values, then normalized as the band it becomes. */
+    if (s.turn != 0) {
+        WC_ASSERT(!oracle); /* turned samples train; oracles are for validation */
+        resample_turned(ds, raw, s, mean, std, x, y, valid);
+    } else {
+        decode_labels_and_nodata(ds, raw, ds->P, y, valid);
+        normalize_unturned(ds, raw, s.orient, mean, std, x, valid);
+    }
     /* a pixel a later feature made invalid still holds the earlier features' values */
     long nvalid = 0;
     for (size_t i = 0; i < pp; i++) {
@@ -211,10 +368,12 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, int orient, const 
             for (int c = 0; c < ds->nfeat; c++) x[(size_t)c * pp + i] = 0.0f;
     }
     if (oracle) {
-        const float *o = (const float *)((const char *)raw + src_bytes(ds) + label_bytes(ds));
+        const float *o =
+            (const float *)((const char *)raw + src_bytes(ds, ds->P) + label_bytes(ds, ds->P));
         memcpy(oracle, o, pp * sizeof(float));
     }
     /* the sample's orientation (augment.h): every plane's pixels move, in place; none at 0 */
+    const int orient = s.orient;
     for (int c = 0; c < ds->nfeat; c++) wc_orient_plane_f32(ds->P, orient, x + c * pp);
     wc_orient_plane_f32(ds->P, orient, y);
     if (oracle) wc_orient_plane_f32(ds->P, orient, oracle);
@@ -441,7 +600,7 @@ static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *val
                       patch_count *pc, moments *m) {
     const wc_sample unshifted = {.id = (uint32_t)id};
     if (wc_dataset_read_patch(ds, &ds->files, unshifted, raw, 0) != WC_OK) return WC_ERR;
-    decode_labels_and_nodata(ds, raw, y, valid);
+    decode_labels_and_nodata(ds, raw, ds->P, y, valid);
     const size_t pp = (size_t)ds->P * ds->P;
     for (size_t i = 0; i < pp; i++) {
         pc->valid += valid[i];
@@ -590,17 +749,19 @@ static int plan_augmentation(wc_dataset *ds, const wc_data_config *cfg) {
     wc_augment_grid grid = {.has_gt = src->has_gt,
                             .geographic = wc_raster_crs_is_geographic(src->wkt)};
     memcpy(grid.gt, src->gt, sizeof grid.gt);
-    int rc = wc_augment_plan(&ds->aug, cfg->augment, cfg->vector_bands, names, ds->nfeat, &grid,
-                             ds->tiles_path);
-    for (int k = 0; rc == WC_OK && cfg->augment && k < ds->aug.npairs; k++)
+    int rc = wc_augment_plan(&ds->aug, cfg->augment, cfg->turn_deg, cfg->vector_bands, names,
+                             ds->nfeat, &grid, ds->tiles_path);
+    const int turns_vectors = cfg->augment || cfg->turn_deg > 0;
+    for (int k = 0; rc == WC_OK && turns_vectors && k < ds->aug.npairs; k++)
         for (int side = 0; side < 2; side++) {
             const int b = ds->feat_bands[ds->aug.pair[k][side]];
             const wc_dtype t = src->bands[b - 1].type;
             if (t == WC_DT_BYTE || t == WC_DT_UINT16 || t == WC_DT_UINT32) {
-                wc_error("--augment: vector band %d '%s' of %s is stored as %s: an unsigned band "
+                wc_error("%s: vector band %d '%s' of %s is stored as %s: an unsigned band "
                          "holds its components with an offset, which a turn cannot flip; store "
                          "it signed, or --vector-bands none",
-                         b, names[ds->aug.pair[k][side]], ds->tiles_path, wc_dtype_name(t));
+                         cfg->augment ? "--augment" : "--rotate", b, names[ds->aug.pair[k][side]],
+                         ds->tiles_path, wc_dtype_name(t));
                 rc = WC_ERR;
                 break;
             }
@@ -665,6 +826,16 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     if (choose_features(ds, cfg) != WC_OK) goto fail;
     if (wc_dist_any(plan_augmentation(ds, cfg) != WC_OK)) goto fail;
     ds->P = cfg->patch;
+    if (cfg->turn_deg > 0) {
+        /* A P x P square turned by up to turn_max reaches (|cos| + |sin|) P / 2 from its centre
+         * along each axis, at most sqrt 2 P / 2 (at 45 degrees); one more pixel each side for
+         * the bilinear neighbours. */
+        const double pi = 3.14159265358979323846;
+        ds->turn_max = cfg->turn_deg * pi / 180.0;
+        const double reach =
+            ds->turn_max >= pi / 4 ? sqrt(2.0) : cos(ds->turn_max) + sin(ds->turn_max);
+        ds->turn_side = ds->P + 2 * ((int)ceil(0.5 * ds->P * (reach - 1.0)) + 1);
+    }
     /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
      * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
      * share their cells, every model (whatever its pooling) is trained and validated on the same

@@ -72,6 +72,8 @@ static const char *TRAIN_HELP =
     "                          training patch by up to half a patch, on the pooling grid)\n"
     "  --augment               mirror and turn each training sample, its vector bands with it\n"
     "                          [off: patches as they lie]\n"
+    "  --rotate DEG            turn each training sample by a random angle up to DEG either\n"
+    "                          way (bilinear), its vector bands with it [0: off]\n"
     "  --vector-bands none|E:N,...\n"
     "                          band pairs (east, north component) that turn with a patch\n"
     "                          [found by name: X_u:X_v, aspect_sin:aspect_cos, u10:v10,\n"
@@ -179,6 +181,7 @@ enum {
     O_TILE,
     O_NO_JITTER,
     O_AUGMENT,
+    O_ROTATE,
     O_VECTOR_BANDS,
     O_MAP,
     O_NO_STYLE,
@@ -227,6 +230,7 @@ static int cmd_train(int argc, char **argv) {
                                          {"help", 0, 0, O_HELP},
                                          {"no-jitter", 0, 0, O_NO_JITTER},
                                          {"augment", 0, 0, O_AUGMENT},
+                                         {"rotate", 1, 0, O_ROTATE},
                                          {"vector-bands", 1, 0, O_VECTOR_BANDS},
                                          {"no-style", 0, 0, O_NO_STYLE},
                                          {"no-overlap", 0, 0, O_NO_OVERLAP},
@@ -341,6 +345,9 @@ static int cmd_train(int argc, char **argv) {
             break;
         case O_AUGMENT:
             c.augment = 1;
+            break;
+        case O_ROTATE:
+            if (parse_double("--rotate", optarg, 0, 180, &c.data.turn_deg)) return WC_EXIT_USAGE;
             break;
         case O_VECTOR_BANDS:
             c.data.vector_bands = optarg;

@@ -44,13 +44,16 @@ static void *reader_main(void *arg) {
         slot *s = &rd->slots[next];
         pthread_mutex_unlock(&rd->mu);
         int status = WC_OK;
-        for (int i = 0; i < s->b.n && status == WC_OK; i++)
+        double bytes = 0;
+        for (int i = 0; i < s->b.n && status == WC_OK; i++) {
             status = wc_dataset_read_patch(rd->ds, &rd->files, s->b.samples[i],
                                            s->b.raw + (size_t)i * s->b.patch_bytes, 0);
+            bytes += (double)wc_dataset_sample_bytes(rd->ds, s->b.samples[i]);
+        }
         pthread_mutex_lock(&rd->mu);
         s->state = status == WC_OK ? SLOT_READY : SLOT_FAILED;
         rd->patches_read += s->b.n;
-        rd->bytes_read += (double)s->b.n * (double)s->b.patch_bytes;
+        rd->bytes_read += bytes;
         pthread_cond_broadcast(&rd->cv);
         next = (next + 1) % rd->nslots;
     }

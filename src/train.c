@@ -78,10 +78,9 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
     float *x = wc_net_input(t->net);
     long nvalid = 0;
     for (int i = 0; i < b->n; i++)
-        nvalid += wc_dataset_decode(t->ds, b->raw + (size_t)i * b->patch_bytes,
-                                    b->samples[i].orient, t->ds->mean, t->ds->std,
-                                    x + (size_t)i * t->ds->nfeat * pp, t->dec.y + i * pp,
-                                    t->dec.valid + i * pp, NULL);
+        nvalid += wc_dataset_decode(t->ds, b->raw + (size_t)i * b->patch_bytes, b->samples[i],
+                                    t->ds->mean, t->ds->std, x + (size_t)i * t->ds->nfeat * pp,
+                                    t->dec.y + i * pp, t->dec.valid + i * pp, NULL);
     return nvalid;
 }
 

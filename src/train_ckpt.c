@@ -51,6 +51,11 @@ void wc_train_ckpt_config_kv(train_ctx *t) {
             n += (size_t)snprintf(t->config_kv + n, sizeof t->config_kv - n, "%s%d/%d",
                                   k ? "," : "", a->pair[k][0], a->pair[k][1]);
     }
+    /* --rotate's largest turn, only when on (the same rule) */
+    if (a->turn_deg > 0) {
+        size_t n = strlen(t->config_kv);
+        snprintf(t->config_kv + n, sizeof t->config_kv - n, ";rotate=%.10g", a->turn_deg);
+    }
 }
 
 /* Records the background writes that have ended (rank 0; with wait, the running one too). */

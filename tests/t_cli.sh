@@ -109,7 +109,7 @@ for cmd in sorted(code_opts):
            "\n".join(why))
 
 # ---- the program: help texts, acceptance, version ----------------------------------------------
-SAMPLE = {"N": "64", "K": "64", "STEPS": "64", "PIXELS": "64", "X": "0.5", "F": "0.2", "M": "1",
+SAMPLE = {"N": "64", "K": "64", "STEPS": "64", "PIXELS": "64", "X": "0.5", "F": "0.2", "M": "1", "DEG": "30",
           "NAME": "fire", "PATH": "x", "FILE": "x", "DIR": "x", "REPORT.json": "x"}
 
 

@@ -3,7 +3,7 @@
 # validation with the best AUC-PR, is never pruned, is what predict uses for a run directory, and
 # is the same after a stop and resume; jittered training (the default) is bitwise the same on 1,
 # 2 and 3 ranks and across a resume, and differs from --no-jitter; so does --augment, which
-# differs from training without it; neither is resumed across a change.
+# differs from training without it, and --rotate; none is resumed across a change.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --epochs 4 --val-fraction 0.3
@@ -67,7 +67,7 @@ d1=$(digest "$T/j1/checkpoints/$f") d3=$(digest "$T/j3/checkpoints/$f") dn=$(dig
 for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --epochs 2 --augment --out "$T/a$n" >"$T/a$n.log" 2>&1; done
 da1=$(digest "$T/a1/checkpoints/$f") da3=$(digest "$T/a3/checkpoints/$f")
 grep -q "augmentation: 8 orientations (mirrors and quarter turns); vector bands aspect_sin:aspect_cos, wind_u:wind_v" "$T/a1.log" \
-    && grep -q "augmentation: off (--augment turns it on)" "$T/j1.log" \
+    && grep -q "augmentation: off (--augment and --rotate turn it on)" "$T/j1.log" \
     && grep -q "^Augmentation: 8 orientations" "$T/a1/report.md" \
     && grep -q '"augmentation":"8 orientations' "$T/a1/report.json" \
     && ok "--augment: 8 orientations, the vector pairs found by name (off without it); in report.md and report.json" \
@@ -95,5 +95,42 @@ s2=$?
 [ $? -eq 1 ] && grep -q "has no feature band named 'gust'" "$T/vb.log" \
     && ok "--vector-bands naming a band the tiles lack: refused, naming it" \
     || notok "--vector-bands wind_u:gust" "$(tail -2 "$T/vb.log")"
+
+# --rotate: turns by any angle up to DEG, drawn like the jitter; bitwise the same on 1 and 3 ranks
+# and across a resume (with --augment's orientations too), a different model from training
+# without it; not resumed without it; refused where a turn is not a turn on the ground
+for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --out "$T/r$n" >"$T/r$n.log" 2>&1; done
+dr1=$(digest "$T/r1/checkpoints/$f") dr3=$(digest "$T/r3/checkpoints/$f")
+grep -q "augmentation: turns of up to 30 degrees either way; vector bands aspect_sin:aspect_cos, wind_u:wind_v" "$T/r1.log" \
+    && grep -q '"augmentation":"turns of up to 30 degrees' "$T/r1/report.json" \
+    && ok "--rotate 30: the start-up line and report.json say so, with the vector pairs" \
+    || notok "--rotate line" "$(grep augmentation "$T/r1.log")"
+[ -n "$dr1" ] && [ "$dr1" = "$dr3" ] && [ "$dr1" != "$d1" ] \
+    && ok "turned training: bitwise equal on 1 and 3 ranks, different from training without it" \
+    || notok "--rotate" "1 rank $dr1, 3 ranks $dr3, without $d1"
+mpirun_n 1 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/ra" >"$T/ra.log" 2>&1
+dra=$(digest "$T/ra/checkpoints/$f")
+mpirun_n 2 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/rr" >"$T/rr.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do grep -q "step 21/38" "$T/rr.log" && break; sleep 0.05; done
+kill -TERM $(pgrep -f -- "--out $T/rr" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+wait $pid
+s1=$?
+mpirun_n 3 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/rr" >>"$T/rr.log" 2>&1
+s2=$?
+[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/rr.log" && [ -n "$dra" ] &&
+    [ "$(digest "$T/rr/checkpoints/$f")" = "$dra" ] && [ "$dra" != "$dr1" ] && [ "$dra" != "$da1" ] \
+    && ok "turned and oriented training stopped on 2 ranks, resumed on 3: the uninterrupted 1-rank run's bits" \
+    || notok "--rotate across a resume" "status $s1/$s2, $(digest "$T/rr/checkpoints/$f") vs $dra"
+"$WILDCPU" "${args[@]}" --epochs 2 --out "$T/r1" >"$T/nr.log" 2>&1
+[ $? -eq 1 ] && grep -q "rotate: now (none), checkpoint 30" "$T/nr.log" \
+    && ok "a turned run is not resumed without --rotate" || notok "--rotate in the resume settings" "$(tail -2 "$T/nr.log")"
+gdal_translate -q -a_srs EPSG:4326 -a_ullr -111 45 -110.9 44.9 "$SAMPLE" "$T/geo.vrt"
+"$WILDCPU" "${args[@]}" --tiles "$T/geo.vrt" --rotate 30 --out "$T/rg" >"$T/rg.log" 2>&1
+[ $? -eq 1 ] && grep -q -- "--rotate: $T/geo.vrt cannot be turned by any angle: degrees of longitude and of latitude differ" "$T/rg.log" \
+    && ok "--rotate on a grid in degrees: refused, saying why" || notok "--rotate on degrees" "$(tail -2 "$T/rg.log")"
+"$WILDCPU" "${args[@]}" --rotate 181 --out "$T/rx" >"$T/rx.log" 2>&1
+[ $? -eq 2 ] && grep -q -- "--rotate needs a number between 0 and 180" "$T/rx.log" \
+    && ok "--rotate 181: a usage error" || notok "--rotate 181" "$(tail -2 "$T/rx.log")"
 
 finish

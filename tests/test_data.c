@@ -280,7 +280,7 @@ static void test_decode_nodata_nan_and_labels(void) {
         float *x = WC_ALLOC(sizeof(float) * 2 * 64 * 64), *y = WC_ALLOC(sizeof(float) * 64 * 64);
         uint8_t *valid = WC_ALLOC(64 * 64);
         CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
-        long n = wc_dataset_decode(ds, raw, 0, ds->mean, ds->std, x, y, valid, NULL);
+        long n = wc_dataset_decode(ds, raw, (wc_sample){0}, ds->mean, ds->std, x, y, valid, NULL);
         CHECK(n == 64 * 64 - 4, "%ld valid pixels, expected %d", n, 64 * 64 - 4);
         CHECK(!valid[10] && !valid[11] && !valid[12] && !valid[13] && valid[14],
               "NaN, Inf, nodata feature and nodata label must be invalid");
@@ -324,7 +324,7 @@ static void test_band_types(void) {
         float x[64 * 64], y[64 * 64];
         uint8_t valid[64 * 64];
         CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
-        long n = wc_dataset_decode(ds, raw, 0, NULL, NULL, x, y, valid, NULL);
+        long n = wc_dataset_decode(ds, raw, (wc_sample){0}, NULL, NULL, x, y, valid, NULL);
         int bad = 0;
         for (int i = 0; i < 64 * 64; i++) bad += x[i] != 3 + (i * 7) % 200 || y[i] != (i % 5 == 0);
         CHECK(n == 64 * 64 && bad == 0, "%s: %ld valid, %d wrong values (read as %s)",
@@ -418,7 +418,8 @@ static void test_statistics_of_hostile_values(void) {
         long bad = 0, nvalid = 0;
         for (uint32_t id = 0; id < 4; id++) {
             CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = id}, raw, 0) == WC_OK, "read patch %u", id);
-            nvalid += wc_dataset_decode(ds, raw, 0, ds->mean, ds->std, x, y, valid, NULL);
+            nvalid +=
+                wc_dataset_decode(ds, raw, (wc_sample){0}, ds->mean, ds->std, x, y, valid, NULL);
             for (int i = 0; i < NB * 64 * 64; i++) bad += !isfinite(x[i]);
         }
         CHECK(bad == 0 && nvalid == 4 * 64 * 64, "%ld non-finite inputs, %ld of %d valid", bad,
@@ -463,7 +464,7 @@ static void test_unrepresentable_input_is_invalid(void) {
         CHECK(ds->read_type == WC_DT_FLOAT64, "read as %s", wc_dtype_name(ds->read_type));
         CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = 0}, raw, 0) == WC_OK, "read");
         raw[64 * 64 + 7] = 1e300; /* band b, pixel 7: as if read from another raster */
-        long n = wc_dataset_decode(ds, raw, 0, ds->mean, ds->std, x, y, valid, NULL);
+        long n = wc_dataset_decode(ds, raw, (wc_sample){0}, ds->mean, ds->std, x, y, valid, NULL);
         CHECK(n == 64 * 64 - 1 && !valid[7] && valid[6] && valid[8],
               "%ld valid; pixel 7 valid %d (its normalized value is beyond float's range)", n,
               valid[7]);
@@ -508,6 +509,20 @@ static int channel_of(const wc_dataset *ds, const char *name) {
     return -1;
 }
 
+/* Horn's 3x3 gradient (gx east = +column, gy north = -row) of plane zp at interior pixel (r, c),
+ * as gdaldem computes slope and aspect; 0 when a pixel of the 3x3 is invalid. */
+static int horn_gradient(const float *zp, const uint8_t *v, int P, int r, int c, double *gx,
+                         double *gy) {
+    for (int dr = -1; dr <= 1; dr++)
+        for (int dc = -1; dc <= 1; dc++)
+            if (!v[(r + dr) * P + c + dc]) return 0;
+#define Z(dr, dc) ((double)zp[(size_t)(r + (dr)) * P + c + (dc)])
+    *gx = (Z(-1, 1) + 2 * Z(0, 1) + Z(1, 1)) - (Z(-1, -1) + 2 * Z(0, -1) + Z(1, -1));
+    *gy = (Z(-1, -1) + 2 * Z(-1, 0) + Z(-1, 1)) - (Z(1, -1) + 2 * Z(1, 0) + Z(1, 1));
+#undef Z
+    return 1;
+}
+
 static void test_orientations_turn_vectors_with_the_terrain(void) {
     wc_data_config cfg;
     wc_data_config_default(&cfg);
@@ -536,10 +551,11 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
     for (long k = 0; k < ds->ntrain && k < 6; k++) {
         const uint32_t id = ds->train[k * (ds->ntrain / 6)];
         CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = id}, raw, 0) == WC_OK, "read");
-        const long n0 = wc_dataset_decode(ds, raw, 0, NULL, NULL, x0, y0, v0, NULL);
+        const long n0 = wc_dataset_decode(ds, raw, (wc_sample){0}, NULL, NULL, x0, y0, v0, NULL);
         float elev[WC_ORIENT_COUNT][64 * 64];
         for (int o = 0; o < WC_ORIENT_COUNT; o++) {
-            const long n = wc_dataset_decode(ds, raw, o, NULL, NULL, x, y, v, NULL);
+            const long n =
+                wc_dataset_decode(ds, raw, (wc_sample){.orient = o}, NULL, NULL, x, y, v, NULL);
             CHECK(n == n0, "orientation %d: %ld valid pixels, not %ld", o, n, n0);
             memcpy(elev[o], x + (size_t)z * pp, sizeof elev[o]);
             for (int r = 0; r < P; r++)
@@ -559,14 +575,8 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
             /* Horn's gradient of the turned elevation (x east = +column, north = -row) */
             for (int r = 1; r < P - 1; r++)
                 for (int c = 1; c < P - 1; c++) {
-                    int all = 1;
-                    for (int dr = -1; dr <= 1; dr++)
-                        for (int dc = -1; dc <= 1; dc++) all &= v[(r + dr) * P + c + dc];
-                    if (!all) continue;
-#define Z(dr, dc) ((double)x[z * pp + (size_t)(r + (dr)) * P + c + (dc)])
-                    const double gx = (Z(-1, 1) + 2 * Z(0, 1) + Z(1, 1)) - (Z(-1, -1) + 2 * Z(0, -1) + Z(1, -1));
-                    const double gy = (Z(-1, -1) + 2 * Z(-1, 0) + Z(-1, 1)) - (Z(1, -1) + 2 * Z(1, 0) + Z(1, 1));
-#undef Z
+                    double gx, gy;
+                    if (!horn_gradient(x + z * pp, v, P, r, c, &gx, &gy)) continue;
                     const double g = hypot(gx, gy);
                     if (g < 8) continue; /* nearly flat: the direction is rounding */
                     const size_t i = (size_t)r * P + c;
@@ -593,8 +603,8 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
     float *xn = WC_ALLOC(sizeof(float) * nf * pp);
     CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = ds->train[0]}, raw, 0) == WC_OK, "read");
     for (int o = 0; o < WC_ORIENT_COUNT; o++) {
-        wc_dataset_decode(ds, raw, o, NULL, NULL, x, y, v, NULL);
-        wc_dataset_decode(ds, raw, o, ds->mean, ds->std, xn, y0, v0, NULL);
+        wc_dataset_decode(ds, raw, (wc_sample){.orient = o}, NULL, NULL, x, y, v, NULL);
+        wc_dataset_decode(ds, raw, (wc_sample){.orient = o}, ds->mean, ds->std, xn, y0, v0, NULL);
         for (int c = 0; c < nf; c++)
             for (size_t i = 0; i < pp; i++)
                 if (v[i]) norm_bad += xn[c * pp + i] != wc_normalize(x[c * pp + i], ds->mean[c], 1.0 / ds->std[c]);
@@ -632,6 +642,151 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
     free(raw), free(x0), free(x);
 }
 
+/* Decodes sample s of ds unnormalized into x, y, v (P x P planes); returns the valid count. */
+static long decode_raw(const wc_dataset *ds, wc_data_files *f, void *raw, wc_sample s, float *x,
+                       float *y, uint8_t *v) {
+    CHECK(wc_dataset_read_patch(ds, f, s, raw, 0) == WC_OK, "read patch %u", s.id);
+    return wc_dataset_decode(ds, raw, s, NULL, NULL, x, y, v, NULL);
+}
+
+/* Median of n doubles (sorts them). */
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median_of(double *v, long n) {
+    if (n == 0) return NAN;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* --rotate: a turned sample is the patch resampled about its centre, its vector bands turned by
+ * the same angle. Checked three independent ways on the sample region: a turn of almost 0 is the
+ * unturned patch; a quarter turn is the quarter-turn orientation of augment.c (tested against the
+ * terrain above); at +-0.5 rad the turned aspect bands are the downslope direction of the turned
+ * elevation (Horn), and turned the other way they would be 1 rad off. */
+static void test_turns_resample_and_turn_vectors_with_the_terrain(void) {
+    wc_data_config cfg;
+    wc_data_config_default(&cfg);
+    cfg.tiles = sample_path();
+    cfg.patch = 64;
+    cfg.turn_deg = 40;
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
+    CHECK(ds != NULL, "sample data does not open with --rotate");
+    if (!ds) return;
+    NOTE("augmentation: %s; window %d for patch %d", ds->aug.summary, ds->turn_side, ds->P);
+    CHECK(ds->aug.norient == 1 && ds->aug.npairs == 2 && ds->turn_side == 64 + 2 * 15,
+          "--rotate 40 alone: %d orientations, %d pairs, window %d", ds->aug.norient,
+          ds->aug.npairs, ds->turn_side);
+    const int P = ds->P, nf = ds->nfeat;
+    const size_t pp = (size_t)P * P;
+    const int z = channel_of(ds, "elevation"), ae = channel_of(ds, "aspect_sin"),
+              an = channel_of(ds, "aspect_cos"), sl = channel_of(ds, "slope");
+    long not_whole = 0, blended = 0;
+    wc_data_files f;
+    CHECK(wc_data_files_open(&f, ds, 0) == WC_OK, "files");
+    void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
+    float *xa = WC_ALLOC(sizeof(float) * nf * pp), *xb = WC_ALLOC(sizeof(float) * nf * pp);
+    float ya[64 * 64], yb[64 * 64];
+    uint8_t va[64 * 64], vb[64 * 64];
+    double *err = WC_ALLOC(sizeof(double) * pp * 16),
+           *err_wrong = WC_ALLOC(sizeof(double) * pp * 16);
+    long nerr = 0, samples = 0, tiny_bad = 0, quarter_bad = 0, quarter_n = 0;
+    for (long k = 0; k < ds->ntrain && samples < 8; k += 3) {
+        /* a sample whose turned window lies on training ground: its draw says so */
+        wc_sample s = {0};
+        for (long e = 0; e < 20 && s.turn == 0; e++) s = wc_dataset_sample(ds, ds->train[k], e);
+        if (s.turn == 0) continue;
+        samples++;
+        s.orient = 0;
+        /* almost no turn: the unturned sample, bit for bit in value and validity */
+        wc_sample flat = s, tiny = s;
+        flat.turn = 0, tiny.turn = 1e-12;
+        const long n0 = decode_raw(ds, &f, raw, flat, xa, ya, va);
+        const long n1 = decode_raw(ds, &f, raw, tiny, xb, yb, vb);
+        tiny_bad += n0 != n1 || memcmp(va, vb, pp) || memcmp(ya, yb, sizeof ya);
+        for (size_t i = 0; i < pp * nf; i++)
+            tiny_bad += fabsf(xa[i] - xb[i]) > 1e-6f * (1.0f + fabsf(xa[i]));
+        /* a quarter turn in pixel axes is orientation 6 (transpose, then mirror the rows) */
+        wc_sample quarter = s, oriented = flat;
+        quarter.turn = 1.57079632679489661923, oriented.orient = 6;
+        decode_raw(ds, &f, raw, quarter, xa, ya, va);
+        decode_raw(ds, &f, raw, oriented, xb, yb, vb);
+        for (size_t i = 0; i < pp; i++) {
+            quarter_n += vb[i];
+            quarter_bad += va[i] != vb[i] || ya[i] != yb[i];
+            for (int c = 0; c < nf && va[i] && vb[i]; c++)
+                quarter_bad +=
+                    fabsf(xa[c * pp + i] - xb[c * pp + i]) > 1e-5f * (1.0f + fabsf(xb[c * pp + i]));
+        }
+        /* half a radian either way: the turned aspect against the turned terrain */
+        for (int sgn = -1; sgn <= 1; sgn += 2) {
+            wc_sample t = s;
+            t.turn = 0.5 * sgn;
+            decode_raw(ds, &f, raw, t, xa, ya, va);
+            /* elevation is Int16: each turned value is one of the window's (a class code would
+             * survive); slope is Float32: blended */
+            for (size_t i = 0; i < pp; i++)
+                if (va[i])
+                    not_whole += xa[z * pp + i] != rintf(xa[z * pp + i]),
+                        blended += xa[sl * pp + i] != rintf(xa[sl * pp + i] * 8) / 8;
+            for (int r = 1; r < P - 1; r++)
+                for (int c = 1; c < P - 1; c++) {
+                    double gx, gy;
+                    if (!horn_gradient(xa + z * pp, va, P, r, c, &gx, &gy)) continue;
+                    const double g = hypot(gx, gy);
+                    if (g < 8) continue; /* nearly flat: the direction is rounding */
+                    const size_t i = (size_t)r * P + c;
+                    const double e = xa[ae * pp + i], n = xa[an * pp + i];
+                    const double down = atan2(-gx, -gy), aspect = atan2(e, n);
+                    /* the aspect turned back and then the wrong way: by -2 turn */
+                    const double wrong = aspect + 2.0 * t.turn * ds->aug.axes_sign;
+                    err[nerr] = fabs(remainder(aspect - down, 2 * 3.14159265358979323846));
+                    err_wrong[nerr++] = fabs(remainder(wrong - down, 2 * 3.14159265358979323846));
+                }
+        }
+    }
+    const double med = median_of(err, nerr), med_wrong = median_of(err_wrong, nerr);
+    NOTE("%ld turned samples; Horn's downslope direction of the turned elevation vs the turned "
+         "aspect: median error %.4f rad over %ld pixels (%.4f rad had the vectors turned the "
+         "other way); quarter turn = orientation 6 at %ld valid pixels",
+         samples, med, nerr, med_wrong, quarter_n);
+    CHECK(samples >= 4, "only %ld samples drew a turn", samples);
+    CHECK(tiny_bad == 0, "a turn of 1e-12 differs from no turn at %ld values", tiny_bad);
+    CHECK(quarter_n > 1000 && quarter_bad == 0,
+          "a quarter turn differs from orientation 6 at %ld of %ld values", quarter_bad, quarter_n);
+    CHECK(not_whole == 0 && blended > 1000,
+          "integer band blended at %ld pixels; float band blended at only %ld", not_whole, blended);
+    CHECK(nerr > 5000 && med < 0.2 && med_wrong > 0.6,
+          "turned aspect vs turned terrain: median error %.3f rad (wrong way %.3f) over %ld", med,
+          med_wrong, nerr);
+    /* the draw: uniform within +-40 degrees, most windows on training ground, a pure function
+     * of (seed, epoch, id); the jitter unchanged by it; validation never turned */
+    cfg.turn_deg = 0;
+    wc_dataset *plain = wc_dataset_open(&cfg, NULL);
+    long turned = 0, total = 0, beyond = 0, unstable = 0, shifted_otherwise = 0, positive = 0;
+    for (long e = 0; plain && e < 20; e++)
+        for (long k = 0; k < ds->ntrain; k++) {
+            const wc_sample s = wc_dataset_sample(ds, ds->train[k], e);
+            const wc_sample again = wc_dataset_sample(ds, ds->train[k], e);
+            const wc_sample s0 = wc_dataset_sample(plain, ds->train[k], e);
+            unstable += memcmp(&s, &again, sizeof s) != 0;
+            shifted_otherwise += s.dx != s0.dx || s.dy != s0.dy || s0.turn != 0;
+            turned += s.turn != 0, positive += s.turn > 0, total++;
+            beyond += fabs(s.turn) > 40 * 3.14159265358979323846 / 180;
+        }
+    NOTE("%ld of %ld training samples turned (%ld by a positive angle)", turned, total, positive);
+    CHECK(plain && turned > total / 2 && beyond == 0 && unstable == 0 && positive > turned / 3 &&
+              positive < 2 * turned / 3,
+          "turn draw: %ld of %ld turned, %ld beyond 40 degrees, %ld unstable, %ld positive", turned,
+          total, beyond, unstable, positive);
+    CHECK(shifted_otherwise == 0, "--rotate changed the jitter of %ld samples", shifted_otherwise);
+    wc_dataset_close(plain);
+    wc_data_files_close(&f);
+    wc_dataset_close(ds);
+    free(raw), free(xa), free(xb), free(err), free(err_wrong);
+}
+
 /* Applies orientation o to the vector (e, n) of pair 0 as decoding does. */
 static void turn(const wc_augment *a, int o, double e, double n, double *eo, double *no) {
     const double in[2] = {e, n};
@@ -666,12 +821,12 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
     const wc_augment_grid north_up = {{0, 30, 0, 0, 0, -30}, 1, 0};
     wc_augment a;
     const char *wx[] = {"elevation", "wind_u", "wind_v", "slope_sin", "slope_cos", "wind_speed"};
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &north_up, "t") == WC_OK && a.norient == 8 &&
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, wx, 6, &north_up, "t") == WC_OK && a.norient == 8 &&
               a.npairs == 1 && a.pair[0][0] == 1 && a.pair[0][1] == 2,
           "pairs by name (slope_sin/cos and wind_speed are scalars): %s", a.summary);
     const char *many[] = {"Aspect_SIN", "aspect_cos", "U10", "V10", "ugrd_80m",
                           "vgrd_80m",   "eastness",   "northness", "doy_sin", "doy_cos"};
-    CHECK(wc_augment_plan(&a, 1, NULL, many, 10, &north_up, "t") == WC_OK && a.npairs == 4 &&
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, many, 10, &north_up, "t") == WC_OK && a.npairs == 4 &&
               a.pair[0][0] == 0 && a.pair[1][0] == 2 && a.pair[2][0] == 4 && a.pair[3][0] == 6,
           "aspect_sin, u10, UGRD, eastness pairs (any case), doy_sin a scalar: %s", a.summary);
     /* a direction band without its partner: refused with --augment, fine without */
@@ -679,25 +834,26 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
                              {"elevation", "u10", "ndvi"},   {"elevation", "wind_dir", "ndvi"},
                              {"elevation", "WindDir", "ndvi"}, {"gust_u", "ndvi", "elevation"}};
     for (int k = 0; k < 6; k++) {
-        CHECK(wc_augment_plan(&a, 1, NULL, lone[k], 3, &north_up, "t") == WC_ERR,
+        CHECK(wc_augment_plan(&a, 1, 0, NULL, lone[k], 3, &north_up, "t") == WC_ERR,
               "'%s' should be refused as a direction without a pair", lone[k][1]);
-        CHECK(wc_augment_plan(&a, 0, NULL, lone[k], 3, &north_up, "t") == WC_OK && a.norient == 1,
+        CHECK(wc_augment_plan(&a, 0, 0, NULL, lone[k], 3, &north_up, "t") == WC_OK &&
+                  a.norient == 1,
               "without --augment nothing is checked");
     }
-    CHECK(wc_augment_plan(&a, 1, "none", lone[0], 3, &north_up, "t") == WC_OK &&
+    CHECK(wc_augment_plan(&a, 1, 0, "none", lone[0], 3, &north_up, "t") == WC_OK &&
               a.norient == 8 && a.npairs == 0,
           "--vector-bands none: %s", a.summary);
     const char *given[] = {"elevation", "ws_e", "ws_n", "ndvi"};
-    CHECK(wc_augment_plan(&a, 1, "ws_e:ws_n", given, 4, &north_up, "t") == WC_OK &&
+    CHECK(wc_augment_plan(&a, 1, 0, "ws_e:ws_n", given, 4, &north_up, "t") == WC_OK &&
               a.norient == 8 && a.npairs == 1 && a.pair[0][0] == 1 && a.pair[0][1] == 2,
           "--vector-bands ws_e:ws_n: %s", a.summary);
     /* a list replaces the search but not the check */
-    CHECK(wc_augment_plan(&a, 1, "wind_u:wind_v", many, 10, &north_up, "t") == WC_ERR,
+    CHECK(wc_augment_plan(&a, 1, 0, "wind_u:wind_v", many, 10, &north_up, "t") == WC_ERR,
           "--vector-bands wind_u:wind_v leaves aspect_sin unpaired");
     const char *bad[] = {"ws_e:nope", "ws_e", "ws_e:ws_n:ndvi", "ws_e:ws_e", "", ",",
                          "ws_e:ws_n,ws_n:ndvi"};
     for (int k = 0; k < 7; k++)
-        CHECK(wc_augment_plan(&a, 0, bad[k], given, 4, &north_up, "t") == WC_ERR,
+        CHECK(wc_augment_plan(&a, 0, 0, bad[k], given, 4, &north_up, "t") == WC_ERR,
               "--vector-bands '%s' should be refused (with or without --augment)", bad[k]);
     char names17[34][16];
     const char *p17[34];
@@ -705,24 +861,24 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
         snprintf(names17[2 * k], 16, "w%02d_u", k), snprintf(names17[2 * k + 1], 16, "w%02d_v", k);
         p17[2 * k] = names17[2 * k], p17[2 * k + 1] = names17[2 * k + 1];
     }
-    CHECK(wc_augment_plan(&a, 1, NULL, p17, 34, &north_up, "t") == WC_ERR,
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, p17, 34, &north_up, "t") == WC_ERR,
           "a 17th pair must not be dropped silently");
-    CHECK(wc_augment_plan(&a, 0, NULL, p17, 34, &north_up, "t") == WC_OK && a.norient == 1,
+    CHECK(wc_augment_plan(&a, 0, 0, NULL, p17, 34, &north_up, "t") == WC_OK && a.norient == 1,
           "without --augment (and no list) no pairs are looked for");
     /* the grid */
     const wc_augment_grid oblong = {{0, 30, 0, 0, 0, -20}, 1, 0};
     const wc_augment_grid nearly_square = {{0, 30.0000000001, 0, 0, 0, -30}, 1, 0};
     const wc_augment_grid degrees = {{0, 0.001, 0, 0, 0, -0.001}, 1, 1};
     const wc_augment_grid rotated = {{0, 30, 2, 0, 2, -30}, 1, 0};
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &oblong, "t") == WC_OK && a.norient == 4,
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, wx, 6, &oblong, "t") == WC_OK && a.norient == 4,
           "non-square pixels allow the mirrors only: %s", a.summary);
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &nearly_square, "t") == WC_OK && a.norient == 8,
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, wx, 6, &nearly_square, "t") == WC_OK && a.norient == 8,
           "square to 1e-9: %s", a.summary);
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &degrees, "t") == WC_OK && a.norient == 4,
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, wx, 6, &degrees, "t") == WC_OK && a.norient == 4,
           "a geographic grid allows the mirrors only: %s", a.summary);
-    CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &rotated, "t") == WC_ERR,
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, wx, 6, &rotated, "t") == WC_ERR,
           "a rotated grid with vector bands is refused");
-    CHECK(wc_augment_plan(&a, 1, "none", wx, 6, &rotated, "t") == WC_OK && a.norient == 8,
+    CHECK(wc_augment_plan(&a, 1, 0, "none", wx, 6, &rotated, "t") == WC_OK && a.norient == 8,
           "a rotated grid of scalars: %s", a.summary);
     /* every orientation turns (1, 0) and (0, 1) as the pixel map does, for the four sign
      * combinations of the pixel axes and without georeferencing; a scalar stays itself */
@@ -731,7 +887,7 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
                                      {{0, 1, 0, 0, 0, 1}, 0, 0}};
     int wrong = 0;
     for (int g = 0; g < 5; g++) {
-        CHECK(wc_augment_plan(&a, 1, NULL, wx, 6, &grids[g], "t") == WC_OK, "grid %d", g);
+        CHECK(wc_augment_plan(&a, 1, 0, NULL, wx, 6, &grids[g], "t") == WC_OK, "grid %d", g);
         for (int o = 0; o < WC_ORIENT_COUNT; o++)
             for (int unit = 0; unit < 2; unit++) {
                 double e, n, e2, n2;
@@ -763,6 +919,7 @@ int main(void) {
     RUN(test_unrepresentable_input_is_invalid);
     RUN(test_type_union_holds_both);
     RUN(test_orientations_turn_vectors_with_the_terrain);
+    RUN(test_turns_resample_and_turn_vectors_with_the_terrain);
     RUN(test_vector_pairs_and_when_augmentation_is_off);
     HARNESS_EXIT();
 }

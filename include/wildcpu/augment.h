@@ -43,7 +43,8 @@ typedef struct wc_augment_grid {
 } wc_augment_grid;
 
 typedef struct wc_augment {
-    int norient; /* orientations drawn from: 1 (off), 4 or 8 */
+    int norient;     /* orientations drawn from: 1 (off), 4 or 8 */
+    double turn_deg; /* turns by any angle up to this either way (--rotate; dataset.h), or 0 */
     int npairs;
     int pair[WC_AUGMENT_MAX_PAIRS][2]; /* feature channels (0-based): east, north */
     int axes_sign;                     /* sign(gt1) * sign(gt5): -1 for north-up rasters */
@@ -52,12 +53,15 @@ typedef struct wc_augment {
 
 /* Plans the augmentation of a raster's features. names: the feature channels' band names;
  * vector_bands: --vector-bands (NULL: find pairs by name; "none": no pairs, no direction
- * check); enabled: --augment. Returns WC_ERR after a message naming `path` and the band when
- * --vector-bands is malformed or names a band that is not a feature, when more than
- * WC_AUGMENT_MAX_PAIRS pairs are found, and, with enabled, when a direction band is in no pair
- * or the geotransform is rotated with vector bands. */
-int wc_augment_plan(wc_augment *a, int enabled, const char *vector_bands, const char *const *names,
-                    int nfeat, const wc_augment_grid *grid, const char *path);
+ * check); orientations: --augment; turn_deg: --rotate (0: off). Returns WC_ERR after a message
+ * naming `path` and the band when --vector-bands is malformed or names a band that is not a
+ * feature, when more than WC_AUGMENT_MAX_PAIRS pairs are found, and, with either option, when
+ * a direction band is in no pair or the geotransform is rotated with vector bands; with
+ * --rotate also when the pixels are not square or the grid is in degrees (a turn by any angle
+ * needs equal ground distances along both axes). */
+int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char *vector_bands,
+                    const char *const *names, int nfeat, const wc_augment_grid *grid,
+                    const char *path);
 
 /* The input pixel that output pixel (r, c) of a P x P patch in orientation o comes from. */
 static inline void wc_orient_source(int P, int o, int r, int c, int *sr, int *sc) {

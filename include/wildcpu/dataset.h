@@ -55,16 +55,19 @@ typedef struct wc_data_config {
     int align;                /* the network's pooling alignment: the jitter's step [1] */
     int jitter;               /* shift training samples each epoch (--no-jitter: 0) [1] */
     int augment;              /* turn and mirror training samples (--augment) [0] */
+    double turn_deg;          /* --rotate: turn training samples by up to +-this, degrees [0] */
     const char *vector_bands; /* --vector-bands EAST:NORTH,.. or "none"; NULL: by name */
 } wc_data_config;
 
 /* One training or validation sample: patch `id` of the grid, its window shifted by (dx, dy)
- * pixels (0, 0 without jitter, and always for validation), seen in orientation `orient`
+ * pixels (0, 0 without jitter, and always for validation), turned about its centre by `turn`
+ * radians (0 without --rotate, and always for validation), then seen in orientation `orient`
  * (augment.h; 0, the patch as it lies, without augmentation and always for validation). */
 typedef struct wc_sample {
     uint32_t id;
     int32_t dx, dy;
     int32_t orient;
+    double turn;
 } wc_sample;
 
 void wc_data_config_default(wc_data_config *cfg);
@@ -100,6 +103,8 @@ typedef struct wc_dataset {
     double *mean, *std;       /* (nfeat) over valid pixels of training patches */
     int64_t train_pixels, train_positives; /* valid pixels of training patches, burned ones */
     wc_augment aug;           /* the orientations training samples are drawn in */
+    double turn_max;          /* the largest turn of a training sample, radians (0: none) */
+    int turn_side;            /* the side of the window a turned sample is read from */
     int val_block;            /* validation block side in patches */
     long nval_blocks, nblocks;
     char *fingerprint;        /* what identifies the input data: "size=..;geotransform=..;crs=..;
@@ -121,27 +126,39 @@ int wc_data_files_open(wc_data_files *f, const wc_dataset *ds, int want_oracle);
 void wc_data_files_close(wc_data_files *f);
 
 /* Bytes of raw storage of one patch, as read (features and label in their compact types, plus
- * the oracle when requested). */
+ * the oracle when requested); with --rotate, room for the larger window of a turned sample. */
 size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle);
-/* Reads sample s (patch s.id's window shifted by s.dx, s.dy) into raw (wc_dataset_patch_bytes)
- * with one RasterIO call for the tiles, plus one for a separate label raster and one for the
- * oracle when with_oracle. Errors name the file and the window. */
+/* Bytes of raw storage sample s takes without the oracle (what reading it fetches). */
+size_t wc_dataset_sample_bytes(const wc_dataset *ds, wc_sample s);
+/* Reads sample s (patch s.id's window shifted by s.dx, s.dy; for a turned sample the
+ * ds->turn_side square about the same centre) into raw (wc_dataset_patch_bytes) with one
+ * RasterIO call for the tiles, plus one for a separate label raster and one for the oracle when
+ * with_oracle (never for a turned sample). Errors name the file and the window. */
 int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, void *raw,
                           int with_oracle);
 /* Training patch `id` as epoch `epoch` samples it: shifted by up to half a patch in each
- * direction, in multiples of the alignment, and in one of ds->aug.norient orientations, drawn
- * from (seed, epoch, id); unshifted when the shift would reach off the raster or onto a
- * validation block, and when jitter is off; as it lies when augmentation is off. */
+ * direction, in multiples of the alignment, in one of ds->aug.norient orientations, and turned
+ * by an angle uniform in [-turn_max, turn_max], drawn from (seed, epoch, id) in that order;
+ * unshifted when the shift would reach off the raster or onto a validation block, and when
+ * jitter is off; as it lies when augmentation is off; unturned when the turned sample's window
+ * would reach off the raster or onto a validation block. */
 wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch);
-/* Decodes a raw patch for the network: x (nfeat, P, P) normalized features (0 where invalid),
+/* Decodes raw sample s for the network: x (nfeat, P, P) normalized features (0 where invalid),
  * y (P, P) labels 0/1, valid (P, P), and, when oracle is not NULL and the raw patch has one,
- * the oracle probabilities (P, P), all in orientation `orient` (augment.h: the vector bands'
+ * the oracle probabilities (P, P), all in orientation s.orient (augment.h: the vector bands'
  * components turned before normalization, every plane's pixels moved). A pixel is invalid
  * when its label or a feature is nodata, NaN or Inf, or when a feature's normalized value lies
  * beyond float's range (wc_normalize). Returns the number of valid pixels. With mean == NULL
  * the features are left unnormalized (as floats: a value beyond float's range makes the pixel
- * invalid). */
-long wc_dataset_decode(const wc_dataset *ds, const void *raw, int orient, const double *mean,
+ * invalid).
+ *
+ * A turned sample (s.turn != 0) is resampled first: output pixel centre o (relative to the
+ * patch centre, in (column, row) pixels) takes the window's point R(-turn) o, the raw features
+ * of floating-point bands interpolated bilinearly from its 4 neighbours (valid only if all 4
+ * are), those of integer bands (classes, perhaps) and the label from the nearest; the vector pairs'
+ * raw components turn by the same angle as the pixels (augment.h's axes), and every value is then
+ * normalized as for an unturned sample. */
+long wc_dataset_decode(const wc_dataset *ds, const void *raw, wc_sample s, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
 
 /* The labels of the window (x0, y0, w, h), inside the raster, as decoding gives them: y 1 where
