@@ -187,6 +187,42 @@ int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, i
     return wc_raster_read(&f->oracle, x0, y0, w, h, &one, 1, WC_DT_FLOAT32, oracle);
 }
 
+/* What decoding a turned sample works in, allocated once with the dataset (so no allocation per
+ * sample): the window's values (nfeat planes of turn_side^2), labels and validity, and per
+ * channel its source channel and sign in the sample's orientation, its turned value, and whether
+ * it is blended (a floating-point band) or taken from the nearest pixel (an integer band, which
+ * may hold classes: a fuel model, a land cover code; never a blend of two). */
+struct wc_turn_scratch {
+    double *window, *value, *sign;
+    float *labels;
+    uint8_t *valid, *blend;
+    int *from;
+};
+
+static struct wc_turn_scratch *turn_scratch_create(const wc_dataset *ds) {
+    const size_t qq = (size_t)ds->turn_side * ds->turn_side, nf = (size_t)ds->nfeat;
+    struct wc_turn_scratch *t = WC_CALLOC(1, sizeof *t);
+    t->window = WC_ALLOC(nf * qq * sizeof(double));
+    t->value = WC_ALLOC(nf * sizeof(double));
+    t->sign = WC_ALLOC(nf * sizeof(double));
+    t->labels = WC_ALLOC(qq * sizeof(float));
+    t->valid = WC_ALLOC(qq);
+    t->blend = WC_ALLOC(nf);
+    t->from = WC_ALLOC(nf * sizeof(int));
+    for (int f = 0; f < ds->nfeat; f++) {
+        const wc_dtype type = ds->files.src.bands[ds->feat_bands[f] - 1].type;
+        t->blend[f] = type == WC_DT_FLOAT32 || type == WC_DT_FLOAT64;
+    }
+    return t;
+}
+
+static void turn_scratch_free(struct wc_turn_scratch *t) {
+    if (!t) return;
+    free(t->window), free(t->value), free(t->sign), free(t->labels), free(t->valid);
+    free(t->blend), free(t->from);
+    free(t);
+}
+
 /* The labels, and valid = 0 where the label is nodata, of a raw sample of side x side pixels. */
 static void decode_labels(const wc_dataset *ds, const void *raw, int side, float *y,
                           uint8_t *valid) {
@@ -260,21 +296,14 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
                             const double *std, float *x, float *y, uint8_t *valid) {
     const int P = ds->P, Q = ds->turn_side, nf = ds->nfeat;
     const size_t pp = (size_t)P * P, qq = (size_t)Q * Q;
-    float *wy = WC_ALLOC(qq * sizeof(float));
-    uint8_t *wv = WC_ALLOC(qq);
-    double *v = WC_ALLOC((size_t)nf * sizeof(double));
-    int *from = WC_ALLOC((size_t)nf * sizeof(int));
-    double *sign = WC_ALLOC((size_t)nf * sizeof(double));
-    uint8_t *blend = WC_ALLOC((size_t)nf);
-    for (int f = 0; f < nf; f++) {
-        wc_augment_channel(&ds->aug, s.orient, f, &from[f], &sign[f]);
-        /* a band stored as integers may hold classes (a fuel model, a land cover code): it
-         * takes its nearest pixel's value, never a blend of two classes */
-        const wc_dtype t = ds->files.src.bands[ds->feat_bands[f] - 1].type;
-        blend[f] = t == WC_DT_FLOAT32 || t == WC_DT_FLOAT64;
-    }
+    struct wc_turn_scratch *t = ds->turn_scratch;
+    float *wy = t->labels;
+    uint8_t *wv = t->valid;
+    double *v = t->value, *sign = t->sign, *wd = t->window;
+    const uint8_t *blend = t->blend;
+    int *from = t->from;
+    for (int f = 0; f < nf; f++) wc_augment_channel(&ds->aug, s.orient, f, &from[f], &sign[f]);
     /* the window's raw values, converted once; a pixel with any nodata feature is invalid */
-    double *wd = WC_ALLOC((size_t)nf * qq * sizeof(double));
     decode_labels(ds, raw, Q, wy, wv);
     for (int f = 0; f < nf; f++) {
         const wc_band *b = &ds->files.src.bands[ds->feat_bands[f] - 1];
@@ -338,13 +367,6 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
                     valid[i] = 0;
             }
         }
-    free(wy);
-    free(wv);
-    free(v);
-    free(from);
-    free(sign);
-    free(blend);
-    free(wd);
 }
 
 long wc_dataset_decode(const wc_dataset *ds, const void *raw, wc_sample s, const double *mean,
@@ -835,6 +857,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
         const double reach =
             ds->turn_max >= pi / 4 ? sqrt(2.0) : cos(ds->turn_max) + sin(ds->turn_max);
         ds->turn_side = ds->P + 2 * ((int)ceil(0.5 * ds->P * (reach - 1.0)) + 1);
+        ds->turn_scratch = turn_scratch_create(ds);
     }
     /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
      * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
@@ -933,6 +956,7 @@ void wc_dataset_close(wc_dataset *ds) {
     free(ds->tiles_path), free(ds->label_path), free(ds->oracle_path);
     free(ds->feat_bands), free(ds->read_bands);
     free(ds->keep), free(ds->is_val), free(ds->train), free(ds->val);
+    turn_scratch_free(ds->turn_scratch);
     free(ds->mean), free(ds->std), free(ds->fingerprint);
     free(ds);
 }

@@ -105,6 +105,7 @@ typedef struct wc_dataset {
     wc_augment aug;           /* the orientations training samples are drawn in */
     double turn_max;          /* the largest turn of a training sample, radians (0: none) */
     int turn_side;            /* the side of the window a turned sample is read from */
+    struct wc_turn_scratch *turn_scratch; /* where turned samples are decoded (dataset.c) */
     int val_block;            /* validation block side in patches */
     long nval_blocks, nblocks;
     char *fingerprint;        /* what identifies the input data: "size=..;geotransform=..;crs=..;
@@ -157,7 +158,8 @@ wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch);
  * of floating-point bands interpolated bilinearly from its 4 neighbours (valid only if all 4
  * are), those of integer bands (classes, perhaps) and the label from the nearest; the vector pairs'
  * raw components turn by the same angle as the pixels (augment.h's axes), and every value is then
- * normalized as for an unturned sample. */
+ * normalized as for an unturned sample. Turned samples are decoded in buffers the dataset holds:
+ * only one thread at a time may decode them (training decodes on its own thread). */
 long wc_dataset_decode(const wc_dataset *ds, const void *raw, wc_sample s, const double *mean,
                        const double *std, float *x, float *y, uint8_t *valid, float *oracle);
 
