@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wildcpu/blas_core.h"
 #include "wildcpu/winograd.h"
 
 
@@ -55,6 +56,7 @@ void wc_cpuinfo_get(wc_cpuinfo *info) {
     /* the trailing space OpenBLAS leaves in its configuration string */
     size_t n = strlen(info->blas_config);
     while (n && info->blas_config[n - 1] == ' ') info->blas_config[--n] = '\0';
+    wc_blas_core_origin(info->blas_core_origin, sizeof info->blas_core_origin);
     info->blas_threads = openblas_get_num_threads();
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     info->online_cpus = cpus > 0 ? (int)cpus : 0;
@@ -64,8 +66,9 @@ void wc_cpuinfo_get(wc_cpuinfo *info) {
 const char *wc_cpuinfo_describe(char *buf, size_t size) {
     wc_cpuinfo c;
     wc_cpuinfo_get(&c);
-    snprintf(buf, size, "CPU %s (%d online; %s), OpenBLAS %s (%s), Winograd products %s", c.model,
-             c.online_cpus, c.isa, c.blas_core, c.blas_config, c.products);
+    snprintf(
+        buf, size, "CPU %s (%d online; %s), OpenBLAS %s (chosen by %s; %s), Winograd products %s",
+        c.model, c.online_cpus, c.isa, c.blas_core, c.blas_core_origin, c.blas_config, c.products);
     return buf;
 }
 
@@ -75,6 +78,7 @@ void wc_cpuinfo_json_members(wc_json *j) {
     wc_json_kstr(j, "cpu_model", c.model);
     wc_json_kstr(j, "cpu_isa", c.isa);
     wc_json_kstr(j, "openblas_core", c.blas_core);
+    wc_json_kstr(j, "openblas_core_origin", c.blas_core_origin);
     wc_json_kstr(j, "openblas_config", c.blas_config);
     wc_json_kstr(j, "winograd_products", wc_wino_own_products() ? "own-avx2" : "openblas");
     wc_json_kint(j, "online_cpus", c.online_cpus);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/blas_core.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/export.h"
 #include "wildcpu/inspect.h"
@@ -624,6 +625,9 @@ int main(int argc, char **argv) {
         printf("wildcpu %s\n", WC_VERSION);
         return WC_EXIT_OK;
     }
+    /* OpenBLAS's kernels are chosen as it loads: a CPU it did not recognize is fixed by
+     * executing again, before anything else starts (blas_core.h) */
+    wc_blas_core_settle(argv);
     static const struct {
         const char *name;
         int (*fn)(int, char **);

@@ -30,6 +30,13 @@ cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith
 assert r.get("cpu_model") == (cpu[0] if cpu else "unknown"), f"cpu_model {r.get('cpu_model')!r}"
 assert r.get("openblas_core") not in (None, "", "unknown"), f"openblas_core {r.get('openblas_core')!r}"
 assert isinstance(r.get("online_cpus"), int) and r["online_cpus"] >= 1
+# who chose OpenBLAS's kernels (blas_core.h): the user's OPENBLAS_CORETYPE is never overridden
+origin = r.get("openblas_core_origin", "")
+import os
+if os.environ.get("OPENBLAS_CORETYPE") and not os.environ.get("WILDCPU_OPENBLAS_DETECTED"):
+    assert origin == "OPENBLAS_CORETYPE", f"openblas_core_origin {origin!r} with OPENBLAS_CORETYPE set"
+else:
+    assert origin == "OpenBLAS" or origin.startswith("wildcpu, OpenBLAS detected "), f"openblas_core_origin {origin!r}"
 # and who did the Winograd products: the own kernel exactly where the CPU has AVX2 and FMA but
 # not AVX-512 (the test runs without WILDCPU_GEMM)
 flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/blas_core.h"
 #include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/layers.h"
@@ -53,6 +54,7 @@ static double sgemm_gflops(int n, double seconds) {
 int main(int argc, char **argv) {
     int threads = 1, batch = 16, micro = 16, bands = 12, patch = 64, reps = 5, sgemm = 1, mpi = 0;
     double seconds = 3.0;
+    wc_blas_core_settle(argv); /* what wildcpu itself runs on (blas_core.h) */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--no-sgemm")) sgemm = 0;

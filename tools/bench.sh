@@ -13,7 +13,8 @@
 # interleave them, and the summary gives medians, ranges and per-round ratios. Batch 16 of
 # 12x64x64 per rank, micro-batch 16 (BENCH_MICRO to change). Environment: BENCH_ROUNDS (3),
 # BENCH_SECONDS (4 per repetition, 3 repetitions per run), TORCH_REF (the peer's script).
-# OPENBLAS_CORETYPE and the like are passed through untouched.
+# OPENBLAS_CORETYPE and the like are passed through untouched (unset, wildcpu's own rule for a
+# CPU OpenBLAS does not recognize applies, as in a real run: include/wildcpu/blas_core.h).
 set -euo pipefail
 build=${1:-build}
 [ "${2:-}" = --predict ] && predict=1 || predict=${BENCH_PREDICT:-0}
@@ -76,7 +77,8 @@ def pair(a, b, k="samples_per_s"):  # per-round ratios a/b
     return [x[k] / y[k] for x, y in zip(by.get(a, []), by.get(b, [])) if y.get(k)]
 w1 = by.get("w1", [{}])[0]
 print(f"\nCPU: {w1.get('cpu_model', '?')} ({w1.get('online_cpus', '?')} online; {w1.get('cpu_isa', '?')}); "
-      f"OpenBLAS core {w1.get('openblas_core', '?')} ({w1.get('openblas_config', '?')}); "
+      f"OpenBLAS core {w1.get('openblas_core', '?')} (chosen by {w1.get('openblas_core_origin', '?')}; "
+      f"{w1.get('openblas_config', '?')}); "
       f"Winograd products {w1.get('winograd_products', '?')}")
 print(f"{len(by.get('w1', []))} rounds; batch {w1.get('batch_per_rank')} of 12x64x64 per rank, micro-batch "
       f"{w1.get('micro_batch')}; medians (ranges); ratios are medians of per-round pairs\n")

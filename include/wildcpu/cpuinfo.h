@@ -16,6 +16,8 @@ typedef struct wc_cpuinfo {
     char model[128];      /* /proc/cpuinfo "model name" ("unknown" if none) */
     char isa[64];         /* the SIMD extensions present, e.g. "sse4.2 avx avx2 fma avx512f" */
     char blas_core[32];   /* openblas_get_corename(), e.g. "Zen", "SkylakeX", "Haswell" */
+    char blas_core_origin[64]; /* who chose it (blas_core.h): "OpenBLAS", "OPENBLAS_CORETYPE",
+                                  "wildcpu, OpenBLAS detected Prescott" */
     char blas_config[128]; /* openblas_get_config(): version and build options */
     int blas_threads;     /* openblas_get_num_threads() now */
     int online_cpus;      /* sysconf(_SC_NPROCESSORS_ONLN) */
@@ -24,12 +26,12 @@ typedef struct wc_cpuinfo {
 
 /* Fills info; never fails (unknown fields say "unknown"). */
 void wc_cpuinfo_get(wc_cpuinfo *info);
-/* One line: "CPU <model> (<n> online; <isa>), OpenBLAS <core> (<config>), Winograd products
- * <products>" into buf; returns buf. */
+/* One line: "CPU <model> (<n> online; <isa>), OpenBLAS <core> (chosen by <origin>; <config>),
+ * Winograd products <products>" into buf; returns buf. */
 const char *wc_cpuinfo_describe(char *buf, size_t size);
 /* The same as members of the JSON object being built: cpu_model, cpu_isa, openblas_core,
- * openblas_config, winograd_products ("own-avx2" or "openblas") (strings), online_cpus (an
- * integer). */
+ * openblas_core_origin, openblas_config, winograd_products ("own-avx2" or "openblas") (strings),
+ * online_cpus (an integer). */
 void wc_cpuinfo_json_members(wc_json *j);
 
 #endif

@@ -1,0 +1,72 @@
+/* blas_core.c: OpenBLAS's kernels fit for the CPU (blas_core.h says why and the rule). */
+#include "wildcpu/blas_core.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Marks a process this module executed again: the core OpenBLAS chose before it did. */
+#define DETECTED_ENV "WILDCPU_OPENBLAS_DETECTED"
+
+/* OpenBLAS's x86-64 cores with AVX2 kernels (names as openblas_get_corename() gives them). */
+static int has_avx2_kernels(const char *core) {
+    static const char *const cores[] = {"Haswell",        "Zen",      "SkylakeX", "Cooperlake",
+                                        "SapphireRapids", "Excavator"};
+    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++)
+        if (strcasecmp(core, cores[i]) == 0) return 1;
+    return 0;
+}
+
+const char *wc_blas_core_better(const char *detected, const wc_cpu_features *f) {
+    if (!detected || !f->avx2_fma || has_avx2_kernels(detected)) return NULL;
+    if (f->avx512) return "SkylakeX";
+    return f->amd ? "Zen" : "Haswell";
+}
+
+wc_cpu_features wc_cpu_features_here(void) {
+    wc_cpu_features f = {0, 0, 0};
+#if defined(__GNUC__) && defined(__x86_64__)
+    __builtin_cpu_init();
+    f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl");
+    f.amd = __builtin_cpu_is("amd");
+#endif
+    return f;
+}
+
+void wc_blas_core_settle(char *const argv[]) {
+    if (getenv("OPENBLAS_CORETYPE")) return; /* the user's choice, or ours already */
+    const char *detected = openblas_get_corename();
+    const wc_cpu_features f = wc_cpu_features_here();
+    const char *better = wc_blas_core_better(detected, &f);
+    if (!better) return;
+    char was[32];
+    snprintf(was, sizeof was, "%s", detected);
+    if (setenv("OPENBLAS_CORETYPE", better, 1) != 0 || setenv(DETECTED_ENV, was, 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    const int err = errno;
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv(DETECTED_ENV);
+    fprintf(stderr,
+            "wildcpu: warning: OpenBLAS runs its %s kernels on this CPU, which has %s; could not "
+            "start again with OPENBLAS_CORETYPE=%s (%s): set it in the environment to use them\n",
+            was, f.avx512 ? "AVX-512" : "AVX2 and FMA", better, strerror(err));
+}
+
+const char *wc_blas_core_origin(char *buf, size_t size) {
+    const char *set = getenv("OPENBLAS_CORETYPE"), *detected = getenv(DETECTED_ENV);
+    const char *core = openblas_get_corename();
+    if (set && detected && core && strcasecmp(set, core) == 0)
+        snprintf(buf, size, "wildcpu, OpenBLAS detected %s", detected);
+    else if (set)
+        snprintf(buf, size, "OPENBLAS_CORETYPE");
+    else
+        snprintf(buf, size, "OpenBLAS");
+    return buf;
+}
