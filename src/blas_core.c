@@ -49,8 +49,15 @@ void wc_blas_core_settle(char *const argv[]) {
     char was[32];
     snprintf(was, sizeof was, "%s", detected);
     if (setenv("OPENBLAS_CORETYPE", better, 1) != 0 || setenv(DETECTED_ENV, was, 1) != 0) return;
-    execv("/proc/self/exe", argv);
-    const int err = errno;
+    /* the program's own path, not /proc/self/exe: the process's name (ps, top, pkill,
+     * Slurm's accounting) comes from the path executed */
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        execv(self, argv);
+    }
+    const int err = n > 0 ? errno : ENOENT;
     unsetenv("OPENBLAS_CORETYPE");
     unsetenv(DETECTED_ENV);
     fprintf(stderr,

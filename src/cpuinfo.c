@@ -60,7 +60,7 @@ void wc_cpuinfo_get(wc_cpuinfo *info) {
     info->blas_threads = openblas_get_num_threads();
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     info->online_cpus = cpus > 0 ? (int)cpus : 0;
-    info->products = wc_wino_own_products() ? "own AVX2/FMA kernel" : "OpenBLAS";
+    info->products = wc_wino_products_name();
 }
 
 const char *wc_cpuinfo_describe(char *buf, size_t size) {
@@ -80,6 +80,6 @@ void wc_cpuinfo_json_members(wc_json *j) {
     wc_json_kstr(j, "openblas_core", c.blas_core);
     wc_json_kstr(j, "openblas_core_origin", c.blas_core_origin);
     wc_json_kstr(j, "openblas_config", c.blas_config);
-    wc_json_kstr(j, "winograd_products", wc_wino_own_products() ? "own-avx2" : "openblas");
+    wc_json_kstr(j, "winograd_products", c.products);
     wc_json_kint(j, "online_cpus", c.online_cpus);
 }

@@ -1,7 +1,8 @@
 /* test_blas_core.c: OpenBLAS's kernels fit for the CPU (blas_core.h). The rule on a table of
  * cores and CPUs; then the mechanism itself, in this program run again as a child: with
  * OPENBLAS_CORETYPE set it is left alone, without it the core that runs is one the rule accepts
- * for this CPU (on a CPU OpenBLAS does not recognize, the child executed itself again). */
+ * for this CPU (on a CPU OpenBLAS does not recognize, the child executed itself again, keeping
+ * its name). */
 #include <cblas.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +45,8 @@ static void test_the_rule_replaces_only_a_fallback_core(void) {
     }
 }
 
-/* Runs this program as `ENV... exe --print-core`; its line "core|origin" into out. */
+/* Runs this program as `ENV... exe --print-core`; its line "core|origin|process name" into
+ * out. */
 static int child_core(const char *env, char *out, size_t size) {
     char exe[4096], cmd[8192];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -67,7 +69,7 @@ static void test_a_set_coretype_is_left_alone(void) {
     }
     char line[256];
     int status = child_core("OPENBLAS_CORETYPE=Prescott", line, sizeof line);
-    CHECK(status == 0 && strcmp(line, "Prescott|OPENBLAS_CORETYPE") == 0,
+    CHECK(status == 0 && strcmp(line, "Prescott|OPENBLAS_CORETYPE|test_blas_core") == 0,
           "with OPENBLAS_CORETYPE=Prescott the child ran '%s' (status %d)", line, status);
 }
 
@@ -82,6 +84,11 @@ static void test_without_coretype_the_core_fits_the_cpu(void) {
     if (!bar) return;
     *bar = '\0';
     const char *core = line, *origin = bar + 1;
+    char *name = strchr(origin, '|');
+    CHECK(name && strcmp(name + 1, "test_blas_core") == 0,
+          "the process is called '%s' after choosing the core (ps, pkill and Slurm read it)",
+          name ? name + 1 : "(none)");
+    if (name) *name = '\0';
     const wc_cpu_features here = wc_cpu_features_here();
     NOTE("this CPU: avx2_fma=%d avx512=%d amd=%d; core %s, chosen by %s", here.avx2_fma,
          here.avx512, here.amd, core, origin);
@@ -98,8 +105,15 @@ static void test_without_coretype_the_core_fits_the_cpu(void) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--print-core") == 0) {
         wc_blas_core_settle(argv);
-        char origin[64];
-        printf("%s|%s\n", openblas_get_corename(), wc_blas_core_origin(origin, sizeof origin));
+        char origin[64], comm[64] = "";
+        FILE *f = fopen("/proc/self/comm", "r");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
+            fclose(f);
+        }
+        comm[strcspn(comm, "\n")] = '\0';
+        printf("%s|%s|%s\n", openblas_get_corename(), wc_blas_core_origin(origin, sizeof origin),
+               comm);
         return 0;
     }
     RUN(test_the_rule_replaces_only_a_fallback_core);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "wildcpu/blas_core.h"
 #include "wildcpu/conv.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/pool.h"
@@ -177,15 +178,18 @@ static const conv_case product_cases[] = {
     {2, 18, 12, 11, 11, 3, 3, 1, 2}, /* padding 2 */
 };
 
-static void test_conv_products_both_ways(void) {
-    const int modes[] = {WC_PRODUCTS_OWN, WC_PRODUCTS_OPENBLAS};
+/* Every product kernel against naive loops; and the own kernel's widths bit for bit: the
+ * AVX-512 kernel sums each value in the AVX2 kernel's order (wino_kernel.h). */
+static void test_conv_products_every_way(void) {
+    const int modes[] = {WC_PRODUCTS_OWN, WC_PRODUCTS_OWN_AVX2, WC_PRODUCTS_OPENBLAS};
+    const int nmodes = sizeof modes / sizeof modes[0];
     for (size_t t = 0; t < sizeof product_cases / sizeof product_cases[0]; t++) {
         const conv_case *c = &product_cases[t];
         size_t nx, nw, ny;
         wc_conv_shape s = case_shape(c, &nx, &nw, &ny);
         float *x = random_buf(nx, 1.0), *w = random_buf(nw, 1.0), *b = random_buf(s.K, 1.0);
-        float *dy = random_buf(ny, 1.0), *y = WC_ALLOC(ny * sizeof(float));
-        float *dx = WC_ALLOC(nx * sizeof(float)), *dw = WC_ALLOC(nw * sizeof(float));
+        float *dy = random_buf(ny, 1.0), *dw = WC_ALLOC(nw * sizeof(float));
+        float *y[3], *dx[3];
         float *db = WC_ALLOC(s.K * sizeof(float));
         float *work = WC_ALLOC((wc_conv_workspace_floats(&s) + 1) * sizeof(float));
         double *ref = WC_ALLOC(ny * sizeof(double));
@@ -193,26 +197,35 @@ static void test_conv_products_both_ways(void) {
         double *rdb = WC_CALLOC(s.K, sizeof(double));
         naive_conv_forward(ref, x, w, b, &s);
         naive_conv_backward(rdx, rdw, rdb, dy, x, w, &s);
-        for (size_t m = 0; m < 2; m++) {
-            const int own = wc_wino_set_products(modes[m]);
-            if (modes[m] == WC_PRODUCTS_OWN && !own) {
-                NOTE("this CPU has no AVX2 with FMA: the own kernel is not tested here");
+        int lanes[3];
+        for (int m = 0; m < nmodes; m++) {
+            y[m] = WC_ALLOC(ny * sizeof(float)), dx[m] = WC_CALLOC(nx, sizeof(float));
+            lanes[m] = wc_wino_set_products(modes[m]);
+            if (modes[m] != WC_PRODUCTS_OPENBLAS && !lanes[m]) {
+                if (t == 0)
+                    NOTE("this CPU has no AVX2 with FMA: the own kernel is not tested here");
                 continue;
             }
-            memset(dx, 0, nx * sizeof(float)), memset(dw, 0, nw * sizeof(float));
-            memset(db, 0, s.K * sizeof(float));
-            wc_conv2d_forward(y, x, w, b, &s, work);
-            wc_conv2d_backward(dx, dw, db, dy, x, w, &s, work);
-            double ey = max_rel(y, ref, ny, 1.0), ex = max_rel(dx, rdx, nx, 1.0);
+            const char *who = wc_wino_products_name();
+            memset(dw, 0, nw * sizeof(float)), memset(db, 0, s.K * sizeof(float));
+            wc_conv2d_forward(y[m], x, w, b, &s, work);
+            wc_conv2d_backward(dx[m], dw, db, dy, x, w, &s, work);
+            double ey = max_rel(y[m], ref, ny, 1.0), ex = max_rel(dx[m], rdx, nx, 1.0);
             double ew = max_rel(dw, rdw, nw, 1.0);
-            NOTE("case %zu (N%d C%d %dx%d K%d p%d), %s: out %.2e  dinp %.2e  dweight %.2e", t,
-                 s.N, s.C, s.H, s.W, s.K, s.pad, own ? "own kernel" : "OpenBLAS", ey, ex, ew);
+            NOTE("case %zu (N%d C%d %dx%d K%d p%d), %s: out %.2e  dinp %.2e  dweight %.2e", t, s.N,
+                 s.C, s.H, s.W, s.K, s.pad, who, ey, ex, ew);
             CHECK(ey < 1e-5 && ex < 1e-5 && ew < 1e-5,
-                  "case %zu with %s: differs from naive loops: %.3g %.3g %.3g", t,
-                  own ? "the own kernel" : "OpenBLAS", ey, ex, ew);
+                  "case %zu with %s: differs from naive loops: %.3g %.3g %.3g", t, who, ey, ex, ew);
         }
+        if (lanes[0] == 16 && lanes[1] == 8)
+            CHECK(memcmp(y[0], y[1], ny * sizeof(float)) == 0 &&
+                      memcmp(dx[0], dx[1], nx * sizeof(float)) == 0,
+                  "case %zu: the AVX-512 and AVX2 kernels give different bits", t);
+        else if (t == 0)
+            NOTE("this CPU has no AVX-512: the two widths are not compared here");
         wc_wino_set_products(WC_PRODUCTS_AUTO);
-        free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db), free(work);
+        for (int m = 0; m < nmodes; m++) free(y[m]), free(dx[m]);
+        free(x), free(w), free(b), free(dy), free(dw), free(db), free(work);
         free(ref), free(rdx), free(rdw), free(rdb);
     }
 }
@@ -626,12 +639,14 @@ static void test_bce(void) {
     free(z), free(y), free(dz), free(valid);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    wc_blas_core_settle(argv); /* OpenBLAS's kernels as the program runs them (blas_core.h) */
     wc_rng_seed(&rng, 2026, 1000, 0);
     RUN(test_conv_forward_matches_naive);
     RUN(test_conv_backward_matches_naive);
     RUN(test_conv_backward_without_input_gradient);
-    RUN(test_conv_products_both_ways);
+    RUN(test_conv_products_every_way);
     RUN(test_im2col_adjoint);
     RUN(test_conv_finite_differences);
     RUN(test_relu);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "wildcpu/blas_core.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/net.h"
 #include "wildcpu/optim.h"
@@ -870,7 +871,9 @@ static void test_memory_limit(void) {
     free(t.s);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    wc_blas_core_settle(argv); /* OpenBLAS's kernels as the program runs them (blas_core.h) */
     RUN(test_unet_lite_matches_reference_size);
     RUN(test_forward_matches_naive_double);
     RUN(test_network_gradient_finite_differences);

@@ -7,11 +7,12 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "wildcpu/blas_core.h"
 #include "wildcpu/export.h"
 #include "wildcpu/inspect.h"
 #include "wildcpu/predict.h"
-#include "wildcpu/synth.h"
 #include "wildcpu/run.h"
+#include "wildcpu/synth.h"
 #include "wildcpu/train.h"
 #include "wildcpu/util.h"
 
@@ -77,7 +78,9 @@ static void test_predict_export_info(void) {
     CHECK(wc_inspect_run(ck) == WC_EXIT_OK, "info FILE");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    wc_blas_core_settle(argv); /* OpenBLAS's kernels as the program runs them (blas_core.h) */
     if (!mkdtemp(dir)) {
         printf("not ok - mkdtemp %s\n", dir);
         return 1;

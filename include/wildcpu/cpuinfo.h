@@ -3,8 +3,8 @@
  * run reports (the trainer's start-up log and report.json can carry wc_cpuinfo_describe's line).
  *
  * The code paths chosen by CPU are reported here too: OpenBLAS's kernels, and whether the
- * Winograd products run on wildcpu's own AVX2/FMA kernel (winograd.h). Not here: choosing them
- * (OpenBLAS and wino_gemm.c do); the rest of wildcpu is compiled for the baseline ISA. */
+ * Winograd products run on wildcpu's own AVX2 or AVX-512 kernel (winograd.h). Not here: choosing
+ * them (OpenBLAS and wino_gemm.c do); the rest of wildcpu is compiled for the baseline ISA. */
 #ifndef WILDCPU_CPUINFO_H
 #define WILDCPU_CPUINFO_H
 
@@ -21,7 +21,7 @@ typedef struct wc_cpuinfo {
     char blas_config[128]; /* openblas_get_config(): version and build options */
     int blas_threads;     /* openblas_get_num_threads() now */
     int online_cpus;      /* sysconf(_SC_NPROCESSORS_ONLN) */
-    const char *products; /* the Winograd products: "own AVX2/FMA kernel" or "OpenBLAS" */
+    const char *products; /* the Winograd products: "own-avx512", "own-avx2" or "openblas" */
 } wc_cpuinfo;
 
 /* Fills info; never fails (unknown fields say "unknown"). */
@@ -30,8 +30,8 @@ void wc_cpuinfo_get(wc_cpuinfo *info);
  * Winograd products <products>" into buf; returns buf. */
 const char *wc_cpuinfo_describe(char *buf, size_t size);
 /* The same as members of the JSON object being built: cpu_model, cpu_isa, openblas_core,
- * openblas_core_origin, openblas_config, winograd_products ("own-avx2" or "openblas") (strings),
- * online_cpus (an integer). */
+ * openblas_core_origin, openblas_config, winograd_products ("own-avx512", "own-avx2" or "openblas")
+ * (strings), online_cpus (an integer). */
 void wc_cpuinfo_json_members(wc_json *j);
 
 #endif

@@ -32,14 +32,15 @@ void wc_wino_backward(float *dinp, float *dweight, float *dbias, const float *do
                       wc_pool *pool, float *work);
 
 /* Who multiplies in the forward and input-gradient passes (src/wino_gemm.c says why):
- * WC_PRODUCTS_AUTO, the default, is wildcpu's own kernel on CPUs with AVX2 and FMA but without
- * AVX-512, OpenBLAS elsewhere; WC_PRODUCTS_OWN the own kernel wherever the CPU has AVX2 and FMA;
- * WC_PRODUCTS_OPENBLAS OpenBLAS. At start-up the environment variable WILDCPU_GEMM (own or
- * openblas) chooses. For tests and benchmarks: not to be called while a pass runs. Returns
- * whether the own kernel is now in use. */
-enum { WC_PRODUCTS_AUTO, WC_PRODUCTS_OWN, WC_PRODUCTS_OPENBLAS };
+ * WC_PRODUCTS_AUTO, the default, and WC_PRODUCTS_OWN are wildcpu's own kernel wherever the CPU
+ * has AVX2 and FMA, 16 lanes wide where it also has AVX-512, 8 elsewhere (the two widths give
+ * the same bits); WC_PRODUCTS_OWN_AVX2 the 8-lane kernel even on AVX-512; WC_PRODUCTS_OPENBLAS
+ * OpenBLAS (the only choice without AVX2 and FMA). At start-up the environment variable
+ * WILDCPU_GEMM (own, own-avx2 or openblas) chooses. For tests and benchmarks: not to be called
+ * while a pass runs. Returns the own kernel's lanes now in use (0: OpenBLAS). */
+enum { WC_PRODUCTS_AUTO, WC_PRODUCTS_OWN, WC_PRODUCTS_OWN_AVX2, WC_PRODUCTS_OPENBLAS };
 int wc_wino_set_products(int which);
-/* Whether the products run on the own kernel now (else OpenBLAS): for logs and reports. */
-int wc_wino_own_products(void);
+/* Who does the products now, for logs and reports: "own-avx512", "own-avx2" or "openblas". */
+const char *wc_wino_products_name(void);
 
 #endif
