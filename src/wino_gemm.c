@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/blas_core.h"
 #include "wildcpu/util.h"
 #include "wildcpu/winograd.h"
 #include "winograd_tiles.h"
@@ -38,7 +39,7 @@
 #define HAVE_AVX2_KERNEL 1
 #endif
 
-static int cpu_has_kernel, cpu_is_wide; /* AVX2 with FMA; AVX-512 F */
+static int cpu_has_kernel, cpu_is_wide; /* AVX2 with FMA; AVX-512 (F, CD, BW, DQ, VL) */
 static int own_lanes; /* the own kernel's vector width in use: 0 (OpenBLAS), 8, 16 */
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
@@ -50,9 +51,9 @@ static int lanes_for(int which) {
 
 static void probe(void) {
 #ifdef HAVE_AVX2_KERNEL
-    __builtin_cpu_init();
-    cpu_has_kernel = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    cpu_is_wide = cpu_has_kernel && __builtin_cpu_supports("avx512f");
+    const wc_cpu_features f = wc_cpu_features_here(); /* the detection blas_core.c decides by */
+    cpu_has_kernel = f.avx2_fma;
+    cpu_is_wide = f.avx2_fma && f.avx512;
 #endif
     const char *env = getenv("WILDCPU_GEMM");
     int which = WC_PRODUCTS_AUTO;

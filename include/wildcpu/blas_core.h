@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-/* The CPU's features the rule reads. */
+/* The CPU's features the rule reads (and wino_gemm.c's choice of its kernel's width). */
 typedef struct wc_cpu_features {
     int avx2_fma; /* AVX2 and FMA, with the OS saving the registers */
     int avx512;   /* AVX-512 F, CD, BW, DQ and VL */
