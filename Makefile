@@ -7,7 +7,8 @@
 #   make test-slurm bring up a local Slurm, run the job scripts under it, tear it down
 #   make test-gis   the map in QGIS (headless) and rasterio (make deps-gis installs them)
 #   make docs-qgis  docs/qgis-view.png: the sample map rendered by QGIS with its style
-#   make bench      training throughput against PyTorch: 1 thread, 2 threads, 2 ranks, memory
+#   make bench      training throughput against PyTorch: 1 thread, 2 threads, 2 ranks, memory,
+#                   and whether the cores share a cache (tools/cache_share)
 #                   (BENCH_ROUNDS, BENCH_SECONDS; BENCH_PREDICT=1 adds prediction Mpx/s)
 #   make bench-scaling  1, 2, 4 ranks over an emulated 10 Gb/s and 1 Gb/s network, the sizing
 #                   model fitted and extrapolated to 1024 ranks (root)
@@ -131,7 +132,7 @@ docs-qgis: $(BUILD)/wildcpu
 	bash tools/qgis-view.sh $(BUILD)/wildcpu docs/qgis-view.png
 
 # wildcpu beside its PyTorch peer, interleaved rounds, medians (tools/bench.sh says what and how)
-bench: $(BUILD)/tools/bench $(BUILD)/wildcpu
+bench: $(BUILD)/tools/bench $(BUILD)/tools/cache_share $(BUILD)/wildcpu
 	bash tools/bench.sh $(BUILD) $(if $(filter 1,$(BENCH_PREDICT)),--predict)
 
 # The bundled sample region: generated, never edited by hand (tests check it regenerates

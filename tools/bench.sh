@@ -8,6 +8,9 @@
 #                                                               wildcpu's 1 x 1
 #   peak RSS of the 1 x 1 runs; achieved (nominal) GFLOP/s against a 2048^3 sgemm on one core
 #   prediction Mpx/s on 1 and 2 threads (with --predict: trains a small model first)
+#   how fast one core reads 8 MiB another core wrote (tools/cache_share.c), once per round: where
+#   the cores do not share a cache, a second thread or rank gains less, and on a VM that can
+#   change from one round to the next
 #
 # Machines here are shared and noisy: every configuration runs once per round, the rounds
 # interleave them, and the summary gives medians, ranges and per-round ratios. Batch 16 of
@@ -50,6 +53,7 @@ fi
 
 for r in $(seq 1 "$rounds"); do
     echo "bench: round $r of $rounds" >&2
+    record cs "$("$build/tools/cache_share" --json 8 | last_json)"
     record w1 "$("$bench" "${common[@]}" --threads 1 | last_json)"
     [ $have_torch = 1 ] && record t1 "$($PY "$torch" bench --threads 1 --seconds $((3 * secs)) 2>/dev/null | last_json)"
     record w2 "$("$bench" "${common[@]}" --threads 2 --no-sgemm | last_json)"
@@ -99,6 +103,11 @@ line("samples/s, 2 ranks x 1 thread", f"{med(r2):.2f} ({rng(r2)})", f"{med(d2):.
      f"{med(pair('r2', 'd2')):.2f}x of DDP; {med(pair('r2', 'w1')):.2f}x of 1 rank ({rng(pair('r2', 'w1'))})", ">= 1.3x; >= 1.9x")
 m = vals("w1", "peak_rss_mb"); tm = vals("t1", "peak_rss_mb")
 line("peak RSS, MB (1 x 1)", f"{med(m):.0f}", f"{med(tm):.0f}", f"{med(m) / med(tm):.2f}x" if tm else "-", "<= 0.5x")
+cs = [d["other_core_gbps"] / d["same_core_gbps"] for d in by.get("cs", []) if d.get("same_core_gbps")]
+if cs:
+    line("8 MiB written by one core, read by the other, GB/s", f"{med(vals('cs', 'other_core_gbps')):.1f}",
+         f"by itself {med(vals('cs', 'same_core_gbps')):.1f}", "per round " + " ".join(f"{x:.2f}" for x in cs),
+         "report (< 1: no shared cache)")
 if "p1" in by:
     p1 = vals("p1", "mpx_per_s"); p2 = vals("p2", "mpx_per_s")
     line("prediction Mpx/s (sample region, 1 / 2 threads)", f"{med(p1):.3f} / {med(p2):.3f}", "", f"{med(pair('p2', 'p1', 'mpx_per_s')):.2f}x", "report")
