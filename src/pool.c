@@ -8,7 +8,7 @@
  * of the next, and a thread mostly reads what it wrote itself, from its own core's caches. On
  * CPUs whose cores do not share a last-level cache, reading what the other core wrote costs
  * memory traffic (measured on a 2-vCPU AMD EPYC, family 26, most of the time: 8 MB written by
- * one core is read at 60-81 GB/s by that core and at 25-33 GB/s by the other; tools/cache_share
+ * one core is read at 47-81 GB/s by that core and at 25-33 GB/s by the other; tools/cache_share
  * measures a node); tasks dealt from one counter alternate
  * between the threads, so every pass read half of its input from the other core. Taking from
  * the others' shares keeps a thread slowed by another process on a shared machine from holding

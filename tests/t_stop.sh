@@ -66,7 +66,8 @@ if [ -f "$T/m/STOPPED" ] && grep -q "phase=training;step=[0-9]" "$T/m/STOPPED" &
     grep -q "^state: stopped by a signal (.*phase=training" "$T/m.info"; then
     ok "SIGTERM to mpirun (which exits $s): DIR/STOPPED and info DIR say stopped with a checkpoint"
 else
-    notok "SIGTERM to mpirun: stop marker" "status $s: $(cat "$T/m/STOPPED" 2>&1) $(grep state "$T/m.info")"
+    notok "SIGTERM to mpirun: stop marker" "status $s: $(cat "$T/m/STOPPED" 2>&1) $(grep state "$T/m.info")$(
+        grep -q '^run finished' "$T/m.log" && echo " (the run ended before mpirun passed the signal on: this machine needs more --steps in margs)")"
 fi
 mpirun_n 2 "$WILDCPU" "${margs[@]}" --out "$T/m" >"$T/m2.log" 2>&1
 s=$?
