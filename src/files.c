@@ -177,6 +177,22 @@ int wc_check_output_path(const char *what, const char *path, const char *const *
     return status;
 }
 
+int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
+    for (int i = 0; i < n; i++) {
+        if (!outs[i].path) continue;
+        const int status = wc_check_output_path(outs[i].what, outs[i].path, inputs);
+        if (status != WC_EXIT_OK) return status;
+        for (int j = 0; j < i; j++)
+            if (outs[j].path && wc_same_file(outs[i].path, outs[j].path)) {
+                wc_error("refusing to write the %s to %s: the %s goes there too (%s); choose "
+                         "another path for one of them",
+                         outs[i].what, outs[i].path, outs[j].what, outs[j].path);
+                return WC_EXIT_USAGE;
+            }
+    }
+    return WC_EXIT_OK;
+}
+
 int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {
     a->path = wc_strdup(path);
     a->tmp = wc_temp_path(path, "tmp");

@@ -28,7 +28,7 @@
  * The ranks agree on failures and stops every few windows (about once a second), not only once
  * a round, so a stop signal is honoured within about one window.
  *
- * Writing. Rank 0 checks the output paths (wc_check_output_path) and creates the map's working
+ * Writing. Rank 0 checks the output paths (wc_check_outputs) and creates the map's working
  * file before any computing, so an unwritable path fails at once; riskmap.c counts, classifies
  * and publishes the rows it is given (a sparse working file, copied, verified and renamed over
  * the target by the raster writer). An error on any rank ends the run on every rank through a
@@ -420,17 +420,36 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     return WC_EXIT_OK;
 }
 
-/* Rank 0, before any computing: the outputs can be written and are not inputs (the raster's
- * files, e.g. a VRT and its tiles, the checkpoint) nor each other; the map's working file
- * exists. Returns an exit status. */
-static int open_outputs(const wc_predict_config *cfg, mapping *mp, const wc_raster *r,
-                        const wc_model *m) {
-    char **inputs = GDALGetFileList((GDALDatasetH)r->ds); /* ours to free */
+/* Rank 0, before any computing: every file this command writes (the map and what comes with
+ * it, the metrics) can be written, is none of the files it reads (the raster's, the
+ * checkpoint, the labels' own: an item "east.json" beside a map "east.tif" must not replace
+ * perimeters "east.json") and none of the others. Returns an exit status. */
+static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m) {
+    char **inputs = GDALGetFileList((GDALDatasetH)r->ds);
     inputs = CSLAddString(inputs, r->path);
     inputs = CSLAddString(inputs, m->path);
-    int status = wc_riskmap_check_outputs(cfg, &inputs); /* the map and what comes with it */
+    char **labels = cfg->labels ? wc_gdal_file_list(cfg->labels) : NULL;
+    for (int i = 0; labels && labels[i]; i++) inputs = CSLAddString(inputs, labels[i]);
+    wc_strv_free(labels);
+    wc_riskmap_paths p = {0};
+    wc_output outs[WC_RISKMAP_OUTPUTS + 1];
+    int n = 0;
+    if (cfg->out) {
+        wc_riskmap_paths_of(cfg->out, &p);
+        wc_riskmap_outputs(cfg, &p, outs);
+        n = WC_RISKMAP_OUTPUTS;
+    }
+    outs[n++] = (wc_output){"metrics", cfg->metrics_out};
+    const int status = wc_check_outputs(outs, n, (const char *const *)inputs);
+    wc_riskmap_paths_free(&p);
     CSLDestroy(inputs);
-    if (status != WC_EXIT_OK) return status;
+    return status;
+}
+
+/* Rank 0, before any computing (after check_outputs): the map's working file, described by
+ * the window layout. Returns an exit status. */
+static int open_outputs(const wc_predict_config *cfg, mapping *mp, const wc_raster *r,
+                        const wc_model *m) {
     const layout *L = mp->L;
     char desc[256];
     snprintf(desc, sizeof desc,
@@ -521,20 +540,6 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
     return *dir ? dir : "/";
 }
 
-/* Rank 0, before any computing: the metrics file can be written and is no input. */
-static int check_metrics_path(const wc_predict_config *cfg, const wc_raster *r,
-                              const wc_model *m) {
-    if (!cfg->metrics_out) return WC_EXIT_OK;
-    char **inputs = GDALGetFileList((GDALDatasetH)r->ds);
-    inputs = CSLAddString(inputs, r->path);
-    inputs = CSLAddString(inputs, m->path);
-    if (cfg->labels) inputs = CSLAddString(inputs, cfg->labels);
-    if (cfg->out) inputs = CSLAddString(inputs, cfg->out);
-    int status = wc_check_output_path("metrics", cfg->metrics_out, (const char *const *)inputs);
-    CSLDestroy(inputs);
-    return status;
-}
-
 /* Rank 0: the metrics, printed and (with --out) written as one JSON object. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
                          const char *source) {
@@ -604,9 +609,9 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
     int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
     if (status != WC_EXIT_OK) goto out;
+    status = wc_dist_max_int(rank == 0 ? check_outputs(cfg, &r, &m) : WC_EXIT_OK);
+    if (status != WC_EXIT_OK) goto out;
     if (cfg->evaluate) {
-        status = wc_dist_max_int(rank == 0 ? check_metrics_path(cfg, &r, &m) : WC_EXIT_OK);
-        if (status != WC_EXIT_OK) goto out;
         int stopped = 0;
         mp.score = wc_score_open(&r, cfg->labels, cfg->label_band, work_dir_of(cfg),
                                  L.Sx * L.Sy, &stopped);

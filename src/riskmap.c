@@ -302,25 +302,13 @@ void wc_riskmap_paths_free(wc_riskmap_paths *p) {
     memset(p, 0, sizeof *p);
 }
 
-int wc_riskmap_check_outputs(const wc_predict_config *cfg, char ***inputs) {
-    wc_riskmap_paths p;
-    wc_riskmap_paths_of(cfg->out, &p);
-    const struct {
-        const char *what, *path;
-    } outs[] = {{"risk map", cfg->out},
-                {"quick-look picture", cfg->png},
-                {"class raster", cfg->classes ? p.classes : NULL},
-                {"QGIS style", cfg->no_style ? NULL : p.style},
-                {"STAC item", p.stac}};
-    int status = WC_EXIT_OK;
-    /* each output is an input of the next ones: none may be the map or overwrite another */
-    for (size_t i = 0; i < sizeof outs / sizeof outs[0] && status == WC_EXIT_OK; i++) {
-        if (!outs[i].path) continue;
-        status = wc_check_output_path(outs[i].what, outs[i].path, (const char *const *)*inputs);
-        *inputs = CSLAddString(*inputs, outs[i].path);
-    }
-    wc_riskmap_paths_free(&p);
-    return status;
+void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
+                        wc_output out[WC_RISKMAP_OUTPUTS]) {
+    out[0] = (wc_output){"risk map", cfg->out};
+    out[1] = (wc_output){"quick-look picture", cfg->png};
+    out[2] = (wc_output){"class raster (named after the map)", cfg->classes ? p->classes : NULL};
+    out[3] = (wc_output){"QGIS style (named after the map)", cfg->no_style ? NULL : p->style};
+    out[4] = (wc_output){"STAC item (named after the map)", p->stac};
 }
 
 /* Whether path is a class raster wildcpu wrote (its band carries the class rule). */

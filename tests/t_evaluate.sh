@@ -2,7 +2,8 @@
 # t_evaluate.sh: `wildcpu evaluate` scores a model on a labelled raster: its AUC-PR, ROC-AUC,
 # Brier and counts equal those computed by hand (Python, the definitions of metrics.h) from the
 # map it writes with --map and the raster's labels; the metrics are bitwise the same on 1 and 2
-# ranks; --labels polygons work; bad requests are refused with a message.
+# ranks; --labels polygons work; bad requests are refused with a message, and no output may
+# replace an input (the labels) or another output (the map's STAC item and the metrics).
 . "$(dirname "$0")/lib.sh"
 
 "$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --micro-batch 4 --steps 20 \
@@ -92,6 +93,37 @@ s=$?
 s=$?
 [ $s -eq 2 ] && grep -q "is an input\|that is an input" "$T/bad2.log" \
     && ok "--out naming an input: exit 2" || notok "--out an input" "status $s: $(tail -2 "$T/bad2.log")"
+# Every file evaluate writes is checked against every file it reads and against each other,
+# before any computing: the map's STAC item (NAME.json) must not replace the metrics or
+# perimeters of that name, the map must not replace the labels.
+refused() { # refused NAME PATTERN FILE... -- ARGS: exit 2, the message, FILEs unchanged
+    local name=$1 pattern=$2 files=() sums
+    shift 2
+    while [ "$1" != -- ]; do files+=("$1"); shift; done
+    shift
+    sums=$(md5sum "${files[@]}" 2>/dev/null)
+    mpirun_n 2 "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" "$@" >"$T/refused.log" 2>&1
+    local s=$?
+    [ $s -eq 2 ] && grep -q "$pattern" "$T/refused.log" && [ "$(md5sum "${files[@]}" 2>/dev/null)" = "$sums" ] \
+        && ok "$name: exit 2, nothing replaced" || notok "$name" "status $s: $(tail -2 "$T/refused.log")"
+}
+mkdir -p "$T/c"
+gdal_translate -q -b "$($PY -c "
+from osgeo import gdal; d = gdal.Open('$other')
+print([i for i in range(1, d.RasterCount + 1) if d.GetRasterBand(i).GetDescription() == 'fire'][0])")" \
+    "$other" "$T/c/fire.tif" && gdal_polygonize.py -q "$T/c/fire.tif" -f GeoJSON "$T/c/east.json" >/dev/null 2>&1 \
+    || notok "labels for the collision checks"
+refused "--labels east.json with --map east.tif (the item would replace the perimeters)" \
+    "STAC item (named after the map) to .*east.json: that is an input" "$T/c/east.json" -- \
+    --labels "$T/c/east.json" --map "$T/c/east.tif"
+refused "--map equal to --labels" "risk map to .*fire.tif: that is an input" "$T/c/fire.tif" -- \
+    --labels "$T/c/fire.tif" --map "$T/c/fire.tif"
+cp "$T/m1.json" "$T/c/m.json"
+refused "--out m.json with --map m.tif (the item would replace the metrics)" \
+    "metrics to .*m.json: the STAC item (named after the map) goes there too" "$T/c/m.json" -- \
+    --out "$T/c/m.json" --map "$T/c/m.tif"
+[ ! -e "$T/c/m.tif" ] && [ ! -e "$T/c/east.tif" ] && ok "... and no map was written" || notok "a refused run wrote a map"
+
 "$WILDCPU" evaluate --tiles "$other" >"$T/bad3.log" 2>&1
 [ $? -eq 2 ] && ok "evaluate without --checkpoint: usage error" || notok "evaluate usage"
 

@@ -55,6 +55,19 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
  * others; each after a message naming the path. */
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs);
 
+/* One file a command writes: what it is, for the messages ("STAC item"), and its path (NULL:
+ * not written this time). */
+typedef struct wc_output {
+    const char *what;
+    const char *path;
+} wc_output;
+
+/* Every output of one command, checked together before any work: each as by
+ * wc_check_output_path against the inputs, and no two the same file (a map's STAC item NAME.json
+ * and a metrics file of that name: the later would silently replace the earlier). Returns an
+ * exit status as wc_check_output_path does, WC_EXIT_USAGE for two outputs on one file. */
+int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs);
+
 /* An atomic replacement in progress. */
 typedef struct wc_atomic_file {
     FILE *f;    /* write here */

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "wildcpu/files.h"
 #include "wildcpu/model.h"
 #include "wildcpu/predict.h"
 #include "wildcpu/raster.h"
@@ -27,10 +28,13 @@ typedef struct wc_riskmap_paths {
 void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p);
 void wc_riskmap_paths_free(wc_riskmap_paths *p);
 
-/* Before any work: every file cfg asks for (the map, the picture, the class raster, the style,
- * the item) can be written, is none of *inputs (a CSL list: the raster's files, the checkpoint)
- * and none of the others; *inputs grows by them. Returns an exit status (wc_check_output_path). */
-int wc_riskmap_check_outputs(const wc_predict_config *cfg, char ***inputs);
+/* The files cfg asks the map to write, for the caller's check before any work (together with
+ * its other outputs: wc_check_outputs): the map, the picture, the class raster, the style, the
+ * item; one not asked for has path NULL. The derived paths point into p, from
+ * wc_riskmap_paths_of(cfg->out, p). */
+enum { WC_RISKMAP_OUTPUTS = 5 };
+void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
+                        wc_output out[WC_RISKMAP_OUTPUTS]);
 
 /* The working files of cfg->out (and of its class raster) for raster r mapped by model m, with
  * the map's provenance; window_layout describes the windows for the metadata of that name. Made
