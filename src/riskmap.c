@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include <cpl_error.h>
-#include <cpl_string.h>
 #include <gdal.h>
 
 #include "wildcpu/files.h"
