@@ -130,8 +130,8 @@ static void calibration(wc_metrics *out, const wc_metrics_acc *acc) {
     for (int i = 0; i < WC_METRICS_BINS; i++) {
         const int64_t n = acc->pos[i] + acc->neg[i];
         if (!n) continue;
-        const int k = WC_MIN(WC_METRICS_CAL_BINS - 1, (int)((int64_t)i * WC_METRICS_CAL_BINS /
-                                                            WC_METRICS_BINS));
+        const int k = WC_MIN(WC_METRICS_CAL_BINS - 1,
+                             (int)((int64_t)i * WC_METRICS_CAL_BINS / WC_METRICS_BINS));
         out->cal_count[k] += n;
         sum_p[k] += (double)n * ((double)i + 0.5) / WC_METRICS_BINS;
         burned[k] += (double)acc->pos[i];
@@ -177,7 +177,8 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
                         .recall_at_half = nan,
                         .brier = nan,
                         .positive_rate = nan};
-    for (int k = 0; k < WC_METRICS_CAL_BINS; k++) out->cal_predicted[k] = out->cal_observed[k] = nan;
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
+        out->cal_predicted[k] = out->cal_observed[k] = nan;
     if (P + N == 0 || acc->bad_outputs != 0) return;
     calibration(out, acc);
 
@@ -199,7 +200,11 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
         }
         if (i == WC_METRICS_BINS / 2 && P > 0) out->recall_at_half = (double)tp / (double)P;
         if (acc->pos[i] == 0) continue;
-        ap += (double)acc->pos[i] / (double)P * ((double)tp / (double)(tp + fp));
+        /* sum pos_i * precision_i, divided by P once: each term is at most pos_i and the
+         * partial sums are integers at most P when every precision is 1, so AP is 1 exactly
+         * for a perfect ranking and never above it (pos_i / P summed would give 1 - 1e-16 or
+         * 1 + 5e-14) */
+        ap += (double)acc->pos[i] * ((double)tp / (double)(tp + fp));
         /* F1 = 2tp / (2tp + fp + fn) = 2tp / (tp + fp + P); strict > keeps the highest t. */
         double f1 = 2.0 * (double)tp / (double)(tp + fp + P);
         if (f1 > best_f1) {
@@ -208,7 +213,7 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
         }
     }
     if (P > 0) {
-        out->auc_pr = ap;
+        out->auc_pr = ap / (double)P;
         out->best_f1 = best_f1;
         out->best_f1_threshold = best_t;
     }
@@ -248,7 +253,6 @@ static void doubles_of(const wc_metrics *m, named_double d[NDOUBLES]) {
     };
     memcpy(d, all, sizeof all);
 }
-
 
 void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix) {
     if (!prefix) prefix = "";

@@ -141,7 +141,7 @@ void wc_predict_config_default(wc_predict_config *cfg) {
  * itself), so agreements come about every AGREE_SECONDS, and it is the same number on every
  * rank, so every rank makes the same collectives. Agreeing more often costs balance: ranks
  * wait for each other at each agreement. */
-#define AGREE_SECONDS 1.0
+#define AGREE_SECONDS   1.0
 #define AGREE_MAX_EVERY 64 /* even for windows that cost nothing (no valid pixel) */
 
 typedef struct pacer {
@@ -167,10 +167,10 @@ static int agree_round(pacer *pc, int failed) {
  * window origins, core ends and products of sizes go beyond int there. They become int only at
  * the GDAL and network calls, whose values are checked to fit. */
 typedef struct layout {
-    int64_t W, H;         /* the raster */
-    wc_infer_geometry g;  /* where windows lie: margin, alignment, phase on the global grid */
-    int64_t Sx, Sy;       /* core width of a window, strip height */
-    int64_t nx, ny;       /* windows per strip, strips */
+    int64_t W, H;        /* the raster */
+    wc_infer_geometry g; /* where windows lie: margin, alignment, phase on the global grid */
+    int64_t Sx, Sy;      /* core width of a window, strip height */
+    int64_t nx, ny;      /* windows per strip, strips */
 } layout;
 
 /* A window's core in raster pixels (clipped to the raster); wc_infer places the window. */
@@ -344,8 +344,8 @@ static int compute_round(mapping *mp, int64_t s0, int64_t s1, size_t *off) {
             const double t0 = wc_now();
             if (wc_infer_core(mp->inf, wd.cx, wd.cy, wd.cw, wd.ch, mp->send + *off, mp->px,
                               (float)WC_PREDICT_NODATA) != WC_OK ||
-                (mp->score && wc_score_add(mp->score, wd.cx, wd.cy, wd.cw, wd.ch,
-                                           mp->send + *off, mp->px) != WC_OK))
+                (mp->score && wc_score_add(mp->score, wd.cx, wd.cy, wd.cw, wd.ch, mp->send + *off,
+                                           mp->px) != WC_OK))
                 failed = 1;
             mp->pc.slowest = fmax(mp->pc.slowest, wc_now() - t0);
             *off += (size_t)wd.cw * (size_t)wd.ch;
@@ -543,6 +543,21 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
 /* Rank 0: the metrics, printed and (with --out) written as one JSON object. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
                          const char *source) {
+    if (v->pixels == 0) {
+        wc_error("evaluate: no pixel of %s has both a label from %s and a prediction (the labels "
+                 "are nodata wherever the raster has data, or do not overlap it): nothing to "
+                 "score%s",
+                 cfg->tiles, source, cfg->metrics_out ? "; no metrics written" : "");
+        return WC_EXIT_RUNTIME;
+    }
+    if (v->positives == 0)
+        wc_warn("evaluate: none of the %lld labelled pixels is burned: AUC-PR, ROC-AUC and best "
+                "F1 are undefined (null in the metrics)",
+                (long long)v->pixels);
+    else if (v->positives == v->pixels)
+        wc_warn("evaluate: all %lld labelled pixels are burned: ROC-AUC is undefined and AUC-PR "
+                "is 1 for any map",
+                (long long)v->pixels);
     if (v->bad_outputs)
         wc_warn("evaluate: the network's output was not finite on %lld labelled pixels: the "
                 "metrics are undefined",
@@ -555,8 +570,8 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
             v->recall_at_half, v->brier, v->loss);
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
         if (v->cal_count[k])
-            wc_info("  p in [%.1f, %.1f): %lld pixels, mean predicted %.4f, burned %.4f",
-                    k / 10.0, (k + 1) / 10.0, (long long)v->cal_count[k], v->cal_predicted[k],
+            wc_info("  p in [%.1f, %.1f): %lld pixels, mean predicted %.4f, burned %.4f", k / 10.0,
+                    (k + 1) / 10.0, (long long)v->cal_count[k], v->cal_predicted[k],
                     v->cal_observed[k]);
     if (!cfg->metrics_out) return WC_EXIT_OK;
     char ts[32];
@@ -613,8 +628,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (status != WC_EXIT_OK) goto out;
     if (cfg->evaluate) {
         int stopped = 0;
-        mp.score = wc_score_open(&r, cfg->labels, cfg->label_band, work_dir_of(cfg),
-                                 L.Sx * L.Sy, &stopped);
+        mp.score = wc_score_open(&r, cfg->labels, cfg->label_band, work_dir_of(cfg), L.Sx * L.Sy,
+                                 &stopped);
         status = mp.score ? WC_EXIT_OK : stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
         if (status != WC_EXIT_OK) goto out;
     }
@@ -642,7 +657,10 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (rank == 0 && cfg->out) {
         report_invalid(r.path, invalid);
         wc_riskmap_counts(mp.map, &npixels, &nvalid);
-        status = mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows);
+        /* the map is finished even when there was nothing to score: it is complete */
+        const int map_status =
+            mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows);
+        status = WC_MAX(status, map_status);
         if (!mp.write_failed) mp.map = NULL; /* finished: committed or removed */
     }
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};

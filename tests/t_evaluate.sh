@@ -124,6 +124,40 @@ refused "--out m.json with --map m.tif (the item would replace the metrics)" \
     --out "$T/c/m.json" --map "$T/c/m.tif"
 [ ! -e "$T/c/m.tif" ] && [ ! -e "$T/c/east.tif" ] && ok "... and no map was written" || notok "a refused run wrote a map"
 
+# Labels with nothing to score are said so: all nodata (or off the raster) is an error with no
+# metrics written; no burned pixel, or only burned ones, a warning naming what is undefined.
+$PY - "$T/c/fire.tif" "$T/c" <<'PY' || notok "degenerate labels"
+import sys
+from osgeo import gdal
+src = gdal.Open(sys.argv[1])
+for name, value in (("nodata", 255), ("none", 0), ("all", 1)):
+    d = gdal.GetDriverByName("GTiff").CreateCopy(f"{sys.argv[2]}/{name}.tif", src)
+    b = d.GetRasterBand(1)
+    b.SetNoDataValue(255)
+    b.Fill(value)
+    d = None
+PY
+mpirun_n 2 "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/c/nodata.tif" \
+    --out "$T/c/nodata.json" >"$T/nodata.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "nothing to score" "$T/nodata.log" && [ ! -e "$T/c/nodata.json" ] \
+    && ok "labels all nodata: exit 1, 'nothing to score', no metrics file" \
+    || notok "labels all nodata" "status $s: $(tail -2 "$T/nodata.log")"
+for l in none all; do
+    mpirun_n 2 "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/c/$l.tif" \
+        --out "$T/c/$l.json" >"$T/$l.log" 2>&1
+    s=$?
+    case $l in
+    none) want="none of the .* labelled pixels is burned: AUC-PR, ROC-AUC and best F1 are undefined" ;;
+    all) want="all .* labelled pixels are burned: ROC-AUC is undefined" ;;
+    esac
+    [ $s -eq 0 ] && grep -q "warning: evaluate: $want" "$T/$l.log" && [ "$(json "$T/c/$l.json" roc_auc)" = None ] \
+        && ok "labels with $l burned: exit 0, a warning, ROC-AUC null" \
+        || notok "labels with $l burned" "status $s: $(grep -m2 'warn\|error' "$T/$l.log")"
+done
+[ "$(json "$T/c/all.json" auc_pr)" = 1.0 ] && ok "... and AUC-PR exactly 1 when every pixel is burned" \
+    || notok "AUC-PR with every pixel burned" "$(json "$T/c/all.json" auc_pr)"
+
 "$WILDCPU" evaluate --tiles "$other" >"$T/bad3.log" 2>&1
 [ $? -eq 2 ] && ok "evaluate without --checkpoint: usage error" || notok "evaluate usage"
 

@@ -523,6 +523,20 @@ static void test_edge_cases(void) {
           "all positives: AP %g F1 %g P %g R %g", m.auc_pr, m.best_f1, m.precision_at_half,
           m.recall_at_half);
 
+    /* a perfect ranking scores AP 1 exactly, whatever the number of thresholds (adding 1/n
+     * n times gives 0.9999999999999999 for n = 10, and more than 1 for others) */
+    for (int n = 1; n <= 64; n++) {
+        float p[64], y[64];
+        for (int i = 0; i < n; i++) p[i] = (float)(i + 1) / 128.0f, y[i] = 1;
+        wc_metrics_reset(acc);
+        wc_metrics_add_probs(acc, p, y, NULL, (size_t)n, 1.0f);
+        for (int i = 0; i < n; i++) p[i] = (float)i / 16384.0f, y[i] = 0; /* negatives below */
+        wc_metrics_add_probs(acc, p, y, NULL, (size_t)n, 1.0f);
+        wc_metrics_compute(&m, acc);
+        CHECK(m.auc_pr == 1.0, "%d positives in %d bins above every negative: AP %.17g, not 1", n,
+              n, m.auc_pr);
+    }
+
     /* nothing predicted >= 0.5: precision undefined, recall 0 */
     wc_metrics_reset(acc);
     const float lowp[2] = {-5.0f, -6.0f}, l10[2] = {1, 0};
