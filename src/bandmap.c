@@ -52,11 +52,12 @@ static void appendf(char *buf, size_t size, const char *fmt, ...) {
 }
 
 /* bands[i] = the raster band feeding input channel i; every mismatch appended to why. */
-static void match(const wc_model *m, const wc_raster *r, int *bands, char *why, size_t size) {
+static void match(const wc_model *m, const wc_raster *r, int label_band, int *bands, char *why,
+                  size_t size) {
     char *list = WC_ALLOC(strlen(m->fingerprint) + 1), label[WC_BAND_NAME_MAX + 16] = "";
     wc_kv_get(m->fingerprint, "bands", list, strlen(m->fingerprint) + 1);
     wc_kv_get(m->fingerprint, "labels", label, sizeof label);
-    const char *label_band = strncmp(label, "band:", 5) == 0 ? label + 5 : "";
+    const char *training_label = strncmp(label, "band:", 5) == 0 ? label + 5 : "";
     int *used = WC_CALLOC(r->nbands + 1, sizeof(int));
     why[0] = '\0';
     for (int i = 0; i < m->nfeat; i++) {
@@ -91,11 +92,14 @@ static void match(const wc_model *m, const wc_raster *r, int *bands, char *why, 
             appendf(why, size, "%sband %d '%s' is %s here but was %s in the training data",
                     *why ? "; " : "", found, f, have, want);
     }
-    int extra = 0, matched = 0;
-    for (int b = 1; b <= r->nbands; b++) matched += used[b] != 0;
+    if (label_band > 0 && label_band <= r->nbands && used[label_band])
+        appendf(why, size, "%sband %d '%s' is the label band and an input of the model",
+                *why ? "; " : "", label_band, r->bands[label_band - 1].name);
+    int extra = 0;
     for (int b = 1; b <= r->nbands; b++) {
         const char *name = r->bands[b - 1].name;
-        if (used[b] || strcmp(name, label_band) == 0 || strcmp(name, WC_LABEL_BAND_NAME) == 0)
+        if (used[b] || b == label_band || strcmp(name, training_label) == 0 ||
+            strcmp(name, WC_LABEL_BAND_NAME) == 0)
             continue;
         extra++;
         appendf(why, size, "%sband %d '%s' is not among the model's inputs", *why ? "; " : "", b,
@@ -103,19 +107,19 @@ static void match(const wc_model *m, const wc_raster *r, int *bands, char *why, 
     }
     if (extra)
         appendf(why, size,
-                " (the model takes %d feature bands, this raster has %d besides the "
-                "label band: drop the extra ones, e.g. with gdal_translate -b, or use a model "
-                "trained with them)",
-                m->nfeat, matched + extra);
+                " (the model takes %d feature bands: drop the other band%s, e.g. with "
+                "gdal_translate -b, or use a model trained with %s; evaluate takes its labels "
+                "from the band --label-band names)",
+                m->nfeat, extra > 1 ? "s" : "", extra > 1 ? "them" : "it");
     free(used);
     free(list);
 }
 
-int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r) {
+int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int label_band) {
     memset(bm, 0, sizeof *bm);
     int *bands = WC_CALLOC(m->nfeat, sizeof(int));
     char why[4096];
-    match(m, r, bands, why, sizeof why);
+    match(m, r, label_band, bands, why, sizeof why);
     if (*why) {
         wc_error("%s does not have the bands %s was trained on: %s", r->path, m->path, why);
         free(bands);

@@ -58,6 +58,7 @@
 #include "wildcpu/files.h"
 #include "wildcpu/infer.h"
 #include "wildcpu/json.h"
+#include "wildcpu/labels.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/model.h"
 #include "wildcpu/net.h"
@@ -406,8 +407,14 @@ static void report_invalid(const char *path, const int64_t counts[2]) {
 static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
                    wc_bandmap *bm, layout *L) {
     if (wc_raster_open(r, cfg->tiles) != WC_OK ||
-        wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK || wc_bandmap_match(bm, m, r) != WC_OK)
+        wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK)
         return WC_EXIT_RUNTIME;
+    /* evaluate's labels from a band of the tiles named by --label-band: that band is no feature */
+    int label_band = 0, by_number;
+    if (cfg->evaluate && !cfg->labels && cfg->label_band && *cfg->label_band &&
+        !(label_band = wc_labels_find_band(r, cfg->label_band, 1, &by_number)))
+        return WC_EXIT_RUNTIME;
+    if (wc_bandmap_match(bm, m, r, label_band) != WC_OK) return WC_EXIT_RUNTIME;
     L->W = r->width, L->H = r->height;
     if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)
         return WC_EXIT_RUNTIME;

@@ -124,6 +124,35 @@ refused "--out m.json with --map m.tif (the item would replace the metrics)" \
     --out "$T/c/m.json" --map "$T/c/m.tif"
 [ ! -e "$T/c/m.tif" ] && [ ! -e "$T/c/east.tif" ] && ok "... and no map was written" || notok "a refused run wrote a map"
 
+# The tiles' label band under another name, chosen with --label-band (by name or number): it is
+# the labels, not a feature the model lacks; the metrics are those of the band named fire.
+$PY - "$other" "$T/c/renamed.vrt" <<'PY' || notok "a VRT with the label band renamed"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
+b = [d.GetRasterBand(i) for i in range(1, d.RasterCount + 1) if d.GetRasterBand(i).GetDescription() == "fire"][0]
+b.SetDescription("burned")
+d = None
+PY
+fire_band=$($PY -c "
+from osgeo import gdal; d = gdal.Open('$T/c/renamed.vrt')
+print([i for i in range(1, d.RasterCount + 1) if d.GetRasterBand(i).GetDescription() == 'burned'][0])")
+for sel in burned "$fire_band"; do
+    mpirun_n 2 "$WILDCPU" evaluate --tiles "$T/c/renamed.vrt" --checkpoint "$T/run" --label-band "$sel" \
+        --out "$T/c/renamed.json" >"$T/renamed.log" 2>&1
+    s=$?
+    [ $s -eq 0 ] && [ "$(json "$T/c/renamed.json" auc_pr)" = "$(json "$T/m1.json" auc_pr)" ] \
+        && [ "$(json "$T/c/renamed.json" pixels)" = "$(json "$T/m1.json" pixels)" ] \
+        && ok "--label-band $sel on the tiles: that band is the labels, the metrics as with 'fire'" \
+        || notok "--label-band $sel on the tiles" "status $s: $(grep -m1 error "$T/renamed.log")"
+done
+mpirun_n 2 "$WILDCPU" evaluate --tiles "$T/c/renamed.vrt" --checkpoint "$T/run" --label-band 1 \
+    >"$T/input_label.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "band 1 '.*' is the label band and an input of the model" "$T/input_label.log" \
+    && ok "--label-band naming an input of the model: exit 1, said so" \
+    || notok "--label-band naming an input" "status $s: $(grep -m1 error "$T/input_label.log")"
+
 # Labels with nothing to score are said so: all nodata (or off the raster) is an error with no
 # metrics written; no burned pixel, or only burned ones, a warning naming what is undefined.
 $PY - "$T/c/fire.tif" "$T/c" <<'PY' || notok "degenerate labels"
