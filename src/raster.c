@@ -321,12 +321,20 @@ char **wc_gdal_file_list(const char *path) {
     return out;
 }
 
+/* v (a raster's origin in pixels of the grid) rounded to the nearest whole pixel, ties and
+ * values within 1e-6 of one upward. Only differences matter: a window cut at column k of a
+ * raster must get its origin + k. Rasters on half-pixel origins are common (grids defined by
+ * pixel centres), and llround (ties away from zero) breaks that where v crosses zero, as does
+ * any exact rounding where the window's origin, computed in floating point by whoever cut it,
+ * falls a hair either side of the tie (-479943.49999999994 against -480000.5 + 57). */
+static long long grid_index(double v) { return (long long)floor(v + 0.5 + 1e-6); }
+
 int wc_raster_global_origin(const wc_raster *r, long long *gcol, long long *grow) {
     *gcol = *grow = 0;
     if (!r->has_gt || r->gt[2] != 0 || r->gt[4] != 0 || r->gt[1] == 0 || r->gt[5] == 0) return 0;
     double c = r->gt[0] / r->gt[1], w = r->gt[3] / r->gt[5];
     if (!(fabs(c) < 1e15 && fabs(w) < 1e15)) return 0;
-    *gcol = llround(c), *grow = llround(w);
+    *gcol = grid_index(c), *grow = grid_index(w);
     return 1;
 }
 

@@ -114,6 +114,25 @@ check "seam-free: sub-window 2 equals the full map to 1e-5 away from its edges" 
     "$mt" diff "$R" "$out/sub2.tif" 130 203 28 1e-5
 check "negative control: at the sub-window's own edges the values do differ" \
     bash -c "! '$mt' diff '$R' '$out/sub1.tif' 57 41 0 1e-5"
+# Grids whose pixel corners lie on half pixels (defined by pixel centres): one crossing zero,
+# and one in degrees whose window's origin GDAL computes a hair off the tie. The window cut at
+# (57, 41) must still sit 57, 41 pixels into the raster's global grid: the same bits inside.
+for grid in "-615 30 615 -30" "-120.000125 0.00025 45.000125 -0.00025"; do
+    read -r gx0 gdx gy0 gdy <<<"$grid"
+    /usr/bin/python3 - "$S" "$tmp/half.vrt" "$tmp/halfsub.vrt" "$gx0" "$gdx" "$gy0" "$gdy" <<'EOF'
+import sys
+from osgeo import gdal
+x0, dx, y0, dy = map(float, sys.argv[4:8])
+d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
+d.SetGeoTransform([x0, dx, 0, y0, 0, dy])
+d = None
+gdal.Translate(sys.argv[3], sys.argv[2], format="VRT", srcWin=[57, 41, 300, 290])
+EOF
+    predict --tiles "$tmp/half.vrt" --out "$out/half.tif" >"$log" 2>&1 &&
+        predict --tiles "$tmp/halfsub.vrt" --out "$out/halfsub.tif" >>"$log" 2>&1
+    check "half-pixel origin (geotransform $grid): a window's map has the full map's bits inside" \
+        "$mt" diff "$out/half.tif" "$out/halfsub.tif" 57 41 28 0
+done
 
 # ---- ranks -----------------------------------------------------------------------------------
 raw "$R" "$tmp/r1.raw"

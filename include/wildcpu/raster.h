@@ -110,8 +110,9 @@ void wc_raster_pixel_to_map(const double gt[6], double col, double row, double *
 int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, double *row);
 
 /* The raster's place on the global pixel grid its georeferencing defines: pixel (0, 0) is global
- * pixel (gcol, grow) = (round(gt0 / gt1), round(gt3 / gt5)), so two rasters on one grid (a
- * mosaic and a window cut from it, or adjacent tiles) agree on every pixel's global coordinate.
+ * pixel (gcol, grow) = (round(gt0 / gt1), round(gt3 / gt5)), halves (and values within 1e-6 of
+ * one) rounded up, also below zero, so two rasters on one grid (a mosaic and a window cut from
+ * it, or adjacent tiles) agree on every pixel's global coordinate, half-pixel origins too.
  * Returns 1; 0 for a rotated or ungeoreferenced raster, whose own grid is used (0, 0). The
  * network's pooling phase is defined on this grid, for training, validation and maps alike. */
 int wc_raster_global_origin(const wc_raster *r, long long *gcol, long long *grow);
