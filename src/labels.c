@@ -132,7 +132,10 @@ static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
 /* ---- derived rasters --------------------------------------------------------------------- */
 
 /* A name for the derived raster that changes when the source, the band taken from it (0 for
- * polygons) or the grid changes. */
+ * polygons) or the grid changes. The source is every file GDAL reads for it (a VRT and the
+ * rasters it references, a shapefile and its .dbf), each by size, inode and modification time
+ * to the nanosecond: a tile of a label VRT rewritten in place gives a new name, not the
+ * previous labels. */
 static void derived_path(char *buf, size_t size, const char *work_dir, const char *src, int band,
                          const wc_raster *tiles) {
     struct stat st;
@@ -141,8 +144,13 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
      * keeps the values (Float32/Float64, NaN nodata; 0x1abe17 narrowed them to Byte). */
     uint64_t h = wc_hash64(band ? 0x1abe18 : 0x1abe17);
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
-    if (stat(src, &st) == 0)
-        h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_mtime);
+    char **files = wc_gdal_file_list(src);
+    for (size_t i = 0; files[i]; i++) {
+        if (stat(files[i], &st) != 0) continue;
+        h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_ino);
+        h = wc_hash64(h ^ (uint64_t)st.st_mtim.tv_sec) ^ wc_hash64((uint64_t)st.st_mtim.tv_nsec);
+    }
+    wc_strv_free(files);
     h = wc_hash64(h ^ (uint64_t)band);
     h = wc_hash64(h ^ ((uint64_t)tiles->width << 32 | (uint64_t)tiles->height));
     for (int i = 0; i < 6; i++) {

@@ -153,6 +153,29 @@ s=$?
     && ok "--label-band naming an input of the model: exit 1, said so" \
     || notok "--label-band naming an input" "status $s: $(grep -m1 error "$T/input_label.log")"
 
+# Derived labels (warped onto the grid) are kept for reuse, but never once their source changed:
+# a tile of a label VRT rewritten in place gives new labels.
+gdalwarp -q -t_srs EPSG:4326 "$T/c/fire.tif" "$T/c/fire4326.tif" && gdalbuildvrt -q "$T/c/lab.vrt" "$T/c/fire4326.tif" \
+    || notok "a label VRT on another grid"
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/c/lab.vrt" --out "$T/c/lab1.json" \
+    >"$T/lab1.log" 2>&1
+$PY - "$T/c/fire4326.tif" <<'PY' || notok "rewriting the label tile"
+import sys
+from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update)
+b = d.GetRasterBand(1)
+a = b.ReadAsArray()
+a[a == 1] = 0
+b.WriteArray(a)
+d = None
+PY
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/c/lab.vrt" --out "$T/c/lab2.json" \
+    >"$T/lab2.log" 2>&1
+r1=$(json "$T/c/lab1.json" base_rate) r2=$(json "$T/c/lab2.json" base_rate)
+[ "$(echo "$r1 > 0.01" | bc -l)" = 1 ] && [ "$r2" = 0.0 ] \
+    && ok "a label VRT's tile rewritten in place: new labels, not the derived raster of the old (base rate $r1, then $r2)" \
+    || notok "derived labels after their source changed" "base rate $r1 then $r2"
+
 # Labels with nothing to score are said so: all nodata (or off the raster) is an error with no
 # metrics written; no burned pixel, or only burned ones, a warning naming what is undefined.
 $PY - "$T/c/fire.tif" "$T/c" <<'PY' || notok "degenerate labels"
