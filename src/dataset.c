@@ -559,7 +559,9 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
 }
 
 /* Chooses validation blocks: in a seeded random order, until their kept patches reach the
- * fraction. Blocks with no kept patch are skipped; at least one block stays for training. */
+ * fraction, and at least one block for any fraction above 0 (a tiny fraction of a small raster
+ * rounds to no patch). Blocks with no kept patch are skipped; at least one block stays for
+ * training. */
 static void split(wc_dataset *ds) {
     const int B = ds->val_block;
     const long bcols = (ds->cols + B - 1) / B, brows = (ds->rows + B - 1) / B;
@@ -576,6 +578,7 @@ static void split(wc_dataset *ds) {
     wc_rng_permutation(order, (size_t)ds->nblocks, ds->cfg.seed, WC_STREAM_SPLIT, 0);
     uint8_t *val_block = WC_CALLOC(ds->nblocks, 1);
     long target = lround(ds->cfg.val_fraction * (double)kept_total), taken = 0, blocks_used = 0;
+    if (ds->cfg.val_fraction > 0 && target == 0) target = 1;
     long blocks_nonempty = 0;
     for (long b = 0; b < ds->nblocks; b++) blocks_nonempty += kept_in[b] > 0;
     ds->nval_blocks = 0;
@@ -882,7 +885,9 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
                  cfg->tiles, ds->width, ds->height, ds->npatches, ds->P, ds->P);
         goto fail;
     }
-    ds->val_block = WC_MAX(1, (cfg->val_block_px + ds->P / 2) / ds->P);
+    /* a block larger than the patch grid is the whole grid */
+    ds->val_block = WC_MAX(1, WC_MIN((cfg->val_block_px + ds->P / 2) / ds->P,
+                                     WC_MAX(ds->cols, ds->rows)));
     /* before the labels too: warping them onto a grid too large to plan would be minutes lost */
     if (plan_fits(ds) != WC_OK) goto fail;
     if (cfg->labels) {

@@ -289,10 +289,10 @@ static void print_plan(train_ctx *t, size_t baseline) {
     size_t opt_b = wc_optim_state_bytes(t->opt);
     size_t red_b = (t->net->nparams + 8) * (t->red->exact ? sizeof(int64_t) : sizeof(float));
     size_t data_b = wc_reader_bytes_held(t->ra.rd) + wc_metrics_acc_words() * 16;
-    /* validation: the map's network over one block's window, and a block's pixel buffers */
+    /* validation: the map's network over one core's window, and a core's pixel buffers */
     wc_memory_plan vp;
     wc_net_memory_plan(t->val.inf.net, &vp);
-    const size_t side = (size_t)t->ds->val_block * (size_t)t->ds->P;
+    const size_t side = (size_t)t->val.core;
     const size_t val_b = vp.params + vp.activations + vp.workspace + side * side * 22 +
                          (size_t)t->val.inf.Tx * (size_t)t->val.inf.Ty *
                              (1 + (size_t)t->ds->nfeat * wc_dtype_size(t->ds->read_type));
@@ -332,6 +332,13 @@ static void print_setup(const train_ctx *t, double prior) {
             "(%ld of %ld blocks of %dx%d patches); %.2f%% of training pixels burned",
             ds->npatches, ds->P, ds->P, ds->cols, ds->rows, ds->ntrain + ds->nval, ds->ntrain,
             ds->nval, ds->nval_blocks, ds->nblocks, ds->val_block, ds->val_block, 100.0 * prior);
+    if (cfg->data.val_fraction > 0 && ds->nval == 0)
+        wc_warn("no validation: --val-fraction %g asks for it, but the raster's kept patches lie "
+                "in %s validation block of %dx%d patches (--val-block %d px), which must stay "
+                "for training; no validation metrics and no best.wcp: a smaller --val-block "
+                "gives the blocks to choose from",
+                cfg->data.val_fraction, ds->nblocks > 1 ? "a single non-empty" : "one",
+                ds->val_block, ds->val_block, ds->val_block * ds->P);
     wc_info("augmentation: %s", ds->aug.summary);
     const wc_optim_config *oc = &t->opt->cfg;
     char overlap[64] = "not overlapped (--no-overlap)";

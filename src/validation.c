@@ -45,11 +45,17 @@ static void block_rect(const wc_dataset *ds, long b, int64_t *x0, int64_t *y0, i
     *h = (int64_t)WC_MIN(B, ds->rows - by * B) * ds->P;
 }
 
-/* Block b's probabilities, labels and oracle into the accumulators. */
-static int score_block(wc_validation *v, long b, float pos_weight) {
+/* A validation block is scored in cores of at most this side (pixels), so the network's window,
+ * and its memory, is that of one core whatever --val-block says (a block of the whole raster
+ * would need gigabytes of activations). Windows snap to the exact alignment (infer.c), so a
+ * pixel's value is the map's whichever core computes it (t_phase), and the accumulators are
+ * integer sums over the same pixels. The default block (256 px) is one core. */
+#define CORE_MAX 256
+
+/* The core (x0, y0, w, h)'s probabilities, labels and oracle into the accumulators. */
+static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64_t h,
+                      float pos_weight) {
     const wc_dataset *ds = v->ds;
-    int64_t x0, y0, w, h;
-    block_rect(ds, b, &x0, &y0, &w, &h);
     if (wc_infer_core(&v->inf, x0, y0, w, h, v->prob, v->px, 0.0f) != WC_OK ||
         wc_dataset_read_labels(ds, &v->files, x0, y0, w, h, v->y, v->use, v->scratch) != WC_OK ||
         (ds->oracle_path &&
@@ -71,6 +77,18 @@ static int score_block(wc_validation *v, long b, float pos_weight) {
     wc_metrics_add_probs(v->acc, v->prob, v->y, v->use, n, pos_weight);
     if (ds->oracle_path)
         wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, pos_weight);
+    return WC_OK;
+}
+
+/* Block b, core by core. */
+static int score_block(wc_validation *v, long b, float pos_weight) {
+    int64_t x0, y0, w, h;
+    block_rect(v->ds, b, &x0, &y0, &w, &h);
+    for (int64_t cy = 0; cy < h; cy += v->core)
+        for (int64_t cx = 0; cx < w; cx += v->core)
+            if (score_core(v, x0 + cx, y0 + cy, WC_MIN(v->core, w - cx), WC_MIN(v->core, h - cy),
+                           pos_weight) != WC_OK)
+                return WC_ERR;
     return WC_OK;
 }
 
@@ -102,8 +120,8 @@ int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch,
     memset(v, 0, sizeof *v);
     v->ds = ds;
     plan_blocks(v);
-    const int64_t side = (int64_t)ds->val_block * ds->P;
-    const size_t n = (size_t)side * (size_t)side;
+    v->core = WC_MIN((int64_t)ds->val_block * ds->P, CORE_MAX);
+    const size_t n = (size_t)v->core * (size_t)v->core;
     v->prob = WC_ALLOC(sizeof(float) * n), v->y = WC_ALLOC(sizeof(float) * n);
     v->oracle = WC_ALLOC(sizeof(float) * n), v->scratch = WC_ALLOC(sizeof(double) * n);
     v->px = WC_ALLOC(n), v->use = WC_ALLOC(n);
@@ -114,7 +132,7 @@ int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch,
         wc_data_files_open(&v->files, ds, 1) != WC_OK ||
         wc_infer_geometry_of(&g, arch, spec, ds->nfeat, &v->files.src) != WC_OK ||
         wc_infer_init(&v->inf, &g, &v->files.src, ds->feat_bands, ds->read_type, ds->nfeat,
-                      ds->mean, ds->std, arch, spec, params, side, side, ds->tiles_path) != WC_OK;
+                      ds->mean, ds->std, arch, spec, params, v->core, v->core, ds->tiles_path) != WC_OK;
     return wc_dist_any(failed) ? WC_ERR : WC_OK;
 }
 

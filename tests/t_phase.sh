@@ -11,11 +11,14 @@
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 24 --val-fraction 0.3
       --log-every 100 --no-predict --seed 5)
-for n in 1 2; do
-    mpirun_n $n "$WILDCPU" "${args[@]}" --out "$T/r$n" >"$T/r$n.log" 2>&1 || notok "training on $n rank(s)" "$(tail -3 "$T/r$n.log")"
-    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/r$n/checkpoints/ckpt-00000024.wcp" \
-        --out "$T/r$n.tif" >"$T/p$n.log" 2>&1 || notok "map on $n rank(s)" "$(tail -3 "$T/p$n.log")"
-    $PY - "$T/r$n/metrics.jsonl" "$T/r$n.tif" "$T/r$n/split.tif" "$SAMPLE" <<'PY' >"$T/cmp$n.log" 2>&1
+# 1 and 2 ranks with the default blocks (256 px, one validation core each), and 2 ranks with
+# blocks of 320 px, which validation scores in four cores of at most 256 px (validation.c)
+for run in 1:256 2:256 2:320; do
+    n=${run%:*} vb=${run#*:} r=$T/r${run/:/-}
+    mpirun_n $n "$WILDCPU" "${args[@]}" --val-block $vb --out "$r" >"$r.log" 2>&1 || notok "training on $n rank(s)" "$(tail -3 "$r.log")"
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$r/checkpoints/ckpt-00000024.wcp" \
+        --out "$r.tif" >"$r.plog" 2>&1 || notok "map on $n rank(s)" "$(tail -3 "$r.plog")"
+    $PY - "$r/metrics.jsonl" "$r.tif" "$r/split.tif" "$SAMPLE" <<'PY' >"$r.cmp" 2>&1
 import json, math, sys
 import numpy as np
 from osgeo import gdal
@@ -57,13 +60,13 @@ print("pixels %d, AP %.6f, ROC %.6f, Brier %.6f" % (P + N, ap, roc, brier))
 if bad: raise SystemExit("; ".join(bad))
 PY
     if [ $? -eq 0 ]; then
-        ok "$n rank(s): validation metrics = the map's on the validation pixels ($(tail -1 "$T/cmp$n.log"))"
+        ok "$n rank(s), --val-block $vb: validation metrics = the map's on the validation pixels ($(tail -1 "$r.cmp"))"
     else
-        notok "$n rank(s): validation metrics = the map's" "$(tail -3 "$T/cmp$n.log")"
+        notok "$n rank(s), --val-block $vb: validation metrics = the map's" "$(tail -3 "$r.cmp")"
     fi
 done
-[ "$(grep '"type":"val"' "$T/r1/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" = \
-  "$(grep '"type":"val"' "$T/r2/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" ] \
+[ "$(grep '"type":"val"' "$T/r1-256/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" = \
+  "$(grep '"type":"val"' "$T/r2-256/metrics.jsonl" | sed 's/"elapsed_s":[0-9.]*//')" ] \
     && ok "validation metrics bitwise equal on 1 and 2 ranks" || notok "validation on 1 and 2 ranks"
 
 # the patch grid is the global grid of P x P cells: a raster whose origin is 1 px off it starts

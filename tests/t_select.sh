@@ -133,4 +133,14 @@ gdal_translate -q -a_srs EPSG:4326 -a_ullr -111 45 -110.9 44.9 "$SAMPLE" "$T/geo
 [ $? -eq 2 ] && grep -q -- "--rotate needs a number between 0 and 180" "$T/rx.log" \
     && ok "--rotate 181: a usage error" || notok "--rotate 181" "$(tail -2 "$T/rx.log")"
 
+# Validation is asked for but impossible: a warning says so (one validation block, which must
+# stay for training); a tiny fraction still takes one block instead of rounding to none.
+small=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 2 --no-predict --model logistic)
+"$WILDCPU" "${small[@]}" --val-block 100000 --out "$T/v1" >"$T/v1.log" 2>&1
+[ $? -eq 0 ] && grep -q "warning: no validation: --val-fraction 0.2 asks for it" "$T/v1.log" \
+    && ok "one validation block only: a warning that no validation runs" || notok "no validation warned" "$(grep -m2 'warn\|patches:' "$T/v1.log")"
+"$WILDCPU" "${small[@]}" --val-block 32 --val-fraction 0.0001 --out "$T/v2" >"$T/v2.log" 2>&1
+[ $? -eq 0 ] && grep -q "patches: .* 1 validation (1 of .* blocks" "$T/v2.log" && ! grep -q "no validation" "$T/v2.log" \
+    && ok "--val-fraction 0.0001: one validation block, not none" || notok "tiny --val-fraction" "$(grep -m2 'warn\|patches:' "$T/v2.log")"
+
 finish

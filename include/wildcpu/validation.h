@@ -18,13 +18,14 @@
 typedef struct wc_validation {
     const wc_dataset *ds;
     wc_metrics_acc *acc, *oracle_acc; /* exact, rank-independent accumulators */
-    wc_infer inf;                     /* the map's network, over a validation block's window */
+    wc_infer inf;                     /* the map's network, over one core's window */
     wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
     long *blocks;        /* the validation blocks, in index order */
     long lo, hi;         /* this rank's share of them */
     long max_share;      /* the largest share (every rank agrees that many times) */
-    /* (block side ^ 2) one block's pixels: probabilities, labels, the oracle, the state of
-     * each pixel (WC_PX_*), which pixels count, and the label reading's scratch */
+    int64_t core; /* blocks are scored in cores of at most core x core pixels */
+    /* (core ^ 2) one core's pixels: probabilities, labels, the oracle, the state of each pixel
+     * (WC_PX_*), which pixels count, and the label reading's scratch */
     float *prob, *y, *oracle;
     uint8_t *px, *use;
     double *scratch;
