@@ -513,6 +513,18 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
         wc_error("%s has no feature bands besides the label band", src->path);
         return WC_ERR;
     }
+    /* a model names its inputs by band description (bandmap.h): two features of one name could
+     * not be told apart when the model maps a raster, so the run would end without a map */
+    for (int i = 1; i < ds->nfeat; i++)
+        for (int j = 0; j < i; j++) {
+            const char *name = src->bands[ds->feat_bands[i] - 1].name;
+            if (strcmp(src->bands[ds->feat_bands[j] - 1].name, name) != 0) continue;
+            wc_error("%s: bands %d and %d are both described '%s': a model names its inputs by "
+                     "their descriptions and could not tell these apart when it maps a raster; "
+                     "describe them apart (a VRT's <Description>, or GDALSetDescription)",
+                     src->path, ds->feat_bands[j], ds->feat_bands[i], name);
+            return WC_ERR;
+        }
     memcpy(ds->read_bands, ds->feat_bands, sizeof(int) * ds->nfeat);
     ds->read_nb = ds->nfeat;
     if (label_in_src) ds->read_bands[ds->read_nb++] = label_in_src;

@@ -53,6 +53,10 @@ expect "raster smaller than a patch" 1 "is 128x128 pixels, smaller than one 256x
 # a VRT that points at a tile that is not there
 cp -r "$ROOT/data/sample" "$T/broken"
 rm "$T/broken/tiles/r01_c01_f32.tif"
+sed -e 's|<Description>ndvi</Description>|<Description>slope</Description>|' \
+    -e "s|relativeToVRT=\"1\">|relativeToVRT=\"0\">$(dirname "$SAMPLE")/|" "$SAMPLE" >"$T/dup.vrt"
+expect "two feature bands of one description, refused before training" 1 "bands 2 and 5 are both described 'slope'" -- \
+    --tiles "$T/dup.vrt" "${train[@]}"
 expect "VRT pointing at a missing tile" 1 "r01_c01_f32.tif" -- --tiles "$T/broken/tiles.vrt" "${train[@]}"
 
 # unsupported band type
