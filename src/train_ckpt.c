@@ -24,6 +24,14 @@
 #define WC_CKPT_DEFAULT_MIN_S 60.0
 #define WC_CKPT_DEFAULT_MAX_S 600.0
 
+/* Appends the vector pairs' input channels, "2/3,8/9" (none: ""). */
+static void append_pairs(char *kv, size_t size, const wc_augment *a) {
+    size_t n = strlen(kv);
+    for (int k = 0; k < a->npairs && n < size; k++)
+        n += (size_t)snprintf(kv + n, size - n, "%s%d/%d", k ? "," : "", a->pair[k][0],
+                              a->pair[k][1]);
+}
+
 /* The settings that must be equal for a resume to be exact. */
 void wc_train_ckpt_config_kv(train_ctx *t) {
     const wc_train_config *c = t->cfg;
@@ -39,22 +47,21 @@ void wc_train_ckpt_config_kv(train_ctx *t) {
              t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
              t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact",
              c->no_jitter ? "off" : "on");
-    /* The orientations and the channels of the vector pairs ("augment=8:2/3,8/9"), only when
-     * on: a checkpoint of a run without augmentation (or of a version before it) has no such
-     * key and matches a run without --augment. */
+    /* The orientations and the input channels of the vector pairs ("augment=8:2/3,8/9"), only
+     * when on: a checkpoint of a run without augmentation (or of a version before it) has no
+     * such key and matches a run without --augment. */
     const wc_augment *a = &t->ds->aug;
     if (a->norient > 1) {
         size_t n = strlen(t->config_kv);
-        n += (size_t)snprintf(t->config_kv + n, sizeof t->config_kv - n, ";augment=%d:",
-                              a->norient);
-        for (int k = 0; k < a->npairs && n < sizeof t->config_kv; k++)
-            n += (size_t)snprintf(t->config_kv + n, sizeof t->config_kv - n, "%s%d/%d",
-                                  k ? "," : "", a->pair[k][0], a->pair[k][1]);
+        snprintf(t->config_kv + n, sizeof t->config_kv - n, ";augment=%d:", a->norient);
+        append_pairs(t->config_kv, sizeof t->config_kv, a);
     }
-    /* --rotate's largest turn, only when on (the same rule) */
+    /* --rotate's largest turn and the pairs it turns, only when on (the same rule): a resume
+     * with other --vector-bands would turn other bands */
     if (a->turn_deg > 0) {
         size_t n = strlen(t->config_kv);
-        snprintf(t->config_kv + n, sizeof t->config_kv - n, ";rotate=%.10g", a->turn_deg);
+        snprintf(t->config_kv + n, sizeof t->config_kv - n, ";rotate=%.10g:", a->turn_deg);
+        append_pairs(t->config_kv, sizeof t->config_kv, a);
     }
 }
 

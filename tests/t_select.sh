@@ -125,6 +125,10 @@ s2=$?
 "$WILDCPU" "${args[@]}" --epochs 2 --out "$T/r1" >"$T/nr.log" 2>&1
 [ $? -eq 1 ] && grep -q "rotate: now (none), checkpoint 30" "$T/nr.log" \
     && ok "a turned run is not resumed without --rotate" || notok "--rotate in the resume settings" "$(tail -2 "$T/nr.log")"
+"$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --vector-bands none --out "$T/r1" >"$T/nv.log" 2>&1
+[ $? -eq 1 ] && grep -q "rotate: now 30:, checkpoint 30:[0-9]" "$T/nv.log" \
+    && ok "a turned run is not resumed with other --vector-bands (they turn other bands)" \
+    || notok "--vector-bands in --rotate's resume settings" "$(tail -2 "$T/nv.log")"
 gdal_translate -q -a_srs EPSG:4326 -a_ullr -111 45 -110.9 44.9 "$SAMPLE" "$T/geo.vrt"
 "$WILDCPU" "${args[@]}" --tiles "$T/geo.vrt" --rotate 30 --out "$T/rg" >"$T/rg.log" 2>&1
 [ $? -eq 1 ] && grep -q -- "--rotate: $T/geo.vrt cannot be turned by any angle: degrees of longitude and of latitude differ" "$T/rg.log" \
