@@ -885,8 +885,16 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->cols = (ds->width - ds->x_origin) / ds->P;
     ds->rows = (ds->height - ds->y_origin) / ds->P;
     if (ds->cols < 1 || ds->rows < 1) {
-        wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)", cfg->tiles,
-                 ds->width, ds->height, ds->P, ds->P);
+        if (ds->width < ds->P || ds->height < ds->P)
+            wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)", cfg->tiles,
+                     ds->width, ds->height, ds->P, ds->P);
+        else
+            wc_error("%s is %dx%d pixels, but no whole %dx%d patch fits on the grid of patch "
+                     "cells its georeferencing defines (the first cell starts %d px right and "
+                     "%d px down, where the global pixel coordinates are multiples of %d, so "
+                     "that adjacent rasters share their cells): use a smaller --patch",
+                     cfg->tiles, ds->width, ds->height, ds->P, ds->P, ds->x_origin, ds->y_origin,
+                     ds->P);
         goto fail;
     }
     ds->npatches = (long)ds->cols * ds->rows;

@@ -49,6 +49,9 @@ expect "all-nodata raster" 1 "no patch of 64x64 pixels has at least 50% valid pi
 
 expect "raster smaller than a patch" 1 "is 128x128 pixels, smaller than one 256x256 patch" -- \
     --tiles "$T/nodata.tif" --label-band 3 --patch 256 "${train[@]}"
+expect "a patch that fits the raster but not its grid of patch cells" 1 \
+    "is 512x512 pixels, but no whole 512x512 patch fits on the grid of patch cells .*starts 171 px right" -- \
+    --tiles "$SAMPLE" --patch 512 "${train[@]}"
 
 # a VRT that points at a tile that is not there
 cp -r "$ROOT/data/sample" "$T/broken"
