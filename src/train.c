@@ -480,6 +480,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     t->log = wc_trainlog_open(cfg->out_dir, t->start_step, t->total_steps, t->sched.steps_per_epoch,
                               cfg->log_every);
     if (wc_dist_any(t->log == NULL)) return WC_EXIT_RUNTIME;
+    wc_trainlog_resume_loss(t->log, t->resumed_loss_sum, t->resumed_loss_steps);
     print_setup(t, prior);
     print_plan(t, baseline);
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);

@@ -101,11 +101,16 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     char meta[1024], ts[32];
     wc_utc_timestamp(ts, sizeof ts);
     const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
+    double log_sum;
+    long log_steps;
+    wc_trainlog_pending_loss(t->log, &log_sum, &log_steps);
     snprintf(meta, sizeof meta,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
-             "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch)",
+             "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch);"
+             "log_loss_sum=%a;log_loss_steps=%ld",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
-             t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss);
+             t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss, log_sum,
+             log_steps);
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
     for (int c = 0; c < t->ds->nfeat; c++)
         names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
@@ -239,6 +244,12 @@ int wc_train_ckpt_resume(train_ctx *t) {
         if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
         memcpy(t->red->exponent, s->exponent, sizeof(int32_t) * nt);
         wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
+        /* the progress line's pending loss (a checkpoint of an earlier version has none) */
+        char sum[64] = "", steps[32] = "";
+        wc_kv_get(s->meta, "log_loss_sum", sum, sizeof sum);
+        wc_kv_get(s->meta, "log_loss_steps", steps, sizeof steps);
+        t->resumed_loss_sum = *sum ? strtod(sum, NULL) : 0;
+        t->resumed_loss_steps = *steps ? strtol(steps, NULL, 10) : 0;
     }
     wc_dist_bcast(counters, sizeof counters, 0);
     wc_dist_bcast(&best_auc, sizeof best_auc, 0);

@@ -58,6 +58,9 @@ typedef struct {
     wc_schedule sched;
     wc_trainlog *log;
     long total_steps, start_step;
+    /* from the checkpoint resumed: the loss of its steps since the last progress line */
+    double resumed_loss_sum;
+    long resumed_loss_steps;
     read_ahead ra;
     decoded dec;
     wc_validation val;

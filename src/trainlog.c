@@ -187,6 +187,14 @@ void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long sa
     l->loss_since_line = 0;
 }
 
+void wc_trainlog_pending_loss(const wc_trainlog *l, double *sum, long *steps) {
+    *sum = l ? l->loss_since_line : 0, *steps = l ? l->steps_since_line : 0;
+}
+
+void wc_trainlog_resume_loss(wc_trainlog *l, double sum, long steps) {
+    l->loss_since_line = sum, l->steps_since_line = steps;
+}
+
 void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
                             const wc_metrics *oracle) {
     if (!l->active) return;

@@ -112,6 +112,20 @@ else
     notok "killed mid-write" "status $status tmp $tmpfiles: $(cat "$T/torn.info") $(final torn)"
 fi
 
+# the progress lines of a resumed run are those of the uninterrupted run: a line every 4 steps,
+# a crash while writing checkpoint 18, the resume from step 15 (3 steps after the line of step
+# 12): the first line after it averages steps 13-16, as the uninterrupted run's does
+lines=("${args[@]}" --log-every 4)
+mpirun_n 1 "$WILDCPU" "${lines[@]}" --out "$T/lines_ref" >"$T/lines_ref.log" 2>&1
+WILDCPU_TEST_CRASH_CKPT=0.5@18 mpirun_n 1 "$WILDCPU" "${lines[@]}" --out "$T/lines" >"$T/lines.log" 2>&1
+mpirun_n 1 "$WILDCPU" "${lines[@]}" --out "$T/lines" >>"$T/lines.log" 2>&1
+if grep -q "resuming from .*ckpt-00000015.wcp" "$T/lines.log" && [ -n "$(losses "$T/lines_ref/metrics.jsonl")" ] &&
+    cmp -s <(losses "$T/lines_ref/metrics.jsonl") <(losses "$T/lines/metrics.jsonl"); then
+    ok "resumed at step 15 between two progress lines: metrics.jsonl's losses equal the uninterrupted run's"
+else
+    notok "progress lines across a resume" "$(grep -m1 resuming "$T/lines.log"); $(diff <(losses "$T/lines_ref/metrics.jsonl") <(losses "$T/lines/metrics.jsonl") | head -4 | tr '\n' ' ')"
+fi
+
 # corrupted newest checkpoint, five ways: reported, the previous one used, result equal
 newest=$T/ref/checkpoints/ckpt-$(printf %08d $steps).wcp
 corrupt() { # corrupt KIND FILE

@@ -30,6 +30,12 @@ void wc_trainlog_start(wc_trainlog *l);
 /* Step `step` (0-based) is done with mean loss `loss` at learning rate lr over `samples`
  * samples: adds it to the figures of the next line, printed when due. */
 void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long samples);
+/* The loss of the steps since the last progress line (their sum and count), kept in a
+ * checkpoint, and handed back to the log of the run that resumes from it before its first
+ * step: the first line after a resume then averages the same steps as the uninterrupted run's
+ * (its samples/s counts from the resume). */
+void wc_trainlog_pending_loss(const wc_trainlog *l, double *sum, long *steps);
+void wc_trainlog_resume_loss(wc_trainlog *l, double sum, long steps);
 /* The validation after step `step`; oracle may be NULL. */
 void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
                             const wc_metrics *oracle);
