@@ -86,10 +86,20 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
 
 /* ---- one step ---------------------------------------------------------------------------- */
 
+/* Rank 0: what a diverged run leaves, once a background write in flight has ended: its last
+ * checkpoint, or none when it has not written one yet. */
+static void describe_kept(train_ctx *t, char *buf, size_t size) {
+    wc_train_ckpt_take_background(t, 1);
+    if (t->start_step > 0 || t->sum.ckpts_written > 0)
+        snprintf(buf, size, "the last checkpoint in %s is intact", t->ckpt_dir);
+    else
+        snprintf(buf, size, "no checkpoint was written before it");
+}
+
 /* Divergence: a non-finite gradient, loss, or an update that made the state non-finite. Every
  * rank reaches this for the same step (it is decided from reduced values), so all return the
  * error together; nothing of the step was applied to anything that is saved or logged. */
-static void report_divergence(const train_ctx *t, long step, const wc_step_totals *tot,
+static void report_divergence(train_ctx *t, long step, const wc_step_totals *tot,
                               int bad_update_tensor) {
     char what[256];
     if (bad_update_tensor >= 0)
@@ -110,11 +120,12 @@ static void report_divergence(const train_ctx *t, long step, const wc_step_total
                  (long long)tot->bad_loss, tot->bad_loss == 1 ? "" : "es",
                  62 - WC_REDUCE_LOSS_FX_BITS);
     if (t->rank != 0) return;
+    char kept[4400];
+    describe_kept(t, kept, sizeof kept);
     wc_error("step %ld: training diverged: %s; the step was not applied and nothing of it was "
-             "saved (the last checkpoint in %s is intact). Lower --lr (now %.3g) or lengthen "
-             "--warmup (now %ld) and rerun with --fresh, or resume from the last checkpoint with "
-             "the same options",
-             step + 1, what, t->ckpt_dir, t->opt->cfg.lr, t->opt->cfg.warmup_steps);
+             "saved (%s). Lower --lr (now %.3g) or lengthen --warmup (now %ld) and rerun with "
+             "--fresh, or resume from the last checkpoint with the same options",
+             step + 1, what, kept, t->opt->cfg.lr, t->opt->cfg.warmup_steps);
 }
 
 /* The test hook that proves divergence is caught on any rank: WILDCPU_TEST_POISON=STEP:RANK:WHAT
@@ -262,12 +273,14 @@ static int validate(train_ctx *t, long step) {
                  "see the message above)",
                  step + 1);
     if (rc == WC_VALIDATION_DIVERGED) {
-        if (t->rank == 0)
+        if (t->rank == 0) {
+            char kept[4400];
+            describe_kept(t, kept, sizeof kept);
             wc_error("validation after step %ld: the network's output is not finite on %lld "
                      "pixels: training diverged; nothing of this validation was logged or saved "
-                     "(the last checkpoint in %s is intact). Lower --lr (now %.3g) and rerun with "
-                     "--fresh",
-                     step + 1, (long long)m.bad_outputs, t->ckpt_dir, t->opt->cfg.lr);
+                     "(%s). Lower --lr (now %.3g) and rerun with --fresh",
+                     step + 1, (long long)m.bad_outputs, kept, t->opt->cfg.lr);
+        }
         return rc;
     }
     const int with_oracle = t->ds->oracle_path != NULL;

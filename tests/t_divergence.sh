@@ -42,6 +42,13 @@ for mode in exact fast; do
         notok "--lr 100 ($mode reduction)" "status $s: $(grep -E 'error|diverged' "$d.log" | head -2) $(cat "$T/jsonl.err") $(ls "$d/checkpoints")"
     fi
 done
+# before any checkpoint, the message does not claim one
+d=$T/lr100-none
+timeout 300 "$WILDCPU" "${base[@]}" --lr 100 --steps 10 --ckpt-every 1000 --out "$d" >"$d.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "step 2: training diverged: .*(no checkpoint was written before it)" "$d.log" \
+    && ok "--lr 100 with no checkpoint yet: exit 1, the message says no checkpoint was written" \
+    || notok "divergence before any checkpoint" "status $s: $(grep -m1 diverged "$d.log")"
 
 # A NaN or infinity on ONE rank of two (the hook WILDCPU_TEST_POISON=STEP:RANK:WHAT), in step 3:
 # both ranks stop in step 3; the rerun without it resumes from step 2 and ends equal to a run
