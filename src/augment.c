@@ -120,6 +120,11 @@ static int pairs_by_name(wc_augment *a, const char *const *names, int nfeat, con
 /* --vector-bands EAST:NORTH[,EAST:NORTH...] */
 static int pairs_given(wc_augment *a, const char *spec, const char *const *names, int nfeat,
                        const char *path) {
+    const size_t len = strlen(spec);
+    if (len == 0 || spec[0] == ',' || spec[len - 1] == ',' || strstr(spec, ",,")) {
+        wc_error("--vector-bands: '%s' has an empty entry (EAST:NORTH,EAST:NORTH,...)", spec);
+        return WC_ERR;
+    }
     char *copy = wc_strdup(spec), *save = NULL;
     int rc = WC_OK;
     for (char *tok = strtok_r(copy, ",", &save); tok && rc == WC_OK;

@@ -1,5 +1,6 @@
 /* main.c: the wildcpu program: parses the command line and calls the library. Usage errors go
  * to stderr with exit status 2; every other outcome is the status the library returns. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -124,7 +125,9 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+    /* decimal only: strtod also reads hexadecimal ("0x10" is 16) and skips leading blanks */
+    const int decimal = !strpbrk(s, "xX") && !isspace((unsigned char)*s);
+    if (errno || end == s || *end || !decimal || !isfinite(v) || v < lo || v > hi) {
         fprintf(stderr, "wildcpu: %s needs a number between %g and %g, got '%s'\n", opt, lo, hi, s);
         return -1;
     }

@@ -23,6 +23,7 @@ train=(--out "$T/run" --steps 2 --batch 4 --micro-batch 2 --no-predict --fresh)
 expect "no --tiles" 2 "--tiles PATH is required" -- "${train[@]}"
 expect "unknown option" 2 "unknown option --bogus" -- --tiles "$SAMPLE" --bogus
 expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batch zero
+expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- --tiles "$SAMPLE" --lr 0x10
 expect "micro-batch larger than batch" 2 "micro-batch" -- --tiles "$SAMPLE" --batch 2 --micro-batch 4
 expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
 

@@ -95,6 +95,9 @@ s2=$?
 [ $? -eq 1 ] && grep -q "has no feature band named 'gust'" "$T/vb.log" \
     && ok "--vector-bands naming a band the tiles lack: refused, naming it" \
     || notok "--vector-bands wind_u:gust" "$(tail -2 "$T/vb.log")"
+"$WILDCPU" "${args[@]}" --epochs 2 --augment --vector-bands "wind_u:wind_v,,aspect_sin:aspect_cos" --out "$T/vb2" >"$T/vb2.log" 2>&1
+[ $? -eq 1 ] && grep -q -- "--vector-bands: 'wind_u:wind_v,,aspect_sin:aspect_cos' has an empty entry" "$T/vb2.log" \
+    && ok "--vector-bands with an empty entry: refused" || notok "--vector-bands with an empty entry" "$(tail -2 "$T/vb2.log")"
 
 # --rotate: turns by any angle up to DEG, drawn like the jitter; bitwise the same on 1 and 3 ranks
 # and across a resume (with --augment's orientations too), a different model from training
