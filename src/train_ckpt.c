@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
@@ -262,6 +263,19 @@ int wc_train_ckpt_resume(train_ctx *t) {
     t->red->calibrated = (int)counters[2];
     t->val_pending = (int)counters[4];
     t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
+    /* best.wcp removed since (by hand): the best is tracked afresh, so the next validation
+     * writes one and the report names what is on disk */
+    int best_missing = 0;
+    if (t->rank == 0 && t->best.step >= 0) {
+        char best[4400];
+        snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
+        best_missing = access(best, F_OK) != 0;
+        if (best_missing)
+            wc_warn("%s (step %ld) is missing: the best validation is tracked afresh from here, "
+                    "and the next validation writes it",
+                    best, t->best.step);
+    }
+    if (wc_dist_any(best_missing)) t->best.step = -1, t->best.auc_pr = -1;
     wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
             t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
             prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");

@@ -150,4 +150,18 @@ small=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 2 --no-pre
 [ $? -eq 0 ] && grep -q "patches: .* 1 validation (1 of .* blocks" "$T/v2.log" && ! grep -q "no validation" "$T/v2.log" \
     && ok "--val-fraction 0.0001: one validation block, not none" || notok "tiny --val-fraction" "$(grep -m2 'warn\|patches:' "$T/v2.log")"
 
+# best.wcp deleted while the run was down: the resume says so, tracks the best afresh, and the
+# report names the step of the best.wcp on disk
+bw=(--tiles "$SAMPLE" --patch 32 --batch 32 --micro-batch 8 --steps 24 --val-block 64 --ckpt-every 3
+    --keep 10 --no-predict --model logistic)
+(WILDCPU_TEST_CRASH_CKPT=0.5@21 "$WILDCPU" "${bw[@]}" --out "$T/bw" >"$T/bw.log" 2>&1) 2>/dev/null
+rm -f "$T/bw/checkpoints/best.wcp"
+"$WILDCPU" "${bw[@]}" --out "$T/bw" >>"$T/bw.log" 2>&1
+s=$?
+held=$("$WILDCPU" info "$T/bw/checkpoints/best.wcp" 2>/dev/null | awk '$1 == "step" {print $2}')
+[ $s -eq 0 ] && grep -q "warning: .*best.wcp (step [0-9]*) is missing: the best validation is tracked afresh" "$T/bw.log" &&
+    [ -n "$held" ] && grep -q "best validation AUC-PR, .* after step $held," "$T/bw/report.md" \
+    && ok "best.wcp deleted before a resume: a warning, a new best.wcp (step $held), the report names it" \
+    || notok "best.wcp deleted before a resume" "status $s, best.wcp step '$held': $(grep -m1 missing "$T/bw.log") $(grep -o 'best validation AUC-PR[^.]*' "$T/bw/report.md")"
+
 finish
