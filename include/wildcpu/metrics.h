@@ -101,9 +101,12 @@ typedef struct wc_metrics {
     double recall_at_half;     /* at the same threshold */
     double brier;              /* mean (p - y)^2 */
     double positive_rate;      /* positives / pixels */
-    /* reliability (calibration): the probabilities in WC_METRICS_CAL_BINS equal bins; in bin k,
-     * the pixels with p in [k/10, (k+1)/10), their mean predicted probability (from the
-     * histogram's bins, to 1/2^17) and the share of them that burned (NaN for an empty bin) */
+    /* reliability (calibration): the probabilities in WC_METRICS_CAL_BINS bins made of whole
+     * histogram bins; bin k holds the histogram bins i with floor(10 i / WC_METRICS_BINS) = k,
+     * so its bounds are k/10 rounded down to a multiple of 1/WC_METRICS_BINS (0.1 falls inside
+     * histogram bin 6553: its pixels, p in [0.099991, 0.100006), count in bin 0); the pixels'
+     * count, their mean predicted probability (from the histogram's bins, to 1/2^17) and the
+     * share of them that burned (NaN for an empty bin) */
     int64_t cal_count[10];
     double cal_predicted[10], cal_observed[10];
 } wc_metrics;
