@@ -103,7 +103,7 @@ typedef struct wc_metrics {
     double positive_rate;      /* positives / pixels */
     /* reliability (calibration): the probabilities in WC_METRICS_CAL_BINS bins made of whole
      * histogram bins; bin k holds the histogram bins i with floor(10 i / WC_METRICS_BINS) = k,
-     * so its bounds are k/10 rounded down to a multiple of 1/WC_METRICS_BINS (0.1 falls inside
+     * so its bounds are k/10 rounded up to a multiple of 1/WC_METRICS_BINS (0.1 falls inside
      * histogram bin 6553: its pixels, p in [0.099991, 0.100006), count in bin 0); the pixels'
      * count, their mean predicted probability (from the histogram's bins, to 1/2^17) and the
      * share of them that burned (NaN for an empty bin) */
