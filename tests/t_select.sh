@@ -32,7 +32,13 @@ printf 'garbage' >"$T/a/checkpoints/best.wcp"
 s=$?
 [ $s -eq 0 ] && grep -q "best.wcp is not usable" "$T/p2.log" && grep -q "ckpt-00000076.wcp" "$T/p2.log" \
     && ok "a damaged best.wcp: reported, the newest checkpoint is used" || notok "damaged best.wcp" "status $s"
+"$WILDCPU" info "$T/a" >"$T/info_bad.txt" 2>&1
 cp "$T/best.keep" "$T/a/checkpoints/best.wcp"
+"$WILDCPU" info "$T/a" >"$T/info_good.txt" 2>&1
+grep -q "best.wcp .*INVALID" "$T/info_bad.txt" && grep -q "use its newest valid checkpoint" "$T/info_bad.txt" &&
+    grep -q "best.wcp  *step  *$best_step .* valid" "$T/info_good.txt" && grep -q "use $T/a/checkpoints/best.wcp" "$T/info_good.txt" \
+    && ok "info DIR lists best.wcp (step $best_step, or INVALID) and which checkpoint predict and evaluate use" \
+    || notok "info DIR and best.wcp" "$(grep best "$T/info_bad.txt" "$T/info_good.txt")"
 
 # stop in the middle and resume: best.wcp and the final state equal the uninterrupted run's
 mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/b" >"$T/b.log" 2>&1 &
