@@ -485,6 +485,13 @@ static int prepare_polygons(const wc_raster *tiles, const char *labels, const ch
         wc_warn("--label-band %s is ignored: --labels %s is a vector file, whose polygons are "
                 "the labels",
                 band_name, labels);
+    if (!tiles->has_gt) {
+        wc_error("--labels %s: polygons are placed by their coordinates, and %s has no "
+                 "geotransform (no pixel has a position on the ground): give the tiles their "
+                 "georeferencing, or the labels as a raster on the tiles' grid",
+                 labels, tiles->path);
+        return WC_ERR;
+    }
     char derived[4096];
     derived_path(derived, sizeof derived, work_dir, labels, 0, tiles);
     if (access(derived, R_OK) != 0) {
@@ -518,8 +525,14 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
     GDALDatasetH ds = GDALOpenEx(labels, GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY,
                                  NULL, NULL, NULL);
     if (!ds) {
+        /* GDAL gives no reason when no driver recognizes the file (an empty one, say) */
+        const char *why = CPLGetLastErrorMsg();
+        char bytes[64] = "";
+        if (!*why && stat(labels, &st) == 0)
+            snprintf(bytes, sizeof bytes, "no GDAL driver recognizes it (%lld bytes)",
+                     (long long)st.st_size);
         wc_error("--labels %s is neither a raster nor a vector file GDAL can open: %s", labels,
-                 CPLGetLastErrorMsg());
+                 *why ? why : *bytes ? bytes : "no GDAL driver recognizes it");
         return WC_ERR;
     }
     int is_raster = GDALGetRasterCount(ds) > 0;

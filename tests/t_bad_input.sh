@@ -127,8 +127,21 @@ cat >"$T/far.geojson" <<'GJ'
  "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
    "coordinates": [[[10.0, 50.0], [10.1, 50.0], [10.1, 50.1], [10.0, 50.1], [10.0, 50.0]]]}}]}
 GJ
+printf '' >"$T/empty.tif"
+expect "an empty --labels file" 1 "neither a raster nor a vector file GDAL can open: no GDAL driver recognizes it \(0 bytes\)" -- \
+    --tiles "$SAMPLE" --labels "$T/empty.tif" "${train[@]}"
 expect "vector labels that do not overlap the tiles" 1 "no polygon of .*far.geojson overlaps the tiles: tiles cover .*EPSG:32611, the polygons .*EPSG:4326" -- \
     --tiles "$SAMPLE" --labels "$T/far.geojson" "${train[@]}"
+$PY - "$SAMPLE" "$T/nogeo_tiles.vrt" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+s = re.sub(r"<SRS[^>]*>.*?</SRS>\s*", "", s, flags=re.S)
+s = re.sub(r"<GeoTransform>.*?</GeoTransform>\s*", "", s, flags=re.S)
+d = sys.argv[1].rsplit("/", 1)[0]
+open(sys.argv[2], "w").write(s.replace('relativeToVRT="1">', 'relativeToVRT="0">' + d + "/"))
+PY
+expect "polygon labels for tiles without a geotransform" 1 "polygons are placed by their coordinates, and .*nogeo_tiles.vrt has no geotransform" -- \
+    --tiles "$T/nogeo_tiles.vrt" --labels "$T/far.geojson" "${train[@]}"
 gdal_create -q -of GTiff -ot Byte -outsize 64 64 -bands 1 "$T/nogeo.tif"
 expect "label raster on another grid without a CRS" 1 "cannot be reprojected onto it.*tiles .*EPSG:32611.*labels: .*no CRS" -- \
     --tiles "$SAMPLE" --labels "$T/nogeo.tif" "${train[@]}"
