@@ -133,21 +133,25 @@ static int describe_dir(const char *path) {
         if (ok && newest_valid < 0) newest_valid = i;
         if (ok) wc_ckpt_free(&ck);
     }
-    /* the best validation's checkpoint, which predict and evaluate use for the directory */
+    /* the best validation's checkpoint, which predict and evaluate use for the directory when
+     * it is valid, else the newest valid one (wc_ckpt_resolve's choice) */
     char best[4200];
     snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
     struct stat bs;
-    if (lstat(best, &bs) == 0) {
+    int best_ok = 0;
+    if (stat(best, &bs) == 0) {
         wc_ckpt ck;
         char why[512], sz[32];
-        const int ok = read_checked(best, &ck, why, sizeof why) == WC_OK;
-        printf("  %-40s step %8ld  %10s  %s%s\n", WC_CKPT_BEST, ok ? ck.step : -1L,
-               wc_fmt_bytes(sz, sizeof sz, (double)bs.st_size), ok ? "valid" : "INVALID: ",
-               ok ? "" : why);
-        printf("predict and evaluate given this directory use %s\n",
-               ok ? best : "its newest valid checkpoint (best.wcp is invalid)");
-        if (ok) wc_ckpt_free(&ck);
+        best_ok = read_checked(best, &ck, why, sizeof why) == WC_OK;
+        printf("  %-40s step %8ld  %10s  %s%s\n", WC_CKPT_BEST, best_ok ? ck.step : -1L,
+               wc_fmt_bytes(sz, sizeof sz, (double)bs.st_size), best_ok ? "valid" : "INVALID: ",
+               best_ok ? "" : why);
+        if (best_ok) wc_ckpt_free(&ck);
     }
+    printf("predict and evaluate given this directory use %s\n",
+           best_ok                ? best
+           : newest_valid >= 0    ? e[newest_valid].path
+                                  : "nothing: there is no valid checkpoint");
     /* how the last run of a run directory ended, for scripts whose launcher hides it */
     char marker[4200];
     snprintf(marker, sizeof marker, "%s/%s", path, WC_RUNDIR_STOPPED);

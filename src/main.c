@@ -112,7 +112,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
+    if (errno || end == s || *end || isspace((unsigned char)*s) || v < lo || v > hi) {
         fprintf(stderr, "wildcpu: %s needs a whole number between %ld and %ld, got '%s'\n", opt, lo,
                 hi, s);
         return -1;
@@ -125,7 +125,7 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    /* decimal only: strtod also reads hexadecimal ("0x10" is 16) and skips leading blanks */
+    /* decimal only: strtod also reads hexadecimal ("0x10" is 16); both skip leading blanks */
     const int decimal = !strpbrk(s, "xX") && !isspace((unsigned char)*s);
     if (errno || end == s || *end || !decimal || !isfinite(v) || v < lo || v > hi) {
         fprintf(stderr, "wildcpu: %s needs a number between %g and %g, got '%s'\n", opt, lo, hi, s);

@@ -550,14 +550,17 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
 /* Rank 0: the metrics, printed and (with --out) written as one JSON object. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
                          const char *source) {
-    if (v->pixels == 0) {
+    /* a pixel whose output is not finite is counted in bad_outputs, not in pixels */
+    if (v->pixels == 0 && v->bad_outputs == 0) {
         wc_error("evaluate: no pixel of %s has both a label from %s and a prediction (the labels "
                  "are nodata wherever the raster has data, or do not overlap it): nothing to "
                  "score%s",
                  cfg->tiles, source, cfg->metrics_out ? "; no metrics written" : "");
         return WC_EXIT_RUNTIME;
     }
-    if (v->positives == 0)
+    if (v->bad_outputs) {
+        /* the warning below says it all */
+    } else if (v->positives == 0)
         wc_warn("evaluate: none of the %lld labelled pixels is burned: AUC-PR, ROC-AUC and best "
                 "F1 are undefined (null in the metrics)",
                 (long long)v->pixels);

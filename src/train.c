@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/ckpt.h"
 #include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
@@ -86,14 +87,25 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
 
 /* ---- one step ---------------------------------------------------------------------------- */
 
-/* Rank 0: what a diverged run leaves, once a background write in flight has ended: its last
- * checkpoint, or none when it has not written one yet. */
+/* Rank 0: what a diverged run leaves, once a background write in flight has ended, and what to
+ * do: a checkpoint a rerun resumes from (ckpt-*.wcp; best.wcp is for maps, not resumes), or
+ * none. */
 static void describe_kept(train_ctx *t, char *buf, size_t size) {
     wc_train_ckpt_take_background(t, 1);
-    if (t->start_step > 0 || t->sum.ckpts_written > 0)
-        snprintf(buf, size, "the last checkpoint in %s is intact", t->ckpt_dir);
+    wc_ckpt_entry *e;
+    const int n = wc_ckpt_list(t->ckpt_dir, 0, &e);
+    if (n > 0)
+        snprintf(buf, size,
+                 "the last checkpoint in %s is intact. Lower --lr (now %.3g) or lengthen "
+                 "--warmup (now %ld) and rerun with --fresh, or resume from the last checkpoint "
+                 "with the same options",
+                 t->ckpt_dir, t->opt->cfg.lr, t->opt->cfg.warmup_steps);
     else
-        snprintf(buf, size, "no checkpoint was written before it");
+        snprintf(buf, size,
+                 "no checkpoint was written before it. Lower --lr (now %.3g) or lengthen "
+                 "--warmup (now %ld) and rerun with --fresh",
+                 t->opt->cfg.lr, t->opt->cfg.warmup_steps);
+    if (n > 0) wc_ckpt_list_free(e, n);
 }
 
 /* Divergence: a non-finite gradient, loss, or an update that made the state non-finite. Every
@@ -123,9 +135,8 @@ static void report_divergence(train_ctx *t, long step, const wc_step_totals *tot
     char kept[4400];
     describe_kept(t, kept, sizeof kept);
     wc_error("step %ld: training diverged: %s; the step was not applied and nothing of it was "
-             "saved (%s). Lower --lr (now %.3g) or lengthen --warmup (now %ld) and rerun with "
-             "--fresh, or resume from the last checkpoint with the same options",
-             step + 1, what, kept, t->opt->cfg.lr, t->opt->cfg.warmup_steps);
+             "saved: %s",
+             step + 1, what, kept);
 }
 
 /* The test hook that proves divergence is caught on any rank: WILDCPU_TEST_POISON=STEP:RANK:WHAT
@@ -277,9 +288,9 @@ static int validate(train_ctx *t, long step) {
             char kept[4400];
             describe_kept(t, kept, sizeof kept);
             wc_error("validation after step %ld: the network's output is not finite on %lld "
-                     "pixels: training diverged; nothing of this validation was logged or saved "
-                     "(%s). Lower --lr (now %.3g) and rerun with --fresh",
-                     step + 1, (long long)m.bad_outputs, kept, t->opt->cfg.lr);
+                     "pixels: training diverged; nothing of this validation was logged or saved: "
+                     "%s",
+                     step + 1, (long long)m.bad_outputs, kept);
         }
         return rc;
     }
@@ -347,11 +358,11 @@ static void print_setup(const train_ctx *t, double prior) {
             ds->nval, ds->nval_blocks, ds->nblocks, ds->val_block, ds->val_block, 100.0 * prior);
     if (cfg->data.val_fraction > 0 && ds->nval == 0)
         wc_warn("no validation: --val-fraction %g asks for it, but the raster's kept patches lie "
-                "in %s validation block of %dx%d patches (--val-block %d px), which must stay "
-                "for training; no validation metrics and no best.wcp: a smaller --val-block "
-                "gives the blocks to choose from",
+                "in %s validation block (--val-block %d px: %dx%d patches here), which must "
+                "stay for training; no validation metrics and no best.wcp: a smaller "
+                "--val-block gives the blocks to choose from",
                 cfg->data.val_fraction, ds->nblocks > 1 ? "a single non-empty" : "one",
-                ds->val_block, ds->val_block, ds->val_block * ds->P);
+                cfg->data.val_block_px, ds->val_block, ds->val_block);
     wc_info("augmentation: %s", ds->aug.summary);
     const wc_optim_config *oc = &t->opt->cfg;
     char overlap[64] = "not overlapped (--no-overlap)";

@@ -49,7 +49,8 @@ static void block_rect(const wc_dataset *ds, long b, int64_t *x0, int64_t *y0, i
  * and its memory, is that of one core whatever --val-block says (a block of the whole raster
  * would need gigabytes of activations). Windows snap to the exact alignment (infer.c), so a
  * pixel's value is the map's whichever core computes it (t_phase), and the accumulators are
- * integer sums over the same pixels. The default block (256 px) is one core. */
+ * integer sums over the same pixels. The default block (256 px, in whole patches) is one core
+ * or a few equal ones. */
 #define CORE_MAX 256
 
 /* The core (x0, y0, w, h)'s probabilities, labels and oracle into the accumulators. */
@@ -80,13 +81,16 @@ static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64
     return WC_OK;
 }
 
-/* Block b, core by core. */
+/* Block b, core by core: as few cores as fit, of equal sides (a 288 px block is two of 144,
+ * not 256 and a strip of 32 that pays a whole margin). */
 static int score_block(wc_validation *v, long b, float pos_weight) {
     int64_t x0, y0, w, h;
     block_rect(v->ds, b, &x0, &y0, &w, &h);
-    for (int64_t cy = 0; cy < h; cy += v->core)
-        for (int64_t cx = 0; cx < w; cx += v->core)
-            if (score_core(v, x0 + cx, y0 + cy, WC_MIN(v->core, w - cx), WC_MIN(v->core, h - cy),
+    const int64_t nx = (w + v->core - 1) / v->core, ny = (h + v->core - 1) / v->core;
+    const int64_t sx = (w + nx - 1) / nx, sy = (h + ny - 1) / ny; /* at most v->core */
+    for (int64_t cy = 0; cy < h; cy += sy)
+        for (int64_t cx = 0; cx < w; cx += sx)
+            if (score_core(v, x0 + cx, y0 + cy, WC_MIN(sx, w - cx), WC_MIN(sy, h - cy),
                            pos_weight) != WC_OK)
                 return WC_ERR;
     return WC_OK;

@@ -46,8 +46,9 @@ done
 d=$T/lr100-none
 timeout 300 "$WILDCPU" "${base[@]}" --lr 100 --steps 10 --ckpt-every 1000 --out "$d" >"$d.log" 2>&1
 s=$?
-[ $s -eq 1 ] && grep -q "step 2: training diverged: .*(no checkpoint was written before it)" "$d.log" \
-    && ok "--lr 100 with no checkpoint yet: exit 1, the message says no checkpoint was written" \
+[ $s -eq 1 ] && grep -q "step 2: training diverged: .*no checkpoint was written before it. .*rerun with --fresh" "$d.log" &&
+    ! grep -q "resume from the last checkpoint" "$d.log" \
+    && ok "--lr 100 with no checkpoint yet: exit 1, the message says none was written and offers no resume" \
     || notok "divergence before any checkpoint" "status $s: $(grep -m1 diverged "$d.log")"
 
 # A NaN or infinity on ONE rank of two (the hook WILDCPU_TEST_POISON=STEP:RANK:WHAT), in step 3:

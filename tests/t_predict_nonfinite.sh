@@ -183,4 +183,29 @@ alpha = p.GetRasterBand(4).ReadAsArray()[:512, :512]
 k = np.load(sys.argv[2])
 assert (alpha[k["range"] | k["net"]] == 0).all()
 PY
+# evaluate against labels only where the network's output is not finite: the metrics are
+# undefined because of the model (counted, said so), not "nothing to score" because of the labels
+$PY - "$T/h64.tif" "$T/h64.npz" "$T/netlab.tif" <<'PY' >"$T/netlab.log" 2>&1 || notok "labels on the non-finite blocks" "$(tail -2 "$T/netlab.log")"
+import sys
+import numpy as np
+from osgeo import gdal
+src = gdal.Open(sys.argv[1])
+net = np.load(sys.argv[2])["net"]
+d = gdal.GetDriverByName("GTiff").Create(sys.argv[3], src.RasterXSize, src.RasterYSize, 1, gdal.GDT_Byte)
+d.SetGeoTransform(src.GetGeoTransform())
+d.SetProjection(src.GetProjection())
+b = d.GetRasterBand(1)
+b.SetNoDataValue(255)
+b.WriteArray(np.where(net, 1, 255).astype(np.uint8))
+d = None
+print(int(net.sum()))
+PY
+n_net=$(tail -1 "$T/netlab.log")
+"$WILDCPU" evaluate --tiles "$T/h64.tif" --checkpoint "$T/logistic" --labels "$T/netlab.tif" \
+    --out "$T/netlab.json" >"$T/netlab_eval.log" 2>&1
+st=$?
+[ $st -eq 0 ] && grep -q "output was not finite on $n_net labelled pixels" "$T/netlab_eval.log" &&
+    ! grep -q "nothing to score" "$T/netlab_eval.log" && [ "$(json "$T/netlab.json" bad_outputs)" = "$n_net" ] \
+    && ok "evaluate where every labelled pixel's output is not finite: the $n_net pixels counted, not 'nothing to score'" \
+    || notok "evaluate on non-finite outputs only" "exit $st: $(grep -E 'error|warn' "$T/netlab_eval.log" | head -2)"
 finish

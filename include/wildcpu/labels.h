@@ -11,7 +11,8 @@
  *     polygonal members of geometry collections are burned (curved ones linearized); points and
  *     lines are skipped and counted in the log: they mark no area.
  * Derived rasters are written to the run directory as labels-<hash>.tif, where the hash covers
- * the source file (path, size, modification time), the band taken from it and the grid, so a
+ * the source (its path, and every file GDAL reads for it, a VRT's rasters or a shapefile's
+ * .dbf, by size, inode and modification time to the nanosecond), the band and the grid, so a
  * rerun reuses them; they are written to a temporary name and renamed, so an interrupted run
  * never leaves a torn one.
  *

@@ -39,7 +39,7 @@ enum {
     WC_VALIDATION_FAILED = 3,   /* a rank could not read its blocks (after its message) */
 };
 
-/* Collective. The network for a block's window (arch, spec as the training network's, params
+/* Collective. The network for one core's window (arch, spec as the training network's, params
  * its current parameters), the files and buffers. WC_ERR on every rank when some rank cannot
  * open its files or build the network. */
 int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch, const char *spec,
