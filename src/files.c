@@ -151,6 +151,13 @@ int wc_check_output_path(const char *what, const char *path, const char *const *
         wc_error("cannot write the %s to %s: it is a directory", what, path);
         return WC_EXIT_RUNTIME;
     }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* an output replaces its target by a rename: /dev/null would become a regular file */
+        wc_error("refusing to write the %s to %s: it is not a regular file (a device, a pipe or "
+                 "a socket), and an output replaces its target whole; give a file's path",
+                 what, path);
+        return WC_EXIT_USAGE;
+    }
     for (int i = 0; inputs && inputs[i]; i++)
         if (wc_same_file(path, inputs[i])) {
             wc_error("refusing to write the %s to %s: that is an input (%s); choose another path",
@@ -194,6 +201,14 @@ int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
 }
 
 int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* the rename of the commit would replace a device or a pipe (/dev/null) */
+        wc_error("cannot write %s: it is not a regular file, and it would be replaced whole",
+                 path);
+        memset(a, 0, sizeof *a);
+        return WC_ERR;
+    }
     a->path = wc_strdup(path);
     a->tmp = wc_temp_path(path, "tmp");
     a->f = fopen(a->tmp, mode);

@@ -123,6 +123,19 @@ refused "--out m.json with --map m.tif (the item would replace the metrics)" \
     "metrics to .*m.json: the STAC item (named after the map) goes there too" "$T/c/m.json" -- \
     --out "$T/c/m.json" --map "$T/c/m.tif"
 [ ! -e "$T/c/m.tif" ] && [ ! -e "$T/c/east.tif" ] && ok "... and no map was written" || notok "a refused run wrote a map"
+# an output that is not a regular file (a pipe here; /dev/null alike) would be replaced whole by
+# the rename that publishes it: refused, the pipe left as it was
+mkfifo "$T/c/pipe"
+for opt in --out --map; do
+    mpirun_n 2 "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" $opt "$T/c/pipe" >"$T/pipe.log" 2>&1
+    s=$?
+    [ $s -eq 2 ] && grep -q "to $T/c/pipe: it is not a regular file" "$T/pipe.log" && [ -p "$T/c/pipe" ] \
+        && ok "$opt naming a pipe: exit 2, the pipe still a pipe" || notok "$opt naming a pipe" "status $s: $(tail -1 "$T/pipe.log")"
+done
+"$WILDCPU" export --checkpoint "$T/run" --out "$T/c/pipe" >"$T/pipe.log" 2>&1
+s=$?
+[ $s -ne 0 ] && grep -q "it is not a regular file" "$T/pipe.log" && [ -p "$T/c/pipe" ] \
+    && ok "export to a pipe: refused, the pipe still a pipe" || notok "export to a pipe" "status $s: $(tail -1 "$T/pipe.log")"
 
 # The tiles' label band under another name, chosen with --label-band (by name or number): it is
 # the labels, not a feature the model lacks; the metrics are those of the band named fire.
