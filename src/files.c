@@ -147,11 +147,12 @@ int wc_check_output_path(const char *what, const char *path, const char *const *
         wc_error("%s: empty path", what);
         return WC_EXIT_USAGE;
     }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    const int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
         wc_error("cannot write the %s to %s: it is a directory", what, path);
         return WC_EXIT_RUNTIME;
     }
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (exists && !S_ISREG(st.st_mode)) {
         /* an output replaces its target by a rename: /dev/null would become a regular file */
         wc_error("refusing to write the %s to %s: it is not a regular file (a device, a pipe or "
                  "a socket), and an output replaces its target whole; give a file's path",

@@ -47,11 +47,12 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
                                 const char *const *inputs);
 
 /* One output path, checked before any work so that a bad path fails at once rather than after
- * minutes of computing: it is not empty, not a directory, none of the inputs (NULL-terminated,
- * compared as by wc_same_file: a VRT and every tile it references, a checkpoint, a map a picture
- * is drawn from), its directory exists and is writable, and an existing file there is not
- * read-only. `what` names the output in the messages ("risk map"). Returns an exit status:
- * WC_EXIT_OK; WC_EXIT_USAGE for an empty path or one that is an input; WC_EXIT_RUNTIME for the
+ * minutes of computing: it is not empty, not a directory, not a device, pipe or socket (the
+ * rename that publishes an output would replace /dev/null itself), none of the inputs
+ * (NULL-terminated, compared as by wc_same_file: a VRT and every tile it references, a checkpoint,
+ * a map a picture is drawn from), its directory exists and is writable, and an existing file there
+ * is not read-only. `what` names the output in the messages ("risk map"). Returns an exit status:
+ * WC_EXIT_OK; WC_EXIT_USAGE for an empty path, a device or pipe, or an input; WC_EXIT_RUNTIME for the
  * others; each after a message naming the path. */
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs);
 
@@ -75,7 +76,8 @@ typedef struct wc_atomic_file {
     char *path; /* the target */
 } wc_atomic_file;
 
-/* Opens the temporary file for path; WC_ERR after a message. */
+/* Opens the temporary file for path; WC_ERR after a message (also when path exists and is not a
+ * regular file, which the commit's rename would replace). */
 int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode);
 /* Flush, fsync, close, rename, fsync of the directory; on any failure a message naming the
  * call and the temporary file is removed. Frees a either way. */
