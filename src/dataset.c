@@ -190,8 +190,9 @@ int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, i
 /* What decoding a turned sample works in, allocated once with the dataset (so no allocation per
  * sample): the window's values (nfeat planes of turn_side^2), labels and validity, and per
  * channel its source channel and sign in the sample's orientation, its turned value, and whether
- * it is blended (a floating-point band) or taken from the nearest pixel (an integer band, which
- * may hold classes: a fuel model, a land cover code; never a blend of two). */
+ * it is blended (a floating-point band, or a packed one: its integers stand for a continuous
+ * quantity) or taken from the nearest pixel (another integer band, which may hold classes: a
+ * fuel model, a land cover code; never a blend of two). */
 struct wc_turn_scratch {
     double *window, *value, *sign;
     float *labels;
@@ -210,8 +211,8 @@ static struct wc_turn_scratch *turn_scratch_create(const wc_dataset *ds) {
     t->blend = WC_ALLOC(nf);
     t->from = WC_ALLOC(nf * sizeof(int));
     for (int f = 0; f < ds->nfeat; f++) {
-        const wc_dtype type = ds->files.src.bands[ds->feat_bands[f] - 1].type;
-        t->blend[f] = type == WC_DT_FLOAT32 || type == WC_DT_FLOAT64;
+        const wc_band *b = &ds->files.src.bands[ds->feat_bands[f] - 1];
+        t->blend[f] = b->type == WC_DT_FLOAT32 || b->type == WC_DT_FLOAT64 || wc_band_packed(b);
     }
     return t;
 }
@@ -273,12 +274,13 @@ static void normalize_unturned(const wc_dataset *ds, const void *raw, int orient
         int from;
         double sign;
         wc_augment_channel(&ds->aug, orient, c, &from, &sign);
+        const wc_band *b = &ds->files.src.bands[ds->feat_bands[from] - 1];
         float *xc = x + (size_t)c * pp;
         for (size_t i = 0; i < pp; i++) {
             xc[i] = 0.0f;
             if (!valid[i]) continue;
-            float v =
-                wc_normalize(sign * wc_dtype_get(raw, ds->read_type, (size_t)from * pp + i), m, inv);
+            const double value = wc_band_value(b, wc_dtype_get(raw, ds->read_type, (size_t)from * pp + i));
+            float v = wc_normalize(sign * value, m, inv);
             if (isfinite(v))
                 xc[i] = v;
             else
@@ -303,14 +305,15 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
     const uint8_t *blend = t->blend;
     int *from = t->from;
     for (int f = 0; f < nf; f++) wc_augment_channel(&ds->aug, s.orient, f, &from[f], &sign[f]);
-    /* the window's raw values, converted once; a pixel with any nodata feature is invalid */
+    /* the window's values, unpacked once; a pixel with any nodata feature is invalid */
     decode_labels(ds, raw, Q, wy, wv);
     for (int f = 0; f < nf; f++) {
         const wc_band *b = &ds->files.src.bands[ds->feat_bands[f] - 1];
         double *wf = wd + (size_t)f * qq;
         for (size_t k = 0; k < qq; k++) {
-            wf[k] = wc_dtype_get(raw, ds->read_type, (size_t)f * qq + k);
-            if (is_nodata(b, wf[k])) wv[k] = 0;
+            const double stored = wc_dtype_get(raw, ds->read_type, (size_t)f * qq + k);
+            if (is_nodata(b, stored)) wv[k] = 0;
+            wf[k] = wc_band_value(b, stored);
         }
     }
     /* Pixel offsets (column, row) from the centre: output o takes the window's point R(-a) o,
@@ -429,20 +432,21 @@ static void moments_merge(moments *a, const moments *b) {
     a->n = n;
 }
 
-/* The moments of one patch's valid values of feature c, from the raw values (in the source's
- * own precision: a Float64 value beyond float's range is still a value). Two passes, the second
+/* The moments of one patch's valid values of feature c, from its unpacked values in double (in
+ * the source's own precision: a Float64 value beyond float's range is still a value). Two passes, the second
  * corrected by the sum of the deviations (the "corrected two-pass" algorithm): accurate, and no
  * division per pixel. */
 static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P, off = (size_t)c * pp;
+    const wc_band *b = &ds->files.src.bands[ds->feat_bands[c] - 1];
     long double n = 0, sum = 0;
     for (size_t i = 0; i < pp; i++)
-        if (valid[i]) sum += wc_dtype_get(raw, ds->read_type, off + i), n++;
+        if (valid[i]) sum += wc_band_value(b, wc_dtype_get(raw, ds->read_type, off + i)), n++;
     if (n == 0) return (moments){0, 0, 0};
     long double mean = sum / n, dsum = 0, d2sum = 0;
     for (size_t i = 0; i < pp; i++) {
         if (!valid[i]) continue;
-        long double d = (long double)wc_dtype_get(raw, ds->read_type, off + i) - mean;
+        long double d = (long double)wc_band_value(b, wc_dtype_get(raw, ds->read_type, off + i)) - mean;
         dsum += d;
         d2sum += d * d;
     }
@@ -543,7 +547,7 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
     /* sized for every band name, however many */
     size_t cap = 512 + strlen(ds->cfg.labels ? ds->cfg.labels : "");
-    for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) + 16;
+    for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) * 2 + 72;
     char *p = ds->fingerprint = WC_ALLOC(cap);
     size_t left = cap;
     int n = snprintf(p, left, "size=%dx%d;geotransform=%.10g,%.10g,%.10g,%.10g,%.10g,%.10g;crs=%s;"
@@ -555,6 +559,16 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
         n = snprintf(p, left, "%s%s:%s", i ? "," : "", r->bands[i].name,
                      wc_dtype_name(r->bands[i].type));
         p += n, left -= (size_t)n;
+    }
+    /* Packed bands, only when there are (so the fingerprint of unpacked data is what it always
+     * was): a checkpoint of a version that normalized the stored values of a packed band, or of
+     * other packing, is then other data, and a resume does not mix the two. */
+    for (int i = 0, first = 1; i < r->nbands; i++) {
+        if (!wc_band_packed(&r->bands[i])) continue;
+        n = snprintf(p, left, "%s%s:%.17g:%.17g", first ? ";packed=" : ",", r->bands[i].name,
+                     r->bands[i].scale, r->bands[i].offset);
+        p += n, left -= (size_t)n;
+        first = 0;
     }
     if (ds->label_path && ds->cfg.labels) {
         if (label_source_band)

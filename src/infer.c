@@ -102,7 +102,7 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
                     p->px[i] = WC_PX_NODATA;
                     continue;
                 }
-                const float xn = wc_normalize(v, mean, inv);
+                const float xn = wc_normalize(wc_band_value(b, v), mean, inv);
                 if (isfinite(xn))
                     xc[i] = xn;
                 else

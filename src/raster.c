@@ -158,6 +158,16 @@ int wc_raster_open(wc_raster *r, const char *path) {
             return WC_ERR;
         }
         bd->nodata = GDALGetRasterNoDataValue(b, &bd->has_nodata);
+        bd->scale = GDALGetRasterScale(b, NULL);
+        bd->offset = GDALGetRasterOffset(b, NULL);
+        if (!isfinite(bd->scale) || bd->scale == 0 || !isfinite(bd->offset)) {
+            wc_error("%s, band %d (%s): scale %g and offset %g cannot unpack its values (the "
+                     "scale must be finite and non-zero, the offset finite); fix the band's "
+                     "metadata (gdal_edit.py -scale and -offset set them)",
+                     path, i + 1, bd->name, bd->scale, bd->offset);
+            wc_raster_close(r);
+            return WC_ERR;
+        }
     }
     return WC_OK;
 }

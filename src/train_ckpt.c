@@ -108,7 +108,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     snprintf(meta, sizeof meta,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
              "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch);"
-             "log_loss_sum=%a;log_loss_steps=%ld",
+             "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
              t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss, log_sum,
              log_steps);

@@ -47,8 +47,24 @@ typedef struct wc_band {
     char name[WC_BAND_NAME_MAX];
     wc_dtype type;
     int has_nodata;
-    double nodata;
+    double nodata;          /* compared with the stored value, as GDAL defines it */
+    /* GDAL's scale and offset (packed bands: CF scale_factor/add_offset in netCDF, a GeoTIFF's
+     * scale/offset): the band's value is stored * scale + offset. 1 and 0 when it has none;
+     * always finite, scale never 0 (wc_raster_open refuses the raster otherwise). */
+    double scale, offset;
 } wc_band;
+
+/* Whether the band is packed (its stored values are not its values). */
+static inline int wc_band_packed(const wc_band *b) {
+    return b->scale != 1.0 || b->offset != 0.0;
+}
+/* The value of a stored (non-nodata) value: what the band means, whatever its packing. For an
+ * unpacked band it is the stored value exactly (v * 1 + 0 == v for every finite v). Training
+ * statistics, training samples and prediction all read feature values through this, so a model
+ * trained on one packing predicts the same on another (ERA5 files each have their own). */
+static inline double wc_band_value(const wc_band *b, double stored) {
+    return stored * b->scale + b->offset;
+}
 
 typedef struct wc_raster {
     char *path;

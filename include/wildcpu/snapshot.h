@@ -32,6 +32,12 @@
 #define WC_SNAPSHOT_EXPONENT_MIN (-1100)   /* the reducer's fixed-point exponents */
 #define WC_SNAPSHOT_EXPONENT_MAX 1200
 
+/* The meta record's key marking a checkpoint whose normalization is of band values, packed
+ * bands unpacked (raster.h, wc_band_value): "band_values=unpacked". Earlier versions normalized
+ * the stored values, so their checkpoints are refused for packed bands (bandmap.c); for
+ * unpacked bands the two are the same. */
+#define WC_META_BAND_VALUES "band_values"
+
 typedef struct wc_snapshot {
     /* texts, NUL-terminated: key=value records (util.h) but for spec and metrics */
     const char *meta;        /* provenance: version, time, ranks, threads, arch, loss, ... */

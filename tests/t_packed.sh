@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# t_packed.sh: packed bands (GDAL scale and offset: netCDF's scale_factor/add_offset, a GeoTIFF's
+# scale/offset) are read as the values they stand for. The sample region is written twice as
+# Int32 bands packed two ways (scale 2^-8; scale 2^-9 with offset 100), both exact, and:
+#   - training on a packed copy gives the weights of training on the unpacked sample, bitwise;
+#   - a model's map of one packing equals its map of the other, bitwise (stored values differ);
+#   - a checkpoint of a version that normalized stored values (no band_values=unpacked in its
+#     meta) is refused for packed bands, and still accepted for unpacked ones;
+#   - a scale that cannot unpack (0) is refused, naming the band.
+# Every case fails on the code before packed bands were unpacked.
+. "$(dirname "$0")/lib.sh"
+
+# pack SCALE_LOG2 OFFSET OUT: every band of the sample as Int32, stored = (value - OFFSET) / 2^s
+pack() {
+    $PY - "$SAMPLE" "$1" "$2" "$3" <<'EOF'
+import sys
+import numpy as np
+from osgeo import gdal
+src, slog2, offset, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+ds = gdal.Open(src)
+dst = gdal.GetDriverByName("GTiff").Create(out, ds.RasterXSize, ds.RasterYSize, ds.RasterCount,
+                                           gdal.GDT_Int32, ["COMPRESS=DEFLATE", "TILED=YES"])
+dst.SetGeoTransform(ds.GetGeoTransform())
+dst.SetProjection(ds.GetProjection())
+for i in range(1, ds.RasterCount + 1):
+    b, o = ds.GetRasterBand(i), dst.GetRasterBand(i)
+    v, nd = b.ReadAsArray().astype(np.float64), b.GetNoDataValue()
+    o.SetDescription(b.GetDescription())
+    o.SetNoDataValue(-2 ** 31)  # a GeoTIFF has one nodata value for all its bands
+    if b.GetDescription() in ("fire", "elevation"):  # the label (0 or 1), whole metres: unpacked
+        o.WriteArray(np.where(v == nd, -2 ** 31, v).astype(np.int32))
+        continue
+    stored = (v - offset) * 2.0 ** -slog2
+    assert np.all(stored[v != nd] == np.round(stored[v != nd])), "not exact"
+    stored[v == nd] = -2 ** 31
+    o.WriteArray(stored.astype(np.int32))
+    o.SetScale(2.0 ** slog2)
+    o.SetOffset(offset)
+dst = None
+EOF
+}
+pack -8 0 "$T/a.tif" && pack -9 100 "$T/b.tif"
+if [ -f "$T/a.tif" ] && [ -f "$T/b.tif" ] &&
+    gdalinfo "$T/b.tif" | grep -q 'Offset: 100,.*Scale:0.001953125'; then
+    ok "two packings of the sample written (gdalinfo shows scale and offset)"
+else
+    notok "packed copies of the sample"
+    finish
+fi
+
+# Training: the same values, so the same weights, whatever the bands' storage
+# (turned samples: the wind and aspect vectors turn, which only their values can do)
+train=(--steps 3 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0 --rotate 30)
+"$WILDCPU" --tiles "$SAMPLE" --out "$T/plain" "${train[@]}" >"$T/plain.log" 2>&1
+"$WILDCPU" --tiles "$T/b.tif" --out "$T/packed" "${train[@]}" >"$T/packed.log" 2>&1
+newest() { ls "$1/checkpoints"/ckpt-*.wcp | tail -1; }
+dp=$(digest "$(newest "$T/plain")") da=$(digest "$(newest "$T/packed")")
+if [ -n "$dp" ] && [ "$dp" = "$da" ]; then
+    ok "training (--rotate 30) on packed Int32 bands gives the weights of the unpacked sample, bitwise ($da)"
+else
+    notok "training on packed bands" "digests '$dp' and '$da'; $(grep -i error "$T/packed.log" | head -2)"
+fi
+
+# Prediction: one model, two packings, one map
+mpirun_n 2 "$WILDCPU" predict --tiles "$T/a.tif" --checkpoint "$T/packed" --out "$T/map_a.tif" >"$T/pa.log" 2>&1
+"$WILDCPU" predict --tiles "$T/b.tif" --checkpoint "$T/packed" --out "$T/map_b.tif" >"$T/pb.log" 2>&1
+pixels() { gdal_translate -q -of ENVI "$1" "$2"; }
+if pixels "$T/map_a.tif" "$T/a.raw" && pixels "$T/map_b.tif" "$T/b.raw" && cmp -s "$T/a.raw" "$T/b.raw" &&
+    [ "$(stat -c %s "$T/a.raw")" -eq $((512 * 512 * 4)) ]; then
+    ok "a model's maps of two packings (2 ranks, 1 rank) are bitwise equal"
+else
+    notok "maps of two packings" "$(cmp "$T/a.raw" "$T/b.raw" 2>&1 | head -1); $(grep -i error "$T/pb.log" | head -2)"
+fi
+
+# A checkpoint of an earlier version: its meta lacks band_values=unpacked
+unmark() { # unmark RUN OUT: RUN's newest checkpoint as an earlier version wrote it
+    $PY - "$ROOT/tests" "$(newest "$1")" "$2" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import wcp
+ck = wcp.read(sys.argv[2])
+meta = wcp.section(ck, "meta")
+assert b";band_values=unpacked" in meta[1], meta[1]
+meta[1] = meta[1].replace(b";band_values=unpacked", b"")
+wcp.write(ck, sys.argv[3])
+EOF
+}
+unmark "$T/packed" "$T/old.wcp"
+unmark "$T/plain" "$T/old_plain.wcp"
+if [ -f "$T/old.wcp" ]; then
+    "$WILDCPU" predict --tiles "$T/a.tif" --checkpoint "$T/old.wcp" --out "$T/old_a.tif" >"$T/oa.log" 2>&1
+    st=$?
+    if [ $st -eq 1 ] && grep -q "a.tif, band 2 (slope) is packed (scale 0.00390625, offset 0).*without unpacking" "$T/oa.log" &&
+        [ ! -e "$T/old_a.tif" ]; then
+        ok "an earlier version's checkpoint is refused for packed bands (status 1, the band named)"
+    else
+        notok "an earlier checkpoint and packed bands" "status $st: $(grep -i error "$T/oa.log" | head -2)"
+    fi
+    check "an earlier version's checkpoint still predicts unpacked bands" \
+        "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/old_plain.wcp" --out "$T/old_plain.tif"
+else
+    notok "a checkpoint without band_values=unpacked" "wcp.py could not write it"
+fi
+
+# A scale that cannot unpack
+cp "$T/b.tif" "$T/zero.tif"
+$PY -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); d.GetRasterBand(5).SetScale(0.0); d = None' "$T/zero.tif"
+"$WILDCPU" predict --tiles "$T/zero.tif" --checkpoint "$T/packed" --out "$T/zero_map.tif" >"$T/z.log" 2>&1
+st=$?
+if [ $st -ne 0 ] && [ $st -ne 75 ] && grep -q "zero.tif, band 5 (ndvi): scale 0 and offset 100 cannot unpack" "$T/z.log" &&
+    [ ! -e "$T/zero_map.tif" ]; then
+    ok "a band with scale 0 is refused (status $st), named with its file and number"
+else
+    notok "scale 0" "status $st: $(head -3 "$T/z.log")"
+fi
+finish
