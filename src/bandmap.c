@@ -143,9 +143,9 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int 
     }
     bm->n = m->nfeat;
     bm->bands = bands;
-    bm->type = r->bands[bands[0] - 1].type;
+    bm->type = wc_band_read_type(&r->bands[bands[0] - 1]);
     for (int c = 1; c < bm->n; c++)
-        bm->type = wc_dtype_union(bm->type, r->bands[bands[c] - 1].type);
+        bm->type = wc_dtype_union(bm->type, wc_band_read_type(&r->bands[bands[c] - 1]));
     return WC_OK;
 }
 

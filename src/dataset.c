@@ -532,9 +532,10 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     memcpy(ds->read_bands, ds->feat_bands, sizeof(int) * ds->nfeat);
     ds->read_nb = ds->nfeat;
     if (label_in_src) ds->read_bands[ds->read_nb++] = label_in_src;
-    ds->read_type = src->bands[ds->read_bands[0] - 1].type;
+    ds->read_type = wc_band_read_type(&src->bands[ds->read_bands[0] - 1]);
     for (int i = 1; i < ds->read_nb; i++)
-        ds->read_type = wc_dtype_union(ds->read_type, src->bands[ds->read_bands[i] - 1].type);
+        ds->read_type =
+            wc_dtype_union(ds->read_type, wc_band_read_type(&src->bands[ds->read_bands[i] - 1]));
     return WC_OK;
 }
 
@@ -939,7 +940,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
         if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
         /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
          * nodata (labels.c), which is_nodata takes as nodata like any NaN */
-        ds->label_type = ds->files.label.bands[ds->label_band - 1].type;
+        ds->label_type = wc_band_read_type(&ds->files.label.bands[ds->label_band - 1]);
     }
     if (cfg->oracle) {
         wc_raster o;

@@ -158,6 +158,8 @@ int wc_raster_open(wc_raster *r, const char *path) {
             return WC_ERR;
         }
         bd->nodata = GDALGetRasterNoDataValue(b, &bd->has_nodata);
+        const int mask_flags = GDALGetMaskFlags(b);
+        bd->masked = !(mask_flags & (GMF_ALL_VALID | GMF_NODATA));
         bd->scale = GDALGetRasterScale(b, NULL);
         bd->offset = GDALGetRasterOffset(b, NULL);
         if (!isfinite(bd->scale) || bd->scale == 0 || !isfinite(bd->offset)) {
@@ -212,6 +214,43 @@ void wc_raster_cache_fit(size_t bytes) {
     GDALSetCacheMax64((int64_t)WC_MIN(want, (double)WC_GDAL_CACHE_DEFAULT));
 }
 
+/* Masked pixels of the masked bands among `bands` become NaN in dst (band k's first pixel at
+ * dst + k * plane elements, rows `stride` elements apart). A mask shared by consecutive bands
+ * (a per-dataset mask is one band for all) is read once. */
+static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, char *dst, int gx,
+                       int gy, int gw, int gh, size_t plane, size_t stride) {
+    GDALRasterBandH last = NULL;
+    uint8_t *mask = NULL;
+    int rc = WC_OK;
+    for (int k = 0; k < nb && rc == WC_OK; k++) {
+        if (!r->bands[bands[k] - 1].masked) continue;
+        WC_ASSERT(type == WC_DT_FLOAT32 || type == WC_DT_FLOAT64);
+        GDALRasterBandH mb = GDALGetMaskBand(GDALGetRasterBand((GDALDatasetH)r->ds, bands[k]));
+        if (mb != last) {
+            if (!mask) mask = WC_ALLOC((size_t)gw * (size_t)gh);
+            if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, mask, gw, gh, GDT_Byte, 0, 0) !=
+                CE_None) {
+                wc_error("read error in %s, the mask of band %d, window x=%d y=%d %dx%d: %s",
+                         r->path, bands[k], gx, gy, gw, gh, CPLGetLastErrorMsg());
+                rc = WC_ERR;
+                break;
+            }
+            last = mb;
+        }
+        for (int y = 0; y < gh; y++)
+            for (int x = 0; x < gw; x++) {
+                if (mask[(size_t)y * gw + x]) continue;
+                const size_t i = (size_t)k * plane + (size_t)y * stride + (size_t)x;
+                if (type == WC_DT_FLOAT32)
+                    ((float *)dst)[i] = NAN;
+                else
+                    ((double *)dst)[i] = NAN;
+            }
+    }
+    free(mask);
+    return rc;
+}
+
 int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
                    int nb, wc_dtype type, void *buf) {
     /* the part of the window inside the raster: within GDAL's int range, since the raster is */
@@ -232,7 +271,7 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
                  CPLGetLastErrorMsg());
         return WC_ERR;
     }
-    return WC_OK;
+    return apply_masks(r, bands, nb, type, dst, gx, gy, gw, gh, (size_t)w * (size_t)h, (size_t)w);
 }
 
 int wc_raster_find_band(const wc_raster *r, const char *name) {

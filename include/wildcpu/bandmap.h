@@ -18,7 +18,7 @@
 typedef struct wc_bandmap {
     int n;         /* the model's input channels (wc_model.nfeat) */
     int *bands;    /* (n) the raster band (1-based) feeding input channel i */
-    wc_dtype type; /* what the n bands are read as in one call: the union of their types */
+    wc_dtype type; /* what the n bands are read as in one call: the union of their read types */
 } wc_bandmap;
 
 /* Matches r's bands to m's inputs: an input is found by its band description, one named

@@ -52,7 +52,17 @@ typedef struct wc_band {
      * scale/offset): the band's value is stored * scale + offset. 1 and 0 when it has none;
      * always finite, scale never 0 (wc_raster_open refuses the raster otherwise). */
     double scale, offset;
+    /* GDAL's mask says which pixels are valid, beyond what nodata says: an internal or .msk
+     * mask, an alpha band (GDALGetMaskFlags neither all-valid nor from nodata). wc_raster_read
+     * returns its masked pixels as NaN, which every reader takes as nodata. */
+    int masked;
 } wc_band;
+
+/* The type a band is read as: its own, or Float64 (which holds every value of every type, and
+ * NaN) when it has a mask. */
+static inline wc_dtype wc_band_read_type(const wc_band *b) {
+    return b->masked ? WC_DT_FLOAT64 : b->type;
+}
 
 /* Whether the band is packed (its stored values are not its values). */
 static inline int wc_band_packed(const wc_band *b) {
@@ -95,7 +105,8 @@ void wc_raster_cache_fit(size_t bytes);
 
 /* Reads the window (x0, y0, w, h), which may overhang the raster, of the given bands (1-based,
  * nb of them) into buf as type `type`, laid out band by band (nb, h, w). Only the part inside
- * the raster is written. One RasterIO call. An I/O error is logged naming the file and window
+ * the raster is written. One RasterIO call (and one per distinct mask of masked bands, whose
+ * masked pixels are written as NaN: `type` is then floating-point, see wc_band_read_type). An I/O error is logged naming the file and window
  * and returns WC_ERR. Coordinates are 64-bit: a window near the edge of a raster INT_MAX pixels
  * wide extends beyond int; the part inside the raster always fits GDAL's int arguments. */
 int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,

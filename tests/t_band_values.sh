@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# t_packed.sh: packed bands (GDAL scale and offset: netCDF's scale_factor/add_offset, a GeoTIFF's
-# scale/offset) are read as the values they stand for. The sample region is written twice as
-# Int32 bands packed two ways (scale 2^-8; scale 2^-9 with offset 100), both exact, and:
+# t_band_values.sh: what a band's pixels stand for, beyond the stored numbers.
+#
+# Packed bands (GDAL scale and offset: netCDF's scale_factor/add_offset, a GeoTIFF's scale and
+# offset) are read as the values they stand for. The sample region is written twice as Int32
+# bands packed two ways (scale 2^-8; scale 2^-9 with offset 100), both exact, and:
 #   - training on a packed copy gives the weights of training on the unpacked sample, bitwise;
 #   - a model's map of one packing equals its map of the other, bitwise (stored values differ);
 #   - a checkpoint of a version that normalized stored values (no band_values=unpacked in its
 #     meta) is refused for packed bands, and still accepted for unpacked ones;
 #   - a scale that cannot unpack (0) is refused, naming the band.
-# Every case fails on the code before packed bands were unpacked.
+# Masks (GDAL's mask band: an internal per-dataset mask, no nodata value) hide pixels as nodata
+# does: a copy whose hidden pixels hold garbage behind a mask trains and maps bitwise like a
+# copy with nodata there.
+# Every case fails on the code before packed bands were unpacked and masks honoured.
 . "$(dirname "$0")/lib.sh"
 
 # pack SCALE_LOG2 OFFSET OUT: every band of the sample as Int32, stored = (value - OFFSET) / 2^s
@@ -100,6 +105,63 @@ if [ -f "$T/old.wcp" ]; then
         "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/old_plain.wcp" --out "$T/old_plain.tif"
 else
     notok "a checkpoint without band_values=unpacked" "wcp.py could not write it"
+fi
+
+# Masks: the same pixels hidden by nodata (n.tif) and by a mask over garbage (m.tif, no nodata)
+$PY - "$T/a.tif" "$T/n.tif" "$T/m.tif" <<'EOF'
+import sys
+import numpy as np
+from osgeo import gdal
+gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", "YES")
+src = gdal.Open(sys.argv[1])
+nd = -2 ** 31
+hidden = np.zeros((src.RasterYSize, src.RasterXSize), bool)
+hidden[100:180, 300:420] = True  # a cloud, say
+for i in range(1, src.RasterCount + 1):
+    hidden |= src.GetRasterBand(i).ReadAsArray() == nd
+drv = gdal.GetDriverByName("GTiff")
+n = drv.CreateCopy(sys.argv[2], src)
+m = drv.CreateCopy(sys.argv[3], src)
+m.CreateMaskBand(gdal.GMF_PER_DATASET)
+for i in range(1, src.RasterCount + 1):
+    v = src.GetRasterBand(i).ReadAsArray()
+    n.GetRasterBand(i).WriteArray(np.where(hidden, nd, v))
+    mb = m.GetRasterBand(i)
+    mb.DeleteNoDataValue()
+    mb.WriteArray(np.where(hidden, 12345 * i, v))  # garbage, burned labels included
+m.GetRasterBand(1).GetMaskBand().WriteArray(np.where(hidden, 0, 255).astype(np.uint8))
+n = m = None
+EOF
+if gdalinfo "$T/m.tif" | grep -q 'Mask Flags: PER_DATASET' && ! gdalinfo "$T/m.tif" | grep -q 'NoData'; then
+    ok "a copy of the sample with a per-dataset mask and no nodata value written"
+else
+    notok "the masked copy" "$(gdalinfo "$T/m.tif" | grep -E 'Mask|NoData' | head -3)"
+fi
+mtrain=(--steps 3 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0.3 --rotate 30)
+"$WILDCPU" --tiles "$T/n.tif" --out "$T/nrun" "${mtrain[@]}" >"$T/nrun.log" 2>&1
+"$WILDCPU" --tiles "$T/m.tif" --out "$T/mrun" "${mtrain[@]}" >"$T/mrun.log" 2>&1
+dn=$(digest "$(newest "$T/nrun")") dm=$(digest "$(newest "$T/mrun")")
+if [ -n "$dn" ] && [ "$dn" = "$dm" ] && [ -n "$(grep '^patches: ' "$T/mrun.log")" ] && cmp -s <(grep -E '^(patches|validation)' "$T/nrun.log") <(grep -E '^(patches|validation)' "$T/mrun.log"); then
+    ok "training behind a mask: the patches kept, the validation and the weights of training with nodata there, bitwise ($dm)"
+else
+    notok "training behind a mask" "digests '$dn' and '$dm'; $(grep -i error "$T/mrun.log" | head -2)"
+fi
+mpirun_n 2 "$WILDCPU" predict --tiles "$T/m.tif" --checkpoint "$T/nrun" --out "$T/map_m.tif" >"$T/pm.log" 2>&1
+"$WILDCPU" predict --tiles "$T/n.tif" --checkpoint "$T/nrun" --out "$T/map_n.tif" >"$T/pn.log" 2>&1
+nodata_at() { gdallocationinfo -valonly "$1" 350 140; }
+if pixels "$T/map_m.tif" "$T/m.raw" && pixels "$T/map_n.tif" "$T/n.raw" && cmp -s "$T/m.raw" "$T/n.raw" &&
+    [ "$(nodata_at "$T/map_m.tif")" = "-9999" ]; then
+    ok "the map behind a mask is the map with nodata there, bitwise (nodata under the mask)"
+else
+    notok "the map behind a mask" "$(cmp "$T/m.raw" "$T/n.raw" 2>&1 | head -1); at (350,140): $(nodata_at "$T/map_m.tif"); $(grep -i error "$T/pm.log" | head -2)"
+fi
+"$WILDCPU" evaluate --tiles "$T/m.tif" --checkpoint "$T/nrun" --out "$T/em.json" >"$T/em.log" 2>&1
+"$WILDCPU" evaluate --tiles "$T/n.tif" --checkpoint "$T/nrun" --out "$T/en.json" >"$T/en.log" 2>&1
+if [ -s "$T/em.json" ] && [ "$(json "$T/em.json" auc_pr)" = "$(json "$T/en.json" auc_pr)" ] &&
+    [ "$(json "$T/em.json" pixels)" = "$(json "$T/en.json" pixels)" ]; then
+    ok "evaluate behind a mask scores the pixels and AUC-PR of nodata there ($(json "$T/em.json" pixels) px)"
+else
+    notok "evaluate behind a mask" "$(grep -i error "$T/em.log" | head -2)"
 fi
 
 # A scale that cannot unpack
