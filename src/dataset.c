@@ -158,10 +158,6 @@ int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, v
     return WC_OK;
 }
 
-static inline int is_nodata(const wc_band *b, double v) {
-    return !isfinite(v) || (b->has_nodata && v == b->nodata);
-}
-
 /* The labels (y) and the validity that nodata alone decides (valid): a pixel whose label or any
  * feature is nodata, NaN or Inf is invalid. What planning needs (it takes the statistics from
  * the raw values), and what decoding starts from. */
@@ -174,7 +170,7 @@ int wc_dataset_read_labels(const wc_dataset *ds, wc_data_files *f, int64_t x0, i
         return WC_ERR;
     const size_t n = (size_t)w * (size_t)h;
     for (size_t i = 0; i < n; i++) {
-        valid[i] = !is_nodata(lb, scratch[i]);
+        valid[i] = !wc_band_is_nodata(lb, scratch[i]);
         y[i] = scratch[i] > 0 ? 1.0f : 0.0f; /* the rule of decode_labels_and_nodata */
     }
     return WC_OK;
@@ -246,7 +242,7 @@ static void decode_labels(const wc_dataset *ds, const void *raw, int side, float
     }
     for (size_t i = 0; i < pp; i++) {
         double v = wc_dtype_get(lraw, ltype, loff + i);
-        valid[i] = !is_nodata(lb, v);
+        valid[i] = !wc_band_is_nodata(lb, v);
         y[i] = v > 0 ? 1.0f : 0.0f;
     }
 }
@@ -260,7 +256,7 @@ static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, int 
     for (int c = 0; c < ds->nfeat; c++) {
         const wc_band *b = &bands[ds->feat_bands[c] - 1];
         for (size_t i = 0; i < pp; i++)
-            if (is_nodata(b, wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i))) valid[i] = 0;
+            if (wc_band_is_nodata(b, wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i))) valid[i] = 0;
     }
 }
 
@@ -312,7 +308,7 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
         double *wf = wd + (size_t)f * qq;
         for (size_t k = 0; k < qq; k++) {
             const double stored = wc_dtype_get(raw, ds->read_type, (size_t)f * qq + k);
-            if (is_nodata(b, stored)) wv[k] = 0;
+            if (wc_band_is_nodata(b, stored)) wv[k] = 0;
             wf[k] = wc_band_value(b, stored);
         }
     }

@@ -73,10 +73,6 @@ static int64_t align_down(int64_t v, int phase, int a) {
     return v - wc_pmod((long long)phase + v, a);
 }
 
-static inline int is_nodata(const wc_band *b, double v) {
-    return !isfinite(v) || (b->has_nodata && v == b->nodata);
-}
-
 /* The network input x (nfeat, Ty, Tx) of the window at (wx, wy) and the state of its pixels,
  * from one reading of each value. Invalid pixels, and everything outside the raster, are 0:
  * the network cannot tell an edge from nodata, nor a window that overhangs the raster from one
@@ -98,7 +94,7 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
             for (size_t i = y * Tx + x0; i < y * Tx + x1; i++) {
                 if (p->px[i] == WC_PX_NODATA) continue;
                 const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
-                if (is_nodata(b, v)) {
+                if (wc_band_is_nodata(b, v)) {
                     p->px[i] = WC_PX_NODATA;
                     continue;
                 }

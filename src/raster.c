@@ -158,6 +158,10 @@ int wc_raster_open(wc_raster *r, const char *path) {
             return WC_ERR;
         }
         bd->nodata = GDALGetRasterNoDataValue(b, &bd->has_nodata);
+        /* A Float32 band holds floats: a nodata value no float equals exactly (-9999.9, the
+         * -3.40282e+38 of .flt/.bil headers) marks the float nearest it, as GDAL's own masks
+         * take it; compared unrounded it would match no pixel. */
+        if (bd->has_nodata && bd->type == WC_DT_FLOAT32) bd->nodata = (double)(float)bd->nodata;
         const int mask_flags = GDALGetMaskFlags(b);
         bd->masked = !(mask_flags & (GMF_ALL_VALID | GMF_NODATA));
         bd->scale = GDALGetRasterScale(b, NULL);

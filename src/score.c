@@ -73,10 +73,6 @@ void wc_score_close(wc_score *s) {
 
 const char *wc_score_source(const wc_score *s) { return s->source; }
 
-static inline int is_nodata(const wc_band *b, double v) {
-    return !isfinite(v) || (b->has_nodata && v == b->nodata);
-}
-
 int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, const float *prob,
                  const uint8_t *px) {
     const size_t n = (size_t)cw * (size_t)ch;
@@ -86,7 +82,7 @@ int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, co
         return WC_ERR;
     const wc_band *lb = &s->labels.bands[s->band - 1];
     for (size_t i = 0; i < n; i++) {
-        const int labelled = !is_nodata(lb, s->scratch[i]);
+        const int labelled = !wc_band_is_nodata(lb, s->scratch[i]);
         s->y[i] = s->scratch[i] > 0 ? 1.0f : 0.0f; /* labels.h: > 0 is burned */
         if (labelled && px[i] == WC_PX_BAD) s->acc->bad_outputs++;
         s->use[i] = labelled && px[i] == WC_PX_VALID;

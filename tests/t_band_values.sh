@@ -164,6 +164,39 @@ else
     notok "evaluate behind a mask" "$(grep -i error "$T/em.log" | head -2)"
 fi
 
+# A Float32 nodata value no float equals (-9999.9; .flt/.bil headers write -3.40282e+38): the
+# pixels holding the float nearest it are nodata, as GDAL takes them
+$PY - "$SAMPLE" "$T/f_ok.tif" "$T/f_odd.tif" <<'EOF'
+import sys
+import numpy as np
+from osgeo import gdal
+src = gdal.Open(sys.argv[1])
+for out, nd in ((sys.argv[2], -9999.0), (sys.argv[3], -9999.9)):
+    d = gdal.GetDriverByName("GTiff").Create(out, src.RasterXSize, src.RasterYSize, src.RasterCount, gdal.GDT_Float32)
+    d.SetGeoTransform(src.GetGeoTransform())
+    d.SetProjection(src.GetProjection())
+    for i in range(1, src.RasterCount + 1):
+        b = src.GetRasterBand(i)
+        v = b.ReadAsArray().astype(np.float64)
+        o = d.GetRasterBand(i)
+        o.SetDescription(b.GetDescription())
+        o.SetNoDataValue(nd)
+        o.WriteArray(np.where(v == b.GetNoDataValue(), nd, v).astype(np.float32))
+    d = None
+EOF
+ftrain=(--steps 2 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0.3)
+"$WILDCPU" --tiles "$T/f_ok.tif" --out "$T/fok" "${ftrain[@]}" >"$T/fok.log" 2>&1
+"$WILDCPU" --tiles "$T/f_odd.tif" --out "$T/fodd" "${ftrain[@]}" >"$T/fodd.log" 2>&1
+"$WILDCPU" predict --tiles "$T/f_odd.tif" --checkpoint "$T/fok" --out "$T/map_odd.tif" >"$T/podd.log" 2>&1
+"$WILDCPU" predict --tiles "$T/f_ok.tif" --checkpoint "$T/fok" --out "$T/map_ok.tif" >"$T/pok.log" 2>&1
+if [ -n "$(digest "$(newest "$T/fok")")" ] && [ "$(digest "$(newest "$T/fok")")" = "$(digest "$(newest "$T/fodd")")" ] &&
+    cmp -s <(grep -E '^(patches|validation)' "$T/fok.log") <(grep -E '^(patches|validation)' "$T/fodd.log") &&
+    pixels "$T/map_ok.tif" "$T/ok.raw" && pixels "$T/map_odd.tif" "$T/odd.raw" && cmp -s "$T/ok.raw" "$T/odd.raw"; then
+    ok "Float32 nodata -9999.9 (no float equals it) marks the pixels GDAL masks: training and map as with -9999"
+else
+    notok "Float32 nodata -9999.9" "$(grep -E '^patches' "$T/fok.log" "$T/fodd.log"); $(grep -o '[0-9.]*% nodata' "$T/podd.log" "$T/pok.log")"
+fi
+
 # A scale that cannot unpack
 cp "$T/b.tif" "$T/zero.tif"
 $PY -c 'import sys; from osgeo import gdal

@@ -13,6 +13,7 @@
 #ifndef WILDCPU_RASTER_H
 #define WILDCPU_RASTER_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,7 +48,9 @@ typedef struct wc_band {
     char name[WC_BAND_NAME_MAX];
     wc_dtype type;
     int has_nodata;
-    double nodata;          /* compared with the stored value, as GDAL defines it */
+    /* compared with the stored value, as GDAL defines it; rounded to the band's type, as GDAL
+     * compares it (a Float32 band's -9999.9 is the float nearest it, -9999.900390625) */
+    double nodata;
     /* GDAL's scale and offset (packed bands: CF scale_factor/add_offset in netCDF, a GeoTIFF's
      * scale/offset): the band's value is stored * scale + offset. 1 and 0 when it has none;
      * always finite, scale never 0 (wc_raster_open refuses the raster otherwise). */
@@ -62,6 +65,12 @@ typedef struct wc_band {
  * NaN) when it has a mask. */
 static inline wc_dtype wc_band_read_type(const wc_band *b) {
     return b->masked ? WC_DT_FLOAT64 : b->type;
+}
+
+/* Whether a stored value, as read (wc_raster_read), is nodata: NaN or Inf (a masked pixel reads
+ * as NaN), or the band's nodata value. */
+static inline int wc_band_is_nodata(const wc_band *b, double stored) {
+    return !isfinite(stored) || (b->has_nodata && stored == b->nodata);
 }
 
 /* Whether the band is packed (its stored values are not its values). */
