@@ -184,10 +184,14 @@ for out, nd in ((sys.argv[2], -9999.0), (sys.argv[3], -9999.9)):
         o.WriteArray(np.where(v == b.GetNoDataValue(), nd, v).astype(np.float32))
     d = None
 EOF
+# (GDAL's GeoTIFF driver rounds the value itself: a VRT, as hand-written ones are, keeps it)
+gdal_translate -q -of VRT "$T/f_odd.tif" "$T/f_odd.vrt"
+sed -i 's|<NoDataValue>[^<]*</NoDataValue>|<NoDataValue>-9999.9</NoDataValue>|' "$T/f_odd.vrt"
+if [ "$(grep -c '<NoDataValue>-9999.9</NoDataValue>' "$T/f_odd.vrt")" -ne 13 ]; then notok "a VRT with nodata -9999.9"; fi
 ftrain=(--steps 2 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0.3)
 "$WILDCPU" --tiles "$T/f_ok.tif" --out "$T/fok" "${ftrain[@]}" >"$T/fok.log" 2>&1
-"$WILDCPU" --tiles "$T/f_odd.tif" --out "$T/fodd" "${ftrain[@]}" >"$T/fodd.log" 2>&1
-"$WILDCPU" predict --tiles "$T/f_odd.tif" --checkpoint "$T/fok" --out "$T/map_odd.tif" >"$T/podd.log" 2>&1
+"$WILDCPU" --tiles "$T/f_odd.vrt" --out "$T/fodd" "${ftrain[@]}" >"$T/fodd.log" 2>&1
+"$WILDCPU" predict --tiles "$T/f_odd.vrt" --checkpoint "$T/fok" --out "$T/map_odd.tif" >"$T/podd.log" 2>&1
 "$WILDCPU" predict --tiles "$T/f_ok.tif" --checkpoint "$T/fok" --out "$T/map_ok.tif" >"$T/pok.log" 2>&1
 if [ -n "$(digest "$(newest "$T/fok")")" ] && [ "$(digest "$(newest "$T/fok")")" = "$(digest "$(newest "$T/fodd")")" ] &&
     cmp -s <(grep -E '^(patches|validation)' "$T/fok.log") <(grep -E '^(patches|validation)' "$T/fodd.log") &&
