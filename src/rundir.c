@@ -3,10 +3,12 @@
 #include "wildcpu/rundir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,18 +108,67 @@ static int set_aside_previous_run(const char *out) {
     return WC_OK;
 }
 
+/* The lock of the run directory, held by rank 0 from the checks to the process's end (the
+ * kernel releases it however the process ends, also on SIGKILL). Never closed. */
+static int lock_fd = -1;
+
+/* Takes DIR/WC_RUNDIR_LOCK, so that a second run into the directory (a job submitted twice, a
+ * rerun while the first still draws its map) is refused before it touches anything: two runs
+ * would delete each other's checkpoint writes, mix checkpoints and best.wcp of different
+ * models, and swap metrics.jsonl under each other. The file holds the holder's pid, host and
+ * start, for the message. On a file system without locks (flock fails otherwise than "held"),
+ * a warning. A node that died holding the lock on NFS holds it until its lease expires (90 s
+ * by default), well before Slurm declares the node down (SlurmdTimeout, 300 s) and requeues. */
+static int lock_run_dir(const char *out) {
+    char path[4200];
+    run_file(path, sizeof path, out, WC_RUNDIR_LOCK);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) {
+        wc_error("cannot open the run directory's lock %s: %s", path, strerror(errno));
+        return WC_ERR;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) {
+            char holder[256] = "";
+            ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+            holder[n > 0 ? n : 0] = '\0';
+            holder[strcspn(holder, "\n")] = '\0';
+            wc_error("%s is in use by another wildcpu run (%s); wait for it to end, or give this "
+                     "run another --out",
+                     out, *holder ? holder : "its pid unknown");
+            close(fd);
+            return WC_ERR;
+        }
+        wc_warn("cannot lock %s (%s): a second run into this directory at the same time would "
+                "not be noticed",
+                path, strerror(errno));
+        close(fd);
+        return WC_OK;
+    }
+    char host[256] = "", ts[32], line[512];
+    gethostname(host, sizeof host - 1);
+    wc_utc_timestamp(ts, sizeof ts);
+    int len = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(),
+                       *host ? host : "?", ts);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
+        wc_warn("cannot note this run in %s: %s", path, strerror(errno)); /* the lock holds */
+    lock_fd = fd;
+    return WC_OK;
+}
+
 /* Rank 0's part of wc_run_prepare_dir. */
 static int prepare_here(const wc_train_config *cfg) {
     const char *out = cfg->out_dir;
     if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;
     char ckpt_dir[4200], marker[4200];
     run_file(ckpt_dir, sizeof ckpt_dir, out, "checkpoints");
-    if (cfg->fresh && access(out, F_OK) == 0 && set_aside_previous_run(out) != WC_OK)
-        return WC_EXIT_RUNTIME;
     if (wc_mkdir_p(out) != WC_OK) {
         wc_error("cannot create the run directory %s: %s", out, strerror(errno));
         return WC_EXIT_RUNTIME;
     }
+    /* before --fresh moves anything: the files may be another running run's */
+    if (lock_fd < 0 && lock_run_dir(out) != WC_OK) return WC_EXIT_RUNTIME;
+    if (cfg->fresh && set_aside_previous_run(out) != WC_OK) return WC_EXIT_RUNTIME;
     if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
         return WC_EXIT_RUNTIME;

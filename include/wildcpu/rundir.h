@@ -2,8 +2,9 @@
  * a run starts, --fresh, and the marker of a stopped run.
  *
  * Before a run: no input may be one of the run's files (a --tiles D/risk.tif with --out D would
- * be replaced by the map, or moved aside by --fresh); --fresh moves the previous run's files to
- * DIR/replaced-<time>/; DIR and DIR/checkpoints are created.
+ * be replaced by the map, or moved aside by --fresh); DIR is created and locked (DIR/.lock, held
+ * by rank 0 until it exits: a second run into DIR meanwhile is refused, status 1); --fresh moves
+ * the previous run's files to DIR/replaced-<time>/; DIR/checkpoints is created.
  *
  * DIR/STOPPED exists exactly when the last run of DIR ended with status 75 (stopped by a signal
  * with its checkpoint written, or stopped while drawing the map after the final one): a script
@@ -20,6 +21,8 @@
 #include "wildcpu/train.h"
 
 #define WC_RUNDIR_STOPPED "STOPPED"
+/* The lock a training run holds on its directory (rundir.c): a second run into it is refused. */
+#define WC_RUNDIR_LOCK ".lock"
 
 /* Checks and prepares cfg->out_dir as described above; removes the stop marker of the previous
  * run. Collective. Returns WC_OK, or an exit status: WC_EXIT_USAGE when an input is one of the

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# t_rundir.sh: one run at a time in a run directory. While a run (2 ranks) trains into DIR, a
+# second run into DIR, plain or --fresh, is refused at once (status 1, naming the holder) and
+# touches nothing: the first ends as it would alone, bitwise (its newest checkpoint's digest
+# equals an undisturbed run's), and its --fresh did not move the first run's files. Once the
+# first has ended (also when it was killed with SIGKILL), the directory is free again.
+. "$(dirname "$0")/lib.sh"
+
+args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
+"$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/ref.log" 2>&1
+ref=$(digest "$T/ref/checkpoints/ckpt-00000024.wcp")
+
+# the first run writes its checkpoints slowly, so that it is still running
+WILDCPU_TEST_SLOW_WRITE=2 mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/run" >"$T/first.log" 2>&1 &
+first=$!
+for _ in $(seq 1 300); do grep -q 'step *[0-9]*/24' "$T/first.log" 2>/dev/null && break; sleep 0.1; done
+"$WILDCPU" "${args[@]}" --out "$T/run" >"$T/second.log" 2>&1
+s2=$?
+"$WILDCPU" "${args[@]}" --out "$T/run" --fresh >"$T/fresh.log" 2>&1
+s3=$?
+kill -0 $first 2>/dev/null && running=yes || running=no
+if [ $s2 -eq 1 ] && grep -q "run is in use by another wildcpu run (pid [0-9]* on .* since " "$T/second.log" &&
+    [ $s3 -eq 1 ] && grep -q "in use by another wildcpu run" "$T/fresh.log" && [ $running = yes ]; then
+    ok "a second run into a directory in use is refused (status 1, the holder named), --fresh too"
+else
+    notok "second run refused" "statuses $s2 $s3, first running: $running; $(grep -m1 -i 'error' "$T/second.log")"
+fi
+wait $first
+s1=$?
+if [ $s1 -eq 0 ] && [ "$(digest "$T/run/checkpoints/ckpt-00000024.wcp")" = "$ref" ] && [ -n "$ref" ] &&
+    [ -z "$(ls -d "$T"/run/replaced-* 2>/dev/null)" ] && [ "$(grep -c '"type":"train"' "$T/run/metrics.jsonl")" -eq "$(grep -c '"type":"train"' "$T/ref/metrics.jsonl")" ]; then
+    ok "the first run ends as it would alone: status 0, its weights bitwise, its metrics.jsonl whole, nothing set aside"
+else
+    notok "the first run undisturbed" "status $s1; $(ls "$T/run" "$T/run/checkpoints" | tr '\n' ' ')"
+fi
+check "once it has ended, the directory is free (a rerun finds training finished)" \
+    "$WILDCPU" "${args[@]}" --out "$T/run"
+
+# a run killed with SIGKILL leaves no lock behind
+"$WILDCPU" "${args[@]}" --out "$T/killed" --steps 400 >"$T/killed.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do grep -q 'step *[0-9]*/400' "$T/killed.log" 2>/dev/null && break; sleep 0.1; done
+kill -KILL $pid
+wait $pid 2>/dev/null
+check "after a SIGKILL the directory is free at once (a --fresh rerun runs)" \
+    "$WILDCPU" "${args[@]}" --out "$T/killed" --steps 8 --fresh
+finish
