@@ -2,11 +2,13 @@
 #include "wildcpu/trainlog.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "wildcpu/dist.h"
@@ -17,7 +19,8 @@
 struct wc_trainlog {
     int active;             /* rank 0 */
     char *path;             /* out_dir/metrics.jsonl */
-    FILE *f;
+    int fd;                 /* appending; -1 when none */
+    off_t end;              /* the end of its last whole line */
     int failed;             /* a write failed (reported once) */
     int tty;                /* a live bar between progress lines */
     int bar_shown;          /* the bar occupies the current line */
@@ -30,15 +33,23 @@ struct wc_trainlog {
 
 /* One line of the log (a finished JSON object), flushed. */
 static void write_line(wc_trainlog *l, const wc_json *j) {
-    if (!l->f) return;
-    int bad = fputs(wc_json_text(j), l->f) == EOF;
-    bad |= fputc('\n', l->f) == EOF;
-    bad |= fflush(l->f) != 0;
-    if (bad && !l->failed)
-        wc_warn("writing %s failed: %s; training goes on, the log misses lines", l->path,
-                strerror(errno));
-    l->failed |= bad;
-    clearerr(l->f);
+    if (l->fd < 0) return;
+    const char *text = wc_json_text(j);
+    struct iovec v[2] = {{(void *)text, strlen(text)}, {"\n", 1}};
+    const ssize_t len = (ssize_t)(v[0].iov_len + 1);
+    const ssize_t n = writev(l->fd, v, 2); /* one append */
+    if (n == len) {
+        l->end += len;
+        return;
+    }
+    const int err = n < 0 ? errno : ENOSPC; /* a short write: the disk filled up */
+    /* Cut back what the failed write left of its line (a full disk takes part of one), so the
+     * file stays one JSON object per line and the next line starts on a line of its own. */
+    const int cut = n > 0 && ftruncate(l->fd, l->end) != 0;
+    if (!l->failed || cut)
+        wc_warn("writing %s failed: %s; training goes on, the log misses lines%s", l->path,
+                strerror(err), cut ? " (and holds part of one)" : "");
+    l->failed = 1;
 }
 
 /* A line starts as {"type":TYPE,"step":STEP, ...; the caller adds members and writes it. */
@@ -89,6 +100,7 @@ static void trim(const char *path, long keep_through_step) {
 wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_steps,
                               long steps_per_epoch, long log_every) {
     wc_trainlog *l = WC_CALLOC(1, sizeof *l);
+    l->fd = -1;
     wc_json_init(&l->line);
     l->total_steps = total_steps, l->steps_per_epoch = steps_per_epoch, l->log_every = log_every;
     l->t_open = l->t_start = l->t_last = wc_now();
@@ -105,8 +117,8 @@ wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_s
         trim(l->path, start_step);
     else
         unlink(l->path);
-    l->f = fopen(l->path, "a");
-    if (!l->f) {
+    l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (l->fd < 0 || (l->end = lseek(l->fd, 0, SEEK_END)) < 0) {
         wc_error("cannot write %s: %s", l->path, strerror(errno));
         wc_trainlog_close(l);
         return NULL;
@@ -117,7 +129,7 @@ wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_s
 void wc_trainlog_close(wc_trainlog *l) {
     if (!l) return;
     wc_trainlog_break_line(l);
-    if (l->f) fclose(l->f);
+    if (l->fd >= 0) close(l->fd);
     wc_json_free(&l->line);
     free(l->path);
     free(l);

@@ -44,4 +44,32 @@ kill -KILL $pid
 wait $pid 2>/dev/null
 check "after a SIGKILL the directory is free at once (a --fresh rerun runs)" \
     "$WILDCPU" "${args[@]}" --out "$T/killed" --steps 8 --fresh
+# A disk that fills up while metrics.jsonl grows: the line being written when it filled is cut
+# back, so the file stays one JSON object per line (a real tmpfs, filled to 12 KiB of room)
+small=$T/small
+mkdir -p "$small"
+if mount -t tmpfs -o size=4m tmpfs "$small" 2>/dev/null; then
+    trap 'umount "$small" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+    free_kib=$(df -k --output=avail "$small" | tail -1)
+    dd if=/dev/zero of="$small/filler" bs=1024 count=$((free_kib - 12)) status=none 2>/dev/null
+    "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 150 --log-every 1 \
+        --no-predict --val-fraction 0 --out "$small/run" >"$T/full.log" 2>&1
+    st=$?
+    lines=$($PY -c 'import json, sys
+n = 0
+for line in open(sys.argv[1], "rb"):
+    json.loads(line)
+    assert line.endswith(b"\n")
+    n += 1
+print(n)' "$small/run/metrics.jsonl" 2>&1)
+    if [ $st -eq 1 ] && grep -q "metrics.jsonl failed: No space left on device; training goes on, the log misses lines" "$T/full.log" &&
+        [ "$lines" -gt 10 ] 2>/dev/null && [ "$lines" -lt 150 ]; then
+        ok "a full disk while logging: metrics.jsonl keeps $lines whole lines of JSON, none torn (status 1: no room for the checkpoint)"
+    else
+        notok "metrics.jsonl on a full disk" "status $st; lines: $lines; $(grep -i -m2 'metrics.jsonl' "$T/full.log")"
+    fi
+    umount "$small"
+else
+    echo "# skipped: cannot mount a tmpfs here (the full-disk case needs one)"
+fi
 finish
