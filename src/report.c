@@ -53,10 +53,10 @@ static void write_reliability(FILE *f, const wc_metrics *m, int have_picture) {
     fprintf(f, "\n");
 }
 
-static void write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
-                           const wc_json_doc *base, const char *base_path, int have_picture) {
+static int write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
+                          const wc_json_doc *base, const char *base_path, int have_picture) {
     wc_atomic_file af;
-    if (wc_atomic_open(&af, path, "w") != WC_OK) return;
+    if (wc_atomic_open(&af, path, "w") != WC_OK) return WC_ERR;
     FILE *f = af.f;
     fprintf(f, "# wildcpu run report\n\n");
     fprintf(f,
@@ -155,7 +155,7 @@ static void write_markdown(const char *path, const wc_run_summary *s, const wc_j
                 "over the baseline for cost.\n",
                 base_path, dv, cost_ratio, speed);
     }
-    wc_atomic_commit(&af);
+    return wc_atomic_commit(&af);
 }
 
 /* A field of report.json: a key and its value, in the file's order. */
@@ -337,29 +337,23 @@ static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, co
     wc_json_end(j);
 }
 
-void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
-    const int R = wc_dist_size();
-    int64_t *rss = WC_CALLOC(R, sizeof(int64_t));
-    rss[wc_dist_rank()] = (int64_t)wc_peak_rss_bytes();
-    wc_dist_sum_i64(rss, (size_t)R);
-    if (wc_dist_rank() != 0) {
-        free(rss);
-        return;
-    }
+/* Rank 0's part of wc_report_finish. */
+static int write_reports(const wc_run_summary *s, const char *out_dir, const char *baseline_json,
+                         const int64_t *rss, int R) {
     const derived d = derive(s, rss, R);
     log_summary(s, &d);
     wc_json j;
     wc_json_init(&j);
     build_json(&j, s, &d, rss, R);
-    free(rss);
 
     char path[4200];
     snprintf(path, sizeof path, "%s/report.json", out_dir);
     wc_atomic_file af;
-    if (wc_atomic_open(&af, path, "w") == WC_OK) {
+    int rc_json = wc_atomic_open(&af, path, "w");
+    if (rc_json == WC_OK) {
         fputs(wc_json_text(&j), af.f);
         fputc('\n', af.f);
-        wc_atomic_commit(&af);
+        rc_json = wc_atomic_commit(&af);
     }
 
     /* The builder's output is valid JSON within every limit of the reader: a failure here is a
@@ -375,8 +369,28 @@ void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *
         s->have_val && wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,
                                                 s->val.cal_predicted, s->val.cal_observed) == WC_OK;
     snprintf(path, sizeof path, "%s/report.md", out_dir);
-    write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json, have_picture);
+    const int rc_md = write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json,
+                                     have_picture);
     wc_json_doc_free(&run);
     wc_json_doc_free(&base);
     wc_json_free(&j);
+    if (rc_json == WC_OK && rc_md == WC_OK) return WC_OK;
+    /* the message of the write says why; a report left from an earlier run of the directory
+     * would now describe that run */
+    wc_error("the run's report is not complete (%s%s%s, see above): %s/report.* may still "
+             "describe an earlier run of the directory",
+             rc_json == WC_OK ? "" : "report.json", rc_json == WC_OK || rc_md == WC_OK ? "" : " and ",
+             rc_md == WC_OK ? "" : "report.md", out_dir);
+    return WC_ERR;
+}
+
+int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
+    const int R = wc_dist_size();
+    int64_t *rss = WC_CALLOC(R, sizeof(int64_t));
+    rss[wc_dist_rank()] = (int64_t)wc_peak_rss_bytes();
+    wc_dist_sum_i64(rss, (size_t)R);
+    int64_t rc = wc_dist_rank() == 0 ? write_reports(s, out_dir, baseline_json, rss, R) : WC_OK;
+    free(rss);
+    wc_dist_bcast(&rc, sizeof rc, 0);
+    return (int)rc;
 }

@@ -572,7 +572,8 @@ static int loop(train_ctx *t) {
 /* ---- teardown ---------------------------------------------------------------------------- */
 
 /* The report (when this invocation did anything), then everything is released. */
-static void teardown(train_ctx *t, int status) {
+/* Returns the run's status: a report that could not be written fails a finished run. */
+static int teardown(train_ctx *t, int status) {
     wc_run_summary *sum = &t->sum;
     sum->status = status;
     sum->wall_seconds = wc_now() - t->t_start;
@@ -592,8 +593,10 @@ static void teardown(train_ctx *t, int status) {
     }
     /* a background write still running is finished (and logged) before anything goes */
     wc_train_ckpt_finish(t);
-    if (sum->steps_done > 0 || t->report_due)
-        wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline);
+    if ((sum->steps_done > 0 || t->report_due) &&
+        wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline) != WC_OK &&
+        status == WC_EXIT_OK)
+        status = WC_EXIT_RUNTIME;
     wc_trainlog_close(t->log);
     wc_reader_destroy(t->ra.rd);
     wc_schedule_free(&t->sched);
@@ -605,6 +608,7 @@ static void teardown(train_ctx *t, int status) {
     wc_net_destroy(t->net);
     wc_dataset_close(t->ds);
     free(t->spec);
+    return status;
 }
 
 int wc_train_run(const wc_train_config *cfg_in) {
@@ -617,6 +621,5 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->sum.batch = cfg.batch, t->sum.micro_batch = cfg.micro_batch;
     int status = setup(t, &cfg);
     if (status == WC_EXIT_OK) status = loop(t);
-    teardown(t, status);
-    return status;
+    return teardown(t, status);
 }

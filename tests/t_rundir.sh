@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# t_rundir.sh: one run at a time in a run directory. While a run (2 ranks) trains into DIR, a
-# second run into DIR, plain or --fresh, is refused at once (status 1, naming the holder) and
+# t_rundir.sh: the run directory's integrity. One run at a time: while a run (2 ranks) trains
+# into DIR, a second run into DIR, plain or --fresh, is refused at once (status 1, naming the holder) and
 # touches nothing: the first ends as it would alone, bitwise (its newest checkpoint's digest
 # equals an undisturbed run's), and its --fresh did not move the first run's files. Once the
-# first has ended (also when it was killed with SIGKILL), the directory is free again.
+# first has ended (also when it was killed with SIGKILL), the directory is free again. A report
+# that cannot be written fails the run (status 1). A disk that fills up while metrics.jsonl
+# grows leaves it whole lines of JSON.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -44,6 +46,18 @@ kill -KILL $pid
 wait $pid 2>/dev/null
 check "after a SIGKILL the directory is free at once (a --fresh rerun runs)" \
     "$WILDCPU" "${args[@]}" --out "$T/killed" --steps 8 --fresh
+# A report that cannot be written (here: a directory where report.json goes) fails the run: a
+# finished run's status must not claim a report that still describes an earlier run
+mkdir -p "$T/norep/report.json"
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --no-predict --out "$T/norep" >"$T/norep.log" 2>&1
+st=$?
+if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.json, see above)" "$T/norep.log" &&
+    [ -f "$T/norep/report.md" ] && [ -n "$(digest "$T/norep/checkpoints/ckpt-00000002.wcp")" ]; then
+    ok "a report.json that cannot be written fails a finished run (status 1; the checkpoint and report.md are written)"
+else
+    notok "report.json that cannot be written" "status $st; $(grep -i -m2 'error' "$T/norep.log")"
+fi
+
 # A disk that fills up while metrics.jsonl grows: the line being written when it filled is cut
 # back, so the file stays one JSON object per line (a real tmpfs, filled to 12 KiB of room)
 small=$T/small

@@ -40,8 +40,10 @@ typedef struct wc_run_summary {
 #define WC_REPORT_CALIBRATION_PNG "calibration.png"
 
 /* Collective: gathers every rank's peak RSS, then rank 0 prints the summary and writes
- * out_dir/report.json, report.md and calibration.png (with a comparison against baseline_json when given). */
-void wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
+ * out_dir/report.json, report.md and calibration.png (with a comparison against baseline_json
+ * when given). Returns WC_ERR on every rank, after a message, when report.json or report.md
+ * could not be written (a full disk): the run's status says so. The picture is optional. */
+int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
 
 /* Rank 0, once the map is drawn: report.md embeds the pictures of out_dir by relative path, so
  * it reads as a page: the quick-look risk.png, and calibration.png when it exists. A section
