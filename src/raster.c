@@ -140,7 +140,15 @@ int wc_raster_open(wc_raster *r, const char *path) {
         GDALRasterBandH b = GDALGetRasterBand(ds, i + 1);
         wc_band *bd = &r->bands[i];
         const char *desc = GDALGetDescription(b);
-        if (desc && *desc)
+        if (desc && strlen(desc) >= sizeof bd->name) {
+            /* Too long to keep: its start, cut at a character's boundary, and a hash of the
+             * whole, so that two descriptions alike in their first 63 bytes stay two names
+             * (a model must not take one band for another). */
+            size_t keep = sizeof bd->name - 18;
+            while (keep > 0 && ((unsigned char)desc[keep] & 0xC0) == 0x80) keep--;
+            snprintf(bd->name, sizeof bd->name, "%.*s~%016llx", (int)keep, desc,
+                     (unsigned long long)wc_fnv1a64(desc, strlen(desc)));
+        } else if (desc && *desc)
             snprintf(bd->name, sizeof bd->name, "%s", desc);
         else
             snprintf(bd->name, sizeof bd->name, "band_%d", i + 1);

@@ -201,6 +201,27 @@ else
     notok "Float32 nodata -9999.9" "$(grep -E '^patches' "$T/fok.log" "$T/fodd.log"); $(grep -o '[0-9.]*% nodata' "$T/podd.log" "$T/pok.log")"
 fi
 
+# Band descriptions longer than a name holds (63 bytes): two alike in their first 63 bytes stay
+# two names, so a model never takes one band for the other
+long=sentinel2_l2a_normalized_difference_vegetation_index_median_composite
+desc() { # desc IN OUT TEXT: a VRT of IN whose band 5 is described TEXT
+    gdal_translate -q -of VRT "$1" "$2"
+    $PY -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); d.GetRasterBand(5).SetDescription(sys.argv[2]); d = None' "$2" "$3"
+}
+desc "$SAMPLE" "$T/summer.vrt" "${long}_summer"
+desc "$SAMPLE" "$T/winter.vrt" "${long}_winter"
+"$WILDCPU" --tiles "$T/summer.vrt" --out "$T/long" --steps 1 --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/long.log" 2>&1
+"$WILDCPU" predict --tiles "$T/winter.vrt" --checkpoint "$T/long" --out "$T/winter.tif" >"$T/lw.log" 2>&1
+st=$?
+"$WILDCPU" predict --tiles "$T/summer.vrt" --checkpoint "$T/long" --out "$T/summer.tif" >"$T/ls.log" 2>&1
+st2=$?
+if [ $st -eq 1 ] && grep -q "sentinel2_l2a_normalized_difference_vegetation~[0-9a-f]\{16\}" "$T/lw.log" && [ ! -e "$T/winter.tif" ] && [ $st2 -eq 0 ]; then
+    ok "long band descriptions alike in their first 63 bytes are two names: the other season is refused, the same one maps"
+else
+    notok "long band descriptions" "statuses $st $st2; $(grep -m1 error "$T/lw.log" "$T/long.log")"
+fi
+
 # A scale that cannot unpack
 cp "$T/b.tif" "$T/zero.tif"
 $PY -c 'import sys; from osgeo import gdal

@@ -43,8 +43,9 @@ double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 #define WC_LABEL_BAND_NAME "fire"
 
 typedef struct wc_band {
-    /* the band description (cut to 63 bytes; ',' ';' '=' and control characters read as '_'),
-     * or "band_<n>" when it has none */
+    /* the band description (',' ';' '=' and control characters read as '_'), or "band_<n>"
+     * when it has none; one of 64 bytes or more is its first 46 or fewer (whole characters),
+     * '~' and 16 hex digits of a hash of the whole, so that long names stay apart */
     char name[WC_BAND_NAME_MAX];
     wc_dtype type;
     int has_nodata;
