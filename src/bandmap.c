@@ -98,7 +98,8 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
     int extra = 0;
     for (int b = 1; b <= r->nbands; b++) {
         const char *name = r->bands[b - 1].name;
-        if (used[b] || b == label_band || strcmp(name, training_label) == 0 ||
+        if (used[b] || b == label_band || r->bands[b - 1].is_alpha ||
+            strcmp(name, training_label) == 0 ||
             strcmp(name, WC_LABEL_BAND_NAME) == 0)
             continue;
         extra++;

@@ -480,6 +480,12 @@ static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int labe
     for (int b = 1; b <= src->nbands; b++) {
         const char *name = src->bands[b - 1].name;
         if (b == label) continue;
+        if (src->bands[b - 1].is_alpha) {
+            wc_info("%s: band %d '%s' is the alpha band: the mask of the other bands, not a "
+                    "feature",
+                    src->path, b, name);
+            continue;
+        }
         if (strcmp(name, WC_LABEL_BAND_NAME) == 0 ||
             (label && strcmp(name, src->bands[label - 1].name) == 0)) {
             if (cfg->labels)

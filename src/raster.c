@@ -183,6 +183,16 @@ int wc_raster_open(wc_raster *r, const char *path) {
             return WC_ERR;
         }
     }
+    /* An alpha band (a gdalwarp -dstalpha collar: 0 where no data) masks every other band; GDAL
+     * itself applies it only to 2- and 4-band rasters, so any other count would train on the
+     * collar's zeros. The first one counts. */
+    for (int i = 0; i < r->nbands && !r->alpha; i++)
+        if (GDALGetRasterColorInterpretation(GDALGetRasterBand(ds, i + 1)) == GCI_AlphaBand)
+            r->alpha = i + 1;
+    for (int i = 0; i < r->nbands && r->alpha; i++) {
+        r->bands[i].is_alpha = i + 1 == r->alpha;
+        r->bands[i].masked = i + 1 != r->alpha;
+    }
     return WC_OK;
 }
 
@@ -232,15 +242,17 @@ void wc_raster_cache_fit(size_t bytes) {
 static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, char *dst, int gx,
                        int gy, int gw, int gh, size_t plane, size_t stride) {
     GDALRasterBandH last = NULL;
-    uint8_t *mask = NULL;
+    double *mask = NULL; /* an alpha band may be of any type (0..1 floats too): 0 is masked */
     int rc = WC_OK;
     for (int k = 0; k < nb && rc == WC_OK; k++) {
         if (!r->bands[bands[k] - 1].masked) continue;
         WC_ASSERT(type == WC_DT_FLOAT32 || type == WC_DT_FLOAT64);
-        GDALRasterBandH mb = GDALGetMaskBand(GDALGetRasterBand((GDALDatasetH)r->ds, bands[k]));
+        GDALDatasetH ds = (GDALDatasetH)r->ds;
+        GDALRasterBandH mb = r->alpha ? GDALGetRasterBand(ds, r->alpha)
+                                      : GDALGetMaskBand(GDALGetRasterBand(ds, bands[k]));
         if (mb != last) {
-            if (!mask) mask = WC_ALLOC((size_t)gw * (size_t)gh);
-            if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, mask, gw, gh, GDT_Byte, 0, 0) !=
+            if (!mask) mask = WC_ALLOC(sizeof(double) * (size_t)gw * (size_t)gh);
+            if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, mask, gw, gh, GDT_Float64, 0, 0) !=
                 CE_None) {
                 wc_error("read error in %s, the mask of band %d, window x=%d y=%d %dx%d: %s",
                          r->path, bands[k], gx, gy, gw, gh, CPLGetLastErrorMsg());
@@ -251,7 +263,8 @@ static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, ch
         }
         for (int y = 0; y < gh; y++)
             for (int x = 0; x < gw; x++) {
-                if (mask[(size_t)y * gw + x]) continue;
+                const double m = mask[(size_t)y * gw + x];
+                if (m != 0 && !isnan(m)) continue; /* a NaN alpha masks too */
                 const size_t i = (size_t)k * plane + (size_t)y * stride + (size_t)x;
                 if (type == WC_DT_FLOAT32)
                     ((float *)dst)[i] = NAN;

@@ -9,10 +9,11 @@
 #   - a checkpoint of a version that normalized stored values (no band_values=unpacked in its
 #     meta) is refused for packed bands, and still accepted for unpacked ones;
 #   - a scale that cannot unpack (0) is refused, naming the band.
-# Masks (GDAL's mask band: an internal per-dataset mask, no nodata value) hide pixels as nodata
-# does: a copy whose hidden pixels hold garbage behind a mask trains and maps bitwise like a
-# copy with nodata there.
-# Every case fails on the code before packed bands were unpacked and masks honoured.
+# Masks (GDAL's mask band: an internal per-dataset mask, no nodata value; an alpha band, also
+# of a 14-band raster) hide pixels as nodata does: a copy whose hidden pixels hold garbage
+# behind a mask trains and maps bitwise like a copy with nodata there. A Float32 nodata value no
+# float equals still marks its pixels. Long band descriptions alike at the start stay apart.
+# Every case fails on the code before each was handled.
 . "$(dirname "$0")/lib.sh"
 
 # pack SCALE_LOG2 OFFSET OUT: every band of the sample as Int32, stored = (value - OFFSET) / 2^s
@@ -199,6 +200,55 @@ if [ -n "$(digest "$(newest "$T/fok")")" ] && [ "$(digest "$(newest "$T/fok")")"
     ok "Float32 nodata -9999.9 (no float equals it) marks the pixels GDAL masks: training and map as with -9999"
 else
     notok "Float32 nodata -9999.9" "$(grep -E '^patches' "$T/fok.log" "$T/fodd.log"); $(grep -o '[0-9.]*% nodata' "$T/podd.log" "$T/pok.log")"
+fi
+
+# An alpha band (gdalwarp -dstalpha writes one: 0 in the collar) masks the other bands whatever
+# their number (GDAL applies it to 2- and 4-band rasters only), and is no feature
+$PY - "$T/f_ok.tif" "$T/alpha.tif" "$T/alpha_ref.tif" <<'EOF'
+import sys
+import numpy as np
+from osgeo import gdal
+src = gdal.Open(sys.argv[1])
+n, W, H = src.RasterCount, src.RasterXSize, src.RasterYSize
+collar = np.zeros((H, W), bool)
+collar[:, :90] = True  # the west edge, as a warp leaves it
+collar[400:, :] = True
+drv = gdal.GetDriverByName("GTiff")
+a = drv.Create(sys.argv[2], W, H, n + 1, gdal.GDT_Float32)
+ref = drv.Create(sys.argv[3], W, H, n, gdal.GDT_Float32)
+for d in (a, ref):
+    d.SetGeoTransform(src.GetGeoTransform())
+    d.SetProjection(src.GetProjection())
+for i in range(1, n + 1):
+    b = src.GetRasterBand(i)
+    v = b.ReadAsArray()
+    for d, fill in ((a, 0.0), (ref, -9999.0)):  # the collar: zeros behind the alpha, nodata
+        o = d.GetRasterBand(i)
+        o.SetDescription(b.GetDescription())
+        o.SetNoDataValue(-9999.0)
+        o.WriteArray(np.where(collar, fill, v))
+alpha = a.GetRasterBand(n + 1)
+alpha.SetDescription("alpha")
+alpha.SetColorInterpretation(gdal.GCI_AlphaBand)
+alpha.WriteArray(np.where(collar, 0, 255).astype(np.float32))
+a = ref = None
+EOF
+if [ "$(gdalinfo "$T/alpha.tif" | grep -c 'ColorInterp=Alpha')" -eq 1 ] && gdalinfo "$T/alpha.tif" | grep -A1 '^Band 14' | grep -q 'ColorInterp=Alpha'; then
+    atrain=(--steps 2 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0.3)
+    "$WILDCPU" --tiles "$T/alpha_ref.tif" --out "$T/aref" "${atrain[@]}" >"$T/aref.log" 2>&1
+    "$WILDCPU" --tiles "$T/alpha.tif" --out "$T/arun" "${atrain[@]}" >"$T/arun.log" 2>&1
+    "$WILDCPU" predict --tiles "$T/alpha.tif" --checkpoint "$T/aref" --out "$T/map_alpha.tif" >"$T/pal.log" 2>&1
+    "$WILDCPU" predict --tiles "$T/alpha_ref.tif" --checkpoint "$T/aref" --out "$T/map_aref.tif" >"$T/paref.log" 2>&1
+    if [ -n "$(digest "$(newest "$T/aref")")" ] && [ "$(digest "$(newest "$T/aref")")" = "$(digest "$(newest "$T/arun")")" ] &&
+        grep -q "band 14 'alpha' is the alpha band: the mask of the other bands, not a feature" "$T/arun.log" &&
+        cmp -s <(grep -E '^(patches|validation)' "$T/aref.log") <(grep -E '^(patches|validation)' "$T/arun.log") &&
+        pixels "$T/map_alpha.tif" "$T/al.raw" && pixels "$T/map_aref.tif" "$T/aref.raw" && cmp -s "$T/al.raw" "$T/aref.raw"; then
+        ok "an alpha band (14 bands) masks the others and is no feature: training and map as with nodata in the collar"
+    else
+        notok "the alpha band" "$(grep -E '^patches' "$T/aref.log" "$T/arun.log"); $(grep -m1 -i error "$T/arun.log" "$T/pal.log")"
+    fi
+else
+    notok "a 14-band GeoTIFF with an alpha band" "$(gdalinfo "$T/alpha.tif" | grep ColorInterp | tail -2)"
 fi
 
 # Band descriptions longer than a name holds (63 bytes): two alike in their first 63 bytes stay

@@ -56,10 +56,12 @@ typedef struct wc_band {
      * scale/offset): the band's value is stored * scale + offset. 1 and 0 when it has none;
      * always finite, scale never 0 (wc_raster_open refuses the raster otherwise). */
     double scale, offset;
-    /* GDAL's mask says which pixels are valid, beyond what nodata says: an internal or .msk
-     * mask, an alpha band (GDALGetMaskFlags neither all-valid nor from nodata). wc_raster_read
-     * returns its masked pixels as NaN, which every reader takes as nodata. */
+    /* A mask says which pixels are valid, beyond what nodata says: GDAL's (an internal or
+     * .msk mask; GDALGetMaskFlags neither all-valid nor from nodata), or the raster's alpha
+     * band, which GDAL applies only to 2- and 4-band rasters. wc_raster_read returns masked
+     * pixels as NaN, which every reader takes as nodata. */
     int masked;
+    int is_alpha; /* the alpha band (colour interpretation Alpha): a mask, never a feature */
 } wc_band;
 
 /* The type a band is read as: its own, or Float64 (which holds every value of every type, and
@@ -91,6 +93,7 @@ typedef struct wc_raster {
     int width, height, nbands;
     double gt[6];    /* geotransform: x = gt0 + col*gt1 + row*gt2, y = gt3 + col*gt4 + row*gt5 */
     int has_gt;
+    int alpha;       /* the alpha band (1-based): the mask of every other band; 0 when none */
     char *wkt;       /* CRS as WKT, "" when none */
     wc_band *bands;  /* (nbands), band n is bands[n-1] */
     void *ds;        /* GDALDatasetH */
