@@ -71,6 +71,21 @@ fi
 mpirun_n 2 "$WILDCPU" predict --tiles "$T/a.tif" --checkpoint "$T/packed" --out "$T/map_a.tif" >"$T/pa.log" 2>&1
 "$WILDCPU" predict --tiles "$T/b.tif" --checkpoint "$T/packed" --out "$T/map_b.tif" >"$T/pb.log" 2>&1
 pixels() { gdal_translate -q -of ENVI "$1" "$2"; }
+# alike NAME REF TILES: training on TILES (2 steps) keeps the patches, validation and weights of
+# training on REF, and a model of REF maps TILES as it maps REF, bitwise (logs, maps: $T/alike_NAME.*)
+alike() {
+    local n=$1 ref=$2 tiles=$3
+    local train=(--steps 2 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0.3)
+    "$WILDCPU" --tiles "$ref" --out "$T/alike_$n.ref" "${train[@]}" >"$T/alike_$n.ref.log" 2>&1
+    "$WILDCPU" --tiles "$tiles" --out "$T/alike_$n.run" "${train[@]}" >"$T/alike_$n.log" 2>&1
+    "$WILDCPU" predict --tiles "$ref" --checkpoint "$T/alike_$n.ref" --out "$T/alike_$n.ref.tif" >>"$T/alike_$n.ref.log" 2>&1
+    "$WILDCPU" predict --tiles "$tiles" --checkpoint "$T/alike_$n.ref" --out "$T/alike_$n.tif" >>"$T/alike_$n.log" 2>&1
+    local d
+    d=$(digest "$(newest "$T/alike_$n.ref")")
+    [ -n "$d" ] && [ "$d" = "$(digest "$(newest "$T/alike_$n.run")")" ] &&
+        cmp -s <(grep -E '^(patches|validation)' "$T/alike_$n.ref.log") <(grep -E '^(patches|validation)' "$T/alike_$n.log") &&
+        pixels "$T/alike_$n.ref.tif" "$T/alike_$n.ref.raw" && pixels "$T/alike_$n.tif" "$T/alike_$n.raw" && cmp -s "$T/alike_$n.ref.raw" "$T/alike_$n.raw"
+}
 if pixels "$T/map_a.tif" "$T/a.raw" && pixels "$T/map_b.tif" "$T/b.raw" && cmp -s "$T/a.raw" "$T/b.raw" &&
     [ "$(stat -c %s "$T/a.raw")" -eq $((512 * 512 * 4)) ]; then
     ok "a model's maps of two packings (2 ranks, 1 rank) are bitwise equal"
@@ -189,17 +204,10 @@ EOF
 gdal_translate -q -of VRT "$T/f_odd.tif" "$T/f_odd.vrt"
 sed -i 's|<NoDataValue>[^<]*</NoDataValue>|<NoDataValue>-9999.9</NoDataValue>|' "$T/f_odd.vrt"
 if [ "$(grep -c '<NoDataValue>-9999.9</NoDataValue>' "$T/f_odd.vrt")" -ne 13 ]; then notok "a VRT with nodata -9999.9"; fi
-ftrain=(--steps 2 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0.3)
-"$WILDCPU" --tiles "$T/f_ok.tif" --out "$T/fok" "${ftrain[@]}" >"$T/fok.log" 2>&1
-"$WILDCPU" --tiles "$T/f_odd.vrt" --out "$T/fodd" "${ftrain[@]}" >"$T/fodd.log" 2>&1
-"$WILDCPU" predict --tiles "$T/f_odd.vrt" --checkpoint "$T/fok" --out "$T/map_odd.tif" >"$T/podd.log" 2>&1
-"$WILDCPU" predict --tiles "$T/f_ok.tif" --checkpoint "$T/fok" --out "$T/map_ok.tif" >"$T/pok.log" 2>&1
-if [ -n "$(digest "$(newest "$T/fok")")" ] && [ "$(digest "$(newest "$T/fok")")" = "$(digest "$(newest "$T/fodd")")" ] &&
-    cmp -s <(grep -E '^(patches|validation)' "$T/fok.log") <(grep -E '^(patches|validation)' "$T/fodd.log") &&
-    pixels "$T/map_ok.tif" "$T/ok.raw" && pixels "$T/map_odd.tif" "$T/odd.raw" && cmp -s "$T/ok.raw" "$T/odd.raw"; then
+if alike odd "$T/f_ok.tif" "$T/f_odd.vrt"; then
     ok "Float32 nodata -9999.9 (no float equals it) marks the pixels GDAL masks: training and map as with -9999"
 else
-    notok "Float32 nodata -9999.9" "$(grep -E '^patches' "$T/fok.log" "$T/fodd.log"); $(grep -o '[0-9.]*% nodata' "$T/podd.log" "$T/pok.log")"
+    notok "Float32 nodata -9999.9" "$(grep -E '^patches|% nodata' "$T/alike_odd.ref.log" "$T/alike_odd.log")"
 fi
 
 # An alpha band (gdalwarp -dstalpha writes one: 0 in the collar) masks the other bands whatever
@@ -234,18 +242,11 @@ alpha.WriteArray(np.where(collar, 0, 255).astype(np.float32))
 a = ref = None
 EOF
 if [ "$(gdalinfo "$T/alpha.tif" | grep -c 'ColorInterp=Alpha')" -eq 1 ] && gdalinfo "$T/alpha.tif" | grep -A1 '^Band 14' | grep -q 'ColorInterp=Alpha'; then
-    atrain=(--steps 2 --batch 4 --micro-batch 2 --patch 32 --no-predict --val-fraction 0.3)
-    "$WILDCPU" --tiles "$T/alpha_ref.tif" --out "$T/aref" "${atrain[@]}" >"$T/aref.log" 2>&1
-    "$WILDCPU" --tiles "$T/alpha.tif" --out "$T/arun" "${atrain[@]}" >"$T/arun.log" 2>&1
-    "$WILDCPU" predict --tiles "$T/alpha.tif" --checkpoint "$T/aref" --out "$T/map_alpha.tif" >"$T/pal.log" 2>&1
-    "$WILDCPU" predict --tiles "$T/alpha_ref.tif" --checkpoint "$T/aref" --out "$T/map_aref.tif" >"$T/paref.log" 2>&1
-    if [ -n "$(digest "$(newest "$T/aref")")" ] && [ "$(digest "$(newest "$T/aref")")" = "$(digest "$(newest "$T/arun")")" ] &&
-        grep -q "band 14 'alpha' is the alpha band: the mask of the other bands, not a feature" "$T/arun.log" &&
-        cmp -s <(grep -E '^(patches|validation)' "$T/aref.log") <(grep -E '^(patches|validation)' "$T/arun.log") &&
-        pixels "$T/map_alpha.tif" "$T/al.raw" && pixels "$T/map_aref.tif" "$T/aref.raw" && cmp -s "$T/al.raw" "$T/aref.raw"; then
+    if alike alpha "$T/alpha_ref.tif" "$T/alpha.tif" &&
+        grep -q "band 14 'alpha' is the alpha band: the mask of the other bands, not a feature" "$T/alike_alpha.log"; then
         ok "an alpha band (14 bands) masks the others and is no feature: training and map as with nodata in the collar"
     else
-        notok "the alpha band" "$(grep -E '^patches' "$T/aref.log" "$T/arun.log"); $(grep -m1 -i error "$T/arun.log" "$T/pal.log")"
+        notok "the alpha band" "$(grep -E '^patches' "$T/alike_alpha.ref.log" "$T/alike_alpha.log"); $(grep -m1 -i error "$T/alike_alpha.log")"
     fi
 else
     notok "a 14-band GeoTIFF with an alpha band" "$(gdalinfo "$T/alpha.tif" | grep ColorInterp | tail -2)"
