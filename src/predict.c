@@ -404,6 +404,36 @@ static void report_invalid(const char *path, const int64_t counts[2]) {
 
 /* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
  * the network for the layout's windows. Returns an exit status (this rank's). */
+/* What the map cannot know on its own, said before any computing (rank 0): ground of another
+ * scale or orientation than the model was trained on (the network's receptive field then covers
+ * other ground, or a mirrored picture: the map is computed but means something else), and a
+ * raster placed by GCPs alone (the map is written on its pixel grid, without georeferencing). */
+static void warn_other_ground(const wc_model *m, const wc_raster *r) {
+    if (!r->has_gt && GDALGetGCPCount((GDALDatasetH)r->ds) > 0)
+        wc_warn("%s is placed by %d GCPs and has no geotransform: the map is written on its "
+                "pixel grid, without georeferencing (warp the raster first, gdalwarp, to map it "
+                "in place)",
+                r->path, GDALGetGCPCount((GDALDatasetH)r->ds));
+    char gt_text[256] = "";
+    double t[6];
+    wc_kv_get(m->fingerprint, "geotransform", gt_text, sizeof gt_text);
+    if (!r->has_gt ||
+        sscanf(gt_text, "%lf,%lf,%lf,%lf,%lf,%lf", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5]) != 6 ||
+        (t[0] == 0 && t[1] == 1 && t[2] == 0 && t[3] == 0 && t[4] == 0 && t[5] == 1))
+        return; /* no georeferencing on one side: nothing to compare */
+    const double tx = hypot(t[1], t[4]), ty = hypot(t[2], t[5]);
+    const double rx = hypot(r->gt[1], r->gt[4]), ry = hypot(r->gt[2], r->gt[5]);
+    if (fabs(rx / tx - 1) > 0.01 || fabs(ry / ty - 1) > 0.01)
+        wc_warn("%s has pixels of %.6g x %.6g (CRS units), the model's training data %.6g x "
+                "%.6g: the network sees ground at another scale than it learned, and the map "
+                "may mean little (resample the raster to the training resolution, gdalwarp -tr)",
+                r->path, rx, ry, tx, ty);
+    else if ((t[1] > 0) != (r->gt[1] > 0) || (t[5] > 0) != (r->gt[5] > 0))
+        wc_warn("%s is %s, the model's training data %s: the network sees the ground mirrored "
+                "(gdalwarp writes it north-up)",
+                r->path, r->gt[5] > 0 ? "south-up" : "north-up", t[5] > 0 ? "south-up" : "north-up");
+}
+
 static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
                    wc_bandmap *bm, layout *L) {
     if (wc_raster_open(r, cfg->tiles) != WC_OK ||
@@ -415,6 +445,7 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
         !(label_band = wc_labels_find_band(r, cfg->label_band, 1, &by_number)))
         return WC_EXIT_RUNTIME;
     if (wc_bandmap_match(bm, m, r, label_band) != WC_OK) return WC_EXIT_RUNTIME;
+    if (mp->rank == 0) warn_other_ground(m, r);
     L->W = r->width, L->H = r->height;
     if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)
         return WC_EXIT_RUNTIME;

@@ -3,7 +3,8 @@
 # trained here in a few steps: georeferencing and metadata kept, nodata exactly where a feature
 # is nodata, values in [0,1], seam-free sub-windows (1e-5), the same bits on 1, 2 and 3 ranks,
 # COG layout, the class raster, the QGIS style, the STAC item, the quick-look PNG, and refusals
-# of bad inputs and outputs.
+# of bad inputs and outputs; warnings for ground of another scale or orientation, or placed by
+# GCPs alone.
 #
 # Readers are independent of wildcpu: gdalinfo -json, gdal_translate, gdallocationinfo, and
 # build/tools/maptool (plain GDAL calls). Every case can fail; the sub-window comparison has a
@@ -356,3 +357,33 @@ md5_keep=$(md5sum <"$out/keep.tif")
 predict --tiles "$tmp/f32.vrt" --out "$out/keep.tif" >"$log" 2>&1
 check "a failed run leaves an existing map as it was" bash -c "[ \"\$(md5sum <'$out/keep.tif')\" = '$md5_keep' ]"
 check "no temporary files left behind" bash -c "! ls -A '$out' | grep -Eq '[.](tmp|out|cog)-[0-9]+'"
+
+# Ground the model was not trained for is said, not silently mapped: another pixel size, a
+# south-up raster, a raster placed by GCPs alone (the map then has no georeferencing)
+gdal_translate -q -of VRT "$S" "$out/coarse.vrt" # the same pixels, said to be 90 m
+/usr/bin/python3 -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform())
+g[1] *= 3; g[5] *= 3; d.SetGeoTransform(g); d = None' "$out/coarse.vrt"
+gdal_translate -q -of VRT "$S" "$out/south.vrt"
+/usr/bin/python3 -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform())
+g[3] += g[5] * d.RasterYSize; g[5] = -g[5]; d.SetGeoTransform(g); d = None' "$out/south.vrt"
+gdal_translate -q -of VRT -gcp 0 0 640000 4930000 -gcp 512 0 655360 4930000 -gcp 0 512 640000 4914640 "$S" "$out/gcp0.vrt"
+/usr/bin/python3 -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); d.SetGeoTransform([0, 1, 0, 0, 0, 1]); d = None' "$out/gcp0.vrt"
+sed '/<GeoTransform>/d' "$out/gcp0.vrt" >"$out/gcp.vrt"
+for c in "coarse.vrt:has pixels of 90 x 90 (CRS units), the model's training data 30 x 30" \
+    "south.vrt:is south-up, the model's training data north-up" \
+    "gcp.vrt:is placed by 3 GCPs and has no geotransform"; do
+    f=${c%%:*} want=${c#*:}
+    if predict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then
+        ok "predict warns: $f $want"
+    else
+        notok "predict's warning for $f"
+    fi
+done
+if predict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 && ! grep -q "warning" "$log"; then
+    ok "no such warning on the training ground's own grid"
+else
+    notok "a warning on the training grid" 
+fi
