@@ -877,7 +877,9 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     if (wc_dist_any(wc_raster_open(&ds->files.src, cfg->tiles) != WC_OK)) goto fail;
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
-    if (choose_features(ds, cfg) != WC_OK) goto fail;
+    if (choose_features(ds, cfg) != WC_OK ||
+        wc_raster_check_coverage(&ds->files.src, ds->read_bands, ds->read_nb) != WC_OK)
+        goto fail;
     if (wc_dist_any(plan_augmentation(ds, cfg) != WC_OK)) goto fail;
     ds->P = cfg->patch;
     if (cfg->turn_deg > 0) {

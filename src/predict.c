@@ -444,7 +444,9 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     if (cfg->evaluate && !cfg->labels && cfg->label_band && *cfg->label_band &&
         !(label_band = wc_labels_find_band(r, cfg->label_band, 1, &by_number)))
         return WC_EXIT_RUNTIME;
-    if (wc_bandmap_match(bm, m, r, label_band) != WC_OK) return WC_EXIT_RUNTIME;
+    if (wc_bandmap_match(bm, m, r, label_band) != WC_OK ||
+        wc_raster_check_coverage(r, bm->bands, bm->n) != WC_OK)
+        return WC_EXIT_RUNTIME;
     if (mp->rank == 0) warn_other_ground(m, r);
     L->W = r->width, L->H = r->height;
     if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)

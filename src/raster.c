@@ -299,6 +299,28 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
     return apply_masks(r, bands, nb, type, dst, gx, gy, gw, gh, (size_t)w * (size_t)h, (size_t)w);
 }
 
+int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
+    GDALDatasetH ds = (GDALDatasetH)r->ds;
+    GDALDriverH drv = GDALGetDatasetDriver(ds);
+    if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return WC_OK;
+    for (int k = 0; k < nb; k++) {
+        const wc_band *b = &r->bands[bands[k] - 1];
+        if (b->has_nodata || b->masked) continue;
+        double covered = 100;
+        const int st = GDALGetDataCoverageStatus(GDALGetRasterBand(ds, bands[k]), 0, 0, r->width,
+                                                 r->height, 0, &covered);
+        if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) || (st & GDAL_DATA_COVERAGE_STATUS_UNIMPLEMENTED))
+            continue;
+        wc_error("%s: %.3g%% of its extent has no source (a tile missing from the mosaic?) and "
+                 "band %d (%s) has no nodata value, so GDAL would read 0 there and it would be "
+                 "taken for data; give the mosaic's bands a nodata value (gdalbuildvrt "
+                 "-vrtnodata, or a <NoDataValue> in each band)",
+                 r->path, 100 - covered, bands[k], b->name);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
 int wc_raster_find_band(const wc_raster *r, const char *name) {
     for (int i = 0; i < r->nbands; i++)
         if (strcmp(r->bands[i].name, name) == 0) return i + 1;

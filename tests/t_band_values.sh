@@ -12,7 +12,8 @@
 # Masks (GDAL's mask band: an internal per-dataset mask, no nodata value; an alpha band, also
 # of a 14-band raster) hide pixels as nodata does: a copy whose hidden pixels hold garbage
 # behind a mask trains and maps bitwise like a copy with nodata there. A Float32 nodata value no
-# float equals still marks its pixels. Long band descriptions alike at the start stay apart.
+# float equals still marks its pixels. Long band descriptions alike at the start stay apart. A
+# mosaic missing a tile, without nodata, is refused.
 # Every case fails on the code before each was handled.
 . "$(dirname "$0")/lib.sh"
 
@@ -250,6 +251,34 @@ if [ "$(gdalinfo "$T/alpha.tif" | grep -c 'ColorInterp=Alpha')" -eq 1 ] && gdali
     fi
 else
     notok "a 14-band GeoTIFF with an alpha band" "$(gdalinfo "$T/alpha.tif" | grep ColorInterp | tail -2)"
+fi
+
+# A mosaic missing a tile, its bands without nodata: GDAL reads the hole as 0, which would be
+# taken for data; refused, naming the raster, the share and the band. With every tile: accepted.
+for q in "0 0" "256 0" "0 256" "256 256"; do
+    set -- $q
+    gdal_translate -q -a_nodata none -srcwin "$1" "$2" 256 256 "$T/f_ok.tif" "$T/q_$1_$2.tif"
+done
+gdalbuildvrt -q "$T/whole.vrt" "$T"/q_*.tif
+gdalbuildvrt -q -te 640000 4914640 655360 4930000 "$T/holed.vrt" "$T/q_0_0.tif" "$T/q_256_0.tif" "$T/q_0_256.tif"
+$PY -c 'import sys; from osgeo import gdal  # gdalbuildvrt leaves the descriptions behind
+src = gdal.Open(sys.argv[1])
+for v in sys.argv[2:]:
+    d = gdal.Open(v, gdal.GA_Update)
+    for i in range(1, src.RasterCount + 1): d.GetRasterBand(i).SetDescription(src.GetRasterBand(i).GetDescription())
+    d = None' "$T/f_ok.tif" "$T/whole.vrt" "$T/holed.vrt"
+"$WILDCPU" --tiles "$T/holed.vrt" --out "$T/holed" --steps 1 --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/holed.log" 2>&1
+st=$?
+"$WILDCPU" predict --tiles "$T/holed.vrt" --checkpoint "$T/alike_odd.ref" --out "$T/holed.tif" >"$T/pholed.log" 2>&1
+st2=$?
+"$WILDCPU" predict --tiles "$T/whole.vrt" --checkpoint "$T/alike_odd.ref" --out "$T/whole.tif" >"$T/pwhole.log" 2>&1
+st3=$?
+want="holed.vrt: 25% of its extent has no source (a tile missing from the mosaic?) and band 1 (elevation) has no nodata value"
+if [ $st -eq 1 ] && [ $st2 -eq 1 ] && grep -q "$want" "$T/holed.log" && grep -q "$want" "$T/pholed.log" &&
+    [ ! -e "$T/holed.tif" ] && [ $st3 -eq 0 ]; then
+    ok "a mosaic missing a tile, without nodata, is refused by training and predict (the whole mosaic maps)"
+else
+    notok "a mosaic with a hole" "statuses $st $st2 $st3; $(grep -m1 error "$T/holed.log" "$T/pwhole.log")"
 fi
 
 # Band descriptions longer than a name holds (63 bytes): two alike in their first 63 bytes stay

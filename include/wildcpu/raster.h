@@ -125,6 +125,12 @@ void wc_raster_cache_fit(size_t bytes);
 int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
                    int nb, wc_dtype type, void *buf);
 
+/* Refuses (WC_ERR, after a message naming the raster and band) a VRT band that has no nodata
+ * value and no mask while part of its extent has no source (a tile missing from the mosaic):
+ * GDAL reads that part as 0, which would be taken for data. Bands are 1-based, nb of them;
+ * other drivers, and VRTs GDAL cannot tell about, pass. */
+int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb);
+
 /* 1-based number of the band whose description is `name`, or whose number it is ("3");
  * 0 if none. */
 int wc_raster_find_band(const wc_raster *r, const char *name);
