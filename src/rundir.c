@@ -173,6 +173,17 @@ static int prepare_here(const wc_train_config *cfg) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
         return WC_EXIT_RUNTIME;
     }
+    /* Found now, not after hours of training whose every checkpoint fails: a checkpoints
+     * directory that cannot take a file (read-only, not a directory, no inodes left). */
+    char probe[4300];
+    snprintf(probe, sizeof probe, "%s/.write-test-%ld", ckpt_dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        wc_error("cannot write checkpoints into %s: %s", ckpt_dir, strerror(errno));
+        return WC_EXIT_RUNTIME;
+    }
+    close(fd);
+    unlink(probe);
     /* the marker tells how the last run ended: this one has not ended yet */
     run_file(marker, sizeof marker, out, WC_RUNDIR_STOPPED);
     if (unlink(marker) != 0 && errno != ENOENT)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # t_rundir.sh: the run directory's integrity. One run at a time: while a run (2 ranks) trains
-# into DIR, a second run into DIR, plain or --fresh, is refused at once (status 1, naming the holder) and
-# touches nothing: the first ends as it would alone, bitwise (its newest checkpoint's digest
-# equals an undisturbed run's), and its --fresh did not move the first run's files. Once the
-# first has ended (also when it was killed with SIGKILL), the directory is free again. A report
-# that cannot be written fails the run (status 1). A disk that fills up while metrics.jsonl
-# grows leaves it whole lines of JSON.
+# into DIR, a second run into DIR, plain or --fresh, is refused at once (status 1, naming the
+# holder) and touches nothing: the first ends as it would alone, bitwise (its newest
+# checkpoint's digest equals an undisturbed run's), and its --fresh did not move the first run's
+# files. Once the first has ended (also when it was killed with SIGKILL), the directory is free
+# again. A report that cannot be written fails the run (status 1); a read-only checkpoints
+# directory is refused before training. A disk that fills up while metrics.jsonl grows leaves
+# it whole lines of JSON. (The last two need mounts: skipped, and said, where there are none.)
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -56,6 +57,24 @@ if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.json, see 
     ok "a report.json that cannot be written fails a finished run (status 1; the checkpoint and report.md are written)"
 else
     notok "report.json that cannot be written" "status $st; $(grep -i -m2 'error' "$T/norep.log")"
+fi
+
+# A checkpoints directory that cannot be written is found before training, not at its end
+mkdir -p "$T/rock/checkpoints"
+if mount --bind "$T/rock/checkpoints" "$T/rock/checkpoints" 2>/dev/null &&
+    mount -o remount,bind,ro "$T/rock/checkpoints" 2>/dev/null; then
+    "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --no-predict --out "$T/rock" >"$T/rock.log" 2>&1
+    st=$?
+    if [ $st -eq 1 ] && grep -q "cannot write checkpoints into .*rock/checkpoints: Read-only file system" "$T/rock.log" &&
+        ! grep -q '^step\|validation after' "$T/rock.log"; then
+        ok "a read-only checkpoints directory is refused before training (status 1)"
+    else
+        notok "read-only checkpoints" "status $st; $(grep -m2 -i 'error\|^step' "$T/rock.log")"
+    fi
+    umount "$T/rock/checkpoints"
+else
+    umount "$T/rock/checkpoints" 2>/dev/null
+    echo "# skipped: cannot make a read-only bind mount here"
 fi
 
 # A disk that fills up while metrics.jsonl grows: the line being written when it filled is cut
