@@ -126,19 +126,28 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int 
         free(bands);
         return WC_ERR;
     }
-    /* A checkpoint of a version before packed bands were unpacked normalized stored values: its
-     * statistics would meet unpacked ones here, and the map would be silently wrong. */
-    char unpacks[16] = "";
-    wc_kv_get(m->meta, WC_META_BAND_VALUES, unpacks, sizeof unpacks);
-    for (int c = 0; c < m->nfeat && !*unpacks; c++) {
+    /* A checkpoint of a version before 2026-12-02 read such bands otherwise (stored values, no
+     * masks, an unrounded nodata): its statistics and its validation would meet other values
+     * here, and the map would be silently wrong. */
+    char marked[16] = "";
+    wc_kv_get(m->meta, WC_META_BAND_VALUES, marked, sizeof marked);
+    for (int c = 0; c < m->nfeat && !*marked; c++) {
         const wc_band *b = &r->bands[bands[c] - 1];
-        if (!wc_band_packed(b)) continue;
-        wc_error("%s, band %d (%s) is packed (scale %.9g, offset %.9g) and %s was written by a "
-                 "wildcpu that read packed bands without unpacking them: retrain it with this "
-                 "version (a model trained on bands packed exactly like these reads them as it "
-                 "did once their scale and offset are removed, on a copy: gdal_edit.py -scale 1 "
-                 "-offset 0)",
-                 r->path, bands[c], b->name, b->scale, b->offset, m->path);
+        if (!wc_band_read_differs(b)) continue;
+        if (wc_band_packed(b))
+            wc_error("%s, band %d (%s) is packed (scale %.9g, offset %.9g) and %s was written by "
+                     "a wildcpu that read packed bands without unpacking them: retrain it with "
+                     "this version (a model trained on bands packed exactly like these reads "
+                     "them as it did once their scale and offset are removed, on a copy: "
+                     "gdal_edit.py -scale 1 -offset 0)",
+                     r->path, bands[c], b->name, b->scale, b->offset, m->path);
+        else
+            wc_error("%s, band %d (%s) has %s, and %s was written by a wildcpu that %s: retrain "
+                     "it with this version",
+                     r->path, bands[c], b->name,
+                     b->masked ? "a mask" : "a nodata value only the float nearest it equals",
+                     m->path,
+                     b->masked ? "read masked pixels as data" : "matched no pixel to it");
         free(bands);
         return WC_ERR;
     }

@@ -550,7 +550,7 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
     /* sized for every band name, however many */
     size_t cap = 512 + strlen(ds->cfg.labels ? ds->cfg.labels : "");
-    for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) * 2 + 72;
+    for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) * 3 + 96;
     char *p = ds->fingerprint = WC_ALLOC(cap);
     size_t left = cap;
     int n = snprintf(p, left, "size=%dx%d;geotransform=%.10g,%.10g,%.10g,%.10g,%.10g,%.10g;crs=%s;"
@@ -570,6 +570,14 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
         if (!wc_band_packed(&r->bands[i])) continue;
         n = snprintf(p, left, "%s%s:%.17g:%.17g", first ? ";packed=" : ",", r->bands[i].name,
                      r->bands[i].scale, r->bands[i].offset);
+        p += n, left -= (size_t)n;
+        first = 0;
+    }
+    /* masked bands and rounded nodata values, the same rule: read otherwise than before */
+    for (int i = 0, first = 1; i < r->nbands; i++) {
+        if (!r->bands[i].masked && !r->bands[i].nodata_rounded) continue;
+        n = snprintf(p, left, "%s%s:%s", first ? ";read=" : ",", r->bands[i].name,
+                     r->bands[i].masked ? "masked" : "nodata_rounded");
         p += n, left -= (size_t)n;
         first = 0;
     }
@@ -810,7 +818,9 @@ static int plan_augmentation(wc_dataset *ds, const wc_data_config *cfg) {
         for (int side = 0; side < 2; side++) {
             const int b = ds->feat_bands[ds->aug.pair[k][side]];
             const wc_dtype t = src->bands[b - 1].type;
-            if (t == WC_DT_BYTE || t == WC_DT_UINT16 || t == WC_DT_UINT32) {
+            /* (a packed band's values are stored * scale + offset: signed whatever t is) */
+            if ((t == WC_DT_BYTE || t == WC_DT_UINT16 || t == WC_DT_UINT32) &&
+                !wc_band_packed(&src->bands[b - 1])) {
                 wc_error("%s: vector band %d '%s' of %s is stored as %s: an unsigned band "
                          "holds its components with an offset, which a turn cannot flip; store "
                          "it signed, or --vector-bands none",
@@ -941,9 +951,11 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
         ds->label_path = lab.path;
         ds->label_band = lab.band;
         label_source_band = lab.source_band;
-        if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) goto fail;
+        if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK ||
+            wc_raster_check_coverage(&ds->files.label, &ds->label_band, 1) != WC_OK)
+            goto fail;
         /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
-         * nodata (labels.c), which is_nodata takes as nodata like any NaN */
+         * nodata (labels.c), which wc_band_is_nodata takes as nodata like any NaN */
         ds->label_type = wc_band_read_type(&ds->files.label.bands[ds->label_band - 1]);
     }
     if (cfg->oracle) {

@@ -402,8 +402,6 @@ static void report_invalid(const char *path, const int64_t counts[2]) {
                 path, counts[1]);
 }
 
-/* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
- * the network for the layout's windows. Returns an exit status (this rank's). */
 /* What the map cannot know on its own, said before any computing (rank 0): ground of another
  * scale or orientation than the model was trained on (the network's receptive field then covers
  * other ground, or a mirrored picture: the map is computed but means something else), and a
@@ -434,6 +432,8 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                 r->path, r->gt[5] > 0 ? "south-up" : "north-up", t[5] > 0 ? "south-up" : "north-up");
 }
 
+/* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
+ * the network for the layout's windows. Returns an exit status (this rank's). */
 static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
                    wc_bandmap *bm, layout *L) {
     if (wc_raster_open(r, cfg->tiles) != WC_OK ||

@@ -5,6 +5,7 @@
 #include <cpl_error.h>
 #include <cpl_string.h>
 #include <gdal.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <ogr_srs_api.h>
@@ -169,7 +170,11 @@ int wc_raster_open(wc_raster *r, const char *path) {
         /* A Float32 band holds floats: a nodata value no float equals exactly (-9999.9, the
          * -3.40282e+38 of .flt/.bil headers) marks the float nearest it, as GDAL's own masks
          * take it; compared unrounded it would match no pixel. */
-        if (bd->has_nodata && bd->type == WC_DT_FLOAT32) bd->nodata = (double)(float)bd->nodata;
+        if (bd->has_nodata && bd->type == WC_DT_FLOAT32 && fabs(bd->nodata) <= FLT_MAX) {
+            const double rounded = (double)(float)bd->nodata;
+            bd->nodata_rounded = rounded != bd->nodata;
+            bd->nodata = rounded;
+        }
         const int mask_flags = GDALGetMaskFlags(b);
         bd->masked = !(mask_flags & (GMF_ALL_VALID | GMF_NODATA));
         bd->scale = GDALGetRasterScale(b, NULL);

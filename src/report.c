@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wildcpu/cpuinfo.h"
@@ -375,12 +376,19 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     wc_json_doc_free(&base);
     wc_json_free(&j);
     if (rc_json == WC_OK && rc_md == WC_OK) return WC_OK;
-    /* the message of the write says why; a report left from an earlier run of the directory
-     * would now describe that run */
-    wc_error("the run's report is not complete (%s%s%s, see above): %s/report.* may still "
-             "describe an earlier run of the directory",
+    /* The write's message says why. A report left from an earlier run of the directory would
+     * describe that run as this one's (and a rerun, finding training finished, keeps it): it
+     * goes. */
+    for (int k = 0; k < 2; k++) {
+        if ((k ? rc_md : rc_json) == WC_OK) continue;
+        snprintf(path, sizeof path, "%s/%s", out_dir, k ? "report.md" : "report.json");
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+    }
+    wc_error("the run's report is not complete (%s%s%s, see above); an earlier run's is removed, "
+             "so that none describes another run",
              rc_json == WC_OK ? "" : "report.json", rc_json == WC_OK || rc_md == WC_OK ? "" : " and ",
-             rc_md == WC_OK ? "" : "report.md", out_dir);
+             rc_md == WC_OK ? "" : "report.md");
     return WC_ERR;
 }
 

@@ -117,8 +117,10 @@ static int lock_fd = -1;
  * would delete each other's checkpoint writes, mix checkpoints and best.wcp of different
  * models, and swap metrics.jsonl under each other. The file holds the holder's pid, host and
  * start, for the message. On a file system without locks (flock fails otherwise than "held"),
- * a warning. A node that died holding the lock on NFS holds it until its lease expires (90 s
- * by default), well before Slurm declares the node down (SlurmdTimeout, 300 s) and requeues. */
+ * a warning; one whose locks are local to a node (Lustre's localflock) cannot see a run on
+ * another node. A node that died holding the lock on NFSv4 holds it until its lease expires
+ * (90 s by default), before Slurm declares the node down (SlurmdTimeout, 300 s) and requeues;
+ * on NFSv3 until it reboots: the message says to remove the file when its host is down. */
 static int lock_run_dir(const char *out) {
     char path[4200];
     run_file(path, sizeof path, out, WC_RUNDIR_LOCK);
@@ -134,8 +136,9 @@ static int lock_run_dir(const char *out) {
             holder[n > 0 ? n : 0] = '\0';
             holder[strcspn(holder, "\n")] = '\0';
             wc_error("%s is in use by another wildcpu run (%s); wait for it to end, or give this "
-                     "run another --out",
-                     out, *holder ? holder : "its pid unknown");
+                     "run another --out (if that host is down, its lock can outlive it on a "
+                     "network file system: remove %s)",
+                     out, *holder ? holder : "its pid unknown", path);
             close(fd);
             return WC_ERR;
         }

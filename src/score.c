@@ -53,6 +53,7 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
             snprintf(s->source, sizeof s->source, "band %d '%s' of %s", s->band,
                      s->labels.bands[s->band - 1].name, tiles->path);
     }
+    if (!failed) failed = wc_raster_check_coverage(&s->labels, &s->band, 1) != WC_OK;
     if (wc_dist_any(failed)) {
         wc_score_close(s);
         return NULL;

@@ -571,8 +571,8 @@ static int loop(train_ctx *t) {
 
 /* ---- teardown ---------------------------------------------------------------------------- */
 
-/* The report (when this invocation did anything), then everything is released. */
-/* Returns the run's status: a report that could not be written fails a finished run. */
+/* The report (when this invocation did anything), then everything is released. Returns the
+ * run's status: a report that could not be written fails a finished run. */
 static int teardown(train_ctx *t, int status) {
     wc_run_summary *sum = &t->sum;
     sum->status = status;

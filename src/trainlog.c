@@ -42,13 +42,19 @@ static void write_line(wc_trainlog *l, const wc_json *j) {
         l->end += len;
         return;
     }
-    const int err = n < 0 ? errno : ENOSPC; /* a short write: the disk filled up */
+    const char *why = n < 0 ? strerror(errno) : "a short write (the disk full, or a size limit)";
     /* Cut back what the failed write left of its line (a full disk takes part of one), so the
-     * file stays one JSON object per line and the next line starts on a line of its own. */
-    const int cut = n > 0 && ftruncate(l->fd, l->end) != 0;
-    if (!l->failed || cut)
-        wc_warn("writing %s failed: %s; training goes on, the log misses lines%s", l->path,
-                strerror(err), cut ? " (and holds part of one)" : "");
+     * file stays one JSON object per line and the next line starts on a line of its own. When
+     * even that fails, the log ends here: a line appended after the fragment would be torn. */
+    if (n > 0 && ftruncate(l->fd, l->end) != 0) {
+        wc_warn("writing %s failed: %s, and cutting back the part written failed too (%s): the "
+                "log ends with part of a line, and training goes on without it",
+                l->path, why, strerror(errno));
+        close(l->fd);
+        l->fd = -1;
+    } else if (!l->failed) {
+        wc_warn("writing %s failed: %s; training goes on, the log misses lines", l->path, why);
+    }
     l->failed = 1;
 }
 

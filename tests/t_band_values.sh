@@ -172,6 +172,14 @@ if pixels "$T/map_m.tif" "$T/m.raw" && pixels "$T/map_n.tif" "$T/n.raw" && cmp -
 else
     notok "the map behind a mask" "$(cmp "$T/m.raw" "$T/n.raw" 2>&1 | head -1); at (350,140): $(nodata_at "$T/map_m.tif"); $(grep -i error "$T/pm.log" | head -2)"
 fi
+unmark "$T/mrun" "$T/old_masked.wcp"
+"$WILDCPU" predict --tiles "$T/m.tif" --checkpoint "$T/old_masked.wcp" --out "$T/old_m.tif" >"$T/om.log" 2>&1
+st=$?
+if [ $st -eq 1 ] && grep -q "m.tif, band 1 (elevation) has a mask, and .*old_masked.wcp was written by a wildcpu that read masked pixels as data" "$T/om.log"; then
+    ok "an earlier version's checkpoint is refused for masked bands too"
+else
+    notok "an earlier checkpoint and masked bands" "status $st: $(grep -m1 error "$T/om.log")"
+fi
 "$WILDCPU" evaluate --tiles "$T/m.tif" --checkpoint "$T/nrun" --out "$T/em.json" >"$T/em.log" 2>&1
 "$WILDCPU" evaluate --tiles "$T/n.tif" --checkpoint "$T/nrun" --out "$T/en.json" >"$T/en.log" 2>&1
 if [ -s "$T/em.json" ] && [ "$(json "$T/em.json" auc_pr)" = "$(json "$T/en.json" auc_pr)" ] &&

@@ -12,18 +12,19 @@
 
 gdal_translate -q -ot Float32 -srcwin 0 0 64 64 -b 1 "$SAMPLE" "$T/tiny.tif"
 # vrt PATH WIDTH HEIGHT NFEAT [SOURCE]: NFEAT Float32 features (from SOURCE at pixel 1000, 1000
-# when given) and a Byte band described fire
+# when given) and a Byte band described fire; nodata where no source is (a mosaic without it
+# is refused: its holes would read as 0)
 vrt() {
     local path=$1 w=$2 h=$3 n=$4 src=${5:-} b
     {
         echo "<VRTDataset rasterXSize=\"$w\" rasterYSize=\"$h\">"
         echo "  <SRS>EPSG:32611</SRS><GeoTransform>500000, 30, 0, 5000000, 0, -30</GeoTransform>"
         for b in $(seq 1 "$n"); do
-            echo "  <VRTRasterBand dataType=\"Float32\" band=\"$b\"><Description>f$b</Description>"
+            echo "  <VRTRasterBand dataType=\"Float32\" band=\"$b\"><Description>f$b</Description><NoDataValue>-9999</NoDataValue>"
             [ -n "$src" ] && echo "    <SimpleSource><SourceFilename relativeToVRT=\"0\">$src</SourceFilename><SourceBand>1</SourceBand><SrcRect xOff=\"0\" yOff=\"0\" xSize=\"64\" ySize=\"64\"/><DstRect xOff=\"1000\" yOff=\"1000\" xSize=\"64\" ySize=\"64\"/></SimpleSource>"
             echo "  </VRTRasterBand>"
         done
-        echo "  <VRTRasterBand dataType=\"Byte\" band=\"$((n + 1))\"><Description>fire</Description></VRTRasterBand>"
+        echo "  <VRTRasterBand dataType=\"Byte\" band=\"$((n + 1))\"><Description>fire</Description><NoDataValue>255</NoDataValue></VRTRasterBand>"
         echo "</VRTDataset>"
     } >"$path"
 }

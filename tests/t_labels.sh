@@ -257,8 +257,8 @@ cat >"$T/huge.vrt" <<'VRT'
 <VRTDataset rasterXSize="2000000" rasterYSize="20000">
   <SRS>EPSG:32611</SRS>
   <GeoTransform>640000, 1, 0, 4930000, 0, -1</GeoTransform>
-  <VRTRasterBand dataType="Float32" band="1"><Description>elevation</Description></VRTRasterBand>
-  <VRTRasterBand dataType="Byte" band="2"><Description>fire</Description></VRTRasterBand>
+  <VRTRasterBand dataType="Float32" band="1"><Description>elevation</Description><NoDataValue>-9999</NoDataValue></VRTRasterBand>
+  <VRTRasterBand dataType="Byte" band="2"><Description>fire</Description><NoDataValue>255</NoDataValue></VRTRasterBand>
 </VRTDataset>
 VRT
 ranks_of() { # the wildcpu processes of run NAME

@@ -52,6 +52,7 @@ typedef struct wc_band {
     /* compared with the stored value, as GDAL defines it; rounded to the band's type, as GDAL
      * compares it (a Float32 band's -9999.9 is the float nearest it, -9999.900390625) */
     double nodata;
+    int nodata_rounded; /* GDAL's value was not a float's: the float nearest it is the nodata */
     /* GDAL's scale and offset (packed bands: CF scale_factor/add_offset in netCDF, a GeoTIFF's
      * scale/offset): the band's value is stored * scale + offset. 1 and 0 when it has none;
      * always finite, scale never 0 (wc_raster_open refuses the raster otherwise). */
@@ -80,10 +81,17 @@ static inline int wc_band_is_nodata(const wc_band *b, double stored) {
 static inline int wc_band_packed(const wc_band *b) {
     return b->scale != 1.0 || b->offset != 0.0;
 }
+/* Whether wildcpu reads the band otherwise than versions before 2026-12-02 did (which took its
+ * stored values, ignored masks and compared an unrounded nodata value): packed, masked, or with
+ * a rounded nodata value. Checkpoints of those versions are refused for such bands. */
+static inline int wc_band_read_differs(const wc_band *b) {
+    return wc_band_packed(b) || b->masked || b->nodata_rounded;
+}
 /* The value of a stored (non-nodata) value: what the band means, whatever its packing. For an
  * unpacked band it is the stored value exactly (v * 1 + 0 == v for every finite v). Training
  * statistics, training samples and prediction all read feature values through this, so a model
- * trained on one packing predicts the same on another (ERA5 files each have their own). */
+ * trained on one packing predicts on another (ERA5 files each have their own) the same, to the
+ * last bit where both give the same double. */
 static inline double wc_band_value(const wc_band *b, double stored) {
     return stored * b->scale + b->offset;
 }
