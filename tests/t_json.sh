@@ -6,9 +6,9 @@
 #   - undefined metrics: the labels hold no burned pixel, so AUC-PR, ROC-AUC, best F1 and the
 #     oracle's are NaN, which must be null;
 #   - strings from outside, in every file: band names (sample bands renamed with quotes,
-#     backslashes, "nan", non-ASCII, and one cut by the 63-byte limit in the middle of a
-#     character), a --model file whose name holds a quote, a backslash, a tab and "nan" and is
-#     cut in the middle of a character too (the model's name is its path), a spec with such a
+#     backslashes, "nan", non-ASCII, and one too long to keep, named by its start and a
+#     hash), a --model file whose name holds a quote, a backslash, a tab and "nan" and is
+#     cut in the middle of a character (the model's name is its path), a spec with such a
 #     comment and a byte that is not UTF-8, and a directory, holding every input and output,
 #     named with all of these and a byte that is not UTF-8 (in the labels path of the data
 #     fingerprint).
@@ -162,14 +162,25 @@ assert end == len(raw) - 8 - n, (end, len(raw) - 8 - n)
 want_tensors = sorted(replace(layer) + s for s in (".weight", ".bias"))
 assert sorted(h) == want_tensors, (sorted(h), want_tensors)
 m = strict(meta["wildcpu"].encode("utf-8"))
-# a band's name as raster.c keeps it: separators and controls to '_', 63 bytes at most
+# a band's name as raster.c keeps it: separators and controls to '_'; a description of 64
+# bytes or more is its first 46 bytes or fewer (whole characters), '~' and its FNV-1a 64 hash
+def fnv1a64(b):
+    h = 0xcbf29ce484222325
+    for c in b:
+        h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
 def kept(b):
-    b = bytes(0x5F if c in b",;=" or c < 0x20 else c for c in b)[:63]
+    if len(b) >= 64:
+        keep = 46
+        while keep > 0 and (b[keep] & 0xC0) == 0x80:
+            keep -= 1
+        b = b[:keep] + b"~%016x" % fnv1a64(b)
+    b = bytes(0x5F if c in b",;=" or c < 0x20 else c for c in b)
     return replace(b)
 got = [c["name"] for c in m["input_channels"]]
 want = [kept(b) for b in names]
 assert got[:3] == want, (got[:3], want)
-assert got[1].endswith("x\ufffd") and got[2] == "aspect_sin_ with_ separators_and_a tab", got
+assert "~" in got[1] and len(got[1].encode()) == 63 and got[2] == "aspect_sin_ with_ separators_and_a tab", got
 assert m["architecture"] == replace(model[:63]), m["architecture"]
 spec = open(os.path.join(odd, model), "rb").read()
 assert m["spec"] == replace(spec) and "\ufffd" in m["spec"] and '"quoted"' in m["spec"], m["spec"]
