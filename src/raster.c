@@ -207,6 +207,7 @@ void wc_raster_close(wc_raster *r) {
     free(r->path);
     free(r->wkt);
     free(r->bands);
+    free(r->mask);
     memset(r, 0, sizeof *r);
 }
 
@@ -247,7 +248,8 @@ void wc_raster_cache_fit(size_t bytes) {
 static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, char *dst, int gx,
                        int gy, int gw, int gh, size_t plane, size_t stride) {
     GDALRasterBandH last = NULL;
-    double *mask = NULL; /* an alpha band may be of any type (0..1 floats too): 0 is masked */
+    /* read as double: an alpha band may be of any type (0..1 floats too); 0 is masked */
+    const size_t need = (size_t)gw * (size_t)gh;
     int rc = WC_OK;
     for (int k = 0; k < nb && rc == WC_OK; k++) {
         if (!r->bands[bands[k] - 1].masked) continue;
@@ -256,8 +258,12 @@ static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, ch
         GDALRasterBandH mb = r->alpha ? GDALGetRasterBand(ds, r->alpha)
                                       : GDALGetMaskBand(GDALGetRasterBand(ds, bands[k]));
         if (mb != last) {
-            if (!mask) mask = WC_ALLOC(sizeof(double) * (size_t)gw * (size_t)gh);
-            if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, mask, gw, gh, GDT_Float64, 0, 0) !=
+            if (r->mask_cap < need) { /* grown once to the largest window, not per read */
+                free(r->mask);
+                r->mask = WC_ALLOC(sizeof(double) * need);
+                r->mask_cap = need;
+            }
+            if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, r->mask, gw, gh, GDT_Float64, 0, 0) !=
                 CE_None) {
                 wc_error("read error in %s, the mask of band %d, window x=%d y=%d %dx%d: %s",
                          r->path, bands[k], gx, gy, gw, gh, CPLGetLastErrorMsg());
@@ -268,7 +274,7 @@ static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, ch
         }
         for (int y = 0; y < gh; y++)
             for (int x = 0; x < gw; x++) {
-                const double m = mask[(size_t)y * gw + x];
+                const double m = r->mask[(size_t)y * gw + x];
                 if (m != 0 && !isnan(m)) continue; /* a NaN alpha masks too */
                 const size_t i = (size_t)k * plane + (size_t)y * stride + (size_t)x;
                 if (type == WC_DT_FLOAT32)
@@ -277,7 +283,6 @@ static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, ch
                     ((double *)dst)[i] = NAN;
             }
     }
-    free(mask);
     return rc;
 }
 

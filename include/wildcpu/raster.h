@@ -105,6 +105,8 @@ typedef struct wc_raster {
     char *wkt;       /* CRS as WKT, "" when none */
     wc_band *bands;  /* (nbands), band n is bands[n-1] */
     void *ds;        /* GDALDatasetH */
+    double *mask;    /* masked bands' reads: the mask of a window, kept for the next read */
+    size_t mask_cap; /* its values */
 } wc_raster;
 
 /* Registers GDAL's drivers and routes GDAL's messages to wildcpu's log. Idempotent. */
