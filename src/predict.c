@@ -91,7 +91,8 @@ const char WC_EVALUATE_HELP[] =
     "  --labels PATH       labels from elsewhere: a raster (on the grid, or warped onto it) or\n"
     "                      burned-area polygons (rasterized onto the grid; the derived raster is\n"
     "                      kept beside --out, or in the current directory)\n"
-    "  --label-band NAME|N the label band, of the tiles or of --labels [fire]\n"
+    "  --label-band NAME|N the label band, of the tiles or of --labels [the band the model was\n"
+    "                      trained on, when it was one of its tiles; else fire]\n"
     "  --out FILE          the metrics as one JSON object (written atomically)\n"
     "  --map FILE          also write the risk map (as predict --out)\n"
     "  --threads N         threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
@@ -309,6 +310,9 @@ typedef struct mapping {
     int write_failed; /* rank 0 */
     pacer pc;
     double t_map, last_log;
+    /* evaluate: the label band of the tiles, or of --labels (NULL: WC_LABEL_BAND_NAME) */
+    const char *label_band;
+    char training_label[WC_BAND_NAME_MAX + 16];
 } mapping;
 
 static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
@@ -432,6 +436,24 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                 r->path, r->gt[5] > 0 ? "south-up" : "north-up", t[5] > 0 ? "south-up" : "north-up");
 }
 
+/* evaluate's label band: --label-band; without it and without --labels, the band the model was
+ * trained on when it was a band of the tiles (a model trained on 'burned' is scored on the other
+ * region's 'burned', not on a 'fire' band that may mean something else); else the default. */
+static void choose_label_band(mapping *mp, const wc_model *m) {
+    const wc_predict_config *cfg = mp->cfg;
+    mp->label_band = cfg->label_band;
+    if ((cfg->label_band && *cfg->label_band) || cfg->labels) return;
+    char label[sizeof mp->training_label] = "";
+    wc_kv_get(m->fingerprint, "labels", label, sizeof label);
+    if (strncmp(label, "band:", 5) != 0 || !label[5]) return;
+    snprintf(mp->training_label, sizeof mp->training_label, "%s", label + 5);
+    mp->label_band = mp->training_label;
+    if (mp->rank == 0 && strcmp(mp->label_band, WC_LABEL_BAND_NAME) != 0)
+        wc_info("evaluate: labels from the band described '%s', the label band of %s's training "
+                "(--label-band names another)",
+                mp->label_band, m->path);
+}
+
 /* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
  * the network for the layout's windows. Returns an exit status (this rank's). */
 static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
@@ -439,10 +461,11 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     if (wc_raster_open(r, cfg->tiles) != WC_OK ||
         wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK)
         return WC_EXIT_RUNTIME;
-    /* evaluate's labels from a band of the tiles named by --label-band: that band is no feature */
+    /* evaluate's labels from a band of the tiles: that band is no feature */
     int label_band = 0, by_number;
-    if (cfg->evaluate && !cfg->labels && cfg->label_band && *cfg->label_band &&
-        !(label_band = wc_labels_find_band(r, cfg->label_band, 1, &by_number)))
+    if (cfg->evaluate) choose_label_band(mp, m);
+    if (cfg->evaluate && !cfg->labels && mp->label_band && *mp->label_band &&
+        !(label_band = wc_labels_find_band(r, mp->label_band, 1, &by_number)))
         return WC_EXIT_RUNTIME;
     if (wc_bandmap_match(bm, m, r, label_band) != WC_OK ||
         wc_raster_check_coverage(r, bm->bands, bm->n) != WC_OK)
@@ -671,7 +694,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (status != WC_EXIT_OK) goto out;
     if (cfg->evaluate) {
         int stopped = 0;
-        mp.score = wc_score_open(&r, cfg->labels, cfg->label_band, work_dir_of(cfg), L.Sx * L.Sy,
+        mp.score = wc_score_open(&r, cfg->labels, mp.label_band, work_dir_of(cfg), L.Sx * L.Sy,
                                  &stopped);
         status = mp.score ? WC_EXIT_OK : stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
         if (status != WC_EXIT_OK) goto out;

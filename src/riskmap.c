@@ -33,10 +33,11 @@
 /* ---- the file ------------------------------------------------------------------------------ */
 
 /* The map is written in two files (rwriter.h). The working GeoTIFF receives the rounds' rows and
- * nothing else (the class raster has its own); it is sparse (SPARSE_OK: tiles entirely nodata are not stored, tiles never
- * written are not filled in at close), so abandoning it after a stop or an error costs nothing:
- * a dense GeoTIFF fills every missing tile when it is closed, gigabytes and minutes for a map of
- * millions of tiles. The map proper is then a complete copy of it (GDAL's CreateCopy to the
+ * nothing else (the class raster has its own); it is sparse (SPARSE_OK: tiles entirely nodata
+ * are not stored, tiles never written are not filled in at close), so abandoning it after a stop
+ * or an error costs no more than its tile index (GDAL rewrites the directory when it closes the
+ * file: about a second for a raster of millions of tiles, 2^31 rows of 512): a dense GeoTIFF
+ * fills every missing tile when it is closed, gigabytes and minutes for such a map. The map proper is then a complete copy of it (GDAL's CreateCopy to the
  * GTiff or COG driver, every tile present, as any reader expects), which a stop can also
  * interrupt. The copy re-encodes the map once: DEFLATE runs far faster than the network.
  *
@@ -104,6 +105,8 @@ static wc_rwriter *create_file(const char *target, const wc_rwriter_opts *o,
     int rc = WC_OK;
     for (size_t i = 0; i < sizeof md / sizeof md[0] && rc == WC_OK; i++)
         rc = wc_rwriter_set_metadata(w, 0, md[i][0], md[i][1]);
+    /* the file's directory and tile index now, before mapping starts (see wc_rwriter_flush) */
+    if (rc == WC_OK) rc = wc_rwriter_flush(w);
     if (rc == WC_OK) return w;
     wc_rwriter_abort(w);
     return NULL;

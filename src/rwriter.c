@@ -265,6 +265,18 @@ static int close_work(wc_rwriter *w) {
     return WC_OK;
 }
 
+int wc_rwriter_flush(wc_rwriter *w) {
+    const int before = w->err.failures;
+    wc_gdal_errors_push(&w->err);
+    GDALFlushCache(w->ds); /* void in GDAL 3.6: its failures are messages */
+    wc_gdal_errors_pop();
+    if (w->err.failures != before) {
+        wc_error("cannot write %s (for %s): %s", work_name(w), w->target, gdal_why(w));
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
 int wc_rwriter_reopen(wc_rwriter *w) {
     WC_ASSERT(w->work && w->ds);
     if (close_work(w) != WC_OK) return WC_ERR;

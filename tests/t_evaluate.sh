@@ -165,6 +165,34 @@ s=$?
 [ $s -eq 1 ] && grep -q "band 1 '.*' is the label band and an input of the model" "$T/input_label.log" \
     && ok "--label-band naming an input of the model: exit 1, said so" \
     || notok "--label-band naming an input" "status $s: $(grep -m1 error "$T/input_label.log")"
+# A model trained on a label band of another name is scored on that band without --label-band
+# (the other region's 'fire' may mean something else): the metrics of --label-band burned.
+$PY - "$SAMPLE" "$T/c/sample_burned.vrt" <<'PY' || notok "the sample with its label band renamed"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
+[d.GetRasterBand(i) for i in range(1, d.RasterCount + 1)
+ if d.GetRasterBand(i).GetDescription() == "fire"][0].SetDescription("burned")
+d = None
+PY
+"$WILDCPU" --tiles "$T/c/sample_burned.vrt" --label-band burned --model logistic --patch 32 \
+    --batch 8 --micro-batch 4 --steps 4 --no-predict --out "$T/run_burned" >"$T/train_burned.log" 2>&1 \
+    || notok "training on 'burned'" "$(tail -2 "$T/train_burned.log")"
+"$WILDCPU" evaluate --tiles "$T/c/renamed.vrt" --checkpoint "$T/run_burned" --out "$T/c/default_band.json" \
+    >"$T/default_band.log" 2>&1
+s=$?
+"$WILDCPU" evaluate --tiles "$T/c/renamed.vrt" --checkpoint "$T/run_burned" --label-band burned \
+    --out "$T/c/named_band.json" >/dev/null 2>&1
+[ $s -eq 0 ] && grep -q "labels from the band described 'burned'" "$T/default_band.log" \
+    && [ "$(json "$T/c/default_band.json" auc_pr)" = "$(json "$T/c/named_band.json" auc_pr)" ] \
+    && [ "$(json "$T/c/default_band.json" labels)" = "$(json "$T/c/named_band.json" labels)" ] \
+    && ok "a model trained on 'burned': evaluate scores 'burned' without --label-band, said so" \
+    || notok "evaluate's default label band from the checkpoint" "status $s: $(tail -2 "$T/default_band.log")"
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run_burned" >"$T/no_burned.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "no label band 'burned'.*--label-band" "$T/no_burned.log" \
+    && ok "... and refuses a raster without 'burned' (exit 1), naming --label-band" \
+    || notok "evaluate, the training label band missing" "status $s: $(tail -2 "$T/no_burned.log")"
 
 # Derived labels (warped onto the grid) are kept for reuse, but never once their source changed:
 # a tile of a label VRT rewritten in place gives new labels.

@@ -95,6 +95,12 @@ int wc_rwriter_write(wc_rwriter *w, int band, int64_t y0, int64_t n, const void 
 /* Reads rows back, as wc_rwriter_write writes them. */
 int wc_rwriter_read(wc_rwriter *w, int band, int64_t y0, int64_t n, void *rows, size_t line_bytes);
 
+/* Writes out what GDAL holds of the working dataset. The first flush of a new tiled GeoTIFF
+ * writes its directory, tile index included: for a raster of millions of tiles that is a hundred
+ * MB and seconds, which a caller that must honour a stop within a second does before it starts
+ * rather than at whichever block first leaves GDAL's cache. WC_OK, or WC_ERR after a message. */
+int wc_rwriter_flush(wc_rwriter *w);
+
 /* Closes the working file (errors checked) and opens it again for update: a VRT closes the
  * sources it holds open, which bounds the file descriptors a mosaic of many tiles needs.
  * WC_OK, or WC_ERR after a message (the writer then only accepts wc_rwriter_abort). */
