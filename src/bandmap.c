@@ -74,8 +74,8 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
             continue;
         }
         if (named > 1) {
-            appendf(why, size, "%s%d bands are named '%s': which is input %d is ambiguous",
-                    *why ? "; " : "", named, f, i + 1);
+            appendf(why, size, "%s%d bands are named '%s'%s: which is input %d is ambiguous",
+                    *why ? "; " : "", named, f, wc_raster_renamed_note(r, f), i + 1);
             continue;
         }
         if (used[found]) {

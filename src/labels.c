@@ -43,7 +43,8 @@ static void band_list(const wc_raster *r, char *buf, size_t size) {
 
 int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *by_number) {
     const int dflt = !sel || !*sel;
-    const char *name = dflt ? WC_LABEL_BAND_NAME : sel;
+    char name[WC_BAND_NAME_MAX]; /* as band descriptions are kept */
+    wc_band_name_of(dflt ? WC_LABEL_BAND_NAME : sel, name);
     char what[4200], list[1024];
     snprintf(what, sizeof what, "%s%s", in_tiles ? "" : "the label raster ", r->path);
     band_list(r, list, sizeof list);
@@ -59,9 +60,9 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
         named++;
     }
     if (named > 1) {
-        wc_error("%s: bands %s are all described '%s', so which one holds the labels is "
+        wc_error("%s: bands %s are all described '%s'%s, so which one holds the labels is "
                  "ambiguous; --label-band N picks one by its number",
-                 what, numbers, name);
+                 what, numbers, name, wc_raster_renamed_note(r, name));
         return 0;
     }
     if (found) return found;

@@ -132,7 +132,29 @@ int wc_raster_open(wc_raster *r, const char *path) {
     const char *wkt = GDALGetProjectionRef(ds);
     r->wkt = wc_strdup(wkt ? wkt : "");
     if (r->nbands < 1) {
-        wc_error("%s has no raster bands", path);
+        /* a container of several rasters (netCDF or HDF variables, a GeoPackage's tables) has
+         * no bands of its own: name what it holds, one of which is the path to give */
+        char **sub = GDALGetMetadata(ds, "SUBDATASETS");
+        int nsub = 0;
+        for (int i = 0; sub && sub[i]; i++) nsub += strstr(sub[i], "_NAME=") != NULL;
+        if (nsub) {
+            size_t cap = 256, len = 0;
+            for (int i = 0; sub[i]; i++) cap += strlen(sub[i]) + 8;
+            char *list = WC_ALLOC(cap);
+            list[0] = 0;
+            for (int i = 0, shown = 0; sub[i] && shown < 8; i++) {
+                const char *v = strstr(sub[i], "_NAME=");
+                if (!v) continue;
+                len += (size_t)snprintf(list + len, cap - len, "%s%s", shown++ ? ", " : "", v + 6);
+            }
+            if (nsub > 8) snprintf(list + len, cap - len, ", and %d more", nsub - 8);
+            wc_error("%s has no raster bands of its own but %d subdatasets: %s (give one of "
+                     "them as the path, or a VRT of the ones to use: gdalbuildvrt -separate)",
+                     path, nsub, list);
+            free(list);
+        } else {
+            wc_error("%s has no raster bands", path);
+        }
         wc_raster_close(r);
         return WC_ERR;
     }
@@ -141,22 +163,10 @@ int wc_raster_open(wc_raster *r, const char *path) {
         GDALRasterBandH b = GDALGetRasterBand(ds, i + 1);
         wc_band *bd = &r->bands[i];
         const char *desc = GDALGetDescription(b);
-        if (desc && strlen(desc) >= sizeof bd->name) {
-            /* Too long to keep: its start, cut at a character's boundary, and a hash of the
-             * whole, so that two descriptions alike in their first 63 bytes stay two names
-             * (a model must not take one band for another). */
-            size_t keep = sizeof bd->name - 18;
-            while (keep > 0 && ((unsigned char)desc[keep] & 0xC0) == 0x80) keep--;
-            snprintf(bd->name, sizeof bd->name, "%.*s~%016llx", (int)keep, desc,
-                     (unsigned long long)wc_fnv1a64(desc, strlen(desc)));
-        } else if (desc && *desc)
-            snprintf(bd->name, sizeof bd->name, "%s", desc);
+        if (desc && *desc)
+            bd->renamed = wc_band_name_of(desc, bd->name);
         else
             snprintf(bd->name, sizeof bd->name, "band_%d", i + 1);
-        /* Names travel in checkpoints as lists (a,b,c) inside key=value;... text: the
-         * separators, and control characters, become '_' here, once, for every reader. */
-        for (char *c = bd->name; *c; c++)
-            if (*c == ',' || *c == ';' || *c == '=' || (unsigned char)*c < 0x20) *c = '_';
         if (from_gdal(b, &bd->type) != WC_OK) {
             GDALDataType gt = GDALGetRasterDataType(b);
             wc_error("%s, band %d (%s): data type %s is not supported (use Byte, UInt16, Int16, "
@@ -331,13 +341,31 @@ int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
     return WC_OK;
 }
 
-int wc_raster_find_band(const wc_raster *r, const char *name) {
+int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {
+    if (strlen(desc) >= WC_BAND_NAME_MAX) {
+        /* Too long to keep: its start, cut at a character's boundary, and a hash of the whole,
+         * so that two descriptions alike in their first 63 bytes stay two names (a model must
+         * not take one band for another). */
+        size_t keep = WC_BAND_NAME_MAX - 18;
+        while (keep > 0 && ((unsigned char)desc[keep] & 0xC0) == 0x80) keep--;
+        snprintf(name, WC_BAND_NAME_MAX, "%.*s~%016llx", (int)keep, desc,
+                 (unsigned long long)wc_fnv1a64(desc, strlen(desc)));
+    } else {
+        snprintf(name, WC_BAND_NAME_MAX, "%s", desc);
+    }
+    /* Names travel in checkpoints as lists (a,b,c) inside key=value;... text: the separators,
+     * and control characters, become '_' here, once, for every reader. */
+    for (char *c = name; *c; c++)
+        if (*c == ',' || *c == ';' || *c == '=' || (unsigned char)*c < 0x20) *c = '_';
+    return strcmp(name, desc) != 0;
+}
+
+const char *wc_raster_renamed_note(const wc_raster *r, const char *name) {
     for (int i = 0; i < r->nbands; i++)
-        if (strcmp(r->bands[i].name, name) == 0) return i + 1;
-    char *end;
-    long n = strtol(name, &end, 10);
-    if (*name && !*end && n >= 1 && n <= r->nbands) return (int)n;
-    return 0;
+        if (r->bands[i].renamed && strcmp(r->bands[i].name, name) == 0)
+            return " (as wildcpu reads the descriptions: ',' ';' '=' and control characters "
+                   "become '_', and a description of 64 bytes or more is cut)";
+    return "";
 }
 
 void wc_raster_pixel_to_map(const double gt[6], double col, double row, double *x, double *y) {

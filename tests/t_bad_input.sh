@@ -31,6 +31,19 @@ expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
 expect "missing file" 1 "cannot open $T/nope.vrt" -- --tiles "$T/nope.vrt" "${train[@]}"
 echo "not a raster" >"$T/text.tif"
 expect "not a raster" 1 "cannot open $T/text.tif as a raster" -- --tiles "$T/text.tif" "${train[@]}"
+# a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
+$PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
+import sys
+import numpy as np
+from osgeo import gdal
+rg = gdal.GetDriverByName("netCDF").CreateMultiDimensional(sys.argv[1]).GetRootGroup()
+dims = [rg.CreateDimension(n, None, None, 16) for n in ("y", "x")]
+for name in ("elevation", "slope"):
+    rg.CreateMDArray(name, dims, gdal.ExtendedDataType.Create(gdal.GDT_Float32)).Write(
+        np.ones((16, 16), np.float32))
+PY
+expect "netCDF of several variables" 1 "multi.nc has no raster bands of its own but 2 subdatasets: NETCDF:\"$T/multi.nc\":elevation, NETCDF:\"$T/multi.nc\":slope \(give one" \
+    -- --tiles "$T/multi.nc" "${train[@]}"
 
 # a raster without a band called fire
 gdal_translate -q -ot Float32 -b 1 -b 2 "$SAMPLE" "$T/nolabel.tif"

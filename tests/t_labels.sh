@@ -80,6 +80,27 @@ expect "--label-band 4 of two fire bands: the other one is no feature" 0 "band 3
     --tiles "$T/twofire.tif" --label-band 4 --out "$T/r4" "${train[@]}"
 grep -q "2 features" "$T/out" && ok "--label-band 4: 2 features (elevation, slope), neither fire band" \
     || notok "--label-band 4: 2 features" "$(grep -E 'features' "$T/out" | head -2)"
+# descriptions with a separator wildcpu reads as '_': --label-band names them as written, and
+# two that differ only there are ambiguous, with a word on why
+$PY - "$T/twofire.tif" "$T/semi.vrt" <<'PY' || notok "bands described 'fire;2019' and 'fire,2019'"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
+d.GetRasterBand(3).SetDescription("fire;2019")
+d.GetRasterBand(4).SetDescription("fire,2019")
+d = None
+PY
+expect "two descriptions alike but for ';' and ',': ambiguous, said why" 1 "semi.vrt: bands 3, 4 are all described 'fire_2019' \(as wildcpu reads the descriptions: ',' ';' '=' .* become '_'" -- \
+    --tiles "$T/semi.vrt" --label-band "fire;2019" --out "$T/r5" "${train[@]}"
+$PY - "$T/tiles.tif" "$T/semi1.vrt" <<'PY' || notok "a band described 'fire;2019'"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
+d.GetRasterBand(3).SetDescription("fire;2019")
+d = None
+PY
+expect "--label-band 'fire;2019' names the band so described" 0 "labels from fire_2019" -- \
+    --tiles "$T/semi1.vrt" --label-band "fire;2019" --out "$T/r6" "${train[@]}"
 
 # --- a label raster on the same grid: the band described fire by default, the fingerprint names it
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/named.tif" --out "$T/named" "${train[@]}" >"$T/named.log" 2>&1

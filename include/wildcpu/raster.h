@@ -47,6 +47,7 @@ typedef struct wc_band {
      * when it has none; one of 64 bytes or more is its first 46 or fewer (whole characters),
      * '~' and 16 hex digits of a hash of the whole, so that long names stay apart */
     char name[WC_BAND_NAME_MAX];
+    int renamed; /* name is not the description as it is: a character replaced, or cut */
     wc_dtype type;
     int has_nodata;
     /* compared with the stored value, as GDAL defines it; rounded to the band's type, as GDAL
@@ -141,9 +142,13 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
  * other drivers, and VRTs GDAL cannot tell about, pass. */
 int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb);
 
-/* 1-based number of the band whose description is `name`, or whose number it is ("3");
- * 0 if none. */
-int wc_raster_find_band(const wc_raster *r, const char *name);
+/* The name wildcpu keeps for a band described desc (wc_band.name), into name; so a name given
+ * on the command line is compared as the band's description is. Returns whether it differs from
+ * desc (a character replaced, or cut). */
+int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]);
+/* For a message about bands named `name`: a note on how descriptions become names when one of
+ * them is not its description as it is (two bands "a,b" and "a;b" are both 'a_b'), else "". */
+const char *wc_raster_renamed_note(const wc_raster *r, const char *name);
 
 /* GDAL's failures while writing: GDAL 3.6's GDALClose returns nothing, and a write error
  * surfaces only as an error message. Between push and pop every failure is counted and the last
