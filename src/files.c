@@ -141,12 +141,48 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
     return WC_OK;
 }
 
+#define DERIVED_SUFFIX ".aux.xml" /* the longest GDAL adds (".ovr", ".msk" are shorter) */
+
+size_t wc_path_derived_length(const char *path) {
+    char *tmp = wc_temp_path(path, "tmp");
+    const size_t n = strlen(tmp) + strlen(DERIVED_SUFFIX);
+    free(tmp);
+    return n;
+}
+
+int wc_check_path_length(const char *what, const char *path) {
+    const size_t longest = wc_path_derived_length(path), extra = longest - strlen(path);
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char *dir = wc_strdup(path), *cut = strrchr(dir, '/');
+    if (cut) *cut = '\0';
+    long name_max = pathconf(cut ? (*dir ? dir : "/") : ".", _PC_NAME_MAX);
+    free(dir);
+    if (name_max <= 0) name_max = 255; /* the directory does not exist yet: the usual limit */
+    if (longest >= WC_GDAL_PATH_BUFFER) {
+        wc_error("refusing to write the %s to a path of %zu bytes (%.60s...): its temporary name "
+                 "and sidecar are %zu bytes longer, and GDAL takes paths shorter than %d bytes; "
+                 "give a path of at most %zu bytes (a relative one, or a shorter directory)",
+                 what, strlen(path), path, extra, WC_GDAL_PATH_BUFFER,
+                 WC_GDAL_PATH_BUFFER - 1 - extra);
+        return WC_ERR;
+    }
+    if ((long)(strlen(base) + extra) > name_max) {
+        wc_error("refusing to write the %s to %s: its file name, %zu bytes, leaves no room for "
+                 "its temporary name and sidecar (%zu bytes longer) within this file system's "
+                 "%ld; give a name of at most %zu bytes",
+                 what, path, strlen(base), extra, name_max, (size_t)name_max - extra);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs) {
     struct stat st;
     if (!*path) {
         wc_error("%s: empty path", what);
         return WC_EXIT_USAGE;
     }
+    if (wc_check_path_length(what, path) != WC_OK) return WC_EXIT_USAGE;
     const int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
         wc_error("cannot write the %s to %s: it is a directory", what, path);

@@ -71,11 +71,28 @@ static int check_inputs(const wc_train_config *cfg) {
     const char **inputs = list_inputs(cfg, lists);
     char paths[NRUN_FILES][4200];
     const char *outs[NRUN_FILES], *whats[NRUN_FILES], *moved[1] = {paths[0]}; /* checkpoints */
+    size_t longest = 0;
+    int longest_file = 0;
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(paths[i], sizeof paths[i], cfg->out_dir, RUN_FILES[i].name);
         outs[i] = paths[i], whats[i] = RUN_FILES[i].what;
+        const size_t n = wc_path_derived_length(paths[i]);
+        if (n > longest) longest = n, longest_file = i;
     }
-    int rc = wc_check_outputs_not_inputs(outs, whats, NRUN_FILES, moved, cfg->fresh, inputs);
+    /* the map at the end of the run goes through GDAL: its path must fit GDAL's buffers */
+    const size_t out_len = strlen(cfg->out_dir), extra = longest - out_len;
+    int rc = WC_OK;
+    if (longest >= WC_GDAL_PATH_BUFFER) {
+        wc_error("--out %.60s... is %zu bytes long: the run writes files below it up to %zu bytes "
+                 "longer (%s's temporary name and sidecar), and GDAL takes paths shorter than %d "
+                 "bytes; give an --out of at most %zu bytes (a relative one, or a shorter "
+                 "directory)",
+                 cfg->out_dir, out_len, extra, RUN_FILES[longest_file].name, WC_GDAL_PATH_BUFFER,
+                 WC_GDAL_PATH_BUFFER - 1 - extra);
+        rc = WC_ERR;
+    }
+    if (rc == WC_OK)
+        rc = wc_check_outputs_not_inputs(outs, whats, NRUN_FILES, moved, cfg->fresh, inputs);
     free(inputs);
     for (int l = 0; l < 3; l++) wc_strv_free(lists[l]);
     return rc;

@@ -61,13 +61,22 @@ void wc_log_set_quiet(int quiet) { log_quiet = quiet; }
 static void vlog(FILE *f, const char *kind, const char *fmt, va_list ap) {
     /* One fprintf of a preformatted line, so that lines from several ranks sharing a stderr do
      * not interleave mid-line. */
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char small[2048], *msg = small;
+    va_list again;
+    va_copy(again, ap);
+    const int n = vsnprintf(small, sizeof small, fmt, ap);
+    /* a message naming long paths (up to PATH_MAX each) is printed whole */
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(msg, (size_t)n + 1, fmt, again);
+    else if (!msg)
+        msg = small;
+    va_end(again);
     if (log_nranks > 1)
         fprintf(f, "wildcpu[rank %d]: %s%s\n", log_rank, kind, msg);
     else
         fprintf(f, "wildcpu: %s%s\n", kind, msg);
     fflush(f);
+    if (msg != small) free(msg);
 }
 
 void wc_info(const char *fmt, ...) {

@@ -31,6 +31,15 @@ expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
 expect "missing file" 1 "cannot open $T/nope.vrt" -- --tiles "$T/nope.vrt" "${train[@]}"
 echo "not a raster" >"$T/text.tif"
 expect "not a raster" 1 "cannot open $T/text.tif as a raster" -- --tiles "$T/text.tif" "${train[@]}"
+# paths GDAL cannot take (2048 bytes with the temporary name and sidecar) or a file name the file
+# system cannot (255 bytes, its temporary name included): refused before any work
+long=$T/long
+while [ ${#long} -lt 2100 ]; do long=$long/$(printf 'd%.0s' $(seq 1 200)); done
+mkdir -p "$long"
+expect "--out too long for GDAL, refused before training" 2 "--out .* is [0-9]+ bytes long: the run writes files below it up to [0-9]+ bytes longer .*give an --out of at most [0-9]+ bytes" -- \
+    --tiles "$SAMPLE" --out "$long/run" --steps 2 --batch 4 --micro-batch 2
+[ ! -e "$long/run" ] && ok "... and nothing was created" || notok "a refused --out was created"
+
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
 import sys

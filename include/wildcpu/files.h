@@ -46,13 +46,25 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
                                 int noutputs, const char *const *moved_dirs, int nmoved,
                                 const char *const *inputs);
 
+/* Whether an output's path is short enough for everything written under names derived from it:
+ * its temporary name (wc_temp_path) with GDAL's ".aux.xml" sidecar, within GDAL's path buffers
+ * (2048 bytes: a longer path fails inside GDAL, after the work) and, for its file name, within
+ * the file system's NAME_MAX. WC_OK, or WC_ERR after a message naming the output and the limit. */
+int wc_check_path_length(const char *what, const char *path);
+/* GDAL forms file names in buffers of this size (CPLFormFilename and its kin) and fails past it. */
+#define WC_GDAL_PATH_BUFFER 2048
+/* The length of the longest name written for an output at path (its temporary name with a
+ * sidecar's suffix). */
+size_t wc_path_derived_length(const char *path);
+
 /* One output path, checked before any work so that a bad path fails at once rather than after
  * minutes of computing: it is not empty, not a directory, not a device, pipe or socket (the
  * rename that publishes an output would replace /dev/null itself), none of the inputs
  * (NULL-terminated, compared as by wc_same_file: a VRT and every tile it references, a checkpoint,
- * a map a picture is drawn from), its directory exists and is writable, and an existing file there
- * is not read-only. `what` names the output in the messages ("risk map"). Returns an exit status:
- * WC_EXIT_OK; WC_EXIT_USAGE for an empty path, a device or pipe, or an input; WC_EXIT_RUNTIME for the
+ * a map a picture is drawn from), its length fits (wc_check_path_length), its directory exists and
+ * is writable, and an existing file there is not read-only. `what` names the output in the messages ("risk map"). Returns an exit status:
+ * WC_EXIT_OK; WC_EXIT_USAGE for an empty path, a device or pipe, an input, or a path too long;
+ * WC_EXIT_RUNTIME for the
  * others; each after a message naming the path. */
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs);
 
