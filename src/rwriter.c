@@ -10,6 +10,7 @@
 #include "wildcpu/rwriter.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,9 @@ struct wc_rwriter {
     int (*keep_going)(void *arg);
     void *arg;
     wc_gdal_errors err;
+    /* The target's directory, held open: the temporary files are removed from it even after
+     * the directory was renamed (mv) while the raster was written. -1 for a MEM dataset. */
+    int dir_fd;
 };
 
 /* The working dataset in messages. */
@@ -45,8 +49,30 @@ static const char *work_name(const wc_rwriter *w) {
     return w->work ? w->work : "the dataset in memory";
 }
 
+/* The directory part of path ("." for a bare name). Caller frees. */
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return wc_strdup(".");
+    if (slash == path) return wc_strdup("/");
+    char *d = wc_strdup(path);
+    d[slash - path] = '\0';
+    return d;
+}
+
+/* GDAL's message; when GDAL failed without one, what the file system says of the target's
+ * directory (removed or renamed while the raster was written, the usual cause). */
 static const char *gdal_why(const wc_rwriter *w) {
-    return w->err.failures ? w->err.last : "unknown error";
+    if (w->err.failures) return w->err.last;
+    char *dir = dir_of(w->target);
+    struct stat st;
+    const char *why =
+        stat(dir, &st) != 0
+            ? CPLSPrintf("GDAL gave no reason; the directory %s is gone (%s): was it removed or "
+                         "renamed while the raster was written?",
+                         dir, strerror(errno))
+            : "GDAL gave no reason";
+    free(dir);
+    return why;
 }
 
 static int keep_going(const wc_rwriter *w) {
@@ -60,15 +86,25 @@ static char *aux_path(const char *path) {
     return a;
 }
 
-static void unlink_with_aux(const char *path) {
+/* Removes a temporary file and its sidecar, from the directory they were created in. */
+static void unlink_with_aux(const wc_rwriter *w, const char *path) {
     if (!path) return;
-    unlink(path);
-    char *a = aux_path(path);
-    unlink(a);
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    char *a = aux_path(name);
+    if (w->dir_fd >= 0) {
+        unlinkat(w->dir_fd, name, 0);
+        unlinkat(w->dir_fd, a, 0);
+    } else {
+        unlink(path);
+        char *full = aux_path(path);
+        unlink(full);
+        free(full);
+    }
     free(a);
 }
 
 static void writer_free(wc_rwriter *w) {
+    if (w->dir_fd >= 0) close(w->dir_fd);
     free(w->target);
     free(w->work);
     free(w->copy);
@@ -86,8 +122,8 @@ void wc_rwriter_abort(wc_rwriter *w) {
         CPLPopErrorHandler();
         w->ds = NULL;
     }
-    unlink_with_aux(w->work);
-    unlink_with_aux(w->copy);
+    unlink_with_aux(w, w->work);
+    unlink_with_aux(w, w->copy);
     writer_free(w);
 }
 
@@ -134,6 +170,12 @@ wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
     w->copy_driver = o->copy_driver ? wc_strdup(o->copy_driver) : NULL;
     w->copy_options = CSLDuplicate((char **)o->copy_options);
     w->keep_going = o->keep_going, w->arg = o->arg;
+    w->dir_fd = -1;
+    if (!in_memory) {
+        char *dir = dir_of(target);
+        w->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        free(dir);
+    }
 
     wc_gdal_errors_push(&w->err);
     GDALDriverH drv = GDALGetDriverByName(driver);
@@ -408,7 +450,7 @@ int wc_rwriter_commit(wc_rwriter *w) {
     if (rc == WC_OK && !keep_going(w)) rc = WC_RWRITER_STOPPED;
     if (rc == WC_OK && w->copy) {
         rc = copy_out(w);
-        if (rc == WC_OK) unlink_with_aux(w->work);
+        if (rc == WC_OK) unlink_with_aux(w, w->work);
     }
     const char *final = w->copy ? w->copy : w->work;
     if (rc == WC_OK && (verify(w, final, &s) != WC_OK || wc_fsync_path(final, 0) != WC_OK))

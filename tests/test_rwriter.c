@@ -4,7 +4,8 @@
  * category names in the sidecar) and leaves no temporary file; an abort, a stop at any of the
  * points the writer asks, a directory in the way and a write error that surfaces only when GDAL
  * flushes at close (a real file-size limit, EFBIG) all leave the previous target byte for byte
- * as it was and no temporary file; a sparse working file copied to a COG and a MEM picture
+ * as it was and no temporary file, and so does a target directory renamed mid-write (its
+ * temporaries removed from where they went); a sparse working file copied to a COG and a MEM picture
  * copied to a PNG come out as their drivers say. */
 #include <dirent.h>
 #include <ftw.h>
@@ -266,6 +267,50 @@ static void test_error_at_close(void) {
     free(before), free(after), free(msg);
 }
 
+/* Files in dir whose name holds a writer's temporary tag. */
+static int temporaries_in(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strstr(e->d_name, ".tmp-") != NULL || strstr(e->d_name, ".out-") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+/* The target's directory renamed (mv) while the raster is written: the commit fails with a
+ * message saying the directory is gone, and the temporary files are removed from the directory
+ * they are now in. */
+static void test_directory_moved_away(void) {
+    char dir[128], moved[128], target[160], err_path[160];
+    path_in(dir, sizeof dir, "out");
+    path_in(moved, sizeof moved, "out-moved");
+    path_in(err_path, sizeof err_path, "stderr.txt");
+    snprintf(target, sizeof target, "%s/m.tif", dir);
+    mkdir(dir, 0755);
+    static const char *const cog[] = {"COMPRESS=DEFLATE", NULL};
+    wc_rwriter *w = create_float(target, 1, "COG", cog);
+    CHECK(w && wc_rwriter_write(w, 1, 0, H, values, 0) == WC_OK, "write");
+    if (!w) return;
+    CHECK(temporaries_in(dir) > 0, "the working file is in the target's directory");
+    CHECK(rename(dir, moved) == 0, "mv");
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *tmp = fopen(err_path, "w+");
+    dup2(fileno(tmp), 2);
+    const int rc = wc_rwriter_commit(w);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(tmp);
+    char *msg = slurp(err_path);
+    remove(err_path);
+    CHECK(rc == WC_ERR, "commit status %d", rc);
+    CHECK(strstr(msg, "the directory") && strstr(msg, "is gone"), "the message: %s", msg);
+    NOTE("%.*s", (int)strcspn(msg, "\n"), msg);
+    CHECK(temporaries_in(moved) == 0, "no temporary file left in the moved directory");
+    free(msg);
+}
+
 static void test_mem_picture_to_png(void) {
     char target[128];
     path_in(target, sizeof target, "p.png");
@@ -316,6 +361,7 @@ int main(void) {
     RUN(test_stop_at_every_point);
     RUN(test_directory_target_refused);
     RUN(test_error_at_close);
+    RUN(test_directory_moved_away);
     RUN(test_mem_picture_to_png);
     nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     HARNESS_EXIT();
