@@ -16,6 +16,7 @@
 #include "wildcpu/le.h"
 #include "wildcpu/model.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/snapshot.h"
 #include "wildcpu/util.h"
 
 int wc_export_run(const char *checkpoint, const char *out) {
@@ -41,6 +42,18 @@ int wc_export_run(const char *checkpoint, const char *out) {
     wc_json_kstr(&meta, "nodata_policy",
                  "a pixel with any nodata/NaN/Inf feature is set to 0 after normalization and its "
                  "output is nodata; nodata label pixels are excluded from the loss");
+    /* what a value of an input channel is before the mean and std apply: a model of a wildcpu
+     * that marked its checkpoints so (band_values=unpacked) took packed bands unpacked */
+    char band_values[16] = "";
+    wc_kv_get(m.meta, WC_META_BAND_VALUES, band_values, sizeof band_values);
+    wc_json_kstr(&meta, "input_values",
+                 *band_values ? "the band's value as GDAL unpacks it (stored value * scale + "
+                                "offset, from the band's scale/offset metadata, netCDF's "
+                                "scale_factor/add_offset), then (value - mean) / std; a pixel "
+                                "masked by a GDAL mask or an alpha band is nodata"
+                              : "the band's stored value (a checkpoint of a version before "
+                                "2026-12-02: packed bands were not unpacked), then "
+                                "(value - mean) / std");
     wc_json_key(&meta, "input_channels");
     wc_json_array(&meta);
     for (int c = 0; c < m.nfeat; c++) {

@@ -161,7 +161,9 @@ int wc_mkdir_p(const char *path) {
     }
     int rc = mkdir(p, 0777) == 0 || errno == EEXIST ? WC_OK : WC_ERR;
     struct stat st;
-    if (rc == WC_OK && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    if (rc == WC_OK && stat(p, &st) != 0) {
+        rc = WC_ERR; /* stat's errno: a loop of symbolic links (ELOOP), a dangling one */
+    } else if (rc == WC_OK && !S_ISDIR(st.st_mode)) {
         errno = ENOTDIR;
         rc = WC_ERR;
     }

@@ -33,6 +33,7 @@ assert meta["architecture"] == "unet-lite", meta["architecture"]
 assert [c["name"] for c in meta["input_channels"]][:2] == ["elevation", "slope"], meta["input_channels"]
 assert len(meta["input_channels"]) == 12 and all(c["std"] > 0 for c in meta["input_channels"])
 assert "nodata" in meta["nodata_policy"] and meta["patch"] == 64
+assert meta["input_values"].startswith("the band's value as GDAL unpacks it"), meta["input_values"]
 assert h["e1.0.weight"]["shape"] == [32, 12, 3, 3] and h["h.weight"]["shape"] == [1, 32, 1, 1]
 assert (8 + n) % 8 == 0 and len(raw) == 8 + n + max(v["data_offsets"][1] for k, v in h.items() if k != "__metadata__")
 print(len(names), "tensors;", ", ".join(c["name"] for c in meta["input_channels"]))

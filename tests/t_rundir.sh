@@ -105,4 +105,15 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
 else
     echo "# skipped: cannot mount a tmpfs here (the full-disk case needs one)"
 fi
+# a directory whose 'checkpoints' is a file: info says no run can use it (exit 1), training
+# refuses it before any work
+mkdir -p "$T/filed" && echo x >"$T/filed/checkpoints"
+"$WILDCPU" info "$T/filed" >"$T/filed.info" 2>&1
+s=$?
+"$WILDCPU" --tiles "$SAMPLE" --out "$T/filed" --steps 1 --batch 4 --micro-batch 2 --no-predict >"$T/filed.log" 2>&1
+t=$?
+[ $s -eq 1 ] && grep -q "filed/checkpoints is not a directory, so no run can keep its checkpoints there" "$T/filed.info" \
+    && [ $t -eq 1 ] && grep -q "cannot write checkpoints into .*filed/checkpoints: Not a directory" "$T/filed.log" \
+    && ok "DIR/checkpoints a file: info exits 1 saying so, training refuses it (exit 1)" \
+    || notok "DIR/checkpoints a file" "info $s: $(cat "$T/filed.info"); train $t: $(tail -1 "$T/filed.log")"
 finish
