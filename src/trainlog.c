@@ -229,8 +229,10 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
             val->best_f1_threshold, val->brier, (long long)val->pixels,
             100 * val->positive_rate);
     if (oracle)
-        wc_info("  oracle on the same pixels: AUC-PR %.4f  ROC-AUC %.4f  (model at %.0f%% of "
-                "the oracle's AUC-PR)",
+        wc_info("  oracle on %s: AUC-PR %.4f  ROC-AUC %.4f  (model at %.0f%% of the oracle's "
+                "AUC-PR)",
+                oracle->bad_outputs ? "the same pixels but those it has no probability for"
+                                    : "the same pixels",
                 oracle->auc_pr, oracle->roc_auc, 100 * val->auc_pr / oracle->auc_pr);
 }
 

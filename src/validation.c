@@ -76,8 +76,15 @@ static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64
         v->use[i] = counts && v->px[i] == WC_PX_VALID;
     }
     wc_metrics_add_probs(v->acc, v->prob, v->y, v->use, n, pos_weight);
-    if (ds->oracle_path)
-        wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, pos_weight);
+    if (!ds->oracle_path) return WC_OK;
+    /* the oracle over the same pixels, but those where it has no probability (its nodata, a
+     * mask): left out and counted, not taken for a broken model */
+    for (size_t i = 0; i < n; i++) {
+        if (!v->use[i] || (v->oracle[i] >= 0.0f && v->oracle[i] <= 1.0f)) continue;
+        v->use[i] = 0;
+        v->oracle_missing++;
+    }
+    wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, pos_weight);
     return WC_OK;
 }
 
@@ -101,6 +108,7 @@ int wc_validation_run(wc_validation *v, const float *params, float pos_weight, w
     const int with_oracle = v->ds->oracle_path != NULL;
     wc_metrics_reset(v->acc);
     wc_metrics_reset(v->oracle_acc);
+    v->oracle_missing = 0;
     wc_infer_set_params(&v->inf, params);
     int failed = 0;
     for (long k = 0; k < v->max_share; k++) {
@@ -114,8 +122,12 @@ int wc_validation_run(wc_validation *v, const float *params, float pos_weight, w
     }
     wc_dist_sum_i64((int64_t *)v->acc, wc_metrics_acc_words());
     if (with_oracle) wc_dist_sum_i64((int64_t *)v->oracle_acc, wc_metrics_acc_words());
+    if (with_oracle) wc_dist_sum_i64(&v->oracle_missing, 1);
     wc_metrics_compute(m, v->acc);
-    if (with_oracle) wc_metrics_compute(oracle, v->oracle_acc);
+    if (with_oracle) {
+        wc_metrics_compute(oracle, v->oracle_acc);
+        oracle->bad_outputs = v->oracle_missing;
+    }
     return m->bad_outputs > 0 ? WC_VALIDATION_DIVERGED : WC_VALIDATION_DONE;
 }
 

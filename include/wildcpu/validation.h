@@ -18,6 +18,7 @@
 typedef struct wc_validation {
     const wc_dataset *ds;
     wc_metrics_acc *acc, *oracle_acc; /* exact, rank-independent accumulators */
+    int64_t oracle_missing; /* counted pixels where the oracle has no probability in [0, 1] */
     wc_infer inf;                     /* the map's network, over one core's window */
     wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
     long *blocks;        /* the validation blocks, in index order */
@@ -48,7 +49,9 @@ void wc_validation_free(wc_validation *v);
 
 /* Collective: the metrics of parameters params on the validation blocks (pos_weight weighs the
  * loss as training does), into *m and, with an oracle, *oracle. Returns a WC_VALIDATION_*
- * outcome; *m is set for DONE and DIVERGED (whose m->bad_outputs counts the broken pixels). */
+ * outcome; *m is set for DONE and DIVERGED (whose m->bad_outputs counts the broken pixels).
+ * The oracle's metrics are over the pixels where it has a probability in [0, 1]: its
+ * bad_outputs counts the others (nodata, masked), which it leaves out. */
 int wc_validation_run(wc_validation *v, const float *params, float pos_weight, wc_metrics *m,
                       wc_metrics *oracle);
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# t_oracle.sh: --oracle with pixels that have no probability (its nodata over a strip of the
+# raster). The oracle's validation metrics are over the validation pixels where it has one, and
+# equal a hand computation (numpy, the definitions of metrics.h) from split.tif, the labels, the
+# features' nodata and the oracle; the pixels left out are counted and said once, and the
+# model's metrics are those of a run whose oracle is whole (the oracle changes nothing else).
+. "$(dirname "$0")/lib.sh"
+
+$PY - "$ROOT/data/sample/oracle_risk.tif" "$T/oracle_holes.tif" <<'PY' || notok "an oracle with nodata"
+import sys
+from osgeo import gdal
+d = gdal.GetDriverByName("GTiff").CreateCopy(sys.argv[2], gdal.Open(sys.argv[1]))
+b = d.GetRasterBand(1)
+a = b.ReadAsArray()
+b.SetNoDataValue(-9999)
+a[:, 40:140] = -9999
+b.WriteArray(a)
+d = None
+PY
+train=(--tiles "$SAMPLE" --steps 4 --batch 8 --micro-batch 4 --no-predict)
+"$WILDCPU" "${train[@]}" --oracle "$T/oracle_holes.tif" --out "$T/holes" >"$T/holes.log" 2>&1
+s1=$?
+"$WILDCPU" "${train[@]}" --oracle "$ROOT/data/sample/oracle_risk.tif" --out "$T/whole" >"$T/whole.log" 2>&1
+s2=$?
+[ $s1 -eq 0 ] && [ $s2 -eq 0 ] || { notok "training with an oracle" "status $s1 $s2: $(tail -2 "$T/holes.log")"; finish; }
+
+$PY - "$T/holes/metrics.jsonl" "$T/whole/metrics.jsonl" "$T/holes/split.tif" "$SAMPLE" \
+    "$T/oracle_holes.tif" <<'PY' >"$T/hand.log" 2>&1
+import json, sys
+import numpy as np
+from osgeo import gdal
+def last_val(path):
+    return [json.loads(l) for l in open(path) if '"type":"val"' in l][-1]
+m, whole = last_val(sys.argv[1]), last_val(sys.argv[2])
+sd = gdal.Open(sys.argv[3])  # a band outliving its dataset crashes GDAL's Python
+split = sd.GetRasterBand(1).ReadAsArray()
+td = gdal.Open(sys.argv[4])
+ok = split == 2
+for i in range(1, td.RasterCount + 1):
+    b = td.GetRasterBand(i)
+    a = b.ReadAsArray().astype(np.float64)
+    valid = np.isfinite(a) & ((a != b.GetNoDataValue()) if b.GetNoDataValue() is not None else True)
+    if b.GetDescription() == "fire":
+        lab = a
+    ok &= valid
+od = gdal.Open(sys.argv[5])
+o = od.GetRasterBand(1).ReadAsArray().astype(np.float64)
+has = (o >= 0) & (o <= 1)
+assert m["pixels"] == int(ok.sum()), (m["pixels"], int(ok.sum()))
+sel = ok & has
+prob, y = o[sel], (lab[sel] > 0).astype(np.int64)
+B = 65536
+bins = np.minimum((prob * B).astype(np.int64), B - 1)
+pos = np.bincount(bins[y == 1], minlength=B); neg = np.bincount(bins[y == 0], minlength=B)
+P, N = int(pos.sum()), int(neg.sum())
+tp, fp, h = np.cumsum(pos[::-1]), np.cumsum(neg[::-1]), pos[::-1] > 0
+ap = float(np.sum(pos[::-1][h] / P * (tp[h] / (tp[h] + fp[h]))))
+bad = []
+if m["oracle_pixels"] != P + N: bad.append("oracle_pixels %d vs %d" % (m["oracle_pixels"], P + N))
+if m["oracle_bad_outputs"] != int((ok & ~has).sum()):
+    bad.append("oracle_bad_outputs %d vs %d" % (m["oracle_bad_outputs"], int((ok & ~has).sum())))
+if not abs(m["oracle_auc_pr"] - ap) <= 1e-12: bad.append("oracle_auc_pr %r vs %r" % (m["oracle_auc_pr"], ap))
+if whole["oracle_bad_outputs"] != 0: bad.append("the whole oracle left pixels out")
+same = [k for k in m if not k.startswith("oracle_") and k not in ("time",) and m[k] != whole[k]]
+if same: bad.append("the model's metrics differ with the oracle's holes: " + ", ".join(same))
+print("%d validation pixels, %d without an oracle probability; oracle AUC-PR %.6f (hand %.6f)"
+      % (m["pixels"], m["oracle_bad_outputs"], m["oracle_auc_pr"], ap))
+if bad: raise SystemExit("; ".join(bad))
+PY
+[ $? -eq 0 ] && ok "oracle with nodata: its metrics over the pixels it covers, equal to a hand computation ($(tail -1 "$T/hand.log"))" \
+    || notok "oracle with nodata, against a hand computation" "$(tail -3 "$T/hand.log")"
+n=$(grep -c "oracle .*oracle_holes.tif has no probability in \[0, 1\] at [0-9]* of the validation pixels" "$T/holes.log")
+[ "$n" = 1 ] && grep -q "oracle on the same pixels but those it has no probability for" "$T/holes.log" \
+    && ! grep -q "has no probability" "$T/whole.log" \
+    && ok "... said once, and the log says the oracle's pixels are fewer; nothing said of a whole oracle" \
+    || notok "the oracle's missing pixels said" "$n warnings: $(grep -m2 oracle "$T/holes.log")"
+finish
