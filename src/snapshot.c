@@ -431,9 +431,18 @@ int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapsh
                  *path, why);
         rc = -1;
     } else if (wc_kv_differs(m->config, s->config, why, sizeof why)) {
-        wc_error("checkpoint %s was written with other settings: %s (rerun with the same "
+        /* --augment and --rotate record their vector pairs as input channels, from 0 */
+        char channels[1024] = "";
+        size_t n = 0;
+        if ((strstr(why, "augment:") || strstr(why, "rotate:")) && m->feat_names)
+            for (int c = 0; c < m->nfeat && n + 80 < sizeof channels; c++)
+                n += (size_t)snprintf(channels + n, sizeof channels - n, "%s%d %s",
+                                      c ? ", " : "; the vector pairs EAST/NORTH are input "
+                                                 "channels counted from 0: ",
+                                      c, m->feat_names[c]);
+        wc_error("checkpoint %s was written with other settings: %s%s (rerun with the same "
                  "options, or use --fresh)",
-                 *path, why);
+                 *path, why, channels);
         rc = -1;
     }
     if (rc < 0) wc_snapshot_free(s);

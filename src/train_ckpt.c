@@ -218,12 +218,18 @@ int wc_train_ckpt_resume(train_ctx *t) {
     char *path = NULL;
     wc_snapshot snap = {0};
     const wc_snapshot *s = &snap;
+    const char **names = WC_ALLOC(sizeof(char *) * (size_t)t->ds->nfeat);
+    for (int c = 0; c < t->ds->nfeat; c++)
+        names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
     const wc_resume_match match = {.fingerprint = t->ds->fingerprint,
                                    .config = t->config_kv,
                                    .nparams = t->net->nparams,
                                    .ntensors = t->net->ntensors,
-                                   .need_optim_v = t->opt->v != NULL};
+                                   .need_optim_v = t->opt->v != NULL,
+                                   .feat_names = names,
+                                   .nfeat = t->ds->nfeat};
     int64_t found = t->rank == 0 ? wc_snapshot_find_resume(t->ckpt_dir, &match, &snap, &path) : 0;
+    free(names);
     wc_dist_bcast(&found, sizeof found, 0);
     if (found <= 0) {
         wc_snapshot_free(&snap);

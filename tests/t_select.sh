@@ -94,8 +94,8 @@ s2=$?
     && ok "augmented training stopped on 2 ranks, resumed on 1: the uninterrupted run's bits" \
     || notok "--augment across a resume" "status $s1/$s2, $(digest "$T/ar/checkpoints/$f") vs $da1"
 "$WILDCPU" "${args[@]}" --epochs 2 --out "$T/a1" >"$T/na2.log" 2>&1
-[ $? -eq 1 ] && grep -q "augment: now (none), checkpoint 8:" "$T/na2.log" \
-    && ok "an augmented run is not resumed without --augment" \
+[ $? -eq 1 ] && grep -q "augment: now (none), checkpoint 8:.*input channels counted from 0: 0 [a-z_]*, 1 " "$T/na2.log" \
+    && ok "an augmented run is not resumed without --augment (the pairs' channels named)" \
     || notok "augmentation in the resume settings" "$(tail -2 "$T/na2.log")"
 "$WILDCPU" "${args[@]}" --epochs 2 --augment --vector-bands wind_u:gust --out "$T/vb" >"$T/vb.log" 2>&1
 [ $? -eq 1 ] && grep -q "has no feature band named 'gust'" "$T/vb.log" \

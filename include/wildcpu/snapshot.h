@@ -110,6 +110,10 @@ typedef struct wc_resume_match {
     size_t nparams;
     int ntensors;
     int need_optim_v;
+    /* the run's input channels, named in a message about vector pairs (augment=8:2/3 counts
+     * channels from 0) */
+    const char *const *feat_names;
+    int nfeat;
 } wc_resume_match;
 
 /* The newest checkpoint of dir a resume can use (docs/checkpoint.md, "Which checkpoint a resume
