@@ -34,14 +34,18 @@ static int remove_entry(const char *p, const struct stat *s, int flag, struct FT
     return remove(p);
 }
 
-/* Files in root whose name holds a writer's temporary tag. */
-static int temporaries(void) {
-    DIR *d = opendir(root);
+/* Files in dir whose name holds a writer's temporary tag. */
+static int temporaries_in(const char *dir) {
+    DIR *d = opendir(dir);
     int n = 0;
     for (struct dirent *e; d && (e = readdir(d));)
         n += strstr(e->d_name, ".tmp-") != NULL || strstr(e->d_name, ".out-") != NULL;
     if (d) closedir(d);
     return n;
+}
+
+static int temporaries(void) {
+    return temporaries_in(root);
 }
 
 static void path_in(char *buf, size_t n, const char *name) {
@@ -265,16 +269,6 @@ static void test_error_at_close(void) {
     char *after = slurp(target);
     CHECK(strcmp(before, after) == 0 && temporaries() == 0, "target untouched, nothing left");
     free(before), free(after), free(msg);
-}
-
-/* Files in dir whose name holds a writer's temporary tag. */
-static int temporaries_in(const char *dir) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += strstr(e->d_name, ".tmp-") != NULL || strstr(e->d_name, ".out-") != NULL;
-    if (d) closedir(d);
-    return n;
 }
 
 /* The target's directory renamed (mv) while the raster is written: the commit fails with a
