@@ -488,8 +488,7 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
  * checkpoint, the labels' own: an item "east.json" beside a map "east.tif" must not replace
  * perimeters "east.json") and none of the others. Returns an exit status. */
 static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m) {
-    char **inputs = GDALGetFileList((GDALDatasetH)r->ds);
-    inputs = CSLAddString(inputs, r->path);
+    char **inputs = wc_gdal_file_list(r->path); /* VRTs within it and archives included */
     inputs = CSLAddString(inputs, m->path);
     char **labels = cfg->labels ? wc_gdal_file_list(cfg->labels) : NULL;
     for (int i = 0; labels && labels[i]; i++) inputs = CSLAddString(inputs, labels[i]);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "wildcpu/util.h"
 
@@ -433,25 +434,74 @@ void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
              r->gt[1], r->gt[5], r->gt[0], r->gt[3], crs);
 }
 
+/* Whether path (through GDAL's virtual file systems, so also inside an archive) holds a VRT: its
+ * text starts with <VRTDataset. GeoTIFF tiles, most of a mosaic's files, are not read. */
+static int is_vrt_file(const char *path) {
+    const char *dot = strrchr(path, '.');
+    if (dot && (EQUAL(dot, ".tif") || EQUAL(dot, ".tiff"))) return 0;
+    VSILFILE *f = VSIFOpenL(path, "rb");
+    if (!f) return 0;
+    char head[64] = "";
+    const size_t n = VSIFReadL(head, 1, sizeof head - 1, f);
+    VSIFCloseL(f);
+    head[n] = '\0';
+    const char *p = head;
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    return strncmp(p, "<VRTDataset", 11) == 0;
+}
+
+/* The local file a GDAL virtual path lives in (/vsizip/d/a.zip/x.vrt: d/a.zip; /vsigzip/,
+ * /vsitar/ alike): its first prefix that is a regular file. NULL for none (/vsimem/, /vsicurl/). */
+static char *archive_of(const char *path) {
+    if (strncmp(path, "/vsi", 4) != 0) return NULL;
+    const char *rest = strchr(path + 1, '/');
+    if (!rest || !rest[1]) return NULL;
+    char *p = wc_strdup(rest + 1);
+    for (char *c = p;; c++) {
+        if (*c != '/' && *c != '\0') continue;
+        const char was = *c;
+        *c = '\0';
+        struct stat st;
+        if (*p && stat(p, &st) == 0 && S_ISREG(st.st_mode)) return p;
+        if (!was) break;
+        *c = was;
+    }
+    free(p);
+    return NULL;
+}
+
+static void list_append(char ***out, size_t *n, char *path) {
+    char **more = realloc(*out, sizeof(char *) * (*n + 2));
+    if (!more) wc_fatal("out of memory listing the files of %s", path);
+    *out = more;
+    (*out)[(*n)++] = path;
+    (*out)[*n] = NULL;
+}
+
 char **wc_gdal_file_list(const char *path) {
     wc_raster_init();
     size_t n = 0;
     char **out = WC_CALLOC(2, sizeof(char *));
-    out[n++] = wc_strdup(path);
-    CPLPushErrorHandler(CPLQuietErrorHandler);
-    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL,
-                                 NULL, NULL);
-    CPLPopErrorHandler();
-    char **files = ds ? GDALGetFileList(ds) : NULL;
-    for (int i = 0; files && files[i]; i++) {
-        char **more = realloc(out, sizeof(char *) * (n + 2));
-        if (!more) wc_fatal("out of memory listing the files of %s", path);
-        out = more;
-        out[n++] = wc_strdup(files[i]);
+    list_append(&out, &n, wc_strdup(path));
+    /* A VRT may name other VRTs (a mosaic of mosaics), whose files GDAL does not list: each one
+     * found is listed in turn, once (a VRT naming itself is GDAL's to refuse). */
+    char **expanded = NULL;
+    for (size_t i = 0; i < n; i++) {
+        char *archive = archive_of(out[i]);
+        if (archive) list_append(&out, &n, archive);
+        if ((i > 0 && !is_vrt_file(out[i])) || CSLFindString(expanded, out[i]) >= 0) continue;
+        expanded = CSLAddString(expanded, out[i]);
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        GDALDatasetH ds = GDALOpenEx(out[i], GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY,
+                                     NULL, NULL, NULL);
+        CPLPopErrorHandler();
+        char **files = ds ? GDALGetFileList(ds) : NULL;
+        for (int k = 0; files && files[k]; k++)
+            if (strcmp(files[k], out[i]) != 0) list_append(&out, &n, wc_strdup(files[k]));
+        CSLDestroy(files);
+        if (ds) GDALClose(ds);
     }
-    out[n] = NULL;
-    CSLDestroy(files);
-    if (ds) GDALClose(ds);
+    CSLDestroy(expanded);
     return out;
 }
 

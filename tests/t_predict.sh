@@ -353,6 +353,28 @@ expect_fail "--out of a 250-byte file name: exit 2 before computing" 2 "its file
 md5_before=$(md5sum "$tmp/sample/tiles/r00_c00_f32.tif")
 expect_fail "refuses --out equal to an input tile (another spelling of its path)" 2 "is an input" \
     predict --tiles "$S" --out "$tmp/sample/tiles/../tiles/r00_c00_f32.tif"
+# a tile reached through a VRT of the VRT (GDAL lists one level), and an archive holding the
+# raster (/vsizip/): inputs too, refused, and left as they were
+gdalbuildvrt -q "$tmp/sample/outer.vrt" "$S"
+/usr/bin/python3 - "$S" "$tmp/sample/outer.vrt" <<'PY'
+import sys
+from osgeo import gdal
+s, o = gdal.Open(sys.argv[1]), gdal.Open(sys.argv[2], gdal.GA_Update)
+for i in range(s.RasterCount):
+    o.GetRasterBand(i + 1).SetDescription(s.GetRasterBand(i + 1).GetDescription())
+PY
+expect_fail "refuses --out equal to a tile of a VRT within the VRT" 2 "is an input" \
+    predict --tiles "$tmp/sample/outer.vrt" --out "$tmp/sample/tiles/r00_c00_f32.tif"
+(cd "$tmp" && /usr/bin/python3 -c '
+import os, zipfile
+with zipfile.ZipFile("sample.zip", "w") as z:
+    z.write("sample/tiles.vrt")
+    for f in sorted(os.listdir("sample/tiles")): z.write("sample/tiles/" + f)')
+zip_md5=$(md5sum <"$tmp/sample.zip")
+expect_fail "refuses --out equal to the zip archive the raster is read from (/vsizip/)" 2 "is an input" \
+    predict --tiles "/vsizip/$tmp/sample.zip/sample/tiles.vrt" --out "$tmp/sample.zip"
+check "... and both inputs are as they were" bash -c \
+    "[ \"\$(md5sum <'$tmp/sample/tiles/r00_c00_f32.tif')\" = '$(md5sum <"$tmp/sample/tiles/r00_c00_f32.tif")' ] && [ \"\$(md5sum <'$tmp/sample.zip')\" = '$zip_md5' ]"
 ln -s "$S" "$out/link.vrt"
 expect_fail "refuses --out that is a symlink to the input" 2 "is an input" \
     predict --tiles "$S" --out "$out/link.vrt"

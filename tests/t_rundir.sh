@@ -116,4 +116,20 @@ t=$?
     && [ $t -eq 1 ] && grep -q "cannot write checkpoints into .*filed/checkpoints: Not a directory" "$T/filed.log" \
     && ok "DIR/checkpoints a file: info exits 1 saying so, training refuses it (exit 1)" \
     || notok "DIR/checkpoints a file" "info $s: $(cat "$T/filed.info"); train $t: $(tail -1 "$T/filed.log")"
+# an input two VRTs deep in the run directory (DIR/risk.tif, read through outer.vrt ->
+# inner.vrt): the run refuses to replace it (exit 2), and it stays as it was
+mkdir -p "$T/deep"
+cp "$ROOT/data/sample/tiles/r00_c00_f32.tif" "$T/deep/risk.tif"
+$PY -c "
+from osgeo import gdal
+gdal.BuildVRT('$T/deep/inner.vrt', ['$T/deep/risk.tif'])
+gdal.BuildVRT('$T/deep/outer.vrt', ['$T/deep/inner.vrt'])"
+before=$(md5sum <"$T/deep/risk.tif")
+"$WILDCPU" --tiles "$T/deep/outer.vrt" --out "$T/deep" --steps 1 --model logistic --batch 4 \
+    --micro-batch 2 >"$T/deep.log" 2>&1
+s=$?
+[ $s -eq 2 ] && grep -q "deep/risk.tif is an input, and this command would write the risk map there" "$T/deep.log" \
+    && [ "$(md5sum <"$T/deep/risk.tif")" = "$before" ] \
+    && ok "an input two VRTs deep in --out: refused (exit 2), untouched" \
+    || notok "an input two VRTs deep" "status $s: $(tail -1 "$T/deep.log")"
 finish

@@ -162,8 +162,9 @@ void wc_gdal_errors_push(wc_gdal_errors *e);
 void wc_gdal_errors_pop(void);
 
 /* The files a dataset (raster or vector) consists of: path itself, then every file GDAL reads
- * for it (a VRT's tiles, a shapefile's .dbf and .shx, sidecars). NULL-terminated; free with
- * wc_strv_free. A path GDAL cannot open gives just itself. */
+ * for it (a VRT's tiles, a shapefile's .dbf and .shx, sidecars), those of every VRT among them
+ * (a mosaic of mosaics), and for a file inside an archive (/vsizip/a.zip/x.vrt) the archive
+ * itself. NULL-terminated; free with wc_strv_free. A path GDAL cannot open gives just itself. */
 char **wc_gdal_file_list(const char *path);
 
 /* Pixel (col, row) -> map coordinates of the pixel's corner, and back (fractional pixels). */
