@@ -7,11 +7,62 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "wildcpu/util.h"
+
+const char *wc_special_file_kind(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return NULL;
+    if (S_ISFIFO(st.st_mode)) return "a pipe (FIFO)";
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+    if (S_ISSOCK(st.st_mode)) return "a socket";
+    return NULL;
+}
+
+char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size) {
+    /* O_NONBLOCK: opening a pipe without a writer would wait for one, for ever */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_size, "%s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char *s = NULL;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, why_size, "%s", strerror(errno));
+    } else if (S_ISDIR(st.st_mode)) {
+        snprintf(why, why_size, "it is a directory");
+    } else if (!S_ISREG(st.st_mode)) {
+        snprintf(why, why_size, "it is not a regular file (a pipe, a device or a socket)");
+    } else if ((uint64_t)st.st_size > max) {
+        snprintf(why, why_size, "it is %lld bytes, more than the %zu such a file may have",
+                 (long long)st.st_size, max);
+    } else {
+        const size_t size = (size_t)st.st_size;
+        s = WC_ALLOC(size + 1);
+        size_t n = 0;
+        while (n < size) {
+            const ssize_t r = read(fd, s + n, size - n);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            n += (size_t)r;
+        }
+        if (n != size) {
+            snprintf(why, why_size, "reading it failed: %s",
+                     n < size && errno ? strerror(errno) : "it changed while read");
+            free(s);
+            s = NULL;
+        } else {
+            s[n] = '\0';
+        }
+    }
+    close(fd);
+    return s;
+}
 
 char *wc_read_file(const char *path) {
     FILE *f = fopen(path, "rb");

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/rng.h"
 #include "wildcpu/rwriter.h"
 #include "wildcpu/stop.h"
@@ -519,6 +520,13 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
     struct stat st;
     if (stat(labels, &st) != 0 && strncmp(labels, "/vsi", 4) != 0 && !strchr(labels, ':')) {
         wc_error("--labels %s: %s", labels, strerror(errno));
+        return WC_ERR;
+    }
+    const char *special = wc_special_file_kind(labels);
+    if (special) {
+        wc_error("--labels %s is %s, not a file GDAL can read (it would wait on it, or read it "
+                 "without end)",
+                 labels, special);
         return WC_ERR;
     }
     wc_raster_init();

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "wildcpu/files.h"
 #include "wildcpu/util.h"
 
 size_t wc_dtype_size(wc_dtype t) {
@@ -112,6 +113,13 @@ void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
+    const char *special = wc_special_file_kind(path);
+    if (special) {
+        wc_error("cannot open %s as a raster: it is %s (GDAL would wait on it, or read it without "
+                 "end)",
+                 path, special);
+        return WC_ERR;
+    }
     CPLErrorReset();
     GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR,
                                  NULL, NULL, NULL);
@@ -489,6 +497,7 @@ char **wc_gdal_file_list(const char *path) {
     for (size_t i = 0; i < n; i++) {
         char *archive = archive_of(out[i]);
         if (archive) list_append(&out, &n, archive);
+        if (wc_special_file_kind(out[i])) continue; /* a pipe: opening it would wait */
         if ((i > 0 && !is_vrt_file(out[i])) || CSLFindString(expanded, out[i]) >= 0) continue;
         expanded = CSLAddString(expanded, out[i]);
         CPLPushErrorHandler(CPLQuietErrorHandler);

@@ -167,16 +167,17 @@ typedef struct field {
     int64_t i;
     double v;
 } field;
+#define BASELINE_MAX (16u << 20) /* a report.json is a few KiB */
+
 /* The --baseline report, parsed; a file that cannot be read or is not a wildcpu report is a
  * warning (the run's own report is still written, without the comparison). */
 static int read_baseline(const char *path, wc_json_doc *doc) {
-    char *text = wc_read_file(path);
+    char why[256];
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     if (!text) {
-        wc_warn("--baseline %s cannot be read (%s): no comparison in the report", path,
-                strerror(errno));
+        wc_warn("--baseline %s cannot be read (%s): no comparison in the report", path, why);
         return WC_ERR;
     }
-    char why[256];
     int rc = wc_json_parse(text, doc, why, sizeof why);
     free(text);
     if (rc != WC_OK) {

@@ -390,10 +390,13 @@ static void print_setup(const train_ctx *t, double prior) {
 static int load_spec(train_ctx *t) {
     const wc_train_config *cfg = t->cfg;
     const char *builtin = wc_net_builtin_spec(cfg->model);
-    t->spec = builtin ? wc_strdup(builtin) : wc_read_file(cfg->model);
+    char why[256];
+    t->spec = builtin ? wc_strdup(builtin)
+                      : wc_read_file_limited(cfg->model, WC_NET_MAX_SPEC, why, sizeof why);
     if (!t->spec) {
-        wc_error("--model %s: %s (the built-in models are unet-lite and logistic)", cfg->model,
-                 strerror(errno));
+        wc_error("--model %s: %s (a network spec file, or a built-in model: unet-lite, "
+                 "logistic)",
+                 cfg->model, why);
         return WC_EXIT_USAGE;
     }
     return WC_EXIT_OK;

@@ -40,6 +40,18 @@ expect "--out too long for GDAL, refused before training" 2 "--out .* is [0-9]+ 
     --tiles "$SAMPLE" --out "$long/run" --steps 2 --batch 4 --micro-batch 2
 [ ! -e "$long/run" ] && ok "... and nothing was created" || notok "a refused --out was created"
 
+# a pipe with no writer (GDAL, or reading it, would wait for ever), a device (read without
+# end), a spec file far beyond the spec's limit (not read into memory): refused at once
+mkfifo "$T/fifo"
+expect "--model a pipe" 2 "--model $T/fifo: it is not a regular file" -- --tiles "$SAMPLE" --model "$T/fifo" "${train[@]}"
+expect "--model /dev/zero" 2 "--model /dev/zero: it is not a regular file" -- --tiles "$SAMPLE" --model /dev/zero "${train[@]}"
+truncate -s 3G "$T/huge.spec"
+expect "--model of 3 GiB" 2 "huge.spec: it is 3221225472 bytes, more than the 1048576" -- --tiles "$SAMPLE" --model "$T/huge.spec" "${train[@]}"
+rm -f "$T/huge.spec"
+expect "--tiles a pipe" 1 "cannot open $T/fifo as a raster: it is a pipe" -- --tiles "$T/fifo" "${train[@]}"
+expect "--labels a pipe" 1 "--labels $T/fifo is a pipe" -- --tiles "$SAMPLE" --labels "$T/fifo" "${train[@]}"
+expect "--oracle a pipe" 1 "cannot open $T/fifo as a raster: it is a pipe" -- --tiles "$SAMPLE" --oracle "$T/fifo" "${train[@]}"
+
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
 import sys

@@ -17,6 +17,17 @@
  * NULL with errno set when it cannot be read. Caller frees. */
 char *wc_read_file(const char *path);
 
+/* A file a user names (a network spec, a baseline report), whole: a regular file of at most max
+ * bytes, NUL-terminated (caller frees). NULL with why set ("it is a directory", "it is not a
+ * regular file ...", its size against max, the system's error): a pipe or a device is refused
+ * rather than waited on, and a huge file rather than read into memory. */
+char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size);
+
+/* "a pipe (FIFO)", "a device" or "a socket" when path is one, else NULL (a regular file, a
+ * directory, or a path that does not exist or that only GDAL knows: /vsizip/...). GDAL would
+ * open such an input and wait on it, or read it without end. */
+const char *wc_special_file_kind(const char *path);
+
 /* A temporary name next to path, unique to this process: DIR/.NAME.TAG-PID. Caller frees. */
 char *wc_temp_path(const char *path, const char *tag);
 
