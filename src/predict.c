@@ -431,9 +431,11 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                 "may mean little (resample the raster to the training resolution, gdalwarp -tr)",
                 r->path, rx, ry, tx, ty);
     else if ((t[1] > 0) != (r->gt[1] > 0) || (t[5] > 0) != (r->gt[5] > 0))
-        wc_warn("%s is %s, the model's training data %s: the network sees the ground mirrored "
-                "(gdalwarp writes it north-up)",
-                r->path, r->gt[5] > 0 ? "south-up" : "north-up", t[5] > 0 ? "south-up" : "north-up");
+        wc_warn("%s is %s%s, the model's training data %s%s: the network sees the ground mirrored "
+                "(gdalwarp writes it north-up, west to east)",
+                r->path, r->gt[5] > 0 ? "south-up" : "north-up",
+                r->gt[1] > 0 ? "" : " with columns east to west", t[5] > 0 ? "south-up" : "north-up",
+                t[1] > 0 ? "" : " with columns east to west");
 }
 
 /* evaluate's label band: --label-band; without it and without --labels, the band the model was
@@ -671,6 +673,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();
     wc_net_set_threads(cfg->threads > 0 ? cfg->threads : 1); /* OpenBLAS at one */
+    wc_warn_oversubscribed(cfg->threads);
     wc_raster_init();
     /* Each window is read once per rank and overlapping reads are few, so a large block cache
      * buys little; a small one keeps the memory flat whatever the raster's size. */

@@ -36,6 +36,9 @@ void wc_stop_install(void) {
     /* A file-size limit (ulimit -f) must surface as a write error we report, with the previous
      * checkpoint or map intact, not as a signal that kills the process mid-write. */
     signal(SIGXFSZ, SIG_IGN);
+    /* A closed reader of stdout (`wildcpu ... | head -1`) must not kill a run mid-write,
+     * leaving no report and, in predict, a temporary file: the lines then go nowhere. */
+    signal(SIGPIPE, SIG_IGN);
 }
 
 int wc_stop_requested(void) { return stop_requested; }

@@ -368,6 +368,11 @@ static void print_setup(const train_ctx *t, double prior) {
                 "--val-block gives the blocks to choose from",
                 cfg->data.val_fraction, ds->nblocks > 1 ? "a single non-empty" : "one",
                 cfg->data.val_block_px, ds->val_block, ds->val_block);
+    if (prior <= 0 || prior >= 1)
+        wc_warn("%s of the training pixels is burned: the model can learn nothing about where "
+                "fire goes (its output only follows the base rate), and AUC-PR and ROC-AUC are "
+                "undefined; check the labels (> 0 burned) and --label-band",
+                prior <= 0 ? "none" : "every one");
     wc_info("augmentation: %s", ds->aug.summary);
     const wc_optim_config *oc = &t->opt->cfg;
     char overlap[64] = "not overlapped (--no-overlap)";
@@ -454,6 +459,7 @@ static int build_buffers(train_ctx *t, wc_train_config *cfg) {
  * end with. */
 static int setup(train_ctx *t, wc_train_config *cfg) {
     wc_net_set_threads(cfg->threads); /* the network's own threads; OpenBLAS at one */
+    wc_warn_oversubscribed(cfg->threads);
     wc_stop_install(); /* main installs it before MPI starts; idempotent */
     if (cfg->micro_batch < 1 || cfg->batch < cfg->micro_batch) {
         wc_error("--micro-batch (%d) must be between 1 and --batch (%d)", cfg->micro_batch,

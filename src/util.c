@@ -4,6 +4,7 @@
 #include "wildcpu/util.h"
 
 #include <stdarg.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,17 @@ void wc_warn(const char *fmt, ...) {
     va_start(ap, fmt);
     vlog(stderr, "warning: ", fmt, ap);
     va_end(ap);
+}
+
+void wc_warn_oversubscribed(int threads) {
+    cpu_set_t set;
+    if (log_rank != 0 || threads <= 1 || sched_getaffinity(0, sizeof set, &set) != 0) return;
+    const int cpus = CPU_COUNT(&set);
+    if (threads > cpus)
+        wc_warn("--threads %d, but this process may run on %d CPU%s: the threads take turns on "
+                "them and every step is slower than with --threads %d (and the report counts "
+                "%d cores)",
+                threads, cpus, cpus == 1 ? "" : "s", cpus, threads);
 }
 
 void wc_error(const char *fmt, ...) {

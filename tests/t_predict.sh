@@ -399,12 +399,17 @@ gdal_translate -q -of VRT "$S" "$out/south.vrt"
 /usr/bin/python3 -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform())
 g[3] += g[5] * d.RasterYSize; g[5] = -g[5]; d.SetGeoTransform(g); d = None' "$out/south.vrt"
+gdal_translate -q -of VRT "$S" "$out/eastwest.vrt"
+/usr/bin/python3 -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform())
+g[0] += g[1] * d.RasterXSize; g[1] = -g[1]; d.SetGeoTransform(g); d = None' "$out/eastwest.vrt"
 gdal_translate -q -of VRT -gcp 0 0 640000 4930000 -gcp 512 0 655360 4930000 -gcp 0 512 640000 4914640 "$S" "$out/gcp0.vrt"
 /usr/bin/python3 -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); d.SetGeoTransform([0, 1, 0, 0, 0, 1]); d = None' "$out/gcp0.vrt"
 sed '/<GeoTransform>/d' "$out/gcp0.vrt" >"$out/gcp.vrt"
 for c in "coarse.vrt:has pixels of 90 x 90 (CRS units), the model's training data 30 x 30" \
     "south.vrt:is south-up, the model's training data north-up" \
+    "eastwest.vrt:is north-up with columns east to west, the model's training data north-up:" \
     "gcp.vrt:is placed by 3 GCPs and has no geotransform"; do
     f=${c%%:*} want=${c#*:}
     if predict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then

@@ -76,6 +76,9 @@ void wc_log_set_rank(int rank, int nranks);
 void wc_log_set_quiet(int quiet);
 void wc_info(const char *fmt, ...) WC_PRINTF(1, 2);
 void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
+/* Rank 0 warns when --threads exceeds the CPUs this process may run on (its affinity: a
+ * Slurm allocation's, a taskset's). */
+void wc_warn_oversubscribed(int threads);
 void wc_error(const char *fmt, ...) WC_PRINTF(1, 2);
 /* Logs the message as an error, then ends the whole job through the fatal hook. */
 WC_NORETURN void wc_fatal(const char *fmt, ...) WC_PRINTF(1, 2);
