@@ -52,6 +52,14 @@ expect "--tiles a pipe" 1 "cannot open $T/fifo as a raster: it is a pipe" -- --t
 expect "--labels a pipe" 1 "--labels $T/fifo is a pipe" -- --tiles "$SAMPLE" --labels "$T/fifo" "${train[@]}"
 expect "--oracle a pipe" 1 "cannot open $T/fifo as a raster: it is a pipe" -- --tiles "$SAMPLE" --oracle "$T/fifo" "${train[@]}"
 
+# more threads than CPUs: warned, the run goes on; a closed stdout does not kill a run
+expect "--threads beyond the CPUs: a warning" 0 "warning: --threads $(($(nproc) + 1)), but this process may run on $(nproc) CPU" -- \
+    --tiles "$SAMPLE" --threads $(($(nproc) + 1)) "${train[@]}"
+timeout 120 "$WILDCPU" --tiles "$SAMPLE" "${train[@]}" --steps 6 --log-every 1 2>"$T/pipe.err" | head -1 >/dev/null
+s=${PIPESTATUS[0]}
+[ "$s" -eq 0 ] && [ -s "$T/run/report.json" ] && ok "stdout closed early (| head -1): the run finishes, exit 0, its report written" \
+    || notok "a closed stdout" "status $s: $(tail -2 "$T/pipe.err")"
+
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
 import sys
