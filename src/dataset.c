@@ -987,17 +987,24 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     int planned = plan(ds);
     stop = planned == PLAN_STOPPED;
     if (planned != PLAN_OK) goto fail;
+    if (ds->ntrain == 0) {
+        wc_error("%s: no patch of %dx%d pixels has at least %.0f%% valid pixels (features and "
+                 "label not nodata): nothing to train on",
+                 cfg->tiles, ds->P, ds->P, 100 * cfg->min_valid);
+        /* which band empties every patch, if one does (rank 0 says it) */
+        if (wc_dist_rank() == 0) {
+            const char *why = " (a pixel needs every feature and its label)";
+            wc_raster_say_empty_bands(&ds->files.src, ds->feat_bands, ds->nfeat, why, 1);
+            const wc_raster *lr = ds->label_path ? &ds->files.label : &ds->files.src;
+            wc_raster_say_empty_bands(lr, &ds->label_band, 1, why, 1);
+        }
+        goto fail;
+    }
     /* The planning handles are done: closing them frees their cached blocks (the reader
      * thread opens its own). The metadata stays. */
     wc_raster_release(&ds->files.src);
     wc_raster_release(&ds->files.label);
     wc_raster_release(&ds->files.oracle);
-    if (ds->ntrain == 0) {
-        wc_error("%s: no patch of %dx%d pixels has at least %.0f%% valid pixels (features and "
-                 "label not nodata): nothing to train on",
-                 cfg->tiles, ds->P, ds->P, 100 * cfg->min_valid);
-        goto fail;
-    }
     if (stopped) *stopped = 0;
     return ds;
 fail:

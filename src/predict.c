@@ -721,6 +721,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
         wc_metrics met;
         wc_score_finish(mp.score, &met);
         if (rank == 0) status = report_scores(cfg, &met, &m, wc_score_source(mp.score));
+        if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
+            wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": no pixel has every input", 0);
     }
     if (rank == 0 && cfg->out) {
         report_invalid(r.path, invalid);
@@ -734,8 +736,14 @@ int wc_predict_run(const wc_predict_config *cfg) {
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);
-    if (status == WC_EXIT_OK && cfg->out)
+    if (status == WC_EXIT_OK && cfg->out) {
         report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
+        if (rank == 0 && npixels > 0 && nvalid == 0 &&
+            !wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": the map is nodata everywhere", 0))
+            wc_warn("predict: the map %s is nodata everywhere: no pixel of %s has every input the "
+                    "model needs",
+                    cfg->out, cfg->tiles);
+    }
 out:
     wc_riskmap_abort(mp.map);
     wc_score_close(mp.score);

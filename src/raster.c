@@ -369,6 +369,33 @@ int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {
     return strcmp(name, desc) != 0;
 }
 
+int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, const char *why,
+                              int as_error) {
+    /* a sample of the whole raster, nearest pixels: enough to tell a band that is nodata
+     * everywhere from one that is merely patchy, without reading a large raster whole */
+    const int sw = WC_MIN(r->width, 256), sh = WC_MIN(r->height, 256);
+    double *v = WC_ALLOC(sizeof(double) * (size_t)sw * (size_t)sh);
+    int said = 0;
+    for (int k = 0; k < nb; k++) {
+        const wc_band *b = &r->bands[bands[k] - 1];
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        const CPLErr e = GDALRasterIO(GDALGetRasterBand((GDALDatasetH)r->ds, bands[k]), GF_Read, 0,
+                                      0, r->width, r->height, v, sw, sh, GDT_Float64, 0, 0);
+        CPLPopErrorHandler();
+        if (e != CE_None) continue;
+        long empty = 0;
+        for (long i = 0; i < (long)sw * sh; i++) empty += wc_band_is_nodata(b, v[i]);
+        if (empty * 100 < 99L * sw * sh) continue;
+        (as_error ? wc_error : wc_warn)("%s, band %d (%s) is nodata in %.1f%% of a %dx%d sample "
+                                        "of the raster%s",
+                                        r->path, bands[k], b->name,
+                                        100.0 * (double)empty / ((double)sw * sh), sw, sh, why);
+        said++;
+    }
+    free(v);
+    return said;
+}
+
 const char *wc_raster_renamed_note(const wc_raster *r, const char *name) {
     for (int i = 0; i < r->nbands; i++)
         if (r->bands[i].renamed && strcmp(r->bands[i].name, name) == 0)

@@ -60,6 +60,25 @@ s=${PIPESTATUS[0]}
 [ "$s" -eq 0 ] && [ -s "$T/run/report.json" ] && ok "stdout closed early (| head -1): the run finishes, exit 0, its report written" \
     || notok "a closed stdout" "status $s: $(tail -2 "$T/pipe.err")"
 
+# a feature band nodata everywhere: training names it after "nothing to train on"; a map of
+# such a raster is nodata everywhere, and predict says which band made it so
+$PY - "$SAMPLE" "$T/f32.tif" "$T/empty5.tif" <<'PY' || notok "a raster with an empty band"
+import sys
+import numpy as np
+from osgeo import gdal
+gdal.Translate(sys.argv[2], sys.argv[1], outputType=gdal.GDT_Float32)
+d = gdal.Translate(sys.argv[3], sys.argv[1], outputType=gdal.GDT_Float32)
+b = d.GetRasterBand(5)
+b.WriteArray(np.full((d.RasterYSize, d.RasterXSize), b.GetNoDataValue(), np.float32))
+d = None
+PY
+expect "a feature band nodata everywhere: training names it" 1 "empty5.tif, band 5 \(ndvi\) is nodata in 100.0% of a 256x256 sample" -- \
+    --tiles "$T/empty5.tif" "${train[@]}"
+"$WILDCPU" --tiles "$T/f32.tif" --out "$T/f32run" --model logistic --steps 2 --batch 4 --micro-batch 2 \
+    --no-predict >/dev/null 2>&1 || notok "training on the Float32 copy"
+expect "... and predict on it warns which band made the map nodata everywhere" 0 "warning: .*empty5.tif, band 5 \(ndvi\) is nodata .*: the map is nodata everywhere" -- \
+    predict --tiles "$T/empty5.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif"
+
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
 import sys

@@ -149,6 +149,11 @@ int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]);
 /* For a message about bands named `name`: a note on how descriptions become names when one of
  * them is not its description as it is (two bands "a,b" and "a;b" are both 'a_b'), else "". */
 const char *wc_raster_renamed_note(const wc_raster *r, const char *name);
+/* After "nothing is valid": names each of bands (1-based, nb of them) that is nodata in 99% or
+ * more of a 256 x 256 sample of the raster, as an error (or a warning) ending in why; returns
+ * how many. */
+int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, const char *why,
+                              int as_error);
 
 /* GDAL's failures while writing: GDAL 3.6's GDALClose returns nothing, and a write error
  * surfaces only as an error message. Between push and pop every failure is counted and the last
