@@ -245,6 +245,7 @@ static int cmd_train(int argc, char **argv) {
     int lr_set = 0, wd_set = 0, oracle_set = 0;
     double lr = 0, wd = 0;
     long v;
+    int micro_given = 0; /* for the message when the default exceeds --batch */
     optind = 1;
     opterr = 0;
     for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
@@ -293,6 +294,7 @@ static int cmd_train(int argc, char **argv) {
         case O_MICRO:
             if (parse_long("--micro-batch", optarg, 1, 1 << 16, &v)) return WC_EXIT_USAGE;
             c.micro_batch = (int)v;
+            micro_given = 1;
             break;
         case O_OPTIMIZER:
             if (strcmp(optarg, "adamw") == 0)
@@ -405,7 +407,10 @@ static int cmd_train(int argc, char **argv) {
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.data.tiles) return usage_error("--tiles PATH is required");
-    if (c.micro_batch > c.batch) return usage_error("--micro-batch must not exceed --batch");
+    if (c.micro_batch > c.batch)
+        return usage_error("--micro-batch (%d%s) must not exceed --batch (%d): give --micro-batch "
+                           "%d or less",
+                           c.micro_batch, micro_given ? "" : ", the default", c.batch, c.batch);
     if (c.optim.kind == WC_OPTIM_SGD) {
         long warm = c.optim.warmup_steps;
         wc_optim_config_default(&c.optim, WC_OPTIM_SGD);

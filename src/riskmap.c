@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cpl_error.h>
+#include <cpl_string.h>
 #include <gdal.h>
 
 #include "wildcpu/files.h"
@@ -297,10 +298,12 @@ void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p) {
     p->classes = wc_sibling_path(out, "_classes.tif");
     p->style = wc_sibling_path(out, ".qml");
     p->stac = wc_sibling_path(out, ".json");
+    p->map_aux = wc_strdup(CPLSPrintf("%s.aux.xml", out));
+    p->classes_aux = wc_strdup(CPLSPrintf("%s.aux.xml", p->classes));
 }
 
 void wc_riskmap_paths_free(wc_riskmap_paths *p) {
-    free(p->classes), free(p->style), free(p->stac);
+    free(p->classes), free(p->style), free(p->stac), free(p->map_aux), free(p->classes_aux);
     memset(p, 0, sizeof *p);
 }
 
@@ -311,6 +314,8 @@ void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
     out[2] = (wc_output){"class raster (named after the map)", cfg->classes ? p->classes : NULL};
     out[3] = (wc_output){"QGIS style (named after the map)", cfg->no_style ? NULL : p->style};
     out[4] = (wc_output){"STAC item (named after the map)", p->stac};
+    out[5] = (wc_output){"map's GDAL sidecar", p->map_aux};
+    out[6] = (wc_output){"class raster's GDAL sidecar", cfg->classes ? p->classes_aux : NULL};
 }
 
 /* Whether path is a class raster wildcpu wrote (its band carries the class rule). */

@@ -24,7 +24,8 @@ expect "no --tiles" 2 "--tiles PATH is required" -- "${train[@]}"
 expect "unknown option" 2 "unknown option --bogus" -- --tiles "$SAMPLE" --bogus
 expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batch zero
 expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- --tiles "$SAMPLE" --lr 0x10
-expect "micro-batch larger than batch" 2 "micro-batch" -- --tiles "$SAMPLE" --batch 2 --micro-batch 4
+expect "micro-batch larger than batch" 2 "--micro-batch \(4\) must not exceed --batch \(2\): give --micro-batch 2 or less" -- --tiles "$SAMPLE" --batch 2 --micro-batch 4
+expect "the default micro-batch larger than --batch" 2 "--micro-batch \(4, the default\) must not exceed --batch \(2\)" -- --tiles "$SAMPLE" --batch 2
 expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
 
 # --- inputs that are not what they should be: exit 1, naming the file

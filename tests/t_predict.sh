@@ -380,6 +380,8 @@ expect_fail "refuses --out that is a symlink to the input" 2 "is an input" \
     predict --tiles "$S" --out "$out/link.vrt"
 expect_fail "refuses --png equal to --out" 2 "the risk map goes there too" \
     predict --tiles "$S" --out "$out/same.tif" --png "$out/same.tif"
+expect_fail "refuses --png on the map's GDAL sidecar (which gdalinfo -stats rewrites)" 2 "map's GDAL sidecar to .*same.tif.aux.xml: the quick-look picture goes there too" \
+    predict --tiles "$S" --out "$out/same.tif" --png "$out/same.tif.aux.xml"
 expect_fail "refuses --png that the map's STAC item would overwrite" 2 "STAC item (named after the map) to .*same.json: the quick-look picture goes there too" \
     predict --tiles "$S" --out "$out/same.tif" --png "$out/same.json"
 check "the input tile is untouched" bash -c "[ \"\$(md5sum '$tmp/sample/tiles/r00_c00_f32.tif')\" = '$md5_before' ]"

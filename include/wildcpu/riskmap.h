@@ -24,6 +24,7 @@ typedef struct wc_riskmap wc_riskmap;
 /* The files named after the map (wc_sibling_path): NAME_classes.tif, NAME.qml, NAME.json. */
 typedef struct wc_riskmap_paths {
     char *classes, *style, *stac;
+    char *map_aux, *classes_aux; /* GDAL's sidecars (PATH.aux.xml), which GDAL may write */
 } wc_riskmap_paths;
 void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p);
 void wc_riskmap_paths_free(wc_riskmap_paths *p);
@@ -32,7 +33,7 @@ void wc_riskmap_paths_free(wc_riskmap_paths *p);
  * its other outputs: wc_check_outputs): the map, the picture, the class raster, the style, the
  * item; one not asked for has path NULL. The derived paths point into p, from
  * wc_riskmap_paths_of(cfg->out, p). */
-enum { WC_RISKMAP_OUTPUTS = 5 };
+enum { WC_RISKMAP_OUTPUTS = 7 };
 void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
                         wc_output out[WC_RISKMAP_OUTPUTS]);
 
