@@ -140,6 +140,21 @@ int wc_raster_open(wc_raster *r, const char *path) {
     }
     const char *wkt = GDALGetProjectionRef(ds);
     r->wkt = wc_strdup(wkt ? wkt : "");
+    if (r->has_gt) {
+        /* pixels of no size, or a non-number: every position on the ground would be wrong */
+        int finite = 1;
+        for (int i = 0; i < 6; i++) finite &= isfinite(r->gt[i]);
+        const double det = r->gt[1] * r->gt[5] - r->gt[2] * r->gt[4];
+        if (!finite || det == 0 || !isfinite(det)) {
+            wc_error("%s has a degenerate geotransform (%g, %g, %g, %g, %g, %g): %s; fix it "
+                     "(gdal_edit.py -a_ullr or -a_gt) or remove it (gdal_edit.py -unsetgt)",
+                     path, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4], r->gt[5],
+                     !finite ? "a value that is not a finite number"
+                             : "its pixels have no area (a size of 0)");
+            wc_raster_close(r);
+            return WC_ERR;
+        }
+    }
     if (r->nbands < 1) {
         /* a container of several rasters (netCDF or HDF variables, a GeoPackage's tables) has
          * no bands of its own: name what it holds, one of which is the path to give */

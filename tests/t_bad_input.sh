@@ -80,6 +80,15 @@ expect "a feature band nodata everywhere: training names it" 1 "empty5.tif, band
 expect "... and predict on it warns which band made the map nodata everywhere" 0 "warning: .*empty5.tif, band 5 \(ndvi\) is nodata .*: the map is nodata everywhere" -- \
     predict --tiles "$T/empty5.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif"
 
+# a geotransform whose pixels have no size, or that holds a NaN: every position would be wrong
+for g in "640000, 0, 0, 4930000, 0, -30" "nan, 30, 0, 4930000, 0, -30"; do
+    gdal_translate -q -of VRT "$SAMPLE" "$T/degenerate.vrt"
+    $PY -c 'import re, sys
+s = open(sys.argv[1]).read()
+open(sys.argv[1], "w").write(re.sub(r"<GeoTransform>.*?</GeoTransform>", "<GeoTransform>" + sys.argv[2] + "</GeoTransform>", s, flags=re.S))' "$T/degenerate.vrt" "$g"
+    expect "a degenerate geotransform ($g)" 1 "degenerate.vrt has a degenerate geotransform" -- --tiles "$T/degenerate.vrt" "${train[@]}"
+done
+
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
 import sys
