@@ -411,6 +411,43 @@ int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, cons
     return said;
 }
 
+void wc_raster_warn_mixed_crs(const wc_raster *r) {
+    GDALDriverH drv = GDALGetDatasetDriver((GDALDatasetH)r->ds);
+    if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0 || !*r->wkt) return;
+    OGRSpatialReferenceH mine = OSRNewSpatialReference(NULL), theirs = OSRNewSpatialReference(NULL);
+    if (OSRSetFromUserInput(mine, r->wkt) != OGRERR_NONE) {
+        OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
+        return;
+    }
+    const char *same_opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
+                               "CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", NULL};
+    char **files = wc_gdal_file_list(r->path);
+    int other = 0;
+    for (int i = 1; files[i]; i++) {
+        if (wc_special_file_kind(files[i])) continue;
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        GDALDatasetH s = GDALOpenEx(files[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+        const char *wkt = s ? GDALGetProjectionRef(s) : NULL;
+        const int differs = wkt && *wkt && OSRSetFromUserInput(theirs, wkt) == OGRERR_NONE &&
+                            !OSRIsSameEx(mine, theirs, same_opts);
+        CPLPopErrorHandler();
+        if (differs && other++ == 0) {
+            char a[128], b[128];
+            wc_raster_crs_name(wkt, a, sizeof a);
+            wc_raster_crs_name(r->wkt, b, sizeof b);
+            wc_warn("%s: its source %s is in %s, the mosaic in %s: GDAL places that source's "
+                    "pixels as if they were in %s, so they lie on the wrong ground (a VRT built "
+                    "with -allow_projection_difference); reproject it first (gdalwarp -t_srs)",
+                    r->path, files[i], a, b, b);
+        }
+        if (s) GDALClose(s);
+    }
+    if (other > 1)
+        wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
+    wc_strv_free(files);
+    OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
+}
+
 const char *wc_raster_renamed_note(const wc_raster *r, const char *name) {
     for (int i = 0; i < r->nbands; i++)
         if (r->bands[i].renamed && strcmp(r->bands[i].name, name) == 0)

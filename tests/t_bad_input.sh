@@ -89,6 +89,23 @@ open(sys.argv[1], "w").write(re.sub(r"<GeoTransform>.*?</GeoTransform>", "<GeoTr
     expect "a degenerate geotransform ($g)" 1 "degenerate.vrt has a degenerate geotransform" -- --tiles "$T/degenerate.vrt" "${train[@]}"
 done
 
+# a mosaic with a source in another CRS (-allow_projection_difference): warned, naming it
+$PY - "$SAMPLE" "$T" <<'PY' || notok "a mosaic of two CRSs"
+import sys
+from osgeo import gdal
+s, d = sys.argv[1], sys.argv[2]
+gdal.Translate(d + "/west.tif", s, srcWin=[0, 0, 256, 512], outputType=gdal.GDT_Float32)
+gdal.Translate(d + "/east12.tif", s, srcWin=[256, 0, 256, 512], outputType=gdal.GDT_Float32,
+               outputSRS="EPSG:32612")
+v = gdal.BuildVRT(d + "/mixed.vrt", [d + "/west.tif", d + "/east12.tif"], allowProjectionDifference=True)
+src = gdal.Open(s)
+for i in range(src.RasterCount):
+    v.GetRasterBand(i + 1).SetDescription(src.GetRasterBand(i + 1).GetDescription())
+v = None
+PY
+expect "a mosaic source in another CRS: warned, naming it" 0 "warning: .*mixed.vrt: its source .*east12.tif is in EPSG:32612, the mosaic in EPSG:32611" -- \
+    --tiles "$T/mixed.vrt" "${train[@]}"
+
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
 import sys

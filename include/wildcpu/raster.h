@@ -152,6 +152,10 @@ const char *wc_raster_renamed_note(const wc_raster *r, const char *name);
 /* After "nothing is valid": names each of bands (1-based, nb of them) that is nodata in 99% or
  * more of a 256 x 256 sample of the raster, as an error (or a warning) ending in why; returns
  * how many. */
+/* A VRT mosaic whose sources are in another CRS than its own (gdalbuildvrt
+ * -allow_projection_difference) places their pixels on the wrong ground: warns, naming the
+ * first such source. Opens every source: call it on one rank. */
+void wc_raster_warn_mixed_crs(const wc_raster *r);
 int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, const char *why,
                               int as_error);
 
