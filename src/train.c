@@ -411,6 +411,25 @@ static int load_spec(train_ctx *t) {
 static int spec_alignment(const train_ctx *t, int *alignment) {
     wc_net_facts f;
     const int P = t->cfg->data.patch;
+    /* the alignment first, at a size any pooling divides, so a --patch that is not a multiple of
+     * it is named as such rather than as a layer's complaint (quiet: the spec's own errors come
+     * again below, at the patch size) */
+    enum { ANY_SIZE = 1 << 12 };
+    wc_log_set_quiet(2);
+    const int known = wc_net_describe(t->cfg->model, t->spec, 1, ANY_SIZE, ANY_SIZE, &f) == WC_OK;
+    wc_log_set_quiet(0);
+    if (known && f.alignment > 1 && P % f.alignment != 0) {
+        const int lo = P / f.alignment * f.alignment, hi = lo + f.alignment;
+        if (lo > 0)
+            wc_error("--patch %d is not a multiple of %d, the alignment of %s's poolings: use "
+                     "--patch %d or %d",
+                     P, f.alignment, t->cfg->model, lo, hi);
+        else
+            wc_error("--patch %d is not a multiple of %d, the alignment of %s's poolings: use "
+                     "--patch %d",
+                     P, f.alignment, t->cfg->model, hi);
+        return WC_EXIT_USAGE;
+    }
     if (wc_net_describe(t->cfg->model, t->spec, 1, P, P, &f) != WC_OK) return WC_EXIT_USAGE;
     *alignment = f.alignment;
     return WC_EXIT_OK;
