@@ -204,7 +204,10 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
     int failed = wc_dist_any(
         save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
     if (failed) {
-        wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
+        if (prev_step >= 0)
+            wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
+        else
+            wc_warn("no best.wcp yet: the next better validation tries again");
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
     }
 }
