@@ -195,8 +195,11 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
 #define DERIVED_SUFFIX ".aux.xml" /* the longest GDAL adds (".ovr", ".msk" are shorter) */
 
 size_t wc_path_derived_length(const char *path) {
-    char *tmp = wc_temp_path(path, "tmp");
-    const size_t n = strlen(tmp) + strlen(DERIVED_SUFFIX);
+    char *tmp = wc_temp_path(path, "tmp"), pid[24];
+    /* with the longest process id Linux gives (pid_max up to 4194304: 7 digits), so that a path
+     * passes or fails whatever this run's id is */
+    const size_t digits = (size_t)snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    const size_t n = strlen(tmp) - digits + 7 + strlen(DERIVED_SUFFIX);
     free(tmp);
     return n;
 }

@@ -437,6 +437,18 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                 r->path, r->gt[5] > 0 ? "south-up" : "north-up",
                 r->gt[1] > 0 ? "" : " with columns east to west", t[5] > 0 ? "south-up" : "north-up",
                 t[1] > 0 ? "" : " with columns east to west");
+    else {
+        /* the direction of the raster's rows on the ground, against the training data's */
+        const double pi = 3.14159265358979323846;
+        double turn = (atan2(r->gt[4], r->gt[1]) - atan2(t[4], t[1])) * 180 / pi;
+        turn = fmod(turn + 540, 360) - 180;
+        if (fabs(turn) > 1)
+            wc_warn("%s is turned by %.1f degrees against the model's training data (its "
+                    "geotransform's rotation terms): the network sees the ground turned, and "
+                    "directions in its bands (wind, aspect) mean other ground directions "
+                    "(gdalwarp writes it north-up)",
+                    r->path, turn);
+    }
 }
 
 /* evaluate's label band: --label-band; without it and without --labels, the band the model was

@@ -348,7 +348,7 @@ while [ ${#long} -lt 2100 ]; do long=$long/$(printf 'd%.0s' $(seq 1 200)); done
 mkdir -p "$long"
 expect_fail "--out too long for GDAL: exit 2 before computing" 2 "refusing to write the risk map to a path of [0-9]* bytes .*GDAL takes paths shorter than 2048 bytes; give a path of at most [0-9]* bytes" \
     predict --tiles "$S" --out "$long/risk.tif"
-expect_fail "--out of a 250-byte file name: exit 2 before computing" 2 "its file name, 250 bytes, leaves no room for its temporary name and sidecar (19 bytes longer) within this file system's 255" \
+expect_fail "--out of a 250-byte file name: exit 2 before computing" 2 "its file name, 250 bytes, leaves no room for its temporary name and sidecar (21 bytes longer) within this file system's 255" \
     predict --tiles "$S" --out "$out/$(printf 'n%.0s' $(seq 1 246)).tif"
 md5_before=$(md5sum "$tmp/sample/tiles/r00_c00_f32.tif")
 expect_fail "refuses --out equal to an input tile (another spelling of its path)" 2 "is an input" \
@@ -405,6 +405,11 @@ gdal_translate -q -of VRT "$S" "$out/eastwest.vrt"
 /usr/bin/python3 -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform())
 g[0] += g[1] * d.RasterXSize; g[1] = -g[1]; d.SetGeoTransform(g); d = None' "$out/eastwest.vrt"
+gdal_translate -q -of VRT "$S" "$out/turned.vrt"
+/usr/bin/python3 -c 'import math, sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform()); a = math.radians(30)
+g[1], g[2], g[4], g[5] = 30 * math.cos(a), 30 * math.sin(a), 30 * math.sin(a), -30 * math.cos(a)
+d.SetGeoTransform(g); d = None' "$out/turned.vrt"
 gdal_translate -q -of VRT -gcp 0 0 640000 4930000 -gcp 512 0 655360 4930000 -gcp 0 512 640000 4914640 "$S" "$out/gcp0.vrt"
 /usr/bin/python3 -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); d.SetGeoTransform([0, 1, 0, 0, 0, 1]); d = None' "$out/gcp0.vrt"
@@ -412,6 +417,7 @@ sed '/<GeoTransform>/d' "$out/gcp0.vrt" >"$out/gcp.vrt"
 for c in "coarse.vrt:has pixels of 90 x 90 (CRS units), the model's training data 30 x 30" \
     "south.vrt:is south-up, the model's training data north-up" \
     "eastwest.vrt:is north-up with columns east to west, the model's training data north-up:" \
+    "turned.vrt:is turned by 30.0 degrees against the model's training data" \
     "gcp.vrt:is placed by 3 GCPs and has no geotransform"; do
     f=${c%%:*} want=${c#*:}
     if predict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then
@@ -421,7 +427,7 @@ for c in "coarse.vrt:has pixels of 90 x 90 (CRS units), the model's training dat
     fi
 done
 if predict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
-    ! grep -Eq "has pixels of|is (south|north)-up|is placed by" "$log"; then
+    ! grep -Eq "has pixels of|is (south|north)-up|is placed by|is turned by" "$log"; then
     ok "no such warning on the training ground's own grid"
 else
     notok "a warning on the training grid" 
