@@ -24,7 +24,12 @@ const char *wc_special_file_kind(const char *path) {
 }
 
 char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size) {
-    /* O_NONBLOCK: opening a pipe without a writer would wait for one, for ever */
+    const char *special = wc_special_file_kind(path); /* before opening: a device may act */
+    if (special) {
+        snprintf(why, why_size, "it is %s, not a regular file", special);
+        return NULL;
+    }
+    /* O_NONBLOCK: a pipe made in between would otherwise be waited on for ever */
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, why_size, "%s", strerror(errno));
@@ -45,15 +50,17 @@ char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_s
         const size_t size = (size_t)st.st_size;
         s = WC_ALLOC(size + 1);
         size_t n = 0;
+        int err = 0;
         while (n < size) {
             const ssize_t r = read(fd, s + n, size - n);
             if (r < 0 && errno == EINTR) continue;
+            if (r < 0) err = errno;
             if (r <= 0) break;
             n += (size_t)r;
         }
         if (n != size) {
             snprintf(why, why_size, "reading it failed: %s",
-                     n < size && errno ? strerror(errno) : "it changed while read");
+                     err ? strerror(err) : "it became shorter while read");
             free(s);
             s = NULL;
         } else {
@@ -123,10 +130,18 @@ int wc_fsync_path(const char *path, int directory) {
     return WC_OK;
 }
 
+char *wc_dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return wc_strdup(".");
+    if (slash == path) return wc_strdup("/");
+    char *d = wc_strdup(path);
+    d[slash - path] = '\0';
+    return d;
+}
+
 int wc_fsync_parent(const char *path) {
-    char *dir = wc_strdup(path), *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    int rc = wc_fsync_path(slash ? (*dir ? dir : "/") : ".", 1);
+    char *dir = wc_dir_of(path);
+    int rc = wc_fsync_path(dir, 1);
     free(dir);
     return rc;
 }
@@ -207,9 +222,8 @@ size_t wc_path_derived_length(const char *path) {
 int wc_check_path_length(const char *what, const char *path) {
     const size_t longest = wc_path_derived_length(path), extra = longest - strlen(path);
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    char *dir = wc_strdup(path), *cut = strrchr(dir, '/');
-    if (cut) *cut = '\0';
-    long name_max = pathconf(cut ? (*dir ? dir : "/") : ".", _PC_NAME_MAX);
+    char *dir = wc_dir_of(path);
+    long name_max = pathconf(dir, _PC_NAME_MAX);
     free(dir);
     if (name_max <= 0) name_max = 255; /* the directory does not exist yet: the usual limit */
     if (longest >= WC_GDAL_PATH_BUFFER) {
@@ -231,12 +245,16 @@ int wc_check_path_length(const char *what, const char *path) {
 }
 
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs) {
+    if (*path && wc_check_path_length(what, path) != WC_OK) return WC_EXIT_USAGE;
+    return wc_check_output_path_as_is(what, path, inputs);
+}
+
+int wc_check_output_path_as_is(const char *what, const char *path, const char *const *inputs) {
     struct stat st;
     if (!*path) {
         wc_error("%s: empty path", what);
         return WC_EXIT_USAGE;
     }
-    if (wc_check_path_length(what, path) != WC_OK) return WC_EXIT_USAGE;
     const int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
         wc_error("cannot write the %s to %s: it is a directory", what, path);
@@ -255,9 +273,8 @@ int wc_check_output_path(const char *what, const char *path, const char *const *
                      what, path, inputs[i]);
             return WC_EXIT_USAGE;
         }
-    char *dir = wc_strdup(path), *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    const char *d = slash ? (*dir ? dir : "/") : ".";
+    char *dir = wc_dir_of(path);
+    const char *d = dir;
     int status = WC_EXIT_OK;
     if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
         wc_error("cannot write the %s to %s: directory %s does not exist", what, path, d);
@@ -278,7 +295,9 @@ int wc_check_output_path(const char *what, const char *path, const char *const *
 int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
     for (int i = 0; i < n; i++) {
         if (!outs[i].path) continue;
-        const int status = wc_check_output_path(outs[i].what, outs[i].path, inputs);
+        const int status = outs[i].sidecar
+                               ? wc_check_output_path_as_is(outs[i].what, outs[i].path, inputs)
+                               : wc_check_output_path(outs[i].what, outs[i].path, inputs);
         if (status != WC_EXIT_OK) return status;
         for (int j = 0; j < i; j++)
             if (outs[j].path && wc_same_file(outs[i].path, outs[j].path)) {

@@ -435,8 +435,8 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
         wc_warn("%s is %s%s, the model's training data %s%s: the network sees the ground mirrored "
                 "(gdalwarp writes it north-up, west to east)",
                 r->path, r->gt[5] > 0 ? "south-up" : "north-up",
-                r->gt[1] > 0 ? "" : " with columns east to west", t[5] > 0 ? "south-up" : "north-up",
-                t[1] > 0 ? "" : " with columns east to west");
+                r->gt[1] > 0 ? "" : " with columns east to west",
+                t[5] > 0 ? "south-up" : "north-up", t[1] > 0 ? "" : " with columns east to west");
     else {
         /* the direction of the raster's rows on the ground, against the training data's */
         const double pi = 3.14159265358979323846;
@@ -504,11 +504,18 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
  * checkpoint, the labels' own: an item "east.json" beside a map "east.tif" must not replace
  * perimeters "east.json") and none of the others. Returns an exit status. */
 static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m) {
-    char **inputs = wc_gdal_file_list(r->path); /* VRTs within it and archives included */
-    inputs = CSLAddString(inputs, m->path);
+    /* the raster's files (VRTs within it and archives included), the checkpoint, the labels' */
+    char **tiles = wc_gdal_file_list(r->path);
     char **labels = cfg->labels ? wc_gdal_file_list(cfg->labels) : NULL;
-    for (int i = 0; labels && labels[i]; i++) inputs = CSLAddString(inputs, labels[i]);
-    wc_strv_free(labels);
+    size_t n_in = 2;
+    for (char **l = tiles; *l; l++) n_in++;
+    for (char **l = labels; l && *l; l++) n_in++;
+    const char **inputs = WC_ALLOC(sizeof(char *) * n_in);
+    n_in = 0;
+    for (char **l = tiles; *l; l++) inputs[n_in++] = *l;
+    inputs[n_in++] = m->path;
+    for (char **l = labels; l && *l; l++) inputs[n_in++] = *l;
+    inputs[n_in] = NULL;
     wc_riskmap_paths p = {0};
     wc_output outs[WC_RISKMAP_OUTPUTS + 1];
     int n = 0;
@@ -517,10 +524,12 @@ static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const
         wc_riskmap_outputs(cfg, &p, outs);
         n = WC_RISKMAP_OUTPUTS;
     }
-    outs[n++] = (wc_output){"metrics", cfg->metrics_out};
-    const int status = wc_check_outputs(outs, n, (const char *const *)inputs);
+    outs[n++] = (wc_output){"metrics", cfg->metrics_out, 0};
+    const int status = wc_check_outputs(outs, n, inputs);
     wc_riskmap_paths_free(&p);
-    CSLDestroy(inputs);
+    free(inputs);
+    wc_strv_free(tiles);
+    wc_strv_free(labels);
     return status;
 }
 
@@ -752,7 +761,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
     status = wc_dist_max_int(status);
     if (status == WC_EXIT_OK && cfg->out) {
         report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
-        if (rank == 0 && npixels > 0 && nvalid == 0 &&
+        /* (nodata for the network's outputs is said by report_invalid) */
+        if (rank == 0 && npixels > 0 && nvalid == 0 && invalid[0] + invalid[1] == 0 &&
             !wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": the map is nodata everywhere", 0))
             wc_warn("predict: the map %s is nodata everywhere: no pixel of %s has every input the "
                     "model needs",

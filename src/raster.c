@@ -387,7 +387,8 @@ int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {
 int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, const char *why,
                               int as_error) {
     /* a sample of the whole raster, nearest pixels: enough to tell a band that is nodata
-     * everywhere from one that is merely patchy, without reading a large raster whole */
+     * everywhere from one that is merely patchy. GDAL reads the blocks the sample touches
+     * (most of a raster without overviews): it is for failure paths, said once. */
     const int sw = WC_MIN(r->width, 256), sh = WC_MIN(r->height, 256);
     double *v = WC_ALLOC(sizeof(double) * (size_t)sw * (size_t)sh);
     int said = 0;
@@ -422,8 +423,13 @@ void wc_raster_warn_mixed_crs(const wc_raster *r) {
     const char *same_opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
                                "CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", NULL};
     char **files = wc_gdal_file_list(r->path);
-    int other = 0;
-    for (int i = 1; files[i]; i++) {
+    /* every source of a mosaic of up to MAX_CRS_CHECKS, else that many spread over it (each is
+     * opened: thousands of headers on a parallel file system take long) */
+    enum { MAX_CRS_CHECKS = 2000 };
+    int nfiles = 0, other = 0;
+    while (files[nfiles]) nfiles++;
+    const int stride = nfiles > MAX_CRS_CHECKS ? nfiles / MAX_CRS_CHECKS : 1;
+    for (int i = 1; i < nfiles; i += stride) {
         if (wc_special_file_kind(files[i])) continue;
         CPLPushErrorHandler(CPLQuietErrorHandler);
         GDALDatasetH s = GDALOpenEx(files[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
@@ -538,9 +544,14 @@ static int is_vrt_file(const char *path) {
 }
 
 /* The local file a GDAL virtual path lives in (/vsizip/d/a.zip/x.vrt: d/a.zip; /vsigzip/,
- * /vsitar/ alike): its first prefix that is a regular file. NULL for none (/vsimem/, /vsicurl/). */
+ * /vsitar/, /vsi7z/, /vsirar/ alike): its first prefix that is a regular file. NULL for none. */
 static char *archive_of(const char *path) {
-    if (strncmp(path, "/vsi", 4) != 0) return NULL;
+    static const char *const archives[] = {"/vsizip/", "/vsitar/", "/vsigzip/", "/vsi7z/",
+                                           "/vsirar/"};
+    int in_archive = 0;
+    for (size_t k = 0; k < sizeof archives / sizeof archives[0]; k++)
+        in_archive |= strncmp(path, archives[k], strlen(archives[k])) == 0;
+    if (!in_archive) return NULL; /* /vsimem/, /vsicurl/...: no local file holds it */
     const char *rest = strchr(path + 1, '/');
     if (!rest || !rest[1]) return NULL;
     char *p = wc_strdup(rest + 1);
@@ -565,20 +576,48 @@ static void list_append(char ***out, size_t *n, char *path) {
     (*out)[*n] = NULL;
 }
 
+/* A file's identity for "listed already": device and inode when it is a local file (so
+ * d/sub/../A.vrt is d/A.vrt), else its path as written. */
+static char *file_key(const char *path) {
+    struct stat st;
+    if (strncmp(path, "/vsi", 4) != 0 && stat(path, &st) == 0)
+        return wc_strdup(CPLSPrintf("%llu:%llu", (unsigned long long)st.st_dev,
+                                    (unsigned long long)st.st_ino));
+    return wc_strdup(path);
+}
+
+/* VRTs listed at most: a guard against a chain GDAL would only refuse when it reads a pixel. */
+#define MAX_VRTS_LISTED 100000
+
 char **wc_gdal_file_list(const char *path) {
     wc_raster_init();
     size_t n = 0;
     char **out = WC_CALLOC(2, sizeof(char *));
     list_append(&out, &n, wc_strdup(path));
     /* A VRT may name other VRTs (a mosaic of mosaics), whose files GDAL does not list: each one
-     * found is listed in turn, once (a VRT naming itself is GDAL's to refuse). */
-    char **expanded = NULL;
+     * found is listed in turn, once (two VRTs naming each other form a cycle, which GDAL only
+     * refuses when it reads pixels); an archive holding many of them is listed once. */
+    char **seen = NULL; /* file_key of each VRT expanded, and each archive listed */
+    int nvrt = 0;
     for (size_t i = 0; i < n; i++) {
         char *archive = archive_of(out[i]);
-        if (archive) list_append(&out, &n, archive);
+        if (archive) {
+            char *key = file_key(archive);
+            if (CSLFindStringCaseSensitive(seen, key) < 0) {
+                seen = CSLAddString(seen, key);
+                list_append(&out, &n, archive);
+            } else {
+                free(archive);
+            }
+            free(key);
+        }
         if (wc_special_file_kind(out[i])) continue; /* a pipe: opening it would wait */
-        if ((i > 0 && !is_vrt_file(out[i])) || CSLFindString(expanded, out[i]) >= 0) continue;
-        expanded = CSLAddString(expanded, out[i]);
+        if (i > 0 && !is_vrt_file(out[i])) continue;
+        char *key = file_key(out[i]);
+        const int again = CSLFindStringCaseSensitive(seen, key) >= 0;
+        if (!again) seen = CSLAddString(seen, key);
+        free(key);
+        if (again || ++nvrt > MAX_VRTS_LISTED) continue;
         CPLPushErrorHandler(CPLQuietErrorHandler);
         GDALDatasetH ds = GDALOpenEx(out[i], GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY,
                                      NULL, NULL, NULL);
@@ -589,7 +628,7 @@ char **wc_gdal_file_list(const char *path) {
         CSLDestroy(files);
         if (ds) GDALClose(ds);
     }
-    CSLDestroy(expanded);
+    CSLDestroy(seen);
     return out;
 }
 

@@ -38,9 +38,10 @@
  * are not stored, tiles never written are not filled in at close), so abandoning it after a stop
  * or an error costs no more than its tile index (GDAL rewrites the directory when it closes the
  * file: about a second for a raster of millions of tiles, 2^31 rows of 512): a dense GeoTIFF
- * fills every missing tile when it is closed, gigabytes and minutes for such a map. The map proper is then a complete copy of it (GDAL's CreateCopy to the
- * GTiff or COG driver, every tile present, as any reader expects), which a stop can also
- * interrupt. The copy re-encodes the map once: DEFLATE runs far faster than the network.
+ * fills every missing tile when it is closed, gigabytes and minutes for such a map. The map
+ * proper is then a complete copy of it (GDAL's CreateCopy to the GTiff or COG driver, every tile
+ * present, as any reader expects), which a stop can also interrupt. The copy re-encodes the map
+ * once: DEFLATE runs far faster than the network.
  *
  * The layout: tiles of one strip's height, so each strip completes a row of tiles. The class
  * raster has the same tiles, Byte, and no predictor (its values are categories, not a smooth
@@ -309,13 +310,14 @@ void wc_riskmap_paths_free(wc_riskmap_paths *p) {
 
 void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
                         wc_output out[WC_RISKMAP_OUTPUTS]) {
-    out[0] = (wc_output){"risk map", cfg->out};
-    out[1] = (wc_output){"quick-look picture", cfg->png};
-    out[2] = (wc_output){"class raster (named after the map)", cfg->classes ? p->classes : NULL};
-    out[3] = (wc_output){"QGIS style (named after the map)", cfg->no_style ? NULL : p->style};
-    out[4] = (wc_output){"STAC item (named after the map)", p->stac};
-    out[5] = (wc_output){"map's GDAL sidecar", p->map_aux};
-    out[6] = (wc_output){"class raster's GDAL sidecar", cfg->classes ? p->classes_aux : NULL};
+    out[0] = (wc_output){"risk map", cfg->out, 0};
+    out[1] = (wc_output){"quick-look picture", cfg->png, 0};
+    out[2] = (wc_output){"class raster (named after the map)", cfg->classes ? p->classes : NULL,
+                         0};
+    out[3] = (wc_output){"QGIS style (named after the map)", cfg->no_style ? NULL : p->style, 0};
+    out[4] = (wc_output){"STAC item (named after the map)", p->stac, 0};
+    out[5] = (wc_output){"map's GDAL sidecar", p->map_aux, 1};
+    out[6] = (wc_output){"class raster's GDAL sidecar", cfg->classes ? p->classes_aux : NULL, 1};
 }
 
 /* Whether path is a class raster wildcpu wrote (its band carries the class rule). */

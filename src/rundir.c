@@ -76,7 +76,9 @@ static int check_inputs(const wc_train_config *cfg) {
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(paths[i], sizeof paths[i], cfg->out_dir, RUN_FILES[i].name);
         outs[i] = paths[i], whats[i] = RUN_FILES[i].what;
-        const size_t n = wc_path_derived_length(paths[i]);
+        /* a sidecar (NAME.aux.xml) has no temporary name: its file's is longer */
+        const char *name = RUN_FILES[i].name, *ext = strstr(name, ".aux.xml");
+        const size_t n = ext && !ext[8] ? 0 : wc_path_derived_length(paths[i]);
         if (n > longest) longest = n, longest_file = i;
     }
     /* the map at the end of the run goes through GDAL: its path must fit GDAL's buffers */

@@ -49,21 +49,11 @@ static const char *work_name(const wc_rwriter *w) {
     return w->work ? w->work : "the dataset in memory";
 }
 
-/* The directory part of path ("." for a bare name). Caller frees. */
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return wc_strdup(".");
-    if (slash == path) return wc_strdup("/");
-    char *d = wc_strdup(path);
-    d[slash - path] = '\0';
-    return d;
-}
-
 /* GDAL's message; when GDAL failed without one, what the file system says of the target's
  * directory (removed or renamed while the raster was written, the usual cause). */
 static const char *gdal_why(const wc_rwriter *w) {
     if (w->err.failures) return w->err.last;
-    char *dir = dir_of(w->target);
+    char *dir = wc_dir_of(w->target);
     struct stat st;
     const char *why =
         stat(dir, &st) != 0
@@ -172,8 +162,8 @@ wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
     w->keep_going = o->keep_going, w->arg = o->arg;
     w->dir_fd = -1;
     if (!in_memory) {
-        char *dir = dir_of(target);
-        w->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char *dir = wc_dir_of(target);
+        w->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC); /* no read right needed */
         free(dir);
     }
 
@@ -308,6 +298,7 @@ static int close_work(wc_rwriter *w) {
 }
 
 int wc_rwriter_flush(wc_rwriter *w) {
+    WC_ASSERT(w->ds);
     const int before = w->err.failures;
     wc_gdal_errors_push(&w->err);
     GDALFlushCache(w->ds); /* void in GDAL 3.6: its failures are messages */

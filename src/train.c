@@ -415,19 +415,16 @@ static int spec_alignment(const train_ctx *t, int *alignment) {
      * it is named as such rather than as a layer's complaint (quiet: the spec's own errors come
      * again below, at the patch size) */
     enum { ANY_SIZE = 1 << 12 };
-    wc_log_set_quiet(2);
+    const int was = wc_log_set_quiet(2);
     const int known = wc_net_describe(t->cfg->model, t->spec, 1, ANY_SIZE, ANY_SIZE, &f) == WC_OK;
-    wc_log_set_quiet(0);
+    wc_log_set_quiet(was);
     if (known && f.alignment > 1 && P % f.alignment != 0) {
         const int lo = P / f.alignment * f.alignment, hi = lo + f.alignment;
-        if (lo > 0)
-            wc_error("--patch %d is not a multiple of %d, the alignment of %s's poolings: use "
-                     "--patch %d or %d",
-                     P, f.alignment, t->cfg->model, lo, hi);
-        else
-            wc_error("--patch %d is not a multiple of %d, the alignment of %s's poolings: use "
-                     "--patch %d",
-                     P, f.alignment, t->cfg->model, hi);
+        char either[32] = "";
+        if (lo > 0) snprintf(either, sizeof either, "%d or ", lo);
+        wc_error("--patch %d is not a multiple of %d, the alignment of %s's poolings: use "
+                 "--patch %s%d",
+                 P, f.alignment, t->cfg->model, either, hi);
         return WC_EXIT_USAGE;
     }
     if (wc_net_describe(t->cfg->model, t->spec, 1, P, P, &f) != WC_OK) return WC_EXIT_USAGE;

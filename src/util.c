@@ -57,7 +57,11 @@ void wc_log_set_rank(int rank, int nranks) {
     log_nranks = nranks;
 }
 
-void wc_log_set_quiet(int quiet) { log_quiet = quiet; }
+int wc_log_set_quiet(int quiet) {
+    const int was = log_quiet;
+    log_quiet = quiet;
+    return was;
+}
 
 static void vlog(FILE *f, const char *kind, const char *fmt, va_list ap) {
     /* One fprintf of a preformatted line, so that lines from several ranks sharing a stderr do
@@ -174,7 +178,10 @@ int wc_mkdir_p(const char *path) {
     int rc = mkdir(p, 0777) == 0 || errno == EEXIST ? WC_OK : WC_ERR;
     struct stat st;
     if (rc == WC_OK && stat(p, &st) != 0) {
-        rc = WC_ERR; /* stat's errno: a loop of symbolic links (ELOOP), a dangling one */
+        /* stat's errno: a loop of symbolic links (ELOOP); a link to nothing says ENOENT, which
+         * a directory listing contradicts: it is said as ENOTDIR, "not a directory" */
+        if (errno == ENOENT && lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) errno = ENOTDIR;
+        rc = WC_ERR;
     } else if (rc == WC_OK && !S_ISDIR(st.st_mode)) {
         errno = ENOTDIR;
         rc = WC_ERR;

@@ -46,8 +46,8 @@ expect "--out too long for GDAL, refused before training" 2 "--out .* is [0-9]+ 
 # a pipe with no writer (GDAL, or reading it, would wait for ever), a device (read without
 # end), a spec file far beyond the spec's limit (not read into memory): refused at once
 mkfifo "$T/fifo"
-expect "--model a pipe" 2 "--model $T/fifo: it is not a regular file" -- --tiles "$SAMPLE" --model "$T/fifo" "${train[@]}"
-expect "--model /dev/zero" 2 "--model /dev/zero: it is not a regular file" -- --tiles "$SAMPLE" --model /dev/zero "${train[@]}"
+expect "--model a pipe" 2 "--model $T/fifo: it is a pipe \(FIFO\), not a regular file" -- --tiles "$SAMPLE" --model "$T/fifo" "${train[@]}"
+expect "--model /dev/zero" 2 "--model /dev/zero: it is a device, not a regular file" -- --tiles "$SAMPLE" --model /dev/zero "${train[@]}"
 truncate -s 3G "$T/huge.spec"
 expect "--model of 3 GiB" 2 "huge.spec: it is 3221225472 bytes, more than the 1048576" -- --tiles "$SAMPLE" --model "$T/huge.spec" "${train[@]}"
 rm -f "$T/huge.spec"
@@ -56,8 +56,9 @@ expect "--labels a pipe" 1 "--labels $T/fifo is a pipe" -- --tiles "$SAMPLE" --l
 expect "--oracle a pipe" 1 "cannot open $T/fifo as a raster: it is a pipe" -- --tiles "$SAMPLE" --oracle "$T/fifo" "${train[@]}"
 
 # more threads than CPUs: warned, the run goes on; a closed stdout does not kill a run
-expect "--threads beyond the CPUs: a warning" 0 "warning: --threads $(($(nproc) + 1)), but this process may run on $(nproc) CPU" -- \
-    --tiles "$SAMPLE" --threads $(($(nproc) + 1)) "${train[@]}"
+cpus=$($PY -c 'import os; print(len(os.sched_getaffinity(0)))') # nproc heeds OMP_NUM_THREADS
+expect "--threads beyond the CPUs: a warning" 0 "warning: --threads $((cpus + 1)), but this process may run on $cpus CPU" -- \
+    --tiles "$SAMPLE" --threads $((cpus + 1)) "${train[@]}"
 timeout 120 "$WILDCPU" --tiles "$SAMPLE" "${train[@]}" --steps 6 --log-every 1 2>"$T/pipe.err" | head -1 >/dev/null
 s=${PIPESTATUS[0]}
 [ "$s" -eq 0 ] && [ -s "$T/run/report.json" ] && ok "stdout closed early (| head -1): the run finishes, exit 0, its report written" \
@@ -109,7 +110,7 @@ expect "a mosaic source in another CRS: warned, naming it" 0 "warning: .*mixed.v
     --tiles "$T/mixed.vrt" "${train[@]}"
 
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
-$PY - "$T/multi.nc" <<'PY' || notok "a netCDF file of two variables"
+$PY - "$T/multi.nc" <<'PY'
 import sys
 import numpy as np
 from osgeo import gdal
@@ -119,8 +120,12 @@ for name in ("elevation", "slope"):
     rg.CreateMDArray(name, dims, gdal.ExtendedDataType.Create(gdal.GDT_Float32)).Write(
         np.ones((16, 16), np.float32))
 PY
+if [ ! -s "$T/multi.nc" ]; then
+    echo "# skipped: this GDAL cannot write multidimensional netCDF (the subdatasets case)"
+else
 expect "netCDF of several variables" 1 "multi.nc has no raster bands of its own but 2 subdatasets: NETCDF:\"$T/multi.nc\":elevation, NETCDF:\"$T/multi.nc\":slope \(give one" \
     -- --tiles "$T/multi.nc" "${train[@]}"
+fi
 
 # a raster without a band called fire
 gdal_translate -q -ot Float32 -b 1 -b 2 "$SAMPLE" "$T/nolabel.tif"

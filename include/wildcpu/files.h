@@ -37,6 +37,9 @@ char *wc_temp_path(const char *path, const char *tag);
  * style the same way. Caller frees. */
 char *wc_sibling_path(const char *path, const char *suffix);
 
+/* The directory part of path: "." for a bare name, "/" for a file in the root. Caller frees. */
+char *wc_dir_of(const char *path);
+
 /* fsync of a file or directory; WC_ERR after a message naming it. */
 int wc_fsync_path(const char *path, int directory);
 /* fsync of the directory holding path. */
@@ -71,19 +74,24 @@ size_t wc_path_derived_length(const char *path);
 /* One output path, checked before any work so that a bad path fails at once rather than after
  * minutes of computing: it is not empty, not a directory, not a device, pipe or socket (the
  * rename that publishes an output would replace /dev/null itself), none of the inputs
- * (NULL-terminated, compared as by wc_same_file: a VRT and every tile it references, a checkpoint,
- * a map a picture is drawn from), its length fits (wc_check_path_length), its directory exists and
- * is writable, and an existing file there is not read-only. `what` names the output in the messages ("risk map"). Returns an exit status:
- * WC_EXIT_OK; WC_EXIT_USAGE for an empty path, a device or pipe, an input, or a path too long;
- * WC_EXIT_RUNTIME for the
- * others; each after a message naming the path. */
+ * (NULL-terminated, compared as by wc_same_file: a VRT and every tile it references, a
+ * checkpoint, a map a picture is drawn from), its length fits (wc_check_path_length), its
+ * directory exists and is writable, and an existing file there is not read-only. `what` names
+ * the output in the messages ("risk map"). Returns an exit status: WC_EXIT_OK; WC_EXIT_USAGE for
+ * an empty path, a device or pipe, an input, or a path too long; WC_EXIT_RUNTIME for the others;
+ * each after a message naming the path. */
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs);
+/* The same, without the length check (for a sidecar, see wc_output). */
+int wc_check_output_path_as_is(const char *what, const char *path, const char *const *inputs);
 
 /* One file a command writes: what it is, for the messages ("STAC item"), and its path (NULL:
  * not written this time). */
 typedef struct wc_output {
     const char *what;
     const char *path;
+    /* a sidecar GDAL writes beside another output (PATH.aux.xml), under its own name: no
+     * temporary name of its own, so its length is that output's to check */
+    int sidecar;
 } wc_output;
 
 /* Every output of one command, checked together before any work: each as by

@@ -73,7 +73,7 @@ void wc_strv_free(char **v);
 void wc_log_set_rank(int rank, int nranks);
 /* quiet 1: wc_info prints nothing (tests); 2: warnings and errors neither (fuzzers, which feed
  * millions of bad inputs). wc_fatal always prints. */
-void wc_log_set_quiet(int quiet);
+int wc_log_set_quiet(int quiet); /* returns the level it replaces */
 void wc_info(const char *fmt, ...) WC_PRINTF(1, 2);
 void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
 /* Rank 0 warns when --threads exceeds the CPUs this process may run on (its affinity: a
