@@ -232,10 +232,36 @@ static void test_directory_target_refused(void) {
 
 /* A write error that GDAL reports only when it flushes at close: a file-size limit well below
  * the raster's size (uncompressed, so the bytes are really there). */
-static void test_error_at_close(void) {
-    char target[128], err_path[160];
-    path_in(target, sizeof target, "a.tif");
+/* wc_rwriter_commit(w) with stderr captured; its status in *rc, what it printed returned
+ * (caller frees). A file-size limit, if given, applies to the commit alone. */
+static char *commit_capturing(wc_rwriter *w, const struct rlimit *fsize, int *rc) {
+    char err_path[160];
     path_in(err_path, sizeof err_path, "stderr.txt");
+    fflush(stderr);
+    const int saved = dup(2);
+    FILE *tmp = fopen(err_path, "w+");
+    if (!tmp) {
+        *rc = wc_rwriter_commit(w);
+        return wc_strdup("(stderr not captured)");
+    }
+    dup2(fileno(tmp), 2);
+    struct rlimit was;
+    getrlimit(RLIMIT_FSIZE, &was);
+    if (fsize) setrlimit(RLIMIT_FSIZE, fsize);
+    *rc = wc_rwriter_commit(w);
+    if (fsize) setrlimit(RLIMIT_FSIZE, &was);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(tmp);
+    char *msg = slurp(err_path);
+    remove(err_path);
+    return msg;
+}
+
+static void test_error_at_close(void) {
+    char target[128];
+    path_in(target, sizeof target, "a.tif");
     char *before = slurp(target);
     const wc_rwriter_opts o = {
         .width = W, .height = H, .nbands = 4, .type = WC_DT_FLOAT32, .gt = GT};
@@ -245,24 +271,11 @@ static void test_error_at_close(void) {
     int rc = WC_OK;
     for (int b = 1; b <= 4 && rc == WC_OK; b++) rc = wc_rwriter_write(w, b, 0, H, values, 0);
     CHECK(rc == WC_OK, "the rows go to GDAL's cache");
-    struct rlimit was, lim;
-    getrlimit(RLIMIT_FSIZE, &was);
-    lim = was;
+    struct rlimit lim;
+    getrlimit(RLIMIT_FSIZE, &lim);
     lim.rlim_cur = 256 << 10; /* of 960 KiB */
     signal(SIGXFSZ, SIG_IGN);
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *tmp = fopen(err_path, "w+");
-    dup2(fileno(tmp), 2);
-    setrlimit(RLIMIT_FSIZE, &lim);
-    rc = wc_rwriter_commit(w);
-    setrlimit(RLIMIT_FSIZE, &was);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    fclose(tmp);
-    char *msg = slurp(err_path);
-    remove(err_path);
+    char *msg = commit_capturing(w, &lim, &rc);
     CHECK(rc == WC_ERR, "commit status %d", rc);
     CHECK(strstr(msg, target) != NULL, "the message names the target: %s", msg);
     NOTE("%.*s", (int)strcspn(msg, "\n"), msg);
@@ -275,10 +288,9 @@ static void test_error_at_close(void) {
  * message saying the directory is gone, and the temporary files are removed from the directory
  * they are now in. */
 static void test_directory_moved_away(void) {
-    char dir[128], moved[128], target[160], err_path[160];
+    char dir[128], moved[128], target[160];
     path_in(dir, sizeof dir, "out");
     path_in(moved, sizeof moved, "out-moved");
-    path_in(err_path, sizeof err_path, "stderr.txt");
     snprintf(target, sizeof target, "%s/m.tif", dir);
     mkdir(dir, 0755);
     static const char *const cog[] = {"COMPRESS=DEFLATE", NULL};
@@ -287,19 +299,8 @@ static void test_directory_moved_away(void) {
     if (!w) return;
     CHECK(temporaries_in(dir) > 0, "the working file is in the target's directory");
     CHECK(rename(dir, moved) == 0, "mv");
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *tmp = fopen(err_path, "w+");
-    CHECK(tmp != NULL, "a file for stderr");
-    if (!tmp) return;
-    dup2(fileno(tmp), 2);
-    const int rc = wc_rwriter_commit(w);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    fclose(tmp);
-    char *msg = slurp(err_path);
-    remove(err_path);
+    int rc;
+    char *msg = commit_capturing(w, NULL, &rc);
     CHECK(rc == WC_ERR, "commit status %d", rc);
     CHECK(strstr(msg, "the directory") && strstr(msg, "is gone"), "the message: %s", msg);
     NOTE("%.*s", (int)strcspn(msg, "\n"), msg);
