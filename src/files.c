@@ -23,6 +23,14 @@ const char *wc_special_file_kind(const char *path) {
     return NULL;
 }
 
+int wc_refuse_special_file(const char *what, const char *path) {
+    const char *special = wc_special_file_kind(path);
+    if (!special) return WC_OK;
+    wc_error("%s %s is %s, not a file GDAL can read (it would wait on it, or read it without end)",
+             what, path, special);
+    return WC_ERR;
+}
+
 char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size) {
     const char *special = wc_special_file_kind(path); /* before opening: a device may act */
     if (special) {

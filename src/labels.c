@@ -522,13 +522,7 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
         wc_error("--labels %s: %s", labels, strerror(errno));
         return WC_ERR;
     }
-    const char *special = wc_special_file_kind(labels);
-    if (special) {
-        wc_error("--labels %s is %s, not a file GDAL can read (it would wait on it, or read it "
-                 "without end)",
-                 labels, special);
-        return WC_ERR;
-    }
+    if (wc_refuse_special_file("--labels", labels) != WC_OK) return WC_ERR;
     wc_raster_init();
     CPLErrorReset();
     GDALDatasetH ds = GDALOpenEx(labels, GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY,

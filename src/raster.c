@@ -113,13 +113,7 @@ void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
-    const char *special = wc_special_file_kind(path);
-    if (special) {
-        wc_error("cannot open %s as a raster: it is %s (GDAL would wait on it, or read it without "
-                 "end)",
-                 path, special);
-        return WC_ERR;
-    }
+    if (wc_refuse_special_file("the raster", path) != WC_OK) return WC_ERR;
     CPLErrorReset();
     GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR,
                                  NULL, NULL, NULL);

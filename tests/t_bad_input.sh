@@ -51,9 +51,9 @@ expect "--model /dev/zero" 2 "--model /dev/zero: it is a device, not a regular f
 truncate -s 3G "$T/huge.spec"
 expect "--model of 3 GiB" 2 "huge.spec: it is 3221225472 bytes, more than the 1048576" -- --tiles "$SAMPLE" --model "$T/huge.spec" "${train[@]}"
 rm -f "$T/huge.spec"
-expect "--tiles a pipe" 1 "cannot open $T/fifo as a raster: it is a pipe" -- --tiles "$T/fifo" "${train[@]}"
+expect "--tiles a pipe" 1 "the raster $T/fifo is a pipe \\(FIFO\\), not a file GDAL can read" -- --tiles "$T/fifo" "${train[@]}"
 expect "--labels a pipe" 1 "--labels $T/fifo is a pipe" -- --tiles "$SAMPLE" --labels "$T/fifo" "${train[@]}"
-expect "--oracle a pipe" 1 "cannot open $T/fifo as a raster: it is a pipe" -- --tiles "$SAMPLE" --oracle "$T/fifo" "${train[@]}"
+expect "--oracle a pipe" 1 "the raster $T/fifo is a pipe \\(FIFO\\), not a file GDAL can read" -- --tiles "$SAMPLE" --oracle "$T/fifo" "${train[@]}"
 
 # more threads than CPUs: warned, the run goes on; a closed stdout does not kill a run
 cpus=$($PY -c 'import os; print(len(os.sched_getaffinity(0)))') # nproc heeds OMP_NUM_THREADS

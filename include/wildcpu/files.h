@@ -27,6 +27,9 @@ char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_s
  * directory, or a path that does not exist or that only GDAL knows: /vsizip/...). GDAL would
  * open such an input and wait on it, or read it without end. */
 const char *wc_special_file_kind(const char *path);
+/* WC_ERR after a message ("WHAT PATH is a pipe (FIFO), not a file GDAL can read ...") when path
+ * is one of those, else WC_OK: for an input about to be given to GDAL. */
+int wc_refuse_special_file(const char *what, const char *path);
 
 /* A temporary name next to path, unique to this process: DIR/.NAME.TAG-PID. Caller frees. */
 char *wc_temp_path(const char *path, const char *tag);
