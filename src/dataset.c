@@ -656,10 +656,47 @@ enum { PLAN_OK, PLAN_STOPPED, PLAN_ERR };
  * 4-byte Allreduce of microseconds. */
 #define PLAN_AGREE_BYTES ((size_t)16 << 20)
 
+/* Saturating size arithmetic: a need too large to count is simply too large. */
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* Bytes planning holds at its peak (in split(), while plan()'s arrays are alive) on a rank whose
+ * share is `mine` patches, `kept` of them with room for their statistics: for the whole grid,
+ * the keep and is_val flags, the train and val ids (at most one per patch) and split()'s
+ * per-block arrays; per patch of its share, the kept flag; per kept patch, its counts and the
+ * moments of every feature; and one patch's buffers (the label counted as Float64: its type is
+ * known only once the labels are prepared). */
+static uint64_t plan_bytes(const wc_dataset *ds, long mine, long kept) {
+    const uint64_t B = (uint64_t)ds->val_block, pp = (uint64_t)ds->P * (uint64_t)ds->P;
+    const uint64_t nblocks = sat_mul((ds->cols + B - 1) / B, (ds->rows + B - 1) / B);
+    uint64_t grid = sat_mul((uint64_t)ds->npatches, 2 + sizeof(uint32_t));
+    grid = sat_add(grid, sat_mul(nblocks, sizeof(long) + sizeof(uint32_t) + 1));
+    const uint64_t per_kept =
+        sat_add(sizeof(patch_count), sat_mul((uint64_t)ds->nfeat, sizeof(moments)));
+    const uint64_t one =
+        sat_mul(pp, sat_add(sat_mul((uint64_t)ds->read_nb, wc_dtype_size(ds->read_type)),
+                            sizeof(double) + sizeof(float) + 1));
+    return sat_add(sat_add(grid, sat_add((uint64_t)mine + 1, sat_mul((uint64_t)kept, per_kept))),
+                   one);
+}
+
 /* Reads patch id and computes what planning learns from it: its valid and burned pixels, and
- * the moments of each feature over its valid pixels (m: nfeat of them). */
+ * the moments of each feature over its valid pixels (m: nfeat of them). A window GDAL knows to be
+ * nodata in a feature band (wc_raster_window_empty: a mostly empty mosaic's holes) is not read:
+ * reading would find no valid pixel, which is what it counts. */
 static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *valid,
                       patch_count *pc, moments *m) {
+    int x0, y0;
+    wc_dataset_patch_origin(ds, (uint32_t)id, &x0, &y0);
+    *pc = (patch_count){0, 0};
+    if (wc_raster_window_empty(&ds->files.src, x0, y0, ds->P, ds->P, ds->feat_bands, ds->nfeat))
+        return WC_OK;
     const wc_sample unshifted = {.id = (uint32_t)id};
     if (wc_dataset_read_patch(ds, &ds->files, unshifted, raw, 0) != WC_OK) return WC_ERR;
     decode_labels_and_nodata(ds, raw, ds->P, y, valid);
@@ -671,6 +708,34 @@ static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *val
     for (int c = 0; c < ds->nfeat; c++) m[c] = patch_moments(ds, raw, c, valid);
     return WC_OK;
 }
+
+/* What planning keeps of a rank's share: every patch's kept flag, and the counts and moments of
+ * the kept patches alone, in grid order. A mostly empty mosaic keeps few of its many patches, so
+ * the arrays grow with what is kept, not with the grid. */
+typedef struct {
+    uint8_t *kept;      /* (share) enough valid pixels */
+    long n, cap;        /* kept patches, and room for */
+    patch_count *count; /* (cap) */
+    moments *mom;       /* (cap * nfeat) */
+} plan_share;
+
+static void share_add(plan_share *s, int nfeat, const patch_count *pc, const moments *m) {
+    if (s->n == s->cap) {
+        s->cap = WC_MAX(64, s->cap * 2);
+        s->count = WC_REALLOC(s->count, sizeof(patch_count) * (size_t)s->cap);
+        s->mom = WC_REALLOC(s->mom, sizeof(moments) * (size_t)s->cap * (size_t)nfeat);
+    }
+    s->count[s->n] = *pc;
+    memcpy(&s->mom[(size_t)s->n * (size_t)nfeat], m, sizeof(moments) * (size_t)nfeat);
+    s->n++;
+}
+
+static void share_free(plan_share *s) {
+    free(s->kept), free(s->count), free(s->mom);
+}
+
+/* Planning a large mosaic takes minutes: rank 0 says how far its share is, every this often. */
+#define PLAN_PROGRESS_SECONDS 30.0
 
 /* The largest share of the patches any rank has: every rank runs its loop that far. */
 static long largest_share(long n, int R) {
@@ -699,42 +764,54 @@ static int plan(wc_dataset *ds) {
     void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
     float *y = WC_ALLOC(sizeof(float) * pp);
     uint8_t *valid = WC_ALLOC(pp);
-    long nmine = hi - lo;
-    patch_count *counts = WC_CALLOC(nmine + 1, sizeof(patch_count));
-    moments *mom = WC_CALLOC((size_t)(nmine + 1) * ds->nfeat, sizeof(moments));
+    const long nmine = hi - lo;
+    const long min_valid = (long)ceil(ds->cfg.min_valid * (double)pp);
+    plan_share share = {.kept = WC_CALLOC(nmine + 1, 1)};
+    moments *patch_mom = WC_CALLOC(ds->nfeat, sizeof(moments));
     const long most = largest_share(ds->npatches, R);
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
     int status = WC_OK, agreed = PLAN_OK;
+    const double t0 = wc_now();
+    double said = t0;
     for (long j = 0; j < most; j++) {
-        if (j < nmine && status == WC_OK)
-            status = plan_patch(ds, lo + j, raw, y, valid, &counts[j], &mom[j * ds->nfeat]);
+        if (j < nmine && status == WC_OK) {
+            patch_count pc;
+            status = plan_patch(ds, lo + j, raw, y, valid, &pc, patch_mom);
+            share.kept[j] = status == WC_OK && pc.valid >= min_valid && pc.valid > 0;
+            if (share.kept[j]) share_add(&share, ds->nfeat, &pc, patch_mom);
+        }
         if ((j + 1) % K == 0 || j + 1 == most) {
             agreed = wc_dist_max_int(status != WC_OK       ? PLAN_ERR
                                      : wc_stop_requested() ? PLAN_STOPPED
                                                            : PLAN_OK);
             if (agreed != PLAN_OK) break;
         }
+        const double now = wc_now();
+        if (rank == 0 && now - said >= PLAN_PROGRESS_SECONDS && j + 1 < nmine) {
+            wc_info("planning %s: %ld of rank 0's %ld patches read (%.0f%%, %ld kept) in %.0f s, "
+                    "about %.0f s left",
+                    ds->tiles_path, j + 1, nmine, 100.0 * (double)(j + 1) / (double)nmine,
+                    share.n, now - t0, (now - t0) * (double)(nmine - j - 1) / (double)(j + 1));
+            said = now;
+        }
     }
-    free(raw), free(y), free(valid);
+    free(raw), free(y), free(valid), free(patch_mom);
+    ds->plan_peak_bytes = plan_bytes(ds, nmine, share.cap);
     if (agreed != PLAN_OK) {
         if (agreed == PLAN_ERR && status == WC_OK)
             wc_error("stopping: another rank could not read its patches");
-        free(counts), free(mom);
+        share_free(&share);
         return agreed;
     }
     /* Kept flags: every rank needs all of them for the split. */
-    uint8_t *mine = WC_ALLOC(nmine + 1);
-    const long min_valid = (long)ceil(ds->cfg.min_valid * (double)pp);
-    for (long i = 0; i < nmine; i++) mine[i] = counts[i].valid >= min_valid && counts[i].valid > 0;
-    size_t *share = WC_ALLOC(sizeof(size_t) * R);
+    size_t *counts = WC_ALLOC(sizeof(size_t) * R);
     for (int r = 0; r < R; r++) {
         long a, b;
         wc_dist_share(ds->npatches, r, R, &a, &b);
-        share[r] = (size_t)(b - a);
+        counts[r] = (size_t)(b - a);
     }
-    wc_dist_allgatherv(mine, (size_t)nmine, ds->keep, share);
-    free(share);
-    free(mine);
+    wc_dist_allgatherv(share.kept, (size_t)nmine, ds->keep, counts);
+    free(counts);
     split(ds);
     /* The ordered chain: rank r continues rank r-1's running sums over patches in grid order,
      * which reproduces exactly the single-process loop. It carries the long doubles themselves
@@ -746,11 +823,14 @@ static int plan(wc_dataset *ds) {
     for (int c = 0; c < ds->nfeat; c++)
         acc[c] = (moments){chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
     long double train_pixels = chain[chain_n - 2], train_pos = chain[chain_n - 1];
-    for (long id = lo; id < hi; id++) {
-        if (!ds->keep[id] || ds->is_val[id]) continue;
-        for (int c = 0; c < ds->nfeat; c++) moments_merge(&acc[c], &mom[(id - lo) * ds->nfeat + c]);
-        train_pixels += counts[id - lo].valid;
-        train_pos += counts[id - lo].positives;
+    for (long id = lo, k = -1; id < hi; id++) {
+        if (!ds->keep[id]) continue;
+        k++; /* the kept patches' arrays are in grid order */
+        if (ds->is_val[id]) continue;
+        for (int c = 0; c < ds->nfeat; c++)
+            moments_merge(&acc[c], &share.mom[(size_t)k * (size_t)ds->nfeat + c]);
+        train_pixels += share.count[k].valid;
+        train_pos += share.count[k].positives;
     }
     for (int c = 0; c < ds->nfeat; c++) {
         chain[3 * c] = acc[c].n, chain[3 * c + 1] = acc[c].mean, chain[3 * c + 2] = acc[c].m2;
@@ -768,39 +848,12 @@ static int plan(wc_dataset *ds) {
     }
     ds->train_pixels = (int64_t)chain[chain_n - 2];
     ds->train_positives = (int64_t)chain[chain_n - 1];
-    free(chain), free(acc), free(counts), free(mom);
+    free(chain), free(acc);
+    share_free(&share);
     return PLAN_OK;
 }
 
 /* ---- what planning needs ----------------------------------------------------------------- */
-
-/* Saturating size arithmetic: a need too large to count is simply too large. */
-static uint64_t sat_mul(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-/* Bytes planning holds at its peak (in split(), while plan()'s per-patch arrays are alive) on a
- * rank whose share is `mine` patches: for the whole grid, the keep and is_val flags, the train
- * and val ids (at most one per patch) and split()'s per-block arrays; per patch of its share,
- * the counts, the kept flag and the moments of every feature; and one patch's buffers (the
- * label counted as Float64: its type is known only once the labels are prepared). */
-static uint64_t plan_bytes(const wc_dataset *ds, long mine) {
-    const uint64_t B = (uint64_t)ds->val_block, pp = (uint64_t)ds->P * (uint64_t)ds->P;
-    const uint64_t nblocks = sat_mul((ds->cols + B - 1) / B, (ds->rows + B - 1) / B);
-    uint64_t grid = sat_mul((uint64_t)ds->npatches, 2 + sizeof(uint32_t));
-    grid = sat_add(grid, sat_mul(nblocks, sizeof(long) + sizeof(uint32_t) + 1));
-    const uint64_t per_patch =
-        sat_add(sizeof(patch_count) + 1, sat_mul((uint64_t)ds->nfeat, sizeof(moments)));
-    const uint64_t one =
-        sat_mul(pp, sat_add(sat_mul((uint64_t)ds->read_nb, wc_dtype_size(ds->read_type)),
-                            sizeof(double) + sizeof(float) + 1));
-    return sat_add(sat_add(grid, sat_mul((uint64_t)mine + 1, per_patch)), one);
-}
 
 /* The orientations of training samples and the vector bands they turn (augment.h). A vector
  * band stored unsigned holds its components with an offset, so a turn cannot flip its sign. */
@@ -851,7 +904,7 @@ static int plan_fits(const wc_dataset *ds) {
     for (int r = 0; r < R; r++) {
         long lo, hi;
         wc_dist_share(ds->npatches, r, R, &lo, &hi);
-        const uint64_t need = plan_bytes(ds, hi - lo);
+        const uint64_t need = plan_bytes(ds, hi - lo, hi - lo); /* at most every patch kept */
         total = sat_add(total, need);
         if (r == rank) mine = need;
         if (strcmp(hosts[r], host) == 0) here = sat_add(here, need), nhere++;

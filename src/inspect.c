@@ -125,7 +125,12 @@ static int describe_dir(const char *path) {
         fprintf(stderr, "wildcpu: cannot read %s: %s\n", dir, strerror(errno));
         return WC_EXIT_RUNTIME;
     }
-    printf("%s: %d checkpoint%s, newest first\n", dir, n, n == 1 ? "" : "s");
+    char best[4200];
+    snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
+    struct stat bs;
+    const int has_best = stat(best, &bs) == 0;
+    printf("%s: %d checkpoint%s, newest first%s\n", dir, n, n == 1 ? "" : "s",
+           has_best ? ", then the best validation's (" WC_CKPT_BEST ")" : "");
     int newest_valid = -1;
     for (int i = 0; i < n; i++) {
         wc_ckpt ck;
@@ -141,11 +146,8 @@ static int describe_dir(const char *path) {
     }
     /* the best validation's checkpoint, which predict and evaluate use for the directory when
      * it is valid, else the newest valid one (wc_ckpt_resolve's choice) */
-    char best[4200];
-    snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
-    struct stat bs;
     int best_ok = 0;
-    if (stat(best, &bs) == 0) {
+    if (has_best) {
         wc_ckpt ck;
         char why[512], sz[32];
         best_ok = read_checked(best, &ck, why, sizeof why) == WC_OK;

@@ -454,15 +454,27 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
 /* evaluate's label band: --label-band; without it and without --labels, the band the model was
  * trained on when it was a band of the tiles (a model trained on 'burned' is scored on the other
  * region's 'burned', not on a 'fire' band that may mean something else); else the default. */
-static void choose_label_band(mapping *mp, const wc_model *m) {
+static void choose_label_band(mapping *mp, const wc_model *m, const wc_raster *r) {
     const wc_predict_config *cfg = mp->cfg;
     mp->label_band = cfg->label_band;
     if ((cfg->label_band && *cfg->label_band) || cfg->labels) return;
-    char label[sizeof mp->training_label] = "";
+    char label[sizeof mp->training_label] = "", number[32] = "";
     wc_kv_get(m->fingerprint, "labels", label, sizeof label);
     if (strncmp(label, "band:", 5) != 0 || !label[5]) return;
     snprintf(mp->training_label, sizeof mp->training_label, "%s", label + 5);
     mp->label_band = mp->training_label;
+    /* training chose it by number among bands of one name: the same number here, when that
+     * band carries the name (else the name decides, and says if it is ambiguous) */
+    wc_kv_get(m->fingerprint, "label_band", number, sizeof number);
+    const long n = strtol(number, NULL, 10);
+    if (n >= 1 && n <= r->nbands && strcmp(r->bands[n - 1].name, mp->training_label) == 0) {
+        snprintf(mp->training_label, sizeof mp->training_label, "%ld", n);
+        if (mp->rank == 0)
+            wc_info("evaluate: labels from band %ld (%s), the label band of %s's training "
+                    "(--label-band names another)",
+                    n, r->bands[n - 1].name, m->path);
+        return;
+    }
     if (mp->rank == 0 && strcmp(mp->label_band, WC_LABEL_BAND_NAME) != 0)
         wc_info("evaluate: labels from the band described '%s', the label band of %s's training "
                 "(--label-band names another)",
@@ -478,7 +490,7 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
         return WC_EXIT_RUNTIME;
     /* evaluate's labels from a band of the tiles: that band is no feature */
     int label_band = 0, by_number;
-    if (cfg->evaluate) choose_label_band(mp, m);
+    if (cfg->evaluate) choose_label_band(mp, m, r);
     if (cfg->evaluate && !cfg->labels && mp->label_band && *mp->label_band &&
         !(label_band = wc_labels_find_band(r, mp->label_band, 1, &by_number)))
         return WC_EXIT_RUNTIME;

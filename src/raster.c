@@ -359,6 +359,22 @@ int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
     return WC_OK;
 }
 
+int wc_raster_window_empty(const wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h,
+                           const int *bands, int nb) {
+    const int64_t ix0 = WC_MAX(x0, 0), iy0 = WC_MAX(y0, 0);
+    const int64_t ix1 = WC_MIN(x0 + w, (int64_t)r->width), iy1 = WC_MIN(y0 + h, (int64_t)r->height);
+    if (ix1 <= ix0 || iy1 <= iy0) return 0; /* nothing inside: nothing GDAL can tell about */
+    for (int k = 0; k < nb; k++) {
+        if (!r->bands[bands[k] - 1].has_nodata) continue;
+        /* only an exact EMPTY: DATA with it is a partly covered window, UNIMPLEMENTED a guess */
+        const int st = GDALGetDataCoverageStatus(GDALGetRasterBand((GDALDatasetH)r->ds, bands[k]),
+                                                 (int)ix0, (int)iy0, (int)(ix1 - ix0),
+                                                 (int)(iy1 - iy0), 0, NULL);
+        if (st == GDAL_DATA_COVERAGE_STATUS_EMPTY) return 1;
+    }
+    return 0;
+}
+
 int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {
     if (strlen(desc) >= WC_BAND_NAME_MAX) {
         /* Too long to keep: its start, cut at a character's boundary, and a hash of the whole,

@@ -330,12 +330,13 @@ static void print_plan(train_ctx *t, size_t baseline) {
     size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 3;
     size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b +
                    ckpt_b + val_b;
-    char a[12][32];
+    char a[13][32];
     wc_info("memory plan per rank: parameters %s, gradients %s, optimizer state %s, activations "
             "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, checkpoint buffers %s, data "
             "held %s (read-ahead %d slots of %d patches, validation histograms), validation "
             "network %s (%" PRId64 "x%" PRId64 " windows) = %s, plus "
-            "%s runtime (libraries, metadata: measured) and GDAL's block cache (up to %s)",
+            "%s runtime (libraries, metadata: measured) and GDAL's block cache (up to %s); "
+            "planning held %s at its peak (freed before training)",
             wc_fmt_bytes(a[0], 32, (double)mp.params), wc_fmt_bytes(a[1], 32, (double)mp.grads),
             wc_fmt_bytes(a[2], 32, (double)opt_b), wc_fmt_bytes(a[3], 32, (double)mp.activations),
             t->cfg->micro_batch, t->ds->P, t->ds->P, wc_fmt_bytes(a[4], 32, (double)mp.workspace),
@@ -343,8 +344,10 @@ static void print_plan(train_ctx *t, size_t baseline) {
             wc_fmt_bytes(a[6], 32, (double)data_b), t->cfg->prefetch, t->cfg->micro_batch,
             wc_fmt_bytes(a[11], 32, (double)val_b), t->val.inf.Tx, t->val.inf.Ty,
             wc_fmt_bytes(a[7], 32, (double)total), wc_fmt_bytes(a[8], 32, (double)baseline),
-            wc_fmt_bytes(a[10], 32, (double)wc_raster_cache_max()));
-    t->sum.planned_bytes = total;
+            wc_fmt_bytes(a[10], 32, (double)wc_raster_cache_max()),
+            wc_fmt_bytes(a[12], 32, (double)t->ds->plan_peak_bytes));
+    /* the run's peak is training's or planning's, whichever is larger */
+    t->sum.planned_bytes = WC_MAX(total, (size_t)t->ds->plan_peak_bytes);
     t->sum.baseline_bytes = baseline;
 }
 

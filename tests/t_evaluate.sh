@@ -194,6 +194,31 @@ s=$?
     && ok "... and refuses a raster without 'burned' (exit 1), naming --label-band" \
     || notok "evaluate, the training label band missing" "status $s: $(tail -2 "$T/no_burned.log")"
 
+# Two bands described 'fire' (the label band chosen by number in training): evaluate takes the
+# same number when that band carries the name, with the metrics of --label-band 13.
+for pair in "$SAMPLE:twofire_sample" "$other:twofire_other"; do
+    $PY - "${pair%%:*}" "$T/c/${pair##*:}.vrt" <<'PY' || notok "a VRT with two bands described fire"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
+d.GetRasterBand(12).SetDescription("fire")
+d = None
+PY
+done
+"$WILDCPU" --tiles "$T/c/twofire_sample.vrt" --label-band 13 --model logistic --patch 32 --batch 8 \
+    --micro-batch 4 --steps 4 --no-predict --out "$T/run_twofire" >"$T/train_twofire.log" 2>&1 \
+    || notok "training with two bands described fire" "$(tail -2 "$T/train_twofire.log")"
+"$WILDCPU" evaluate --tiles "$T/c/twofire_other.vrt" --checkpoint "$T/run_twofire" \
+    --out "$T/c/twofire_default.json" >"$T/twofire_default.log" 2>&1
+s=$?
+"$WILDCPU" evaluate --tiles "$T/c/twofire_other.vrt" --checkpoint "$T/run_twofire" --label-band 13 \
+    --out "$T/c/twofire_13.json" >/dev/null 2>&1
+[ $s -eq 0 ] && grep -q "labels from band 13 (fire)" "$T/twofire_default.log" \
+    && [ "$(json "$T/c/twofire_default.json" auc_pr)" = "$(json "$T/c/twofire_13.json" auc_pr)" ] \
+    && [ "$(json "$T/c/twofire_default.json" labels)" = "$(json "$T/c/twofire_13.json" labels)" ] \
+    && ok "two bands described 'fire', trained on band 13: evaluate scores band 13 without --label-band" \
+    || notok "evaluate's default label band by number" "status $s: $(tail -2 "$T/twofire_default.log")"
+
 # Derived labels (warped onto the grid) are kept for reuse, but never once their source changed:
 # a tile of a label VRT rewritten in place gives new labels.
 gdalwarp -q -t_srs EPSG:4326 "$T/c/fire.tif" "$T/c/fire4326.tif" && gdalbuildvrt -q "$T/c/lab.vrt" "$T/c/fire4326.tif" \

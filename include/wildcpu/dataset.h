@@ -108,15 +108,18 @@ typedef struct wc_dataset {
     struct wc_turn_scratch *turn_scratch; /* where turned samples are decoded (dataset.c) */
     int val_block;            /* validation block side in patches */
     long nval_blocks, nblocks;
+    uint64_t plan_peak_bytes; /* what planning held at its peak on this rank (freed since) */
     char *fingerprint;        /* what identifies the input data: "size=..;geotransform=..;crs=..;
                                * bands=name:Type,..;labels=.." (a key-value record, util.h) */
 } wc_dataset;
 
 /* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that names
  * the file/band (every rank returns NULL together). A patch grid whose planning arrays (6 bytes
- * per patch of the grid on every rank, plus 17 and 48 per feature for each patch of the rank's
- * share) would exceed half of the physical memory of a machine, summed over its ranks, is refused
- * before anything of that size is allocated, naming the raster and the need. Preparing labels and
+ * per patch of the grid on every rank, plus 1 for each patch of the rank's share and 16 and 48
+ * per feature for each one it keeps, counted as if it kept all) would exceed half of the physical
+ * memory of a machine, summed over its ranks, is refused before anything of that size is
+ * allocated, naming the raster and the need. Windows GDAL knows to be nodata (the holes of a
+ * mostly empty mosaic, wc_raster_window_empty) are not read. Preparing labels and
  * planning honour a stop signal on any rank within about a second: then every rank returns NULL
  * with *stopped = 1 and no error logged (stopped may be NULL; it is 0 otherwise). */
 wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped);

@@ -142,6 +142,14 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
  * other drivers, and VRTs GDAL cannot tell about, pass. */
 int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb);
 
+/* Whether GDAL knows that the window (x0, y0, w, h) holds nothing but nodata in one of the
+ * bands (1-based, nb of them): a band with a nodata value whose driver reports no data there
+ * (a VRT without a source in the window, the missing blocks of a sparse GeoTIFF), so reading
+ * it would give that band's nodata at every pixel and every pixel of the window is invalid.
+ * 0 when unsure (a band without nodata reads 0 there, which is data; a driver that cannot tell). */
+int wc_raster_window_empty(const wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h,
+                           const int *bands, int nb);
+
 /* The name wildcpu keeps for a band described desc (wc_band.name), into name; so a name given
  * on the command line is compared as the band's description is. Returns whether it differs from
  * desc (a character replaced, or cut). */
