@@ -129,13 +129,19 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
     const int64_t wy = align_down(cy - p->g.margin, p->g.phase_y, p->g.align);
     /* the core keeps at least `margin` pixels of window on every side */
     WC_ASSERT(wx + p->Tx >= cx + cw + p->g.margin && wy + p->Ty >= cy + ch + p->g.margin);
-    if (wc_raster_read(p->r, wx, wy, p->Tx, p->Ty, p->bands, p->nfeat, p->type, p->raw) != WC_OK) {
-        wc_error("window at x=%" PRId64 " y=%" PRId64 " of %s could not be read", wx, wy,
-                 p->r->path);
-        return WC_ERR;
+    if (wc_raster_window_empty(p->r, cx, cy, cw, ch, p->bands, p->nfeat)) {
+        /* GDAL knows the core to be nodata (a hole of a mostly empty mosaic): reading the
+         * window would find no valid pixel there, so it is not read */
+        memset(p->px, WC_PX_NODATA, (size_t)p->Tx * (size_t)p->Ty);
+    } else {
+        if (wc_raster_read(p->r, wx, wy, p->Tx, p->Ty, p->bands, p->nfeat, p->type, p->raw) !=
+            WC_OK) {
+            wc_error("window at x=%" PRId64 " y=%" PRId64 " of %s could not be read", wx, wy,
+                     p->r->path);
+            return WC_ERR;
+        }
+        window_input(p, wx, wy, wc_net_input(p->net));
     }
-    float *x = wc_net_input(p->net);
-    window_input(p, wx, wy, x);
     const size_t Tx = (size_t)p->Tx;
     int64_t valid = 0;
     for (int64_t y = 0; y < ch; y++) {

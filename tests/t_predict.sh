@@ -102,6 +102,51 @@ EOF
 check "nodata exactly where an input feature is nodata" "$mt" nodata "$R" "$S" fire
 check "probabilities within [0,1]" "$mt" range "$R" 0 1
 
+# ---- a mostly empty mosaic -------------------------------------------------------------------
+# The sample inside a 3072 x 2048 VRT of nothing, and a dense copy of it (GeoTIFFs with every
+# block written, so GDAL reports data everywhere and every window is read). Windows whose core GDAL
+# knows to be nodata are not read; the two maps must be the same bits.
+check "a mostly empty mosaic and its dense copy" /usr/bin/python3 - "$S" "$tmp" <<'EOF'
+import sys
+from osgeo import gdal
+gdal.UseExceptions()
+src, d = gdal.Open(sys.argv[1]), sys.argv[2]
+x0, px, _, y0, _, py = src.GetGeoTransform()
+bounds = (x0 - 1000 * px, y0 - 700 * py + 2048 * py, x0 - 1000 * px + 3072 * px, y0 - 700 * py)
+v = gdal.BuildVRT(d + "/holes.vrt", [sys.argv[1]], outputBounds=bounds)
+for i in range(1, src.RasterCount + 1):
+    v.GetRasterBand(i).SetDescription(src.GetRasterBand(i).GetDescription())
+v = None
+# a GeoTIFF per band (its own type and nodata), stacked: each covers the whole extent
+names = []
+for i in range(1, 14):
+    names.append(f"{d}/dense{i}.tif")
+    gdal.Translate(names[-1], d + "/holes.vrt", bandList=[i],
+                   creationOptions=["TILED=YES", "COMPRESS=DEFLATE"])
+t = gdal.BuildVRT(d + "/dense.vrt", names, separate=True)
+for i in range(1, 14):
+    t.GetRasterBand(i).SetDescription(src.GetRasterBand(i).GetDescription())
+t = None
+v = gdal.Open(d + "/holes.vrt")
+assert v.GetRasterBand(1).GetDataCoverageStatus(0, 0, 512, 512)[0] == gdal.GDAL_DATA_COVERAGE_STATUS_EMPTY
+print("# 3072 x 2048, the sample at (1000, 700)")
+EOF
+check "predict the mostly empty mosaic" predict --tiles "$tmp/holes.vrt" --out "$out/holes.tif"
+check "predict its dense copy" predict --tiles "$tmp/dense.vrt" --out "$out/dense.tif"
+check "the mosaic's map: the dense copy's bits (nodata around the sample), the sample's map inside to 1e-5" \
+    /usr/bin/python3 - "$out/holes.tif" "$out/dense.tif" "$R" <<'EOF'
+import sys
+import numpy as np
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:4]]
+a, b, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), "the maps differ"
+inner = a[700:1212, 1000:1512]
+assert (np.delete(a, np.s_[700:1212], 0) == -9999).all(), "nodata around the sample"
+assert np.abs(inner[28:-28, 28:-28] - r[28:-28, 28:-28]).max() <= 1e-5
+print(f"# {np.mean(a != -9999):.3f} of the mosaic mapped")
+EOF
+
 # ---- seams -----------------------------------------------------------------------------------
 # Sub-windows at offsets of every phase modulo the pooling alignment (4): their windows fall
 # elsewhere, yet pixels farther than the receptive radius (26) from their edges must agree.
