@@ -669,9 +669,9 @@ static uint64_t sat_add(uint64_t a, uint64_t b) {
 /* Bytes planning holds at its peak (in split(), while plan()'s arrays are alive) on a rank whose
  * share is `mine` patches, `kept` of them with room for their statistics: for the whole grid,
  * the keep and is_val flags, the train and val ids (at most one per patch) and split()'s
- * per-block arrays; per patch of its share, the kept flag; per kept patch, its counts and the
- * moments of every feature; and one patch's buffers (the label counted as Float64: its type is
- * known only once the labels are prepared). */
+ * per-block arrays; per patch of its share (and its rows' ends), the kept and empty flags; per
+ * kept patch, its counts and the moments of every feature; and one patch's buffers (the label
+ * counted as Float64: its type is known only once the labels are prepared). */
 static uint64_t plan_bytes(const wc_dataset *ds, long mine, long kept) {
     const uint64_t B = (uint64_t)ds->val_block, pp = (uint64_t)ds->P * (uint64_t)ds->P;
     const uint64_t nblocks = sat_mul((ds->cols + B - 1) / B, (ds->rows + B - 1) / B);
@@ -682,21 +682,18 @@ static uint64_t plan_bytes(const wc_dataset *ds, long mine, long kept) {
     const uint64_t one =
         sat_mul(pp, sat_add(sat_mul((uint64_t)ds->read_nb, wc_dtype_size(ds->read_type)),
                             sizeof(double) + sizeof(float) + 1));
-    return sat_add(sat_add(grid, sat_add((uint64_t)mine + 1, sat_mul((uint64_t)kept, per_kept))),
-                   one);
+    const uint64_t flags = sat_add(sat_mul((uint64_t)mine, 2), (uint64_t)ds->cols * 2 + 2);
+    return sat_add(sat_add(grid, sat_add(flags, sat_mul((uint64_t)kept, per_kept))), one);
 }
 
 /* Reads patch id and computes what planning learns from it: its valid and burned pixels, and
  * the moments of each feature over its valid pixels (m: nfeat of them). A window GDAL knows to be
- * nodata in a feature band (wc_raster_window_empty: a mostly empty mosaic's holes) is not read:
+ * nodata (known_empty: a mostly empty mosaic's holes, wc_raster_empty_cells) is not read:
  * reading would find no valid pixel, which is what it counts. */
-static int plan_patch(wc_dataset *ds, long id, void *raw, float *y, uint8_t *valid,
-                      patch_count *pc, moments *m) {
-    int x0, y0;
-    wc_dataset_patch_origin(ds, (uint32_t)id, &x0, &y0);
+static int plan_patch(wc_dataset *ds, long id, int known_empty, void *raw, float *y,
+                      uint8_t *valid, patch_count *pc, moments *m) {
     *pc = (patch_count){0, 0};
-    if (wc_raster_window_empty(&ds->files.src, x0, y0, ds->P, ds->P, ds->feat_bands, ds->nfeat))
-        return WC_OK;
+    if (known_empty) return WC_OK;
     const wc_sample unshifted = {.id = (uint32_t)id};
     if (wc_dataset_read_patch(ds, &ds->files, unshifted, raw, 0) != WC_OK) return WC_ERR;
     decode_labels_and_nodata(ds, raw, ds->P, y, valid);
@@ -767,6 +764,12 @@ static int plan(wc_dataset *ds) {
     const long nmine = hi - lo;
     const long min_valid = (long)ceil(ds->cfg.min_valid * (double)pp);
     plan_share share = {.kept = WC_CALLOC(nmine + 1, 1)};
+    /* the patches GDAL knows to be empty, over the grid rows of this rank's share */
+    const long row0 = lo / ds->cols, nrows = nmine > 0 ? (hi - 1) / ds->cols - row0 + 1 : 0;
+    uint8_t *empty = WC_ALLOC((size_t)nrows * (size_t)ds->cols + 1);
+    wc_raster_empty_cells(&ds->files.src, ds->feat_bands, ds->nfeat, ds->x_origin,
+                          ds->y_origin + (int64_t)row0 * ds->P, ds->P, ds->cols, (int)nrows,
+                          empty);
     moments *patch_mom = WC_CALLOC(ds->nfeat, sizeof(moments));
     const long most = largest_share(ds->npatches, R);
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
@@ -776,7 +779,8 @@ static int plan(wc_dataset *ds) {
     for (long j = 0; j < most; j++) {
         if (j < nmine && status == WC_OK) {
             patch_count pc;
-            status = plan_patch(ds, lo + j, raw, y, valid, &pc, patch_mom);
+            status = plan_patch(ds, lo + j, empty[lo + j - row0 * ds->cols], raw, y, valid, &pc,
+                                patch_mom);
             share.kept[j] = status == WC_OK && pc.valid >= min_valid && pc.valid > 0;
             if (share.kept[j]) share_add(&share, ds->nfeat, &pc, patch_mom);
         }
@@ -795,7 +799,7 @@ static int plan(wc_dataset *ds) {
             said = now;
         }
     }
-    free(raw), free(y), free(valid), free(patch_mom);
+    free(raw), free(y), free(valid), free(patch_mom), free(empty);
     ds->plan_peak_bytes = plan_bytes(ds, nmine, share.cap);
     if (agreed != PLAN_OK) {
         if (agreed == PLAN_ERR && status == WC_OK)

@@ -359,20 +359,75 @@ int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
     return WC_OK;
 }
 
-int wc_raster_window_empty(const wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h,
-                           const int *bands, int nb) {
+/* The band that stands for all in the coverage questions: the first with a nodata value. */
+static int coverage_band(const wc_raster *r, const int *bands, int nb) {
+    for (int k = 0; k < nb; k++)
+        if (r->bands[bands[k] - 1].has_nodata) return bands[k];
+    return 0;
+}
+
+/* GDAL's coverage of the window, clipped to the raster, in band b: a
+ * GDAL_DATA_COVERAGE_STATUS_* mask, or 0 when nothing can be known (no band, nothing of the
+ * window inside the raster). */
+static int coverage_of(const wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, int b) {
     const int64_t ix0 = WC_MAX(x0, 0), iy0 = WC_MAX(y0, 0);
     const int64_t ix1 = WC_MIN(x0 + w, (int64_t)r->width), iy1 = WC_MIN(y0 + h, (int64_t)r->height);
-    if (ix1 <= ix0 || iy1 <= iy0) return 0; /* nothing inside: nothing GDAL can tell about */
-    for (int k = 0; k < nb; k++) {
-        if (!r->bands[bands[k] - 1].has_nodata) continue;
-        /* only an exact EMPTY: DATA with it is a partly covered window, UNIMPLEMENTED a guess */
-        const int st = GDALGetDataCoverageStatus(GDALGetRasterBand((GDALDatasetH)r->ds, bands[k]),
-                                                 (int)ix0, (int)iy0, (int)(ix1 - ix0),
-                                                 (int)(iy1 - iy0), 0, NULL);
-        if (st == GDAL_DATA_COVERAGE_STATUS_EMPTY) return 1;
+    if (b == 0 || ix1 <= ix0 || iy1 <= iy0) return 0;
+    return GDALGetDataCoverageStatus(GDALGetRasterBand((GDALDatasetH)r->ds, b), (int)ix0,
+                                     (int)iy0, (int)(ix1 - ix0), (int)(iy1 - iy0), 0, NULL);
+}
+
+/* Only an exact EMPTY is empty: DATA with it is a partly covered window, UNIMPLEMENTED (with
+ * DATA) a driver's guess. */
+static int status_empty(int st) {
+    return st == GDAL_DATA_COVERAGE_STATUS_EMPTY;
+}
+
+/* Whether GDAL reports data over the whole raster in band b (then no window can be empty),
+ * asked once per band. */
+static int covered_everywhere(wc_raster *r, int b) {
+    if (r->covered == 0 || r->covered_band != b) {
+        const int st = coverage_of(r, 0, 0, r->width, r->height, b);
+        r->covered = b != 0 && !(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) ? 1 : 2;
+        r->covered_band = b;
     }
-    return 0;
+    return r->covered == 1;
+}
+
+int wc_raster_window_empty(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h,
+                           const int *bands, int nb) {
+    const int b = coverage_band(r, bands, nb);
+    if (b == 0 || covered_everywhere(r, b)) return 0;
+    return status_empty(coverage_of(r, x0, y0, w, h, b));
+}
+
+/* wc_raster_empty_cells over the block of nc x nr cells at cell (c0, r0). */
+static void empty_block(wc_raster *r, int b, int64_t x0, int64_t y0, int cell, int cols, int c0,
+                        int r0, int nc, int nr, uint8_t *empty) {
+    const int st = coverage_of(r, x0 + (int64_t)c0 * cell, y0 + (int64_t)r0 * cell,
+                               (int64_t)nc * cell, (int64_t)nr * cell, b);
+    if (status_empty(st)) {
+        for (int j = r0; j < r0 + nr; j++) memset(empty + (size_t)j * cols + c0, 1, (size_t)nc);
+        return;
+    }
+    /* covered (or unknown) throughout, or a single cell partly covered: not empty */
+    if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) || (nc == 1 && nr == 1)) return;
+    if (nc >= nr) {
+        empty_block(r, b, x0, y0, cell, cols, c0, r0, nc / 2, nr, empty);
+        empty_block(r, b, x0, y0, cell, cols, c0 + nc / 2, r0, nc - nc / 2, nr, empty);
+    } else {
+        empty_block(r, b, x0, y0, cell, cols, c0, r0, nc, nr / 2, empty);
+        empty_block(r, b, x0, y0, cell, cols, c0, r0 + nr / 2, nc, nr - nr / 2, empty);
+    }
+}
+
+void wc_raster_empty_cells(wc_raster *r, const int *bands, int nb, int64_t x0, int64_t y0,
+                           int cell, int cols, int rows, uint8_t *empty) {
+    if (cols <= 0 || rows <= 0) return;
+    memset(empty, 0, (size_t)cols * (size_t)rows);
+    const int b = coverage_band(r, bands, nb);
+    if (b == 0 || covered_everywhere(r, b)) return;
+    empty_block(r, b, x0, y0, cell, cols, 0, 0, cols, rows, empty);
 }
 
 int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {
