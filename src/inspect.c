@@ -172,7 +172,9 @@ static int describe_dir(const char *path) {
     }
     if (newest_valid >= 0)
         printf("a rerun resumes from %s\n", e[newest_valid].path);
-    else if (n > 0)
+    else if (best_ok) /* wc_snapshot_find_resume's last resort */
+        printf("a rerun resumes from %s (no valid ckpt-*.wcp)\n", best);
+    else if (n > 0 || has_best)
         printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
     wc_ckpt_list_free(e, n);
     return WC_EXIT_OK;

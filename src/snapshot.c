@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wildcpu/le.h"
 #include "wildcpu/raster.h"
@@ -409,13 +410,36 @@ static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size
     return WC_OK;
 }
 
+/* No usable ckpt-*.wcp, but a best.wcp (the others deleted to save space, say): it is a whole
+ * checkpoint, so the run resumes from it under the same checks, rather than start over and
+ * replace it with another model. */
+static int resume_from_best(const char *dir, resume_ctx *ctx, wc_ckpt *ck, char **path,
+                            int *found_any) {
+    char best[4200], why[512];
+    snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
+    if (access(best, F_OK) != 0) return WC_ERR;
+    *found_any = 1;
+    if (wc_ckpt_read(best, ck, why, sizeof why) != WC_OK ||
+        resume_check(ck, ctx, why, sizeof why) != WC_OK) {
+        wc_ckpt_free(ck);
+        wc_warn("checkpoint %s is not usable: %s", best, why);
+        return WC_ERR;
+    }
+    wc_warn("%s holds no usable ckpt-*.wcp: resuming from %s (step %ld), the best validation's "
+            "checkpoint",
+            dir, best, ck->step);
+    *path = wc_strdup(best);
+    return WC_OK;
+}
+
 int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s,
                             char **path) {
     memset(s, 0, sizeof *s);
     wc_ckpt ck;
     int found_any = 0;
     resume_ctx ctx = {.snap = s, .m = m};
-    if (wc_ckpt_latest(dir, resume_check, &ctx, &ck, path, &found_any) != WC_OK) {
+    if (wc_ckpt_latest(dir, resume_check, &ctx, &ck, path, &found_any) != WC_OK &&
+        resume_from_best(dir, &ctx, &ck, path, &found_any) != WC_OK) {
         wc_snapshot_free(s);
         if (!found_any) return 0;
         wc_error("%s holds checkpoints but none is usable (see above); refusing to start over "

@@ -132,4 +132,23 @@ s=$?
     && [ "$(md5sum <"$T/deep/risk.tif")" = "$before" ] \
     && ok "an input two VRTs deep in --out: refused (exit 2), untouched" \
     || notok "an input two VRTs deep" "status $s: $(tail -1 "$T/deep.log")"
+# only best.wcp left (the ckpt-*.wcp deleted to save space): a rerun resumes from it under the
+# same checks (it is a whole checkpoint) and ends bitwise where the undisturbed run ended; a
+# rerun with other settings is refused (exit 1) and best.wcp stays as it was
+# (best.wcp made step 16's checkpoint, as if that validation had been the best, so that the
+# resumed run has steps to train)
+cp -r "$T/ref" "$T/bestonly" && cp "$T/ref/checkpoints/ckpt-00000016.wcp" "$T/bestonly/checkpoints/best.wcp" &&
+    rm -f "$T"/bestonly/checkpoints/ckpt-*.wcp
+before=$(md5sum <"$T/bestonly/checkpoints/best.wcp")
+"$WILDCPU" "${args[@]}" --out "$T/bestonly" --model logistic >"$T/bestonly_other.log" 2>&1
+s=$?
+same=$([ "$(md5sum <"$T/bestonly/checkpoints/best.wcp")" = "$before" ] && echo yes)
+"$WILDCPU" "${args[@]}" --out "$T/bestonly" >"$T/bestonly.log" 2>&1
+t=$?
+from=$(grep -o 'resuming from .*best.wcp (step [0-9]*)' "$T/bestonly.log" | head -1)
+[ $s -eq 1 ] && grep -q "best.wcp was written with other settings: model: now logistic" "$T/bestonly_other.log" \
+    && [ "$same" = yes ] && [ $t -eq 0 ] && [ -n "$from" ] \
+    && [ "$(digest "$T/bestonly/checkpoints/ckpt-00000024.wcp")" = "$ref" ] \
+    && ok "only best.wcp left: other settings refused (exit 1, best.wcp kept); the same command ${from#*best.wcp }, ends bitwise at the undisturbed run's step 24" \
+    || notok "only best.wcp left" "other: $s $same $(grep -m1 error "$T/bestonly_other.log"); same: $t '$from' $(tail -1 "$T/bestonly.log")"
 finish
