@@ -71,6 +71,12 @@ char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_s
                      err ? strerror(err) : "it became shorter while read");
             free(s);
             s = NULL;
+        } else if (memchr(s, '\0', n)) {
+            /* text read as a C string would end there, silently */
+            snprintf(why, why_size, "it holds a NUL byte at offset %zu: it is not a text file",
+                     (size_t)((char *)memchr(s, '\0', n) - s));
+            free(s);
+            s = NULL;
         } else {
             s[n] = '\0';
         }

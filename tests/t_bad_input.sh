@@ -50,6 +50,9 @@ expect "--model a pipe" 2 "--model $T/fifo: it is a pipe \(FIFO\), not a regular
 expect "--model /dev/zero" 2 "--model /dev/zero: it is a device, not a regular file" -- --tiles "$SAMPLE" --model /dev/zero "${train[@]}"
 truncate -s 3G "$T/huge.spec"
 expect "--model of 3 GiB" 2 "huge.spec: it is 3221225472 bytes, more than the 1048576" -- --tiles "$SAMPLE" --model "$T/huge.spec" "${train[@]}"
+# a NUL byte would end the spec there as a C string: the layers after it silently gone
+printf 'input x\nconv h x out=1 k=1\n\0conv zz h out=5 k=1\n' >"$T/nul.spec"
+expect "--model with a NUL byte" 2 "nul.spec: it holds a NUL byte at offset 27: it is not a text file" -- --tiles "$SAMPLE" --model "$T/nul.spec" "${train[@]}"
 rm -f "$T/huge.spec"
 expect "--tiles a pipe" 1 "the raster $T/fifo is a pipe \\(FIFO\\), not a file GDAL can read" -- --tiles "$T/fifo" "${train[@]}"
 expect "--labels a pipe" 1 "--labels $T/fifo is a pipe" -- --tiles "$SAMPLE" --labels "$T/fifo" "${train[@]}"

@@ -17,10 +17,11 @@
  * NULL with errno set when it cannot be read. Caller frees. */
 char *wc_read_file(const char *path);
 
-/* A file a user names (a network spec, a baseline report), whole: a regular file of at most max
- * bytes, NUL-terminated (caller frees). NULL with why set ("it is a directory", "it is not a
- * regular file ...", its size against max, the system's error): a pipe or a device is refused
- * rather than waited on, and a huge file rather than read into memory. */
+/* A text file a user names (a network spec, a baseline report), whole: a regular file of at most
+ * max bytes, NUL-terminated (caller frees). NULL with why set ("it is a directory", "it is not a
+ * regular file ...", its size against max, a NUL byte inside it, the system's error): a pipe or
+ * a device is refused rather than waited on, a huge file rather than read into memory, and a
+ * NUL byte rather than taken for the end of the text. */
 char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size);
 
 /* "a pipe (FIFO)", "a device" or "a socket" when path is one, else NULL (a regular file, a
