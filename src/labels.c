@@ -241,14 +241,43 @@ static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped) {
     return err == OGRERR_NONE ? 1 : -1;
 }
 
-/* The first layer of vec that may hold polygons (by its declared geometry type). */
-static OGRLayerH polygon_layer(GDALDatasetH vec) {
+/* Whether layer l may hold polygons (by its declared geometry type). */
+static int may_hold_polygons(OGRLayerH l) {
+    OGRwkbGeometryType g = OGR_GT_Flatten(OGR_L_GetGeomType(l));
+    return is_polygonal(g) || g == wkbUnknown || g == wkbGeometryCollection;
+}
+
+/* The layer of vec that holds the burned areas: the one layer that may hold polygons and has
+ * features (else the first that may hold polygons, for the messages of an empty one). When two
+ * or more have features, *many is set after an error naming them: burning them all could take
+ * a study area for a fire, and taking the first would drop the others silently. */
+static OGRLayerH polygon_layer(GDALDatasetH vec, const char *src, int *many) {
+    OGRLayerH first = NULL, with_features = NULL;
+    char names[1024] = "";
+    size_t n = 0;
+    int count = 0;
     for (int i = 0; i < GDALDatasetGetLayerCount(vec); i++) {
         OGRLayerH l = GDALDatasetGetLayer(vec, i);
-        OGRwkbGeometryType g = OGR_GT_Flatten(OGR_L_GetGeomType(l));
-        if (is_polygonal(g) || g == wkbUnknown || g == wkbGeometryCollection) return l;
+        if (!may_hold_polygons(l)) continue;
+        if (!first) first = l;
+        const GIntBig features = OGR_L_GetFeatureCount(l, TRUE);
+        if (features <= 0) continue;
+        if (!with_features) with_features = l;
+        count++;
+        if (n + 128 < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s (%lld feature%s)",
+                                  n ? ", " : "", OGR_L_GetName(l), (long long)features,
+                                  features == 1 ? "" : "s");
     }
-    return NULL;
+    *many = count > 1;
+    if (*many) {
+        wc_error("%s has %d layers that may hold burned-area polygons: %s; --labels takes one "
+                 "layer: copy it out (ogr2ogr fires.gpkg %s LAYER) or merge them (ogr2ogr "
+                 "-append)",
+                 src, count, names, src);
+        return NULL;
+    }
+    return with_features ? with_features : first;
 }
 
 /* The polygons of `layer` copied into an in-memory layer named "polygons" of *mem (in the
@@ -330,7 +359,9 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
 /* Rasterizes the polygons of the first polygon layer of `vec` into the derived raster. */
 static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *derived,
                      agreement *a) {
-    OGRLayerH layer = polygon_layer(vec);
+    int many = 0;
+    OGRLayerH layer = polygon_layer(vec, src, &many);
+    if (many) return WC_ERR;
     if (!layer || OGR_L_GetFeatureCount(layer, TRUE) == 0) {
         wc_error("%s has no polygon layer with features: --labels needs burned-area polygons",
                  src);

@@ -270,6 +270,13 @@ else
     notok "points and lines skipped, polygons burned" "status $status: $(tail -2 "$T/vec.txt") $(grep -E 'skipped|error' "$T/vec.log" | head -2)"
 fi
 
+# --- a GeoPackage with two polygon layers (fires and a study area, say): refused, naming both,
+# rather than the first burned and the second dropped silently
+ogr2ogr -q -f GPKG "$T/two.gpkg" "$T/polys.geojson" -nln fires2019 &&
+    ogr2ogr -q -update -f GPKG "$T/two.gpkg" "$T/polys.geojson" -nln study_area
+expect "--labels of two polygon layers" 1 "two.gpkg has 2 layers that may hold burned-area polygons: fires2019 \(2 features\), study_area \(2 features\); --labels takes one layer" -- \
+    --tiles "$T/tiles.tif" --labels "$T/two.gpkg" --out "$T/two_layers" "${train[@]}"
+
 # --- a stop while the perimeters are rasterized onto a huge grid (2,000,000 x 20,000 pixels of
 # 1 m, declared in a VRT without sources: rasterizing takes minutes). SIGTERM 3 s after the start,
 # to the process, or to one rank of two (the last one found: either rank 0, which rasterizes,
