@@ -141,6 +141,21 @@ int wc_dist_max_int(int value) {
     return v;
 }
 
+uint64_t wc_dist_host_sum_u64(uint64_t value, int *first_on_host) {
+    *first_on_host = 1;
+    if (dist_size == 1) return value;
+    MPI_Comm host;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, dist_rank, MPI_INFO_NULL,
+                                  &host));
+    int host_rank;
+    MPI_CHECK(MPI_Comm_rank(host, &host_rank));
+    uint64_t v = value;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, host));
+    MPI_CHECK(MPI_Comm_free(&host));
+    *first_on_host = host_rank == 0;
+    return v;
+}
+
 void wc_dist_bcast(void *buf, size_t bytes, int root) {
     if (dist_size == 1) return;
     char *p = buf;

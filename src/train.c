@@ -351,6 +351,31 @@ static void print_plan(train_ctx *t, size_t baseline) {
     t->sum.baseline_bytes = baseline;
 }
 
+/* Collective: refuses (usage error) a run whose memory plan, summed over the ranks of a
+ * machine, exceeds the machine's physical memory: the options decide most of it (the read-ahead
+ * alone is --prefetch slots of --micro-batch patches), and a plan that cannot fit would only end
+ * in the kernel's out-of-memory killer, hours in. */
+static int plan_fits_memory(const train_ctx *t) {
+    const uint64_t need = (uint64_t)t->sum.planned_bytes + t->sum.baseline_bytes +
+                          wc_raster_cache_max();
+    int speaks;
+    const uint64_t here = wc_dist_host_sum_u64(need, &speaks);
+    const uint64_t phys = wc_physical_memory_bytes();
+    const int too_big = phys > 0 && here > phys;
+    if (too_big && speaks) {
+        char a[32], b[32], c[32], d[32];
+        wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
+                 "than its %s of physical memory; the read-ahead holds %s of it (--prefetch %d "
+                 "slots of --micro-batch %d patches): lower --prefetch or --micro-batch, or run "
+                 "fewer ranks per machine",
+                 wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
+                 wc_fmt_bytes(c, sizeof c, (double)phys),
+                 wc_fmt_bytes(d, sizeof d, (double)wc_reader_bytes_held(t->ra.rd)),
+                 t->cfg->prefetch, t->cfg->micro_batch);
+    }
+    return wc_dist_any(too_big) ? WC_ERR : WC_OK;
+}
+
 static void print_setup(const train_ctx *t, double prior) {
     if (t->rank != 0) return;
     const wc_train_config *cfg = t->cfg;
@@ -540,6 +565,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     wc_trainlog_resume_loss(t->log, t->resumed_loss_sum, t->resumed_loss_steps);
     print_setup(t, prior);
     print_plan(t, baseline);
+    if (plan_fits_memory(t) != WC_OK) return WC_EXIT_USAGE;
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
     wc_train_ckpt_start(t);

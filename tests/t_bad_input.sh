@@ -263,4 +263,10 @@ if [ $status -eq 1 ] && grep -Eq "read error in .*tiles.vrt, window x=[0-9]+ y=[
 else
     notok "unreadable window mid-epoch" "exit $status: $(tail -3 "$T/flaky.err")"
 fi
+# a read-ahead larger than the machine (4096 slots of 200 patches of 64 x 64 x 12 bands: 160 GiB)
+# is refused before training (usage error), naming --prefetch, not left to the OOM killer
+"$WILDCPU" synth --out "$T/r1024" --size 1024 >/dev/null 2>&1
+expect "--prefetch beyond physical memory" 2 "the memory plan needs .* GiB per rank .*more than its .* of physical memory; the read-ahead holds .* \(--prefetch 4096 slots" -- \
+    --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 200 --micro-batch 200 \
+    --val-fraction 0 --prefetch 4096 --no-predict
 finish
