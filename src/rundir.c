@@ -2,6 +2,7 @@
  * see rundir.h. */
 #include "wildcpu/rundir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -100,8 +101,22 @@ static int check_inputs(const wc_train_config *cfg) {
     return rc;
 }
 
+/* Whether path is a directory with nothing in it (what a run that failed before its first
+ * checkpoint leaves as DIR/checkpoints: nothing to keep). */
+static int is_empty_dir(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int empty = 1;
+    for (struct dirent *e; empty && (e = readdir(d)) != NULL;)
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
 /* --fresh: the previous run's files move to out/replaced-<time>/ (never deleted), so a later
- * resume cannot pick up the old run's checkpoints. Returns WC_ERR on a failed move. */
+ * resume cannot pick up the old run's checkpoints. An empty checkpoints directory stays (a
+ * replaced-* directory of nothing would only hide the one that holds the last real run).
+ * Returns WC_ERR on a failed move. */
 static int set_aside_previous_run(const char *out) {
     char ts[32], dir[4096], from[4200], to[4400];
     wc_utc_timestamp(ts, sizeof ts);
@@ -111,7 +126,7 @@ static int set_aside_previous_run(const char *out) {
     int moved = 0;
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(from, sizeof from, out, RUN_FILES[i].name);
-        if (access(from, F_OK) != 0) continue;
+        if (access(from, F_OK) != 0 || is_empty_dir(from)) continue;
         if (!moved && mkdir(dir, 0777) != 0 && errno != EEXIST) {
             wc_error("--fresh: cannot create %s to keep the previous run: %s", dir, strerror(errno));
             return WC_ERR;
@@ -188,9 +203,9 @@ static int prepare_here(const wc_train_config *cfg) {
         wc_error("cannot create the run directory %s: %s", out, strerror(errno));
         return WC_EXIT_RUNTIME;
     }
-    /* before --fresh moves anything: the files may be another running run's */
+    /* before --fresh moves anything (wc_rundir_set_aside): the files may be another running
+     * run's */
     if (lock_fd < 0 && lock_run_dir(out) != WC_OK) return WC_EXIT_RUNTIME;
-    if (cfg->fresh && set_aside_previous_run(out) != WC_OK) return WC_EXIT_RUNTIME;
     if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
         return WC_EXIT_RUNTIME;
@@ -211,6 +226,20 @@ static int prepare_here(const wc_train_config *cfg) {
     if (unlink(marker) != 0 && errno != ENOENT)
         wc_warn("cannot remove %s: %s", marker, strerror(errno));
     return WC_OK;
+}
+
+int wc_rundir_set_aside(const wc_train_config *cfg) {
+    int failed = 0;
+    if (cfg->fresh && wc_dist_rank() == 0) {
+        char ckpt_dir[4200];
+        run_file(ckpt_dir, sizeof ckpt_dir, cfg->out_dir, "checkpoints");
+        failed = set_aside_previous_run(cfg->out_dir) != WC_OK;
+        if (!failed && mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
+            wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
+            failed = 1;
+        }
+    }
+    return wc_dist_any(failed) ? WC_ERR : WC_OK;
 }
 
 int wc_rundir_prepare(const wc_train_config *cfg) {

@@ -543,6 +543,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                  cfg->data.tiles, t->ds->ntrain, t->ds->P, t->ds->P, cfg->batch);
         return WC_EXIT_RUNTIME;
     }
+    if (wc_rundir_set_aside(cfg) != WC_OK) return WC_EXIT_RUNTIME;
     t->net = wc_net_create(cfg->model, t->spec, t->ds->nfeat, cfg->micro_batch, t->ds->P, t->ds->P,
                            WC_NET_TRAIN);
     if (!t->net) return WC_EXIT_USAGE;

@@ -156,13 +156,22 @@ for kind in flip truncated empty magic future; do
     fi
 done
 
-# nothing valid: stop with an error instead of silently starting over; --fresh on purpose
+# nothing valid (best.wcp included: a valid one is resumed from, t_rundir): stop with an error
+# instead of silently starting over; --fresh on purpose
 cp -r "$T/ref" "$T/none"
-for f in "$T"/none/checkpoints/ckpt-*.wcp; do : >"$f"; done
+for f in "$T"/none/checkpoints/*.wcp; do : >"$f"; done
 resume none 1
 status=$?
 [ $status -eq 1 ] && grep -q "holds checkpoints but none is usable" "$T/none.log" \
     && ok "no valid checkpoint: error, not a silent restart" || notok "no valid checkpoint: error" "status $status"
+# --fresh for a run that cannot start (no such raster, no such label band) moves nothing
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" --tiles "$T/nosuch.vrt" >"$T/nofresh.log" 2>&1
+s1=$?
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" --label-band nosuch >>"$T/nofresh.log" 2>&1
+s2=$?
+[ $s1 -eq 1 ] && [ $s2 -eq 1 ] && ! ls -d "$T"/none/replaced-* >/dev/null 2>&1 && [ -f "$T/none/metrics.jsonl" ] \
+    && ok "--fresh of a run that cannot start (no raster, no label band): exit 1, nothing moved" \
+    || notok "--fresh of a run that cannot start" "$s1 $s2: $(ls "$T/none") $(grep error "$T/nofresh.log" | head -2)"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" >>"$T/none.log" 2>&1
 [ $? -eq 0 ] && ls -d "$T"/none/replaced-*/checkpoints >/dev/null 2>&1 \
     && ok "--fresh starts over and keeps the previous run's files in replaced-*/" \

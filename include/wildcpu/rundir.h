@@ -3,8 +3,9 @@
  *
  * Before a run: no input may be one of the run's files (a --tiles D/risk.tif with --out D would
  * be replaced by the map, or moved aside by --fresh); DIR is created and locked (DIR/.lock, held
- * by rank 0 until it exits: a second run into DIR meanwhile is refused, status 1); --fresh moves
- * the previous run's files to DIR/replaced-<time>/; DIR/checkpoints is created.
+ * by rank 0 until it exits: a second run into DIR meanwhile is refused, status 1);
+ * DIR/checkpoints is created. --fresh moves the previous run's files to DIR/replaced-<time>/
+ * once the data is open and planned (wc_rundir_set_aside).
  *
  * DIR/STOPPED exists exactly when the last run of DIR ended with status 75 (stopped by a signal
  * with its checkpoint written, or stopped while drawing the map after the final one): a script
@@ -28,6 +29,11 @@
  * run. Collective. Returns WC_OK, or an exit status: WC_EXIT_USAGE when an input is one of the
  * run's files, WC_EXIT_RUNTIME when the directory cannot be prepared (after a message). */
 int wc_rundir_prepare(const wc_train_config *cfg);
+
+/* --fresh: moves the previous run's files to out_dir/replaced-<time>/, once the data is open and
+ * planned (a run that cannot start leaves a finished run's files where they were). Collective;
+ * nothing without --fresh. WC_ERR after a message when a file cannot be moved. */
+int wc_rundir_set_aside(const wc_train_config *cfg);
 
 /* Writes out_dir/STOPPED (rank 0; the others return at once). phase: "planning", "training" or
  * "map". */
