@@ -464,16 +464,37 @@ static wc_sample sample_patch(const void *ds, uint32_t id, long epoch) {
     return wc_dataset_sample(ds, id, epoch);
 }
 
-/* The optimizer, the reducer and the schedule of the run. */
-static void build_optimization(train_ctx *t) {
+/* The most steps a run may have: what --steps allows, also when --epochs decides. */
+#define MAX_STEPS 1000000000L
+
+/* The optimizer, the reducer and the schedule of the run. A usage error (after a message) when
+ * what the options give together is out of the range each is held to alone. */
+static int build_optimization(train_ctx *t) {
     const wc_train_config *cfg = t->cfg;
     const wc_dataset *ds = t->ds;
     long spe = wc_schedule_steps_per_epoch(ds->ntrain, cfg->batch);
+    if (cfg->steps <= 0 && cfg->epochs > MAX_STEPS / spe) {
+        wc_error("--epochs %ld of %ld steps each (%ld training patches, --batch %d) make more "
+                 "than the %ld steps a run may have: lower --epochs or give --steps",
+                 cfg->epochs, spe, ds->ntrain, cfg->batch, MAX_STEPS);
+        return WC_EXIT_USAGE;
+    }
     t->total_steps = cfg->steps > 0 ? cfg->steps : cfg->epochs * spe;
     wc_optim_config oc = cfg->optim;
     if (cfg->lr_scaling_linear) oc.lr *= (double)cfg->batch / (double)cfg->lr_ref_batch;
+    if (!(oc.lr >= 1e-12 && oc.lr <= 100)) {
+        wc_error("--lr %g scaled linearly by --batch %d / --lr-ref-batch %d gives %g, outside "
+                 "1e-12 to 100: lower --lr, or --lr-scaling none",
+                 cfg->optim.lr, cfg->batch, cfg->lr_ref_batch, oc.lr);
+        return WC_EXIT_USAGE;
+    }
     oc.total_steps = t->total_steps;
     if (oc.warmup_steps < 0) oc.warmup_steps = WC_MIN(100, t->total_steps / 10);
+    if (oc.warmup_steps > t->total_steps && t->rank == 0)
+        wc_warn("--warmup %ld is longer than the run's %ld steps: the learning rate never "
+                "reaches --lr (it ends at %.3g)",
+                oc.warmup_steps, t->total_steps,
+                oc.lr * (double)t->total_steps / (double)oc.warmup_steps);
     t->opt = wc_optim_create(&oc, t->net->nparams);
     int max_micro = (cfg->batch + cfg->micro_batch - 1) / cfg->micro_batch;
     t->ra.max_local = (max_micro + t->nranks - 1) / t->nranks;
@@ -482,6 +503,7 @@ static void build_optimization(train_ctx *t) {
     wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
                      t->nranks, cfg->seed, t->total_steps);
     wc_schedule_set_sampler(&t->sched, sample_patch, ds);
+    return WC_EXIT_OK;
 }
 
 /* Buffers, the validation accumulators and the reader (collective: every rank learns whether
@@ -543,11 +565,12 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                  cfg->data.tiles, t->ds->ntrain, t->ds->P, t->ds->P, cfg->batch);
         return WC_EXIT_RUNTIME;
     }
-    if (wc_rundir_set_aside(cfg) != WC_OK) return WC_EXIT_RUNTIME;
     t->net = wc_net_create(cfg->model, t->spec, t->ds->nfeat, cfg->micro_batch, t->ds->P, t->ds->P,
                            WC_NET_TRAIN);
     if (!t->net) return WC_EXIT_USAGE;
-    build_optimization(t);
+    status = build_optimization(t);
+    if (status != WC_EXIT_OK) return status;
+    if (wc_rundir_set_aside(cfg) != WC_OK) return WC_EXIT_RUNTIME;
     wc_train_ckpt_config_kv(t);
     const wc_dataset *ds = t->ds;
     double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;

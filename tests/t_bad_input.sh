@@ -269,4 +269,12 @@ fi
 expect "--prefetch beyond physical memory" 2 "the memory plan needs .* GiB per rank .*more than its .* of physical memory; the read-ahead holds .* \(--prefetch 4096 slots" -- \
     --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 200 --micro-batch 200 \
     --val-fraction 0 --prefetch 4096 --no-predict
+# options within their own ranges whose combination is not: refused before training (usage)
+expect "--lr scaled beyond 100" 2 "--lr 1 scaled linearly by --batch 128 / --lr-ref-batch 1 gives 128, outside 1e-12 to 100" -- \
+    --tiles "$SAMPLE" --out "$T/combo" --lr 1 --lr-scaling linear --lr-ref-batch 1 --batch 128 \
+    --micro-batch 8 --patch 32 --no-predict
+expect "--epochs beyond 1e9 steps" 2 "--epochs 1000000 of [0-9]+ steps each .* make more than the 1000000000 steps a run may have" -- \
+    --tiles "$SAMPLE" --out "$T/combo" --epochs 1000000 --batch 1 --micro-batch 1 --patch 8 --no-predict
+expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than the run's 2 steps: the learning rate never reaches --lr" -- \
+    --tiles "$SAMPLE" --out "$T/combo" --steps 2 --batch 8 --micro-batch 4 --patch 32 --warmup 1000 --no-predict
 finish
