@@ -453,14 +453,16 @@ static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const
 /* The normalization stored for a feature, as doubles that are finite for any finite input:
  * the mean of finite values lies within their range (clamped against the last rounding); a
  * std that is not finite, subnormal or within rounding of the values (2^-40 of the mean) means
- * the feature is constant over the training pixels: std 1. Returns 0 for a constant one. */
+ * the feature is constant over the training pixels: std max(1, |mean|), so that its inputs are
+ * 0 up to that rounding (std 1 fed values of 1e30 one rounding apart as +-5e13, and training
+ * diverged). Returns 0 for a constant one. */
 static int moments_finish(const moments *m, double *mean, double *std) {
     long double mu = m->n > 0 ? m->mean : 0;
     *mean = (double)fmaxl(-DBL_MAX, fminl(DBL_MAX, mu));
     long double sd = m->n > 1 ? sqrtl(m->m2 / m->n) : 0;
     *std = (double)fminl(DBL_MAX, sd);
     if (!(*std >= DBL_MIN) || !isfinite(*std) || *std <= fabs(*mean) * 0x1p-40) {
-        *std = 1.0;
+        *std = fmax(1.0, fabs(*mean));
         return 0;
     }
     return 1;
@@ -846,7 +848,7 @@ static int plan(wc_dataset *ds) {
         moments m = {chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
         if (!moments_finish(&m, &ds->mean[c], &ds->std[c]))
             wc_warn("%s, band %d (%s) is constant over the training pixels: it carries no "
-                    "information (normalized with std 1)",
+                    "information (its inputs are 0)",
                     ds->tiles_path, ds->feat_bands[c],
                     ds->files.src.bands[ds->feat_bands[c] - 1].name);
     }

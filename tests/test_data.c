@@ -344,10 +344,11 @@ static void test_band_types(void) {
  * 64-pixel patches, all training) holds one kind of hostile value; planning must give each a
  * finite mean and std within a few double roundings of the reference, or, for a band whose
  * spread is subnormal, call it constant (std 1). Decoding then gives finite inputs only. */
-enum { HOSTILE_BANDS = 7, HOSTILE_SIDE = 128 };
+enum { HOSTILE_BANDS = 8, HOSTILE_SIDE = 128 };
 static const char *hostile_names[HOSTILE_BANDS] = {
     "near +DBL_MAX", "near -DBL_MAX", "+-1e308 mixed", "1e308 outliers among N(0,1)",
-    "log-uniform 1e-300..1e300, both signs", "subnormal spread", "ordinary"};
+    "log-uniform 1e-300..1e300, both signs", "subnormal spread", "ordinary",
+    "1e30, one rounding apart"};
 
 static double hostile_value(int band, int i, uint64_t *rng) {
     *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -359,6 +360,7 @@ static double hostile_value(int band, int i, uint64_t *rng) {
     case 3: return i % 97 == 0 ? 1e308 : 2 * u - 1;
     case 4: return (i % 3 ? 1 : -1) * pow(10, -300 + 600 * u);
     case 5: return 0x1p-1060 * (1 + u); /* subnormal values and spread */
+    case 7: return i % 2 ? 1e30 : nextafter(1e30, INFINITY); /* constant but for rounding */
     default: return 100 + 10 * u;
     }
 }
@@ -401,6 +403,11 @@ static void test_statistics_of_hostile_values(void) {
             CHECK(sd == 1.0, "%s: std %g, expected 1 (constant)", hostile_names[c], sd);
             continue;
         }
+        if (c == 7) { /* constant: normalized by its own size, so its inputs are 0 */
+            CHECK(sd == fabs(m), "%s: std %g, expected |mean| %g (constant)", hostile_names[c],
+                  sd, fabs(m));
+            continue;
+        }
         /* the mean's error is measured against the spread it is normalized by */
         double em = fabs(m - ref_mean) / fmax(fabs(ref_mean), ref_std);
         double es = rel_err(sd, ref_std, 0);
@@ -421,8 +428,10 @@ static void test_statistics_of_hostile_values(void) {
             nvalid +=
                 wc_dataset_decode(ds, raw, (wc_sample){0}, ds->mean, ds->std, x, y, valid, NULL);
             for (int i = 0; i < NB * 64 * 64; i++) bad += !isfinite(x[i]);
+            for (int i = 7 * 64 * 64; i < 8 * 64 * 64; i++) bad += !(fabsf(x[i]) < 1e-6f);
         }
-        CHECK(bad == 0 && nvalid == 4 * 64 * 64, "%ld non-finite inputs, %ld of %d valid", bad,
+        CHECK(bad == 0 && nvalid == 4 * 64 * 64,
+              "%ld non-finite inputs (or not 0 for the constant band), %ld of %d valid", bad,
               nvalid, 4 * 64 * 64);
         free(raw), free(x);
         wc_data_files_close(&f);
