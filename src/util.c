@@ -112,15 +112,25 @@ void wc_warn(const char *fmt, ...) {
     va_end(ap);
 }
 
-void wc_warn_oversubscribed(int threads) {
+int wc_check_threads(int threads) {
     cpu_set_t set;
-    if (log_rank != 0 || threads <= 1 || sched_getaffinity(0, sizeof set, &set) != 0) return;
+    if (threads <= 1 || sched_getaffinity(0, sizeof set, &set) != 0) return WC_OK;
     const int cpus = CPU_COUNT(&set);
-    if (threads > cpus)
+    if (threads > WC_THREADS_PER_CPU_MAX * cpus) {
+        /* every rank that has too few says so: ranks may be bound to different CPUs */
+        wc_error("--threads %d is more than %d times the %d CPU%s this process may run on (its "
+                 "affinity: a Slurm allocation's, mpirun's binding, a taskset's): the threads "
+                 "would take turns for every step and a stop would wait for them; use --threads "
+                 "%d, or give the process more CPUs (srun --cpus-per-task, mpirun --bind-to none)",
+                 threads, WC_THREADS_PER_CPU_MAX, cpus, cpus == 1 ? "" : "s", cpus);
+        return WC_ERR;
+    }
+    if (threads > cpus && log_rank == 0)
         wc_warn("--threads %d, but this process may run on %d CPU%s: the threads take turns on "
                 "them and every step is slower than with --threads %d (and the report counts "
                 "%d cores)",
                 threads, cpus, cpus == 1 ? "" : "s", cpus, threads);
+    return WC_OK;
 }
 
 void wc_error(const char *fmt, ...) {

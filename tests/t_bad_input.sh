@@ -277,4 +277,8 @@ expect "--epochs beyond 1e9 steps" 2 "--epochs 1000000 of [0-9]+ steps each .* m
     --tiles "$SAMPLE" --out "$T/combo" --epochs 1000000 --batch 1 --micro-batch 1 --patch 8 --no-predict
 expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than the run's 2 steps: the learning rate never reaches --lr" -- \
     --tiles "$SAMPLE" --out "$T/combo" --steps 2 --batch 8 --micro-batch 4 --patch 32 --warmup 1000 --no-predict
+# far more threads than CPUs (more than 4 per CPU of the affinity): refused at once, naming the CPUs
+cpus=$(nproc)
+expect "--threads beyond 4 per CPU" 2 "--threads $((4 * cpus + 1)) is more than 4 times the $cpus CPU" -- \
+    --tiles "$SAMPLE" --threads $((4 * cpus + 1)) "${train[@]}"
 finish

@@ -78,9 +78,12 @@ void wc_log_set_rank(int rank, int nranks);
 int wc_log_set_quiet(int quiet); /* returns the level it replaces */
 void wc_info(const char *fmt, ...) WC_PRINTF(1, 2);
 void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
-/* Rank 0 warns when --threads exceeds the CPUs this process may run on (its affinity: a
- * Slurm allocation's, a taskset's). */
-void wc_warn_oversubscribed(int threads);
+/* --threads against the CPUs this process may run on (its affinity: a Slurm allocation's, a
+ * taskset's): rank 0 warns when it exceeds them; more than WC_THREADS_PER_CPU_MAX times them is
+ * an error (WC_ERR after a message), since every step and every stop would wait for threads
+ * taking turns. */
+#define WC_THREADS_PER_CPU_MAX 4
+int wc_check_threads(int threads);
 void wc_error(const char *fmt, ...) WC_PRINTF(1, 2);
 /* Logs the message as an error, then ends the whole job through the fatal hook. */
 WC_NORETURN void wc_fatal(const char *fmt, ...) WC_PRINTF(1, 2);
