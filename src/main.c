@@ -407,6 +407,9 @@ static int cmd_train(int argc, char **argv) {
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.data.tiles) return usage_error("--tiles PATH is required");
+    if (!*c.out_dir) return usage_error("--out: empty path (give the run directory)");
+    if (c.data.label_band && !*c.data.label_band)
+        return usage_error("--label-band: empty (give a band's description or number)");
     if (c.micro_batch > c.batch)
         return usage_error("--micro-batch (%d%s) must not exceed --batch (%d): give --micro-batch "
                            "%d or less",
@@ -549,6 +552,8 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
         return usage_error("evaluate needs --tiles and --checkpoint");
     if (!evaluate && (!c.tiles || !c.checkpoint || !c.out))
         return usage_error("predict needs --tiles, --checkpoint and --out");
+    if (c.label_band && !*c.label_band)
+        return usage_error("--label-band: empty (give a band's description or number)");
     return wc_predict_run(&c);
 }
 

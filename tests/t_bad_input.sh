@@ -281,4 +281,7 @@ expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than th
 cpus=$(nproc)
 expect "--threads beyond 4 per CPU" 2 "--threads $((4 * cpus + 1)) is more than 4 times the $cpus CPU" -- \
     --tiles "$SAMPLE" --threads $((4 * cpus + 1)) "${train[@]}"
+# empty values where a path or a band is needed: usage errors
+expect "--out empty" 2 "--out: empty path" -- --tiles "$SAMPLE" --out= --steps 1 --no-predict
+expect "--label-band empty" 2 "--label-band: empty" -- --tiles "$SAMPLE" --label-band '' "${train[@]}"
 finish
