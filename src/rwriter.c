@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cpl_error.h>
@@ -51,16 +52,31 @@ static const char *work_name(const wc_rwriter *w) {
 
 /* GDAL's message; when GDAL failed without one, what the file system says of the target's
  * directory (removed or renamed while the raster was written, the usual cause). */
+/* Free space below which a failed write is said to be most likely a full disk: libtiff's
+ * messages ("TIFFAppendToStrip: Write error") do not say so. */
+#define LOW_SPACE_BYTES ((uint64_t)64 << 20)
+
 static const char *gdal_why(const wc_rwriter *w) {
-    if (w->err.failures) return w->err.last;
     char *dir = wc_dir_of(w->target);
     struct stat st;
-    const char *why =
-        stat(dir, &st) != 0
-            ? CPLSPrintf("GDAL gave no reason; the directory %s is gone (%s): was it removed or "
+    const char *why;
+    if (w->err.failures)
+        why = w->err.last;
+    else if (stat(dir, &st) != 0)
+        why = CPLSPrintf("GDAL gave no reason; the directory %s is gone (%s): was it removed or "
                          "renamed while the raster was written?",
-                         dir, strerror(errno))
-            : "GDAL gave no reason";
+                         dir, strerror(errno));
+    else
+        why = "GDAL gave no reason";
+    /* (CPLSPrintf's ring of buffers: a result may be the argument of the next) */
+    struct statvfs fs;
+    char free_text[32];
+    if (statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < LOW_SPACE_BYTES)
+        why = CPLSPrintf("%s (the file system of %s has %s free: out of space?)", why, dir,
+                         wc_fmt_bytes(free_text, sizeof free_text,
+                                      (double)fs.f_bavail * (double)fs.f_frsize));
+    if (stat(w->target, &st) == 0)
+        why = CPLSPrintf("%s; the existing %s is untouched", why, w->target);
     free(dir);
     return why;
 }

@@ -101,6 +101,21 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
     else
         notok "metrics.jsonl on a full disk" "status $st; lines: $lines; $(grep -i -m2 'metrics.jsonl' "$T/full.log")"
     fi
+    # the map on a full disk: libtiff's own message does not say why, wildcpu adds the free
+    # space and that the existing map is untouched (and it is)
+    rm -rf "$small"/*
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$small/risk.tif" >/dev/null 2>&1
+    before=$(md5sum <"$small/risk.tif")
+    free_kib=$(df -k --output=avail "$small" | tail -1)
+    dd if=/dev/zero of="$small/filler" bs=1024 count=$((free_kib - 300)) status=none 2>/dev/null
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$small/risk.tif" >"$T/fullmap.log" 2>&1
+    st=$?
+    if [ $st -eq 1 ] && grep -q "has .* free: out of space?); the existing .*small/risk.tif is untouched" "$T/fullmap.log" &&
+        [ "$(md5sum <"$small/risk.tif")" = "$before" ]; then
+        ok "the map on a full disk: exit 1, the free space and the untouched map said, and it is untouched"
+    else
+        notok "the map on a full disk" "status $st: $(grep error "$T/fullmap.log")"
+    fi
     umount "$small"
 else
     echo "# skipped: cannot mount a tmpfs here (the full-disk case needs one)"
