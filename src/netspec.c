@@ -177,7 +177,10 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         }
         unsigned bits = k == 5 ? 1u << 1 | 1u << 2 : 1u << k;
         if (seen & bits) {
-            wc_error("%s:%d: option %s given twice (k= gives both kh= and kw=)", arch, lineno, key);
+            /* k= sets kh= and kw=: said only where that can be the clash */
+            const int kernel = k == 1 || k == 2 || k == 5;
+            wc_error("%s:%d: option %s given twice%s", arch, lineno, key,
+                     kernel ? " (k= gives both kh= and kw=)" : "");
             return WC_ERR;
         }
         seen |= bits;

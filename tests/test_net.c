@@ -758,7 +758,9 @@ static void test_spec_options(void) {
     expect_refused("an option twice", "input x\nconv h x out=1 k=1 k=3\n", 2, 6, 6,
                    "option k given twice");
     expect_refused("k= and kh=", "input x\nconv h x out=1 kh=3 k=1\n", 2, 6, 6,
-                   "option k given twice");
+                   "option k given twice (k= gives both kh= and kw=)");
+    expect_refused("out twice: no word of k=", "input x\nconv h x out=1 k=1 out=01\n", 2, 6, 6,
+                   "option out given twice\n");
     expect_refused("out beyond 2^20", "input x\nconv h x out=1048577 k=1\n", 2, 6, 6,
                    "from 0 to 1048576, got '1048577'");
     expect_refused("a huge value", "input x\nconv h x out=1 k=99999999999999999999\n", 2, 6, 6,
