@@ -199,6 +199,11 @@ static int prepare_here(const wc_train_config *cfg) {
     if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;
     char ckpt_dir[4200], marker[4200];
     run_file(ckpt_dir, sizeof ckpt_dir, out, "checkpoints");
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        wc_error("--out %s exists and is not a directory: give the run a directory", out);
+        return WC_EXIT_RUNTIME;
+    }
     if (wc_mkdir_p(out) != WC_OK) {
         wc_error("cannot create the run directory %s: %s", out, strerror(errno));
         return WC_EXIT_RUNTIME;

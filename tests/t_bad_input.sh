@@ -284,4 +284,6 @@ expect "--threads beyond 4 per CPU" 2 "--threads $((4 * cpus + 1)) is more than 
 # empty values where a path or a band is needed: usage errors
 expect "--out empty" 2 "--out: empty path" -- --tiles "$SAMPLE" --out= --steps 1 --no-predict
 expect "--label-band empty" 2 "--label-band: empty" -- --tiles "$SAMPLE" --label-band '' "${train[@]}"
+: >"$T/afile"
+expect "--out an existing file" 1 "--out .*afile exists and is not a directory" -- --tiles "$SAMPLE" --out "$T/afile" --steps 1 --no-predict
 finish
