@@ -71,8 +71,8 @@ void wc_train_ckpt_take_background(train_ctx *t, int wait) {
     wc_ckptbg_result r;
     while (t->bg && wc_ckptbg_poll(t->bg, wait, &r)) {
         if (r.rc != WC_OK) {
-            wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
-                     "checkpoints are intact; continuing without it",
+            wc_error("checkpoint at step %ld (%s) is not complete (see above); it replaced none "
+                     "of the previous checkpoints; continuing without it",
                      r.step, r.why);
             continue;
         }
@@ -159,8 +159,8 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     wc_json_free(&metrics);
     if (background) return WC_OK;
     if (rc != WC_OK) {
-        wc_error("checkpoint at step %ld (%s) is not complete (see above); the previous "
-                 "checkpoints are intact",
+        wc_error("checkpoint at step %ld (%s) is not complete (see above); it replaced none "
+                 "of the previous checkpoints",
                  steps_done, why);
         return WC_ERR;
     }
@@ -205,7 +205,7 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
         save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
     if (failed) {
         if (prev_step >= 0)
-            wc_warn("best.wcp keeps step %ld (AUC-PR %.4f)", prev_step, prev_auc);
+            wc_warn("best.wcp of step %ld (AUC-PR %.4f) was not replaced", prev_step, prev_auc);
         else
             wc_warn("no best.wcp yet: the next better validation tries again");
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
