@@ -108,6 +108,15 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     return WC_EXIT_USAGE;
 }
 
+/* getopt_long's '?': an option it does not know, or (optopt set, "--name=value") a value given
+ * to an option that takes none. `where` ends the first message ("for synth", ...). */
+static int option_error(const char *name, const char *where) {
+    const char *eq = strchr(name, '=');
+    if (optopt != 0 && eq)
+        return usage_error("option %.*s takes no value", (int)(eq - name), name);
+    return usage_error("unknown option %s %s", name, where);
+}
+
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;
@@ -402,7 +411,7 @@ static int cmd_train(int argc, char **argv) {
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return usage_error("unknown option %s (see wildcpu --help)", name);
+            return option_error(name, "(see wildcpu --help)");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -480,7 +489,7 @@ static int cmd_synth(int argc, char **argv) {
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return usage_error("unknown option %s for synth", name);
+            return option_error(name, "for synth");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -493,7 +502,6 @@ static int cmd_synth(int argc, char **argv) {
  * table (below) says which options it takes. evaluate scores the map against labels and
  * writes it only with --map; its --out is the metrics. */
 static int parse_map_command(int argc, char **argv, const struct option *opts, int evaluate) {
-    const char *cmd = evaluate ? "evaluate" : "predict";
     wc_predict_config c;
     wc_predict_config_default(&c);
     c.evaluate = evaluate;
@@ -544,7 +552,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return usage_error("unknown option %s for %s", name, cmd);
+            return option_error(name, evaluate ? "for evaluate" : "for predict");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -621,7 +629,7 @@ static int cmd_export(int argc, char **argv) {
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return usage_error("unknown option %s for export", name);
+            return option_error(name, "for export");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);

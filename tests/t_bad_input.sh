@@ -286,4 +286,5 @@ expect "--out empty" 2 "--out: empty path" -- --tiles "$SAMPLE" --out= --steps 1
 expect "--label-band empty" 2 "--label-band: empty" -- --tiles "$SAMPLE" --label-band '' "${train[@]}"
 : >"$T/afile"
 expect "--out an existing file" 1 "--out .*afile exists and is not a directory" -- --tiles "$SAMPLE" --out "$T/afile" --steps 1 --no-predict
+expect "a value given to an option that takes none" 2 "option --fresh takes no value" -- --tiles "$SAMPLE" --fresh=yes "${train[@]}"
 finish
