@@ -575,9 +575,9 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     const wc_dataset *ds = t->ds;
     double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;
     wc_net_init_params(t->net, cfg->seed, prior);
-    if (wc_train_ckpt_resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK ||
-        wc_validation_init(&t->val, t->ds, t->net->arch, t->spec, t->net->params) != WC_OK)
-        return WC_EXIT_RUNTIME;
+    if (wc_train_ckpt_resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK) return WC_EXIT_RUNTIME;
+    const int val = wc_validation_init(&t->val, t->ds, t->net->arch, t->spec, t->net->params);
+    if (val != WC_OK) return val == WC_VALIDATION_NO_NETWORK ? WC_EXIT_USAGE : WC_EXIT_RUNTIME;
     if (t->rank == 0) {
         char path[4200];
         snprintf(path, sizeof path, "%s/split.tif", cfg->out_dir);

@@ -287,4 +287,9 @@ expect "--label-band empty" 2 "--label-band: empty" -- --tiles "$SAMPLE" --label
 : >"$T/afile"
 expect "--out an existing file" 1 "--out .*afile exists and is not a directory" -- --tiles "$SAMPLE" --out "$T/afile" --steps 1 --no-predict
 expect "a value given to an option that takes none" 2 "option --fresh takes no value" -- --tiles "$SAMPLE" --fresh=yes "${train[@]}"
+# a spec that builds for a patch but not for the validation window (2100 channels of 1024 x 1024
+# pixels are more than a tensor holds): the spec's fault, a usage error
+printf 'input x\nconv a x out=2100 k=1\nconv h a out=1 k=1\n' >"$T/wide.spec"
+expect "--model too wide for the validation window" 2 "wide.spec: layer a: its output of 1 x 2100 x [0-9]+ x [0-9]+ values is more than a tensor may hold" -- \
+    --tiles "$SAMPLE" --model "$T/wide.spec" --out "$T/widespec" --steps 1 --batch 4 --micro-batch 1 --patch 8 --no-predict
 finish

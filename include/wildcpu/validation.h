@@ -42,7 +42,9 @@ enum {
 
 /* Collective. The network for one core's window (arch, spec as the training network's, params
  * its current parameters), the files and buffers. WC_ERR on every rank when some rank cannot
- * open its files or build the network. */
+ * open its files; WC_VALIDATION_NO_NETWORK when the network cannot be built for the window
+ * (a spec that fits a patch but not the larger window: the spec's fault, a usage error). */
+#define WC_VALIDATION_NO_NETWORK (-2)
 int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch, const char *spec,
                        const float *params);
 void wc_validation_free(wc_validation *v);
