@@ -3,6 +3,7 @@
 #include "wildcpu/dataset.h"
 
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -710,7 +711,8 @@ static int plan_patch(wc_dataset *ds, long id, int known_empty, void *raw, float
 
 /* What planning keeps of a rank's share: every patch's kept flag, and the counts and moments of
  * the kept patches alone, in grid order. A mostly empty mosaic keeps few of its many patches, so
- * the arrays grow with what is kept, not with the grid. */
+ * the arrays are sized by the patches GDAL does not know to be empty (at most that many are
+ * kept), not by the grid. */
 typedef struct {
     uint8_t *kept;      /* (share) enough valid pixels */
     long n, cap;        /* kept patches, and room for */
@@ -719,11 +721,7 @@ typedef struct {
 } plan_share;
 
 static void share_add(plan_share *s, int nfeat, const patch_count *pc, const moments *m) {
-    if (s->n == s->cap) {
-        s->cap = WC_MAX(64, s->cap * 2);
-        s->count = WC_REALLOC(s->count, sizeof(patch_count) * (size_t)s->cap);
-        s->mom = WC_REALLOC(s->mom, sizeof(moments) * (size_t)s->cap * (size_t)nfeat);
-    }
+    WC_ASSERT(s->n < s->cap);
     s->count[s->n] = *pc;
     memcpy(&s->mom[(size_t)s->n * (size_t)nfeat], m, sizeof(moments) * (size_t)nfeat);
     s->n++;
@@ -765,13 +763,17 @@ static int plan(wc_dataset *ds) {
     uint8_t *valid = WC_ALLOC(pp);
     const long nmine = hi - lo;
     const long min_valid = (long)ceil(ds->cfg.min_valid * (double)pp);
-    plan_share share = {.kept = WC_CALLOC(nmine + 1, 1)};
     /* the patches GDAL knows to be empty, over the grid rows of this rank's share */
     const long row0 = lo / ds->cols, nrows = nmine > 0 ? (hi - 1) / ds->cols - row0 + 1 : 0;
     uint8_t *empty = WC_ALLOC((size_t)nrows * (size_t)ds->cols + 1);
-    wc_raster_empty_cells(&ds->files.src, ds->feat_bands, ds->nfeat, ds->x_origin,
+    wc_raster_empty_cells(&ds->files.src, ds->feat_bands, ds->nfeat, ds->read_type, ds->x_origin,
                           ds->y_origin + (int64_t)row0 * ds->P, ds->P, ds->cols, (int)nrows,
                           empty);
+    int64_t unread[2] = {0, ds->npatches}; /* of this rank's share, known empty; all patches */
+    for (long j = 0; j < nmine; j++) unread[0] += empty[lo + j - row0 * ds->cols];
+    plan_share share = {.kept = WC_CALLOC(nmine + 1, 1), .cap = nmine - (long)unread[0]};
+    share.count = WC_ALLOC(sizeof(patch_count) * (size_t)(share.cap + 1));
+    share.mom = WC_ALLOC(sizeof(moments) * (size_t)(share.cap + 1) * (size_t)ds->nfeat);
     moments *patch_mom = WC_CALLOC(ds->nfeat, sizeof(moments));
     const long most = largest_share(ds->npatches, R);
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
@@ -818,6 +820,11 @@ static int plan(wc_dataset *ds) {
     }
     wc_dist_allgatherv(share.kept, (size_t)nmine, ds->keep, counts);
     free(counts);
+    wc_dist_sum_i64(unread, 1);
+    if (rank == 0 && unread[0] > 0)
+        wc_info("planning %s: %" PRId64 " of %" PRId64 " patches not read (GDAL knows them to be "
+                "nodata)",
+                ds->tiles_path, unread[0], unread[1]);
     split(ds);
     /* The ordered chain: rank r continues rank r-1's running sums over patches in grid order,
      * which reproduces exactly the single-process loop. It carries the long doubles themselves

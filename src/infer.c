@@ -129,7 +129,7 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
     const int64_t wy = align_down(cy - p->g.margin, p->g.phase_y, p->g.align);
     /* the core keeps at least `margin` pixels of window on every side */
     WC_ASSERT(wx + p->Tx >= cx + cw + p->g.margin && wy + p->Ty >= cy + ch + p->g.margin);
-    if (wc_raster_window_empty(p->r, cx, cy, cw, ch, p->bands, p->nfeat)) {
+    if (wc_raster_window_empty(p->r, cx, cy, cw, ch, p->bands, p->nfeat, p->type)) {
         /* GDAL knows the core to be nodata (a hole of a mostly empty mosaic): reading the
          * window would find no valid pixel there, so it is not read */
         memset(p->px, WC_PX_NODATA, (size_t)p->Tx * (size_t)p->Ty);

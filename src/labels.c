@@ -247,10 +247,35 @@ static int may_hold_polygons(OGRLayerH l) {
     return is_polygonal(g) || g == wkbUnknown || g == wkbGeometryCollection;
 }
 
-/* The layer of vec that holds the burned areas: the one layer that may hold polygons and has
- * features (else the first that may hold polygons, for the messages of an empty one). When two
- * or more have features, *many is set after an error naming them: burning them all could take
- * a study area for a fire, and taking the first would drop the others silently. */
+/* Whether g is, or a collection holds, a non-empty polygon. */
+static int holds_polygon(OGRGeometryH g) {
+    if (!g || OGR_G_IsEmpty(g)) return 0;
+    OGRwkbGeometryType t = OGR_GT_Flatten(OGR_G_GetGeometryType(g));
+    if (t == wkbGeometryCollection) {
+        for (int i = 0; i < OGR_G_GetGeometryCount(g); i++)
+            if (holds_polygon(OGR_G_GetGeometryRef(g, i))) return 1;
+        return 0;
+    }
+    return is_polygonal(t);
+}
+
+/* Whether layer l has burned areas to offer: features, and for a layer whose declared type
+ * says nothing (KML, GML, DXF folders), one that holds a polygon, read until found. */
+static int offers_polygons(OGRLayerH l) {
+    if (OGR_L_GetFeatureCount(l, TRUE) <= 0) return 0;
+    if (is_polygonal(OGR_GT_Flatten(OGR_L_GetGeomType(l)))) return 1;
+    int found = 0;
+    OGR_L_ResetReading(l);
+    for (OGRFeatureH f; !found && (f = OGR_L_GetNextFeature(l)) != NULL; OGR_F_Destroy(f))
+        found = holds_polygon(OGR_F_GetGeometryRef(f));
+    OGR_L_ResetReading(l);
+    return found;
+}
+
+/* The layer of vec that holds the burned areas: the one layer that offers polygons (else the
+ * first that may hold them, for the messages of an empty one or one of points). When two or
+ * more offer polygons, *many is set after an error naming them: burning them all could take a
+ * study area for a fire, and taking the first would drop the others silently. */
 static OGRLayerH polygon_layer(GDALDatasetH vec, const char *src, int *many) {
     OGRLayerH first = NULL, with_features = NULL;
     char names[1024] = "";
@@ -260,8 +285,8 @@ static OGRLayerH polygon_layer(GDALDatasetH vec, const char *src, int *many) {
         OGRLayerH l = GDALDatasetGetLayer(vec, i);
         if (!may_hold_polygons(l)) continue;
         if (!first) first = l;
+        if (!offers_polygons(l)) continue;
         const GIntBig features = OGR_L_GetFeatureCount(l, TRUE);
-        if (features <= 0) continue;
         if (!with_features) with_features = l;
         count++;
         if (n + 128 < sizeof names)

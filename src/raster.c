@@ -366,68 +366,100 @@ static int coverage_band(const wc_raster *r, const int *bands, int nb) {
     return 0;
 }
 
-/* GDAL's coverage of the window, clipped to the raster, in band b: a
- * GDAL_DATA_COVERAGE_STATUS_* mask, or 0 when nothing can be known (no band, nothing of the
- * window inside the raster). */
+/* What GDAL says of a window, as wildcpu uses it. */
+enum { COV_COVERED, COV_EMPTY, COV_PARTIAL };
+
+/* GDAL's coverage of the window, clipped to the raster, in band b. Only an exact EMPTY is
+ * empty. COVERED needs DATA alone with 100% covered, or UNIMPLEMENTED (the driver cannot tell:
+ * read it), or nothing to ask about. DATA with EMPTY is partly covered, and so is DATA
+ * without a percentage: GDAL 3.6 gives up (-1) once the uncovered part of a VRT's window
+ * falls apart in pieces, and a mosaic of scattered tiles is exactly that. */
 static int coverage_of(const wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, int b) {
     const int64_t ix0 = WC_MAX(x0, 0), iy0 = WC_MAX(y0, 0);
     const int64_t ix1 = WC_MIN(x0 + w, (int64_t)r->width), iy1 = WC_MIN(y0 + h, (int64_t)r->height);
-    if (b == 0 || ix1 <= ix0 || iy1 <= iy0) return 0;
-    return GDALGetDataCoverageStatus(GDALGetRasterBand((GDALDatasetH)r->ds, b), (int)ix0,
-                                     (int)iy0, (int)(ix1 - ix0), (int)(iy1 - iy0), 0, NULL);
+    if (b == 0 || ix1 <= ix0 || iy1 <= iy0) return COV_COVERED;
+    double pct = -1;
+    const int st = GDALGetDataCoverageStatus(GDALGetRasterBand((GDALDatasetH)r->ds, b), (int)ix0,
+                                             (int)iy0, (int)(ix1 - ix0), (int)(iy1 - iy0), 0,
+                                             &pct);
+    if (st == GDAL_DATA_COVERAGE_STATUS_EMPTY) return COV_EMPTY;
+    if (st & GDAL_DATA_COVERAGE_STATUS_UNIMPLEMENTED) return COV_COVERED;
+    if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) && pct >= 100) return COV_COVERED;
+    return COV_PARTIAL;
 }
 
-/* Only an exact EMPTY is empty: DATA with it is a partly covered window, UNIMPLEMENTED (with
- * DATA) a driver's guess. */
-static int status_empty(int st) {
-    return st == GDAL_DATA_COVERAGE_STATUS_EMPTY;
+/* Whether a window GDAL reports empty reads as nodata in band b, read as `type` (what the
+ * callers read): checked once per raster, on up to 64 x 64 pixels of the first such window.
+ * GDAL promises only a fill value, and a nodata its type cannot hold (Byte -1), or a Float32
+ * nodata that is no float (-9999.9) read as Float64, fills with something wildcpu reads as
+ * data: then nothing is skipped, and a warning says so. */
+static int holes_read_as_nodata(wc_raster *r, int b, wc_dtype type, int64_t x0, int64_t y0,
+                                int64_t w, int64_t h) {
+    if (r->holes_checked) return r->holes_checked == 1;
+    const int64_t ix0 = WC_MAX(x0, 0), iy0 = WC_MAX(y0, 0);
+    const int64_t sw = WC_MIN(64, WC_MIN(x0 + w, (int64_t)r->width) - ix0);
+    const int64_t sh = WC_MIN(64, WC_MIN(y0 + h, (int64_t)r->height) - iy0);
+    const wc_band *band = &r->bands[b - 1];
+    char *buf = WC_ALLOC(wc_dtype_size(type) * (size_t)sw * (size_t)sh);
+    int nodata = wc_raster_read(r, ix0, iy0, sw, sh, &b, 1, type, buf) == WC_OK;
+    double seen = 0;
+    for (int64_t i = 0; nodata && i < sw * sh; i++)
+        if (!wc_band_is_nodata(band, seen = wc_dtype_get(buf, type, (size_t)i))) nodata = 0;
+    free(buf);
+    r->holes_checked = nodata ? 1 : 2;
+    if (!nodata)
+        wc_warn("%s: where the mosaic has no source, band %d (%s) reads %.17g, which is not its "
+                "nodata value (%.17g): those pixels count as data, and every window is read",
+                r->path, b, band->name, seen, band->nodata);
+    return nodata;
 }
 
 /* Whether GDAL reports data over the whole raster in band b (then no window can be empty),
  * asked once per band. */
 static int covered_everywhere(wc_raster *r, int b) {
     if (r->covered == 0 || r->covered_band != b) {
-        const int st = coverage_of(r, 0, 0, r->width, r->height, b);
-        r->covered = b != 0 && !(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) ? 1 : 2;
+        r->covered = coverage_of(r, 0, 0, r->width, r->height, b) == COV_COVERED ? 1 : 2;
         r->covered_band = b;
     }
     return r->covered == 1;
 }
 
 int wc_raster_window_empty(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h,
-                           const int *bands, int nb) {
+                           const int *bands, int nb, wc_dtype type) {
     const int b = coverage_band(r, bands, nb);
-    if (b == 0 || covered_everywhere(r, b)) return 0;
-    return status_empty(coverage_of(r, x0, y0, w, h, b));
+    if (b == 0 || covered_everywhere(r, b) || r->holes_checked == 2) return 0;
+    return coverage_of(r, x0, y0, w, h, b) == COV_EMPTY &&
+           holes_read_as_nodata(r, b, type, x0, y0, w, h);
 }
 
-/* wc_raster_empty_cells over the block of nc x nr cells at cell (c0, r0). */
-static void empty_block(wc_raster *r, int b, int64_t x0, int64_t y0, int cell, int cols, int c0,
-                        int r0, int nc, int nr, uint8_t *empty) {
-    const int st = coverage_of(r, x0 + (int64_t)c0 * cell, y0 + (int64_t)r0 * cell,
-                               (int64_t)nc * cell, (int64_t)nr * cell, b);
-    if (status_empty(st)) {
+/* wc_raster_empty_cells over the block of nc x nr cells at cell (c0, r0); the count marked. */
+static long empty_block(wc_raster *r, int b, wc_dtype type, int64_t x0, int64_t y0, int cell,
+                        int cols, int c0, int r0, int nc, int nr, uint8_t *empty) {
+    const int64_t bx = x0 + (int64_t)c0 * cell, by = y0 + (int64_t)r0 * cell;
+    const int cov = coverage_of(r, bx, by, (int64_t)nc * cell, (int64_t)nr * cell, b);
+    if (cov == COV_EMPTY) {
+        if (!holes_read_as_nodata(r, b, type, bx, by, (int64_t)nc * cell, (int64_t)nr * cell))
+            return 0;
         for (int j = r0; j < r0 + nr; j++) memset(empty + (size_t)j * cols + c0, 1, (size_t)nc);
-        return;
+        return (long)nc * nr;
     }
     /* covered (or unknown) throughout, or a single cell partly covered: not empty */
-    if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) || (nc == 1 && nr == 1)) return;
-    if (nc >= nr) {
-        empty_block(r, b, x0, y0, cell, cols, c0, r0, nc / 2, nr, empty);
-        empty_block(r, b, x0, y0, cell, cols, c0 + nc / 2, r0, nc - nc / 2, nr, empty);
-    } else {
-        empty_block(r, b, x0, y0, cell, cols, c0, r0, nc, nr / 2, empty);
-        empty_block(r, b, x0, y0, cell, cols, c0, r0 + nr / 2, nc, nr - nr / 2, empty);
-    }
+    if (cov == COV_COVERED || (nc == 1 && nr == 1)) return 0;
+    if (nc >= nr)
+        return empty_block(r, b, type, x0, y0, cell, cols, c0, r0, nc / 2, nr, empty) +
+               empty_block(r, b, type, x0, y0, cell, cols, c0 + nc / 2, r0, nc - nc / 2, nr,
+                           empty);
+    return empty_block(r, b, type, x0, y0, cell, cols, c0, r0, nc, nr / 2, empty) +
+           empty_block(r, b, type, x0, y0, cell, cols, c0, r0 + nr / 2, nc, nr - nr / 2, empty);
 }
 
-void wc_raster_empty_cells(wc_raster *r, const int *bands, int nb, int64_t x0, int64_t y0,
-                           int cell, int cols, int rows, uint8_t *empty) {
-    if (cols <= 0 || rows <= 0) return;
+long wc_raster_empty_cells(wc_raster *r, const int *bands, int nb, wc_dtype type, int64_t x0,
+                           int64_t y0, int cell, int cols, int rows, uint8_t *empty) {
+    if (cols <= 0 || rows <= 0) return 0;
     memset(empty, 0, (size_t)cols * (size_t)rows);
     const int b = coverage_band(r, bands, nb);
-    if (b == 0 || covered_everywhere(r, b)) return;
-    empty_block(r, b, x0, y0, cell, cols, 0, 0, cols, rows, empty);
+    if (b == 0 || covered_everywhere(r, b)) return 0;
+    return empty_block(r, b, type, x0, y0, cell, cols, 0, 0, cols, rows, empty);
 }
 
 int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {

@@ -50,12 +50,14 @@ static const char *work_name(const wc_rwriter *w) {
     return w->work ? w->work : "the dataset in memory";
 }
 
-/* GDAL's message; when GDAL failed without one, what the file system says of the target's
- * directory (removed or renamed while the raster was written, the usual cause). */
 /* Free space below which a failed write is said to be most likely a full disk: libtiff's
  * messages ("TIFFAppendToStrip: Write error") do not say so. */
 #define LOW_SPACE_BYTES ((uint64_t)64 << 20)
 
+/* Why GDAL failed: its message; when it failed without one, what the file system says of the
+ * target's directory (removed or renamed while the raster was written, the usual cause); then a
+ * file system nearly full, and that the existing target is untouched (nothing replaces it
+ * before the commit). */
 static const char *gdal_why(const wc_rwriter *w) {
     char *dir = wc_dir_of(w->target);
     struct stat st;

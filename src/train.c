@@ -312,7 +312,8 @@ static int validate(train_ctx *t, long step) {
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
-static void print_plan(train_ctx *t, size_t baseline) {
+/* Logs the memory plan per rank; returns training's part (planning's peak has passed). */
+static size_t print_plan(train_ctx *t, size_t baseline) {
     wc_memory_plan mp;
     wc_net_memory_plan(t->net, &mp);
     size_t opt_b = wc_optim_state_bytes(t->opt);
@@ -349,15 +350,15 @@ static void print_plan(train_ctx *t, size_t baseline) {
     /* the run's peak is training's or planning's, whichever is larger */
     t->sum.planned_bytes = WC_MAX(total, (size_t)t->ds->plan_peak_bytes);
     t->sum.baseline_bytes = baseline;
+    return total;
 }
 
 /* Collective: refuses (usage error) a run whose memory plan, summed over the ranks of a
  * machine, exceeds the machine's physical memory: the options decide most of it (the read-ahead
  * alone is --prefetch slots of --micro-batch patches), and a plan that cannot fit would only end
  * in the kernel's out-of-memory killer, hours in. */
-static int plan_fits_memory(const train_ctx *t) {
-    const uint64_t need = (uint64_t)t->sum.planned_bytes + t->sum.baseline_bytes +
-                          wc_raster_cache_max();
+static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
+    const uint64_t need = (uint64_t)training_bytes + t->sum.baseline_bytes + wc_raster_cache_max();
     int speaks;
     const uint64_t here = wc_dist_host_sum_u64(need, &speaks);
     const uint64_t phys = wc_physical_memory_bytes();
@@ -570,7 +571,6 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (!t->net) return WC_EXIT_USAGE;
     status = build_optimization(t);
     if (status != WC_EXIT_OK) return status;
-    if (wc_rundir_set_aside(cfg) != WC_OK) return WC_EXIT_RUNTIME;
     wc_train_ckpt_config_kv(t);
     const wc_dataset *ds = t->ds;
     double prior = ds->train_pixels > 0 ? (double)ds->train_positives / ds->train_pixels : 0.05;
@@ -578,6 +578,11 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (wc_train_ckpt_resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK) return WC_EXIT_RUNTIME;
     const int val = wc_validation_init(&t->val, t->ds, t->net->arch, t->spec, t->net->params);
     if (val != WC_OK) return val == WC_VALIDATION_NO_NETWORK ? WC_EXIT_USAGE : WC_EXIT_RUNTIME;
+    print_setup(t, prior);
+    if (plan_fits_memory(t, print_plan(t, baseline)) != WC_OK) return WC_EXIT_USAGE;
+    /* the first file this run writes into DIR: what --fresh moves aside goes only now, when
+     * nothing can refuse the run any more (resume ignores checkpoints under --fresh) */
+    if (wc_rundir_set_aside(cfg) != WC_OK) return WC_EXIT_RUNTIME;
     if (t->rank == 0) {
         char path[4200];
         snprintf(path, sizeof path, "%s/split.tif", cfg->out_dir);
@@ -587,9 +592,6 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                               cfg->log_every);
     if (wc_dist_any(t->log == NULL)) return WC_EXIT_RUNTIME;
     wc_trainlog_resume_loss(t->log, t->resumed_loss_sum, t->resumed_loss_steps);
-    print_setup(t, prior);
-    print_plan(t, baseline);
-    if (plan_fits_memory(t) != WC_OK) return WC_EXIT_USAGE;
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
     wc_train_ckpt_start(t);

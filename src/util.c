@@ -45,16 +45,6 @@ void *wc_calloc_check(size_t count, size_t size, const char *file, int line) {
     return p;
 }
 
-void *wc_realloc_check(void *p, size_t nbytes, const char *file, int line) {
-    void *q = realloc(p, nbytes ? nbytes : 1);
-    if (!q) {
-        char buf[32];
-        wc_fatal("out of memory allocating %s at %s:%d", wc_fmt_bytes(buf, sizeof buf, nbytes),
-                 file, line);
-    }
-    return q;
-}
-
 char *wc_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = WC_ALLOC(n);

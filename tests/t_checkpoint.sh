@@ -169,9 +169,14 @@ mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" --tiles "$T
 s1=$?
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" --label-band nosuch >>"$T/nofresh.log" 2>&1
 s2=$?
-[ $s1 -eq 1 ] && [ $s2 -eq 1 ] && ! ls -d "$T"/none/replaced-* >/dev/null 2>&1 && [ -f "$T/none/metrics.jsonl" ] \
-    && ok "--fresh of a run that cannot start (no raster, no label band): exit 1, nothing moved" \
-    || notok "--fresh of a run that cannot start" "$s1 $s2: $(ls "$T/none") $(grep error "$T/nofresh.log" | head -2)"
+# (refused after planning: the network does not build for the validation window)
+printf 'input x\nconv a x out=2100 k=1\nconv h a out=1 k=1\n' >"$T/wide.spec"
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" --model "$T/wide.spec" >>"$T/nofresh.log" 2>&1
+s3=$?
+[ $s1 -eq 1 ] && [ $s2 -eq 1 ] && [ $s3 -eq 2 ] && ! ls -d "$T"/none/replaced-* >/dev/null 2>&1 &&
+    [ -f "$T/none/metrics.jsonl" ] \
+    && ok "--fresh of a run that cannot start (no raster, no label band, a network refused after planning): nothing moved" \
+    || notok "--fresh of a run that cannot start" "$s1 $s2 $s3: $(ls "$T/none") $(grep error "$T/nofresh.log" | head -3)"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 3 --fresh --out "$T/none" >>"$T/none.log" 2>&1
 [ $? -eq 0 ] && ls -d "$T"/none/replaced-*/checkpoints >/dev/null 2>&1 \
     && ok "--fresh starts over and keeps the previous run's files in replaced-*/" \

@@ -234,6 +234,72 @@ else
     notok "100,000 x 20,000 px mostly empty mosaic" "status $status after $took s, '$held': $(grep -E 'error|patches' "$T/widemosaic.log" | head -3)"
 fi
 
+# ... and the skip is seen: the log counts the patches GDAL knows to be nodata
+unread=$(grep -o 'widemosaic.vrt: [0-9]* of [0-9]* patches not read' "$T/widemosaic.log")
+[ -n "$unread" ] && ok "the 100,000 x 20,000 px mosaic: ${unread#*vrt: } (GDAL knows them to be nodata)" \
+    || notok "the mostly empty mosaic's skip logged" "$(grep -E 'planning|patches' "$T/widemosaic.log" | head -3)"
+# Two tiles on a diagonal (the sample's two other tiles' sources removed): GDAL 3.6 gives up on
+# the coverage of such a window (DATA, -1%) rather than say partly empty; the halving goes on and
+# finds the holes: about half the patches of 32 are not read (those within the two missing
+# tiles; the grid starts at the pooling phase, so 225 patches).
+$PY - "$SAMPLE" "$T/diag.vrt" <<'PY'
+import os, re, sys
+import xml.etree.ElementTree as ET
+src = os.path.dirname(os.path.abspath(sys.argv[1]))
+t = ET.parse(sys.argv[1])
+for band in t.getroot().findall("VRTRasterBand"):
+    for s in list(band):
+        fn = s.find("SourceFilename") if s.tag.endswith("Source") else None
+        if fn is None:
+            continue
+        if re.search(r"r00_c01|r01_c00", fn.text):
+            band.remove(s)
+        elif fn.get("relativeToVRT") == "1":
+            fn.text, fn.attrib["relativeToVRT"] = os.path.join(src, fn.text), "0"
+t.write(sys.argv[2])
+PY
+"$WILDCPU" --tiles "$T/diag.vrt" --out "$T/diag" --patch 32 --steps 1 --batch 8 --micro-batch 4 \
+    --no-predict >"$T/diag.log" 2>&1
+status=$?
+unread=$(grep -o 'diag.vrt: [0-9]* of 225 patches not read' "$T/diag.log" | grep -o '[0-9]*' | head -1)
+[ $status -eq 0 ] && [ "${unread:-0}" -ge 90 ] \
+    && ok "two tiles on a diagonal: $unread of 225 patches not read (GDAL's 'data, -1%' halved further)" \
+    || notok "two tiles on a diagonal" "status $status: $(grep -E 'planning|error' "$T/diag.log" | head -3)"
+# A band whose nodata its type cannot hold (Byte, -1): GDAL fills the mosaic's holes with 0,
+# which is data to wildcpu, so skipping them would drop pixels that reading keeps. wildcpu reads
+# one hole to check, warns, and reads every window: every patch is kept.
+$PY - "$T" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal
+d = sys.argv[1]
+gt = (500000, 30, 0, 5000000, 0, -30)
+drv = gdal.GetDriverByName("GTiff")
+for name, w, a in (("feat", 64, np.full((64, 64), 5, np.uint8) + (np.arange(64) % 7).astype(np.uint8)),
+                   ("lab", 128, (np.arange(128 * 64).reshape(64, 128) % 9 == 0).astype(np.uint8))):
+    f = drv.Create(f"{d}/{name}.tif", w, 64, 1, gdal.GDT_Byte)
+    f.SetGeoTransform(gt)
+    f.GetRasterBand(1).WriteArray(a)
+    f = None
+def band(n, desc, nodata, path, w):
+    return (f'<VRTRasterBand dataType="Byte" band="{n}"><Description>{desc}</Description>'
+            f'<NoDataValue>{nodata}</NoDataValue><SimpleSource><SourceFilename>{path}</SourceFilename>'
+            f'<SourceBand>1</SourceBand><SrcRect xOff="0" yOff="0" xSize="{w}" ySize="64"/>'
+            f'<DstRect xOff="0" yOff="0" xSize="{w}" ySize="64"/></SimpleSource></VRTRasterBand>')
+open(f"{d}/badfill.vrt", "w").write(
+    '<VRTDataset rasterXSize="128" rasterYSize="64"><SRS>EPSG:32611</SRS>'
+    '<GeoTransform>500000, 30, 0, 5000000, 0, -30</GeoTransform>'
+    + band(1, "cover", -1, f"{d}/feat.tif", 64) + band(2, "fire", 255, f"{d}/lab.tif", 128)
+    + "</VRTDataset>")
+PY
+"$WILDCPU" --tiles "$T/badfill.vrt" --out "$T/badfill" --patch 32 --model logistic --steps 1 \
+    --batch 2 --micro-batch 2 --val-fraction 0 --no-predict >"$T/badfill.log" 2>&1
+status=$?
+[ $status -eq 0 ] && grep -q "band 1 (cover) reads 0, which is not its nodata value (-1)" "$T/badfill.log" \
+    && grep -Eq "patches: ([0-9]+) of 32x32 .*, \1 kept" "$T/badfill.log" && ! grep -q "patches not read" "$T/badfill.log" \
+    && ok "holes that GDAL fills with data (Byte nodata -1 reads 0): warned, every window read, every patch kept" \
+    || notok "holes filled with data" "status $status: $(grep -E 'warning|patches|error' "$T/badfill.log" | head -3)"
+
 # --- a stop signal while planning a huge raster: a VRT of 2,000,000 x 20,000 pixels, one 16 x 16
 # source stretched over all of it (planning reads its 9.8 million patches for minutes: a VRT
 # without a source would be skipped as nodata, above). SIGTERM 3 s after the start, to

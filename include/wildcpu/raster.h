@@ -111,6 +111,8 @@ typedef struct wc_raster {
     int covered;     /* wc_raster_window_empty: 1 GDAL reports data everywhere in band
                       * covered_band (no window can be empty), 2 it does not, 0 not asked */
     int covered_band;
+    int holes_checked; /* 1: a window GDAL reports empty read as nodata; 2: it did not (nothing
+                        * is skipped); 0: not read yet */
 } wc_raster;
 
 /* Registers GDAL's drivers and routes GDAL's messages to wildcpu's log. Idempotent. */
@@ -147,20 +149,22 @@ int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb);
 
 /* Whether GDAL knows that the window (x0, y0, w, h) holds nothing but nodata: the first of the
  * bands (1-based, nb of them) that has a nodata value is reported empty there by its driver (a
- * VRT without a source in the window, the missing blocks of a sparse GeoTIFF), so reading it
- * would give that nodata at every pixel and every pixel of the window is invalid. 0 when unsure:
- * a band without nodata reads 0 there, which is data; a driver that cannot tell. One band
- * stands for all (a mosaic's bands share their sources): GDAL's answer costs time in the number
- * of sources, and asking about every band would cost more than reading a small window. A raster
- * GDAL reports covered everywhere is asked once. */
+ * VRT without a source in the window, the missing blocks of a sparse GeoTIFF), so reading it as
+ * `type` would give that nodata at every pixel and every pixel of the window is invalid. 0 when
+ * unsure: a band without nodata reads 0 there, which is data; a driver that cannot tell; a
+ * raster whose holes, read once to check, do not read as nodata (GDAL promises a fill value
+ * only: a nodata its type cannot hold fills with another). One band stands for all (a mosaic's
+ * bands share their sources): GDAL's answer costs time in the number of sources, and asking
+ * about every band would cost more than reading a small window. A raster GDAL reports covered
+ * everywhere is asked once. */
 int wc_raster_window_empty(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h,
-                           const int *bands, int nb);
+                           const int *bands, int nb, wc_dtype type);
 /* The same for each cell of a grid of cols x rows cells of cell x cell pixels whose first cell
- * is at (x0, y0): empty[row * cols + col] = 1 where the cell is known empty, else 0. Blocks of
- * cells are asked about whole and halved only where partly covered, so the calls grow with the
- * cells along the edges of the data, not with the grid. */
-void wc_raster_empty_cells(wc_raster *r, const int *bands, int nb, int64_t x0, int64_t y0,
-                           int cell, int cols, int rows, uint8_t *empty);
+ * is at (x0, y0): empty[row * cols + col] = 1 where the cell is known empty, else 0; returns
+ * their number. Blocks of cells are asked about whole and halved only where partly covered, so
+ * the calls grow with the cells along the edges of the data, not with the grid. */
+long wc_raster_empty_cells(wc_raster *r, const int *bands, int nb, wc_dtype type, int64_t x0,
+                           int64_t y0, int cell, int cols, int rows, uint8_t *empty);
 
 /* The name wildcpu keeps for a band described desc (wc_band.name), into name; so a name given
  * on the command line is compared as the band's description is. Returns whether it differs from

@@ -49,7 +49,6 @@ enum {
 #define WC_ASSERT(cond) ((cond) ? (void)0 : wc_assert_fail(#cond, __FILE__, __LINE__))
 #define WC_ALLOC(nbytes) wc_alloc_check((nbytes), __FILE__, __LINE__)
 #define WC_CALLOC(count, size) wc_calloc_check((count), (size), __FILE__, __LINE__)
-#define WC_REALLOC(p, nbytes) wc_realloc_check((p), (nbytes), __FILE__, __LINE__)
 #define WC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WC_MAX(a, b) ((a) > (b) ? (a) : (b))
 
@@ -58,7 +57,6 @@ WC_NORETURN void wc_assert_fail(const char *expr, const char *file, int line);
  * of 0 bytes returns a valid 1-byte block so callers need no special case. */
 void *wc_alloc_check(size_t nbytes, const char *file, int line);
 void *wc_calloc_check(size_t count, size_t size, const char *file, int line);
-void *wc_realloc_check(void *p, size_t nbytes, const char *file, int line);
 /* strdup that never returns NULL. */
 char *wc_strdup(const char *s);
 
