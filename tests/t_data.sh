@@ -161,18 +161,13 @@ fi
 # every patch is read) and a sparse one (SPARSE_OK: the empty blocks are not written). Planning
 # skips the windows GDAL knows to be nodata, and must give the same bits as reading them: the
 # statistics, split and read order of all three alike, on 1 and 2 ranks.
+# (the sample at pixel (1000, 700) of the mosaic: not on a patch boundary)
+$PY "$ROOT/tests/mosaic_around.py" "$SAMPLE" "$T/sparse.vrt" 1000 700 3072 2048
 $PY - "$SAMPLE" "$T" <<'PY' >"$T/sparse.txt" 2>&1
 import sys
 from osgeo import gdal
 gdal.UseExceptions()
 src, d = gdal.Open(sys.argv[1]), sys.argv[2]
-x0, px, _, y0, _, py = src.GetGeoTransform()
-# the sample at pixel (1000, 700) of the mosaic: not on a patch boundary
-bounds = (x0 - 1000 * px, y0 - 700 * py + 2048 * py, x0 - 1000 * px + 3072 * px, y0 - 700 * py)
-v = gdal.BuildVRT(d + "/sparse.vrt", [sys.argv[1]], outputBounds=bounds)
-for i in range(1, src.RasterCount + 1):
-    v.GetRasterBand(i).SetDescription(src.GetRasterBand(i).GetDescription())
-v = None
 # GeoTIFF keeps one type and one nodata value for all bands: the copies are Float32 with nodata
 # -9999 (the same values, the bands' own nodata pixels mapped onto it)
 nodata = " ".join(str(src.GetRasterBand(i).GetNoDataValue()) for i in range(1, 14))
@@ -211,16 +206,7 @@ fi
 # ... and at the scale where it matters: 100,000 x 20,000 px (1.9 million patches of 64) around
 # the 512 x 512 sample. Reading every window took 70 s and 0.3 GB of planning arrays per
 # process; skipping them, seconds, and the arrays grow with the 64 kept patches alone.
-$PY - "$SAMPLE" "$T/widemosaic.vrt" <<'PY'
-import sys
-from osgeo import gdal
-src = gdal.Open(sys.argv[1])
-x0, px, _, y0, _, py = src.GetGeoTransform()
-v = gdal.BuildVRT(sys.argv[2], [sys.argv[1]],
-                  outputBounds=(x0, y0 + 20000 * py, x0 + 100000 * px, y0))
-for i in range(1, src.RasterCount + 1):
-    v.GetRasterBand(i).SetDescription(src.GetRasterBand(i).GetDescription())
-PY
+$PY "$ROOT/tests/mosaic_around.py" "$SAMPLE" "$T/widemosaic.vrt" 0 0 100000 20000
 start=$(date +%s.%N)
 timeout 60 "$WILDCPU" --tiles "$T/widemosaic.vrt" --out "$T/widemosaic" --steps 1 --batch 8 --micro-batch 4 \
     --no-predict >"$T/widemosaic.log" 2>&1
