@@ -212,6 +212,37 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
     }
 }
 
+/* The normalization a resumed run goes on with is the checkpoint's: its weights were trained
+ * on inputs scaled by it. Recomputed from the same data it is the same bits, unless the
+ * computation itself changed between versions (a constant band's scale did in 2026-12): then
+ * the checkpoint's is kept, so that the run goes on as it was, and the difference is said.
+ * Collective; `s` is rank 0's snapshot (NULL elsewhere). */
+static void adopt_normalization(train_ctx *t, const wc_snapshot *s, const char *path) {
+    const int n = t->ds->nfeat;
+    double *mean = t->ds->mean, *std = t->ds->std;
+    int32_t first_differing = -1;
+    if (s) {
+        for (int c = 0; c < n && first_differing < 0; c++)
+            if (memcmp(&s->mean[c], &mean[c], sizeof *mean) ||
+                memcmp(&s->std[c], &std[c], sizeof *std))
+                first_differing = c;
+        if (first_differing >= 0) {
+            const int c = first_differing;
+            wc_warn("%s was written with another normalization of feature %d (%s): mean %.17g "
+                    "and std %.17g, where this version computes %.17g and %.17g from the same "
+                    "data; the resumed run keeps the checkpoint's for every feature",
+                    path, c + 1, t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name,
+                    s->mean[c], s->std[c], mean[c], std[c]);
+            memcpy(mean, s->mean, sizeof *mean * (size_t)n);
+            memcpy(std, s->std, sizeof *std * (size_t)n);
+        }
+    }
+    wc_dist_bcast(&first_differing, sizeof first_differing, 0);
+    if (first_differing < 0) return;
+    wc_dist_bcast(mean, sizeof *mean * (size_t)n, 0);
+    wc_dist_bcast(std, sizeof *std * (size_t)n, 0);
+}
+
 /* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
  * set, 0 for a fresh start) or WC_ERR. */
 int wc_train_ckpt_resume(train_ctx *t) {
@@ -263,6 +294,7 @@ int wc_train_ckpt_resume(train_ctx *t) {
     }
     wc_dist_bcast(counters, sizeof counters, 0);
     wc_dist_bcast(&best_auc, sizeof best_auc, 0);
+    adopt_normalization(t, t->rank == 0 ? s : NULL, path);
     wc_dist_bcast(t->net->params, pbytes, 0);
     wc_dist_bcast(t->opt->m, pbytes, 0);
     if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);

@@ -105,6 +105,25 @@ s=$?
     && ok "a checkpoint without AdamW's second moment: resume falls back, ends equal" \
     || notok "missing optim_v on resume" "status $s $(grep -E 'usable|error' "$T/nov.log" | head -2)"
 
+# A valid checkpoint written with another normalization (an earlier version computed a constant
+# band's scale otherwise): the resume says so and goes on with the checkpoint's, which the
+# weights were trained with, so the resumed run's checkpoints carry it, not the recomputed one.
+cp -r "$T/ref" "$T/norm"
+rm -f "$T/norm/checkpoints/ckpt-00000004.wcp" "$T/norm/checkpoints/best.wcp" "$T/norm/report.json"
+$WCP edit "$T/ref/checkpoints/ckpt-00000002.wcp" "$T/norm/checkpoints/ckpt-00000002.wcp" \
+    f64=norm:$((nfeat + 1)):1.25
+timeout 120 "$WILDCPU" "${args[@]}" --out "$T/norm" >"$T/norm.log" 2>&1
+s=$?
+norm_of() { $PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import wcp
+print(wcp.section(wcp.read(sys.argv[2]), "norm")[1].hex())' "$ROOT/tests" "$1"; }
+[ $s -eq 0 ] && grep -q "resuming from .*ckpt-00000002.wcp" "$T/norm.log" &&
+    grep -Eq "ckpt-00000002.wcp was written with another normalization of feature 2 .*std 1.25, .*keeps the checkpoint's" "$T/norm.log" &&
+    [ "$(norm_of "$T/norm/checkpoints/ckpt-00000004.wcp")" = "$(norm_of "$T/norm/checkpoints/ckpt-00000002.wcp")" ] &&
+    [ "$(norm_of "$T/norm/checkpoints/ckpt-00000004.wcp")" != "$(norm_of "$good")" ] &&
+    ! grep -q "another normalization" "$T/ref.log" \
+    && ok "a checkpoint with another normalization: the resume warns and keeps the checkpoint's" \
+    || notok "normalization on resume" "status $s $(grep -E 'normalization|resuming|error' "$T/norm.log" | head -3)"
+
 # ---- what lies in a checkpoint directory
 
 # a FIFO under a checkpoint's name: never opened for reading (that would block), reported
