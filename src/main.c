@@ -109,8 +109,12 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 }
 
 /* getopt_long's '?': an option it does not know, or (optopt set, "--name=value") a value given
- * to an option that takes none. `where` ends the first message ("for synth", ...). */
+ * to an option that takes none. `where` ends the first message ("for synth", ...). No short
+ * option exists: one is named by its letter (optopt), since inside a cluster ("-x=1") getopt
+ * has not moved past the argument and `name` is the one before it (long options are 256 up).
+ */
 static int option_error(const char *name, const char *where) {
+    if (optopt > 0 && optopt < 256) return usage_error("unknown option -%c %s", optopt, where);
     const char *eq = strchr(name, '=');
     if (optopt != 0 && eq)
         return usage_error("option %.*s takes no value", (int)(eq - name), name);

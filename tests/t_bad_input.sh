@@ -291,6 +291,9 @@ expect "--label-band empty" 2 "--label-band: empty" -- --tiles "$SAMPLE" --label
 : >"$T/afile"
 expect "--out an existing file" 1 "--out .*afile exists and is not a directory" -- --tiles "$SAMPLE" --out "$T/afile" --steps 1 --no-predict
 expect "a value given to an option that takes none" 2 "option --fresh takes no value" -- --tiles "$SAMPLE" --fresh=yes "${train[@]}"
+# a single dash: no short option exists; the letter is named, not the argument before it
+expect "an unknown short option in a cluster" 2 "unknown option -x \\(see" -- --tiles "$SAMPLE" -x=1 "${train[@]}"
+expect "an unknown short option for predict" 2 "unknown option -q for predict" -- predict --tiles "$SAMPLE" -q
 # a spec that builds for a patch but not for the validation window (2100 channels of 1024 x 1024
 # pixels are more than a tensor holds): the spec's fault, a usage error
 printf 'input x\nconv a x out=2100 k=1\nconv h a out=1 k=1\n' >"$T/wide.spec"
