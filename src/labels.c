@@ -200,7 +200,7 @@ static void extent_of_tiles(const wc_raster *t, char *buf, size_t size) {
     wc_raster_pixel_to_map(t->gt, t->width, t->height, &x1, &y1);
     char crs[128];
     wc_raster_crs_name(t->wkt, crs, sizeof crs);
-    snprintf(buf, size, "(%.1f, %.1f)-(%.1f, %.1f) in %s", fmin(x0, x1), fmin(y0, y1),
+    snprintf(buf, size, "(%.10g, %.10g)-(%.10g, %.10g) in %s", fmin(x0, x1), fmin(y0, y1),
              fmax(x0, x1), fmax(y0, y1), crs);
 }
 
@@ -210,16 +210,84 @@ static int is_polygonal(OGRwkbGeometryType t) {
     return OGR_GT_IsSubClassOf(t, wkbSurface) || OGR_GT_IsSubClassOf(t, wkbMultiSurface);
 }
 
-/* Adds the polygonal parts of g to `mem` as features, one each, linear and 2D; counts in
- * *skipped the parts that mark no area (points, lines). Generic geometry collections are
- * searched member by member. Returns the number of parts added, or -1 on an OGR failure. */
-static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped) {
+/* Where the polygons go: into the tiles' CRS, by wildcpu rather than by GDALRasterize, which
+ * drops a polygon it cannot reproject without a word (a polygon reaching far from the tiles'
+ * projection: a continent in UTM). A polygon is first cut to the tiles' region (with a margin),
+ * expressed in the polygons' CRS, so that only the part that can burn a pixel is reprojected;
+ * one that still cannot be is counted, and the labels refused. */
+typedef struct {
+    OGRCoordinateTransformationH to_tiles; /* NULL: no reprojection (no CRS on either side) */
+    OGRGeometryH region;                   /* the tiles' region in the polygons' CRS, or NULL */
+    OGREnvelope region_env;
+    long seen;            /* polygons found, wherever they lie */
+    long failed;          /* polygons over the region that cannot be reprojected */
+    long long first_fid;  /* the first of them */
+    long long fid;        /* the feature being added */
+} placement;
+
+static int envelopes_meet(const OGREnvelope *a, const OGREnvelope *b) {
+    return a->MinX <= b->MaxX && b->MinX <= a->MaxX && a->MinY <= b->MaxY && b->MinY <= a->MaxY;
+}
+
+static int envelope_within(const OGREnvelope *a, const OGREnvelope *b) {
+    return a->MinX >= b->MinX && a->MaxX <= b->MaxX && a->MinY >= b->MinY && a->MaxY <= b->MaxY;
+}
+
+static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped, placement *pl);
+
+/* Adds a linear 2D multipolygon (taken) in the tiles' CRS: cut to the region, then reprojected.
+ * Returns the parts added (0 when it lies off the region), -1 on an OGR failure. */
+static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
+    if (pl->to_tiles) {
+        OGREnvelope env;
+        OGR_G_GetEnvelope(copy, &env);
+        if (pl->region && !envelopes_meet(&env, &pl->region_env)) {
+            OGR_G_DestroyGeometry(copy); /* cannot burn a pixel */
+            return 0;
+        }
+        if (pl->region && !envelope_within(&env, &pl->region_env)) {
+            /* NULL when GEOS refuses the geometry (a self-crossing ring): then uncut */
+            CPLPushErrorHandler(CPLQuietErrorHandler);
+            OGRGeometryH cut = OGR_G_Intersection(copy, pl->region);
+            CPLPopErrorHandler();
+            if (cut) {
+                OGR_G_DestroyGeometry(copy);
+                long ignored = 0;
+                placement inside = *pl;
+                inside.region = NULL; /* cut already */
+                long n = add_polygons(mem, cut, &ignored, &inside);
+                pl->failed = inside.failed, pl->first_fid = inside.first_fid; /* not `seen` */
+                OGR_G_DestroyGeometry(cut);
+                return n;
+            }
+        }
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        const OGRErr err = OGR_G_Transform(copy, pl->to_tiles);
+        CPLPopErrorHandler();
+        if (err != OGRERR_NONE) {
+            if (pl->failed++ == 0) pl->first_fid = pl->fid;
+            OGR_G_DestroyGeometry(copy);
+            return 0;
+        }
+    }
+    OGRFeatureH f = OGR_F_Create(OGR_L_GetLayerDefn(mem));
+    OGR_F_SetGeometryDirectly(f, copy);
+    OGRErr err = OGR_L_CreateFeature(mem, f);
+    OGR_F_Destroy(f);
+    return err == OGRERR_NONE ? 1 : -1;
+}
+
+/* Adds the polygonal parts of g to `mem` as features, one each, linear and 2D, placed as `pl`
+ * says; counts in *skipped the parts that mark no area (points, lines). Generic geometry
+ * collections are searched member by member. Returns the number of parts added, or -1 on an
+ * OGR failure. */
+static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped, placement *pl) {
     if (!g || OGR_G_IsEmpty(g)) return 0;
     OGRwkbGeometryType t = OGR_GT_Flatten(OGR_G_GetGeometryType(g));
     if (t == wkbGeometryCollection) {
         long added = 0;
         for (int i = 0; i < OGR_G_GetGeometryCount(g); i++) {
-            long n = add_polygons(mem, OGR_G_GetGeometryRef(g, i), skipped);
+            long n = add_polygons(mem, OGR_G_GetGeometryRef(g, i), skipped, pl);
             if (n < 0) return -1;
             added += n;
         }
@@ -229,16 +297,13 @@ static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped) {
         (*skipped)++;
         return 0;
     }
+    pl->seen++;
     /* GDALRasterize burns linear polygons; curves are approximated with GDAL's default step */
     OGRGeometryH copy = OGR_G_HasCurveGeometry(g, FALSE) ? OGR_G_GetLinearGeometry(g, 0, NULL)
                                                          : OGR_G_Clone(g);
     copy = OGR_G_ForceToMultiPolygon(copy);
     OGR_G_FlattenTo2D(copy);
-    OGRFeatureH f = OGR_F_Create(OGR_L_GetLayerDefn(mem));
-    OGR_F_SetGeometryDirectly(f, copy);
-    OGRErr err = OGR_L_CreateFeature(mem, f);
-    OGR_F_Destroy(f);
-    return err == OGRERR_NONE ? 1 : -1;
+    return add_placed(mem, copy, pl);
 }
 
 /* Whether layer l may hold polygons (by its declared geometry type). */
@@ -305,14 +370,15 @@ static OGRLayerH polygon_layer(GDALDatasetH vec, const char *src, int *many) {
     return with_features ? with_features : first;
 }
 
-/* The polygons of `layer` copied into an in-memory layer named "polygons" of *mem (in the
- * layer's CRS), so GDALRasterize burns them and nothing else. Returns the number copied, -1
- * after an error, or -2 when the ranks agreed to stop. */
-static long collect_polygons(OGRLayerH layer, const char *src, agreement *a, GDALDatasetH *mem) {
+/* The polygons of `layer` copied into an in-memory layer named "polygons" of *mem (in `srs`,
+ * placed as `pl` says), so GDALRasterize burns them and nothing else. Returns the number
+ * copied (0 when none lies over the tiles' region), -1 after an error, or -2 when the ranks
+ * agreed to stop. */
+static long copy_polygons(OGRLayerH layer, const char *src, agreement *a, GDALDatasetH *mem,
+                          OGRSpatialReferenceH srs, placement *pl) {
     *mem = GDALCreate(GDALGetDriverByName("Memory"), "", 0, 0, 0, GDT_Unknown, NULL);
-    OGRLayerH ml = *mem ? GDALDatasetCreateLayer(*mem, "polygons", OGR_L_GetSpatialRef(layer),
-                                                 wkbMultiPolygon, NULL)
-                        : NULL;
+    OGRLayerH ml =
+        *mem ? GDALDatasetCreateLayer(*mem, "polygons", srs, wkbMultiPolygon, NULL) : NULL;
     if (!ml) {
         wc_error("cannot hold the polygons of %s in memory: %s", src, CPLGetLastErrorMsg());
         return -1;
@@ -324,7 +390,8 @@ static long collect_polygons(OGRLayerH layer, const char *src, agreement *a, GDA
             OGR_F_Destroy(f);
             return -2;
         }
-        long n = add_polygons(ml, OGR_F_GetGeometryRef(f), &skipped);
+        pl->fid = (long long)OGR_F_GetFID(f);
+        long n = add_polygons(ml, OGR_F_GetGeometryRef(f), &skipped, pl);
         if (n < 0) {
             wc_error("cannot copy a polygon of %s (layer %s, feature %lld): %s", src,
                      OGR_L_GetName(layer), (long long)OGR_F_GetFID(f), CPLGetLastErrorMsg());
@@ -333,7 +400,7 @@ static long collect_polygons(OGRLayerH layer, const char *src, agreement *a, GDA
         }
         polygons += n;
     }
-    if (polygons == 0) {
+    if (pl->seen == 0) {
         wc_error("%s (layer %s) has no polygons: --labels needs burned-area polygons (%ld "
                  "points or lines, which mark no area)",
                  src, OGR_L_GetName(layer), skipped);
@@ -344,6 +411,91 @@ static long collect_polygons(OGRLayerH layer, const char *src, agreement *a, GDA
                 "polygons mark burned ground",
                 skipped, OGR_L_GetName(layer), src);
     return polygons;
+}
+
+/* The placement of the polygons of `layer` on the tiles' grid: a transformation into the tiles'
+ * CRS and the tiles' region (their extent and a margin of a tenth of it, at least 2 pixels)
+ * in the polygons' CRS. Without a CRS on either side the polygons are taken as they are (the
+ * caller refuses a layer without one for georeferenced tiles). Returns the tiles' spatial
+ * reference for the layer of placed polygons (to be released), or NULL. */
+static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH layer,
+                                           placement *pl) {
+    memset(pl, 0, sizeof *pl);
+    OGRSpatialReferenceH from = OGR_L_GetSpatialRef(layer);
+    if (!from || !*tiles->wkt) return NULL;
+    OGRSpatialReferenceH to = OSRNewSpatialReference(tiles->wkt);
+    OGRSpatialReferenceH src = OSRClone(from);
+    if (!to || !src) {
+        if (to) OSRRelease(to);
+        if (src) OSRRelease(src);
+        return NULL;
+    }
+    OSRSetAxisMappingStrategy(to, OAMS_TRADITIONAL_GIS_ORDER);
+    OSRSetAxisMappingStrategy(src, OAMS_TRADITIONAL_GIS_ORDER);
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    pl->to_tiles = OCTNewCoordinateTransformation(src, to);
+    OGRCoordinateTransformationH back = OCTNewCoordinateTransformation(to, src);
+    CPLPopErrorHandler();
+    double x0, y0, x1, y1;
+    wc_raster_pixel_to_map(tiles->gt, 0, 0, &x0, &y0);
+    wc_raster_pixel_to_map(tiles->gt, tiles->width, tiles->height, &x1, &y1);
+    const double mx = fmax(0.1 * fabs(x1 - x0), 2 * fabs(tiles->gt[1]) + 2 * fabs(tiles->gt[2]));
+    const double my = fmax(0.1 * fabs(y1 - y0), 2 * fabs(tiles->gt[4]) + 2 * fabs(tiles->gt[5]));
+    double b[4];
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    const int have_region =
+        pl->to_tiles && back &&
+        OCTTransformBounds(back, fmin(x0, x1) - mx, fmin(y0, y1) - my, fmax(x0, x1) + mx,
+                           fmax(y0, y1) + my, &b[0], &b[1], &b[2], &b[3], 21) &&
+        b[0] < b[2] && b[1] < b[3] && isfinite(b[0] + b[1] + b[2] + b[3]);
+    CPLPopErrorHandler();
+    if (have_region) { /* else (the region wraps the antimeridian, say) polygons go uncut */
+        OGRGeometryH ring = OGR_G_CreateGeometry(wkbLinearRing);
+        const double xs[5] = {b[0], b[2], b[2], b[0], b[0]}, ys[5] = {b[1], b[1], b[3], b[3], b[1]};
+        for (int i = 0; i < 5; i++) OGR_G_AddPoint_2D(ring, xs[i], ys[i]);
+        pl->region = OGR_G_CreateGeometry(wkbPolygon);
+        OGR_G_AddGeometryDirectly(pl->region, ring);
+        OGR_G_GetEnvelope(pl->region, &pl->region_env);
+    }
+    if (back) OCTDestroyCoordinateTransformation(back);
+    OSRRelease(src);
+    if (!pl->to_tiles) {
+        OSRRelease(to);
+        return NULL;
+    }
+    return to;
+}
+
+static void placement_free(placement *pl) {
+    if (pl->to_tiles) OCTDestroyCoordinateTransformation(pl->to_tiles);
+    if (pl->region) OGR_G_DestroyGeometry(pl->region);
+}
+
+/* Copies the polygons of `layer` into an in-memory layer "polygons" of *mem, placed in the
+ * tiles' CRS. Returns their number (> 0), -1 after a message, -2 when the ranks agreed to stop. */
+static long collect_polygons(const wc_raster *tiles, OGRLayerH layer, const char *src,
+                             agreement *a, GDALDatasetH *mem) {
+    placement pl;
+    OGRSpatialReferenceH srs = place_on_tiles(tiles, layer, &pl);
+    long rc = copy_polygons(layer, src, a, mem, srs ? srs : OGR_L_GetSpatialRef(layer), &pl);
+    if (rc >= 0 && pl.failed) {
+        char from[128] = "its CRS", to[128];
+        char *wkt = NULL;
+        if (OSRExportToWkt(OGR_L_GetSpatialRef(layer), &wkt) == OGRERR_NONE)
+            wc_raster_crs_name(wkt, from, sizeof from);
+        CPLFree(wkt);
+        wc_raster_crs_name(tiles->wkt, to, sizeof to);
+        wc_error("%ld polygon%s of %s (layer %s; the first in feature %lld) cannot be "
+                 "reprojected from %s into the tiles' %s%s: the ground they mark burned would be "
+                 "missing from the labels; reproject or clip them first (ogr2ogr -t_srs, "
+                 "-clipsrc)",
+                 pl.failed, pl.failed == 1 ? "" : "s", src, OGR_L_GetName(layer), pl.first_fid,
+                 from, to, pl.region ? ", even cut to the tiles' region" : "");
+        rc = -1;
+    }
+    placement_free(&pl);
+    if (srs) OSRRelease(srs);
+    return rc;
 }
 
 /* Whether any pixel of band 1 of ds is burned (> 0); -1 when the ranks agreed to stop (or the
@@ -374,7 +526,7 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
             wc_raster_crs_name(wkt, crs, sizeof crs);
             CPLFree(wkt);
         }
-        snprintf(lext, sizeof lext, "(%.1f, %.1f)-(%.1f, %.1f) in %s", env.MinX, env.MinY,
+        snprintf(lext, sizeof lext, "(%.10g, %.10g)-(%.10g, %.10g) in %s", env.MinX, env.MinY,
                  env.MaxX, env.MaxY, crs);
     }
     wc_error("no polygon of %s overlaps the tiles: tiles cover %s, the polygons %s", src, ext,
@@ -399,7 +551,9 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
         return WC_ERR;
     }
     GDALDatasetH mem = NULL;
-    if (collect_polygons(layer, src, a, &mem) < 0) {
+    const long placed = collect_polygons(tiles, layer, src, a, &mem);
+    if (placed <= 0) {
+        if (placed == 0) report_no_overlap(tiles, layer, src);
         if (mem) GDALClose(mem);
         return WC_ERR;
     }

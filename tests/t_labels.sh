@@ -270,6 +270,26 @@ else
     notok "points and lines skipped, polygons burned" "status $status: $(tail -2 "$T/vec.txt") $(grep -E 'skipped|error' "$T/vec.log" | head -2)"
 fi
 
+# --- perimeters reaching far from the tiles' projection (a polygon around the globe, in lon/lat,
+# around the tiles; another over Europe, far off the region): GDALRasterize alone drops a
+# polygon it cannot reproject into UTM without a word (that raster was 9.6% burned); cut to the
+# tiles' region first, the first covers every pixel and the second is off the region
+cat >"$T/world.geojson" <<'GJ'
+{"type": "FeatureCollection", "features": [
+  {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[-179, -80], [179, -80], [179, 80], [-179, 80], [-179, -80]]]}},
+  {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[5, 45], [15, 45], [15, 50], [5, 50], [5, 45]]]}}]}
+GJ
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/world.geojson" --out "$T/world" "${train[@]}" >"$T/world.log" 2>&1
+status=$?
+lab=$(ls "$T"/world/labels-*.tif 2>/dev/null | head -1)
+burned=$($PY -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1]); a = d.GetRasterBand(1).ReadAsArray(); print(f"{int(a.sum())} of {a.size}")' "${lab:-missing}" 2>&1)
+[ $status -eq 0 ] && [ "${burned% of *}" = "${burned#* of }" ] \
+    && ok "a polygon around the globe in lon/lat burns every pixel of UTM tiles ($burned); one far off is left out" \
+    || notok "polygons reaching far from the tiles' projection" "status $status, burned $burned: $(grep -E 'error|burned' "$T/world.log" | head -2)"
+
 # --- a GeoPackage with two polygon layers (fires and a study area, say): refused, naming both,
 # rather than the first burned and the second dropped silently
 ogr2ogr -q -f GPKG "$T/two.gpkg" "$T/polys.geojson" -nln fires2019 &&
