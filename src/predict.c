@@ -537,7 +537,9 @@ static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const
         n = WC_RISKMAP_OUTPUTS;
     }
     outs[n++] = (wc_output){"metrics", cfg->metrics_out, 0};
-    const int status = wc_check_outputs(outs, n, inputs);
+    int status = wc_check_outputs(outs, n, inputs);
+    if (status == WC_EXIT_OK && cfg->out && wc_riskmap_check_companions(cfg, &p) != WC_OK)
+        status = WC_EXIT_RUNTIME;
     wc_riskmap_paths_free(&p);
     free(inputs);
     wc_strv_free(tiles);

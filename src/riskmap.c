@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cpl_error.h>
@@ -333,6 +334,45 @@ static int classes_are_ours(const char *path) {
     return ours;
 }
 
+/* Whether a file is at path (a dangling symlink too: the rename would replace it). */
+static int exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Whether the style may be written: no file there, or one wildcpu wrote. Someone's own style
+ * of this map (made in QGIS's layer properties, saved as its default) is theirs to keep. */
+static int style_writable(const char *path) {
+    return !exists(path) || wc_style_is_ours(path);
+}
+
+/* Whether path is a STAC item wildcpu wrote (its properties carry wildcpu:version). Read
+ * within a bound and without waiting on a pipe: it is someone's file until shown ours. */
+static int item_is_ours(const char *path) {
+    char why[256];
+    char *text = wc_read_file_limited(path, (size_t)16 << 20, why, sizeof why);
+    const int ours = text && strstr(text, "\"stac_version\"") && strstr(text, "\"wildcpu:version\"");
+    free(text);
+    return ours;
+}
+
+int wc_riskmap_check_companions(const wc_predict_config *cfg, const wc_riskmap_paths *p) {
+    const char *const advice = "move it, or choose another --out";
+    if (exists(p->stac) && !item_is_ours(p->stac)) {
+        wc_error("%s exists and is not a STAC item wildcpu wrote: the map's item, named after "
+                 "%s, would replace it; %s",
+                 p->stac, cfg->out, advice);
+        return WC_ERR;
+    }
+    if (cfg->classes && exists(p->classes) && !classes_are_ours(p->classes)) {
+        wc_error("%s exists and is not a class raster wildcpu wrote: --classes, named after %s, "
+                 "would replace it; %s",
+                 p->classes, cfg->out, advice);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
 /* A file of ours beside the map that this map does not have (classes from an earlier run with
  * --classes, our style before a run with --no-style) would describe another map or contradict
  * the options: it goes. Someone else's file of that name stays. */
@@ -371,7 +411,7 @@ static int write_item(const wc_riskmap *map) {
     if (cfg->png)
         assets[n++] = (wc_stac_asset){"quicklook", cfg->png, "image/png",
                                       "quick-look picture with a legend", "overview,visual"};
-    if (!cfg->no_style)
+    if (!cfg->no_style && style_writable(map->paths.style)) /* written: someone's is kept */
         assets[n++] = (wc_stac_asset){"qgis_style", map->paths.style, "application/xml",
                                       "QGIS layer style (QML) of the risk map", "style,metadata"};
     const char *slash = strrchr(cfg->out, '/');
@@ -422,7 +462,11 @@ static int write_companions(const wc_riskmap *map) {
         wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png,
                 qi.width, qi.height, qi.map_width, qi.map_height, how, qi.legend_height);
     }
-    if (!cfg->no_style) {
+    if (!cfg->no_style && !style_writable(map->paths.style)) {
+        wc_warn("%s is not a style wildcpu wrote (your own?): left as it is, so QGIS draws %s "
+                "with it; remove it for wildcpu's style, or pass --no-style to keep it quietly",
+                map->paths.style, cfg->out);
+    } else if (!cfg->no_style) {
         if (wc_style_write_qml(map->paths.style) != WC_OK) {
             wc_error("the risk map %s is complete, but its QGIS style %s is not", cfg->out,
                      map->paths.style);

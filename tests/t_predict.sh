@@ -357,6 +357,20 @@ check "--no-style removes the style wildcpu wrote, keeps a user's own, leaves it
 echo 'not ours' >"$out/mine_classes.tif"
 predict --tiles "$S" --out "$out/mine.tif" >"$log" 2>&1
 check "a file of that name that is not a wildcpu class raster stays" grep -q 'not ours' "$out/mine_classes.tif"
+# files named after the map that are someone else's: a GeoJSON of perimeters where the STAC item
+# goes, a class raster of one's own with --classes: refused before any work, untouched; one's own
+# style: kept (warned), and left out of the item
+echo '{"type": "FeatureCollection", "features": []}' >"$out/perims.json"
+expect_fail "a NAME.json that is not wildcpu's STAC item is refused, untouched" 1 \
+    "perims.json exists and is not a STAC item wildcpu wrote" predict --tiles "$S" --out "$out/perims.tif"
+check "... and nothing is written" bash -c "grep -q FeatureCollection '$out/perims.json' && [ ! -e '$out/perims.tif' ]"
+expect_fail "with --classes, a NAME_classes.tif that is not wildcpu's is refused" 1 \
+    "mine_classes.tif exists and is not a class raster wildcpu wrote" predict --tiles "$S" --out "$out/mine.tif" --classes
+echo '<qgis>my own style</qgis>' >"$out/own.qml"
+predict --tiles "$S" --out "$out/own.tif" >"$tmp/own.log" 2>&1
+check "a NAME.qml that is not wildcpu's is kept, warned about, and left out of the item" bash -c "
+    grep -q 'my own style' '$out/own.qml' && grep -q 'own.qml is not a style wildcpu wrote' '$tmp/own.log' &&
+    [ -f '$out/own.tif' ] && ! grep -q qgis_style '$out/own.json'"
 
 # ---- refusals --------------------------------------------------------------------------------
 gdal_translate -q -of VRT -b 1 -b 2 -b 3 -b 4 -b 6 -b 7 -b 8 -b 9 -b 10 -b 11 -b 12 -b 13 \

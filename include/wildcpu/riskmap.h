@@ -37,6 +37,12 @@ enum { WC_RISKMAP_OUTPUTS = 7 };
 void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
                         wc_output out[WC_RISKMAP_OUTPUTS]);
 
+/* Rank 0, before any work: refuses (after a message) the files named after the map that are
+ * not wildcpu's and would be replaced: a NAME.json that is not a STAC item it wrote (a GeoJSON
+ * of perimeters, say), and with --classes a NAME_classes.tif that is not its class raster.
+ * (A NAME.qml that is not its style is kept when the map is written, with a warning.) */
+int wc_riskmap_check_companions(const wc_predict_config *cfg, const wc_riskmap_paths *p);
+
 /* The working files of cfg->out (and of its class raster) for raster r mapped by model m, with
  * the map's provenance; window_layout describes the windows for the metadata of that name. Made
  * before any computing, so an unwritable location fails at once. r and m must stay until
