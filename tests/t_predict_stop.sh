@@ -57,4 +57,26 @@ for n in 1 2; do
         && ok "... the previous map untouched, no partial file ($n rank(s))" \
         || notok "... the previous map untouched, no partial file ($n rank(s))" "$(ls -A "$dir")"
 done
+
+# evaluate stops the same way: 75, the previous metrics and map untouched, nothing partial
+dir=$T/stopeval
+mkdir -p "$dir"
+echo '{"previous": true}' >"$dir/m.json"
+cp "$ROOT/data/sample/oracle_risk.tif" "$dir/e.tif"
+before=$(cat "$dir/m.json" "$dir/e.tif" | md5sum)
+"$WILDCPU" evaluate --tiles "$T/wide.vrt" --checkpoint "$T/run" --out "$dir/m.json" \
+    --map "$dir/e.tif" >"$dir/log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "strips x" "$dir/log" && break; sleep 0.05; done
+sleep 1.5
+kill -TERM $pid
+( sleep 60; kill -KILL $pid 2>/dev/null ) &
+guard=$!
+wait $pid
+st=$?
+kill $guard 2>/dev/null
+[ $st -eq 75 ] && [ "$(cat "$dir/m.json" "$dir/e.tif" | md5sum)" = "$before" ] &&
+    [ "$(ls -A "$dir" | grep -cv '^\(m.json\|e.tif\|log\)$')" -eq 0 ] \
+    && ok "SIGTERM to evaluate: exit 75, the previous metrics and map untouched, nothing partial" \
+    || notok "SIGTERM to evaluate" "exit $st: $(tail -2 "$dir/log"); files: $(ls -A "$dir")"
 finish
