@@ -424,13 +424,26 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
         sscanf(gt_text, "%lf,%lf,%lf,%lf,%lf,%lf", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5]) != 6 ||
         (t[0] == 0 && t[1] == 1 && t[2] == 0 && t[3] == 0 && t[4] == 0 && t[5] == 1))
         return; /* no georeferencing on one side: nothing to compare */
-    const double tx = hypot(t[1], t[4]), ty = hypot(t[2], t[5]);
-    const double rx = hypot(r->gt[1], r->gt[4]), ry = hypot(r->gt[2], r->gt[5]);
-    if (fabs(rx / tx - 1) > 0.01 || fabs(ry / ty - 1) > 0.01)
-        wc_warn("%s has pixels of %.6g x %.6g (CRS units), the model's training data %.6g x "
-                "%.6g: the network sees ground at another scale than it learned, and the map "
-                "may mean little (resample the raster to the training resolution, gdalwarp -tr)",
-                r->path, rx, ry, tx, ty);
+    /* pixel sizes on the ground: in metres where both CRSs say their unit (a raster in US feet
+     * of 98.4 is the 30 m of training), else as the CRSs' own numbers */
+    char crs[256] = "";
+    wc_kv_get(m->fingerprint, "crs", crs, sizeof crs);
+    const double ut = wc_raster_crs_metres_per_unit(crs), ur = wc_raster_crs_metres_per_unit(r->wkt);
+    const int metres = ut > 0 && ur > 0;
+    const double st = metres ? ut : 1, sr = metres ? ur : 1;
+    const double tx = st * hypot(t[1], t[4]), ty = st * hypot(t[2], t[5]);
+    const double rx = sr * hypot(r->gt[1], r->gt[4]), ry = sr * hypot(r->gt[2], r->gt[5]);
+    if ((ut == 0) != (ur == 0) && !isnan(ut) && !isnan(ur))
+        wc_warn("%s is in %s, the model's training data in %s (%s): the network may see ground "
+                "at another scale than it learned (warp the raster to the training data's CRS "
+                "and resolution, gdalwarp -t_srs -tr)",
+                r->path, ur == 0 ? "degrees" : "a projected CRS", ut == 0 ? "degrees" : "a "
+                "projected CRS", crs);
+    else if (fabs(rx / tx - 1) > 0.01 || fabs(ry / ty - 1) > 0.01)
+        wc_warn("%s has pixels of %.6g x %.6g%s, the model's training data %.6g x %.6g%s: the "
+                "network sees ground at another scale than it learned, and the map may mean "
+                "little (resample the raster to the training resolution, gdalwarp -tr)",
+                r->path, rx, ry, metres ? " m" : " (CRS units)", tx, ty, metres ? " m" : "");
     else if ((t[1] > 0) != (r->gt[1] > 0) || (t[5] > 0) != (r->gt[5] > 0))
         wc_warn("%s is %s%s, the model's training data %s%s: the network sees the ground mirrored "
                 "(gdalwarp writes it north-up, west to east)",

@@ -617,6 +617,22 @@ int wc_raster_crs_is_geographic(const char *wkt) {
     return geographic;
 }
 
+double wc_raster_crs_metres_per_unit(const char *crs) {
+    if (!crs || !*crs || !strcmp(crs, "no CRS")) return NAN;
+    OGRSpatialReferenceH s = OSRNewSpatialReference(NULL);
+    double per_unit = NAN;
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    if (s && OSRSetFromUserInput(s, crs) == OGRERR_NONE) {
+        if (OSRIsGeographic(s))
+            per_unit = 0;
+        else if (OSRIsProjected(s))
+            per_unit = OSRGetLinearUnits(s, NULL);
+    }
+    CPLPopErrorHandler();
+    OSRDestroySpatialReference(s);
+    return per_unit > 0 || per_unit == 0 ? per_unit : NAN;
+}
+
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
     char crs[128];
     wc_raster_crs_name(r->wkt, crs, sizeof crs);

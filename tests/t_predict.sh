@@ -470,7 +470,12 @@ gdal_translate -q -of VRT -gcp 0 0 640000 4930000 -gcp 512 0 655360 4930000 -gcp
 /usr/bin/python3 -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); d.SetGeoTransform([0, 1, 0, 0, 0, 1]); d = None' "$out/gcp0.vrt"
 sed '/<GeoTransform>/d' "$out/gcp0.vrt" >"$out/gcp.vrt"
-for c in "coarse.vrt:has pixels of 90 x 90 (CRS units), the model's training data 30 x 30" \
+# the same pixels in a CRS of US survey feet (EPSG:2241): 30 ft are 9.14 m, 98.4252 ft the 30 m
+# of training (compared in metres, not as the CRSs' numbers)
+gdal_translate -q -of VRT -a_srs EPSG:2241 -a_ullr 500000 1500000 515360 1484640 "$S" "$out/feet30.vrt"
+gdal_translate -q -of VRT -a_srs EPSG:2241 -a_ullr 500000 1500000 550392.70 1449607.30 "$S" "$out/feet98.vrt"
+for c in "coarse.vrt:has pixels of 90 x 90 m, the model's training data 30 x 30 m" \
+    "feet30.vrt:has pixels of 9.14402 x 9.14402 m, the model's training data 30 x 30 m" \
     "south.vrt:is south-up, the model's training data north-up" \
     "eastwest.vrt:is north-up with columns east to west, the model's training data north-up:" \
     "turned.vrt:is turned by 30.0 degrees against the model's training data" \
@@ -487,4 +492,9 @@ if predict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
     ok "no such warning on the training ground's own grid"
 else
     notok "a warning on the training grid" 
+fi
+if predict --tiles "$out/feet98.vrt" --out "$out/feet98.tif" >"$log" 2>&1 && ! grep -q "has pixels of" "$log"; then
+    ok "no scale warning for 98.4252 US survey feet, the 30 m of training"
+else
+    notok "a scale warning for 98.4252 US survey feet" "$(grep warning "$log" | head -2)"
 fi

@@ -223,5 +223,8 @@ void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size);
 void wc_raster_crs_name(const char *wkt, char *buf, size_t size);
 /* True when the CRS is geographic (coordinates in degrees of longitude and latitude). */
 int wc_raster_crs_is_geographic(const char *wkt);
+/* Metres per unit of a projected CRS (WKT or anything GDAL takes, such as "EPSG:2241": 0.3048006
+ * for US survey feet), 0 for a geographic one (degrees), NaN when it is unknown. */
+double wc_raster_crs_metres_per_unit(const char *crs);
 
 #endif
