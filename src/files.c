@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "wildcpu/files.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -117,6 +118,59 @@ char *wc_temp_path(const char *path, const char *tag) {
     char *t = WC_ALLOC(n);
     snprintf(t, n, "%.*s.%s.%s-%ld", dirlen, path, slash ? slash + 1 : path, tag, (long)getpid());
     return t;
+}
+
+/* Whether a directory entry is a working file of wc_temp_path's (".NAME.tmp-PID" or
+ * ".NAME.out-PID", perhaps with GDAL's ".aux.xml"), of `name` unless NULL, not this process's. */
+static int is_leftover(const char *entry, const char *name) {
+    if (entry[0] != '.') return 0;
+    char *e = wc_strdup(entry + 1);
+    const size_t n = strlen(e), aux = strlen(".aux.xml");
+    if (n > aux && !strcmp(e + n - aux, ".aux.xml")) e[n - aux] = '\0';
+    int found = 0;
+    for (const char *tag = ".tmp-"; tag && !found; tag = !strcmp(tag, ".tmp-") ? ".out-" : NULL) {
+        char *at = e;
+        for (char *s; (s = strstr(at, tag)) != NULL;) at = s + 1; /* the last one */
+        if (at == e) continue;
+        char *mark = at - 1;
+        const char *digits = mark + strlen(tag);
+        if (!*digits || strspn(digits, "0123456789") != strlen(digits)) continue;
+        if (strtol(digits, NULL, 10) == (long)getpid()) continue;
+        *mark = '\0';
+        found = mark > e && (!name || !strcmp(e, name));
+    }
+    free(e);
+    return found;
+}
+
+int wc_temp_leftovers(const char *dir, const char *name, int remove) {
+    DIR *d = opendir(*dir ? dir : ".");
+    if (!d) return 0;
+    int found = 0, listed = 0;
+    char list[1024] = "";
+    for (struct dirent *en; (en = readdir(d)) != NULL;) {
+        if (!is_leftover(en->d_name, name)) continue;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", *dir ? dir : ".", en->d_name);
+        found++;
+        if (remove) {
+            if (unlink(path) == 0)
+                wc_warn("removed %s, the working file of a run that was killed", path);
+        } else if (strlen(list) + strlen(path) + 8 < sizeof list) {
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "",
+                     path);
+            listed++;
+        }
+    }
+    closedir(d);
+    if (!remove && found)
+        wc_warn("%d working file%s of another run lie%s beside the output (a run killed by "
+                "SIGKILL or for memory leaves them): %s%s; not removed, since a run on another "
+                "node may still be writing %s: delete %s when none is",
+                found, found == 1 ? "" : "s", found == 1 ? "s" : "", list,
+                listed < found ? ", ..." : "", found == 1 ? "it" : "them",
+                found == 1 ? "it" : "them");
+    return found;
 }
 
 char *wc_sibling_path(const char *path, const char *suffix) {

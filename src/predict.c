@@ -524,6 +524,17 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     return WC_EXIT_OK;
 }
 
+/* Working files of an output that a killed run left beside it: said, not removed (a run on
+ * another node may be writing them). */
+static void say_leftovers(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? wc_strdup(path) : wc_strdup(".");
+    if (slash) dir[slash - path] = '\0';
+    if (slash == path) strcpy(dir, "/");
+    wc_temp_leftovers(dir, slash ? slash + 1 : path, 0);
+    free(dir);
+}
+
 /* Rank 0, before any computing: every file this command writes (the map and what comes with
  * it, the metrics) can be written, is none of the files it reads (the raster's, the
  * checkpoint, the labels' own: an item "east.json" beside a map "east.tif" must not replace
@@ -553,6 +564,8 @@ static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const
     int status = wc_check_outputs(outs, n, inputs);
     if (status == WC_EXIT_OK && cfg->out && wc_riskmap_check_companions(cfg, &p) != WC_OK)
         status = WC_EXIT_RUNTIME;
+    for (int i = 0; status == WC_EXIT_OK && i < n; i++)
+        if (outs[i].path) say_leftovers(outs[i].path);
     wc_riskmap_paths_free(&p);
     free(inputs);
     wc_strv_free(tiles);

@@ -211,6 +211,8 @@ static int prepare_here(const wc_train_config *cfg) {
     /* before --fresh moves anything (wc_rundir_set_aside): the files may be another running
      * run's */
     if (lock_fd < 0 && lock_run_dir(out) != WC_OK) return WC_EXIT_RUNTIME;
+    /* the directory is this run's now: what a killed run left half-written goes */
+    wc_temp_leftovers(out, NULL, 1);
     if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
         return WC_EXIT_RUNTIME;

@@ -73,4 +73,16 @@ bad=0
 for n in "${lost[@]}"; do [ "$n" -ge 0 ] && [ "$n" -le 6 ] || bad=1; done
 [ $bad = 0 ] && ok "each rerun resumed from the newest complete checkpoint (lost ${lost[*]} steps: at most an interval of 3 and a write in flight)" \
     || notok "each rerun resumed from the newest checkpoint" "lost ${lost[*]}"
+
+# A run killed while it writes its map, report or picture leaves their working files (no handler
+# runs on SIGKILL). The next run of the directory, holding its lock, removes them and says so;
+# a file of the user's that only starts with a dot stays.
+touch "$T/ref/.risk.tif.tmp-99999999" "$T/ref/.risk.tif.out-99999999" \
+    "$T/ref/.risk_classes.tif.tmp-99999999.aux.xml" "$T/ref/.report.json.tmp-7" "$T/ref/.notes"
+"$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/left.log" 2>&1
+s=$?
+left=$(ls -A "$T/ref" | grep '^\.' | grep -v '^\.lock$' | tr '\n' ' ')
+[ $s -eq 0 ] && [ "$left" = ".notes " ] && [ "$(grep -c 'removed .*, the working file of a run that was killed' "$T/left.log")" -eq 4 ] \
+    && ok "the next run removes the working files a killed run left in its directory, and says so" \
+    || notok "working files of a killed run" "status $s, left: $left; $(grep -m2 removed "$T/left.log")"
 finish

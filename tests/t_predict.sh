@@ -357,6 +357,15 @@ check "--no-style removes the style wildcpu wrote, keeps a user's own, leaves it
 echo 'not ours' >"$out/mine_classes.tif"
 predict --tiles "$S" --out "$out/mine.tif" >"$log" 2>&1
 check "a file of that name that is not a wildcpu class raster stays" grep -q 'not ours' "$out/mine_classes.tif"
+# working files a killed predict left (SIGKILL: no handler runs) beside the outputs: said, with
+# their names, and left alone (a run on another node may own them); others' and malformed kept
+mkdir -p "$out/lo"
+touch "$out/lo/.m.tif.tmp-99999999" "$out/lo/.m.tif.out-99999999" "$out/lo/.m.tif.tmp-99999999.aux.xml" \
+    "$out/lo/.other.tif.tmp-5" "$out/lo/.m.tif.tmp-12a"
+predict --tiles "$S" --out "$out/lo/m.tif" >"$tmp/lo.log" 2>&1
+check "leftover working files of a killed run are named in a warning and left alone" bash -c "
+    grep -q 'warning: 3 working files of another run lie beside the output .*lo/.m.tif.tmp-99999999' '$tmp/lo.log' &&
+    [ \$(ls -A '$out/lo' | grep -c '^\\.') -eq 5 ] && [ -f '$out/lo/m.tif' ]"
 # files named after the map that are someone else's: a GeoJSON of perimeters where the STAC item
 # goes, a class raster of one's own with --classes: refused before any work, untouched; one's own
 # style: kept (warned), and left out of the item
