@@ -164,6 +164,30 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
     snprintf(buf, size, "%s/labels-%016llx.tif", work_dir, (unsigned long long)h);
 }
 
+/* Whether the derived raster of an earlier run may be reused: present, opened by GDAL, one band
+ * on the tiles' grid. One that is not (damaged, truncated by hand) is removed, said, and made
+ * again, rather than reused or refused: it is wildcpu's own cache of the --labels source. */
+static int derived_reusable(const char *derived, const wc_raster *tiles, const char *src) {
+    if (access(derived, F_OK) != 0) return 0;
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH ds = GDALOpenEx(derived, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    double gt[6];
+    int ok = ds && GDALGetRasterCount(ds) == 1 && GDALGetRasterXSize(ds) == tiles->width &&
+             GDALGetRasterYSize(ds) == tiles->height &&
+             GDALGetGeoTransform(ds, gt) == CE_None && !memcmp(gt, tiles->gt, sizeof gt);
+    double v; /* a truncated GeoTIFF may open: its last block, written last, must read */
+    ok = ok && GDALRasterIO(GDALGetRasterBand(ds, 1), GF_Read, tiles->width - 1,
+                            tiles->height - 1, 1, 1, &v, 1, 1, GDT_Float64, 0, 0) == CE_None;
+    if (ds) GDALClose(ds);
+    CPLPopErrorHandler();
+    if (ok) return 1;
+    if (unlink(derived) == 0)
+        wc_warn("%s, the labels derived from %s by an earlier run, cannot be read as they were "
+                "written: removed, and made again",
+                derived, src);
+    return 0;
+}
+
 /* The raster writer asks this between closing its working file and the rename: flushing and
  * syncing a large grid take seconds, during which a stop is still agreed promptly (and leaves
  * no derived raster). */
@@ -677,7 +701,7 @@ static int prepare_raster(const wc_raster *tiles, const char *labels, const char
     char derived[4096];
     derived_path(derived, sizeof derived, work_dir, labels, b, tiles);
     int rc = WC_OK;
-    if (access(derived, R_OK) != 0) {
+    if (!derived_reusable(derived, tiles, labels)) {
         double t0 = wc_now();
         rc = warp(tiles, &lab, b, derived, a);
         if (rc == WC_OK)
@@ -706,7 +730,7 @@ static int prepare_polygons(const wc_raster *tiles, const char *labels, const ch
     }
     char derived[4096];
     derived_path(derived, sizeof derived, work_dir, labels, 0, tiles);
-    if (access(derived, R_OK) != 0) {
+    if (!derived_reusable(derived, tiles, labels)) {
         GDALDatasetH vec = GDALOpenEx(labels, GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL, NULL, NULL);
         if (!vec) {
             wc_error("cannot open --labels %s as a vector file: %s", labels, CPLGetLastErrorMsg());

@@ -73,7 +73,9 @@ static const char *gdal_why(const wc_rwriter *w) {
     /* (CPLSPrintf's ring of buffers: a result may be the argument of the next) */
     struct statvfs fs;
     char free_text[32];
-    if (statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < LOW_SPACE_BYTES)
+    /* (not where nothing can be written anyway: a read-only or unwritable directory) */
+    if (statvfs(dir, &fs) == 0 && !(fs.f_flag & ST_RDONLY) && access(dir, W_OK) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize < LOW_SPACE_BYTES)
         why = CPLSPrintf("%s (the file system of %s has %s free: out of space?)", why, dir,
                          wc_fmt_bytes(free_text, sizeof free_text,
                                       (double)fs.f_bavail * (double)fs.f_frsize));

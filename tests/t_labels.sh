@@ -270,6 +270,25 @@ else
     notok "points and lines skipped, polygons burned" "status $status: $(tail -2 "$T/vec.txt") $(grep -E 'skipped|error' "$T/vec.log" | head -2)"
 fi
 
+# --- the derived labels of an earlier run, damaged (truncated by hand, a disk error): made again
+# with a warning, not reused (GDAL would fail minutes in) nor refused (it is wildcpu's own cache)
+lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
+if [ -n "$lab" ]; then
+    truncate -s 100 "$lab"
+    "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" \
+        --out "$T/vec/again.json" >"$T/vec_again.log" 2>&1
+    status=$?
+    same=$($PY -c 'import sys; from osgeo import gdal
+d = [gdal.Open(p) for p in sys.argv[1:]]
+print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsArray()).all()))' "$lab" "$T/polyref.tif" 2>&1)
+    [ $status -eq 0 ] && grep -q "labels-.*tif, the labels derived from .*mixed.geojson by an earlier run, cannot be read as they were written: removed, and made again" "$T/vec_again.log" &&
+        [ "$same" = 1 ] \
+        && ok "damaged derived labels are made again (with a warning), equal to gdal_rasterize's" \
+        || notok "damaged derived labels" "status $status, same $same: $(grep -E 'warning|error' "$T/vec_again.log" | head -2)"
+else
+    notok "damaged derived labels" "no derived labels in $T/vec"
+fi
+
 # --- perimeters reaching far from the tiles' projection (a polygon around the globe, in lon/lat,
 # around the tiles; another over Europe, far off the region): GDALRasterize alone drops a
 # polygon it cannot reproject into UTM without a word (that raster was 9.6% burned); cut to the
