@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
@@ -248,6 +249,17 @@ int wc_synth_write(const wc_synth_config *cfg) {
     }
     OSRDestroySpatialReference(srs);
     int ntr = (cfg->size + cfg->tile - 1) / cfg->tile, ntc = ntr;
+    /* A region written over another is a mix of the two until the last tile: the old region's
+     * index and oracle go first, and the new ones come last, so a synth killed half way leaves
+     * no tiles.vrt that would open as a region (GDAL would read it without complaint). */
+    for (const char *const *f = (const char *const[]){"tiles.vrt", "oracle_risk.tif", NULL}; *f;
+         f++) {
+        const char *path = CPLSPrintf("%s/%s", w.dir, *f);
+        if (rc == WC_OK && unlink(path) != 0 && errno != ENOENT) {
+            wc_error("synth: cannot remove the previous %s: %s", path, strerror(errno));
+            rc = WC_ERR;
+        }
+    }
     for (int tr = 0; tr < ntr && rc == WC_OK; tr++)
         for (int tc = 0; tc < ntc && rc == WC_OK; tc++)
             for (int group = 0; group < NGROUPS && rc == WC_OK; group++) {
@@ -255,8 +267,8 @@ int wc_synth_write(const wc_synth_config *cfg) {
                 rc = write_tile(&w, tr, tc, group, x0, y0, WC_MIN(cfg->tile, cfg->size - x0),
                                 WC_MIN(cfg->tile, cfg->size - y0));
             }
-    if (rc == WC_OK) rc = write_vrt(&w, ntr, ntc);
     if (rc == WC_OK) rc = write_oracle(&w);
+    if (rc == WC_OK) rc = write_vrt(&w, ntr, ntc);
     wc_gdal_errors_pop();
     CPLFree(w.wkt);
     if (rc == WC_OK)

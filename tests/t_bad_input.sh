@@ -291,6 +291,16 @@ expect "--label-band empty" 2 "--label-band: empty" -- --tiles "$SAMPLE" --label
 : >"$T/afile"
 expect "--out an existing file" 1 "--out .*afile exists and is not a directory" -- --tiles "$SAMPLE" --out "$T/afile" --steps 1 --no-predict
 expect "a value given to an option that takes none" 2 "option --fresh takes no value" -- --tiles "$SAMPLE" --fresh=yes "${train[@]}"
+# synth over an earlier region that fails half way (a tile it cannot write: a directory in its
+# place) leaves no tiles.vrt nor oracle of the earlier region, which would open as a mix of two
+# seeds: the error names the tile, status 1
+"$WILDCPU" synth --out "$T/mix" --size 256 --tile 64 >/dev/null 2>&1
+rm "$T/mix/tiles/r02_c01_f32.tif" && mkdir "$T/mix/tiles/r02_c01_f32.tif"
+"$WILDCPU" synth --out "$T/mix" --size 256 --tile 64 --seed 2 >"$T/mix.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "r02_c01_f32.tif" "$T/mix.log" && [ ! -e "$T/mix/tiles.vrt" ] && [ ! -e "$T/mix/oracle_risk.tif" ] \
+    && ok "synth failing half way over an earlier region leaves no tiles.vrt or oracle of a mix" \
+    || notok "synth failing half way" "status $s: $(tail -1 "$T/mix.log"); $(ls "$T/mix")"
 # a single dash: no short option exists; the letter is named, not the argument before it
 expect "an unknown short option in a cluster" 2 "unknown option -x \\(see" -- --tiles "$SAMPLE" -x=1 "${train[@]}"
 expect "an unknown short option for predict" 2 "unknown option -q for predict" -- predict --tiles "$SAMPLE" -q
