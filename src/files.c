@@ -32,29 +32,52 @@ int wc_refuse_special_file(const char *what, const char *path) {
     return WC_ERR;
 }
 
-char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size) {
+int wc_open_regular(const char *path, size_t max, char *why, size_t why_size) {
     const char *special = wc_special_file_kind(path); /* before opening: a device may act */
     if (special) {
         snprintf(why, why_size, "it is %s, not a regular file", special);
-        return NULL;
+        errno = EINVAL;
+        return -1;
     }
     /* O_NONBLOCK: a pipe made in between would otherwise be waited on for ever */
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, why_size, "%s", strerror(errno));
-        return NULL;
+        const int err = errno;
+        snprintf(why, why_size, "%s", strerror(err));
+        errno = err;
+        return -1;
     }
+    struct stat st;
+    int err = 0;
+    if (fstat(fd, &st) != 0) {
+        err = errno;
+        snprintf(why, why_size, "%s", strerror(err));
+    } else if (S_ISDIR(st.st_mode)) {
+        err = EISDIR;
+        snprintf(why, why_size, "it is a directory");
+    } else if (!S_ISREG(st.st_mode)) {
+        err = EINVAL;
+        snprintf(why, why_size, "it is not a regular file (a pipe, a device or a socket)");
+    } else if ((uint64_t)st.st_size > max) {
+        err = EFBIG;
+        snprintf(why, why_size, "it is %lld bytes, more than the %zu such a file may have",
+                 (long long)st.st_size, max);
+    }
+    if (err) {
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size) {
+    const int fd = wc_open_regular(path, max, why, why_size);
+    if (fd < 0) return NULL;
     struct stat st;
     char *s = NULL;
     if (fstat(fd, &st) != 0) {
         snprintf(why, why_size, "%s", strerror(errno));
-    } else if (S_ISDIR(st.st_mode)) {
-        snprintf(why, why_size, "it is a directory");
-    } else if (!S_ISREG(st.st_mode)) {
-        snprintf(why, why_size, "it is not a regular file (a pipe, a device or a socket)");
-    } else if ((uint64_t)st.st_size > max) {
-        snprintf(why, why_size, "it is %lld bytes, more than the %zu such a file may have",
-                 (long long)st.st_size, max);
     } else {
         const size_t size = (size_t)st.st_size;
         s = WC_ALLOC(size + 1);
@@ -72,42 +95,19 @@ char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_s
                      err ? strerror(err) : "it became shorter while read");
             free(s);
             s = NULL;
+            errno = err ? err : EIO;
         } else if (memchr(s, '\0', n)) {
             /* text read as a C string would end there, silently */
             snprintf(why, why_size, "it holds a NUL byte at offset %zu: it is not a text file",
                      (size_t)((char *)memchr(s, '\0', n) - s));
             free(s);
             s = NULL;
+            errno = EILSEQ;
         } else {
             s[n] = '\0';
         }
     }
     close(fd);
-    return s;
-}
-
-char *wc_read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *s = WC_ALLOC(cap);
-    for (;;) {
-        n += fread(s + n, 1, cap - 1 - n, f);
-        if (n < cap - 1) break;
-        char *bigger = WC_ALLOC(cap * 2);
-        memcpy(bigger, s, n);
-        free(s);
-        s = bigger;
-        cap *= 2;
-    }
-    int failed = ferror(f), err = errno;
-    fclose(f);
-    if (failed) {
-        free(s);
-        errno = err ? err : EIO;
-        return NULL;
-    }
-    s[n] = '\0';
     return s;
 }
 
@@ -420,4 +420,11 @@ int wc_atomic_commit(wc_atomic_file *a) {
     free(a->path), free(a->tmp);
     memset(a, 0, sizeof *a);
     return rc;
+}
+
+void wc_atomic_discard(wc_atomic_file *a) {
+    if (a->f) fclose(a->f);
+    if (a->tmp) unlink(a->tmp);
+    free(a->path), free(a->tmp);
+    memset(a, 0, sizeof *a);
 }

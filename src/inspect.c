@@ -108,6 +108,40 @@ static int describe_file(const char *path) {
     return WC_EXIT_OK;
 }
 
+/* The stop marker wildcpu writes is one short line (rundir.c); anything longer is not it */
+#define MARKER_MAX 4096
+#define MARKER_EXCERPT 120 /* bytes of a file that is not the marker, shown to identify it */
+
+/* At most max bytes of text's first line into out (of size max + 4), every byte that is not
+ * printable ASCII shown as '?': a file of someone else's must not drive the terminal. */
+static void sanitized_line(char *out, const char *text, size_t max) {
+    size_t n = 0;
+    for (; text[n] && text[n] != '\n' && n < max; n++)
+        out[n] = text[n] >= 0x20 && text[n] < 0x7f ? text[n] : '?';
+    strcpy(out + n, text[n] && text[n] != '\n' ? "..." : "");
+}
+
+/* "state: stopped ..." when DIR/STOPPED is wildcpu's marker. A path of that name that is no
+ * regular file (a pipe would be waited on, /dev/zero read without end), is large, or does not
+ * read as the marker's record is said not to be it, with a short sanitized excerpt, and
+ * otherwise ignored. */
+static void describe_stop_marker(const char *marker) {
+    char why[256], line[MARKER_EXCERPT + 4];
+    char *text = wc_read_file_limited(marker, MARKER_MAX, why, sizeof why);
+    if (!text && errno == ENOENT) return;
+    if (text && strncmp(text, "stopped_utc=", 12) == 0) {
+        sanitized_line(line, text, MARKER_EXCERPT);
+        printf("state: stopped by a signal (%s): rerun the same command to resume\n", line);
+    } else if (text) {
+        sanitized_line(line, text, 40);
+        printf("note: %s is not wildcpu's stop marker (it starts \"%s\"): ignored\n", marker,
+               line);
+    } else {
+        printf("note: %s is not wildcpu's stop marker (%s): ignored\n", marker, why);
+    }
+    free(text);
+}
+
 static int describe_dir(const char *path) {
     char sub[4096];
     struct stat st;
@@ -163,13 +197,7 @@ static int describe_dir(const char *path) {
     /* how the last run of a run directory ended, for scripts whose launcher hides it */
     char marker[4200];
     snprintf(marker, sizeof marker, "%s/%s", path, WC_RUNDIR_STOPPED);
-    char *stopped = wc_read_file(marker);
-    if (stopped) {
-        stopped[strcspn(stopped, "\n")] = '\0';
-        printf("state: stopped by a signal (%s): rerun the same command to resume\n",
-               stopped);
-        free(stopped);
-    }
+    describe_stop_marker(marker);
     if (newest_valid >= 0)
         printf("a rerun resumes from %s\n", e[newest_valid].path);
     else if (best_ok) /* wc_snapshot_find_resume's last resort */

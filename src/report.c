@@ -167,7 +167,7 @@ typedef struct field {
     int64_t i;
     double v;
 } field;
-#define BASELINE_MAX (16u << 20) /* a report.json is a few KiB */
+#define BASELINE_MAX (16u << 20) /* a report.json or report.md is a few KiB */
 
 /* The --baseline report, parsed; a file that cannot be read or is not a wildcpu report is a
  * warning (the run's own report is still written, without the comparison). */
@@ -207,9 +207,11 @@ void wc_report_add_pictures(const char *out_dir) {
     };
     char path[4200], pic[4200];
     snprintf(path, sizeof path, "%s/report.md", out_dir);
-    char *text = wc_read_file(path);
+    /* this run wrote it just now, but a pipe put in its place since must not hold the run */
+    char why[256];
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     if (!text) {
-        wc_warn("%s cannot be read to add its pictures: %s", path, strerror(errno));
+        wc_warn("%s cannot be read to add its pictures: %s", path, why);
         return;
     }
     char *mark = strstr(text, PICTURES_MARK);

@@ -113,17 +113,40 @@ static int is_empty_dir(const char *path) {
     return empty;
 }
 
+/* A failed move of --fresh: the error, and where what did move went. A replaced-* directory
+ * left empty is removed (it would only hide the one that holds the last real run); one that
+ * holds part of the run is named with what it holds, so that the user finds those files. */
+static void report_failed_move(const char *from, const char *to, int err, const char *dir,
+                               const int *moved_files, int moved) {
+    wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(err));
+    if (moved == 0) {
+        if (rmdir(dir) != 0 && errno != ENOENT)
+            wc_warn("--fresh: cannot remove the empty %s: %s", dir, strerror(errno));
+        wc_error("--fresh: nothing was moved; the previous run's files are where they were");
+        return;
+    }
+    char names[1024] = "";
+    size_t len = 0;
+    for (int i = 0; i < NRUN_FILES && len < sizeof names; i++)
+        if (moved_files[i])
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
+                                    RUN_FILES[i].name);
+    wc_error("--fresh: %d of the previous run's files had moved to %s before that (%s); the "
+             "others are still in place: move them back, or move the rest there yourself",
+             moved, dir, names);
+}
+
 /* --fresh: the previous run's files move to out/replaced-<time>/ (never deleted), so a later
  * resume cannot pick up the old run's checkpoints. An empty checkpoints directory stays (a
  * replaced-* directory of nothing would only hide the one that holds the last real run).
- * Returns WC_ERR on a failed move. */
+ * Returns WC_ERR on a failed move (report_failed_move). */
 static int set_aside_previous_run(const char *out) {
     char ts[32], dir[4096], from[4200], to[4400];
     wc_utc_timestamp(ts, sizeof ts);
     snprintf(dir, sizeof dir, "%s/replaced-%s", out, ts);
     for (int k = 2; access(dir, F_OK) == 0; k++) /* two restarts within a second */
         snprintf(dir, sizeof dir, "%s/replaced-%s-%d", out, ts, k);
-    int moved = 0;
+    int moved = 0, moved_files[NRUN_FILES] = {0};
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(from, sizeof from, out, RUN_FILES[i].name);
         if (access(from, F_OK) != 0 || is_empty_dir(from)) continue;
@@ -133,9 +156,10 @@ static int set_aside_previous_run(const char *out) {
         }
         snprintf(to, sizeof to, "%s/%s", dir, RUN_FILES[i].name);
         if (rename(from, to) != 0) {
-            wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(errno));
+            report_failed_move(from, to, errno, dir, moved_files, moved);
             return WC_ERR;
         }
+        moved_files[i] = 1;
         moved++;
     }
     if (moved) wc_info("--fresh: the previous run's files are kept in %s", dir);

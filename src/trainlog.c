@@ -72,35 +72,73 @@ static void end_line(wc_trainlog *l) {
     write_line(l, &l->line);
 }
 
+/* metrics.jsonl at --log-every 1 grows by some 200 bytes a step; a larger file is not a log this
+ * program wrote, and copying it line by line would hold the run up for minutes */
+#define LOG_MAX ((size_t)1 << 30)
+
+/* Whether the line of n bytes is a logged step at or before keep_through_step; *bad is set when
+ * it is no logged step at all (a torn last line, or the NUL bytes a crash can leave at the end
+ * of a file being appended to). */
+static int keep_line(const char *line, size_t n, long keep_through_step, int *bad) {
+    double step = NAN;
+    wc_json_doc doc;
+    char why[160];
+    if (!memchr(line, '\0', n) && wc_json_parse_n(line, n, &doc, why, sizeof why) == WC_OK) {
+        step = wc_json_get_num(&doc, "step");
+        wc_json_doc_free(&doc);
+    }
+    *bad = !isfinite(step);
+    return !*bad && step <= keep_through_step;
+}
+
 /* The log of a resumed run: drop what the interrupted run logged after the checkpoint. A line
- * that is not a JSON object with a step (a torn last line of a killed run) is dropped too. */
-static void trim(const char *path, long keep_through_step) {
-    char *text = wc_read_file(path);
+ * that is not a JSON object with a step (a torn last line of a killed run) is dropped too. A log
+ * that is no regular file (a pipe would be waited on for ever, /dev/zero read without end) or is
+ * larger than LOG_MAX is an error: the run stops rather than replace the user's file. Returns
+ * WC_OK (also when there is no log) or WC_ERR after a message. */
+static int trim(const char *path, long keep_through_step) {
+    char why[256];
+    const int fd = wc_open_regular(path, LOG_MAX, why, sizeof why);
+    if (fd < 0 && errno == ENOENT) return WC_OK;
+    if (fd < 0) {
+        wc_error("cannot resume the metrics log %s: %s; move it away (or start over with --fresh)",
+                 path, why);
+        return WC_ERR;
+    }
+    FILE *in = fdopen(fd, "rb");
     wc_atomic_file out;
-    if (!text || wc_atomic_open(&out, path, "w") != WC_OK) {
-        free(text);
-        return; /* a missing log is fine; a failure was reported */
+    if (!in) {
+        wc_error("cannot read %s: %s", path, strerror(errno));
+        close(fd);
+        return WC_ERR;
+    }
+    if (wc_atomic_open(&out, path, "w") != WC_OK) {
+        fclose(in);
+        return WC_ERR;
     }
     long dropped_bad = 0;
-    for (char *line = text, *next; *line; line = next) {
-        next = strchr(line, '\n');
-        next = next ? next + 1 : line + strlen(line);
-        wc_json_doc doc;
-        char why[160];
-        double step = NAN;
-        if (wc_json_parse_n(line, (size_t)(next - line), &doc, why, sizeof why) == WC_OK) {
-            step = wc_json_get_num(&doc, "step");
-            wc_json_doc_free(&doc);
-        }
-        if (!isfinite(step)) dropped_bad++;
-        else if (step <= keep_through_step) fwrite(line, 1, (size_t)(next - line), out.f);
+    char *line = NULL;
+    size_t cap = 0;
+    for (ssize_t n; (n = getline(&line, &cap, in)) > 0;) {
+        int bad;
+        if (keep_line(line, (size_t)n, keep_through_step, &bad))
+            fwrite(line, 1, (size_t)n, out.f);
+        dropped_bad += bad;
     }
-    free(text);
+    const int read_failed = ferror(in), err = errno;
+    free(line);
+    fclose(in);
+    if (read_failed) {
+        wc_error("reading %s failed: %s", path, strerror(err));
+        wc_atomic_discard(&out);
+        return WC_ERR;
+    }
     if (dropped_bad)
         wc_warn("%s: dropped %ld line(s) that were not a logged step (a torn write?)", path,
                 dropped_bad);
     if (wc_atomic_commit(&out) != WC_OK)
         wc_warn("%s keeps lines logged after the checkpoint", path);
+    return WC_OK;
 }
 
 wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_steps,
@@ -119,11 +157,13 @@ wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_s
     size_t n = strlen(out_dir) + 16;
     l->path = WC_ALLOC(n);
     snprintf(l->path, n, "%s/metrics.jsonl", out_dir);
-    if (start_step > 0)
-        trim(l->path, start_step);
-    else
-        unlink(l->path);
-    l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (start_step > 0 && trim(l->path, start_step) != WC_OK) {
+        wc_trainlog_close(l);
+        return NULL;
+    }
+    if (start_step == 0) unlink(l->path);
+    /* O_NONBLOCK: a pipe put there since would fail the open (ENXIO), not hold the run */
+    l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
     if (l->fd < 0 || (l->end = lseek(l->fd, 0, SEEK_END)) < 0) {
         wc_error("cannot write %s: %s", l->path, strerror(errno));
         wc_trainlog_close(l);

@@ -7,6 +7,9 @@
 # again. A report that cannot be written fails the run (status 1); a read-only checkpoints
 # directory is refused before training. A disk that fills up while metrics.jsonl grows leaves
 # it whole lines of JSON. (The last two need mounts: skipped, and said, where there are none.)
+# A metrics.jsonl a resume cannot trim (a pipe, /dev/zero) fails the resume at once (status 1);
+# a DIR/STOPPED that is no marker of wildcpu's is said to be none by info, and ignored.
+# A --fresh whose move fails leaves no empty replaced-* and names what had moved.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -166,4 +169,81 @@ from=$(grep -o 'resuming from .*best.wcp (step [0-9]*)' "$T/bestonly.log" | head
     && [ "$(digest "$T/bestonly/checkpoints/ckpt-00000024.wcp")" = "$ref" ] \
     && ok "only best.wcp left: other settings refused (exit 1, best.wcp kept); the same command ${from#*best.wcp }, ends bitwise at the undisturbed run's step 24" \
     || notok "only best.wcp left" "other: $s $same $(grep -m1 error "$T/bestonly_other.log"); same: $t '$from' $(tail -1 "$T/bestonly.log")"
+# metrics.jsonl that is no log a resume can trim: a pipe (the open would wait for a writer for
+# ever, and took the first SIGTERM with it) or a link to /dev/zero (read without end): status 1
+# within seconds, naming the file; the file stays as it was
+for kind in fifo zero; do
+    d=$T/log_$kind
+    cp -r "$T/ref" "$d" && rm -f "$d"/checkpoints/ckpt-0000002[04].wcp "$d/checkpoints/best.wcp" "$d/metrics.jsonl"
+    if [ $kind = fifo ]; then mkfifo "$d/metrics.jsonl"; else ln -s /dev/zero "$d/metrics.jsonl"; fi
+    timeout -s KILL 120 "$WILDCPU" "${args[@]}" --out "$d" >"$d.log" 2>&1
+    s=$?
+    want="it is a pipe (FIFO), not a regular file"
+    [ $kind = zero ] && want="it is a device, not a regular file"
+    [ $s -eq 1 ] && grep -q "resuming from .*ckpt-00000016.wcp" "$d.log" &&
+        grep -q "error: cannot resume the metrics log .*log_$kind/metrics.jsonl: $want; move it away" "$d.log" &&
+        { [ -p "$d/metrics.jsonl" ] || [ -L "$d/metrics.jsonl" ]; } \
+        && ok "resume with metrics.jsonl $kind: status 1 at once, the file named, left as it was" \
+        || notok "resume with metrics.jsonl $kind" "status $s (137: it hung): $(grep -m2 'error\|resuming' "$d.log")"
+done
+# DIR/STOPPED that is not wildcpu's marker (a pipe, /dev/zero, 20 MB of random bytes, a line
+# with a terminal escape): info says so and goes on (status 0, at once), printing no more than
+# a short, printable excerpt; the real marker is still read
+for kind in fifo zero big escape real; do
+    d=$T/stop_$kind
+    mkdir -p "$d" && cp -r "$T/ref/checkpoints" "$d/"
+    case $kind in
+    fifo) mkfifo "$d/STOPPED" ;;
+    zero) ln -s /dev/zero "$d/STOPPED" ;;
+    big) head -c 20000000 /dev/urandom >"$d/STOPPED" ;;
+    escape) printf 'hello\033[2Jworld\n' >"$d/STOPPED" ;;
+    real) echo "stopped_utc=2024-01-01T00:00:00Z;phase=training;step=24;signal=Terminated;resume=rerun the same command" >"$d/STOPPED" ;;
+    esac
+    timeout -s KILL 30 "$WILDCPU" info "$d" >"$d.info" 2>&1
+    s=$?
+    bytes=$(wc -c <"$d.info")
+    if [ $kind = real ]; then
+        [ $s -eq 0 ] && grep -q "^state: stopped by a signal (stopped_utc=2024-01-01T00:00:00Z;phase=training;step=24;" "$d.info" \
+            && ok "info: the real stop marker is read" || notok "info: the real stop marker" "status $s: $(cat "$d.info")"
+        continue
+    fi
+    [ $s -eq 0 ] && grep -q "^note: .*stop_$kind/STOPPED is not wildcpu's stop marker (.*): ignored$" "$d.info" &&
+        ! grep -q "^state:" "$d.info" && [ "$bytes" -lt 2000 ] && ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f-\xff]' "$d.info" \
+        && grep -q "a rerun resumes from" "$d.info" \
+        && ok "info with STOPPED $kind: not the marker, ignored (status 0, $bytes bytes of printable output)" \
+        || notok "info with STOPPED $kind" "status $s (137: it hung), $bytes bytes: $(head -c 300 "$d.info" | grep -a note)"
+done
+# A --fresh whose move fails (a file made immutable, as a mount point would be busy): status 1.
+# When nothing had moved, no empty replaced-* is left behind; when some files had, the message
+# names them and where they are. (chattr +i needs a file system with the attribute: skipped,
+# and said, elsewhere.)
+mkdir -p "$T/imm" && touch "$T/imm/probe"
+if chattr +i "$T/imm/probe" 2>/dev/null; then
+    chattr -i "$T/imm/probe"
+    cp -r "$T/ref" "$T/imm/none" && rm -f "$T"/imm/none/checkpoints/*  # first to move: metrics.jsonl
+    cp -r "$T/ref" "$T/imm/part"                                       # checkpoints move first
+    for kind in none part; do
+        d=$T/imm/$kind
+        chattr +i "$d/metrics.jsonl"
+        "$WILDCPU" "${args[@]}" --out "$d" --fresh >"$d.log" 2>&1
+        s=$?
+        chattr -i "$d/metrics.jsonl"
+        aside=$(ls -d "$d"/replaced-* 2>/dev/null)
+        if [ $kind = none ]; then
+            [ $s -eq 1 ] && grep -q "error: --fresh: cannot move .*none/metrics.jsonl to .*: Operation not permitted" "$d.log" &&
+                grep -q "nothing was moved; the previous run's files are where they were" "$d.log" && [ -z "$aside" ] &&
+                [ -f "$d/metrics.jsonl" ] && [ -f "$d/report.json" ] \
+                && ok "--fresh whose first move fails: status 1, nothing moved, no empty replaced-* left" \
+                || notok "--fresh whose first move fails" "status $s, set aside: '$aside'; $(grep error "$d.log")"
+        else
+            [ $s -eq 1 ] && [ -n "$aside" ] && [ -f "$aside/checkpoints/ckpt-00000024.wcp" ] &&
+                grep -q "error: --fresh: 1 of the previous run's files had moved to $aside before that (checkpoints); the others are still in place" "$d.log" &&
+                [ -f "$d/metrics.jsonl" ] \
+                && ok "--fresh whose later move fails: status 1, the files already moved named with where they went" \
+                || notok "--fresh whose later move fails" "status $s, set aside: '$aside'; $(grep error "$d.log")"
+        fi
+    done
+else
+    echo "# skipped: chattr +i does not work here (the failed --fresh cases need it)"
+fi
 finish

@@ -13,16 +13,19 @@
 
 #include <stdio.h>
 
-/* The whole content of path, NUL-terminated (also from pipes and other unseekable files);
- * NULL with errno set when it cannot be read. Caller frees. */
-char *wc_read_file(const char *path);
-
 /* A text file a user names (a network spec, a baseline report), whole: a regular file of at most
  * max bytes, NUL-terminated (caller frees). NULL with why set ("it is a directory", "it is not a
- * regular file ...", its size against max, a NUL byte inside it, the system's error): a pipe or
- * a device is refused rather than waited on, a huge file rather than read into memory, and a
- * NUL byte rather than taken for the end of the text. */
+ * regular file ...", its size against max, a NUL byte inside it, the system's error) and errno
+ * (ENOENT: no such file; see wc_open_regular for the others): a pipe or a device is refused
+ * rather than waited on, a huge file rather than read into memory, and a NUL byte rather than
+ * taken for the end of the text. */
 char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_size);
+/* The same checks without the read: a descriptor open for reading (O_NONBLOCK, which a regular
+ * file ignores) on a regular file of at most max bytes, for a reader that goes through a file
+ * line by line; -1 with why set and errno ENOENT (no such file), EISDIR, EINVAL (a pipe, a
+ * device, a socket), EFBIG (larger than max) or the system's error. Every file wildcpu reads
+ * whole goes through one of the two: there is no unbounded, blocking read. */
+int wc_open_regular(const char *path, size_t max, char *why, size_t why_size);
 
 /* "a pipe (FIFO)", "a device" or "a socket" when path is one, else NULL (a regular file, a
  * directory, or a path that does not exist or that only GDAL knows: /vsizip/...). GDAL would
@@ -123,5 +126,8 @@ int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode);
 /* Flush, fsync, close, rename, fsync of the directory; on any failure a message naming the
  * call and the temporary file is removed. Frees a either way. */
 int wc_atomic_commit(wc_atomic_file *a);
+/* Gives the replacement up (the content is wrong: a read it was made from failed): the temporary
+ * file is removed and the target left as it was. Frees a. */
+void wc_atomic_discard(wc_atomic_file *a);
 
 #endif

@@ -32,7 +32,9 @@ int wc_rundir_prepare(const wc_train_config *cfg);
 
 /* --fresh: moves the previous run's files to out_dir/replaced-<time>/, once the data is open and
  * planned (a run that cannot start leaves a finished run's files where they were). Collective;
- * nothing without --fresh. WC_ERR after a message when a file cannot be moved. */
+ * nothing without --fresh. WC_ERR after a message when a file cannot be moved: a replaced-*
+ * directory that received nothing is removed, and one that received part of the files is named
+ * with what it holds. */
 int wc_rundir_set_aside(const wc_train_config *cfg);
 
 /* Writes out_dir/STOPPED (rank 0; the others return at once). phase: "planning", "training" or
