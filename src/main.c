@@ -148,10 +148,27 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     return 0;
 }
 
-static int default_threads(void) {
+/* --threads' default, for a run that did not give it: SLURM_CPUS_PER_TASK (Slurm's
+ * --cpus-per-task) when it is a whole number from 1 to 1024, as --threads takes, else 1. *from
+ * names the variable when the value came from it, so that a refusal of too many threads blames
+ * it, not a --threads the user never gave. A value set but not such a number ("2abc", "0") is
+ * said once (rank 0), not read as far as it goes. */
+static int default_threads(const char **from) {
+    *from = NULL;
     const char *s = getenv("SLURM_CPUS_PER_TASK");
-    int n = s ? atoi(s) : 0;
-    return n > 0 ? n : 1;
+    if (!s) return 1;
+    char *end = NULL;
+    errno = 0;
+    const long n = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : 0;
+    if (end && !*end && !errno && n >= 1 && n <= 1024) {
+        *from = "SLURM_CPUS_PER_TASK";
+        return (int)n;
+    }
+    if (wc_dist_rank() == 0)
+        wc_warn("SLURM_CPUS_PER_TASK='%.40s' is not a whole number from 1 to 1024: ignored, each "
+                "rank runs 1 thread (--threads N sets another)",
+                s);
+    return 1;
 }
 
 /* ---- train ------------------------------------------------------------------------------- */
@@ -254,7 +271,7 @@ static int cmd_train(int argc, char **argv) {
                                          {0, 0, 0, 0}};
     wc_train_config c;
     wc_train_config_default(&c);
-    c.threads = default_threads();
+    c.threads = 0; /* not given: default_threads() after the options */
     int lr_set = 0, wd_set = 0, oracle_set = 0;
     double lr = 0, wd = 0;
     long v;
@@ -419,6 +436,7 @@ static int cmd_train(int argc, char **argv) {
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!c.threads) c.threads = default_threads(&c.threads_from);
     if (!c.data.tiles) return usage_error("--tiles PATH is required");
     if (!*c.out_dir) return usage_error("--out: empty path (give the run directory)");
     if (c.data.label_band && !*c.data.label_band)
@@ -509,7 +527,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
     wc_predict_config c;
     wc_predict_config_default(&c);
     c.evaluate = evaluate;
-    c.threads = default_threads();
+    c.threads = 0; /* not given: default_threads() after the options */
     long v;
     optind = 1;
     opterr = 0;
@@ -560,6 +578,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!c.threads) c.threads = default_threads(&c.threads_from);
     if (evaluate && (!c.tiles || !c.checkpoint))
         return usage_error("evaluate needs --tiles and --checkpoint");
     if (!evaluate && (!c.tiles || !c.checkpoint || !c.out))

@@ -735,7 +735,8 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
 int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();
-    if (wc_dist_any(wc_check_threads(cfg->threads) != WC_OK)) return WC_EXIT_USAGE;
+    if (wc_dist_any(wc_check_threads(cfg->threads, cfg->threads_from) != WC_OK))
+        return WC_EXIT_USAGE;
     wc_net_set_threads(cfg->threads > 0 ? cfg->threads : 1); /* OpenBLAS at one */
     wc_raster_init();
     /* Each window is read once per rank and overlapping reads are few, so a large block cache

@@ -24,7 +24,7 @@ static int draw_map(const wc_train_config *cfg) {
     pc.cog = cfg->cog;
     pc.classes = cfg->classes;
     pc.no_style = cfg->no_style;
-    pc.threads = cfg->threads;
+    pc.threads = cfg->threads, pc.threads_from = cfg->threads_from;
     return wc_predict_run(&pc);
 }
 

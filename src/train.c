@@ -525,7 +525,8 @@ static int build_buffers(train_ctx *t, wc_train_config *cfg) {
 /* Opens the data, builds everything the run needs, resumes. WC_EXIT_OK or the exit status to
  * end with. */
 static int setup(train_ctx *t, wc_train_config *cfg) {
-    if (wc_dist_any(wc_check_threads(cfg->threads) != WC_OK)) return WC_EXIT_USAGE;
+    if (wc_dist_any(wc_check_threads(cfg->threads, cfg->threads_from) != WC_OK))
+        return WC_EXIT_USAGE;
     wc_net_set_threads(cfg->threads); /* the network's own threads; OpenBLAS at one */
     wc_stop_install(); /* main installs it before MPI starts; idempotent */
     if (cfg->micro_batch < 1 || cfg->batch < cfg->micro_batch) {

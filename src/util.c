@@ -102,24 +102,33 @@ void wc_warn(const char *fmt, ...) {
     va_end(ap);
 }
 
-int wc_check_threads(int threads) {
+int wc_check_threads(int threads, const char *from) {
     cpu_set_t set;
     if (threads <= 1 || sched_getaffinity(0, sizeof set, &set) != 0) return WC_OK;
     const int cpus = CPU_COUNT(&set);
+    /* who asked for them: a user who never gave --threads must learn where the count came from,
+     * and that --threads overrides it */
+    char asked[96], overrides[64] = "";
+    if (from) {
+        snprintf(asked, sizeof asked, "%s=%d (the default of --threads)", from, threads);
+        snprintf(overrides, sizeof overrides, ", which overrides %s", from);
+    } else {
+        snprintf(asked, sizeof asked, "--threads %d", threads);
+    }
     if (threads > WC_THREADS_PER_CPU_MAX * cpus) {
         /* every rank that has too few says so: ranks may be bound to different CPUs */
-        wc_error("--threads %d is more than %d times the %d CPU%s this process may run on (its "
+        wc_error("%s is more than %d times the %d CPU%s this process may run on (its "
                  "affinity: a Slurm allocation's, mpirun's binding, a taskset's): the threads "
                  "would take turns for every step and a stop would wait for them; use --threads "
-                 "%d, or give the process more CPUs (srun --cpus-per-task, mpirun --bind-to none)",
-                 threads, WC_THREADS_PER_CPU_MAX, cpus, cpus == 1 ? "" : "s", cpus);
+                 "%d%s, or give the process more CPUs (srun --cpus-per-task, mpirun --bind-to "
+                 "none)",
+                 asked, WC_THREADS_PER_CPU_MAX, cpus, cpus == 1 ? "" : "s", cpus, overrides);
         return WC_ERR;
     }
     if (threads > cpus && log_rank == 0)
-        wc_warn("--threads %d, but this process may run on %d CPU%s: the threads take turns on "
-                "them and every step is slower than with --threads %d (and the report counts "
-                "%d cores)",
-                threads, cpus, cpus == 1 ? "" : "s", cpus, threads);
+        wc_warn("%s, but this process may run on %d CPU%s: the threads take turns on them and "
+                "every step is slower than with --threads %d%s (and the report counts %d cores)",
+                asked, cpus, cpus == 1 ? "" : "s", cpus, overrides, threads);
     return WC_OK;
 }
 

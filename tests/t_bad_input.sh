@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_bad_input.sh: bad input gets a clear message naming the file/band/window and exit status 1
 # (runtime) or 2 (usage); never a crash (status >= 128), a hang (killed by timeout) or a
-# silently wrong run.
+# silently wrong run. SLURM_CPUS_PER_TASK, --threads' default, is checked as strictly as
+# --threads, and its errors name it.
 . "$(dirname "$0")/lib.sh"
 
 # expect NAME STATUS PATTERN -- ARGS...: runs wildcpu, checks the status and that stderr
@@ -285,6 +286,30 @@ expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than th
 cpus=$(nproc)
 expect "--threads beyond 4 per CPU" 2 "--threads $((4 * cpus + 1)) is more than 4 times the $cpus CPU" -- \
     --tiles "$SAMPLE" --threads $((4 * cpus + 1)) "${train[@]}"
+# too many threads from SLURM_CPUS_PER_TASK, --threads not given: the message blames the
+# variable, not a --threads the user never gave, and says --threads overrides it
+SLURM_CPUS_PER_TASK=$((4 * cpus + 1)) expect "SLURM_CPUS_PER_TASK beyond 4 per CPU: blamed, not --threads" 2 \
+    "^wildcpu: error: SLURM_CPUS_PER_TASK=$((4 * cpus + 1)) \(the default of --threads\) is more than 4 times the $cpus CPU.*use --threads $cpus, which overrides SLURM_CPUS_PER_TASK" -- \
+    --tiles "$SAMPLE" "${train[@]}"
+SLURM_CPUS_PER_TASK=$((4 * cpus + 1)) timeout 120 "$WILDCPU" --tiles "$SAMPLE" --threads 1 "${train[@]}" >"$T/out" 2>"$T/err"
+s=$?
+[ $s -eq 0 ] && ! grep -q "SLURM_CPUS_PER_TASK" "$T/err" && grep -q "1 rank x 1 thread;" "$T/out" \
+    && ok "... and --threads 1 overrides it (exit 0, 1 thread, the variable not mentioned)" \
+    || notok "--threads over SLURM_CPUS_PER_TASK" "status $s: $(head -c 300 "$T/err")"
+# a value that is no whole number from 1 to 1024 is not read as far as it goes ("2abc" was 2
+# threads): 1 thread, and a warning naming the variable and its value, once for all ranks
+for v in 2abc 0 2000; do
+    SLURM_CPUS_PER_TASK=$v expect "SLURM_CPUS_PER_TASK=$v: a warning, 1 thread" 0 \
+        "^wildcpu: warning: SLURM_CPUS_PER_TASK='$v' is not a whole number from 1 to 1024: ignored, each rank runs 1 thread \(--threads N sets another\)" -- \
+        --tiles "$SAMPLE" "${train[@]}"
+    grep -q "1 rank x 1 thread;" "$T/out" || notok "SLURM_CPUS_PER_TASK=$v: 1 thread" "$(grep -m1 'rank x' "$T/out")"
+done
+SLURM_CPUS_PER_TASK=2abc timeout 120 mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" --tiles "$SAMPLE" "${train[@]}" >"$T/out" 2>"$T/err"
+s=$?
+n=$(grep -c "SLURM_CPUS_PER_TASK='2abc' is not a whole number" "$T/err")
+[ $s -eq 0 ] && [ "$n" -eq 1 ] && grep -q "2 ranks x 1 thread;" "$T/out" \
+    && ok "SLURM_CPUS_PER_TASK=2abc on 2 ranks: 1 thread each, said once" \
+    || notok "SLURM_CPUS_PER_TASK=2abc on 2 ranks" "status $s, $n warnings; $(grep -m1 'rank.* x' "$T/out")"
 # empty values where a path or a band is needed: usage errors
 expect "--out empty" 2 "--out: empty path" -- --tiles "$SAMPLE" --out= --steps 1 --no-predict
 expect "--label-band empty" 2 "--label-band: empty" -- --tiles "$SAMPLE" --label-band '' "${train[@]}"

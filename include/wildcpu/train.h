@@ -32,6 +32,7 @@ typedef struct wc_train_config {
     double pos_weight;         /* --pos-weight [1]: loss weight of burned pixels */
     uint64_t seed;             /* --seed [1] */
     int threads;               /* --threads per rank [$SLURM_CPUS_PER_TASK or 1] */
+    const char *threads_from;  /* "SLURM_CPUS_PER_TASK" when threads came from it, else NULL */
     int fast_reduce;           /* --fast-reduce */
     int no_overlap;            /* --no-overlap: reduce after backward, not during it */
     int no_jitter;             /* --no-jitter: train on the fixed patches */

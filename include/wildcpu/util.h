@@ -79,9 +79,10 @@ void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
 /* --threads against the CPUs this process may run on (its affinity: a Slurm allocation's, a
  * taskset's): rank 0 warns when it exceeds them; more than WC_THREADS_PER_CPU_MAX times them is
  * an error (WC_ERR after a message), since every step and every stop would wait for threads
- * taking turns. */
+ * taking turns. from: the environment variable the count came from (SLURM_CPUS_PER_TASK), which
+ * the messages then name instead of --threads; NULL when --threads gave it. */
 #define WC_THREADS_PER_CPU_MAX 4
-int wc_check_threads(int threads);
+int wc_check_threads(int threads, const char *from);
 void wc_error(const char *fmt, ...) WC_PRINTF(1, 2);
 /* Logs the message as an error, then ends the whole job through the fatal hook. */
 WC_NORETURN void wc_fatal(const char *fmt, ...) WC_PRINTF(1, 2);
