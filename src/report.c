@@ -54,6 +54,55 @@ static void write_reliability(FILE *f, const wc_metrics *m, int have_picture) {
     fprintf(f, "\n");
 }
 
+/* Why this run's v cannot be set against the baseline's bv (a difference, or a ratio when
+ * ratio), or NULL when it can: a run without validation has no quality figures, a report of
+ * another version or written by hand may lack any, and a ratio to zero is none. */
+static const char *no_change_why(double v, double bv, int ratio) {
+    if (!isfinite(v)) return "this run has none";
+    if (!isfinite(bv)) return "the baseline has none";
+    if (ratio && bv == 0) return "the baseline's is 0";
+    return NULL;
+}
+
+/* The change column: this run minus the baseline, or over it for a ratio; "n/a" when
+ * no_change_why says there is none. */
+static void fmt_change(char *d, size_t size, double v, double bv, int ratio) {
+    if (no_change_why(v, bv, ratio))
+        snprintf(d, size, "n/a");
+    else if (ratio)
+        snprintf(d, size, "x%.2f", v / bv);
+    else
+        snprintf(d, size, "%+.4f", v - bv);
+}
+
+/* The sentence under the tables: AUC-PR against the cost. A figure that cannot be compared
+ * reads n/a, and a last sentence says why (never "+nan" or "xnan"). */
+static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc *base,
+                             const char *base_path) {
+    static const struct {
+        const char *key, *what;
+        int ratio;
+    } figs[] = {{"val_auc_pr", "validation AUC-PR", 0},
+                {"core_hours", "core-hours", 1},
+                {"wall_time_s", "wall time", 1}};
+    char shown[3][32], why[400] = "";
+    size_t n = 0;
+    for (int i = 0; i < 3; i++) {
+        const double v = wc_json_get_num(run, figs[i].key), bv = wc_json_get_num(base, figs[i].key);
+        fmt_change(shown[i], sizeof shown[i], v, bv, figs[i].ratio);
+        const char *no = no_change_why(v, bv, figs[i].ratio);
+        if (no && n < sizeof why)
+            n += (size_t)snprintf(why + n, sizeof why - n, "%s%s: %s", n ? "; " : "",
+                                  figs[i].what, no);
+    }
+    fprintf(f,
+            "Against the baseline (%s): AUC-PR %s for %s the core-hours and %s the wall time. "
+            "Change is this run minus the baseline for quality, this run over the baseline for "
+            "cost.%s%s%s\n",
+            base_path, shown[0], shown[1], shown[2], n ? " n/a: no comparison (" : "", why,
+            n ? ")." : "");
+}
+
 static int write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
                           const wc_json_doc *base, const char *base_path, int have_picture) {
     wc_atomic_file af;
@@ -112,19 +161,16 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 char okey[96];
                 snprintf(okey, sizeof okey, "oracle_%s", rows[i].key + 4);
                 double ov = wc_json_get_num(run, okey);
-                snprintf(o, sizeof o, isnan(ov) ? "-" : rows[i].fmt, ov);
+                snprintf(o, sizeof o, isfinite(ov) ? rows[i].fmt : "-", ov);
             }
             if (base) {
                 double bv = wc_json_get_num(base, rows[i].key);
-                snprintf(b, sizeof b, isnan(bv) ? "-" : rows[i].fmt, bv);
-                if (isnan(bv) || isnan(v))
-                    snprintf(d, sizeof d, "-");
-                else if (rows[i].higher_is_better == 0 || (!part && rows[i].higher_is_better == 1))
-                    snprintf(d, sizeof d, "x%.2f", bv != 0 ? v / bv : NAN);
-                else
-                    snprintf(d, sizeof d, "%+.4f", v - bv);
+                snprintf(b, sizeof b, isfinite(bv) ? rows[i].fmt : "-", bv);
+                const int ratio =
+                    rows[i].higher_is_better == 0 || (!part && rows[i].higher_is_better == 1);
+                fmt_change(d, sizeof d, v, bv, ratio);
             }
-            fprintf(f, "| %s | %s |", rows[i].name, isnan(v) ? "-" : a);
+            fprintf(f, "| %s | %s |", rows[i].name, isfinite(v) ? a : "-");
             if (part && s->have_oracle) fprintf(f, " %s |", o);
             if (base) fprintf(f, " %s | %s |", b, d);
             fprintf(f, "\n");
@@ -139,23 +185,13 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 "predict` or `evaluate` given this directory, use it. The table shows the last "
                 "validation.\n\n",
                 s->best_auc_pr, s->best_step);
-    if (s->have_oracle && s->have_val)
+    if (s->have_oracle && s->have_val && isfinite(s->val.auc_pr) && s->oracle.auc_pr > 0)
         fprintf(f,
                 "The oracle is the true burn probability the synthetic labels were drawn from: "
                 "the best any map can do on these pixels. This run's AUC-PR is %.0f%% of "
                 "the oracle's.\n\n",
                 100 * s->val.auc_pr / s->oracle.auc_pr);
-    if (base) {
-        double dv = wc_json_get_num(run, "val_auc_pr") - wc_json_get_num(base, "val_auc_pr");
-        double cost_ratio =
-            wc_json_get_num(run, "core_hours") / wc_json_get_num(base, "core_hours");
-        double speed = wc_json_get_num(run, "wall_time_s") / wc_json_get_num(base, "wall_time_s");
-        fprintf(f,
-                "Against the baseline (%s): AUC-PR %+.4f for x%.2f the core-hours and x%.2f "
-                "the wall time. Change is this run minus the baseline for quality, this run "
-                "over the baseline for cost.\n",
-                base_path, dv, cost_ratio, speed);
-    }
+    if (base) write_comparison(f, run, base, base_path);
     return wc_atomic_commit(&af);
 }
 

@@ -3,7 +3,8 @@
 # consistent with metrics.jsonl and the run's own log, the oracle's metrics on a synthetic region,
 # and the --baseline comparison (this run against another: metric deltas and cost ratios); a
 # baseline that is not JSON is a warning naming the file and the position, and the report is
-# written without the comparison. Every file is read by Python's json in strict mode (NaN and
+# written without the comparison; a baseline lacking figures (no validation, zeros) gives n/a
+# and why, never nan. Every file is read by Python's json in strict mode (NaN and
 # Infinity refused: JSON has neither).
 . "$(dirname "$0")/lib.sh"
 args=(--tiles "$SAMPLE" --batch 8 --micro-batch 2 --steps 6 --val-block 128 --ckpt-every 3 --no-predict)
@@ -89,6 +90,35 @@ if [ $status -eq 0 ] && grep -q "warning.*--baseline $T/bad.json is not valid JS
 else
     notok "--baseline with a NaN" "status $status, want $pos: $(grep -i baseline "$T/c.log" | head -3)"
 fi
+# A baseline without figures to compare: one from a run without validation (no val_ members),
+# one of the "wildcpu" member alone, one whose figures are all 0. What cannot be compared reads
+# n/a, and the sentence under the tables says why; never "nan" or "inf" ("+nan", "xnan").
+$PY - "$T/a/report.json" "$T" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+json.dump({k: v for k, v in r.items() if not k.startswith("val_")}, open(sys.argv[2] + "/noval.json", "w"))
+json.dump({"wildcpu": r["wildcpu"]}, open(sys.argv[2] + "/bare.json", "w"))
+json.dump({k: 0 if type(v) in (int, float) else v for k, v in r.items()}, open(sys.argv[2] + "/zeros.json", "w"))
+PY
+for kind in noval bare zeros; do
+    "$WILDCPU" "${args[@]}" --out "$T/base_$kind" --baseline "$T/$kind.json" >"$T/base_$kind.log" 2>&1
+    st=$?
+    md=$T/base_$kind/report.md
+    case $kind in
+    noval) want="AUC-PR n/a for x[0-9.]+ the core-hours and x[0-9.]+ the wall time\. .* n/a: no comparison \(validation AUC-PR: the baseline has none\)\.$"
+        row="^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| - \| n/a \|$" ;;
+    bare) want="AUC-PR n/a for n/a the core-hours and n/a the wall time\. .* n/a: no comparison \(validation AUC-PR: the baseline has none; core-hours: the baseline has none; wall time: the baseline has none\)\.$"
+        row="^\| core-hours \| [0-9.]+ \| - \| n/a \|$" ;;
+    zeros) want="AUC-PR \+[0-9.]+ for n/a the core-hours and n/a the wall time\. .* n/a: no comparison \(core-hours: the baseline's is 0; wall time: the baseline's is 0\)\.$"
+        row="^\| wall time \(s\) \| [0-9.]+ \| 0\.0 \| n/a \|$" ;;
+    esac
+    if [ $st -eq 0 ] && ! grep -Eiq "[x+-](nan|inf)|\\b(nan|inf)\\b" "$md" && grep -Eq "^Against the baseline \(.*$kind.json\): $want" "$md" &&
+        grep -Eq "$row" "$md"; then
+        ok "--baseline $kind: n/a where nothing compares, and why (no nan)"
+    else
+        notok "--baseline $kind" "status $st: $(grep -Ei 'nan|inf|Against' "$md" | head -5)"
+    fi
+done
 # GDAL's block cache: sized to the bands read, whole, plus a quarter (16 MiB to 256 MiB), as the
 # memory plan says; GDAL_CACHEMAX (in MB, as GDAL reads it) stands when set
 want=$($PY - "$SAMPLE" <<'PY'
