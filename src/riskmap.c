@@ -323,7 +323,8 @@ void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
 
 /* Whether path is a class raster wildcpu wrote (its band carries the class rule). */
 static int classes_are_ours(const char *path) {
-    if (access(path, F_OK) != 0) return 0;
+    struct stat st; /* a pipe of that name must not be opened: GDAL would wait on it */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     CPLPushErrorHandler(CPLQuietErrorHandler);
     GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
     const int ours = ds && GDALGetRasterCount(ds) == 1 &&

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "wildcpu/files.h"
 #include "wildcpu/quicklook.h"
@@ -108,6 +109,8 @@ int wc_style_write_qml(const char *path) {
 }
 
 int wc_style_is_ours(const char *path) {
+    struct stat st; /* a pipe of that name must not be opened: fopen would wait on it */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[256] = "";

@@ -366,6 +366,14 @@ predict --tiles "$S" --out "$out/lo/m.tif" >"$tmp/lo.log" 2>&1
 check "leftover working files of a killed run are named in a warning and left alone" bash -c "
     grep -q 'warning: 3 working files of another run lie beside the output .*lo/.m.tif.tmp-99999999' '$tmp/lo.log' &&
     [ \$(ls -A '$out/lo' | grep -c '^\\.') -eq 5 ] && [ -f '$out/lo/m.tif' ]"
+# a pipe named like a companion the map does not write (NAME_classes.tif without --classes,
+# NAME.qml with --no-style) is not opened to see whether it is ours: that would wait for ever
+mkdir -p "$out/fifo" && mkfifo "$out/fifo/m_classes.tif" "$out/fifo/m.qml"
+timeout -k 5 60 "$bin" predict --checkpoint "$tmp/run" --tiles "$S" --out "$out/fifo/m.tif" --no-style >"$tmp/fifo.log" 2>&1
+st=$?
+[ $st -eq 0 ] && [ -p "$out/fifo/m_classes.tif" ] && [ -p "$out/fifo/m.qml" ] \
+    && ok "pipes named like the map's companions are left alone, not waited on" \
+    || notok "pipes named like the map's companions" "status $st: $(tail -1 "$tmp/fifo.log")"
 # files named after the map that are someone else's: a GeoJSON of perimeters where the STAC item
 # goes, a class raster of one's own with --classes: refused before any work, untouched; one's own
 # style: kept (warned), and left out of the item
