@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wildcpu/util.h"
@@ -120,9 +122,21 @@ char *wc_temp_path(const char *path, const char *tag) {
     return t;
 }
 
+/* Whether NAME is one of `names` (an entry ending in '*' is a prefix); NULL takes any. */
+static int name_listed(const char *name, const char *const *names) {
+    if (!names) return 1;
+    for (; *names; names++) {
+        const size_t n = strlen(*names);
+        if (n && (*names)[n - 1] == '*' ? !strncmp(name, *names, n - 1) : !strcmp(name, *names))
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether a directory entry is a working file of wc_temp_path's (".NAME.tmp-PID" or
- * ".NAME.out-PID", perhaps with GDAL's ".aux.xml"), of `name` unless NULL, not this process's. */
-static int is_leftover(const char *entry, const char *name) {
+ * ".NAME.out-PID", perhaps with GDAL's ".aux.xml") of one of `names`, not this process's; its
+ * pid in *pid. */
+static int is_leftover(const char *entry, const char *const *names, long *pid) {
     if (entry[0] != '.') return 0;
     char *e = wc_strdup(entry + 1);
     const size_t n = strlen(e), aux = strlen(".aux.xml");
@@ -135,28 +149,44 @@ static int is_leftover(const char *entry, const char *name) {
         char *mark = at - 1;
         const char *digits = mark + strlen(tag);
         if (!*digits || strspn(digits, "0123456789") != strlen(digits)) continue;
-        if (strtol(digits, NULL, 10) == (long)getpid()) continue;
+        *pid = strtol(digits, NULL, 10);
+        if (*pid == (long)getpid()) continue;
         *mark = '\0';
-        found = mark > e && (!name || !strcmp(e, name));
+        found = mark > e && name_listed(e, names);
     }
     free(e);
     return found;
 }
 
-int wc_temp_leftovers(const char *dir, const char *name, int remove) {
+/* Whether the working file may still be written: its process lives on this host, or it changed
+ * within the last LEFTOVER_QUIET_S (a process on another node of a shared file system writes
+ * its map strip by strip; one killed stops). */
+#define LEFTOVER_QUIET_S (10 * 60)
+static int maybe_written(const char *path, long pid) {
+    if (pid > 0 && pid <= INT_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) return 1;
+    struct stat st;
+    return lstat(path, &st) == 0 && time(NULL) - st.st_mtime < LEFTOVER_QUIET_S;
+}
+
+int wc_temp_leftovers(const char *dir, const char *const *names, int remove) {
     DIR *d = opendir(*dir ? dir : ".");
     if (!d) return 0;
     int found = 0, listed = 0;
     char list[1024] = "";
     for (struct dirent *en; (en = readdir(d)) != NULL;) {
-        if (!is_leftover(en->d_name, name)) continue;
+        long pid = 0;
+        if (!is_leftover(en->d_name, names, &pid)) continue;
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", *dir ? dir : ".", en->d_name);
-        found++;
         if (remove) {
+            if (maybe_written(path, pid)) continue;
+            found++;
             if (unlink(path) == 0)
                 wc_warn("removed %s, the working file of a run that was killed", path);
-        } else if (strlen(list) + strlen(path) + 8 < sizeof list) {
+            continue;
+        }
+        found++;
+        if (strlen(list) + strlen(path) + 8 < sizeof list) {
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "",
                      path);
             listed++;

@@ -7,6 +7,7 @@
 #include "wildcpu/labels.h"
 
 #include <cpl_conv.h>
+#include <cpl_string.h>
 #include <errno.h>
 #include <gdal.h>
 #include <gdal_utils.h>
@@ -14,6 +15,7 @@
 #include <ogr_api.h>
 #include <ogr_srs_api.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -164,6 +166,28 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
     snprintf(buf, size, "%s/labels-%016llx.tif", work_dir, (unsigned long long)h);
 }
 
+/* Whether every block a GeoTIFF says it has lies within the file: one truncated (by hand, a
+ * full disk under another tool) may still open, and fail only when a block is read, minutes in.
+ * From the TIFF's own block table (metadata, no pixel read); a sparse file's unwritten blocks
+ * have none. */
+static int blocks_within_file(GDALDatasetH ds, const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    int bw, bh;
+    GDALGetBlockSize(b, &bw, &bh);
+    const int nx = (GDALGetRasterXSize(ds) + bw - 1) / bw;
+    const int ny = (GDALGetRasterYSize(ds) + bh - 1) / bh;
+    for (int y = 0; y < ny; y++)
+        for (int x = 0; x < nx; x++) {
+            const char *at = GDALGetMetadataItem(b, CPLSPrintf("BLOCK_OFFSET_%d_%d", x, y), "TIFF");
+            const char *n = GDALGetMetadataItem(b, CPLSPrintf("BLOCK_SIZE_%d_%d", x, y), "TIFF");
+            if (at && n && strtoull(at, NULL, 10) + strtoull(n, NULL, 10) > (uint64_t)st.st_size)
+                return 0;
+        }
+    return 1;
+}
+
 /* Whether the derived raster of an earlier run may be reused: present, opened by GDAL, one band
  * on the tiles' grid. One that is not (damaged, truncated by hand) is removed, said, and made
  * again, rather than reused or refused: it is wildcpu's own cache of the --labels source. */
@@ -174,10 +198,10 @@ static int derived_reusable(const char *derived, const wc_raster *tiles, const c
     double gt[6];
     int ok = ds && GDALGetRasterCount(ds) == 1 && GDALGetRasterXSize(ds) == tiles->width &&
              GDALGetRasterYSize(ds) == tiles->height &&
-             GDALGetGeoTransform(ds, gt) == CE_None && !memcmp(gt, tiles->gt, sizeof gt);
-    double v; /* a truncated GeoTIFF may open: its last block, written last, must read */
-    ok = ok && GDALRasterIO(GDALGetRasterBand(ds, 1), GF_Read, tiles->width - 1,
-                            tiles->height - 1, 1, 1, &v, 1, 1, GDT_Float64, 0, 0) == CE_None;
+             GDALGetGeoTransform(ds, gt) == CE_None && gt[0] == tiles->gt[0] &&
+             gt[1] == tiles->gt[1] && gt[2] == tiles->gt[2] && gt[3] == tiles->gt[3] &&
+             gt[4] == tiles->gt[4] && gt[5] == tiles->gt[5]; /* as numbers: -0.0 is 0.0 */
+    ok = ok && blocks_within_file(ds, derived);
     if (ds) GDALClose(ds);
     CPLPopErrorHandler();
     if (ok) return 1;
@@ -218,14 +242,24 @@ static wc_rwriter *create_grid(const wc_raster *tiles, const char *derived, wc_d
     return wc_rwriter_create(derived, &o);
 }
 
+/* The tiles' extent in their CRS, lo and hi (x, y), from all four corners: a rotated grid's
+ * box is wider than the two corners (0, 0) and (W, H) give. */
+static void tiles_box(const wc_raster *t, double lo[2], double hi[2]) {
+    lo[0] = lo[1] = INFINITY, hi[0] = hi[1] = -INFINITY;
+    for (int c = 0; c < 4; c++) {
+        double x, y;
+        wc_raster_pixel_to_map(t->gt, c & 1 ? t->width : 0, c & 2 ? t->height : 0, &x, &y);
+        lo[0] = fmin(lo[0], x), hi[0] = fmax(hi[0], x);
+        lo[1] = fmin(lo[1], y), hi[1] = fmax(hi[1], y);
+    }
+}
+
 static void extent_of_tiles(const wc_raster *t, char *buf, size_t size) {
-    double x0, y0, x1, y1;
-    wc_raster_pixel_to_map(t->gt, 0, 0, &x0, &y0);
-    wc_raster_pixel_to_map(t->gt, t->width, t->height, &x1, &y1);
+    double lo[2], hi[2];
+    tiles_box(t, lo, hi);
     char crs[128];
     wc_raster_crs_name(t->wkt, crs, sizeof crs);
-    snprintf(buf, size, "(%.10g, %.10g)-(%.10g, %.10g) in %s", fmin(x0, x1), fmin(y0, y1),
-             fmax(x0, x1), fmax(y0, y1), crs);
+    snprintf(buf, size, "(%.10g, %.10g)-(%.10g, %.10g) in %s", lo[0], lo[1], hi[0], hi[1], crs);
 }
 
 /* ---- polygons ---------------------------------------------------------------------------- */
@@ -243,6 +277,7 @@ typedef struct {
     OGRCoordinateTransformationH to_tiles; /* NULL: no reprojection (no CRS on either side) */
     OGRGeometryH region;                   /* the tiles' region in the polygons' CRS, or NULL */
     OGREnvelope region_env;
+    int always_cut;                        /* the region is two boxes about the antimeridian */
     long seen;            /* polygons found, wherever they lie */
     long failed;          /* polygons over the region that cannot be reprojected */
     long long first_fid;  /* the first of them */
@@ -269,7 +304,7 @@ static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
             OGR_G_DestroyGeometry(copy); /* cannot burn a pixel */
             return 0;
         }
-        if (pl->region && !envelope_within(&env, &pl->region_env)) {
+        if (pl->region && (pl->always_cut || !envelope_within(&env, &pl->region_env))) {
             /* NULL when GEOS refuses the geometry (a self-crossing ring): then uncut */
             CPLPushErrorHandler(CPLQuietErrorHandler);
             OGRGeometryH cut = OGR_G_Intersection(copy, pl->region);
@@ -442,45 +477,64 @@ static long copy_polygons(OGRLayerH layer, const char *src, agreement *a, GDALDa
  * in the polygons' CRS. Without a CRS on either side the polygons are taken as they are (the
  * caller refuses a layer without one for georeferenced tiles). Returns the tiles' spatial
  * reference for the layer of placed polygons (to be released), or NULL. */
+/* A ring along the box [x0, x1] x [y0, y1] with `per_side` points a side: a polygon cut by it
+ * keeps those points on its new edges, which stay close to the curves they become in another
+ * CRS (a 4-point box would give straight chords there, a few percent of a continent's area). */
+static OGRGeometryH dense_box(double x0, double y0, double x1, double y1, int per_side) {
+    OGRGeometryH ring = OGR_G_CreateGeometry(wkbLinearRing);
+    const double cx[5] = {x0, x1, x1, x0, x0}, cy[5] = {y0, y0, y1, y1, y0};
+    for (int side = 0; side < 4; side++)
+        for (int i = 0; i < per_side; i++) {
+            const double f = (double)i / per_side;
+            OGR_G_AddPoint_2D(ring, cx[side] + f * (cx[side + 1] - cx[side]),
+                              cy[side] + f * (cy[side + 1] - cy[side]));
+        }
+    OGR_G_AddPoint_2D(ring, x0, y0);
+    OGRGeometryH box = OGR_G_CreateGeometry(wkbPolygon);
+    OGR_G_AddGeometryDirectly(box, ring);
+    return box;
+}
+
 static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH layer,
                                            placement *pl) {
     memset(pl, 0, sizeof *pl);
     OGRSpatialReferenceH from = OGR_L_GetSpatialRef(layer);
     if (!from || !*tiles->wkt) return NULL;
     OGRSpatialReferenceH to = OSRNewSpatialReference(tiles->wkt);
-    OGRSpatialReferenceH src = OSRClone(from);
+    OGRSpatialReferenceH src = OSRClone(from); /* with the layer's own axis mapping */
     if (!to || !src) {
         if (to) OSRRelease(to);
         if (src) OSRRelease(src);
         return NULL;
     }
-    OSRSetAxisMappingStrategy(to, OAMS_TRADITIONAL_GIS_ORDER);
-    OSRSetAxisMappingStrategy(src, OAMS_TRADITIONAL_GIS_ORDER);
+    OSRSetAxisMappingStrategy(to, OAMS_TRADITIONAL_GIS_ORDER); /* x east, as the geotransform */
     CPLPushErrorHandler(CPLQuietErrorHandler);
     pl->to_tiles = OCTNewCoordinateTransformation(src, to);
     OGRCoordinateTransformationH back = OCTNewCoordinateTransformation(to, src);
     CPLPopErrorHandler();
-    double x0, y0, x1, y1;
-    wc_raster_pixel_to_map(tiles->gt, 0, 0, &x0, &y0);
-    wc_raster_pixel_to_map(tiles->gt, tiles->width, tiles->height, &x1, &y1);
-    const double mx = fmax(0.1 * fabs(x1 - x0), 2 * fabs(tiles->gt[1]) + 2 * fabs(tiles->gt[2]));
-    const double my = fmax(0.1 * fabs(y1 - y0), 2 * fabs(tiles->gt[4]) + 2 * fabs(tiles->gt[5]));
+    double lo[2], hi[2];
+    tiles_box(tiles, lo, hi);
+    const double px = 2 * (fabs(tiles->gt[1]) + fabs(tiles->gt[2]) + fabs(tiles->gt[4]) +
+                           fabs(tiles->gt[5]));
+    const double mx = fmax(0.1 * (hi[0] - lo[0]), px), my = fmax(0.1 * (hi[1] - lo[1]), px);
     double b[4];
     CPLPushErrorHandler(CPLQuietErrorHandler);
-    const int have_region =
+    const int have_bounds =
         pl->to_tiles && back &&
-        OCTTransformBounds(back, fmin(x0, x1) - mx, fmin(y0, y1) - my, fmax(x0, x1) + mx,
-                           fmax(y0, y1) + my, &b[0], &b[1], &b[2], &b[3], 21) &&
-        b[0] < b[2] && b[1] < b[3] && isfinite(b[0] + b[1] + b[2] + b[3]);
+        OCTTransformBounds(back, lo[0] - mx, lo[1] - my, hi[0] + mx, hi[1] + my, &b[0], &b[1],
+                           &b[2], &b[3], 21) &&
+        b[1] < b[3] && isfinite(b[0] + b[1] + b[2] + b[3]);
     CPLPopErrorHandler();
-    if (have_region) { /* else (the region wraps the antimeridian, say) polygons go uncut */
-        OGRGeometryH ring = OGR_G_CreateGeometry(wkbLinearRing);
-        const double xs[5] = {b[0], b[2], b[2], b[0], b[0]}, ys[5] = {b[1], b[1], b[3], b[3], b[1]};
-        for (int i = 0; i < 5; i++) OGR_G_AddPoint_2D(ring, xs[i], ys[i]);
-        pl->region = OGR_G_CreateGeometry(wkbPolygon);
-        OGR_G_AddGeometryDirectly(pl->region, ring);
-        OGR_G_GetEnvelope(pl->region, &pl->region_env);
-    }
+    if (have_bounds && b[0] < b[2]) {
+        pl->region = dense_box(b[0], b[1], b[2], b[3], 64);
+    } else if (have_bounds && OSRIsGeographic(src) && b[0] > b[2]) {
+        /* across the antimeridian (GDAL gives xmin > xmax): the two sides of it */
+        pl->region = OGR_G_CreateGeometry(wkbMultiPolygon);
+        OGR_G_AddGeometryDirectly(pl->region, dense_box(b[0], b[1], 180, b[3], 64));
+        OGR_G_AddGeometryDirectly(pl->region, dense_box(-180, b[1], b[2], b[3], 64));
+        pl->always_cut = 1; /* its envelope spans the globe: being within it says nothing */
+    } /* else polygons go uncut, reprojected whole as GDALRasterize would */
+    if (pl->region) OGR_G_GetEnvelope(pl->region, &pl->region_env);
     if (back) OCTDestroyCoordinateTransformation(back);
     OSRRelease(src);
     if (!pl->to_tiles) {

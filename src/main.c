@@ -114,8 +114,16 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
  * option exists: one is named by its letter (optopt), since inside a cluster ("-x=1") getopt
  * has not moved past the argument and `name` is the one before it (long options are 256 up).
  */
-static int option_error(const char *name, const char *where) {
-    if (optopt > 0 && optopt < 256) return usage_error("unknown option -%c %s", optopt, where);
+static int option_error(char **argv, const char *name, const char *where) {
+    if (optopt > 0 && optopt < 256) {
+        /* the word it came in, when one starts so: "-tiles" wants two dashes */
+        for (char **a = argv + 1; *a && strcmp(*a, "--"); a++)
+            if ((*a)[0] == '-' && (*a)[1] == optopt && (*a)[2])
+                return usage_error("unknown option -%c, in %s: long options take two dashes "
+                                   "(--%s) %s",
+                                   optopt, *a, *a + 1, where);
+        return usage_error("unknown option -%c %s", optopt, where);
+    }
     const char *eq = strchr(name, '=');
     if (optopt != 0 && eq)
         return usage_error("option %.*s takes no value", (int)(eq - name), name);
@@ -433,7 +441,7 @@ static int cmd_train(int argc, char **argv) {
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return option_error(name, "(see wildcpu --help)");
+            return option_error(argv, name, "(see wildcpu --help)");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -512,7 +520,7 @@ static int cmd_synth(int argc, char **argv) {
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return option_error(name, "for synth");
+            return option_error(argv, name, "for synth");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -575,7 +583,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return option_error(name, evaluate ? "for evaluate" : "for predict");
+            return option_error(argv, name, evaluate ? "for evaluate" : "for predict");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -653,7 +661,7 @@ static int cmd_export(int argc, char **argv) {
         case ':':
             return usage_error("option %s needs a value", name);
         default:
-            return option_error(name, "for export");
+            return option_error(argv, name, "for export");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);

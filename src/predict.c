@@ -531,7 +531,8 @@ static void say_leftovers(const char *path) {
     char *dir = slash ? wc_strdup(path) : wc_strdup(".");
     if (slash) dir[slash - path] = '\0';
     if (slash == path) strcpy(dir, "/");
-    wc_temp_leftovers(dir, slash ? slash + 1 : path, 0);
+    const char *const names[] = {slash ? slash + 1 : path, NULL};
+    wc_temp_leftovers(dir, names, 0);
     free(dir);
 }
 

@@ -18,6 +18,7 @@
 #include "wildcpu/files.h"
 #include "wildcpu/net.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/riskmap.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
@@ -235,8 +236,24 @@ static int prepare_here(const wc_train_config *cfg) {
     /* before --fresh moves anything (wc_rundir_set_aside): the files may be another running
      * run's */
     if (lock_fd < 0 && lock_run_dir(out) != WC_OK) return WC_EXIT_RUNTIME;
-    /* the directory is this run's now: what a killed run left half-written goes */
-    wc_temp_leftovers(out, NULL, 1);
+    /* found now, not after hours of training: a file named like the map's companions that is
+     * not wildcpu's and that the map would replace (--fresh moves them aside instead) */
+    if (!cfg->no_predict && !cfg->fresh) {
+        char map[4200];
+        run_file(map, sizeof map, out, "risk.tif");
+        const wc_predict_config pc = {.out = map, .classes = cfg->classes};
+        wc_riskmap_paths p;
+        wc_riskmap_paths_of(map, &p);
+        const int clash = wc_riskmap_check_companions(&pc, &p) != WC_OK;
+        wc_riskmap_paths_free(&p);
+        if (clash) return WC_EXIT_RUNTIME;
+    }
+    /* the directory is this run's now: what a killed run of it left half-written goes (files
+     * of its own names only, none that a live process may be writing: a predict into DIR) */
+    const char *own[NRUN_FILES + 2];
+    for (int i = 0; i < NRUN_FILES; i++) own[i] = RUN_FILES[i].name;
+    own[NRUN_FILES] = "labels-*", own[NRUN_FILES + 1] = NULL;
+    wc_temp_leftovers(out, own, 1);
     if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
         return WC_EXIT_RUNTIME;

@@ -85,6 +85,13 @@ static const char *gdal_why(const wc_rwriter *w) {
     return why;
 }
 
+/* Equal as numbers (-0.0 is 0.0: GDAL may write a zero rotation term either way). */
+static int same_values(const double *a, const double *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (!(a[i] == b[i])) return 0;
+    return 1;
+}
+
 static int keep_going(const wc_rwriter *w) {
     return !w->keep_going || w->keep_going(w->arg);
 }
@@ -409,7 +416,7 @@ static int verify(wc_rwriter *w, const char *path, const shape *s) {
                          GDALGetDataTypeName(s->types[b]));
         }
         if (!*why && w->has_gt &&
-            (GDALGetGeoTransform(ds, gt) != CE_None || memcmp(gt, w->gt, sizeof gt) != 0))
+            (GDALGetGeoTransform(ds, gt) != CE_None || !same_values(gt, w->gt, 6)))
             snprintf(why, sizeof why, "its geotransform differs from the one written");
         if (!*why && w->copy_driver && strcmp(w->copy_driver, "COG") == 0) {
             const char *lay = GDALGetMetadataItem(ds, "LAYOUT", "IMAGE_STRUCTURE");

@@ -326,8 +326,16 @@ s=$?
 [ $s -eq 1 ] && grep -q "r02_c01_f32.tif" "$T/mix.log" && [ ! -e "$T/mix/tiles.vrt" ] && [ ! -e "$T/mix/oracle_risk.tif" ] \
     && ok "synth failing half way over an earlier region leaves no tiles.vrt or oracle of a mix" \
     || notok "synth failing half way" "status $s: $(tail -1 "$T/mix.log"); $(ls "$T/mix")"
+# a run directory holding a risk.json that is not wildcpu's STAC item (the map would replace it):
+# refused before training, not after it; --no-predict writes no map, so it goes on
+mkdir -p "$T/ownjson" && echo '{"mine": true}' >"$T/ownjson/risk.json"
+expect "a risk.json of one's own in the run directory: refused before training" 1 \
+    "ownjson/risk.json exists and is not a STAC item wildcpu wrote" -- --tiles "$SAMPLE" --out "$T/ownjson" --steps 1 --batch 4 --micro-batch 2
+[ ! -e "$T/ownjson/checkpoints/ckpt-00000001.wcp" ] && grep -q mine "$T/ownjson/risk.json" \
+    && ok "... no step was trained, the file untouched" || notok "... refused before training" "$(ls "$T/ownjson" "$T/ownjson/checkpoints")"
 # a single dash: no short option exists; the letter is named, not the argument before it
-expect "an unknown short option in a cluster" 2 "unknown option -x \\(see" -- --tiles "$SAMPLE" -x=1 "${train[@]}"
+expect "an unknown short option in a cluster" 2 "unknown option -x, in -x=1" -- --tiles "$SAMPLE" -x=1 "${train[@]}"
+expect "a long option with one dash" 2 "unknown option -t, in -tiles: long options take two dashes \\(--tiles\\)" -- -tiles "$SAMPLE" "${train[@]}"
 expect "an unknown short option for predict" 2 "unknown option -q for predict" -- predict --tiles "$SAMPLE" -q
 # a spec that builds for a patch but not for the validation window (2100 channels of 1024 x 1024
 # pixels are more than a tensor holds): the spec's fault, a usage error

@@ -305,9 +305,37 @@ status=$?
 lab=$(ls "$T"/world/labels-*.tif 2>/dev/null | head -1)
 burned=$($PY -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1]); a = d.GetRasterBand(1).ReadAsArray(); print(f"{int(a.sum())} of {a.size}")' "${lab:-missing}" 2>&1)
-[ $status -eq 0 ] && [ "${burned% of *}" = "${burned#* of }" ] \
+[ $status -eq 0 ] && [[ $burned =~ ^([0-9]+)\ of\ ([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] \
     && ok "a polygon around the globe in lon/lat burns every pixel of UTM tiles ($burned); one far off is left out" \
     || notok "polygons reaching far from the tiles' projection" "status $status, burned $burned: $(grep -E 'error|burned' "$T/world.log" | head -2)"
+
+# --- tiles on a rotated grid (rotation terms in the geotransform): the region the polygons are
+# cut to spans all four corners, so a polygon covering the tiles burns every pixel
+gdal_translate -q -of VRT "$T/tiles.tif" "$T/turned.vrt"
+$PY - "$T/turned.vrt" "$T/turned.geojson" <<'PY'
+import json, math, sys
+from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); a = math.radians(30)
+g = [640000, 30 * math.cos(a), 30 * math.sin(a), 4930000, 30 * math.sin(a), -30 * math.cos(a)]
+d.SetGeoTransform(g)
+xs = [g[0] + c * d.RasterXSize * g[1] + r * d.RasterYSize * g[2] for c in (0, 1) for r in (0, 1)]
+ys = [g[3] + c * d.RasterXSize * g[4] + r * d.RasterYSize * g[5] for c in (0, 1) for r in (0, 1)]
+x0, x1, y0, y1 = min(xs) - 1000, max(xs) + 1000, min(ys) - 1000, max(ys) + 1000
+d = None
+json.dump({"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+           "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+           "coordinates": [[[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]]]}}]}, open(sys.argv[2], "w"))
+PY
+mkdir -p "$T/turned"
+"$WILDCPU" evaluate --tiles "$T/turned.vrt" --checkpoint "$T/vec" --labels "$T/turned.geojson" \
+    --out "$T/turned/m.json" >"$T/turned.log" 2>&1
+status=$?
+lab=$(ls "$T"/turned/labels-*.tif 2>/dev/null | head -1)
+burned=$($PY -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1]); a = d.GetRasterBand(1).ReadAsArray(); print(f"{int(a.sum())} of {a.size}")' "${lab:-missing}" 2>&1)
+[[ $burned =~ ^([0-9]+)\ of\ ([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] \
+    && ok "a polygon covering tiles on a rotated grid burns every pixel ($burned)" \
+    || notok "polygons over a rotated grid" "status $status, burned $burned: $(grep -E 'error' "$T/turned.log" | head -2)"
 
 # --- a GeoPackage with two polygon layers (fires and a study area, say): refused, naming both,
 # rather than the first burned and the second dropped silently

@@ -38,11 +38,12 @@ int wc_refuse_special_file(const char *what, const char *path);
 /* A temporary name next to path, unique to this process: DIR/.NAME.TAG-PID. Caller frees. */
 char *wc_temp_path(const char *path, const char *tag);
 /* The working files a killed process left in dir (SIGKILL, the OOM killer: no handler runs):
- * wc_temp_path's DIR/.NAME.tmp-PID and DIR/.NAME.out-PID, and GDAL's .aux.xml of them, of any
- * NAME (`name` NULL) or of one, never this process's. With `remove`, each is deleted and said;
- * else they are listed in one warning (another process, on another node of a shared file
- * system say, may still be writing them). Returns how many were found. */
-int wc_temp_leftovers(const char *dir, const char *name, int remove);
+ * wc_temp_path's DIR/.NAME.tmp-PID and DIR/.NAME.out-PID, and GDAL's .aux.xml of them, for NAME
+ * among `names` (NULL-terminated; "x*" is a prefix), never this process's. With `remove`, each
+ * that no process may still be writing (PID alive on this host, or changed within the last 10
+ * minutes: a process on another node) is deleted and said; else all are listed in one warning.
+ * Returns how many were removed or listed. */
+int wc_temp_leftovers(const char *dir, const char *const *names, int remove);
 
 /* A file beside path named after it: path's file name with its last extension (".tif") replaced
  * by suffix ("risk.tif" + ".qml" = "risk.qml", "risk.tif" + "_classes.tif" =
