@@ -527,10 +527,8 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
 /* Working files of an output that a killed run left beside it: said, not removed (a run on
  * another node may be writing them). */
 static void say_leftovers(const char *path) {
+    char *dir = wc_dir_of(path);
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? wc_strdup(path) : wc_strdup(".");
-    if (slash) dir[slash - path] = '\0';
-    if (slash == path) strcpy(dir, "/");
     const char *const names[] = {slash ? slash + 1 : path, NULL};
     wc_temp_leftovers(dir, names, 0);
     free(dir);
