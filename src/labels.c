@@ -258,7 +258,7 @@ static void extent_of_tiles(const wc_raster *t, char *buf, size_t size) {
     double lo[2], hi[2];
     tiles_box(t, lo, hi);
     char crs[128];
-    wc_raster_crs_name(t->wkt, crs, sizeof crs);
+    wc_raster_crs_describe(t->wkt, crs, sizeof crs);
     snprintf(buf, size, "(%.10g, %.10g)-(%.10g, %.10g) in %s", lo[0], lo[1], hi[0], hi[1], crs);
 }
 
@@ -560,9 +560,9 @@ static long collect_polygons(const wc_raster *tiles, OGRLayerH layer, const char
         char from[128] = "its CRS", to[128];
         char *wkt = NULL;
         if (OSRExportToWkt(OGR_L_GetSpatialRef(layer), &wkt) == OGRERR_NONE)
-            wc_raster_crs_name(wkt, from, sizeof from);
+            wc_raster_crs_describe(wkt, from, sizeof from);
         CPLFree(wkt);
-        wc_raster_crs_name(tiles->wkt, to, sizeof to);
+        wc_raster_crs_describe(tiles->wkt, to, sizeof to);
         wc_error("%ld polygon%s of %s (layer %s; the first in feature %lld) cannot be "
                  "reprojected from %s into the tiles' %s%s: the ground they mark burned would be "
                  "missing from the labels; reproject or clip them first (ogr2ogr -t_srs, "
@@ -601,7 +601,7 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
         if (lsrs) {
             char *wkt = NULL;
             OSRExportToWkt(lsrs, &wkt);
-            wc_raster_crs_name(wkt, crs, sizeof crs);
+            wc_raster_crs_describe(wkt, crs, sizeof crs);
             CPLFree(wkt);
         }
         snprintf(lext, sizeof lext, "(%.10g, %.10g)-(%.10g, %.10g) in %s", env.MinX, env.MinY,

@@ -536,8 +536,8 @@ void wc_raster_warn_mixed_crs(const wc_raster *r) {
         CPLPopErrorHandler();
         if (differs && other++ == 0) {
             char a[128], b[128];
-            wc_raster_crs_name(wkt, a, sizeof a);
-            wc_raster_crs_name(r->wkt, b, sizeof b);
+            wc_raster_crs_describe(wkt, a, sizeof a);
+            wc_raster_crs_describe(r->wkt, b, sizeof b);
             wc_warn("%s: its source %s is in %s, the mosaic in %s: GDAL places that source's "
                     "pixels as if they were in %s, so they lie on the wrong ground (a VRT built "
                     "with -allow_projection_difference); reproject it first (gdalwarp -t_srs)",
@@ -609,6 +609,20 @@ void wc_raster_crs_name(const char *wkt, char *buf, size_t size) {
     OSRDestroySpatialReference(s);
 }
 
+void wc_raster_crs_describe(const char *wkt, char *buf, size_t size) {
+    wc_raster_crs_name(wkt, buf, size);
+    if (strcmp(buf, "unknown") != 0) return;
+    /* a CRS made from a PROJ string is named "unknown": its definition says more */
+    OGRSpatialReferenceH s = OSRNewSpatialReference(wkt);
+    char *proj4 = NULL;
+    if (s && OSRExportToProj4(s, &proj4) == OGRERR_NONE && proj4 && *proj4) {
+        snprintf(buf, size, "%s", proj4);
+        for (size_t n = strlen(buf); n > 0 && buf[n - 1] == ' ';) buf[--n] = '\0';
+    }
+    CPLFree(proj4);
+    OSRDestroySpatialReference(s);
+}
+
 int wc_raster_crs_is_geographic(const char *wkt) {
     if (!wkt || !*wkt) return 0;
     OGRSpatialReferenceH s = OSRNewSpatialReference(wkt);
@@ -635,7 +649,7 @@ double wc_raster_crs_metres_per_unit(const char *crs) {
 
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
     char crs[128];
-    wc_raster_crs_name(r->wkt, crs, sizeof crs);
+    wc_raster_crs_describe(r->wkt, crs, sizeof crs);
     snprintf(buf, size, "%dx%d px of %gx%g, origin (%.6g, %.6g), %s", r->width, r->height,
              r->gt[1], r->gt[5], r->gt[0], r->gt[3], crs);
 }

@@ -381,8 +381,8 @@ static void print_setup(const train_ctx *t, double prior) {
     if (t->rank != 0) return;
     const wc_train_config *cfg = t->cfg;
     const wc_dataset *ds = t->ds;
-    char crs[64];
-    wc_raster_crs_name(ds->files.src.wkt, crs, sizeof crs);
+    char crs[160];
+    wc_raster_crs_describe(ds->files.src.wkt, crs, sizeof crs);
     wc_info("data: %s, %dx%d px, %s, %d features (%s), labels from %s", cfg->data.tiles, ds->width,
             ds->height, crs, ds->nfeat, wc_dtype_name(ds->read_type),
             ds->label_path ? ds->label_path : ds->files.src.bands[ds->label_band - 1].name);

@@ -125,7 +125,9 @@ int wc_check_threads(int threads, const char *from) {
                  asked, WC_THREADS_PER_CPU_MAX, cpus, cpus == 1 ? "" : "s", cpus, overrides);
         return WC_ERR;
     }
-    if (threads > cpus && log_rank == 0)
+    /* once per process: training checks, then its end-of-run map checks again */
+    static int warned;
+    if (threads > cpus && log_rank == 0 && !warned++)
         wc_warn("%s, but this process may run on %d CPU%s: the threads take turns on them and "
                 "every step is slower than with --threads %d%s (and the report counts %d cores)",
                 asked, cpus, cpus == 1 ? "" : "s", cpus, overrides, threads);

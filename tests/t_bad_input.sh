@@ -63,6 +63,12 @@ expect "--oracle a pipe" 1 "the raster $T/fifo is a pipe \\(FIFO\\), not a file 
 cpus=$($PY -c 'import os; print(len(os.sched_getaffinity(0)))') # nproc heeds OMP_NUM_THREADS
 expect "--threads beyond the CPUs: a warning" 0 "warning: --threads $((cpus + 1)), but this process may run on $cpus CPU" -- \
     --tiles "$SAMPLE" --threads $((cpus + 1)) "${train[@]}"
+# ... once, though training and its end-of-run map each check the count
+timeout 300 "$WILDCPU" --tiles "$SAMPLE" --threads $((cpus + 1)) --out "$T/run" --steps 2 --batch 4 \
+    --micro-batch 2 --fresh >/dev/null 2>"$T/err"
+s=$? n=$(grep -c "but this process may run on" "$T/err")
+[ "$s" -eq 0 ] && [ "$n" -eq 1 ] && ok "... said once in a run that also maps" \
+    || notok "the threads warning in a run that maps" "status $s, said $n times"
 timeout 120 "$WILDCPU" --tiles "$SAMPLE" "${train[@]}" --steps 6 --log-every 1 2>"$T/pipe.err" | head -1 >/dev/null
 s=${PIPESTATUS[0]}
 [ "$s" -eq 0 ] && [ -s "$T/run/report.json" ] && ok "stdout closed early (| head -1): the run finishes, exit 0, its report written" \

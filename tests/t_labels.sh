@@ -337,6 +337,31 @@ d = gdal.Open(sys.argv[1]); a = d.GetRasterBand(1).ReadAsArray(); print(f"{int(a
     && ok "a polygon covering tiles on a rotated grid burns every pixel ($burned)" \
     || notok "polygons over a rotated grid" "status $status, burned $burned: $(grep -E 'error' "$T/turned.log" | head -2)"
 
+# --- a polygon that cannot be placed on the tiles even cut to their region: tiles in an
+# orthographic projection whose extent runs off the visible disk (so the region cannot be
+# expressed in lon/lat, and the polygon stays whole), a polygon around the globe (its far side
+# has no orthographic coordinates): refused, naming the feature and both CRSs, not dropped
+$PY - "$T/ortho.tif" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal, osr
+d = gdal.GetDriverByName("GTiff").Create(sys.argv[1], 64, 64, 3, gdal.GDT_Float32)
+s = osr.SpatialReference()
+s.ImportFromProj4("+proj=ortho +lat_0=45 +lon_0=-110 +R=6371000 +units=m +no_defs")
+d.SetProjection(s.ExportToWkt())
+d.SetGeoTransform([-7e6, 14e6 / 64, 0, 7e6, 0, -14e6 / 64])
+rng = np.random.default_rng(1)
+for b in range(1, 4):
+    d.GetRasterBand(b).WriteArray(rng.normal(size=(64, 64)).astype(np.float32))
+    d.GetRasterBand(b).SetDescription("abc"[b - 1])
+PY
+cat >"$T/globe.geojson" <<'GJ'
+{"type": "FeatureCollection", "features": [{"type": "Feature", "id": 7, "properties": {},
+ "geometry": {"type": "Polygon", "coordinates": [[[-179, -89], [179, -89], [179, 89], [-179, 89], [-179, -89]]]}}]}
+GJ
+expect "a polygon that cannot be reprojected onto the tiles" 1 "1 polygon of $T/globe.geojson \(layer globe; the first in feature 7\) cannot be reprojected from EPSG:4326 into the tiles' \+proj=ortho \+lat_0=45 \+lon_0=-110 .*reproject or clip them first" -- \
+    --tiles "$T/ortho.tif" --labels "$T/globe.geojson" --out "$T/ortho_run" --patch 32 --batch 2 --micro-batch 1 --steps 1 --no-predict
+
 # --- a GeoPackage with two polygon layers (fires and a study area, say): refused, naming both,
 # rather than the first burned and the second dropped silently
 ogr2ogr -q -f GPKG "$T/two.gpkg" "$T/polys.geojson" -nln fires2019 &&

@@ -221,6 +221,9 @@ int wc_raster_same_grid(const wc_raster *a, const wc_raster *b);
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size);
 /* A short name of the CRS ("EPSG:32611" when it has an authority code, else its name, else "none"). */
 void wc_raster_crs_name(const char *wkt, char *buf, size_t size);
+/* The same for messages, except that a CRS PROJ calls "unknown" (made from a PROJ string) is
+ * its PROJ definition. The name above stays the key of checkpoints' fingerprints. */
+void wc_raster_crs_describe(const char *wkt, char *buf, size_t size);
 /* True when the CRS is geographic (coordinates in degrees of longitude and latitude). */
 int wc_raster_crs_is_geographic(const char *wkt);
 /* Metres per unit of a projected CRS (WKT or anything GDAL takes, such as "EPSG:2241": 0.3048006
