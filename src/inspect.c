@@ -131,7 +131,10 @@ static void describe_stop_marker(const char *marker) {
     if (!text && errno == ENOENT) return;
     if (text && strncmp(text, "stopped_utc=", 12) == 0) {
         sanitized_line(line, text, MARKER_EXCERPT);
-        printf("state: stopped by a signal (%s): rerun the same command to resume\n", line);
+        /* a run that had set its predecessor aside (--fresh) resumes without --fresh */
+        const int fresh = strstr(text, "resume=rerun the same command without --fresh") != NULL;
+        printf("state: stopped by a signal (%s): rerun the same command%s to resume\n", line,
+               fresh ? " without --fresh" : "");
     } else if (text) {
         sanitized_line(line, text, 40);
         printf("note: %s is not wildcpu's stop marker (it starts \"%s\"): ignored\n", marker,

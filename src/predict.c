@@ -133,6 +133,7 @@ const char WC_PREDICT_HELP[] =
 void wc_predict_config_default(wc_predict_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->threads = 1;
+    cfg->rerun = "rerun the same command";
 }
 
 /* ---- agreement ------------------------------------------------------------------------------- */
@@ -324,11 +325,10 @@ static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
     if (mp->cfg->out)
         snprintf(what, sizeof what, "the map is not written (%s, if it exists, is untouched)",
                  mp->cfg->out);
-    wc_info("%s: stopped by %s%s at rows %" PRId64 "-%" PRId64 ": %s; rerun the same command "
-            "to %s",
+    wc_info("%s: stopped by %s%s at rows %" PRId64 "-%" PRId64 ": %s; %s to %s",
             mp->cfg->evaluate ? "evaluate" : "predict",
             wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", when,
-            s0 * L->Sy, WC_MIN(L->H, s1 * L->Sy) - 1, what,
+            s0 * L->Sy, WC_MIN(L->H, s1 * L->Sy) - 1, what, mp->cfg->rerun,
             mp->cfg->evaluate ? "score the model" : "draw it");
 }
 

@@ -568,8 +568,8 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch) {
     }
     if (status == WC_EXIT_STOPPED)
         wc_info("predict: stopped by %s while finishing the map: it is not written (%s, if it "
-                "exists, is untouched); rerun the same command to draw it",
-                strsignal(wc_stop_signal()), cfg->out);
+                "exists, is untouched); %s to draw it",
+                strsignal(wc_stop_signal()), cfg->out, cfg->rerun);
     if (status == WC_EXIT_OK) status = write_companions(map);
     wc_riskmap_abort(map);
     return status;

@@ -21,6 +21,7 @@ static int draw_map(const wc_train_config *cfg) {
     pc.checkpoint = cfg->out_dir;
     pc.out = risk;
     pc.png = png;
+    pc.rerun = wc_rundir_rerun(cfg, "map");
     pc.cog = cfg->cog;
     pc.classes = cfg->classes;
     pc.no_style = cfg->no_style;
@@ -35,7 +36,7 @@ int wc_run_train_and_map(const wc_train_config *cfg) {
     if (status == WC_EXIT_OK && !cfg->no_predict) {
         status = draw_map(cfg);
         if (status == WC_EXIT_OK && wc_dist_rank() == 0) wc_report_add_pictures(cfg->out_dir);
-        if (status == WC_EXIT_STOPPED) wc_rundir_mark_stopped(cfg->out_dir, "map");
+        if (status == WC_EXIT_STOPPED) wc_rundir_mark_stopped(cfg, "map");
     }
     return status;
 }

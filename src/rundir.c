@@ -296,8 +296,14 @@ int wc_rundir_prepare(const wc_train_config *cfg) {
     return (int)status;
 }
 
-void wc_rundir_mark_stopped(const char *out_dir, const char *phase) {
+const char *wc_rundir_rerun(const wc_train_config *cfg, const char *phase) {
+    return cfg->fresh && strcmp(phase, "planning") != 0 ? "rerun the same command without --fresh"
+                                                        : "rerun the same command";
+}
+
+void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase) {
     if (wc_dist_rank() != 0) return;
+    const char *out_dir = cfg->out_dir;
     char path[4200], dir[4200], ts[32];
     run_file(path, sizeof path, out_dir, WC_RUNDIR_STOPPED);
     run_file(dir, sizeof dir, out_dir, "checkpoints");
@@ -310,8 +316,9 @@ void wc_rundir_mark_stopped(const char *out_dir, const char *phase) {
     wc_utc_timestamp(ts, sizeof ts);
     wc_atomic_file f;
     if (wc_atomic_open(&f, path, "w") != WC_OK) return;
-    fprintf(f.f, "stopped_utc=%s;phase=%s;step=%ld;signal=%s;resume=rerun the same command\n", ts,
-            phase, step, wc_stop_signal() ? strsignal(wc_stop_signal()) : "on another rank");
+    fprintf(f.f, "stopped_utc=%s;phase=%s;step=%ld;signal=%s;resume=%s\n", ts, phase, step,
+            wc_stop_signal() ? strsignal(wc_stop_signal()) : "on another rank",
+            wc_rundir_rerun(cfg, phase));
     if (wc_atomic_commit(&f) != WC_OK)
         wc_warn("%s could not be written: scripts cannot tell this stop from a failure by it",
                 path);

@@ -552,7 +552,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
         wc_info("stopped by a signal while planning the data, before any step: nothing new to "
                 "save; rerun the same command to continue");
         wc_stop_ignore_further();
-        wc_rundir_mark_stopped(cfg->out_dir, "planning");
+        wc_rundir_mark_stopped(cfg, "planning");
         return WC_EXIT_STOPPED;
     }
     if (!t->ds) return WC_EXIT_RUNTIME;
@@ -609,8 +609,9 @@ static int run_pending_validation(train_ctx *t, int *ran) {
     int v = validate(t, t->start_step - 1);
     if (v == WC_VALIDATION_STOPPED) {
         wc_info("stopped by a signal during the pending validation: the checkpoint is "
-                "unchanged; rerun the same command to resume");
-        wc_rundir_mark_stopped(t->cfg->out_dir, "training");
+                "unchanged; %s to resume",
+                wc_rundir_rerun(t->cfg, "training"));
+        wc_rundir_mark_stopped(t->cfg, "training");
     }
     if (v != WC_VALIDATION_DONE)
         return v == WC_VALIDATION_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;

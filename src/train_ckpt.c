@@ -328,12 +328,13 @@ int wc_train_ckpt_resume(train_ctx *t) {
 /* The stop: a checkpoint, then status 75 (or 1 when the checkpoint failed). */
 int wc_train_ckpt_stop(train_ctx *t, long steps_done) {
     int ok = wc_train_ckpt_collective(t, steps_done, "stop signal") == WC_OK;
-    if (ok) wc_rundir_mark_stopped(t->cfg->out_dir, "training");
+    if (ok) wc_rundir_mark_stopped(t->cfg, "training");
     wc_trainlog_break_line(t->log);
     wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of the "
-            "checkpoint); rerun the same command to resume",
+            "checkpoint); %s to resume",
             wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", steps_done,
-            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since());
+            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since(),
+            wc_rundir_rerun(t->cfg, "training"));
     wc_stop_ignore_further();
     return ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }

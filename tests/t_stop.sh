@@ -88,4 +88,26 @@ s=$?
 [ "$had" = yes ] && [ $s -eq 1 ] && [ ! -e "$T/f/STOPPED" ] && ok "a failing run (exit 1) after a stop removes the marker" \
     || notok "failed run and the marker" "had '$had', status $s"
 
+# a run started with --fresh (the previous run moved aside) resumes only without --fresh: its
+# stop message, DIR/STOPPED and info say so (the same command would move it aside and start over)
+"$WILDCPU" "${margs[@]}" --out "$T/fr" --fresh >"$T/fr.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "step 3/200" "$T/fr.log" && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+s=$?
+"$WILDCPU" info "$T/fr" >"$T/fr.info" 2>&1
+if [ $s -eq 75 ] && grep -q "checkpoint written .*; rerun the same command without --fresh to resume" "$T/fr.log" &&
+    grep -q "resume=rerun the same command without --fresh" "$T/fr/STOPPED" &&
+    grep -q "^state: stopped by a signal (.*): rerun the same command without --fresh to resume" "$T/fr.info"; then
+    ok "a stopped --fresh run: its message, DIR/STOPPED and info say to rerun without --fresh"
+else
+    notok "a stopped --fresh run" "status $s: $(grep -E 'stopped by' "$T/fr.log") | $(cat "$T/fr/STOPPED" 2>&1) | $(grep state "$T/fr.info")"
+fi
+"$WILDCPU" "${margs[@]}" --out "$T/fr" >"$T/fr2.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "resuming from" "$T/fr2.log" && [ -z "$(ls -d "$T"/fr/replaced-* 2>/dev/null)" ] \
+    && ok "... and so rerun, it resumes (nothing moved aside)" \
+    || notok "the rerun of a stopped --fresh run" "status $s: $(grep -E 'resuming|fresh' "$T/fr2.log" | head -2)"
+
 finish

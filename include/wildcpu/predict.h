@@ -28,6 +28,8 @@ typedef struct wc_predict_config {
     const char *labels;      /* --labels PATH, or NULL: the label band of the tiles */
     const char *label_band;  /* --label-band NAME|N [fire] */
     const char *metrics_out; /* --out metrics.json, or NULL: printed only */
+    const char *rerun;       /* what a stop message tells the user to do ["rerun the same
+                              * command"]: a training run's map says its own (rundir.h) */
 } wc_predict_config;
 
 /* Output nodata: pixels where any feature is nodata (or NaN/Inf) or beyond float's range once

@@ -37,8 +37,13 @@ int wc_rundir_prepare(const wc_train_config *cfg);
  * with what it holds. */
 int wc_rundir_set_aside(const wc_train_config *cfg);
 
-/* Writes out_dir/STOPPED (rank 0; the others return at once). phase: "planning", "training" or
- * "map". */
-void wc_rundir_mark_stopped(const char *out_dir, const char *phase);
+/* What resumes a run stopped in `phase` ("planning", "training" or "map"): "rerun the same
+ * command", or "rerun the same command without --fresh" once --fresh has moved the previous run
+ * aside (after planning): with it, the rerun would set this run aside too and start over. */
+const char *wc_rundir_rerun(const wc_train_config *cfg, const char *phase);
+
+/* Writes out_dir/STOPPED (rank 0; the others return at once), its resume= field from
+ * wc_rundir_rerun. */
+void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase);
 
 #endif
