@@ -666,9 +666,10 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
     return *dir ? dir : "/";
 }
 
-/* Rank 0: the metrics, printed and (with --out) written as one JSON object. */
+/* Rank 0: the metrics, printed and (with --out) made into one JSON object in *j, which
+ * write_metrics writes once the map (with --map) is complete. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
-                         const char *source) {
+                         const char *source, wc_json *j) {
     /* a pixel whose output is not finite is counted in bad_outputs, not in pixels */
     if (v->pixels == 0 && v->bad_outputs == 0) {
         wc_error("evaluate: no pixel of %s has both a label from %s and a prediction (the labels "
@@ -705,29 +706,38 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
     if (!cfg->metrics_out) return WC_EXIT_OK;
     char ts[32];
     wc_utc_timestamp(ts, sizeof ts);
-    wc_json j;
-    wc_json_init(&j);
-    wc_json_object(&j);
-    wc_json_kstr(&j, "wildcpu", WC_VERSION);
-    wc_json_kstr(&j, "created", ts);
-    wc_json_kstr(&j, "tiles", cfg->tiles);
-    wc_json_kstr(&j, "checkpoint", m->path);
-    wc_json_kint(&j, "checkpoint_step", m->step);
-    wc_json_kstr(&j, "labels", source);
-    wc_json_kstr(&j, "map", cfg->out);
-    wc_metrics_json_members(&j, v, "");
-    wc_json_knum(&j, "base_rate", v->positive_rate);
-    wc_metrics_json_calibration(&j, "calibration", v);
-    wc_json_end(&j);
+    wc_json_object(j);
+    wc_json_kstr(j, "wildcpu", WC_VERSION);
+    wc_json_kstr(j, "created", ts);
+    wc_json_kstr(j, "tiles", cfg->tiles);
+    wc_json_kstr(j, "checkpoint", m->path);
+    wc_json_kint(j, "checkpoint_step", m->step);
+    wc_json_kstr(j, "labels", source);
+    wc_json_kstr(j, "map", cfg->out);
+    wc_metrics_json_members(j, v, "");
+    wc_json_knum(j, "base_rate", v->positive_rate);
+    wc_metrics_json_calibration(j, "calibration", v);
+    wc_json_end(j);
+    return WC_EXIT_OK;
+}
+
+/* Rank 0: --out, the metrics report_scores made, written last: a stop or a failure before
+ * (the map's) leaves the previous metrics file as it was, never one naming a map that is not
+ * there. */
+static int write_metrics(const wc_predict_config *cfg, const wc_json *j) {
     wc_atomic_file f;
     int status = WC_EXIT_RUNTIME;
     if (wc_atomic_open(&f, cfg->metrics_out, "w") == WC_OK) {
-        fputs(wc_json_text(&j), f.f);
+        fputs(wc_json_text(j), f.f);
         fputc('\n', f.f);
         if (wc_atomic_commit(&f) == WC_OK) status = WC_EXIT_OK;
     }
-    wc_json_free(&j);
-    if (status == WC_EXIT_OK) wc_info("evaluate: metrics written to %s", cfg->metrics_out);
+    if (status == WC_EXIT_OK)
+        wc_info("evaluate: metrics written to %s", cfg->metrics_out);
+    else if (cfg->out)
+        wc_error("evaluate: the map %s is complete, but the metrics %s are not written (the "
+                 "previous file, if any, is untouched)",
+                 cfg->out, cfg->metrics_out);
     return status;
 }
 
@@ -751,6 +761,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
     wc_infer inf = {0};
     mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .inf = &inf, .G = 1};
     int64_t npixels = 0, nvalid = 0;
+    wc_json scores; /* evaluate --out: the metrics file's text, written last */
+    wc_json_init(&scores);
 
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
     int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
@@ -783,7 +795,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (mp.score) {
         wc_metrics met;
         wc_score_finish(mp.score, &met);
-        if (rank == 0) status = report_scores(cfg, &met, &m, wc_score_source(mp.score));
+        if (rank == 0)
+            status = report_scores(cfg, &met, &m, wc_score_source(mp.score), &scores);
         if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
             wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": no pixel has every input", 0);
     }
@@ -796,6 +809,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
         status = WC_MAX(status, map_status);
         if (!mp.write_failed) mp.map = NULL; /* finished: committed or removed */
     }
+    if (rank == 0 && mp.score && cfg->metrics_out && status == WC_EXIT_OK)
+        status = write_metrics(cfg, &scores);
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);
@@ -809,6 +824,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
                     cfg->out, cfg->tiles);
     }
 out:
+    wc_json_free(&scores);
     wc_riskmap_abort(mp.map);
     wc_score_close(mp.score);
     free(mp.px);

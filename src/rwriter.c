@@ -96,6 +96,16 @@ static int keep_going(const wc_rwriter *w) {
     return !w->keep_going || w->keep_going(w->arg);
 }
 
+/* The test hook of a slow disk at the end: WILDCPU_TEST_SLOW_COMMIT=SECONDS waits that long
+ * (or until keep_going says stop) before a verified file is published, so that tests can stop
+ * a map or evaluate at that moment, deterministically. */
+static void slow_commit(const wc_rwriter *w) {
+    const char *s = getenv("WILDCPU_TEST_SLOW_COMMIT");
+    const double secs = s ? atof(s) : 0;
+    for (double waited = 0; waited < secs && waited < 600 && keep_going(w); waited += 0.05)
+        usleep(50000);
+}
+
 static char *aux_path(const char *path) {
     size_t n = strlen(path) + 9;
     char *a = WC_ALLOC(n);
@@ -473,6 +483,7 @@ int wc_rwriter_commit(wc_rwriter *w) {
     const char *final = w->copy ? w->copy : w->work;
     if (rc == WC_OK && (verify(w, final, &s) != WC_OK || wc_fsync_path(final, 0) != WC_OK))
         rc = WC_ERR;
+    if (rc == WC_OK) slow_commit(w);
     /* the last moment a stop can leave the target as it was */
     if (rc == WC_OK && !keep_going(w)) rc = WC_RWRITER_STOPPED;
     if (rc == WC_OK) rc = publish(w, final);

@@ -79,4 +79,22 @@ kill $guard 2>/dev/null
     [ "$(ls -A "$dir" | grep -cv '^\(m.json\|e.tif\|log\)$')" -eq 0 ] \
     && ok "SIGTERM to evaluate: exit 75, the previous metrics and map untouched, nothing partial" \
     || notok "SIGTERM to evaluate" "exit $st: $(tail -2 "$dir/log"); files: $(ls -A "$dir")"
+
+# ... also when the stop comes once the scores are known, while the map is being published
+# (held there by the test hook of a slow disk): the metrics are written last, so the previous
+# file stays (it had been replaced by metrics naming a map that was then not written)
+WILDCPU_TEST_SLOW_COMMIT=60 "$WILDCPU" evaluate --tiles "$T/wide.vrt" --checkpoint "$T/run" \
+    --out "$dir/m.json" --map "$dir/e.tif" >"$dir/log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do grep -q "AUC-PR" "$dir/log" && break; sleep 0.05; done
+kill -TERM $pid
+( sleep 60; kill -KILL $pid 2>/dev/null ) &
+guard=$!
+wait $pid
+st=$?
+kill $guard 2>/dev/null
+[ $st -eq 75 ] && grep -q "AUC-PR" "$dir/log" && [ "$(cat "$dir/m.json" "$dir/e.tif" | md5sum)" = "$before" ] &&
+    [ "$(ls -A "$dir" | grep -cv '^\(m.json\|e.tif\|log\)$')" -eq 0 ] \
+    && ok "SIGTERM to evaluate once scored, while its map is published: exit 75, the previous metrics and map untouched" \
+    || notok "SIGTERM to evaluate while its map is published" "exit $st: $(tail -2 "$dir/log"); files: $(ls -A "$dir")"
 finish
