@@ -445,6 +445,25 @@ static int write_item(const wc_riskmap *map) {
     return rc;
 }
 
+/* A companion failed after the map was replaced: the earlier map's picture (when this one's
+ * was not made) and STAC item (ours: checked before the map was made) describe a map that is no
+ * longer there, with checksums that no longer match, so they go. Returns WC_EXIT_RUNTIME. */
+static int companion_failed(const wc_riskmap *map, const char *what, const char *path,
+                            int picture_made) {
+    const wc_predict_config *cfg = map->cfg;
+    char gone[8300] = "";
+    if (cfg->png && !picture_made && unlink(cfg->png) == 0)
+        snprintf(gone, sizeof gone, "%s", cfg->png);
+    if (unlink(map->paths.stac) == 0) {
+        const size_t n = strlen(gone);
+        snprintf(gone + n, sizeof gone - n, "%s%s", n ? " and " : "", map->paths.stac);
+    }
+    wc_error("the risk map %s is complete, but its %s %s is not%s%s%s; rerun to make them", cfg->out,
+             what, path, *gone ? " (the earlier map's " : "", gone,
+             *gone ? ", which described the map it replaced, removed)" : "");
+    return WC_EXIT_RUNTIME;
+}
+
 /* After the map (and its classes) are in place: the picture, the style, stale files, the item.
  * Returns an exit status. */
 static int write_companions(const wc_riskmap *map) {
@@ -453,11 +472,8 @@ static int write_companions(const wc_riskmap *map) {
         /* the quick-look reads the finished map back: bounded memory, and it shows exactly what
          * was written */
         wc_quicklook_info qi;
-        if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK) {
-            wc_error("the risk map %s is complete, but its picture %s is not", cfg->out,
-                     cfg->png);
-            return WC_EXIT_RUNTIME;
-        }
+        if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK)
+            return companion_failed(map, "picture", cfg->png, 0);
         char how[32] = "full resolution";
         if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
         wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png,
@@ -468,22 +484,15 @@ static int write_companions(const wc_riskmap *map) {
                 "with it; remove it for wildcpu's style, or pass --no-style to keep it quietly",
                 map->paths.style, cfg->out);
     } else if (!cfg->no_style) {
-        if (wc_style_write_qml(map->paths.style) != WC_OK) {
-            wc_error("the risk map %s is complete, but its QGIS style %s is not", cfg->out,
-                     map->paths.style);
-            return WC_EXIT_RUNTIME;
-        }
+        if (wc_style_write_qml(map->paths.style) != WC_OK)
+            return companion_failed(map, "QGIS style", map->paths.style, 1);
         wc_info("predict: QGIS style %s", map->paths.style);
     } else if (wc_style_is_ours(map->paths.style)) {
         remove_stale(map->paths.style, "QGIS style (--no-style)");
     }
     if (!cfg->classes && classes_are_ours(map->paths.classes))
         remove_stale(map->paths.classes, "class raster");
-    if (write_item(map) != WC_OK) {
-        wc_error("the risk map %s is complete, but its STAC item %s is not", cfg->out,
-                 map->paths.stac);
-        return WC_EXIT_RUNTIME;
-    }
+    if (write_item(map) != WC_OK) return companion_failed(map, "STAC item", map->paths.stac, 1);
     wc_info("predict: STAC item %s", map->paths.stac);
     return WC_EXIT_OK;
 }

@@ -119,6 +119,21 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
     else
         notok "the map on a full disk" "status $st: $(grep error "$T/fullmap.log")"
     fi
+    # the map written, its picture not (on the full disk): the earlier map's picture and STAC
+    # item, which describe the map just replaced (the item's checksum no longer matches), go
+    rm -rf "$small"/* "$T/st"
+    mkdir -p "$T/st"
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >/dev/null 2>&1
+    had=$(ls "$T/st/m.json" "$small/m.png" 2>/dev/null | wc -l)
+    dd if=/dev/zero of="$small/filler" bs=4096 status=none 2>/dev/null
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >"$T/st.log" 2>&1
+    st=$?
+    if [ "$had" = 2 ] && [ $st -eq 1 ] && grep -q "the risk map $T/st/m.tif is complete, but its picture $small/m.png is not (the earlier map's $small/m.png and $T/st/m.json, which described the map it replaced, removed)" "$T/st.log" &&
+        [ ! -e "$T/st/m.json" ] && [ ! -e "$small/m.png" ] && gdalinfo -checksum "$T/st/m.tif" >/dev/null 2>&1; then
+        ok "the map written, its picture not (full disk): exit 1, the earlier map's picture and STAC item removed"
+    else
+        notok "a picture that fails after the map" "had $had, status $st: $(grep error "$T/st.log")"
+    fi
     umount "$small"
 else
     echo "# skipped: cannot mount a tmpfs here (the full-disk case needs one)"
