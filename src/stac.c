@@ -96,24 +96,92 @@ static void write_position(wc_json *j, double lon, double lat) {
     wc_json_end(j);
 }
 
-/* geometry (a polygon of the four corners) and bbox (of the densified outline). */
+/* A closed ring of n points, their longitudes moved by `shift`. */
+static void write_ring(wc_json *j, const double *x, const double *y, int n, double shift) {
+    wc_json_array(j);
+    for (int k = 0; k <= n; k++) write_position(j, x[k % n] + shift, y[k % n]);
+    wc_json_end(j);
+}
+
+/* The part of ring (x, y) of n points on one side of the meridian x = at (left: x <= at),
+ * Sutherland-Hodgman's clip against one line, into (cx, cy); its point count. */
+static int clip_ring(const double *x, const double *y, int n, double at, int left, double *cx,
+                     double *cy) {
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        const double x0 = x[k], y0 = y[k], x1 = x[(k + 1) % n], y1 = y[(k + 1) % n];
+        const int in0 = left ? x0 <= at : x0 >= at, in1 = left ? x1 <= at : x1 >= at;
+        if (in0) cx[m] = x0, cy[m++] = y0;
+        if (in0 != in1) cx[m] = at, cy[m++] = y0 + (y1 - y0) * (at - x0) / (x1 - x0);
+    }
+    return m;
+}
+
+/* geometry (a polygon of the four corners) and bbox (of the densified outline), as RFC 7946
+ * wants them where the map spans the antimeridian (a bbox whose west is east of its east, the
+ * polygon cut in two along 180 degrees) or holds a pole (the band of longitudes from the
+ * outline's farthest latitude to the pole). */
 static void write_geometry(wc_json *j, const double *lon, const double *lat) {
     const int n = 4 * EDGE_POINTS;
+    /* the outline's longitudes unrolled: no jump of more than 180 degrees between neighbours,
+     * so a walk around a pole ends 360 degrees from where it started */
+    double u[4 * EDGE_POINTS + 1], lo = INFINITY, hi = -INFINITY;
+    double south = INFINITY, north = -INFINITY;
+    u[0] = lon[0];
+    for (int k = 1; k <= n; k++) /* whole turns only: exact where there are none */
+        u[k] = lon[k % n] + 360 * nearbyint((u[k - 1] - lon[k % n]) / 360);
+    for (int k = 0; k < n; k++) {
+        lo = fmin(lo, u[k]), hi = fmax(hi, u[k]);
+        south = fmin(south, lat[k]), north = fmax(north, lat[k]);
+    }
+    const int pole = fabs(u[n] - u[0]) > 180;
+    /* whole turns that bring the west end into [-180, 180); the antimeridian east of it, which
+     * the outline crosses when it reaches beyond */
+    const double turns = 360 * floor((lo + 180) / 360), meridian = 180 + turns;
+    const int spans = !pole && hi > meridian;
+    double b[4] = {lo - turns, south, hi - turns - (spans ? 360 : 0), north};
     wc_json_key(j, "geometry");
     wc_json_object(j);
-    wc_json_kstr(j, "type", "Polygon");
-    wc_json_key(j, "coordinates");
-    wc_json_array(j);
-    wc_json_array(j);
-    for (int k = 0; k <= n; k += EDGE_POINTS) write_position(j, lon[k % n], lat[k % n]);
-    wc_json_end(j);
-    wc_json_end(j);
-    wc_json_end(j);
-    double b[4] = {INFINITY, INFINITY, -INFINITY, -INFINITY};
-    for (int k = 0; k < n; k++) {
-        b[0] = fmin(b[0], lon[k]), b[1] = fmin(b[1], lat[k]);
-        b[2] = fmax(b[2], lon[k]), b[3] = fmax(b[3], lat[k]);
+    if (pole) {
+        /* north when the outline is nearer the north pole than the south */
+        if (north + south > 0)
+            north = 90;
+        else
+            south = -90;
+        b[0] = -180, b[1] = south, b[2] = 180, b[3] = north;
+        const double x[4] = {-180, 180, 180, -180}, y[4] = {south, south, north, north};
+        wc_json_kstr(j, "type", "Polygon");
+        wc_json_key(j, "coordinates");
+        wc_json_array(j);
+        wc_json_array(j);
+        for (int k = 0; k <= 4; k++) write_position(j, x[k % 4], y[k % 4]);
+        wc_json_end(j);
+    } else {
+        const double cx[4] = {u[0], u[EDGE_POINTS], u[2 * EDGE_POINTS], u[3 * EDGE_POINTS]};
+        const double cy[4] = {lat[0], lat[EDGE_POINTS], lat[2 * EDGE_POINTS], lat[3 * EDGE_POINTS]};
+        double px[2][8], py[2][8];
+        int pn[2] = {4, 0};
+        if (spans) {
+            pn[0] = clip_ring(cx, cy, 4, meridian, 1, px[0], py[0]);
+            pn[1] = clip_ring(cx, cy, 4, meridian, 0, px[1], py[1]);
+            if (pn[0] < 3) pn[0] = 0;
+            if (pn[1] < 3) pn[1] = 0;
+        } else {
+            memcpy(px[0], cx, sizeof cx), memcpy(py[0], cy, sizeof cy);
+        }
+        const int parts = (pn[0] > 0) + (pn[1] > 0);
+        wc_json_kstr(j, "type", parts > 1 ? "MultiPolygon" : "Polygon");
+        wc_json_key(j, "coordinates");
+        wc_json_array(j);
+        for (int p = 0; p < 2; p++) {
+            if (!pn[p]) continue;
+            if (parts > 1) wc_json_array(j);
+            write_ring(j, px[p], py[p], pn[p], -turns - (p == 1 ? 360 : 0));
+            if (parts > 1) wc_json_end(j);
+        }
     }
+    wc_json_end(j);
+    wc_json_end(j);
     wc_json_key(j, "bbox");
     wc_json_array(j);
     for (int i = 0; i < 4; i++) wc_json_num(j, b[i]);

@@ -318,6 +318,39 @@ import json; a = json.load(open('$out/risk.json'))['assets']
 assert a['quicklook']['href'] == 'risk.png' and a['quicklook']['type'] == 'image/png', a
 assert 'risk_classes' not in a and a['qgis_style']['href'] == 'risk.qml', a"
 
+# Where a map spans the antimeridian or holds a pole, the item says so as RFC 7946 wants: a bbox
+# whose west is east of its east and the polygon cut in two along 180 degrees (UTM zone 1 tiles
+# reaching into zone 60; lon/lat tiles from 179.95 E), or the band from the outline to the pole
+# (polar stereographic tiles around the south pole). Every longitude within [-180, 180].
+gdal_translate -q -of VRT -a_srs EPSG:32601 -a_ullr 178000 2000000 193360 1984640 "$S" "$tmp/am_utm.vrt"
+gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr 179.95 10 180.1036 9.8464 "$S" "$tmp/am_deg.vrt"
+gdal_translate -q -of VRT -a_srs EPSG:3031 -a_ullr -7680 7680 7680 -7680 "$S" "$tmp/pole.vrt"
+for v in am_utm am_deg pole; do predict --tiles "$tmp/$v.vrt" --out "$out/$v.tif" >"$log" 2>&1; done
+check "STAC geometry across the antimeridian (a bbox from west to east over 180, a MultiPolygon cut there) and around a pole" \
+    /usr/bin/python3 - "$out" <<'EOF'
+import json, sys
+def item(name):
+    return json.load(open(f"{sys.argv[1]}/{name}.json"))
+for name, (w, e, s, n) in {"am_utm": ((179.9, 180), (-180, -179.8), (17.8, 18.0), (18.0, 18.2)),
+                           "am_deg": ((179.9499, 179.9501), (-179.8965, -179.8963), (9.84, 9.85), (9.99, 10.01))}.items():
+    it = item(name)
+    b, g = it["bbox"], it["geometry"]
+    assert w[0] < b[0] < w[1] and e[0] < b[2] < e[1] and s[0] < b[1] < s[1] and n[0] < b[3] < n[1], (name, b)
+    assert g["type"] == "MultiPolygon" and len(g["coordinates"]) == 2, (name, g)
+    west, east = (p[0] for p in g["coordinates"])
+    for ring, side in ((west, 1), (east, -1)):
+        assert ring[0] == ring[-1] and len(ring) >= 4, (name, ring)
+        assert all(-180 <= x <= 180 and x * side > 0 for x, _ in ring), (name, ring)
+        assert any(x == 180 * side for x, _ in ring), (name, ring)  # cut on the antimeridian
+    print(f"# {name}: bbox {b}")
+it = item("pole")
+b, g = it["bbox"], it["geometry"]
+assert b[0] == -180 and b[2] == 180 and b[1] == -90 and -89.95 < b[3] < -89.9, b
+ring = g["coordinates"][0]
+assert g["type"] == "Polygon" and ring[0] == ring[-1] and min(y for _, y in ring) == -90, g
+print(f"# pole: bbox {b}")
+EOF
+
 # ---- quick-look ------------------------------------------------------------------------------
 P=$out/risk.png
 check "PNG: RGBA, the raster's size plus a legend strip" python3 - "$P" <<'EOF'

@@ -6,7 +6,8 @@
  * asset's file:size and file:checksum, a multihash of SHA-256: "1220" + 64 hex digits, computed
  * from the files as they are on disk). bbox and geometry are WGS84 longitude/latitude (the
  * raster's outline transformed by OSR in the traditional GIS axis order, its edges densified for
- * the bbox); a raster without georeferencing has geometry null and no bbox, as STAC allows.
+ * the bbox), cut along the antimeridian or widened to a pole as RFC 7946 says; a raster without
+ * georeferencing has geometry null and no bbox, as STAC allows.
  *
  * Not here: deciding what the assets are (riskmap.c), the files themselves. */
 #ifndef WILDCPU_STAC_H
