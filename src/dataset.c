@@ -956,7 +956,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     if (choose_features(ds, cfg) != WC_OK ||
         wc_raster_check_coverage(&ds->files.src, ds->read_bands, ds->read_nb) != WC_OK)
         goto fail;
-    if (wc_dist_rank() == 0) wc_raster_warn_mixed_crs(&ds->files.src);
+    if (wc_dist_rank() == 0) wc_raster_warn_mixed_sources(&ds->files.src);
     if (wc_dist_any(plan_augmentation(ds, cfg) != WC_OK)) goto fail;
     ds->P = cfg->patch;
     if (cfg->turn_deg > 0) {

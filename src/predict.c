@@ -511,7 +511,7 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
         wc_raster_check_coverage(r, bm->bands, bm->n) != WC_OK)
         return WC_EXIT_RUNTIME;
     if (mp->rank == 0) warn_other_ground(m, r);
-    if (mp->rank == 0) wc_raster_warn_mixed_crs(r);
+    if (mp->rank == 0) wc_raster_warn_mixed_sources(r);
     L->W = r->width, L->H = r->height;
     if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)
         return WC_EXIT_RUNTIME;

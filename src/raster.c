@@ -509,21 +509,26 @@ int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, cons
     return said;
 }
 
-void wc_raster_warn_mixed_crs(const wc_raster *r) {
+/* Whether a source's pixels (geotransform g) differ in size from the mosaic's (by more than
+ * 1e-6 of them): GDAL resamples such a source onto the mosaic's grid. */
+static int other_pixel_size(const double *mosaic, const double *g) {
+    const double mx = hypot(mosaic[1], mosaic[4]), my = hypot(mosaic[2], mosaic[5]);
+    const double sx = hypot(g[1], g[4]), sy = hypot(g[2], g[5]);
+    return fabs(sx - mx) > 1e-6 * mx || fabs(sy - my) > 1e-6 * my;
+}
+
+void wc_raster_warn_mixed_sources(const wc_raster *r) {
     GDALDriverH drv = GDALGetDatasetDriver((GDALDatasetH)r->ds);
-    if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0 || !*r->wkt) return;
+    if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return;
     OGRSpatialReferenceH mine = OSRNewSpatialReference(NULL), theirs = OSRNewSpatialReference(NULL);
-    if (OSRSetFromUserInput(mine, r->wkt) != OGRERR_NONE) {
-        OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
-        return;
-    }
+    const int have_crs = *r->wkt && OSRSetFromUserInput(mine, r->wkt) == OGRERR_NONE;
     const char *same_opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
                                "CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", NULL};
     char **files = wc_gdal_file_list(r->path);
     /* every source of a mosaic of up to MAX_CRS_CHECKS, else that many spread over it (each is
      * opened: thousands of headers on a parallel file system take long) */
     enum { MAX_CRS_CHECKS = 2000 };
-    int nfiles = 0, other = 0;
+    int nfiles = 0, other = 0, resampled = 0;
     while (files[nfiles]) nfiles++;
     const int stride = nfiles > MAX_CRS_CHECKS ? nfiles / MAX_CRS_CHECKS : 1;
     for (int i = 1; i < nfiles; i += stride) {
@@ -531,9 +536,21 @@ void wc_raster_warn_mixed_crs(const wc_raster *r) {
         CPLPushErrorHandler(CPLQuietErrorHandler);
         GDALDatasetH s = GDALOpenEx(files[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
         const char *wkt = s ? GDALGetProjectionRef(s) : NULL;
-        const int differs = wkt && *wkt && OSRSetFromUserInput(theirs, wkt) == OGRERR_NONE &&
+        const int differs = have_crs && wkt && *wkt &&
+                            OSRSetFromUserInput(theirs, wkt) == OGRERR_NONE &&
                             !OSRIsSameEx(mine, theirs, same_opts);
+        double g[6];
+        const int other_size = !differs && r->has_gt && s &&
+                               GDALGetGeoTransform(s, g) == CE_None && other_pixel_size(r->gt, g);
         CPLPopErrorHandler();
+        if (other_size && resampled++ == 0)
+            wc_warn("%s: its source %s has pixels of %.6g x %.6g, the mosaic %.6g x %.6g: GDAL "
+                    "resamples it onto the mosaic's grid (nearest neighbour unless the VRT says "
+                    "otherwise), so its ground is seen at another resolution than the rest (a "
+                    "VRT built with gdalbuildvrt -resolution); resample the sources to one "
+                    "resolution first (gdalwarp -tr) if that is not what you meant",
+                    r->path, files[i], hypot(g[1], g[4]), hypot(g[2], g[5]),
+                    hypot(r->gt[1], r->gt[4]), hypot(r->gt[2], r->gt[5]));
         if (differs && other++ == 0) {
             char a[128], b[128];
             wc_raster_crs_describe(wkt, a, sizeof a);
@@ -547,6 +564,9 @@ void wc_raster_warn_mixed_crs(const wc_raster *r) {
     }
     if (other > 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
+    if (resampled > 1)
+        wc_warn("%s: %d of its sources have pixels of another size than the mosaic's", r->path,
+                resampled);
     wc_strv_free(files);
     OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
 }

@@ -119,6 +119,22 @@ PY
 expect "a mosaic source in another CRS: warned, naming it" 0 "warning: .*mixed.vrt: its source .*east12.tif is in EPSG:32612, the mosaic in EPSG:32611" -- \
     --tiles "$T/mixed.vrt" "${train[@]}"
 
+# a mosaic with a source of coarser pixels (gdalbuildvrt -resolution highest): warned, naming it
+$PY - "$SAMPLE" "$T" <<'PY' || notok "a mosaic of two resolutions"
+import sys
+from osgeo import gdal
+s, d = sys.argv[1], sys.argv[2]
+gdal.Translate(d + "/east60.tif", s, srcWin=[256, 0, 256, 512], outputType=gdal.GDT_Float32,
+               xRes=60, yRes=60)
+v = gdal.BuildVRT(d + "/coarse.vrt", [d + "/west.tif", d + "/east60.tif"], resolution="highest")
+src = gdal.Open(s)
+for i in range(src.RasterCount):
+    v.GetRasterBand(i + 1).SetDescription(src.GetRasterBand(i + 1).GetDescription())
+v = None
+PY
+expect "a mosaic source of other pixels: warned, naming it" 0 "warning: .*coarse.vrt: its source .*east60.tif has pixels of 60 x 60, the mosaic 30 x 30: GDAL resamples it" -- \
+    --tiles "$T/coarse.vrt" "${train[@]}"
+
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY'
 import sys

@@ -174,10 +174,11 @@ int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]);
  * them is not its description as it is (two bands "a,b" and "a;b" are both 'a_b'), else "". */
 const char *wc_raster_renamed_note(const wc_raster *r, const char *name);
 /* A VRT mosaic whose sources are in another CRS than its own (gdalbuildvrt
- * -allow_projection_difference) places their pixels on the wrong ground: warns, naming the
- * first such source. Opens its sources (up to 2000, spread over a larger mosaic): call it on
- * one rank. */
-void wc_raster_warn_mixed_crs(const wc_raster *r);
+ * -allow_projection_difference) places their pixels on the wrong ground, and one whose sources'
+ * pixels are of another size than its own (gdalbuildvrt -resolution) resamples them: warns,
+ * naming the first such source of each. Opens its sources (up to 2000, spread over a larger
+ * mosaic): call it on one rank. */
+void wc_raster_warn_mixed_sources(const wc_raster *r);
 /* After "nothing is valid": names each of bands (1-based, nb of them) that is nodata in 99% or
  * more of a 256 x 256 sample of the raster, as an error (or a warning) ending in why; returns
  * how many. */
