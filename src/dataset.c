@@ -433,12 +433,23 @@ static void moments_merge(moments *a, const moments *b) {
  * the source's own precision: a Float64 value beyond float's range is still a value). Two passes, the second
  * corrected by the sum of the deviations (the "corrected two-pass" algorithm): accurate, and no
  * division per pixel. */
-static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const uint8_t *valid) {
+/* No measurement in any unit a raster uses reaches this: a value that does is an undeclared
+ * nodata (the -3.4e38 of float rasters, a netCDF fill value of 9.97e36) taken for data. */
+#define HUGE_VALUE 1e30
+
+/* Also counts in *huge the valid values of magnitude HUGE_VALUE or more. */
+static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const uint8_t *valid,
+                             int64_t *huge) {
     const size_t pp = (size_t)ds->P * ds->P, off = (size_t)c * pp;
     const wc_band *b = &ds->files.src.bands[ds->feat_bands[c] - 1];
     long double n = 0, sum = 0;
-    for (size_t i = 0; i < pp; i++)
-        if (valid[i]) sum += wc_band_value(b, wc_dtype_get(raw, ds->read_type, off + i)), n++;
+    *huge = 0;
+    for (size_t i = 0; i < pp; i++) {
+        if (!valid[i]) continue;
+        const double v = wc_band_value(b, wc_dtype_get(raw, ds->read_type, off + i));
+        sum += v, n++;
+        *huge += fabs(v) >= HUGE_VALUE;
+    }
     if (n == 0) return (moments){0, 0, 0};
     long double mean = sum / n, dsum = 0, d2sum = 0;
     for (size_t i = 0; i < pp; i++) {
@@ -694,8 +705,9 @@ static uint64_t plan_bytes(const wc_dataset *ds, long mine, long kept) {
  * nodata (known_empty: a mostly empty mosaic's holes, wc_raster_empty_cells) is not read:
  * reading would find no valid pixel, which is what it counts. */
 static int plan_patch(wc_dataset *ds, long id, int known_empty, void *raw, float *y,
-                      uint8_t *valid, patch_count *pc, moments *m) {
+                      uint8_t *valid, patch_count *pc, moments *m, int64_t *huge) {
     *pc = (patch_count){0, 0};
+    memset(huge, 0, sizeof(int64_t) * (size_t)ds->nfeat);
     if (known_empty) return WC_OK;
     const wc_sample unshifted = {.id = (uint32_t)id};
     if (wc_dataset_read_patch(ds, &ds->files, unshifted, raw, 0) != WC_OK) return WC_ERR;
@@ -705,7 +717,7 @@ static int plan_patch(wc_dataset *ds, long id, int known_empty, void *raw, float
         pc->valid += valid[i];
         pc->positives += valid[i] && y[i] > 0;
     }
-    for (int c = 0; c < ds->nfeat; c++) m[c] = patch_moments(ds, raw, c, valid);
+    for (int c = 0; c < ds->nfeat; c++) m[c] = patch_moments(ds, raw, c, valid, &huge[c]);
     return WC_OK;
 }
 
@@ -775,6 +787,9 @@ static int plan(wc_dataset *ds) {
     share.count = WC_ALLOC(sizeof(patch_count) * (size_t)(share.cap + 1));
     share.mom = WC_ALLOC(sizeof(moments) * (size_t)(share.cap + 1) * (size_t)ds->nfeat);
     moments *patch_mom = WC_CALLOC(ds->nfeat, sizeof(moments));
+    /* valid values of HUGE_VALUE or more in the kept patches, per feature; and in one patch */
+    int64_t *huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
+    int64_t *patch_huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
     const long most = largest_share(ds->npatches, R);
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
     int status = WC_OK, agreed = PLAN_OK;
@@ -784,9 +799,10 @@ static int plan(wc_dataset *ds) {
         if (j < nmine && status == WC_OK) {
             patch_count pc;
             status = plan_patch(ds, lo + j, empty[lo + j - row0 * ds->cols], raw, y, valid, &pc,
-                                patch_mom);
+                                patch_mom, patch_huge);
             share.kept[j] = status == WC_OK && pc.valid >= min_valid && pc.valid > 0;
             if (share.kept[j]) share_add(&share, ds->nfeat, &pc, patch_mom);
+            for (int c = 0; share.kept[j] && c < ds->nfeat; c++) huge[c] += patch_huge[c];
         }
         if ((j + 1) % K == 0 || j + 1 == most) {
             agreed = wc_dist_max_int(status != WC_OK       ? PLAN_ERR
@@ -803,14 +819,16 @@ static int plan(wc_dataset *ds) {
             said = now;
         }
     }
-    free(raw), free(y), free(valid), free(patch_mom), free(empty);
+    free(raw), free(y), free(valid), free(patch_mom), free(patch_huge), free(empty);
     ds->plan_peak_bytes = plan_bytes(ds, nmine, share.cap);
     if (agreed != PLAN_OK) {
         if (agreed == PLAN_ERR && status == WC_OK)
             wc_error("stopping: another rank could not read its patches");
         share_free(&share);
+        free(huge);
         return agreed;
     }
+    wc_dist_sum_i64(huge, ds->nfeat);
     /* Kept flags: every rank needs all of them for the split. */
     size_t *counts = WC_ALLOC(sizeof(size_t) * R);
     for (int r = 0; r < R; r++) {
@@ -858,7 +876,17 @@ static int plan(wc_dataset *ds) {
                     "information (its inputs are 0)",
                     ds->tiles_path, ds->feat_bands[c],
                     ds->files.src.bands[ds->feat_bands[c] - 1].name);
+        if (huge[c] > 0 && rank == 0)
+            wc_warn("%s, band %d (%s): %" PRId64 " valid pixel%s of the kept patches hold values "
+                    "of magnitude %g or more, which no measurement has: an undeclared nodata (the "
+                    "-3.4e38 of float rasters, a netCDF fill value)? Taken as data, they make its "
+                    "normalization (mean %.4g, std %.4g) and leave every other value of the band "
+                    "near 0; declare the band's nodata (gdal_edit.py -a_nodata) or mask them",
+                    ds->tiles_path, ds->feat_bands[c],
+                    ds->files.src.bands[ds->feat_bands[c] - 1].name, huge[c],
+                    huge[c] == 1 ? "" : "s", HUGE_VALUE, ds->mean[c], ds->std[c]);
     }
+    free(huge);
     ds->train_pixels = (int64_t)chain[chain_n - 2];
     ds->train_positives = (int64_t)chain[chain_n - 1];
     free(chain), free(acc);

@@ -93,6 +93,22 @@ expect "a feature band nodata everywhere: training names it" 1 "empty5.tif, band
 expect "... and predict on it warns which band made the map nodata everywhere" 0 "warning: .*empty5.tif, band 5 \(ndvi\) is nodata .*: the map is nodata everywhere" -- \
     predict --tiles "$T/empty5.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif"
 
+# a few values no measurement has (an undeclared nodata: -3.4e38, a netCDF fill value) in a
+# feature: taken as data, they make its normalization and flatten the rest of the band: warned
+$PY - "$T/f32.tif" "$T/huge.tif" <<'PY' || notok "a raster with an undeclared nodata"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1])
+b = d.GetRasterBand(2)
+a = b.ReadAsArray()
+a[200, 50:54] = -3.4e38
+a[300, 60:63] = 9.96921e36
+b.WriteArray(a)
+d = None
+PY
+expect "a feature with values of 1e30 or more: warned, naming the band and the count" 0 "warning: .*huge.tif, band 2 \(slope\): 7 valid pixels of the kept patches hold values of magnitude 1e\+30 or more" -- \
+    --tiles "$T/huge.tif" "${train[@]}" --val-fraction 0
+
 # a geotransform whose pixels have no size, or that holds a NaN: every position would be wrong
 for g in "640000, 0, 0, 4930000, 0, -30" "nan, 30, 0, 4930000, 0, -30"; do
     gdal_translate -q -of VRT "$SAMPLE" "$T/degenerate.vrt"
