@@ -24,6 +24,7 @@
 #include <gdal_vrt.h>
 #include <ogr_srs_api.h>
 
+#include "wildcpu/files.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/rwriter.h"
 #include "wildcpu/synth.h"
@@ -226,6 +227,10 @@ int wc_synth_write(const wc_synth_config *cfg) {
         free(w.dir);
         return WC_ERR;
     }
+    /* the working files of a synth killed half way (SIGKILL: no handler ran), as a run
+     * directory removes its own */
+    wc_temp_leftovers(tiles_dir, (const char *const[]){"r*", NULL}, 1);
+    wc_temp_leftovers(w.dir, (const char *const[]){"tiles.vrt", "oracle_risk.tif", NULL}, 1);
     free(tiles_dir);
 
     double t0 = wc_now();

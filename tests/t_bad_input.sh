@@ -364,6 +364,20 @@ s=$?
 [ $s -eq 1 ] && grep -q "r02_c01_f32.tif" "$T/mix.log" && [ ! -e "$T/mix/tiles.vrt" ] && [ ! -e "$T/mix/oracle_risk.tif" ] \
     && ok "synth failing half way over an earlier region leaves no tiles.vrt or oracle of a mix" \
     || notok "synth failing half way" "status $s: $(tail -1 "$T/mix.log"); $(ls "$T/mix")"
+# the working files a synth killed by SIGKILL left (no handler ran) go with the next synth
+# there, once no process may still write them (its pid gone here and quiet for 10 minutes);
+# a fresh one and files of other names stay
+touch -d '1 hour ago' "$T/mix/tiles/.r00_c00_f32.tif.tmp-99999999" "$T/mix/.oracle_risk.tif.tmp-99999999" \
+    "$T/mix/tiles/.notes"
+touch "$T/mix/tiles/.r00_c01_f32.tif.tmp-99999998"
+rmdir "$T/mix/tiles/r02_c01_f32.tif"
+"$WILDCPU" synth --out "$T/mix" --size 256 --tile 64 --seed 2 >"$T/mix.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "removed .*mix/tiles/.r00_c00_f32.tif.tmp-99999999, the working file of a run that was killed" "$T/mix.log" &&
+    [ ! -e "$T/mix/tiles/.r00_c00_f32.tif.tmp-99999999" ] && [ ! -e "$T/mix/.oracle_risk.tif.tmp-99999999" ] &&
+    [ -e "$T/mix/tiles/.notes" ] && [ -e "$T/mix/tiles/.r00_c01_f32.tif.tmp-99999998" ] \
+    && ok "synth removes the working files a killed synth left (said), keeps a fresh one and others" \
+    || notok "synth and the leftovers of a killed one" "status $s: $(ls -A "$T/mix" "$T/mix/tiles" | tr '\n' ' ')"
 # a run directory holding a risk.json that is not wildcpu's STAC item (the map would replace it):
 # refused before training, not after it; --no-predict writes no map, so it goes on
 mkdir -p "$T/ownjson" && echo '{"mine": true}' >"$T/ownjson/risk.json"
