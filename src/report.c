@@ -408,6 +408,9 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     const int have_picture =
         s->have_val && wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,
                                                 s->val.cal_predicted, s->val.cal_observed) == WC_OK;
+    struct stat st;
+    if (!have_picture && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+        unlink(path); /* an earlier run's picture: it would pass for this run's */
     snprintf(path, sizeof path, "%s/report.md", out_dir);
     const int rc_md = write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json,
                                      have_picture);
@@ -421,7 +424,6 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     for (int k = 0; k < 2; k++) {
         if ((k ? rc_md : rc_json) == WC_OK) continue;
         snprintf(path, sizeof path, "%s/%s", out_dir, k ? "report.md" : "report.json");
-        struct stat st;
         if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
     }
     wc_error("the run's report is not complete (%s%s%s, see above); an earlier run's is removed, "

@@ -136,4 +136,14 @@ got_env=$(grep -o "GDAL's block cache (up to [0-9.]* MiB)" "$T/b.log" | grep -o 
     && ok "GDAL block cache sized to the bands read ($got MiB), GDAL_CACHEMAX=40 kept ($got_env MiB)" \
     || notok "GDAL block cache size" "got '$got' want '$want'; with GDAL_CACHEMAX=40: '$got_env'"
 
+# a reliability diagram that this run did not make (no validation) is an earlier run's: it goes,
+# rather than pass for this run's beside its report
+[ -f "$T/a/calibration.png" ] && mkdir -p "$T/nv" && cp "$T/a/calibration.png" "$T/nv/"
+"$WILDCPU" "${args[@]}" --val-fraction 0 --out "$T/nv" >"$T/nv.log" 2>&1
+s=$?
+[ -f "$T/a/calibration.png" ] && [ $s -eq 0 ] && [ -f "$T/nv/report.md" ] && [ ! -e "$T/nv/calibration.png" ] &&
+    ! grep -q "calibration.png" "$T/nv/report.md" \
+    && ok "a run without validation removes an earlier run's calibration.png" \
+    || notok "an earlier run's calibration.png" "status $s: $(ls "$T/nv")"
+
 finish
