@@ -54,8 +54,8 @@ static int epsg_of(OGRSpatialReferenceH s) {
 }
 
 /* The outline in WGS84: the raster's boundary walked TL, BL, BR, TR (counter-clockwise for a
- * north-up raster, as RFC 7946 wants exterior rings), EDGE_POINTS per edge, into lon/lat (4 x
- * EDGE_POINTS points). WC_ERR when the transformation fails. */
+ * north-up raster; write_geometry turns it where it is not), EDGE_POINTS per edge, into lon/lat
+ * (4 x EDGE_POINTS points). WC_ERR when the transformation fails. */
 static int outline_wgs84(const wc_stac_item *it, OGRSpatialReferenceH srs, double *lon,
                          double *lat) {
     const double W = it->width, H = it->height;
@@ -76,17 +76,7 @@ static int outline_wgs84(const wc_stac_item *it, OGRSpatialReferenceH srs, doubl
     for (int k = 0; ok && k < n; k++) ok = isfinite(lon[k]) && isfinite(lat[k]);
     if (ct) OCTDestroyCoordinateTransformation(ct);
     OSRDestroySpatialReference(wgs);
-    if (!ok) return WC_ERR;
-    /* a raster flipped on one axis walks the other way round */
-    double area = 0;
-    for (int k = 0; k < n; k++)
-        area += lon[k] * lat[(k + 1) % n] - lon[(k + 1) % n] * lat[k];
-    for (int k = 0; area < 0 && k < n / 2; k++) {
-        double t = lon[k];
-        lon[k] = lon[n - 1 - k], lon[n - 1 - k] = t;
-        t = lat[k], lat[k] = lat[n - 1 - k], lat[n - 1 - k] = t;
-    }
-    return WC_OK;
+    return ok ? WC_OK : WC_ERR;
 }
 
 static void write_position(wc_json *j, double lon, double lat) {
@@ -117,70 +107,81 @@ static int clip_ring(const double *x, const double *y, int n, double at, int lef
     return m;
 }
 
+/* A Polygon of one ring of n points, their longitudes moved by `shift`. */
+static void write_polygon(wc_json *j, const double *x, const double *y, int n, double shift) {
+    wc_json_kstr(j, "type", "Polygon");
+    wc_json_key(j, "coordinates");
+    wc_json_array(j);
+    write_ring(j, x, y, n, shift);
+    wc_json_end(j);
+}
+
 /* geometry (a polygon of the four corners) and bbox (of the densified outline), as RFC 7946
- * wants them where the map spans the antimeridian (a bbox whose west is east of its east, the
- * polygon cut in two along 180 degrees) or holds a pole (the band of longitudes from the
- * outline's farthest latitude to the pole). */
-static void write_geometry(wc_json *j, const double *lon, const double *lat) {
+ * wants them: exterior rings counter-clockwise, longitudes within [-180, 180]; where the map
+ * spans the antimeridian a bbox whose west is east of its east and the polygon cut in two along
+ * 180 degrees; where it holds a pole, or goes all the way round, the band of every longitude
+ * between its outline's latitudes (and the pole). */
+static void write_geometry(wc_json *j, const double *lon, const double *lat_in) {
     const int n = 4 * EDGE_POINTS;
     /* the outline's longitudes unrolled: no jump of more than 180 degrees between neighbours,
      * so a walk around a pole ends 360 degrees from where it started */
-    double u[4 * EDGE_POINTS + 1], lo = INFINITY, hi = -INFINITY;
-    double south = INFINITY, north = -INFINITY;
+    double u[4 * EDGE_POINTS + 1], lat[4 * EDGE_POINTS], lo = INFINITY, hi = -INFINITY;
+    double south = INFINITY, north = -INFINITY, area = 0;
+    for (int k = 0; k < n; k++) lat[k] = fmax(-90, fmin(90, lat_in[k]));
     u[0] = lon[0];
     for (int k = 1; k <= n; k++) /* whole turns only: exact where there are none */
         u[k] = lon[k % n] + 360 * nearbyint((u[k - 1] - lon[k % n]) / 360);
     for (int k = 0; k < n; k++) {
         lo = fmin(lo, u[k]), hi = fmax(hi, u[k]);
         south = fmin(south, lat[k]), north = fmax(north, lat[k]);
+        area += u[k] * lat[(k + 1) % n] - u[k + 1] * lat[k];
     }
-    const int pole = fabs(u[n] - u[0]) > 180;
+    const int pole = fabs(u[n] - u[0]) > 180, round = pole || hi - lo >= 360;
     /* whole turns that bring the west end into [-180, 180); the antimeridian east of it, which
      * the outline crosses when it reaches beyond */
     const double turns = 360 * floor((lo + 180) / 360), meridian = 180 + turns;
-    const int spans = !pole && hi > meridian;
+    const int spans = !round && hi > meridian;
     double b[4] = {lo - turns, south, hi - turns - (spans ? 360 : 0), north};
     wc_json_key(j, "geometry");
     wc_json_object(j);
-    if (pole) {
-        /* north when the outline is nearer the north pole than the south */
-        if (north + south > 0)
-            north = 90;
-        else
-            south = -90;
+    if (round) {
+        /* the pole the outline walks around: the one it is nearer */
+        if (pole && north + south > 0) north = 90;
+        if (pole && north + south <= 0) south = -90;
         b[0] = -180, b[1] = south, b[2] = 180, b[3] = north;
         const double x[4] = {-180, 180, 180, -180}, y[4] = {south, south, north, north};
-        wc_json_kstr(j, "type", "Polygon");
-        wc_json_key(j, "coordinates");
-        wc_json_array(j);
-        wc_json_array(j);
-        for (int k = 0; k <= 4; k++) write_position(j, x[k % 4], y[k % 4]);
-        wc_json_end(j);
+        write_polygon(j, x, y, 4, 0);
     } else {
-        const double cx[4] = {u[0], u[EDGE_POINTS], u[2 * EDGE_POINTS], u[3 * EDGE_POINTS]};
-        const double cy[4] = {lat[0], lat[EDGE_POINTS], lat[2 * EDGE_POINTS], lat[3 * EDGE_POINTS]};
-        double px[2][8], py[2][8];
-        int pn[2] = {4, 0};
-        if (spans) {
+        /* the corners, counter-clockwise (a raster flipped on one axis walks the other way) */
+        double cx[4], cy[4];
+        for (int c = 0; c < 4; c++) {
+            const int k = (area >= 0 ? c : 4 - c) % 4 * EDGE_POINTS;
+            cx[c] = u[k], cy[c] = lat[k];
+        }
+        if (!spans) {
+            write_polygon(j, cx, cy, 4, -turns);
+        } else {
+            double px[2][8], py[2][8];
+            int pn[2];
             pn[0] = clip_ring(cx, cy, 4, meridian, 1, px[0], py[0]);
             pn[1] = clip_ring(cx, cy, 4, meridian, 0, px[1], py[1]);
-            if (pn[0] < 3) pn[0] = 0;
-            if (pn[1] < 3) pn[1] = 0;
-        } else {
-            memcpy(px[0], cx, sizeof cx), memcpy(py[0], cy, sizeof cy);
-        }
-        const int parts = (pn[0] > 0) + (pn[1] > 0);
-        wc_json_kstr(j, "type", parts > 1 ? "MultiPolygon" : "Polygon");
-        wc_json_key(j, "coordinates");
-        wc_json_array(j);
-        for (int p = 0; p < 2; p++) {
-            if (!pn[p]) continue;
-            if (parts > 1) wc_json_array(j);
-            write_ring(j, px[p], py[p], pn[p], -turns - (p == 1 ? 360 : 0));
-            if (parts > 1) wc_json_end(j);
+            const int parts = (pn[0] >= 3) + (pn[1] >= 3);
+            if (parts < 2) {
+                const int p = pn[0] >= 3 ? 0 : 1; /* touching the meridian only */
+                write_polygon(j, px[p], py[p], pn[p], -turns - 360 * p);
+            } else {
+                wc_json_kstr(j, "type", "MultiPolygon");
+                wc_json_key(j, "coordinates");
+                wc_json_array(j);
+                for (int p = 0; p < 2; p++) {
+                    wc_json_array(j);
+                    write_ring(j, px[p], py[p], pn[p], -turns - 360 * p);
+                    wc_json_end(j);
+                }
+                wc_json_end(j);
+            }
         }
     }
-    wc_json_end(j);
     wc_json_end(j);
     wc_json_key(j, "bbox");
     wc_json_array(j);

@@ -321,17 +321,30 @@ assert 'risk_classes' not in a and a['qgis_style']['href'] == 'risk.qml', a"
 # Where a map spans the antimeridian or holds a pole, the item says so as RFC 7946 wants: a bbox
 # whose west is east of its east and the polygon cut in two along 180 degrees (UTM zone 1 tiles
 # reaching into zone 60; lon/lat tiles from 179.95 E), or the band from the outline to the pole
-# (polar stereographic tiles around the south pole). Every longitude within [-180, 180].
+# (polar stereographic tiles around the south pole), or all longitudes for a raster all the way
+# round (a lon/lat grid from -0.125 to 359.875, ERA5's, its latitudes to 90.125). Every longitude
+# within [-180, 180], every latitude within [-90, 90], every ring counter-clockwise (also of a
+# south-up raster, which walks its corners the other way).
 gdal_translate -q -of VRT -a_srs EPSG:32601 -a_ullr 178000 2000000 193360 1984640 "$S" "$tmp/am_utm.vrt"
 gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr 179.95 10 180.1036 9.8464 "$S" "$tmp/am_deg.vrt"
 gdal_translate -q -of VRT -a_srs EPSG:3031 -a_ullr -7680 7680 7680 -7680 "$S" "$tmp/pole.vrt"
-for v in am_utm am_deg pole; do predict --tiles "$tmp/$v.vrt" --out "$out/$v.tif" >"$log" 2>&1; done
+gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr -0.125 90.125 359.875 -90.125 "$S" "$tmp/globe.vrt"
+gdal_translate -q -of VRT -a_srs EPSG:32601 -a_ullr 178000 1984640 193360 2000000 "$S" "$tmp/am_south_up.vrt"
+for v in am_utm am_deg pole globe am_south_up; do predict --tiles "$tmp/$v.vrt" --out "$out/$v.tif" >"$log" 2>&1; done
 check "STAC geometry across the antimeridian (a bbox from west to east over 180, a MultiPolygon cut there) and around a pole" \
     /usr/bin/python3 - "$out" <<'EOF'
 import json, sys
 def item(name):
-    return json.load(open(f"{sys.argv[1]}/{name}.json"))
+    it = json.load(open(f"{sys.argv[1]}/{name}.json"))
+    g = it["geometry"]
+    for poly in g["coordinates"] if g["type"] == "MultiPolygon" else [g["coordinates"]]:
+        r = poly[0]
+        area = sum(r[k][0] * r[k + 1][1] - r[k + 1][0] * r[k][1] for k in range(len(r) - 1))
+        assert area > 0, (name, "clockwise", r)
+        assert all(-180 <= x <= 180 and -90 <= y <= 90 for x, y in r), (name, r)
+    return it
 for name, (w, e, s, n) in {"am_utm": ((179.9, 180), (-180, -179.8), (17.8, 18.0), (18.0, 18.2)),
+                           "am_south_up": ((179.9, 180), (-180, -179.8), (17.8, 18.0), (18.0, 18.2)),
                            "am_deg": ((179.9499, 179.9501), (-179.8965, -179.8963), (9.84, 9.85), (9.99, 10.01))}.items():
     it = item(name)
     b, g = it["bbox"], it["geometry"]
@@ -349,6 +362,8 @@ assert b[0] == -180 and b[2] == 180 and b[1] == -90 and -89.95 < b[3] < -89.9, b
 ring = g["coordinates"][0]
 assert g["type"] == "Polygon" and ring[0] == ring[-1] and min(y for _, y in ring) == -90, g
 print(f"# pole: bbox {b}")
+b = item("globe")["bbox"]
+assert b == [-180, -90, 180, 90], b
 EOF
 
 # ---- quick-look ------------------------------------------------------------------------------
