@@ -877,11 +877,13 @@ static int plan(wc_dataset *ds) {
                     ds->tiles_path, ds->feat_bands[c],
                     ds->files.src.bands[ds->feat_bands[c] - 1].name);
         if (huge[c] > 0 && rank == 0)
-            wc_warn("%s, band %d (%s): %" PRId64 " valid pixel%s of the kept patches hold values "
-                    "of magnitude %g or more, which no measurement has: an undeclared nodata (the "
-                    "-3.4e38 of float rasters, a netCDF fill value)? Taken as data, they make its "
-                    "normalization (mean %.4g, std %.4g) and leave every other value of the band "
-                    "near 0; declare the band's nodata (gdal_edit.py -a_nodata) or mask them",
+            wc_warn("%s, band %d (%s): %" PRId64 " valid pixel%s of the kept patches (training "
+                    "and validation) hold values of magnitude %g or more, which no measurement "
+                    "has: an undeclared nodata (the -3.4e38 of float rasters, a netCDF fill "
+                    "value)? Taken as data, they swamp the normalization where they fall in "
+                    "training patches (here mean %.4g, std %.4g), leaving every other value of "
+                    "the band near 0, and saturate the network where they are mapped; declare "
+                    "the band's nodata (gdal_edit.py -a_nodata) or mask them",
                     ds->tiles_path, ds->feat_bands[c],
                     ds->files.src.bands[ds->feat_bands[c] - 1].name, huge[c],
                     huge[c] == 1 ? "" : "s", HUGE_VALUE, ds->mean[c], ds->std[c]);

@@ -763,6 +763,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     int64_t npixels = 0, nvalid = 0;
     wc_json scores; /* evaluate --out: the metrics file's text, written last */
     wc_json_init(&scores);
+    int scores_ok = 0, published = 0;
 
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
     int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
@@ -795,8 +796,10 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (mp.score) {
         wc_metrics met;
         wc_score_finish(mp.score, &met);
-        if (rank == 0)
+        if (rank == 0) {
             status = report_scores(cfg, &met, &m, wc_score_source(mp.score), &scores);
+            scores_ok = status == WC_EXIT_OK;
+        }
         if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
             wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": no pixel has every input", 0);
     }
@@ -805,12 +808,15 @@ int wc_predict_run(const wc_predict_config *cfg) {
         wc_riskmap_counts(mp.map, &npixels, &nvalid);
         /* the map is finished even when there was nothing to score: it is complete */
         const int map_status =
-            mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows);
+            mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows, &published);
         status = WC_MAX(status, map_status);
         if (!mp.write_failed) mp.map = NULL; /* finished: committed or removed */
     }
-    if (rank == 0 && mp.score && cfg->metrics_out && status == WC_EXIT_OK)
-        status = write_metrics(cfg, &scores);
+    /* the metrics once the map is in place (a companion of it may have failed: the metrics
+     * are right whatever its picture), never beside a map that was not written */
+    const int scored = rank == 0 && mp.score && cfg->metrics_out && scores_ok;
+    if (scored && (cfg->out ? published : status == WC_EXIT_OK))
+        status = WC_MAX(status, write_metrics(cfg, &scores));
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);

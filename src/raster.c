@@ -509,12 +509,51 @@ int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, cons
     return said;
 }
 
-/* Whether a source's pixels (geotransform g) differ in size from the mosaic's (by more than
- * 1e-6 of them): GDAL resamples such a source onto the mosaic's grid. */
-static int other_pixel_size(const double *mosaic, const double *g) {
-    const double mx = hypot(mosaic[1], mosaic[4]), my = hypot(mosaic[2], mosaic[5]);
-    const double sx = hypot(g[1], g[4]), sy = hypot(g[2], g[5]);
-    return fabs(sx - mx) > 1e-6 * mx || fabs(sy - my) > 1e-6 * my;
+static int is_vrt_file(const char *path);
+
+/* The size of a VRT source's rectangle `tag` (SrcRect, DstRect) in its XML; 0 when absent. */
+static int source_rect(const char *xml, const char *tag, double *w, double *h) {
+    char open[32];
+    snprintf(open, sizeof open, "<%s ", tag);
+    const char *at = strstr(xml, open), *end = at ? strchr(at, '>') : NULL;
+    const char *xs = at ? strstr(at, "xSize=\"") : NULL, *ys = at ? strstr(at, "ySize=\"") : NULL;
+    if (!end || !xs || !ys || xs > end || ys > end) return 0;
+    *w = atof(xs + 7), *h = atof(ys + 7);
+    return 1;
+}
+
+/* Checks the sources of every band of the VRT `path` (one of a mosaic's, perhaps nested): one
+ * whose source rectangle is of another size than its destination rectangle is resampled by
+ * GDAL (gdalbuildvrt -resolution over tiles of two resolutions). Warns about the first found
+ * (when *found is 0) and counts them in *found. A warped VRT has no such sources: it resamples
+ * on purpose. */
+static void check_resampled_sources(const char *mosaic, const char *path, int *found) {
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    CPLPopErrorHandler();
+    if (!ds) return;
+    for (int b = 1; b <= GDALGetRasterCount(ds); b++) {
+        char **md = GDALGetMetadata(GDALGetRasterBand(ds, b), "vrt_sources");
+        for (int i = 0; md && md[i]; i++) {
+            double sw, sh, dw, dh;
+            if (!source_rect(md[i], "SrcRect", &sw, &sh) ||
+                !source_rect(md[i], "DstRect", &dw, &dh) ||
+                (fabs(sw - dw) <= 1e-6 * dw && fabs(sh - dh) <= 1e-6 * dh))
+                continue;
+            if ((*found)++ > 0) continue;
+            const char *f = strstr(md[i], "<SourceFilename"), *f0 = f ? strchr(f, '>') : NULL;
+            const char *f1 = f0 ? strstr(f0, "</SourceFilename>") : NULL;
+            wc_warn("%s: the source %.*s (band %d of %s) is resampled onto the mosaic's grid, "
+                    "%gx%g of its pixels into %gx%g (a VRT built with gdalbuildvrt -resolution "
+                    "over tiles of other resolutions): GDAL resamples it, nearest neighbour "
+                    "unless the VRT says otherwise, so its ground is seen at another resolution "
+                    "than the rest; resample the sources to one resolution first (gdalwarp -tr) "
+                    "if that is not what you meant",
+                    mosaic, f1 ? (int)(f1 - f0 - 1) : 1, f1 ? f0 + 1 : "?", b, path, sw, sh, dw,
+                    dh);
+        }
+    }
+    GDALClose(ds);
 }
 
 void wc_raster_warn_mixed_sources(const wc_raster *r) {
@@ -539,18 +578,7 @@ void wc_raster_warn_mixed_sources(const wc_raster *r) {
         const int differs = have_crs && wkt && *wkt &&
                             OSRSetFromUserInput(theirs, wkt) == OGRERR_NONE &&
                             !OSRIsSameEx(mine, theirs, same_opts);
-        double g[6];
-        const int other_size = !differs && r->has_gt && s &&
-                               GDALGetGeoTransform(s, g) == CE_None && other_pixel_size(r->gt, g);
         CPLPopErrorHandler();
-        if (other_size && resampled++ == 0)
-            wc_warn("%s: its source %s has pixels of %.6g x %.6g, the mosaic %.6g x %.6g: GDAL "
-                    "resamples it onto the mosaic's grid (nearest neighbour unless the VRT says "
-                    "otherwise), so its ground is seen at another resolution than the rest (a "
-                    "VRT built with gdalbuildvrt -resolution); resample the sources to one "
-                    "resolution first (gdalwarp -tr) if that is not what you meant",
-                    r->path, files[i], hypot(g[1], g[4]), hypot(g[2], g[5]),
-                    hypot(r->gt[1], r->gt[4]), hypot(r->gt[2], r->gt[5]));
         if (differs && other++ == 0) {
             char a[128], b[128];
             wc_raster_crs_describe(wkt, a, sizeof a);
@@ -562,10 +590,13 @@ void wc_raster_warn_mixed_sources(const wc_raster *r) {
         }
         if (s) GDALClose(s);
     }
+    for (int i = 0; i < nfiles; i++) /* the mosaic, and the VRTs within it */
+        if ((i == 0 || is_vrt_file(files[i])) && !wc_special_file_kind(files[i]))
+            check_resampled_sources(r->path, files[i], &resampled);
     if (other > 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
     if (resampled > 1)
-        wc_warn("%s: %d of its sources have pixels of another size than the mosaic's", r->path,
+        wc_warn("%s: %d of its sources (counted per band) are resampled onto its grid", r->path,
                 resampled);
     wc_strv_free(files);
     OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);

@@ -445,22 +445,36 @@ static int write_item(const wc_riskmap *map) {
     return rc;
 }
 
-/* A companion failed after the map was replaced: the earlier map's picture (when this one's
- * was not made) and STAC item (ours: checked before the map was made) describe a map that is no
- * longer there, with checksums that no longer match, so they go. Returns WC_EXIT_RUNTIME. */
-static int companion_failed(const wc_riskmap *map, const char *what, const char *path,
-                            int picture_made) {
+/* What a failure after the map was replaced leaves made anew (companion_failed). */
+enum { CLASSES_MADE = 1, PICTURE_MADE = 2 };
+
+/* Removes path when it exists, adding it to the list `gone`. */
+static void remove_into(const char *path, char *gone, size_t size) {
+    if (unlink(path) != 0) return;
+    const size_t n = strlen(gone);
+    snprintf(gone + n, size - n, "%s%s", n ? ", " : "", path);
+}
+
+/* A companion failed after the map was replaced: the earlier map's class raster and picture
+ * (where this map's were not made) and its STAC item (all ours: checked before the map was
+ * made) describe a map that is no longer there, the item with checksums that no longer match,
+ * so they go. Returns WC_EXIT_RUNTIME. */
+static int companion_failed(const wc_riskmap *map, const char *what, const char *path, int made) {
     const wc_predict_config *cfg = map->cfg;
-    char gone[8300] = "";
-    if (cfg->png && !picture_made && unlink(cfg->png) == 0)
-        snprintf(gone, sizeof gone, "%s", cfg->png);
-    if (unlink(map->paths.stac) == 0) {
-        const size_t n = strlen(gone);
-        snprintf(gone + n, sizeof gone - n, "%s%s", n ? " and " : "", map->paths.stac);
+    char gone[12600] = "";
+    if (cfg->classes && !(made & CLASSES_MADE)) {
+        remove_into(map->paths.classes, gone, sizeof gone);
+        const size_t n = strlen(map->paths.classes) + 9;
+        char *aux = WC_ALLOC(n); /* its category names */
+        snprintf(aux, n, "%s.aux.xml", map->paths.classes);
+        unlink(aux);
+        free(aux);
     }
-    wc_error("the risk map %s is complete, but its %s %s is not%s%s%s; rerun to make them", cfg->out,
-             what, path, *gone ? " (the earlier map's " : "", gone,
-             *gone ? ", which described the map it replaced, removed)" : "");
+    if (cfg->png && !(made & PICTURE_MADE)) remove_into(cfg->png, gone, sizeof gone);
+    remove_into(map->paths.stac, gone, sizeof gone);
+    wc_error("the risk map %s is complete, but its %s %s is not%s%s%s; %s to make them",
+             cfg->out, what, path, *gone ? " (the earlier map's " : "", gone,
+             *gone ? ", which described the map it replaced, removed)" : "", cfg->rerun);
     return WC_EXIT_RUNTIME;
 }
 
@@ -473,7 +487,7 @@ static int write_companions(const wc_riskmap *map) {
          * was written */
         wc_quicklook_info qi;
         if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK)
-            return companion_failed(map, "picture", cfg->png, 0);
+            return companion_failed(map, "picture", cfg->png, CLASSES_MADE);
         char how[32] = "full resolution";
         if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
         wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png,
@@ -485,14 +499,16 @@ static int write_companions(const wc_riskmap *map) {
                 map->paths.style, cfg->out);
     } else if (!cfg->no_style) {
         if (wc_style_write_qml(map->paths.style) != WC_OK)
-            return companion_failed(map, "QGIS style", map->paths.style, 1);
+            return companion_failed(map, "QGIS style", map->paths.style,
+                                    CLASSES_MADE | PICTURE_MADE);
         wc_info("predict: QGIS style %s", map->paths.style);
     } else if (wc_style_is_ours(map->paths.style)) {
         remove_stale(map->paths.style, "QGIS style (--no-style)");
     }
     if (!cfg->classes && classes_are_ours(map->paths.classes))
         remove_stale(map->paths.classes, "class raster");
-    if (write_item(map) != WC_OK) return companion_failed(map, "STAC item", map->paths.stac, 1);
+    if (write_item(map) != WC_OK)
+        return companion_failed(map, "STAC item", map->paths.stac, CLASSES_MADE | PICTURE_MADE);
     wc_info("predict: STAC item %s", map->paths.stac);
     return WC_EXIT_OK;
 }
@@ -548,9 +564,10 @@ static int commit_status(int rc) {
     return rc == WC_OK ? WC_EXIT_OK : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }
 
-int wc_riskmap_finish(wc_riskmap *map, float *scratch) {
+int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
     const wc_predict_config *cfg = map->cfg;
     int status = WC_EXIT_OK;
+    *published = 0;
     if (map->cw) {
         unsigned char *bytes = WC_ALLOC((size_t)WC_PREDICT_STRIP * (size_t)map->W);
         status = write_classes(map->w, map->cw, map->W, map->H, map->hist, map->nvalid, scratch,
@@ -561,12 +578,13 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch) {
         const double t0 = wc_now();
         status = commit_status(wc_rwriter_commit(map->w));
         map->w = NULL; /* committed or removed: nothing to clean up */
+        *published = status == WC_EXIT_OK;
         if (status == WC_EXIT_OK && map->cw) {
+            /* (it asks no stop: a failure is a failure) */
             status = commit_status(wc_rwriter_commit(map->cw));
             map->cw = NULL;
             if (status != WC_EXIT_OK)
-                wc_error("the risk map %s is complete, but its classes %s are not", cfg->out,
-                         map->paths.classes);
+                status = companion_failed(map, "class raster", map->paths.classes, 0);
             else
                 wc_info("predict: class raster %s (Byte, colour table, category names)",
                         map->paths.classes);

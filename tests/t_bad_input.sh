@@ -106,7 +106,7 @@ a[300, 60:63] = 9.96921e36
 b.WriteArray(a)
 d = None
 PY
-expect "a feature with values of 1e30 or more: warned, naming the band and the count" 0 "warning: .*huge.tif, band 2 \(slope\): 7 valid pixels of the kept patches hold values of magnitude 1e\+30 or more" -- \
+expect "a feature with values of 1e30 or more: warned, naming the band and the count" 0 "warning: .*huge.tif, band 2 \(slope\): 7 valid pixels of the kept patches \(training and validation\) hold values of magnitude 1e\+30 or more" -- \
     --tiles "$T/huge.tif" "${train[@]}" --val-fraction 0
 
 # a geotransform whose pixels have no size, or that holds a NaN: every position would be wrong
@@ -148,8 +148,13 @@ for i in range(src.RasterCount):
     v.GetRasterBand(i + 1).SetDescription(src.GetRasterBand(i + 1).GetDescription())
 v = None
 PY
-expect "a mosaic source of other pixels: warned, naming it" 0 "warning: .*coarse.vrt: its source .*east60.tif has pixels of 60 x 60, the mosaic 30 x 30: GDAL resamples it" -- \
+expect "a mosaic source of other pixels: warned, naming it" 0 "warning: .*coarse.vrt: the source .*east60.tif \(band 1 of .*coarse.vrt\) is resampled onto the mosaic's grid, 128x256 of its pixels into 256x512" -- \
     --tiles "$T/coarse.vrt" "${train[@]}"
+# ... but not a tile placed pixel for pixel with another pixel size of its own (re-georeferenced)
+gdal_translate -q -of VRT -a_ullr 640000 4930000 647680 4899280 "$T/west.tif" "$T/onetoone.vrt"
+timeout 120 "$WILDCPU" predict --tiles "$T/onetoone.vrt" --checkpoint "$T/f32run" --out "$T/onetoone.tif" >/dev/null 2>"$T/err"
+grep -q "resampled onto" "$T/err" && notok "a source placed pixel for pixel: no resampling warning" "$(grep resampled "$T/err")" \
+    || ok "a source placed pixel for pixel (its own pixel size differs): no resampling warning"
 
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
 $PY - "$T/multi.nc" <<'PY'

@@ -90,6 +90,7 @@ s=$?
 
 # a run started with --fresh (the previous run moved aside) resumes only without --fresh: its
 # stop message, DIR/STOPPED and info say so (the same command would move it aside and start over)
+cp -r "$T/m" "$T/fr" # a finished run, for --fresh to move aside
 "$WILDCPU" "${margs[@]}" --out "$T/fr" --fresh >"$T/fr.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -q "step 3/200" "$T/fr.log" && break; sleep 0.05; done
@@ -106,8 +107,8 @@ else
 fi
 "$WILDCPU" "${margs[@]}" --out "$T/fr" >"$T/fr2.log" 2>&1
 s=$?
-[ $s -eq 0 ] && grep -q "resuming from" "$T/fr2.log" && [ -z "$(ls -d "$T"/fr/replaced-* 2>/dev/null)" ] \
-    && ok "... and so rerun, it resumes (nothing moved aside)" \
+[ $s -eq 0 ] && grep -q "resuming from" "$T/fr2.log" && [ "$(ls -d "$T"/fr/replaced-* 2>/dev/null | wc -l)" -eq 1 ] \
+    && ok "... and so rerun, it resumes (only the run before it moved aside, by the first)" \
     || notok "the rerun of a stopped --fresh run" "status $s: $(grep -E 'resuming|fresh' "$T/fr2.log" | head -2)"
 
 finish

@@ -62,8 +62,9 @@ void wc_riskmap_counts(const wc_riskmap *map, int64_t *npixels, int64_t *nvalid)
  * its classes), the picture, the style, the STAC item. scratch holds WC_PREDICT_STRIP rows of
  * the map's width (the caller's round buffer). Returns an exit status: WC_EXIT_STOPPED
  * (reported) when a stop signal arrives before the map's rename, the targets then untouched.
- * Frees map. */
-int wc_riskmap_finish(wc_riskmap *map, float *scratch);
+ * *published says whether the map itself replaced its target (a companion may still have
+ * failed). Frees map. */
+int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published);
 
 /* Gives up: every temporary file removed, the target untouched. Frees map; NULL is fine. */
 void wc_riskmap_abort(wc_riskmap *map);
