@@ -128,7 +128,7 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
     dd if=/dev/zero of="$small/filler" bs=4096 status=none 2>/dev/null
     "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >"$T/st.log" 2>&1
     st=$?
-    if [ "$had" = 2 ] && [ $st -eq 1 ] && grep -q "the risk map $T/st/m.tif is complete, but its picture $small/m.png is not (the earlier map's $small/m.png and $T/st/m.json, which described the map it replaced, removed)" "$T/st.log" &&
+    if [ "$had" = 2 ] && [ $st -eq 1 ] && grep -q "the risk map $T/st/m.tif is complete, but its picture $small/m.png is not (the earlier map's $small/m.png, $T/st/m.json, which described the map it replaced, removed)" "$T/st.log" &&
         [ ! -e "$T/st/m.json" ] && [ ! -e "$small/m.png" ] && gdalinfo -checksum "$T/st/m.tif" >/dev/null 2>&1; then
         ok "the map written, its picture not (full disk): exit 1, the earlier map's picture and STAC item removed"
     else
