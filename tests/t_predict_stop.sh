@@ -58,6 +58,17 @@ for n in 1 2; do
         || notok "... the previous map untouched, no partial file ($n rank(s))" "$(ls -A "$dir")"
 done
 
+# stop_and_wait PID: SIGTERM to it, then its exit status (SIGKILL after 60 s: a hang fails)
+stop_and_wait() {
+    kill -TERM "$1"
+    ( sleep 60; kill -KILL "$1" 2>/dev/null ) &
+    local guard=$! s
+    wait "$1"
+    s=$?
+    kill "$guard" 2>/dev/null
+    return "$s"
+}
+
 # evaluate stops the same way: 75, the previous metrics and map untouched, nothing partial
 dir=$T/stopeval
 mkdir -p "$dir"
@@ -69,12 +80,8 @@ before=$(cat "$dir/m.json" "$dir/e.tif" | md5sum)
 pid=$!
 for _ in $(seq 1 600); do grep -q "strips x" "$dir/log" && break; sleep 0.05; done
 sleep 1.5
-kill -TERM $pid
-( sleep 60; kill -KILL $pid 2>/dev/null ) &
-guard=$!
-wait $pid
+stop_and_wait $pid
 st=$?
-kill $guard 2>/dev/null
 [ $st -eq 75 ] && [ "$(cat "$dir/m.json" "$dir/e.tif" | md5sum)" = "$before" ] &&
     [ "$(ls -A "$dir" | grep -cv '^\(m.json\|e.tif\|log\)$')" -eq 0 ] \
     && ok "SIGTERM to evaluate: exit 75, the previous metrics and map untouched, nothing partial" \
@@ -87,12 +94,8 @@ WILDCPU_TEST_SLOW_COMMIT=60 "$WILDCPU" evaluate --tiles "$T/wide.vrt" --checkpoi
     --out "$dir/m.json" --map "$dir/e.tif" >"$dir/log" 2>&1 &
 pid=$!
 for _ in $(seq 1 1200); do grep -q "AUC-PR" "$dir/log" && break; sleep 0.05; done
-kill -TERM $pid
-( sleep 60; kill -KILL $pid 2>/dev/null ) &
-guard=$!
-wait $pid
+stop_and_wait $pid
 st=$?
-kill $guard 2>/dev/null
 [ $st -eq 75 ] && grep -q "AUC-PR" "$dir/log" && [ "$(cat "$dir/m.json" "$dir/e.tif" | md5sum)" = "$before" ] &&
     [ "$(ls -A "$dir" | grep -cv '^\(m.json\|e.tif\|log\)$')" -eq 0 ] \
     && ok "SIGTERM to evaluate once scored, while its map is published: exit 75, the previous metrics and map untouched" \
