@@ -29,6 +29,43 @@ static const char *status_name(int status) {
     return status == WC_EXIT_OK ? "finished" : status == WC_EXIT_STOPPED ? "stopped" : "failed";
 }
 
+/* report.json's "map": what became of the end-of-run map. */
+static const char *map_name(wc_report_map map) {
+    static const char *const names[] = {"none", "pending", "written", "failed", "stopped"};
+    return names[map];
+}
+
+/* The map as the outcome of drawing it (a command status). */
+static wc_report_map map_of_status(int status) {
+    return status == WC_EXIT_OK        ? WC_REPORT_MAP_WRITTEN
+           : status == WC_EXIT_STOPPED ? WC_REPORT_MAP_STOPPED
+                                       : WC_REPORT_MAP_FAILED;
+}
+
+/* report.md's first paragraph: how the command ended, the map included. One line, so that
+ * wc_report_map_done can replace it. */
+static void write_status_line(FILE *f, int training_status, wc_report_map map) {
+    switch (map) {
+    case WC_REPORT_MAP_NONE:
+        fprintf(f, "Status: **%s**.\n\n", status_name(training_status));
+        break;
+    case WC_REPORT_MAP_PENDING:
+        fprintf(f, "Status: **finished** training; the risk map is not drawn yet.\n\n");
+        break;
+    case WC_REPORT_MAP_WRITTEN:
+        fprintf(f, "Status: **finished**: trained, and the risk map drawn.\n\n");
+        break;
+    case WC_REPORT_MAP_FAILED:
+        fprintf(f, "Status: **failed**: training finished, but the risk map was not made (the "
+                   "run's log says why; status 1).\n\n");
+        break;
+    case WC_REPORT_MAP_STOPPED:
+        fprintf(f, "Status: **stopped** while drawing the risk map (training had finished): "
+                   "rerun the same command to draw it.\n\n");
+        break;
+    }
+}
+
 /* A row of report.md: its label, the report.json key it shows, how. */
 typedef struct {
     const char *name, *key, *fmt;
@@ -109,11 +146,12 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     if (wc_atomic_open(&af, path, "w") != WC_OK) return WC_ERR;
     FILE *f = af.f;
     fprintf(f, "# wildcpu run report\n\n");
+    write_status_line(f, s->status, s->map);
     fprintf(f,
-            "Status: **%s**. Model `%s`, %d rank%s x %d thread%s, global batch %d "
-            "(micro-batch %d), %ld steps (%ld in this invocation).\n\n",
-            status_name(s->status), s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads,
-            s->threads > 1 ? "s" : "", s->batch, s->micro_batch, s->steps_total, s->steps_done);
+            "Model `%s`, %d rank%s x %d thread%s, global batch %d (micro-batch %d), %ld steps "
+            "(%ld in this invocation).\n\n",
+            s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads, s->threads > 1 ? "s" : "",
+            s->batch, s->micro_batch, s->steps_total, s->steps_done);
     if (s->augmentation[0]) fprintf(f, "Augmentation: %s.\n\n", s->augmentation);
     char machine[400];
     fprintf(f, "Machine (rank 0): %s.\n\n", wc_cpuinfo_describe(machine, sizeof machine));
@@ -230,10 +268,67 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
     return WC_OK;
 }
 
+/* text (malloc'd) with the string member key of its top-level object set to value: replaced
+ * when there, else added at the end. report.json is this module's own compact output, where a
+ * key's quotes and colon cannot occur inside a string (a string's quotes are escaped) and no
+ * nested object has these keys. text is freed; NULL when it has no object to add to. */
+static char *with_member(char *text, const char *key, const char *value) {
+    char member[128];
+    snprintf(member, sizeof member, "\"%s\":\"", key);
+    const char *at = strstr(text, member);
+    size_t keep, resume; /* text[0, keep) + the new part + text[resume, ...) */
+    if (at) {
+        keep = (size_t)(at - text) + strlen(member);
+        const char *quote = strchr(text + keep, '"');
+        if (!quote) return free(text), NULL;
+        resume = (size_t)(quote - text);
+        snprintf(member, sizeof member, "%s", value);
+    } else {
+        const char *brace = strrchr(text, '}');
+        if (!brace) return free(text), NULL;
+        keep = resume = (size_t)(brace - text);
+        snprintf(member, sizeof member, ",\"%s\":\"%s\"", key, value);
+    }
+    const size_t n = keep + strlen(member) + strlen(text + resume) + 1;
+    char *out = WC_ALLOC(n);
+    snprintf(out, n, "%.*s%s%s", (int)keep, text, member, text + resume);
+    free(text);
+    return out;
+}
+
+/* report.json of out_dir with its status and map set to how drawing the map ended. */
+static void json_map_done(const char *out_dir, int status) {
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/report.json", out_dir);
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    if (!text) {
+        if (access(path, F_OK) == 0) wc_warn("%s cannot be read to record the map: %s", path, why);
+        return; /* no report: this invocation trained nothing, and no earlier one left it */
+    }
+    text = with_member(text, "status", status_name(status));
+    if (text) text = with_member(text, "map", map_name(map_of_status(status)));
+    wc_json_doc doc = {0, NULL};
+    const char *map = NULL;
+    const int ours = text && wc_json_parse(text, &doc, why, sizeof why) == WC_OK &&
+                     wc_json_get_str(&doc, "wildcpu") && (map = wc_json_get_str(&doc, "map")) &&
+                     strcmp(map, map_name(map_of_status(status))) == 0;
+    wc_json_doc_free(&doc);
+    wc_atomic_file af;
+    if (!ours)
+        wc_warn("%s is not a wildcpu report.json: it does not record the map", path);
+    else if (wc_atomic_open(&af, path, "w") == WC_OK) {
+        fputs(text, af.f);
+        wc_atomic_commit(&af);
+    }
+    free(text);
+}
+
 /* The pictures' section of report.md starts here; everything after it is the section. */
 #define PICTURES_MARK "<!-- wildcpu: pictures -->"
 
-void wc_report_add_pictures(const char *out_dir) {
+/* report.md of out_dir with its status line saying how drawing the map ended and, when it was
+ * drawn, a section with the pictures. */
+static void markdown_map_done(const char *out_dir, int status) {
     static const struct {
         const char *file, *title, *caption;
     } pics[] = {
@@ -247,15 +342,20 @@ void wc_report_add_pictures(const char *out_dir) {
     char why[256];
     char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     if (!text) {
-        wc_warn("%s cannot be read to add its pictures: %s", path, why);
+        if (access(path, F_OK) == 0) wc_warn("%s cannot be read to record the map: %s", path, why);
         return;
     }
     char *mark = strstr(text, PICTURES_MARK);
     if (mark) *mark = '\0';
+    char *line = strstr(text, "\nStatus: "), *after = line ? strstr(line + 1, "\n\n") : NULL;
     wc_atomic_file af;
-    if (wc_atomic_open(&af, path, "w") == WC_OK) {
-        fprintf(af.f, "%s%s\n\n", text, PICTURES_MARK);
-        for (size_t i = 0; i < sizeof pics / sizeof pics[0]; i++) {
+    if (!after)
+        wc_warn("%s has no status line: it does not record the map", path);
+    else if (wc_atomic_open(&af, path, "w") == WC_OK) {
+        fprintf(af.f, "%.*s", (int)(line + 1 - text), text);
+        write_status_line(af.f, WC_EXIT_OK, map_of_status(status));
+        fprintf(af.f, "%s%s\n\n", after + 2, PICTURES_MARK);
+        for (size_t i = 0; status == WC_EXIT_OK && i < sizeof pics / sizeof pics[0]; i++) {
             snprintf(pic, sizeof pic, "%s/%s", out_dir, pics[i].file);
             if (access(pic, R_OK) != 0) continue;
             fprintf(af.f, "## %s\n\n![%s](%s)\n\n%s\n\n", pics[i].title, pics[i].title,
@@ -264,6 +364,11 @@ void wc_report_add_pictures(const char *out_dir) {
         wc_atomic_commit(&af);
     }
     free(text);
+}
+
+void wc_report_map_done(const char *out_dir, int status) {
+    json_map_done(out_dir, status);
+    markdown_map_done(out_dir, status);
 }
 
 /* What the summary derives from the run's figures: the log and report.json say the same. */
@@ -313,6 +418,7 @@ static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, co
         {"wildcpu", FIELD_STR, .s = WC_VERSION},
         {"created", FIELD_STR, .s = created},
         {"status", FIELD_STR, .s = status_name(s->status)},
+        {"map", FIELD_STR, .s = map_name(s->map)},
         {"model", FIELD_STR, .s = s->arch},
         {"ranks", FIELD_INT, .i = s->ranks},
         {"threads_per_rank", FIELD_INT, .i = s->threads},

@@ -663,6 +663,8 @@ static int loop(train_ctx *t) {
 static int teardown(train_ctx *t, int status) {
     wc_run_summary *sum = &t->sum;
     sum->status = status;
+    sum->map = status == WC_EXIT_OK && !t->cfg->no_predict ? WC_REPORT_MAP_PENDING
+                                                           : WC_REPORT_MAP_NONE;
     sum->wall_seconds = wc_now() - t->t_start;
     sum->train_seconds = sum->steps_done > 0 ? wc_now() - t->t_loop : 0;
     snprintf(sum->arch, sizeof sum->arch, "%s", t->net ? t->net->arch : t->cfg->model);

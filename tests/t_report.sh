@@ -25,6 +25,7 @@ need = ["ranks", "threads_per_rank", "global_batch", "micro_batch", "steps", "ep
         "val_brier", "val_positive_rate", "oracle_auc_pr", "oracle_roc_auc", "oracle_brier"]
 missing = [k for k in need if k not in r]
 assert not missing, f"missing fields {missing}"
+assert r["status"] == "finished" and r["map"] == "none", (r["status"], r["map"])  # --no-predict
 assert r["ranks"] == 2 and r["threads_per_rank"] == 1 and r["global_batch"] == 8 and r["micro_batch"] == 2
 # the machine the figures came from: the CPU as /proc/cpuinfo names it, OpenBLAS's kernel family
 cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")]
@@ -145,5 +146,41 @@ s=$?
     ! grep -q "calibration.png" "$T/nv/report.md" \
     && ok "a run without validation removes an earlier run's calibration.png" \
     || notok "an earlier run's calibration.png" "status $s: $(ls "$T/nv")"
+
+# The end-of-run map, as report.json ("status" is the command's, "map" what became of the map)
+# and report.md's status line say: failed (risk.tif cannot be written), stopped while drawn,
+# drawn on the rerun. The report is written when training ends, and again when the map does.
+status_of() { $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"], r["map"])' "$1/report.json" 2>&1; }
+margs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 2 --val-fraction 0 --out "$T/map")
+mkdir -p "$T/map/risk.tif"
+"$WILDCPU" "${margs[@]}" >"$T/map1.log" 2>&1
+s=$?
+[ $s -eq 1 ] && [ "$(status_of "$T/map")" = "failed failed" ] &&
+    grep -q '^Status: \*\*failed\*\*: training finished, but the risk map was not made' "$T/map/report.md" \
+    && ok "a map that fails after training: status 1, report.json status and map failed, report.md says so" \
+    || notok "the report of a failed map" "status $s, $(status_of "$T/map"); $(grep -m1 '^Status' "$T/map/report.md")"
+rmdir "$T/map/risk.tif"
+WILDCPU_TEST_SLOW_COMMIT=60 "$WILDCPU" "${margs[@]}" >"$T/map2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "strips x" "$T/map2.log" && break; sleep 0.05; done
+sleep 1
+kill -TERM $pid
+( sleep 60; kill -KILL $pid 2>/dev/null ) &
+guard=$!
+wait $pid
+s=$?
+kill $guard 2>/dev/null
+[ $s -eq 75 ] && [ "$(status_of "$T/map")" = "stopped stopped" ] && [ ! -e "$T/map/risk.tif" ] &&
+    grep -q '^Status: \*\*stopped\*\* while drawing the risk map' "$T/map/report.md" \
+    && ok "a map stopped while drawn: status 75, report.json status and map stopped, report.md says so" \
+    || notok "the report of a stopped map" "status $s, $(status_of "$T/map"); $(grep -m1 '^Status' "$T/map/report.md")"
+"$WILDCPU" "${margs[@]}" >"$T/map3.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(status_of "$T/map")" = "finished written" ] &&
+    grep -q '^Status: \*\*finished\*\*: trained, and the risk map drawn' "$T/map/report.md" &&
+    grep -q '^!\[The risk map\](risk.png)' "$T/map/report.md" &&
+    [ "$(grep -c '^Status: ' "$T/map/report.md")" -eq 1 ] \
+    && ok "the rerun draws the map: status 0, report.json finished and written, report.md with its picture" \
+    || notok "the report of the map drawn on the rerun" "status $s, $(status_of "$T/map"); $(grep '^Status\|^!' "$T/map/report.md")"
 
 finish

@@ -9,6 +9,17 @@
 
 #include "wildcpu/metrics.h"
 
+/* What became of the end-of-run map (report.json's "map"): none drawn by this command (--no-predict,
+ * or training did not finish), pending (being drawn, or the process died drawing it), written,
+ * failed, stopped. */
+typedef enum {
+    WC_REPORT_MAP_NONE,
+    WC_REPORT_MAP_PENDING,
+    WC_REPORT_MAP_WRITTEN,
+    WC_REPORT_MAP_FAILED,
+    WC_REPORT_MAP_STOPPED
+} wc_report_map;
+
 typedef struct wc_run_summary {
     char arch[64];
     char augmentation[512];   /* how training samples were oriented (augment.h's summary) */
@@ -33,7 +44,8 @@ typedef struct wc_run_summary {
     size_t gdal_cache_bytes;  /* GDAL's block cache in use at the end (data held, unplanned) */
     long patches_read;
     double bytes_read;
-    int status;
+    int status;               /* how training ended: WC_EXIT_OK, _STOPPED or _RUNTIME */
+    wc_report_map map;        /* _PENDING when the map is drawn next, else _NONE */
 } wc_run_summary;
 
 /* The reliability diagram of the last validation, beside report.md. */
@@ -45,9 +57,10 @@ typedef struct wc_run_summary {
  * could not be written (a full disk): the run's status says so. The picture is optional. */
 int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
 
-/* Rank 0, once the map is drawn: report.md embeds the pictures of out_dir by relative path, so
- * it reads as a page: the quick-look risk.png, and calibration.png when it exists. A section
- * from an earlier call is replaced. Failures are warnings (the report stays as it was). */
-void wc_report_add_pictures(const char *out_dir);
+/* Rank 0, once drawing the map has ended with status (a WC_EXIT_ code): report.json's status and
+ * map, and report.md's status line, say how; when the map was drawn, report.md embeds its
+ * picture by relative path, so it reads as a page. A picture section from an earlier call is
+ * replaced. Failures are warnings (the report stays as it was; the status is the command's). */
+void wc_report_map_done(const char *out_dir, int status);
 
 #endif
