@@ -432,12 +432,8 @@ static void moments_merge(moments *a, const moments *b) {
 /* The moments of one patch's valid values of feature c, from its unpacked values in double (in
  * the source's own precision: a Float64 value beyond float's range is still a value). Two passes, the second
  * corrected by the sum of the deviations (the "corrected two-pass" algorithm): accurate, and no
- * division per pixel. */
-/* No measurement in any unit a raster uses reaches this: a value that does is an undeclared
- * nodata (the -3.4e38 of float rasters, a netCDF fill value of 9.97e36) taken for data. */
-#define HUGE_VALUE 1e30
-
-/* Also counts in *huge the valid values of magnitude HUGE_VALUE or more. */
+ * division per pixel. Also counts in *huge the valid values of magnitude WC_HUGE_VALUE or
+ * more. */
 static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const uint8_t *valid,
                              int64_t *huge) {
     const size_t pp = (size_t)ds->P * ds->P, off = (size_t)c * pp;
@@ -448,7 +444,7 @@ static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const
         if (!valid[i]) continue;
         const double v = wc_band_value(b, wc_dtype_get(raw, ds->read_type, off + i));
         sum += v, n++;
-        *huge += fabs(v) >= HUGE_VALUE;
+        *huge += fabs(v) >= WC_HUGE_VALUE;
     }
     if (n == 0) return (moments){0, 0, 0};
     long double mean = sum / n, dsum = 0, d2sum = 0;
@@ -787,7 +783,7 @@ static int plan(wc_dataset *ds) {
     share.count = WC_ALLOC(sizeof(patch_count) * (size_t)(share.cap + 1));
     share.mom = WC_ALLOC(sizeof(moments) * (size_t)(share.cap + 1) * (size_t)ds->nfeat);
     moments *patch_mom = WC_CALLOC(ds->nfeat, sizeof(moments));
-    /* valid values of HUGE_VALUE or more in the kept patches, per feature; and in one patch */
+    /* valid values of WC_HUGE_VALUE or more in the kept patches, per feature; and in one patch */
     int64_t *huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
     int64_t *patch_huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
     const long most = largest_share(ds->npatches, R);
@@ -886,7 +882,7 @@ static int plan(wc_dataset *ds) {
                     "the band's nodata (gdal_edit.py -a_nodata) or mask them",
                     ds->tiles_path, ds->feat_bands[c],
                     ds->files.src.bands[ds->feat_bands[c] - 1].name, huge[c],
-                    huge[c] == 1 ? "" : "s", HUGE_VALUE, ds->mean[c], ds->std[c]);
+                    huge[c] == 1 ? "" : "s", WC_HUGE_VALUE, ds->mean[c], ds->std[c]);
     }
     free(huge);
     ds->train_pixels = (int64_t)chain[chain_n - 2];

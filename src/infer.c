@@ -53,6 +53,7 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
     p->raw = WC_ALLOC(wc_dtype_size(type) * (size_t)nfeat * (size_t)p->Tx * (size_t)p->Ty);
     p->px = WC_ALLOC((size_t)p->Tx * (size_t)p->Ty);
     p->inv_std = WC_ALLOC(sizeof(double) * nfeat);
+    p->huge = WC_CALLOC((size_t)nfeat, sizeof(int64_t));
     for (int c = 0; c < nfeat; c++) p->inv_std[c] = 1.0 / std[c];
     return WC_OK;
 }
@@ -60,7 +61,7 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
 void wc_infer_free(wc_infer *p) {
     if (!p) return;
     wc_net_destroy(p->net);
-    free(p->raw), free(p->px), free(p->inv_std);
+    free(p->raw), free(p->px), free(p->inv_std), free(p->huge);
     memset(p, 0, sizeof *p);
 }
 
@@ -112,6 +113,23 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
                 for (int c = 0; c < p->nfeat; c++) x[c * plane + i] = 0.0f;
 }
 
+/* Counts the core's valid pixels (state in px, as of window_input) with a huge feature value. */
+static void count_huge(wc_infer *p, int64_t wx, int64_t wy, int64_t cx, int64_t cy, int64_t cw,
+                       int64_t ch) {
+    const size_t Tx = (size_t)p->Tx, plane = Tx * (size_t)p->Ty;
+    for (int c = 0; c < p->nfeat; c++) {
+        const wc_band *b = &p->r->bands[p->bands[c] - 1];
+        for (int64_t y = 0; y < ch; y++) {
+            const size_t i0 = (size_t)(cy + y - wy) * Tx + (size_t)(cx - wx);
+            for (size_t i = i0; i < i0 + (size_t)cw; i++)
+                if (p->px[i] == WC_PX_VALID) {
+                    const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
+                    p->huge[c] += fabs(wc_band_value(b, v)) >= WC_HUGE_VALUE;
+                }
+        }
+    }
+}
+
 /* A valid pixel's probability from its logit: an infinite logit is a float overflow inside the
  * network, not a certainty, and NaN is no probability at all. Returns 0 when there is none. */
 static int probability(float logit, float *prob) {
@@ -141,6 +159,7 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
             return WC_ERR;
         }
         window_input(p, wx, wy, wc_net_input(p->net));
+        count_huge(p, wx, wy, cx, cy, cw, ch);
     }
     const size_t Tx = (size_t)p->Tx;
     int64_t valid = 0;

@@ -407,6 +407,20 @@ static void report_invalid(const char *path, const int64_t counts[2]) {
                 path, counts[1]);
 }
 
+/* Rank 0, once: the bands with values no measurement has where the network was run
+ * (counts per feature summed over the ranks); training warns about them in its own patches. */
+static void report_huge(const char *path, const wc_raster *r, const int *bands, int nfeat,
+                        const int64_t *huge, const char *what) {
+    for (int c = 0; c < nfeat; c++)
+        if (huge[c] > 0)
+            wc_warn("%s: %s, band %d (%s): values of magnitude %g or more in %" PRId64 " predicted "
+                    "pixel%s, which no measurement has: an undeclared nodata (the -3.4e38 of "
+                    "float rasters, a netCDF fill value)? Taken as data, they saturate the network "
+                    "there; declare the band's nodata (gdal_edit.py -a_nodata) or mask them",
+                    what, path, bands[c], r->bands[bands[c] - 1].name, WC_HUGE_VALUE, huge[c],
+                    huge[c] == 1 ? "" : "s");
+}
+
 /* What the map cannot know on its own, said before any computing (rank 0): ground of another
  * scale or orientation than the model was trained on (the network's receptive field then covers
  * other ground, or a mirrored picture: the map is computed but means something else), and a
@@ -791,6 +805,10 @@ int wc_predict_run(const wc_predict_config *cfg) {
     const double rss_mapped = (double)wc_peak_rss_bytes();
     int64_t invalid[2] = {inf.beyond_range, inf.nonfinite};
     wc_dist_sum_i64(invalid, 2);
+    wc_dist_sum_i64(inf.huge, (size_t)inf.nfeat);
+    if (rank == 0)
+        report_huge(r.path, &r, bm.bands, inf.nfeat, inf.huge,
+                    cfg->evaluate ? "evaluate" : "predict");
 
     /* 4. the scores; rank 0: classes, close, COG, verify, rename, picture */
     if (mp.score) {

@@ -108,6 +108,14 @@ d = None
 PY
 expect "a feature with values of 1e30 or more: warned, naming the band and the count" 0 "warning: .*huge.tif, band 2 \(slope\): 7 valid pixels of the kept patches \(training and validation\) hold values of magnitude 1e\+30 or more" -- \
     --tiles "$T/huge.tif" "${train[@]}" --val-fraction 0
+# ... and where a map or evaluate meets them, counted once per pixel over the ranks
+expect "predict: the same values warned, naming the band and the count" 0 "warning: predict: .*huge.tif, band 2 \(slope\): values of magnitude 1e\+30 or more in 7 predicted pixels" -- \
+    predict --tiles "$T/huge.tif" --checkpoint "$T/f32run" --out "$T/huge_map.tif"
+mpirun_n 2 "$WILDCPU" evaluate --tiles "$T/huge.tif" --checkpoint "$T/f32run" --out "$T/huge_m.json" >"$T/huge_eval.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(grep -c "warning: evaluate: .*huge.tif, band 2 (slope): values of magnitude 1e+30 or more in 7 predicted pixels" "$T/huge_eval.log")" -eq 1 ] \
+    && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
+    || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
 
 # a geotransform whose pixels have no size, or that holds a NaN: every position would be wrong
 for g in "640000, 0, 0, 4930000, 0, -30" "nan, 30, 0, 4930000, 0, -30"; do

@@ -59,6 +59,8 @@ typedef struct wc_infer {
     uint8_t *px;               /* (Ty, Tx) WC_PX_* */
     int64_t windows_run, windows_skipped;
     int64_t beyond_range, nonfinite; /* core pixels with WC_PX_RANGE, WC_PX_BAD */
+    int64_t *huge;             /* (nfeat) valid core pixels whose feature c is WC_HUGE_VALUE or
+                                * more in magnitude: an undeclared nodata mapped as data */
 } wc_infer;
 
 /* Builds the window network (inference mode) for cores up to max_cw x max_ch with the given

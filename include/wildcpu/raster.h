@@ -96,6 +96,10 @@ static inline int wc_band_read_differs(const wc_band *b) {
 static inline double wc_band_value(const wc_band *b, double stored) {
     return stored * b->scale + b->offset;
 }
+/* No measurement in any unit a raster uses reaches this magnitude: a value that does is an
+ * undeclared nodata (the -3.4e38 of float rasters, a netCDF fill value of 9.97e36) taken for
+ * data. Training and the maps warn about such values. */
+#define WC_HUGE_VALUE 1e30
 
 typedef struct wc_raster {
     char *path;
