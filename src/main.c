@@ -110,6 +110,16 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     return WC_EXIT_USAGE;
 }
 
+/* --label-band's value, as far as it is wrong whatever the raster: empty, or the band number 0
+ * (GDAL numbers bands from 1; a band described "0" cannot be chosen by name). */
+static int check_label_band(const char *band) {
+    if (band && !*band)
+        return usage_error("--label-band: empty (give a band's description or number)");
+    if (band && strspn(band, "0") == strlen(band))
+        return usage_error("--label-band %s: bands are numbered from 1", band);
+    return WC_EXIT_OK;
+}
+
 /* getopt_long's '?': an option it does not know, or (optopt set, "--name=value") a value given
  * to an option that takes none. `where` ends the first message ("for synth", ...). No short
  * option exists: one is named by its letter (optopt), since inside a cluster ("-x=1") getopt
@@ -449,8 +459,7 @@ static int cmd_train(int argc, char **argv) {
     if (!c.threads) c.threads = default_threads(&c.threads_from);
     if (!c.data.tiles) return usage_error("--tiles PATH is required");
     if (!*c.out_dir) return usage_error("--out: empty path (give the run directory)");
-    if (c.data.label_band && !*c.data.label_band)
-        return usage_error("--label-band: empty (give a band's description or number)");
+    if (check_label_band(c.data.label_band) != WC_EXIT_OK) return WC_EXIT_USAGE;
     if (c.micro_batch > c.batch)
         return usage_error("--micro-batch (%d%s) must not exceed --batch (%d): give --micro-batch "
                            "%d or less",
@@ -593,8 +602,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
         return usage_error("evaluate needs --tiles and --checkpoint");
     if (!evaluate && (!c.tiles || !c.checkpoint || !c.out))
         return usage_error("predict needs --tiles, --checkpoint and --out");
-    if (c.label_band && !*c.label_band)
-        return usage_error("--label-band: empty (give a band's description or number)");
+    if (check_label_band(c.label_band) != WC_EXIT_OK) return WC_EXIT_USAGE;
     return wc_predict_run(&c);
 }
 

@@ -27,6 +27,8 @@ expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batc
 expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- --tiles "$SAMPLE" --lr 0x10
 expect "micro-batch larger than batch" 2 "--micro-batch \(4\) must not exceed --batch \(2\): give --micro-batch 2 or less" -- --tiles "$SAMPLE" --batch 2 --micro-batch 4
 expect "the default micro-batch larger than --batch" 2 "--micro-batch \(4, the default\) must not exceed --batch \(2\)" -- --tiles "$SAMPLE" --batch 2
+expect "--label-band 0 (bands are numbered from 1)" 2 "--label-band 0: bands are numbered from 1" -- --tiles "$SAMPLE" --label-band 0 "${train[@]}"
+expect "evaluate --label-band 00" 2 "--label-band 00: bands are numbered from 1" -- evaluate --tiles "$SAMPLE" --checkpoint "$T/none" --label-band 00
 expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
 expect "--patch not a multiple of the poolings' alignment" 2 "--patch 65 is not a multiple of 4, the alignment of unet-lite's poolings: use --patch 64 or 68" -- \
     --tiles "$SAMPLE" --patch 65 "${train[@]}"
