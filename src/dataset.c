@@ -970,8 +970,36 @@ static int plan_fits(const wc_dataset *ds) {
     return any_too_big ? WC_ERR : WC_OK;
 }
 
-wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
-    int stop = 0, label_source_band = 0;
+/* Collective: refuses a read-ahead (cfg's slots of patches) that cannot fit this machine before
+ * minutes of planning are spent: its patches' features alone, summed over the ranks on the
+ * machine, against its physical memory. The whole memory plan is checked once the run is built
+ * (train.c); this is the part the options can make absurd. */
+static int read_ahead_fits(const wc_dataset *ds) {
+    const int side = ds->turn_max > 0 ? WC_MAX(ds->P, ds->turn_side) : ds->P;
+    const uint64_t need =
+        sat_mul(sat_mul((uint64_t)WC_MAX(ds->cfg.read_slots, 0),
+                        (uint64_t)WC_MAX(ds->cfg.slot_patches, 0)),
+                (uint64_t)src_bytes(ds, side));
+    int speaks;
+    const uint64_t here = wc_dist_host_sum_u64(need, &speaks);
+    const uint64_t phys = wc_physical_memory_bytes();
+    const int too_big = phys > 0 && here > phys;
+    if (too_big && speaks) {
+        char a[32], b[32], c[32];
+        wc_error("the read-ahead of --prefetch %d slots of --micro-batch %d patches (%dx%d px, %d "
+                 "feature%s as %s) needs at least %s per rank (%s for the ranks on this "
+                 "machine), more than its %s of physical memory: lower --prefetch or "
+                 "--micro-batch, or run fewer ranks per machine",
+                 ds->cfg.read_slots, ds->cfg.slot_patches, side, side, ds->nfeat,
+                 ds->nfeat == 1 ? "" : "s", wc_dtype_name(ds->read_type),
+                 wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
+                 wc_fmt_bytes(c, sizeof c, (double)phys));
+    }
+    return wc_dist_any(too_big) ? WC_ERR : WC_OK;
+}
+
+wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
+    int failure = WC_EXIT_RUNTIME, label_source_band = 0;
     wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
     ds->cfg = *cfg;
     ds->tiles_path = wc_strdup(cfg->tiles);
@@ -1032,13 +1060,17 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
                                      WC_MAX(ds->cols, ds->rows)));
     /* before the labels too: warping them onto a grid too large to plan would be minutes lost */
     if (plan_fits(ds) != WC_OK) goto fail;
+    if (read_ahead_fits(ds) != WC_OK) {
+        failure = WC_EXIT_USAGE;
+        goto fail;
+    }
     if (cfg->labels) {
         /* --label-band, when set to something else, names the band of a label raster */
         const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
         wc_labels lab;
         if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
                               cfg->work_dir, &lab) != WC_OK) {
-            stop = lab.stopped;
+            if (lab.stopped) failure = WC_EXIT_STOPPED;
             goto fail;
         }
         ds->label_path = lab.path;
@@ -1078,7 +1110,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
     make_fingerprint(ds, label_source_band);
     int planned = plan(ds);
-    stop = planned == PLAN_STOPPED;
+    if (planned == PLAN_STOPPED) failure = WC_EXIT_STOPPED;
     if (planned != PLAN_OK) goto fail;
     if (ds->ntrain == 0) {
         wc_error("%s: no patch of %dx%d pixels has at least %.0f%% valid pixels (features and "
@@ -1098,10 +1130,10 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped) {
     wc_raster_release(&ds->files.src);
     wc_raster_release(&ds->files.label);
     wc_raster_release(&ds->files.oracle);
-    if (stopped) *stopped = 0;
+    if (status) *status = WC_EXIT_OK;
     return ds;
 fail:
-    if (stopped) *stopped = stop;
+    if (status) *status = failure;
     wc_dataset_close(ds);
     return NULL;
 }

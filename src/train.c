@@ -468,6 +468,21 @@ static wc_sample sample_patch(const void *ds, uint32_t id, long epoch) {
 /* The most steps a run may have: what --steps allows, also when --epochs decides. */
 #define MAX_STEPS 1000000000L
 
+/* Micro-batches of a step, and the most of them one rank runs. */
+static int micro_batches(const wc_train_config *cfg) {
+    return (cfg->batch + cfg->micro_batch - 1) / cfg->micro_batch;
+}
+static int local_micro_batches(const wc_train_config *cfg, int nranks) {
+    return (micro_batches(cfg) + nranks - 1) / nranks;
+}
+
+/* The reader's slots: a step's own micro-batches stay held for a recomputation, plus as many
+ * to read ahead (--prefetch, at least the first part). */
+static int read_slots(const wc_train_config *cfg, int nranks) {
+    const int held = local_micro_batches(cfg, nranks);
+    return cfg->prefetch <= 0 ? 2 * held + 1 : WC_MAX(cfg->prefetch, held + 1);
+}
+
 /* The optimizer, the reducer and the schedule of the run. A usage error (after a message) when
  * what the options give together is out of the range each is held to alone. */
 static int build_optimization(train_ctx *t) {
@@ -497,9 +512,7 @@ static int build_optimization(train_ctx *t) {
                 oc.warmup_steps, t->total_steps,
                 oc.lr * (double)t->total_steps / (double)oc.warmup_steps);
     t->opt = wc_optim_create(&oc, t->net->nparams);
-    int max_micro = (cfg->batch + cfg->micro_batch - 1) / cfg->micro_batch;
-    t->ra.max_local = (max_micro + t->nranks - 1) / t->nranks;
-    t->red = wc_reducer_create(t->net, !cfg->fast_reduce, max_micro);
+    t->red = wc_reducer_create(t->net, !cfg->fast_reduce, micro_batches(cfg));
     wc_reducer_set_overlap(t->red, !cfg->no_overlap);
     wc_schedule_init(&t->sched, ds->train, ds->ntrain, cfg->batch, cfg->micro_batch, t->rank,
                      t->nranks, cfg->seed, t->total_steps);
@@ -515,9 +528,6 @@ static int build_buffers(train_ctx *t, wc_train_config *cfg) {
     t->dec.valid = WC_ALLOC(m * pp);
     t->ra.samples = WC_ALLOC(sizeof(wc_sample) * m);
     t->ra.held = WC_CALLOC(t->ra.max_local + 1, sizeof(*t->ra.held));
-    /* a step's own batches stay held for a recomputation, plus as many to read ahead */
-    if (cfg->prefetch <= 0) cfg->prefetch = 2 * t->ra.max_local + 1;
-    if (cfg->prefetch < t->ra.max_local + 1) cfg->prefetch = t->ra.max_local + 1;
     t->ra.rd = wc_reader_create(t->ds, cfg->prefetch, cfg->micro_batch);
     return wc_dist_any(t->ra.rd == NULL) ? WC_ERR : WC_OK;
 }
@@ -540,22 +550,25 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     dcfg.seed = cfg->seed;
     dcfg.jitter = !cfg->no_jitter;
     dcfg.augment = cfg->augment;
+    t->ra.max_local = local_micro_batches(cfg, t->nranks);
+    cfg->prefetch = read_slots(cfg, t->nranks);
+    dcfg.read_slots = cfg->prefetch, dcfg.slot_patches = cfg->micro_batch;
     int status = load_spec(t);
     if (status == WC_EXIT_OK) status = spec_alignment(t, &dcfg.align);
     if (status != WC_EXIT_OK) return status;
-    int stopped = 0;
-    t->ds = wc_dataset_open(&dcfg, &stopped);
+    int opened = WC_EXIT_OK;
+    t->ds = wc_dataset_open(&dcfg, &opened);
     /* Planning reads every patch's label once and may take minutes on a large mosaic: a stop
      * signal during it (it stops planning on every rank) ends the run here, with nothing new to
      * save. */
-    if (wc_dist_any(stopped || (t->ds && wc_stop_requested()))) {
+    if (wc_dist_any(opened == WC_EXIT_STOPPED || (t->ds && wc_stop_requested()))) {
         wc_info("stopped by a signal while planning the data, before any step: nothing new to "
                 "save; rerun the same command to continue");
         wc_stop_ignore_further();
         wc_rundir_mark_stopped(cfg, "planning");
         return WC_EXIT_STOPPED;
     }
-    if (!t->ds) return WC_EXIT_RUNTIME;
+    if (!t->ds) return opened;
     /* The runtime baseline: MPI, GDAL's drivers and PROJ's database, OpenBLAS, the dataset's
      * metadata; measured here, after planning released its GDAL handles, before any training
      * buffer is allocated (and after returning the planning pass's freed heap to the system). */

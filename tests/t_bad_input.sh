@@ -318,14 +318,16 @@ else
     notok "unreadable window mid-epoch" "exit $status: $(tail -3 "$T/flaky.err")"
 fi
 # a read-ahead larger than the machine (4096 slots of 200 patches of 64 x 64 x 12 bands: 160 GiB)
-# is refused before training (usage error), naming --prefetch, not left to the OOM killer
+# is refused before planning (usage error: planning a large mosaic takes minutes), naming
+# --prefetch, not left to the OOM killer
 "$WILDCPU" synth --out "$T/r1024" --size 1024 >/dev/null 2>&1
 if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 150 ]; then
     echo "# skipped: the --prefetch refusal needs a machine of less than 150 GiB"
 else
-    expect "--prefetch beyond physical memory" 2 "the memory plan needs .* GiB per rank .*more than its .* of physical memory; the read-ahead holds .* \(--prefetch 4096 slots" -- \
+    expect "--prefetch beyond physical memory" 2 "the read-ahead of --prefetch 4096 slots of --micro-batch 200 patches \(64x64 px, 12 features as Float32\) needs at least 162.5 GiB per rank .*more than its .* of physical memory" -- \
         --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 200 --micro-batch 200 \
         --val-fraction 0 --prefetch 4096 --no-predict
+    grep -q "patches: " "$T/err" && notok "the read-ahead refused before planning" "$(grep "patches: " "$T/err")"
 fi
 # options within their own ranges whose combination is not: refused before training (usage)
 expect "--lr scaled beyond 100" 2 "--lr 1 scaled linearly by --batch 128 / --lr-ref-batch 1 gives 128, outside 1e-12 to 100" -- \

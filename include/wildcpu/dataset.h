@@ -57,6 +57,8 @@ typedef struct wc_data_config {
     int augment;              /* turn and mirror training samples (--augment) [0] */
     double turn_deg;          /* --rotate: turn training samples by up to +-this, degrees [0] */
     const char *vector_bands; /* --vector-bands EAST:NORTH,.. or "none"; NULL: by name */
+    int read_slots;           /* the reader's slots (--prefetch) and patches per slot */
+    int slot_patches;         /* (--micro-batch): checked against memory before planning [0] */
 } wc_data_config;
 
 /* One training or validation sample: patch `id` of the grid, its window shifted by (dx, dy)
@@ -121,8 +123,11 @@ typedef struct wc_dataset {
  * allocated, naming the raster and the need. Windows GDAL knows to be nodata (the holes of a
  * mostly empty mosaic, wc_raster_window_empty) are not read. Preparing labels and
  * planning honour a stop signal on any rank within about a second: then every rank returns NULL
- * with *stopped = 1 and no error logged (stopped may be NULL; it is 0 otherwise). */
-wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *stopped);
+ * with *status = WC_EXIT_STOPPED and no error logged. A read-ahead (cfg's read_slots of
+ * slot_patches patches) whose features alone, summed over a machine's ranks, exceed its
+ * physical memory is refused before planning: NULL with *status = WC_EXIT_USAGE. Any other
+ * failure gives WC_EXIT_RUNTIME, and success WC_EXIT_OK (status may be NULL). */
+wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status);
 void wc_dataset_close(wc_dataset *ds);
 
 /* Opens this thread's own handles on the dataset's files (the oracle only if want_oracle). */
