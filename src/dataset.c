@@ -1007,10 +1007,11 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
     if (wc_dist_any(wc_raster_open(&ds->files.src, cfg->tiles) != WC_OK)) goto fail;
     ds->width = ds->files.src.width;
     ds->height = ds->files.src.height;
+    if (wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&ds->files.src) != WC_OK))
+        goto fail;
     if (choose_features(ds, cfg) != WC_OK ||
         wc_raster_check_coverage(&ds->files.src, ds->read_bands, ds->read_nb) != WC_OK)
         goto fail;
-    if (wc_dist_rank() == 0) wc_raster_warn_mixed_sources(&ds->files.src);
     if (wc_dist_any(plan_augmentation(ds, cfg) != WC_OK)) goto fail;
     ds->P = cfg->patch;
     if (cfg->turn_deg > 0) {

@@ -515,6 +515,7 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     if (wc_raster_open(r, cfg->tiles) != WC_OK ||
         wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK)
         return WC_EXIT_RUNTIME;
+    if (mp->rank == 0 && wc_raster_check_sources(r) != WC_OK) return WC_EXIT_RUNTIME;
     /* evaluate's labels from a band of the tiles: that band is no feature */
     int label_band = 0, by_number;
     if (cfg->evaluate) choose_label_band(mp, m, r);
@@ -525,7 +526,6 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
         wc_raster_check_coverage(r, bm->bands, bm->n) != WC_OK)
         return WC_EXIT_RUNTIME;
     if (mp->rank == 0) warn_other_ground(m, r);
-    if (mp->rank == 0) wc_raster_warn_mixed_sources(r);
     L->W = r->width, L->H = r->height;
     if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)
         return WC_EXIT_RUNTIME;

@@ -37,13 +37,14 @@ int wc_dtype_to_gdal(wc_dtype t) {
 
 /* GDAL 3.6 has no Int8 type: signed bytes are Byte bands flagged PIXELTYPE=SIGNEDBYTE, which
  * RasterIO would convert as unsigned. They are refused rather than read wrongly. */
+static int signed_bytes(GDALRasterBandH b) {
+    const char *pt = GDALGetMetadataItem(b, "PIXELTYPE", "IMAGE_STRUCTURE");
+    return GDALGetRasterDataType(b) == GDT_Byte && pt && strcmp(pt, "SIGNEDBYTE") == 0;
+}
+
 static int from_gdal(GDALRasterBandH b, wc_dtype *t) {
     switch (GDALGetRasterDataType(b)) {
-    case GDT_Byte: {
-        const char *pt = GDALGetMetadataItem(b, "PIXELTYPE", "IMAGE_STRUCTURE");
-        *t = WC_DT_BYTE;
-        return pt && strcmp(pt, "SIGNEDBYTE") == 0 ? WC_ERR : WC_OK;
-    }
+    case GDT_Byte: *t = WC_DT_BYTE; return signed_bytes(b) ? WC_ERR : WC_OK;
     case GDT_UInt16: *t = WC_DT_UINT16; return WC_OK;
     case GDT_Int16: *t = WC_DT_INT16; return WC_OK;
     case GDT_UInt32: *t = WC_DT_UINT32; return WC_OK;
@@ -556,9 +557,9 @@ static void check_resampled_sources(const char *mosaic, const char *path, int *f
     GDALClose(ds);
 }
 
-void wc_raster_warn_mixed_sources(const wc_raster *r) {
+int wc_raster_check_sources(const wc_raster *r) {
     GDALDriverH drv = GDALGetDatasetDriver((GDALDatasetH)r->ds);
-    if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return;
+    if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return WC_OK;
     OGRSpatialReferenceH mine = OSRNewSpatialReference(NULL), theirs = OSRNewSpatialReference(NULL);
     const int have_crs = *r->wkt && OSRSetFromUserInput(mine, r->wkt) == OGRERR_NONE;
     const char *same_opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
@@ -567,7 +568,7 @@ void wc_raster_warn_mixed_sources(const wc_raster *r) {
     /* every source of a mosaic of up to MAX_CRS_CHECKS, else that many spread over it (each is
      * opened: thousands of headers on a parallel file system take long) */
     enum { MAX_CRS_CHECKS = 2000 };
-    int nfiles = 0, other = 0, resampled = 0;
+    int nfiles = 0, other = 0, resampled = 0, status = WC_OK;
     while (files[nfiles]) nfiles++;
     const int stride = nfiles > MAX_CRS_CHECKS ? nfiles / MAX_CRS_CHECKS : 1;
     for (int i = 1; i < nfiles; i += stride) {
@@ -579,6 +580,15 @@ void wc_raster_warn_mixed_sources(const wc_raster *r) {
                             OSRSetFromUserInput(theirs, wkt) == OGRERR_NONE &&
                             !OSRIsSameEx(mine, theirs, same_opts);
         CPLPopErrorHandler();
+        /* a VRT declares signed bytes Byte (gdalbuildvrt does), and GDAL then reads -1 as 255 */
+        for (int b = 1; s && status == WC_OK && b <= GDALGetRasterCount(s); b++)
+            if (signed_bytes(GDALGetRasterBand(s, b))) {
+                wc_error("%s: its source %s, band %d, holds signed bytes (PIXELTYPE=SIGNEDBYTE), "
+                         "which GDAL reads through the mosaic as unsigned (-1 as 255): convert "
+                         "the sources first (gdal_translate -ot Int16) and build the mosaic again",
+                         r->path, files[i], b);
+                status = WC_ERR;
+            }
         if (differs && other++ == 0) {
             char a[128], b[128];
             wc_raster_crs_describe(wkt, a, sizeof a);
@@ -600,6 +610,7 @@ void wc_raster_warn_mixed_sources(const wc_raster *r) {
                 resampled);
     wc_strv_free(files);
     OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
+    return status;
 }
 
 const char *wc_raster_renamed_note(const wc_raster *r, const char *name) {

@@ -119,6 +119,17 @@ s=$?
     && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
     || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
 
+# signed bytes (GDAL 3.6: Byte flagged PIXELTYPE=SIGNEDBYTE) behind a VRT, which declares them
+# Byte: GDAL reads -1 as 255 through it. Opened directly they are refused; through a mosaic too
+gdal_translate -q -ot Byte -scale -co PIXELTYPE=SIGNEDBYTE "$SAMPLE" "$T/int8.tif" 2>/dev/null
+gdalbuildvrt -q "$T/int8.vrt" "$T/int8.tif"
+expect "signed bytes opened directly: refused, naming the band" 1 "int8.tif, band 1 \(elevation\): data type signed Byte \(Int8\) is not supported" -- \
+    --tiles "$T/int8.tif" "${train[@]}"
+expect "signed bytes behind a VRT: refused, naming the source" 1 "int8.vrt: its source .*int8.tif, band 1, holds signed bytes \(PIXELTYPE=SIGNEDBYTE\), which GDAL reads through the mosaic as unsigned" -- \
+    --tiles "$T/int8.vrt" "${train[@]}"
+expect "... and predict refuses them too" 1 "int8.vrt: its source .*int8.tif, band 1, holds signed bytes" -- \
+    predict --tiles "$T/int8.vrt" --checkpoint "$T/f32run" --out "$T/int8_map.tif"
+
 # a geotransform whose pixels have no size, or that holds a NaN: every position would be wrong
 for g in "640000, 0, 0, 4930000, 0, -30" "nan, 30, 0, 4930000, 0, -30"; do
     gdal_translate -q -of VRT "$SAMPLE" "$T/degenerate.vrt"

@@ -180,9 +180,10 @@ const char *wc_raster_renamed_note(const wc_raster *r, const char *name);
 /* A VRT mosaic whose sources are in another CRS than its own (gdalbuildvrt
  * -allow_projection_difference) places their pixels on the wrong ground, and one whose sources'
  * pixels are of another size than its own (gdalbuildvrt -resolution) resamples them: warns,
- * naming the first such source of each. Opens its sources (up to 2000, spread over a larger
- * mosaic): call it on one rank. */
-void wc_raster_warn_mixed_sources(const wc_raster *r);
+ * naming the first such source of each. A source holding signed bytes (GDAL 3.6's
+ * PIXELTYPE=SIGNEDBYTE, which the mosaic reads as unsigned) is refused: WC_ERR after naming it.
+ * Opens its sources (up to 2000, spread over a larger mosaic): call it on one rank. */
+int wc_raster_check_sources(const wc_raster *r);
 /* After "nothing is valid": names each of bands (1-based, nb of them) that is nodata in 99% or
  * more of a 256 x 256 sample of the raster, as an error (or a warning) ending in why; returns
  * how many. */
