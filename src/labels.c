@@ -739,8 +739,10 @@ static int prepare_raster(const wc_raster *tiles, const char *labels, const char
                           agreement *a) {
     wc_raster lab;
     if (wc_raster_open(&lab, labels) != WC_OK) return WC_ERR;
-    int by_number;
-    int b = wc_labels_find_band(&lab, band_name, 0, &by_number);
+    int by_number, b = 0;
+    /* a label mosaic's sources as the tiles' (signed bytes: -1 read as 255, a burn) */
+    if (wc_raster_check_sources(&lab) == WC_OK)
+        b = wc_labels_find_band(&lab, band_name, 0, &by_number);
     if (!b) {
         wc_raster_close(&lab);
         return WC_ERR;

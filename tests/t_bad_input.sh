@@ -127,6 +127,14 @@ expect "signed bytes opened directly: refused, naming the band" 1 "int8.tif, ban
     --tiles "$T/int8.tif" "${train[@]}"
 expect "signed bytes behind a VRT: refused, naming the source" 1 "int8.vrt: its source .*int8.tif, band 1, holds signed bytes \(PIXELTYPE=SIGNEDBYTE\), which GDAL reads through the mosaic as unsigned" -- \
     --tiles "$T/int8.vrt" "${train[@]}"
+$PY - "$T/int8.tif" "$T/int8lab.tif" <<'PY'
+import sys
+from osgeo import gdal
+gdal.Translate(sys.argv[2], sys.argv[1], bandList=[13], creationOptions=["PIXELTYPE=SIGNEDBYTE"])
+PY
+gdalbuildvrt -q "$T/int8lab.vrt" "$T/int8lab.tif"
+expect "signed-byte labels behind a VRT (--labels): refused, naming the source" 1 "int8lab.vrt: its source .*int8lab.tif, band 1, holds signed bytes" -- \
+    --tiles "$SAMPLE" --labels "$T/int8lab.vrt" --label-band 1 "${train[@]}"
 expect "... and predict refuses them too" 1 "int8.vrt: its source .*int8.tif, band 1, holds signed bytes" -- \
     predict --tiles "$T/int8.vrt" --checkpoint "$T/f32run" --out "$T/int8_map.tif"
 
