@@ -60,6 +60,27 @@ rm -f "$T/huge.spec"
 expect "--tiles a pipe" 1 "the raster $T/fifo is a pipe \\(FIFO\\), not a file GDAL can read" -- --tiles "$T/fifo" "${train[@]}"
 expect "--labels a pipe" 1 "--labels $T/fifo is a pipe" -- --tiles "$SAMPLE" --labels "$T/fifo" "${train[@]}"
 expect "--oracle a pipe" 1 "the raster $T/fifo is a pipe \\(FIFO\\), not a file GDAL can read" -- --tiles "$SAMPLE" --oracle "$T/fifo" "${train[@]}"
+# ... also as a tile of a mosaic (GDAL opened it while planning: the run hung, deaf to SIGTERM,
+# blocked in open()), and standard input, given or as a tile
+$PY - "$SAMPLE" "$T/fifo" "$T/pipetile.vrt" "$T/stdintile.vrt" <<'PY'
+import os, re, sys
+sample, fifo = sys.argv[1], sys.argv[2]
+here = os.path.dirname(os.path.abspath(sample))
+text = re.sub(r'<SourceFilename relativeToVRT="1">([^<]*)</SourceFilename>',
+              lambda m: '<SourceFilename relativeToVRT="0">%s/%s</SourceFilename>' % (here, m.group(1)),
+              open(sample).read())
+tile = re.search(r'<SourceFilename relativeToVRT="0">([^<]*)</SourceFilename>', text).group(1)
+for out, src in ((sys.argv[3], fifo), (sys.argv[4], "/vsistdin/")):
+    open(out, "w").write(text.replace(tile, src))  # one tile, in every band
+PY
+expect "a pipe as a tile of the mosaic: refused before planning, naming it" 1 "pipetile.vrt: its source $T/fifo is a pipe \\(FIFO\\), not a file GDAL can read" -- \
+    --tiles "$T/pipetile.vrt" "${train[@]}"
+expect "... predict too" 1 "pipetile.vrt: its source $T/fifo is a pipe \\(FIFO\\)" -- \
+    predict --tiles "$T/pipetile.vrt" --checkpoint "$T/none" --out "$T/pipe_map.tif"
+expect "standard input as a tile of the mosaic" 1 "stdintile.vrt: its source /vsistdin/ is standard input" -- \
+    --tiles "$T/stdintile.vrt" "${train[@]}"
+expect "standard input as --tiles" 1 "the raster /vsistdin/ is standard input, not a file GDAL can read" -- \
+    --tiles /vsistdin/ "${train[@]}"
 
 # more threads than CPUs: warned, the run goes on; a closed stdout does not kill a run
 cpus=$($PY -c 'import os; print(len(os.sched_getaffinity(0)))') # nproc heeds OMP_NUM_THREADS
