@@ -833,8 +833,10 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* the metrics once the map is in place (a companion of it may have failed: the metrics
      * are right whatever its picture), never beside a map that was not written */
     const int scored = rank == 0 && mp.score && cfg->metrics_out && scores_ok;
-    if (scored && (cfg->out ? published : status == WC_EXIT_OK))
-        status = WC_MAX(status, write_metrics(cfg, &scores));
+    if (scored && (cfg->out ? published : status == WC_EXIT_OK)) {
+        const int metrics_status = write_metrics(cfg, &scores);
+        status = WC_MAX(status, metrics_status);
+    }
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);

@@ -15,6 +15,10 @@ for n in 1 2; do
     mpirun_n $n "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --out "$T/m$n.json" \
         --map "$T/map$n.tif" >"$T/e$n.log" 2>&1 || notok "evaluate on $n rank(s)" "$(tail -3 "$T/e$n.log")"
 done
+# the metrics file is written once (a max of two statuses evaluated the write twice)
+[ "$(grep -c 'metrics written to' "$T/e1.log")" -eq 1 ] && [ "$(grep -c 'metrics written to' "$T/e2.log")" -eq 1 ] \
+    && ok "the metrics written once, on 1 and on 2 ranks" \
+    || notok "the metrics written once" "$(grep 'metrics written' "$T/e1.log" "$T/e2.log")"
 $PY - "$T/m1.json" "$T/map1.tif" "$other" <<'PY' >"$T/hand.log" 2>&1
 import json, sys
 import numpy as np

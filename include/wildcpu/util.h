@@ -49,6 +49,7 @@ enum {
 #define WC_ASSERT(cond) ((cond) ? (void)0 : wc_assert_fail(#cond, __FILE__, __LINE__))
 #define WC_ALLOC(nbytes) wc_alloc_check((nbytes), __FILE__, __LINE__)
 #define WC_CALLOC(count, size) wc_calloc_check((count), (size), __FILE__, __LINE__)
+/* Each argument is evaluated twice: never pass a call with an effect (a write, a collective). */
 #define WC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WC_MAX(a, b) ((a) > (b) ? (a) : (b))
 
