@@ -513,7 +513,7 @@ static void choose_label_band(mapping *mp, const wc_model *m, const wc_raster *r
 static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
                    wc_bandmap *bm, layout *L) {
     if (wc_raster_open(r, cfg->tiles) != WC_OK ||
-        (mp->rank == 0 && wc_raster_check_sources(r) != WC_OK) ||
+        (mp->rank == 0 && !cfg->tiles_checked && wc_raster_check_sources(r) != WC_OK) ||
         wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK)
         return WC_EXIT_RUNTIME;
     /* evaluate's labels from a band of the tiles: that band is no feature */

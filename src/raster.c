@@ -583,7 +583,27 @@ static int refuse_waiting_sources(const wc_raster *r, char **files) {
     return WC_OK;
 }
 
+/* An integer band whose nodata value its type cannot hold (-1 in a Byte band, 2.5 in an Int16
+ * one, as GDAL lets them be declared) has no nodata pixel: the pixels meant as nodata hold
+ * another value, taken as data. */
+static void warn_impossible_nodata(const wc_raster *r) {
+    static const double lo[] = {0, 0, -32768, 0, -2147483648.0};
+    static const double hi[] = {255, 65535, 32767, 4294967295.0, 2147483647.0};
+    for (int i = 0; i < r->nbands; i++) {
+        const wc_band *b = &r->bands[i];
+        if (!b->has_nodata || b->masked || b->type >= WC_DT_FLOAT32) continue;
+        const double v = b->nodata;
+        if (v == floor(v) && v >= lo[b->type] && v <= hi[b->type]) continue;
+        wc_warn("%s, band %d (%s): its nodata value %.17g cannot occur in a %s band, so no pixel "
+                "is nodata: the pixels meant as nodata hold another value (GDAL's fill is %g), "
+                "taken as data; declare a value the band can hold (gdal_edit.py -a_nodata)",
+                r->path, i + 1, b->name, v, wc_dtype_name(b->type),
+                isfinite(v) ? fmin(fmax(round(v), lo[b->type]), hi[b->type]) : 0.0);
+    }
+}
+
 int wc_raster_check_sources(const wc_raster *r) {
+    warn_impossible_nodata(r);
     GDALDriverH drv = GDALGetDatasetDriver((GDALDatasetH)r->ds);
     if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return WC_OK;
     OGRSpatialReferenceH mine = OSRNewSpatialReference(NULL), theirs = OSRNewSpatialReference(NULL);

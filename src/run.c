@@ -22,6 +22,7 @@ static int draw_map(const wc_train_config *cfg) {
     pc.out = risk;
     pc.png = png;
     pc.rerun = wc_rundir_rerun(cfg, "map");
+    pc.tiles_checked = 1;
     pc.cog = cfg->cog;
     pc.classes = cfg->classes;
     pc.no_style = cfg->no_style;

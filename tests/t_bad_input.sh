@@ -140,6 +140,21 @@ s=$?
     && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
     || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
 
+# an integer band whose nodata value its type cannot hold (-1 in a Byte band): no pixel is
+# nodata by it, the pixels meant as nodata are data; warned, naming the band, once per command
+$PY - "$SAMPLE" "$T/bytend.tif" <<'PY'
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1], outputType=gdal.GDT_Byte, scaleParams=[[]])
+d.GetRasterBand(2).SetNoDataValue(-1)
+d = None
+PY
+timeout 300 "$WILDCPU" --tiles "$T/bytend.tif" --out "$T/bytend" --steps 2 --batch 4 --micro-batch 2 >"$T/bytend.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(grep -c "warning: .*bytend.tif, band 2 (slope): its nodata value -1 cannot occur in a Byte band, so no pixel is nodata" "$T/bytend.log")" -eq 1 ] \
+    && ok "a nodata value a Byte band cannot hold: warned once (training and its map), naming the band" \
+    || notok "a nodata value the type cannot hold" "status $s: $(grep -m2 'nodata\|error' "$T/bytend.log")"
+
 # signed bytes (GDAL 3.6: Byte flagged PIXELTYPE=SIGNEDBYTE) behind a VRT, which declares them
 # Byte: GDAL reads -1 as 255 through it. Opened directly they are refused; through a mosaic too
 gdal_translate -q -ot Byte -scale -co PIXELTYPE=SIGNEDBYTE "$SAMPLE" "$T/int8.tif" 2>/dev/null

@@ -177,7 +177,9 @@ int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]);
 /* For a message about bands named `name`: a note on how descriptions become names when one of
  * them is not its description as it is (two bands "a,b" and "a;b" are both 'a_b'), else "". */
 const char *wc_raster_renamed_note(const wc_raster *r, const char *name);
-/* A VRT mosaic whose sources are in another CRS than its own (gdalbuildvrt
+/* The checks of a raster made once per command, on one rank. An integer band whose nodata value
+ * its type cannot hold (-1 in a Byte band) is warned about: no pixel is nodata by it.
+ * A VRT mosaic whose sources are in another CRS than its own (gdalbuildvrt
  * -allow_projection_difference) places their pixels on the wrong ground, and one whose sources'
  * pixels are of another size than its own (gdalbuildvrt -resolution) resamples them: warns,
  * naming the first such source of each. A source holding signed bytes (GDAL 3.6's
