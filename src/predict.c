@@ -431,13 +431,22 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                 "pixel grid, without georeferencing (warp the raster first, gdalwarp, to map it "
                 "in place)",
                 r->path, GDALGetGCPCount((GDALDatasetH)r->ds));
+    else if (!r->has_gt)
+        wc_warn("%s has no georeferencing (no geotransform): the map is written on its pixel "
+                "grid, placed nowhere in a GIS, and its pixel size cannot be checked against the "
+                "model's training data (gdal_edit.py -a_ullr -a_srs georeferences it)",
+                r->path);
     char gt_text[256] = "";
     double t[6];
     wc_kv_get(m->fingerprint, "geotransform", gt_text, sizeof gt_text);
-    if (!r->has_gt ||
-        sscanf(gt_text, "%lf,%lf,%lf,%lf,%lf,%lf", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5]) != 6 ||
-        (t[0] == 0 && t[1] == 1 && t[2] == 0 && t[3] == 0 && t[4] == 0 && t[5] == 1))
-        return; /* no georeferencing on one side: nothing to compare */
+    const int trained_placed =
+        sscanf(gt_text, "%lf,%lf,%lf,%lf,%lf,%lf", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5]) == 6 &&
+        !(t[0] == 0 && t[1] == 1 && t[2] == 0 && t[3] == 0 && t[4] == 0 && t[5] == 1);
+    if (r->has_gt && !trained_placed)
+        wc_warn("%s: the model %s was trained on data without georeferencing, so the scale and "
+                "orientation of this raster's ground cannot be checked against what it learned",
+                r->path, m->path);
+    if (!r->has_gt || !trained_placed) return; /* nothing to compare */
     /* pixel sizes on the ground: in metres where both CRSs say their unit (a raster in US feet
      * of 98.4 is the 30 m of training), else as the CRSs' own numbers */
     char crs[256] = "";

@@ -386,6 +386,11 @@ static void print_setup(const train_ctx *t, double prior) {
     wc_info("data: %s, %dx%d px, %s, %d features (%s), labels from %s", cfg->data.tiles, ds->width,
             ds->height, crs, ds->nfeat, wc_dtype_name(ds->read_type),
             ds->label_path ? ds->label_path : ds->files.src.bands[ds->label_band - 1].name);
+    if (!ds->files.src.has_gt)
+        wc_warn("%s has no georeferencing (no geotransform): the model learns no pixel size, so "
+                "the rasters it maps later cannot be checked against its scale (gdal_edit.py "
+                "-a_ullr -a_srs georeferences it)",
+                cfg->data.tiles);
     wc_info("patches: %ld of %dx%d on a %dx%d grid, %ld kept; %ld training, %ld validation "
             "(%ld of %ld blocks of %dx%d patches); %.2f%% of training pixels burned",
             ds->npatches, ds->P, ds->P, ds->cols, ds->rows, ds->ntrain + ds->nval, ds->ntrain,

@@ -140,6 +140,17 @@ s=$?
     && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
     || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
 
+# a raster without georeferencing: training, and a map of it or by a model trained on it, say
+# that its pixel size cannot be checked (and the map is placed nowhere)
+gdal_translate -q -of VRT "$T/f32.tif" "$T/nogt.vrt"
+$PY -c 'import re, sys; t = open(sys.argv[1]).read(); open(sys.argv[1], "w").write(re.sub(r"<GeoTransform>.*?</GeoTransform>|<SRS.*?</SRS>", "", t, flags=re.S))' "$T/nogt.vrt"
+expect "training on a raster without georeferencing: warned" 0 "warning: .*nogt.vrt has no georeferencing \(no geotransform\): the model learns no pixel size" -- \
+    --tiles "$T/nogt.vrt" --out "$T/nogtrun" --model logistic --steps 2 --batch 4 --micro-batch 2 --no-predict
+expect "... a map of one: warned" 0 "warning: .*nogt.vrt has no georeferencing \(no geotransform\): the map is written on its pixel grid, placed nowhere" -- \
+    predict --tiles "$T/nogt.vrt" --checkpoint "$T/f32run" --out "$T/nogt_map.tif"
+expect "... and a map by a model trained on one: warned" 0 "warning: .*f32.tif: the model .*nogtrun.* was trained on data without georeferencing" -- \
+    predict --tiles "$T/f32.tif" --checkpoint "$T/nogtrun" --out "$T/nogt_map2.tif"
+
 # an integer band whose nodata value its type cannot hold (-1 in a Byte band): no pixel is
 # nodata by it, the pixels meant as nodata are data; warned, naming the band, once per command
 $PY - "$SAMPLE" "$T/bytend.tif" <<'PY'
