@@ -363,15 +363,24 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
     const uint64_t here = wc_dist_host_sum_u64(need, &speaks);
     const uint64_t phys = wc_physical_memory_bytes();
     const int too_big = phys > 0 && here > phys;
-    if (too_big && speaks) {
+    /* GDAL's block cache is the environment's (GDAL_CACHEMAX) when it is the larger part */
+    const size_t cache = wc_raster_cache_max(), ahead = wc_reader_bytes_held(t->ra.rd);
+    if (too_big && speaks && cache > ahead && getenv("GDAL_CACHEMAX")) {
+        char a[32], b[32], c[32], d[32];
+        wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
+                 "than its %s of physical memory; GDAL's block cache holds %s of it, as "
+                 "GDAL_CACHEMAX sets it: lower GDAL_CACHEMAX (or unset it: wildcpu sizes the "
+                 "cache to its reads), or run fewer ranks per machine",
+                 wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
+                 wc_fmt_bytes(c, sizeof c, (double)phys), wc_fmt_bytes(d, sizeof d, (double)cache));
+    } else if (too_big && speaks) {
         char a[32], b[32], c[32], d[32];
         wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
                  "than its %s of physical memory; the read-ahead holds %s of it (--prefetch %d "
                  "slots of --micro-batch %d patches): lower --prefetch or --micro-batch, or run "
                  "fewer ranks per machine",
                  wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
-                 wc_fmt_bytes(c, sizeof c, (double)phys),
-                 wc_fmt_bytes(d, sizeof d, (double)wc_reader_bytes_held(t->ra.rd)),
+                 wc_fmt_bytes(c, sizeof c, (double)phys), wc_fmt_bytes(d, sizeof d, (double)ahead),
                  t->cfg->prefetch, t->cfg->micro_batch);
     }
     return wc_dist_any(too_big) ? WC_ERR : WC_OK;

@@ -395,6 +395,17 @@ else
         --val-fraction 0 --prefetch 4096 --no-predict
     grep -q "patches: " "$T/err" && notok "the read-ahead refused before planning" "$(grep "patches: " "$T/err")"
 fi
+# ... and a GDAL block cache larger than the machine, set by GDAL_CACHEMAX: named as the cause
+if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 90 ]; then
+    echo "# skipped: the GDAL_CACHEMAX refusal needs a machine of less than 90 GiB"
+else
+    GDAL_CACHEMAX=99999999999 timeout 120 "$WILDCPU" --tiles "$SAMPLE" --out "$T/cachemax" --steps 1 \
+        --batch 4 --micro-batch 2 --no-predict >"$T/cachemax.log" 2>&1
+    s=$?
+    [ $s -eq 2 ] && grep -q "GDAL's block cache holds 93.1 GiB of it, as GDAL_CACHEMAX sets it: lower GDAL_CACHEMAX" "$T/cachemax.log" \
+        && ok "GDAL_CACHEMAX beyond physical memory: status 2, the cache named as the cause" \
+        || notok "GDAL_CACHEMAX beyond physical memory" "status $s: $(grep -m1 error "$T/cachemax.log")"
+fi
 # options within their own ranges whose combination is not: refused before training (usage)
 expect "--lr scaled beyond 100" 2 "--lr 1 scaled linearly by --batch 128 / --lr-ref-batch 1 gives 128, outside 1e-12 to 100" -- \
     --tiles "$SAMPLE" --out "$T/combo" --lr 1 --lr-scaling linear --lr-ref-batch 1 --batch 128 \
