@@ -71,6 +71,8 @@ const char *wc_blas_core_origin(char *buf, size_t size) {
     const char *core = openblas_get_corename();
     if (set && detected && core && strcasecmp(set, core) == 0)
         snprintf(buf, size, "wildcpu, OpenBLAS detected %s", detected);
+    else if (set && core && strcasecmp(set, core) != 0)
+        snprintf(buf, size, "OpenBLAS, which did not take OPENBLAS_CORETYPE=%.40s", set);
     else if (set)
         snprintf(buf, size, "OPENBLAS_CORETYPE");
     else

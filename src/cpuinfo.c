@@ -4,10 +4,13 @@
 
 #include <cblas.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "wildcpu/blas_core.h"
+#include "wildcpu/util.h"
 #include "wildcpu/winograd.h"
 
 
@@ -70,6 +73,21 @@ const char *wc_cpuinfo_describe(char *buf, size_t size) {
         buf, size, "CPU %s (%d online; %s), OpenBLAS %s (chosen by %s; %s), Winograd products %s",
         c.model, c.online_cpus, c.isa, c.blas_core, c.blas_core_origin, c.blas_config, c.products);
     return buf;
+}
+
+void wc_cpuinfo_warn_ignored(void) {
+    wc_cpuinfo c;
+    wc_cpuinfo_get(&c);
+    const char *set = getenv("OPENBLAS_CORETYPE"), *gemm = getenv("WILDCPU_GEMM");
+    if (set && strcasecmp(set, c.blas_core) != 0 && strstr(c.blas_core_origin, "did not take"))
+        wc_warn("OPENBLAS_CORETYPE=%s: OpenBLAS runs its %s kernels instead (a core it does not "
+                "know, or one this CPU cannot run; OPENBLAS_VERBOSE=2 shows its choice)",
+                set, c.blas_core);
+    if (gemm && strcmp(gemm, "openblas") != 0 && strcmp(gemm, "own") != 0 &&
+        strcmp(gemm, "own-avx2") != 0)
+        wc_warn("WILDCPU_GEMM=%s is no choice (openblas, own or own-avx2): the Winograd "
+                "products are %s",
+                gemm, c.products);
 }
 
 void wc_cpuinfo_json_members(wc_json *j) {

@@ -432,6 +432,7 @@ static void print_setup(const train_ctx *t, double prior) {
             cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
     char machine[400];
     wc_info("%s", wc_cpuinfo_describe(machine, sizeof machine));
+    wc_cpuinfo_warn_ignored();
 }
 
 /* The spec --model names (a built-in name or a file). WC_EXIT_OK or an exit status. */

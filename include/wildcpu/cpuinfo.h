@@ -33,5 +33,9 @@ const char *wc_cpuinfo_describe(char *buf, size_t size);
  * openblas_core_origin, openblas_config, winograd_products ("own-avx512", "own-avx2" or "openblas")
  * (strings), online_cpus (an integer). */
 void wc_cpuinfo_json_members(wc_json *j);
+/* Warns about a choice of kernels the environment asked for and did not get: an
+ * OPENBLAS_CORETYPE that OpenBLAS did not take (a misspelt name: it detects its own), a
+ * WILDCPU_GEMM that is no choice. Both change the bits; call it on one rank. */
+void wc_cpuinfo_warn_ignored(void);
 
 #endif
