@@ -24,7 +24,8 @@ int wc_export_run(const char *checkpoint, const char *out) {
     wc_model m;
     if (wc_model_load(&m, checkpoint, 1, 0, 0) != WC_OK) return WC_EXIT_RUNTIME;
     const char *outs[1] = {out}, *what[1] = {"the exported model"}, *ins[2] = {m.path, NULL};
-    if (wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK) {
+    if (wc_check_path_length("exported model", out) != WC_OK ||
+        wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK) {
         wc_model_free(&m);
         return WC_EXIT_USAGE;
     }

@@ -458,6 +458,7 @@ static int cmd_train(int argc, char **argv) {
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.threads) c.threads = default_threads(&c.threads_from);
     if (!c.data.tiles) return usage_error("--tiles PATH is required");
+    if (!*c.data.tiles) return usage_error("--tiles: empty path (give the raster)");
     if (!*c.out_dir) return usage_error("--out: empty path (give the run directory)");
     if (check_label_band(c.data.label_band) != WC_EXIT_OK) return WC_EXIT_USAGE;
     if (c.micro_batch > c.batch)
@@ -535,6 +536,7 @@ static int cmd_synth(int argc, char **argv) {
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.out_dir) return usage_error("synth needs --out DIR");
+    if (!*c.out_dir) return usage_error("--out: empty path (give the directory to write)");
     if (wc_dist_rank() != 0) return WC_EXIT_OK; /* one writer */
     return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
 }
@@ -675,6 +677,7 @@ static int cmd_export(int argc, char **argv) {
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!ckpt || !out) return usage_error("export needs --checkpoint and --out");
+    if (!*out) return usage_error("--out: empty path (give the file to write)");
     return wc_export_run(ckpt, out);
 }
 
@@ -684,6 +687,7 @@ int main(int argc, char **argv) {
         return WC_EXIT_OK;
     }
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        if (argc > 2) return usage_error("--version takes nothing after it ('%s')", argv[2]);
         printf("wildcpu %s\n", WC_VERSION);
         return WC_EXIT_OK;
     }

@@ -29,6 +29,12 @@ expect "micro-batch larger than batch" 2 "--micro-batch \(4\) must not exceed --
 expect "the default micro-batch larger than --batch" 2 "--micro-batch \(4, the default\) must not exceed --batch \(2\)" -- --tiles "$SAMPLE" --batch 2
 expect "--label-band 0 (bands are numbered from 1)" 2 "--label-band 0: bands are numbered from 1" -- --tiles "$SAMPLE" --label-band 0 "${train[@]}"
 expect "evaluate --label-band 00" 2 "--label-band 00: bands are numbered from 1" -- evaluate --tiles "$SAMPLE" --checkpoint "$T/none" --label-band 00
+# empty paths and extra words are usage errors for every command (they were runtime errors, or
+# nothing, for some)
+expect "--tiles= (empty)" 2 "--tiles: empty path" -- --tiles= "${train[@]}"
+expect "synth --out '' (empty)" 2 "--out: empty path" -- synth --out ""
+expect "export --out '' (empty)" 2 "--out: empty path" -- export --checkpoint "$T/none" --out ""
+expect "--version with a word after it" 2 "--version takes nothing after it \('extra'\)" -- --version extra
 expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
 expect "--patch not a multiple of the poolings' alignment" 2 "--patch 65 is not a multiple of 4, the alignment of unet-lite's poolings: use --patch 64 or 68" -- \
     --tiles "$SAMPLE" --patch 65 "${train[@]}"
