@@ -24,10 +24,12 @@ int wc_export_run(const char *checkpoint, const char *out) {
     wc_model m;
     if (wc_model_load(&m, checkpoint, 1, 0, 0) != WC_OK) return WC_EXIT_RUNTIME;
     const char *outs[1] = {out}, *what[1] = {"the exported model"}, *ins[2] = {m.path, NULL};
-    if (wc_check_path_length("exported model", out) != WC_OK ||
-        wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK) {
+    int status = wc_check_output_path("exported model", out, ins);
+    if (status == WC_EXIT_OK && wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK)
+        status = WC_EXIT_USAGE;
+    if (status != WC_EXIT_OK) {
         wc_model_free(&m);
-        return WC_EXIT_USAGE;
+        return status;
     }
     const wc_net *net = m.net;
     /* The wildcpu metadata is a JSON document of its own, stored as a JSON string: safetensors'
@@ -99,7 +101,7 @@ int wc_export_run(const char *checkpoint, const char *out) {
     const size_t hlen = strlen(wc_json_text(&head));
     const size_t h = (hlen + 7) / 8 * 8;
     wc_atomic_file af;
-    int status = WC_EXIT_RUNTIME;
+    status = WC_EXIT_RUNTIME;
     if (wc_atomic_open(&af, out, "wb") != WC_OK) goto done;
     unsigned char len[8];
     for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h >> (8 * i));

@@ -146,6 +146,17 @@ s=$?
     && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
     || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
 
+# an output that is a symbolic link: the rename would replace the link by a file and leave its
+# target stale (a "current.tif" link); refused, naming the target, the link untouched (a loop too)
+echo "the previous map" >"$T/today.tif"
+ln -s today.tif "$T/current.tif"
+ln -s loop2 "$T/loop1" && ln -s loop1 "$T/loop2"
+expect "predict --out a symbolic link: refused, naming its target" 2 "refusing to write the risk map to .*current.tif: it is a symbolic link \(to today.tif\)" -- \
+    predict --tiles "$T/f32.tif" --checkpoint "$T/f32run" --out "$T/current.tif"
+[ -L "$T/current.tif" ] && [ "$(cat "$T/today.tif")" = "the previous map" ] || notok "the link and its target untouched"
+expect "export --out a symbolic link loop: refused" 2 "refusing to write the exported model to .*loop1: it is a symbolic link \(to loop2\)" -- \
+    export --checkpoint "$T/f32run" --out "$T/loop1"
+
 # a raster without georeferencing: training, and a map of it or by a model trained on it, say
 # that its pixel size cannot be checked (and the map is placed nowhere)
 gdal_translate -q -of VRT "$T/f32.tif" "$T/nogt.vrt"
