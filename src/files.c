@@ -353,17 +353,6 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
         wc_error("%s: empty path", what);
         return WC_EXIT_USAGE;
     }
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-        /* the commit's rename would replace the link by a file, its target left as it was (a
-         * "current.tif" link would still show the old map) */
-        char target[4096];
-        const ssize_t n = readlink(path, target, sizeof target - 1);
-        target[n > 0 ? n : 0] = '\0';
-        wc_error("refusing to write the %s to %s: it is a symbolic link (to %s), which the output "
-                 "would replace by a file, leaving its target as it was; give the target's path",
-                 what, path, target);
-        return WC_EXIT_USAGE;
-    }
     const int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
         wc_error("cannot write the %s to %s: it is a directory", what, path);
@@ -382,6 +371,17 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
                      what, path, inputs[i]);
             return WC_EXIT_USAGE;
         }
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        /* the commit's rename would replace the link by a file, its target left as it was (a
+         * "current.tif" link would still show the old map) */
+        char target[4096];
+        const ssize_t n = readlink(path, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = '\0';
+        wc_error("refusing to write the %s to %s: it is a symbolic link (to %s), which the output "
+                 "would replace by a file, leaving its target as it was; give the target's path",
+                 what, path, target);
+        return WC_EXIT_USAGE;
+    }
     char *dir = wc_dir_of(path);
     const char *d = dir;
     int status = WC_EXIT_OK;
