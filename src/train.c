@@ -365,23 +365,23 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
     const int too_big = phys > 0 && here > phys;
     /* GDAL's block cache is the environment's (GDAL_CACHEMAX) when it is the larger part */
     const size_t cache = wc_raster_cache_max(), ahead = wc_reader_bytes_held(t->ra.rd);
-    if (too_big && speaks && cache > ahead && getenv("GDAL_CACHEMAX")) {
-        char a[32], b[32], c[32], d[32];
+    if (too_big && speaks) {
+        char a[32], b[32], c[32], d[32], cause[256];
+        if (cache > ahead && getenv("GDAL_CACHEMAX"))
+            snprintf(cause, sizeof cause,
+                     "GDAL's block cache holds %s of it, as GDAL_CACHEMAX sets it: lower "
+                     "GDAL_CACHEMAX (or unset it: wildcpu sizes the cache to its reads)",
+                     wc_fmt_bytes(d, sizeof d, (double)cache));
+        else
+            snprintf(cause, sizeof cause,
+                     "the read-ahead holds %s of it (--prefetch %d slots of --micro-batch %d "
+                     "patches): lower --prefetch or --micro-batch",
+                     wc_fmt_bytes(d, sizeof d, (double)ahead), t->cfg->prefetch,
+                     t->cfg->micro_batch);
         wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
-                 "than its %s of physical memory; GDAL's block cache holds %s of it, as "
-                 "GDAL_CACHEMAX sets it: lower GDAL_CACHEMAX (or unset it: wildcpu sizes the "
-                 "cache to its reads), or run fewer ranks per machine",
+                 "than its %s of physical memory; %s, or run fewer ranks per machine",
                  wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
-                 wc_fmt_bytes(c, sizeof c, (double)phys), wc_fmt_bytes(d, sizeof d, (double)cache));
-    } else if (too_big && speaks) {
-        char a[32], b[32], c[32], d[32];
-        wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
-                 "than its %s of physical memory; the read-ahead holds %s of it (--prefetch %d "
-                 "slots of --micro-batch %d patches): lower --prefetch or --micro-batch, or run "
-                 "fewer ranks per machine",
-                 wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
-                 wc_fmt_bytes(c, sizeof c, (double)phys), wc_fmt_bytes(d, sizeof d, (double)ahead),
-                 t->cfg->prefetch, t->cfg->micro_batch);
+                 wc_fmt_bytes(c, sizeof c, (double)phys), cause);
     }
     return wc_dist_any(too_big) ? WC_ERR : WC_OK;
 }
