@@ -1087,8 +1087,12 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
     if (cfg->oracle) {
         wc_raster o;
         if (wc_raster_open(&o, cfg->oracle) != WC_OK) goto fail;
-        int same = wc_raster_same_grid(&ds->files.src, &o);
+        /* its sources too: a pipe behind an oracle VRT would hang the first validation read */
+        const int refused =
+            wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&o) != WC_OK);
+        const int same = !refused && wc_raster_same_grid(&ds->files.src, &o);
         wc_raster_close(&o);
+        if (refused) goto fail;
         if (!same) {
             wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
         } else {

@@ -18,6 +18,9 @@
 #include "wildcpu/util.h"
 
 const char *wc_special_file_kind(const char *path) {
+    /* GDAL's name for standard input: a stream that waits for a writer and is read once (the
+     * ranks and reader threads each read a raster again) */
+    if (strncmp(path, "/vsistdin", 9) == 0) return "standard input";
     struct stat st;
     if (stat(path, &st) != 0) return NULL;
     if (S_ISFIFO(st.st_mode)) return "a pipe (FIFO)";
@@ -342,6 +345,20 @@ int wc_check_path_length(const char *what, const char *path) {
     return WC_OK;
 }
 
+int wc_refuse_symlink(const char *what, const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return WC_OK;
+    /* the commit's rename would replace the link by a file, its target left as it was (a
+     * "current.tif" link would still show the old map) */
+    char target[4096];
+    const ssize_t n = readlink(path, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = '\0';
+    wc_error("refusing to write the %s to %s: it is a symbolic link (to %s), which the output "
+             "would replace by a file, leaving its target as it was; give the target's path",
+             what, path, target);
+    return WC_ERR;
+}
+
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs) {
     if (*path && wc_check_path_length(what, path) != WC_OK) return WC_EXIT_USAGE;
     return wc_check_output_path_as_is(what, path, inputs);
@@ -371,17 +388,7 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
                      what, path, inputs[i]);
             return WC_EXIT_USAGE;
         }
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-        /* the commit's rename would replace the link by a file, its target left as it was (a
-         * "current.tif" link would still show the old map) */
-        char target[4096];
-        const ssize_t n = readlink(path, target, sizeof target - 1);
-        target[n > 0 ? n : 0] = '\0';
-        wc_error("refusing to write the %s to %s: it is a symbolic link (to %s), which the output "
-                 "would replace by a file, leaving its target as it was; give the target's path",
-                 what, path, target);
-        return WC_EXIT_USAGE;
-    }
+    if (wc_refuse_symlink(what, path) != WC_OK) return WC_EXIT_USAGE;
     char *dir = wc_dir_of(path);
     const char *d = dir;
     int status = WC_EXIT_OK;
@@ -421,13 +428,14 @@ int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
 
 int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {
     struct stat st;
+    memset(a, 0, sizeof *a);
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* the rename of the commit would replace a device or a pipe (/dev/null) */
         wc_error("cannot write %s: it is not a regular file, and it would be replaced whole",
                  path);
-        memset(a, 0, sizeof *a);
         return WC_ERR;
     }
+    if (wc_refuse_symlink("output", path) != WC_OK) return WC_ERR;
     a->path = wc_strdup(path);
     a->tmp = wc_temp_path(path, "tmp");
     a->f = fopen(a->tmp, mode);

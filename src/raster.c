@@ -111,21 +111,10 @@ static void gdal_setup(void) {
 
 void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
 
-/* Standard input read through GDAL: a stream that waits for a writer, read once. */
-static int is_stdin(const char *path) {
-    return strncmp(path, "/vsistdin", 9) == 0;
-}
-
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
     if (wc_refuse_special_file("the raster", path) != WC_OK) return WC_ERR;
-    if (is_stdin(path)) {
-        wc_error("the raster %s is standard input, not a file GDAL can read (it would wait on it, "
-                 "and the ranks and reader threads each read the raster again)",
-                 path);
-        return WC_ERR;
-    }
     CPLErrorReset();
     GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR,
                                  NULL, NULL, NULL);
@@ -573,7 +562,7 @@ static void check_resampled_sources(const char *mosaic, const char *path, int *f
  * process is blocked in open()). Every source is checked (a stat each). */
 static int refuse_waiting_sources(const wc_raster *r, char **files) {
     for (int i = 1; files[i]; i++) {
-        const char *kind = is_stdin(files[i]) ? "standard input" : wc_special_file_kind(files[i]);
+        const char *kind = wc_special_file_kind(files[i]);
         if (!kind) continue;
         wc_error("%s: its source %s is %s, not a file GDAL can read (it would wait on it, or "
                  "read it without end)",
@@ -852,7 +841,7 @@ char **wc_gdal_file_list(const char *path) {
             free(key);
         }
         /* a pipe or standard input: opening it would wait */
-        if (wc_special_file_kind(out[i]) || is_stdin(out[i])) continue;
+        if (wc_special_file_kind(out[i])) continue;
         if (i > 0 && !is_vrt_file(out[i])) continue;
         char *key = file_key(out[i]);
         const int again = CSLFindStringCaseSensitive(seen, key) >= 0;

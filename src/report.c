@@ -42,12 +42,14 @@ static wc_report_map map_of_status(int status) {
                                        : WC_REPORT_MAP_FAILED;
 }
 
-/* report.md's first paragraph: how the command ended, the map included. One line, so that
- * wc_report_map_done can replace it. */
-static void write_status_line(FILE *f, int training_status, wc_report_map map) {
+/* report.md's first paragraph: how the command ended, the map included: status is the
+ * training's, or the map's once it is drawn (map written, failed or stopped); rerun says how to
+ * resume a stopped map (NULL: the same command). One line, so that wc_report_map_done can
+ * replace it. */
+static void write_status_line(FILE *f, int status, wc_report_map map, const char *rerun) {
     switch (map) {
     case WC_REPORT_MAP_NONE:
-        fprintf(f, "Status: **%s**.\n\n", status_name(training_status));
+        fprintf(f, "Status: **%s**.\n\n", status_name(status));
         break;
     case WC_REPORT_MAP_PENDING:
         fprintf(f, "Status: **finished** training; the risk map is not drawn yet.\n\n");
@@ -57,11 +59,13 @@ static void write_status_line(FILE *f, int training_status, wc_report_map map) {
         break;
     case WC_REPORT_MAP_FAILED:
         fprintf(f, "Status: **failed**: training finished, but the risk map was not made (the "
-                   "run's log says why; status 1).\n\n");
+                   "run's log says why; status %d).\n\n",
+                status);
         break;
     case WC_REPORT_MAP_STOPPED:
         fprintf(f, "Status: **stopped** while drawing the risk map (training had finished): "
-                   "rerun the same command to draw it.\n\n");
+                   "%s to draw it.\n\n",
+                rerun ? rerun : "rerun the same command");
         break;
     }
 }
@@ -146,7 +150,7 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     if (wc_atomic_open(&af, path, "w") != WC_OK) return WC_ERR;
     FILE *f = af.f;
     fprintf(f, "# wildcpu run report\n\n");
-    write_status_line(f, s->status, s->map);
+    write_status_line(f, s->status, s->map, NULL);
     fprintf(f,
             "Model `%s`, %d rank%s x %d thread%s, global batch %d (micro-batch %d), %ld steps "
             "(%ld in this invocation).\n\n",
@@ -328,7 +332,7 @@ static void json_map_done(const char *out_dir, int status) {
 
 /* report.md of out_dir with its status line saying how drawing the map ended and, when it was
  * drawn, a section with the pictures. */
-static void markdown_map_done(const char *out_dir, int status) {
+static void markdown_map_done(const char *out_dir, int status, const char *rerun) {
     static const struct {
         const char *file, *title, *caption;
     } pics[] = {
@@ -347,14 +351,17 @@ static void markdown_map_done(const char *out_dir, int status) {
     }
     char *mark = strstr(text, PICTURES_MARK);
     if (mark) *mark = '\0';
-    char *line = strstr(text, "\nStatus: "), *after = line ? strstr(line + 1, "\n\n") : NULL;
+    /* the status line only: a report of a wildcpu before 2026-12-03 went on in the same
+     * paragraph ("Model ..."), which becomes the next one */
+    char *line = strstr(text, "\nStatus: "), *after = line ? strchr(line + 1, '\n') : NULL;
+    while (after && *after == '\n') after++;
     wc_atomic_file af;
     if (!after)
         wc_warn("%s has no status line: it does not record the map", path);
     else if (wc_atomic_open(&af, path, "w") == WC_OK) {
         fprintf(af.f, "%.*s", (int)(line + 1 - text), text);
-        write_status_line(af.f, WC_EXIT_OK, map_of_status(status));
-        fprintf(af.f, "%s%s\n\n", after + 2, PICTURES_MARK);
+        write_status_line(af.f, status, map_of_status(status), rerun);
+        fprintf(af.f, "%s%s\n\n", after, PICTURES_MARK);
         for (size_t i = 0; status == WC_EXIT_OK && i < sizeof pics / sizeof pics[0]; i++) {
             snprintf(pic, sizeof pic, "%s/%s", out_dir, pics[i].file);
             if (access(pic, R_OK) != 0) continue;
@@ -366,9 +373,9 @@ static void markdown_map_done(const char *out_dir, int status) {
     free(text);
 }
 
-void wc_report_map_done(const char *out_dir, int status) {
+void wc_report_map_done(const char *out_dir, int status, const char *rerun) {
     json_map_done(out_dir, status);
-    markdown_map_done(out_dir, status);
+    markdown_map_done(out_dir, status, rerun);
 }
 
 /* What the summary derives from the run's figures: the log and report.json say the same. */

@@ -236,8 +236,18 @@ static int prepare_here(const wc_train_config *cfg) {
     /* before --fresh moves anything (wc_rundir_set_aside): the files may be another running
      * run's */
     if (lock_fd < 0 && lock_run_dir(out) != WC_OK) return WC_EXIT_RUNTIME;
-    /* found now, not after hours of training: a file named like the map's companions that is
-     * not wildcpu's and that the map would replace (--fresh moves them aside instead) */
+    /* found now, not after hours of training: an output that is a symbolic link (the run
+     * would refuse to replace it at its first report, or at the map), a file named like the
+     * map's companions that is not wildcpu's and that the map would replace (--fresh moves
+     * them aside instead) */
+    for (int i = 0; !cfg->fresh && i < NRUN_FILES; i++) {
+        char path[4200];
+        run_file(path, sizeof path, out, RUN_FILES[i].name);
+        /* the checkpoints directory may well be a link to a scratch file system */
+        if (strcmp(RUN_FILES[i].name, "checkpoints") != 0 &&
+            wc_refuse_symlink(RUN_FILES[i].what + 4 /* "the " */, path) != WC_OK)
+            return WC_EXIT_USAGE;
+    }
     if (!cfg->no_predict && !cfg->fresh) {
         char map[4200];
         run_file(map, sizeof map, out, "risk.tif");

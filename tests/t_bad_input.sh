@@ -87,6 +87,14 @@ expect "standard input as a tile of the mosaic" 1 "stdintile.vrt: its source /vs
     --tiles "$T/stdintile.vrt" "${train[@]}"
 expect "standard input as --tiles" 1 "the raster /vsistdin/ is standard input, not a file GDAL can read" -- \
     --tiles /vsistdin/ "${train[@]}"
+# ... and behind every other input GDAL reads: the oracle (read at the first validation) and
+# the labels (their header read while planning)
+expect "a pipe as a tile of the --oracle mosaic" 1 "pipetile.vrt: its source $T/fifo is a pipe \\(FIFO\\)" -- \
+    --tiles "$SAMPLE" --oracle "$T/pipetile.vrt" "${train[@]}"
+expect "standard input as --oracle" 1 "the raster /vsistdin/ is standard input" -- \
+    --tiles "$SAMPLE" --oracle /vsistdin/ "${train[@]}"
+expect "standard input as --labels" 1 "--labels /vsistdin/ is standard input, not a file GDAL can read" -- \
+    --tiles "$SAMPLE" --labels /vsistdin/ "${train[@]}"
 
 # more threads than CPUs: warned, the run goes on; a closed stdout does not kill a run
 cpus=$($PY -c 'import os; print(len(os.sched_getaffinity(0)))') # nproc heeds OMP_NUM_THREADS
@@ -119,6 +127,8 @@ expect "a feature band nodata everywhere: training names it" 1 "empty5.tif, band
     --tiles "$T/empty5.tif" "${train[@]}"
 "$WILDCPU" --tiles "$T/f32.tif" --out "$T/f32run" --model logistic --steps 2 --batch 4 --micro-batch 2 \
     --no-predict >/dev/null 2>&1 || notok "training on the Float32 copy"
+expect "standard input as evaluate's --labels" 1 "--labels /vsistdin/ is standard input" -- \
+    evaluate --tiles "$T/f32.tif" --checkpoint "$T/f32run" --labels /vsistdin/ --out "$T/m.json"
 expect "... and predict on it warns which band made the map nodata everywhere" 0 "warning: .*empty5.tif, band 5 \(ndvi\) is nodata .*: the map is nodata everywhere" -- \
     predict --tiles "$T/empty5.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif"
 
@@ -156,6 +166,30 @@ expect "predict --out a symbolic link: refused, naming its target" 2 "refusing t
 [ -L "$T/current.tif" ] && [ "$(cat "$T/today.tif")" = "the previous map" ] || notok "the link and its target untouched"
 expect "export --out a symbolic link loop: refused" 2 "refusing to write the exported model to .*loop1: it is a symbolic link \(to loop2\)" -- \
     export --checkpoint "$T/f32run" --out "$T/loop1"
+# ... and in a run directory, found before training (not after it, at the map or a report):
+# the map and the report each, the link untouched; a checkpoints directory that is a link (to
+# a scratch file system) is fine, and --fresh moves the links aside with the rest
+mkdir -p "$T/linkrun" "$T/scratch"
+ln -s ../today.tif "$T/linkrun/risk.tif"
+expect "DIR/risk.tif a symbolic link: refused before training" 2 "refusing to write the risk map to .*linkrun/risk.tif: it is a symbolic link \(to ../today.tif\)" -- \
+    --tiles "$T/f32.tif" --out "$T/linkrun" --model logistic --steps 2 --batch 4 --micro-batch 2
+[ ! -e "$T/linkrun/checkpoints" ] && [ "$(cat "$T/today.tif")" = "the previous map" ] \
+    && ok "... before any step: no checkpoint, the link's target untouched" \
+    || notok "DIR/risk.tif a link" "$(ls "$T/linkrun")"
+rm "$T/linkrun/risk.tif" && ln -s ../today.tif "$T/linkrun/report.json"
+expect "DIR/report.json a symbolic link, with --no-predict too" 2 "refusing to write the report to .*linkrun/report.json: it is a symbolic link" -- \
+    --tiles "$T/f32.tif" --out "$T/linkrun" --model logistic --steps 2 --batch 4 --micro-batch 2 --no-predict
+rm "$T/linkrun/report.json" && ln -s ../scratch "$T/linkrun/checkpoints"
+"$WILDCPU" --tiles "$T/f32.tif" --out "$T/linkrun" --model logistic --steps 2 --batch 4 --micro-batch 2 \
+    --no-predict >/dev/null 2>&1 && [ -e "$T/scratch/ckpt-00000002.wcp" ] \
+    && ok "a checkpoints directory that is a link: followed" \
+    || notok "a checkpoints link" "$(ls "$T/scratch")"
+ln -s ../today.tif "$T/linkrun/risk.png"
+"$WILDCPU" --tiles "$T/f32.tif" --out "$T/linkrun" --model logistic --steps 2 --batch 4 \
+    --micro-batch 2 --fresh >/dev/null 2>&1 && [ -L "$(echo "$T"/linkrun/replaced-*/risk.png)" ] \
+    && [ -f "$T/linkrun/risk.png" ] && [ "$(cat "$T/today.tif")" = "the previous map" ] \
+    && ok "--fresh moves a linked output aside with the rest" \
+    || notok "--fresh and a linked output" "$(ls -l "$T"/linkrun/replaced-*)"
 
 # a raster without georeferencing: training, and a map of it or by a model trained on it, say
 # that its pixel size cannot be checked (and the map is placed nowhere)

@@ -27,9 +27,9 @@ char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_s
  * whole goes through one of the two: there is no unbounded, blocking read. */
 int wc_open_regular(const char *path, size_t max, char *why, size_t why_size);
 
-/* "a pipe (FIFO)", "a device" or "a socket" when path is one, else NULL (a regular file, a
- * directory, or a path that does not exist or that only GDAL knows: /vsizip/...). GDAL would
- * open such an input and wait on it, or read it without end. */
+/* "a pipe (FIFO)", "a device", "a socket" or "standard input" (GDAL's /vsistdin/) when path is
+ * one, else NULL (a regular file, a directory, or a path that does not exist or that only GDAL
+ * knows: /vsizip/...). GDAL would open such an input and wait on it, or read it without end. */
 const char *wc_special_file_kind(const char *path);
 /* WC_ERR after a message ("WHAT PATH is a pipe (FIFO), not a file GDAL can read ...") when path
  * is one of those, else WC_OK: for an input about to be given to GDAL. */
@@ -97,6 +97,10 @@ size_t wc_path_derived_length(const char *path);
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs);
 /* The same, without the length check (for a sidecar, see wc_output). */
 int wc_check_output_path_as_is(const char *what, const char *path, const char *const *inputs);
+/* WC_ERR after a message naming its target when path is a symbolic link: a file replaced by a
+ * rename (every output: wc_atomic_open, GDAL's through rwriter) would replace the link itself
+ * and leave its target as it was. wc_check_output_path and wc_atomic_open call it. */
+int wc_refuse_symlink(const char *what, const char *path);
 
 /* One file a command writes: what it is, for the messages ("STAC item"), and its path (NULL:
  * not written this time). */

@@ -58,9 +58,10 @@ typedef struct wc_run_summary {
 int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
 
 /* Rank 0, once drawing the map has ended with status (a WC_EXIT_ code): report.json's status and
- * map, and report.md's status line, say how; when the map was drawn, report.md embeds its
+ * map, and report.md's status line, say how (a stopped map: rerun says how to resume, as
+ * wc_rundir_rerun words it; NULL: the same command); when the map was drawn, report.md embeds its
  * picture by relative path, so it reads as a page. A picture section from an earlier call is
  * replaced. Failures are warnings (the report stays as it was; the status is the command's). */
-void wc_report_map_done(const char *out_dir, int status);
+void wc_report_map_done(const char *out_dir, int status, const char *rerun);
 
 #endif
