@@ -143,6 +143,10 @@ int wc_dist_max_int(int value) {
 
 uint64_t wc_dist_host_sum_u64(uint64_t value, int *first_on_host) {
     *first_on_host = 1;
+    /* saturating: a value that saturated (a plan of absurd options) must not wrap the sum to a
+     * small one; no machine has 2^48 bytes, and 2^16 ranks on one cannot wrap 2^64 */
+    const uint64_t cap = (uint64_t)1 << 48;
+    value = value < cap ? value : cap;
     if (dist_size == 1) return value;
     MPI_Comm host;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, dist_rank, MPI_INFO_NULL,

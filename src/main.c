@@ -239,7 +239,39 @@ enum {
     O_VECTOR_BANDS,
     O_MAP,
     O_NO_STYLE,
+    O_EMPTY_PATH, /* next_option's: a path option given "" (after the message) */
 };
+
+/* The options whose value names a file or directory. --oracle is not one of them: '' is its
+ * documented way to say "none". */
+static int takes_path(int o) {
+    switch (o) {
+    case O_TILES:
+    case O_LABELS:
+    case O_OUT:
+    case O_MODEL:
+    case O_BASELINE:
+    case O_CHECKPOINT:
+    case O_PNG:
+    case O_MAP:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* getopt_long for every command, with one check: a path option given an empty value
+ * ("--tiles=", "--out ''") is a usage error here, rather than a garbled one from GDAL or open()
+ * later. */
+static int next_option(int argc, char **argv, const struct option *opts) {
+    int index = -1;
+    const int o = getopt_long(argc, argv, ":", opts, &index);
+    if (o > 0 && index >= 0 && optarg && !*optarg && takes_path(o)) {
+        usage_error("--%s: empty path", opts[index].name);
+        return O_EMPTY_PATH;
+    }
+    return o;
+}
 
 /* Without opening it: a pipe there must not block the start (it is refused later, as an
  * --oracle that is a pipe is, naming it). */
@@ -298,7 +330,7 @@ static int cmd_train(int argc, char **argv) {
     int micro_given = 0; /* for the message when the default exceeds --batch */
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
+    for (int o; (o = next_option(argc, argv, opts)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_TILES:
@@ -451,6 +483,8 @@ static int cmd_train(int argc, char **argv) {
             return WC_EXIT_OK;
         case ':':
             return usage_error("option %s needs a value", name);
+        case O_EMPTY_PATH:
+            return WC_EXIT_USAGE;
         default:
             return option_error(argv, name, "(see wildcpu --help)");
         }
@@ -458,8 +492,6 @@ static int cmd_train(int argc, char **argv) {
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.threads) c.threads = default_threads(&c.threads_from);
     if (!c.data.tiles) return usage_error("--tiles PATH is required");
-    if (!*c.data.tiles) return usage_error("--tiles: empty path (give the raster)");
-    if (!*c.out_dir) return usage_error("--out: empty path (give the run directory)");
     if (check_label_band(c.data.label_band) != WC_EXIT_OK) return WC_EXIT_USAGE;
     if (c.micro_batch > c.batch)
         return usage_error("--micro-batch (%d%s) must not exceed --batch (%d): give --micro-batch "
@@ -501,7 +533,7 @@ static int cmd_synth(int argc, char **argv) {
     long v;
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
+    for (int o; (o = next_option(argc, argv, opts)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_OUT:
@@ -530,13 +562,14 @@ static int cmd_synth(int argc, char **argv) {
             return WC_EXIT_OK;
         case ':':
             return usage_error("option %s needs a value", name);
+        case O_EMPTY_PATH:
+            return WC_EXIT_USAGE;
         default:
             return option_error(argv, name, "for synth");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.out_dir) return usage_error("synth needs --out DIR");
-    if (!*c.out_dir) return usage_error("--out: empty path (give the directory to write)");
     if (wc_dist_rank() != 0) return WC_EXIT_OK; /* one writer */
     return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
 }
@@ -552,7 +585,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
     long v;
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
+    for (int o; (o = next_option(argc, argv, opts)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_TILES:
@@ -594,6 +627,8 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
             return WC_EXIT_OK;
         case ':':
             return usage_error("option %s needs a value", name);
+        case O_EMPTY_PATH:
+            return WC_EXIT_USAGE;
         default:
             return option_error(argv, name, evaluate ? "for evaluate" : "for predict");
         }
@@ -655,7 +690,7 @@ static int cmd_export(int argc, char **argv) {
     const char *ckpt = NULL, *out = NULL;
     optind = 1;
     opterr = 0;
-    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
+    for (int o; (o = next_option(argc, argv, opts)) != -1;) {
         const char *name = argv[optind - 1];
         switch (o) {
         case O_CHECKPOINT:
@@ -671,13 +706,14 @@ static int cmd_export(int argc, char **argv) {
             return WC_EXIT_OK;
         case ':':
             return usage_error("option %s needs a value", name);
+        case O_EMPTY_PATH:
+            return WC_EXIT_USAGE;
         default:
             return option_error(argv, name, "for export");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!ckpt || !out) return usage_error("export needs --checkpoint and --out");
-    if (!*out) return usage_error("--out: empty path (give the file to write)");
     return wc_export_run(ckpt, out);
 }
 

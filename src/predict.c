@@ -534,7 +534,8 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     if (wc_bandmap_match(bm, m, r, label_band) != WC_OK ||
         wc_raster_check_coverage(r, bm->bands, bm->n) != WC_OK)
         return WC_EXIT_RUNTIME;
-    if (mp->rank == 0) warn_other_ground(m, r);
+    /* a training run's map: its own raster, by the model trained on it (training warned) */
+    if (mp->rank == 0 && !cfg->tiles_checked) warn_other_ground(m, r);
     L->W = r->width, L->H = r->height;
     if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)
         return WC_EXIT_RUNTIME;

@@ -363,21 +363,29 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
     const uint64_t here = wc_dist_host_sum_u64(need, &speaks);
     const uint64_t phys = wc_physical_memory_bytes();
     const int too_big = phys > 0 && here > phys;
-    /* GDAL's block cache is the environment's (GDAL_CACHEMAX) when it is the larger part */
+    /* the cause named is the largest part: GDAL's block cache (as GDAL_CACHEMAX sets it), the
+     * read-ahead, or the rest (the network's parameters, activations and buffers) */
     const size_t cache = wc_raster_cache_max(), ahead = wc_reader_bytes_held(t->ra.rd);
+    const uint64_t rest = need - WC_MIN(need, (uint64_t)cache + ahead);
     if (too_big && speaks) {
         char a[32], b[32], c[32], d[32], cause[256];
-        if (cache > ahead && getenv("GDAL_CACHEMAX"))
+        if (cache > ahead && cache > rest && getenv("GDAL_CACHEMAX"))
             snprintf(cause, sizeof cause,
                      "GDAL's block cache holds %s of it, as GDAL_CACHEMAX sets it: lower "
                      "GDAL_CACHEMAX (or unset it: wildcpu sizes the cache to its reads)",
                      wc_fmt_bytes(d, sizeof d, (double)cache));
-        else
+        else if (ahead >= rest)
             snprintf(cause, sizeof cause,
                      "the read-ahead holds %s of it (--prefetch %d slots of --micro-batch %d "
                      "patches): lower --prefetch or --micro-batch",
                      wc_fmt_bytes(d, sizeof d, (double)ahead), t->cfg->prefetch,
                      t->cfg->micro_batch);
+        else
+            snprintf(cause, sizeof cause,
+                     "the network, its activations and buffers hold %s of it (--micro-batch %d "
+                     "of %dx%d): lower --micro-batch or --patch, or use a smaller --model",
+                     wc_fmt_bytes(d, sizeof d, (double)rest), t->cfg->micro_batch, t->ds->P,
+                     t->ds->P);
         wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
                  "than its %s of physical memory; %s, or run fewer ranks per machine",
                  wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
@@ -397,8 +405,8 @@ static void print_setup(const train_ctx *t, double prior) {
             ds->label_path ? ds->label_path : ds->files.src.bands[ds->label_band - 1].name);
     if (!ds->files.src.has_gt)
         wc_warn("%s has no georeferencing (no geotransform): the model learns no pixel size, so "
-                "the rasters it maps later cannot be checked against its scale (gdal_edit.py "
-                "-a_ullr -a_srs georeferences it)",
+                "the rasters it maps later cannot be checked against its scale, and a map of this "
+                "one is placed nowhere in a GIS (gdal_edit.py -a_ullr -a_srs georeferences it)",
                 cfg->data.tiles);
     wc_info("patches: %ld of %dx%d on a %dx%d grid, %ld kept; %ld training, %ld validation "
             "(%ld of %ld blocks of %dx%d patches); %.2f%% of training pixels burned",

@@ -34,6 +34,13 @@ expect "evaluate --label-band 00" 2 "--label-band 00: bands are numbered from 1"
 expect "--tiles= (empty)" 2 "--tiles: empty path" -- --tiles= "${train[@]}"
 expect "synth --out '' (empty)" 2 "--out: empty path" -- synth --out ""
 expect "export --out '' (empty)" 2 "--out: empty path" -- export --checkpoint "$T/none" --out ""
+expect "predict --tiles= (empty)" 2 "--tiles: empty path" -- predict --tiles= --checkpoint "$T/none" --out "$T/m.tif"
+expect "predict --checkpoint= (empty)" 2 "--checkpoint: empty path" -- predict --tiles "$SAMPLE" --checkpoint= --out "$T/m.tif"
+expect "predict --png '' (empty)" 2 "--png: empty path" -- predict --tiles "$SAMPLE" --checkpoint "$T/none" --out "$T/m.tif" --png ""
+expect "evaluate --labels= (empty)" 2 "--labels: empty path" -- evaluate --tiles "$SAMPLE" --checkpoint "$T/none" --labels=
+expect "evaluate --map= (empty)" 2 "--map: empty path" -- evaluate --tiles "$SAMPLE" --checkpoint "$T/none" --map=
+expect "train --model= (empty)" 2 "--model: empty path" -- --tiles "$SAMPLE" --model= "${train[@]}"
+expect "export --checkpoint '' (empty)" 2 "--checkpoint: empty path" -- export --checkpoint "" --out "$T/x.safetensors"
 expect "--version with a word after it" 2 "--version takes nothing after it \('extra'\)" -- --version extra
 expect "unknown command" 2 "unknown command 'frobnicate'" -- frobnicate
 expect "--patch not a multiple of the poolings' alignment" 2 "--patch 65 is not a multiple of 4, the alignment of unet-lite's poolings: use --patch 64 or 68" -- \
@@ -201,6 +208,13 @@ expect "... a map of one: warned" 0 "warning: .*nogt.vrt has no georeferencing \
     predict --tiles "$T/nogt.vrt" --checkpoint "$T/f32run" --out "$T/nogt_map.tif"
 expect "... and a map by a model trained on one: warned" 0 "warning: .*f32.tif: the model .*nogtrun.* was trained on data without georeferencing" -- \
     predict --tiles "$T/f32.tif" --checkpoint "$T/nogtrun" --out "$T/nogt_map2.tif"
+# ... said once in a run that trains and maps (the map is of the same raster, by its model)
+timeout 300 "$WILDCPU" --tiles "$T/nogt.vrt" --out "$T/nogtrun2" --model logistic --steps 2 --batch 4 \
+    --micro-batch 2 >/dev/null 2>"$T/nogt2.err"
+s=$? n=$(grep -c "has no georeferencing" "$T/nogt2.err")
+[ $s -eq 0 ] && [ "$n" -eq 1 ] && grep -q "a map of this one is placed nowhere in a GIS" "$T/nogt2.err" \
+    && ok "... once in a run that trains and maps, naming both consequences" \
+    || notok "the georeferencing warning of a run that maps" "status $s, said $n times"
 
 # an integer band whose nodata value its type cannot hold (-1 in a Byte band): no pixel is
 # nodata by it, the pixels meant as nodata are data; warned, naming the band, once per command
@@ -441,7 +455,7 @@ fi
 if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 150 ]; then
     echo "# skipped: the --prefetch refusal needs a machine of less than 150 GiB"
 else
-    expect "--prefetch beyond physical memory" 2 "the read-ahead of --prefetch 4096 slots of --micro-batch 200 patches \(64x64 px, 12 features as Float32\) needs at least 162.5 GiB per rank .*more than its .* of physical memory" -- \
+    expect "--prefetch beyond physical memory" 2 "the read-ahead of --prefetch 4096 slots of --micro-batch 200 patches \(64x64 px, 13 bands as Float32\) needs at least 162.5 GiB per rank .*more than its .* of physical memory" -- \
         --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 200 --micro-batch 200 \
         --val-fraction 0 --prefetch 4096 --no-predict
     grep -q "patches: " "$T/err" && notok "the read-ahead refused before planning" "$(grep "patches: " "$T/err")"

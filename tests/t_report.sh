@@ -156,7 +156,7 @@ mkdir -p "$T/map/risk.tif"
 "$WILDCPU" "${margs[@]}" >"$T/map1.log" 2>&1
 s=$?
 [ $s -eq 1 ] && [ "$(status_of "$T/map")" = "failed failed" ] &&
-    grep -q '^Status: \*\*failed\*\*: training finished, but the risk map was not made' "$T/map/report.md" \
+    grep -q '^Status: \*\*failed\*\*: training finished, but the risk map was not made (.*; status 1)' "$T/map/report.md" \
     && ok "a map that fails after training: status 1, report.json status and map failed, report.md says so" \
     || notok "the report of a failed map" "status $s, $(status_of "$T/map"); $(grep -m1 '^Status' "$T/map/report.md")"
 rmdir "$T/map/risk.tif"
@@ -171,7 +171,7 @@ wait $pid
 s=$?
 kill $guard 2>/dev/null
 [ $s -eq 75 ] && [ "$(status_of "$T/map")" = "stopped stopped" ] && [ ! -e "$T/map/risk.tif" ] &&
-    grep -q '^Status: \*\*stopped\*\* while drawing the risk map' "$T/map/report.md" \
+    grep -q '^Status: \*\*stopped\*\* while drawing the risk map (.*): rerun the same command to draw it' "$T/map/report.md" \
     && ok "a map stopped while drawn: status 75, report.json status and map stopped, report.md says so" \
     || notok "the report of a stopped map" "status $s, $(status_of "$T/map"); $(grep -m1 '^Status' "$T/map/report.md")"
 "$WILDCPU" "${margs[@]}" >"$T/map3.log" 2>&1
@@ -182,5 +182,20 @@ s=$?
     [ "$(grep -c '^Status: ' "$T/map/report.md")" -eq 1 ] \
     && ok "the rerun draws the map: status 0, report.json finished and written, report.md with its picture" \
     || notok "the report of the map drawn on the rerun" "status $s, $(status_of "$T/map"); $(grep '^Status\|^!' "$T/map/report.md")"
+# a report.md of a wildcpu before 2026-12-03 (its status line and the model's sentence in one
+# paragraph): drawing the map again replaces the status line only
+$PY - "$T/map/report.md" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+t = re.sub(r"^Status: .*\n\n", "Status: **finished**.\n", t, count=1, flags=re.M)
+open(sys.argv[1], "w").write(t.split("<!-- wildcpu: pictures -->")[0])
+PY
+"$WILDCPU" "${margs[@]}" >"$T/map4.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q '^Model `unet-lite`, 1 rank' "$T/map/report.md" &&
+    [ "$(grep -c '^Status: \*\*finished\*\*: trained, and the risk map drawn.$' "$T/map/report.md")" -eq 1 ] &&
+    [ "$(grep -A1 '^Status: ' "$T/map/report.md" | tail -1)" = "" ] \
+    && ok "an older report.md: the status line replaced, the model's sentence kept as its own paragraph" \
+    || notok "an older report.md" "status $s: $(head -6 "$T/map/report.md")"
 
 finish

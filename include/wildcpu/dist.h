@@ -41,8 +41,9 @@ void wc_dist_wait(void);
  * values (an exit status). The same answer on every rank. Collective. */
 int wc_dist_any(int flag);
 int wc_dist_max_int(int value);
-/* The sum of value over the ranks that share this rank's machine (its memory); *first_on_host
- * is set on the lowest of them, which speaks for the machine. Collective. */
+/* The sum of value over the ranks that share this rank's machine (its memory), each value
+ * capped at 2^48 (256 TiB) so that the sum cannot wrap; *first_on_host is set on the lowest of
+ * them, which speaks for the machine. Collective. */
 uint64_t wc_dist_host_sum_u64(uint64_t value, int *first_on_host);
 /* Broadcast of bytes from root. */
 void wc_dist_bcast(void *buf, size_t bytes, int root);
