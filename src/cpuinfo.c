@@ -83,10 +83,9 @@ void wc_cpuinfo_warn_ignored(void) {
         wc_warn("OPENBLAS_CORETYPE=%s: OpenBLAS runs its %s kernels instead (a core it does not "
                 "know, or one this CPU cannot run; OPENBLAS_VERBOSE=2 shows its choice)",
                 set, c.blas_core);
-    if (gemm && strcmp(gemm, "openblas") != 0 && strcmp(gemm, "own") != 0 &&
-        strcmp(gemm, "own-avx2") != 0)
-        wc_warn("WILDCPU_GEMM=%s is no choice (openblas, own or own-avx2): the Winograd "
-                "products are %s",
+    if (gemm && wc_wino_products_parse(gemm) < 0)
+        wc_warn("WILDCPU_GEMM=%s is no choice (" WC_PRODUCTS_CHOICES "): the Winograd products "
+                "are %s",
                 gemm, c.products);
 }
 

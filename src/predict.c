@@ -53,6 +53,7 @@
 #include <gdal.h>
 
 #include "wildcpu/bandmap.h"
+#include "wildcpu/cpuinfo.h"
 #include "wildcpu/dataset.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
@@ -534,8 +535,12 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     if (wc_bandmap_match(bm, m, r, label_band) != WC_OK ||
         wc_raster_check_coverage(r, bm->bands, bm->n) != WC_OK)
         return WC_EXIT_RUNTIME;
-    /* a training run's map: its own raster, by the model trained on it (training warned) */
-    if (mp->rank == 0 && !cfg->tiles_checked) warn_other_ground(m, r);
+    /* a training run's map: its own raster, by the model trained on it, on the machine that
+     * trained it (training warned) */
+    if (mp->rank == 0 && !cfg->tiles_checked) {
+        warn_other_ground(m, r);
+        wc_cpuinfo_warn_ignored();
+    }
     L->W = r->width, L->H = r->height;
     if (wc_infer_geometry_of(&L->g, m->net->arch, m->net->spec, m->nfeat, r) != WC_OK)
         return WC_EXIT_RUNTIME;
@@ -681,12 +686,13 @@ static void report_done(const mapping *mp, int64_t npixels, int64_t nvalid, doub
 /* ---- evaluate ------------------------------------------------------------------------------ */
 
 /* Where derived labels (--labels polygons rasterized onto the grid) are kept: beside the
- * metrics file, or the current directory. */
+ * metrics file, else beside the map (--map), else in the current directory. */
 static const char *work_dir_of(const wc_predict_config *cfg) {
     static char dir[4096];
-    const char *slash = cfg->metrics_out ? strrchr(cfg->metrics_out, '/') : NULL;
+    const char *beside = cfg->metrics_out ? cfg->metrics_out : cfg->out;
+    const char *slash = beside ? strrchr(beside, '/') : NULL;
     if (!slash) return ".";
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - cfg->metrics_out), cfg->metrics_out);
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - beside), beside);
     return *dir ? dir : "/";
 }
 

@@ -56,11 +56,20 @@ static void probe(void) {
     cpu_is_wide = f.avx2_fma && f.avx512;
 #endif
     const char *env = getenv("WILDCPU_GEMM");
-    int which = WC_PRODUCTS_AUTO;
-    if (env && strcmp(env, "openblas") == 0) which = WC_PRODUCTS_OPENBLAS;
-    if (env && strcmp(env, "own") == 0) which = WC_PRODUCTS_OWN;
-    if (env && strcmp(env, "own-avx2") == 0) which = WC_PRODUCTS_OWN_AVX2;
-    own_lanes = lanes_for(which);
+    const int which = env ? wc_wino_products_parse(env) : WC_PRODUCTS_AUTO;
+    own_lanes = lanes_for(which < 0 ? WC_PRODUCTS_AUTO : which); /* cpuinfo.c warns of it */
+}
+
+int wc_wino_products_parse(const char *name) {
+    static const struct {
+        const char *name;
+        int which;
+    } choices[] = {{"own", WC_PRODUCTS_OWN},
+                   {"own-avx2", WC_PRODUCTS_OWN_AVX2},
+                   {"openblas", WC_PRODUCTS_OPENBLAS}};
+    for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
+        if (strcmp(name, choices[i].name) == 0) return choices[i].which;
+    return -1;
 }
 
 const char *wc_wino_products_name(void) {

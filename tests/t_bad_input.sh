@@ -477,10 +477,16 @@ OPENBLAS_CORETYPE=bogus WILDCPU_GEMM=bogus timeout 300 "$WILDCPU" --tiles "$SAMP
     --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/kernels.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "warning: OPENBLAS_CORETYPE=bogus: OpenBLAS runs its .* kernels instead" "$T/kernels.log" &&
-    grep -q "warning: WILDCPU_GEMM=bogus is no choice (openblas, own or own-avx2)" "$T/kernels.log" &&
+    grep -q "warning: WILDCPU_GEMM=bogus is no choice (own, own-avx2 or openblas)" "$T/kernels.log" &&
     grep -q '"openblas_core_origin":"OpenBLAS, which did not take OPENBLAS_CORETYPE=bogus"' "$T/kernels/report.json" \
     && ok "OPENBLAS_CORETYPE and WILDCPU_GEMM not taken: warned, and report.json says who chose the kernels" \
     || notok "kernels the environment did not get" "status $s: $(grep -m2 'warn\|error' "$T/kernels.log")"
+WILDCPU_GEMM=bogus timeout 300 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/kernels" \
+    --out "$T/kernels_map.tif" >"$T/kernels_map.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(grep -c "warning: WILDCPU_GEMM=bogus is no choice" "$T/kernels_map.log")" -eq 1 ] \
+    && ok "... predict warns too, once" \
+    || notok "predict and WILDCPU_GEMM" "status $s: $(grep -m2 'warn\|error' "$T/kernels_map.log")"
 # options within their own ranges whose combination is not: refused before training (usage)
 expect "--lr scaled beyond 100" 2 "--lr 1 scaled linearly by --batch 128 / --lr-ref-batch 1 gives 128, outside 1e-12 to 100" -- \
     --tiles "$SAMPLE" --out "$T/combo" --lr 1 --lr-scaling linear --lr-ref-batch 1 --batch 128 \

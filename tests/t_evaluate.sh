@@ -87,6 +87,14 @@ s=$?
 [ $s1 -ne 0 ] && [ $s -eq 0 ] && [ "$(json "$T/poly/m.json" positives)" -gt 1000 ] && ls "$T/poly"/labels-*.tif >/dev/null 2>&1 \
     && ok "--labels polygons in EPSG:4326: rasterized beside --out and scored ($(json "$T/poly/m.json" positives) burned pixels)" \
     || notok "evaluate with --labels polygons" "status $s1/$s: $(tail -2 "$T/poly.log")"
+# ... beside --map when there is no --out (not in the current directory, which may be read-only)
+mkdir -p "$T/poly2"
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/burn.geojson" \
+    --map "$T/poly2/risk.tif" >"$T/poly2.log" 2>&1
+s=$?
+[ $s -eq 0 ] && ls "$T/poly2"/labels-*.tif >/dev/null 2>&1 && ! ls labels-*.tif >/dev/null 2>&1 \
+    && ok "--labels polygons without --out: rasterized beside --map" \
+    || notok "polygons rasterized beside --map" "status $s: $(tail -2 "$T/poly2.log")"
 
 # refusals
 "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --label-band burned >"$T/bad1.log" 2>&1

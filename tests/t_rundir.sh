@@ -185,7 +185,7 @@ from=$(grep -o 'resuming from .*best.wcp (step [0-9]*)' "$T/bestonly.log" | head
     && ok "only best.wcp left: other settings refused (exit 1, best.wcp kept); the same command ${from#*best.wcp }, ends bitwise at the undisturbed run's step 24" \
     || notok "only best.wcp left" "other: $s $same $(grep -m1 error "$T/bestonly_other.log"); same: $t '$from' $(tail -1 "$T/bestonly.log")"
 # metrics.jsonl that is no log a resume can trim: a pipe (the open would wait for a writer for
-# ever, and took the first SIGTERM with it) or a link to /dev/zero (read without end): status 1
+# ever, and took the first SIGTERM with it): status 1; a link to /dev/zero (read without end): status 2
 # within seconds, naming the file; the file stays as it was
 for kind in fifo zero; do
     d=$T/log_$kind
@@ -193,12 +193,14 @@ for kind in fifo zero; do
     if [ $kind = fifo ]; then mkfifo "$d/metrics.jsonl"; else ln -s /dev/zero "$d/metrics.jsonl"; fi
     timeout -s KILL 120 "$WILDCPU" "${args[@]}" --out "$d" >"$d.log" 2>&1
     s=$?
-    want="it is a pipe (FIFO), not a regular file"
-    [ $kind = zero ] && want="it is a device, not a regular file"
-    [ $s -eq 1 ] && grep -q "resuming from .*ckpt-00000016.wcp" "$d.log" &&
-        grep -q "error: cannot resume the metrics log .*log_$kind/metrics.jsonl: $want; move it away" "$d.log" &&
+    if [ $kind = fifo ]; then
+        grep -q "resuming from .*ckpt-00000016.wcp" "$d.log" && want=1 &&
+            grep -q "error: cannot resume the metrics log .*log_$kind/metrics.jsonl: it is a pipe (FIFO), not a regular file; move it away" "$d.log"
+    else # a link in the run directory is refused before anything is read (status 2)
+        want=2 && grep -q "error: refusing to write the metrics log to .*log_$kind/metrics.jsonl: it is a symbolic link (to /dev/zero)" "$d.log"
+    fi && [ $s -eq $want ] &&
         { [ -p "$d/metrics.jsonl" ] || [ -L "$d/metrics.jsonl" ]; } \
-        && ok "resume with metrics.jsonl $kind: status 1 at once, the file named, left as it was" \
+        && ok "resume with metrics.jsonl $kind: status $want at once, the file named, left as it was" \
         || notok "resume with metrics.jsonl $kind" "status $s (137: it hung): $(grep -m2 'error\|resuming' "$d.log")"
 done
 # DIR/STOPPED that is not wildcpu's marker (a pipe, /dev/zero, 20 MB of random bytes, a line

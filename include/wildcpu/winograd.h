@@ -40,6 +40,9 @@ void wc_wino_backward(float *dinp, float *dweight, float *dbias, const float *do
  * while a pass runs. Returns the own kernel's lanes now in use (0: OpenBLAS). */
 enum { WC_PRODUCTS_AUTO, WC_PRODUCTS_OWN, WC_PRODUCTS_OWN_AVX2, WC_PRODUCTS_OPENBLAS };
 int wc_wino_set_products(int which);
+/* WILDCPU_GEMM's values, for messages, and the WC_PRODUCTS_ choice one names (-1: none). */
+#define WC_PRODUCTS_CHOICES "own, own-avx2 or openblas"
+int wc_wino_products_parse(const char *name);
 /* Who does the products now, for logs and reports: "own-avx512", "own-avx2" or "openblas". */
 const char *wc_wino_products_name(void);
 
