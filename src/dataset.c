@@ -992,7 +992,8 @@ static int read_ahead_fits(const wc_dataset *ds) {
                  "--micro-batch, or run fewer ranks per machine",
                  ds->cfg.read_slots, ds->cfg.slot_patches, side, side, ds->read_nb,
                  ds->read_nb == 1 ? "" : "s", wc_dtype_name(ds->read_type),
-                 wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
+                 wc_fmt_bytes(a, sizeof a, (double)need),
+                 wc_fmt_bytes(b, sizeof b, (double)WC_MAX(here, need)), /* the sum is capped */
                  wc_fmt_bytes(c, sizeof c, (double)phys));
     }
     return wc_dist_any(too_big) ? WC_ERR : WC_OK;
@@ -1077,7 +1078,8 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
         ds->label_path = lab.path;
         ds->label_band = lab.band;
         label_source_band = lab.source_band;
-        if (wc_raster_open(&ds->files.label, ds->label_path) != WC_OK ||
+        /* every rank opens it: one that cannot must not leave the others in a collective */
+        if (wc_dist_any(wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) ||
             wc_raster_check_coverage(&ds->files.label, &ds->label_band, 1) != WC_OK)
             goto fail;
         /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
@@ -1086,7 +1088,10 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
     }
     if (cfg->oracle) {
         wc_raster o;
-        if (wc_raster_open(&o, cfg->oracle) != WC_OK) goto fail;
+        if (wc_dist_any(wc_raster_open(&o, cfg->oracle) != WC_OK)) {
+            wc_raster_close(&o);
+            goto fail;
+        }
         /* its sources too: a pipe behind an oracle VRT would hang the first validation read */
         const int refused =
             wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&o) != WC_OK);
@@ -1097,7 +1102,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
             wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
         } else {
             ds->oracle_path = wc_strdup(cfg->oracle);
-            if (wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK) goto fail;
+            if (wc_dist_any(wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK)) goto fail;
         }
     }
     /* GDAL's block cache holds at most what this run reads, whole: the tiles' bands, a label

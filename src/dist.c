@@ -50,11 +50,20 @@ int wc_dist_init(int *argc, char ***argv) {
     const char *step = getenv("SLURM_STEP_ID");
     /* Only inside a job step (srun) must the world match SLURM_NTASKS; a batch script's shell
      * also sees SLURM_NTASKS but a program it starts without srun is legitimately alone. */
-    if (ntasks && step && atoi(ntasks) != dist_size) {
-        wc_error("Slurm started %s tasks but MPI sees a world of %d process(es): the launcher "
-                 "started independent singletons. Use `srun --mpi=pmix` (see jobs/train.sbatch) "
-                 "or check that Open MPI was built with Slurm/PMIx support",
-                 ntasks, dist_size);
+    char *end = NULL;
+    const long tasks = ntasks ? strtol(ntasks, &end, 10) : 0;
+    const int counted = ntasks && *ntasks && end && !*end && tasks > 0; /* else not Slurm's */
+    if (counted && step && tasks != dist_size) {
+        if (dist_size == 1)
+            wc_error("Slurm started %ld tasks but MPI sees a world of 1 process: the launcher "
+                     "started independent singletons. Use `srun --mpi=pmix` (see "
+                     "jobs/train.sbatch) or check that Open MPI was built with Slurm/PMIx support",
+                     tasks);
+        else
+            wc_error("Slurm started %ld tasks in this job step but MPI sees a world of %d "
+                     "processes: another launcher runs inside the step (mpirun within srun?); "
+                     "start the ranks with `srun --mpi=pmix` alone (see jobs/train.sbatch)",
+                     tasks, dist_size);
         return WC_ERR;
     }
     return WC_OK;
@@ -144,7 +153,7 @@ int wc_dist_max_int(int value) {
 uint64_t wc_dist_host_sum_u64(uint64_t value, int *first_on_host) {
     *first_on_host = 1;
     /* saturating: a value that saturated (a plan of absurd options) must not wrap the sum to a
-     * small one; no machine has 2^48 bytes, and 2^16 ranks on one cannot wrap 2^64 */
+     * small one; no machine has 2^48 bytes, and fewer than 2^16 ranks on one cannot wrap 2^64 */
     const uint64_t cap = (uint64_t)1 << 48;
     value = value < cap ? value : cap;
     if (dist_size == 1) return value;

@@ -20,7 +20,7 @@
 const char *wc_special_file_kind(const char *path) {
     /* GDAL's name for standard input: a stream that waits for a writer and is read once (the
      * ranks and reader threads each read a raster again) */
-    if (strncmp(path, "/vsistdin", 9) == 0) return "standard input";
+    if (strstr(path, "/vsistdin")) return "standard input"; /* also inside: /vsigzip//vsistdin/ */
     struct stat st;
     if (stat(path, &st) != 0) return NULL;
     if (S_ISFIFO(st.st_mode)) return "a pipe (FIFO)";

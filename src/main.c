@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -717,6 +718,26 @@ static int cmd_export(int argc, char **argv) {
     return wc_export_run(ckpt, out);
 }
 
+/* Collective: WC_OK when every rank was started with rank 0's command line. Ranks given other
+ * options (an MPMD launch, "mpirun -np 1 wildcpu --steps 2 : -np 1 wildcpu --steps 4") would
+ * take other steps and wait in other collectives for ever, or train with whose settings? */
+static int same_command_everywhere(int argc, char **argv) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the words, each with its NUL */
+    for (int i = 1; i < argc; i++)
+        for (const char *c = argv[i];; c++) {
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+            if (!*c) break;
+        }
+    uint64_t first = h;
+    wc_dist_bcast(&first, sizeof first, 0);
+    if (h != first)
+        wc_error("rank %d was started with another command line than rank 0: every rank must "
+                 "run the same command with the same options (an MPMD launch, mpirun ... : ..., "
+                 "gives them different ones)",
+                 wc_dist_rank());
+    return wc_dist_any(h != first) ? WC_ERR : WC_OK;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("%s\n%s", USAGE, TRAIN_HELP);
@@ -749,6 +770,10 @@ int main(int argc, char **argv) {
     if (wc_dist_init(&argc, &argv) != WC_OK) {
         wc_dist_finalize();
         return WC_EXIT_RUNTIME;
+    }
+    if (same_command_everywhere(argc, argv) != WC_OK) {
+        wc_dist_finalize();
+        return WC_EXIT_USAGE;
     }
     int status = fn(argc - shift, argv + shift);
     /* A usage error on rank 0 is one on every rank: the parsing is the same everywhere. */

@@ -91,7 +91,8 @@ const char WC_EVALUATE_HELP[] =
     "                      valid checkpoint)\n"
     "  --labels PATH       labels from elsewhere: a raster (on the grid, or warped onto it) or\n"
     "                      burned-area polygons (rasterized onto the grid; the derived raster is\n"
-    "                      kept beside --out, or in the current directory)\n"
+    "                      kept beside --out, else beside --map, else in the current\n"
+    "                      directory)\n"
     "  --label-band NAME|N the label band, of the tiles or of --labels [the band the model was\n"
     "                      trained on, when it was one of its tiles; else fire]\n"
     "  --out FILE          the metrics as one JSON object (written atomically)\n"
@@ -427,16 +428,9 @@ static void report_huge(const char *path, const wc_raster *r, const int *bands, 
  * other ground, or a mirrored picture: the map is computed but means something else), and a
  * raster placed by GCPs alone (the map is written on its pixel grid, without georeferencing). */
 static void warn_other_ground(const wc_model *m, const wc_raster *r) {
-    if (!r->has_gt && GDALGetGCPCount((GDALDatasetH)r->ds) > 0)
-        wc_warn("%s is placed by %d GCPs and has no geotransform: the map is written on its "
-                "pixel grid, without georeferencing (warp the raster first, gdalwarp, to map it "
-                "in place)",
-                r->path, GDALGetGCPCount((GDALDatasetH)r->ds));
-    else if (!r->has_gt)
-        wc_warn("%s has no georeferencing (no geotransform): the map is written on its pixel "
-                "grid, placed nowhere in a GIS, and its pixel size cannot be checked against the "
-                "model's training data (gdal_edit.py -a_ullr -a_srs georeferences it)",
-                r->path);
+    wc_raster_warn_unplaced(r, "the map is written on its pixel grid, placed nowhere in a GIS, "
+                               "and its pixel size cannot be checked against the model's "
+                               "training data");
     char gt_text[256] = "";
     double t[6];
     wc_kv_get(m->fingerprint, "geotransform", gt_text, sizeof gt_text);

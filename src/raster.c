@@ -478,7 +478,8 @@ int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {
     /* Names travel in checkpoints as lists (a,b,c) inside key=value;... text: the separators,
      * and control characters, become '_' here, once, for every reader. */
     for (char *c = name; *c; c++)
-        if (*c == ',' || *c == ';' || *c == '=' || (unsigned char)*c < 0x20) *c = '_';
+        if (*c == ',' || *c == ';' || *c == '=' || wc_band_name_control((unsigned char)*c))
+            *c = '_';
     return strcmp(name, desc) != 0;
 }
 
@@ -589,6 +590,19 @@ static void warn_impossible_nodata(const wc_raster *r) {
                 r->path, i + 1, b->name, v, wc_dtype_name(b->type),
                 isfinite(v) ? fmin(fmax(round(v), lo[b->type]), hi[b->type]) : 0.0);
     }
+}
+
+void wc_raster_warn_unplaced(const wc_raster *r, const char *consequence) {
+    if (r->has_gt) return;
+    const int gcps = GDALGetGCPCount((GDALDatasetH)r->ds);
+    if (gcps > 0)
+        wc_warn("%s is placed by %d GCPs and has no geotransform: %s (warp the raster first, "
+                "gdalwarp, to place it)",
+                r->path, gcps, consequence);
+    else
+        wc_warn("%s has no georeferencing (no geotransform): %s (gdal_edit.py -a_ullr -a_srs "
+                "georeferences it)",
+                r->path, consequence);
 }
 
 int wc_raster_check_sources(const wc_raster *r) {

@@ -102,6 +102,8 @@ static const char *no_change_why(double v, double bv, int ratio) {
     if (!isfinite(v)) return "this run has none";
     if (!isfinite(bv)) return "the baseline has none";
     if (ratio && bv == 0) return "the baseline's is 0";
+    /* a hand-written or damaged report: a negative cost, or one so small the ratio overflows */
+    if (ratio && (bv < 0 || !isfinite(v / bv))) return "the baseline's is out of range";
     return NULL;
 }
 

@@ -150,7 +150,8 @@ static int set_aside_previous_run(const char *out) {
     int moved = 0, moved_files[NRUN_FILES] = {0};
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(from, sizeof from, out, RUN_FILES[i].name);
-        if (access(from, F_OK) != 0 || is_empty_dir(from)) continue;
+        struct stat st; /* lstat: a link moves as it is, also one whose target is gone */
+        if (lstat(from, &st) != 0 || is_empty_dir(from)) continue;
         if (!moved && mkdir(dir, 0777) != 0 && errno != EEXIST) {
             wc_error("--fresh: cannot create %s to keep the previous run: %s", dir, strerror(errno));
             return WC_ERR;
@@ -218,6 +219,18 @@ static int lock_run_dir(const char *out) {
     return WC_OK;
 }
 
+/* Whether this run (re)writes the run file NAME as a file, replacing it by a rename: not the
+ * checkpoints directory (which may well be a link to a scratch file system), nor the map's
+ * files when it draws no map, or not that one (--classes, --no-style). */
+static int writes_file(const wc_train_config *cfg, const char *name) {
+    if (strcmp(name, "checkpoints") == 0) return 0;
+    if (strncmp(name, "risk", 4) != 0) return 1;
+    if (cfg->no_predict) return 0;
+    if (strncmp(name, "risk_classes", 12) == 0) return cfg->classes;
+    if (strcmp(name, "risk.qml") == 0) return !cfg->no_style;
+    return 1;
+}
+
 /* Rank 0's part of wc_run_prepare_dir. */
 static int prepare_here(const wc_train_config *cfg) {
     const char *out = cfg->out_dir;
@@ -243,8 +256,7 @@ static int prepare_here(const wc_train_config *cfg) {
     for (int i = 0; !cfg->fresh && i < NRUN_FILES; i++) {
         char path[4200];
         run_file(path, sizeof path, out, RUN_FILES[i].name);
-        /* the checkpoints directory may well be a link to a scratch file system */
-        if (strcmp(RUN_FILES[i].name, "checkpoints") != 0 &&
+        if (writes_file(cfg, RUN_FILES[i].name) &&
             wc_refuse_symlink(RUN_FILES[i].what + 4 /* "the " */, path) != WC_OK)
             return WC_EXIT_USAGE;
     }

@@ -152,7 +152,7 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
             return wc_reason(why, why_size, "feature %d's name is %zu bytes (1 to %d expected)", i + 1,
                         len, WC_BAND_NAME_MAX - 1);
         for (size_t k = 0; k < len; k++)
-            if ((unsigned char)p[k] < 0x20 || p[k] == 0x7f)
+            if (wc_band_name_control((unsigned char)p[k]))
                 return wc_reason(why, why_size, "feature %d's name holds a control character", i + 1);
         o->names[i] = WC_ALLOC(len + 1);
         memcpy(o->names[i], p, len);

@@ -388,7 +388,8 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
                      t->ds->P);
         wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
                  "than its %s of physical memory; %s, or run fewer ranks per machine",
-                 wc_fmt_bytes(a, sizeof a, (double)need), wc_fmt_bytes(b, sizeof b, (double)here),
+                 wc_fmt_bytes(a, sizeof a, (double)need),
+                 wc_fmt_bytes(b, sizeof b, (double)WC_MAX(here, need)), /* the sum is capped */
                  wc_fmt_bytes(c, sizeof c, (double)phys), cause);
     }
     return wc_dist_any(too_big) ? WC_ERR : WC_OK;
@@ -403,11 +404,10 @@ static void print_setup(const train_ctx *t, double prior) {
     wc_info("data: %s, %dx%d px, %s, %d features (%s), labels from %s", cfg->data.tiles, ds->width,
             ds->height, crs, ds->nfeat, wc_dtype_name(ds->read_type),
             ds->label_path ? ds->label_path : ds->files.src.bands[ds->label_band - 1].name);
-    if (!ds->files.src.has_gt)
-        wc_warn("%s has no georeferencing (no geotransform): the model learns no pixel size, so "
-                "the rasters it maps later cannot be checked against its scale, and a map of this "
-                "one is placed nowhere in a GIS (gdal_edit.py -a_ullr -a_srs georeferences it)",
-                cfg->data.tiles);
+    wc_raster_warn_unplaced(&ds->files.src,
+                            "the model learns no pixel size, so the rasters it maps later cannot "
+                            "be checked against its scale, and a map of this one is placed "
+                            "nowhere in a GIS");
     wc_info("patches: %ld of %dx%d on a %dx%d grid, %ld kept; %ld training, %ld validation "
             "(%ld of %ld blocks of %dx%d patches); %.2f%% of training pixels burned",
             ds->npatches, ds->P, ds->P, ds->cols, ds->rows, ds->ntrain + ds->nval, ds->ntrain,

@@ -268,12 +268,16 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
             step + 1, epoch, val->loss, val->auc_pr, val->roc_auc, val->best_f1,
             val->best_f1_threshold, val->brier, (long long)val->pixels,
             100 * val->positive_rate);
+    /* no share of an oracle without an AUC-PR (no valid pixel, none burned): never "nan%" */
+    const double share = oracle && oracle->auc_pr > 0 ? 100 * val->auc_pr / oracle->auc_pr : NAN;
+    char of[64] = "";
+    if (isfinite(share))
+        snprintf(of, sizeof of, "  (model at %.0f%% of the oracle's AUC-PR)", share);
     if (oracle)
-        wc_info("  oracle on %s: AUC-PR %.4f  ROC-AUC %.4f  (model at %.0f%% of the oracle's "
-                "AUC-PR)",
+        wc_info("  oracle on %s: AUC-PR %.4f  ROC-AUC %.4f%s",
                 oracle->bad_outputs ? "the same pixels but those it has no probability for"
                                     : "the same pixels",
-                oracle->auc_pr, oracle->roc_auc, 100 * val->auc_pr / oracle->auc_pr);
+                oracle->auc_pr, oracle->roc_auc, of);
 }
 
 void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, long step,

@@ -163,6 +163,35 @@ s=$?
     && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
     || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
 
+# ranks started with other options (an MPMD launch): they took other steps and hung in other
+# collectives (or, for --batch, trained with whose?); refused at once, naming the rank
+mp=(--tiles "$T/f32.tif" --out "$T/mpmd" --model logistic --batch 4 --micro-batch 2 --no-predict)
+timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$WILDCPU" "${mp[@]}" --steps 2 : \
+    -np 1 "$WILDCPU" "${mp[@]}" --steps 4 >"$T/mpmd.log" 2>&1
+s=$?
+[ $s -eq 2 ] && grep -q "rank 1 was started with another command line than rank 0" "$T/mpmd.log" \
+    && ok "ranks started with other options: status 2 at once, naming the rank" \
+    || notok "ranks with other options" "status $s (124: it hung): $(grep -m2 error "$T/mpmd.log")"
+# a job step of 3 tasks whose MPI world is 1: named as singletons; a SLURM_NTASKS that is no
+# count is not Slurm's (ignored)
+SLURM_NTASKS=3 SLURM_STEP_ID=0 timeout 120 "$WILDCPU" "${mp[@]}" --steps 2 >"$T/nt.log" 2>&1
+s=$?
+SLURM_NTASKS=abc SLURM_STEP_ID=0 timeout 120 "$WILDCPU" "${mp[@]}" --steps 2 --fresh >"$T/nt2.log" 2>&1
+s2=$?
+[ $s -eq 1 ] && grep -q "Slurm started 3 tasks but MPI sees a world of 1 process: the launcher started independent singletons" "$T/nt.log" \
+    && [ $s2 -eq 0 ] && ok "SLURM_NTASKS against the MPI world: 3 against 1 refused, 'abc' ignored" \
+    || notok "SLURM_NTASKS" "status $s/$s2: $(grep -m1 error "$T/nt.log" "$T/nt2.log")"
+# an --oracle one rank cannot open (a relative path, each rank in its own directory): all stop
+mkdir -p "$T/wdA" "$T/wdB" && cp "$(dirname "$SAMPLE")/oracle_risk.tif" "$T/wdA/"
+mo=(--tiles "$SAMPLE" --out "$T/mo" --oracle oracle_risk.tif --model logistic --steps 2 --batch 4 \
+    --micro-batch 2 --no-predict)
+timeout 120 mpirun --oversubscribe --bind-to none -np 1 --wdir "$T/wdB" "$WILDCPU" "${mo[@]}" : \
+    -np 1 --wdir "$T/wdA" "$WILDCPU" "${mo[@]}" >"$T/mo.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "cannot open oracle_risk.tif" "$T/mo.log" \
+    && ok "an --oracle one rank cannot open: status 1 on every rank, no hang" \
+    || notok "an --oracle one rank cannot open" "status $s (124: it hung): $(grep -m2 error "$T/mo.log")"
+
 # an output that is a symbolic link: the rename would replace the link by a file and leave its
 # target stale (a "current.tif" link); refused, naming the target, the link untouched (a loop too)
 echo "the previous map" >"$T/today.tif"
@@ -183,7 +212,11 @@ expect "DIR/risk.tif a symbolic link: refused before training" 2 "refusing to wr
 [ ! -e "$T/linkrun/checkpoints" ] && [ "$(cat "$T/today.tif")" = "the previous map" ] \
     && ok "... before any step: no checkpoint, the link's target untouched" \
     || notok "DIR/risk.tif a link" "$(ls "$T/linkrun")"
-rm "$T/linkrun/risk.tif" && ln -s ../today.tif "$T/linkrun/report.json"
+"$WILDCPU" --tiles "$T/f32.tif" --out "$T/linkrun" --model logistic --steps 2 --batch 4 --micro-batch 2 \
+    --no-predict >"$T/linkrun_np.log" 2>&1 && [ -L "$T/linkrun/risk.tif" ] \
+    && ok "... but not a run that draws no map (--no-predict): the link is no output of it" \
+    || notok "DIR/risk.tif a link with --no-predict" "$(grep -m1 error "$T/linkrun_np.log")"
+rm -r "$T/linkrun" && mkdir "$T/linkrun" && ln -s ../today.tif "$T/linkrun/report.json"
 expect "DIR/report.json a symbolic link, with --no-predict too" 2 "refusing to write the report to .*linkrun/report.json: it is a symbolic link" -- \
     --tiles "$T/f32.tif" --out "$T/linkrun" --model logistic --steps 2 --batch 4 --micro-batch 2 --no-predict
 rm "$T/linkrun/report.json" && ln -s ../scratch "$T/linkrun/checkpoints"
@@ -192,8 +225,10 @@ rm "$T/linkrun/report.json" && ln -s ../scratch "$T/linkrun/checkpoints"
     && ok "a checkpoints directory that is a link: followed" \
     || notok "a checkpoints link" "$(ls "$T/scratch")"
 ln -s ../today.tif "$T/linkrun/risk.png"
+ln -s ../gone.tif "$T/linkrun/risk.json" # dangling: moved aside too
 "$WILDCPU" --tiles "$T/f32.tif" --out "$T/linkrun" --model logistic --steps 2 --batch 4 \
     --micro-batch 2 --fresh >/dev/null 2>&1 && [ -L "$(echo "$T"/linkrun/replaced-*/risk.png)" ] \
+    && [ -L "$(echo "$T"/linkrun/replaced-*/risk.json)" ] && [ ! -L "$T/linkrun/risk.json" ] \
     && [ -f "$T/linkrun/risk.png" ] && [ "$(cat "$T/today.tif")" = "the previous map" ] \
     && ok "--fresh moves a linked output aside with the rest" \
     || notok "--fresh and a linked output" "$(ls -l "$T"/linkrun/replaced-*)"
@@ -221,7 +256,9 @@ s=$? n=$(grep -c "has no georeferencing" "$T/nogt2.err")
 $PY - "$SAMPLE" "$T/bytend.tif" <<'PY'
 import sys
 from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1], outputType=gdal.GDT_Byte, scaleParams=[[]])
+# from an in-memory copy: scaling computes statistics, which GDAL would save into the sample VRT
+src = gdal.Translate("/vsimem/sample.tif", sys.argv[1])
+d = gdal.Translate(sys.argv[2], src, outputType=gdal.GDT_Byte, scaleParams=[[]])
 d.GetRasterBand(2).SetNoDataValue(-1)
 d = None
 PY

@@ -310,6 +310,22 @@ else
     notok "long band descriptions" "statuses $st $st2; $(grep -m1 error "$T/lw.log" "$T/long.log")"
 fi
 
+# Control bytes in a description (DEL, a tab) read as '_': the checkpoints that hold the name
+# read back (a DEL went through to them, and every checkpoint of the run was refused: no map,
+# no resume), so the run maps and a rerun resumes
+desc "$SAMPLE" "$T/del.vrt" $'ndvi\x7f\tx'
+delrun=(--tiles "$T/del.vrt" --out "$T/del" --steps 2 --batch 4 --micro-batch 2 --patch 32)
+"$WILDCPU" "${delrun[@]}" >"$T/del.log" 2>&1
+st=$?
+"$WILDCPU" "${delrun[@]}" >"$T/del2.log" 2>&1
+st2=$?
+if [ $st -eq 0 ] && [ -f "$T/del/risk.tif" ] && [ $st2 -eq 0 ] && grep -q "resuming from" "$T/del2.log" &&
+    "$WILDCPU" info "$T/del/checkpoints/ckpt-00000002.wcp" | grep -q "ndvi__x"; then
+    ok "control bytes (DEL, tab) in a band description read as '_': the run maps and resumes"
+else
+    notok "control bytes in a description" "statuses $st $st2: $(grep -m2 error "$T/del.log" "$T/del2.log")"
+fi
+
 # A scale that cannot unpack
 cp "$T/b.tif" "$T/zero.tif"
 $PY -c 'import sys; from osgeo import gdal

@@ -99,7 +99,8 @@ int wc_check_output_path(const char *what, const char *path, const char *const *
 int wc_check_output_path_as_is(const char *what, const char *path, const char *const *inputs);
 /* WC_ERR after a message naming its target when path is a symbolic link: a file replaced by a
  * rename (every output: wc_atomic_open, GDAL's through rwriter) would replace the link itself
- * and leave its target as it was. wc_check_output_path and wc_atomic_open call it. */
+ * and leave its target as it was. wc_check_output_path, wc_atomic_open and the run directory's
+ * checks before training (rundir.c) call it. */
 int wc_refuse_symlink(const char *what, const char *path);
 
 /* One file a command writes: what it is, for the messages ("STAC item"), and its path (NULL:

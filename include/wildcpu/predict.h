@@ -30,8 +30,9 @@ typedef struct wc_predict_config {
     const char *metrics_out; /* --out metrics.json, or NULL: printed only */
     const char *rerun;       /* what a stop message tells the user to do ["rerun the same
                               * command"]: a training run's map says its own (rundir.h) */
-    int tiles_checked;       /* the tiles' once-per-command checks (wc_raster_check_sources) were
-                              * made by training: not again, so their warnings come once */
+    int tiles_checked;       /* the tiles' once-per-command checks and warnings (their sources,
+                              * their georeferencing, the kernels) were made by training: not
+                              * again, so they come once */
 } wc_predict_config;
 
 /* Output nodata: pixels where any feature is nodata (or NaN/Inf) or beyond float's range once

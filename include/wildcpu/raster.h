@@ -38,6 +38,12 @@ int wc_dtype_to_gdal(wc_dtype t);
 double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 
 #define WC_BAND_NAME_MAX 64
+/* A control byte (below 0x20, and DEL), which no band name holds: wc_band_name turns it into
+ * '_', and a checkpoint whose names hold one is refused (one rule for the writer and the
+ * reader: a name the writer let through would make every checkpoint of the run unreadable). */
+static inline int wc_band_name_control(unsigned char c) {
+    return c < 0x20 || c == 0x7f;
+}
 /* The band description that marks the label band unless --label-band says otherwise; with
  * --labels such a band is still a label, never a feature (INTERFACE.md, Inputs). */
 #define WC_LABEL_BAND_NAME "fire"
@@ -150,6 +156,10 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
  * GDAL reads that part as 0, which would be taken for data. Bands are 1-based, nb of them;
  * other drivers, and VRTs GDAL cannot tell about, pass. */
 int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb);
+
+/* When r has no geotransform (placed by GCPs alone, or not at all): a warning naming it, how to
+ * place it, and `consequence` (what the command cannot do without it). */
+void wc_raster_warn_unplaced(const wc_raster *r, const char *consequence);
 
 /* Whether GDAL knows that the window (x0, y0, w, h) holds nothing but nodata: the first of the
  * bands (1-based, nb of them) that has a nodata value is reported empty there by its driver (a
