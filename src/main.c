@@ -722,12 +722,12 @@ static int cmd_export(int argc, char **argv) {
  * options (an MPMD launch, "mpirun -np 1 wildcpu --steps 2 : -np 1 wildcpu --steps 4") would
  * take other steps and wait in other collectives for ever, or train with whose settings? */
 static int same_command_everywhere(int argc, char **argv) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over the words, each with its NUL */
-    for (int i = 1; i < argc; i++)
-        for (const char *c = argv[i];; c++) {
-            h = (h ^ (unsigned char)*c) * 1099511628211ull;
-            if (!*c) break;
-        }
+    size_t n = 0; /* the words, each with its NUL, hashed as one text */
+    for (int i = 1; i < argc; i++) n += strlen(argv[i]) + 1;
+    char *words = WC_ALLOC(n + 1), *at = words;
+    for (int i = 1; i < argc; i++) at = stpcpy(at, argv[i]) + 1;
+    const uint64_t h = wc_fnv1a64(words, n);
+    free(words);
     uint64_t first = h;
     wc_dist_bcast(&first, sizeof first, 0);
     if (h != first)
