@@ -364,7 +364,7 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
     const uint64_t phys = wc_physical_memory_bytes();
     const int too_big = phys > 0 && here > phys;
     /* the cause named is the largest part: GDAL's block cache (as GDAL_CACHEMAX sets it), the
-     * read-ahead, or the rest (the network's parameters, activations and buffers) */
+     * read-ahead, or the rest (the network's parameters, activations and buffers, the runtime) */
     const size_t cache = wc_raster_cache_max(), ahead = wc_reader_bytes_held(t->ra.rd);
     const uint64_t rest = need - WC_MIN(need, (uint64_t)cache + ahead);
     if (too_big && speaks) {
@@ -382,8 +382,9 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
                      t->cfg->micro_batch);
         else
             snprintf(cause, sizeof cause,
-                     "the network, its activations and buffers hold %s of it (--micro-batch %d "
-                     "of %dx%d): lower --micro-batch or --patch, or use a smaller --model",
+                     "the rest of the plan (the network's parameters, activations and buffers, "
+                     "the runtime) holds %s of it (--micro-batch %d of %dx%d): lower "
+                     "--micro-batch or --patch, or use a smaller --model",
                      wc_fmt_bytes(d, sizeof d, (double)rest), t->cfg->micro_batch, t->ds->P,
                      t->ds->P);
         wc_error("the memory plan needs %s per rank (%s for the ranks on this machine), more "
