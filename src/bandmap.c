@@ -102,6 +102,11 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
             strcmp(name, training_label) == 0 ||
             strcmp(name, WC_LABEL_BAND_NAME) == 0)
             continue;
+        /* a band named as an input but not taken (several bands had that name) was said */
+        int named_input = 0;
+        for (int i = 0; i < m->nfeat && !named_input; i++)
+            named_input = strcmp(name, m->feat_names[i]) == 0;
+        if (named_input) continue;
         extra++;
         appendf(why, size, "%sband %d '%s' is not among the model's inputs", *why ? "; " : "", b,
                 name);

@@ -535,10 +535,13 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
         for (int j = 0; j < i; j++) {
             const char *name = src->bands[ds->feat_bands[i] - 1].name;
             if (strcmp(src->bands[ds->feat_bands[j] - 1].name, name) != 0) continue;
-            wc_error("%s: bands %d and %d are both described '%s': a model names its inputs by "
-                     "their descriptions and could not tell these apart when it maps a raster; "
-                     "describe them apart (a VRT's <Description>, or GDALSetDescription)",
-                     src->path, ds->feat_bands[j], ds->feat_bands[i], name);
+            wc_error("%s: bands %d and %d are both named '%s'%s: a model names its inputs by "
+                     "the bands' descriptions and could not tell these apart when it maps a "
+                     "raster; describe them apart (a VRT's <Description>, or GDALSetDescription)",
+                     src->path, ds->feat_bands[j], ds->feat_bands[i], name,
+                     strncmp(name, "band_", 5) == 0
+                         ? " (a band without a description is named band_<its number>)"
+                         : wc_raster_renamed_note(src, name));
             return WC_ERR;
         }
     memcpy(ds->read_bands, ds->feat_bands, sizeof(int) * ds->nfeat);

@@ -578,7 +578,9 @@ static int parse_container(parser *p, int depth, wc_json_doc *doc) {
             p->pos++;
             skip_ws(p);
         }
+        const size_t value_at = p->pos;
         if (parse_value(p, depth, m) != WC_OK) return WC_ERR;
+        if (m) m->value_at = value_at, m->value_len = p->pos - value_at;
         skip_ws(p);
         if (p->pos < p->len && p->s[p->pos] == ',') {
             p->pos++;

@@ -56,18 +56,18 @@ static int infer_shapes(wc_net *net) {
             C = net->in_channels, H = net->H, W = net->W;
             break;
         case WC_OP_CONV:
-            /* input + 2 pad + kernel bounds every coordinate the convolution computes in int,
+            /* sizes are printed width x height, as everywhere. input + 2 pad + kernel bounds every coordinate the convolution computes in int,
              * in its own loops and in the transposed one of its backward pass (conv.c) */
             if ((int64_t)a->H + 2 * nd->pad + nd->KH > INT_MAX ||
                 (int64_t)a->W + 2 * nd->pad + nd->KW > INT_MAX) {
                 wc_error("%s: layer %s: padding %d and a %dx%d kernel on a %dx%d input overflow "
                          "its coordinates",
-                         net->arch, nd->name, nd->pad, nd->KH, nd->KW, a->H, a->W);
+                         net->arch, nd->name, nd->pad, nd->KW, nd->KH, a->W, a->H);
                 return WC_ERR;
             }
             if (a->H + 2 * nd->pad < nd->KH || a->W + 2 * nd->pad < nd->KW) {
                 wc_error("%s: layer %s: a %dx%d kernel does not fit its %dx%d input", net->arch,
-                         nd->name, nd->KH, nd->KW, a->H, a->W);
+                         nd->name, nd->KW, nd->KH, a->W, a->H);
                 return WC_ERR;
             }
             if (count4(nd->K, a->C, nd->KH, nd->KW) < 0) {
@@ -92,7 +92,7 @@ static int infer_shapes(wc_net *net) {
             if (a->H % 2 || a->W % 2) {
                 wc_error("%s: layer %s: max-pooling needs an even size, got %dx%d; the input "
                          "size must be a multiple of the network's alignment",
-                         net->arch, nd->name, a->H, a->W);
+                         net->arch, nd->name, a->W, a->H);
                 return WC_ERR;
             }
             C = a->C, H = a->H / 2, W = a->W / 2;
@@ -103,7 +103,7 @@ static int infer_shapes(wc_net *net) {
         case WC_OP_CONCAT:
             if (a->H != b->H || a->W != b->W) {
                 wc_error("%s: layer %s: cannot concatenate %s (%dx%d) and %s (%dx%d)", net->arch,
-                         nd->name, a->name, a->H, a->W, b->name, b->H, b->W);
+                         nd->name, a->name, a->W, a->H, b->name, b->W, b->H);
                 return WC_ERR;
             }
             C = (int64_t)a->C + b->C, H = a->H, W = a->W;
@@ -117,7 +117,7 @@ static int infer_shapes(wc_net *net) {
     if (last->C != 1 || last->H != net->H || last->W != net->W) {
         wc_error("%s: the last layer (%s) must give 1 channel at the input's size %dx%d, "
                  "it gives %d channel(s) at %dx%d",
-                 net->arch, last->name, net->H, net->W, last->C, last->H, last->W);
+                 net->arch, last->name, net->W, net->H, last->C, last->W, last->H);
         return WC_ERR;
     }
     net->nparams = off;

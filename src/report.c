@@ -112,10 +112,9 @@ static const char *no_change_why(double v, double bv, int ratio) {
 static void fmt_change(char *d, size_t size, double v, double bv, int ratio) {
     if (no_change_why(v, bv, ratio))
         snprintf(d, size, "n/a");
-    else if (ratio)
-        snprintf(d, size, "x%.2f", v / bv);
-    else
-        snprintf(d, size, "%+.4f", v - bv);
+    else if (ratio ? snprintf(d, size, "x%.2f", v / bv) >= (int)size
+                   : snprintf(d, size, "%+.4f", v - bv) >= (int)size)
+        snprintf(d, size, ratio ? "x%.4g" : "%+.4g", ratio ? v / bv : v - bv); /* a 1e308 */
 }
 
 /* The sentence under the tables: AUC-PR against the cost. A figure that cannot be compared
@@ -144,6 +143,15 @@ static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc 
             "cost.%s%s%s\n",
             base_path, shown[0], shown[1], shown[2], n ? " n/a: no comparison (" : "", why,
             n ? ")." : "");
+}
+
+/* A table cell: v in the row's format, "-" when undefined, and in %.4g when the format would
+ * not fit the cell (a hand-written baseline's 1e308 at %.1f has 309 digits). */
+static void fmt_cell(char *cell, size_t size, const char *fmt, double v) {
+    if (!isfinite(v))
+        snprintf(cell, size, "-");
+    else if (snprintf(cell, size, fmt, v) >= (int)size)
+        snprintf(cell, size, "%.4g", v);
 }
 
 static int write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
@@ -200,21 +208,20 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
         for (int i = 0; i < nrows; i++) {
             char a[32], o[32] = "", b[32] = "", d[48] = "";
             double v = wc_json_get_num(run, rows[i].key);
-            snprintf(a, sizeof a, rows[i].fmt, v);
+            fmt_cell(a, sizeof a, rows[i].fmt, v);
             if (part && s->have_oracle) {
                 char okey[96];
                 snprintf(okey, sizeof okey, "oracle_%s", rows[i].key + 4);
-                double ov = wc_json_get_num(run, okey);
-                snprintf(o, sizeof o, isfinite(ov) ? rows[i].fmt : "-", ov);
+                fmt_cell(o, sizeof o, rows[i].fmt, wc_json_get_num(run, okey));
             }
             if (base) {
                 double bv = wc_json_get_num(base, rows[i].key);
-                snprintf(b, sizeof b, isfinite(bv) ? rows[i].fmt : "-", bv);
+                fmt_cell(b, sizeof b, rows[i].fmt, bv);
                 const int ratio =
                     rows[i].higher_is_better == 0 || (!part && rows[i].higher_is_better == 1);
                 fmt_change(d, sizeof d, v, bv, ratio);
             }
-            fprintf(f, "| %s | %s |", rows[i].name, isfinite(v) ? a : "-");
+            fprintf(f, "| %s | %s |", rows[i].name, a);
             if (part && s->have_oracle) fprintf(f, " %s |", o);
             if (base) fprintf(f, " %s | %s |", b, d);
             fprintf(f, "\n");
@@ -274,30 +281,43 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
     return WC_OK;
 }
 
-/* text (malloc'd) with the string member key of its top-level object set to value: replaced
- * when there, else added at the end. report.json is this module's own compact output, where a
- * key's quotes and colon cannot occur inside a string (a string's quotes are escaped) and no
- * nested object has these keys. text is freed; NULL when it has no object to add to. */
-static char *with_member(char *text, const char *key, const char *value) {
-    char member[128];
-    snprintf(member, sizeof member, "\"%s\":\"", key);
-    const char *at = strstr(text, member);
-    size_t keep, resume; /* text[0, keep) + the new part + text[resume, ...) */
-    if (at) {
-        keep = (size_t)(at - text) + strlen(member);
-        const char *quote = strchr(text + keep, '"');
-        if (!quote) return free(text), NULL;
-        resume = (size_t)(quote - text);
-        snprintf(member, sizeof member, "%s", value);
-    } else {
-        const char *brace = strrchr(text, '}');
-        if (!brace) return free(text), NULL;
-        keep = resume = (size_t)(brace - text);
-        snprintf(member, sizeof member, ",\"%s\":\"%s\"", key, value);
+/* text (malloc'd) with the string member key of its top-level object set to value: its value
+ * replaced where the parser found it, or the member added after the last one; the rest of the
+ * text stays as it was (members this version does not know, a report pretty-printed by a user's
+ * tool). text is freed; NULL (after a warning naming path) when it is not a JSON object with
+ * members. */
+static char *with_member(char *text, const char *path, const char *key, const char *value) {
+    wc_json_doc doc;
+    char why[256];
+    if (wc_json_parse(text, &doc, why, sizeof why) != WC_OK || doc.n == 0) {
+        wc_warn("%s is not a JSON object (%s): it does not record the map", path,
+                doc.n ? why : "no members");
+        wc_json_doc_free(&doc);
+        free(text);
+        return NULL;
     }
-    const size_t n = keep + strlen(member) + strlen(text + resume) + 1;
+    const wc_json_member *m = wc_json_get(&doc, key), *last = &doc.members[doc.n - 1];
+    wc_json k, v;
+    wc_json_init(&k), wc_json_init(&v);
+    wc_json_str(&k, key);
+    wc_json_str(&v, value);
+    size_t keep, resume; /* text[0, keep) + the new part + text[resume, ...) */
+    char *part;
+    if (m) {
+        keep = m->value_at, resume = m->value_at + m->value_len;
+        part = wc_strdup(wc_json_text(&v));
+    } else {
+        keep = resume = last->value_at + last->value_len;
+        const size_t n = strlen(wc_json_text(&k)) + strlen(wc_json_text(&v)) + 3;
+        part = WC_ALLOC(n);
+        snprintf(part, n, ",%s:%s", wc_json_text(&k), wc_json_text(&v));
+    }
+    wc_json_free(&k), wc_json_free(&v);
+    wc_json_doc_free(&doc);
+    const size_t n = keep + strlen(part) + strlen(text + resume) + 1;
     char *out = WC_ALLOC(n);
-    snprintf(out, n, "%.*s%s%s", (int)keep, text, member, text + resume);
+    snprintf(out, n, "%.*s%s%s", (int)keep, text, part, text + resume);
+    free(part);
     free(text);
     return out;
 }
@@ -311,18 +331,19 @@ static void json_map_done(const char *out_dir, int status) {
         if (access(path, F_OK) == 0) wc_warn("%s cannot be read to record the map: %s", path, why);
         return; /* no report: this invocation trained nothing, and no earlier one left it */
     }
-    text = with_member(text, "status", status_name(status));
-    if (text) text = with_member(text, "map", map_name(map_of_status(status)));
     wc_json_doc doc = {0, NULL};
-    const char *map = NULL;
-    const int ours = text && wc_json_parse(text, &doc, why, sizeof why) == WC_OK &&
-                     wc_json_get_str(&doc, "wildcpu") && (map = wc_json_get_str(&doc, "map")) &&
-                     strcmp(map, map_name(map_of_status(status))) == 0;
+    const int ours = wc_json_parse(text, &doc, why, sizeof why) == WC_OK &&
+                     wc_json_get_str(&doc, "wildcpu");
     wc_json_doc_free(&doc);
-    wc_atomic_file af;
-    if (!ours)
+    if (!ours) {
         wc_warn("%s is not a wildcpu report.json: it does not record the map", path);
-    else if (wc_atomic_open(&af, path, "w") == WC_OK) {
+        free(text);
+        return;
+    }
+    text = with_member(text, path, "status", status_name(status));
+    if (text) text = with_member(text, path, "map", map_name(map_of_status(status)));
+    wc_atomic_file af;
+    if (text && wc_atomic_open(&af, path, "w") == WC_OK) {
         fputs(text, af.f);
         wc_atomic_commit(&af);
     }
@@ -417,17 +438,18 @@ static void log_summary(const wc_run_summary *s, const derived *d) {
 }
 
 /* report.json's document into j (initialized): the fields in order, the peak RSS of each of the
- * R ranks, then the validation metrics and the oracle's. */
-static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, const int64_t *rss,
-                       int R) {
+ * R ranks, then the validation metrics and the oracle's. status and map are how the command ends
+ * (s's, unless writing the report failed). */
+static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_report_map map,
+                       const derived *d, const int64_t *rss, int R) {
     char created[32];
     wc_utc_timestamp(created, sizeof created);
     const double MiB = 1048576.0;
     const field fields[] = {
         {"wildcpu", FIELD_STR, .s = WC_VERSION},
         {"created", FIELD_STR, .s = created},
-        {"status", FIELD_STR, .s = status_name(s->status)},
-        {"map", FIELD_STR, .s = map_name(s->map)},
+        {"status", FIELD_STR, .s = status_name(status)},
+        {"map", FIELD_STR, .s = map_name(map)},
         {"model", FIELD_STR, .s = s->arch},
         {"ranks", FIELD_INT, .i = s->ranks},
         {"threads_per_rank", FIELD_INT, .i = s->threads},
@@ -492,31 +514,40 @@ static void build_json(wc_json *j, const wc_run_summary *s, const derived *d, co
     wc_json_end(j);
 }
 
-/* Rank 0's part of wc_report_finish. */
+/* Writes report.json (build_json's document) to path, atomically. */
+static int write_json(const char *path, const wc_run_summary *s, int status, wc_report_map map,
+                      const derived *d, const int64_t *rss, int R) {
+    wc_json j;
+    wc_json_init(&j);
+    build_json(&j, s, status, map, d, rss, R);
+    wc_atomic_file af;
+    int rc = wc_atomic_open(&af, path, "w");
+    if (rc == WC_OK) {
+        fputs(wc_json_text(&j), af.f);
+        fputc('\n', af.f);
+        rc = wc_atomic_commit(&af);
+    }
+    wc_json_free(&j);
+    return rc;
+}
+
+/* Rank 0's part of wc_report_finish. report.md is written first, from the document report.json
+ * will hold, so that report.json, written last, can say how the command ends: when report.md
+ * could not be written the command fails (and draws no map), and report.json says so. */
 static int write_reports(const wc_run_summary *s, const char *out_dir, const char *baseline_json,
                          const int64_t *rss, int R) {
     const derived d = derive(s, rss, R);
     log_summary(s, &d);
     wc_json j;
     wc_json_init(&j);
-    build_json(&j, s, &d, rss, R);
-
-    char path[4200];
-    snprintf(path, sizeof path, "%s/report.json", out_dir);
-    wc_atomic_file af;
-    int rc_json = wc_atomic_open(&af, path, "w");
-    if (rc_json == WC_OK) {
-        fputs(wc_json_text(&j), af.f);
-        fputc('\n', af.f);
-        rc_json = wc_atomic_commit(&af);
-    }
-
+    build_json(&j, s, s->status, s->map, &d, rss, R);
     /* The builder's output is valid JSON within every limit of the reader: a failure here is a
      * bug in json.c, not a runtime condition. */
     wc_json_doc run, base = {0, NULL};
-    char why[256];
+    char why[256], path[4200];
     int rc = wc_json_parse(wc_json_text(&j), &run, why, sizeof why);
     WC_ASSERT(rc == WC_OK);
+    wc_json_free(&j);
     const int have_base = baseline_json && read_baseline(baseline_json, &base) == WC_OK;
     /* the reliability diagram first, so report.md links it only when it exists */
     snprintf(path, sizeof path, "%s/" WC_REPORT_CALIBRATION_PNG, out_dir);
@@ -531,7 +562,12 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
                                      have_picture);
     wc_json_doc_free(&run);
     wc_json_doc_free(&base);
-    wc_json_free(&j);
+
+    snprintf(path, sizeof path, "%s/report.json", out_dir);
+    /* without report.md the command fails, and no map is drawn */
+    const int rc_json = rc_md == WC_OK
+                            ? write_json(path, s, s->status, s->map, &d, rss, R)
+                            : write_json(path, s, WC_EXIT_RUNTIME, WC_REPORT_MAP_NONE, &d, rss, R);
     if (rc_json == WC_OK && rc_md == WC_OK) return WC_OK;
     /* The write's message says why. A report left from an earlier run of the directory would
      * describe that run as this one's (and a rerun, finding training finished, keeps it): it
@@ -541,10 +577,11 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
         snprintf(path, sizeof path, "%s/%s", out_dir, k ? "report.md" : "report.json");
         if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
     }
-    wc_error("the run's report is not complete (%s%s%s, see above); an earlier run's is removed, "
-             "so that none describes another run",
+    wc_error("the run's report is not complete (%s%s%s, see above)%s; an earlier run's is "
+             "removed, so that none describes another run",
              rc_json == WC_OK ? "" : "report.json", rc_json == WC_OK || rc_md == WC_OK ? "" : " and ",
-             rc_md == WC_OK ? "" : "report.md");
+             rc_md == WC_OK ? "" : "report.md",
+             rc_json == WC_OK ? ": report.json says the run failed" : "");
     return WC_ERR;
 }
 

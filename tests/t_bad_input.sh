@@ -379,8 +379,14 @@ cp -r "$ROOT/data/sample" "$T/broken"
 rm "$T/broken/tiles/r01_c01_f32.tif"
 sed -e 's|<Description>ndvi</Description>|<Description>slope</Description>|' \
     -e "s|relativeToVRT=\"1\">|relativeToVRT=\"0\">$(dirname "$SAMPLE")/|" "$SAMPLE" >"$T/dup.vrt"
-expect "two feature bands of one description, refused before training" 1 "bands 2 and 5 are both described 'slope'" -- \
+expect "two feature bands of one description, refused before training" 1 "bands 2 and 5 are both named 'slope'" -- \
     --tiles "$T/dup.vrt" "${train[@]}"
+sed -e 's|<Description>elevation</Description>|<Description>band_3</Description>|' \
+    -e 's|<Description>aspect_sin</Description>||' \
+    -e "s|relativeToVRT=\"1\">|relativeToVRT=\"0\">$(dirname "$SAMPLE")/|" "$SAMPLE" >"$T/dup3.vrt"
+expect "a description that is another band's default name" 1 \
+    "bands 1 and 3 are both named 'band_3' \(a band without a description is named band_<its number>\)" -- \
+    --tiles "$T/dup3.vrt" "${train[@]}"
 expect "VRT pointing at a missing tile" 1 "r01_c01_f32.tif" -- --tiles "$T/broken/tiles.vrt" "${train[@]}"
 
 # unsupported band type

@@ -446,6 +446,14 @@ expect_fail "refuses a raster with a band the model was not trained on" 1 "ndvi"
     "$bin" predict --tiles "$S" --checkpoint "$tmp/lrun" --out "$out/bad.tif"
 expect_fail "refuses a raster missing a band the model needs" 1 "'ndvi'.*missing" \
     predict --tiles "$tmp/no_ndvi.vrt" --out "$out/bad.tif"
+# two bands of one name: the name is ambiguous, and neither band is "not among the inputs"
+gdal_translate -q -of VRT "$S" "$tmp/two_ndvi.vrt"
+sed -i 's|<Description>precip_30d</Description>|<Description>ndvi</Description>|' "$tmp/two_ndvi.vrt"
+expect_fail "two bands of one name: ambiguous" 1 "2 bands are named 'ndvi': which is input 5" \
+    predict --tiles "$tmp/two_ndvi.vrt" --out "$out/bad.tif"
+cp "$log" "$tmp/two_ndvi.log"
+check "... and said once, not also as bands the model does not take" bash -c \
+    "! grep -q \"'ndvi' is not among\" '$tmp/two_ndvi.log' && ! grep -q 'drop the other' '$tmp/two_ndvi.log'"
 gdal_translate -q -of VRT -ot Float32 "$S" "$tmp/f32.vrt"
 expect_fail "refuses a band of another type than in training" 1 "elevation.*Float32.*Int16" \
     predict --tiles "$tmp/f32.vrt" --out "$out/bad.tif"

@@ -100,8 +100,9 @@ r = json.load(open(sys.argv[1]))
 json.dump({k: v for k, v in r.items() if not k.startswith("val_")}, open(sys.argv[2] + "/noval.json", "w"))
 json.dump({"wildcpu": r["wildcpu"]}, open(sys.argv[2] + "/bare.json", "w"))
 json.dump({k: 0 if type(v) in (int, float) else v for k, v in r.items()}, open(sys.argv[2] + "/zeros.json", "w"))
+json.dump({k: 1e308 if type(v) in (int, float) else v for k, v in r.items()}, open(sys.argv[2] + "/huge.json", "w"))
 PY
-for kind in noval bare zeros; do
+for kind in noval bare zeros huge; do
     "$WILDCPU" "${args[@]}" --out "$T/base_$kind" --baseline "$T/$kind.json" >"$T/base_$kind.log" 2>&1
     st=$?
     md=$T/base_$kind/report.md
@@ -112,6 +113,9 @@ for kind in noval bare zeros; do
         row="^\| core-hours \| [0-9.]+ \| - \| n/a \|$" ;;
     zeros) want="AUC-PR \+[0-9.]+ for n/a the core-hours and n/a the wall time\. .* n/a: no comparison \(core-hours: the baseline's is 0; wall time: the baseline's is 0\)\.$"
         row="^\| wall time \(s\) \| [0-9.]+ \| 0\.0 \| n/a \|$" ;;
+    # a hand-written baseline's 1e308: whole cells (not 309 digits cut at the cell's size)
+    huge) want="AUC-PR -1e\+308 for x0\.00 the core-hours and x0\.00 the wall time\. Change is this run minus the baseline for quality, this run over the baseline for cost\.$"
+        row="^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| 1e\+308 \| -1e\+308 \|$" ;;
     esac
     if [ $st -eq 0 ] && ! grep -Eiq "[x+-](nan|inf)|\\b(nan|inf)\\b" "$md" && grep -Eq "^Against the baseline \(.*$kind.json\): $want" "$md" &&
         grep -Eq "$row" "$md"; then
@@ -197,5 +201,21 @@ s=$?
     [ "$(grep -A1 '^Status: ' "$T/map/report.md" | tail -1)" = "" ] \
     && ok "an older report.md: the status line replaced, the model's sentence kept as its own paragraph" \
     || notok "an older report.md" "status $s: $(head -6 "$T/map/report.md")"
+# a report.json a user's tool rewrote (indented, keys moved, a member of its own, an odd status
+# string): drawing the map again sets status and map where they are and keeps the rest
+$PY - "$T/map/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["status"] = 'was "stopped", \\ by hand'
+del r["map"]
+r["mine"] = {"note": "\"status\":\"x\"", "list": [1, 2]}
+json.dump(r, open(sys.argv[1], "w"), indent=2)
+PY
+"$WILDCPU" "${margs[@]}" >"$T/map5.log" 2>&1
+s=$?
+kept=$($PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"], r["map"], r["mine"]["note"], r["mine"]["list"], r["steps"])' "$T/map/report.json" 2>&1)
+[ $s -eq 0 ] && [ "$kept" = 'finished written "status":"x" [1, 2] 2' ] && ! grep -q warning "$T/map5.log" \
+    && ok "a report.json rewritten by another tool: status and map set in place, the rest kept" \
+    || notok "a rewritten report.json" "status $s: $kept; $(grep warning "$T/map5.log")"
 
 finish

@@ -61,6 +61,17 @@ if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.json, see 
 else
     notok "report.json that cannot be written" "status $st; $(grep -i -m2 'error' "$T/norep.log")"
 fi
+# ... and a report.md that cannot be written: report.json (written last) says the run failed and
+# draws no map, as the command's status says, rather than "finished" with a map pending
+mkdir -p "$T/nomd/report.md"
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --out "$T/nomd" >"$T/nomd.log" 2>&1
+st=$?
+if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.md, see above): report.json says the run failed" "$T/nomd.log" &&
+    grep -q '"status":"failed","map":"none"' "$T/nomd/report.json" && [ ! -e "$T/nomd/risk.tif" ]; then
+    ok "a report.md that cannot be written fails the run, and report.json says so (status 1, no map)"
+else
+    notok "report.md that cannot be written" "status $st; $(grep -i -m2 'error' "$T/nomd.log"); $(head -c 200 "$T/nomd/report.json")"
+fi
 
 # A checkpoints directory that cannot be written is found before training, not at its end
 mkdir -p "$T/rock/checkpoints"
