@@ -1069,6 +1069,27 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
         failure = WC_EXIT_USAGE;
         goto fail;
     }
+    /* the oracle before the labels: a refused oracle must not cost the labels' warp first */
+    if (cfg->oracle) {
+        wc_raster o;
+        if (wc_dist_any(wc_raster_open(&o, cfg->oracle) != WC_OK)) {
+            wc_raster_close(&o);
+            goto fail;
+        }
+        /* its sources too, when it is used: a pipe behind an oracle VRT would hang the first
+         * validation read */
+        const int same = wc_raster_same_grid(&ds->files.src, &o);
+        const int refused =
+            same && wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&o) != WC_OK);
+        wc_raster_close(&o);
+        if (refused) goto fail;
+        if (!same) {
+            wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
+        } else {
+            ds->oracle_path = wc_strdup(cfg->oracle);
+            if (wc_dist_any(wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK)) goto fail;
+        }
+    }
     if (cfg->labels) {
         /* --label-band, when set to something else, names the band of a label raster */
         const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
@@ -1088,25 +1109,6 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
         /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
          * nodata (labels.c), which wc_band_is_nodata takes as nodata like any NaN */
         ds->label_type = wc_band_read_type(&ds->files.label.bands[ds->label_band - 1]);
-    }
-    if (cfg->oracle) {
-        wc_raster o;
-        if (wc_dist_any(wc_raster_open(&o, cfg->oracle) != WC_OK)) {
-            wc_raster_close(&o);
-            goto fail;
-        }
-        /* its sources too: a pipe behind an oracle VRT would hang the first validation read */
-        const int refused =
-            wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&o) != WC_OK);
-        const int same = !refused && wc_raster_same_grid(&ds->files.src, &o);
-        wc_raster_close(&o);
-        if (refused) goto fail;
-        if (!same) {
-            wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
-        } else {
-            ds->oracle_path = wc_strdup(cfg->oracle);
-            if (wc_dist_any(wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK)) goto fail;
-        }
     }
     /* GDAL's block cache holds at most what this run reads, whole: the tiles' bands, a label
      * raster's band, the oracle's (all on the tiles' grid) */

@@ -98,6 +98,16 @@ expect "standard input as --tiles" 1 "the raster /vsistdin/ is standard input, n
 # the labels (their header read while planning)
 expect "a pipe as a tile of the --oracle mosaic" 1 "pipetile.vrt: its source $T/fifo is a pipe \\(FIFO\\)" -- \
     --tiles "$SAMPLE" --oracle "$T/pipetile.vrt" "${train[@]}"
+# ... before the labels are warped onto the tiles' grid (minutes on a large raster)
+gdal_translate -q -b 13 -outsize 50% 50% "$SAMPLE" "$T/coarse_fire.tif"
+expect "a refused --oracle stops the run before --labels are warped" 1 "pipetile.vrt: its source $T/fifo is a pipe" -- \
+    --tiles "$SAMPLE" --labels "$T/coarse_fire.tif" --oracle "$T/pipetile.vrt" "${train[@]}"
+if ! grep -q "labels: warped" "$T/out" "$T/err" &&
+    timeout 120 "$WILDCPU" --tiles "$SAMPLE" --labels "$T/coarse_fire.tif" "${train[@]}" 2>&1 | grep -q "labels: warped"; then
+    ok "... no label warp before the refusal (a run with those labels warps them)"
+else
+    notok "the oracle refused before the labels' warp" "$(grep labels "$T/err")"
+fi
 expect "standard input as --oracle" 1 "the raster /vsistdin/ is standard input" -- \
     --tiles "$SAMPLE" --oracle /vsistdin/ "${train[@]}"
 expect "standard input as --labels" 1 "--labels /vsistdin/ is standard input, not a file GDAL can read" -- \
