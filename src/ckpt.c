@@ -221,6 +221,22 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
 /* ---- reading ----------------------------------------------------------------------------- */
 
 
+int wc_ckpt_refuse_as_output(const char *what, const char *path) {
+    unsigned char head[sizeof MAGIC];
+    struct stat st;
+    /* a regular file only: a pipe must not be read (the output checks refuse it anyway) */
+    if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return WC_EXIT_OK;
+    FILE *f = fopen(path, "rb");
+    const int is_ckpt = f && fread(head, 1, sizeof head, f) == sizeof head &&
+                        memcmp(head, MAGIC, sizeof MAGIC) == 0;
+    if (f) fclose(f);
+    if (!is_ckpt) return WC_EXIT_OK;
+    wc_error("refusing to write the %s to %s: it is a wildcpu checkpoint, which the %s would "
+             "replace; give another path",
+             what, path, what);
+    return WC_EXIT_USAGE;
+}
+
 /* The header's own checks (no CRC: that needs the payload). size is the file's. */
 static int check_header(const unsigned char *h, size_t size, char *why, size_t why_size) {
     if (memcmp(h, MAGIC, 8) != 0) return wc_reason(why, why_size, "not a wildcpu checkpoint (bad magic)");

@@ -870,7 +870,9 @@ static int plan(wc_dataset *ds) {
     wc_dist_bcast(chain, chain_n * sizeof(long double), R - 1);
     for (int c = 0; c < ds->nfeat; c++) {
         moments m = {chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
-        if (!moments_finish(&m, &ds->mean[c], &ds->std[c]))
+        /* (said once, by rank 0; a band without training pixels is not constant: there is
+         * nothing to train on, which the caller says) */
+        if (!moments_finish(&m, &ds->mean[c], &ds->std[c]) && m.n > 0 && rank == 0)
             wc_warn("%s, band %d (%s) is constant over the training pixels: it carries no "
                     "information (its inputs are 0)",
                     ds->tiles_path, ds->feat_bands[c],

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/json.h"
@@ -27,6 +28,7 @@ int wc_export_run(const char *checkpoint, const char *out) {
     int status = wc_check_output_path("exported model", out, ins);
     if (status == WC_EXIT_OK && wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK)
         status = WC_EXIT_USAGE;
+    if (status == WC_EXIT_OK) status = wc_ckpt_refuse_as_output("exported model", out);
     if (status != WC_EXIT_OK) {
         wc_model_free(&m);
         return status;

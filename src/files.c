@@ -171,7 +171,21 @@ static int maybe_written(const char *path, long pid) {
     return lstat(path, &st) == 0 && time(NULL) - st.st_mtime < LEFTOVER_QUIET_S;
 }
 
-int wc_temp_leftovers(const char *dir, const char *const *names, int remove) {
+/* Whether pid is a wildcpu process alive on this host (its /proc name, where there is one: a
+ * killed run's pid may have been given to another program since). */
+static int wildcpu_alive(long pid) {
+    if (pid <= 0 || pid > INT_MAX || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) return 0;
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1;
+    const int named = fgets(comm, sizeof comm, f) != NULL;
+    fclose(f);
+    return !named || strncmp(comm, "wildcpu", 7) == 0;
+}
+
+int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer) {
+    if (live_writer) *live_writer = 0;
     DIR *d = opendir(*dir ? dir : ".");
     if (!d) return 0;
     int found = 0, listed = 0;
@@ -186,6 +200,10 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove) {
             found++;
             if (unlink(path) == 0)
                 wc_warn("removed %s, the working file of a run that was killed", path);
+            continue;
+        }
+        if (live_writer && wildcpu_alive(pid)) {
+            *live_writer = pid;
             continue;
         }
         found++;

@@ -113,7 +113,9 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
                 for (int c = 0; c < p->nfeat; c++) x[c * plane + i] = 0.0f;
 }
 
-/* Counts the core's valid pixels (state in px, as of window_input) with a huge feature value. */
+/* Counts the core's pixels with a huge feature value among those that are not nodata (state in
+ * px, as of window_input): valid ones, and those whose value overflowed once normalized
+ * (WC_PX_RANGE: the -3.4e38 of a float raster does), which the map leaves out. */
 static void count_huge(wc_infer *p, int64_t wx, int64_t wy, int64_t cx, int64_t cy, int64_t cw,
                        int64_t ch) {
     const size_t Tx = (size_t)p->Tx, plane = Tx * (size_t)p->Ty;
@@ -122,7 +124,7 @@ static void count_huge(wc_infer *p, int64_t wx, int64_t wy, int64_t cx, int64_t 
         for (int64_t y = 0; y < ch; y++) {
             const size_t i0 = (size_t)(cy + y - wy) * Tx + (size_t)(cx - wx);
             for (size_t i = i0; i < i0 + (size_t)cw; i++)
-                if (p->px[i] == WC_PX_VALID) {
+                if (p->px[i] != WC_PX_NODATA) {
                     const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
                     p->huge[c] += fabs(wc_band_value(b, v)) >= WC_HUGE_VALUE;
                 }

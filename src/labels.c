@@ -70,9 +70,13 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
     }
     if (found) return found;
     if (dflt) {
-        if (r->nbands == 1) {
+        /* one band besides an alpha band (the mask of the others, never the labels) */
+        int only = 0, candidates = 0;
+        for (int b = 1; b <= r->nbands; b++)
+            if (!r->bands[b - 1].is_alpha) candidates++, only = b;
+        if (candidates == 1) {
             *by_number = 1;
-            return 1;
+            return only;
         }
         wc_error("%s has %d bands and none is described '%s' (its bands: %s): say which one "
                  "holds the labels with --label-band NAME|N",
@@ -143,10 +147,11 @@ static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
 static void derived_path(char *buf, size_t size, const char *work_dir, const char *src, int band,
                          const wc_raster *tiles) {
     struct stat st;
-    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe17 burns
-     * only polygonal geometry (0x1abe16 burned points and lines too). Warped rasters: 0x1abe18
-     * keeps the values (Float32/Float64, NaN nodata; 0x1abe17 narrowed them to Byte). */
-    uint64_t h = wc_hash64(band ? 0x1abe18 : 0x1abe17);
+    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe1a tags
+     * the raster (DERIVED_TAG), 0x1abe17 burned only polygonal geometry (0x1abe16 points and
+     * lines too). Warped rasters: 0x1abe19 honours the band's mask (alpha) and tags the raster,
+     * 0x1abe18 kept the values (Float32/Float64, NaN nodata; 0x1abe17 narrowed them to Byte). */
+    uint64_t h = wc_hash64(band ? 0x1abe19 : 0x1abe1a);
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     char **files = wc_gdal_file_list(src);
     for (size_t i = 0; files[i]; i++) {
@@ -188,13 +193,30 @@ static int blocks_within_file(GDALDatasetH ds, const char *path) {
     return 1;
 }
 
-/* Whether the derived raster of an earlier run may be reused: present, opened by GDAL, one band
- * on the tiles' grid. One that is not (damaged, truncated by hand) is removed, said, and made
- * again, rather than reused or refused: it is wildcpu's own cache of the --labels source. */
+/* The metadata item every derived label raster carries: a raster of that name without it is not
+ * wildcpu's (a map written there with evaluate --map), and is neither read as labels nor
+ * replaced. */
+#define DERIVED_TAG       "WILDCPU_DERIVED_LABELS"
+#define DERIVED_TAG_VALUE "1"
+
+/* Whether the derived raster of an earlier run may be reused (1) or is to be made (0): present,
+ * opened by GDAL, tagged, one band on the tiles' grid. One that is not (damaged, truncated by
+ * hand) is removed, said, and made again, rather than reused or refused: it is wildcpu's own
+ * cache of the --labels source. -1 after a message: a raster there that is not wildcpu's. */
 static int derived_reusable(const char *derived, const wc_raster *tiles, const char *src) {
     if (access(derived, F_OK) != 0) return 0;
     CPLPushErrorHandler(CPLQuietErrorHandler);
     GDALDatasetH ds = GDALOpenEx(derived, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    const char *tag = ds ? GDALGetMetadataItem(ds, DERIVED_TAG, NULL) : NULL;
+    if (ds && !(tag && strcmp(tag, DERIVED_TAG_VALUE) == 0)) {
+        GDALClose(ds);
+        CPLPopErrorHandler();
+        wc_error("%s is where wildcpu keeps the labels it derives from %s, and holds a raster "
+                 "that is not such labels (no %s tag: a map written there?): it is neither "
+                 "read as labels nor replaced; move it away",
+                 derived, src, DERIVED_TAG);
+        return -1;
+    }
     double gt[6];
     int ok = ds && GDALGetRasterCount(ds) == 1 && GDALGetRasterXSize(ds) == tiles->width &&
              GDALGetRasterYSize(ds) == tiles->height &&
@@ -242,6 +264,13 @@ static wc_rwriter *create_grid(const wc_raster *tiles, const char *derived, wc_d
     return wc_rwriter_create(derived, &o);
 }
 
+/* Publishes a derived raster, tagged as such (after the warp: GDALWarp replaces the metadata of
+ * its destination with its source's). */
+static int commit_grid(wc_rwriter *w) {
+    GDALSetMetadataItem(wc_rwriter_gdal(w), DERIVED_TAG, DERIVED_TAG_VALUE, NULL);
+    return wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
+}
+
 /* The tiles' extent in their CRS, lo and hi (x, y), from all four corners: a rotated grid's
  * box is wider than the two corners (0, 0) and (W, H) give. */
 static void tiles_box(const wc_raster *t, double lo[2], double hi[2]) {
@@ -277,7 +306,7 @@ typedef struct {
     OGRCoordinateTransformationH to_tiles; /* NULL: no reprojection (no CRS on either side) */
     OGRGeometryH region;                   /* the tiles' region in the polygons' CRS, or NULL */
     OGREnvelope region_env;
-    int always_cut;                        /* the region is two boxes about the antimeridian */
+    OGREnvelope uncut_env;                 /* a polygon within it lies within the region */
     long seen;            /* polygons found, wherever they lie */
     long failed;          /* polygons over the region that cannot be reprojected */
     long long first_fid;  /* the first of them */
@@ -304,7 +333,7 @@ static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
             OGR_G_DestroyGeometry(copy); /* cannot burn a pixel */
             return 0;
         }
-        if (pl->region && (pl->always_cut || !envelope_within(&env, &pl->region_env))) {
+        if (pl->region && !envelope_within(&env, &pl->uncut_env)) {
             /* NULL when GEOS refuses the geometry (a self-crossing ring): then uncut */
             CPLPushErrorHandler(CPLQuietErrorHandler);
             OGRGeometryH cut = OGR_G_Intersection(copy, pl->region);
@@ -495,6 +524,19 @@ static OGRGeometryH dense_box(double x0, double y0, double x1, double y1, int pe
     return box;
 }
 
+/* Whether a geographic CRS puts longitude first in the coordinates as they are stored (its
+ * data axis mapping: a GeoJSON's EPSG:4326 does, the authority's order is latitude first). */
+static int longitude_is_x(OGRSpatialReferenceH srs) {
+    if (!OSRIsGeographic(srs)) return 0;
+    int n = 0;
+    const int *mapping = OSRGetDataAxisToSRSAxisMapping(srs, &n);
+    const int x_axis = n >= 1 ? abs(mapping[0]) : 1; /* 1-based SRS axis of the data's x */
+    OGRAxisOrientation first = OAO_Other; /* of the CRS's own first axis */
+    OSRGetAxis(srs, NULL, 0, &first);
+    const int lon_axis = first == OAO_North || first == OAO_South ? 2 : 1;
+    return x_axis == lon_axis;
+}
+
 static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH layer,
                                            placement *pl) {
     memset(pl, 0, sizeof *pl);
@@ -525,14 +567,19 @@ static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH lay
                            &b[2], &b[3], 21) &&
         b[1] < b[3] && isfinite(b[0] + b[1] + b[2] + b[3]);
     CPLPopErrorHandler();
-    if (have_bounds && b[0] < b[2]) {
-        pl->region = dense_box(b[0], b[1], b[2], b[3], 64);
-    } else if (have_bounds && OSRIsGeographic(src) && b[0] > b[2]) {
-        /* across the antimeridian (GDAL gives xmin > xmax): the two sides of it */
+    if (have_bounds && longitude_is_x(src)) {
+        /* Longitudes: the region's (xmin > xmax across the antimeridian, as GDAL gives it) as
+         * one interval, and that interval a turn east and west, since polygons may be written
+         * in -180..180 or 0..360 (PROJ places 244.8 where -115.2 is) */
+        const double x0 = b[0], x1 = b[0] < b[2] ? b[2] : b[2] + 360;
         pl->region = OGR_G_CreateGeometry(wkbMultiPolygon);
-        OGR_G_AddGeometryDirectly(pl->region, dense_box(b[0], b[1], 180, b[3], 64));
-        OGR_G_AddGeometryDirectly(pl->region, dense_box(-180, b[1], b[2], b[3], 64));
-        pl->always_cut = 1; /* its envelope spans the globe: being within it says nothing */
+        for (int k = -1; k <= 1; k++)
+            OGR_G_AddGeometryDirectly(pl->region,
+                                      dense_box(x0 + 360 * k, b[1], x1 + 360 * k, b[3], 64));
+        pl->uncut_env = (OGREnvelope){x0, x1, b[1], b[3]};
+    } else if (have_bounds && b[0] < b[2]) {
+        pl->region = dense_box(b[0], b[1], b[2], b[3], 64);
+        pl->uncut_env = (OGREnvelope){b[0], b[2], b[1], b[3]};
     } /* else polygons go uncut, reprojected whole as GDALRasterize would */
     if (pl->region) OGR_G_GetEnvelope(pl->region, &pl->region_env);
     if (back) OCTDestroyCoordinateTransformation(back);
@@ -655,7 +702,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
         wc_error("rasterizing %s onto the tiles' grid failed: %s", src, CPLGetLastErrorMsg());
     int rc = WC_ERR;
     if (burned > 0) {
-        rc = wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
+        rc = commit_grid(w);
     } else {
         wc_rwriter_abort(w);
         if (burned == 0) report_no_overlap(tiles, layer, src);
@@ -686,9 +733,15 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
                  lab->path, tiles->path, ga, gb);
         return WC_ERR;
     }
-    char bandarg[16];
+    /* A mask of the band (an alpha band, a .msk) goes with it as the view's mask, which the
+     * warp honours: taking the band alone would leave the alpha band behind, and the pixels it
+     * hides would be read as labels. */
+    const wc_band *src = &lab->bands[band - 1];
+    char bandarg[16], maskarg[32];
     snprintf(bandarg, sizeof bandarg, "%d", band);
-    const char *targv[] = {"-of", "VRT", "-b", bandarg, NULL};
+    snprintf(maskarg, sizeof maskarg, "mask,%d", band);
+    const char *targv[] = {"-of", "VRT", "-b", bandarg, "-mask", src->masked ? maskarg : "none",
+                           NULL};
     GDALTranslateOptions *topt = GDALTranslateOptionsNew((char **)targv, NULL);
     int usage_error = 0;
     CPLErrorReset();
@@ -703,7 +756,6 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
      * as nodata, and only pixels the warp fills from valid source pixels become labels. The
      * band's nodata is named to the warper rather than left to its defaults, so a source nodata
      * pixel stays nodata and is never read as a label. */
-    const wc_band *src = &lab->bands[band - 1];
     const double nodata = NAN;
     wc_rwriter *w = create_grid(tiles, derived, warped_type(src->type), &nodata, a);
     if (!w) {
@@ -730,7 +782,7 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
         wc_rwriter_abort(w);
         return WC_ERR;
     }
-    return wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
+    return commit_grid(w);
 }
 
 /* Rank 0's part for a label raster: its chosen band, warped onto the grid when it is not on it. */
@@ -756,8 +808,9 @@ static int prepare_raster(const wc_raster *tiles, const char *labels, const char
     }
     char derived[4096];
     derived_path(derived, sizeof derived, work_dir, labels, b, tiles);
-    int rc = WC_OK;
-    if (!derived_reusable(derived, tiles, labels)) {
+    const int reusable = derived_reusable(derived, tiles, labels);
+    int rc = reusable < 0 ? WC_ERR : WC_OK;
+    if (reusable == 0) {
         double t0 = wc_now();
         rc = warp(tiles, &lab, b, derived, a);
         if (rc == WC_OK)
@@ -786,7 +839,9 @@ static int prepare_polygons(const wc_raster *tiles, const char *labels, const ch
     }
     char derived[4096];
     derived_path(derived, sizeof derived, work_dir, labels, 0, tiles);
-    if (!derived_reusable(derived, tiles, labels)) {
+    const int reusable = derived_reusable(derived, tiles, labels);
+    if (reusable < 0) return WC_ERR;
+    if (reusable == 0) {
         GDALDatasetH vec = GDALOpenEx(labels, GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL, NULL, NULL);
         if (!vec) {
             wc_error("cannot open --labels %s as a vector file: %s", labels, CPLGetLastErrorMsg());

@@ -53,6 +53,7 @@
 #include <gdal.h>
 
 #include "wildcpu/bandmap.h"
+#include "wildcpu/ckpt.h"
 #include "wildcpu/cpuinfo.h"
 #include "wildcpu/dataset.h"
 #include "wildcpu/dist.h"
@@ -398,15 +399,20 @@ static void write_round(mapping *mp, int64_t s0, int64_t s1) {
 
 /* Rank 0, once: the pixels written as nodata for their values rather than for nodata inputs
  * (counts summed over the ranks). */
-static void report_invalid(const char *path, const int64_t counts[2]) {
+static void report_invalid(const wc_predict_config *cfg, const char *path,
+                           const int64_t counts[2]) {
+    const char *cmd = cfg->evaluate ? "evaluate" : "predict";
+    const char *fate = !cfg->evaluate ? "written as nodata"
+                       : cfg->out     ? "written as nodata and left out of the scores"
+                                      : "left out of the scores";
     if (counts[0])
-        wc_warn("predict: %s: %" PRId64 " pixels have a feature value beyond float's range once "
-                "normalized (far outside the training range): written as nodata",
-                path, counts[0]);
+        wc_warn("%s: %s: %" PRId64 " pixels have a feature value beyond float's range once "
+                "normalized (far outside the training range): %s",
+                cmd, path, counts[0], fate);
     if (counts[1])
-        wc_warn("predict: %s: %" PRId64 " pixels gave a non-finite network output (feature "
-                "values far outside the training range?): written as nodata",
-                path, counts[1]);
+        wc_warn("%s: %s: %" PRId64 " pixels gave a non-finite network output (feature "
+                "values far outside the training range?): %s",
+                cmd, path, counts[1], fate);
 }
 
 /* Rank 0, once: the bands with values no measurement has where the network was run
@@ -415,10 +421,12 @@ static void report_huge(const char *path, const wc_raster *r, const int *bands, 
                         const int64_t *huge, const char *what) {
     for (int c = 0; c < nfeat; c++)
         if (huge[c] > 0)
-            wc_warn("%s: %s, band %d (%s): values of magnitude %g or more in %" PRId64 " predicted "
-                    "pixel%s, which no measurement has: an undeclared nodata (the -3.4e38 of "
-                    "float rasters, a netCDF fill value)? Taken as data, they saturate the network "
-                    "there; declare the band's nodata (gdal_edit.py -a_nodata) or mask them",
+            wc_warn("%s: %s, band %d (%s): values of magnitude %g or more in %" PRId64 " pixel%s "
+                    "of the raster, which no measurement has: an undeclared nodata (the -3.4e38 "
+                    "of float rasters, a netCDF fill value)? Taken as data, they saturate the "
+                    "network there, or leave their pixels without a prediction when they are "
+                    "beyond float's range once normalized; declare the band's nodata "
+                    "(gdal_edit.py -a_nodata) or mask them",
                     what, path, bands[c], r->bands[bands[c] - 1].name, WC_HUGE_VALUE, huge[c],
                     huge[c] == 1 ? "" : "s");
 }
@@ -462,17 +470,27 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                 "network sees ground at another scale than it learned, and the map may mean "
                 "little (resample the raster to the training resolution, gdalwarp -tr)",
                 r->path, rx, ry, metres ? " m" : " (CRS units)", tx, ty, metres ? " m" : "");
-    else if ((t[1] > 0) != (r->gt[1] > 0) || (t[5] > 0) != (r->gt[5] > 0))
-        wc_warn("%s is %s%s, the model's training data %s%s: the network sees the ground mirrored "
-                "(gdalwarp writes it north-up, west to east)",
-                r->path, r->gt[5] > 0 ? "south-up" : "north-up",
-                r->gt[1] > 0 ? "" : " with columns east to west",
-                t[5] > 0 ? "south-up" : "north-up", t[1] > 0 ? "" : " with columns east to west");
-    else {
+    else if ((t[1] * t[5] - t[2] * t[4] > 0) != (r->gt[1] * r->gt[5] - r->gt[2] * r->gt[4] > 0)) {
+        /* the handedness of the pixel axes on the ground (the geotransform's determinant):
+         * a turn, 180 degrees included, keeps it; a mirror flips it */
+        if (t[2] == 0 && t[4] == 0 && r->gt[2] == 0 && r->gt[4] == 0)
+            wc_warn("%s is %s%s, the model's training data %s%s: the network sees the ground "
+                    "mirrored (gdalwarp writes it north-up, west to east)",
+                    r->path, r->gt[5] > 0 ? "south-up" : "north-up",
+                    r->gt[1] > 0 ? "" : " with columns east to west",
+                    t[5] > 0 ? "south-up" : "north-up",
+                    t[1] > 0 ? "" : " with columns east to west");
+        else
+            wc_warn("%s is mirrored against the model's training data (its geotransform turns the "
+                    "pixel axes the other way round): the network sees the ground mirrored "
+                    "(gdalwarp writes it north-up, west to east)",
+                    r->path);
+    } else {
         /* the direction of the raster's rows on the ground, against the training data's */
         const double pi = 3.14159265358979323846;
         double turn = (atan2(r->gt[4], r->gt[1]) - atan2(t[4], t[1])) * 180 / pi;
         turn = fmod(turn + 540, 360) - 180;
+        if (turn == -180) turn = 180; /* (-180, 180] */
         if (fabs(turn) > 1)
             wc_warn("%s is turned by %.1f degrees against the model's training data (its "
                     "geotransform's rotation terms): the network sees the ground turned, and "
@@ -549,12 +567,23 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
 
 /* Working files of an output that a killed run left beside it: said, not removed (a run on
  * another node may be writing them). */
-static void say_leftovers(const char *path) {
+/* The working files of other runs beside an output: a live wildcpu on this host writing the same
+ * output refuses this one (WC_EXIT_RUNTIME: each would publish its own files, and the last
+ * rename of each would win, a map from one model beside classes from another); those of killed
+ * runs are said. */
+static int say_leftovers(const char *what, const char *path) {
     char *dir = wc_dir_of(path);
     const char *slash = strrchr(path, '/');
     const char *const names[] = {slash ? slash + 1 : path, NULL};
-    wc_temp_leftovers(dir, names, 0);
+    long writer = 0;
+    wc_temp_leftovers(dir, names, 0, &writer);
     free(dir);
+    if (!writer) return WC_EXIT_OK;
+    wc_error("refusing to write the %s to %s: wildcpu process %ld on this host is writing it now "
+             "(its working file lies beside it), and two writers would leave a mix of their "
+             "files; wait for it to end, or choose another path",
+             what, path, writer);
+    return WC_EXIT_RUNTIME;
 }
 
 /* Rank 0, before any computing: every file this command writes (the map and what comes with
@@ -584,15 +613,32 @@ static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const
     }
     outs[n++] = (wc_output){"metrics", cfg->metrics_out, 0};
     int status = wc_check_outputs(outs, n, inputs);
+    for (int i = 0; status == WC_EXIT_OK && i < n; i++)
+        status = wc_ckpt_refuse_as_output(outs[i].what, outs[i].path);
     if (status == WC_EXIT_OK && cfg->out && wc_riskmap_check_companions(cfg, &p) != WC_OK)
         status = WC_EXIT_RUNTIME;
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)
-        if (outs[i].path) say_leftovers(outs[i].path);
+        if (outs[i].path) status = say_leftovers(outs[i].what, outs[i].path);
     wc_riskmap_paths_free(&p);
     free(inputs);
     wc_strv_free(tiles);
     wc_strv_free(labels);
     return status;
+}
+
+/* Rank 0, once the labels are open: an output that is the raster the labels are read from
+ * (the map or the metrics written where evaluate keeps the labels it derived) is refused. */
+static int check_labels_not_output(const wc_predict_config *cfg, const wc_score *s) {
+    const char *labels = wc_score_labels_path(s);
+    const char *const outs[] = {cfg->out, cfg->metrics_out};
+    for (int i = 0; i < 2; i++)
+        if (outs[i] && wc_same_file(outs[i], labels)) {
+            wc_error("refusing to write the %s to %s: the labels are read from it (%s); choose "
+                     "another path",
+                     i ? "metrics" : "risk map", outs[i], wc_score_source(s));
+            return WC_EXIT_USAGE;
+        }
+    return WC_EXIT_OK;
 }
 
 /* Rank 0, before any computing (after check_outputs): the map's working file, described by
@@ -800,6 +846,11 @@ int wc_predict_run(const wc_predict_config *cfg) {
                                  &stopped);
         status = mp.score ? WC_EXIT_OK : stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
         if (status != WC_EXIT_OK) goto out;
+        /* labels derived from --labels are an input too, known only now (their name depends on
+         * the label band and the grid) */
+        status = wc_dist_max_int(rank == 0 ? check_labels_not_output(cfg, mp.score)
+                                           : WC_EXIT_OK);
+        if (status != WC_EXIT_OK) goto out;
     }
     if (cfg->out) {
         status = wc_dist_max_int(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
@@ -831,8 +882,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
         if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
             wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": no pixel has every input", 0);
     }
+    if (rank == 0) report_invalid(cfg, r.path, invalid);
     if (rank == 0 && cfg->out) {
-        report_invalid(r.path, invalid);
         wc_riskmap_counts(mp.map, &npixels, &nvalid);
         /* the map is finished even when there was nothing to score: it is complete */
         const int map_status =

@@ -572,16 +572,17 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     /* The write's message says why. A report left from an earlier run of the directory would
      * describe that run as this one's (and a rerun, finding training finished, keeps it): it
      * goes. */
+    int removed = 0;
     for (int k = 0; k < 2; k++) {
         if ((k ? rc_md : rc_json) == WC_OK) continue;
         snprintf(path, sizeof path, "%s/%s", out_dir, k ? "report.md" : "report.json");
-        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0) removed++;
     }
-    wc_error("the run's report is not complete (%s%s%s, see above)%s; an earlier run's is "
-             "removed, so that none describes another run",
+    wc_error("the run's report is not complete (%s%s%s, see above)%s%s",
              rc_json == WC_OK ? "" : "report.json", rc_json == WC_OK || rc_md == WC_OK ? "" : " and ",
              rc_md == WC_OK ? "" : "report.md",
-             rc_json == WC_OK ? ": report.json says the run failed" : "");
+             rc_json == WC_OK ? ": report.json says the run failed" : "",
+             removed ? "; an earlier run's is removed, so that none describes another run" : "");
     return WC_ERR;
 }
 

@@ -275,7 +275,7 @@ static int prepare_here(const wc_train_config *cfg) {
     const char *own[NRUN_FILES + 2];
     for (int i = 0; i < NRUN_FILES; i++) own[i] = RUN_FILES[i].name;
     own[NRUN_FILES] = "labels-*", own[NRUN_FILES + 1] = NULL;
-    wc_temp_leftovers(out, own, 1);
+    wc_temp_leftovers(out, own, 1, NULL);
     if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
         return WC_EXIT_RUNTIME;
@@ -291,9 +291,10 @@ static int prepare_here(const wc_train_config *cfg) {
     }
     close(fd);
     unlink(probe);
-    /* the marker tells how the last run ended: this one has not ended yet */
+    /* the marker tells how the last run ended: this one has not ended yet. With --fresh it
+     * moves aside with the rest of that run (or stays, when this one cannot start) */
     run_file(marker, sizeof marker, out, WC_RUNDIR_STOPPED);
-    if (unlink(marker) != 0 && errno != ENOENT)
+    if (!cfg->fresh && unlink(marker) != 0 && errno != ENOENT)
         wc_warn("cannot remove %s: %s", marker, strerror(errno));
     return WC_OK;
 }

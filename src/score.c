@@ -74,6 +74,8 @@ void wc_score_close(wc_score *s) {
 
 const char *wc_score_source(const wc_score *s) { return s->source; }
 
+const char *wc_score_labels_path(const wc_score *s) { return s->labels.path; }
+
 int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, const float *prob,
                  const uint8_t *px) {
     const size_t n = (size_t)cw * (size_t)ch;

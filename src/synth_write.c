@@ -229,8 +229,9 @@ int wc_synth_write(const wc_synth_config *cfg) {
     }
     /* the working files of a synth killed half way (SIGKILL: no handler ran), as a run
      * directory removes its own */
-    wc_temp_leftovers(tiles_dir, (const char *const[]){"r*", NULL}, 1);
-    wc_temp_leftovers(w.dir, (const char *const[]){"tiles.vrt", "oracle_risk.tif", NULL}, 1);
+    wc_temp_leftovers(tiles_dir, (const char *const[]){"r*", NULL}, 1, NULL);
+    wc_temp_leftovers(w.dir, (const char *const[]){"tiles.vrt", "oracle_risk.tif", NULL}, 1,
+                      NULL);
     free(tiles_dir);
 
     double t0 = wc_now();

@@ -229,8 +229,11 @@ static void adopt_normalization(train_ctx *t, const wc_snapshot *s, const char *
         if (first_differing >= 0) {
             const int c = first_differing;
             wc_warn("%s was written with another normalization of feature %d (%s): mean %.17g "
-                    "and std %.17g, where this version computes %.17g and %.17g from the data as "
-                    "it is now; the resumed run keeps the checkpoint's for every feature",
+                    "and std %.17g, where this run computes %.17g and %.17g from the data as it "
+                    "is now: the data's values changed since (the same grid and bands, other "
+                    "pixels: is --tiles the raster that run trained on?), or this version "
+                    "computes it otherwise; the resumed run keeps the checkpoint's for every "
+                    "feature",
                     path, c + 1, t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name,
                     s->mean[c], s->std[c], mean[c], std[c]);
             memcpy(mean, s->mean, sizeof *mean * (size_t)n);

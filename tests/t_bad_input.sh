@@ -165,13 +165,58 @@ PY
 expect "a feature with values of 1e30 or more: warned, naming the band and the count" 0 "warning: .*huge.tif, band 2 \(slope\): 7 valid pixels of the kept patches \(training and validation\) hold values of magnitude 1e\+30 or more" -- \
     --tiles "$T/huge.tif" "${train[@]}" --val-fraction 0
 # ... and where a map or evaluate meets them, counted once per pixel over the ranks
-expect "predict: the same values warned, naming the band and the count" 0 "warning: predict: .*huge.tif, band 2 \(slope\): values of magnitude 1e\+30 or more in 7 predicted pixels" -- \
+expect "predict: the same values warned, naming the band and the count" 0 "warning: predict: .*huge.tif, band 2 \(slope\): values of magnitude 1e\+30 or more in 7 pixels of the raster" -- \
     predict --tiles "$T/huge.tif" --checkpoint "$T/f32run" --out "$T/huge_map.tif"
 mpirun_n 2 "$WILDCPU" evaluate --tiles "$T/huge.tif" --checkpoint "$T/f32run" --out "$T/huge_m.json" >"$T/huge_eval.log" 2>&1
 s=$?
-[ $s -eq 0 ] && [ "$(grep -c "warning: evaluate: .*huge.tif, band 2 (slope): values of magnitude 1e+30 or more in 7 predicted pixels" "$T/huge_eval.log")" -eq 1 ] \
+[ $s -eq 0 ] && [ "$(grep -c "warning: evaluate: .*huge.tif, band 2 (slope): values of magnitude 1e+30 or more in 7 pixels of the raster" "$T/huge_eval.log")" -eq 1 ] \
     && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
     || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
+# -3.4e38 in a band of standard deviation below 1 overflows once normalized: those pixels have no
+# prediction; evaluate says so (they were left out of its scores without a word) and the band's
+# warning counts them too
+$PY - "$T/f32.tif" "$T/huge_ndvi.tif" <<'PY' || notok "a raster with -3.4e38 in ndvi"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1])
+b = d.GetRasterBand(5)
+a = b.ReadAsArray()
+a[100, 10:15] = -3.4028235e38
+b.WriteArray(a)
+d = None
+PY
+"$WILDCPU" evaluate --tiles "$T/huge_ndvi.tif" --checkpoint "$T/f32run" --out "$T/huge_ndvi.json" >"$T/huge_ndvi.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "warning: evaluate: .*huge_ndvi.tif: 5 pixels have a feature value beyond float's range once normalized (far outside the training range): left out of the scores" "$T/huge_ndvi.log" &&
+    grep -q "warning: evaluate: .*huge_ndvi.tif, band 5 (ndvi): values of magnitude 1e+30 or more in 5 pixels of the raster" "$T/huge_ndvi.log" \
+    && ok "evaluate: pixels beyond float's range once normalized are said, and counted for their band" \
+    || notok "evaluate's pixels beyond float's range" "status $s: $(grep -m3 -i 'warn\|error' "$T/huge_ndvi.log")"
+
+# a constant feature band: warned once (by rank 0, not by every rank); a raster whose labels are
+# all nodata: no "constant" warning for bands that merely have no training pixels, only the error
+$PY - "$T/f32.tif" "$T/const.tif" "$T/nolab.tif" <<'PY' || notok "rasters with a constant band, with no labels"
+import sys
+import numpy as np
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1])
+d.GetRasterBand(6).WriteArray(np.full((d.RasterYSize, d.RasterXSize), 0.5, np.float32))
+d = gdal.Translate(sys.argv[3], sys.argv[1])
+b = d.GetRasterBand(13)
+b.WriteArray(np.full((d.RasterYSize, d.RasterXSize), b.GetNoDataValue(), np.float32))
+d = None
+PY
+mpirun_n 2 "$WILDCPU" --tiles "$T/const.tif" --out "$T/const" --model logistic --steps 2 --batch 4 \
+    --micro-batch 2 --no-predict >"$T/const.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(grep -c "const.tif, band 6 (fuel_moisture) is constant over the training pixels" "$T/const.log")" -eq 1 ] \
+    && ok "a constant band on 2 ranks: warned once" \
+    || notok "a constant band on 2 ranks" "status $s: $(grep -c 'is constant' "$T/const.log") warnings"
+"$WILDCPU" --tiles "$T/nolab.tif" --out "$T/nolab" --model logistic --steps 2 --batch 4 --micro-batch 2 \
+    --no-predict >"$T/nolab.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "band 13 (fire) is nodata in 100.0%" "$T/nolab.log" && ! grep -q "is constant" "$T/nolab.log" \
+    && ok "labels nodata everywhere: the error alone, no band called constant" \
+    || notok "labels nodata everywhere" "status $s: $(grep -m3 'constant\|error' "$T/nolab.log")"
 
 # ranks started with other options (an MPMD launch): they took other steps and hung in other
 # collectives (or, for --batch, trained with whose?); refused at once, naming the rank
@@ -280,7 +325,9 @@ s=$?
 
 # signed bytes (GDAL 3.6: Byte flagged PIXELTYPE=SIGNEDBYTE) behind a VRT, which declares them
 # Byte: GDAL reads -1 as 255 through it. Opened directly they are refused; through a mosaic too
-gdal_translate -q -ot Byte -scale -co PIXELTYPE=SIGNEDBYTE "$SAMPLE" "$T/int8.tif" 2>/dev/null
+# (from a copy: scaling computes statistics, which GDAL would save into the sample VRT)
+gdal_translate -q "$SAMPLE" "$T/sample_copy.tif"
+gdal_translate -q -ot Byte -scale -co PIXELTYPE=SIGNEDBYTE "$T/sample_copy.tif" "$T/int8.tif" 2>/dev/null
 gdalbuildvrt -q "$T/int8.vrt" "$T/int8.tif"
 expect "signed bytes opened directly: refused, naming the band" 1 "int8.tif, band 1 \(elevation\): data type signed Byte \(Int8\) is not supported" -- \
     --tiles "$T/int8.tif" "${train[@]}"

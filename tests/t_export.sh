@@ -56,4 +56,19 @@ fi
 "$WILDCPU" export --checkpoint "$T/nothing" --out "$T/x.safetensors" >"$T/e.log" 2>&1
 [ $? -eq 1 ] && grep -q "checkpoint $T/nothing: No such file" "$T/e.log" && [ ! -e "$T/x.safetensors" ] \
     && ok "export of a missing checkpoint: clear error, no output" || notok "export of a missing checkpoint" "$(cat "$T/e.log")"
+
+# an output path that holds another checkpoint (of this run or another): refused, status 2, the
+# checkpoint left as it was (export, predict and evaluate replaced it, and a rerun lost a step)
+cp "$ckpt" "$T/other.wcp"
+for cmd in "export --checkpoint $T/run --out $T/other.wcp" \
+    "predict --tiles $SAMPLE --checkpoint $T/run --out $T/other.wcp" \
+    "evaluate --tiles $SAMPLE --checkpoint $T/run --out $T/other.wcp"; do
+    # shellcheck disable=SC2086 # the command's words
+    "$WILDCPU" $cmd >"$T/o.log" 2>&1
+    st=$?
+    [ $st -eq 2 ] && grep -q "refusing to write the .* to $T/other.wcp: it is a wildcpu checkpoint" "$T/o.log" &&
+        cmp -s "$ckpt" "$T/other.wcp" \
+        && ok "${cmd%% *} onto another checkpoint: refused (status 2), the checkpoint kept" \
+        || notok "${cmd%% *} onto another checkpoint" "status $st: $(grep -m1 error "$T/o.log")"
+done
 finish

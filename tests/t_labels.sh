@@ -289,6 +289,80 @@ else
     notok "damaged derived labels" "no derived labels in $T/vec"
 fi
 
+# --- the derived labels are an input: evaluate --map onto them is refused (status 2), and a raster
+# there that wildcpu did not derive (a map) is neither read as labels nor replaced
+lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
+ev=(evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" --out "$T/vec/again.json")
+expect "evaluate --map onto the labels it derived: refused" 2 \
+    "refusing to write the risk map to .*labels-.*tif: the labels are read from it" -- "${ev[@]}" --map "${lab:-none}"
+cp "$T/polyref.tif" "${lab:-$T/none.tif}"
+sum=$(md5sum <"${lab:-$T/none.tif}")
+expect "a raster wildcpu did not derive, where it keeps derived labels: refused" 1 \
+    "labels-.*tif is where wildcpu keeps the labels it derives from .*mixed.geojson, and holds a raster that is not such labels" -- "${ev[@]}"
+[ "$(md5sum <"${lab:-$T/none.tif}")" = "$sum" ] && ok "... and left as it was" || notok "the raster at the derived labels' name was changed"
+rm -f "${lab:-$T/none.tif}"
+
+# --- polygons in longitude and latitude written 0..360 (Pacific-centred data) burn the same pixels
+# as the same polygons written -180..180
+ogr2ogr -q -f GeoJSON -t_srs EPSG:4326 "$T/polys4326.geojson" "$T/polys.geojson"
+$PY - "$T/polys4326.geojson" "$T/polys360.geojson" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for f in d["features"]:
+    f["geometry"]["coordinates"] = [[[x + 360, y] for x, y in ring] for ring in f["geometry"]["coordinates"]]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+for v in 4326 360; do
+    "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/polys$v.geojson" --out "$T/lon$v" "${train[@]}" >"$T/lon$v.log" 2>&1
+done
+same=$($PY - "$T"/lon4326/labels-*.tif "$T"/lon360/labels-*.tif <<'PY' 2>&1
+import sys
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:3]]
+a, b = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+print(int(a.sum()), int((a == b).all()))
+PY
+)
+case $same in
+[1-9]*" 1") ok "polygons at longitudes 0..360 burn what they burn at -180..180 (${same% *} pixels)" ;;
+*) notok "polygons at longitudes 0..360" "$same: $(grep -h error "$T/lon360.log" | head -2)" ;;
+esac
+
+# --- an alpha band in a --labels raster on another grid: the pixels it hides stay nodata through
+# the warp (equal to gdalwarp's, which honours it), not burned; without --label-band the alpha band
+# is no candidate for the labels
+$PY - "$T/tiles.tif" "$T/alpha_lab.tif" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal
+t = gdal.Open(sys.argv[1])
+g = list(t.GetGeoTransform()); g[0] -= 10 * g[1]; g[3] -= 10 * g[5]  # 10 px west and north
+o = gdal.GetDriverByName("GTiff").Create(sys.argv[2], 128, 128, 2, gdal.GDT_Byte, ["ALPHA=YES"])
+o.SetGeoTransform(g); o.SetProjection(t.GetProjection())
+o.GetRasterBand(1).WriteArray(np.ones((128, 128), np.uint8))
+alpha = np.full((128, 128), 255, np.uint8); alpha[:, :64] = 0
+o.GetRasterBand(2).WriteArray(alpha)
+o = None
+PY
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/alpha_lab.tif" --out "$T/alpha" "${train[@]}" >"$T/alpha.log" 2>&1
+status=$?
+gdalwarp -q -ot Float32 -dstnodata nan -te 640000 4926160 643840 4930000 -ts 128 128 -b 1 "$T/alpha_lab.tif" "$T/alpha_ref.tif" 2>/dev/null ||
+    gdalwarp -q -ot Float32 -dstnodata nan -te 640000 4926160 643840 4930000 -ts 128 128 "$T/alpha_lab.tif" "$T/alpha_ref.tif"
+res=$($PY - "$T"/alpha/labels-*.tif "$T/alpha_ref.tif" <<'PY' 2>&1
+import sys
+import numpy as np
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:3]]
+a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+print(int(np.isnan(a).sum()), int(np.nansum(a)), int(np.array_equal(np.isnan(a), np.isnan(r)) and (np.nan_to_num(a) == np.nan_to_num(r)).all()))
+PY
+)
+case $res in
+*" 1") [ $status -eq 0 ] && ok "an alpha band in warped labels hides its pixels (nodata, burned elsewhere: $res), as gdalwarp's" ||
+        notok "alpha in warped labels" "status $status" ;;
+*) notok "alpha in warped labels" "status $status: $res" ;;
+esac
+
 # --- perimeters reaching far from the tiles' projection (a polygon around the globe, in lon/lat,
 # around the tiles; another over Europe, far off the region): GDALRasterize alone drops a
 # polygon it cannot reproject into UTM without a word (that raster was 9.6% burned); cut to the

@@ -539,6 +539,16 @@ gdal_translate -q -of VRT "$S" "$out/turned.vrt"
 d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform()); a = math.radians(30)
 g[1], g[2], g[4], g[5] = 30 * math.cos(a), 30 * math.sin(a), 30 * math.sin(a), -30 * math.cos(a)
 d.SetGeoTransform(g); d = None' "$out/turned.vrt"
+# turned by 120 and 180 degrees (a turn, not a mirror: the pixel axes keep their handedness), and
+# mirrored and turned
+for turn in 120:1 180:1 40:-1; do
+    gdal_translate -q -of VRT "$S" "$out/turn${turn%%:*}_${turn#*:}.vrt"
+    /usr/bin/python3 -c 'import math, sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform()); a = math.radians(float(sys.argv[2]))
+m = float(sys.argv[3])
+g[1], g[2], g[4], g[5] = 30 * math.cos(a), m * 30 * math.sin(a), 30 * math.sin(a), -m * 30 * math.cos(a)
+d.SetGeoTransform(g); d = None' "$out/turn${turn%%:*}_${turn#*:}.vrt" "${turn%%:*}" "${turn#*:}"
+done
 gdal_translate -q -of VRT -gcp 0 0 640000 4930000 -gcp 512 0 655360 4930000 -gcp 0 512 640000 4914640 "$S" "$out/gcp0.vrt"
 /usr/bin/python3 -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); d.SetGeoTransform([0, 1, 0, 0, 0, 1]); d = None' "$out/gcp0.vrt"
@@ -552,6 +562,9 @@ for c in "coarse.vrt:has pixels of 90 x 90 m, the model's training data 30 x 30 
     "south.vrt:is south-up, the model's training data north-up" \
     "eastwest.vrt:is north-up with columns east to west, the model's training data north-up:" \
     "turned.vrt:is turned by 30.0 degrees against the model's training data" \
+    "turn120_1.vrt:is turned by 120.0 degrees against the model's training data" \
+    "turn180_1.vrt:is turned by 180.0 degrees against the model's training data" \
+    "turn40_-1.vrt:is mirrored against the model's training data" \
     "gcp.vrt:is placed by 3 GCPs and has no geotransform"; do
     f=${c%%:*} want=${c#*:}
     if predict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then

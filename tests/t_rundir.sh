@@ -55,7 +55,7 @@ check "after a SIGKILL the directory is free at once (a --fresh rerun runs)" \
 mkdir -p "$T/norep/report.json"
 "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --no-predict --out "$T/norep" >"$T/norep.log" 2>&1
 st=$?
-if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.json, see above); an earlier run's is removed" "$T/norep.log" &&
+if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.json, see above)$" "$T/norep.log" &&
     [ -f "$T/norep/report.md" ] && [ -n "$(digest "$T/norep/checkpoints/ckpt-00000002.wcp")" ]; then
     ok "a report.json that cannot be written fails a finished run (status 1; the checkpoint and report.md are written)"
 else
@@ -274,4 +274,33 @@ if chattr +i "$T/imm/probe" 2>/dev/null; then
 else
     echo "# skipped: chattr +i does not work here (the failed --fresh cases need it)"
 fi
+
+# --fresh over a stopped run: its stop marker moves aside with its other files (it was deleted);
+# a --fresh run that cannot start leaves it where it was
+sargs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 2 --no-predict)
+"$WILDCPU" "${sargs[@]}" --out "$T/st" >"$T/st.log" 2>&1
+echo "stopped_utc=2026-01-01T00:00:00Z;phase=training;step=2;signal=Terminated;resume=rerun the same command" >"$T/st/STOPPED"
+"$WILDCPU" "${sargs[@]}" --out "$T/st" --fresh --label-band nosuch >"$T/st1.log" 2>&1
+s1=$?
+"$WILDCPU" "${sargs[@]}" --out "$T/st" --fresh >"$T/st2.log" 2>&1
+s2=$?
+[ $s1 -eq 1 ] && [ $s2 -eq 0 ] && [ ! -e "$T/st/STOPPED" ] && grep -q "^stopped_utc=2026-01-01" "$T"/st/replaced-*/STOPPED \
+    && ok "--fresh over a stopped run: STOPPED kept by a run that cannot start, then moved aside with the rest" \
+    || notok "--fresh and the stop marker" "status $s1 $s2: $(ls "$T/st" "$T"/st/replaced-* 2>&1 | tr '\n' ' ')"
+
+# predict into a run directory whose training is drawing its map: refused (status 1, naming the
+# process), not a map of one model beside the classes and item of another; the training's map
+# is then drawn as if alone
+WILDCPU_TEST_SLOW_COMMIT=4 "$WILDCPU" "${sargs[@]/--no-predict/--classes}" --out "$T/mx" >"$T/mx.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do compgen -G "$T/mx/.risk*-[0-9]*" >/dev/null && break; sleep 0.05; done
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/st" --out "$T/mx/risk.tif" --classes >"$T/mx2.log" 2>&1
+s2=$?
+wait $pid
+s1=$?
+own=$(gdalinfo "$T/mx/risk.tif" 2>/dev/null | grep -c "checkpoint=$T/mx/checkpoints/")
+[ $s1 -eq 0 ] && [ $s2 -eq 1 ] && [ "$own" -eq 1 ] &&
+    grep -q "refusing to write the .* to $T/mx/risk.*: wildcpu process $pid on this host is writing it now" "$T/mx2.log" \
+    && ok "predict into a directory whose map is being drawn: refused, naming the writer" \
+    || notok "predict beside a map being drawn" "status $s1 $s2: $(grep -m1 'error\|warning' "$T/mx2.log")"
 finish

@@ -76,6 +76,9 @@ int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size);
  * stream actually expands. ck owns its copy of the payload. */
 int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t why_size);
 void wc_ckpt_free(wc_ckpt *ck);
+/* Refuses (status 2, after a message) an output path that holds a wildcpu checkpoint: a map or
+ * an export written there would replace a model the user had. WC_EXIT_OK otherwise. */
+int wc_ckpt_refuse_as_output(const char *what, const char *path);
 const wc_ckpt_section *wc_ckpt_find(const wc_ckpt *ck, const char *name);
 
 /* A checkpoint file of a directory, as listed: its name parses as ckpt-<1..18 digits>.wcp. */

@@ -41,9 +41,11 @@ char *wc_temp_path(const char *path, const char *tag);
  * wc_temp_path's DIR/.NAME.tmp-PID and DIR/.NAME.out-PID, and GDAL's .aux.xml of them, for NAME
  * among `names` (NULL-terminated; "x*" is a prefix), never this process's. With `remove`, each
  * that no process may still be writing (PID alive on this host, or changed within the last 10
- * minutes: a process on another node) is deleted and said; else all are listed in one warning.
+ * minutes: a process on another node) is deleted and said; else all are listed in one warning,
+ * except, when live_writer is given, one a wildcpu process alive on this host is writing: its pid
+ * goes to *live_writer (0: none), for the caller to refuse a second writer of the same files.
  * Returns how many were removed or listed. */
-int wc_temp_leftovers(const char *dir, const char *const *names, int remove);
+int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer);
 
 /* A file beside path named after it: path's file name with its last extension (".tif") replaced
  * by suffix ("risk.tif" + ".qml" = "risk.qml", "risk.tif" + "_classes.tif" =

@@ -37,5 +37,7 @@ int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, co
 void wc_score_finish(wc_score *s, wc_metrics *out);
 /* A one-line description of where the labels come from ("band 13 'fire' of PATH"). */
 const char *wc_score_source(const wc_score *s);
+/* The raster the labels are read from: the tiles, --labels, or the raster derived from them. */
+const char *wc_score_labels_path(const wc_score *s);
 
 #endif
