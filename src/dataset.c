@@ -539,7 +539,8 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
                      "the bands' descriptions and could not tell these apart when it maps a "
                      "raster; describe them apart (a VRT's <Description>, or GDALSetDescription)",
                      src->path, ds->feat_bands[j], ds->feat_bands[i], name,
-                     strncmp(name, "band_", 5) == 0
+                     src->bands[ds->feat_bands[j] - 1].undescribed ||
+                             src->bands[ds->feat_bands[i] - 1].undescribed
                          ? " (a band without a description is named band_<its number>)"
                          : wc_raster_renamed_note(src, name));
             return WC_ERR;

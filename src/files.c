@@ -171,17 +171,44 @@ static int maybe_written(const char *path, long pid) {
     return lstat(path, &st) == 0 && time(NULL) - st.st_mtime < LEFTOVER_QUIET_S;
 }
 
-/* Whether pid is a wildcpu process alive on this host (its /proc name, where there is one: a
- * killed run's pid may have been given to another program since). */
-static int wildcpu_alive(long pid) {
-    if (pid <= 0 || pid > INT_MAX || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) return 0;
-    char path[64], comm[32] = "";
-    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+/* When process pid started, in seconds since the epoch (/proc/PID/stat's start time, in clock
+ * ticks after /proc/stat's boot time), or -1 when /proc does not say. */
+static double process_start(long pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     FILE *f = fopen(path, "r");
-    if (!f) return 1;
-    const int named = fgets(comm, sizeof comm, f) != NULL;
-    fclose(f);
-    return !named || strncmp(comm, "wildcpu", 7) == 0;
+    const size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the name, which may hold spaces and parens */
+    unsigned long long ticks = 0;
+    for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+    if (!p || sscanf(p + 1, "%llu", &ticks) != 1) return -1;
+    f = fopen("/proc/stat", "r");
+    long long boot = -1;
+    while (f && fgets(buf, sizeof buf, f))
+        if (sscanf(buf, "btime %lld", &boot) == 1) break;
+    if (f) fclose(f);
+    const long hz = sysconf(_SC_CLK_TCK);
+    return boot < 0 || hz <= 0 ? -1 : (double)boot + (double)ticks / (double)hz;
+}
+
+/* Whether the working file `path` is being written by a wildcpu process alive on this host:
+ * pid lives, is named wildcpu, and started before the file last changed (a killed run's pid may
+ * have been given to another process since, another wildcpu included). Where /proc does not
+ * say, no. */
+static int written_by_live_wildcpu(const char *path, long pid) {
+    if (pid <= 0 || pid > INT_MAX || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) return 0;
+    char proc[64], comm[32] = "";
+    snprintf(proc, sizeof proc, "/proc/%ld/comm", pid);
+    FILE *f = fopen(proc, "r");
+    const int named = f && fgets(comm, sizeof comm, f) != NULL;
+    if (f) fclose(f);
+    struct stat st;
+    const double started = process_start(pid);
+    return named && strncmp(comm, "wildcpu", 7) == 0 && started >= 0 &&
+           lstat(path, &st) == 0 &&
+           started <= (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec + 1.0;
 }
 
 int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer) {
@@ -202,7 +229,7 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
                 wc_warn("removed %s, the working file of a run that was killed", path);
             continue;
         }
-        if (live_writer && wildcpu_alive(pid)) {
+        if (live_writer && written_by_live_wildcpu(path, pid)) {
             *live_writer = pid;
             continue;
         }

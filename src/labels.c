@@ -305,7 +305,8 @@ static int is_polygonal(OGRwkbGeometryType t) {
 typedef struct {
     OGRCoordinateTransformationH to_tiles; /* NULL: no reprojection (no CRS on either side) */
     OGRGeometryH region;                   /* the tiles' region in the polygons' CRS, or NULL */
-    OGREnvelope region_env;
+    OGREnvelope box_env[3];                /* the envelopes of its boxes: a polygon meeting none */
+    int nbox;                              /* cannot burn a pixel */
     OGREnvelope uncut_env;                 /* a polygon within it lies within the region */
     long seen;            /* polygons found, wherever they lie */
     long failed;          /* polygons over the region that cannot be reprojected */
@@ -329,7 +330,9 @@ static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
     if (pl->to_tiles) {
         OGREnvelope env;
         OGR_G_GetEnvelope(copy, &env);
-        if (pl->region && !envelopes_meet(&env, &pl->region_env)) {
+        int meets = !pl->region;
+        for (int k = 0; k < pl->nbox && !meets; k++) meets = envelopes_meet(&env, &pl->box_env[k]);
+        if (!meets) {
             OGR_G_DestroyGeometry(copy); /* cannot burn a pixel */
             return 0;
         }
@@ -571,17 +574,20 @@ static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH lay
         /* Longitudes: the region's (xmin > xmax across the antimeridian, as GDAL gives it) as
          * one interval, and that interval a turn east and west, since polygons may be written
          * in -180..180 or 0..360 (PROJ places 244.8 where -115.2 is) */
-        const double x0 = b[0], x1 = b[0] < b[2] ? b[2] : b[2] + 360;
+        double x0 = b[0], x1 = b[0] < b[2] ? b[2] : b[2] + 360;
+        const int all_around = x1 - x0 >= 360; /* (polar tiles): every longitude, either way */
+        if (all_around) x0 = -540, x1 = 540;
         pl->region = OGR_G_CreateGeometry(wkbMultiPolygon);
-        for (int k = -1; k <= 1; k++)
+        for (int k = all_around ? 0 : -1; k <= (all_around ? 0 : 1); k++) {
             OGR_G_AddGeometryDirectly(pl->region,
                                       dense_box(x0 + 360 * k, b[1], x1 + 360 * k, b[3], 64));
+            pl->box_env[pl->nbox++] = (OGREnvelope){x0 + 360 * k, x1 + 360 * k, b[1], b[3]};
+        }
         pl->uncut_env = (OGREnvelope){x0, x1, b[1], b[3]};
     } else if (have_bounds && b[0] < b[2]) {
         pl->region = dense_box(b[0], b[1], b[2], b[3], 64);
-        pl->uncut_env = (OGREnvelope){b[0], b[2], b[1], b[3]};
+        pl->uncut_env = pl->box_env[pl->nbox++] = (OGREnvelope){b[0], b[2], b[1], b[3]};
     } /* else polygons go uncut, reprojected whole as GDALRasterize would */
-    if (pl->region) OGR_G_GetEnvelope(pl->region, &pl->region_env);
     if (back) OCTDestroyCoordinateTransformation(back);
     OSRRelease(src);
     if (!pl->to_tiles) {
@@ -733,13 +739,18 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
                  lab->path, tiles->path, ga, gb);
         return WC_ERR;
     }
-    /* A mask of the band (an alpha band, a .msk) goes with it as the view's mask, which the
-     * warp honours: taking the band alone would leave the alpha band behind, and the pixels it
-     * hides would be read as labels. */
+    /* The band's mask goes with it as the view's mask, which the warp honours: taking the band
+     * alone would leave an alpha band behind, and the pixels it hides would be read as labels.
+     * The alpha band itself where there is one (GDAL makes it band N's mask only for 2- and
+     * 4-band rasters without nodata; wildcpu reads it as every band's), else GDAL's mask of the
+     * band (an internal or .msk one). */
     const wc_band *src = &lab->bands[band - 1];
     char bandarg[16], maskarg[32];
     snprintf(bandarg, sizeof bandarg, "%d", band);
-    snprintf(maskarg, sizeof maskarg, "mask,%d", band);
+    if (lab->alpha)
+        snprintf(maskarg, sizeof maskarg, "%d", lab->alpha);
+    else
+        snprintf(maskarg, sizeof maskarg, "mask,%d", band);
     const char *targv[] = {"-of", "VRT", "-b", bandarg, "-mask", src->masked ? maskarg : "none",
                            NULL};
     GDALTranslateOptions *topt = GDALTranslateOptionsNew((char **)targv, NULL);

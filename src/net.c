@@ -56,8 +56,9 @@ static int infer_shapes(wc_net *net) {
             C = net->in_channels, H = net->H, W = net->W;
             break;
         case WC_OP_CONV:
-            /* sizes are printed width x height, as everywhere. input + 2 pad + kernel bounds every coordinate the convolution computes in int,
-             * in its own loops and in the transposed one of its backward pass (conv.c) */
+            /* input + 2 pad + kernel bounds every coordinate the convolution computes in int,
+             * in its own loops and in the transposed one of its backward pass (conv.c); sizes
+             * are printed width x height, as everywhere */
             if ((int64_t)a->H + 2 * nd->pad + nd->KH > INT_MAX ||
                 (int64_t)a->W + 2 * nd->pad + nd->KW > INT_MAX) {
                 wc_error("%s: layer %s: padding %d and a %dx%d kernel on a %dx%d input overflow "

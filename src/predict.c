@@ -565,8 +565,6 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     return WC_EXIT_OK;
 }
 
-/* Working files of an output that a killed run left beside it: said, not removed (a run on
- * another node may be writing them). */
 /* The working files of other runs beside an output: a live wildcpu on this host writing the same
  * output refuses this one (WC_EXIT_RUNTIME: each would publish its own files, and the last
  * rename of each would win, a map from one model beside classes from another); those of killed

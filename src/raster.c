@@ -185,7 +185,7 @@ int wc_raster_open(wc_raster *r, const char *path) {
         if (desc && *desc)
             bd->renamed = wc_band_name_of(desc, bd->name);
         else
-            snprintf(bd->name, sizeof bd->name, "band_%d", i + 1);
+            snprintf(bd->name, sizeof bd->name, "band_%d", i + 1), bd->undescribed = 1;
         if (from_gdal(b, &bd->type) != WC_OK) {
             GDALDataType gt = GDALGetRasterDataType(b);
             wc_error("%s, band %d (%s): data type %s is not supported (use Byte, UInt16, Int16, "

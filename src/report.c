@@ -289,9 +289,10 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
 static char *with_member(char *text, const char *path, const char *key, const char *value) {
     wc_json_doc doc;
     char why[256];
-    if (wc_json_parse(text, &doc, why, sizeof why) != WC_OK || doc.n == 0) {
+    const int parsed = wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
+    if (!parsed || doc.n == 0) {
         wc_warn("%s is not a JSON object (%s): it does not record the map", path,
-                doc.n ? why : "no members");
+                parsed ? "no members" : why);
         wc_json_doc_free(&doc);
         free(text);
         return NULL;
@@ -514,26 +515,21 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
     wc_json_end(j);
 }
 
-/* Writes report.json (build_json's document) to path, atomically. */
-static int write_json(const char *path, const wc_run_summary *s, int status, wc_report_map map,
-                      const derived *d, const int64_t *rss, int R) {
-    wc_json j;
-    wc_json_init(&j);
-    build_json(&j, s, status, map, d, rss, R);
+/* Writes a JSON document (the builder's text) to path, atomically. */
+static int write_json(const char *path, const wc_json *j) {
     wc_atomic_file af;
     int rc = wc_atomic_open(&af, path, "w");
     if (rc == WC_OK) {
-        fputs(wc_json_text(&j), af.f);
+        fputs(wc_json_text(j), af.f);
         fputc('\n', af.f);
         rc = wc_atomic_commit(&af);
     }
-    wc_json_free(&j);
     return rc;
 }
 
 /* Rank 0's part of wc_report_finish. report.md is written first, from the document report.json
  * will hold, so that report.json, written last, can say how the command ends: when report.md
- * could not be written the command fails (and draws no map), and report.json says so. */
+ * could not be written a finished run fails (and draws no map), and report.json says so. */
 static int write_reports(const wc_run_summary *s, const char *out_dir, const char *baseline_json,
                          const int64_t *rss, int R) {
     const derived d = derive(s, rss, R);
@@ -547,7 +543,6 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     char why[256], path[4200];
     int rc = wc_json_parse(wc_json_text(&j), &run, why, sizeof why);
     WC_ASSERT(rc == WC_OK);
-    wc_json_free(&j);
     const int have_base = baseline_json && read_baseline(baseline_json, &base) == WC_OK;
     /* the reliability diagram first, so report.md links it only when it exists */
     snprintf(path, sizeof path, "%s/" WC_REPORT_CALIBRATION_PNG, out_dir);
@@ -562,12 +557,14 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
                                      have_picture);
     wc_json_doc_free(&run);
     wc_json_doc_free(&base);
-
+    if (rc_md != WC_OK) { /* a finished run fails for it, and draws no map; a stop stays one */
+        wc_json_reset(&j);
+        build_json(&j, s, s->status == WC_EXIT_OK ? WC_EXIT_RUNTIME : s->status,
+                   WC_REPORT_MAP_NONE, &d, rss, R);
+    }
     snprintf(path, sizeof path, "%s/report.json", out_dir);
-    /* without report.md the command fails, and no map is drawn */
-    const int rc_json = rc_md == WC_OK
-                            ? write_json(path, s, s->status, s->map, &d, rss, R)
-                            : write_json(path, s, WC_EXIT_RUNTIME, WC_REPORT_MAP_NONE, &d, rss, R);
+    const int rc_json = write_json(path, &j);
+    wc_json_free(&j);
     if (rc_json == WC_OK && rc_md == WC_OK) return WC_OK;
     /* The write's message says why. A report left from an earlier run of the directory would
      * describe that run as this one's (and a rerun, finding training finished, keeps it): it
@@ -581,7 +578,8 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     wc_error("the run's report is not complete (%s%s%s, see above)%s%s",
              rc_json == WC_OK ? "" : "report.json", rc_json == WC_OK || rc_md == WC_OK ? "" : " and ",
              rc_md == WC_OK ? "" : "report.md",
-             rc_json == WC_OK ? ": report.json says the run failed" : "",
+             rc_json == WC_OK && s->status == WC_EXIT_OK ? ": report.json says the run failed"
+                                                         : "",
              removed ? "; an earlier run's is removed, so that none describes another run" : "");
     return WC_ERR;
 }

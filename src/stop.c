@@ -1,5 +1,7 @@
-/* stop.c: the stop-signal flag; see stop.h. The handler uses only async-signal-safe calls and
- * writes only sig_atomic_t values (clock_gettime is async-signal-safe in POSIX.1-2008). */
+/* stop.c: the stop-signal flag; see stop.h. The handler uses only async-signal-safe calls
+ * (clock_gettime is, in POSIX.1-2008) and writes sig_atomic_t flags and the first signal's time;
+ * it runs with every other signal blocked, so one stop signal's handler never interrupts
+ * another's half-way through that time. */
 #include "wildcpu/stop.h"
 
 #include <signal.h>
@@ -37,7 +39,7 @@ void wc_stop_install(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
+    sigfillset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);

@@ -330,19 +330,28 @@ esac
 
 # --- an alpha band in a --labels raster on another grid: the pixels it hides stay nodata through
 # the warp (equal to gdalwarp's, which honours it), not burned; without --label-band the alpha band
-# is no candidate for the labels
-$PY - "$T/tiles.tif" "$T/alpha_lab.tif" <<'PY'
+# is no candidate for the labels. Also where GDAL itself would not apply the alpha band (3 bands,
+# alpha first, a label band with a nodata value): the same labels
+$PY - "$T/tiles.tif" "$T" <<'PY'
 import sys
 import numpy as np
 from osgeo import gdal
 t = gdal.Open(sys.argv[1])
 g = list(t.GetGeoTransform()); g[0] -= 10 * g[1]; g[3] -= 10 * g[5]  # 10 px west and north
-o = gdal.GetDriverByName("GTiff").Create(sys.argv[2], 128, 128, 2, gdal.GDT_Byte, ["ALPHA=YES"])
-o.SetGeoTransform(g); o.SetProjection(t.GetProjection())
-o.GetRasterBand(1).WriteArray(np.ones((128, 128), np.uint8))
 alpha = np.full((128, 128), 255, np.uint8); alpha[:, :64] = 0
-o.GetRasterBand(2).WriteArray(alpha)
-o = None
+# name, bands, the alpha band, the labels' nodata
+for name, nb, ab, nodata in [("alpha_lab", 2, 2, None), ("alpha3", 3, 3, None),
+                             ("alpha_first", 2, 1, None), ("alpha_nodata", 2, 2, 7)]:
+    o = gdal.GetDriverByName("GTiff").Create(f"{sys.argv[2]}/{name}.tif", 128, 128, nb, gdal.GDT_Byte)
+    o.SetGeoTransform(g); o.SetProjection(t.GetProjection())
+    for b in range(1, nb + 1):
+        band = o.GetRasterBand(b)
+        if b == ab:
+            band.WriteArray(alpha); band.SetColorInterpretation(gdal.GCI_AlphaBand)
+        else:
+            band.WriteArray(np.ones((128, 128), np.uint8))
+            if nodata is not None: band.SetNoDataValue(nodata)
+    o = None
 PY
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/alpha_lab.tif" --out "$T/alpha" "${train[@]}" >"$T/alpha.log" 2>&1
 status=$?
@@ -362,6 +371,23 @@ case $res in
         notok "alpha in warped labels" "status $status" ;;
 *) notok "alpha in warped labels" "status $status: $res" ;;
 esac
+for c in alpha3:1 alpha_first:2 alpha_nodata:1; do
+    f=${c%%:*}
+    "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/$f.tif" --label-band "${c#*:}" --out "$T/$f" "${train[@]}" >"$T/$f.log" 2>&1
+    status=$?
+    same=$($PY - "$T"/alpha/labels-*.tif "$T/$f"/labels-*.tif <<'PY' 2>&1
+import sys
+import numpy as np
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:3]]
+a, b = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+print(int(np.array_equal(np.isnan(a), np.isnan(b)) and (np.nan_to_num(a) == np.nan_to_num(b)).all()))
+PY
+)
+    [ $status -eq 0 ] && [ "$same" = 1 ] \
+        && ok "an alpha band in warped labels ($f, band ${c#*:}): the same labels as the two-band raster's" \
+        || notok "alpha in warped labels ($f)" "status $status: $same"
+done
 
 # --- perimeters reaching far from the tiles' projection (a polygon around the globe, in lon/lat,
 # around the tiles; another over Europe, far off the region): GDALRasterize alone drops a

@@ -282,18 +282,21 @@ sargs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 2 --no-pre
 echo "stopped_utc=2026-01-01T00:00:00Z;phase=training;step=2;signal=Terminated;resume=rerun the same command" >"$T/st/STOPPED"
 "$WILDCPU" "${sargs[@]}" --out "$T/st" --fresh --label-band nosuch >"$T/st1.log" 2>&1
 s1=$?
+kept=no
+grep -q "^stopped_utc=2026-01-01" "$T/st/STOPPED" 2>/dev/null && kept=yes
 "$WILDCPU" "${sargs[@]}" --out "$T/st" --fresh >"$T/st2.log" 2>&1
 s2=$?
-[ $s1 -eq 1 ] && [ $s2 -eq 0 ] && [ ! -e "$T/st/STOPPED" ] && grep -q "^stopped_utc=2026-01-01" "$T"/st/replaced-*/STOPPED \
+[ $s1 -eq 1 ] && [ $kept = yes ] && [ $s2 -eq 0 ] && [ ! -e "$T/st/STOPPED" ] && grep -q "^stopped_utc=2026-01-01" "$T"/st/replaced-*/STOPPED \
     && ok "--fresh over a stopped run: STOPPED kept by a run that cannot start, then moved aside with the rest" \
     || notok "--fresh and the stop marker" "status $s1 $s2: $(ls "$T/st" "$T"/st/replaced-* 2>&1 | tr '\n' ' ')"
 
 # predict into a run directory whose training is drawing its map: refused (status 1, naming the
 # process), not a map of one model beside the classes and item of another; the training's map
 # is then drawn as if alone
-WILDCPU_TEST_SLOW_COMMIT=4 "$WILDCPU" "${sargs[@]/--no-predict/--classes}" --out "$T/mx" >"$T/mx.log" 2>&1 &
+WILDCPU_TEST_SLOW_COMMIT=10 "$WILDCPU" "${sargs[@]/--no-predict/--classes}" --out "$T/mx" >"$T/mx.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do compgen -G "$T/mx/.risk*-[0-9]*" >/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 1200); do compgen -G "$T/mx/.risk*-[0-9]*" >/dev/null && break; sleep 0.05; done
+compgen -G "$T/mx/.risk*-[0-9]*" >/dev/null || notok "the training's map never had a working file to meet"
 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/st" --out "$T/mx/risk.tif" --classes >"$T/mx2.log" 2>&1
 s2=$?
 wait $pid
@@ -303,4 +306,17 @@ own=$(gdalinfo "$T/mx/risk.tif" 2>/dev/null | grep -c "checkpoint=$T/mx/checkpoi
     grep -q "refusing to write the .* to $T/mx/risk.*: wildcpu process $pid on this host is writing it now" "$T/mx2.log" \
     && ok "predict into a directory whose map is being drawn: refused, naming the writer" \
     || notok "predict beside a map being drawn" "status $s1 $s2: $(grep -m1 'error\|warning' "$T/mx2.log")"
+
+# a stopped run whose report.md cannot be written: its report.json says stopped (not failed), and
+# it ends 75 as a stop does
+mkdir -p "$T/stopmd/report.md"
+"$WILDCPU" "${sargs[@]}" --steps 400 --out "$T/stopmd" >"$T/stopmd.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q 'step *[0-9]*/400' "$T/stopmd.log" 2>/dev/null && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+s=$?
+[ $s -eq 75 ] && grep -q '"status":"stopped","map":"none"' "$T/stopmd/report.json" \
+    && ok "a stopped run whose report.md cannot be written: report.json says stopped, exit 75" \
+    || notok "a stopped run without report.md" "status $s: $(head -c 160 "$T/stopmd/report.json" 2>&1)"
 finish

@@ -794,7 +794,7 @@ static void test_spec_size_overflow(void) {
                    1, INT_MAX - 100, 1, "overflow its coordinates");
     expect_refused("pooling an odd size",
                    "input x\nmaxpool p x\nupsample u p\nconv h u out=1 k=1\n", 2, 5, 4,
-                   "max-pooling needs an even size, got 5x4");
+                   "max-pooling needs an even size, got 4x5"); /* width x height */
     expect_refused("a stride that leaves 1x1", "input x\nconv h x out=1 k=1 stride=1048576\n", 2,
                    16, 16, "it gives 1 channel(s) at 1x1");
     expect_refused("a kernel beyond input and padding", "input x\nconv h x out=1 k=9 pad=1\n", 2,

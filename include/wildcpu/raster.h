@@ -54,6 +54,7 @@ typedef struct wc_band {
      * '~' and 16 hex digits of a hash of the whole, so that long names stay apart */
     char name[WC_BAND_NAME_MAX];
     int renamed; /* name is not the description as it is: a character replaced, or cut */
+    int undescribed; /* the band has no description: name is "band_<n>" */
     wc_dtype type;
     int has_nodata;
     /* compared with the stored value, as GDAL defines it; rounded to the band's type, as GDAL
