@@ -627,16 +627,13 @@ static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const
 /* Rank 0, once the labels are open: an output that is the raster the labels are read from
  * (the map or the metrics written where evaluate keeps the labels it derived) is refused. */
 static int check_labels_not_output(const wc_predict_config *cfg, const wc_score *s) {
-    const char *labels = wc_score_labels_path(s);
-    const char *const outs[] = {cfg->out, cfg->metrics_out};
-    for (int i = 0; i < 2; i++)
-        if (outs[i] && wc_same_file(outs[i], labels)) {
-            wc_error("refusing to write the %s to %s: the labels are read from it (%s); choose "
-                     "another path",
-                     i ? "metrics" : "risk map", outs[i], wc_score_source(s));
-            return WC_EXIT_USAGE;
-        }
-    return WC_EXIT_OK;
+    const char *outs[2], *whats[2];
+    int n = 0;
+    if (cfg->out) outs[n] = cfg->out, whats[n++] = "the risk map";
+    if (cfg->metrics_out) outs[n] = cfg->metrics_out, whats[n++] = "the metrics";
+    const char *const labels[] = {wc_score_labels_path(s), NULL};
+    return wc_check_outputs_not_inputs(outs, whats, n, NULL, 0, labels) == WC_OK ? WC_EXIT_OK
+                                                                                : WC_EXIT_USAGE;
 }
 
 /* Rank 0, before any computing (after check_outputs): the map's working file, described by

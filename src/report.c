@@ -107,14 +107,21 @@ static const char *no_change_why(double v, double bv, int ratio) {
     return NULL;
 }
 
+/* v in fmt, or in wide when fmt would not fit buf: a hand-written baseline's 1e308 at %.1f has
+ * 309 digits, and its difference or ratio as many. */
+static void fmt_fit(char *buf, size_t size, const char *fmt, const char *wide, double v) {
+    if (snprintf(buf, size, fmt, v) >= (int)size) snprintf(buf, size, wide, v);
+}
+
 /* The change column: this run minus the baseline, or over it for a ratio; "n/a" when
  * no_change_why says there is none. */
 static void fmt_change(char *d, size_t size, double v, double bv, int ratio) {
     if (no_change_why(v, bv, ratio))
         snprintf(d, size, "n/a");
-    else if (ratio ? snprintf(d, size, "x%.2f", v / bv) >= (int)size
-                   : snprintf(d, size, "%+.4f", v - bv) >= (int)size)
-        snprintf(d, size, ratio ? "x%.4g" : "%+.4g", ratio ? v / bv : v - bv); /* a 1e308 */
+    else if (ratio)
+        fmt_fit(d, size, "x%.2f", "x%.4g", v / bv);
+    else
+        fmt_fit(d, size, "%+.4f", "%+.4g", v - bv);
 }
 
 /* The sentence under the tables: AUC-PR against the cost. A figure that cannot be compared
@@ -145,13 +152,12 @@ static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc 
             n ? ")." : "");
 }
 
-/* A table cell: v in the row's format, "-" when undefined, and in %.4g when the format would
- * not fit the cell (a hand-written baseline's 1e308 at %.1f has 309 digits). */
+/* A table cell: v in the row's format (%.4g when that would not fit), "-" when undefined. */
 static void fmt_cell(char *cell, size_t size, const char *fmt, double v) {
     if (!isfinite(v))
         snprintf(cell, size, "-");
-    else if (snprintf(cell, size, fmt, v) >= (int)size)
-        snprintf(cell, size, "%.4g", v);
+    else
+        fmt_fit(cell, size, fmt, "%.4g", v);
 }
 
 static int write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
