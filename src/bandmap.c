@@ -51,6 +51,32 @@ static void appendf(char *buf, size_t size, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Whether every value of a band of type `was` is a value of type `is` (Int16 in Float32, Byte
+ * in UInt16): the same data stored wider, which the model reads as it read its training data.
+ * A narrower type (Float32 training data read as Int16, as gdalwarp -of VRT makes every band of
+ * the first band's type) has lost values the model knew. */
+static int holds_every_value_of(const char *is, const char *was) {
+#define T(t) (1u << WC_DT_##t)
+    /* for each type (wc_dtype's order), the types whose every value it holds exactly */
+    static const unsigned holds[] = {
+        [WC_DT_BYTE] = T(BYTE),
+        [WC_DT_UINT16] = T(BYTE) | T(UINT16),
+        [WC_DT_INT16] = T(BYTE) | T(INT16),
+        [WC_DT_UINT32] = T(BYTE) | T(UINT16) | T(UINT32),
+        [WC_DT_INT32] = T(BYTE) | T(UINT16) | T(INT16) | T(INT32),
+        [WC_DT_FLOAT32] = T(BYTE) | T(UINT16) | T(INT16) | T(FLOAT32), /* 24-bit mantissa */
+        [WC_DT_FLOAT64] = T(BYTE) | T(UINT16) | T(INT16) | T(UINT32) | T(INT32) | T(FLOAT32) |
+                          T(FLOAT64),
+    };
+#undef T
+    int a = -1, b = -1;
+    for (int t = WC_DT_BYTE; t <= WC_DT_FLOAT64; t++) {
+        if (strcmp(is, wc_dtype_name((wc_dtype)t)) == 0) a = t;
+        if (strcmp(was, wc_dtype_name((wc_dtype)t)) == 0) b = t;
+    }
+    return a >= 0 && b >= 0 ? (holds[a] >> b) & 1 : strcmp(is, was) == 0;
+}
+
 /* bands[i] = the raster band feeding input channel i; every mismatch appended to why. */
 static void match(const wc_model *m, const wc_raster *r, int label_band, int *bands, char *why,
                   size_t size) {
@@ -60,6 +86,7 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
     const char *training_label = strncmp(label, "band:", 5) == 0 ? label + 5 : "";
     int *used = WC_CALLOC(r->nbands + 1, sizeof(int));
     why[0] = '\0';
+    int narrower = 0;
     for (int i = 0; i < m->nfeat; i++) {
         const char *f = m->feat_names[i];
         int found = 0, named = 0;
@@ -88,10 +115,16 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
         char tbuf[32];
         const char *want = type_in_list(list, f, tbuf, sizeof tbuf);
         const char *have = wc_dtype_name(r->bands[found - 1].type);
-        if (want && strcmp(want, have) != 0)
+        if (want && !holds_every_value_of(have, want)) {
             appendf(why, size, "%sband %d '%s' is %s here but was %s in the training data",
                     *why ? "; " : "", found, f, have, want);
+            narrower++;
+        }
     }
+    if (narrower)
+        appendf(why, size, " (a band may be of a wider type than in training, Int16 as Float32, "
+                           "not of a narrower one: its values are not those the model learned; "
+                           "gdal_translate or gdalwarp -ot TYPE writes them in another type)");
     if (label_band > 0 && label_band <= r->nbands && used[label_band])
         appendf(why, size, "%sband %d '%s' is the label band and an input of the model",
                 *why ? "; " : "", label_band, r->bands[label_band - 1].name);

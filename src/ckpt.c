@@ -239,13 +239,16 @@ int wc_ckpt_refuse_as_output(const char *what, const char *path) {
 
 /* The header's own checks (no CRC: that needs the payload). size is the file's. */
 static int check_header(const unsigned char *h, size_t size, char *why, size_t why_size) {
-    if (memcmp(h, MAGIC, 8) != 0) return wc_reason(why, why_size, "not a wildcpu checkpoint (bad magic)");
+    if (memcmp(h, MAGIC, 8) != 0)
+        return wc_reason(why, why_size, "not a wildcpu checkpoint (bad magic)");
     uint32_t version = wc_le_get_u32(h + 8);
     if (wc_le_get_u32(h + 12) != BOM)
         return wc_reason(why, why_size, "corrupted header (the format mark at byte 12 is wrong)");
     if (version != WC_CKPT_VERSION)
-        return wc_reason(why, why_size, "format version %u, this wildcpu reads version %d%s", version,
-                    WC_CKPT_VERSION, version > WC_CKPT_VERSION ? " (written by a newer wildcpu)" : "");
+        return wc_reason(
+            why, why_size, "format version %u, this wildcpu reads version %d%s", version,
+            WC_CKPT_VERSION,
+            version > WC_CKPT_VERSION ? " (written by a newer wildcpu, or a damaged header)" : "");
     uint64_t zsize = wc_le_get_u64(h + 32);
     if (zsize != size - WC_CKPT_HEADER)
         return wc_reason(why, why_size, "truncated or extended: %zu of %llu payload bytes present",
@@ -316,7 +319,8 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
     int cap = 16;
     ck->sections = WC_CALLOC(cap, sizeof(wc_ckpt_section));
     for (size_t off = 0; off < raw_size;) {
-        if (raw_size - off < 4) return wc_reason(why, why_size, "the section layout is inconsistent");
+        if (raw_size - off < 4)
+            return wc_reason(why, why_size, "the section layout is inconsistent");
         uint32_t nlen = wc_le_get_u32(raw + off);
         off += 4;
         if (nlen > raw_size - off || raw_size - off - nlen < 8 || !good_name(raw + off, nlen))
@@ -352,7 +356,8 @@ int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t 
     const unsigned char *buf = file;
     memset(ck, 0, sizeof *ck);
     if (size == 0) return wc_reason(why, why_size, "empty file (0 bytes)");
-    if (size < WC_CKPT_HEADER) return wc_reason(why, why_size, "truncated: shorter than the 64-byte header");
+    if (size < WC_CKPT_HEADER)
+        return wc_reason(why, why_size, "truncated: shorter than the 64-byte header");
     if (check_header(buf, size, why, why_size) != WC_OK) return WC_ERR;
     const size_t zsize = size - WC_CKPT_HEADER;
     if (file_crc(buf, buf + WC_CKPT_HEADER, zsize) != wc_le_get_u32(buf + 40))
@@ -367,7 +372,8 @@ int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t 
         return wc_reason(why, why_size, "its payload of %llu bytes is more than half of this "
                                         "machine's memory",
                          (unsigned long long)raw_size);
-    unsigned char *raw = inflate_exact(buf + WC_CKPT_HEADER, zsize, (size_t)raw_size, why, why_size);
+    unsigned char *raw =
+        inflate_exact(buf + WC_CKPT_HEADER, zsize, (size_t)raw_size, why, why_size);
     if (!raw) return WC_ERR;
     ck->blob = raw;
     if (parse_sections(ck, raw, (size_t)raw_size, why, why_size) != WC_OK) {

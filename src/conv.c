@@ -154,9 +154,11 @@ void wc_im2col(float *col, const float *img, const wc_conv_shape *s, int oy0, in
                     const float *src = plane + (size_t)iy * s->W;
                     memset(dst, 0, sizeof(float) * lo);
                     if (s->stride == 1) {
-                        if (hi > lo) memcpy(dst + lo, src + lo + kx - s->pad, sizeof(float) * (hi - lo));
+                        if (hi > lo)
+                            memcpy(dst + lo, src + lo + kx - s->pad, sizeof(float) * (hi - lo));
                     } else {
-                        for (int ox = lo; ox < hi; ox++) dst[ox] = src[ox * s->stride + kx - s->pad];
+                        for (int ox = lo; ox < hi; ox++)
+                            dst[ox] = src[ox * s->stride + kx - s->pad];
                     }
                     memset(dst + hi, 0, sizeof(float) * (OW - hi));
                 }
@@ -349,7 +351,8 @@ void wc_conv2d_backward_ex(float *dinp, float *dweight, float *dbias, const floa
         return;
     }
     if (dinp && (flags & WC_CONV_DINP_WRITE))
-        for (int n = 0; n < s->N; n++) memset(dinp + n * s->in_sample, 0, sizeof(float) * s->C * s->H * s->W);
+        for (int n = 0; n < s->N; n++)
+            memset(dinp + n * s->in_sample, 0, sizeof(float) * s->C * s->H * s->W);
     lowered_backward(dinp, dweight, dout, inp, weight, s, work);
     if (dinp && (flags & WC_CONV_DINP_RELU_MASK))
         for (int n = 0; n < s->N; n++)

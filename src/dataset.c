@@ -151,11 +151,8 @@ int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, v
             return WC_ERR;
         p += label_bytes(ds, side);
     }
-    if (with_oracle && ds->oracle_path) {
-        int one = 1;
-        if (wc_raster_read(&f->oracle, x0, y0, ds->P, ds->P, &one, 1, WC_DT_FLOAT32, p) != WC_OK)
-            return WC_ERR;
-    }
+    if (with_oracle && ds->oracle_path)
+        return wc_dataset_read_oracle(ds, f, x0, y0, ds->P, ds->P, (float *)p);
     return WC_OK;
 }
 
@@ -181,7 +178,15 @@ int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, i
                            int64_t w, int64_t h, float *oracle) {
     const int one = 1;
     WC_ASSERT(ds->oracle_path);
-    return wc_raster_read(&f->oracle, x0, y0, w, h, &one, 1, WC_DT_FLOAT32, oracle);
+    if (wc_raster_read(&f->oracle, x0, y0, w, h, &one, 1, WC_DT_FLOAT32, oracle) != WC_OK)
+        return WC_ERR;
+    /* the probabilities its pixels stand for, as for a feature band: a packed oracle (UInt16
+     * 0..10000 at scale 1e-4) unpacked, its nodata NaN (no probability: validation counts it) */
+    const wc_band *b = &f->oracle.bands[0];
+    if (!b->has_nodata && !wc_band_packed(b)) return WC_OK;
+    for (size_t i = 0, n = (size_t)w * (size_t)h; i < n; i++)
+        oracle[i] = wc_band_is_nodata(b, oracle[i]) ? NAN : (float)wc_band_value(b, oracle[i]);
+    return WC_OK;
 }
 
 /* What decoding a turned sample works in, allocated once with the dataset (so no allocation per
@@ -257,7 +262,8 @@ static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, int 
     for (int c = 0; c < ds->nfeat; c++) {
         const wc_band *b = &bands[ds->feat_bands[c] - 1];
         for (size_t i = 0; i < pp; i++)
-            if (wc_band_is_nodata(b, wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i))) valid[i] = 0;
+            if (wc_band_is_nodata(b, wc_dtype_get(raw, ds->read_type, (size_t)c * pp + i)))
+                valid[i] = 0;
     }
 }
 
@@ -276,7 +282,8 @@ static void normalize_unturned(const wc_dataset *ds, const void *raw, int orient
         for (size_t i = 0; i < pp; i++) {
             xc[i] = 0.0f;
             if (!valid[i]) continue;
-            const double value = wc_band_value(b, wc_dtype_get(raw, ds->read_type, (size_t)from * pp + i));
+            const double value =
+                wc_band_value(b, wc_dtype_get(raw, ds->read_type, (size_t)from * pp + i));
             float v = wc_normalize(sign * value, m, inv);
             if (isfinite(v))
                 xc[i] = v;
@@ -430,9 +437,9 @@ static void moments_merge(moments *a, const moments *b) {
 }
 
 /* The moments of one patch's valid values of feature c, from its unpacked values in double (in
- * the source's own precision: a Float64 value beyond float's range is still a value). Two passes, the second
- * corrected by the sum of the deviations (the "corrected two-pass" algorithm): accurate, and no
- * division per pixel. Also counts in *huge the valid values of magnitude WC_HUGE_VALUE or
+ * the source's own precision: a Float64 value beyond float's range is still a value). Two passes,
+ * the second corrected by the sum of the deviations (the "corrected two-pass" algorithm): accurate,
+ * and no division per pixel. Also counts in *huge the valid values of magnitude WC_HUGE_VALUE or
  * more. */
 static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const uint8_t *valid,
                              int64_t *huge) {
@@ -450,7 +457,8 @@ static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const
     long double mean = sum / n, dsum = 0, d2sum = 0;
     for (size_t i = 0; i < pp; i++) {
         if (!valid[i]) continue;
-        long double d = (long double)wc_band_value(b, wc_dtype_get(raw, ds->read_type, off + i)) - mean;
+        long double d =
+            (long double)wc_band_value(b, wc_dtype_get(raw, ds->read_type, off + i)) - mean;
         dsum += d;
         d2sum += d * d;
     }

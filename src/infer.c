@@ -83,7 +83,8 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
     const int64_t W = p->r->width, H = p->r->height;
     /* the part of the window inside the raster, relative to the window */
     const size_t x0 = (size_t)(WC_MAX(wx, 0) - wx), y0 = (size_t)(WC_MAX(wy, 0) - wy);
-    const size_t x1 = (size_t)(WC_MIN(wx + p->Tx, W) - wx), y1 = (size_t)(WC_MIN(wy + p->Ty, H) - wy);
+    const size_t x1 = (size_t)(WC_MIN(wx + p->Tx, W) - wx),
+                 y1 = (size_t)(WC_MIN(wy + p->Ty, H) - wy);
     memset(p->px, WC_PX_NODATA, plane);
     for (size_t y = y0; y < y1; y++) memset(p->px + y * Tx + x0, WC_PX_VALID, x1 - x0);
     memset(x, 0, sizeof(float) * plane * p->nfeat);

@@ -81,7 +81,8 @@ static int describe_file(const char *path) {
     printf("%s: valid wildcpu checkpoint (format version %u, CRC-32 and every section "
            "verified)\n",
            path, ck.version);
-    printf("  %-12s%s on disk, %s uncompressed\n", "size", wc_fmt_bytes(a, sizeof a, (double)ck.file_bytes),
+    printf("  %-12s%s on disk, %s uncompressed\n", "size",
+           wc_fmt_bytes(a, sizeof a, (double)ck.file_bytes),
            wc_fmt_bytes(b, sizeof b, (double)ck.payload_bytes));
     printf("  %-12s%ld\n", "step", ck.step);
     print_record("meta", wc_ckpt_find(&ck, WC_SECTION_META));

@@ -147,11 +147,12 @@ static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
 static void derived_path(char *buf, size_t size, const char *work_dir, const char *src, int band,
                          const wc_raster *tiles) {
     struct stat st;
-    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe1a tags
-     * the raster (DERIVED_TAG), 0x1abe17 burned only polygonal geometry (0x1abe16 points and
+    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe1b takes
+     * a polygon written across the antimeridian unsplit the short way, 0x1abe1a tags the raster
+     * (DERIVED_TAG), 0x1abe17 burned only polygonal geometry (0x1abe16 points and
      * lines too). Warped rasters: 0x1abe19 honours the band's mask (alpha) and tags the raster,
      * 0x1abe18 kept the values (Float32/Float64, NaN nodata; 0x1abe17 narrowed them to Byte). */
-    uint64_t h = wc_hash64(band ? 0x1abe19 : 0x1abe1a);
+    uint64_t h = wc_hash64(band ? 0x1abe19 : 0x1abe1b);
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     char **files = wc_gdal_file_list(src);
     for (size_t i = 0; files[i]; i++) {
@@ -307,6 +308,7 @@ typedef struct {
     OGRGeometryH region;                   /* the tiles' region in the polygons' CRS, or NULL */
     OGREnvelope box_env[3];                /* the envelopes of its boxes: a polygon meeting none */
     int nbox;                              /* cannot burn a pixel */
+    int longitudes;                        /* x is longitude in degrees (boxes a turn apart) */
     OGREnvelope uncut_env;                 /* a polygon within it lies within the region */
     long seen;            /* polygons found, wherever they lie */
     long failed;          /* polygons over the region that cannot be reprojected */
@@ -324,6 +326,29 @@ static int envelope_within(const OGREnvelope *a, const OGREnvelope *b) {
 
 static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped, placement *pl);
 
+/* Whether an edge of g (a 2D multipolygon in degrees) goes more than half a turn of longitude:
+ * a polygon written across the antimeridian without being split (179.99 then -179.99), meant
+ * the short way over it, as its vertices reprojected one by one draw it, or a band around the
+ * globe (-179 then 179), meant the long way, as its edges straight in degrees draw it. */
+static int edge_wraps(OGRGeometryH g) {
+    for (int i = 0; i < OGR_G_GetGeometryCount(g); i++)
+        if (edge_wraps(OGR_G_GetGeometryRef(g, i))) return 1;
+    for (int i = 1; i < OGR_G_GetPointCount(g); i++)
+        if (fabs(OGR_G_GetX(g, i) - OGR_G_GetX(g, i - 1)) > 180) return 1;
+    return 0;
+}
+
+/* Moves every vertex of g west of `mid` a turn east: a polygon around the antimeridian is then
+ * one shape, 179.99 to 180.01 (or 359.99 to 360.01 around Greenwich, written in 0..360), which
+ * the region's boxes a turn apart meet, and PROJ places as the ground it means. */
+static void unwrap_longitudes(OGRGeometryH g, double mid) {
+    for (int i = 0; i < OGR_G_GetGeometryCount(g); i++)
+        unwrap_longitudes(OGR_G_GetGeometryRef(g, i), mid);
+    for (int i = 0; i < OGR_G_GetPointCount(g); i++)
+        if (OGR_G_GetX(g, i) < mid)
+            OGR_G_SetPoint_2D(g, i, OGR_G_GetX(g, i) + 360, OGR_G_GetY(g, i));
+}
+
 /* Adds a linear 2D multipolygon (taken) in the tiles' CRS: cut to the region, then reprojected.
  * Returns the parts added (0 when it lies off the region), -1 on an OGR failure. */
 static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
@@ -331,6 +356,19 @@ static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
         OGREnvelope env;
         OGR_G_GetEnvelope(copy, &env);
         int meets = !pl->region;
+        if (pl->longitudes && edge_wraps(copy)) {
+            /* the short way over the antimeridian when that meets the region (as ogr2ogr
+             * -t_srs EPSG:4326 leaves a polygon of projected data), else as written: edges
+             * straight in longitude and latitude, the long way (a band around the globe) */
+            OGRGeometryH unwrapped = OGR_G_Clone(copy);
+            OGREnvelope uenv;
+            unwrap_longitudes(unwrapped, 0.5 * (env.MinX + env.MaxX));
+            OGR_G_GetEnvelope(unwrapped, &uenv);
+            for (int k = 0; k < pl->nbox && !meets; k++)
+                meets = envelopes_meet(&uenv, &pl->box_env[k]);
+            OGR_G_DestroyGeometry(meets ? copy : unwrapped);
+            if (meets) copy = unwrapped, env = uenv;
+        }
         for (int k = 0; k < pl->nbox && !meets; k++) meets = envelopes_meet(&env, &pl->box_env[k]);
         if (!meets) {
             OGR_G_DestroyGeometry(copy); /* cannot burn a pixel */
@@ -584,6 +622,7 @@ static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH lay
             pl->box_env[pl->nbox++] = (OGREnvelope){x0 + 360 * k, x1 + 360 * k, b[1], b[3]};
         }
         pl->uncut_env = (OGREnvelope){x0, x1, b[1], b[3]};
+        pl->longitudes = 1;
     } else if (have_bounds && b[0] < b[2]) {
         pl->region = dense_box(b[0], b[1], b[2], b[3], 64);
         pl->uncut_env = pl->box_env[pl->nbox++] = (OGREnvelope){b[0], b[2], b[1], b[3]};

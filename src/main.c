@@ -97,9 +97,9 @@ static const char *TRAIN_HELP =
     "                          risk map options (see predict --help)\n"
     "  --baseline REPORT.json  compare this run with another in report.md\n"
     "\n"
-    "exit status: 0 done, 1 runtime error, 2 usage error, 75 stopped by SIGTERM/SIGUSR1/SIGINT\n"
-    "after writing a checkpoint (run the same command again to resume; without --fresh if\n"
-    "it had moved the previous run aside)\n";
+    "exit status: 0 done, 1 runtime error, 2 usage error, 75 stopped by a signal (TERM, USR1,\n"
+    "INT, HUP) after writing a checkpoint (run the same command again to resume; without\n"
+    "--fresh if it had moved the previous run aside)\n";
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
     va_list ap;

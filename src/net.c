@@ -155,8 +155,9 @@ static void receptive_field(const wc_net *net, int64_t *radius, int64_t *alignme
         switch (nd->op) {
         case WC_OP_CONV:
             if (exact)
-                *exact = lcm64(*exact, WC_MIN(scale[a], REACH_CAP) *
-                                           wc_conv_output_tile(nd->KH, nd->KW, nd->stride, nd->pad));
+                *exact =
+                    lcm64(*exact, WC_MIN(scale[a], REACH_CAP) *
+                                      wc_conv_output_tile(nd->KH, nd->KW, nd->stride, nd->pad));
             scale[i] = scale[a] * nd->stride;
             reach[i] = reach[a] + scale[a] * WC_MAX(WC_MAX(nd->pad, nd->KH - 1 - nd->pad),
                                                     nd->KW - 1 - nd->pad);
@@ -460,7 +461,9 @@ static void layer_task(void *arg, int task, int thread) {
         switch (nd->op) {
         case WC_OP_RELU: wc_relu_forward(nd->out + at, a->out + at_a, P * hw); break;
         case WC_OP_MAXPOOL: wc_maxpool2_forward(nd->out + at, a->out + at_a, P, a->H, a->W); break;
-        case WC_OP_UPSAMPLE: wc_upsample2_forward(nd->out + at, a->out + at_a, P, a->H, a->W); break;
+        case WC_OP_UPSAMPLE:
+            wc_upsample2_forward(nd->out + at, a->out + at_a, P, a->H, a->W);
+            break;
         default: WC_ASSERT(0);
         }
         return;

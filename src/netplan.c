@@ -99,9 +99,12 @@ static size_t plan_inference_arena(wc_net *net, size_t *offset, size_t *upto) {
         first[s] = WC_MIN(first[s], i);
         last[s] = WC_MAX(last[s], i == 0 || i == n - 1 ? n : i);
         for (int j = 0; j < 2; j++)
-            if (net->nodes[i].in[j] >= 0) last[storage(net, net->nodes[i].in[j])] = WC_MAX(last[storage(net, net->nodes[i].in[j])], i);
+            if (net->nodes[i].in[j] >= 0)
+                last[storage(net, net->nodes[i].in[j])] =
+                    WC_MAX(last[storage(net, net->nodes[i].in[j])], i);
     }
-    size_t *free_off = WC_ALLOC(sizeof(size_t) * (n + 1)), *free_len = WC_ALLOC(sizeof(size_t) * (n + 1));
+    size_t *free_off = WC_ALLOC(sizeof(size_t) * (n + 1)),
+           *free_len = WC_ALLOC(sizeof(size_t) * (n + 1));
     int nfree = 0;
     size_t top = 0;
     for (int i = 0; i < n; i++) {
@@ -189,7 +192,8 @@ void wc_netplan_gradient_writes(wc_net *net) {
                 const int o = owner(net, a);
                 if (zero[storage(net, a)] || written[o]) continue; /* adds */
                 for (int v = 0; v < n && !again; v++)
-                    if (v != o && written[v] && inside(net, v, o)) zero[storage(net, a)] = 1, again = 1;
+                    if (v != o && written[v] && inside(net, v, o))
+                        zero[storage(net, a)] = 1, again = 1;
                 if (again) break;
                 nd->write_in[j] = 1;
                 for (int v = 0; v < n; v++)

@@ -450,26 +450,43 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                 "orientation of this raster's ground cannot be checked against what it learned",
                 r->path, m->path);
     if (!r->has_gt || !trained_placed) return; /* nothing to compare */
-    /* pixel sizes on the ground: in metres where both CRSs say their unit (a raster in US feet
-     * of 98.4 is the 30 m of training), else as the CRSs' own numbers */
-    char crs[256] = "";
+    /* pixel sizes on the ground, in metres at each raster's centre (a Web Mercator pixel of 42
+     * CRS metres at 45 degrees north is the 30 m of a UTM training raster); where a CRS has no
+     * ground (unknown, or a local one), in metres where both CRSs say their unit, else as the
+     * CRSs' own numbers */
+    char crs[256] = "", size[64] = "";
     wc_kv_get(m->fingerprint, "crs", crs, sizeof crs);
-    const double ut = wc_raster_crs_metres_per_unit(crs), ur = wc_raster_crs_metres_per_unit(r->wkt);
-    const int metres = ut > 0 && ur > 0;
-    const double st = metres ? ut : 1, sr = metres ? ur : 1;
-    const double tx = st * hypot(t[1], t[4]), ty = st * hypot(t[2], t[5]);
-    const double rx = sr * hypot(r->gt[1], r->gt[4]), ry = sr * hypot(r->gt[2], r->gt[5]);
-    if ((ut == 0) != (ur == 0) && !isnan(ut) && !isnan(ur))
+    wc_kv_get(m->fingerprint, "size", size, sizeof size);
+    int tw = 0, th = 0;
+    double tx, ty, rx, ry;
+    const int ground =
+        sscanf(size, "%dx%d", &tw, &th) == 2 &&
+        wc_raster_ground_pixel_size(crs, t, tw, th, &tx, &ty) == WC_OK &&
+        wc_raster_ground_pixel_size(r->wkt, r->gt, r->width, r->height, &rx, &ry) == WC_OK;
+    const double ut = wc_raster_crs_metres_per_unit(crs),
+                 ur = wc_raster_crs_metres_per_unit(r->wkt);
+    const int metres = ground || (ut > 0 && ur > 0);
+    if (!ground) {
+        const double st = metres ? ut : 1, sr = metres ? ur : 1;
+        tx = st * hypot(t[1], t[4]), ty = st * hypot(t[2], t[5]);
+        rx = sr * hypot(r->gt[1], r->gt[4]), ry = sr * hypot(r->gt[2], r->gt[5]);
+    }
+    /* on the ground, three digits: a UTM pixel of 30 m is 30.005 m of ground 140 km from its
+     * central meridian, and a user knows it as 30 */
+    const int digits = ground ? 3 : 6;
+    if (!ground && (ut == 0) != (ur == 0) && !isnan(ut) && !isnan(ur))
         wc_warn("%s is in %s, the model's training data in %s (%s): the network may see ground "
                 "at another scale than it learned (warp the raster to the training data's CRS "
                 "and resolution, gdalwarp -t_srs -tr)",
                 r->path, ur == 0 ? "degrees" : "a projected CRS", ut == 0 ? "degrees" : "a "
                 "projected CRS", crs);
     else if (fabs(rx / tx - 1) > 0.01 || fabs(ry / ty - 1) > 0.01)
-        wc_warn("%s has pixels of %.6g x %.6g%s, the model's training data %.6g x %.6g%s: the "
+        wc_warn("%s has pixels of %.*g x %.*g%s, the model's training data %.*g x %.*g%s: the "
                 "network sees ground at another scale than it learned, and the map may mean "
                 "little (resample the raster to the training resolution, gdalwarp -tr)",
-                r->path, rx, ry, metres ? " m" : " (CRS units)", tx, ty, metres ? " m" : "");
+                r->path, digits, rx, digits, ry,
+                ground ? " m on the ground" : metres ? " m" : " (CRS units)", digits, tx, digits,
+                ty, metres ? " m" : "");
     else if ((t[1] * t[5] - t[2] * t[4] > 0) != (r->gt[1] * r->gt[5] - r->gt[2] * r->gt[4] > 0)) {
         /* the handedness of the pixel axes on the ground (the geotransform's determinant):
          * a turn, 180 degrees included, keeps it; a mirror flips it */

@@ -195,7 +195,7 @@ int wc_raster_open(wc_raster *r, const char *path) {
             wc_raster_close(r);
             return WC_ERR;
         }
-        bd->nodata = GDALGetRasterNoDataValue(b, &bd->has_nodata);
+        bd->nodata = bd->nodata_declared = GDALGetRasterNoDataValue(b, &bd->has_nodata);
         /* A Float32 band holds floats: a nodata value no float equals exactly (-9999.9, the
          * -3.40282e+38 of .flt/.bil headers) marks the float nearest it, as GDAL's own masks
          * take it; compared unrounded it would match no pixel. */
@@ -348,7 +348,8 @@ int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
         double covered = 100;
         const int st = GDALGetDataCoverageStatus(GDALGetRasterBand(ds, bands[k]), 0, 0, r->width,
                                                  r->height, 0, &covered);
-        if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) || (st & GDAL_DATA_COVERAGE_STATUS_UNIMPLEMENTED))
+        if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) ||
+            (st & GDAL_DATA_COVERAGE_STATUS_UNIMPLEMENTED))
             continue;
         wc_error("%s: %.3g%% of its extent has no source (a tile missing from the mosaic?) and "
                  "band %d (%s) has no nodata value, so GDAL would read 0 there and it would be "
@@ -511,25 +512,41 @@ int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, cons
     return said;
 }
 
+enum vrt_kind { NOT_VRT, VRT_MOSAIC, VRT_WARPED };
+static enum vrt_kind vrt_kind_of(const char *path);
 static int is_vrt_file(const char *path);
 
-/* The size of a VRT source's rectangle `tag` (SrcRect, DstRect) in its XML; 0 when absent. */
-static int source_rect(const char *xml, const char *tag, double *w, double *h) {
+/* A VRT source's rectangle `tag` (SrcRect, DstRect) in its XML: offset (x, y) and size (w, h);
+ * 0 when absent. */
+static int source_rect(const char *xml, const char *tag, double r[4]) {
     char open[32];
     snprintf(open, sizeof open, "<%s ", tag);
     const char *at = strstr(xml, open), *end = at ? strchr(at, '>') : NULL;
-    const char *xs = at ? strstr(at, "xSize=\"") : NULL, *ys = at ? strstr(at, "ySize=\"") : NULL;
-    if (!end || !xs || !ys || xs > end || ys > end) return 0;
-    *w = atof(xs + 7), *h = atof(ys + 7);
+    static const char *const keys[4] = {"xOff=\"", "yOff=\"", "xSize=\"", "ySize=\""};
+    for (int k = 0; k < 4; k++) {
+        const char *v = at ? strstr(at, keys[k]) : NULL;
+        if (!end || !v || v > end) return 0;
+        r[k] = atof(v + strlen(keys[k]));
+    }
     return 1;
+}
+
+/* The source file named in a VRT source's XML, for messages: its text and length. */
+static int source_name(const char *xml, const char **name) {
+    const char *f = strstr(xml, "<SourceFilename"), *f0 = f ? strchr(f, '>') : NULL;
+    const char *f1 = f0 ? strstr(f0, "</SourceFilename>") : NULL;
+    *name = f1 ? f0 + 1 : "?";
+    return f1 ? (int)(f1 - f0 - 1) : 1;
 }
 
 /* Checks the sources of every band of the VRT `path` (one of a mosaic's, perhaps nested): one
  * whose source rectangle is of another size than its destination rectangle is resampled by
- * GDAL (gdalbuildvrt -resolution over tiles of two resolutions). Warns about the first found
- * (when *found is 0) and counts them in *found. A warped VRT has no such sources: it resamples
- * on purpose. */
-static void check_resampled_sources(const char *mosaic, const char *path, int *found) {
+ * GDAL (gdalbuildvrt -resolution over tiles of two resolutions); one placed a fraction of a
+ * pixel off the mosaic's grid (DstRect xOff="128.5": a tile whose origin is off the grid) is
+ * read shifted to the nearest pixel. Warns about the first of each (when its count is 0) and
+ * counts them in found[0] and found[1]. A warped VRT has no such sources: it resamples on
+ * purpose. */
+static void check_resampled_sources(const char *mosaic, const char *path, int found[2]) {
     CPLPushErrorHandler(CPLQuietErrorHandler);
     GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
     CPLPopErrorHandler();
@@ -537,22 +554,28 @@ static void check_resampled_sources(const char *mosaic, const char *path, int *f
     for (int b = 1; b <= GDALGetRasterCount(ds); b++) {
         char **md = GDALGetMetadata(GDALGetRasterBand(ds, b), "vrt_sources");
         for (int i = 0; md && md[i]; i++) {
-            double sw, sh, dw, dh;
-            if (!source_rect(md[i], "SrcRect", &sw, &sh) ||
-                !source_rect(md[i], "DstRect", &dw, &dh) ||
-                (fabs(sw - dw) <= 1e-6 * dw && fabs(sh - dh) <= 1e-6 * dh))
+            double src[4], dst[4];
+            if (!source_rect(md[i], "SrcRect", src) || !source_rect(md[i], "DstRect", dst))
                 continue;
-            if ((*found)++ > 0) continue;
-            const char *f = strstr(md[i], "<SourceFilename"), *f0 = f ? strchr(f, '>') : NULL;
-            const char *f1 = f0 ? strstr(f0, "</SourceFilename>") : NULL;
-            wc_warn("%s: the source %.*s (band %d of %s) is resampled onto the mosaic's grid, "
-                    "%gx%g of its pixels into %gx%g (a VRT built with gdalbuildvrt -resolution "
-                    "over tiles of other resolutions): GDAL resamples it, nearest neighbour "
-                    "unless the VRT says otherwise, so its ground is seen at another resolution "
-                    "than the rest; resample the sources to one resolution first (gdalwarp -tr) "
-                    "if that is not what you meant",
-                    mosaic, f1 ? (int)(f1 - f0 - 1) : 1, f1 ? f0 + 1 : "?", b, path, sw, sh, dw,
-                    dh);
+            const char *name;
+            const int len = source_name(md[i], &name);
+            const double fx = fabs(dst[0] - round(dst[0])), fy = fabs(dst[1] - round(dst[1]));
+            if ((fx > 1e-6 || fy > 1e-6) && found[1]++ == 0)
+                wc_warn("%s: the source %.*s (band %d of %s) lies %g x %g pixels off the "
+                        "mosaic's grid (its destination starts at %g, %g): GDAL reads it "
+                        "shifted to the nearest pixel, so its ground is placed up to half a pixel "
+                        "from where it lies; resample it onto the grid first (gdalwarp -tr -tap, "
+                        "or -te of the mosaic) if that is not what you meant",
+                        mosaic, len, name, b, path, fx, fy, dst[0], dst[1]);
+            if ((fabs(src[2] - dst[2]) > 1e-6 * dst[2] || fabs(src[3] - dst[3]) > 1e-6 * dst[3]) &&
+                found[0]++ == 0)
+                wc_warn("%s: the source %.*s (band %d of %s) is resampled onto the mosaic's grid, "
+                        "%gx%g of its pixels into %gx%g (a VRT built with gdalbuildvrt -resolution "
+                        "over tiles of other resolutions): GDAL resamples it, nearest neighbour "
+                        "unless the VRT says otherwise, so its ground is seen at another "
+                        "resolution than the rest; resample the sources to one resolution first "
+                        "(gdalwarp -tr) if that is not what you meant",
+                        mosaic, len, name, b, path, src[2], src[3], dst[2], dst[3]);
         }
     }
     GDALClose(ds);
@@ -605,6 +628,22 @@ void wc_raster_warn_unplaced(const wc_raster *r, const char *consequence) {
                 r->path, consequence);
 }
 
+/* Which of a mosaic's files (files[0] the mosaic itself) are read through a warped VRT
+ * (gdalwarp -of VRT) within it, the mosaic included: such a VRT reprojects its sources, so their
+ * CRS is not the mosaic's on purpose. An array of nfiles flags (caller frees). */
+static char *mark_behind_warps(char **files, int nfiles) {
+    char *behind = WC_CALLOC((size_t)nfiles + 1, 1);
+    for (int i = 0; i < nfiles; i++) {
+        if (wc_special_file_kind(files[i]) || vrt_kind_of(files[i]) != VRT_WARPED) continue;
+        char **its = wc_gdal_file_list(files[i]);
+        for (int k = 1; its && its[k]; k++)
+            for (int j = 0; j < nfiles; j++)
+                if (strcmp(files[j], its[k]) == 0) behind[j] = 1;
+        wc_strv_free(its);
+    }
+    return behind;
+}
+
 int wc_raster_check_sources(const wc_raster *r) {
     warn_impossible_nodata(r);
     GDALDriverH drv = GDALGetDatasetDriver((GDALDatasetH)r->ds);
@@ -622,15 +661,16 @@ int wc_raster_check_sources(const wc_raster *r) {
     /* every source of a mosaic of up to MAX_CRS_CHECKS, else that many spread over it (each is
      * opened: thousands of headers on a parallel file system take long) */
     enum { MAX_CRS_CHECKS = 2000 };
-    int nfiles = 0, other = 0, resampled = 0, status = WC_OK;
+    int nfiles = 0, other = 0, resampled[2] = {0, 0}, status = WC_OK;
     while (files[nfiles]) nfiles++;
+    char *behind_warp = mark_behind_warps(files, nfiles);
     const int stride = nfiles > MAX_CRS_CHECKS ? nfiles / MAX_CRS_CHECKS : 1;
     for (int i = 1; i < nfiles; i += stride) {
         if (wc_special_file_kind(files[i])) continue;
         CPLPushErrorHandler(CPLQuietErrorHandler);
         GDALDatasetH s = GDALOpenEx(files[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
         const char *wkt = s ? GDALGetProjectionRef(s) : NULL;
-        const int differs = have_crs && wkt && *wkt &&
+        const int differs = have_crs && !behind_warp[i] && wkt && *wkt &&
                             OSRSetFromUserInput(theirs, wkt) == OGRERR_NONE &&
                             !OSRIsSameEx(mine, theirs, same_opts);
         CPLPopErrorHandler();
@@ -656,12 +696,16 @@ int wc_raster_check_sources(const wc_raster *r) {
     }
     for (int i = 0; i < nfiles; i++) /* the mosaic, and the VRTs within it */
         if ((i == 0 || is_vrt_file(files[i])) && !wc_special_file_kind(files[i]))
-            check_resampled_sources(r->path, files[i], &resampled);
+            check_resampled_sources(r->path, files[i], resampled);
     if (other > 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
-    if (resampled > 1)
+    if (resampled[0] > 1)
         wc_warn("%s: %d of its sources (counted per band) are resampled onto its grid", r->path,
-                resampled);
+                resampled[0]);
+    if (resampled[1] > 1)
+        wc_warn("%s: %d of its sources (counted per band) lie off its pixel grid", r->path,
+                resampled[1]);
+    free(behind_warp);
     wc_strv_free(files);
     OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
     return status;
@@ -763,6 +807,60 @@ double wc_raster_crs_metres_per_unit(const char *crs) {
     return per_unit > 0 || per_unit == 0 ? per_unit : NAN;
 }
 
+/* The ground distance of a small step between two points of one ellipsoid (degrees), from the
+ * meridian's and the prime vertical's radii of curvature at their mean latitude: exact to the
+ * first order, which a step of one pixel is. */
+static double ellipsoid_step_metres(double a, double e2, const double from[2], const double to[2]) {
+    const double rad = 3.14159265358979323846 / 180, phi = 0.5 * (from[1] + to[1]) * rad;
+    const double w = 1 - e2 * sin(phi) * sin(phi);
+    const double meridian = a * (1 - e2) / (w * sqrt(w)), prime_vertical = a / sqrt(w);
+    const double dlon = remainder(to[0] - from[0], 360) * rad, dlat = (to[1] - from[1]) * rad;
+    return hypot(prime_vertical * cos(phi) * dlon, meridian * dlat);
+}
+
+int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, int height,
+                                double *px_width_m, double *px_height_m) {
+    if (!crs || !*crs || !strcmp(crs, "no CRS")) return WC_ERR;
+    OGRSpatialReferenceH s = OSRNewSpatialReference(NULL), geo = NULL;
+    OGRCoordinateTransformationH to_geo = NULL;
+    int rc = WC_ERR;
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    if (s && OSRSetFromUserInput(s, crs) == OGRERR_NONE &&
+        (OSRIsProjected(s) || OSRIsGeographic(s)))
+        geo = OSRCloneGeogCS(s);
+    if (geo) {
+        OSRSetAxisMappingStrategy(s, OAMS_TRADITIONAL_GIS_ORDER);
+        OSRSetAxisMappingStrategy(geo, OAMS_TRADITIONAL_GIS_ORDER); /* longitude, latitude */
+        to_geo = OCTNewCoordinateTransformation(s, geo);
+    }
+    OGRErr err = OGRERR_NONE;
+    const double a = geo ? OSRGetSemiMajor(geo, &err) : 0,
+                 invf = geo ? OSRGetInvFlattening(geo, NULL) : 0;
+    if (to_geo && err == OGRERR_NONE && a > 0) {
+        /* the raster's centre, one column and one row on */
+        const double c = 0.5 * width, r = 0.5 * height;
+        double x[3] = {gt[0] + c * gt[1] + r * gt[2], 0, 0},
+               y[3] = {gt[3] + c * gt[4] + r * gt[5], 0, 0};
+        x[1] = x[0] + gt[1], y[1] = y[0] + gt[4];
+        x[2] = x[0] + gt[2], y[2] = y[0] + gt[5];
+        int ok[3] = {0, 0, 0};
+        if (OCTTransformEx(to_geo, 3, x, y, NULL, ok) && ok[0] && ok[1] && ok[2]) {
+            const double f = invf > 0 ? 1 / invf : 0, e2 = f * (2 - f);
+            const double p0[2] = {x[0], y[0]}, p1[2] = {x[1], y[1]}, p2[2] = {x[2], y[2]};
+            *px_width_m = ellipsoid_step_metres(a, e2, p0, p1);
+            *px_height_m = ellipsoid_step_metres(a, e2, p0, p2);
+            const int sized = isfinite(*px_width_m) && isfinite(*px_height_m) &&
+                              *px_width_m > 0 && *px_height_m > 0;
+            rc = sized ? WC_OK : WC_ERR;
+        }
+    }
+    CPLPopErrorHandler();
+    if (to_geo) OCTDestroyCoordinateTransformation(to_geo);
+    OSRDestroySpatialReference(geo);
+    OSRDestroySpatialReference(s);
+    return rc;
+}
+
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
     char crs[128];
     wc_raster_crs_describe(r->wkt, crs, sizeof crs);
@@ -770,21 +868,27 @@ void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
              r->gt[1], r->gt[5], r->gt[0], r->gt[3], crs);
 }
 
-/* Whether path (through GDAL's virtual file systems, so also inside an archive) holds a VRT: its
- * text starts with <VRTDataset. GeoTIFF tiles, most of a mosaic's files, are not read. */
-static int is_vrt_file(const char *path) {
+/* What path (through GDAL's virtual file systems, so also inside an archive) holds: a VRT (its
+ * text starts with <VRTDataset), a warped one (gdalwarp -of VRT: subClass="VRTWarpedDataset" in
+ * that element), or neither. GeoTIFF tiles, most of a mosaic's files, are not read. */
+static enum vrt_kind vrt_kind_of(const char *path) {
     const char *dot = strrchr(path, '.');
-    if (dot && (EQUAL(dot, ".tif") || EQUAL(dot, ".tiff"))) return 0;
+    if (dot && (EQUAL(dot, ".tif") || EQUAL(dot, ".tiff"))) return NOT_VRT;
     VSILFILE *f = VSIFOpenL(path, "rb");
-    if (!f) return 0;
-    char head[64] = "";
+    if (!f) return NOT_VRT;
+    char head[512] = "";
     const size_t n = VSIFReadL(head, 1, sizeof head - 1, f);
     VSIFCloseL(f);
     head[n] = '\0';
     const char *p = head;
     while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
-    return strncmp(p, "<VRTDataset", 11) == 0;
+    if (strncmp(p, "<VRTDataset", 11) != 0) return NOT_VRT;
+    char *end = strchr(p, '>');
+    if (end) *end = '\0';
+    return strstr(p, "subClass=\"VRTWarpedDataset\"") ? VRT_WARPED : VRT_MOSAIC;
 }
+
+static int is_vrt_file(const char *path) { return vrt_kind_of(path) != NOT_VRT; }
 
 /* The local file a GDAL virtual path lives in (/vsizip/d/a.zip/x.vrt: d/a.zip; /vsigzip/,
  * /vsitar/, /vsi7z/, /vsirar/ alike): its first prefix that is a regular file. NULL for none. */

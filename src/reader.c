@@ -39,7 +39,8 @@ static void *reader_main(void *arg) {
     pthread_mutex_lock(&rd->mu);
     int next = 0; /* the slot the thread works on next, in queue order */
     for (;;) {
-        while (!rd->stop && rd->slots[next].state != SLOT_QUEUED) pthread_cond_wait(&rd->cv, &rd->mu);
+        while (!rd->stop && rd->slots[next].state != SLOT_QUEUED)
+            pthread_cond_wait(&rd->cv, &rd->mu);
         if (rd->stop) break;
         slot *s = &rd->slots[next];
         pthread_mutex_unlock(&rd->mu);

@@ -582,10 +582,9 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
         if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0) removed++;
     }
     wc_error("the run's report is not complete (%s%s%s, see above)%s%s",
-             rc_json == WC_OK ? "" : "report.json", rc_json == WC_OK || rc_md == WC_OK ? "" : " and ",
-             rc_md == WC_OK ? "" : "report.md",
-             rc_json == WC_OK && s->status == WC_EXIT_OK ? ": report.json says the run failed"
-                                                         : "",
+             rc_json == WC_OK ? "" : "report.json",
+             rc_json == WC_OK || rc_md == WC_OK ? "" : " and ", rc_md == WC_OK ? "" : "report.md",
+             rc_json == WC_OK && s->status == WC_EXIT_OK ? ": report.json says the run failed" : "",
              removed ? "; an earlier run's is removed, so that none describes another run" : "");
     return WC_ERR;
 }

@@ -274,8 +274,9 @@ static int write_classes(wc_rwriter *map, wc_rwriter *cw, int64_t W, int64_t H,
         int64_t n = WC_MIN(WC_PREDICT_STRIP, H - y0);
         if (wc_rwriter_read(map, 1, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
         for (size_t i = 0; i < (size_t)n * (size_t)W; i++)
-            bytes[i] = rows[i] == (float)WC_PREDICT_NODATA ? CLASS_NODATA
-                                                           : (unsigned char)class_of(rows[i], breaks);
+            bytes[i] = rows[i] == (float)WC_PREDICT_NODATA
+                           ? CLASS_NODATA
+                           : (unsigned char)class_of(rows[i], breaks);
         if (wc_rwriter_write(cw, 1, y0, n, bytes, 0) != WC_OK) return WC_EXIT_RUNTIME;
     }
     return WC_EXIT_OK;
@@ -352,7 +353,8 @@ static int style_writable(const char *path) {
 static int item_is_ours(const char *path) {
     char why[256];
     char *text = wc_read_file_limited(path, (size_t)16 << 20, why, sizeof why);
-    const int ours = text && strstr(text, "\"stac_version\"") && strstr(text, "\"wildcpu:version\"");
+    const int ours =
+        text && strstr(text, "\"stac_version\"") && strstr(text, "\"wildcpu:version\"");
     free(text);
     return ours;
 }

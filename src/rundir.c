@@ -153,7 +153,8 @@ static int set_aside_previous_run(const char *out) {
         struct stat st; /* lstat: a link moves as it is, also one whose target is gone */
         if (lstat(from, &st) != 0 || is_empty_dir(from)) continue;
         if (!moved && mkdir(dir, 0777) != 0 && errno != EEXIST) {
-            wc_error("--fresh: cannot create %s to keep the previous run: %s", dir, strerror(errno));
+            wc_error("--fresh: cannot create %s to keep the previous run: %s", dir,
+                     strerror(errno));
             return WC_ERR;
         }
         snprintf(to, sizeof to, "%s/%s", dir, RUN_FILES[i].name);

@@ -39,7 +39,8 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
         }
         failed = wc_raster_open(&s->labels, lab.path) != WC_OK;
         s->band = lab.band;
-        snprintf(s->source, sizeof s->source, "band %d of %s (from %s)", lab.band, lab.path, labels);
+        snprintf(s->source, sizeof s->source, "band %d of %s (from %s)", lab.band, lab.path,
+                 labels);
         free(lab.path);
     } else {
         int by_number = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wildcpu/files.h"
 #include "wildcpu/le.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/util.h"
@@ -149,11 +150,12 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == 0 || len >= WC_BAND_NAME_MAX)
-            return wc_reason(why, why_size, "feature %d's name is %zu bytes (1 to %d expected)", i + 1,
-                        len, WC_BAND_NAME_MAX - 1);
+            return wc_reason(why, why_size, "feature %d's name is %zu bytes (1 to %d expected)",
+                             i + 1, len, WC_BAND_NAME_MAX - 1);
         for (size_t k = 0; k < len; k++)
             if (wc_band_name_control((unsigned char)p[k]))
-                return wc_reason(why, why_size, "feature %d's name holds a control character", i + 1);
+                return wc_reason(why, why_size, "feature %d's name holds a control character",
+                                 i + 1);
         o->names[i] = WC_ALLOC(len + 1);
         memcpy(o->names[i], p, len);
         o->names[i][len] = '\0';
@@ -196,8 +198,8 @@ static int floats(const wc_ckpt *ck, const char *name, size_t *n, int nonneg, fl
     wc_le_get_f32s(*out, s->data, *n);
     size_t bad = first_nonfinite_f32(*out, *n);
     if (bad < *n)
-        return wc_reason(why, why_size, "section '%s' holds a non-finite value at element %zu", name,
-                    bad);
+        return wc_reason(why, why_size, "section '%s' holds a non-finite value at element %zu",
+                         name, bad);
     for (size_t i = 0; nonneg && i < *n; i++)
         if ((*out)[i] < 0)
             return wc_reason(why, why_size, "section '%s' holds a negative value at element %zu",
@@ -344,14 +346,16 @@ wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int
     wc_net *net = wc_net_create(*arch ? arch : "model", s->spec, s->nfeat, max_N, H ? H : patch,
                                 W ? W : patch, mode);
     if (!net) {
-        wc_reason(why, why_size, "its network spec does not build for %d inputs of %dx%d (see above)",
-             s->nfeat, W ? W : patch, H ? H : patch);
+        wc_reason(why, why_size,
+                  "its network spec does not build for %d inputs of %dx%d (see above)", s->nfeat,
+                  W ? W : patch, H ? H : patch);
         return NULL;
     }
     if (net->nparams != s->nparams || net->ntensors != s->ntensors) {
-        wc_reason(why, why_size, "its network has %zu parameters in %d tensors, the checkpoint holds "
-                            "%zu in %d",
-             net->nparams, net->ntensors, s->nparams, s->ntensors);
+        wc_reason(why, why_size,
+                  "its network has %zu parameters in %d tensors, the checkpoint holds "
+                  "%zu in %d",
+                  net->nparams, net->ntensors, s->nparams, s->ntensors);
         wc_net_destroy(net);
         return NULL;
     }
@@ -432,6 +436,42 @@ static int resume_from_best(const char *dir, resume_ctx *ctx, wc_ckpt *ck, char 
     return WC_OK;
 }
 
+/* best.wcp beside the resumed checkpoint is what the end-of-run map and `predict --checkpoint
+ * DIR` use, so it must be this run's: one of other data, settings or network (copied in, or
+ * left by another run) is refused rather than mapped under this run's name. A damaged one is
+ * the resume's to say (it tracks the best afresh, and the next validation replaces it).
+ * Returns WC_OK, or WC_ERR after a message. */
+static int check_best_is_this_runs(const char *dir, const wc_resume_match *m,
+                                   const char *resumed) {
+    char best[4200], why[2048];
+    snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
+    if (access(best, F_OK) != 0 || wc_same_file(best, resumed)) return WC_OK;
+    wc_ckpt ck;
+    wc_snapshot b = {0};
+    if (wc_ckpt_read(best, &ck, why, sizeof why) != WC_OK ||
+        wc_snapshot_check(&ck, &b, why, sizeof why) != WC_OK) {
+        wc_ckpt_free(&ck);
+        return WC_OK; /* said by the resume, which tracks the best afresh */
+    }
+    wc_ckpt_free(&ck);
+    const char *what = NULL;
+    if (wc_kv_differs(m->fingerprint, b.fingerprint, why, sizeof why))
+        what = "was trained on other data";
+    else if (wc_kv_differs(m->config, b.config, why, sizeof why))
+        what = "was written with other settings";
+    else if (b.nparams != m->nparams || b.ntensors != m->ntensors) {
+        what = "holds another network";
+        snprintf(why, sizeof why, "%zu parameters in %d tensors, this run's network has %zu in %d",
+                 b.nparams, b.ntensors, m->nparams, m->ntensors);
+    }
+    wc_snapshot_free(&b);
+    if (!what) return WC_OK;
+    wc_error("%s %s than the run it is kept for (%s): %s; the map of this run would be drawn "
+             "from it. Move it out of %s (or use --fresh, which moves the run's files aside)",
+             best, what, resumed, why, dir);
+    return WC_ERR;
+}
+
 int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s,
                             char **path) {
     memset(s, 0, sizeof *s);
@@ -469,6 +509,7 @@ int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapsh
                  *path, why, channels);
         rc = -1;
     }
+    if (rc == 1 && check_best_is_this_runs(dir, m, *path) != WC_OK) rc = -1;
     if (rc < 0) wc_snapshot_free(s);
     return rc;
 }

@@ -25,7 +25,8 @@
  * corners alone can miss the extreme latitude of an edge. */
 #define EDGE_POINTS 16
 
-/* ---- where ------------------------------------------------------------------------------------ */
+/* ---- where ------------------------------------------------------------------------------------
+ */
 
 /* The CRS of the item, with the traditional GIS axis order (x = easting/longitude), or NULL. */
 static OGRSpatialReferenceH srs_of(const char *wkt) {
@@ -189,7 +190,8 @@ static void write_geometry(wc_json *j, const double *lon, const double *lat_in) 
     wc_json_end(j);
 }
 
-/* ---- what ------------------------------------------------------------------------------------- */
+/* ---- what -------------------------------------------------------------------------------------
+ */
 
 static void write_projection(wc_json *j, const wc_stac_item *it, OGRSpatialReferenceH srs) {
     const int epsg = srs ? epsg_of(srs) : 0;

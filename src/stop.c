@@ -44,6 +44,12 @@ void wc_stop_install(void) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* A hang-up (the ssh session or terminal of an interactive run closed) is a stop too, so
+     * the run keeps its steps; unless it was ignored when we started (nohup asks for exactly
+     * that, and gets it). */
+    struct sigaction hup;
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+        sigaction(SIGHUP, &sa, NULL);
     /* A file-size limit (ulimit -f) must surface as a write error we report, with the previous
      * checkpoint or map intact, not as a signal that kills the process mid-write. */
     signal(SIGXFSZ, SIG_IGN);
@@ -68,4 +74,5 @@ void wc_stop_ignore_further(void) {
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGUSR1, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
 }

@@ -204,9 +204,9 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
     int failed = wc_dist_any(
         save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
     if (failed) {
-        if (prev_step >= 0)
+        if (t->rank == 0 && prev_step >= 0)
             wc_warn("best.wcp of step %ld (AUC-PR %.4f) was not replaced", prev_step, prev_auc);
-        else
+        else if (t->rank == 0)
             wc_warn("no best.wcp yet: the next better validation tries again");
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
     }
@@ -307,17 +307,21 @@ int wc_train_ckpt_resume(train_ctx *t) {
     t->red->calibrated = (int)counters[2];
     t->val_pending = (int)counters[4];
     t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
-    /* best.wcp removed since (by hand): the best is tracked afresh, so the next validation
-     * writes one and the report names what is on disk */
+    /* best.wcp removed since (by hand), or damaged: the best is tracked afresh, so the next
+     * validation writes one and the map and the report use what is on disk (a damaged one kept
+     * as the best would never be replaced by a validation below its AUC-PR) */
     int best_missing = 0;
     if (t->rank == 0 && t->best.step >= 0) {
-        char best[4400];
+        char best[4400], why[512];
         snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
-        best_missing = access(best, F_OK) != 0;
+        wc_ckpt ck;
+        const int present = access(best, F_OK) == 0;
+        best_missing = !present || wc_ckpt_read(best, &ck, why, sizeof why) != WC_OK;
+        if (!best_missing) wc_ckpt_free(&ck);
         if (best_missing)
-            wc_warn("%s (step %ld) is missing: the best validation is tracked afresh from here, "
+            wc_warn("%s (step %ld) is %s%s: the best validation is tracked afresh from here, "
                     "and the next validation writes it",
-                    best, t->best.step);
+                    best, t->best.step, present ? "not usable: " : "missing", present ? why : "");
     }
     if (wc_dist_any(best_missing)) t->best.step = -1, t->best.auc_pr = -1;
     wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,

@@ -145,10 +145,10 @@ int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch,
     v->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     wc_infer_geometry g;
     if (wc_dist_any(wc_data_files_open(&v->files, ds, 1) != WC_OK)) return WC_ERR;
-    int failed =
-        wc_infer_geometry_of(&g, arch, spec, ds->nfeat, &v->files.src) != WC_OK ||
-        wc_infer_init(&v->inf, &g, &v->files.src, ds->feat_bands, ds->read_type, ds->nfeat,
-                      ds->mean, ds->std, arch, spec, params, v->core, v->core, ds->tiles_path) != WC_OK;
+    int failed = wc_infer_geometry_of(&g, arch, spec, ds->nfeat, &v->files.src) != WC_OK ||
+                 wc_infer_init(&v->inf, &g, &v->files.src, ds->feat_bands, ds->read_type, ds->nfeat,
+                               ds->mean, ds->std, arch, spec, params, v->core, v->core,
+                               ds->tiles_path) != WC_OK;
     return wc_dist_any(failed) ? WC_VALIDATION_NO_NETWORK : WC_OK;
 }
 

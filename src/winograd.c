@@ -111,7 +111,8 @@ static plan weight_plan(const pass_shape *ps) {
 
 static int groups_of(const plan *p) { return WC_MIN(p->nblocks, MAX_GROUPS); }
 
-/* ---- the forward-like passes ------------------------------------------------------------------- */
+/* ---- the forward-like passes -------------------------------------------------------------------
+ */
 
 /* Per-thread workspace of a forward-like pass: V (tt, C, nb), M (tt, K, nb), row scratch. */
 static size_t pass_thread_floats(const pass_shape *ps, const plan *p) {
@@ -153,7 +154,8 @@ static void run_pass(float *out, const float *in, const float *U, const pass_sha
     wc_pool_run(pool, p.nblocks, pass_task, &j);
 }
 
-/* ---- workspace ---------------------------------------------------------------------------------- */
+/* ---- workspace ----------------------------------------------------------------------------------
+ */
 
 /* Per-thread workspace of the weight gradient: V (36, C, nb), Wg (36, K, nb), dU (36, K, C),
  * row scratch. */
@@ -203,7 +205,8 @@ void wc_wino_forward(float *out, const float *inp, const float *weight, const fl
     run_pass(out, inp, U, &ps, &om, pool, work + shared_floats(s));
 }
 
-/* ---- the weight gradient ---------------------------------------------------------------------- */
+/* ---- the weight gradient ----------------------------------------------------------------------
+ */
 
 typedef struct {
     const pass_shape *ps;

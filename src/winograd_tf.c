@@ -80,7 +80,8 @@ void wc_wino_transform_weights(const kind *kd, float *U, const float *weight, in
     wc_pool_run(pool, j.ntasks, weights_task, &j);
 }
 
-/* ---- row kernels ------------------------------------------------------------------------------ */
+/* ---- row kernels ------------------------------------------------------------------------------
+ */
 
 /* Each kernel combines whole rows of values, one value per tile, so every loop runs along the
  * tiles of a row with unit stride and vectorizes (restrict: no row overlaps one written). */
@@ -217,7 +218,8 @@ size_t wc_wino_scratch_floats(const kind *kd, const plan *p) {
     return ((size_t)kd->tt + 2 * kd->m) * (p->segw + 1) + 64;
 }
 
-/* ---- transforms of tiles ---------------------------------------------------------------------- */
+/* ---- transforms of tiles ----------------------------------------------------------------------
+ */
 
 /* h (ts, segw): B^T along input row y for the tiles [tx0, tx1) of a segment, tile tx reading
  * columns m tx - pad .. m tx - pad + ts - 1 (zero outside the image). The row is split into its

@@ -12,7 +12,8 @@
 # Masks (GDAL's mask band: an internal per-dataset mask, no nodata value; an alpha band, also
 # of a 14-band raster) hide pixels as nodata does: a copy whose hidden pixels hold garbage
 # behind a mask trains and maps bitwise like a copy with nodata there. A Float32 nodata value no
-# float equals still marks its pixels. Long band descriptions alike at the start stay apart. A
+# float equals still marks its pixels, also where the bands are read as Float64 (beside an alpha
+# band) and a VRT fills them with the declared value. Long band descriptions alike at the start stay apart. A
 # mosaic missing a tile, without nodata, is refused.
 # Every case fails on the code before each was handled.
 . "$(dirname "$0")/lib.sh"
@@ -338,4 +339,37 @@ if [ $st -ne 0 ] && [ $st -ne 75 ] && grep -q "zero.tif, band 5 (ndvi): scale 0 
 else
     notok "scale 0" "status $st: $(head -3 "$T/z.log")"
 fi
+
+# A Float32 nodata value no float equals (-9999.9), on bands read as Float64 (an alpha band
+# beside them, gdalbuildvrt -addalpha): the tiles' pixels read as the float nearest it, but the
+# VRT fills its own nodata pixels with the declared double; both are nodata, in training and
+# in the map
+mkdir -p "$T/f9"
+$PY - "$T/f9" <<'PYEOF'
+import sys
+import numpy as np
+from osgeo import gdal
+rng = np.random.default_rng(1)
+for i in range(2):
+    d = gdal.GetDriverByName("GTiff").Create(f"{sys.argv[1]}/tile_{i}.tif", 128, 256, 3, gdal.GDT_Float32)
+    d.SetGeoTransform((500000 + 30 * 128 * i, 30, 0, 4000000, 0, -30)); d.SetProjection("EPSG:32611")
+    for k, name in enumerate(["precip", "temp", "fire"]):
+        a = rng.normal(50, 10, (256, 128)).astype(np.float32) if name != "fire" else (rng.random((256, 128)) < 0.1).astype(np.float32)
+        a[100:140, 40:90] = np.float32(-9999.9)
+        d.GetRasterBand(k + 1).WriteArray(a); d.GetRasterBand(k + 1).SetDescription(name)
+    d = None
+PYEOF
+gdalbuildvrt -q -addalpha -srcnodata -9999.9 -vrtnodata -9999.9 "$T/f9/tiles.vrt" "$T/f9/tile_0.tif" "$T/f9/tile_1.tif"
+$PY -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update)
+for i, n in enumerate(["precip", "temp", "fire"]): d.GetRasterBand(i + 1).SetDescription(n)
+d = None' "$T/f9/tiles.vrt"
+"$WILDCPU" --tiles "$T/f9/tiles.vrt" --out "$T/f9/run" --steps 2 --batch 4 --patch 32 --val-block 64 >"$T/f9.log" 2>&1
+st=$?
+mapped=$($PY -c 'import sys; from osgeo import gdal
+r = gdal.Open(sys.argv[1]).ReadAsArray()
+print(int((r[100:140, 40:90] != -9999).sum() + (r[100:140, 168:218] != -9999).sum()))' "$T/f9/run/risk.tif" 2>/dev/null)
+[ $st -eq 0 ] && [ "$mapped" = 0 ] && grep -q "47 kept; .* 10.00% of training pixels burned" "$T/f9.log" \
+    && ok "Float32 nodata -9999.9 read as Float64 beside an alpha band: no pixel of it trained on or mapped" \
+    || notok "Float32 nodata -9999.9 read as Float64" "status $st, $mapped nodata pixels mapped: $(grep -E 'patches:|warn' "$T/f9.log" | head -2)"
 finish

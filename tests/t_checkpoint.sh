@@ -138,7 +138,7 @@ corrupt() { # corrupt KIND FILE
     esac
 }
 declare -A why=([flip]="CRC-32 mismatch" [truncated]="truncated" [empty]="empty file"
-                [magic]="bad magic" [future]="format version 99, this wildcpu reads version 1 \(written by a newer wildcpu\)")
+                [magic]="bad magic" [future]="format version 99, this wildcpu reads version 1 \(written by a newer wildcpu, or a damaged header\)")
 for kind in flip truncated empty magic future; do
     rm -rf "$T/c_$kind"
     cp -r "$T/ref" "$T/c_$kind"

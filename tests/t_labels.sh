@@ -527,4 +527,37 @@ done
 gdal_translate -q -a_ullr 640000 4930000 2640000 4910000 "$T/shifted.tif" "$T/wide.tif"
 stop_during warpstop 1 --tiles "$T/huge.vrt" --labels "$T/wide.tif" --label-band 2 --steps 1 --no-predict
 stopped warpstop "SIGTERM while warping a label raster"
+
+# --- a polygon written across the antimeridian without being split (179.99 then -179.99, as
+# ogr2ogr -t_srs EPSG:4326 leaves one) means the short way over it: it burns what gdal_rasterize
+# burns (which reprojects vertex by vertex), not the rest of the world's band of latitudes; also
+# written in 0..360 across Greenwich (359.99 then 0.01)
+gdal_translate -q -of GTiff -a_srs EPSG:32760 -a_ullr 817510 8118534 821350 8114694 "$T/tiles.tif" "$T/fiji.tif"
+gdal_translate -q -of GTiff -a_srs EPSG:32631 -a_ullr 262149 5003136 265989 4999296 "$T/tiles.tif" "$T/greenwich.tif"
+cat >"$T/straddle.geojson" <<'J'
+{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[179.99,-17.005],[-179.99,-17.005],[-179.99,-17.02],[179.99,-17.02],[179.99,-17.005]]]}}]}
+J
+cat >"$T/straddle360.geojson" <<'J'
+{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[359.99,45.13],[0.01,45.13],[0.01,45.12],[359.99,45.12],[359.99,45.13]]]}}]}
+J
+for c in fiji:straddle greenwich:straddle360; do
+    t=${c%%:*} p=${c#*:}
+    "$WILDCPU" --tiles "$T/$t.tif" --labels "$T/$p.geojson" --out "$T/$p" "${train[@]}" >"$T/$p.log" 2>&1
+    gdal_create -q -of GTiff -outsize 128 128 -bands 1 -ot Byte -burn 0 -a_srs "$(gdalsrsinfo -o wkt1 "$T/$t.tif" | tr -d '\n')" \
+        -a_ullr $(gdalinfo -json "$T/$t.tif" | $PY -c 'import json, sys; c = json.load(sys.stdin)["cornerCoordinates"]
+print(*c["upperLeft"], *c["lowerRight"])') "$T/$p.ref.tif"
+    gdal_rasterize -q -burn 1 "$T/$p.geojson" "$T/$p.ref.tif"
+    same=$($PY - "$T/$p.ref.tif" "$T"/$p/labels-*.tif <<'PY' 2>&1
+import sys
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:3]]
+a, b = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+print(int((a > 0).sum()), int(((a > 0) == (b > 0)).all()))
+PY
+)
+    case $same in
+    [1-9]*" 1") ok "$p.geojson, a polygon across the antimeridian unsplit: burns what gdal_rasterize burns (${same% *} pixels)" ;;
+    *) notok "$p.geojson across the antimeridian" "$same: $(grep -h -E 'error|labels:' "$T/$p.log" | head -2)" ;;
+    esac
+done
 finish

@@ -74,4 +74,30 @@ n=$(grep -c "oracle .*oracle_holes.tif has no probability in \[0, 1\] at [0-9]* 
     && ! grep -q "has no probability" "$T/whole.log" \
     && ok "... said once, and the log says the oracle's pixels are fewer; nothing said of a whole oracle" \
     || notok "the oracle's missing pixels said" "$n warnings: $(grep -m2 oracle "$T/holes.log")"
+
+# a packed oracle (UInt16 0..10000 at scale 1e-4, nodata 65535 over the strip) is read as the
+# probabilities it stands for: its metrics are those of the Float32 oracle quantized the same way
+$PY - "$T/oracle_holes.tif" "$T/oracle_u16.tif" "$T/oracle_q.tif" <<'PY' || notok "a packed oracle"
+import sys
+import numpy as np
+from osgeo import gdal
+s = gdal.Open(sys.argv[1]); a = s.GetRasterBand(1).ReadAsArray().astype(np.float64)
+q = np.round(a * 10000); hole = a == -9999
+for path, t, v, nd, scale in [(sys.argv[2], gdal.GDT_UInt16, np.where(hole, 65535, q), 65535, 1e-4),
+                              (sys.argv[3], gdal.GDT_Float32, np.where(hole, -9999, q * 1e-4), -9999, 1)]:
+    d = gdal.GetDriverByName("GTiff").Create(path, s.RasterXSize, s.RasterYSize, 1, t)
+    d.SetGeoTransform(s.GetGeoTransform()); d.SetProjection(s.GetProjection())
+    b = d.GetRasterBand(1); b.WriteArray(v); b.SetNoDataValue(nd)
+    if scale != 1: b.SetScale(scale); b.SetOffset(0)
+    d = None
+PY
+"$WILDCPU" "${train[@]}" --oracle "$T/oracle_u16.tif" --out "$T/packed" >"$T/packed.log" 2>&1
+s1=$?
+"$WILDCPU" "${train[@]}" --oracle "$T/oracle_q.tif" --out "$T/quantized" >"$T/quantized.log" 2>&1
+s2=$?
+oracle_of() { grep '"type":"val"' "$1/metrics.jsonl" | grep -o '"oracle_[a-z_]*":[^,}]*' | tr '\n' ' '; }
+po=$(oracle_of "$T/packed") qo=$(oracle_of "$T/quantized")
+[ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ -n "$po" ] && [ "$po" = "$qo" ] && ! grep -q '"oracle_auc_pr":null' "$T/packed/metrics.jsonl" \
+    && ok "a packed oracle (UInt16, scale 1e-4, nodata 65535): the metrics of the same probabilities as Float32" \
+    || notok "a packed oracle" "status $s1/$s2: packed '$po' vs '$qo'"
 finish

@@ -454,9 +454,20 @@ expect_fail "two bands of one name: ambiguous" 1 "2 bands are named 'ndvi': whic
 cp "$log" "$tmp/two_ndvi.log"
 check "... and said once, not also as bands the model does not take" bash -c \
     "! grep -q \"'ndvi' is not among\" '$tmp/two_ndvi.log' && ! grep -q 'drop the other' '$tmp/two_ndvi.log'"
+# a wider type holds the same values (Int16 elevation as Float32): the same map, to the bit; a
+# narrower one (Float32 slope as Int16) has lost values the model knew: refused
 gdal_translate -q -of VRT -ot Float32 "$S" "$tmp/f32.vrt"
-expect_fail "refuses a band of another type than in training" 1 "elevation.*Float32.*Int16" \
-    predict --tiles "$tmp/f32.vrt" --out "$out/bad.tif"
+gdal_translate -q -of VRT -ot Int16 "$S" "$tmp/i16.vrt"
+if predict --tiles "$tmp/f32.vrt" --out "$out/f32.tif" >"$log" 2>&1 &&
+    /usr/bin/python3 -c 'import sys; from osgeo import gdal
+a, b = (gdal.Open(p) for p in sys.argv[1:3])
+sys.exit(0 if (a.ReadAsArray() == b.ReadAsArray()).all() else 1)' "$R" "$out/f32.tif"; then
+    ok "every band as Float32 (elevation was Int16): mapped, bitwise the map of the original"
+else
+    notok "every band as Float32" "$(grep -E 'error' "$log" | head -2 | cut -c1-300)"
+fi
+expect_fail "refuses a band of a narrower type than in training" 1 "'slope' is Int16 here but was Float32.*not of a narrower one" \
+    predict --tiles "$tmp/i16.vrt" --out "$out/bad.tif"
 expect_fail "missing checkpoint" 1 "$tmp/nope" \
     "$bin" predict --tiles "$S" --checkpoint "$tmp/nope" --out "$out/bad.tif"
 expect_fail "missing checkpoint on 2 ranks ends both ranks" 1 "$tmp/nope" \
@@ -516,7 +527,7 @@ expect_fail "refuses --png that the map's STAC item would overwrite" 2 "STAC ite
 check "the input tile is untouched" bash -c "[ \"\$(md5sum '$tmp/sample/tiles/r00_c00_f32.tif')\" = '$md5_before' ]"
 cp "$R" "$out/keep.tif"
 md5_keep=$(md5sum <"$out/keep.tif")
-predict --tiles "$tmp/f32.vrt" --out "$out/keep.tif" >"$log" 2>&1
+predict --tiles "$tmp/i16.vrt" --out "$out/keep.tif" >"$log" 2>&1
 check "a failed run leaves an existing map as it was" bash -c "[ \"\$(md5sum <'$out/keep.tif')\" = '$md5_keep' ]"
 check "no temporary files left behind" bash -c "! ls -A '$out' | grep -Eq '[.](tmp|out|cog)-[0-9]+'"
 
@@ -557,8 +568,15 @@ sed '/<GeoTransform>/d' "$out/gcp0.vrt" >"$out/gcp.vrt"
 # of training (compared in metres, not as the CRSs' numbers)
 gdal_translate -q -of VRT -a_srs EPSG:2241 -a_ullr 500000 1500000 515360 1484640 "$S" "$out/feet30.vrt"
 gdal_translate -q -of VRT -a_srs EPSG:2241 -a_ullr 500000 1500000 550392.70 1449607.30 "$S" "$out/feet98.vrt"
-for c in "coarse.vrt:has pixels of 90 x 90 m, the model's training data 30 x 30 m" \
-    "feet30.vrt:has pixels of 9.14402 x 9.14402 m, the model's training data 30 x 30 m" \
+# pixel sizes compared on the ground: Web Mercator's metres are not ground metres away from the
+# equator (42.02 of them are 30 m at the sample's 44.4 degrees north, and 30 of them 21.4 m); a
+# warped VRT (gdalwarp -of VRT) reprojects its sources, which are then in another CRS on purpose
+gdalwarp -q -of VRT -ot Float32 -t_srs EPSG:3857 -tr 42.017 42.017 "$S" "$out/merc42.vrt"
+gdalwarp -q -of VRT -ot Float32 -t_srs EPSG:3857 -tr 30 30 "$S" "$out/merc30crs.vrt"
+gdalwarp -q -of VRT -ot Float32 -t_srs EPSG:4326 -tr 0.000377 0.00027 "$S" "$out/lonlat30.vrt"
+for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training data 30 x 30 m" \
+    "feet30.vrt:has pixels of 9.14 x 9.14 m on the ground, the model's training data 30 x 30 m" \
+    "merc30crs.vrt:has pixels of 21.5 x 21.4 m on the ground, the model's training data 30 x 30 m" \
     "south.vrt:is south-up, the model's training data north-up" \
     "eastwest.vrt:is north-up with columns east to west, the model's training data north-up:" \
     "turned.vrt:is turned by 30.0 degrees against the model's training data" \
@@ -579,6 +597,27 @@ if predict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
 else
     notok "a warning on the training grid" 
 fi
+for f in merc42 lonlat30; do
+    if predict --tiles "$out/$f.vrt" --out "$out/$f.tif" >"$log" 2>&1 && ! grep -Eq "has pixels of|another CRS|wrong ground" "$log"; then
+        ok "$f.vrt, a warped VRT of 30 m ground pixels (its bands Float32, training's Int16 or Float32): mapped without a warning"
+    else
+        notok "$f.vrt: a warning or a refusal" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+    fi
+done
+# a source placed half a pixel off the mosaic's grid (DstRect xOff="256.5": gdalbuildvrt writes
+# such offsets for a tile whose origin is off the grid) is read shifted: warned about, naming it
+sed -e "s|relativeToVRT=\"1\">tiles/|relativeToVRT=\"0\">$(dirname "$S")/tiles/|" \
+    -e 's|<DstRect xOff="256" yOff="0" |<DstRect xOff="256.5" yOff="0" |' "$S" >"$out/halfpx.vrt"
+if predict --tiles "$out/halfpx.vrt" --out "$out/halfpx.tif" >"$log" 2>&1 &&
+    grep -q "warning: .*halfpx.vrt: the source .*/tiles/r00_c01_.*tif (band 1 of .*halfpx.vrt) lies 0.5 x 0 pixels off the mosaic's grid" "$log"; then
+    ok "a VRT source half a pixel off the mosaic's grid: warned about, naming it"
+else
+    notok "a VRT source half a pixel off the grid" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+fi
+gdalwarp -q -of VRT -t_srs EPSG:3857 -tr 42.017 42.017 "$S" "$out/merc_int16.vrt" # every band Int16
+expect_fail "a warped VRT of the first band's type (Int16) for Float32 inputs: refused, naming -ot" 1 \
+    "band 2 'slope' is Int16 here but was Float32 in the training data.*gdalwarp -ot TYPE" \
+    predict --tiles "$out/merc_int16.vrt" --out "$out/merc_int16.tif"
 if predict --tiles "$out/feet98.vrt" --out "$out/feet98.tif" >"$log" 2>&1 && ! grep -q "has pixels of" "$log"; then
     ok "no scale warning for 98.4252 US survey feet, the 30 m of training"
 else

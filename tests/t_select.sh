@@ -170,4 +170,34 @@ held=$("$WILDCPU" info "$T/bw/checkpoints/best.wcp" 2>/dev/null | awk '$1 == "st
     && ok "best.wcp deleted before a resume: a warning, a new best.wcp (step $held), the report names it" \
     || notok "best.wcp deleted before a resume" "status $s, best.wcp step '$held': $(grep -m1 missing "$T/bw.log") $(grep -o 'best validation AUC-PR[^.]*' "$T/bw/report.md")"
 
+
+# best.wcp damaged while the run was down: the resume says so and tracks the best afresh (a
+# damaged best kept as the best would never be replaced by a validation below its AUC-PR, and the
+# map would come from another checkpoint than the report names)
+(WILDCPU_TEST_CRASH_CKPT=0.5@21 "$WILDCPU" "${bw[@]}" --out "$T/bd" >"$T/bd.log" 2>&1) 2>/dev/null
+printf '\x00\x00\x00\x00' | dd of="$T/bd/checkpoints/best.wcp" bs=1 seek=200 conv=notrunc 2>/dev/null
+"$WILDCPU" "${bw[@]}" --out "$T/bd" >>"$T/bd.log" 2>&1
+s=$?
+held=$("$WILDCPU" info "$T/bd/checkpoints/best.wcp" 2>/dev/null | awk '$1 == "step" {print $2}')
+[ $s -eq 0 ] && grep -q "warning: .*best.wcp (step [0-9]*) is not usable: .*: the best validation is tracked afresh" "$T/bd.log" &&
+    [ -n "$held" ] && grep -q "best validation AUC-PR, .* after step $held," "$T/bd/report.md" \
+    && ok "best.wcp damaged before a resume: a warning, a new best.wcp (step $held), the report names it" \
+    || notok "best.wcp damaged before a resume" "status $s, best.wcp step '$held': $(grep -m1 'not usable' "$T/bd.log")"
+
+# best.wcp of another run copied into a run directory: the resume refuses it, naming the
+# difference, rather than draw this run's map from it; the run's own best.wcp back, it resumes
+ob=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 8 --ckpt-every 3 --no-predict)
+"$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own.log" 2>&1 && "$WILDCPU" "${ob[@]}" --seed 9 --out "$T/other" >"$T/other.log" 2>&1
+cp "$T/own/checkpoints/best.wcp" "$T/own.best"
+cp "$T/other/checkpoints/best.wcp" "$T/own/checkpoints/best.wcp"
+"$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own2.log" 2>&1
+s=$?
+kept=$(cmp -s "$T/other/checkpoints/best.wcp" "$T/own/checkpoints/best.wcp" && echo 1)
+cp "$T/own.best" "$T/own/checkpoints/best.wcp"
+"$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own3.log" 2>&1
+s3=$?
+[ $s -eq 1 ] && grep -q "own/checkpoints/best.wcp was written with other settings than the run it is kept for .*seed: now 1, checkpoint 9" "$T/own2.log" &&
+    [ "$kept" = 1 ] && [ $s3 -eq 0 ] \
+    && ok "another run's best.wcp in the run directory: the resume refuses it (status 1, the difference named) and leaves it; its own is taken" \
+    || notok "another run's best.wcp" "status $s/$s3: $(tail -2 "$T/own2.log")"
 finish

@@ -111,4 +111,26 @@ s=$?
     && ok "... and so rerun, it resumes (only the run before it moved aside, by the first)" \
     || notok "the rerun of a stopped --fresh run" "status $s: $(grep -E 'resuming|fresh' "$T/fr2.log" | head -2)"
 
+
+# SIGHUP (the terminal or ssh session of an interactive run closed) is a stop: a checkpoint and
+# 75; under nohup, which asks for SIGHUP to be ignored, the run goes on to the end
+hargs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --log-every 1 --no-predict --ckpt-every 100)
+"$WILDCPU" "${hargs[@]}" --steps 200 --out "$T/hup" >"$T/hup.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "step 3/200" "$T/hup.log" && break; sleep 0.05; done
+kill -HUP $pid
+wait $pid
+s=$?
+[ $s -eq 75 ] && [ -f "$T/hup/STOPPED" ] && grep -q "stopped by Hangup after step [0-9]*: checkpoint written" "$T/hup.log" \
+    && ok "SIGHUP: a stop with its checkpoint, status 75, DIR/STOPPED" \
+    || notok "SIGHUP as a stop" "status $s: $(tail -2 "$T/hup.log")"
+nohup "$WILDCPU" "${hargs[@]}" --steps 12 --out "$T/nohup" >"$T/nohup.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "step 3/12" "$T/nohup.log" && break; sleep 0.05; done
+kill -HUP $pid
+wait $pid
+s=$?
+[ $s -eq 0 ] && [ ! -e "$T/nohup/STOPPED" ] && [ -f "$T/nohup/checkpoints/ckpt-00000012.wcp" ] \
+    && ok "SIGHUP under nohup: ignored, the run finishes" \
+    || notok "SIGHUP under nohup" "status $s: $(tail -2 "$T/nohup.log")"
 finish

@@ -4,7 +4,8 @@
  * and records each band's type in its training data fingerprint. Any raster given to the model
  * later (`wildcpu predict`, `wildcpu evaluate`) is matched to those inputs by name,
  * whatever the order of its bands, and must be the same kind of data: every input present once,
- * with the type it had in training, and no band besides the inputs except the label band.
+ * of the type it had in training or a wider one that holds all its values (Int16 data stored as
+ * Float32), and no band besides the inputs except the label band.
  *
  * Not here: reading the bands (raster.h), normalization (the model's mean and std). */
 #ifndef WILDCPU_BANDMAP_H
@@ -23,10 +24,10 @@ typedef struct wc_bandmap {
 
 /* Matches r's bands to m's inputs: an input is found by its band description, one named
  * band_<n> (a band that had no description) by its number; every input band must have the type
- * it had in training; a band that is not an input is accepted only when it is the training
- * data's label band, is described WC_LABEL_BAND_NAME, or is label_band (1-based: the band the
- * command reads its labels from, `evaluate --label-band`; 0 for none), which must not also be an
- * input. Returns WC_OK with bm filled (free it with wc_bandmap_free), or WC_ERR after one
+ * it had in training or a wider one; a band that is not an input is accepted only when it is
+ * the training data's label band, is described WC_LABEL_BAND_NAME, or is label_band (1-based:
+ * the band the command reads its labels from, `evaluate --label-band`; 0 for none), which must
+ * not also be an input. Returns WC_OK with bm filled (free it with wc_bandmap_free), or WC_ERR after one
  * message naming the raster, the checkpoint and every mismatch (bm is then empty). */
 int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int label_band);
 void wc_bandmap_free(wc_bandmap *bm);

@@ -9,7 +9,8 @@
  *     maxpool  p1    e1.1
  *     upsample u1    p1
  *     concat   c1    u1 e1.1                      # channels of the first input come first
- *     conv     h     c1    out=1 k=1              # the last layer is the output: 1 channel of logits
+ *     conv     h     c1    out=1 k=1              # the last layer is the output: 1 channel of
+ * logits
  *
  * Layer names of convolutions are the tensor names of the exported weights ("e1.0.weight",
  * "e1.0.bias"), which follow PyTorch's nn.Sequential numbering in ../shared/bench/torch_ref.py.

@@ -1,8 +1,8 @@
-/* quicklook.h: the pictures: a quick-look of a probability raster (and a reliability diagram): a PNG with a perceptually ordered
- * yellow-orange-red colour ramp (ColorBrewer/matplotlib YlOrRd), nodata and anything that is not
- * a probability in [0, 1] (NaN, Inf, out of range) transparent (RGBA), and a legend strip below
- * the map: the title "burn probability", a gradient bar and tick labels 0, 0.25, 0.5, 0.75, 1
- * drawn with a tiny built-in 5x7 bitmap font.
+/* quicklook.h: the pictures: a quick-look of a probability raster (and a reliability diagram): a
+ * PNG with a perceptually ordered yellow-orange-red colour ramp (ColorBrewer/matplotlib YlOrRd),
+ * nodata and anything that is not a probability in [0, 1] (NaN, Inf, out of range) transparent
+ * (RGBA), and a legend strip below the map: the title "burn probability", a gradient bar and tick
+ * labels 0, 0.25, 0.5, 0.75, 1 drawn with a tiny built-in 5x7 bitmap font.
  *
  * Memory stays bounded for any raster size: a raster longer than max_side pixels on its long
  * side is downsampled by the smallest integer factor that fits (GDAL's averaging read, which

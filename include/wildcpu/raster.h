@@ -61,6 +61,11 @@ typedef struct wc_band {
      * compares it (a Float32 band's -9999.9 is the float nearest it, -9999.900390625) */
     double nodata;
     int nodata_rounded; /* GDAL's value was not a float's: the float nearest it is the nodata */
+    /* GDAL's value as declared (equal to nodata unless rounded): a Float32 band read as Float64
+     * (beside a masked or a Float64 band) gets its pixels widened, -9999.900390625, but a VRT
+     * fills its nodata pixels and holes with the declared double, -9999.9; both are nodata (no
+     * float widens to a value that is not a float's, so no data pixel is taken for it) */
+    double nodata_declared;
     /* GDAL's scale and offset (packed bands: CF scale_factor/add_offset in netCDF, a GeoTIFF's
      * scale/offset): the band's value is stored * scale + offset. 1 and 0 when it has none;
      * always finite, scale never 0 (wc_raster_open refuses the raster otherwise). */
@@ -82,7 +87,8 @@ static inline wc_dtype wc_band_read_type(const wc_band *b) {
 /* Whether a stored value, as read (wc_raster_read), is nodata: NaN or Inf (a masked pixel reads
  * as NaN), or the band's nodata value. */
 static inline int wc_band_is_nodata(const wc_band *b, double stored) {
-    return !isfinite(stored) || (b->has_nodata && stored == b->nodata);
+    return !isfinite(stored) ||
+           (b->has_nodata && (stored == b->nodata || stored == b->nodata_declared));
 }
 
 /* Whether the band is packed (its stored values are not its values). */
@@ -146,9 +152,10 @@ void wc_raster_cache_fit(size_t bytes);
 /* Reads the window (x0, y0, w, h), which may overhang the raster, of the given bands (1-based,
  * nb of them) into buf as type `type`, laid out band by band (nb, h, w). Only the part inside
  * the raster is written. One RasterIO call (and one per distinct mask of masked bands, whose
- * masked pixels are written as NaN: `type` is then floating-point, see wc_band_read_type). An I/O error is logged naming the file and window
- * and returns WC_ERR. Coordinates are 64-bit: a window near the edge of a raster INT_MAX pixels
- * wide extends beyond int; the part inside the raster always fits GDAL's int arguments. */
+ * masked pixels are written as NaN: `type` is then floating-point, see wc_band_read_type). An I/O
+ * error is logged naming the file and window and returns WC_ERR. Coordinates are 64-bit: a window
+ * near the edge of a raster INT_MAX pixels wide extends beyond int; the part inside the raster
+ * always fits GDAL's int arguments. */
 int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
                    int nb, wc_dtype type, void *buf);
 
@@ -236,9 +243,11 @@ int wc_pmod(long long v, int m);
 
 /* True when two rasters are on the same grid: size, geotransform (to 1e-9 of a pixel) and CRS. */
 int wc_raster_same_grid(const wc_raster *a, const wc_raster *b);
-/* One-line description of a raster's grid for messages: "1024x1024 px, 30 m, origin (..), EPSG:32611". */
+/* One-line description of a raster's grid for messages: "1024x1024 px, 30 m, origin (..),
+ * EPSG:32611". */
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size);
-/* A short name of the CRS ("EPSG:32611" when it has an authority code, else its name, else "none"). */
+/* A short name of the CRS ("EPSG:32611" when it has an authority code, else its name, else "none").
+ */
 void wc_raster_crs_name(const char *wkt, char *buf, size_t size);
 /* The same for messages, except that a CRS PROJ calls "unknown" (made from a PROJ string) is
  * its PROJ definition. The name above stays the key of checkpoints' fingerprints. */
@@ -248,5 +257,13 @@ int wc_raster_crs_is_geographic(const char *wkt);
 /* Metres per unit of a projected CRS (WKT or anything GDAL takes, such as "EPSG:2241": 0.3048006
  * for US survey feet), 0 for a geographic one (degrees), NaN when it is unknown. */
 double wc_raster_crs_metres_per_unit(const char *crs);
+/* The size on the ground, in metres, of a pixel's width (one column on: *px_width_m) and height
+ * (one row on: *px_height_m) at the centre of a width x height raster with geotransform
+ * gt in crs (WKT or anything GDAL takes, such as "EPSG:3857"), through the CRS's longitude and
+ * latitude on its ellipsoid: a Web Mercator pixel of 42 CRS metres at 45 degrees north is 30 m
+ * of ground, a UTM one is its own size within 0.1%, and degrees become metres. WC_ERR when the
+ * CRS is unknown or has no geographic base (a local engineering CRS). */
+int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, int height,
+                                double *px_width_m, double *px_height_m);
 
 #endif

@@ -1,10 +1,10 @@
 /* reader.h: reading patches ahead of the computation, on a thread of its own.
  *
- * The training loop submits read requests (lists of samples: patches, maybe shifted) in the order it will consume
- * them, up to `slots` ahead; a reader thread with its own GDAL handles fills the slots in that
- * order while the main thread computes; wc_reader_take waits for the oldest request (the wait
- * is what the I/O-wait figure measures). Patches stay in their compact source types until the
- * main thread decodes them, so the memory held is slots * micro-batch * patch bytes.
+ * The training loop submits read requests (lists of samples: patches, maybe shifted) in the order
+ * it will consume them, up to `slots` ahead; a reader thread with its own GDAL handles fills the
+ * slots in that order while the main thread computes; wc_reader_take waits for the oldest request
+ * (the wait is what the I/O-wait figure measures). Patches stay in their compact source types until
+ * the main thread decodes them, so the memory held is slots * micro-batch * patch bytes.
  *
  * A read error is reported by wc_reader_take as WC_ERR, after the reader logged the file and
  * window. The thread never calls MPI.

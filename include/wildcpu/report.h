@@ -10,8 +10,8 @@
 #include "wildcpu/metrics.h"
 
 /* What became of the end-of-run map (report.json's "map"): none drawn by this command
- * (--no-predict, or training did not finish), pending (being drawn, or the process died drawing it), written,
- * failed, stopped. */
+ * (--no-predict, or training did not finish), pending (being drawn, or the process died drawing
+ * it), written, failed, stopped. */
 typedef enum {
     WC_REPORT_MAP_NONE,
     WC_REPORT_MAP_PENDING,

@@ -79,11 +79,12 @@ int wc_snapshot_write(const char *dir, const char *name, const wc_snapshot *s, i
 
 /* Decodes and checks ck's sections into s (owned; free with wc_snapshot_free). Every section is
  * checked, also those a reader does not use (prediction has no use for the optimizer's moments):
- * a checkpoint is valid or not, for every command alike. Returns WC_ERR with the reason in why: a missing or oversized section, text with a NUL byte, an empty or
- * oversized feature name, a feature count that disagrees with the normalization, a
- * non-finite mean, a std that is not finite and positive, a step that disagrees with the
- * header, counters out of their bounds, a parameter or moment section whose size is not the
- * parameters', non-finite parameters or moments, a negative second moment. */
+ * a checkpoint is valid or not, for every command alike. Returns WC_ERR with the reason in why: a
+ * missing or oversized section, text with a NUL byte, an empty or oversized feature name, a feature
+ * count that disagrees with the normalization, a non-finite mean, a std that is not finite and
+ * positive, a step that disagrees with the header, counters out of their bounds, a parameter or
+ * moment section whose size is not the parameters', non-finite parameters or moments, a negative
+ * second moment. */
 int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_size);
 void wc_snapshot_free(wc_snapshot *s);
 

@@ -1,12 +1,14 @@
-/* stop.h: stop signals (SIGTERM, SIGUSR1, SIGINT), shared by training and prediction.
+/* stop.h: stop signals (SIGTERM, SIGUSR1, SIGINT, SIGHUP unless ignored at start, as under
+ * nohup), shared by training and prediction.
  *
  * A signal only sets a flag; the long-running loops look at it at their own boundaries (a
  * training step, a prediction round) and all ranks agree through a collective they already
  * make, so they stop together even when only some ranks got the signal. A repeated SIGUSR1 is
- * ignored (Slurm's time-limit warning and a user's scancel may both send one); a second SIGTERM
- * or SIGINT ends the process at once, unless it comes within a second of the first (the same
- * stop delivered twice: timeout(1) signals its command, then its process group). main installs
- * the handlers before MPI starts, so a signal during start-up is not lost. */
+ * ignored (Slurm's time-limit warning and a user's scancel may both send one); a second
+ * SIGTERM, SIGINT or SIGHUP ends the process at once, unless it comes within a second of the
+ * first (the same stop delivered twice: timeout(1) signals its command, then its process
+ * group). main installs the handlers before MPI starts, so a signal during start-up is not
+ * lost. */
 #ifndef WILDCPU_STOP_H
 #define WILDCPU_STOP_H
 
