@@ -181,6 +181,8 @@ static double process_start(long pid) {
     if (f) fclose(f);
     buf[n] = '\0';
     const char *p = strrchr(buf, ')'); /* after the name, which may hold spaces and parens */
+    /* a process killed but not yet reaped (state Z, or X while it goes) writes nothing more */
+    if (p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X')) return -1;
     unsigned long long ticks = 0;
     for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
     if (!p || sscanf(p + 1, "%llu", &ticks) != 1) return -1;
@@ -194,7 +196,7 @@ static double process_start(long pid) {
 }
 
 /* Whether the working file `path` is being written by a wildcpu process alive on this host:
- * pid lives, is named wildcpu, and started before the file last changed (a killed run's pid may
+ * pid lives (not a zombie), is named wildcpu, and started before the file last changed (a killed run's pid may
  * have been given to another process since, another wildcpu included). Where /proc does not
  * say, no. */
 static int written_by_live_wildcpu(const char *path, long pid) {

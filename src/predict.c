@@ -872,6 +872,11 @@ int wc_predict_run(const wc_predict_config *cfg) {
 
     /* 3. the rounds */
     alloc_buffers(&mp);
+    status = wc_dist_max_int(wc_check_address_space(cfg->threads, wc_raster_cache_max(),
+                                                    "once the windows are computed") == WC_OK
+                                 ? WC_EXIT_OK
+                                 : WC_EXIT_USAGE);
+    if (status != WC_EXIT_OK) goto out;
     status = run_rounds(&mp);
     if (status != WC_EXIT_OK) goto out;
     const double t_computed = wc_now();

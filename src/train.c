@@ -393,7 +393,10 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
                  wc_fmt_bytes(b, sizeof b, (double)WC_MAX(here, need)), /* the sum is capped */
                  wc_fmt_bytes(c, sizeof c, (double)phys), cause);
     }
-    return wc_dist_any(too_big) ? WC_ERR : WC_OK;
+    /* OpenBLAS, GDAL's cache as it fills and the threads' stacks map more, beyond the plan */
+    const int no_room = !too_big && wc_check_address_space(t->cfg->threads, cache,
+                                                           "once training starts") != WC_OK;
+    return wc_dist_any(too_big || no_room) ? WC_ERR : WC_OK;
 }
 
 static void print_setup(const train_ctx *t, double prior) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -222,6 +223,41 @@ int wc_reason(char *why, size_t size, const char *fmt, ...) {
 size_t wc_physical_memory_bytes(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)1 << 34;
+}
+
+size_t wc_address_space_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+    return (size_t)rl.rlim_cur;
+}
+
+/* OpenBLAS keeps the work buffers it mapped: threads that called it once cost nothing more */
+static int blas_threads_counted;
+
+int wc_check_address_space(int threads, size_t extra, const char *when) {
+    const int more = threads > blas_threads_counted ? threads - blas_threads_counted : 0;
+    const size_t need = (size_t)more * WC_OPENBLAS_BUFFER_BYTES + extra + ((size_t)64 << 20);
+    if (!wc_address_space_has_room(need)) {
+        char a[32], b[32];
+        wc_error("the address-space limit of %s (ulimit -v, or the batch system's virtual-memory "
+                 "limit) leaves less than the %s this rank maps %s: OpenBLAS's work buffer of "
+                 "128 MiB for each of %d thread%s, GDAL's block cache and thread stacks; raise "
+                 "the limit by that much, or run fewer --threads",
+                 wc_fmt_bytes(a, sizeof a, (double)wc_address_space_limit()),
+                 wc_fmt_bytes(b, sizeof b, (double)need), when, more, more == 1 ? "" : "s");
+        return WC_ERR;
+    }
+    if (threads > blas_threads_counted) blas_threads_counted = threads;
+    return WC_OK;
+}
+
+int wc_address_space_has_room(size_t bytes) {
+    if (!wc_address_space_limit()) return 1;
+    /* a reservation, never touched: it counts against the limit as any mapping does */
+    void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    munmap(p, bytes);
+    return 1;
 }
 
 void wc_strv_free(char **v) {

@@ -60,4 +60,26 @@ refused big 1 "big.vrt: 200000x200000 pixels make [0-9]+ patches of 16x16 \(12 f
     --tiles "$T/big.vrt" --patch 16 --model logistic
 refused wide2 2 "wide.vrt: 2147483647x512 pixels make [0-9]+ patches of 64x64 \(12 features\); $what" \
     --tiles "$T/wide.vrt"
+# An address-space limit (ulimit -v, a batch system's vmem) without room for OpenBLAS's work
+# buffers (128 MiB for each of 4 threads): OpenBLAS retries a failed mapping for ever, so the
+# first step would spin, deaf to a stop; refused before it instead (status 2, naming the limit),
+# in training and in predict. Where this machine's libraries map little enough that they fit,
+# the run finishes (status 0): either is right, a hang or another status is not.
+for cmd in train predict; do
+    if [ $cmd = train ]; then
+        run=("$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --threads 4 --no-predict --out "$T/vm")
+    else
+        run=("$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/vm1" --threads 4 --out "$T/vm.tif")
+        "$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --no-predict --out "$T/vm1" >/dev/null 2>&1
+    fi
+    (ulimit -v 1048576; exec timeout -s KILL 120 "${run[@]}") >"$T/vm_$cmd.log" 2>&1
+    st=$?
+    if [ $st -eq 2 ] && grep -q "the address-space limit of 1.0 GiB (ulimit -v.*OpenBLAS's work buffer of 128 MiB for each of 4 threads" "$T/vm_$cmd.log"; then
+        ok "$cmd --threads 4 under ulimit -v 1 GiB: refused before the first product (status 2, naming the limit)"
+    elif [ $st -eq 0 ]; then
+        ok "$cmd --threads 4 under ulimit -v 1 GiB: room enough here, finished"
+    else
+        notok "$cmd --threads 4 under ulimit -v 1 GiB" "status $st (137: killed after 120 s, a hang): $(grep error "$T/vm_$cmd.log" | head -2)"
+    fi
+done
 finish

@@ -106,6 +106,22 @@ size_t wc_current_rss_bytes(void);
 /* The machine's physical memory in bytes (the bound beyond which a size read from a file is
  * refused rather than allocated). */
 size_t wc_physical_memory_bytes(void);
+/* The process's address-space limit (RLIMIT_AS: ulimit -v, a batch system's vmem limit) in
+ * bytes, 0 when there is none. */
+size_t wc_address_space_limit(void);
+/* Whether `bytes` more of address space can still be mapped under that limit (a reservation
+ * made and released at once); always 1 without a limit. */
+int wc_address_space_has_room(size_t bytes);
+/* What OpenBLAS maps for each thread that calls it, once (its BUFFER_SIZE on x86-64: 128 MiB),
+ * and loops for ever on when the mapping fails (memory.c) instead of failing. */
+#define WC_OPENBLAS_BUFFER_BYTES ((size_t)128 << 20)
+/* Before the first product of `threads` threads calling OpenBLAS (a training's first step, a
+ * map's first window): whether the address-space limit leaves room for OpenBLAS's buffers of
+ * the threads not counted before in this process, `extra` bytes more (GDAL's block cache as it
+ * fills) and a margin for thread stacks. Without room, the first product would spin for ever
+ * (deaf to a stop; the other ranks waiting in a collective): WC_ERR after a message naming the
+ * limit, the need and `when` ("once training starts"). */
+int wc_check_address_space(int threads, size_t extra, const char *when);
 
 /* Formats a byte count as "12.3 MiB" into buf (>= 16 bytes); returns buf. */
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes);
