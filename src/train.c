@@ -623,7 +623,8 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (plan_fits_memory(t, print_plan(t, baseline)) != WC_OK) return WC_EXIT_USAGE;
     /* the first file this run writes into DIR: what --fresh moves aside goes only now, when
      * nothing can refuse the run any more (resume ignores checkpoints under --fresh) */
-    if (wc_rundir_set_aside(cfg) != WC_OK) return WC_EXIT_RUNTIME;
+    if (wc_train_ckpt_check_room(t) != WC_OK || wc_rundir_set_aside(cfg) != WC_OK)
+        return WC_EXIT_RUNTIME;
     if (t->rank == 0) {
         char path[4200];
         snprintf(path, sizeof path, "%s/split.tif", cfg->out_dir);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "wildcpu/ckpt.h"
@@ -244,6 +245,38 @@ static void adopt_normalization(train_ctx *t, const wc_snapshot *s, const char *
     if (first_differing < 0) return;
     wc_dist_bcast(mean, sizeof *mean * (size_t)n, 0);
     wc_dist_bcast(std, sizeof *std * (size_t)n, 0);
+}
+
+/* Collective, before training: room for a checkpoint on the file system that keeps them. A disk
+ * too full for one would let the run compute to its end and lose it all there (every interval
+ * checkpoint, best.wcp and the stop's fail with a warning, the final one with an error), so it
+ * is refused now (status 1), naming the room and the need. Later failures stay warnings: space
+ * may come back. */
+int wc_train_ckpt_check_room(const train_ctx *t) {
+    int refused = 0;
+    if (t->rank == 0) {
+        /* the payload (parameters and optimizer moments; zlib gains little on floats) and its
+         * metadata (a few KiB) */
+        const uint64_t need = (uint64_t)t->net->nparams * sizeof(float) * (t->opt->v ? 3 : 2) +
+                              ((uint64_t)64 << 10);
+        const char *const dirs[] = {t->ckpt_dir, t->cfg->out_dir};
+        struct statvfs v;
+        for (int i = 0; i < 2; i++) {
+            if (statvfs(dirs[i], &v) != 0) continue; /* not made yet: its parent's */
+            const uint64_t room = (uint64_t)v.f_bavail * v.f_frsize;
+            if (room < need) {
+                char a[32], b[32];
+                wc_error("%s has %s free on its file system, and a checkpoint of this run takes "
+                         "up to %s: the run would compute and lose it all at its end; free some "
+                         "space, or give --out another directory",
+                         dirs[i], wc_fmt_bytes(a, sizeof a, (double)room),
+                         wc_fmt_bytes(b, sizeof b, (double)need));
+                refused = 1;
+            }
+            break;
+        }
+    }
+    return wc_dist_any(refused) ? WC_ERR : WC_OK;
 }
 
 /* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step

@@ -93,6 +93,8 @@ void wc_train_ckpt_start(train_ctx *t);
 /* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
  * set, 0 for a fresh start) or WC_ERR. */
 int wc_train_ckpt_resume(train_ctx *t);
+/* Room for a checkpoint where they are kept, before training (status 1 without). Collective. */
+int wc_train_ckpt_check_room(const train_ctx *t);
 /* A synchronous checkpoint of the state after steps_done steps, written by rank 0; every rank
  * learns whether it worked. Collective. */
 int wc_train_ckpt_collective(train_ctx *t, long steps_done, const char *why);

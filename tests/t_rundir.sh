@@ -91,16 +91,35 @@ else
     echo "# skipped: cannot make a read-only bind mount here"
 fi
 
-# A disk that fills up while metrics.jsonl grows: the line being written when it filled is cut
-# back, so the file stays one JSON object per line (a real tmpfs, filled to 12 KiB of room)
+# A disk too full for a checkpoint is refused before training; one that fills up while
+# metrics.jsonl grows: the line being written when it filled is cut back, so the file stays one
+# JSON object per line (a real tmpfs)
 small=$T/small
 mkdir -p "$small"
-if mount -t tmpfs -o size=4m tmpfs "$small" 2>/dev/null; then
+if mount -t tmpfs -o size=16m tmpfs "$small" 2>/dev/null; then
     trap 'umount "$small" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+    # too full for one checkpoint at the start: refused before any step (training to its end
+    # would lose it all there)
     free_kib=$(df -k --output=avail "$small" | tail -1)
     dd if=/dev/zero of="$small/filler" bs=1024 count=$((free_kib - 12)) status=none 2>/dev/null
     "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 150 --log-every 1 \
-        --no-predict --val-fraction 0 --out "$small/run" >"$T/full.log" 2>&1
+        --no-predict --val-fraction 0 --out "$small/run0" >"$T/full0.log" 2>&1
+    st=$?
+    [ $st -eq 1 ] && grep -q "small/run0/checkpoints has [0-9.]* KiB free on its file system, and a checkpoint of this run takes up to [0-9.]* MiB" "$T/full0.log" &&
+        ! grep -q "step 1/150" "$T/full0.log" \
+        && ok "a disk too full for one checkpoint: refused before any step (status 1, the room and the need said)" \
+        || notok "a disk too full for a checkpoint at the start" "status $st: $(grep -m2 -E 'error|step' "$T/full0.log")"
+    rm -rf "$small"/*
+    # the disk fills while the run logs: it starts with room for a checkpoint (6 of 5.5 MiB),
+    # and the rest is taken after its fifth step
+    free_kib=$(df -k --output=avail "$small" | tail -1)
+    dd if=/dev/zero of="$small/filler" bs=1024 count=$((free_kib - 6144)) status=none 2>/dev/null
+    "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 150 --log-every 1 \
+        --no-predict --val-fraction 0 --out "$small/run" >"$T/full.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 600); do grep -q "step 5/150" "$T/full.log" && break; sleep 0.05; done
+    dd if=/dev/zero of="$small/filler2" bs=1024 status=none 2>/dev/null
+    wait $pid
     st=$?
     lines=$($PY -c 'import json, sys
 n = 0
