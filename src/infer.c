@@ -54,6 +54,7 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
     p->px = WC_ALLOC((size_t)p->Tx * (size_t)p->Ty);
     p->inv_std = WC_ALLOC(sizeof(double) * nfeat);
     p->huge = WC_CALLOC((size_t)nfeat, sizeof(int64_t));
+    p->z_sum = WC_CALLOC((size_t)nfeat, sizeof(double));
     for (int c = 0; c < nfeat; c++) p->inv_std[c] = 1.0 / std[c];
     return WC_OK;
 }
@@ -61,7 +62,7 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
 void wc_infer_free(wc_infer *p) {
     if (!p) return;
     wc_net_destroy(p->net);
-    free(p->raw), free(p->px), free(p->inv_std), free(p->huge);
+    free(p->raw), free(p->px), free(p->inv_std), free(p->huge), free(p->z_sum);
     memset(p, 0, sizeof *p);
 }
 
@@ -114,22 +115,26 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
                 for (int c = 0; c < p->nfeat; c++) x[c * plane + i] = 0.0f;
 }
 
-/* Counts the core's pixels with a huge feature value among those that are not nodata (state in
- * px, as of window_input): valid ones, and those whose value overflowed once normalized
- * (WC_PX_RANGE: the -3.4e38 of a float raster does), which the map leaves out. */
-static void count_huge(wc_infer *p, int64_t wx, int64_t wy, int64_t cx, int64_t cy, int64_t cw,
-                       int64_t ch) {
+/* What the core's pixels say of the raster as a whole (state in px, as of window_input): per
+ * feature, the pixels with a huge value among those that are not nodata (valid ones, and those
+ * whose value overflowed once normalized, WC_PX_RANGE: the -3.4e38 of a float raster does),
+ * and the sum of the valid pixels' normalized values (the network's input x). */
+static void tally_core(wc_infer *p, const float *x, int64_t wx, int64_t wy, int64_t cx,
+                       int64_t cy, int64_t cw, int64_t ch) {
     const size_t Tx = (size_t)p->Tx, plane = Tx * (size_t)p->Ty;
     for (int c = 0; c < p->nfeat; c++) {
         const wc_band *b = &p->r->bands[p->bands[c] - 1];
+        double z = 0;
         for (int64_t y = 0; y < ch; y++) {
             const size_t i0 = (size_t)(cy + y - wy) * Tx + (size_t)(cx - wx);
-            for (size_t i = i0; i < i0 + (size_t)cw; i++)
-                if (p->px[i] != WC_PX_NODATA) {
-                    const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
-                    p->huge[c] += fabs(wc_band_value(b, v)) >= WC_HUGE_VALUE;
-                }
+            for (size_t i = i0; i < i0 + (size_t)cw; i++) {
+                if (p->px[i] == WC_PX_NODATA) continue;
+                const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
+                p->huge[c] += fabs(wc_band_value(b, v)) >= WC_HUGE_VALUE;
+                if (p->px[i] == WC_PX_VALID) z += x[c * plane + i];
+            }
         }
+        p->z_sum[c] += z;
     }
 }
 
@@ -162,7 +167,7 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
             return WC_ERR;
         }
         window_input(p, wx, wy, wc_net_input(p->net));
-        count_huge(p, wx, wy, cx, cy, cw, ch);
+        tally_core(p, wc_net_input(p->net), wx, wy, cx, cy, cw, ch);
     }
     const size_t Tx = (size_t)p->Tx;
     int64_t valid = 0;
@@ -173,6 +178,7 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
             p->beyond_range += v[i] == WC_PX_RANGE;
         }
     }
+    p->valid_pixels += valid;
     const float *logit = NULL;
     if (valid > 0) { /* nothing to predict: the network is skipped (deterministically) */
         wc_net_forward(p->net, 1);

@@ -431,6 +431,31 @@ static void report_huge(const char *path, const wc_raster *r, const int *bands, 
                     huge[c] == 1 ? "" : "s");
 }
 
+/* A feature whose values over the mapped pixels average this many of the training data's
+ * standard deviations from its mean is data of other units or scaling, not other ground: a
+ * temperature in kelvin where training had Celsius lies 50 away, elevation in feet where it had
+ * metres 10 or more; another region's terrain or weather moves a band by one or two. */
+#define WC_SHIFTED_SIGMAS 8.0
+
+/* Rank 0, after the rounds: each feature whose mapped pixels (`pixels`, over all ranks; z_sum
+ * summed too) lie WC_SHIFTED_SIGMAS or more from the training mean, said with its mean in the
+ * band's units. The map is written: the network saw values it never learned. */
+static void report_shifted(const char *path, const wc_raster *r, const int *bands,
+                           const wc_infer *inf, int64_t pixels, const char *what) {
+    for (int c = 0; c < inf->nfeat && pixels > 0; c++) {
+        const double z = inf->z_sum[c] / (double)pixels, std = 1 / inf->inv_std[c];
+        if (!(fabs(z) >= WC_SHIFTED_SIGMAS)) continue;
+        wc_warn("%s: %s, band %d (%s): its values average %.4g over the %" PRId64 " pixels "
+                "mapped, %.0f training standard deviations %s the training data's mean of %.4g "
+                "(standard deviation %.3g): other units or scaling than in training (kelvin for "
+                "Celsius, feet for metres, an undeclared scale factor)? The network sees values "
+                "it never learned there, and the map may mean little; convert the band "
+                "(gdal_calc.py), or declare its scale and offset (gdal_edit.py -scale -offset)",
+                what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c] + z * std,
+                pixels, fabs(z), z > 0 ? "above" : "below", inf->mean[c], std);
+    }
+}
+
 /* What the map cannot know on its own, said before any computing (rank 0): ground of another
  * scale or orientation than the model was trained on (the network's receptive field then covers
  * other ground, or a mirrored picture: the map is computed but means something else), and a
@@ -881,12 +906,15 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (status != WC_EXIT_OK) goto out;
     const double t_computed = wc_now();
     const double rss_mapped = (double)wc_peak_rss_bytes();
-    int64_t invalid[2] = {inf.beyond_range, inf.nonfinite};
-    wc_dist_sum_i64(invalid, 2);
+    int64_t invalid[3] = {inf.beyond_range, inf.nonfinite, inf.valid_pixels};
+    wc_dist_sum_i64(invalid, 3);
     wc_dist_sum_i64(inf.huge, (size_t)inf.nfeat);
-    if (rank == 0)
-        report_huge(r.path, &r, bm.bands, inf.nfeat, inf.huge,
-                    cfg->evaluate ? "evaluate" : "predict");
+    wc_dist_sum_f64(inf.z_sum, (size_t)inf.nfeat);
+    if (rank == 0) {
+        const char *what = cfg->evaluate ? "evaluate" : "predict";
+        report_huge(r.path, &r, bm.bands, inf.nfeat, inf.huge, what);
+        report_shifted(r.path, &r, bm.bands, &inf, invalid[2], what);
+    }
 
     /* 4. the scores; rank 0: classes, close, COG, verify, rename, picture */
     if (mp.score) {

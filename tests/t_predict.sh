@@ -604,6 +604,28 @@ for f in merc42 lonlat30; do
         notok "$f.vrt: a warning or a refusal" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
     fi
 done
+# a band in other units than in training (temp_max in kelvin, the sample's degC + 273.15 through
+# the VRT's ScaleOffset): mapped, with a warning naming the band, its mean and how far it lies
+/usr/bin/python3 - "$S" "$out/kelvin.vrt" <<'PY'
+import os, re, sys
+s = open(sys.argv[1]).read().replace('relativeToVRT="1">tiles/', 'relativeToVRT="0">%s/tiles/' % os.path.dirname(os.path.abspath(sys.argv[1])))
+head, *bands = s.split("<VRTRasterBand")
+def kelvin(b):
+    if "<Description>temp_max</Description>" not in b:
+        return b
+    b = b.replace("<UnitType>degC</UnitType>", "<UnitType>K</UnitType>")
+    return re.sub(r"<SimpleSource>(.*?)</SimpleSource>", lambda m: "<ComplexSource>" + m.group(1) +
+                  "<NODATA>-9999</NODATA><ScaleOffset>273.15</ScaleOffset><ScaleRatio>1</ScaleRatio></ComplexSource>", b, flags=re.S)
+open(sys.argv[2], "w").write(head + "".join("<VRTRasterBand" + kelvin(b) for b in bands))
+PY
+if predict --tiles "$out/kelvin.vrt" --out "$out/kelvin.tif" >"$log" 2>&1 &&
+    grep -q "warning: predict: .*kelvin.vrt, band 7 (temp_max): its values average 2[0-9][0-9].* training standard deviations above the training data's mean" "$log" &&
+    [ "$(grep -c 'training standard deviations' "$log")" = 1 ] &&
+    predict --tiles "$S" --out "$out/plain3.tif" >"$log" 2>&1 && ! grep -q "training standard deviations" "$log"; then
+    ok "a band in kelvin where training had Celsius: mapped, with a warning naming it and how far it lies (none for the training data)"
+else
+    notok "a band in other units" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+fi
 # a source placed half a pixel off the mosaic's grid (DstRect xOff="256.5": gdalbuildvrt writes
 # such offsets for a tile whose origin is off the grid) is read shifted: warned about, naming it
 sed -e "s|relativeToVRT=\"1\">tiles/|relativeToVRT=\"0\">$(dirname "$S")/tiles/|" \

@@ -61,6 +61,10 @@ typedef struct wc_infer {
     int64_t beyond_range, nonfinite; /* core pixels with WC_PX_RANGE, WC_PX_BAD */
     int64_t *huge;             /* (nfeat) valid core pixels whose feature c is WC_HUGE_VALUE or
                                 * more in magnitude: an undeclared nodata mapped as data */
+    int64_t valid_pixels;      /* core pixels with all features valid (WC_PX_VALID) */
+    double *z_sum;             /* (nfeat) their normalized values of feature c, summed: over
+                                * valid_pixels, how many training standard deviations the
+                                * raster's values lie from the training mean */
 } wc_infer;
 
 /* Builds the window network (inference mode) for cores up to max_cw x max_ch with the given
