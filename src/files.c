@@ -196,9 +196,9 @@ static double process_start(long pid) {
 }
 
 /* Whether the working file `path` is being written by a wildcpu process alive on this host:
- * pid lives (not a zombie), is named wildcpu, and started before the file last changed (a killed run's pid may
- * have been given to another process since, another wildcpu included). Where /proc does not
- * say, no. */
+ * pid lives (not a zombie), is named wildcpu, and started before the file last changed (a
+ * killed run's pid may have been given to another process since, another wildcpu included).
+ * Where /proc does not say, no. */
 static int written_by_live_wildcpu(const char *path, long pid) {
     if (pid <= 0 || pid > INT_MAX || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) return 0;
     char proc[64], comm[32] = "";

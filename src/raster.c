@@ -581,6 +581,84 @@ static void check_resampled_sources(const char *mosaic, const char *path, int fo
     GDALClose(ds);
 }
 
+/* A VRT source's file (SourceFilename, resolved against the VRT's directory when the element
+ * says relativeToVRT="1", as GDAL resolves it) and band (SourceBand). NULL when absent. */
+static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
+    const char *name;
+    const int len = source_name(xml, &name);
+    const char *sb = strstr(xml, "<SourceBand>");
+    if (!sb || *name == '?') return NULL;
+    *band = atoi(sb + strlen("<SourceBand>"));
+    const char *f = strstr(xml, "<SourceFilename");
+    const char *rel = strstr(f, "relativeToVRT=\"1\"");
+    char *file = WC_ALLOC((size_t)len + 1);
+    snprintf(file, (size_t)len + 1, "%.*s", len, name);
+    if (rel && rel < name) {
+        char *dir = CPLStrdup(CPLGetPath(vrt));
+        char *joined = wc_strdup(CPLProjectRelativeFilename(dir, file));
+        CPLFree(dir);
+        free(file);
+        file = joined;
+    }
+    return file;
+}
+
+/* The bands of the VRT `path` against the bands of its sources, by description: a source whose
+ * band a VRT band reads describes itself as another quantity (a tile written with its bands in
+ * another order: gdalbuildvrt takes band numbers, not names, and GDAL reads it as the VRT says)
+ * is counted in *found, the first warned about. Bands without descriptions on either side say
+ * nothing. Each source file is opened once, for all the bands that read it; with more than
+ * MAX sources, MAX spread over them (a mosaic of tiles from one producer has one band order, and
+ * thousands of headers on a parallel file system take long). */
+static void check_band_order(const char *mosaic, const char *path, int *found) {
+    enum { MAX = 500 };
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH vrt = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    CPLPopErrorHandler();
+    if (!vrt) return;
+    const int nb = GDALGetRasterCount(vrt);
+    char **first = nb > 0 ? GDALGetMetadata(GDALGetRasterBand(vrt, 1), "vrt_sources") : NULL;
+    const int n = CSLCount(first), stride = n > MAX ? n / MAX : 1;
+    for (int i = 0; i < n; i += stride) {
+        GDALDatasetH src = NULL;
+        char *open_file = NULL;
+        for (int b = 1; b <= nb; b++) {
+            GDALRasterBandH vb = GDALGetRasterBand(vrt, b);
+            const char *want = GDALGetDescription(vb);
+            char **md = GDALGetMetadata(vb, "vrt_sources");
+            int sband = 0;
+            char *file =
+                *want && i < CSLCount(md) ? source_file_and_band(path, md[i], &sband) : NULL;
+            if (!file || wc_special_file_kind(file)) {
+                free(file);
+                continue;
+            }
+            if (!open_file || strcmp(open_file, file) != 0) {
+                if (src) GDALClose(src);
+                CPLPushErrorHandler(CPLQuietErrorHandler);
+                src = GDALOpenEx(file, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+                CPLPopErrorHandler();
+                free(open_file);
+                open_file = wc_strdup(file);
+            }
+            const char *has = src && sband >= 1 && sband <= GDALGetRasterCount(src)
+                                  ? GDALGetDescription(GDALGetRasterBand(src, sband))
+                                  : "";
+            if (*has && strcmp(has, want) != 0 && (*found)++ == 0)
+                wc_warn("%s: band %d (%s) of %s is read from band %d of %s, which that file "
+                        "describes as '%s': a source with its bands in another order than the "
+                        "mosaic's (gdalbuildvrt takes band numbers, not names)? GDAL reads it as "
+                        "the mosaic says, so that ground gets another quantity; rebuild the "
+                        "mosaic from sources of one band order (gdal_translate -b reorders)",
+                        mosaic, b, want, path, sband, file, has);
+            free(file);
+        }
+        if (src) GDALClose(src);
+        free(open_file);
+    }
+    GDALClose(vrt);
+}
+
 /* A source of the mosaic that GDAL would wait on when it reads its pixels (a pipe, a device,
  * standard input): the run would hang in the middle of planning, deaf to a stop signal (the
  * process is blocked in open()). Every source is checked (a stat each). */
@@ -694,9 +772,12 @@ int wc_raster_check_sources(const wc_raster *r) {
         }
         if (s) GDALClose(s);
     }
+    int reordered = 0;
     for (int i = 0; i < nfiles; i++) /* the mosaic, and the VRTs within it */
-        if ((i == 0 || is_vrt_file(files[i])) && !wc_special_file_kind(files[i]))
+        if ((i == 0 || is_vrt_file(files[i])) && !wc_special_file_kind(files[i])) {
             check_resampled_sources(r->path, files[i], resampled);
+            check_band_order(r->path, files[i], &reordered);
+        }
     if (other > 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
     if (resampled[0] > 1)
@@ -705,6 +786,10 @@ int wc_raster_check_sources(const wc_raster *r) {
     if (resampled[1] > 1)
         wc_warn("%s: %d of its sources (counted per band) lie off its pixel grid", r->path,
                 resampled[1]);
+    if (reordered > 1)
+        wc_warn("%s: %d of its bands read a source band described otherwise (counted per band "
+                "and source)",
+                r->path, reordered);
     free(behind_warp);
     wc_strv_free(files);
     OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);

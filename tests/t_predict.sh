@@ -626,6 +626,17 @@ if predict --tiles "$out/kelvin.vrt" --out "$out/kelvin.tif" >"$log" 2>&1 &&
 else
     notok "a band in other units" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
+# a tile written with its bands in another order than the mosaic's (slope and fuel_moisture
+# swapped: its descriptions say so, GDAL reads it by number): warned about, naming both
+cp -r "$tmp/sample" "$tmp/reorder"
+gdal_translate -q -b 5 -b 2 -b 3 -b 4 -b 1 -b 6 -b 7 -b 8 -b 9 -b 10 -b 11 "$tmp/sample/tiles/r00_c01_f32.tif" "$tmp/reorder/tiles/r00_c01_f32.tif"
+if predict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder.tif" >"$log" 2>&1 &&
+    grep -q "warning: .*reorder/tiles.vrt: band 2 (slope) of .*reorder/tiles.vrt is read from band 1 of .*reorder/tiles/r00_c01_f32.tif, which that file describes as 'fuel_moisture'" "$log" &&
+    predict --tiles "$S" --out "$out/plain4.tif" >"$log" 2>&1 && ! grep -q "describes as" "$log"; then
+    ok "a tile with its bands in another order than the mosaic's: warned about, naming the band and the file (nothing for the sample)"
+else
+    notok "a tile with its bands in another order" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+fi
 # a source placed half a pixel off the mosaic's grid (DstRect xOff="256.5": gdalbuildvrt writes
 # such offsets for a tile whose origin is off the grid) is read shifted: warned about, naming it
 sed -e "s|relativeToVRT=\"1\">tiles/|relativeToVRT=\"0\">$(dirname "$S")/tiles/|" \
