@@ -122,9 +122,10 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
         }
     }
     if (narrower)
-        appendf(why, size, " (a band may be of a wider type than in training, Int16 as Float32, "
-                           "not of a narrower one: its values are not those the model learned; "
-                           "gdal_translate or gdalwarp -ot TYPE writes them in another type)");
+        appendf(why, size, " (a band must be of its training type or a wider one that holds "
+                           "all its values, Int16 as Float32: other values are not those the "
+                           "model learned; gdal_translate or gdalwarp -ot TYPE writes them in "
+                           "another type)");
     if (label_band > 0 && label_band <= r->nbands && used[label_band])
         appendf(why, size, "%sband %d '%s' is the label band and an input of the model",
                 *why ? "; " : "", label_band, r->bands[label_band - 1].name);

@@ -130,8 +130,10 @@ static void tally_core(wc_infer *p, const float *x, int64_t wx, int64_t wy, int6
             for (size_t i = i0; i < i0 + (size_t)cw; i++) {
                 if (p->px[i] == WC_PX_NODATA) continue;
                 const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
-                p->huge[c] += fabs(wc_band_value(b, v)) >= WC_HUGE_VALUE;
-                if (p->px[i] == WC_PX_VALID) z += x[c * plane + i];
+                const int huge = fabs(wc_band_value(b, v)) >= WC_HUGE_VALUE;
+                p->huge[c] += huge;
+                /* an undeclared nodata is said as such, not as other units */
+                if (p->px[i] == WC_PX_VALID && !huge) z += x[c * plane + i];
             }
         }
         p->z_sum[c] += z;

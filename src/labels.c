@@ -326,16 +326,38 @@ static int envelope_within(const OGREnvelope *a, const OGREnvelope *b) {
 
 static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped, placement *pl);
 
-/* Whether an edge of g (a 2D multipolygon in degrees) goes more than half a turn of longitude:
- * a polygon written across the antimeridian without being split (179.99 then -179.99), meant
- * the short way over it, as its vertices reprojected one by one draw it, or a band around the
- * globe (-179 then 179), meant the long way, as its edges straight in degrees draw it. */
+/* Whether an edge of g (a polygon in degrees, or one of its rings) goes more than half a turn of
+ * longitude: a polygon written across the antimeridian without being split (179.99 then
+ * -179.99), meant the short way over it, as its vertices reprojected one by one draw it, or a
+ * band around the globe (-179 then 179), meant the long way, as its edges straight in degrees
+ * draw it. */
 static int edge_wraps(OGRGeometryH g) {
     for (int i = 0; i < OGR_G_GetGeometryCount(g); i++)
         if (edge_wraps(OGR_G_GetGeometryRef(g, i))) return 1;
     for (int i = 1; i < OGR_G_GetPointCount(g); i++)
         if (fabs(OGR_G_GetX(g, i) - OGR_G_GetX(g, i - 1)) > 180) return 1;
     return 0;
+}
+
+/* Whether a ring, its edges each taken the short way, goes once around the pole (its steps of
+ * longitude sum to a turn): such a ring means what it says, the long way. */
+static int ring_goes_around(OGRGeometryH ring) {
+    double turn = 0;
+    for (int i = 1; i < OGR_G_GetPointCount(ring); i++)
+        turn += remainder(OGR_G_GetX(ring, i) - OGR_G_GetX(ring, i - 1), 360);
+    return fabs(turn) > 180;
+}
+
+/* The envelope of polygon g (or a ring) with every vertex west of `mid` a turn east. */
+static void shifted_envelope(OGRGeometryH g, double mid, OGREnvelope *env) {
+    for (int i = 0; i < OGR_G_GetGeometryCount(g); i++)
+        shifted_envelope(OGR_G_GetGeometryRef(g, i), mid, env);
+    for (int i = 0; i < OGR_G_GetPointCount(g); i++) {
+        const double x = OGR_G_GetX(g, i) + (OGR_G_GetX(g, i) < mid ? 360 : 0);
+        env->MinX = fmin(env->MinX, x), env->MaxX = fmax(env->MaxX, x);
+        env->MinY = fmin(env->MinY, OGR_G_GetY(g, i)),
+        env->MaxY = fmax(env->MaxY, OGR_G_GetY(g, i));
+    }
 }
 
 /* Moves every vertex of g west of `mid` a turn east: a polygon around the antimeridian is then
@@ -349,26 +371,39 @@ static void unwrap_longitudes(OGRGeometryH g, double mid) {
             OGR_G_SetPoint_2D(g, i, OGR_G_GetX(g, i) + 360, OGR_G_GetY(g, i));
 }
 
+/* Each polygon of the multipolygon mp written across the antimeridian unsplit is taken the short
+ * way over it when that way meets the region (as ogr2ogr -t_srs EPSG:4326 leaves a polygon of
+ * projected data), else as written, edges straight in degrees: the long way, a band around the
+ * globe. Decided polygon by polygon (a fire at 180 and one at 0 in one feature), never for a
+ * polygon whose outer ring goes around a pole. */
+static void unwrap_antimeridian(OGRGeometryH mp, const placement *pl) {
+    for (int k = 0; k < OGR_G_GetGeometryCount(mp); k++) {
+        OGRGeometryH part = OGR_G_GetGeometryRef(mp, k);
+        if (!edge_wraps(part) || OGR_G_GetGeometryCount(part) < 1 ||
+            ring_goes_around(OGR_G_GetGeometryRef(part, 0)))
+            continue;
+        OGREnvelope env, shifted = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+        OGR_G_GetEnvelope(part, &env);
+        const double mid = 0.5 * (env.MinX + env.MaxX);
+        shifted_envelope(part, mid, &shifted);
+        int meets = 0;
+        for (int b = 0; b < pl->nbox && !meets; b++)
+            meets = envelopes_meet(&shifted, &pl->box_env[b]);
+        if (meets) unwrap_longitudes(part, mid);
+    }
+}
+
 /* Adds a linear 2D multipolygon (taken) in the tiles' CRS: cut to the region, then reprojected.
  * Returns the parts added (0 when it lies off the region), -1 on an OGR failure. */
 static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
     if (pl->to_tiles) {
         OGREnvelope env;
         OGR_G_GetEnvelope(copy, &env);
-        int meets = !pl->region;
         if (pl->longitudes && edge_wraps(copy)) {
-            /* the short way over the antimeridian when that meets the region (as ogr2ogr
-             * -t_srs EPSG:4326 leaves a polygon of projected data), else as written: edges
-             * straight in longitude and latitude, the long way (a band around the globe) */
-            OGRGeometryH unwrapped = OGR_G_Clone(copy);
-            OGREnvelope uenv;
-            unwrap_longitudes(unwrapped, 0.5 * (env.MinX + env.MaxX));
-            OGR_G_GetEnvelope(unwrapped, &uenv);
-            for (int k = 0; k < pl->nbox && !meets; k++)
-                meets = envelopes_meet(&uenv, &pl->box_env[k]);
-            OGR_G_DestroyGeometry(meets ? copy : unwrapped);
-            if (meets) copy = unwrapped, env = uenv;
+            unwrap_antimeridian(copy, pl);
+            OGR_G_GetEnvelope(copy, &env);
         }
+        int meets = !pl->region;
         for (int k = 0; k < pl->nbox && !meets; k++) meets = envelopes_meet(&env, &pl->box_env[k]);
         if (!meets) {
             OGR_G_DestroyGeometry(copy); /* cannot burn a pixel */
@@ -622,7 +657,7 @@ static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH lay
             pl->box_env[pl->nbox++] = (OGREnvelope){x0 + 360 * k, x1 + 360 * k, b[1], b[3]};
         }
         pl->uncut_env = (OGREnvelope){x0, x1, b[1], b[3]};
-        pl->longitudes = 1;
+        pl->longitudes = !all_around; /* every longitude is the region's: nothing to unwrap */
     } else if (have_bounds && b[0] < b[2]) {
         pl->region = dense_box(b[0], b[1], b[2], b[3], 64);
         pl->uncut_env = pl->box_env[pl->nbox++] = (OGREnvelope){b[0], b[2], b[1], b[3]};

@@ -433,8 +433,9 @@ static void report_huge(const char *path, const wc_raster *r, const int *bands, 
 
 /* A feature whose values over the mapped pixels average this many of the training data's
  * standard deviations from its mean is data of other units or scaling, not other ground: a
- * temperature in kelvin where training had Celsius lies 50 away, elevation in feet where it had
- * metres 10 or more; another region's terrain or weather moves a band by one or two. */
+ * temperature in kelvin where training had Celsius lies about 100 away on the sample, elevation
+ * in feet where it had metres 10 or more; another region's terrain or weather moves a band by
+ * one or two. */
 #define WC_SHIFTED_SIGMAS 8.0
 
 /* Rank 0, after the rounds: each feature whose mapped pixels (`pixels`, over all ranks; z_sum
@@ -897,7 +898,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
 
     /* 3. the rounds */
     alloc_buffers(&mp);
-    status = wc_dist_max_int(wc_check_address_space(cfg->threads, wc_raster_cache_max(),
+    status = wc_dist_max_int(wc_check_address_space(cfg->threads, 0,
                                                     "once the windows are computed") == WC_OK
                                  ? WC_EXIT_OK
                                  : WC_EXIT_USAGE);

@@ -348,9 +348,15 @@ int wc_train_ckpt_resume(train_ctx *t) {
         char best[4400], why[512];
         snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
         wc_ckpt ck;
+        wc_snapshot b = {0};
         const int present = access(best, F_OK) == 0;
         best_missing = !present || wc_ckpt_read(best, &ck, why, sizeof why) != WC_OK;
-        if (!best_missing) wc_ckpt_free(&ck);
+        /* read whole, but not a snapshot a map could use (predict would pass it over) */
+        if (!best_missing) {
+            best_missing = wc_snapshot_check(&ck, &b, why, sizeof why) != WC_OK;
+            wc_ckpt_free(&ck);
+            wc_snapshot_free(&b);
+        }
         if (best_missing)
             wc_warn("%s (step %ld) is %s%s: the best validation is tracked afresh from here, "
                     "and the next validation writes it",

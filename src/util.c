@@ -236,6 +236,9 @@ static int blas_threads_counted;
 
 int wc_check_address_space(int threads, size_t extra, const char *when) {
     const int more = threads > blas_threads_counted ? threads - blas_threads_counted : 0;
+    /* nothing new for OpenBLAS (a map after training): what else comes is ordinary allocation,
+     * which fails with a message of its own */
+    if (more == 0) return WC_OK;
     const size_t need = (size_t)more * WC_OPENBLAS_BUFFER_BYTES + extra + ((size_t)64 << 20);
     if (!wc_address_space_has_room(need)) {
         char a[32], b[32];

@@ -540,13 +540,22 @@ J
 cat >"$T/straddle360.geojson" <<'J'
 {"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[359.99,45.13],[0.01,45.13],[0.01,45.12],[359.99,45.12],[359.99,45.13]]]}}]}
 J
-for c in fiji:straddle greenwich:straddle360; do
+# one feature of two polygons: one across the antimeridian unsplit, far off, and one across
+# Greenwich (written -180..180, no wrap) over the tiles: each polygon is taken for itself
+cat >"$T/twoparts.geojson" <<'J'
+{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"MultiPolygon","coordinates":[[[[179.99,-17.005],[-179.99,-17.005],[-179.99,-17.02],[179.99,-17.02],[179.99,-17.005]]],[[[-0.01,45.13],[0.01,45.13],[0.01,45.12],[-0.01,45.12],[-0.01,45.13]]]]}}]}
+J
+cat >"$T/twoparts.ref.geojson" <<'J'
+{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[-0.01,45.13],[0.01,45.13],[0.01,45.12],[-0.01,45.12],[-0.01,45.13]]]}}]}
+J
+for c in fiji:straddle greenwich:straddle360 greenwich:twoparts; do
     t=${c%%:*} p=${c#*:}
     "$WILDCPU" --tiles "$T/$t.tif" --labels "$T/$p.geojson" --out "$T/$p" "${train[@]}" >"$T/$p.log" 2>&1
     gdal_create -q -of GTiff -outsize 128 128 -bands 1 -ot Byte -burn 0 -a_srs "$(gdalsrsinfo -o wkt1 "$T/$t.tif" | tr -d '\n')" \
         -a_ullr $(gdalinfo -json "$T/$t.tif" | $PY -c 'import json, sys; c = json.load(sys.stdin)["cornerCoordinates"]
 print(*c["upperLeft"], *c["lowerRight"])') "$T/$p.ref.tif"
-    gdal_rasterize -q -burn 1 "$T/$p.geojson" "$T/$p.ref.tif"
+    ref=$T/$p.geojson; [ -f "$T/$p.ref.geojson" ] && ref=$T/$p.ref.geojson
+    gdal_rasterize -q -burn 1 "$ref" "$T/$p.ref.tif"
     same=$($PY - "$T/$p.ref.tif" "$T"/$p/labels-*.tif <<'PY' 2>&1
 import sys
 from osgeo import gdal

@@ -466,7 +466,7 @@ sys.exit(0 if (a.ReadAsArray() == b.ReadAsArray()).all() else 1)' "$R" "$out/f32
 else
     notok "every band as Float32" "$(grep -E 'error' "$log" | head -2 | cut -c1-300)"
 fi
-expect_fail "refuses a band of a narrower type than in training" 1 "'slope' is Int16 here but was Float32.*not of a narrower one" \
+expect_fail "refuses a band of a narrower type than in training" 1 "'slope' is Int16 here but was Float32.*its training type or a wider one" \
     predict --tiles "$tmp/i16.vrt" --out "$out/bad.tif"
 expect_fail "missing checkpoint" 1 "$tmp/nope" \
     "$bin" predict --tiles "$S" --checkpoint "$tmp/nope" --out "$out/bad.tif"

@@ -117,9 +117,10 @@ int wc_address_space_has_room(size_t bytes);
 #define WC_OPENBLAS_BUFFER_BYTES ((size_t)128 << 20)
 /* Before the first product of `threads` threads calling OpenBLAS (a training's first step, a
  * map's first window): whether the address-space limit leaves room for OpenBLAS's buffers of
- * the threads not counted before in this process, `extra` bytes more (GDAL's block cache as it
- * fills) and a margin for thread stacks. Without room, the first product would spin for ever
- * (deaf to a stop; the other ranks waiting in a collective): WC_ERR after a message naming the
+ * the threads not counted before in this process (none after a training in this process: no
+ * check), `extra` bytes more (GDAL's block cache as it fills) and a margin for thread stacks.
+ * Without room, the first product would spin for ever (deaf to a stop; the other ranks waiting
+ * in a collective): WC_ERR after a message naming the
  * limit, the need and `when` ("once training starts"). */
 int wc_check_address_space(int threads, size_t extra, const char *when);
 
