@@ -254,7 +254,8 @@ static void adopt_normalization(train_ctx *t, const wc_snapshot *s, const char *
  * may come back. */
 int wc_train_ckpt_check_room(const train_ctx *t) {
     int refused = 0;
-    if (t->rank == 0) {
+    /* a finished training writes no checkpoint (a rerun draws the map, or does nothing) */
+    if (t->rank == 0 && t->start_step < t->total_steps) {
         /* the payload (parameters and optimizer moments; zlib gains little on floats) and its
          * metadata (a few KiB) */
         const uint64_t need = (uint64_t)t->net->nparams * sizeof(float) * (t->opt->v ? 3 : 2) +
