@@ -66,6 +66,25 @@ void wc_blas_core_settle(char *const argv[]) {
             was, f.avx512 ? "AVX-512" : "AVX2 and FMA", better, strerror(err));
 }
 
+void wc_blas_threads_settle(char *const argv[], char *const envp[]) {
+    static const char key[] = "OPENBLAS_NUM_THREADS=";
+    static char one[] = "OPENBLAS_NUM_THREADS=1";
+    static char *env[4096]; /* static: malloc is not to be called this early */
+    size_t n = 0;
+    if (!argv || !envp) return;
+    for (; envp[n]; n++)
+        if (strncmp(envp[n], key, sizeof key - 1) == 0) return;
+    if (n + 2 > sizeof env / sizeof env[0]) return;
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return;
+    self[len] = '\0';
+    memcpy(env, envp, n * sizeof *env);
+    env[n] = one;
+    env[n + 1] = NULL;
+    execve(self, argv, env); /* the program's own path, as wc_blas_core_settle says why */
+}
+
 const char *wc_blas_core_origin(char *buf, size_t size) {
     const char *set = getenv("OPENBLAS_CORETYPE"), *detected = getenv(DETECTED_ENV);
     const char *core = openblas_get_corename();

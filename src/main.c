@@ -738,6 +738,15 @@ static int same_command_everywhere(int argc, char **argv) {
     return wc_dist_any(h != first) ? WC_ERR : WC_OK;
 }
 
+/* Runs before every library's initializer, OpenBLAS's among them (blas_core.h says why). */
+static void settle_blas_threads(int argc, char **argv, char **envp) {
+    (void)argc;
+    wc_blas_threads_settle(argv, envp);
+}
+typedef void (*preinit_fn)(int, char **, char **);
+static const preinit_fn settle_blas_threads_first __attribute__((section(".preinit_array"), used)) =
+    settle_blas_threads;
+
 int main(int argc, char **argv) {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("%s\n%s", USAGE, TRAIN_HELP);

@@ -87,4 +87,52 @@ for cmd in train predict; do
         notok "$cmd --threads 4 under ulimit -v 1 GiB" "status $st (137: killed after 120 s, a hang): $(grep error "$T/vm_$cmd.log" | head -2)"
     fi
 done
+# OpenBLAS starts its threads (one per CPU less one) as it loads, before main, and under an
+# address-space limit too small for their buffers it retried the mapping for ever: even
+# `--version` hung (300 MB on 2 CPUs). wildcpu's threads are its own, so it starts OpenBLAS at
+# 1 thread where OPENBLAS_NUM_THREADS is unset. The limit here is the smallest at which
+# `--version` runs with OPENBLAS_NUM_THREADS=1 (to 8 MiB), plus 32 MiB: without the variable it
+# must run as well, on any number of CPUs.
+version_under() { # LIMIT_KIB ENV_ARGS...: status of --version under that limit (137: killed)
+    local limit=$1
+    shift
+    (ulimit -v "$limit"; exec env "$@" timeout -s KILL 15 "$WILDCPU" --version) >/dev/null 2>&1
+}
+lo=65536 hi=4194304
+if version_under $hi OPENBLAS_NUM_THREADS=1; then
+    while [ $((hi - lo)) -gt 8192 ]; do
+        mid=$(((lo + hi) / 2))
+        if version_under $mid OPENBLAS_NUM_THREADS=1; then hi=$mid; else lo=$mid; fi
+    done
+    limit=$((hi + 32768))
+    t0=$SECONDS
+    version_under $limit -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u OMP_NUM_THREADS
+    st=$?
+    cpus=$(getconf _NPROCESSORS_ONLN)
+    if [ $st -eq 0 ]; then
+        ok "--version without OPENBLAS_NUM_THREADS under ulimit -v $((limit / 1024)) MiB (the least with 1 OpenBLAS thread + 32 MiB; $cpus CPUs): ran"
+    else
+        notok "--version without OPENBLAS_NUM_THREADS under ulimit -v $((limit / 1024)) MiB ($cpus CPUs)" "status $st after $((SECONDS - t0)) s (137: killed, a hang in OpenBLAS's start)"
+    fi
+else
+    notok "--version under ulimit -v 4 GiB with OPENBLAS_NUM_THREADS=1" "did not run"
+fi
+# the user's value stands, and wildcpu's own is 1 (read from a training rank's environment)
+for want in 1 3; do
+    if [ $want = 1 ]; then envs=(-u OPENBLAS_NUM_THREADS); else envs=(OPENBLAS_NUM_THREADS=3); fi
+    env "${envs[@]}" "$WILDCPU" --tiles "$SAMPLE" --steps 2 --no-predict --out "$T/bt$want" >"$T/bt$want.log" 2>&1 &
+    pid=$! seen=
+    for _ in $(seq 100); do
+        seen=$({ tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | sed -n 's/^OPENBLAS_NUM_THREADS=//p')
+        [ -n "$seen" ] && break
+        sleep 0.05
+    done
+    wait $pid
+    st=$?
+    if [ "$seen" = "$want" ] && [ $st -eq 0 ]; then
+        ok "a training started with ${envs[*]} runs with OPENBLAS_NUM_THREADS=$want"
+    else
+        notok "a training started with ${envs[*]}" "OPENBLAS_NUM_THREADS '$seen' (want $want), status $st"
+    fi
+done
 finish
