@@ -581,8 +581,9 @@ static void check_resampled_sources(const char *mosaic, const char *path, int fo
     GDALClose(ds);
 }
 
-/* A VRT source's file (SourceFilename, resolved against the VRT's directory when the element
- * says relativeToVRT="1", as GDAL resolves it) and band (SourceBand). NULL when absent. */
+/* A VRT source's file (SourceFilename, its XML escapes undone, resolved against the VRT's
+ * directory when the element says relativeToVRT="1", as GDAL resolves it) and band
+ * (SourceBand). NULL when absent. */
 static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
     const char *name;
     const int len = source_name(xml, &name);
@@ -591,8 +592,13 @@ static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
     *band = atoi(sb + strlen("<SourceBand>"));
     const char *f = strstr(xml, "<SourceFilename");
     const char *rel = strstr(f, "relativeToVRT=\"1\"");
-    char *file = WC_ALLOC((size_t)len + 1);
-    snprintf(file, (size_t)len + 1, "%.*s", len, name);
+    char *escaped = WC_ALLOC((size_t)len + 1);
+    snprintf(escaped, (size_t)len + 1, "%.*s", len, name);
+    /* the element's text as XML writes it: a.tif&amp;b for a name with '&' */
+    char *unescaped = CPLUnescapeString(escaped, NULL, CPLES_XML);
+    char *file = wc_strdup(unescaped);
+    CPLFree(unescaped);
+    free(escaped);
     if (rel && rel < name) {
         char *dir = CPLStrdup(CPLGetPath(vrt));
         char *joined = wc_strdup(CPLProjectRelativeFilename(dir, file));

@@ -637,6 +637,16 @@ if predict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder.tif" >"$log" 2>&
 else
     notok "a tile with its bands in another order" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
+# the same tile under a name with '&' (written &amp; in the VRT's XML, which GDAL undoes)
+mv "$tmp/reorder/tiles/r00_c01_f32.tif" "$tmp/reorder/tiles/r00&c01.tif"
+sed -i 's|tiles/r00_c01_f32.tif|tiles/r00\&amp;c01.tif|' "$tmp/reorder/tiles.vrt"
+if grep -q 'r00&amp;c01.tif' "$tmp/reorder/tiles.vrt" &&
+    predict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder2.tif" >"$log" 2>&1 &&
+    grep -q "is read from band 1 of .*reorder/tiles/r00&c01.tif, which that file describes as 'fuel_moisture'" "$log"; then
+    ok "the same tile named r00&c01.tif (&amp; in the VRT): warned about under its name"
+else
+    notok "a reordered tile named with '&'" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+fi
 # a source placed half a pixel off the mosaic's grid (DstRect xOff="256.5": gdalbuildvrt writes
 # such offsets for a tile whose origin is off the grid) is read shifted: warned about, naming it
 sed -e "s|relativeToVRT=\"1\">tiles/|relativeToVRT=\"0\">$(dirname "$S")/tiles/|" \
