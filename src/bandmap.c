@@ -10,16 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "wildcpu/util.h"
 
-/* From a fingerprint's bands record "name:Type,name:Type": the type band `name` had, or NULL. */
-static const char *type_in_list(const char *list, const char *name, char *buf, size_t size) {
+/* From a record "name:value,name:value" (a fingerprint's bands and their types, a meta's units):
+ * the value of `name`, or NULL. */
+static const char *value_in_list(const char *list, const char *name, char *buf, size_t size) {
     size_t nlen = strlen(name);
     for (const char *p = list; *p;) {
         const char *end = strchr(p, ','), *colon;
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        /* the type follows the LAST colon: band names may hold colons */
+        /* the value follows the LAST colon: band names may hold colons, values not */
         colon = NULL;
         for (const char *q = p; q < p + len; q++)
             if (*q == ':') colon = q;
@@ -36,7 +38,7 @@ const char *wc_bandmap_training_type(const char *fingerprint, const char *name, 
                                      size_t size) {
     char *list = WC_ALLOC(strlen(fingerprint) + 1);
     wc_kv_get(fingerprint, "bands", list, strlen(fingerprint) + 1);
-    const char *t = type_in_list(list, name, buf, size);
+    const char *t = value_in_list(list, name, buf, size);
     free(list);
     return t;
 }
@@ -113,7 +115,7 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
         used[found] = i + 1;
         bands[i] = found;
         char tbuf[32];
-        const char *want = type_in_list(list, f, tbuf, sizeof tbuf);
+        const char *want = value_in_list(list, f, tbuf, sizeof tbuf);
         const char *have = wc_dtype_name(r->bands[found - 1].type);
         if (want && !holds_every_value_of(have, want)) {
             appendf(why, size, "%sband %d '%s' is %s here but was %s in the training data",
@@ -196,6 +198,40 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int 
     for (int c = 1; c < bm->n; c++)
         bm->type = wc_dtype_union(bm->type, wc_band_read_type(&r->bands[bands[c] - 1]));
     return WC_OK;
+}
+
+char *wc_bandmap_units_record(const wc_raster *r, const int *bands, int n) {
+    size_t cap = 1;
+    for (int c = 0; c < n; c++)
+        cap += strlen(r->bands[bands[c] - 1].name) + WC_BAND_UNIT_MAX + 2;
+    char *rec = WC_ALLOC(cap);
+    rec[0] = '\0';
+    for (int c = 0; c < n; c++) {
+        const wc_band *b = &r->bands[bands[c] - 1];
+        if (*b->unit) appendf(rec, cap, "%s%s:%s", *rec ? "," : "", b->name, b->unit);
+    }
+    return rec;
+}
+
+void wc_bandmap_warn_units(const wc_bandmap *bm, const wc_model *m, const wc_raster *r) {
+    const size_t size = strlen(m->meta) + 1;
+    char *units = WC_ALLOC(size), why[2048] = "";
+    wc_kv_get(m->meta, WC_META_UNITS, units, size);
+    for (int c = 0; c < bm->n && *units; c++) {
+        char buf[WC_BAND_UNIT_MAX];
+        const char *was = value_in_list(units, m->feat_names[c], buf, sizeof buf);
+        const wc_band *b = &r->bands[bm->bands[c] - 1];
+        /* a side without a unit says nothing: most rasters have none */
+        if (was && *was && *b->unit && strcasecmp(was, b->unit) != 0)
+            appendf(why, sizeof why, "%sband %d (%s) is in %s here, in %s in the training data",
+                    *why ? "; " : "", bm->bands[c], b->name, b->unit, was);
+    }
+    if (*why)
+        wc_warn("%s: %s: values in other units are not what the model %s learned, and the map "
+                "may mean little; convert them (gdal_translate -scale, or a VRT's ScaleOffset "
+                "and UnitType) if the units say true",
+                r->path, why, m->path);
+    free(units);
 }
 
 void wc_bandmap_free(wc_bandmap *bm) {

@@ -594,6 +594,7 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
      * trained it (training warned) */
     if (mp->rank == 0 && !cfg->tiles_checked) {
         warn_other_ground(m, r);
+        wc_bandmap_warn_units(bm, m, r);
         wc_cpuinfo_warn_ignored();
     }
     L->W = r->width, L->H = r->height;

@@ -111,6 +111,21 @@ static void gdal_setup(void) {
 
 void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
 
+/* A band's unit as wc_band.unit keeps it: cut at a character's boundary, the separators of
+ * key=value;name:unit,... text and control characters as '_'. */
+static void unit_of(const char *gdal_unit, char unit[WC_BAND_UNIT_MAX]) {
+    size_t keep = gdal_unit ? strlen(gdal_unit) : 0;
+    if (keep >= WC_BAND_UNIT_MAX) {
+        keep = WC_BAND_UNIT_MAX - 1;
+        while (keep > 0 && ((unsigned char)gdal_unit[keep] & 0xC0) == 0x80) keep--;
+    }
+    snprintf(unit, WC_BAND_UNIT_MAX, "%.*s", (int)keep, keep ? gdal_unit : "");
+    for (char *c = unit; *c; c++)
+        if (*c == ',' || *c == ';' || *c == '=' || *c == ':' ||
+            wc_band_name_control((unsigned char)*c))
+            *c = '_';
+}
+
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
@@ -186,6 +201,7 @@ int wc_raster_open(wc_raster *r, const char *path) {
             bd->renamed = wc_band_name_of(desc, bd->name);
         else
             snprintf(bd->name, sizeof bd->name, "band_%d", i + 1), bd->undescribed = 1;
+        unit_of(GDALGetRasterUnitType(b), bd->unit);
         if (from_gdal(b, &bd->type) != WC_OK) {
             GDALDataType gt = GDALGetRasterDataType(b);
             wc_error("%s, band %d (%s): data type %s is not supported (use Byte, UInt16, Int16, "

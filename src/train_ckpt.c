@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "wildcpu/bandmap.h"
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/json.h"
@@ -100,19 +101,24 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     if (t->rank != 0) return WC_OK;
     background = background && t->bg && !name;
     if (!background) wc_train_ckpt_take_background(t, 1);
-    char meta[1024], ts[32];
+    char ts[32];
     wc_utc_timestamp(ts, sizeof ts);
+    /* the units of the inputs (predict compares them): sized with them, however many */
+    char *units = wc_bandmap_units_record(&t->ds->files.src, t->ds->feat_bands, t->ds->nfeat);
+    const size_t meta_size = 1024 + strlen(units);
+    char *meta = WC_ALLOC(meta_size);
     const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
     double log_sum;
     long log_steps;
     wc_trainlog_pending_loss(t->log, &log_sum, &log_steps);
-    snprintf(meta, sizeof meta,
+    snprintf(meta, meta_size,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
              "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch);"
-             "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked",
+             "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked%s%s",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
              t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss, log_sum,
-             log_steps);
+             log_steps, *units ? ";" WC_META_UNITS "=" : "", units);
+    free(units);
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
     for (int c = 0; c < t->ds->nfeat; c++)
         names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
@@ -156,7 +162,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
         t->sum.ckpt_seconds += wc_ckptbg_start(t->bg, t->ckpt_dir, &snap, t->cfg->keep, why);
     else
         rc = wc_snapshot_write(t->ckpt_dir, name, &snap, t->cfg->keep, &secs, &bytes);
-    free(names);
+    free(names), free(meta);
     wc_json_free(&metrics);
     if (background) return WC_OK;
     if (rc != WC_OK) {

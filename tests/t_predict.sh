@@ -626,6 +626,35 @@ if predict --tiles "$out/kelvin.vrt" --out "$out/kelvin.tif" >"$log" 2>&1 &&
 else
     notok "a band in other units" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
+# a band in other units by its metadata, too close for the shift warning: rel_humidity as a
+# fraction (UnitType 1, the sample's % times 0.01 through ScaleOffset); warned about, naming the
+# band and both units. The unit's case does not count (DEGC for degC), nor a band without one.
+/usr/bin/python3 - "$S" "$out/fraction.vrt" "$out/cases.vrt" <<'PY'
+import os, re, sys
+s = open(sys.argv[1]).read().replace('relativeToVRT="1">tiles/', 'relativeToVRT="0">%s/tiles/' % os.path.dirname(os.path.abspath(sys.argv[1])))
+head, *bands = s.split("<VRTRasterBand")
+def fraction(b):
+    if "<Description>rel_humidity</Description>" not in b:
+        return b
+    b = b.replace("<UnitType>%</UnitType>", "<UnitType>1</UnitType>")
+    return re.sub(r"<SimpleSource>(.*?)</SimpleSource>", lambda m: "<ComplexSource>" + m.group(1) +
+                  "<NODATA>-9999</NODATA><ScaleOffset>0</ScaleOffset><ScaleRatio>0.01</ScaleRatio></ComplexSource>", b, flags=re.S)
+def cases(b):
+    b = b.replace("<UnitType>degC</UnitType>", "<UnitType>DEGC</UnitType>")
+    return re.sub(r"<UnitType>m/s</UnitType>", "", b)
+open(sys.argv[2], "w").write(head + "".join("<VRTRasterBand" + fraction(b) for b in bands))
+open(sys.argv[3], "w").write(head + "".join("<VRTRasterBand" + cases(b) for b in bands))
+PY
+if grep -q '<UnitType>1</UnitType>' "$out/fraction.vrt" && ! grep -q 'm/s' "$out/cases.vrt" &&
+    predict --tiles "$out/fraction.vrt" --out "$out/fraction.tif" >"$log" 2>&1 &&
+    grep -q "warning: .*fraction.vrt: band 8 (rel_humidity) is in 1 here, in % in the training data: values in other units are not what the model .* learned" "$log" &&
+    [ "$(grep -c 'in the training data' "$log")" = 1 ] &&
+    predict --tiles "$out/cases.vrt" --out "$out/cases.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log" &&
+    predict --tiles "$S" --out "$out/plain5.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log"; then
+    ok "a band whose unit says other than the training data's (% as a fraction): warned about once, naming the band and both units (not for DEGC against degC, a band without a unit, or the sample)"
+else
+    notok "a band in other units by its metadata" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+fi
 # a tile written with its bands in another order than the mosaic's (slope and fuel_moisture
 # swapped: its descriptions say so, GDAL reads it by number): warned about, naming both
 cp -r "$tmp/sample" "$tmp/reorder"

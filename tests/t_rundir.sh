@@ -326,6 +326,39 @@ own=$(gdalinfo "$T/mx/risk.tif" 2>/dev/null | grep -c "checkpoint=$T/mx/checkpoi
     && ok "predict into a directory whose map is being drawn: refused, naming the writer" \
     || notok "predict beside a map being drawn" "status $s1 $s2: $(grep -m1 'error\|warning' "$T/mx2.log")"
 
+# a working file whose pid is a zombie wildcpu (exited, its parent not reaping it) has no live
+# writer: predict draws the map (status 0), saying the file lies there, where a live writer
+# would refuse it
+mkdir -p "$T/zb"
+/usr/bin/python3 - "$WILDCPU" "$T/zb" <<'PY' &
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.execv(sys.argv[1], [sys.argv[1], "--version"])
+open(os.path.join(sys.argv[2], ".risk.tif.tmp-%d" % pid), "w").close()
+time.sleep(60)  # never reaps it
+PY
+parent=$!
+zpid= zstate=
+for _ in $(seq 1 200); do
+    f=$(compgen -G "$T/zb/.risk.tif.tmp-*" | head -1)
+    zpid=${f##*tmp-}
+    [ -n "$zpid" ] && zstate=$(sed 's/.*) //' "/proc/$zpid/stat" 2>/dev/null | cut -c1)
+    [ "$zstate" = Z ] && break
+    sleep 0.05
+done
+zcomm=$(cat "/proc/$zpid/comm" 2>/dev/null)
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/st" --out "$T/zb/risk.tif" >"$T/zb.log" 2>&1
+s=$?
+kill $parent 2>/dev/null
+wait $parent 2>/dev/null
+[ "$zstate" = Z ] && [ "$zcomm" = wildcpu ] && [ $s -eq 0 ] && [ -s "$T/zb/risk.tif" ] &&
+    grep -q "working file of another run lies beside the output.*tmp-$zpid" "$T/zb.log" \
+    && ok "a working file whose pid is a zombie wildcpu: no live writer, the map is drawn (the file said)" \
+    || notok "a zombie's working file" "state '$zstate' comm '$zcomm' status $s: $(grep -m1 'error\|warning' "$T/zb.log")"
+
 # a stopped run whose report.md cannot be written: its report.json says stopped (not failed), and
 # it ends 75 as a stop does
 mkdir -p "$T/stopmd/report.md"

@@ -6,11 +6,12 @@ its sampling is wildcpu's in kind (jitter on the pooling grid, --rotate with the
 vectors turned, batch 4, AdamW with decay on weights only, warmup then cosine to 5%), not in bits.
 
   tools/torch_replica.py --train r1 --score r2 r3 r6 [--seed N] [--drop P] [--noise S] ...
+                         [--context PX] [--smooth SIGMA ...]
 
 Each region is a `wildcpu synth` directory (tiles.vrt, oracle_risk.tif). Prints, per scored
 region, the AP of the map over the AP of the region's oracle, the mean, and the same with each
 region's features normalized by its own statistics instead of the training region's.
-Needs Debian's python3-torch, python3-gdal, python3-scipy (label blur only); 2 threads.
+Needs Debian's python3-torch, python3-gdal, python3-scipy (label blur, smoothing); 2 threads.
 """
 import argparse, math, time
 import numpy as np
@@ -30,6 +31,8 @@ p.add_argument('--drop', type=float, default=0, help='dropout after the bottlene
 p.add_argument('--drop2d', type=float, default=0, help='the same, whole channels')
 p.add_argument('--noise', type=float, default=0, help='Gaussian noise on normalized inputs')
 p.add_argument('--lblur', type=float, default=0, help='labels blurred by a Gaussian of this sigma (px)')
+p.add_argument('--context', type=int, default=0, help='pixels of input read around each patch; the loss counts the patch only')
+p.add_argument('--smooth', type=float, nargs='*', default=[], help='also score the maps smoothed by a Gaussian of these sigmas (px)')
 p.add_argument('--gain', type=float, default=1.0, help="initial weights' bound over He's")
 a = p.parse_args()
 torch.set_num_threads(2)
@@ -106,7 +109,10 @@ net = UNetLite(C)
 H, W = Y1.shape
 P = 64
 origins = [(y, x) for y in range(0, H - P + 1, P) for x in range(0, W - P + 1, P)]
-yy, xx = np.meshgrid(np.arange(P) - P / 2 + 0.5, np.arange(P) - P / 2 + 0.5, indexing='ij')
+Q = P + 2 * a.context  # the window read: the patch and its context
+yy, xx = np.meshgrid(np.arange(Q) - Q / 2 + 0.5, np.arange(Q) - Q / 2 + 0.5, indexing='ij')
+counted = np.zeros((Q, Q), bool)
+counted[a.context:a.context + P, a.context:a.context + P] = True
 
 
 def sample(y0, x0):
@@ -132,7 +138,7 @@ def sample(y0, x0):
     for u, v in pairs:
         U, Vv = Xs[u].copy(), Xs[v].copy()
         Xs[u], Xs[v] = c * U - s * Vv, s * U + c * Vv
-    return norm(Xs, Vs, mean, std), Ys.astype(np.float32), Vs.astype(np.float32)
+    return norm(Xs, Vs, mean, std), Ys.astype(np.float32), (Vs & counted).astype(np.float32)
 
 
 steps_per_epoch = len(origins) // a.batch
@@ -178,6 +184,12 @@ for region in a.score:
         with torch.no_grad():
             z = net(torch.from_numpy(norm(X, V, m_, s_))[None])[0, 0].numpy()
         out.append(ap(z[V], Y[V]) / oracle_ap)
+        if out is own and a.smooth:
+            from scipy.ndimage import gaussian_filter  # normalized over valid pixels only
+            smoothed = [gaussian_filter(np.where(V, z, 0.0), g) / np.maximum(gaussian_filter(V.astype(float), g), 1e-6)
+                        for g in a.smooth]
+            print(f'{region} smoothed by ' + ', '.join(f'{g:g} px: {ap(zs[V], Y[V]) / oracle_ap:.3f}' for g, zs in zip(a.smooth, smoothed))
+                  + f' (not smoothed: {out[-1]:.3f})', flush=True)
 print(f'seed {a.seed} ({time.time() - t0:.0f} s): AP / oracle AP ' + ' '.join(f'{v:.3f}' for v in own)
       + f' mean {np.mean(own):.3f}; each region normalized by its own statistics '
       + ' '.join(f'{v:.3f}' for v in self_norm) + f' mean {np.mean(self_norm):.3f}')

@@ -32,6 +32,17 @@ typedef struct wc_bandmap {
 int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int label_band);
 void wc_bandmap_free(wc_bandmap *bm);
 
+/* The meta record of a checkpoint (wc_snapshot.meta) naming the units of the training data's
+ * input bands: WC_META_UNITS=name:unit,... for the bands of `bands` (n, 1-based) that have one.
+ * Its value is returned (malloc'd): "" when no band has a unit. */
+#define WC_META_UNITS "units"
+char *wc_bandmap_units_record(const wc_raster *r, const int *bands, int n);
+
+/* Warns once, naming every input band whose unit in r differs from its training data's as the
+ * model's meta records it (case aside: "degC" is "degc"). A band without a unit on either side,
+ * or a model written before units were recorded, says nothing. */
+void wc_bandmap_warn_units(const wc_bandmap *bm, const wc_model *m, const wc_raster *r);
+
 /* The type band `name` had in the training data whose fingerprint is given (its record
  * "bands=name:Type,..."), written into buf and returned; NULL when the fingerprint does not
  * list the band. */

@@ -38,6 +38,7 @@ int wc_dtype_to_gdal(wc_dtype t);
 double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 
 #define WC_BAND_NAME_MAX 64
+#define WC_BAND_UNIT_MAX 32
 /* A control byte (below 0x20, and DEL), which no band name holds: wc_band_name turns it into
  * '_', and a checkpoint whose names hold one is refused (one rule for the writer and the
  * reader: a name the writer let through would make every checkpoint of the run unreadable). */
@@ -55,6 +56,10 @@ typedef struct wc_band {
     char name[WC_BAND_NAME_MAX];
     int renamed; /* name is not the description as it is: a character replaced, or cut */
     int undescribed; /* the band has no description: name is "band_<n>" */
+    /* GDAL's unit type ("degC", "m", "%"; "" when it has none), cut to WC_BAND_UNIT_MAX - 1
+     * bytes, ',' ';' '=' ':' and control characters read as '_' (it travels in checkpoints as
+     * name:unit lists) */
+    char unit[WC_BAND_UNIT_MAX];
     wc_dtype type;
     int has_nodata;
     /* compared with the stored value, as GDAL defines it; rounded to the band's type, as GDAL
