@@ -228,8 +228,8 @@ void wc_bandmap_warn_units(const wc_bandmap *bm, const wc_model *m, const wc_ras
     }
     if (*why)
         wc_warn("%s: %s: values in other units are not what the model %s learned, and the map "
-                "may mean little; convert them (gdal_translate -scale, or a VRT's ScaleOffset "
-                "and UnitType) if the units say true",
+                "may mean little; if the units say true, convert the values (gdal_translate "
+                "-scale, or a VRT's ScaleOffset) and set the unit (gdal_edit.py -units)",
                 r->path, why, m->path);
     free(units);
 }

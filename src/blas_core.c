@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 /* Marks a process this module executed again: the core OpenBLAS chose before it did. */
@@ -67,22 +68,32 @@ void wc_blas_core_settle(char *const argv[]) {
 }
 
 void wc_blas_threads_settle(char *const argv[], char *const envp[]) {
-    static const char key[] = "OPENBLAS_NUM_THREADS=";
+    static const char key[] = "OPENBLAS_NUM_THREADS=", preload[] = "LD_PRELOAD=";
     static char one[] = "OPENBLAS_NUM_THREADS=1";
-    static char *env[4096]; /* static: malloc is not to be called this early */
+    enum { MAX_ENV = 1 << 16 }; /* its copy lives on the stack: malloc is not to be called yet */
     size_t n = 0;
     if (!argv || !envp) return;
-    for (; envp[n]; n++)
+    for (; envp[n]; n++) {
         if (strncmp(envp[n], key, sizeof key - 1) == 0) return;
-    if (n + 2 > sizeof env / sizeof env[0]) return;
+        /* under valgrind (its preloads): the program executed again would run outside it */
+        if (strncmp(envp[n], preload, sizeof preload - 1) == 0 && strstr(envp[n], "vgpreload"))
+            return;
+    }
+    if (n + 2 > MAX_ENV) return;
+    /* the program's own path (wc_blas_core_settle says why); without /proc, the path it was
+     * executed by, which the unchanged working directory still resolves */
     char self[4096];
     const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return;
-    self[len] = '\0';
+    const char *path = self;
+    if (len > 0 && len < (ssize_t)sizeof self - 1)
+        self[len] = '\0';
+    else if (!(path = (const char *)getauxval(AT_EXECFN)))
+        return;
+    char *env[n + 2];
     memcpy(env, envp, n * sizeof *env);
     env[n] = one;
     env[n + 1] = NULL;
-    execve(self, argv, env); /* the program's own path, as wc_blas_core_settle says why */
+    execve(path, argv, env); /* failed (a binary replaced on disk): OpenBLAS loads as it would */
 }
 
 const char *wc_blas_core_origin(char *buf, size_t size) {

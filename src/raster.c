@@ -547,12 +547,20 @@ static int source_rect(const char *xml, const char *tag, double r[4]) {
     return 1;
 }
 
-/* The source file named in a VRT source's XML, for messages: its text and length. */
-static int source_name(const char *xml, const char **name) {
+/* The source file named in a VRT source's XML (malloc'd), its XML escapes undone (a.tif&amp;b
+ * for a name with '&'); NULL when the XML names none. */
+static char *source_name(const char *xml) {
     const char *f = strstr(xml, "<SourceFilename"), *f0 = f ? strchr(f, '>') : NULL;
     const char *f1 = f0 ? strstr(f0, "</SourceFilename>") : NULL;
-    *name = f1 ? f0 + 1 : "?";
-    return f1 ? (int)(f1 - f0 - 1) : 1;
+    if (!f1) return NULL;
+    const int len = (int)(f1 - f0 - 1);
+    char *escaped = WC_ALLOC((size_t)len + 1);
+    snprintf(escaped, (size_t)len + 1, "%.*s", len, f0 + 1);
+    char *unescaped = CPLUnescapeString(escaped, NULL, CPLES_XML);
+    char *name = wc_strdup(unescaped);
+    CPLFree(unescaped);
+    free(escaped);
+    return name;
 }
 
 /* Checks the sources of every band of the VRT `path` (one of a mosaic's, perhaps nested): one
@@ -573,25 +581,30 @@ static void check_resampled_sources(const char *mosaic, const char *path, int fo
             double src[4], dst[4];
             if (!source_rect(md[i], "SrcRect", src) || !source_rect(md[i], "DstRect", dst))
                 continue;
-            const char *name;
-            const int len = source_name(md[i], &name);
             const double fx = fabs(dst[0] - round(dst[0])), fy = fabs(dst[1] - round(dst[1]));
-            if ((fx > 1e-6 || fy > 1e-6) && found[1]++ == 0)
-                wc_warn("%s: the source %.*s (band %d of %s) lies %g x %g pixels off the "
+            const int off = (fx > 1e-6 || fy > 1e-6) && found[1]++ == 0;
+            const int resampled =
+                (fabs(src[2] - dst[2]) > 1e-6 * dst[2] || fabs(src[3] - dst[3]) > 1e-6 * dst[3]) &&
+                found[0]++ == 0;
+            if (!off && !resampled) continue;
+            char *name = source_name(md[i]);
+            const char *shown = name ? name : "?";
+            if (off)
+                wc_warn("%s: the source %s (band %d of %s) lies %g x %g pixels off the "
                         "mosaic's grid (its destination starts at %g, %g): GDAL reads it "
                         "shifted to the nearest pixel, so its ground is placed up to half a pixel "
                         "from where it lies; resample it onto the grid first (gdalwarp -tr -tap, "
                         "or -te of the mosaic) if that is not what you meant",
-                        mosaic, len, name, b, path, fx, fy, dst[0], dst[1]);
-            if ((fabs(src[2] - dst[2]) > 1e-6 * dst[2] || fabs(src[3] - dst[3]) > 1e-6 * dst[3]) &&
-                found[0]++ == 0)
-                wc_warn("%s: the source %.*s (band %d of %s) is resampled onto the mosaic's grid, "
+                        mosaic, shown, b, path, fx, fy, dst[0], dst[1]);
+            if (resampled)
+                wc_warn("%s: the source %s (band %d of %s) is resampled onto the mosaic's grid, "
                         "%gx%g of its pixels into %gx%g (a VRT built with gdalbuildvrt -resolution "
                         "over tiles of other resolutions): GDAL resamples it, nearest neighbour "
                         "unless the VRT says otherwise, so its ground is seen at another "
                         "resolution than the rest; resample the sources to one resolution first "
                         "(gdalwarp -tr) if that is not what you meant",
-                        mosaic, len, name, b, path, src[2], src[3], dst[2], dst[3]);
+                        mosaic, shown, b, path, src[2], src[3], dst[2], dst[3]);
+            free(name);
         }
     }
     GDALClose(ds);
@@ -601,21 +614,13 @@ static void check_resampled_sources(const char *mosaic, const char *path, int fo
  * directory when the element says relativeToVRT="1", as GDAL resolves it) and band
  * (SourceBand). NULL when absent. */
 static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
-    const char *name;
-    const int len = source_name(xml, &name);
     const char *sb = strstr(xml, "<SourceBand>");
-    if (!sb || *name == '?') return NULL;
+    char *file = sb ? source_name(xml) : NULL;
+    if (!file) return NULL;
     *band = atoi(sb + strlen("<SourceBand>"));
-    const char *f = strstr(xml, "<SourceFilename");
+    const char *f = strstr(xml, "<SourceFilename"), *text = strchr(f, '>');
     const char *rel = strstr(f, "relativeToVRT=\"1\"");
-    char *escaped = WC_ALLOC((size_t)len + 1);
-    snprintf(escaped, (size_t)len + 1, "%.*s", len, name);
-    /* the element's text as XML writes it: a.tif&amp;b for a name with '&' */
-    char *unescaped = CPLUnescapeString(escaped, NULL, CPLES_XML);
-    char *file = wc_strdup(unescaped);
-    CPLFree(unescaped);
-    free(escaped);
-    if (rel && rel < name) {
+    if (rel && rel < text) {
         char *dir = CPLStrdup(CPLGetPath(vrt));
         char *joined = wc_strdup(CPLProjectRelativeFilename(dir, file));
         CPLFree(dir);

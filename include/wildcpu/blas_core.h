@@ -39,7 +39,8 @@ wc_cpu_features wc_cpu_features_here(void);
 void wc_blas_core_settle(char *const argv[]);
 
 /* OpenBLAS starts its threads as it loads, before main: as many as the CPUs it sees (less one),
- * unless OPENBLAS_NUM_THREADS (or GOTO_NUM_THREADS, OMP_NUM_THREADS) says otherwise. wildcpu
+ * unless OPENBLAS_NUM_THREADS says otherwise (or, without it, GOTO_NUM_THREADS or
+ * OMP_NUM_THREADS, which the 1 set here therefore overrides for OpenBLAS alone). wildcpu
  * never lets them compute (it calls OpenBLAS from its own threads, at 1 thread each), so on a
  * node of 128 CPUs each rank would hold 127 idle threads and their work buffers; and under an
  * address-space limit (ulimit -v) that cannot hold those buffers, OpenBLAS retries the failed
@@ -47,8 +48,9 @@ void wc_blas_core_settle(char *const argv[]);
  * 2 CPUs). Called from the program's .preinit_array, which runs before any library's
  * initializer: where OPENBLAS_NUM_THREADS is not in envp, executes this program again with
  * OPENBLAS_NUM_THREADS=1 added (nothing to allocate or print yet: the C library itself is not
- * initialized). Returns where the variable is set (the user's value stands, whatever it is) or
- * the execution failed (OpenBLAS then loads as it would have). */
+ * initialized). Returns where the variable is set (the user's value stands, whatever it is),
+ * under valgrind (which would not follow the execution), or where the execution failed
+ * (OpenBLAS then loads as it would have). */
 void wc_blas_threads_settle(char *const argv[], char *const envp[]);
 
 /* How the running core was chosen, for logs and reports: "OpenBLAS" (its own detection),
