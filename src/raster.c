@@ -111,8 +111,17 @@ static void gdal_setup(void) {
 
 void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
 
-/* A band's unit as wc_band.unit keeps it: cut at a character's boundary, the separators of
- * key=value;name:unit,... text and control characters as '_'. */
+/* Names and units travel in checkpoints as lists (a,b,c or name:unit,...) inside key=value;...
+ * text: those separators (',' ';' '=', and `more`), and control characters, become '_' here,
+ * once, for every reader. */
+static void replace_separators(char *s, const char *more) {
+    for (char *c = s; *c; c++)
+        if (strchr(",;=", *c) || strchr(more, *c) || wc_band_name_control((unsigned char)*c))
+            *c = '_';
+}
+
+/* A band's unit as wc_band.unit keeps it: cut at a character's boundary, separators as '_'
+ * (':' too: it ends the name before it in name:unit). */
 static void unit_of(const char *gdal_unit, char unit[WC_BAND_UNIT_MAX]) {
     size_t keep = gdal_unit ? strlen(gdal_unit) : 0;
     if (keep >= WC_BAND_UNIT_MAX) {
@@ -120,10 +129,7 @@ static void unit_of(const char *gdal_unit, char unit[WC_BAND_UNIT_MAX]) {
         while (keep > 0 && ((unsigned char)gdal_unit[keep] & 0xC0) == 0x80) keep--;
     }
     snprintf(unit, WC_BAND_UNIT_MAX, "%.*s", (int)keep, keep ? gdal_unit : "");
-    for (char *c = unit; *c; c++)
-        if (*c == ',' || *c == ';' || *c == '=' || *c == ':' ||
-            wc_band_name_control((unsigned char)*c))
-            *c = '_';
+    replace_separators(unit, ":");
 }
 
 int wc_raster_open(wc_raster *r, const char *path) {
@@ -492,11 +498,7 @@ int wc_band_name_of(const char *desc, char name[WC_BAND_NAME_MAX]) {
     } else {
         snprintf(name, WC_BAND_NAME_MAX, "%s", desc);
     }
-    /* Names travel in checkpoints as lists (a,b,c) inside key=value;... text: the separators,
-     * and control characters, become '_' here, once, for every reader. */
-    for (char *c = name; *c; c++)
-        if (*c == ',' || *c == ';' || *c == '=' || wc_band_name_control((unsigned char)*c))
-            *c = '_';
+    replace_separators(name, "");
     return strcmp(name, desc) != 0;
 }
 
