@@ -604,20 +604,29 @@ for f in merc42 lonlat30; do
         notok "$f.vrt: a warning or a refusal" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
     fi
 done
-# a band in other units than in training (temp_max in kelvin, the sample's degC + 273.15 through
-# the VRT's ScaleOffset): mapped, with a warning naming the band, its mean and how far it lies
-/usr/bin/python3 - "$S" "$out/kelvin.vrt" <<'PY'
+# The sample in other units, three VRTs from one script: kelvin.vrt (temp_max in K: degC +
+# 273.15 through a ComplexSource's ScaleOffset), fraction.vrt (rel_humidity as a fraction:
+# UnitType 1, % x 0.01), cases.vrt (DEGC for degC, the wind bands without a unit)
+/usr/bin/python3 - "$S" "$out" <<'PY'
 import os, re, sys
 s = open(sys.argv[1]).read().replace('relativeToVRT="1">tiles/', 'relativeToVRT="0">%s/tiles/' % os.path.dirname(os.path.abspath(sys.argv[1])))
 head, *bands = s.split("<VRTRasterBand")
-def kelvin(b):
-    if "<Description>temp_max</Description>" not in b:
-        return b
-    b = b.replace("<UnitType>degC</UnitType>", "<UnitType>K</UnitType>")
-    return re.sub(r"<SimpleSource>(.*?)</SimpleSource>", lambda m: "<ComplexSource>" + m.group(1) +
-                  "<NODATA>-9999</NODATA><ScaleOffset>273.15</ScaleOffset><ScaleRatio>1</ScaleRatio></ComplexSource>", b, flags=re.S)
-open(sys.argv[2], "w").write(head + "".join("<VRTRasterBand" + kelvin(b) for b in bands))
+def rescaled(name, was, unit, offset, ratio):
+    def change(b):
+        if "<Description>%s</Description>" % name not in b:
+            return b
+        b = b.replace("<UnitType>%s</UnitType>" % was, "<UnitType>%s</UnitType>" % unit)
+        return re.sub(r"<SimpleSource>(.*?)</SimpleSource>", lambda m: "<ComplexSource>" + m.group(1) +
+                      "<NODATA>-9999</NODATA><ScaleOffset>%g</ScaleOffset><ScaleRatio>%g</ScaleRatio></ComplexSource>" % (offset, ratio), b, flags=re.S)
+    return change
+def cases(b):
+    return b.replace("<UnitType>degC</UnitType>", "<UnitType>DEGC</UnitType>").replace("<UnitType>m/s</UnitType>", "")
+for name, change in (("kelvin", rescaled("temp_max", "degC", "K", 273.15, 1)),
+                     ("fraction", rescaled("rel_humidity", "%", "1", 0, 0.01)), ("cases", cases)):
+    open(os.path.join(sys.argv[2], name + ".vrt"), "w").write(head + "".join("<VRTRasterBand" + change(b) for b in bands))
 PY
+# a band in other units than in training (temp_max in kelvin): mapped, with a warning naming the
+# band, its mean and how far it lies
 if predict --tiles "$out/kelvin.vrt" --out "$out/kelvin.tif" >"$log" 2>&1 &&
     grep -q "warning: predict: .*kelvin.vrt, band 7 (temp_max): its values average 2[0-9][0-9].* training standard deviations above the training data's mean" "$log" &&
     [ "$(grep -c 'training standard deviations' "$log")" = 1 ] &&
@@ -626,25 +635,9 @@ if predict --tiles "$out/kelvin.vrt" --out "$out/kelvin.tif" >"$log" 2>&1 &&
 else
     notok "a band in other units" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
-# a band in other units by its metadata, too close for the shift warning: rel_humidity as a
-# fraction (UnitType 1, the sample's % times 0.01 through ScaleOffset); warned about, naming the
-# band and both units. The unit's case does not count (DEGC for degC), nor a band without one.
-/usr/bin/python3 - "$S" "$out/fraction.vrt" "$out/cases.vrt" <<'PY'
-import os, re, sys
-s = open(sys.argv[1]).read().replace('relativeToVRT="1">tiles/', 'relativeToVRT="0">%s/tiles/' % os.path.dirname(os.path.abspath(sys.argv[1])))
-head, *bands = s.split("<VRTRasterBand")
-def fraction(b):
-    if "<Description>rel_humidity</Description>" not in b:
-        return b
-    b = b.replace("<UnitType>%</UnitType>", "<UnitType>1</UnitType>")
-    return re.sub(r"<SimpleSource>(.*?)</SimpleSource>", lambda m: "<ComplexSource>" + m.group(1) +
-                  "<NODATA>-9999</NODATA><ScaleOffset>0</ScaleOffset><ScaleRatio>0.01</ScaleRatio></ComplexSource>", b, flags=re.S)
-def cases(b):
-    b = b.replace("<UnitType>degC</UnitType>", "<UnitType>DEGC</UnitType>")
-    return re.sub(r"<UnitType>m/s</UnitType>", "", b)
-open(sys.argv[2], "w").write(head + "".join("<VRTRasterBand" + fraction(b) for b in bands))
-open(sys.argv[3], "w").write(head + "".join("<VRTRasterBand" + cases(b) for b in bands))
-PY
+# a band in other units by its metadata, too close for the shift warning (rel_humidity as a
+# fraction): warned about, naming the band and both units. The unit's case does not count (DEGC
+# for degC), nor a band without one.
 if grep -q '<UnitType>1</UnitType>' "$out/fraction.vrt" && ! grep -q 'm/s' "$out/cases.vrt" &&
     predict --tiles "$out/fraction.vrt" --out "$out/fraction.tif" >"$log" 2>&1 &&
     grep -q "warning: .*fraction.vrt: band 8 (rel_humidity) is in 1 here, in % in the training data: values in other units are not what the model .* learned" "$log" &&
