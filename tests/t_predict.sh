@@ -606,7 +606,8 @@ for f in merc42 lonlat30; do
 done
 # The sample in other units, three VRTs from one script: kelvin.vrt (temp_max in K: degC +
 # 273.15 through a ComplexSource's ScaleOffset), fraction.vrt (rel_humidity as a fraction:
-# UnitType 1, % x 0.01), cases.vrt (DEGC for degC, the wind bands without a unit)
+# UnitType 1, % x 0.01), cases.vrt (other spellings of the same units: DEGC for degC, metre
+# for m, ° for degrees, percent for %; the wind bands without a unit)
 /usr/bin/python3 - "$S" "$out" <<'PY'
 import os, re, sys
 s = open(sys.argv[1]).read().replace('relativeToVRT="1">tiles/', 'relativeToVRT="0">%s/tiles/' % os.path.dirname(os.path.abspath(sys.argv[1])))
@@ -620,7 +621,9 @@ def rescaled(name, was, unit, offset, ratio):
                       "<NODATA>-9999</NODATA><ScaleOffset>%g</ScaleOffset><ScaleRatio>%g</ScaleRatio></ComplexSource>" % (offset, ratio), b, flags=re.S)
     return change
 def cases(b):
-    return b.replace("<UnitType>degC</UnitType>", "<UnitType>DEGC</UnitType>").replace("<UnitType>m/s</UnitType>", "")
+    for was, unit in (("degC", "DEGC"), ("m/s", ""), ("m", "metre"), ("degrees", "\u00b0"), ("%", "percent")):
+        b = b.replace("<UnitType>%s</UnitType>" % was, "<UnitType>%s</UnitType>" % unit)
+    return b
 for name, change in (("kelvin", rescaled("temp_max", "degC", "K", 273.15, 1)),
                      ("fraction", rescaled("rel_humidity", "%", "1", 0, 0.01)), ("cases", cases)):
     open(os.path.join(sys.argv[2], name + ".vrt"), "w").write(head + "".join("<VRTRasterBand" + change(b) for b in bands))
@@ -636,15 +639,16 @@ else
     notok "a band in other units" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
 # a band in other units by its metadata, too close for the shift warning (rel_humidity as a
-# fraction): warned about, naming the band and both units. The unit's case does not count (DEGC
-# for degC), nor a band without one.
+# fraction): warned about, naming the band and both units. Another spelling of one unit does
+# not count (DEGC or Celsius for degC, metre for m), nor a band without one.
 if grep -q '<UnitType>1</UnitType>' "$out/fraction.vrt" && ! grep -q 'm/s' "$out/cases.vrt" &&
+    grep -q '<UnitType>metre</UnitType>' "$out/cases.vrt" && grep -q '<UnitType>percent</UnitType>' "$out/cases.vrt" &&
     predict --tiles "$out/fraction.vrt" --out "$out/fraction.tif" >"$log" 2>&1 &&
     grep -q "warning: .*fraction.vrt: band 8 (rel_humidity) is in 1 here, in % in the training data: values in other units are not what the model .* learned" "$log" &&
     [ "$(grep -c 'in the training data' "$log")" = 1 ] &&
     predict --tiles "$out/cases.vrt" --out "$out/cases.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log" &&
     predict --tiles "$S" --out "$out/plain5.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log"; then
-    ok "a band whose unit says other than the training data's (% as a fraction): warned about once, naming the band and both units (not for DEGC against degC, a band without a unit, or the sample)"
+    ok "a band whose unit says other than the training data's (% as a fraction): warned about once, naming the band and both units (not for DEGC, metre, ° or percent against degC, m, degrees or %, a band without a unit, or the sample)"
 else
     notok "a band in other units by its metadata" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
