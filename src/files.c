@@ -339,9 +339,9 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
     for (int k = 0; inputs && inputs[k]; k++) {
         for (int i = 0; i < noutputs; i++)
             if (wc_same_file(inputs[k], outputs[i])) {
-                wc_error("refusing to start: %s is an input, and this command would write %s "
-                         "there (%s); give the output another path or another --out directory",
-                         inputs[k], what_out[i], outputs[i]);
+                wc_error("refusing to write %s to %s: that is %s, an input of this command; "
+                         "give the output another path or another --out directory",
+                         what_out[i], outputs[i], inputs[k]);
                 return WC_ERR;
             }
         for (int i = 0; i < nmoved; i++)

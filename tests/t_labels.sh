@@ -294,7 +294,7 @@ fi
 lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
 ev=(evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" --out "$T/vec/again.json")
 expect "evaluate --map onto the labels it derived: refused" 2 \
-    "refusing to start: .*labels-.*tif is an input, and this command would write the risk map there" -- "${ev[@]}" --map "${lab:-none}"
+    "refusing to write the risk map to .*: that is .*labels-.*tif, an input of this command" -- "${ev[@]}" --map "${lab:-none}"
 cp "$T/polyref.tif" "${lab:-$T/none.tif}"
 sum=$(md5sum <"${lab:-$T/none.tif}")
 expect "a raster wildcpu did not derive, where it keeps derived labels: refused" 1 \

@@ -191,7 +191,7 @@ before=$(md5sum <"$T/deep/risk.tif")
 "$WILDCPU" --tiles "$T/deep/outer.vrt" --out "$T/deep" --steps 1 --model logistic --batch 4 \
     --micro-batch 2 >"$T/deep.log" 2>&1
 s=$?
-[ $s -eq 2 ] && grep -q "deep/risk.tif is an input, and this command would write the risk map there" "$T/deep.log" \
+[ $s -eq 2 ] && grep -q "refusing to write the risk map to .*: that is .*deep/risk.tif, an input of this command" "$T/deep.log" \
     && [ "$(md5sum <"$T/deep/risk.tif")" = "$before" ] \
     && ok "an input two VRTs deep in --out: refused (exit 2), untouched" \
     || notok "an input two VRTs deep" "status $s: $(tail -1 "$T/deep.log")"
