@@ -3,6 +3,7 @@
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
+#include <cpl_minixml.h>
 #include <cpl_string.h>
 #include <gdal.h>
 #include <float.h>
@@ -132,6 +133,15 @@ static void unit_of(const char *gdal_unit, char unit[WC_BAND_UNIT_MAX]) {
     replace_separators(unit, ":");
 }
 
+/* The float nearest v (finite): a value beyond the largest float by less than half the step
+ * between floats there is nearest to it (round to nearest); one beyond that has none, and
+ * stays as it is (it matches no pixel, as in GDAL). */
+static double nearest_float(double v) {
+    const double beyond = ldexp(1.0, 128) - ldexp(1.0, 103); /* FLT_MAX + half its step */
+    if (fabs(v) <= FLT_MAX) return (double)(float)v;
+    return fabs(v) < beyond ? copysign(FLT_MAX, v) : v;
+}
+
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
@@ -219,15 +229,19 @@ int wc_raster_open(wc_raster *r, const char *path) {
         }
         bd->nodata = bd->nodata_declared = GDALGetRasterNoDataValue(b, &bd->has_nodata);
         /* A Float32 band holds floats: a nodata value no float equals exactly (-9999.9, the
-         * -3.40282e+38 of .flt/.bil headers) marks the float nearest it, as GDAL's own masks
-         * take it; compared unrounded it would match no pixel. */
-        if (bd->has_nodata && bd->type == WC_DT_FLOAT32 && fabs(bd->nodata) <= FLT_MAX) {
-            const double rounded = (double)(float)bd->nodata;
+         * -3.4028235e+38 of .flt/.bil headers, just beyond the largest float) marks the float
+         * nearest it, as GDAL's own masks take it; compared unrounded it would match no pixel. */
+        if (bd->has_nodata && bd->type == WC_DT_FLOAT32 && isfinite(bd->nodata)) {
+            const double rounded = nearest_float(bd->nodata);
             bd->nodata_rounded = rounded != bd->nodata;
             bd->nodata = rounded;
         }
+        /* A mask made of the band's own nodata value is compared here; any other (an internal
+         * or .msk mask, NODATA_VALUES's per-dataset mask: all bands at their values at once)
+         * is read from GDAL. */
         const int mask_flags = GDALGetMaskFlags(b);
-        bd->masked = !(mask_flags & (GMF_ALL_VALID | GMF_NODATA));
+        const int own_nodata = (mask_flags & GMF_NODATA) && !(mask_flags & GMF_PER_DATASET);
+        bd->masked = !(mask_flags & GMF_ALL_VALID) && !(own_nodata && bd->has_nodata);
         bd->scale = GDALGetRasterScale(b, NULL);
         bd->offset = GDALGetRasterOffset(b, NULL);
         if (!isfinite(bd->scale) || bd->scale == 0 || !isfinite(bd->offset)) {
@@ -360,14 +374,46 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
     return apply_masks(r, bands, nb, type, dst, gx, gy, gw, gh, (size_t)w * (size_t)h, (size_t)w);
 }
 
+enum vrt_kind { NOT_VRT, VRT_MOSAIC, VRT_WARPED };
+static enum vrt_kind vrt_kind_of(const char *path);
+static int is_vrt_file(const char *path);
+
+/* GDAL answers a VRT's coverage by its sources' rectangles, so a nested VRT (a mosaic of
+ * mosaics) counts as covered wherever it is placed: its own holes are asked of it. The first
+ * VRT within r's mosaic with a part no source covers (in any band), or NULL; *covered its
+ * percentage covered. */
+static char *nested_vrt_with_hole(const wc_raster *r, double *covered) {
+    char **files = wc_gdal_file_list(r->path), *found = NULL;
+    for (int i = 1; files[i] && !found; i++) {
+        if (wc_special_file_kind(files[i]) || vrt_kind_of(files[i]) != VRT_MOSAIC) continue;
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        GDALDatasetH ds = GDALOpenEx(files[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+        CPLPopErrorHandler();
+        for (int b = 1; ds && !found && b <= GDALGetRasterCount(ds); b++) {
+            *covered = 100;
+            const int st = GDALGetDataCoverageStatus(GDALGetRasterBand(ds, b), 0, 0,
+                                                     GDALGetRasterXSize(ds),
+                                                     GDALGetRasterYSize(ds), 0, covered);
+            if ((st & GDAL_DATA_COVERAGE_STATUS_EMPTY) &&
+                !(st & GDAL_DATA_COVERAGE_STATUS_UNIMPLEMENTED))
+                found = wc_strdup(files[i]);
+        }
+        if (ds) GDALClose(ds);
+    }
+    wc_strv_free(files);
+    return found;
+}
+
 int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
     GDALDatasetH ds = (GDALDatasetH)r->ds;
     GDALDriverH drv = GDALGetDatasetDriver(ds);
     if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return WC_OK;
+    int asked = 0;
     for (int k = 0; k < nb; k++) {
         const wc_band *b = &r->bands[bands[k] - 1];
         if (b->has_nodata || b->masked) continue;
         double covered = 100;
+        asked = bands[k];
         const int st = GDALGetDataCoverageStatus(GDALGetRasterBand(ds, bands[k]), 0, 0, r->width,
                                                  r->height, 0, &covered);
         if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) ||
@@ -378,6 +424,18 @@ int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
                  "taken for data; give the mosaic's bands a nodata value (gdalbuildvrt "
                  "-vrtnodata, or a <NoDataValue> in each band)",
                  r->path, 100 - covered, bands[k], b->name);
+        return WC_ERR;
+    }
+    double covered = 100;
+    char *nested = asked ? nested_vrt_with_hole(r, &covered) : NULL;
+    if (nested) {
+        wc_error("%s: %.3g%% of %s, a VRT within it, has no source (a tile missing from the "
+                 "mosaic?) and band %d (%s) of the mosaic has no nodata value, so GDAL would "
+                 "read 0 or that VRT's nodata value there and it would be taken for data; give "
+                 "the mosaic's bands a nodata value (gdalbuildvrt -vrtnodata, or a <NoDataValue> "
+                 "in each band)",
+                 r->path, 100 - covered, nested, asked, r->bands[asked - 1].name);
+        free(nested);
         return WC_ERR;
     }
     return WC_OK;
@@ -530,9 +588,6 @@ int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, cons
     return said;
 }
 
-enum vrt_kind { NOT_VRT, VRT_MOSAIC, VRT_WARPED };
-static enum vrt_kind vrt_kind_of(const char *path);
-static int is_vrt_file(const char *path);
 
 /* A VRT source's rectangle `tag` (SrcRect, DstRect) in its XML: offset (x, y) and size (w, h);
  * 0 when absent. */
@@ -632,14 +687,110 @@ static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
     return file;
 }
 
-/* The bands of the VRT `path` against the bands of its sources, by description: a source whose
- * band a VRT band reads describes itself as another quantity (a tile written with its bands in
- * another order: gdalbuildvrt takes band numbers, not names, and GDAL reads it as the VRT says)
- * is counted in *found, the first warned about. Bands without descriptions on either side say
- * nothing. Each source file is opened once, for all the bands that read it; with more than
- * MAX sources, MAX spread over them (a mosaic of tiles from one producer has one band order, and
- * thousands of headers on a parallel file system take long). */
-static void check_band_order(const char *mosaic, const char *path, int *found) {
+/* The bands of the VRT `path` that declare a nodata value and hide it (HideNoDataValue:
+ * gdalbuildvrt -hidenodata, meant for a background colour): GDAL then reports no nodata, and
+ * the pixels at that value, a missing tile's and a label's nodata too, are read as data.
+ * Warned about once per VRT, naming its first such band; counted in *found. */
+static void check_hidden_nodata(const char *mosaic, const char *path, int *found) {
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH vrt = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    CPLPopErrorHandler();
+    char **xml = vrt ? GDALGetMetadata(vrt, "xml:VRT") : NULL;
+    CPLXMLNode *root = xml && xml[0] ? CPLParseXMLString(xml[0]) : NULL;
+    CPLXMLNode *ds = root ? CPLGetXMLNode(root, "=VRTDataset") : NULL;
+    int hidden = 0, first = 0;
+    double value = 0;
+    for (CPLXMLNode *b = ds ? ds->psChild : NULL; b; b = b->psNext) {
+        if (b->eType != CXT_Element || strcmp(b->pszValue, "VRTRasterBand") != 0) continue;
+        const char *nodata = CPLGetXMLValue(b, "NoDataValue", NULL);
+        if (!nodata || !CPLTestBool(CPLGetXMLValue(b, "HideNoDataValue", "0"))) continue;
+        if (hidden++ == 0) first = atoi(CPLGetXMLValue(b, "band", "0")), value = CPLAtof(nodata);
+    }
+    if (hidden && (*found)++ == 0)
+        wc_warn("%s: %d band%s of %s declare%s a nodata value but hide%s it (band %d: %g; "
+                "HideNoDataValue, gdalbuildvrt -hidenodata): GDAL then reads the pixels at that "
+                "value, and a missing tile's, as data; build the mosaic without -hidenodata if "
+                "they are not",
+                mosaic, hidden, hidden > 1 ? "s" : "", path, hidden > 1 ? "" : "s",
+                hidden > 1 ? "" : "s", first, value);
+    if (root) CPLDestroyXMLNode(root);
+    if (vrt) GDALClose(vrt);
+}
+
+/* What the sources of a mosaic's VRTs say against the VRTs that read them (check_source_files). */
+typedef struct {
+    int reordered; /* a VRT band reads a source band described otherwise */
+    int cut;       /* a source smaller than the rectangle the VRT reads of it */
+    int moved;     /* a source whose georeferencing puts it elsewhere than the VRT places it */
+    int hidden;    /* a VRT whose bands hide their nodata value */
+    int refused;   /* a cut source whose missing part reads as data */
+} source_findings;
+
+/* A band read from a source that describes itself as another quantity: a tile written with its
+ * bands in another order (gdalbuildvrt takes band numbers, not names, and GDAL reads it as the
+ * VRT says). Bands without descriptions on either side say nothing. */
+static void check_source_band(const char *mosaic, const char *path, int b, const char *want,
+                              GDALDatasetH src, const char *file, int sband, source_findings *f) {
+    const char *has = src && sband >= 1 && sband <= GDALGetRasterCount(src)
+                          ? GDALGetDescription(GDALGetRasterBand(src, sband))
+                          : "";
+    if (*want && *has && strcmp(has, want) != 0 && f->reordered++ == 0)
+        wc_warn("%s: band %d (%s) of %s is read from band %d of %s, which that file describes "
+                "as '%s': a source with its bands in another order than the mosaic's "
+                "(gdalbuildvrt takes band numbers, not names)? GDAL reads it as the mosaic says, "
+                "so that ground gets another quantity; rebuild the mosaic from sources of one "
+                "band order (gdal_translate -b reorders)",
+                mosaic, b, want, path, sband, file, has);
+}
+
+/* A source that changed since the VRT was built (a tile cropped, shifted or written again on
+ * another grid): GDAL reads the rectangle the VRT names, so a smaller source leaves part of it
+ * without data (0 where the band has no nodata value: refused when `holes_are_data`), and a
+ * moved one puts its pixels where it no longer lies (compared where both are north-up in one
+ * CRS, by the georeferencing of the source's first read pixel, to half a pixel). */
+static void check_source_extent(const char *mosaic, const char *path, GDALDatasetH vrt,
+                                GDALDatasetH src, const char *file, const char *xml,
+                                int holes_are_data, source_findings *f) {
+    double sr[4], dr[4], vgt[6], sgt[6];
+    if (!src || !source_rect(xml, "SrcRect", sr) || !source_rect(xml, "DstRect", dr)) return;
+    const int sw = GDALGetRasterXSize(src), sh = GDALGetRasterYSize(src);
+    if (sr[0] + sr[2] > sw + 1e-6 || sr[1] + sr[3] > sh + 1e-6) {
+        if (holes_are_data && f->refused++ == 0)
+            wc_error("%s: its source %s is %dx%d pixels, but %s reads %gx%g of it from pixel "
+                     "%g, %g: the source changed since the mosaic was built? GDAL reads the "
+                     "rest of that rectangle as 0, and a band of the mosaic has no nodata value "
+                     "to mark it, so it would be taken for data; build the mosaic again "
+                     "(gdalbuildvrt)",
+                     mosaic, file, sw, sh, path, sr[2], sr[3], sr[0], sr[1]);
+        else if (!holes_are_data && f->cut++ == 0)
+            wc_warn("%s: its source %s is %dx%d pixels, but %s reads %gx%g of it from pixel "
+                    "%g, %g: the source changed since the mosaic was built? The rest of that "
+                    "rectangle is read as nodata; build the mosaic again (gdalbuildvrt)",
+                    mosaic, file, sw, sh, path, sr[2], sr[3], sr[0], sr[1]);
+        return;
+    }
+    if (GDALGetGeoTransform(vrt, vgt) != CE_None || GDALGetGeoTransform(src, sgt) != CE_None ||
+        vgt[2] != 0 || vgt[4] != 0 || sgt[2] != 0 || sgt[4] != 0 || vgt[1] == 0 || vgt[5] == 0)
+        return;
+    const char *vrt_crs = GDALGetProjectionRef(vrt), *src_crs = GDALGetProjectionRef(src);
+    if (!vrt_crs || !src_crs || strcmp(vrt_crs, src_crs) != 0) return; /* warned elsewhere */
+    const double dx = (sgt[0] + sr[0] * sgt[1] - (vgt[0] + dr[0] * vgt[1])) / vgt[1];
+    const double dy = (sgt[3] + sr[1] * sgt[5] - (vgt[3] + dr[1] * vgt[5])) / vgt[5];
+    if ((fabs(dx) > 0.5 || fabs(dy) > 0.5) && f->moved++ == 0)
+        wc_warn("%s: its source %s lies %.1f x %.1f pixels from where %s places it, by its own "
+                "georeferencing: the source changed since the mosaic was built? GDAL reads it "
+                "where the mosaic says, so its ground is misplaced; build the mosaic again "
+                "(gdalbuildvrt)",
+                mosaic, file, round(dx * 10) / 10 + 0.0, round(dy * 10) / 10 + 0.0, path);
+}
+
+/* The sources of the VRT `path` (one of a mosaic's, perhaps nested) against the VRT's bands:
+ * check_source_band and check_source_extent. Each source file is opened once, for all the
+ * bands that read it; with more than MAX sources, MAX spread over them (a mosaic of tiles from
+ * one producer has one band order, and thousands of headers on a parallel file system take
+ * long). */
+static void check_source_files(const char *mosaic, const char *path, int holes_are_data,
+                               source_findings *f) {
     enum { MAX = 500 };
     CPLPushErrorHandler(CPLQuietErrorHandler);
     GDALDatasetH vrt = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
@@ -653,11 +804,9 @@ static void check_band_order(const char *mosaic, const char *path, int *found) {
         char *open_file = NULL;
         for (int b = 1; b <= nb; b++) {
             GDALRasterBandH vb = GDALGetRasterBand(vrt, b);
-            const char *want = GDALGetDescription(vb);
             char **md = GDALGetMetadata(vb, "vrt_sources");
             int sband = 0;
-            char *file =
-                *want && i < CSLCount(md) ? source_file_and_band(path, md[i], &sband) : NULL;
+            char *file = i < CSLCount(md) ? source_file_and_band(path, md[i], &sband) : NULL;
             if (!file || wc_special_file_kind(file)) {
                 free(file);
                 continue;
@@ -669,17 +818,10 @@ static void check_band_order(const char *mosaic, const char *path, int *found) {
                 CPLPopErrorHandler();
                 free(open_file);
                 open_file = wc_strdup(file);
+                /* one source file is one extent, whichever band reads it */
+                check_source_extent(mosaic, path, vrt, src, file, md[i], holes_are_data, f);
             }
-            const char *has = src && sband >= 1 && sband <= GDALGetRasterCount(src)
-                                  ? GDALGetDescription(GDALGetRasterBand(src, sband))
-                                  : "";
-            if (*has && strcmp(has, want) != 0 && (*found)++ == 0)
-                wc_warn("%s: band %d (%s) of %s is read from band %d of %s, which that file "
-                        "describes as '%s': a source with its bands in another order than the "
-                        "mosaic's (gdalbuildvrt takes band numbers, not names)? GDAL reads it as "
-                        "the mosaic says, so that ground gets another quantity; rebuild the "
-                        "mosaic from sources of one band order (gdal_translate -b reorders)",
-                        mosaic, b, want, path, sband, file, has);
+            check_source_band(mosaic, path, b, GDALGetDescription(vb), src, file, sband, f);
             free(file);
         }
         if (src) GDALClose(src);
@@ -801,12 +943,18 @@ int wc_raster_check_sources(const wc_raster *r) {
         }
         if (s) GDALClose(s);
     }
-    int reordered = 0;
+    /* a hole in the mosaic reads as data in a band with neither nodata nor a mask */
+    int holes_are_data = 0;
+    for (int b = 0; b < r->nbands; b++)
+        holes_are_data |= !r->bands[b].has_nodata && !r->bands[b].masked;
+    source_findings found = {0};
     for (int i = 0; i < nfiles; i++) /* the mosaic, and the VRTs within it */
         if ((i == 0 || is_vrt_file(files[i])) && !wc_special_file_kind(files[i])) {
             check_resampled_sources(r->path, files[i], resampled);
-            check_band_order(r->path, files[i], &reordered);
+            check_source_files(r->path, files[i], holes_are_data, &found);
+            check_hidden_nodata(r->path, files[i], &found.hidden);
         }
+    if (found.refused) status = WC_ERR;
     if (other > 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
     if (resampled[0] > 1)
@@ -815,10 +963,15 @@ int wc_raster_check_sources(const wc_raster *r) {
     if (resampled[1] > 1)
         wc_warn("%s: %d of its sources (counted per band) lie off its pixel grid", r->path,
                 resampled[1]);
-    if (reordered > 1)
+    if (found.reordered > 1)
         wc_warn("%s: %d of its bands read a source band described otherwise (counted per band "
                 "and source)",
-                r->path, reordered);
+                r->path, found.reordered);
+    if (found.cut > 1)
+        wc_warn("%s: %d of its sources are smaller than the mosaic reads", r->path, found.cut);
+    if (found.moved > 1)
+        wc_warn("%s: %d of its sources lie elsewhere than the mosaic places them", r->path,
+                found.moved);
     free(behind_warp);
     wc_strv_free(files);
     OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
