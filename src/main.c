@@ -517,7 +517,11 @@ static int cmd_train(int argc, char **argv) {
         int dirlen = slash ? (int)(slash - c.data.tiles) : 1;
         snprintf(oracle_guess, sizeof oracle_guess, "%.*s/oracle_risk.tif", dirlen,
                  slash ? c.data.tiles : ".");
-        if (file_exists(oracle_guess)) c.data.oracle = oracle_guess;
+        /* rank 0 decides, so that every rank takes the same path (one that does not see the
+         * file is then refused, naming it, rather than leaving the others in a collective) */
+        int exists = wc_dist_rank() == 0 && file_exists(oracle_guess);
+        wc_dist_bcast(&exists, sizeof exists, 0);
+        if (exists) c.data.oracle = oracle_guess;
     }
     return wc_run_train_and_map(&c);
 }

@@ -52,6 +52,7 @@
 #include <cpl_string.h>
 #include <gdal.h>
 
+#include "wildcpu/agree.h"
 #include "wildcpu/bandmap.h"
 #include "wildcpu/ckpt.h"
 #include "wildcpu/cpuinfo.h"
@@ -877,6 +878,11 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
     int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
     if (status != WC_EXIT_OK) goto out;
+    const char *inputs[] = {cfg->tiles, cfg->labels};
+    if (!cfg->tiles_checked && wc_agree_inputs(&r, inputs, 2) != WC_OK) {
+        status = WC_EXIT_RUNTIME;
+        goto out;
+    }
     status = wc_dist_max_int(rank == 0 ? check_outputs(cfg, &r, &m) : WC_EXIT_OK);
     if (status != WC_EXIT_OK) goto out;
     if (cfg->evaluate) {

@@ -10,7 +10,9 @@
 #   - the MPI path (mpirun -np 1) equals a plain single process without a launcher (a singleton);
 #   - --fast-reduce is close to, but need not equal, the exact reduction;
 #   - SIGKILL of one rank mid-step ends the whole job, non-zero, within 30 s;
-#   - a launcher that started singletons (SLURM_NTASKS disagrees with the world) is refused.
+#   - a launcher that started singletons (SLURM_NTASKS disagrees with the world) is refused;
+#   - ranks that see other inputs (a per-rank working directory: one tile of another region, a
+#     missing oracle) are refused, naming the rank and the file, for training and predict.
 . "$(dirname "$0")/lib.sh"
 
 steps=6
@@ -125,4 +127,50 @@ status=$?
 [ $status -eq 1 ] && grep -q "Slurm started 2 tasks but MPI sees a world of 1" "$T/mis.log" \
     && ok "SLURM_NTASKS disagreeing with the MPI world is refused" \
     || notok "SLURM_NTASKS disagreeing with the MPI world is refused" "status $status: $(tail -2 "$T/mis.log")"
+# Ranks that see other files behind the same command line: each rank runs in its own working
+# directory (the wrapper), whose data/ is a copy of the sample; rank 1's differs in one tile
+# (its values changed, the same size), then lacks the default oracle.
+mkdir -p "$T/cw0" "$T/cw1" "$T/same" "$T/other" "$T/nooracle"
+cp -a "$(dirname "$SAMPLE")"/. "$T/same/"
+cp -a "$T/same"/. "$T/other/"
+tile=$(cd "$T/same/tiles" && ls | grep -v aux | head -1)
+cp -a "$T/same"/. "$T/nooracle/"
+rm -f "$T/nooracle/oracle_risk.tif"
+printf '#!/bin/bash\ncd "%s/cw$OMPI_COMM_WORLD_RANK" && exec "$@"\n' "$T" >"$T/percwd.sh"
+chmod +x "$T/percwd.sh"
+ln -sfn "$T/same" "$T/cw0/data"
+each() { # each NAME RANK1-DATA ARGS...: 2 ranks, rank 1 on RANK1-DATA
+    local name=$1 data=$2
+    shift 2
+    ln -sfn "$T/$data" "$T/cw1/data"
+    timeout -s KILL 120 mpirun --oversubscribe --bind-to none -np 2 "$T/percwd.sh" "$WILDCPU" "$@" \
+        >"$T/$name.log" 2>&1
+}
+# the other tile: the same file with its first band's values changed (a stale copy)
+$PY - "$T/other/tiles/$tile" <<'PY'
+import sys
+from osgeo import gdal
+ds = gdal.Open(sys.argv[1], gdal.GA_Update)
+band = ds.GetRasterBand(1)
+band.WriteArray(band.ReadAsArray() // 2)
+ds = None
+PY
+cmp -s "$T/same/tiles/$tile" "$T/other/tiles/$tile" && notok "a differing tile for rank 1" "the copy is the same file"
+each agree same --tiles data/tiles.vrt --patch 32 --steps 1 --batch 4 --no-predict --out "$T/agree"
+s1=$?
+each differ other --tiles data/tiles.vrt --patch 32 --steps 1 --batch 4 --no-predict --out "$T/differ"
+s2=$?
+each nooracle nooracle --tiles data/tiles.vrt --patch 32 --steps 1 --batch 4 --no-predict --out "$T/noor"
+s3=$?
+each pdiffer other predict --tiles data/tiles.vrt --checkpoint "$T/agree" --out "$T/pdiffer.tif"
+s4=$?
+if [ $s1 -eq 0 ] && [ $s2 -eq 1 ] && [ $s3 -eq 1 ] && [ $s4 -eq 1 ] &&
+    grep -q "rank 1 reads another data/tiles/$tile than rank 0" "$T/differ.log" &&
+    grep -q "rank 1 reads another data/tiles/$tile than rank 0" "$T/pdiffer.log" &&
+    grep -q "rank 1 cannot read data/oracle_risk.tif, which rank 0 reads" "$T/nooracle.log" &&
+    ! grep -q MPI_ERR "$T/differ.log" "$T/nooracle.log" && [ ! -e "$T/pdiffer.tif" ]; then
+    ok "ranks that see other inputs (a tile with other values, no oracle) are refused naming the rank and the file; the same files on every rank train"
+else
+    notok "ranks that see other inputs" "status $s1 $s2 $s3 $s4: $(grep -h error "$T/differ.log" "$T/nooracle.log" "$T/pdiffer.log" "$T/agree.log" | head -3 | cut -c1-250)"
+fi
 finish
