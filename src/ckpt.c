@@ -584,6 +584,38 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
     return rc;
 }
 
+int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, long last) {
+    wc_ckpt_entry *e;
+    const int n = wc_ckpt_list(dir, 0, &e);
+    int rc = WC_OK;
+    for (int i = 0; i < n && rc == WC_OK; i++) {
+        const int passed_over = !e[i].header_ok || e[i].step > step;
+        const int written_again = e[i].name_step > step && e[i].name_step <= last;
+        if (!passed_over || !written_again || wc_same_file(e[i].path, resumed)) continue;
+        char aside[4200];
+        struct stat st;
+        for (int k = 1; k < 1000; k++) {
+            if (k == 1)
+                snprintf(aside, sizeof aside, "%s.unusable", e[i].path);
+            else
+                snprintf(aside, sizeof aside, "%s.unusable-%d", e[i].path, k);
+            if (lstat(aside, &st) != 0 && errno == ENOENT) break;
+        }
+        if (rename(e[i].path, aside) == 0) {
+            wc_warn("%s, passed over as not usable, is kept as %s: this run resumes from step "
+                    "%ld and writes checkpoints of later steps under that name",
+                    e[i].path, aside, step);
+        } else {
+            wc_error("%s, passed over as not usable, cannot be kept aside as %s (%s): refusing "
+                     "to resume, which would write a checkpoint of a later step in its place",
+                     e[i].path, aside, strerror(errno));
+            rc = WC_ERR;
+        }
+    }
+    wc_ckpt_list_free(e, WC_MAX(n, 0));
+    return rc;
+}
+
 int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
                     char **resolved) {
     struct stat st;

@@ -306,6 +306,9 @@ int wc_train_ckpt_resume(train_ctx *t) {
                                    .feat_names = names,
                                    .nfeat = t->ds->nfeat};
     int64_t found = t->rank == 0 ? wc_snapshot_find_resume(t->ckpt_dir, &match, &snap, &path) : 0;
+    if (found > 0 &&
+        wc_ckpt_keep_passed_over(t->ckpt_dir, path, snap.step, t->total_steps) != WC_OK)
+        found = -1;
     free(names);
     wc_dist_bcast(&found, sizeof found, 0);
     if (found <= 0) {

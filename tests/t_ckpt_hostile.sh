@@ -2,8 +2,8 @@
 # t_ckpt_hostile.sh: checkpoints whose CRC is valid but whose content is not (tests/wcp.py
 # rewrites real ones), and checkpoint directories holding things that are not checkpoints.
 # Every reader (info, export, predict, resume) must refuse such a file as "not usable: <reason>"
-# with status 1, never crash or exhaust memory; a resume falls back to the previous checkpoint
-# and ends bitwise equal to an uninterrupted run.
+# with status 1, never crash or exhaust memory; a resume keeps it aside (NAME.unusable, byte for
+# byte), falls back to the previous checkpoint and ends bitwise equal to an uninterrupted run.
 . "$(dirname "$0")/lib.sh"
 
 WCP="$PY $ROOT/tests/wcp.py"
@@ -28,7 +28,8 @@ hostile() {
         notok "$name: crafting the file" "$(tail -2 "$T/$name.wcp")"
         return
     fi
-    local f=$d/checkpoints/ckpt-00000004.wcp bad=""
+    local f=$d/checkpoints/ckpt-00000004.wcp bad="" crafted
+    crafted=$(digest "$d/checkpoints/ckpt-00000004.wcp")
     timeout 60 "$WILDCPU" info "$f" >"$T/$name.info" 2>&1
     local s=$?
     { [ $s -eq 1 ] && grep -Eq "INVALID: .*$pattern" "$T/$name.info"; } || bad+=" info: status $s $(head -c 300 "$T/$name.info");"
@@ -48,10 +49,11 @@ hostile() {
     s=$?
     { [ $s -eq 0 ] && grep -Eq "ckpt-00000004.wcp is not usable: .*$pattern.*trying the previous one" "$T/$name.log" &&
       grep -q "resuming from .*ckpt-00000002.wcp" "$T/$name.log" &&
-      [ "$(digest "$d/checkpoints/ckpt-00000004.wcp")" = "$ref" ]; } \
+      [ "$(digest "$d/checkpoints/ckpt-00000004.wcp")" = "$ref" ] &&
+      [ "$(digest "$d/checkpoints/ckpt-00000004.wcp.unusable")" = "$crafted" ]; } \
         || bad+=" resume: status $s $(grep -E 'usable|resuming|error' "$T/$name.log" | head -3);"
     if [ -z "$bad" ]; then
-        ok "$name: refused by info, export, predict; resume falls back and ends equal ($(grep -Eo "not usable: .*" "$T/$name.exp" | cut -c1-110))"
+        ok "$name: refused by info, export, predict; resume keeps it as .unusable, falls back and ends equal ($(grep -Eo "not usable: .*" "$T/$name.exp" | cut -c1-110))"
     else
         notok "$name" "$bad"
     fi

@@ -107,6 +107,14 @@ typedef int (*wc_ckpt_check)(const wc_ckpt *ck, void *ctx, char *why, size_t why
 int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **path,
                    int *found_any);
 
+/* Before a run resumes from `resumed` (step `step`) of dir and trains up to step `last`: each
+ * checkpoint file it passed over as not usable (a newer version's, a damaged one: its header
+ * does not validate, or holds a later step) under a name this run may write (a step in
+ * (step, last]) is renamed NAME.unusable (-2, -3, ... when taken), with a warning, so that the
+ * run's own checkpoints never replace it: such a file is evidence, never deleted. WC_ERR
+ * (after a message) when one cannot be moved. */
+int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, long last);
+
 /* "run directory or checkpoint file" -> the checkpoint to use: a directory means its best.wcp
  * (in DIR/checkpoints or DIR itself) when that is usable, else its newest usable checkpoint. */
 int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
