@@ -169,9 +169,10 @@ static int set_aside_previous_run(const char *out) {
     return WC_OK;
 }
 
-/* The lock of the run directory, held by rank 0 from the checks to the process's end (the
- * kernel releases it however the process ends, also on SIGKILL). Never closed. */
-static int lock_fd = -1;
+/* The locks of the run directory and of its checkpoints' directory when that lies elsewhere
+ * (a link to scratch), held by rank 0 from the checks to the process's end (the kernel
+ * releases them however the process ends, also on SIGKILL). Never closed. */
+static int lock_fd = -1, ckpt_lock_fd = -1;
 
 /* Takes DIR/WC_RUNDIR_LOCK, so that a second run into the directory (a job submitted twice, a
  * rerun while the first still draws its map) is refused before it touches anything: two runs
@@ -182,9 +183,9 @@ static int lock_fd = -1;
  * another node. A node that died holding the lock on NFSv4 holds it until its lease expires
  * (90 s by default), before Slurm declares the node down (SlurmdTimeout, 300 s) and requeues;
  * on NFSv3 until it reboots: the message says to remove the file when its host is down. */
-static int lock_run_dir(const char *out) {
+static int lock_dir(const char *dir, const char *what, int *held) {
     char path[4200];
-    run_file(path, sizeof path, out, WC_RUNDIR_LOCK);
+    run_file(path, sizeof path, dir, WC_RUNDIR_LOCK);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
         wc_error("cannot open the run directory's lock %s: %s", path, strerror(errno));
@@ -196,10 +197,10 @@ static int lock_run_dir(const char *out) {
             ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
             holder[n > 0 ? n : 0] = '\0';
             holder[strcspn(holder, "\n")] = '\0';
-            wc_error("%s is in use by another wildcpu run (%s); wait for it to end, or give this "
-                     "run another --out (if that host is down, its lock can outlive it on a "
-                     "network file system: remove %s)",
-                     out, *holder ? holder : "its pid unknown", path);
+            wc_error("%s%s is in use by another wildcpu run (%s); wait for it to end, or give "
+                     "this run another --out (if that host is down, its lock can outlive it on "
+                     "a network file system: remove %s)",
+                     dir, what, *holder ? holder : "its pid unknown", path);
             close(fd);
             return WC_ERR;
         }
@@ -216,8 +217,30 @@ static int lock_run_dir(const char *out) {
                        *host ? host : "?", ts);
     if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
         wc_warn("cannot note this run in %s: %s", path, strerror(errno)); /* the lock holds */
-    lock_fd = fd;
+    *held = fd;
     return WC_OK;
+}
+
+/* DIR/checkpoints may be a link to a directory elsewhere (docs/cli.md), and two run
+ * directories linking to one would prune and replace each other's checkpoints, and each map
+ * the other's best.wcp: that directory is locked too, the same way, when it is not within DIR
+ * (whose lock covers it). */
+static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
+    struct stat st;
+    if (ckpt_lock_fd >= 0 || stat(ckpt_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return WC_OK;
+    char *real = realpath(ckpt_dir, NULL), *real_out = realpath(out, NULL);
+    const size_t n = real_out ? strlen(real_out) : 0;
+    const int within = real && real_out && strncmp(real, real_out, n) == 0 && real[n] == '/';
+    int rc = WC_OK;
+    if (real && !within) {
+        char what[4400];
+        snprintf(what, sizeof what, " (the checkpoints of %s, through the link %s)", out,
+                 ckpt_dir);
+        rc = lock_dir(real, what, &ckpt_lock_fd);
+    }
+    free(real);
+    free(real_out);
+    return rc;
 }
 
 /* Whether this run (re)writes the run file NAME as a file, replacing it by a rename: not the
@@ -249,7 +272,8 @@ static int prepare_here(const wc_train_config *cfg) {
     }
     /* before --fresh moves anything (wc_rundir_set_aside): the files may be another running
      * run's */
-    if (lock_fd < 0 && lock_run_dir(out) != WC_OK) return WC_EXIT_RUNTIME;
+    if (lock_fd < 0 && lock_dir(out, "", &lock_fd) != WC_OK) return WC_EXIT_RUNTIME;
+    if (lock_checkpoints_dir(out, ckpt_dir) != WC_OK) return WC_EXIT_RUNTIME;
     /* found now, not after hours of training: an output that is a symbolic link (the run
      * would refuse to replace it at its first report, or at the map), a file named like the
      * map's companions that is not wildcpu's and that the map would replace (--fresh moves

@@ -4,7 +4,8 @@
 # holder) and touches nothing: the first ends as it would alone, bitwise (its newest
 # checkpoint's digest equals an undisturbed run's), and its --fresh did not move the first run's
 # files. Once the first has ended (also when it was killed with SIGKILL), the directory is free
-# again. A report that cannot be written fails the run (status 1); a read-only checkpoints
+# again; so is a second run whose checkpoints link to the same directory as a running one's. A
+# report that cannot be written fails the run (status 1); a read-only checkpoints
 # directory is refused before training. A disk that fills up while metrics.jsonl grows leaves
 # it whole lines of JSON. (The last two need mounts: skipped, and said, where there are none.)
 # A metrics.jsonl a resume cannot trim (a pipe, /dev/zero) fails the resume at once (status 1);
@@ -33,6 +34,30 @@ else
 fi
 wait $first
 s1=$?
+
+# two run directories whose checkpoints are links to one directory (scratch): the second is
+# refused while the first runs (the linked directory is locked too), and the first ends as it
+# would alone
+small=(--tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --steps 6 --ckpt-every 1 --keep 2 --no-predict)
+"$WILDCPU" "${small[@]}" --seed 1 --out "$T/alone" >"$T/alone.log" 2>&1
+mkdir -p "$T/shared" "$T/la" "$T/lb"
+ln -s "$T/shared" "$T/la/checkpoints"
+ln -s "$T/shared" "$T/lb/checkpoints"
+WILDCPU_TEST_SLOW_WRITE=1 "$WILDCPU" "${small[@]}" --seed 1 --out "$T/la" >"$T/la.log" 2>&1 &
+la=$!
+for _ in $(seq 1 300); do grep -q 'ckpt-00000001' "$T/la.log" 2>/dev/null && break; sleep 0.1; done
+"$WILDCPU" "${small[@]}" --seed 2 --out "$T/lb" >"$T/lb.log" 2>&1
+slb=$?
+kill -0 $la 2>/dev/null && la_running=yes || la_running=no
+wait $la
+sla=$?
+if [ $slb -eq 1 ] && [ $la_running = yes ] &&
+    grep -q "shared (the checkpoints of .*lb, through the link .*lb/checkpoints) is in use by another wildcpu run" "$T/lb.log" &&
+    [ $sla -eq 0 ] && [ "$(digest "$T/shared/ckpt-00000006.wcp")" = "$(digest "$T/alone/checkpoints/ckpt-00000006.wcp")" ]; then
+    ok "two runs whose checkpoints link to one directory: the second refused (status 1, naming the link), the first ends as alone"
+else
+    notok "checkpoints linked to one directory" "status $slb (first running: $la_running), first $sla; $(grep -m1 error "$T/lb.log" | cut -c1-250)"
+fi
 if [ $s1 -eq 0 ] && [ "$(digest "$T/run/checkpoints/ckpt-00000024.wcp")" = "$ref" ] && [ -n "$ref" ] &&
     [ -z "$(ls -d "$T"/run/replaced-* 2>/dev/null)" ] && [ "$(grep -c '"type":"train"' "$T/run/metrics.jsonl")" -eq "$(grep -c '"type":"train"' "$T/ref/metrics.jsonl")" ]; then
     ok "the first run ends as it would alone: status 0, its weights bitwise, its metrics.jsonl whole, nothing set aside"
