@@ -564,6 +564,20 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     return WC_OK;
 }
 
+/* A path as a record's value: the record's separators (';' '=' ','), '%' and control
+ * characters as %XX, so that a label file named "a;b.tif" is all of its name (cut at ';', it
+ * matched "a;c.tif" at resume); other paths are as they were. */
+static char *record_escaped(const char *path) {
+    char *out = WC_ALLOC(3 * strlen(path) + 1), *o = out;
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        if (strchr(";=,%", *c) || *c < 0x20 || *c == 0x7f)
+            o += sprintf(o, "%%%02X", *c);
+        else
+            *o++ = (char)*c;
+    *o = '\0';
+    return out;
+}
+
 /* The label source: "band:NAME" for a band of the tiles (predict reads that name), with
  * label_band=N when other bands carry the same name (chosen by number); "file:PATH,band:N" for
  * a label raster (N: the band taken from it), "file:PATH" for polygons. */
@@ -572,7 +586,7 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     char crs[128];
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
     /* sized for every band name, however many */
-    size_t cap = 512 + strlen(ds->cfg.labels ? ds->cfg.labels : "");
+    size_t cap = 512 + 3 * strlen(ds->cfg.labels ? ds->cfg.labels : "");
     for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) * 3 + 96;
     char *p = ds->fingerprint = WC_ALLOC(cap);
     size_t left = cap;
@@ -605,10 +619,12 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
         first = 0;
     }
     if (ds->label_path && ds->cfg.labels) {
+        char *file = record_escaped(ds->cfg.labels);
         if (label_source_band)
-            snprintf(p, left, ";labels=file:%s,band:%d", ds->cfg.labels, label_source_band);
+            snprintf(p, left, ";labels=file:%s,band:%d", file, label_source_band);
         else
-            snprintf(p, left, ";labels=file:%s", ds->cfg.labels);
+            snprintf(p, left, ";labels=file:%s", file);
+        free(file);
         return;
     }
     const char *name = r->bands[ds->label_band - 1].name;

@@ -35,20 +35,37 @@ static void append_pairs(char *kv, size_t size, const wc_augment *a) {
                               a->pair[k][1]);
 }
 
+/* A setting as the config record holds it: 10 significant digits where they give the value
+ * back exactly (every value a user types, and what earlier checkpoints recorded), else the
+ * fewest up to 17 that do, so that two settings that differ never read alike (--lr
+ * 5.0000000001e-4 is not 5e-4). */
+typedef struct {
+    char s[32];
+} setting_text;
+static setting_text exact(double v) {
+    setting_text t;
+    for (int digits = 10; digits <= 17; digits++) {
+        snprintf(t.s, sizeof t.s, "%.*g", digits, v);
+        if (strtod(t.s, NULL) == v) break;
+    }
+    return t;
+}
+
 /* The settings that must be equal for a resume to be exact. */
 void wc_train_ckpt_config_kv(train_ctx *t) {
     const wc_train_config *c = t->cfg;
     const uint64_t h = wc_fnv1a64(t->net->spec, strlen(t->net->spec));
     snprintf(t->config_kv, sizeof t->config_kv,
              "model=%s;spec_hash=%016llx;batch=%d;micro_batch=%d;seed=%llu;patch=%d;"
-             "val_fraction=%.10g;val_block_px=%d;min_valid=%.10g;optimizer=%s;lr=%.10g;"
-             "weight_decay=%.10g;warmup=%ld;total_steps=%ld;pos_weight=%.10g;reduce=%s;"
+             "val_fraction=%s;val_block_px=%d;min_valid=%s;optimizer=%s;lr=%s;"
+             "weight_decay=%s;warmup=%ld;total_steps=%ld;pos_weight=%s;reduce=%s;"
              "jitter=%s",
              t->net->arch, (unsigned long long)h, c->batch, c->micro_batch,
-             (unsigned long long)c->seed, c->data.patch, c->data.val_fraction, c->data.val_block_px,
-             c->data.min_valid, t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd",
-             t->opt->cfg.lr, t->opt->cfg.weight_decay, t->opt->cfg.warmup_steps,
-             t->opt->cfg.total_steps, c->pos_weight, c->fast_reduce ? "fast" : "exact",
+             (unsigned long long)c->seed, c->data.patch, exact(c->data.val_fraction).s,
+             c->data.val_block_px, exact(c->data.min_valid).s,
+             t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd", exact(t->opt->cfg.lr).s,
+             exact(t->opt->cfg.weight_decay).s, t->opt->cfg.warmup_steps,
+             t->opt->cfg.total_steps, exact(c->pos_weight).s, c->fast_reduce ? "fast" : "exact",
              c->no_jitter ? "off" : "on");
     /* The orientations and the input channels of the vector pairs ("augment=8:2/3,8/9"), only
      * when on: a checkpoint of a run without augmentation (or of a version before it) has no

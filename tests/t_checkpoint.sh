@@ -193,6 +193,16 @@ status=$?
 [ $status -eq 1 ] && grep -q "written with other settings: model: now logistic, checkpoint unet-lite" "$T/other.log" \
     && ok "checkpoint of another model refused, naming the difference" || notok "other model refused" "$(tail -2 "$T/other.log")"
 
+# a setting that differs beyond 10 significant digits is another setting (recorded at 17
+# where 10 do not give it back): --lr 1e-3 is the last of args
+near=("${args[@]}")
+near[${#near[@]}-1]=0.00100000000001
+mpirun_n 1 "$WILDCPU" "${near[@]}" --out "$T/ref" >"$T/other.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "written with other settings: lr: now 0.00100000000001, checkpoint 0.001" "$T/other.log" \
+    && ok "a learning rate that differs in the 14th digit is another setting" \
+    || notok "a learning rate differing in the 14th digit" "status $status: $(tail -2 "$T/other.log")"
+
 # disk full while checkpointing: reported, previous checkpoints intact, nothing half-written
 interrupt full 1 4 TERM
 before=$(ls "$T/full/checkpoints")

@@ -120,6 +120,20 @@ else
     notok "resume with another --label-band refused" "status $status: $(grep -E 'error|resum' "$T/named2.log" | head -3)"
 fi
 
+# a label file whose name holds the record's separator ';': all of its name is the label
+# source, so a resume with "semi;b.tif" is other data than "semi;a.tif" (cut at ';', both read
+# "file:.../semi" and the resume went on with the other labels)
+cp "$T/named.tif" "$T/semi;a.tif" && cp "$T/named.tif" "$T/semi;b.tif"
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/semi;a.tif" --out "$T/semi" "${train[@]}" >"$T/semi.log" 2>&1
+s1=$?
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/semi;b.tif" --out "$T/semi" "${train[@]}" >"$T/semi2.log" 2>&1
+s2=$?
+if [ $s1 -eq 0 ] && [ $s2 -eq 1 ] && grep -q "trained on other data: labels: now file:.*semi%3Bb.tif,band:2, checkpoint file:.*semi%3Ba.tif,band:2" "$T/semi2.log"; then
+    ok "a label file named with ';': a resume with another such file is other data, naming both"
+else
+    notok "a label file named with ';'" "status $s1 $s2: $(grep -E 'error|resum' "$T/semi2.log" | head -3)"
+fi
+
 # --- a two-band label raster on another grid: band 2 alone is warped, equal to gdalwarp of it;
 # band 1 gets a derived raster of its own
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/shifted.tif" --label-band 2 --out "$T/warp" "${train[@]}" >"$T/warp.log" 2>&1
