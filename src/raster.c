@@ -175,8 +175,10 @@ int wc_raster_open(wc_raster *r, const char *path) {
             wc_error("%s has a degenerate geotransform (%g, %g, %g, %g, %g, %g): %s; fix it "
                      "(gdal_edit.py -a_ullr or -a_gt) or remove it (gdal_edit.py -unsetgt)",
                      path, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4], r->gt[5],
-                     !finite ? "a value that is not a finite number"
-                             : "its pixels have no area (a size of 0)");
+                     !finite        ? "a value that is not a finite number"
+                     : !isfinite(det) ? "its pixels are too large for any coordinate "
+                                        "(their area overflows a double)"
+                                      : "its pixels have no area (a size of 0)");
             wc_raster_close(r);
             return WC_ERR;
         }

@@ -243,8 +243,8 @@ mo=(--tiles "$SAMPLE" --out "$T/mo" --oracle oracle_risk.tif --model logistic --
 timeout 120 mpirun --oversubscribe --bind-to none -np 1 --wdir "$T/wdB" "$WILDCPU" "${mo[@]}" : \
     -np 1 --wdir "$T/wdA" "$WILDCPU" "${mo[@]}" >"$T/mo.log" 2>&1
 s=$?
-[ $s -eq 1 ] && grep -q "cannot open oracle_risk.tif" "$T/mo.log" \
-    && ok "an --oracle one rank cannot open: status 1 on every rank, no hang" \
+[ $s -eq 1 ] && grep -q "rank 1 reads oracle_risk.tif, which rank 0 cannot read: every rank must read the same inputs" "$T/mo.log" \
+    && ok "an --oracle one rank cannot open: status 1 on every rank, no hang, the ranks' difference named" \
     || notok "an --oracle one rank cannot open" "status $s (124: it hung): $(grep -m2 error "$T/mo.log")"
 
 # an output that is a symbolic link: the rename would replace the link by a file and leave its
@@ -345,12 +345,16 @@ expect "... and predict refuses them too" 1 "int8.vrt: its source .*int8.tif, ba
     predict --tiles "$T/int8.vrt" --checkpoint "$T/f32run" --out "$T/int8_map.tif"
 
 # a geotransform whose pixels have no size, or that holds a NaN: every position would be wrong
-for g in "640000, 0, 0, 4930000, 0, -30" "nan, 30, 0, 4930000, 0, -30"; do
+# (and the reason named: no area, not a number, or pixels whose area overflows)
+for g in "640000, 0, 0, 4930000, 0, -30|no area" "nan, 30, 0, 4930000, 0, -30|not a finite number" \
+    "0, 1e200, 0, 0, 0, -1e200|too large for any coordinate"; do
+    why=${g#*|}
+    g=${g%|*}
     gdal_translate -q -of VRT "$SAMPLE" "$T/degenerate.vrt"
     $PY -c 'import re, sys
 s = open(sys.argv[1]).read()
 open(sys.argv[1], "w").write(re.sub(r"<GeoTransform>.*?</GeoTransform>", "<GeoTransform>" + sys.argv[2] + "</GeoTransform>", s, flags=re.S))' "$T/degenerate.vrt" "$g"
-    expect "a degenerate geotransform ($g)" 1 "degenerate.vrt has a degenerate geotransform" -- --tiles "$T/degenerate.vrt" "${train[@]}"
+    expect "a degenerate geotransform ($g): $why" 1 "degenerate.vrt has a degenerate geotransform .*$why" -- --tiles "$T/degenerate.vrt" "${train[@]}"
 done
 
 # a mosaic with a source in another CRS (-allow_projection_difference): warned, naming it
