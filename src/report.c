@@ -181,7 +181,7 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
         {"training samples/s", "samples_per_s", "%.2f", 1},
         {"GFLOP/s (all ranks)", "gflops_per_s", "%.1f", 1},
         {"peak RSS per rank, max (MiB)", "peak_rss_mib_max", "%.1f", 0},
-        {"I/O wait, fraction of training", "io_wait_fraction", "%.4f", 0},
+        {"I/O wait, fraction of training (rank 0)", "io_wait_fraction", "%.4f", 0},
         {"reduction, fraction of training", "reduce_fraction", "%.4f", 0},
         {"checkpoints written", "checkpoints_written", "%.0f", 2},
         {"checkpoint time (s)", "checkpoint_time_s", "%.3f", 0},
@@ -594,7 +594,12 @@ int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *b
     int64_t *rss = WC_CALLOC(R, sizeof(int64_t));
     rss[wc_dist_rank()] = (int64_t)wc_peak_rss_bytes();
     wc_dist_sum_i64(rss, (size_t)R);
-    int64_t rc = wc_dist_rank() == 0 ? write_reports(s, out_dir, baseline_json, rss, R) : WC_OK;
+    /* the reading is every rank's, each its own share of the patches */
+    wc_run_summary all = *s;
+    int64_t read[2] = {s->patches_read, (int64_t)s->bytes_read};
+    wc_dist_sum_i64(read, 2);
+    all.patches_read = (long)read[0], all.bytes_read = (double)read[1];
+    int64_t rc = wc_dist_rank() == 0 ? write_reports(&all, out_dir, baseline_json, rss, R) : WC_OK;
     free(rss);
     wc_dist_bcast(&rc, sizeof rc, 0);
     return (int)rc;

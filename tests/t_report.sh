@@ -13,6 +13,12 @@ GDAL_CACHEMAX=40 "$WILDCPU" "${args[@]}" --out "$T/b" --baseline "$T/a/report.js
 [ -f "$T/a/report.json" ] && [ -f "$T/a/report.md" ] && ok "report.json and report.md written" \
     || { notok "report.json and report.md written" "$(tail -3 "$T/a.log")"; finish; }
 
+# the reading is every rank's share: 2 ranks read, in all, what 1 rank reads
+pr() { $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["patches_read"], r["mib_read"])' "$1"; }
+[ -n "$(pr "$T/a/report.json")" ] && [ "$(pr "$T/a/report.json")" = "$(pr "$T/b/report.json")" ] \
+    && ok "patches_read and mib_read are the ranks' sum: 2 ranks report what 1 rank reads ($(pr "$T/a/report.json"))" \
+    || notok "patches_read summed over ranks" "2 ranks: $(pr "$T/a/report.json"); 1 rank: $(pr "$T/b/report.json")"
+
 $PY - "$T/a/report.json" "$T/a/metrics.jsonl" <<'PY' >"$T/check.txt" 2>&1
 import json, sys
 def bad(c): raise ValueError("not JSON: " + c)

@@ -42,7 +42,7 @@ typedef struct wc_run_summary {
     double flops_per_sample;
     size_t planned_bytes, baseline_bytes, data_bytes; /* data_bytes: part of planned_bytes */
     size_t gdal_cache_bytes;  /* GDAL's block cache in use at the end (data held, unplanned) */
-    long patches_read;
+    long patches_read;        /* this rank's; the report gives the sum over the ranks */
     double bytes_read;
     int status;               /* how training ended: WC_EXIT_OK, _STOPPED or _RUNTIME */
     wc_report_map map;        /* _PENDING when the map is drawn next, else _NONE */
