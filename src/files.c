@@ -17,6 +17,16 @@
 
 #include "wildcpu/util.h"
 
+void wc_path_absolute(const char *path, char *out, size_t size) {
+    char cwd[4096];
+    if (path[0] == '/' || strstr(path, "://") || !getcwd(cwd, sizeof cwd)) {
+        snprintf(out, size, "%s", path);
+        return;
+    }
+    while (path[0] == '.' && path[1] == '/') path += 2;
+    snprintf(out, size, "%s/%s", cwd, path);
+}
+
 const char *wc_special_file_kind(const char *path) {
     /* GDAL's name for standard input: a stream that waits for a writer and is read once (the
      * ranks and reader threads each read a raster again) */

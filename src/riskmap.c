@@ -73,9 +73,12 @@ static const char *const CLASS_COG[] = {COG_LAYOUT, "RESAMPLING=NEAREST", NULL};
 /* What both rasters record of where they come from (the map's metadata, docs/predict.md). */
 typedef struct provenance {
     char created[32], step[32], params[32], tiff_ts[32];
+    char input[4200], checkpoint[4200]; /* absolute: they mean something beside the map */
 } provenance;
 
-static void provenance_of(provenance *p, const wc_model *m) {
+static void provenance_of(provenance *p, const wc_model *m, const wc_raster *r) {
+    wc_path_absolute(r->path, p->input, sizeof p->input);
+    wc_path_absolute(m->path, p->checkpoint, sizeof p->checkpoint);
     wc_utc_timestamp(p->created, sizeof p->created);
     snprintf(p->step, sizeof p->step, "%ld", m->step);
     snprintf(p->params, sizeof p->params, "fnv1a64:%016llx",
@@ -95,12 +98,12 @@ static wc_rwriter *create_file(const char *target, const wc_rwriter_opts *o,
     const char *const md[][2] = {
         {"wildcpu_version", WC_VERSION},
         {"created_utc", p->created},
-        {"checkpoint", m->path},
+        {"checkpoint", p->checkpoint},
         {"checkpoint_step", p->step},
         {"checkpoint_params", p->params},
         {"model_arch", m->net->arch},
         {"training_data_fingerprint", m->fingerprint},
-        {"input", r->path},
+        {"input", p->input},
         {"window_layout", window_layout},
         {"TIFFTAG_SOFTWARE", "wildcpu " WC_VERSION},
         {"TIFFTAG_DATETIME", p->tiff_ts},
@@ -422,11 +425,11 @@ static int write_item(const wc_riskmap *map) {
     const char *const props[][2] = {
         {"created", map->prov.created},
         {"wildcpu:version", WC_VERSION},
-        {"wildcpu:checkpoint", m->path},
+        {"wildcpu:checkpoint", map->prov.checkpoint},
         {"wildcpu:checkpoint_params", map->prov.params},
         {"wildcpu:model_arch", m->net->arch},
         {"wildcpu:data_fingerprint", m->fingerprint},
-        {"wildcpu:input", r->path},
+        {"wildcpu:input", map->prov.input},
     };
     const wc_stac_item item = {.id = id,
                                .datetime = map->prov.created,
@@ -522,7 +525,7 @@ wc_riskmap *wc_riskmap_create(const wc_predict_config *cfg, const wc_raster *r, 
     wc_riskmap *map = WC_CALLOC(1, sizeof *map);
     map->cfg = cfg, map->r = r, map->m = m;
     map->W = r->width, map->H = r->height;
-    provenance_of(&map->prov, m);
+    provenance_of(&map->prov, m, r);
     wc_riskmap_paths_of(cfg->out, &map->paths);
     map->w = create_map(cfg, r, m, &map->prov, window_layout);
     if (map->w && cfg->classes) {

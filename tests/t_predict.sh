@@ -692,3 +692,13 @@ if predict --tiles "$out/feet98.vrt" --out "$out/feet98.tif" >"$log" 2>&1 && ! g
 else
     notok "a scale warning for 98.4252 US survey feet" "$(grep warning "$log" | head -2)"
 fi
+# the map's provenance holds absolute paths (relative ones given from another directory would
+# mean nothing beside the map): the input and the checkpoint, in the GeoTIFF and the STAC item
+if (cd "$tmp" && "$bin" predict --tiles sample/tiles.vrt --checkpoint ./run --out out/rel.tif) >"$log" 2>&1 &&
+    gdalinfo "$out/rel.tif" | grep -q "^  input=$tmp/sample/tiles.vrt$" &&
+    gdalinfo "$out/rel.tif" | grep -q "^  checkpoint=$tmp/run/" &&
+    grep -q "\"wildcpu:input\":\"$tmp/sample/tiles.vrt\"" "$out/rel.json"; then
+    ok "a map drawn from relative paths records them absolute (metadata and STAC item)"
+else
+    notok "absolute provenance" "$(gdalinfo "$out/rel.tif" 2>&1 | grep -E 'input=|checkpoint=') $(tail -2 "$log")"
+fi

@@ -31,6 +31,11 @@ int wc_open_regular(const char *path, size_t max, char *why, size_t why_size);
  * one, else NULL (a regular file, a directory, or a path that does not exist or that only GDAL
  * knows: /vsizip/...). GDAL would open such an input and wait on it, or read it without end. */
 const char *wc_special_file_kind(const char *path);
+
+/* path made absolute against the working directory, for records read elsewhere (a map's
+ * provenance): an absolute path, a GDAL virtual path (/vsizip/...) or a URL is as given; "./"
+ * at the start goes. Links are not resolved. Into out (size bytes), cut when longer. */
+void wc_path_absolute(const char *path, char *out, size_t size);
 /* WC_ERR after a message ("WHAT PATH is a pipe (FIFO), not a file GDAL can read ...") when path
  * is one of those, else WC_OK: for an input about to be given to GDAL. */
 int wc_refuse_special_file(const char *what, const char *path);
