@@ -26,7 +26,8 @@ static file_identity identity_of(const char *path) {
     if (!f) return id;
     unsigned char buf[2 * EDGE];
     size_t got = VSIFReadL(buf, 1, EDGE, f);
-    if ((int64_t)st.st_size > EDGE && VSIFSeekL(f, (vsi_l_offset)(st.st_size - EDGE), SEEK_SET) == 0)
+    if ((int64_t)st.st_size > EDGE &&
+        VSIFSeekL(f, (vsi_l_offset)(st.st_size - EDGE), SEEK_SET) == 0)
         got += VSIFReadL(buf + got, 1, EDGE, f);
     VSIFCloseL(f);
     id.size = (int64_t)st.st_size;
@@ -42,8 +43,8 @@ static uint64_t raster_description(const wc_raster *r) {
     h ^= wc_fnv1a64(r->wkt, strlen(r->wkt)) * 41;
     for (int i = 0; i < r->nbands; i++) {
         const wc_band *b = &r->bands[i];
-        const double what[] = {b->type, b->has_nodata, b->has_nodata ? b->nodata : 0, b->masked,
-                               b->scale, b->offset};
+        const double what[] = {b->type,   b->has_nodata, b->has_nodata ? b->nodata : 0,
+                               b->masked, b->scale,      b->offset};
         h = h * 1099511628211ULL ^ wc_fnv1a64(b->name, strlen(b->name));
         h = h * 1099511628211ULL ^ wc_fnv1a64(what, sizeof what);
     }
