@@ -223,15 +223,21 @@ static int state(const wc_ckpt *ck, wc_snapshot *s, owned *o, char *why, size_t 
     if (v[ST_STEP] != (int64_t)ck->step)
         return wc_reason(why, why_size, "section 'state' says step %lld, the header %ld",
                     (long long)v[ST_STEP], ck->step);
-    if (v[ST_OPTIM_STEP] < 0 || v[ST_OPTIM_STEP] > v[ST_STEP] || v[ST_EPOCH] < 0 ||
-        v[ST_EPOCH] > v[ST_STEP] || v[ST_EPOCH_POS] < 0 || v[ST_RANKS] < 1 ||
+    /* Every step applies one update (a recomputed step is applied once), so the two are equal
+     * in every checkpoint wildcpu writes; a smaller one would restart the learning-rate
+     * schedule and AdamW's bias correction on the resumed run without a word. */
+    if (v[ST_OPTIM_STEP] != v[ST_STEP])
+        return wc_reason(why, why_size,
+                         "section 'state' says optimizer step %lld at step %lld "
+                         "(the two are equal in every checkpoint)",
+                         (long long)v[ST_OPTIM_STEP], (long long)v[ST_STEP]);
+    if (v[ST_EPOCH] < 0 || v[ST_EPOCH] > v[ST_STEP] || v[ST_EPOCH_POS] < 0 || v[ST_RANKS] < 1 ||
         v[ST_RANKS] > (1 << 24) || (v[ST_CALIBRATED] != 0 && v[ST_CALIBRATED] != 1))
-        return wc_reason(why, why_size, "section 'state' holds counters out of their bounds "
-                                   "(optimizer step %lld, epoch %lld, position %lld, ranks %lld, "
-                                   "calibrated %lld at step %lld)",
-                    (long long)v[ST_OPTIM_STEP], (long long)v[ST_EPOCH],
-                    (long long)v[ST_EPOCH_POS], (long long)v[ST_RANKS],
-                    (long long)v[ST_CALIBRATED], (long long)v[ST_STEP]);
+        return wc_reason(why, why_size,
+                         "section 'state' holds counters out of their bounds (epoch %lld, "
+                         "position %lld, ranks %lld, calibrated %lld at step %lld)",
+                         (long long)v[ST_EPOCH], (long long)v[ST_EPOCH_POS], (long long)v[ST_RANKS],
+                         (long long)v[ST_CALIBRATED], (long long)v[ST_STEP]);
     if (v[ST_NFEAT] != s->nfeat)
         return wc_reason(why, why_size, "section 'state' says %lld features, 'features' lists %d",
                     (long long)v[ST_NFEAT], s->nfeat);
@@ -239,14 +245,37 @@ static int state(const wc_ckpt *ck, wc_snapshot *s, owned *o, char *why, size_t 
     for (int64_t t = 0; t < nt; t++) {
         o->exponent[t] = (int32_t)wc_le_get_u32(p + 8 * ST_COUNT + 4 * t);
         if (o->exponent[t] < WC_SNAPSHOT_EXPONENT_MIN || o->exponent[t] > WC_SNAPSHOT_EXPONENT_MAX)
-            return wc_reason(why, why_size, "section 'state': tensor %lld's exponent %d is out of "
-                                       "[%d, %d]",
-                        (long long)t, o->exponent[t], WC_SNAPSHOT_EXPONENT_MIN,
-                        WC_SNAPSHOT_EXPONENT_MAX);
+            return wc_reason(why, why_size,
+                             "section 'state': tensor %lld's exponent %d is out of [%d, %d], "
+                             "the reducer's range",
+                             (long long)t, o->exponent[t], WC_SNAPSHOT_EXPONENT_MIN,
+                             WC_SNAPSHOT_EXPONENT_MAX);
     }
     s->epoch = v[ST_EPOCH], s->epoch_pos = v[ST_EPOCH_POS], s->optim_step = v[ST_OPTIM_STEP];
     s->ranks = v[ST_RANKS], s->calibrated = (int)v[ST_CALIBRATED], s->ntensors = (int)nt;
     s->exponent = o->exponent;
+    return WC_OK;
+}
+
+/* The progress line's pending loss in `meta` (absent in files of earlier versions: none): a
+ * finite sum over 0 to step steps. A resume prints their mean on its first progress line and
+ * logs it to metrics.jsonl, where a NaN became "loss":null and a negative count a wrong mean. */
+static int pending_loss(const char *meta, wc_snapshot *s, char *why, size_t why_size) {
+    char sum[64], steps[32];
+    wc_kv_get(meta, "log_loss_sum", sum, sizeof sum);
+    wc_kv_get(meta, "log_loss_steps", steps, sizeof steps);
+    char *e1 = NULL, *e2 = NULL;
+    s->log_loss_sum = *sum ? strtod(sum, &e1) : 0;
+    const long long n = *steps ? strtoll(steps, &e2, 10) : 0;
+    if ((e1 && *e1) || !isfinite(s->log_loss_sum))
+        return wc_reason(why, why_size,
+                         "section 'meta' says log_loss_sum=%s (a finite number expected)", sum);
+    if ((e2 && *e2) || n < 0 || n > s->step)
+        return wc_reason(why, why_size,
+                         "section 'meta' says log_loss_steps=%s at step %lld (0 to the step "
+                         "expected)",
+                         steps, (long long)s->step);
+    s->log_loss_steps = (long)n;
     return WC_OK;
 }
 
@@ -285,6 +314,7 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
                   best, best_step);
         goto out;
     }
+    if (pending_loss(o->meta, s, why, why_size) != WC_OK) goto out;
     s->meta = o->meta, s->config = o->config, s->fingerprint = o->fingerprint;
     s->spec = o->spec, s->metrics = o->metrics;
     if (feature_names(o, &s->nfeat, why, why_size) != WC_OK) goto out;
@@ -411,6 +441,15 @@ static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size
                          s->nparams, s->ntensors, m->nparams, m->ntensors);
     if (m->need_optim_v && !s->optim_v)
         return wc_reason(why, why_size, "it holds no second moment (optim_v), which AdamW needs");
+    /* Its config records the total steps and matched this run's, so a run with these settings
+     * ends at them: a step beyond is no state of such a run (resumed, it said "100 of 8 steps
+     * done" and stopped as finished, status 0). A rerun with fewer --steps on purpose differs
+     * in total_steps and is refused above as other settings, naming it. */
+    if (s->step > m->total_steps)
+        return wc_reason(why, why_size,
+                         "it is at step %lld, beyond the %ld steps of this run "
+                         "(which its config records as its own total_steps)",
+                         (long long)s->step, m->total_steps);
     return WC_OK;
 }
 

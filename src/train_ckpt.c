@@ -320,6 +320,7 @@ int wc_train_ckpt_resume(train_ctx *t) {
                                    .nparams = t->net->nparams,
                                    .ntensors = t->net->ntensors,
                                    .need_optim_v = t->opt->v != NULL,
+                                   .total_steps = t->total_steps,
                                    .feat_names = names,
                                    .nfeat = t->ds->nfeat};
     int64_t found = t->rank == 0 ? wc_snapshot_find_resume(t->ckpt_dir, &match, &snap, &path) : 0;
@@ -348,12 +349,10 @@ int wc_train_ckpt_resume(train_ctx *t) {
         if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
         memcpy(t->red->exponent, s->exponent, sizeof(int32_t) * nt);
         wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
-        /* the progress line's pending loss (a checkpoint of an earlier version has none) */
-        char sum[64] = "", steps[32] = "";
-        wc_kv_get(s->meta, "log_loss_sum", sum, sizeof sum);
-        wc_kv_get(s->meta, "log_loss_steps", steps, sizeof steps);
-        t->resumed_loss_sum = *sum ? strtod(sum, NULL) : 0;
-        t->resumed_loss_steps = *steps ? strtol(steps, NULL, 10) : 0;
+        /* the progress line's pending loss, checked by the snapshot's decoding (a checkpoint
+         * of an earlier version has none: 0) */
+        t->resumed_loss_sum = s->log_loss_sum;
+        t->resumed_loss_steps = s->log_loss_steps;
     }
     wc_dist_bcast(counters, sizeof counters, 0);
     wc_dist_bcast(&best_auc, sizeof best_auc, 0);

@@ -84,6 +84,22 @@ hostile huge-text "more than a text may hold" repeat=fingerprint:0x41:2000000
 hostile params-size "the parameters need 4" set=params:00000000
 hostile exponent "exponent 99999 is out of" u32at=state:64:99999
 hostile ranks-zero "counters out of their bounds" i64=state:7:0
+# the optimizer step is the step in every checkpoint: 0 restarted the learning-rate schedule and
+# AdamW's bias correction of the resumed run without a word
+hostile optim-step "optimizer step 0 at step 4" i64=state:3:0
+# an exponent no run produces (reduce.c's range): -1100 unscaled the gradient into infinities,
+# reported as a divergence that blamed the learning rate
+hostile exponent-low "exponent -1100 is out of \\[-113, 194\\]" u32at=state:64:-1100
+hostile exponent-high "exponent 195 is out of" u32at=state:64:195
+# the progress line's pending loss: a NaN sum was logged as "loss":null, a negative count
+# printed a wrong mean
+meta_with() { $PY -c 'import re, sys; sys.path.insert(0, sys.argv[1]); import wcp
+m = wcp.section(wcp.read(sys.argv[2]), "meta")[1].decode()
+print(re.sub(sys.argv[3] + "=[^;]*", sys.argv[3] + "=" + sys.argv[4], m), end="")' "$ROOT/tests" "$good" "$1" "$2"; }
+hostile loss-steps-negative "log_loss_steps=-3 at step 4" "text=meta:$(meta_with log_loss_steps -3)"
+hostile loss-steps-beyond "log_loss_steps=5 at step 4" "text=meta:$(meta_with log_loss_steps 5)"
+hostile loss-sum-nan "log_loss_sum=nan" "text=meta:$(meta_with log_loss_sum nan)"
+hostile loss-sum-text "log_loss_sum=0x1p-2x" "text=meta:$(meta_with log_loss_sum 0x1p-2x)"
 # a spec whose network would need terabytes of parameters: refused from the counts alone,
 # before anything is allocated
 hostile huge-spec "does not build" "text=spec:input x
@@ -96,6 +112,24 @@ ups=$(for i in $(seq 1 16); do printf 'upsample u%d %s\n' $i "$([ $i = 1 ] && ec
 hostile huge-activations "does not build" "text=spec:input x
 $ups
 conv h x out=1 k=1"
+
+# A step beyond the run's total steps (whose config records them, so they matched): a model to
+# info and predict, but no state of this run, which resumed it as "100 of 4 steps done" and
+# stopped, finished, with status 0. The resume passes over it, keeps it aside, and ends equal.
+cp -r "$T/ref" "$T/beyond"
+rm -f "$T/beyond/checkpoints/best.wcp"
+$WCP edit "$good" "$T/beyond/checkpoints/ckpt-00000004.wcp" hstep=100 i64=state:0:100 \
+    i64=state:3:100
+crafted=$(digest "$T/beyond/checkpoints/ckpt-00000004.wcp")
+timeout 120 "$WILDCPU" "${args[@]}" --out "$T/beyond" >"$T/beyond.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ -n "$crafted" ] &&
+    grep -q "ckpt-00000004.wcp is not usable: it is at step 100, beyond the 4 steps of this run" "$T/beyond.log" &&
+    grep -q "resuming from .*ckpt-00000002.wcp: 2 of 4" "$T/beyond.log" &&
+    [ "$(digest "$T/beyond/checkpoints/ckpt-00000004.wcp")" = "$ref" ] &&
+    [ "$(digest "$T/beyond/checkpoints/ckpt-00000004.wcp.unusable")" = "$crafted" ] \
+    && ok "a checkpoint beyond the run's total steps: resume passes over it, keeps it, ends equal" \
+    || notok "step beyond the total steps on resume" "status $s $(grep -E 'usable|resuming|error|done' "$T/beyond.log" | head -3)"
 
 # A resume needs AdamW's second moment, a model does not: only the resume refuses it.
 cp -r "$T/ref" "$T/nov"

@@ -22,15 +22,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <float.h>
+
 #include "wildcpu/ckpt.h"
 #include "wildcpu/net.h"
+#include "wildcpu/reduce.h"
 
 /* Bounds a readable snapshot respects (a file beyond them is corrupt or hostile). */
 #define WC_SNAPSHOT_MAX_TEXT (1 << 20)     /* bytes of any text section */
 #define WC_SNAPSHOT_MAX_FEATURES 65536     /* input channels */
 #define WC_SNAPSHOT_MAX_TENSORS 65536
-#define WC_SNAPSHOT_EXPONENT_MIN (-1100)   /* the reducer's fixed-point exponents */
-#define WC_SNAPSHOT_EXPONENT_MAX 1200
+/* The reducer's fixed-point exponents: all exponent_for (reduce.c) can produce, 62 -
+ * WC_REDUCE_HEADROOM_BITS - ceil(log2(micro-batches)) - k for a largest |gradient| below 2^k,
+ * a float's: k from -148 (the least subnormal, 2^-149) to FLT_MAX_EXP (128), and at most 31
+ * for the micro-batches, an int. So [-113, 194]: an exponent beyond it is no state of a run,
+ * and one far below it (a crafted -1100) unscales a sum by 2^1100, an infinity that stopped the
+ * run as "diverged" and blamed the learning rate. */
+#define WC_SNAPSHOT_EXPONENT_MIN (62 - WC_REDUCE_HEADROOM_BITS - 31 - FLT_MAX_EXP)
+#define WC_SNAPSHOT_EXPONENT_MAX (62 - WC_REDUCE_HEADROOM_BITS - (FLT_MIN_EXP - FLT_MANT_DIG + 1))
 
 /* The meta record's key marking a checkpoint whose normalization is of band values, packed
  * bands unpacked (raster.h, wc_band_value): "band_values=unpacked". Earlier versions normalized
@@ -60,6 +69,8 @@ typedef struct wc_snapshot {
                               * it): a resume runs it first */
     double best_auc_pr;      /* the best validation AUC-PR so far (-1: none yet) ... */
     int64_t best_step;       /* ... and the step it came after (best.wcp holds that state) */
+    double log_loss_sum;     /* the progress line's pending loss (meta; 0 when absent): */
+    long log_loss_steps;     /* its sum, finite, over this many steps, 0 to step */
     int ntensors;
     const int32_t *exponent; /* (ntensors) the reducer's per-tensor fixed-point exponents */
     size_t nparams;
@@ -82,9 +93,10 @@ int wc_snapshot_write(const char *dir, const char *name, const wc_snapshot *s, i
  * a checkpoint is valid or not, for every command alike. Returns WC_ERR with the reason in why: a
  * missing or oversized section, text with a NUL byte, an empty or oversized feature name, a feature
  * count that disagrees with the normalization, a non-finite mean, a std that is not finite and
- * positive, a step that disagrees with the header, counters out of their bounds, a parameter or
- * moment section whose size is not the parameters', non-finite parameters or moments, a negative
- * second moment. */
+ * positive, a step that disagrees with the header, an optimizer step that is not the step,
+ * counters or exponents out of their bounds, a pending loss that is not finite or over more
+ * steps than done, a parameter or moment section whose size is not the parameters',
+ * non-finite parameters or moments, a negative second moment. */
 int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_size);
 void wc_snapshot_free(wc_snapshot *s);
 
@@ -111,6 +123,7 @@ typedef struct wc_resume_match {
     size_t nparams;
     int ntensors;
     int need_optim_v;
+    long total_steps; /* the run's: a checkpoint beyond them is of no run with these settings */
     /* the run's input channels, named in a message about vector pairs (augment=8:2/3 counts
      * channels from 0) */
     const char *const *feat_names;
