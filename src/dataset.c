@@ -1154,6 +1154,9 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
     ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
     ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
     make_fingerprint(ds, label_source_band);
+    /* as a checkpoint's text reads back (snapshot.c): a label path with a control character or
+     * bytes that are not UTF-8 would otherwise never match its own run's checkpoints */
+    wc_text_sanitize(ds->fingerprint);
     int planned = plan(ds);
     if (planned == PLAN_STOPPED) failure = WC_EXIT_STOPPED;
     if (planned != PLAN_OK) goto fail;

@@ -16,32 +16,26 @@
 #include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
-static void print_record(const char *label, const wc_ckpt_section *s) {
-    if (!s || !s->size) return;
+/* A key=value record, one pair a line for readability (its text is sanitized, snapshot.c). */
+static void print_record(const char *label, const char *rec) {
+    if (!rec || !*rec) return;
     printf("  %-12s", label);
-    /* one "key=value" per line for readability */
-    int col = 0;
-    for (size_t i = 0; i < s->size; i++) {
-        char ch = ((const char *)s->data)[i];
-        if (ch == ';') {
+    for (const char *c = rec; *c; c++)
+        if (*c == ';')
             printf("\n  %-12s", "");
-            col = 0;
-        } else {
-            putchar(ch);
-            col++;
-        }
-    }
+        else
+            putchar(*c);
     printf("\n");
 }
 
 /* The last validation's metrics, one "key value" per line. The section is a JSON object; files
  * of earlier versions hold its members without the braces. */
-static void print_metrics(const wc_ckpt_section *m) {
-    if (!m || !m->size) return;
-    char *text = WC_ALLOC(m->size + 3);
-    const int braced = ((const char *)m->data)[0] == '{';
-    snprintf(text, m->size + 3, "%s%.*s%s", braced ? "" : "{", (int)m->size,
-             (const char *)m->data, braced ? "" : "}");
+static void print_metrics(const char *m) {
+    if (!m || !*m) return;
+    const size_t size = strlen(m) + 3;
+    char *text = WC_ALLOC(size);
+    const int braced = m[0] == '{';
+    snprintf(text, size, "%s%s%s", braced ? "" : "{", m, braced ? "" : "}");
     wc_json_doc doc;
     char why[160];
     if (wc_json_parse(text, &doc, why, sizeof why) != WC_OK) {
@@ -51,6 +45,9 @@ static void print_metrics(const wc_ckpt_section *m) {
     }
     for (int i = 0; i < doc.n; i++) {
         const wc_json_member *e = &doc.members[i];
+        /* a JSON escape ("\u001b") decodes to the control character the text had not */
+        wc_text_sanitize(e->key);
+        if (e->kind == WC_JSON_STRING) wc_text_sanitize(e->string);
         printf("  %-12s%s = ", i ? "" : "metrics", e->key);
         if (e->kind == WC_JSON_NUMBER) printf("%.10g\n", e->number);
         else if (e->kind == WC_JSON_STRING) printf("%s\n", e->string);
@@ -60,20 +57,25 @@ static void print_metrics(const wc_ckpt_section *m) {
     free(text);
 }
 
-/* Reads path and checks its sections as a resume would; WC_ERR with why. */
-static int read_checked(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
+/* Reads path and checks its sections as a resume would, into snap when it is not NULL (the
+ * caller frees it); WC_ERR with why. */
+static int read_checked(const char *path, wc_ckpt *ck, wc_snapshot *snap, char *why,
+                        size_t why_size) {
     if (wc_ckpt_read(path, ck, why, why_size) != WC_OK) return WC_ERR;
-    wc_snapshot snap = {0};
-    int rc = wc_snapshot_check(ck, &snap, why, why_size);
-    wc_snapshot_free(&snap);
+    wc_snapshot own = {0};
+    int rc = wc_snapshot_check(ck, snap ? snap : &own, why, why_size);
+    wc_snapshot_free(&own);
     if (rc != WC_OK) wc_ckpt_free(ck);
     return rc;
 }
 
+/* The texts are the decoded snapshot's, never the sections' bytes: they are sanitized there. */
 static int describe_file(const char *path) {
     wc_ckpt ck;
+    wc_snapshot snap = {0};
     char why[512];
-    if (read_checked(path, &ck, why, sizeof why) != WC_OK) {
+    if (read_checked(path, &ck, &snap, why, sizeof why) != WC_OK) {
+        wc_snapshot_free(&snap);
         printf("%s: INVALID: %s\n", path, why);
         return WC_EXIT_RUNTIME;
     }
@@ -85,12 +87,13 @@ static int describe_file(const char *path) {
            wc_fmt_bytes(a, sizeof a, (double)ck.file_bytes),
            wc_fmt_bytes(b, sizeof b, (double)ck.payload_bytes));
     printf("  %-12s%ld\n", "step", ck.step);
-    print_record("meta", wc_ckpt_find(&ck, WC_SECTION_META));
-    print_record("data", wc_ckpt_find(&ck, WC_SECTION_FINGERPRINT));
-    print_record("config", wc_ckpt_find(&ck, WC_SECTION_CONFIG));
-    const wc_ckpt_section *f = wc_ckpt_find(&ck, WC_SECTION_FEATURES);
-    if (f) printf("  %-12s%.*s\n", "features", (int)f->size, (const char *)f->data);
-    print_metrics(wc_ckpt_find(&ck, WC_SECTION_METRICS));
+    print_record("meta", snap.meta);
+    print_record("data", snap.fingerprint);
+    print_record("config", snap.config);
+    printf("  %-12s", "features");
+    for (int c = 0; c < snap.nfeat; c++) printf("%s%s", c ? "," : "", snap.feat_names[c]);
+    printf("\n");
+    print_metrics(snap.metrics);
     /* a digest of the trained state: equal digests mean bitwise-equal parameters and moments */
     static const char *state[] = {WC_SECTION_PARAMS, WC_SECTION_OPTIM_M, WC_SECTION_OPTIM_V};
     for (int i = 0; i < 3; i++) {
@@ -106,6 +109,7 @@ static int describe_file(const char *path) {
                wc_fmt_bytes(a, sizeof a, (double)ck.sections[i].size));
     printf("\n");
     wc_ckpt_free(&ck);
+    wc_snapshot_free(&snap);
     return WC_EXIT_OK;
 }
 
@@ -113,13 +117,21 @@ static int describe_file(const char *path) {
 #define MARKER_MAX 4096
 #define MARKER_EXCERPT 120 /* bytes of a file that is not the marker, shown to identify it */
 
-/* At most max bytes of text's first line into out (of size max + 4), every byte that is not
- * printable ASCII shown as '?': a file of someone else's must not drive the terminal. */
+/* At most max bytes of text's first line into out (of size max + 4), cut at a character's
+ * boundary, sanitized as a checkpoint's text is (wc_text_sanitize: control characters and
+ * bytes that are not UTF-8 shown as '?'): a file of someone else's must not drive the
+ * terminal. */
 static void sanitized_line(char *out, const char *text, size_t max) {
-    size_t n = 0;
-    for (; text[n] && text[n] != '\n' && n < max; n++)
-        out[n] = text[n] >= 0x20 && text[n] < 0x7f ? text[n] : '?';
-    strcpy(out + n, text[n] && text[n] != '\n' ? "..." : "");
+    size_t n = strcspn(text, "\n");
+    const int cut = n > max;
+    if (cut) {
+        n = max;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
+    }
+    memcpy(out, text, n);
+    out[n] = '\0';
+    wc_text_sanitize(out);
+    strcpy(out + n, cut ? "..." : "");
 }
 
 /* "state: stopped ..." when DIR/STOPPED is wildcpu's marker. A path of that name that is no
@@ -173,7 +185,7 @@ static int describe_dir(const char *path) {
     for (int i = 0; i < n; i++) {
         wc_ckpt ck;
         char why[512], sz[32];
-        int ok = e[i].header_ok && read_checked(e[i].path, &ck, why, sizeof why) == WC_OK;
+        int ok = e[i].header_ok && read_checked(e[i].path, &ck, NULL, why, sizeof why) == WC_OK;
         struct stat fs;
         double bytes = lstat(e[i].path, &fs) == 0 ? (double)fs.st_size : 0;
         printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(e[i].path, '/') + 1, e[i].step,
@@ -188,7 +200,7 @@ static int describe_dir(const char *path) {
     if (has_best) {
         wc_ckpt ck;
         char why[512], sz[32];
-        best_ok = read_checked(best, &ck, why, sizeof why) == WC_OK;
+        best_ok = read_checked(best, &ck, NULL, why, sizeof why) == WC_OK;
         printf("  %-40s step %8ld  %10s  %s%s\n", WC_CKPT_BEST, best_ok ? ck.step : -1L,
                wc_fmt_bytes(sz, sizeof sz, (double)bs.st_size), best_ok ? "valid" : "INVALID: ",
                best_ok ? "" : why);

@@ -119,6 +119,9 @@ static void replace_separators(char *s, const char *more) {
     for (char *c = s; *c; c++)
         if (strchr(",;=", *c) || strchr(more, *c) || wc_band_name_control((unsigned char)*c))
             *c = '_';
+    /* C1 controls and bytes that are not UTF-8 as '?', the rule of a checkpoint's text
+     * (snapshot.c), so that the names a model was trained on are found again */
+    wc_text_sanitize(s);
 }
 
 /* A band's unit as wc_band.unit keeps it: cut at a character's boundary, separators as '_'

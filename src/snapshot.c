@@ -117,7 +117,12 @@ typedef struct owned {
 } owned;
 
 /* A text section as a NUL-terminated copy: present (unless optional), at most
- * WC_SNAPSHOT_MAX_TEXT bytes, without NUL bytes. */
+ * WC_SNAPSHOT_MAX_TEXT bytes, without NUL bytes. Its control characters and bytes that are not
+ * UTF-8 read as '?' (wc_text_sanitize), here, once, so that no reader prints a crafted file's
+ * escape sequences or writes them into a map's metadata; wildcpu writes none (the records of a
+ * run are sanitized alike before they are written or compared). Not the spec, which keeps its
+ * CR-LF line ends and its comments (anything): net.h's parser refuses any other byte, and
+ * nothing shows it. */
 static int text(const wc_ckpt *ck, const char *name, int optional, char **out, char *why,
                 size_t why_size) {
     const wc_ckpt_section *s = wc_ckpt_find(ck, name);
@@ -131,6 +136,9 @@ static int text(const wc_ckpt *ck, const char *name, int optional, char **out, c
     *out = WC_ALLOC(n + 1);
     if (n) memcpy(*out, s->data, n);
     (*out)[n] = '\0';
+    /* the feature names are refused for a control character first (feature_names) */
+    if (strcmp(name, WC_SECTION_SPEC) != 0 && strcmp(name, WC_SECTION_FEATURES) != 0)
+        wc_text_sanitize(*out);
     return WC_OK;
 }
 
@@ -159,6 +167,8 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
         o->names[i] = WC_ALLOC(len + 1);
         memcpy(o->names[i], p, len);
         o->names[i][len] = '\0';
+        /* C1 controls and bytes that are not UTF-8, as raster.c reads band descriptions */
+        wc_text_sanitize(o->names[i]);
         p += len + 1;
     }
     *nfeat = n;
@@ -372,6 +382,7 @@ wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int
                               char *why, size_t why_size) {
     char arch[64];
     wc_kv_get(s->meta, "arch", arch, sizeof arch);
+    wc_text_sanitize(arch); /* a character cut at the 63rd byte */
     const int patch = wc_snapshot_patch(s);
     wc_net *net = wc_net_create(*arch ? arch : "model", s->spec, s->nfeat, max_N, H ? H : patch,
                                 W ? W : patch, mode);
@@ -401,6 +412,7 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) 
      * (info, a resume's choice) should not allocate activations for it */
     char arch[64];
     wc_kv_get(s->meta, "arch", arch, sizeof arch);
+    wc_text_sanitize(arch); /* a character cut at the 63rd byte */
     const int patch = wc_snapshot_patch(s);
     wc_net_facts f;
     int rc = WC_OK;

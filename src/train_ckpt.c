@@ -67,6 +67,9 @@ void wc_train_ckpt_config_kv(train_ctx *t) {
              exact(t->opt->cfg.weight_decay).s, t->opt->cfg.warmup_steps,
              t->opt->cfg.total_steps, exact(c->pos_weight).s, c->fast_reduce ? "fast" : "exact",
              c->no_jitter ? "off" : "on");
+    /* as a checkpoint's text reads back (snapshot.c), which a resume compares it with: a
+     * --model path may hold any byte */
+    wc_text_sanitize(t->config_kv);
     /* The orientations and the input channels of the vector pairs ("augment=8:2/3,8/9"), only
      * when on: a checkpoint of a run without augmentation (or of a version before it) has no
      * such key and matches a run without --augment. */
@@ -135,6 +138,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
              t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss, log_sum,
              log_steps, *units ? ";" WC_META_UNITS "=" : "", units);
+    wc_text_sanitize(meta); /* written as it reads back (snapshot.c) */
     free(units);
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
     for (int c = 0; c < t->ds->nfeat; c++)

@@ -358,3 +358,40 @@ int wc_kv_differs(const char *now, const char *then, char *why, size_t size) {
     kv_keys(then, kv_compare_key, &c);
     return c.differs;
 }
+
+/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0 (RFC 3629: no overlong forms,
+ * no surrogates, nothing beyond U+10FFFF). */
+static int utf8_length(const unsigned char *p) {
+    const unsigned char c = p[0];
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else
+        return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+size_t wc_text_sanitize(char *s) {
+    size_t replaced = 0;
+    for (unsigned char *p = (unsigned char *)s; *p;) {
+        int n = *p < 0x80 ? 1 : utf8_length(p);
+        /* C0 and DEL; C1 is U+0080..U+009F, 0xC2 0x80..0x9F in UTF-8 */
+        const int control = *p < 0x20 || *p == 0x7f || (n == 2 && p[0] == 0xC2 && p[1] < 0xA0);
+        if (n && !control) {
+            p += n;
+            continue;
+        }
+        for (int i = 0; i < (n ? n : 1); i++) p[i] = '?';
+        replaced += (size_t)(n ? n : 1);
+        p += n ? n : 1;
+    }
+    return replaced;
+}

@@ -131,6 +131,37 @@ s=$?
     && ok "a checkpoint beyond the run's total steps: resume passes over it, keeps it, ends equal" \
     || notok "step beyond the total steps on resume" "status $s $(grep -E 'usable|resuming|error|done' "$T/beyond.log" | head -3)"
 
+# A checkpoint's text is someone else's: a crafted arch and model with terminal escapes (a
+# window title, a colour, a clear screen, a carriage return) and a C1 CSI are shown and written
+# as '?', by info, predict's log and the map's metadata, while UTF-8 text (the e-acute) stays.
+mkdir -p "$T/esc"
+esc_arch=$'unet-\xc3\xa9\x1b]0;T\x07\x1b[31m\xc2\x9bx'
+esc_model=$'m\x1b[2J\rX'
+config_with() { $PY -c 'import re, sys; sys.path.insert(0, sys.argv[1]); import wcp
+c = wcp.section(wcp.read(sys.argv[2]), "config")[1].decode()
+print(re.sub("model=[^;]*", lambda _: "model=" + sys.argv[3], c), end="")' "$ROOT/tests" "$good" "$1"; }
+meta_arch() { $PY -c 'import re, sys; sys.path.insert(0, sys.argv[1]); import wcp
+m = wcp.section(wcp.read(sys.argv[2]), "meta")[1].decode()
+print(re.sub("arch=[^;]*", lambda _: "arch=" + sys.argv[3], m), end="")' "$ROOT/tests" "$good" "$1"; }
+$WCP edit "$good" "$T/esc/esc.wcp" "text=meta:$(meta_arch "$esc_arch")" \
+    "text=config:$(config_with "$esc_model")"
+"$WILDCPU" info "$T/esc/esc.wcp" >"$T/esc.info" 2>&1
+si=$?
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/esc/esc.wcp" --out "$T/esc/risk.tif" >"$T/esc.pred" 2>&1
+sp=$?
+gdalinfo "$T/esc/risk.tif" >"$T/esc.gdalinfo" 2>&1
+sg=$?
+controls() { LC_ALL=C grep -c $'[\x1b\x07\r]' "$1"; }
+[ $si -eq 0 ] && [ $sp -eq 0 ] && [ $sg -eq 0 ] &&
+    [ "$(controls "$T/esc.info")" = 0 ] && [ "$(controls "$T/esc.pred")" = 0 ] &&
+    [ "$(controls "$T/esc.gdalinfo")" = 0 ] &&
+    LC_ALL=C grep -q $'arch=unet-\xc3\xa9?]0' "$T/esc.info" && grep -q 'model=m?\[2J?X' "$T/esc.info" &&
+    LC_ALL=C grep -q $'unet-\xc3\xa9?]0' "$T/esc.pred" &&
+    LC_ALL=C grep -q $'model_arch=unet-\xc3\xa9?]0' "$T/esc.gdalinfo" &&
+    ! LC_ALL=C grep -q $'\xc2\x9b' "$T/esc.info" "$T/esc.pred" "$T/esc.gdalinfo" \
+    && ok "a checkpoint's escapes reach neither the terminal nor the map: info, predict, gdalinfo show '?', UTF-8 kept" \
+    || notok "escapes in a checkpoint's text" "info $si predict $sp gdalinfo $sg: $(LC_ALL=C grep -a -E 'arch|model' "$T/esc.info" "$T/esc.pred" "$T/esc.gdalinfo" | cat -v | head -6)"
+
 # A resume needs AdamW's second moment, a model does not: only the resume refuses it.
 cp -r "$T/ref" "$T/nov"
 $WCP edit "$good" "$T/nov/checkpoints/ckpt-00000004.wcp" drop=optim_v

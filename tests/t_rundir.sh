@@ -260,7 +260,8 @@ for kind in fifo zero; do
 done
 # DIR/STOPPED that is not wildcpu's marker (a pipe, /dev/zero, 20 MB of random bytes, a line
 # with a terminal escape): info says so and goes on (status 0, at once), printing no more than
-# a short, printable excerpt; the real marker is still read
+# a short, printable excerpt (no control character, UTF-8: the rule of a checkpoint's text); the
+# real marker is still read
 for kind in fifo zero big escape real; do
     d=$T/stop_$kind
     mkdir -p "$d" && cp -r "$T/ref/checkpoints" "$d/"
@@ -280,7 +281,8 @@ for kind in fifo zero big escape real; do
         continue
     fi
     [ $s -eq 0 ] && grep -q "^note: .*stop_$kind/STOPPED is not wildcpu's stop marker (.*): ignored$" "$d.info" &&
-        ! grep -q "^state:" "$d.info" && [ "$bytes" -lt 2000 ] && ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f-\xff]' "$d.info" \
+        ! grep -q "^state:" "$d.info" && [ "$bytes" -lt 2000 ] && ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' "$d.info" \
+        && iconv -f UTF-8 -t UTF-8 "$d.info" >/dev/null 2>&1 \
         && grep -q "a rerun resumes from" "$d.info" \
         && ok "info with STOPPED $kind: not the marker, ignored (status 0, $bytes bytes of printable output)" \
         || notok "info with STOPPED $kind" "status $s (137: it hung), $bytes bytes: $(head -c 300 "$d.info" | grep -a note)"

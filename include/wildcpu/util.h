@@ -133,6 +133,15 @@ uint64_t wc_fnv1a64(const void *data, size_t n);
 /* mkdir -p: creates path and its missing parents; WC_OK if it exists as a directory after. */
 int wc_mkdir_p(const char *path);
 
+/* Text from a file wildcpu did not write itself (a checkpoint's records, DIR/STOPPED) made fit
+ * to print on a terminal and to write into a map's metadata, in place and at the same length:
+ * every byte of a control character (C0, DEL, and C1 in its UTF-8 form, U+0080 to U+009F) or of
+ * a sequence that is not well-formed UTF-8 becomes '?'; printable UTF-8 (accented letters, CJK)
+ * is kept. Such bytes would drive the terminal (ESC sequences retitle it, clear it, recolour
+ * what follows; CR overwrites the line) or end up in GDAL metadata. Returns the bytes
+ * replaced. */
+size_t wc_text_sanitize(char *s);
+
 /* "key=value;key=value" records (data fingerprints, training configurations): compares a and
  * b key by key; on a difference writes "key: now A, checkpoint B; ..." into why and returns
  * nonzero. Keys missing on one side count as different. */
