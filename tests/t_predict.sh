@@ -641,7 +641,7 @@ fi
 # a band in other units by its metadata, too close for the shift warning (rel_humidity as a
 # fraction): warned about, naming the band and both units. Another spelling of one unit does
 # not count (DEGC or Celsius for degC, metre for m), nor a band without one.
-if grep -q '<UnitType>1</UnitType>' "$out/fraction.vrt" && ! grep -q 'm/s' "$out/cases.vrt" &&
+if grep -q '<UnitType>1</UnitType>' "$out/fraction.vrt" && ! grep -q '<UnitType>m/s</UnitType>' "$out/cases.vrt" &&
     grep -q '<UnitType>metre</UnitType>' "$out/cases.vrt" && grep -q '<UnitType>percent</UnitType>' "$out/cases.vrt" &&
     predict --tiles "$out/fraction.vrt" --out "$out/fraction.tif" >"$log" 2>&1 &&
     grep -q "warning: .*fraction.vrt: band 8 (rel_humidity) is in 1 here, in % in the training data: values in other units are not what the model .* learned" "$log" &&
