@@ -616,6 +616,32 @@ int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, lo
     return rc;
 }
 
+int wc_ckpt_dir_of(const char *dir, char *buf, size_t size) {
+    struct stat st;
+    snprintf(buf, size, "%s/checkpoints", dir);
+    if (stat(buf, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return WC_OK;
+        wc_error("%s is not a directory, so no run can keep its checkpoints there (move it away)",
+                 buf);
+        return WC_ERR;
+    }
+    const int err = errno;
+    if (lstat(buf, &st) != 0 && errno == ENOENT) {
+        snprintf(buf, size, "%s", dir);
+        return WC_OK;
+    }
+    char target[4096];
+    const ssize_t n = S_ISLNK(st.st_mode) ? readlink(buf, target, sizeof target - 1) : -1;
+    target[n > 0 ? n : 0] = '\0';
+    if (n > 0)
+        wc_error("%s is a symbolic link to %s, which cannot be reached (%s): is its file system "
+                 "mounted on this node?",
+                 buf, target, strerror(err));
+    else
+        wc_error("cannot reach %s: %s", buf, strerror(err));
+    return WC_ERR;
+}
+
 int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
                     char **resolved) {
     struct stat st;
@@ -624,9 +650,8 @@ int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *c
         return WC_ERR;
     }
     if (S_ISDIR(st.st_mode)) {
-        char sub[4096];
-        snprintf(sub, sizeof sub, "%s/checkpoints", path);
-        const char *dir = stat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? sub : path;
+        char dir[4096];
+        if (wc_ckpt_dir_of(path, dir, sizeof dir) != WC_OK) return WC_ERR;
         char best[4200], why[512];
         snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
         if (access(best, F_OK) == 0) {

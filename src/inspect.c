@@ -159,16 +159,8 @@ static void describe_stop_marker(const char *marker) {
 }
 
 static int describe_dir(const char *path) {
-    char sub[4096];
-    struct stat st;
-    snprintf(sub, sizeof sub, "%s/checkpoints", path);
-    if (stat(sub, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        /* no run can use it: training cannot write checkpoints there, predict finds none */
-        fprintf(stderr, "wildcpu: info %s: %s is not a directory, so no run can keep its "
-                "checkpoints there (move it away)\n", path, sub);
-        return WC_EXIT_RUNTIME;
-    }
-    const char *dir = stat(sub, &st) == 0 ? sub : path;
+    char dir[4096];
+    if (wc_ckpt_dir_of(path, dir, sizeof dir) != WC_OK) return WC_EXIT_RUNTIME;
     wc_ckpt_entry *e;
     int n = wc_ckpt_list(dir, 1, &e);
     if (n < 0) {

@@ -274,16 +274,18 @@ static int prepare_here(const wc_train_config *cfg) {
      * run's */
     if (lock_fd < 0 && lock_dir(out, "", &lock_fd) != WC_OK) return WC_EXIT_RUNTIME;
     if (lock_checkpoints_dir(out, ckpt_dir) != WC_OK) return WC_EXIT_RUNTIME;
-    /* found now, not after hours of training: an output that is a symbolic link (the run
-     * would refuse to replace it at its first report, or at the map), a file named like the
-     * map's companions that is not wildcpu's and that the map would replace (--fresh moves
-     * them aside instead) */
+    /* found now, not after hours of training: an output the run could not replace at its
+     * first report, at the split or at the map (a symbolic link, a directory, a pipe, a
+     * read-only file), a file named like the map's companions that is not wildcpu's and that
+     * the map would replace (--fresh moves them all aside instead) */
     for (int i = 0; !cfg->fresh && i < NRUN_FILES; i++) {
         char path[4200];
         run_file(path, sizeof path, out, RUN_FILES[i].name);
-        if (writes_file(cfg, RUN_FILES[i].name) &&
-            wc_refuse_symlink(RUN_FILES[i].what + 4 /* "the " */, path) != WC_OK)
-            return WC_EXIT_USAGE;
+        const int status = writes_file(cfg, RUN_FILES[i].name)
+                               ? wc_check_output_path_as_is(RUN_FILES[i].what + 4 /* "the " */,
+                                                            path, NULL)
+                               : WC_EXIT_OK;
+        if (status != WC_EXIT_OK) return status;
     }
     if (!cfg->no_predict && !cfg->fresh) {
         char map[4200];
@@ -301,10 +303,12 @@ static int prepare_here(const wc_train_config *cfg) {
     for (int i = 0; i < NRUN_FILES; i++) own[i] = RUN_FILES[i].name;
     own[NRUN_FILES] = "labels-*", own[NRUN_FILES + 1] = NULL;
     wc_temp_leftovers(out, own, 1, NULL);
+    char held[4200]; /* a file there, or a link to a file system that is not mounted */
     if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
         return WC_EXIT_RUNTIME;
     }
+    if (wc_ckpt_dir_of(out, held, sizeof held) != WC_OK) return WC_EXIT_RUNTIME;
     /* Found now, not after hours of training whose every checkpoint fails: a checkpoints
      * directory that cannot take a file (read-only, not a directory, no inodes left). */
     char probe[4300];

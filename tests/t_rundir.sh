@@ -8,7 +8,9 @@
 # report that cannot be written fails the run (status 1); a read-only checkpoints
 # directory is refused before training. A disk that fills up while metrics.jsonl grows leaves
 # it whole lines of JSON. (The last two need mounts: skipped, and said, where there are none.)
-# A metrics.jsonl a resume cannot trim (a pipe, /dev/zero) fails the resume at once (status 1);
+# A metrics.jsonl a resume cannot trim (a pipe, /dev/zero) is refused at once (status 2), and so
+# is any file of the run that is a directory (the split, the report, the map) or a dangling
+# checkpoints link (status 1);
 # a DIR/STOPPED that is no marker of wildcpu's is said to be none by info, and ignored.
 # A --fresh whose move fails leaves no empty replaced-* and names what had moved.
 . "$(dirname "$0")/lib.sh"
@@ -75,11 +77,23 @@ kill -KILL $pid
 wait $pid 2>/dev/null
 check "after a SIGKILL the directory is free at once (a --fresh rerun runs)" \
     "$WILDCPU" "${args[@]}" --out "$T/killed" --steps 8 --fresh
+# run_then_block DIR NAME ARGS...: runs wildcpu ARGS --out DIR (log DIR.log), and once it trains
+# makes DIR/NAME a directory, which the run cannot replace (one there at the start is refused
+# before any work, below); its last checkpoint's write takes a second, so the run is still
+# training then. The run's status is in $st.
+run_then_block() {
+    local d=$1 name=$2
+    shift 2
+    WILDCPU_TEST_SLOW_WRITE=1 "$WILDCPU" "$@" --out "$d" >"$d.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 600); do grep -q 'step *[0-9]*/' "$d.log" 2>/dev/null && break; sleep 0.05; done
+    mkdir -p "$d/$name"
+    wait $pid
+    st=$?
+}
 # A report that cannot be written (here: a directory where report.json goes) fails the run: a
 # finished run's status must not claim a report that still describes an earlier run
-mkdir -p "$T/norep/report.json"
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --no-predict --out "$T/norep" >"$T/norep.log" 2>&1
-st=$?
+run_then_block "$T/norep" report.json --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --no-predict
 if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.json, see above)$" "$T/norep.log" &&
     [ -f "$T/norep/report.md" ] && [ -n "$(digest "$T/norep/checkpoints/ckpt-00000002.wcp")" ]; then
     ok "a report.json that cannot be written fails a finished run (status 1; the checkpoint and report.md are written)"
@@ -88,9 +102,7 @@ else
 fi
 # ... and a report.md that cannot be written: report.json (written last) says the run failed and
 # draws no map, as the command's status says, rather than "finished" with a map pending
-mkdir -p "$T/nomd/report.md"
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --out "$T/nomd" >"$T/nomd.log" 2>&1
-st=$?
+run_then_block "$T/nomd" report.md --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2
 if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.md, see above): report.json says the run failed" "$T/nomd.log" &&
     grep -q '"status":"failed","map":"none"' "$T/nomd/report.json" && [ ! -e "$T/nomd/risk.tif" ]; then
     ok "a report.md that cannot be written fails the run, and report.json says so (status 1, no map)"
@@ -193,17 +205,40 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
 else
     echo "# skipped: cannot mount a tmpfs here (the full-disk case needs one)"
 fi
-# a directory whose 'checkpoints' is a file: info says no run can use it (exit 1), training
-# refuses it before any work
-mkdir -p "$T/filed" && echo x >"$T/filed/checkpoints"
-"$WILDCPU" info "$T/filed" >"$T/filed.info" 2>&1
-s=$?
-"$WILDCPU" --tiles "$SAMPLE" --out "$T/filed" --steps 1 --batch 4 --micro-batch 2 --no-predict >"$T/filed.log" 2>&1
-t=$?
-[ $s -eq 1 ] && grep -q "filed/checkpoints is not a directory, so no run can keep its checkpoints there" "$T/filed.info" \
-    && [ $t -eq 1 ] && grep -q "cannot write checkpoints into .*filed/checkpoints: Not a directory" "$T/filed.log" \
-    && ok "DIR/checkpoints a file: info exits 1 saying so, training refuses it (exit 1)" \
-    || notok "DIR/checkpoints a file" "info $s: $(cat "$T/filed.info"); train $t: $(tail -1 "$T/filed.log")"
+# DIR/checkpoints that cannot hold checkpoints, a file or a link whose target is gone (a
+# scratch file system not mounted on this node): info, predict and training each say so, naming
+# it (status 1), instead of reading DIR as a run with no checkpoints; training before any work
+for kind in file dangling; do
+    d=$T/ck_$kind
+    mkdir -p "$d"
+    if [ $kind = file ]; then
+        echo x >"$d/checkpoints" && want="ck_$kind/checkpoints is not a directory, so no run can keep its checkpoints there"
+    else
+        ln -s "$T/unmounted/ck" "$d/checkpoints" && want="ck_$kind/checkpoints is a symbolic link to .*unmounted/ck, which cannot be reached"
+    fi
+    "$WILDCPU" info "$d" >"$d.info" 2>&1
+    s=$?
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$d" --out "$T/ck_$kind.tif" >"$d.predict" 2>&1
+    p=$?
+    "$WILDCPU" --tiles "$SAMPLE" --out "$d" --steps 1 --batch 4 --micro-batch 2 --no-predict >"$d.log" 2>&1
+    t=$?
+    [ $s -eq 1 ] && [ $p -eq 1 ] && [ $t -eq 1 ] && grep -q "$want" "$d.info" && grep -q "$want" "$d.predict" \
+        && grep -q "$want" "$d.log" && ! grep -q "step 1/1" "$d.log" && [ ! -e "$T/ck_$kind.tif" ] \
+        && ok "DIR/checkpoints a $kind: info, predict and training exit 1 naming it, before any work" \
+        || notok "DIR/checkpoints a $kind" "info $s: $(cat "$d.info"); predict $p: $(tail -1 "$d.predict"); train $t: $(tail -1 "$d.log")"
+done
+# a directory where the run writes a file (the split, the report, the map): refused before any
+# training (status 1, naming it), not found hours later; the directory stays
+for name in split.tif report.json risk.tif; do
+    d=$T/held_${name%%.*}
+    mkdir -p "$d/$name"
+    "$WILDCPU" --tiles "$SAMPLE" --out "$d" --steps 1 --batch 4 --micro-batch 2 >"$d.log" 2>&1
+    s=$?
+    [ $s -eq 1 ] && grep -q "error: cannot write the .* to .*held_${name%%.*}/$name: it is a directory" "$d.log" \
+        && ! grep -q "step 1/1" "$d.log" && [ -d "$d/$name" ] \
+        && ok "a directory at DIR/$name: refused before training (exit 1), left as it was" \
+        || notok "a directory at DIR/$name" "status $s: $(grep -m1 error "$d.log")"
+done
 # an input two VRTs deep in the run directory (DIR/risk.tif, read through outer.vrt ->
 # inner.vrt): the run refuses to replace it (exit 2), and it stays as it was
 mkdir -p "$T/deep"
@@ -240,22 +275,17 @@ from=$(grep -o 'resuming from .*best.wcp (step [0-9]*)' "$T/bestonly.log" | head
     && ok "only best.wcp left: other settings refused (exit 1, best.wcp kept); the same command ${from#*best.wcp }, ends bitwise at the undisturbed run's step 24" \
     || notok "only best.wcp left" "other: $s $same $(grep -m1 error "$T/bestonly_other.log"); same: $t '$from' $(tail -1 "$T/bestonly.log")"
 # metrics.jsonl that is no log a resume can trim: a pipe (the open would wait for a writer for
-# ever, and took the first SIGTERM with it): status 1; a link to /dev/zero (read without end): status 2
-# within seconds, naming the file; the file stays as it was
+# ever, and took the first SIGTERM with it), a link to /dev/zero (read without end): refused
+# before anything is read, status 2 within seconds, naming the file; the file stays as it was
 for kind in fifo zero; do
     d=$T/log_$kind
     cp -r "$T/ref" "$d" && rm -f "$d"/checkpoints/ckpt-0000002[04].wcp "$d/checkpoints/best.wcp" "$d/metrics.jsonl"
     if [ $kind = fifo ]; then mkfifo "$d/metrics.jsonl"; else ln -s /dev/zero "$d/metrics.jsonl"; fi
     timeout -s KILL 120 "$WILDCPU" "${args[@]}" --out "$d" >"$d.log" 2>&1
     s=$?
-    if [ $kind = fifo ]; then
-        grep -q "resuming from .*ckpt-00000016.wcp" "$d.log" && want=1 &&
-            grep -q "error: cannot resume the metrics log .*log_$kind/metrics.jsonl: it is a pipe (FIFO), not a regular file; move it away" "$d.log"
-    else # a link in the run directory is refused before anything is read (status 2)
-        want=2 && grep -q "error: refusing to write the metrics log to .*log_$kind/metrics.jsonl: it is a symbolic link (to /dev/zero)" "$d.log"
-    fi && [ $s -eq $want ] &&
+    grep -q "error: refusing to write the metrics log to .*log_$kind/metrics.jsonl: it is not a regular file" "$d.log" && [ $s -eq 2 ] && ! grep -q "resuming from" "$d.log" &&
         { [ -p "$d/metrics.jsonl" ] || [ -L "$d/metrics.jsonl" ]; } \
-        && ok "resume with metrics.jsonl $kind: status $want at once, the file named, left as it was" \
+        && ok "resume with metrics.jsonl $kind: status 2 at once, the file named, left as it was" \
         || notok "resume with metrics.jsonl $kind" "status $s (137: it hung): $(grep -m2 'error\|resuming' "$d.log")"
 done
 # DIR/STOPPED that is not wildcpu's marker (a pipe, /dev/zero, 20 MB of random bytes, a line
@@ -388,10 +418,10 @@ wait $parent 2>/dev/null
 
 # a stopped run whose report.md cannot be written: its report.json says stopped (not failed), and
 # it ends 75 as a stop does
-mkdir -p "$T/stopmd/report.md"
 "$WILDCPU" "${sargs[@]}" --steps 400 --out "$T/stopmd" >"$T/stopmd.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -q 'step *[0-9]*/400' "$T/stopmd.log" 2>/dev/null && break; sleep 0.05; done
+mkdir -p "$T/stopmd/report.md"
 kill -TERM $pid
 wait $pid
 s=$?

@@ -115,6 +115,13 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
  * (after a message) when one cannot be moved. */
 int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, long last);
 
+/* The directory that holds the checkpoints of `dir`, a run directory or a directory of
+ * checkpoints: DIR/checkpoints when that is a directory (or a link to one), DIR itself when
+ * there is no such entry. WC_ERR after a message naming it when DIR/checkpoints is there but
+ * cannot hold checkpoints: a file, or a link whose target is gone (a scratch file system not
+ * mounted on this node), which would otherwise read as "no checkpoints". */
+int wc_ckpt_dir_of(const char *dir, char *buf, size_t size);
+
 /* "run directory or checkpoint file" -> the checkpoint to use: a directory means its best.wcp
  * (in DIR/checkpoints or DIR itself) when that is usable, else its newest usable checkpoint. */
 int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
