@@ -246,7 +246,9 @@ void wc_conv2d_forward_ex(float *out, const float *inp, const float *weight, con
     for (int n = 0; n < s->N; n++) {
         float *y = out + (size_t)n * s->out_sample;
         lowered_forward(y, inp + (size_t)n * s->in_sample, weight, bias, s, work);
-        if (flags & WC_CONV_RELU) wc_relu_forward(y, y, s->out_sample);
+        /* this layer's channels only: out_sample is the sample's stride, which is a whole
+         * concatenation's when the output is a view in one */
+        if (flags & WC_CONV_RELU) wc_relu_forward(y, y, (size_t)s->K * s->OH * s->OW);
     }
 }
 

@@ -35,8 +35,12 @@ static void plan_sharing(wc_net *net) {
         wc_node *nd = &net->nodes[i];
         const wc_node *a = nd->in[0] >= 0 ? &net->nodes[nd->in[0]] : NULL;
         nd->view = -1;
-        /* The network input is kept intact: the first convolution's backward reads it. */
-        nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->consumers == 1;
+        /* The network input is kept intact: the first convolution's backward reads it. Nor is
+         * a concatenation's buffer changed in place: it holds its inputs (as views), which
+         * their other readers, and the backward of the layers that read them, read as they
+         * were. */
+        nd->inplace = nd->op == WC_OP_RELU && a->op != WC_OP_INPUT && a->op != WC_OP_CONCAT &&
+                      a->consumers == 1;
         /* its input is then read by nobody else, so it never exists without the ReLU */
         nd->fwd_fused = nd->inplace && a->op == WC_OP_CONV;
         if (nd->fwd_fused) net->nodes[nd->in[0]].fuse_relu = 1;

@@ -525,6 +525,18 @@ static const char *const GRAPH_SPECS[] = {
     "input x\nrelu xr x\nconv e xr out=3 k=3 pad=1\nrelu er e\nmaxpool p er\n"
     "conv f p out=2 k=3 pad=1\nupsample u f\nconcat c u er\nconv q c out=2 k=3 pad=1\n"
     "conv dead q out=2 k=1\nconv z er out=2 k=3 pad=1\nconcat c4 q z\nconv h c4 out=1 k=1\n",
+    /* a ReLU fused into a lowered 5x5 convolution whose output is a view in a concatenation
+     * (the ReLU must cover that layer's channels, not the concatenation's sample) */
+    "input x\nconv b x out=3 k=3 pad=1\nconv m x out=2 k=5 pad=2\nrelu mr m\nconcat c mr b\n"
+    "conv h c out=1 k=1\n",
+    /* a ReLU of a concatenation whose viewed input (a) has another reader (d) */
+    "input x\nconv a x out=2 k=3 pad=1\nconv b x out=2 k=3 pad=1\nconcat c a b\nrelu r c\n"
+    "conv d a out=2 k=3 pad=1\nconcat e r d\nconv h e out=1 k=1\n",
+    /* the same in a dead branch (n9): the input's concatenation (n4) holds a convolution's
+     * input (n3), which that convolution's backward reads */
+    "input x\nconcat n0 x x\nmaxpool n1 x\nconcat n2 n0 x\nupsample n3 n1\nconcat n4 n3 n2\n"
+    "conv n5 n3 out=4 kh=2 kw=5 pad=0\nrelu n5r n5\nconv n6 n0 out=1 k=3 pad=1\nrelu n6r n6\n"
+    "relu n9 n4\nconv h n6r out=1 k=1\n",
 };
 
 static void test_graph_plans(void) {
