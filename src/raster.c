@@ -145,6 +145,28 @@ static double nearest_float(double v) {
     return fabs(v) < beyond ? copysign(FLT_MAX, v) : v;
 }
 
+/* The latitude (degrees) of r's corner furthest from the equator, when r's CRS is geographic
+ * and that corner lies beyond a pole by more than a pixel (a grid of cell centres may reach half
+ * a pixel past one): such a geotransform is wrong (a projected grid given a geographic CRS, or
+ * rows counted the wrong way), and every position, distance and label would be too. 0 for a
+ * raster within the poles or in another CRS. */
+static double beyond_the_poles(const wc_raster *r) {
+    if (!r->has_gt || !r->wkt[0]) return 0;
+    OGRSpatialReferenceH s = OSRNewSpatialReference(r->wkt);
+    double degrees = 0; /* of one unit of the CRS */
+    if (s && OSRIsGeographic(s)) degrees = OSRGetAngularUnits(s, NULL) * 180 / M_PI;
+    OSRDestroySpatialReference(s);
+    if (!(degrees > 0)) return 0;
+    double furthest = 0;
+    for (int c = 0; c < 4; c++) {
+        const double col = c & 1 ? r->width : 0, row = c & 2 ? r->height : 0;
+        const double lat = (r->gt[3] + col * r->gt[4] + row * r->gt[5]) * degrees;
+        if (fabs(lat) > fabs(furthest)) furthest = lat;
+    }
+    const double pixel = (fabs(r->gt[4]) + fabs(r->gt[5])) * degrees;
+    return fabs(furthest) > 90 + pixel ? furthest : 0;
+}
+
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
@@ -182,6 +204,16 @@ int wc_raster_open(wc_raster *r, const char *path) {
                      : !isfinite(det) ? "its pixels are too large for any coordinate "
                                         "(their area overflows a double)"
                                       : "its pixels have no area (a size of 0)");
+            wc_raster_close(r);
+            return WC_ERR;
+        }
+        const double pole = beyond_the_poles(r);
+        if (pole != 0) {
+            char grid[512];
+            wc_raster_describe_grid(r, grid, sizeof grid);
+            wc_error("%s reaches latitude %.6g, beyond the pole, in a geographic CRS (%s): its "
+                     "geotransform or its CRS is wrong; fix it (gdal_edit.py -a_srs or -a_ullr)",
+                     path, pole, grid);
             wc_raster_close(r);
             return WC_ERR;
         }

@@ -357,6 +357,20 @@ open(sys.argv[1], "w").write(re.sub(r"<GeoTransform>.*?</GeoTransform>", "<GeoTr
     expect "a degenerate geotransform ($g): $why" 1 "degenerate.vrt has a degenerate geotransform .*$why" -- --tiles "$T/degenerate.vrt" "${train[@]}"
 done
 
+# a geographic raster reaching beyond a pole by more than a pixel (a projected grid labelled
+# EPSG:4326, rows counted the wrong way): refused, naming the latitude; its labels and oracle
+# alike; one whose cell centres reach 90 (its edge half a pixel beyond) trains
+gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr -110 100 -109 99 "$SAMPLE" "$T/lat100.vrt"
+expect "EPSG:4326 at latitude 100" 1 "lat100.vrt reaches latitude 100, beyond the pole, in a geographic CRS" -- --tiles "$T/lat100.vrt" "${train[@]}"
+gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr -110 -89 -109 -91 "$SAMPLE" "$T/south.vrt"
+expect "EPSG:4326 at latitude -91 (the labels)" 1 "south.vrt reaches latitude -91, beyond the pole" -- --tiles "$SAMPLE" --labels "$T/south.vrt" "${train[@]}"
+half=$($PY -c 'print(90 + 0.5 / 512)')
+gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr -110 "$half" -109 "$($PY -c "print($half - 1)")" "$SAMPLE" "$T/pole.vrt"
+timeout 120 "$WILDCPU" --tiles "$T/pole.vrt" "${train[@]}" >"$T/pole.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "step 2/2" "$T/pole.log" && ok "EPSG:4326 whose cell centres reach the pole: trains" \
+    || notok "EPSG:4326 whose cell centres reach the pole" "status $s: $(grep -m1 error "$T/pole.log")"
+
 # a mosaic with a source in another CRS (-allow_projection_difference): warned, naming it
 $PY - "$SAMPLE" "$T" <<'PY' || notok "a mosaic of two CRSs"
 import sys
