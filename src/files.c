@@ -465,12 +465,59 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
     return status;
 }
 
+/* What the first bytes of a file say it is (head: n of them). */
+static wc_file_kind kind_of(const unsigned char *head, size_t n) {
+    if (n >= 4 && (!memcmp(head, "II*\0", 4) || !memcmp(head, "MM\0*", 4) ||
+                   !memcmp(head, "II+\0", 4) || !memcmp(head, "MM\0+", 4)))
+        return WC_KIND_TIFF;
+    if (n >= 8 && !memcmp(head, "\x89PNG\r\n\x1a\n", 8)) return WC_KIND_PNG;
+    /* safetensors: the header's length (8 bytes, little-endian), then the header's JSON */
+    if (n >= 9 && head[8] == '{' && head[6] == 0 && head[7] == 0) return WC_KIND_SAFETENSORS;
+    size_t i = 0;
+    while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
+        i++;
+    if (i < n && (head[i] == '{' || head[i] == '[')) return WC_KIND_JSON;
+    if (i < n && head[i] == '<') return WC_KIND_XML;
+    return WC_KIND_OTHER;
+}
+
+static const char *kind_name(wc_file_kind kind) {
+    switch (kind) {
+    case WC_KIND_TIFF: return "a TIFF raster";
+    case WC_KIND_PNG: return "a PNG picture";
+    case WC_KIND_JSON: return "JSON";
+    case WC_KIND_XML: return "XML (a VRT, a style, a sidecar)";
+    case WC_KIND_SAFETENSORS: return "safetensors weights";
+    default: return "a file of another kind";
+    }
+}
+
+int wc_refuse_other_kind(const char *what, const char *path, wc_file_kind kind) {
+    struct stat st;
+    /* a regular file only: a pipe must not be read (the output checks refuse it anyway) */
+    if (kind == WC_KIND_ANY || !path || stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size == 0)
+        return WC_EXIT_OK;
+    unsigned char head[64];
+    FILE *f = fopen(path, "rb");
+    const size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f) fclose(f);
+    const wc_file_kind is = kind_of(head, n);
+    if (!f || is == kind) return WC_EXIT_OK;
+    wc_error("refusing to replace %s with the %s: it holds %s, not %s; give another path (or "
+             "move the file away)",
+             path, what, kind_name(is), kind_name(kind));
+    return WC_EXIT_USAGE;
+}
+
 int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
     for (int i = 0; i < n; i++) {
         if (!outs[i].path) continue;
-        const int status = outs[i].sidecar
-                               ? wc_check_output_path_as_is(outs[i].what, outs[i].path, inputs)
-                               : wc_check_output_path(outs[i].what, outs[i].path, inputs);
+        int status = outs[i].sidecar
+                         ? wc_check_output_path_as_is(outs[i].what, outs[i].path, inputs)
+                         : wc_check_output_path(outs[i].what, outs[i].path, inputs);
+        if (status == WC_EXIT_OK)
+            status = wc_refuse_other_kind(outs[i].what, outs[i].path, outs[i].kind);
         if (status != WC_EXIT_OK) return status;
         for (int j = 0; j < i; j++)
             if (outs[j].path && wc_same_file(outs[i].path, outs[j].path)) {

@@ -654,10 +654,12 @@ static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const
         wc_riskmap_outputs(cfg, &p, outs);
         n = WC_RISKMAP_OUTPUTS;
     }
-    outs[n++] = (wc_output){"metrics", cfg->metrics_out, 0};
-    int status = wc_check_outputs(outs, n, inputs);
+    outs[n++] = (wc_output){"metrics", cfg->metrics_out, 0, WC_KIND_JSON};
+    /* a checkpoint first, by name: the kinds' check would call it "a file of another kind" */
+    int status = WC_EXIT_OK;
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)
         status = wc_ckpt_refuse_as_output(outs[i].what, outs[i].path);
+    if (status == WC_EXIT_OK) status = wc_check_outputs(outs, n, inputs);
     if (status == WC_EXIT_OK && cfg->out && wc_riskmap_check_companions(cfg, &p) != WC_OK)
         status = WC_EXIT_RUNTIME;
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)

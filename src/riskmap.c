@@ -315,14 +315,16 @@ void wc_riskmap_paths_free(wc_riskmap_paths *p) {
 
 void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
                         wc_output out[WC_RISKMAP_OUTPUTS]) {
-    out[0] = (wc_output){"risk map", cfg->out, 0};
-    out[1] = (wc_output){"quick-look picture", cfg->png, 0};
+    out[0] = (wc_output){"risk map", cfg->out, 0, WC_KIND_TIFF};
+    out[1] = (wc_output){"quick-look picture", cfg->png, 0, WC_KIND_PNG};
     out[2] = (wc_output){"class raster (named after the map)", cfg->classes ? p->classes : NULL,
-                         0};
-    out[3] = (wc_output){"QGIS style (named after the map)", cfg->no_style ? NULL : p->style, 0};
-    out[4] = (wc_output){"STAC item (named after the map)", p->stac, 0};
-    out[5] = (wc_output){"map's GDAL sidecar", p->map_aux, 1};
-    out[6] = (wc_output){"class raster's GDAL sidecar", cfg->classes ? p->classes_aux : NULL, 1};
+                         0, WC_KIND_TIFF};
+    out[3] = (wc_output){"QGIS style (named after the map)", cfg->no_style ? NULL : p->style, 0,
+                         WC_KIND_XML};
+    out[4] = (wc_output){"STAC item (named after the map)", p->stac, 0, WC_KIND_JSON};
+    out[5] = (wc_output){"map's GDAL sidecar", p->map_aux, 1, WC_KIND_XML};
+    out[6] = (wc_output){"class raster's GDAL sidecar", cfg->classes ? p->classes_aux : NULL, 1,
+                         WC_KIND_XML};
 }
 
 /* Whether path is a class raster wildcpu wrote (its band carries the class rule). */

@@ -71,4 +71,27 @@ for cmd in "export --checkpoint $T/run --out $T/other.wcp" \
         && ok "${cmd%% *} onto another checkpoint: refused (status 2), the checkpoint kept" \
         || notok "${cmd%% *} onto another checkpoint" "status $st: $(grep -m1 error "$T/o.log")"
 done
+# an output replaces only a file of its own kind: a map (TIFF), a mosaic (XML), a report (JSON)
+# at the path of weights, metrics or a picture is the user's, refused (status 2), left as it was;
+# a file of the output's own kind is replaced as before
+gdal_translate -q "$SAMPLE" "$T/map.tif" && cp "$SAMPLE" "$T/mosaic.vrt" && echo '{"a": 1}' >"$T/report.json"
+for c in "export --checkpoint $T/run --out $T/map.tif|TIFF raster" \
+    "export --checkpoint $T/run --out $T/mosaic.vrt|XML" \
+    "export --checkpoint $T/run --out $T/report.json|JSON" \
+    "evaluate --tiles $SAMPLE --checkpoint $T/run --out $T/map.tif|TIFF raster" \
+    "predict --tiles $SAMPLE --checkpoint $T/run --out $T/new.tif --png $T/map.tif|TIFF raster" \
+    "predict --tiles $SAMPLE --checkpoint $T/run --out $T/report.json|JSON"; do
+    cmd=${c%|*} holds=${c#*|} file=${cmd##* }
+    before=$(sha256sum <"$file")
+    # shellcheck disable=SC2086 # the command's words
+    "$WILDCPU" $cmd >"$T/k.log" 2>&1
+    st=$?
+    [ $st -eq 2 ] && grep -q "refusing to replace $file with the .*: it holds .*$holds" "$T/k.log" &&
+        [ "$(sha256sum <"$file")" = "$before" ] \
+        && ok "${cmd%% *} onto a file of another kind ($holds): refused (status 2), kept" \
+        || notok "${cmd%% *} onto a file of another kind ($holds)" "status $st: $(grep -m1 error "$T/k.log")"
+done
+"$WILDCPU" export --checkpoint "$T/run" --out "$T/again.safetensors" >/dev/null 2>&1 &&
+    "$WILDCPU" export --checkpoint "$T/run" --out "$T/again.safetensors" >"$T/k.log" 2>&1 \
+    && ok "export onto earlier weights replaces them" || notok "export onto earlier weights" "$(cat "$T/k.log")"
 finish

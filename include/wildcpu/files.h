@@ -110,6 +110,24 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
  * checks before training (rundir.c) call it. */
 int wc_refuse_symlink(const char *what, const char *path);
 
+/* The kinds of file wildcpu writes, told by a file's first bytes: an output replaces only a
+ * file of its own kind (a map a map, a picture a picture), never a user's file of another that
+ * happens to be at its path (`export --out risk.tif`, `evaluate --out tiles.vrt`). */
+typedef enum {
+    WC_KIND_ANY = 0,     /* an output whose kind is not checked */
+    WC_KIND_TIFF,        /* GeoTIFF, COG, BigTIFF */
+    WC_KIND_PNG,         /* a picture */
+    WC_KIND_JSON,        /* metrics, a STAC item */
+    WC_KIND_XML,         /* a QGIS style, GDAL's sidecar */
+    WC_KIND_SAFETENSORS, /* exported weights */
+    WC_KIND_OTHER        /* none of the above: not wildcpu's */
+} wc_file_kind;
+
+/* WC_EXIT_USAGE after a message naming the path and what it holds when a non-empty regular
+ * file at path is not of `kind` (WC_KIND_ANY: any file); else WC_EXIT_OK (no file there, an
+ * empty one, or one of the kind). */
+int wc_refuse_other_kind(const char *what, const char *path, wc_file_kind kind);
+
 /* One file a command writes: what it is, for the messages ("STAC item"), and its path (NULL:
  * not written this time). */
 typedef struct wc_output {
@@ -118,12 +136,14 @@ typedef struct wc_output {
     /* a sidecar GDAL writes beside another output (PATH.aux.xml), under its own name: no
      * temporary name of its own, so its length is that output's to check */
     int sidecar;
+    wc_file_kind kind; /* what a file already at path may be, to be replaced */
 } wc_output;
 
 /* Every output of one command, checked together before any work: each as by
- * wc_check_output_path against the inputs, and no two the same file (a map's STAC item NAME.json
- * and a metrics file of that name: the later would silently replace the earlier). Returns an
- * exit status as wc_check_output_path does, WC_EXIT_USAGE for two outputs on one file. */
+ * wc_check_output_path against the inputs and by wc_refuse_other_kind, and no two the same file
+ * (a map's STAC item NAME.json and a metrics file of that name: the later would silently
+ * replace the earlier). Returns an exit status as wc_check_output_path does, WC_EXIT_USAGE for
+ * two outputs on one file or a file of another kind. */
 int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs);
 
 /* An atomic replacement in progress. */
