@@ -51,17 +51,19 @@ static uint64_t raster_description(const wc_raster *r) {
     return h;
 }
 
-/* The files behind paths (each path, then what GDAL lists of it), sampled to at most
- * WC_AGREE_MAX_FILES spread over them: the same choice on every rank whose lists agree. */
-static char **files_of(const char *const *paths, int n, int *count) {
+/* The files behind r (its own listing) and behind others (each path, then what GDAL lists of
+ * it), in that order: the same on every rank whose inputs agree. */
+static char **files_of(wc_raster *r, const char *const *others, int n, int *count) {
     char ***lists = WC_CALLOC((size_t)n + 1, sizeof *lists);
     int total = 0;
+    for (char *const *f = wc_raster_files(r); *f; f++) total++;
     for (int p = 0; p < n; p++) {
-        if (paths[p]) lists[p] = wc_gdal_file_list(paths[p]);
+        if (others[p]) lists[p] = wc_gdal_file_list(others[p]);
         for (int k = 0; lists[p] && lists[p][k]; k++) total++;
     }
     char **all = WC_CALLOC((size_t)total + 1, sizeof *all);
     total = 0;
+    for (char *const *f = wc_raster_files(r); *f; f++) all[total++] = wc_strdup(*f);
     for (int p = 0; p < n; p++) {
         for (int k = 0; lists[p] && lists[p][k]; k++) all[total++] = wc_strdup(lists[p][k]);
         wc_strv_free(lists[p]);
@@ -71,12 +73,12 @@ static char **files_of(const char *const *paths, int n, int *count) {
     return all;
 }
 
-int wc_agree_inputs(const wc_raster *r, const char *const *paths, int n) {
+int wc_agree_inputs(wc_raster *r, const char *const *others, int n) {
     const int rank = wc_dist_rank();
     if (wc_dist_size() == 1) return WC_OK;
     /* 1. the raster as GDAL describes it, and how many files there are */
     int nfiles = 0;
-    char **files = files_of(paths, n, &nfiles);
+    char **files = files_of(r, others, n, &nfiles);
     uint64_t mine[2] = {raster_description(r), (uint64_t)nfiles}, first[2] = {mine[0], mine[1]};
     wc_dist_bcast(first, sizeof first, 0);
     int differs = 0;

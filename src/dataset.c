@@ -1041,8 +1041,8 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
     ds->height = ds->files.src.height;
     if (wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&ds->files.src) != WC_OK))
         goto fail;
-    const char *inputs[] = {cfg->tiles, cfg->labels, cfg->oracle};
-    if (wc_agree_inputs(&ds->files.src, inputs, 3) != WC_OK) goto fail;
+    const char *others[] = {cfg->labels, cfg->oracle};
+    if (wc_agree_inputs(&ds->files.src, others, 2) != WC_OK) goto fail;
     if (choose_features(ds, cfg) != WC_OK ||
         wc_raster_check_coverage(&ds->files.src, ds->read_bands, ds->read_nb) != WC_OK)
         goto fail;

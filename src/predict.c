@@ -633,16 +633,16 @@ static int say_leftovers(const char *what, const char *path) {
  * it, the metrics) can be written, is none of the files it reads (the raster's, the
  * checkpoint, the labels' own: an item "east.json" beside a map "east.tif" must not replace
  * perimeters "east.json") and none of the others. Returns an exit status. */
-static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m) {
+static int check_outputs(const wc_predict_config *cfg, wc_raster *r, const wc_model *m) {
     /* the raster's files (VRTs within it and archives included), the checkpoint, the labels' */
-    char **tiles = wc_gdal_file_list(r->path);
+    char *const *tiles = wc_raster_files(r);
     char **labels = cfg->labels ? wc_gdal_file_list(cfg->labels) : NULL;
     size_t n_in = 2;
-    for (char **l = tiles; *l; l++) n_in++;
+    for (char *const *l = tiles; *l; l++) n_in++;
     for (char **l = labels; l && *l; l++) n_in++;
     const char **inputs = WC_ALLOC(sizeof(char *) * n_in);
     n_in = 0;
-    for (char **l = tiles; *l; l++) inputs[n_in++] = *l;
+    for (char *const *l = tiles; *l; l++) inputs[n_in++] = *l;
     inputs[n_in++] = m->path;
     for (char **l = labels; l && *l; l++) inputs[n_in++] = *l;
     inputs[n_in] = NULL;
@@ -666,7 +666,6 @@ static int check_outputs(const wc_predict_config *cfg, const wc_raster *r, const
         if (outs[i].path) status = say_leftovers(outs[i].what, outs[i].path);
     wc_riskmap_paths_free(&p);
     free(inputs);
-    wc_strv_free(tiles);
     wc_strv_free(labels);
     return status;
 }
@@ -880,8 +879,8 @@ int wc_predict_run(const wc_predict_config *cfg) {
     /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
     int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
     if (status != WC_EXIT_OK) goto out;
-    const char *inputs[] = {cfg->tiles, cfg->labels};
-    if (!cfg->tiles_checked && wc_agree_inputs(&r, inputs, 2) != WC_OK) {
+    const char *others[] = {cfg->labels};
+    if (!cfg->tiles_checked && wc_agree_inputs(&r, others, 1) != WC_OK) {
         status = WC_EXIT_RUNTIME;
         goto out;
     }

@@ -310,7 +310,13 @@ void wc_raster_close(wc_raster *r) {
     free(r->wkt);
     free(r->bands);
     free(r->mask);
+    wc_strv_free(r->files);
     memset(r, 0, sizeof *r);
+}
+
+char *const *wc_raster_files(wc_raster *r) {
+    if (!r->files) r->files = wc_gdal_file_list(r->path);
+    return r->files;
 }
 
 void wc_raster_release(wc_raster *r) {
@@ -419,8 +425,9 @@ static int is_vrt_file(const char *path);
  * mosaics) counts as covered wherever it is placed: its own holes are asked of it. The first
  * VRT within r's mosaic with a part no source covers (in any band), or NULL; *covered its
  * percentage covered. */
-static char *nested_vrt_with_hole(const wc_raster *r, double *covered) {
-    char **files = wc_gdal_file_list(r->path), *found = NULL;
+static char *nested_vrt_with_hole(wc_raster *r, double *covered) {
+    char *const *files = wc_raster_files(r);
+    char *found = NULL;
     for (int i = 1; files[i] && !found; i++) {
         if (wc_special_file_kind(files[i]) || vrt_kind_of(files[i]) != VRT_MOSAIC) continue;
         CPLPushErrorHandler(CPLQuietErrorHandler);
@@ -437,11 +444,10 @@ static char *nested_vrt_with_hole(const wc_raster *r, double *covered) {
         }
         if (ds) GDALClose(ds);
     }
-    wc_strv_free(files);
     return found;
 }
 
-int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb) {
+int wc_raster_check_coverage(wc_raster *r, const int *bands, int nb) {
     GDALDatasetH ds = (GDALDatasetH)r->ds;
     GDALDriverH drv = GDALGetDatasetDriver(ds);
     if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return WC_OK;
@@ -870,7 +876,7 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
 /* A source of the mosaic that GDAL would wait on when it reads its pixels (a pipe, a device,
  * standard input): the run would hang in the middle of planning, deaf to a stop signal (the
  * process is blocked in open()). Every source is checked (a stat each). */
-static int refuse_waiting_sources(const wc_raster *r, char **files) {
+static int refuse_waiting_sources(const wc_raster *r, char *const *files) {
     for (int i = 1; files[i]; i++) {
         const char *kind = wc_special_file_kind(files[i]);
         if (!kind) continue;
@@ -917,7 +923,7 @@ void wc_raster_warn_unplaced(const wc_raster *r, const char *consequence) {
 /* Which of a mosaic's files (files[0] the mosaic itself) are read through a warped VRT
  * (gdalwarp -of VRT) within it, the mosaic included: such a VRT reprojects its sources, so their
  * CRS is not the mosaic's on purpose. An array of nfiles flags (caller frees). */
-static char *mark_behind_warps(char **files, int nfiles) {
+static char *mark_behind_warps(char *const *files, int nfiles) {
     char *behind = WC_CALLOC((size_t)nfiles + 1, 1);
     for (int i = 0; i < nfiles; i++) {
         if (wc_special_file_kind(files[i]) || vrt_kind_of(files[i]) != VRT_WARPED) continue;
@@ -930,7 +936,7 @@ static char *mark_behind_warps(char **files, int nfiles) {
     return behind;
 }
 
-int wc_raster_check_sources(const wc_raster *r) {
+int wc_raster_check_sources(wc_raster *r) {
     warn_impossible_nodata(r);
     GDALDriverH drv = GDALGetDatasetDriver((GDALDatasetH)r->ds);
     if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return WC_OK;
@@ -938,9 +944,8 @@ int wc_raster_check_sources(const wc_raster *r) {
     const int have_crs = *r->wkt && OSRSetFromUserInput(mine, r->wkt) == OGRERR_NONE;
     const char *same_opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
                                "CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", NULL};
-    char **files = wc_gdal_file_list(r->path);
+    char *const *files = wc_raster_files(r);
     if (refuse_waiting_sources(r, files) != WC_OK) {
-        wc_strv_free(files);
         OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
         return WC_ERR;
     }
@@ -1010,7 +1015,6 @@ int wc_raster_check_sources(const wc_raster *r) {
         wc_warn("%s: %d of its sources lie elsewhere than the mosaic places them", r->path,
                 found.moved);
     free(behind_warp);
-    wc_strv_free(files);
     OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
     return status;
 }

@@ -12,12 +12,12 @@
 #include "wildcpu/raster.h"
 
 /* Compares on every rank against rank 0: the raster r as GDAL describes it (size,
- * georeferencing, bands' names, types and nodata) and each file behind paths[0..n) (NULLs
- * skipped; a VRT's sources, nested ones too, up to WC_AGREE_MAX_FILES spread over them): its
- * size and its first and last 4 KiB, not its time stamps, which copies need not keep. A rank
- * that differs says which file, and how. Collective; WC_OK on every rank or WC_ERR on every
- * rank. */
+ * georeferencing, bands' names, types and nodata) and each file behind r (wc_raster_files: the
+ * listing r's other checks use) and behind others[0..n) (NULLs skipped; a VRT's sources,
+ * nested ones too), up to WC_AGREE_MAX_FILES spread over them: its size and its first and last
+ * 4 KiB, not its time stamps, which copies need not keep. A rank that differs says which file,
+ * and how. Collective; WC_OK on every rank or WC_ERR on every rank. */
 #define WC_AGREE_MAX_FILES 500
-int wc_agree_inputs(const wc_raster *r, const char *const *paths, int n);
+int wc_agree_inputs(wc_raster *r, const char *const *others, int n);
 
 #endif

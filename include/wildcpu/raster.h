@@ -135,6 +135,7 @@ typedef struct wc_raster {
     int covered_band;
     int holes_checked; /* 1: a window GDAL reports empty read as nodata; 2: it did not (nothing
                         * is skipped); 0: not read yet */
+    char **files;      /* wc_raster_files: listed on first use, NULL until then */
 } wc_raster;
 
 /* Registers GDAL's drivers and routes GDAL's messages to wildcpu's log. Idempotent. */
@@ -145,6 +146,11 @@ int wc_raster_open(wc_raster *r, const char *path);
 void wc_raster_close(wc_raster *r);
 /* Closes the GDAL handle (freeing its cached blocks) but keeps the metadata; reads then fail. */
 void wc_raster_release(wc_raster *r);
+/* The files r is read from, as wc_gdal_file_list(r->path) lists them (r->path first): listed
+ * once, on the first call, and kept until wc_raster_close, so that the checks of one command
+ * (its sources, its coverage, the ranks' agreement, its outputs) share one listing of a large
+ * mosaic. NULL-terminated; owned by r. */
+char *const *wc_raster_files(wc_raster *r);
 /* GDAL's block cache: bytes in use now, and the limit. */
 size_t wc_raster_cache_used(void);
 size_t wc_raster_cache_max(void);
@@ -168,7 +174,7 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
  * value and no mask while part of its extent has no source (a tile missing from the mosaic):
  * GDAL reads that part as 0, which would be taken for data. Bands are 1-based, nb of them;
  * other drivers, and VRTs GDAL cannot tell about, pass. */
-int wc_raster_check_coverage(const wc_raster *r, const int *bands, int nb);
+int wc_raster_check_coverage(wc_raster *r, const int *bands, int nb);
 
 /* When r has no geotransform (placed by GCPs alone, or not at all): a warning naming it, how to
  * place it, and `consequence` (what the command cannot do without it). */
@@ -208,7 +214,7 @@ const char *wc_raster_renamed_note(const wc_raster *r, const char *name);
  * naming the first such source of each. A source holding signed bytes (GDAL 3.6's
  * PIXELTYPE=SIGNEDBYTE, which the mosaic reads as unsigned) is refused: WC_ERR after naming it.
  * Opens its sources (up to 2000, spread over a larger mosaic): call it on one rank. */
-int wc_raster_check_sources(const wc_raster *r);
+int wc_raster_check_sources(wc_raster *r);
 /* After "nothing is valid": names each of bands (1-based, nb of them) that is nodata in 99% or
  * more of a 256 x 256 sample of the raster, as an error (or a warning) ending in why; returns
  * how many. */
