@@ -106,20 +106,19 @@ for kind in plain nodata; do
     gdal_translate -q -srcwin 0 0 64 128 "$T/cut_$kind/q_128_128.tif" "$T/cut_$kind/crop.tif"
     mv "$T/cut_$kind/crop.tif" "$T/cut_$kind/q_128_128.tif"
 done
-train cut_plain --tiles "$T/cut_plain/flat.vrt" "${lab[@]}"
-st=$?
-if [ $st -eq 1 ] && grep -q 'error: .*q_128_128.tif is 64x128 pixels, but .*flat.vrt reads 128x128' "$T/cut_plain.log"; then
-    ok "a source smaller than the rectangle the mosaic reads of it, without nodata, is refused (64x128 of 128x128)"
-else
-    notok "a cut source without nodata" "status $st: $(first_msg "$T/cut_plain.log")"
-fi
-train cut_nodata --tiles "$T/cut_nodata/flat.vrt" "${lab[@]}"
-st=$?
-if [ $st -eq 0 ] && grep -q 'warning: .*q_128_128.tif is 64x128 pixels, .*changed since the mosaic was built' "$T/cut_nodata.log"; then
-    ok "a source smaller than the rectangle the mosaic reads of it, with nodata, trains with a warning"
-else
-    notok "a cut source with nodata" "status $st: $(first_msg "$T/cut_nodata.log")"
-fi
+# cut_source KIND STATUS LEVEL MESSAGE WHAT: training on the cut mosaic of KIND tiles ends with
+# STATUS and says MESSAGE (at LEVEL: error or warning) about the cut source
+cut_source() {
+    train "cut_$1" --tiles "$T/cut_$1/flat.vrt" "${lab[@]}"
+    local st=$?
+    if [ $st -eq "$2" ] && grep -q "$3: .*q_128_128.tif is 64x128 pixels, $4" "$T/cut_$1.log"; then
+        ok "a source smaller than the rectangle the mosaic reads of it, $5"
+    else
+        notok "a cut source, $5" "status $st: $(first_msg "$T/cut_$1.log")"
+    fi
+}
+cut_source plain 1 error "but .*flat.vrt reads 128x128" "without nodata, is refused (64x128 of 128x128)"
+cut_source nodata 0 warning ".*changed since the mosaic was built" "with nodata, trains with a warning"
 
 # 5. A source moved (its georeferencing shifted 60 m east = 2 pixels) since the mosaic was built
 tiles "$T/nodata.tif" "$T/moved"
