@@ -594,14 +594,17 @@ int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, lo
         if (!passed_over || !written_again || wc_same_file(e[i].path, resumed)) continue;
         char aside[4200];
         struct stat st;
-        for (int k = 1; k < 1000; k++) {
+        int free_name = 0;
+        for (int k = 1; k < 1000 && !free_name; k++) {
             if (k == 1)
                 snprintf(aside, sizeof aside, "%s.unusable", e[i].path);
             else
                 snprintf(aside, sizeof aside, "%s.unusable-%d", e[i].path, k);
-            if (lstat(aside, &st) != 0 && errno == ENOENT) break;
+            free_name = lstat(aside, &st) != 0 && errno == ENOENT;
         }
-        if (rename(e[i].path, aside) == 0) {
+        /* rename would replace the last name tried, itself a file kept aside */
+        if (!free_name) errno = EEXIST;
+        if (free_name && rename(e[i].path, aside) == 0) {
             wc_warn("%s, passed over as not usable, is kept as %s: this run resumes from step "
                     "%ld and writes checkpoints of later steps under that name",
                     e[i].path, aside, step);
