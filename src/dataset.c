@@ -1043,8 +1043,10 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
         goto fail;
     const char *others[] = {cfg->labels, cfg->oracle};
     if (wc_agree_inputs(&ds->files.src, others, 2) != WC_OK) goto fail;
-    if (choose_features(ds, cfg) != WC_OK ||
-        wc_raster_check_coverage(&ds->files.src, ds->read_bands, ds->read_nb) != WC_OK)
+    /* agreed: the coverage's nested VRTs are opened by each rank, and one that fails alone must
+     * not leave the others in the next collective */
+    if (wc_dist_any(choose_features(ds, cfg) != WC_OK ||
+                    wc_raster_check_coverage(&ds->files.src, ds->read_bands, ds->read_nb) != WC_OK))
         goto fail;
     if (wc_dist_any(plan_augmentation(ds, cfg) != WC_OK)) goto fail;
     ds->P = cfg->patch;
@@ -1133,8 +1135,8 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
         ds->label_band = lab.band;
         label_source_band = lab.source_band;
         /* every rank opens it: one that cannot must not leave the others in a collective */
-        if (wc_dist_any(wc_raster_open(&ds->files.label, ds->label_path) != WC_OK) ||
-            wc_raster_check_coverage(&ds->files.label, &ds->label_band, 1) != WC_OK)
+        if (wc_dist_any(wc_raster_open(&ds->files.label, ds->label_path) != WC_OK ||
+                        wc_raster_check_coverage(&ds->files.label, &ds->label_band, 1) != WC_OK))
             goto fail;
         /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
          * nodata (labels.c), which wc_band_is_nodata takes as nodata like any NaN */
