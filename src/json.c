@@ -19,47 +19,6 @@
 
 #include "wildcpu/util.h"
 
-/* ---- UTF-8 ------------------------------------------------------------------------------- */
-
-/* The length (1..4) of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), reading at most avail bytes; 0 if it is not one, with
- * *bad = the length of its maximal ill-formed prefix (at least 1), which Unicode's "substitution
- * of maximal subparts" replaces with one U+FFFD (what Python's decode(errors="replace") does).
- * A NUL is never a continuation byte, so a NUL-terminated string is not read past its end. */
-static size_t utf8_len(const unsigned char *s, size_t avail, size_t *bad) {
-    const unsigned c = s[0];
-    *bad = 1;
-    if (c < 0x80) return 1;
-    size_t n;
-    unsigned lo = 0x80, hi = 0xBF; /* the range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c == 0xE0)
-        n = 3, lo = 0xA0; /* not overlong */
-    else if (c >= 0xE1 && c <= 0xEC)
-        n = 3;
-    else if (c == 0xED)
-        n = 3, hi = 0x9F; /* not a surrogate */
-    else if (c >= 0xEE && c <= 0xEF)
-        n = 3;
-    else if (c == 0xF0)
-        n = 4, lo = 0x90; /* not overlong */
-    else if (c >= 0xF1 && c <= 0xF3)
-        n = 4;
-    else if (c == 0xF4)
-        n = 4, hi = 0x8F; /* not above U+10FFFF */
-    else
-        return 0; /* a continuation byte, C0, C1, F5..FF: *bad is 1 */
-    for (size_t i = 1; i < n; i++) {
-        if (i >= avail || s[i] < lo || s[i] > hi) {
-            *bad = i;
-            return 0;
-        }
-        lo = 0x80, hi = 0xBF;
-    }
-    return n;
-}
-
 /* ---- the builder ------------------------------------------------------------------------- */
 
 static void reserve(wc_json *j, size_t more) {
@@ -97,7 +56,7 @@ static void put_string(wc_json *j, const char *s) {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         const unsigned char c = *p;
         if (c >= 0x80) {
-            size_t bad, n = utf8_len(p, SIZE_MAX, &bad);
+            size_t bad, n = wc_utf8_len(p, SIZE_MAX, &bad);
             if (n) {
                 put(j, (const char *)p, n);
                 p += n;
@@ -445,7 +404,7 @@ static int parse_string(parser *p) {
             return fail_at(p, p->pos, "control character 0x%02x in a string (it must be escaped)",
                            c);
         if (c >= 0x80) {
-            size_t bad, n = utf8_len(p->s + p->pos, p->len - p->pos, &bad);
+            size_t bad, n = wc_utf8_len(p->s + p->pos, p->len - p->pos, &bad);
             if (!n) return fail_at(p, p->pos, "invalid UTF-8 (byte 0x%02x)", c);
             str_put(p, p->s + p->pos, n);
             p->pos += n;

@@ -359,39 +359,56 @@ int wc_kv_differs(const char *now, const char *then, char *why, size_t size) {
     return c.differs;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0 (RFC 3629: no overlong forms,
- * no surrogates, nothing beyond U+10FFFF). */
-static int utf8_length(const unsigned char *p) {
-    const unsigned char c = p[0];
-    int n;
-    unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+size_t wc_utf8_len(const unsigned char *s, size_t avail, size_t *bad) {
+    const unsigned c = s[0];
+    *bad = 1;
+    if (c < 0x80) return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF; /* the range of the second byte */
     if (c >= 0xC2 && c <= 0xDF)
         n = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else if (c == 0xE0)
+        n = 3, lo = 0xA0; /* not overlong */
+    else if (c >= 0xE1 && c <= 0xEC)
+        n = 3;
+    else if (c == 0xED)
+        n = 3, hi = 0x9F; /* not a surrogate */
+    else if (c >= 0xEE && c <= 0xEF)
+        n = 3;
+    else if (c == 0xF0)
+        n = 4, lo = 0x90; /* not overlong */
+    else if (c >= 0xF1 && c <= 0xF3)
+        n = 4;
+    else if (c == 0xF4)
+        n = 4, hi = 0x8F; /* not above U+10FFFF */
     else
-        return 0;
-    if (p[1] < lo || p[1] > hi) return 0;
-    for (int i = 2; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
+        return 0; /* a continuation byte, C0, C1, F5..FF: *bad is 1 */
+    for (size_t i = 1; i < n; i++) {
+        if (i >= avail || s[i] < lo || s[i] > hi) {
+            *bad = i;
+            return 0;
+        }
+        lo = 0x80, hi = 0xBF;
+    }
     return n;
 }
 
 size_t wc_text_sanitize(char *s) {
     size_t replaced = 0;
     for (unsigned char *p = (unsigned char *)s; *p;) {
-        int n = *p < 0x80 ? 1 : utf8_length(p);
+        size_t bad;
+        const size_t n = wc_utf8_len(p, SIZE_MAX, &bad);
         /* C0 and DEL; C1 is U+0080..U+009F, 0xC2 0x80..0x9F in UTF-8 */
         const int control = *p < 0x20 || *p == 0x7f || (n == 2 && p[0] == 0xC2 && p[1] < 0xA0);
         if (n && !control) {
             p += n;
             continue;
         }
-        for (int i = 0; i < (n ? n : 1); i++) p[i] = '?';
-        replaced += (size_t)(n ? n : 1);
-        p += n ? n : 1;
+        /* each byte: the text keeps its length */
+        const size_t k = n ? n : 1;
+        memset(p, '?', k);
+        replaced += k;
+        p += k;
     }
     return replaced;
 }

@@ -213,6 +213,34 @@ static void test_invalid_utf8(void) {
     }
 }
 
+/* wc_text_sanitize (util.h) reads UTF-8 by the same rule as the builder (wc_utf8_len): each
+ * byte of a control character (C0, DEL, C1) or of an ill-formed sequence becomes '?', the
+ * length kept; printable UTF-8 stays. */
+static void test_text_sanitize(void) {
+    static const struct {
+        const char *in, *want;
+        size_t replaced;
+    } cases[] = {
+        {"a\x1b[31m", "a?[31m", 1},              /* ESC */
+        {"tab\there\r\n\x7f", "tab?here???", 4}, /* C0 and DEL */
+        {"\xC2\x9Bx", "??x", 2},                 /* C1 CSI, two bytes in UTF-8 */
+        /* NBSP, e-acute, a CJK character */
+        {"\xC2\xA0\xC3\xA9\xE6\x97\xA5", "\xC2\xA0\xC3\xA9\xE6\x97\xA5", 0},
+        {"\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF", 0}, /* U+10FFFF */
+        {"\xED\xA0\x80", "???", 3},                  /* an encoded surrogate */
+        {"x\xE2\x82", "x??", 2},                     /* cut by the end of the string */
+        {"\xC0\x80\xFF", "???", 3},                  /* overlong, never in UTF-8 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char got[64];
+        snprintf(got, sizeof got, "%s", cases[i].in);
+        const size_t n = wc_text_sanitize(got);
+        CHECK(strcmp(got, cases[i].want) == 0 && n == cases[i].replaced,
+              "case %zu: got %s (%zu replaced), want %s (%zu)", i, got, n, cases[i].want,
+              cases[i].replaced);
+    }
+}
+
 /* Whatever bytes a string holds, the document is valid JSON and valid UTF-8, and a string that
  * was valid UTF-8 reads back unchanged. */
 static void test_any_bytes_give_valid_json(void) {
@@ -690,6 +718,7 @@ int main(void) {
     RUN(test_separators_and_nesting);
     RUN(test_escapes);
     RUN(test_invalid_utf8);
+    RUN(test_text_sanitize);
     RUN(test_any_bytes_give_valid_json);
     RUN(test_nonfinite_is_null);
     RUN(test_doubles_round_trip);

@@ -133,6 +133,13 @@ uint64_t wc_fnv1a64(const void *data, size_t n);
 /* mkdir -p: creates path and its missing parents; WC_OK if it exists as a directory after. */
 int wc_mkdir_p(const char *path);
 
+/* The length (1..4) of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), reading at most avail bytes; 0 if it is not one, with
+ * *bad = the length of its maximal ill-formed prefix (at least 1), which Unicode's "substitution
+ * of maximal subparts" replaces with one U+FFFD (what Python's decode(errors="replace") does).
+ * A NUL is never a continuation byte, so a NUL-terminated string is not read past its end. */
+size_t wc_utf8_len(const unsigned char *s, size_t avail, size_t *bad);
+
 /* Text from a file wildcpu did not write itself (a checkpoint's records, DIR/STOPPED) made fit
  * to print on a terminal and to write into a map's metadata, in place and at the same length:
  * every byte of a control character (C0, DEL, and C1 in its UTF-8 form, U+0080 to U+009F) or of
