@@ -99,7 +99,8 @@ int wc_agree_inputs(wc_raster *r, const char *const *others, int n) {
     }
     /* 2. each file (a sample of a long list: the same on every rank, the counts agreeing) */
     if (!wc_dist_any(differs)) {
-        const int stride = nfiles > WC_AGREE_MAX_FILES ? nfiles / WC_AGREE_MAX_FILES : 1;
+        /* rounded up, so that at most WC_AGREE_MAX_FILES are read (999 at a stride of 1 were) */
+        const int stride = WC_MAX(1, (nfiles + WC_AGREE_MAX_FILES - 1) / WC_AGREE_MAX_FILES);
         const int m = (nfiles + stride - 1) / stride;
         file_identity *ids = WC_CALLOC((size_t)m + 1, sizeof *ids);
         file_identity *theirs = WC_CALLOC((size_t)m + 1, sizeof *theirs);
