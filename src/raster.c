@@ -767,6 +767,7 @@ typedef struct {
     int moved;     /* a source whose georeferencing puts it elsewhere than the VRT places it */
     int hidden;    /* a VRT whose bands hide their nodata value */
     int refused;   /* a cut source whose missing part reads as data */
+    int missing;   /* a source that does not exist (refused) */
 } source_findings;
 
 /* A band read from a source that describes itself as another quantity: a tile written with its
@@ -832,13 +833,46 @@ static void check_source_extent(const char *mosaic, const char *path, GDALDatase
  * bands that read it; with more than MAX sources, MAX spread over them (a mosaic of tiles from
  * one producer has one band order, and thousands of headers on a parallel file system take
  * long). */
+static int compare_paths(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether a source of the VRT vrt (at path) does not exist, after an error naming the first:
+ * GDAL finds such a source only when it reads its pixels, hours into a run, and leaves it out of
+ * the mosaic's file list, so no other check sees it. Every source of every band; only those not
+ * in `listed` (sorted: the files GDAL found) are looked up, so a mosaic of existing tiles costs
+ * no file-system call. Sources in GDAL's virtual file systems are left to GDAL. */
+static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt,
+                          char *const *listed, size_t nlisted) {
+    for (int b = 1; b <= GDALGetRasterCount(vrt); b++) {
+        char **md = GDALGetMetadata(GDALGetRasterBand(vrt, b), "vrt_sources");
+        for (int i = 0; md && md[i]; i++) {
+            int sband = 0;
+            char *file = source_file_and_band(path, md[i], &sband);
+            VSIStatBufL st;
+            const int missing = file && strncmp(file, "/vsi", 4) != 0 &&
+                                !bsearch(&file, listed, nlisted, sizeof *listed, compare_paths) &&
+                                VSIStatL(file, &st) != 0;
+            if (missing)
+                wc_error("%s: its source %s (band %d of %s) does not exist: GDAL would fail when "
+                         "it reads that part of the mosaic; restore the file or build the mosaic "
+                         "again",
+                         mosaic, file, b, path);
+            free(file);
+            if (missing) return 1;
+        }
+    }
+    return 0;
+}
+
 static void check_source_files(const char *mosaic, const char *path, int holes_are_data,
-                               source_findings *f) {
+                               char *const *listed, size_t nlisted, source_findings *f) {
     enum { MAX = 500 };
     CPLPushErrorHandler(CPLQuietErrorHandler);
     GDALDatasetH vrt = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
     CPLPopErrorHandler();
     if (!vrt) return;
+    if (!f->missing && missing_source(mosaic, path, vrt, listed, nlisted)) f->missing = 1;
     const int nb = GDALGetRasterCount(vrt);
     char **first = nb > 0 ? GDALGetMetadata(GDALGetRasterBand(vrt, 1), "vrt_sources") : NULL;
     const int n = CSLCount(first), stride = n > MAX ? n / MAX : 1;
@@ -990,13 +1024,17 @@ int wc_raster_check_sources(wc_raster *r) {
     for (int b = 0; b < r->nbands; b++)
         holes_are_data |= !r->bands[b].has_nodata && !r->bands[b].masked;
     source_findings found = {0};
+    char **listed = WC_ALLOC(sizeof(char *) * (size_t)(nfiles + 1));
+    memcpy(listed, files, sizeof(char *) * (size_t)nfiles);
+    qsort(listed, (size_t)nfiles, sizeof *listed, compare_paths);
     for (int i = 0; i < nfiles; i++) /* the mosaic, and the VRTs within it */
         if ((i == 0 || is_vrt_file(files[i])) && !wc_special_file_kind(files[i])) {
             check_resampled_sources(r->path, files[i], resampled);
-            check_source_files(r->path, files[i], holes_are_data, &found);
+            check_source_files(r->path, files[i], holes_are_data, listed, (size_t)nfiles, &found);
             check_hidden_nodata(r->path, files[i], &found.hidden);
         }
-    if (found.refused) status = WC_ERR;
+    free(listed);
+    if (found.refused || found.missing) status = WC_ERR;
     if (other > 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
     if (resampled[0] > 1)

@@ -462,7 +462,11 @@ sed -e 's|<Description>elevation</Description>|<Description>band_3</Description>
 expect "a description that is another band's default name" 1 \
     "bands 1 and 3 are both named 'band_3' \(a band without a description is named band_<its number>\)" -- \
     --tiles "$T/dup3.vrt" "${train[@]}"
-expect "VRT pointing at a missing tile" 1 "r01_c01_f32.tif" -- --tiles "$T/broken/tiles.vrt" "${train[@]}"
+# (GDAL finds a missing source only when it reads its pixels, and lists no such file: refused at
+# start, naming it, by training and by predict before it maps any window)
+expect "VRT pointing at a missing tile" 1 "its source .*r01_c01_f32.tif \(band [0-9]+ of .*\) does not exist" -- --tiles "$T/broken/tiles.vrt" "${train[@]}"
+expect "... predict refuses it before mapping" 1 "its source .*r01_c01_f32.tif \(band [0-9]+ of .*\) does not exist" -- \
+    predict --tiles "$T/broken/tiles.vrt" --checkpoint "$T/f32run" --out "$T/broken_map.tif"
 
 # unsupported band type
 gdal_create -q -of GTiff -ot CFloat32 -outsize 64 64 -bands 2 "$T/complex.tif"
