@@ -492,7 +492,10 @@ static void layer_task(void *arg, int task, int thread) {
 
 static void run_layer(wc_net *net, const wc_node *nd, int N, int backward) {
     /* a few tasks per thread, whole samples when there are samples enough */
-    const int parts = WC_MIN(nd->C, WC_MAX(1, (4 * net->threads + N - 1) / N));
+    int parts = WC_MIN(nd->C, WC_MAX(1, (4 * net->threads + N - 1) / N));
+    /* a tensor concatenated with itself, copied: both halves of a sample's gradient go to the
+     * same planes, written then added, so by one task */
+    if (backward && nd->op == WC_OP_CONCAT && nd->in[0] == nd->in[1]) parts = 1;
     layer_job j = {net, nd, net->threads > 1 ? parts : 1, backward};
     wc_pool_run(net->pool, N * j.parts, layer_task, &j);
 }

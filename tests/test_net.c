@@ -537,6 +537,10 @@ static const char *const GRAPH_SPECS[] = {
     "input x\nconcat n0 x x\nmaxpool n1 x\nconcat n2 n0 x\nupsample n3 n1\nconcat n4 n3 n2\n"
     "conv n5 n3 out=4 kh=2 kw=5 pad=0\nrelu n5r n5\nconv n6 n0 out=1 k=3 pad=1\nrelu n6r n6\n"
     "relu n9 n4\nconv h n6r out=1 k=1\n",
+    /* a tensor concatenated with itself, copied twice (n6: n2 is a view in the dead n4): both
+     * halves' gradients go to n2's planes, which the 2-thread backward split between tasks */
+    "input x\nconv n0 x out=2 k=1\nrelu n0r n0\nconcat n2 n0r n0r\nrelu n3 n2\nconcat n4 n3 n2\n"
+    "conv n5 n3 out=4 kh=3 kw=5 pad=1\nconcat n6 n2 n2\nconv h n6 out=1 k=1\n",
 };
 
 static void test_graph_plans(void) {
