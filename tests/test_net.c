@@ -15,11 +15,15 @@
  *   - graphs whose buffers plan differently (concatenation views of views, a tensor
  *     concatenated with itself, a view read after its concatenation, a dead branch) have
  *     gradients equal to finite differences;
+ *   - random graphs (800 specs of convolutions, ReLUs, pooling, upsampling, concatenations):
+ *     forward equal to the naive execution, gradient to finite differences, 2 threads and the
+ *     inference plan bitwise equal to training on 1 thread; a failing spec is printed;
  *   - bad specs are refused with a message, not a crash: each limit of the spec language, odd
  *     characters and names, repeated options, sizes that would overflow (channels, upsampling,
  *     weights, activations, coordinates, the receptive field), and networks beyond the memory
  *     limit (named by layer, refused before anything large is allocated). */
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
@@ -196,11 +200,14 @@ static const char *spec_for(const char *arch) {
     return narrow_unet_spec;
 }
 
-static tiny_problem tiny_make(const char *arch, int C, int N, int H, int W, uint64_t seed) {
-    tiny_problem p;
+/* The problem of spec `spec` (named `name`): a training network with seeded weights, small
+ * non-zero biases, a random input, labels and mask. Its net is NULL if the spec is refused. */
+static tiny_problem tiny_make_spec(const char *name, const char *spec, int C, int N, int H, int W,
+                                   uint64_t seed) {
+    tiny_problem p = {0};
     p.N = N;
-    p.net = wc_net_create(arch, spec_for(arch), C, N, H, W, WC_NET_TRAIN);
-    WC_ASSERT(p.net);
+    p.net = wc_net_create(name, spec, C, N, H, W, WC_NET_TRAIN);
+    if (!p.net) return p;
     wc_net_init_params(p.net, seed, 0.2);
     wc_rng r;
     wc_rng_seed(&r, seed, 500, 0);
@@ -220,48 +227,76 @@ static tiny_problem tiny_make(const char *arch, int C, int N, int H, int W, uint
     return p;
 }
 
+static tiny_problem tiny_make(const char *arch, int C, int N, int H, int W, uint64_t seed) {
+    tiny_problem p = tiny_make_spec(arch, spec_for(arch), C, N, H, W, seed);
+    WC_ASSERT(p.net);
+    return p;
+}
+
 static void tiny_free(tiny_problem *p) {
     wc_net_destroy(p->net);
     free(p->x), free(p->y), free(p->valid);
 }
 
-static void test_forward_matches_naive_double(void) {
-    tiny_problem p = tiny_make("unet-lite", 3, 2, 16, 12, 11);
-    wc_net_forward(p.net, p.N);
-    ref_exec e = ref_create(p.net, p.N);
-    double *pd = WC_ALLOC(p.net->nparams * sizeof(double));
-    for (size_t i = 0; i < p.net->nparams; i++) pd[i] = p.net->params[i];
-    ref_forward(&e, p.net, pd, p.x, p.N);
-    const float *z = wc_net_output(p.net);
-    const double *zr = e.out[p.net->nnodes - 1];
+static double *params_in_double(const wc_net *net) {
+    double *pd = WC_ALLOC(net->nparams * sizeof(double));
+    for (size_t i = 0; i < net->nparams; i++) pd[i] = net->params[i];
+    return pd;
+}
+
+/* Runs p's network forward: the largest difference of its output from the naive double
+ * execution's, relative to the largest output (or 1e-3). */
+static double forward_rel_err(const tiny_problem *p) {
+    wc_net *net = p->net;
+    wc_net_forward(net, p->N);
+    ref_exec e = ref_create(net, p->N);
+    double *pd = params_in_double(net);
+    ref_forward(&e, net, pd, p->x, p->N);
+    const float *z = wc_net_output(net);
+    const double *zr = e.out[net->nnodes - 1];
     double num = 0, den = 1e-3;
-    for (size_t i = 0; i < (size_t)p.N * 16 * 12; i++) {
+    for (size_t i = 0; i < (size_t)p->N * net->H * net->W; i++) {
         num = fmax(num, fabs(z[i] - zr[i]));
         den = fmax(den, fabs(zr[i]));
     }
-    NOTE("unet-lite forward vs naive double: max rel err %.2e", num / den);
-    CHECK(num / den < 1e-5, "forward differs from naive execution: %.3g", num / den);
-    ref_destroy(&e, p.net);
+    ref_destroy(&e, net);
     free(pd);
+    return num / den;
+}
+
+static void test_forward_matches_naive_double(void) {
+    tiny_problem p = tiny_make("unet-lite", 3, 2, 16, 12, 11);
+    double err = forward_rel_err(&p);
+    NOTE("unet-lite forward vs naive double: max rel err %.2e", err);
+    CHECK(err < 1e-5, "forward differs from naive execution: %.3g", err);
     tiny_free(&p);
 }
 
-static void check_network_gradient(const char *arch, int C, int N, int H, int W, float pw,
-                                   int per_tensor) {
-    tiny_problem p = tiny_make(arch, C, N, H, W, 21);
-    wc_net *net = p.net;
-    wc_net_forward(net, N);
-    size_t np = (size_t)N * H * W;
-    wc_bce_backward(wc_net_output_grad(net), wc_net_output(net), p.y, p.valid, np, pw);
+/* A step of p without the optimizer: forward, the loss (positives weighted pw), backward into
+ * net->grads. */
+static void tiny_step(const tiny_problem *p, float pw) {
+    wc_net *net = p->net;
+    wc_net_forward(net, p->N);
+    wc_bce_backward(wc_net_output_grad(net), wc_net_output(net), p->y, p->valid,
+                    (size_t)p->N * net->H * net->W, pw);
     memset(net->grads, 0, net->nparams * sizeof(float));
-    wc_net_backward(net, N);
+    wc_net_backward(net, p->N);
+}
 
-    ref_exec e = ref_create(net, N);
-    double *pd = WC_ALLOC(net->nparams * sizeof(double));
-    for (size_t i = 0; i < net->nparams; i++) pd[i] = net->params[i];
-    /* Sample coordinates from every tensor, so each layer's gradient is exercised. */
-    double worst = 0, sum_err = 0;
-    int checked = 0, kinks = 0;
+typedef struct {
+    double worst, mean; /* relative errors of the coordinates checked */
+    int checked, kinks; /* coordinates compared, and skipped at a kink */
+} fd_check;
+
+/* A step of p (tiny_step), then its gradient against central finite differences of the naive
+ * double execution's loss, at per_tensor coordinates of every tensor (so each layer's gradient
+ * is exercised). A coordinate where two step sizes disagree lies at a kink and is skipped. */
+static fd_check gradient_vs_fd(const tiny_problem *p, float pw, int per_tensor) {
+    wc_net *net = p->net;
+    tiny_step(p, pw);
+    ref_exec e = ref_create(net, p->N);
+    double *pd = params_in_double(net);
+    fd_check r = {0};
     for (int t = 0; t < net->ntensors; t++) {
         const wc_tensor *tn = &net->tensors[t];
         size_t stride = tn->count > (size_t)per_tensor ? tn->count / per_tensor : 1;
@@ -271,29 +306,38 @@ static void check_network_gradient(const char *arch, int C, int N, int H, int W,
             for (int s = 0; s < 2; s++) {
                 double h = s == 0 ? 1e-5 : 5e-6;
                 pd[i] = keep + h;
-                double lp = ref_loss(&e, net, pd, p.x, p.y, p.valid, N, pw);
+                double lp = ref_loss(&e, net, pd, p->x, p->y, p->valid, p->N, pw);
                 pd[i] = keep - h;
-                double lm = ref_loss(&e, net, pd, p.x, p.y, p.valid, N, pw);
+                double lm = ref_loss(&e, net, pd, p->x, p->y, p->valid, p->N, pw);
                 pd[i] = keep;
                 fd[s] = (lp - lm) / (2 * h);
             }
-            if (rel_err(fd[0], fd[1], 1e-4) > 1e-4) { /* a kink between the two steps */
-                kinks++;
+            if (rel_err(fd[0], fd[1], 1e-4) > 1e-4) {
+                r.kinks++;
                 continue;
             }
             double err = rel_err(net->grads[i], fd[0], 1e-2);
-            worst = fmax(worst, err);
-            sum_err += err;
-            checked++;
+            r.worst = fmax(r.worst, err);
+            r.mean += err;
+            r.checked++;
         }
     }
-    NOTE("%s (C%d N%d %dx%d pos_weight %g): %d parameters checked, %d skipped at kinks, "
-         "max rel err %.2e, mean %.2e",
-         arch, C, N, H, W, pw, checked, kinks, worst, sum_err / checked);
-    CHECK(kinks <= checked / 20, "%d of %d coordinates at kinks", kinks, checked + kinks);
-    CHECK(worst < 2e-3, "%s: gradient differs from finite differences by %.3g", arch, worst);
+    r.mean /= WC_MAX(r.checked, 1);
     ref_destroy(&e, net);
     free(pd);
+    return r;
+}
+
+static void check_network_gradient(const char *arch, int C, int N, int H, int W, float pw,
+                                   int per_tensor) {
+    tiny_problem p = tiny_make(arch, C, N, H, W, 21);
+    fd_check r = gradient_vs_fd(&p, pw, per_tensor);
+    NOTE("%s (C%d N%d %dx%d pos_weight %g): %d parameters checked, %d skipped at kinks, "
+         "max rel err %.2e, mean %.2e",
+         arch, C, N, H, W, pw, r.checked, r.kinks, r.worst, r.mean);
+    CHECK(r.kinks <= r.checked / 20, "%d of %d coordinates at kinks", r.kinks,
+          r.checked + r.kinks);
+    CHECK(r.worst < 2e-3, "%s: gradient differs from finite differences by %.3g", arch, r.worst);
     tiny_free(&p);
 }
 
@@ -889,6 +933,166 @@ static void test_memory_limit(void) {
     free(t.s);
 }
 
+/* ---- random graphs ------------------------------------------------------------------------ */
+
+typedef struct {
+    char name[16];
+    int C, H, W;
+} gen_node;
+
+static int pick(wc_rng *r, int n) { return (int)wc_rng_below(r, (uint64_t)n); }
+
+/* One of the last `last` of n nodes (of all n when there are fewer). */
+static int pick_recent(wc_rng *r, int n, int last) { return n - 1 - pick(r, WC_MIN(n, last)); }
+
+/* A random spec for a 2-channel HxW input (caller frees): 5 to 14 draws of a convolution (kernel
+ * 1 to 5, square 7 times in 10, stride 1 or 2, padding 0 to 2, 1 to 4 channels, then a ReLU 6
+ * times in 10), a ReLU, a max-pooling, an upsampling or a concatenation (of two layers of one
+ * size), reading one of the last two layers 7 times in 10, else any; a draw that does not fit
+ * its input is dropped. Then the 1x1 head, on one of the last three layers of the input's size.
+ * The generator of the fuzzer that found the two plan bugs of 4876b2a. */
+static char *random_spec(wc_rng *r, int H, int W) {
+    gen_node nodes[32] = {{"x", 2, H, W}};
+    int n = 1;
+    text t = {0};
+    add(&t, "input x\n");
+    const int draws = 5 + pick(r, 10);
+    for (int i = 0; i < draws; i++) {
+        const char op = "cccrrmuaa"[pick(r, 9)];
+        const gen_node a = nodes[wc_rng_uniform(r) < 0.7 ? pick_recent(r, n, 2) : pick(r, n)];
+        gen_node o = a;
+        snprintf(o.name, sizeof o.name, "n%d", i);
+        if (op == 'c') {
+            static const int khs[] = {1, 1, 2, 3, 3, 5}, kws[] = {1, 3, 5};
+            static const int strides[] = {1, 1, 1, 2};
+            const int kh = khs[pick(r, 6)];
+            const int kw = wc_rng_uniform(r) < 0.7 ? kh : kws[pick(r, 3)];
+            const int stride = strides[pick(r, 4)];
+            const int pads[] = {0, kh / 2, kh / 2, 1, 2}, pad = pads[pick(r, 5)];
+            if (a.H + 2 * pad < kh || a.W + 2 * pad < kw) continue;
+            o.C = 1 + pick(r, 4);
+            o.H = (a.H + 2 * pad - kh) / stride + 1, o.W = (a.W + 2 * pad - kw) / stride + 1;
+            if (o.H > 24 || o.W > 24) continue;
+            add(&t, "conv %s %s out=%d ", o.name, a.name, o.C);
+            if (kh == kw) add(&t, "k=%d pad=%d stride=%d\n", kh, pad, stride);
+            else add(&t, "kh=%d kw=%d pad=%d stride=%d\n", kh, kw, pad, stride);
+            if (wc_rng_uniform(r) < 0.6) {
+                nodes[n++] = o;
+                add(&t, "relu %sr %s\n", o.name, o.name);
+                strcat(o.name, "r");
+            }
+        } else if (op == 'r') {
+            add(&t, "relu %s %s\n", o.name, a.name);
+        } else if (op == 'm') {
+            if (a.H % 2 || a.W % 2) continue;
+            o.H /= 2, o.W /= 2;
+            add(&t, "maxpool %s %s\n", o.name, a.name);
+        } else if (op == 'u') {
+            if (a.H > 8 || a.W > 8) continue;
+            o.H *= 2, o.W *= 2;
+            add(&t, "upsample %s %s\n", o.name, a.name);
+        } else {
+            int same[32], ns = 0;
+            for (int j = 0; j < n; j++)
+                if (nodes[j].H == a.H && nodes[j].W == a.W) same[ns++] = j;
+            const gen_node b = nodes[same[wc_rng_uniform(r) < 0.6 ? pick_recent(r, ns, 3)
+                                                                 : pick(r, ns)]];
+            o.C = a.C + b.C;
+            add(&t, "concat %s %s %s\n", o.name, a.name, b.name);
+        }
+        nodes[n++] = o;
+    }
+    int full[32], nf = 0;
+    for (int j = 1; j < n; j++)
+        if (nodes[j].H == H && nodes[j].W == W) full[nf++] = j;
+    add(&t, "conv h %s out=1 k=1\n", nodes[nf ? full[pick_recent(r, nf, 3)] : 0].name);
+    return t.s;
+}
+
+/* The graph under test, printed if the test crashes (a plan bug can overrun a buffer). */
+static char name_under_test[16];
+static const char *spec_under_test;
+
+static void print_spec(const char *name, const char *spec) {
+    printf("#   %s's spec: \"", name);
+    for (const char *c = spec; *c; c++)
+        if (*c == '\n') printf("\\n");
+        else putchar(*c);
+    printf("\"\n");
+}
+
+static void crashed(int sig) {
+    fflush(stdout); /* not async-signal-safe, but the process is lost anyway */
+    print_spec(name_under_test, spec_under_test);
+    printf("#   crashed on %s (signal %d)\n", name_under_test, sig);
+    fflush(stdout);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Whether two networks' outputs for N samples, and their gradients, are bitwise equal. */
+static int same_step(wc_net *a, wc_net *b, int N) {
+    return memcmp(wc_net_output(a), wc_net_output(b), sizeof(float) * N * a->H * a->W) == 0 &&
+           memcmp(a->grads, b->grads, sizeof(float) * a->nparams) == 0;
+}
+
+/* Random graphs (random_spec) of a 2-channel 8x8 input, 2 samples, each checked as the fuzzer
+ * did: the forward equals the naive double execution (relative error below 1e-5, float rounding
+ * reaching 6e-7 over these graphs; the plan bugs gave 0.1 to 1), the gradient finite differences
+ * (below 2e-3, as above, and few kinks), training on 2 threads gives outputs and gradients, and
+ * inference on 1 and 2 threads outputs, bitwise those of training on 1. A failing graph's spec
+ * is printed as a C string, ready for GRAPH_SPECS; so is the one a crash interrupts. */
+static void test_random_graphs(void) {
+    const int count = 800, N = 2, H = 8, W = 8;
+    int built = 0, checked = 0, kinks = 0;
+    double worst_fwd = 0, worst_grad = 0;
+    fflush(stdout);
+    signal(SIGSEGV, crashed), signal(SIGBUS, crashed), signal(SIGABRT, crashed);
+    for (int g = 0; g < count; g++) {
+        wc_rng r;
+        wc_rng_seed(&r, 36, 600, (uint64_t)g);
+        char *spec = random_spec(&r, H, W), *name = name_under_test;
+        snprintf(name, sizeof name_under_test, "random%d", g);
+        const int failed_before = harness_failed_checks;
+        spec_under_test = spec;
+        tiny_problem p = tiny_make_spec(name, spec, 2, N, H, W, 21);
+        if (p.net) {
+            built++;
+            double err = forward_rel_err(&p);
+            CHECK(err < 1e-5, "%s: forward differs from naive execution: %.3g", name, err);
+            fd_check fd = gradient_vs_fd(&p, 1.0f, 6);
+            CHECK(fd.worst < 2e-3, "%s: gradient differs from finite differences by %.3g", name,
+                  fd.worst);
+            CHECK(fd.kinks <= 2 + fd.checked / 20, "%s: %d of %d coordinates at kinks", name,
+                  fd.kinks, fd.checked + fd.kinks);
+            worst_fwd = fmax(worst_fwd, err), worst_grad = fmax(worst_grad, fd.worst);
+            checked += fd.checked, kinks += fd.kinks;
+            wc_net_set_threads(2);
+            tiny_problem q = tiny_make_spec(name, spec, 2, N, H, W, 21);
+            wc_net_set_threads(1);
+            tiny_step(&q, 1.0f);
+            CHECK(same_step(p.net, q.net, N), "%s: 2 threads differ from 1", name);
+            tiny_free(&q);
+            for (int threads = 1; threads <= 2; threads++) {
+                wc_net_set_threads(threads);
+                wc_net *in = wc_net_create(name, spec, 2, N, H, W, WC_NET_INFER);
+                wc_net_set_threads(1);
+                CHECK(same_forward(p.net, in, N, 505), "%s: inference on %d thread(s) differs "
+                      "from training", name, threads);
+                wc_net_destroy(in);
+            }
+            tiny_free(&p);
+        }
+        if (harness_failed_checks != failed_before) print_spec(name, spec);
+        free(spec);
+    }
+    signal(SIGSEGV, SIG_DFL), signal(SIGBUS, SIG_DFL), signal(SIGABRT, SIG_DFL);
+    NOTE("%d of %d random graphs built; forward max rel err %.2e; %d gradient coordinates "
+         "checked, %d skipped at kinks, max rel err %.2e",
+         built, count, worst_fwd, checked, kinks, worst_grad);
+    CHECK(built >= count * 9 / 10, "only %d of %d random specs built", built, count);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     wc_blas_core_settle(argv); /* OpenBLAS's kernels as the program runs them (blas_core.h) */
@@ -908,5 +1112,6 @@ int main(int argc, char **argv) {
     RUN(test_threads_bitwise);
     RUN(test_no_allocation_with_threads);
     RUN(test_graph_plans);
+    RUN(test_random_graphs);
     HARNESS_EXIT();
 }
