@@ -147,13 +147,21 @@ static int name_listed(const char *name, const char *const *names) {
 }
 
 /* Whether a directory entry is a working file of wc_temp_path's (".NAME.tmp-PID" or
- * ".NAME.out-PID", perhaps with GDAL's ".aux.xml") of one of `names`, not this process's; its
- * pid in *pid. */
+ * ".NAME.out-PID", perhaps with a file GDAL writes beside it: its ".aux.xml" sidecar, the COG
+ * driver's overviews ".ovr.tmp", a third of the map's size) of one of `names`, not this
+ * process's; its pid in *pid. */
 static int is_leftover(const char *entry, const char *const *names, long *pid) {
+    static const char *const gdal_beside[] = {".aux.xml", ".ovr.tmp", ".ovr"};
     if (entry[0] != '.') return 0;
     char *e = wc_strdup(entry + 1);
-    const size_t n = strlen(e), aux = strlen(".aux.xml");
-    if (n > aux && !strcmp(e + n - aux, ".aux.xml")) e[n - aux] = '\0';
+    const size_t n = strlen(e);
+    for (size_t k = 0; k < sizeof gdal_beside / sizeof gdal_beside[0]; k++) {
+        const size_t len = strlen(gdal_beside[k]);
+        if (n > len && !strcmp(e + n - len, gdal_beside[k])) {
+            e[n - len] = '\0';
+            break;
+        }
+    }
     int found = 0;
     for (const char *tag = ".tmp-"; tag && !found; tag = !strcmp(tag, ".tmp-") ? ".out-" : NULL) {
         char *at = e;

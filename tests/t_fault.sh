@@ -75,10 +75,10 @@ for n in "${lost[@]}"; do [ "$n" -ge 0 ] && [ "$n" -le 6 ] || bad=1; done
     || notok "each rerun resumed from the newest checkpoint" "lost ${lost[*]}"
 
 # A run killed while it writes its map, report or picture leaves their working files (no handler
-# runs on SIGKILL). The next run of the directory, holding its lock, removes them and says so;
+# runs on SIGKILL; the COG driver's overviews .ovr.tmp too). The next run of the directory, holding its lock, removes them and says so;
 # kept: a file of the user's that only starts with a dot, one of another name, one whose process
 # lives (a predict writing DIR/risk.tif), one changed within 10 minutes (a process elsewhere).
-touch -d '1 hour ago' "$T/ref/.risk.tif.tmp-99999999" "$T/ref/.risk.tif.out-99999999" \
+touch -d '1 hour ago' "$T/ref/.risk.tif.tmp-99999999" "$T/ref/.risk.tif.out-99999999" "$T/ref/.risk.tif.out-99999999.ovr.tmp" \
     "$T/ref/.risk_classes.tif.tmp-99999999.aux.xml" "$T/ref/.report.json.tmp-99999998" "$T/ref/.notes" \
     "$T/ref/.mine.tif.tmp-99999999" "$T/ref/.risk.png.tmp-$$"
 touch "$T/ref/.risk.qml.tmp-99999999"
@@ -86,7 +86,7 @@ touch "$T/ref/.risk.qml.tmp-99999999"
 s=$?
 left=$(ls -A "$T/ref" | grep '^\.' | grep -v '^\.lock$' | LC_ALL=C sort | tr '\n' ' ')
 want=".mine.tif.tmp-99999999 .notes .risk.png.tmp-$$ .risk.qml.tmp-99999999 "
-[ $s -eq 0 ] && [ "$left" = "$want" ] && [ "$(grep -c 'removed .*, the working file of a run that was killed' "$T/left.log")" -eq 4 ] \
+[ $s -eq 0 ] && [ "$left" = "$want" ] && [ "$(grep -c 'removed .*, the working file of a run that was killed' "$T/left.log")" -eq 5 ] \
     && ok "the next run removes the working files a killed run left in its directory, and says so" \
     || notok "working files of a killed run" "status $s, left: $left; $(grep -m2 removed "$T/left.log")"
 finish
