@@ -77,7 +77,12 @@ static void vlog(FILE *f, const char *kind, const char *fmt, va_list ap) {
     else if (!msg)
         msg = small;
     va_end(again);
-    if (log_nranks > 1)
+    /* what a message quotes (a file name, a band's description, a checkpoint's text) never
+     * drives the terminal: its control bytes and ill-formed UTF-8 print as '?' */
+    wc_text_sanitize(msg);
+    if (!kind) /* progress on stdout: the line as given */
+        fprintf(f, "%s\n", msg);
+    else if (log_nranks > 1)
         fprintf(f, "wildcpu[rank %d]: %s%s\n", log_rank, kind, msg);
     else
         fprintf(f, "wildcpu: %s%s\n", kind, msg);
@@ -89,10 +94,8 @@ void wc_info(const char *fmt, ...) {
     if (log_rank != 0 || log_quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stdout, fmt, ap);
+    vlog(stdout, NULL, fmt, ap);
     va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
 }
 
 void wc_warn(const char *fmt, ...) {

@@ -205,6 +205,15 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
 else
     echo "# skipped: cannot mount a tmpfs here (the full-disk case needs one)"
 fi
+# a file name with a terminal escape in DIR/checkpoints: info's warning that ignores it prints
+# the escape as '?' (every message quotes names that way), status 0
+mkdir -p "$T/escname/checkpoints" && touch "$T/escname/checkpoints/ckpt-0000000"$'\e'"[2J1.wcp"
+"$WILDCPU" info "$T/escname" >"$T/escname.info" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q 'ignoring .*ckpt-0000000?\[2J1.wcp: not a checkpoint name' "$T/escname.info" \
+    && ! grep -q $'\e' "$T/escname.info" \
+    && ok "a checkpoint file name with a terminal escape: info prints it as '?'" \
+    || notok "a file name with a terminal escape" "status $s: $(cat -v "$T/escname.info")"
 # DIR/checkpoints that cannot hold checkpoints, a file or a link whose target is gone (a
 # scratch file system not mounted on this node): info, predict and training each say so, naming
 # it (status 1), instead of reading DIR as a run with no checkpoints; training before any work
