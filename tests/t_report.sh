@@ -162,8 +162,13 @@ s=$?
 # drawn on the rerun. The report is written when training ends, and again when the map does.
 status_of() { $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"], r["map"])' "$1/report.json" 2>&1; }
 margs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 2 --val-fraction 0 --out "$T/map")
+# (risk.tif made a directory once training runs: one there at the start is refused before any
+# work; the last checkpoint's write takes a second, so the run is still training then)
+WILDCPU_TEST_SLOW_WRITE=1 "$WILDCPU" "${margs[@]}" >"$T/map1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q 'step *[0-9]*/2' "$T/map1.log" 2>/dev/null && break; sleep 0.05; done
 mkdir -p "$T/map/risk.tif"
-"$WILDCPU" "${margs[@]}" >"$T/map1.log" 2>&1
+wait $pid
 s=$?
 [ $s -eq 1 ] && [ "$(status_of "$T/map")" = "failed failed" ] &&
     grep -q '^Status: \*\*failed\*\*: training finished, but the risk map was not made (.*; status 1)' "$T/map/report.md" \
