@@ -18,7 +18,16 @@
  * break that silently. A new field must also be added to wc_metrics_merge. */
 _Static_assert(sizeof(wc_metrics_acc) == (2 * (size_t)WC_METRICS_BINS + 3) * sizeof(int64_t),
                "wc_metrics_acc must be int64 words only; update wc_metrics_merge too");
-_Static_assert(WC_METRICS_BINS % 2 == 0, "0.5 must be a bin boundary");
+
+/* The bins of one half, q = min(p, 1 - p) in [0, 1/2): bin 0 below Q_MIN, then LOG_BINS of
+ * 2^REL_BITS per power of two up to Q_LIN, then bins of 2^-16 up to 1/2. */
+#define REL_BITS 11
+#define Q_MIN    0x1p-53
+#define Q_LIN    0x1p-5
+#define LOG_BINS (48 << REL_BITS) /* log2(Q_LIN / Q_MIN) powers of two */
+#define LIN_BINS 30720            /* (1/2 - Q_LIN) * 2^16 */
+_Static_assert(WC_METRICS_HALF_BINS == 1 + LOG_BINS + LIN_BINS, "the half's bins");
+_Static_assert(WC_METRICS_BINS == 2 * WC_METRICS_HALF_BINS, "0.5 must be a bin boundary");
 
 /* Per-pixel maxima times their scales must stay <= 2^31, so that 2^31 pixels sum to <= 2^62. */
 _Static_assert(((int64_t)WC_METRICS_LOSS_MAX << WC_METRICS_LOSS_FX_BITS) <= (INT64_C(1) << 31),
@@ -36,28 +45,74 @@ void wc_metrics_reset(wc_metrics_acc *acc) {
     memset(acc, 0, sizeof *acc);
 }
 
-/* p in [0, 1]. p * BINS is exact (BINS is a power of two), so the bin is floor(p * BINS) with
- * no rounding, and "p >= i/BINS" is exactly "bin >= i". Every caller has checked p: a NaN or
- * out-of-range value here would be an out-of-bounds index (and (int)NaN is undefined). */
-static int bin_of(double p) {
+static uint64_t bits_of(double x) {
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* The half's bin of q in [0, 1/2): q's value decides the region (a -0.0 is below Q_MIN, not a
+ * bit pattern), then q - Q_LIN scaled by 2^16 (exact: q >= Q_LIN has no bit below 2^-57) or the
+ * top REL_BITS of q's mantissa after its exponent, which order positive doubles as their bits
+ * do. */
+static int half_bin(double q) {
+    WC_ASSERT(q >= 0.0 && q < 0.5);
+    if (q < Q_MIN) return 0;
+    if (q >= Q_LIN) return 1 + LOG_BINS + (int)((q - Q_LIN) * 65536.0);
+    return 1 + (int)((bits_of(q) >> (52 - REL_BITS)) - (bits_of(Q_MIN) >> (52 - REL_BITS)));
+}
+
+/* The bin of p with q = min(p, 1 - p) given (computed from p, or from the logit): the upper half
+ * mirrors the lower one with the edges on the other side, q in (edge, next edge], which is the
+ * lower half's bin of the double just below q. */
+static int bin_of(int upper, double q) {
+    if (!upper) return half_bin(q);
+    WC_ASSERT(q >= 0.0 && q <= 0.5);
+    return WC_METRICS_BINS - 1 - (q <= Q_MIN ? 0 : half_bin(nextafter(q, 0.0)));
+}
+
+/* Every caller has checked p: a NaN or out-of-range value would be an out-of-bounds index. */
+int wc_metrics_bin_of_prob(double p) {
     WC_ASSERT(p >= 0.0 && p <= 1.0);
-    int b = (int)(p * WC_METRICS_BINS);
-    return b < WC_METRICS_BINS ? b : WC_METRICS_BINS - 1;
+    return p >= 0.5 ? bin_of(1, 1.0 - p) : bin_of(0, p); /* 1 - p is exact for p >= 1/2 */
+}
+
+/* p >= 0.5 decides the half, as for the probability wc_sigmoid(z) the other metrics use: a z
+ * just below 0 can round to p = 0.5, and then sigmoid(z) = 0.5 is its q too. */
+int wc_metrics_bin_of_logit(double z) {
+    WC_ASSERT(!isnan(z));
+    const double p = wc_sigmoid(z);
+    return bin_of(p >= 0.5, z >= 0 ? wc_sigmoid(-z) : p);
+}
+
+/* The half's edge i in [0, HALF_BINS]: the inverse of half_bin. */
+static double half_lower(int i) {
+    if (i == 0) return 0.0;
+    if (i > LOG_BINS) return Q_LIN + (double)(i - 1 - LOG_BINS) / 65536.0;
+    uint64_t b = ((bits_of(Q_MIN) >> (52 - REL_BITS)) + (uint64_t)(i - 1)) << (52 - REL_BITS);
+    double q;
+    memcpy(&q, &b, sizeof q);
+    return q;
+}
+
+double wc_metrics_bin_lower(int i) {
+    WC_ASSERT(i >= 0 && i <= WC_METRICS_BINS);
+    return i < WC_METRICS_HALF_BINS ? half_lower(i) : 1.0 - half_lower(WC_METRICS_BINS - i);
 }
 
 static int is_label(float y) {
     return y == 0.0f || y == 1.0f;
 }
 
-/* Adds one pixel with probability p (already checked to be in [0, 1]) and loss (>= 0, may be
+/* Adds one pixel in bin with probability p (already checked to be in [0, 1]) and loss (>= 0, may be
  * +inf). Rounding each pixel's value to the fixed-point grid before summing is what makes the
  * sums independent of order. */
-static void add_pixel(wc_metrics_acc *acc, double p, float y, double loss) {
+static void add_pixel(wc_metrics_acc *acc, int bin, double p, float y, double loss) {
     WC_ASSERT(loss >= 0.0); /* fmin below would turn a NaN into the maximum and hide it */
     if (y != 0.0f)
-        acc->pos[bin_of(p)]++;
+        acc->pos[bin]++;
     else
-        acc->neg[bin_of(p)]++;
+        acc->neg[bin]++;
     double l = fmin(loss, (double)WC_METRICS_LOSS_MAX);
     acc->loss_fx += llround(l * LOSS_SCALE);
     double d = p - (double)y;
@@ -88,7 +143,8 @@ void wc_metrics_add_logits(wc_metrics_acc *acc, const float *logits, const float
             acc->bad_outputs++;
             continue;
         }
-        add_pixel(acc, p, y, wc_bce_pixel(z, (double)y, (double)pos_weight));
+        add_pixel(acc, wc_metrics_bin_of_logit(z), p, y,
+                  wc_bce_pixel(z, (double)y, (double)pos_weight));
     }
 }
 
@@ -108,7 +164,7 @@ void wc_metrics_add_probs(wc_metrics_acc *acc, const float *probs, const float *
         double pc = fmin(fmax(p, WC_METRICS_PROB_EPS), 1.0 - WC_METRICS_PROB_EPS);
         /* Only the term of the pixel's own label, so 0 * log(...) never meets an infinity. */
         double loss = y != 0.0f ? -pw * log(pc) : -log1p(-pc);
-        add_pixel(acc, p, y, loss);
+        add_pixel(acc, wc_metrics_bin_of_prob(p), p, y, loss);
     }
 }
 
@@ -122,18 +178,18 @@ void wc_metrics_merge(wc_metrics_acc *acc, const wc_metrics_acc *other) {
     acc->bad_outputs += other->bad_outputs;
 }
 
-/* The reliability bins from the histogram: the fine bins are multiples of 1/2^16, so a coarse bin
- * of 1/10 holds whole fine bins but for the one straddling its edge, which goes by its lower
- * edge (as the histogram rounds p down); a fine bin's pixels count at its center. */
+/* The reliability bins from the histogram: a coarse bin of 1/10 holds whole fine bins, the one
+ * straddling its edge going by its lower edge (as the histogram rounds p down); a fine bin's
+ * pixels count at its middle. 10 times an edge near k/10 is exact (a multiple of 2^-16). */
 static void calibration(wc_metrics *out, const wc_metrics_acc *acc) {
     double sum_p[WC_METRICS_CAL_BINS] = {0}, burned[WC_METRICS_CAL_BINS] = {0};
     for (int i = 0; i < WC_METRICS_BINS; i++) {
         const int64_t n = acc->pos[i] + acc->neg[i];
         if (!n) continue;
-        const int k = WC_MIN(WC_METRICS_CAL_BINS - 1,
-                             (int)((int64_t)i * WC_METRICS_CAL_BINS / WC_METRICS_BINS));
+        const double lo = wc_metrics_bin_lower(i), hi = wc_metrics_bin_lower(i + 1);
+        const int k = WC_MIN(WC_METRICS_CAL_BINS - 1, (int)(WC_METRICS_CAL_BINS * lo));
         out->cal_count[k] += n;
-        sum_p[k] += (double)n * ((double)i + 0.5) / WC_METRICS_BINS;
+        sum_p[k] += (double)n * (lo + (hi - lo) / 2);
         burned[k] += (double)acc->pos[i];
     }
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
@@ -141,6 +197,31 @@ static void calibration(wc_metrics *out, const wc_metrics_acc *acc) {
             out->cal_predicted[k] = sum_p[k] / (double)out->cal_count[k];
             out->cal_observed[k] = burned[k] / (double)out->cal_count[k];
         }
+}
+
+/* The ties among the labelled pixels (see wc_metrics): pairs in one bin, summed in double as
+ * the Mann-Whitney count is. */
+static void ties(wc_metrics *out, const wc_metrics_acc *acc, int64_t P, int64_t N) {
+    double pairs = 0.0;
+    for (int i = 0; i < WC_METRICS_BINS; i++) {
+        out->bins_used += acc->pos[i] + acc->neg[i] > 0;
+        if (!acc->pos[i] || !acc->neg[i]) continue;
+        out->tied_pixels += acc->pos[i] + acc->neg[i];
+        pairs += (double)acc->pos[i] * (double)acc->neg[i];
+    }
+    if (P > 0 && N > 0) out->tied_pairs = pairs / ((double)P * (double)N);
+}
+
+int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size) {
+    if (!(m->tied_pairs > WC_METRICS_TIE_WARN)) return 0;
+    snprintf(buf, size,
+             "%lld of the %lld labelled pixels share a probability bin with pixels of the other "
+             "class (%lld bins hold them all): %.2g%% of the burned/unburned pairs are ties, so "
+             "AUC-PR, ROC-AUC and best F1 measure ties more than the ranking (the map's "
+             "probabilities are nearly equal, or beyond 1e-16 of 0 or 1)",
+             (long long)m->tied_pixels, (long long)m->pixels, (long long)m->bins_used,
+             100 * m->tied_pairs);
+    return 1;
 }
 
 void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m) {
@@ -176,19 +257,21 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
                         .precision_at_half = nan,
                         .recall_at_half = nan,
                         .brier = nan,
-                        .positive_rate = nan};
+                        .positive_rate = nan,
+                        .tied_pairs = nan};
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
         out->cal_predicted[k] = out->cal_observed[k] = nan;
     if (P + N == 0 || acc->bad_outputs != 0) return;
     calibration(out, acc);
+    ties(out, acc, P, N);
 
     const double total = (double)(P + N);
     out->loss = (double)acc->loss_fx / LOSS_SCALE / total;
     out->brier = (double)acc->brier_fx / BRIER_SCALE / total;
     out->positive_rate = (double)P / total;
 
-    /* One pass from the highest bin down: tp, fp = pixels with p >= i/BINS. Each bin is one
-     * threshold; only bins holding positives move recall, so only they add to AP, and only
+    /* One pass from the highest bin down: tp, fp = pixels with p >= bin i's lower edge. Each bin
+     * is one threshold; only bins holding positives move recall, so only they add to AP, and only
      * they can raise F1 (a bin of negatives alone lowers precision at the same recall). */
     int64_t tp = 0, fp = 0;
     double ap = 0.0, best_f1 = -1.0, best_t = nan;
@@ -209,7 +292,7 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
         double f1 = 2.0 * (double)tp / (double)(tp + fp + P);
         if (f1 > best_f1) {
             best_f1 = f1;
-            best_t = (double)i / WC_METRICS_BINS;
+            best_t = wc_metrics_bin_lower(i);
         }
     }
     if (P > 0) {

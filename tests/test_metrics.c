@@ -1,6 +1,8 @@
 /* test_metrics.c: the histogram metrics against an exact reference computed here from sorted
  * (p, y) pairs; bit-identical accumulators for any split of the pixels and any merge order;
- * nodata ignored; edge cases; the fixed-point bounds; the JSON text and members.
+ * nodata ignored; edge cases and every bin edge; small probabilities (the probe's p ~ 1e-4
+ * maps, realistic log-uniform ones) and the extremes near 0 and 1 against the same reference;
+ * the ties note; the fixed-point bounds; the JSON text and members.
  *
  * The reference shares nothing with metrics.c but wc_sigmoid and wc_bce_pixel (the definitions
  * of probability and loss): AP walks distinct thresholds high to low, ROC-AUC is the Mann-Whitney
@@ -144,9 +146,9 @@ static ref_metrics reference(pair *v, size_t n) {
     return r;
 }
 
-/* What the histogram is documented to compute: p rounded down to a multiple of 1/BINS. */
-static double quantize(double p) {
-    return p >= 1.0 ? (double)(BINS - 1) / BINS : floor(p * BINS) / BINS;
+/* What the histogram is documented to compute: p rounded down to its bin's lower edge. */
+static double quantize(int bin) {
+    return wc_metrics_bin_lower(bin);
 }
 
 /* ---- tests --------------------------------------------------------------------------------- */
@@ -161,7 +163,8 @@ static void test_hand_example(void) {
      * AP = 1/2 * 1 + 1/2 * 2/3 = 5/6; ROC: 3 of the 4 (pos, neg) pairs are ordered = 3/4;
      * F1 at t = 0.75, 0.625, 0.375, 0.125: 2/3, 1/2, 4/5, 2/3 -> 0.8 at 0.375;
      * p >= 0.5: {0.75+, 0.625-}: precision 1/2, recall 1/2; Brier = (1/16 + 25/64 + 25/64 +
-     * 1/64)/4 = 55/256. All the probabilities are multiples of 1/BINS, so these are exact. */
+     * 1/64)/4 = 55/256. All the probabilities are bin edges (multiples of 2^-16 in [1/32, 31/32]),
+     * so these are exact. */
     const float probs[4] = {0.75f, 0.625f, 0.375f, 0.125f}, labels[4] = {1, 0, 1, 0};
     wc_metrics_acc *acc = new_acc();
     wc_metrics m;
@@ -240,7 +243,8 @@ static void test_random_vs_exact_reference(void) {
                 loss += wc_bce_pixel(d.logits[i], y, pw);
             }
             raw[i] = (pair){p, (int)y};
-            q[i] = (pair){quantize(p), (int)y};
+            int b = use_probs ? wc_metrics_bin_of_prob(p) : wc_metrics_bin_of_logit(d.logits[i]);
+            q[i] = (pair){quantize(b), (int)y};
         }
         loss /= (double)n;
 
@@ -254,12 +258,15 @@ static void test_random_vs_exact_reference(void) {
         ref_metrics r = reference(raw, n), rq = reference(q, n);
 
         CHECK(m.pixels == (int64_t)n, "pixels %lld", (long long)m.pixels);
-        /* Against the raw probabilities: close, and F1 from fewer thresholds is never higher. */
+        /* Against the raw probabilities: close (measured: AP 1.2e-5, ROC-AUC 1.4e-7, F1 equal),
+         * and F1 from fewer thresholds is never higher. */
         double e_ap = fabs(m.auc_pr - r.auc_pr), e_roc = fabs(m.roc_auc - r.roc_auc);
         double e_f1 = r.best_f1 - m.best_f1;
-        CHECK(e_ap <= 1e-3, "seed %d: AP %.9f vs exact %.9f", (int)seed, m.auc_pr, r.auc_pr);
-        CHECK(e_roc <= 1e-3, "seed %d: ROC %.9f vs exact %.9f", (int)seed, m.roc_auc, r.roc_auc);
-        CHECK(e_f1 >= 0 && e_f1 <= 1e-3, "seed %d: F1 %.9f vs exact %.9f", (int)seed, m.best_f1,
+        CHECK(e_ap <= 5e-5, "seed %d: AP %.9f vs exact %.9f", (int)seed, m.auc_pr, r.auc_pr);
+        CHECK(e_roc <= 1e-6, "seed %d: ROC %.9f vs exact %.9f", (int)seed, m.roc_auc, r.roc_auc);
+        CHECK(m.tied_pairs <= WC_METRICS_TIE_WARN / 10, "seed %d: %.3g of the pairs tied",
+              (int)seed, m.tied_pairs);
+        CHECK(e_f1 >= 0 && e_f1 <= 1e-4, "seed %d: F1 %.9f vs exact %.9f", (int)seed, m.best_f1,
               r.best_f1);
         CHECK(m.precision_at_half == r.precision_at_half && m.recall_at_half == r.recall_at_half,
               "seed %d: at 0.5 P %.17g R %.17g vs %.17g %.17g", (int)seed, m.precision_at_half,
@@ -297,8 +304,16 @@ static void test_random_vs_exact_reference(void) {
          worst_raw[0], worst_raw[1], worst_raw[2], worst_f1t, worst_brier, worst_loss, worst_q);
 }
 
-/* Probabilities that are multiples of 1/BINS, with many exact ties: no two distinct values share
- * a bin, so the histogram is exact. */
+/* The edge of a bin at or above bin k that a float holds exactly (every edge below 1 - 2^-13
+ * is one), as a float. */
+static float float_edge(int k) {
+    while ((double)(float)wc_metrics_bin_lower(k) != wc_metrics_bin_lower(k)) k++;
+    return (float)wc_metrics_bin_lower(k);
+}
+
+/* Probabilities that are bin edges, with many exact ties: no two distinct values share a bin,
+ * so the histogram is exact. The tied values reach every part of the bins, from 2^-53 (and 0)
+ * to 1 - 2^-24. */
 static void test_exact_multiples(void) {
     const size_t n = 50000;
     float *probs = WC_ALLOC(n * sizeof(float)), *labels = WC_ALLOC(n * sizeof(float));
@@ -307,15 +322,15 @@ static void test_exact_multiples(void) {
     wc_rng_seed(&r, 11, 1001, 0);
     for (size_t i = 0; i < n; i++) {
         int y = wc_rng_uniform(&r) < 0.05;
-        uint64_t k;
-        if (i % 2)
-            k = 256 * wc_rng_below(&r, 256); /* only 256 distinct values: heavy ties */
+        float p;
+        if (i % 2) /* only 256 distinct values: heavy ties */
+            p = float_edge((int)wc_rng_below(&r, 256) * (BINS / 256));
         else
-            k = (uint64_t)fmin(BINS - 1,
-                               fmax(0, BINS * (0.2 + 0.3 * y + 0.15 * wc_rng_normal(&r))));
-        probs[i] = (float)k / BINS;
+            p = float_edge(wc_metrics_bin_of_prob(
+                fmin(0.999, fmax(0, 0.2 + 0.3 * y + 0.15 * wc_rng_normal(&r)))));
+        probs[i] = p;
         labels[i] = (float)y;
-        v[i] = (pair){(double)k / BINS, y};
+        v[i] = (pair){p, y};
     }
     wc_metrics_acc *acc = new_acc();
     wc_metrics_add_probs(acc, probs, labels, NULL, n, 1.0f);
@@ -330,7 +345,7 @@ static void test_exact_multiples(void) {
           m.best_f1_threshold, ref.best_f1_threshold);
     CHECK(m.precision_at_half == ref.precision_at_half && m.recall_at_half == ref.recall_at_half,
           "at 0.5");
-    NOTE("exact multiples of 1/BINS: max |difference| of AP, ROC-AUC, F1 = %.1e (AP %.6f, ROC "
+    NOTE("bin edges: max |difference| of AP, ROC-AUC, F1 = %.1e (AP %.6f, ROC "
          "%.6f, F1 %.6f at %.6f)",
          e, m.auc_pr, m.roc_auc, m.best_f1, m.best_f1_threshold);
     free(acc);
@@ -545,22 +560,32 @@ static void test_edge_cases(void) {
     CHECK(isnan(m.precision_at_half) && m.recall_at_half == 0, "none >= 0.5: P %g R %g",
           m.precision_at_half, m.recall_at_half);
 
-    /* the right bins for exact probabilities */
-    const float bp[8] = {0.0f,
-                         1.0f,
-                         0.5f,
-                         nextafterf(0.5f, 0.0f),
-                         1.0f / BINS,
-                         nextafterf(1.0f / BINS, 0.0f),
-                         nextafterf(1.0f, 0.0f),
-                         (float)(BINS - 1) / BINS};
-    const int want_bin[8] = {0, BINS - 1, BINS / 2, BINS / 2 - 1, 1, 0, BINS - 1, BINS - 1};
+    /* the right bins for exact probabilities: the ends, 0.5 and the float below it, the end of
+     * the bottom bin (2^-53) and the float below it, subnormals, the float below 1 */
+    const float bp[9] = {0.0f,       1.0f,
+                         0.5f,       nextafterf(0.5f, 0.0f),
+                         0x1p-53f,   nextafterf(0x1p-53f, 0.0f),
+                         1e-45f,     nextafterf(1.0f, 0.0f),
+                         0x1p-5f};
+    const int want_bin[9] = {0, BINS - 1, BINS / 2, BINS / 2 - 1, 1, 0, 0, -1, 1 + 48 * 2048};
     const float bl[1] = {0};
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
+        int want = want_bin[i] >= 0 ? want_bin[i] : wc_metrics_bin_of_prob(bp[i]);
         wc_metrics_reset(acc);
         wc_metrics_add_probs(acc, &bp[i], bl, NULL, 1, 1.0f);
-        CHECK(bin_count(acc, want_bin[i]) == 1, "p = %.9g should be in bin %d", bp[i], want_bin[i]);
+        CHECK(bin_count(acc, want) == 1, "p = %.9g should be in bin %d", bp[i], want);
+        CHECK(wc_metrics_bin_lower(want) <= bp[i] && bp[i] < wc_metrics_bin_lower(want + 1) + 
+                                                               (want == BINS - 1),
+              "p = %.9g outside its bin %d's edges", bp[i], want);
     }
+    CHECK(wc_metrics_bin_lower(BINS / 2) == 0.5 && wc_metrics_bin_lower(BINS) == 1.0 &&
+              wc_metrics_bin_lower(0) == 0.0,
+          "edges: 0.5 at %.17g, 1 at %.17g", wc_metrics_bin_lower(BINS / 2),
+          wc_metrics_bin_lower(BINS));
+    /* The float below 1 is resolved: its bin is not the top one (1 - 2^-24 and 1 - 2^-23 too). */
+    CHECK(wc_metrics_bin_of_prob(nextafterf(1.0f, 0.0f)) < BINS - 1 &&
+              wc_metrics_bin_of_prob(1.0 - 0x1p-23) < wc_metrics_bin_of_prob(1.0 - 0x1p-24),
+          "1 - 2^-24 in bin %d of %d", wc_metrics_bin_of_prob(nextafterf(1.0f, 0.0f)), BINS);
     /* logit 0 is p = 0.5: predicted positive at 0.5; +-80 saturate to the end bins */
     const float lg[3] = {0.0f, 80.0f, -80.0f};
     const int lg_bin[3] = {BINS / 2, BINS - 1, 0};
@@ -607,11 +632,11 @@ static void test_edge_cases(void) {
 }
 
 /* The values at the ends of [0, 1] land in the end bins (the bin index is computed only from a
- * checked value): -0 and the smallest subnormal in bin 0, the float below 1 and 1 itself in the
- * last; logits of +-FLT_MAX and +-inf likewise; none is a bad output. */
+ * checked value, never from -0's bits): -0 and the smallest subnormal in bin 0, 1 in the last;
+ * logits of +-FLT_MAX and +-inf likewise; none is a bad output. */
 static void test_end_bins(void) {
     wc_metrics_acc *acc = new_acc();
-    const float p[4] = {-0.0f, 1e-45f, 0.99999994f, 1.0f}, y[4] = {0, 0, 0, 0};
+    const float p[4] = {-0.0f, 1e-45f, 1.0f, 1.0f}, y[4] = {0, 0, 0, 0};
     wc_metrics_add_probs(acc, p, y, NULL, 4, 1.0f);
     CHECK(acc->bad_outputs == 0 && acc->neg[0] == 2 && acc->neg[WC_METRICS_BINS - 1] == 2,
           "probs: bad %lld, bin 0 %lld, last %lld", (long long)acc->bad_outputs,
@@ -622,6 +647,197 @@ static void test_end_bins(void) {
     CHECK(acc->bad_outputs == 0 && acc->pos[0] == 2 && acc->pos[WC_METRICS_BINS - 1] == 2,
           "logits: bad %lld, bin 0 %lld, last %lld", (long long)acc->bad_outputs,
           (long long)acc->pos[0], (long long)acc->pos[WC_METRICS_BINS - 1]);
+    free(acc);
+}
+
+/* Every edge is where the bins say: a probability at bin i's lower edge is in bin i and the
+ * double just below it in bin i - 1, the edges rising (strictly but above 1 - 2^-42, where they
+ * are rounded to double); a logit's bin rises with it and is its probability's. */
+static void test_bin_edges(void) {
+    int wrong = 0, first = -1;
+    for (int i = 1; i < BINS; i++) {
+        const double lo = wc_metrics_bin_lower(i), below = wc_metrics_bin_lower(i - 1);
+        const int exact = i < WC_METRICS_HALF_BINS || 1.0 - lo > 0x1p-42;
+        const int ok = exact ? lo > below && wc_metrics_bin_of_prob(lo) == i &&
+                                   wc_metrics_bin_of_prob(nextafter(lo, 0.0)) == i - 1
+                             : lo >= below;
+        if (!ok && first < 0) first = i;
+        wrong += !ok;
+    }
+    CHECK(wrong == 0, "%d of %d edges wrong, first of bin %d at %.17g", wrong, BINS - 1, first,
+          first >= 0 ? wc_metrics_bin_lower(first) : 0);
+    int prev = 0, falls = 0, differ = 0;
+    for (double z = -45; z <= 45; z += 1.0 / 1024) {
+        const int b = wc_metrics_bin_of_logit(z);
+        falls += b < prev;
+        prev = b;
+        /* above 15, 1 - sigmoid(z) in double has lost more than a bin's width */
+        differ += fabs(z) <= 15 && abs(b - wc_metrics_bin_of_prob(wc_sigmoid(z))) > (z > 0);
+    }
+    CHECK(falls == 0 && differ == 0, "logit bins: %d falls, %d unlike their probability's", falls,
+          differ);
+    CHECK(wc_metrics_bin_of_logit(0) == BINS / 2 && wc_metrics_bin_of_logit(-40) == 0 &&
+              wc_metrics_bin_of_logit(40) == BINS - 1 && wc_metrics_bin_of_logit(36) < BINS - 1,
+          "logit bins at 0, -40, 40, 36");
+}
+
+/* The histogram's AP, ROC-AUC and best F1 of v (n pixels, in acc) against the exact sorted
+ * reference; v's p need only order the pixels as their probabilities do (a logit will do). */
+static wc_metrics check_exact(const char *what, const wc_metrics_acc *acc, pair *v, size_t n,
+                              double tol_ap, double tol_roc) {
+    wc_metrics m;
+    wc_metrics_compute(&m, acc);
+    ref_metrics r = reference(v, n);
+    const double e_ap = fabs(m.auc_pr - r.auc_pr), e_roc = fabs(m.roc_auc - r.roc_auc);
+    const double e_f1 = r.best_f1 - m.best_f1;
+    CHECK(e_ap <= tol_ap, "%s: AP %.9f vs exact %.9f", what, m.auc_pr, r.auc_pr);
+    CHECK(e_roc <= tol_roc, "%s: ROC %.9f vs exact %.9f", what, m.roc_auc, r.roc_auc);
+    CHECK(e_f1 >= 0 && e_f1 <= tol_ap, "%s: F1 %.9f vs exact %.9f", what, m.best_f1, r.best_f1);
+    CHECK(m.tied_pairs <= WC_METRICS_TIE_WARN / 10, "%s: %.3g of the pairs tied", what,
+          m.tied_pairs);
+    NOTE("%s: AP %.6f |dAP| %.2e  ROC %.6f |dROC| %.2e  dF1 %.2e @ %.4g; %.2g of the pairs tied "
+         "in %lld bins",
+         what, m.auc_pr, e_ap, m.roc_auc, e_roc, e_f1, m.best_f1_threshold, m.tied_pairs,
+         (long long)m.bins_used);
+    return m;
+}
+
+/* The probe's maps: a logistic model of elevation alone (elevations of 2200 to 2300 m, or 2800,
+ * normalized as its checkpoint did, bias -9.2: p near 1e-4), burned where the elevation is
+ * highest, a perfect ranking. 65536 equal bins put the 101 values in 2 bins (AP 0.23, ROC-AUC
+ * 0.80) and the 601 in 13 (AP 0.973); every value has its own bin now, so every metric is 1
+ * and the threshold lies between the classes. */
+static void test_small_probabilities(void) {
+    const size_t n = 262144;
+    float *probs = WC_ALLOC(n * sizeof(float)), *labels = WC_ALLOC(n * sizeof(float));
+    pair *v = WC_ALLOC(n * sizeof(pair));
+    wc_metrics_acc *acc = new_acc();
+    wc_rng r;
+    wc_rng_seed(&r, 13, 1005, 0);
+    for (int top = 2300; top <= 2800; top += 500) {
+        const int cut = top == 2300 ? 2290 : 2740;
+        double min_pos = 1, max_neg = 0;
+        for (size_t i = 0; i < n; i++) {
+            const int e = 2200 + (int)wc_rng_below(&r, (uint64_t)(top - 2200 + 1));
+            const float z = (float)((e - 2223.1100216078216) / 552.8036811888439) - 9.2f;
+            probs[i] = (float)wc_sigmoid(z);
+            labels[i] = e >= cut;
+            v[i] = (pair){probs[i], e >= cut};
+            if (e >= cut) min_pos = fmin(min_pos, probs[i]);
+            else max_neg = fmax(max_neg, probs[i]);
+        }
+        wc_metrics_reset(acc);
+        wc_metrics_add_probs(acc, probs, labels, NULL, n, 1.0f);
+        char what[64];
+        snprintf(what, sizeof what, "p ~ 1e-4, elevations to %d", top);
+        wc_metrics m = check_exact(what, acc, v, n, 0, 0);
+        CHECK(m.auc_pr == 1 && m.roc_auc == 1 && m.best_f1 == 1 && m.tied_pairs == 0,
+              "%s: AP %.17g ROC %.17g F1 %.17g", what, m.auc_pr, m.roc_auc, m.best_f1);
+        CHECK(m.best_f1_threshold > max_neg && m.best_f1_threshold <= min_pos,
+              "%s: threshold %.9g not in (%.9g, %.9g]", what, m.best_f1_threshold, max_neg,
+              min_pos);
+    }
+    free(acc);
+    free(v);
+    free(probs);
+    free(labels);
+}
+
+/* Realistic burn probabilities, log-uniform in [1e-5, 0.1]: burned with probability p (a
+ * calibrated map), and burned exactly where p is above the bin edge nearest 0.01 (a perfect
+ * ranking: a cut inside a bin would make its two classes ties). */
+static void test_realistic_maps(void) {
+    const size_t n = 300000;
+    float *probs = WC_ALLOC(n * sizeof(float)), *labels = WC_ALLOC(n * sizeof(float));
+    pair *v = WC_ALLOC(n * sizeof(pair));
+    wc_metrics_acc *acc = new_acc();
+    wc_rng r;
+    wc_rng_seed(&r, 14, 1006, 0);
+    const double cut = wc_metrics_bin_lower(wc_metrics_bin_of_prob(0.01));
+    for (int perfect = 0; perfect <= 1; perfect++) {
+        for (size_t i = 0; i < n; i++) {
+            probs[i] = (float)pow(10, -5 + 4 * wc_rng_uniform(&r));
+            const int y = perfect ? probs[i] >= cut : wc_rng_uniform(&r) < probs[i];
+            labels[i] = (float)y;
+            v[i] = (pair){probs[i], y};
+        }
+        wc_metrics_reset(acc);
+        wc_metrics_add_probs(acc, probs, labels, NULL, n, 1.0f);
+        wc_metrics m = check_exact(perfect ? "log-uniform p, burned where p >= 0.01"
+                                           : "log-uniform p in [1e-5, 0.1], burned with p",
+                                   acc, v, n, 2e-5, 1e-6);
+        if (perfect)
+            CHECK(m.auc_pr == 1 && m.roc_auc == 1, "perfect ranking: AP %.17g ROC %.17g",
+                  m.auc_pr, m.roc_auc);
+    }
+    free(acc);
+    free(v);
+    free(probs);
+    free(labels);
+}
+
+/* The extremes: logits of 16 to 36 in magnitude (p below 1e-7 or above 1 - 1e-7, where 1 - p
+ * in double keeps 1 to 10 bits), burned more often the higher the logit, against the exact
+ * ranking of the logits themselves; and float probabilities log-uniform in [1e-15, 1e-7]. */
+static void test_extremes(void) {
+    const size_t n = 200000;
+    dataset d = make_dataset(15, n, 0.5, 0.0);
+    float *probs = WC_ALLOC(n * sizeof(float));
+    pair *v = WC_ALLOC(n * sizeof(pair));
+    wc_metrics_acc *acc = new_acc();
+    wc_rng r;
+    wc_rng_seed(&r, 15, 1007, 0);
+    for (size_t i = 0; i < n; i++) {
+        const double u = wc_rng_uniform(&r), side = i % 2 ? 1 : -1;
+        d.logits[i] = (float)(side * (16 + 20 * u));
+        const int y = wc_rng_uniform(&r) < (side > 0 ? 0.5 + 0.5 * u : 0.5 - 0.5 * u);
+        d.labels[i] = (float)y;
+        v[i] = (pair){d.logits[i], y};
+    }
+    add_logits_chunked(acc, &d, 0, n, 1.0f);
+    check_exact("logits of 16 to 36 in magnitude", acc, v, n, 2e-5, 1e-6);
+    for (size_t i = 0; i < n; i++) {
+        const double u = wc_rng_uniform(&r);
+        probs[i] = (float)pow(10, -15 + 8 * u);
+        v[i].y = wc_rng_uniform(&r) < u;
+        d.labels[i] = (float)v[i].y;
+        v[i].p = probs[i];
+    }
+    wc_metrics_reset(acc);
+    wc_metrics_add_probs(acc, probs, d.labels, NULL, n, 1.0f);
+    check_exact("float p in [1e-15, 1e-7]", acc, v, n, 2e-5, 1e-6);
+    free(acc);
+    free(v);
+    free(probs);
+    free_dataset(&d);
+}
+
+/* A map whose labelled pixels share few bins: a constant one, and one beyond 1e-16 of 0, where
+ * every pixel is in bin 0; the note names the pixels; an informative map has none. */
+static void test_ties_note(void) {
+    wc_metrics_acc *acc = new_acc();
+    wc_metrics m;
+    char note[512] = "";
+    const float flat[4] = {0.3f, 0.3f, 0.3f, 0.7f}, tiny[4] = {1e-20f, 1e-25f, 1e-30f, 0.5f};
+    const float y[4] = {1, 0, 0, 1};
+    wc_metrics_add_probs(acc, flat, y, NULL, 4, 1.0f);
+    wc_metrics_compute(&m, acc);
+    CHECK(m.tied_pairs == 0.5 && m.tied_pixels == 3 && m.bins_used == 2 &&
+              wc_metrics_ties_note(&m, note, sizeof note) && strstr(note, "3 of the 4 labelled"),
+          "constant map: tied %g, %lld pixels, %lld bins: %s", m.tied_pairs,
+          (long long)m.tied_pixels, (long long)m.bins_used, note);
+    NOTE("%s", note);
+    wc_metrics_reset(acc);
+    wc_metrics_add_probs(acc, tiny, y, NULL, 4, 1.0f);
+    wc_metrics_compute(&m, acc);
+    CHECK(m.tied_pairs == 0.5 && wc_metrics_ties_note(&m, note, sizeof note),
+          "p below 2^-53: tied %g", m.tied_pairs);
+    const float sep[4] = {0.3f, 0.2f, 0.1f, 0.7f};
+    wc_metrics_reset(acc);
+    wc_metrics_add_probs(acc, sep, y, NULL, 4, 1.0f);
+    wc_metrics_compute(&m, acc);
+    CHECK(m.tied_pairs == 0 && m.tied_pixels == 0 && !wc_metrics_ties_note(&m, note, 1),
+          "distinct bins: tied %g", m.tied_pairs);
     free(acc);
 }
 
@@ -719,6 +935,11 @@ int main(void) {
     RUN(test_nodata_ignored);
     RUN(test_edge_cases);
     RUN(test_end_bins);
+    RUN(test_bin_edges);
+    RUN(test_small_probabilities);
+    RUN(test_realistic_maps);
+    RUN(test_extremes);
+    RUN(test_ties_note);
     RUN(test_fixed_point_bounds);
     RUN(test_merge_is_word_sum);
     RUN(test_json);

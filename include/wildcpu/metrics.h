@@ -6,20 +6,32 @@
  * with one MPI_Allreduce(MPI_INT64_T, MPI_SUM) over wc_metrics_acc_words() words, and integer
  * addition does not depend on order the way a floating-point sum does. Threshold metrics (AP,
  * ROC-AUC, F1, precision/recall) come from a histogram of predicted probabilities in
- * WC_METRICS_BINS equal bins; the two sums (loss, Brier) are kept in fixed point.
+ * WC_METRICS_BINS bins; the two sums (loss, Brier) are kept in fixed point.
+ *
+ * The bins resolve a probability relatively at both ends, because burn probabilities are small
+ * (1e-4 to 1e-2 a year) and a model's confident pixels sit near 0 or 1. With q = min(p, 1 - p):
+ *   q in [2^-5, 1/2):     bins of 2^-16 (p in [1/32, 31/32]: the bins of 65536 equal ones);
+ *   q in [2^-53, 2^-5):   2^11 bins per power of two (the top 11 bits of q's mantissa: widths
+ *                         2^-12 to 2^-11 of q, 3e-4 to 5e-4 in logit), 48 powers of two;
+ *   q < 2^-53:            one bin at each end (|logit| > 36.7; 2^-53 is the smallest 1 - p a
+ *                         double below 1 has, so both ends resolve the same range).
+ * The p >= 1/2 half mirrors the other, 0.5 is the lower edge of bin BINS/2, and a bin holds p in
+ * [lower edge, next one's) (p == 1 in the last bin). Every edge is exact in double but the lower
+ * edges above 1 - 2^-42, which are rounded (no probability read from a float lies there). The
+ * probability of a logit is binned by q = sigmoid(-|z|), not 1 - sigmoid(|z|), so a pixel near 1
+ * is resolved as well as one near 0.
  *
  * What the histogram means, exactly: AP, ROC-AUC, best F1 and its threshold are the exact
- * metrics of the probabilities rounded down to a multiple of 1/WC_METRICS_BINS (p == 1 to the
- * last bin's lower edge), with equal rounded values as ties: ROC-AUC counts a tied
- * positive/negative pair as 1/2, AP (sklearn's average_precision_score) takes equal values as one
- * threshold. Precision and recall at 0.5 are exact (0.5 is a bin boundary). Probabilities that
- * are multiples of 1/BINS give exactly the metrics of the raw values; otherwise the difference
- * comes only from positive/negative pairs sharing a bin (for ROC-AUC at most half their share of
- * all pairs). Measured on 50k informative pixels: AP within 1.2e-5, ROC-AUC within 2e-7, best F1
- * equal, its threshold within 1/BINS (tests/test_metrics.c reports these).
- * Limitation: every probability above 1 - 2^-16 (logit > 11.09) falls in the top bin and every
- * one below 2^-16 (logit < -11.09) in the bottom one, so a model that confident on many pixels
- * has its ranking among them flattened to ties.
+ * metrics of the probabilities rounded down to their bin's lower edge (wc_metrics_bin_lower),
+ * with equal rounded values as ties: ROC-AUC counts a tied positive/negative pair as 1/2, AP
+ * (sklearn's average_precision_score) takes equal values as one threshold. Precision and recall
+ * at 0.5 are exact. The difference from the raw values comes only from positive/negative pairs
+ * sharing a bin (for ROC-AUC at most half their share of all pairs, tied_pairs below). Measured
+ * against an exact sorted computation (tests/test_metrics.c reports these): p uniform in [0, 1]
+ * or 50k informative logits, AP within 1.3e-5 and ROC-AUC within 1.2e-7 (as with 65536 equal
+ * bins); p log-uniform in [1e-5, 0.1], AP within 7e-6 and ROC-AUC within 1.1e-7 (1e-5 with
+ * equal bins); p near 1e-4 with a perfect ranking, and logits of 16 to 36 in magnitude (p below
+ * 1e-7 or above 1 - 1e-7), exact to 3e-6 (equal bins gave AP 0.23 for 1 and ROC-AUC 0.70 for 0.80).
  *
  * Fixed point (overflow-free for up to 2^31 pixels, with a factor 2 to spare):
  *   loss_fx:  units of 2^-20 nats; a pixel's loss is clamped to WC_METRICS_LOSS_MAX = 2048 nats,
@@ -33,8 +45,8 @@
  * exp/log1p: bitwise identical across ranks that run the same binary against the same libm.
  *
  * Not here: MPI (the caller reduces the accumulator), I/O beyond formatting JSON members, and
- * any allocation but the JSON builder's buffer (the accumulator is ~1 MiB: callers allocate it,
- * never on the stack). */
+ * any allocation but the JSON builder's buffer (the accumulator is 3.9 MiB, summed at each
+ * validation: callers allocate it, never on the stack). */
 #ifndef WILDCPU_METRICS_H
 #define WILDCPU_METRICS_H
 
@@ -43,8 +55,10 @@
 
 #include "wildcpu/json.h"
 
-/* Bin i holds probabilities in [i/BINS, (i+1)/BINS); p == 1 goes to the last bin. */
-#define WC_METRICS_BINS          65536
+/* The bins of one half (p < 1/2): one for q < 2^-53, 48 x 2^11 relative ones, 30720 of 2^-16. */
+#define WC_METRICS_HALF_BINS     (1 + 48 * 2048 + 30720)
+#define WC_METRICS_BINS          (2 * WC_METRICS_HALF_BINS) /* bin BINS/2 starts at 0.5 */
+#define WC_METRICS_TIE_WARN      1e-3 /* tied_pairs above this: the metrics are mostly ties */
 #define WC_METRICS_LOSS_FX_BITS  20   /* loss_fx unit: 2^-20 nats */
 #define WC_METRICS_LOSS_MAX      2048 /* a single pixel's loss is clamped to this many nats */
 #define WC_METRICS_BRIER_FX_BITS 31   /* brier_fx unit: 2^-31 */
@@ -61,6 +75,16 @@ typedef struct wc_metrics_acc {
                                    * probability was outside [0, 1]: not in the histogram or the
                                    * sums, and any of them makes every computed metric NaN */
 } wc_metrics_acc;
+
+/* The bin of probability p in [0, 1] (wc_metrics_add_probs's), and of the probability of a
+ * logit z that is not NaN (wc_metrics_add_logits's: from sigmoid(-|z|), so the end near 1 is
+ * resolved beyond what 1 - p in double keeps). */
+int wc_metrics_bin_of_prob(double p);
+int wc_metrics_bin_of_logit(double z);
+/* Bin i's lower edge, i in [0, BINS]: a p in [0, 1] is in bin i exactly when
+ * lower(i) <= p < lower(i + 1) (lower(BINS) = 1; p == 1 in bin BINS - 1); above 1 - 2^-42 the
+ * edges are rounded to double, see above. */
+double wc_metrics_bin_lower(int i);
 
 /* Number of int64 words in a wc_metrics_acc (its size / 8): the count for MPI_Allreduce. */
 size_t wc_metrics_acc_words(void);
@@ -95,18 +119,25 @@ typedef struct wc_metrics {
     double auc_pr;             /* average precision: sum_k (R_k - R_{k-1}) P_k over thresholds
                                 * from high to low (sklearn's average_precision_score) */
     double roc_auc;            /* area under the ROC curve, ties (same bin) counted as 1/2 */
-    double best_f1;            /* max F1 over thresholds t = i/BINS, "positive if p >= t" */
+    double best_f1;            /* max F1 over thresholds t = a bin's lower edge, "p >= t" */
     double best_f1_threshold;  /* that t; the highest such t among equal F1 values */
     double precision_at_half;  /* at "positive if p >= 0.5" (0.5 is a bin boundary: exact) */
     double recall_at_half;     /* at the same threshold */
     double brier;              /* mean (p - y)^2 */
     double positive_rate;      /* positives / pixels */
+    /* ties: the share of (positive, negative) pairs whose probabilities share a bin (NaN
+     * without both classes), the pixels in bins that hold both classes and the bins holding
+     * any pixel. Informative maps measure below 3e-5 (tests/test_metrics.c); above
+     * WC_METRICS_TIE_WARN the ranking metrics describe ties more than the map's ranking. */
+    double tied_pairs;
+    int64_t tied_pixels, bins_used;
     /* reliability (calibration): the probabilities in WC_METRICS_CAL_BINS bins made of whole
-     * histogram bins; bin k holds the histogram bins i with floor(10 i / WC_METRICS_BINS) = k,
-     * so its bounds are k/10 rounded up to a multiple of 1/WC_METRICS_BINS (0.1 falls inside
-     * histogram bin 6553: its pixels, p in [0.099991, 0.100006), count in bin 0); the pixels'
-     * count, their mean predicted probability (from the histogram's bins, to 1/2^17) and the
-     * share of them that burned (NaN for an empty bin) */
+     * histogram bins; bin k holds the histogram bins whose lower edge is in [k/10, (k+1)/10),
+     * so its bounds are k/10 rounded up to a multiple of 2^-16 (0.1 falls inside the histogram
+     * bin [0.099991, 0.100006), whose pixels count in bin 0); the pixels' count, their mean
+     * predicted probability (each pixel at its histogram bin's middle: within 2^-17, and 2^-12
+     * relative below 1/32 and above 31/32) and the share of them that burned (NaN for an empty
+     * bin) */
     int64_t cal_count[10];
     double cal_predicted[10], cal_observed[10];
 } wc_metrics;
@@ -131,5 +162,10 @@ void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix
 /* The reliability bins as member `key`: an array of {"from","to","pixels","predicted",
  * "observed"} objects (NaN as null). */
 void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m);
+
+/* When m's tied_pairs is above WC_METRICS_TIE_WARN: writes into buf (size bytes) a sentence
+ * naming the pixels that share bins and the share of tied pairs, for a warning, and returns 1;
+ * otherwise returns 0 and leaves buf alone. */
+int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size);
 
 #endif
