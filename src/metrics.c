@@ -216,11 +216,11 @@ int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size) {
     if (!(m->tied_pairs > WC_METRICS_TIE_WARN)) return 0;
     snprintf(buf, size,
              "%lld of the %lld labelled pixels share a probability bin with pixels of the other "
-             "class (%lld bins hold them all): %.2g%% of the burned/unburned pairs are ties, so "
+             "class (%lld bin%s hold%s them all): %.3g%% of the burned/unburned pairs are ties, so "
              "AUC-PR, ROC-AUC and best F1 measure ties more than the ranking (the map's "
              "probabilities are nearly equal, or beyond 1e-16 of 0 or 1)",
              (long long)m->tied_pixels, (long long)m->pixels, (long long)m->bins_used,
-             100 * m->tied_pairs);
+             m->bins_used == 1 ? "" : "s", m->bins_used == 1 ? "s" : "", 100 * m->tied_pairs);
     return 1;
 }
 

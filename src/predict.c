@@ -803,9 +803,11 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
         wc_warn("evaluate: the network's output was not finite on %lld labelled pixels: the "
                 "metrics are undefined",
                 (long long)v->bad_outputs);
+    char ties[512];
+    if (wc_metrics_ties_note(v, ties, sizeof ties)) wc_warn("evaluate: %s", ties);
     wc_info("evaluate: %s with %s (step %ld) against %s: %lld pixels, %.2f%% burned (the base "
             "rate: the AUC-PR of a map that knows nothing); AUC-PR %.4f  ROC-AUC %.4f  best F1 "
-            "%.3f @ %.3f  precision %.4f recall %.4f at 0.5  Brier %.4f  loss %.4f",
+            "%.3f @ %.3g  precision %.4f recall %.4f at 0.5  Brier %.4f  loss %.4f",
             cfg->tiles, m->path, m->step, source, (long long)v->pixels, 100 * v->positive_rate,
             v->auc_pr, v->roc_auc, v->best_f1, v->best_f1_threshold, v->precision_at_half,
             v->recall_at_half, v->brier, v->loss);

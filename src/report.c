@@ -191,7 +191,7 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
         {"AUC-PR (average precision)", "val_auc_pr", "%.4f", 1},
         {"ROC-AUC", "val_roc_auc", "%.4f", 1},
         {"best F1", "val_best_f1", "%.4f", 1},
-        {"best-F1 threshold", "val_best_f1_threshold", "%.3f", 2},
+        {"best-F1 threshold", "val_best_f1_threshold", "%.3g", 2},
         {"precision at 0.5", "val_precision_at_half", "%.4f", 1},
         {"recall at 0.5", "val_recall_at_half", "%.4f", 1},
         {"Brier score", "val_brier", "%.5f", -1},

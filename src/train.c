@@ -305,6 +305,12 @@ static int validate(train_ctx *t, long step) {
     if (with_oracle) t->sum.oracle = om, t->sum.have_oracle = 1;
     if (t->sum.have_val)
         wc_trainlog_validation(t->log, step, &t->sum.val, with_oracle ? &t->sum.oracle : NULL);
+    char ties[512];
+    if (t->sum.have_val && !t->ties_warned && wc_metrics_ties_note(&m, ties, sizeof ties)) {
+        t->ties_warned = 1; /* on every rank, so that only the first is said */
+        if (t->rank == 0)
+            wc_warn("validation after step %ld: %s; said once a run", step + 1, ties);
+    }
     return rc;
 }
 

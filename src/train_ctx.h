@@ -65,6 +65,7 @@ typedef struct {
     decoded dec;
     wc_validation val;
     int val_pending; /* the last epoch's validation was cut short by a stop */
+    int ties_warned; /* a validation's metrics were mostly ties, said once a run */
     ckpt_policy ckpt;
     struct {
         double auc_pr; /* the best validation AUC-PR so far, -1 before the first */

@@ -264,7 +264,7 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
     end_line(l);
     clear_bar(l);
     wc_info("validation after step %ld (epoch %ld): loss %.4f  AUC-PR %.4f  ROC-AUC %.4f  "
-            "best F1 %.3f @ %.3f  Brier %.4f  (%lld pixels, %.1f%% burned)",
+            "best F1 %.3f @ %.3g  Brier %.4f  (%lld pixels, %.1f%% burned)",
             step + 1, epoch, val->loss, val->auc_pr, val->roc_auc, val->best_f1,
             val->best_f1_threshold, val->brier, (long long)val->pixels,
             100 * val->positive_rate);
