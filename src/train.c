@@ -308,8 +308,7 @@ static int validate(train_ctx *t, long step) {
     char ties[512];
     if (t->sum.have_val && !t->ties_warned && wc_metrics_ties_note(&m, ties, sizeof ties)) {
         t->ties_warned = 1; /* on every rank, so that only the first is said */
-        if (t->rank == 0)
-            wc_warn("validation after step %ld: %s; said once a run", step + 1, ties);
+        if (t->rank == 0) wc_warn("validation after step %ld: %s; said once a run", step + 1, ties);
     }
     return rc;
 }

@@ -19,7 +19,7 @@ done
 [ "$(grep -c 'metrics written to' "$T/e1.log")" -eq 1 ] && [ "$(grep -c 'metrics written to' "$T/e2.log")" -eq 1 ] \
     && ok "the metrics written once, on 1 and on 2 ranks" \
     || notok "the metrics written once" "$(grep 'metrics written' "$T/e1.log" "$T/e2.log")"
-$PY - "$T/m1.json" "$T/map1.tif" "$other" <<'PY' >"$T/hand.log" 2>&1
+PYTHONPATH="$ROOT/tests" $PY - "$T/m1.json" "$T/map1.tif" "$other" <<'PY' >"$T/hand.log" 2>&1
 import json, sys
 import numpy as np
 from osgeo import gdal
@@ -33,8 +33,8 @@ lab = lb.ReadAsArray().astype(np.float64)
 ok = (p != -9999) & np.isfinite(lab)
 if lb.GetNoDataValue() is not None: ok &= lab != lb.GetNoDataValue()
 prob, y = p[ok].astype(np.float64), (lab[ok] > 0).astype(np.int64)
-B = 65536
-bins = np.minimum((prob * B).astype(np.int64), B - 1)
+from metrics_bins import B, bins_of
+bins = bins_of(prob)
 pos = np.bincount(bins[y == 1], minlength=B); neg = np.bincount(bins[y == 0], minlength=B)
 P, N = int(pos.sum()), int(neg.sum())
 tp, fp, has = np.cumsum(pos[::-1]), np.cumsum(neg[::-1]), pos[::-1] > 0

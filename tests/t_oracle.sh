@@ -24,7 +24,7 @@ s1=$?
 s2=$?
 [ $s1 -eq 0 ] && [ $s2 -eq 0 ] || { notok "training with an oracle" "status $s1 $s2: $(tail -2 "$T/holes.log")"; finish; }
 
-$PY - "$T/holes/metrics.jsonl" "$T/whole/metrics.jsonl" "$T/holes/split.tif" "$SAMPLE" \
+PYTHONPATH="$ROOT/tests" $PY - "$T/holes/metrics.jsonl" "$T/whole/metrics.jsonl" "$T/holes/split.tif" "$SAMPLE" \
     "$T/oracle_holes.tif" <<'PY' >"$T/hand.log" 2>&1
 import json, sys
 import numpy as np
@@ -49,8 +49,8 @@ has = (o >= 0) & (o <= 1)
 assert m["pixels"] == int(ok.sum()), (m["pixels"], int(ok.sum()))
 sel = ok & has
 prob, y = o[sel], (lab[sel] > 0).astype(np.int64)
-B = 65536
-bins = np.minimum((prob * B).astype(np.int64), B - 1)
+from metrics_bins import B, bins_of
+bins = bins_of(prob)
 pos = np.bincount(bins[y == 1], minlength=B); neg = np.bincount(bins[y == 0], minlength=B)
 P, N = int(pos.sum()), int(neg.sum())
 tp, fp, h = np.cumsum(pos[::-1]), np.cumsum(neg[::-1]), pos[::-1] > 0

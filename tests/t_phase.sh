@@ -18,7 +18,7 @@ for run in 1:256 2:256 2:320; do
     mpirun_n $n "$WILDCPU" "${args[@]}" --val-block $vb --out "$r" >"$r.log" 2>&1 || notok "training on $n rank(s)" "$(tail -3 "$r.log")"
     "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$r/checkpoints/ckpt-00000024.wcp" \
         --out "$r.tif" >"$r.plog" 2>&1 || notok "map on $n rank(s)" "$(tail -3 "$r.plog")"
-    $PY - "$r/metrics.jsonl" "$r.tif" "$r/split.tif" "$SAMPLE" <<'PY' >"$r.cmp" 2>&1
+    PYTHONPATH="$ROOT/tests" $PY - "$r/metrics.jsonl" "$r.tif" "$r/split.tif" "$SAMPLE" <<'PY' >"$r.cmp" 2>&1
 import json, math, sys
 import numpy as np
 from osgeo import gdal
@@ -35,8 +35,8 @@ ok = (split == 2) & (p != -9999) & np.isfinite(lab)
 if nod is not None: ok &= lab != nod
 prob = p[ok].astype(np.float64)
 y = (lab[ok] > 0).astype(np.int64)
-B = 65536
-bins = np.minimum((prob * B).astype(np.int64), B - 1)
+from metrics_bins import B, bins_of
+bins = bins_of(prob)
 pos = np.bincount(bins[y == 1], minlength=B); neg = np.bincount(bins[y == 0], minlength=B)
 P, N = int(pos.sum()), int(neg.sum())
 tp = np.cumsum(pos[::-1]); fp = np.cumsum(neg[::-1])

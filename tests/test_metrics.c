@@ -562,10 +562,10 @@ static void test_edge_cases(void) {
 
     /* the right bins for exact probabilities: the ends, 0.5 and the float below it, the end of
      * the bottom bin (2^-53) and the float below it, subnormals, the float below 1 */
-    const float bp[9] = {0.0f,       1.0f,
-                         0.5f,       nextafterf(0.5f, 0.0f),
-                         0x1p-53f,   nextafterf(0x1p-53f, 0.0f),
-                         1e-45f,     nextafterf(1.0f, 0.0f),
+    const float bp[9] = {0.0f,     1.0f,
+                         0.5f,     nextafterf(0.5f, 0.0f),
+                         0x1p-53f, nextafterf(0x1p-53f, 0.0f),
+                         1e-45f,   nextafterf(1.0f, 0.0f),
                          0x1p-5f};
     const int want_bin[9] = {0, BINS - 1, BINS / 2, BINS / 2 - 1, 1, 0, 0, -1, 1 + 48 * 2048};
     const float bl[1] = {0};
@@ -574,8 +574,8 @@ static void test_edge_cases(void) {
         wc_metrics_reset(acc);
         wc_metrics_add_probs(acc, &bp[i], bl, NULL, 1, 1.0f);
         CHECK(bin_count(acc, want) == 1, "p = %.9g should be in bin %d", bp[i], want);
-        CHECK(wc_metrics_bin_lower(want) <= bp[i] && bp[i] < wc_metrics_bin_lower(want + 1) + 
-                                                               (want == BINS - 1),
+        CHECK(wc_metrics_bin_lower(want) <= bp[i] &&
+                  bp[i] < wc_metrics_bin_lower(want + 1) + (want == BINS - 1),
               "p = %.9g outside its bin %d's edges", bp[i], want);
     }
     CHECK(wc_metrics_bin_lower(BINS / 2) == 0.5 && wc_metrics_bin_lower(BINS) == 1.0 &&
@@ -702,6 +702,30 @@ static wc_metrics check_exact(const char *what, const wc_metrics_acc *acc, pair 
     return m;
 }
 
+/* n pixels given as float probabilities: their labels, the reference's pairs, an accumulator. */
+typedef struct scored {
+    float *probs, *labels; /* (n) */
+    pair *v;               /* (n) */
+    wc_metrics_acc *acc;
+} scored;
+
+static scored scored_new(size_t n) {
+    return (scored){WC_ALLOC(n * sizeof(float)), WC_ALLOC(n * sizeof(float)),
+                    WC_ALLOC(n * sizeof(pair)), new_acc()};
+}
+
+static void scored_free(scored *s) {
+    free(s->probs), free(s->labels), free(s->v), free(s->acc);
+}
+
+/* s's n pixels into its emptied accumulator, then check_exact. */
+static wc_metrics check_scored(const char *what, scored *s, size_t n, double tol_ap,
+                               double tol_roc) {
+    wc_metrics_reset(s->acc);
+    wc_metrics_add_probs(s->acc, s->probs, s->labels, NULL, n, 1.0f);
+    return check_exact(what, s->acc, s->v, n, tol_ap, tol_roc);
+}
+
 /* The probe's maps: a logistic model of elevation alone (elevations of 2200 to 2300 m, or 2800,
  * normalized as its checkpoint did, bias -9.2: p near 1e-4), burned where the elevation is
  * highest, a perfect ranking. 65536 equal bins put the 101 values in 2 bins (AP 0.23, ROC-AUC
@@ -709,9 +733,7 @@ static wc_metrics check_exact(const char *what, const wc_metrics_acc *acc, pair 
  * and the threshold lies between the classes. */
 static void test_small_probabilities(void) {
     const size_t n = 262144;
-    float *probs = WC_ALLOC(n * sizeof(float)), *labels = WC_ALLOC(n * sizeof(float));
-    pair *v = WC_ALLOC(n * sizeof(pair));
-    wc_metrics_acc *acc = new_acc();
+    scored s = scored_new(n);
     wc_rng r;
     wc_rng_seed(&r, 13, 1005, 0);
     for (int top = 2300; top <= 2800; top += 500) {
@@ -720,27 +742,24 @@ static void test_small_probabilities(void) {
         for (size_t i = 0; i < n; i++) {
             const int e = 2200 + (int)wc_rng_below(&r, (uint64_t)(top - 2200 + 1));
             const float z = (float)((e - 2223.1100216078216) / 552.8036811888439) - 9.2f;
-            probs[i] = (float)wc_sigmoid(z);
-            labels[i] = e >= cut;
-            v[i] = (pair){probs[i], e >= cut};
-            if (e >= cut) min_pos = fmin(min_pos, probs[i]);
-            else max_neg = fmax(max_neg, probs[i]);
+            s.probs[i] = (float)wc_sigmoid(z);
+            s.labels[i] = e >= cut;
+            s.v[i] = (pair){s.probs[i], e >= cut};
+            if (e >= cut)
+                min_pos = fmin(min_pos, s.probs[i]);
+            else
+                max_neg = fmax(max_neg, s.probs[i]);
         }
-        wc_metrics_reset(acc);
-        wc_metrics_add_probs(acc, probs, labels, NULL, n, 1.0f);
         char what[64];
         snprintf(what, sizeof what, "p ~ 1e-4, elevations to %d", top);
-        wc_metrics m = check_exact(what, acc, v, n, 0, 0);
+        wc_metrics m = check_scored(what, &s, n, 0, 0);
         CHECK(m.auc_pr == 1 && m.roc_auc == 1 && m.best_f1 == 1 && m.tied_pairs == 0,
               "%s: AP %.17g ROC %.17g F1 %.17g", what, m.auc_pr, m.roc_auc, m.best_f1);
         CHECK(m.best_f1_threshold > max_neg && m.best_f1_threshold <= min_pos,
               "%s: threshold %.9g not in (%.9g, %.9g]", what, m.best_f1_threshold, max_neg,
               min_pos);
     }
-    free(acc);
-    free(v);
-    free(probs);
-    free(labels);
+    scored_free(&s);
 }
 
 /* Realistic burn probabilities, log-uniform in [1e-5, 0.1]: burned with probability p (a
@@ -748,32 +767,25 @@ static void test_small_probabilities(void) {
  * ranking: a cut inside a bin would make its two classes ties). */
 static void test_realistic_maps(void) {
     const size_t n = 300000;
-    float *probs = WC_ALLOC(n * sizeof(float)), *labels = WC_ALLOC(n * sizeof(float));
-    pair *v = WC_ALLOC(n * sizeof(pair));
-    wc_metrics_acc *acc = new_acc();
+    scored s = scored_new(n);
     wc_rng r;
     wc_rng_seed(&r, 14, 1006, 0);
     const double cut = wc_metrics_bin_lower(wc_metrics_bin_of_prob(0.01));
     for (int perfect = 0; perfect <= 1; perfect++) {
         for (size_t i = 0; i < n; i++) {
-            probs[i] = (float)pow(10, -5 + 4 * wc_rng_uniform(&r));
-            const int y = perfect ? probs[i] >= cut : wc_rng_uniform(&r) < probs[i];
-            labels[i] = (float)y;
-            v[i] = (pair){probs[i], y};
+            s.probs[i] = (float)pow(10, -5 + 4 * wc_rng_uniform(&r));
+            const int y = perfect ? s.probs[i] >= cut : wc_rng_uniform(&r) < s.probs[i];
+            s.labels[i] = (float)y;
+            s.v[i] = (pair){s.probs[i], y};
         }
-        wc_metrics_reset(acc);
-        wc_metrics_add_probs(acc, probs, labels, NULL, n, 1.0f);
-        wc_metrics m = check_exact(perfect ? "log-uniform p, burned where p >= 0.01"
-                                           : "log-uniform p in [1e-5, 0.1], burned with p",
-                                   acc, v, n, 2e-5, 1e-6);
+        wc_metrics m = check_scored(perfect ? "log-uniform p, burned where p >= 0.01"
+                                            : "log-uniform p in [1e-5, 0.1], burned with p",
+                                    &s, n, 2e-5, 1e-6);
         if (perfect)
-            CHECK(m.auc_pr == 1 && m.roc_auc == 1, "perfect ranking: AP %.17g ROC %.17g",
-                  m.auc_pr, m.roc_auc);
+            CHECK(m.auc_pr == 1 && m.roc_auc == 1, "perfect ranking: AP %.17g ROC %.17g", m.auc_pr,
+                  m.roc_auc);
     }
-    free(acc);
-    free(v);
-    free(probs);
-    free(labels);
+    scored_free(&s);
 }
 
 /* The extremes: logits of 16 to 36 in magnitude (p below 1e-7 or above 1 - 1e-7, where 1 - p
