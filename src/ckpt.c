@@ -20,18 +20,27 @@
 static const unsigned char MAGIC[8] = {'W', 'C', 'K', 'P', 'T', '\r', '\n', 0x1a};
 #define BOM 0x01020304u
 
-/* CRC of the header without its CRC field, then of the payload. */
-static uint32_t file_crc(const unsigned char *header, const unsigned char *payload, size_t n) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    c = crc32(c, header, 40);
-    c = crc32(c, header + 44, WC_CKPT_HEADER - 44);
+/* The CRC of bytes after the CRC c of those before them. */
+static uLong crc_more(uLong c, const unsigned char *bytes, size_t n) {
     /* zlib's crc32 takes uInt lengths: feed large payloads in pieces */
     for (size_t off = 0; off < n;) {
         uInt len = (uInt)WC_MIN(n - off, (size_t)1 << 30);
-        c = crc32(c, payload + off, len);
+        c = crc32(c, bytes + off, len);
         off += len;
     }
-    return (uint32_t)c;
+    return c;
+}
+
+/* The CRC of the header without its CRC field: where a file's CRC starts. */
+static uLong header_crc(const unsigned char *header) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    c = crc32(c, header, 40);
+    return crc32(c, header + 44, WC_CKPT_HEADER - 44);
+}
+
+/* CRC of the header without its CRC field, then of the payload. */
+static uint32_t file_crc(const unsigned char *header, const unsigned char *payload, size_t n) {
+    return (uint32_t)crc_more(header_crc(header), payload, n);
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -439,12 +448,27 @@ int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
             return wc_reason(why, why_size, "%zu bytes: more than half of this machine's memory",
                              size);
         }
-        buf = WC_ALLOC(size);
-        memcpy(buf, header, sizeof header);
-        if (read_exact(fd, buf + WC_CKPT_HEADER, size - WC_CKPT_HEADER) != WC_OK)
+        /* the CRC streamed before anything is allocated: a large file that only starts like a
+         * checkpoint costs a read, not its size in memory (nor, under a job's memory limit,
+         * the out-of-memory killer); a checkpoint is then read again, from the page cache */
+        uLong crc = header_crc(header);
+        unsigned char chunk[1 << 16];
+        int read_ok = 1;
+        for (size_t left = size - WC_CKPT_HEADER; read_ok && left > 0;) {
+            const size_t n = WC_MIN(left, sizeof chunk);
+            read_ok = read_exact(fd, chunk, n) == WC_OK;
+            if (read_ok) crc = crc_more(crc, chunk, n), left -= n;
+        }
+        if (!read_ok || lseek(fd, WC_CKPT_HEADER, SEEK_SET) != WC_CKPT_HEADER)
+            wc_reason(why, why_size, "read error: %s", strerror(errno));
+        else if ((uint32_t)crc != wc_le_get_u32(header + 40))
+            wc_reason(why, why_size, "CRC-32 mismatch: the file is corrupted");
+        else if (!(buf = malloc(size)))
+            wc_reason(why, why_size, "%zu bytes do not fit in this process's memory", size);
+        else if (read_exact(fd, buf + WC_CKPT_HEADER, size - WC_CKPT_HEADER) != WC_OK)
             wc_reason(why, why_size, "read error: %s", strerror(errno));
         else
-            rc = wc_ckpt_parse(buf, size, ck, why, why_size);
+            rc = wc_ckpt_parse(memcpy(buf, header, sizeof header), size, ck, why, why_size);
     }
     close(fd);
     free(buf);

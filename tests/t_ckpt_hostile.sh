@@ -229,4 +229,24 @@ left=$(ls "$T/misnamed/checkpoints" | grep -v "^best.wcp$")   # best.wcp is kept
     && ok "a checkpoint under another step's name: used and pruned by its header's step" \
     || notok "misnamed checkpoint" "status $s, left: $left; $(grep resuming "$T/misnamed.log")"
 
+# a 512 MiB file that starts like a checkpoint (its header's sizes agree with the file) but is
+# not one: its CRC is computed while it is read, before it is held in memory, so info says so
+# under an address-space limit smaller than the file (it was read whole: 2.1 GB resident for a
+# 2 GiB file, and out of memory under a job's limit)
+$PY - "$good" "$T/big.wcp" <<'PY'
+import struct, sys
+head = bytearray(open(sys.argv[1], "rb").read(64))
+size = 512 << 20
+struct.pack_into("<Q", head, 32, size - 64)  # the compressed payload's size
+with open(sys.argv[2], "wb") as f:
+    f.write(head)
+    f.truncate(size)
+PY
+(ulimit -v 400000 && timeout 120 "$WILDCPU" info "$T/big.wcp") >"$T/big.info" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "big.wcp: INVALID: CRC-32 mismatch" "$T/big.info" \
+    && ok "a large file that only starts like a checkpoint: CRC-32 mismatch under a limit smaller than the file" \
+    || notok "a large file that starts like a checkpoint" "status $s: $(head -c 300 "$T/big.info")"
+rm -f "$T/big.wcp"
+
 finish
