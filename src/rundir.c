@@ -95,21 +95,25 @@ static int check_inputs(const wc_train_config *cfg) {
                  WC_GDAL_PATH_BUFFER - 1 - extra);
         rc = WC_ERR;
     }
+    /* a linked checkpoints directory stays where it is (set_aside_linked_checkpoints) */
+    struct stat st;
+    const int moves = cfg->fresh && !(lstat(paths[0], &st) == 0 && S_ISLNK(st.st_mode));
     if (rc == WC_OK)
-        rc = wc_check_outputs_not_inputs(outs, whats, NRUN_FILES, moved, cfg->fresh, inputs);
+        rc = wc_check_outputs_not_inputs(outs, whats, NRUN_FILES, moved, moves, inputs);
     free(inputs);
     for (int l = 0; l < 3; l++) wc_strv_free(lists[l]);
     return rc;
 }
 
-/* Whether path is a directory with nothing in it (what a run that failed before its first
- * checkpoint leaves as DIR/checkpoints: nothing to keep). */
+/* Whether path is a directory with nothing in it but its lock (what a run that failed before
+ * its first checkpoint leaves as DIR/checkpoints: nothing to keep). */
 static int is_empty_dir(const char *path) {
     DIR *d = opendir(path);
     if (!d) return 0;
     int empty = 1;
     for (struct dirent *e; empty && (e = readdir(d)) != NULL;)
-        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+                strcmp(e->d_name, WC_RUNDIR_LOCK) == 0;
     closedir(d);
     return empty;
 }
@@ -137,21 +141,90 @@ static void report_failed_move(const char *from, const char *to, int err, const 
              moved, dir, names);
 }
 
+/* What a run writes into its checkpoints directory: ckpt-*.wcp (and those kept aside as
+ * ckpt-*.wcp.unusable), best.wcp, and their temporaries (.ckpt-*). */
+static int is_checkpoint_file(const struct dirent *e) {
+    const char *name = e->d_name;
+    return strncmp(name, "ckpt-", 5) == 0 || strncmp(name, ".ckpt-", 6) == 0 ||
+           strncmp(name, WC_CKPT_BEST, strlen(WC_CKPT_BEST)) == 0;
+}
+
+/* --fresh with DIR/checkpoints a link to a directory (on scratch): moving the link aside would
+ * make the new run write its checkpoints on DIR's own file system. The link stays, and the
+ * previous run's checkpoint files move to aside/ inside the linked directory (a rename does not
+ * cross file systems); nothing else there moves (the directory may hold more than this run's
+ * files, the run directory itself when the link is "."). Returns how many moved, or -1 after a
+ * message. */
+static int set_aside_linked_checkpoints(const char *ckpt_dir, const char *aside) {
+    struct dirent **names;
+    const int n = scandir(ckpt_dir, &names, is_checkpoint_file, alphasort);
+    if (n < 0) {
+        wc_error("--fresh: cannot list %s: %s", ckpt_dir, strerror(errno));
+        return -1;
+    }
+    int moved = 0;
+    for (int i = 0; i < n && moved >= 0; i++) {
+        char from[4700], to[4700];
+        snprintf(from, sizeof from, "%s/%s", ckpt_dir, names[i]->d_name);
+        snprintf(to, sizeof to, "%s/%s", aside, names[i]->d_name);
+        if (moved == 0 && mkdir(aside, 0777) != 0 && errno != EEXIST) {
+            wc_error("--fresh: cannot create %s to keep the previous run's checkpoints: %s",
+                     aside, strerror(errno));
+            moved = -1;
+        } else if (rename(from, to) != 0) {
+            wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(errno));
+            if (moved > 0)
+                wc_error("--fresh: %d of the previous run's checkpoint files had moved to %s "
+                         "before that; the others are still in place: move them back, or move "
+                         "the rest there yourself",
+                         moved, aside);
+            else
+                wc_error("--fresh: nothing was moved; the previous run's files are where they "
+                         "were");
+            moved = -1;
+        } else {
+            moved++;
+        }
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return moved;
+}
+
 /* --fresh: the previous run's files move to out/replaced-<time>/ (never deleted), so a later
  * resume cannot pick up the old run's checkpoints. An empty checkpoints directory stays (a
- * replaced-* directory of nothing would only hide the one that holds the last real run).
- * Returns WC_ERR on a failed move (report_failed_move). */
+ * replaced-* directory of nothing would only hide the one that holds the last real run); a
+ * checkpoints link to a directory stays too, its checkpoints moving to a replaced-<time>/ of
+ * the same name inside it (set_aside_linked_checkpoints). Returns WC_ERR on a failed move
+ * (report_failed_move). */
 static int set_aside_previous_run(const char *out) {
-    char ts[32], dir[4096], from[4200], to[4400];
+    char ts[32], name[64], dir[4096], linked[4300], from[4200], to[4400];
     wc_utc_timestamp(ts, sizeof ts);
-    snprintf(dir, sizeof dir, "%s/replaced-%s", out, ts);
-    for (int k = 2; access(dir, F_OK) == 0; k++) /* two restarts within a second */
-        snprintf(dir, sizeof dir, "%s/replaced-%s-%d", out, ts, k);
+    snprintf(name, sizeof name, "replaced-%s", ts);
+    /* two restarts within a second; the name is free beside the checkpoints too */
+    for (int k = 2;; k++) {
+        snprintf(dir, sizeof dir, "%s/%s", out, name);
+        snprintf(linked, sizeof linked, "%s/checkpoints/%s", out, name);
+        if (access(dir, F_OK) != 0 && access(linked, F_OK) != 0) break;
+        snprintf(name, sizeof name, "replaced-%s-%d", ts, k);
+    }
     int moved = 0, moved_files[NRUN_FILES] = {0};
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(from, sizeof from, out, RUN_FILES[i].name);
-        struct stat st; /* lstat: a link moves as it is, also one whose target is gone */
-        if (lstat(from, &st) != 0 || is_empty_dir(from)) continue;
+        struct stat st, target; /* lstat: a link moves as it is, also one whose target is gone */
+        if (lstat(from, &st) != 0) continue;
+        if (strcmp(RUN_FILES[i].name, "checkpoints") == 0 && S_ISLNK(st.st_mode) &&
+            stat(from, &target) == 0 && S_ISDIR(target.st_mode)) {
+            /* the first of RUN_FILES: on a failure, nothing else has moved */
+            const int n = set_aside_linked_checkpoints(from, linked);
+            if (n < 0) return WC_ERR;
+            if (n > 0)
+                wc_info("--fresh: the previous run's checkpoints are kept in %s (the link %s "
+                        "stays)",
+                        linked, from);
+            continue;
+        }
+        if (is_empty_dir(from)) continue;
         if (!moved && mkdir(dir, 0777) != 0 && errno != EEXIST) {
             wc_error("--fresh: cannot create %s to keep the previous run: %s", dir,
                      strerror(errno));
@@ -169,9 +242,10 @@ static int set_aside_previous_run(const char *out) {
     return WC_OK;
 }
 
-/* The locks of the run directory and of its checkpoints' directory when that lies elsewhere
- * (a link to scratch), held by rank 0 from the checks to the process's end (the kernel
- * releases them however the process ends, also on SIGKILL). Never closed. */
+/* The locks of the run directory and of its checkpoints' directory, held by rank 0 from the
+ * checks to the process's end (the kernel releases them however the process ends, also on
+ * SIGKILL). Closed only when --fresh has moved the checkpoints directory aside, for the new
+ * one's. */
 static int lock_fd = -1, ckpt_lock_fd = -1;
 
 /* Takes DIR/WC_RUNDIR_LOCK, so that a second run into the directory (a job submitted twice, a
@@ -182,11 +256,17 @@ static int lock_fd = -1, ckpt_lock_fd = -1;
  * a warning; one whose locks are local to a node (Lustre's localflock) cannot see a run on
  * another node. A node that died holding the lock on NFSv4 holds it until its lease expires
  * (90 s by default), before Slurm declares the node down (SlurmdTimeout, 300 s) and requeues;
- * on NFSv3 until it reboots: the message says to remove the file when its host is down. */
-static int lock_dir(const char *dir, const char *what, int *held) {
+ * on NFSv3 until it reboots: the message says to remove the file when its host is down.
+ * With `quiet`, a directory that cannot take the file (read-only, no room) is left to the
+ * caller's own check, which says why no run can use it. */
+static int lock_dir(const char *dir, const char *what, int *held, int quiet) {
     char path[4200];
     run_file(path, sizeof path, dir, WC_RUNDIR_LOCK);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0 && quiet &&
+        (errno == EROFS || errno == EACCES || errno == EPERM || errno == ENOSPC ||
+         errno == EDQUOT))
+        return WC_OK;
     if (fd < 0) {
         wc_error("cannot open the run directory's lock %s: %s", path, strerror(errno));
         return WC_ERR;
@@ -221,25 +301,28 @@ static int lock_dir(const char *dir, const char *what, int *held) {
     return WC_OK;
 }
 
-/* DIR/checkpoints may be a link to a directory elsewhere (docs/cli.md), and two run
- * directories linking to one would prune and replace each other's checkpoints, and each map
- * the other's best.wcp: that directory is locked too, the same way, when it is not within DIR
- * (whose lock covers it). */
+/* DIR/checkpoints may be a link to a directory elsewhere (docs/cli.md): to a scratch directory
+ * that another run directory's checkpoints link to as well, or to another run directory's own
+ * DIR2/checkpoints. Two runs would prune and replace each other's checkpoints, and each map the
+ * other's best.wcp, and DIR's lock does not see it: every run locks its checkpoints directory,
+ * link or not, by its own .lock (a lock is the file's, whatever path reaches it), so that the
+ * two meet there. A checkpoints directory that is DIR itself (a link to ".") has DIR's lock:
+ * a second lock of the same file would refuse this run as another one. */
 static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
-    struct stat st;
+    struct stat st, out_st, link_st;
     if (ckpt_lock_fd >= 0 || stat(ckpt_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return WC_OK;
-    char *real = realpath(ckpt_dir, NULL), *real_out = realpath(out, NULL);
-    const size_t n = real_out ? strlen(real_out) : 0;
-    const int within = real && real_out && strncmp(real, real_out, n) == 0 && real[n] == '/';
-    int rc = WC_OK;
-    if (real && !within) {
-        char what[4400];
+    if (stat(out, &out_st) == 0 && st.st_dev == out_st.st_dev && st.st_ino == out_st.st_ino)
+        return WC_OK;
+    char *real = realpath(ckpt_dir, NULL), what[4400];
+    if (lstat(ckpt_dir, &link_st) == 0 && S_ISLNK(link_st.st_mode))
         snprintf(what, sizeof what, " (the checkpoints of %s, through the link %s)", out,
                  ckpt_dir);
-        rc = lock_dir(real, what, &ckpt_lock_fd);
-    }
+    else /* held while DIR's lock is this run's: by a run whose checkpoints link here */
+        snprintf(what, sizeof what,
+                 " (the checkpoints of %s, which another run directory's checkpoints link to)",
+                 out);
+    const int rc = lock_dir(real ? real : ckpt_dir, what, &ckpt_lock_fd, 1);
     free(real);
-    free(real_out);
     return rc;
 }
 
@@ -272,8 +355,7 @@ static int prepare_here(const wc_train_config *cfg) {
     }
     /* before --fresh moves anything (wc_rundir_set_aside): the files may be another running
      * run's */
-    if (lock_fd < 0 && lock_dir(out, "", &lock_fd) != WC_OK) return WC_EXIT_RUNTIME;
-    if (lock_checkpoints_dir(out, ckpt_dir) != WC_OK) return WC_EXIT_RUNTIME;
+    if (lock_fd < 0 && lock_dir(out, "", &lock_fd, 0) != WC_OK) return WC_EXIT_RUNTIME;
     /* found now, not after hours of training: an output the run could not replace at its
      * first report, at the split or at the map (a symbolic link, a directory, a pipe, a
      * read-only file), a file named like the map's companions that is not wildcpu's and that
@@ -309,6 +391,8 @@ static int prepare_here(const wc_train_config *cfg) {
         return WC_EXIT_RUNTIME;
     }
     if (wc_ckpt_dir_of(out, held, sizeof held) != WC_OK) return WC_EXIT_RUNTIME;
+    /* once it exists (a first run makes it just above); before anything is written there */
+    if (lock_checkpoints_dir(out, ckpt_dir) != WC_OK) return WC_EXIT_RUNTIME;
     /* Found now, not after hours of training whose every checkpoint fails: a checkpoints
      * directory that cannot take a file (read-only, not a directory, no inodes left). */
     char probe[4300];
@@ -337,6 +421,16 @@ int wc_rundir_set_aside(const wc_train_config *cfg) {
         if (!failed && mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
             wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
             failed = 1;
+        }
+        /* a checkpoints directory moved aside took its lock along: the new one is locked */
+        char lock[4300];
+        struct stat now, held;
+        run_file(lock, sizeof lock, ckpt_dir, WC_RUNDIR_LOCK);
+        if (!failed && ckpt_lock_fd >= 0 && fstat(ckpt_lock_fd, &held) == 0 &&
+            !(stat(lock, &now) == 0 && now.st_dev == held.st_dev && now.st_ino == held.st_ino)) {
+            close(ckpt_lock_fd);
+            ckpt_lock_fd = -1;
+            failed = lock_checkpoints_dir(cfg->out_dir, ckpt_dir) != WC_OK;
         }
     }
     return wc_dist_any(failed) ? WC_ERR : WC_OK;

@@ -4,7 +4,9 @@
 # holder) and touches nothing: the first ends as it would alone, bitwise (its newest
 # checkpoint's digest equals an undisturbed run's), and its --fresh did not move the first run's
 # files. Once the first has ended (also when it was killed with SIGKILL), the directory is free
-# again; so is a second run whose checkpoints link to the same directory as a running one's. A
+# again; so is a second run whose checkpoints link to the same directory as a running one's, or
+# to its own checkpoints directory (and the other way round). A checkpoints link to DIR itself
+# trains, and --fresh keeps a checkpoints link (its checkpoints set aside inside its target). A
 # report that cannot be written fails the run (status 1); a read-only checkpoints
 # directory is refused before training. A disk that fills up while metrics.jsonl grows leaves
 # it whole lines of JSON. (The last two need mounts: skipped, and said, where there are none.)
@@ -42,23 +44,91 @@ s1=$?
 # would alone
 small=(--tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --steps 6 --ckpt-every 1 --keep 2 --no-predict)
 "$WILDCPU" "${small[@]}" --seed 1 --out "$T/alone" >"$T/alone.log" 2>&1
+# meet A B SEED: a run into A (seed 1, log A.log) writes its checkpoints slowly while a run
+# into B (--seed SEED, log B.log) starts; B's status in $sb, whether A still ran then in
+# $running, A's pid and status in $pid and $sa
+meet() {
+    WILDCPU_TEST_SLOW_WRITE=1 "$WILDCPU" "${small[@]}" --seed 1 --out "$1" >"$1.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 300); do grep -q 'ckpt-00000001' "$1.log" 2>/dev/null && break; sleep 0.1; done
+    "$WILDCPU" "${small[@]}" --seed "$3" --out "$2" >"$2.log" 2>&1
+    sb=$?
+    kill -0 $pid 2>/dev/null && running=yes || running=no
+    wait $pid
+    sa=$?
+}
 mkdir -p "$T/shared" "$T/la" "$T/lb"
 ln -s "$T/shared" "$T/la/checkpoints"
 ln -s "$T/shared" "$T/lb/checkpoints"
-WILDCPU_TEST_SLOW_WRITE=1 "$WILDCPU" "${small[@]}" --seed 1 --out "$T/la" >"$T/la.log" 2>&1 &
-la=$!
-for _ in $(seq 1 300); do grep -q 'ckpt-00000001' "$T/la.log" 2>/dev/null && break; sleep 0.1; done
-"$WILDCPU" "${small[@]}" --seed 2 --out "$T/lb" >"$T/lb.log" 2>&1
-slb=$?
-kill -0 $la 2>/dev/null && la_running=yes || la_running=no
-wait $la
-sla=$?
-if [ $slb -eq 1 ] && [ $la_running = yes ] &&
+meet "$T/la" "$T/lb" 2
+if [ $sb -eq 1 ] && [ $running = yes ] &&
     grep -q "shared (the checkpoints of .*lb, through the link .*lb/checkpoints) is in use by another wildcpu run" "$T/lb.log" &&
-    [ $sla -eq 0 ] && [ "$(digest "$T/shared/ckpt-00000006.wcp")" = "$(digest "$T/alone/checkpoints/ckpt-00000006.wcp")" ]; then
+    [ $sa -eq 0 ] && [ "$(digest "$T/shared/ckpt-00000006.wcp")" = "$(digest "$T/alone/checkpoints/ckpt-00000006.wcp")" ]; then
     ok "two runs whose checkpoints link to one directory: the second refused (status 1, naming the link), the first ends as alone"
 else
-    notok "checkpoints linked to one directory" "status $slb (first running: $la_running), first $sla; $(grep -m1 error "$T/lb.log" | cut -c1-250)"
+    notok "checkpoints linked to one directory" "status $sb (first running: $running), first $sa; $(grep -m1 error "$T/lb.log" | cut -c1-250)"
+fi
+# another run directory's own checkpoints, reached through a link: D1/checkpoints is a link to
+# D2/checkpoints, a plain directory of D2. Whichever runs first, the other is refused (status 1,
+# naming the checkpoints and the holder), and the first ends as it would alone: each run locks
+# its checkpoints directory by its own .lock, link or not (D2's lock covered only D2/.lock)
+for first in real link; do
+    d=$T/own_$first
+    mkdir -p "$d/d2/checkpoints" "$d/d1"
+    ln -s "$d/d2/checkpoints" "$d/d1/checkpoints"
+    if [ $first = real ]; then a=$d/d2 b=$d/d1; else a=$d/d1 b=$d/d2; fi
+    meet "$a" "$b" 1 # the same settings: without the lock, the second resumed the first's run
+    if [ $first = real ]; then
+        want="own_real/d2/checkpoints (the checkpoints of .*own_real/d1, through the link .*own_real/d1/checkpoints) is in use by another wildcpu run (pid $pid on "
+    else
+        want="own_link/d2/checkpoints (the checkpoints of .*own_link/d2, which another run directory's checkpoints link to) is in use by another wildcpu run (pid $pid on "
+    fi
+    if [ $sb -eq 1 ] && [ $running = yes ] && grep -q "$want" "$b.log" && ! grep -q '^step' "$b.log" &&
+        [ $sa -eq 0 ] && [ "$(digest "$d/d2/checkpoints/ckpt-00000006.wcp")" = "$(digest "$T/alone/checkpoints/ckpt-00000006.wcp")" ]; then
+        ok "checkpoints linked to another run directory's own, the $first one running: the other refused (status 1), the first ends as alone"
+    else
+        notok "checkpoints linked to another run's own, $first first" "status $sb (first running: $running), first $sa; $(grep -m1 error "$b.log" | cut -c1-250)"
+    fi
+done
+# DIR/checkpoints a link to DIR itself ("." or its absolute path): the checkpoints are DIR's
+# files, under DIR's one lock (a second lock of it refused the run as another one); --fresh
+# keeps the link and moves them to DIR/replaced-<time>/ with the rest
+for target in dot abs; do
+    d=$T/self_$target
+    mkdir -p "$d"
+    if [ $target = dot ]; then ln -s . "$d/checkpoints"; else ln -s "$d" "$d/checkpoints"; fi
+    "$WILDCPU" "${small[@]}" --steps 2 --out "$d" >"$d.log" 2>&1
+    s1=$?
+    "$WILDCPU" "${small[@]}" --steps 2 --out "$d" --fresh >"$d.fresh" 2>&1
+    s2=$?
+    aside=$(ls -d "$d"/replaced-* 2>/dev/null)
+    if [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ -L "$d/checkpoints" ] && [ -f "$d/ckpt-00000002.wcp" ] &&
+        [ -n "$aside" ] && [ -f "$aside/ckpt-00000002.wcp" ] && [ -f "$aside/metrics.jsonl" ] &&
+        [ -n "$(digest "$d/ckpt-00000002.wcp")" ]; then
+        ok "DIR/checkpoints a link to DIR ($target): the run trains (status 0), --fresh keeps the link and sets the checkpoints aside"
+    else
+        notok "DIR/checkpoints a link to DIR ($target)" "status $s1 $s2, aside '$aside': $(grep -m1 error "$d.log" "$d.fresh" | cut -c1-250)"
+    fi
+done
+# --fresh with DIR/checkpoints a link to scratch: the link stays (moving it aside made the new
+# run write a plain DIR/checkpoints/ on DIR's own file system), the previous run's checkpoints
+# move to a replaced-<time>/ inside the scratch directory, the other files to DIR/replaced-<time>/
+d=$T/freshlink
+mkdir -p "$d" "$T/scratch_fl"
+ln -s ../scratch_fl "$d/checkpoints"
+"$WILDCPU" "${small[@]}" --steps 2 --out "$d" >"$d.log" 2>&1
+s1=$?
+"$WILDCPU" "${small[@]}" --steps 3 --out "$d" --fresh >"$d.fresh" 2>&1
+s2=$?
+aside=$(ls -d "$d"/replaced-* 2>/dev/null)
+if [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ "$(readlink "$d/checkpoints")" = ../scratch_fl ] &&
+    [ -n "$aside" ] && [ -f "$T/scratch_fl/${aside##*/}/ckpt-00000002.wcp" ] && [ -f "$aside/metrics.jsonl" ] &&
+    [ ! -e "$aside/checkpoints" ] && [ -f "$T/scratch_fl/${aside##*/}/ckpt-00000001.wcp" ] && [ -f "$T/scratch_fl/ckpt-00000003.wcp" ] &&
+    [ ! -e "$T/scratch_fl/ckpt-00000001.wcp" ] &&
+    grep -q "previous run's checkpoints are kept in .*freshlink/checkpoints/${aside##*/} (the link .*freshlink/checkpoints stays)" "$d.fresh"; then
+    ok "--fresh with checkpoints linked to scratch: the link stays, the old checkpoints go to a replaced-* on scratch"
+else
+    notok "--fresh with a checkpoints link" "status $s1 $s2, aside '$aside': $(ls -la "$d" "$T/scratch_fl" | tr '\n' ' ' | cut -c1-400)"
 fi
 if [ $s1 -eq 0 ] && [ "$(digest "$T/run/checkpoints/ckpt-00000024.wcp")" = "$ref" ] && [ -n "$ref" ] &&
     [ -z "$(ls -d "$T"/run/replaced-* 2>/dev/null)" ] && [ "$(grep -c '"type":"train"' "$T/run/metrics.jsonl")" -eq "$(grep -c '"type":"train"' "$T/ref/metrics.jsonl")" ]; then

@@ -4,8 +4,11 @@
  * Before a run: no input may be one of the run's files (a --tiles D/risk.tif with --out D would
  * be replaced by the map, or moved aside by --fresh); DIR is created and locked (DIR/.lock, held
  * by rank 0 until it exits: a second run into DIR meanwhile is refused, status 1);
- * DIR/checkpoints is created. --fresh moves the previous run's files to DIR/replaced-<time>/
- * once the data is open and planned (wc_rundir_set_aside).
+ * DIR/checkpoints is created and locked the same way by its own .lock, link or not (a run whose
+ * checkpoints link to the same directory is refused), unless it is DIR itself. --fresh moves
+ * the previous run's files to DIR/replaced-<time>/ once the data is open and planned
+ * (wc_rundir_set_aside); with DIR/checkpoints a link to a directory, the link stays and the
+ * checkpoint files move to a replaced-<time>/ inside that directory.
  *
  * DIR/STOPPED exists exactly when the last run of DIR ended with status 75 (stopped by a signal
  * with its checkpoint written, or stopped while drawing the map after the final one): a script
