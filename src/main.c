@@ -23,17 +23,31 @@
 #include "wildcpu/train.h"
 #include "wildcpu/util.h"
 
-static const char *USAGE =
-    "usage: wildcpu [train] --tiles PATH [options]     train, then write the risk map\n"
-    "       wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] "
-    "[--classes]\n"
+/* Each command's usage line(s), without the "usage: " or the indent of the list they make. */
+#define TRAIN_USAGE "wildcpu [train] --tiles PATH [options]     train, then write the risk map\n"
+#define PREDICT_USAGE                                                                          \
+    "wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] "  \
+    "[--classes]\n"                                                                            \
     "                       [--no-style] [--threads N]\n"
-    "       wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n"
-    "       wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B] "
-    "[--out metrics.json] [--map risk.tif]\n"
-    "       wildcpu info PATH                      a checkpoint file or a run directory\n"
-    "       wildcpu export --checkpoint PATH --out model.safetensors\n"
-    "       wildcpu --help | --version | COMMAND --help\n";
+#define SYNTH_USAGE "wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n"
+#define EVALUATE_USAGE                                                                         \
+    "wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B] "        \
+    "[--out metrics.json] [--map risk.tif]\n"                                                  \
+    "                       [--threads N]\n"
+#define INFO_USAGE "wildcpu info PATH                      a checkpoint file or a run directory\n"
+#define EXPORT_USAGE "wildcpu export --checkpoint PATH --out model.safetensors\n"
+#define USAGE_AGAIN "       " /* the indent of a usage line after the first */
+
+static const char *USAGE = "usage: " TRAIN_USAGE USAGE_AGAIN PREDICT_USAGE USAGE_AGAIN SYNTH_USAGE
+    USAGE_AGAIN EVALUATE_USAGE USAGE_AGAIN INFO_USAGE USAGE_AGAIN EXPORT_USAGE
+    USAGE_AGAIN "wildcpu --help | --version | COMMAND --help\n";
+
+/* What a usage error prints: every command's usage until the command is known, then that
+ * command's alone (each cmd_* sets it first), so that its message stands beside its usage. */
+static const char *usage_text;
+
+#define COMMAND_USAGE(name, lines)                                                             \
+    ("usage: " lines USAGE_AGAIN "wildcpu " name " --help\n")
 
 static const char *TRAIN_HELP =
     "wildcpu [train] --tiles PATH [options]\n"
@@ -107,7 +121,7 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     fprintf(stderr, "wildcpu: ");
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s", USAGE);
+    fprintf(stderr, "\n%s", usage_text ? usage_text : USAGE);
     return WC_EXIT_USAGE;
 }
 
@@ -324,6 +338,7 @@ static int cmd_train(int argc, char **argv) {
                                          {0, 0, 0, 0}};
     wc_train_config c;
     wc_train_config_default(&c);
+    usage_text = COMMAND_USAGE("train", TRAIN_USAGE);
     c.threads = 0; /* not given: default_threads() after the options */
     int lr_set = 0, wd_set = 0, oracle_set = 0;
     double lr = 0, wd = 0;
@@ -534,6 +549,7 @@ static int cmd_synth(int argc, char **argv) {
                                          {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     wc_synth_config c;
     wc_synth_config_default(&c);
+    usage_text = COMMAND_USAGE("synth", SYNTH_USAGE);
     c.out_dir = NULL;
     long v;
     optind = 1;
@@ -655,6 +671,7 @@ static int cmd_predict(int argc, char **argv) {
         {"cog", 0, 0, O_COG},         {"classes", 0, 0, O_CLASSES},
         {"threads", 1, 0, O_THREADS}, {"no-style", 0, 0, O_NO_STYLE},
         {"help", 0, 0, O_HELP},       {0, 0, 0, 0}};
+    usage_text = COMMAND_USAGE("predict", PREDICT_USAGE);
     return parse_map_command(argc, argv, opts, 0);
 }
 
@@ -668,10 +685,12 @@ static int cmd_evaluate(int argc, char **argv) {
                                          {"threads", 1, 0, O_THREADS},
                                          {"help", 0, 0, O_HELP},
                                          {0, 0, 0, 0}};
+    usage_text = COMMAND_USAGE("evaluate", EVALUATE_USAGE);
     return parse_map_command(argc, argv, opts, 1);
 }
 
 static int cmd_info(int argc, char **argv) {
+    usage_text = COMMAND_USAGE("info", INFO_USAGE);
     if (argc == 2 && strcmp(argv[1], "--help") == 0) {
         puts(
             "wildcpu info PATH\n\n"
@@ -693,6 +712,7 @@ static int cmd_export(int argc, char **argv) {
                                          {"help", 0, 0, O_HELP},
                                          {0, 0, 0, 0}};
     const char *ckpt = NULL, *out = NULL;
+    usage_text = COMMAND_USAGE("export", EXPORT_USAGE);
     optind = 1;
     opterr = 0;
     for (int o; (o = next_option(argc, argv, opts)) != -1;) {

@@ -125,6 +125,12 @@ runs["help"] = ["--help"]
 runs["-h"] = ["-h"]
 runs["version"] = ["--version"]
 runs["negative control"] = ["train", "--no-such-option", "--help"]
+# a usage error prints the message, then the usage of the command it was given to
+for cmd in sorted(cmd_fn):
+    runs["usage error " + cmd] = [cmd, "--no-such-option"] if cmd != "info" else [cmd, "a", "b"]
+runs["usage error evaluate --label-band 0"] = ["evaluate", "--tiles", "x", "--checkpoint", "x",
+                                               "--label-band", "0"]
+runs["usage error default"] = ["--no-such-option"]
 no_sample = []
 for cmd in sorted(cmd_fn):
     argv = [cmd]
@@ -190,6 +196,13 @@ rc, o, e = out["negative control"]
 result(rc == 2 and "unknown option --no-such-option" in e,
        "negative control: an option the program does not have is refused (status 2, 'unknown option')",
        "status %d: %s" % (rc, e))
+for k in sorted(k for k in runs if k.startswith("usage error ")):
+    rc, o, e = out[k]
+    cmd = runs[k][0] if runs[k][0] in cmd_fn else "train"
+    shown = re.findall(r"^(?:usage:)?\s+wildcpu (\S+)", e, re.M)
+    result(rc == 2 and e.startswith("wildcpu: ") and shown and {w.strip("[]") for w in shown} == {cmd},
+           "%s: status 2, the message, then %s's usage alone" % (k, cmd),
+           "wildcpu %s\nstatus %d: %s" % (" ".join(runs[k]), rc, e))
 version = re.search(r'#define WC_VERSION "([^"]+)"', read("include/wildcpu/util.h")).group(1)
 rc, o, e = out["version"]
 result(rc == 0 and o.strip() == "wildcpu " + version and "`wildcpu %s`" % version in doc,
