@@ -689,21 +689,29 @@ static int cmd_evaluate(int argc, char **argv) {
     return parse_map_command(argc, argv, opts, 1);
 }
 
+/* info: one PATH, which may start with '-' after "--" (as GNU tools take the end of options). */
 static int cmd_info(int argc, char **argv) {
+    static const struct option opts[] = {{"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
     usage_text = COMMAND_USAGE("info", INFO_USAGE);
-    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+    optind = 1;
+    opterr = 0;
+    for (int o; (o = next_option(argc, argv, opts)) != -1;) {
+        const char *name = argv[optind - 1];
+        if (o != O_HELP) return option_error(argv, name, "for info");
+        if (argc != 2) return usage_error("info --help takes nothing else");
         puts(
             "wildcpu info PATH\n\n"
             "Describes a checkpoint file (header, step, epoch, ranks that wrote it, data\n"
             "fingerprint, metrics, parameter digest), or lists a run directory's checkpoints with\n"
             "their validity, which one a rerun resumes from, and whether the directory's last run\n"
-            "was stopped by a signal (DIR/STOPPED).\n\n"
+            "was stopped by a signal (DIR/STOPPED). A PATH that starts with '-' follows '--'.\n\n"
             "exit status: 0 described, 1 PATH cannot be read or is a file that is not a usable\n"
             "checkpoint, 2 usage error");
         return WC_EXIT_OK;
     }
-    if (argc != 2) return usage_error("info takes exactly one PATH");
-    return wc_inspect_run(argv[1]);
+    if (argc - optind != 1) return usage_error("info takes exactly one PATH");
+    if (!*argv[optind]) return usage_error("info: empty path");
+    return wc_inspect_run(argv[optind]);
 }
 
 static int cmd_export(int argc, char **argv) {

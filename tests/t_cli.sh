@@ -131,6 +131,11 @@ for cmd in sorted(cmd_fn):
 runs["usage error evaluate --label-band 0"] = ["evaluate", "--tiles", "x", "--checkpoint", "x",
                                                "--label-band", "0"]
 runs["usage error default"] = ["--no-such-option"]
+runs["usage error info --no-such-option"] = ["info", "--no-such-option"]
+runs["usage error info ''"] = ["info", ""]
+# "--" ends the options: a directory named "-d" is described (0 checkpoints: status 0)
+os.makedirs(os.path.join(os.environ["T"], "-d"), exist_ok=True)
+runs["info -- -d"] = ["info", "--", "-d"]
 no_sample = []
 for cmd in sorted(cmd_fn):
     argv = [cmd]
@@ -153,7 +158,7 @@ def own_session(i):
     os.makedirs(d, exist_ok=True)
     return dict(os.environ, OMPI_MCA_orte_tmpdir_base=d)
 procs = {k: subprocess.Popen([prog] + a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=own_session(i))
+                             env=own_session(i), cwd=os.environ["T"])
          for i, (k, a) in enumerate(runs.items())}
 out = {}
 for k, p in procs.items():
@@ -196,6 +201,9 @@ rc, o, e = out["negative control"]
 result(rc == 2 and "unknown option --no-such-option" in e,
        "negative control: an option the program does not have is refused (status 2, 'unknown option')",
        "status %d: %s" % (rc, e))
+rc, o, e = out["info -- -d"]
+result(rc == 0 and o.startswith("-d: 0 checkpoints"), "info -- -d: '--' ends the options, -d is the PATH",
+       "status %d: %s%s" % (rc, o, e))
 for k in sorted(k for k in runs if k.startswith("usage error ")):
     rc, o, e = out[k]
     cmd = runs[k][0] if runs[k][0] in cmd_fn else "train"
