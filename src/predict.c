@@ -780,7 +780,8 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
 /* Rank 0: the metrics, printed and (with --out) made into one JSON object in *j, which
  * write_metrics writes once the map (with --map) is complete. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
-                         const char *source, wc_json *j) {
+                         const wc_score *score, wc_json *j) {
+    const char *source = wc_score_source(score);
     /* a pixel whose output is not finite is counted in bad_outputs, not in pixels */
     if (v->pixels == 0 && v->bad_outputs == 0) {
         wc_error("evaluate: no pixel of %s has both a label from %s and a prediction (the labels "
@@ -822,11 +823,16 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
     wc_json_object(j);
     wc_json_kstr(j, "wildcpu", WC_VERSION);
     wc_json_kstr(j, "created", ts);
-    wc_json_kstr(j, "tiles", cfg->tiles);
-    wc_json_kstr(j, "checkpoint", m->path);
+    /* absolute, as the map records them (riskmap.c): the file may be read from anywhere */
+    char tiles[4200], ckpt[4200], map[4200];
+    wc_path_absolute(cfg->tiles, tiles, sizeof tiles);
+    wc_path_absolute(m->path, ckpt, sizeof ckpt);
+    if (cfg->out) wc_path_absolute(cfg->out, map, sizeof map);
+    wc_json_kstr(j, "tiles", tiles);
+    wc_json_kstr(j, "checkpoint", ckpt);
     wc_json_kint(j, "checkpoint_step", m->step);
-    wc_json_kstr(j, "labels", source);
-    wc_json_kstr(j, "map", cfg->out);
+    wc_json_kstr(j, "labels", wc_score_record(score));
+    wc_json_kstr(j, "map", cfg->out ? map : NULL);
     wc_metrics_json_members(j, v, "");
     wc_json_knum(j, "base_rate", v->positive_rate);
     wc_metrics_json_calibration(j, "calibration", v);
@@ -932,7 +938,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
         wc_metrics met;
         wc_score_finish(mp.score, &met);
         if (rank == 0) {
-            status = report_scores(cfg, &met, &m, wc_score_source(mp.score), &scores);
+            status = report_scores(cfg, &met, &m, mp.score, &scores);
             scores_ok = status == WC_EXIT_OK;
         }
         if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)

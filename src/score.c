@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/infer.h"
 #include "wildcpu/labels.h"
 #include "wildcpu/util.h"
@@ -14,7 +15,7 @@
 struct wc_score {
     wc_raster labels; /* this rank's handle on the label raster (the tiles, or --labels') */
     int band;
-    char source[4400];
+    char source[4400], record[9000]; /* where the labels come from; record's paths absolute */
     wc_metrics_acc *acc;
     float *y;        /* (max_core) */
     uint8_t *use;    /* (max_core) */
@@ -41,6 +42,10 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
         s->band = lab.band;
         snprintf(s->source, sizeof s->source, "band %d of %s (from %s)", lab.band, lab.path,
                  labels);
+        char path[4200], from[4200];
+        wc_path_absolute(lab.path, path, sizeof path);
+        wc_path_absolute(labels, from, sizeof from);
+        snprintf(s->record, sizeof s->record, "band %d of %s (from %s)", lab.band, path, from);
         free(lab.path);
     } else {
         int by_number = 0;
@@ -50,9 +55,13 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
                                           1, &by_number);
             failed = s->band == 0;
         }
-        if (!failed)
-            snprintf(s->source, sizeof s->source, "band %d '%s' of %s", s->band,
-                     s->labels.bands[s->band - 1].name, tiles->path);
+        if (!failed) {
+            const char *name = s->labels.bands[s->band - 1].name;
+            char path[4200];
+            wc_path_absolute(tiles->path, path, sizeof path);
+            snprintf(s->source, sizeof s->source, "band %d '%s' of %s", s->band, name, tiles->path);
+            snprintf(s->record, sizeof s->record, "band %d '%s' of %s", s->band, name, path);
+        }
     }
     if (!failed) failed = wc_raster_check_coverage(&s->labels, &s->band, 1) != WC_OK;
     if (wc_dist_any(failed)) {
@@ -74,6 +83,8 @@ void wc_score_close(wc_score *s) {
 }
 
 const char *wc_score_source(const wc_score *s) { return s->source; }
+
+const char *wc_score_record(const wc_score *s) { return s->record; }
 
 const char *wc_score_labels_path(const wc_score *s) { return s->labels.path; }
 

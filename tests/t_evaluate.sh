@@ -95,6 +95,30 @@ s=$?
 [ $s -eq 0 ] && ls "$T/poly2"/labels-*.tif >/dev/null 2>&1 && ! ls labels-*.tif >/dev/null 2>&1 \
     && ok "--labels polygons without --out: rasterized beside --map" \
     || notok "polygons rasterized beside --map" "status $s: $(tail -2 "$T/poly2.log")"
+# Given relative paths, the metrics record them absolute, as the map's metadata does: the file is
+# read from anywhere (its directory, a notebook's), where a relative path leads elsewhere.
+mkdir -p "$T/rel"
+(cd "$T" && "$WILDCPU" evaluate --tiles other/tiles.vrt --checkpoint run --labels burn.geojson \
+    --out rel/m.json --map rel/risk.tif) >"$T/rel.log" 2>&1
+s=$?
+$PY - "$T/rel/m.json" "$T/rel/risk.tif" "$(cd "$T" && pwd -P)" <<'PY' >"$T/rel.check" 2>&1
+import json, os, sys
+from osgeo import gdal
+m, md, t = json.load(open(sys.argv[1])), gdal.Open(sys.argv[2]).GetMetadata(), sys.argv[3]
+want = {"tiles": t + "/other/tiles.vrt", "map": t + "/rel/risk.tif",
+        "checkpoint": md["checkpoint"], "labels": None}
+bad = ["%s: %r, want %r" % (k, m[k], v) for k, v in want.items() if v is not None and m[k] != v]
+if md["input"] != m["tiles"]: bad.append("the map's input %r, the metrics' tiles %r" % (md["input"], m["tiles"]))
+if not m["checkpoint"].startswith(t + "/run/"): bad.append("checkpoint %r" % m["checkpoint"])
+if " of %s/rel/labels-" % t not in m["labels"] or "(from %s/burn.geojson)" % t not in m["labels"]:
+    bad.append("labels %r" % m["labels"])
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+c=$?
+[ $s -eq 0 ] && [ $c -eq 0 ] \
+    && ok "relative --tiles, --checkpoint, --labels, --map: the metrics record them absolute, as the map" \
+    || notok "absolute paths in the metrics" "status $s: $(tail -3 "$T/rel.log"; cat "$T/rel.check")"
 
 # refusals
 "$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --label-band burned >"$T/bad1.log" 2>&1

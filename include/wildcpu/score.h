@@ -37,6 +37,9 @@ int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, co
 void wc_score_finish(wc_score *s, wc_metrics *out);
 /* A one-line description of where the labels come from ("band 13 'fire' of PATH"). */
 const char *wc_score_source(const wc_score *s);
+/* The same with its paths absolute (files.h's wc_path_absolute): what a metrics file records,
+ * meaningful wherever it is read, as the map's own record of its input is. */
+const char *wc_score_record(const wc_score *s);
 /* The raster the labels are read from: the tiles, --labels, or the raster derived from them. */
 const char *wc_score_labels_path(const wc_score *s);
 
