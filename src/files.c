@@ -410,6 +410,17 @@ int wc_check_path_length(const char *what, const char *path) {
     return WC_OK;
 }
 
+int wc_check_dir_length(const char *writer, const char *dir, size_t longest, const char *name) {
+    if (longest < WC_GDAL_PATH_BUFFER) return WC_OK;
+    const size_t dir_len = strlen(dir), extra = longest - dir_len;
+    wc_error("--out %.60s... is %zu bytes long: %s writes files below it up to %zu bytes longer "
+             "(%s's temporary name and sidecar), and GDAL takes paths shorter than %d bytes; give "
+             "an --out of at most %zu bytes (a relative one, or a shorter directory)",
+             dir, dir_len, writer, extra, name, WC_GDAL_PATH_BUFFER,
+             WC_GDAL_PATH_BUFFER - 1 - extra);
+    return WC_ERR;
+}
+
 int wc_refuse_symlink(const char *what, const char *path) {
     struct stat st;
     if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return WC_OK;

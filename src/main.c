@@ -591,6 +591,7 @@ static int cmd_synth(int argc, char **argv) {
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.out_dir) return usage_error("synth needs --out DIR");
+    if (wc_synth_check_out(&c) != WC_OK) return WC_EXIT_USAGE; /* a path, as the others' */
     if (wc_dist_rank() != 0) return WC_EXIT_OK; /* one writer */
     return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
 }

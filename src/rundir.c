@@ -84,17 +84,7 @@ static int check_inputs(const wc_train_config *cfg) {
         if (n > longest) longest = n, longest_file = i;
     }
     /* the map at the end of the run goes through GDAL: its path must fit GDAL's buffers */
-    const size_t out_len = strlen(cfg->out_dir), extra = longest - out_len;
-    int rc = WC_OK;
-    if (longest >= WC_GDAL_PATH_BUFFER) {
-        wc_error("--out %.60s... is %zu bytes long: the run writes files below it up to %zu bytes "
-                 "longer (%s's temporary name and sidecar), and GDAL takes paths shorter than %d "
-                 "bytes; give an --out of at most %zu bytes (a relative one, or a shorter "
-                 "directory)",
-                 cfg->out_dir, out_len, extra, RUN_FILES[longest_file].name, WC_GDAL_PATH_BUFFER,
-                 WC_GDAL_PATH_BUFFER - 1 - extra);
-        rc = WC_ERR;
-    }
+    int rc = wc_check_dir_length("the run", cfg->out_dir, longest, RUN_FILES[longest_file].name);
     /* a linked checkpoints directory stays where it is (set_aside_linked_checkpoints) */
     struct stat st;
     const int moves = cfg->fresh && !(lstat(paths[0], &st) == 0 && S_ISLNK(st.st_mode));

@@ -55,9 +55,34 @@ static wc_dtype band_type(int band) {
                                       : WC_DT_FLOAT32;
 }
 
-static char *tile_path(const writer *w, int row, int col, int group) {
+static char *tile_path(const char *dir, int row, int col, int group) {
     return wc_strdup(
-        CPLSPrintf("%s/tiles/r%02d_c%02d_%s.tif", w->dir, row, col, group_suffix[group]));
+        CPLSPrintf("%s/tiles/r%02d_c%02d_%s.tif", dir, row, col, group_suffix[group]));
+}
+
+/* out_dir without its trailing slashes (the root stays "/"). */
+static char *trimmed_dir(const char *out_dir) {
+    char *dir = wc_strdup(out_dir);
+    for (size_t len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--) dir[len - 1] = 0;
+    return dir;
+}
+
+int wc_synth_check_out(const wc_synth_config *cfg) {
+    char *dir = trimmed_dir(cfg->out_dir);
+    const int last = (cfg->size + cfg->tile - 1) / cfg->tile - 1; /* the widest row, column */
+    char *files[] = {tile_path(dir, last, last, GROUP_F32), tile_path(dir, last, last, GROUP_I16),
+                     wc_strdup(CPLSPrintf("%s/oracle_risk.tif", dir)),
+                     wc_strdup(CPLSPrintf("%s/tiles.vrt", dir))};
+    size_t longest = 0;
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        const size_t n = wc_path_derived_length(files[i]);
+        if (n > longest) longest = n, name = files[i] + strlen(dir) + 1;
+    }
+    const int rc = wc_check_dir_length("synth", cfg->out_dir, longest, name);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) free(files[i]);
+    free(dir);
+    return rc;
 }
 
 /* Name, unit and nodata of a band, as the VRT and the tiles both carry them. */
@@ -100,7 +125,7 @@ static wc_rwriter *create_tiff(writer *w, const char *path, int xsize, int ysize
 static int write_tile(writer *w, int row, int col, int group, int x0, int y0, int xs, int ys) {
     const wc_synth_region *r = w->region;
     size_t s = (size_t)r->size, m = s * s;
-    char *path = tile_path(w, row, col, group);
+    char *path = tile_path(w->dir, row, col, group);
     wc_rwriter *out = create_tiff(w, path, xs, ys, group_count[group], group_type[group], x0, y0);
     free(path);
     if (!out) return WC_ERR;
@@ -152,7 +177,7 @@ static int add_row_sources(writer *w, GDALDatasetH vrt, const char *path, int tr
         for (int group = 0; group < NGROUPS && rc == WC_OK; group++) {
             int x0 = tc * tile, y0 = tr * tile;
             int xs = WC_MIN(tile, r->size - x0), ys = WC_MIN(tile, r->size - y0);
-            char *src_path = tile_path(w, tr, tc, group);
+            char *src_path = tile_path(w->dir, tr, tc, group);
             GDALDatasetH src = GDALOpen(src_path, GA_ReadOnly);
             if (!src) {
                 wc_error("synth: cannot open %s to build %s: %s", src_path, path, why(&w->err));
@@ -217,9 +242,8 @@ int wc_synth_write(const wc_synth_config *cfg) {
                  WC_SYNTH_MIN_SIZE, WC_SYNTH_MAX_SIZE);
         return WC_ERR;
     }
-    writer w = {.cfg = cfg};
-    w.dir = wc_strdup(cfg->out_dir);
-    for (size_t len = strlen(w.dir); len > 1 && w.dir[len - 1] == '/'; len--) w.dir[len - 1] = 0;
+    if (wc_synth_check_out(cfg) != WC_OK) return WC_ERR;
+    writer w = {.cfg = cfg, .dir = trimmed_dir(cfg->out_dir)};
     char *tiles_dir = wc_strdup(CPLSPrintf("%s/tiles", w.dir));
     if (wc_mkdir_p(tiles_dir) != WC_OK) {
         wc_error("synth: cannot create directory %s: %s", tiles_dir, strerror(errno));

@@ -58,6 +58,19 @@ mkdir -p "$long"
 expect "--out too long for GDAL, refused before training" 2 "--out .* is [0-9]+ bytes long: the run writes files below it up to [0-9]+ bytes longer .*give an --out of at most [0-9]+ bytes" -- \
     --tiles "$SAMPLE" --out "$long/run" --steps 2 --batch 4 --micro-batch 2
 [ ! -e "$long/run" ] && ok "... and nothing was created" || notok "a refused --out was created"
+# synth likewise, for the longest file it writes (a tile's temporary name): at 2035 bytes it
+# wrote a region GDAL could not open ("Destination buffer too small"), status 0; the longest
+# --out the message gives writes a region that opens
+out=${long:0:2035}
+expect "synth --out too long for GDAL, refused" 2 "--out .* is 2035 bytes long: synth writes files below it up to [0-9]+ bytes longer \(tiles/r01_c01_f32.tif's .*give an --out of at most [0-9]+ bytes" -- \
+    synth --out "$out" --size 64 --tile 32
+fits=$(grep -Eo "at most [0-9]+ bytes" "$T/err" | grep -Eo "[0-9]+")
+[ ! -e "$out" ] && ok "... and nothing was created" || notok "a refused synth --out was created"
+out=${long:0:${fits:-1}}
+"$WILDCPU" synth --out "$out" --size 64 --tile 32 >"$T/fits.log" 2>&1 &&
+    $PY -c 'import sys; from osgeo import gdal; gdal.UseExceptions(); gdal.Open(sys.argv[1]).ReadAsArray()' "$out/tiles.vrt" \
+    && ok "synth --out of the ${fits:-?} bytes it gives: a region GDAL opens" \
+    || notok "synth --out of the length it gives" "$(tail -2 "$T/fits.log")"
 
 # a pipe with no writer (GDAL, or reading it, would wait for ever), a device (read without
 # end), a spec file far beyond the spec's limit (not read into memory): refused at once

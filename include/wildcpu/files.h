@@ -86,6 +86,10 @@ int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *w
  * (2048 bytes: a longer path fails inside GDAL, after the work) and, for its file name, within
  * the file system's NAME_MAX. WC_OK, or WC_ERR after a message naming the output and the limit. */
 int wc_check_path_length(const char *what, const char *path);
+/* The same for a directory written by `writer` ("the run", "synth"): longest is the longest
+ * wc_path_derived_length of the files below dir, name the file's name relative to it. WC_OK, or
+ * WC_ERR after a message giving the longest --out that fits. */
+int wc_check_dir_length(const char *writer, const char *dir, size_t longest, const char *name);
 /* GDAL forms file names in buffers of this size (CPLFormFilename and its kin) and fails past it. */
 #define WC_GDAL_PATH_BUFFER 2048
 /* The length of the longest name written for an output at path (its temporary name with a

@@ -96,5 +96,10 @@ void wc_synth_region_destroy(wc_synth_region *r);
  *   oracle_risk.tif         the true burn probability (Float32), not part of the mosaic
  * Returns WC_OK, or WC_ERR after logging a message that names the file involved. */
 int wc_synth_write(const wc_synth_config *cfg);
+/* Whether every file wc_synth_write writes under cfg->out_dir (the longest: the last tile's
+ * temporary name with GDAL's sidecar suffix) fits GDAL's path buffers (files.h's
+ * WC_GDAL_PATH_BUFFER): a longer one makes a region nothing can open. WC_OK, or WC_ERR after a
+ * message giving the longest --out that fits. wc_synth_write checks it first. */
+int wc_synth_check_out(const wc_synth_config *cfg);
 
 #endif
