@@ -227,9 +227,10 @@ static void turn_scratch_free(struct wc_turn_scratch *t) {
     free(t);
 }
 
-/* The labels, and valid = 0 where the label is nodata, of a raw sample of side x side pixels. */
+/* The labels, and valid = 0 where the label is nodata, of a raw sample of side x side pixels;
+ * each label not nodata added to tally (planning's, else NULL). */
 static void decode_labels(const wc_dataset *ds, const void *raw, int side, float *y,
-                          uint8_t *valid) {
+                          uint8_t *valid, wc_label_tally *tally) {
     const size_t pp = (size_t)side * side;
     const wc_band *bands = ds->files.src.bands;
     const wc_band *lb;
@@ -251,15 +252,16 @@ static void decode_labels(const wc_dataset *ds, const void *raw, int side, float
         double v = wc_dtype_get(lraw, ltype, loff + i);
         valid[i] = !wc_band_is_nodata(lb, v);
         y[i] = v > 0 ? 1.0f : 0.0f;
+        if (tally && valid[i]) wc_label_tally_add(tally, v);
     }
 }
 
 /* The labels and the validity that nodata decides, for a raw sample of side x side pixels. */
 static void decode_labels_and_nodata(const wc_dataset *ds, const void *raw, int side, float *y,
-                                     uint8_t *valid) {
+                                     uint8_t *valid, wc_label_tally *tally) {
     const size_t pp = (size_t)side * side;
     const wc_band *bands = ds->files.src.bands;
-    decode_labels(ds, raw, side, y, valid);
+    decode_labels(ds, raw, side, y, valid, tally);
     for (int c = 0; c < ds->nfeat; c++) {
         const wc_band *b = &bands[ds->feat_bands[c] - 1];
         for (size_t i = 0; i < pp; i++)
@@ -311,7 +313,7 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
     int *from = t->from;
     for (int f = 0; f < nf; f++) wc_augment_channel(&ds->aug, s.orient, f, &from[f], &sign[f]);
     /* the window's values, unpacked once; a pixel with any nodata feature is invalid */
-    decode_labels(ds, raw, Q, wy, wv);
+    decode_labels(ds, raw, Q, wy, wv, NULL);
     for (int f = 0; f < nf; f++) {
         const wc_band *b = &ds->files.src.bands[ds->feat_bands[f] - 1];
         double *wf = wd + (size_t)f * qq;
@@ -387,7 +389,7 @@ long wc_dataset_decode(const wc_dataset *ds, const void *raw, wc_sample s, const
         WC_ASSERT(!oracle); /* turned samples train; oracles are for validation */
         resample_turned(ds, raw, s, mean, std, x, y, valid);
     } else {
-        decode_labels_and_nodata(ds, raw, ds->P, y, valid);
+        decode_labels_and_nodata(ds, raw, ds->P, y, valid, NULL);
         normalize_unturned(ds, raw, s.orient, mean, std, x, valid);
     }
     /* a pixel a later feature made invalid still holds the earlier features' values */
@@ -725,18 +727,32 @@ static uint64_t plan_bytes(const wc_dataset *ds, long mine, long kept) {
     return sat_add(sat_add(grid, sat_add(flags, sat_mul((uint64_t)kept, per_kept))), one);
 }
 
+/* Where the labels come from, for messages: "band N 'NAME' of TILES", or "band N of RASTER
+ * (from LABELS)" when --labels was made into a raster on the grid. */
+static void label_source(const wc_dataset *ds, char *out, size_t size) {
+    if (!ds->label_path) {
+        snprintf(out, size, "band %d '%s' of %s", ds->label_band,
+                 ds->files.src.bands[ds->label_band - 1].name, ds->tiles_path);
+        return;
+    }
+    const int derived = ds->cfg.labels && strcmp(ds->cfg.labels, ds->label_path) != 0;
+    snprintf(out, size, "band %d of %s%s%s%s", ds->label_band, ds->label_path,
+             derived ? " (from " : "", derived ? ds->cfg.labels : "", derived ? ")" : "");
+}
+
 /* Reads patch id and computes what planning learns from it: its valid and burned pixels, and
  * the moments of each feature over its valid pixels (m: nfeat of them). A window GDAL knows to be
  * nodata (known_empty: a mostly empty mosaic's holes, wc_raster_empty_cells) is not read:
  * reading would find no valid pixel, which is what it counts. */
 static int plan_patch(wc_dataset *ds, long id, int known_empty, void *raw, float *y,
-                      uint8_t *valid, patch_count *pc, moments *m, int64_t *huge) {
+                      uint8_t *valid, patch_count *pc, moments *m, int64_t *huge,
+                      wc_label_tally *tally) {
     *pc = (patch_count){0, 0};
     memset(huge, 0, sizeof(int64_t) * (size_t)ds->nfeat);
     if (known_empty) return WC_OK;
     const wc_sample unshifted = {.id = (uint32_t)id};
     if (wc_dataset_read_patch(ds, &ds->files, unshifted, raw, 0) != WC_OK) return WC_ERR;
-    decode_labels_and_nodata(ds, raw, ds->P, y, valid);
+    decode_labels_and_nodata(ds, raw, ds->P, y, valid, tally);
     const size_t pp = (size_t)ds->P * ds->P;
     for (size_t i = 0; i < pp; i++) {
         pc->valid += valid[i];
@@ -816,6 +832,7 @@ static int plan(wc_dataset *ds) {
     int64_t *huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
     int64_t *patch_huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
     const long most = largest_share(ds->npatches, R);
+    wc_label_tally tally = WC_LABEL_TALLY_INIT; /* every label of this rank's share */
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
     int status = WC_OK, agreed = PLAN_OK;
     const double t0 = wc_now();
@@ -824,7 +841,7 @@ static int plan(wc_dataset *ds) {
         if (j < nmine && status == WC_OK) {
             patch_count pc;
             status = plan_patch(ds, lo + j, empty[lo + j - row0 * ds->cols], raw, y, valid, &pc,
-                                patch_mom, patch_huge);
+                                patch_mom, patch_huge, &tally);
             share.kept[j] = status == WC_OK && pc.valid >= min_valid && pc.valid > 0;
             if (share.kept[j]) share_add(&share, ds->nfeat, &pc, patch_mom);
             for (int c = 0; share.kept[j] && c < ds->nfeat; c++) huge[c] += patch_huge[c];
@@ -854,6 +871,9 @@ static int plan(wc_dataset *ds) {
         return agreed;
     }
     wc_dist_sum_i64(huge, ds->nfeat);
+    char source[8600];
+    label_source(ds, source, sizeof source);
+    wc_label_tally_say(&tally, source);
     /* Kept flags: every rank needs all of them for the split. */
     size_t *counts = WC_ALLOC(sizeof(size_t) * R);
     for (int r = 0; r < R; r++) {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <gdal.h>
 #include <gdal_utils.h>
+#include <inttypes.h>
 #include <math.h>
 #include <ogr_api.h>
 #include <ogr_srs_api.h>
@@ -1002,4 +1003,33 @@ int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *ba
     out->band = msg.band;
     out->source_band = msg.source;
     return WC_OK;
+}
+
+void wc_label_tally_say(wc_label_tally *t, const char *source) {
+    int64_t n[2] = {t->labelled, t->other};
+    double range[2] = {t->hi, -t->lo};
+    wc_dist_sum_i64(n, 2);
+    wc_dist_max_f64(range, 2);
+    if (wc_dist_rank() != 0 || n[1] == 0) return;
+    const double hi = range[0], lo = -range[1];
+    char values[64], nodata[160] = "";
+    if (lo == hi)
+        snprintf(values, sizeof values, "all %g", hi);
+    else
+        snprintf(values, sizeof values, "from %g to %g", lo, hi);
+    /* a whole number above 1 may be a nodata value nobody declared (255, 65535, 9999) */
+    if (hi > 1 && hi == floor(hi))
+        snprintf(nodata, sizeof nodata,
+                 "If %g marks pixels without a label, declare it the band's nodata (gdal_edit.py "
+                 "-a_nodata %g). ",
+                 hi, hi);
+    wc_warn("labels %s: %" PRId64 " of the %" PRId64 " labelled pixels read (%.2f%%) are neither "
+            "0 nor 1 (%s), and count as %s (a label > 0 is burned, any other unburned). %sIf "
+            "the labels are a percentage, a probability or a count, threshold them into 0 and 1 "
+            "(gdal_calc.py --calc='A>=50', say)",
+            source, n[1], n[0], 100.0 * (double)n[1] / (double)n[0], values,
+            lo > 0    ? "burned"
+            : hi <= 0 ? "unburned"
+                      : "burned where > 0",
+            nodata);
 }

@@ -21,6 +21,7 @@ struct wc_score {
     uint8_t *use;    /* (max_core) */
     double *scratch; /* (max_core) */
     int64_t max_core;
+    wc_label_tally tally; /* the labels this rank read */
 };
 
 wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *label_band,
@@ -28,6 +29,7 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
     *stopped = 0;
     wc_score *s = WC_CALLOC(1, sizeof *s);
     s->max_core = max_core;
+    s->tally = (wc_label_tally)WC_LABEL_TALLY_INIT;
     int failed = 0;
     if (labels) {
         wc_labels lab = {0};
@@ -40,12 +42,15 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
         }
         failed = wc_raster_open(&s->labels, lab.path) != WC_OK;
         s->band = lab.band;
-        snprintf(s->source, sizeof s->source, "band %d of %s (from %s)", lab.band, lab.path,
-                 labels);
+        /* "(from ...)" for a raster derived from --labels, not for --labels itself */
+        const int derived = strcmp(lab.path, labels) != 0;
+        snprintf(s->source, sizeof s->source, "band %d of %s%s%s%s", lab.band, lab.path,
+                 derived ? " (from " : "", derived ? labels : "", derived ? ")" : "");
         char path[4200], from[4200];
         wc_path_absolute(lab.path, path, sizeof path);
         wc_path_absolute(labels, from, sizeof from);
-        snprintf(s->record, sizeof s->record, "band %d of %s (from %s)", lab.band, path, from);
+        snprintf(s->record, sizeof s->record, "band %d of %s%s%s%s", lab.band, path,
+                 derived ? " (from " : "", derived ? from : "", derived ? ")" : "");
         free(lab.path);
     } else {
         int by_number = 0;
@@ -98,6 +103,7 @@ int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, co
     const wc_band *lb = &s->labels.bands[s->band - 1];
     for (size_t i = 0; i < n; i++) {
         const int labelled = !wc_band_is_nodata(lb, s->scratch[i]);
+        if (labelled) wc_label_tally_add(&s->tally, s->scratch[i]);
         s->y[i] = s->scratch[i] > 0 ? 1.0f : 0.0f; /* labels.h: > 0 is burned */
         if (labelled && px[i] == WC_PX_BAD) s->acc->bad_outputs++;
         s->use[i] = labelled && px[i] == WC_PX_VALID;
@@ -108,5 +114,6 @@ int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, co
 
 void wc_score_finish(wc_score *s, wc_metrics *out) {
     wc_dist_sum_i64((int64_t *)s->acc, wc_metrics_acc_words());
+    wc_label_tally_say(&s->tally, s->source);
     wc_metrics_compute(out, s->acc);
 }

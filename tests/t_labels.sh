@@ -583,4 +583,57 @@ PY
     *) notok "$p.geojson across the antimeridian" "$same: $(grep -h -E 'error|labels:' "$T/$p.log" | head -2)" ;;
     esac
 done
+
+# --- labels neither 0 nor 1 (an undeclared nodata 255, percentages, a probability): each counts
+# as burned (> 0), as documented, with one warning per labels source naming it, how many pixels
+# (counted by hand: no raster here is sparse, so planning reads every pixel of the 16 patches),
+# their values and what to do; the same on 1 and 2 ranks, in training and evaluate alike.
+# evaluate reads every pixel of the grid: its count is the hand count (training's, the pixels of
+# the patches planning reads, is fewer)
+$PY - "$T" <<'PY' >"$T/odd.log" 2>&1 || notok "making the odd label rasters" "$(tail -3 "$T/odd.log")"
+import sys
+import numpy as np
+from osgeo import gdal
+d = sys.argv[1]
+t = gdal.Open(d + "/tiles.tif")
+fire = (t.GetRasterBand(3).ReadAsArray() == 1).astype(np.float64)
+rows = np.arange(128)[:, None] % 5 == 0
+def write(name, a, typ):
+    ds = gdal.GetDriverByName("GTiff").Create(f"{d}/{name}.tif", 128, 128, 1, typ)
+    ds.SetGeoTransform(t.GetGeoTransform())
+    ds.SetProjection(t.GetProjection())
+    ds.GetRasterBand(1).WriteArray(a)
+    print(name, int(((a != 0) & (a != 1)).sum()))
+write("ok01", fire, gdal.GDT_Byte)
+write("u255", np.where(rows & (fire == 0), 255, fire), gdal.GDT_Byte)
+write("pct", np.where(rows, 37, 100) * fire, gdal.GDT_Byte)
+write("prob", 0.3 * fire, gdal.GDT_Float32)
+PY
+odd() { grep -c "warning: labels .* are neither 0 nor 1" "$1"; }
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/ok01.tif" --out "$T/ok01" "${train[@]}" >"$T/ok01.log" 2>&1
+[ $? -eq 0 ] && [ "$(odd "$T/ok01.log")" -eq 0 ] && ok "labels of 0 and 1 alone: no warning" \
+    || notok "labels of 0 and 1" "$(grep -m2 'warning\|error' "$T/ok01.log")"
+for c in "u255:all 255.*-a_nodata 255" "pct:from 37 to 100.*-a_nodata 100" "prob:all 0.3\), and count as burned"; do
+    l=${c%%:*} want=${c#*:}
+    "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/$l.tif" --out "$T/odd-$l" "${train[@]}" >"$T/$l.log" 2>&1
+    s=$?
+    [ $s -eq 0 ] && [ "$(odd "$T/$l.log")" -eq 1 ] &&
+        grep -Eq "labels band 1 of $T/$l.tif: [1-9][0-9]* of the [0-9]+ labelled pixels read \(.*\) are neither 0 nor 1 \($want.*threshold them into 0 and 1" "$T/$l.log" \
+        && ok "training on $l.tif: one warning (${want%%\\*})" \
+        || notok "training on labels $l.tif" "status $s: $(grep -m2 'warning\|error' "$T/$l.log")"
+done
+if [ "$(odd "$T/prob.log")" -eq 1 ] && grep -q "a_nodata" "$T/prob.log"; then
+    notok "a fraction is no nodata value" "$(grep -m1 a_nodata "$T/prob.log")"
+fi
+mpirun_n 2 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/u255.tif" --out "$T/odd-u255-2" "${train[@]}" >"$T/u255-2.log" 2>&1
+for n in 1 2; do
+    mpirun_n $n "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/u255.tif" >"$T/eu$n.log" 2>&1 ||
+        notok "evaluate with labels u255.tif on $n rank(s)" "$(tail -2 "$T/eu$n.log")"
+done
+line() { grep -h "are neither 0 nor 1" "$@" | sed 's/^wildcpu\(\[rank 0\]\)\?: //'; }
+[ "$(odd "$T/u255-2.log")" -eq 1 ] && [ "$(line "$T/u255-2.log")" = "$(line "$T/u255.log")" ] &&
+    [ "$(odd "$T/eu1.log")" -eq 1 ] && [ "$(odd "$T/eu2.log")" -eq 1 ] && [ "$(line "$T/eu1.log")" = "$(line "$T/eu2.log")" ] &&
+    line "$T/eu1.log" | grep -q "labels band 1 of $T/u255.tif: $(awk '$1 == "u255" {print $2}' "$T/odd.log") of the 16384" \
+    && ok "labels u255.tif: training and evaluate warn once, the same on 1 and 2 ranks" \
+    || notok "the warning on 2 ranks, and evaluate's" "$(grep -h 'neither 0 nor 1' "$T/u255.log" "$T/u255-2.log" "$T/eu1.log" "$T/eu2.log" | cut -c1-150)"
 finish

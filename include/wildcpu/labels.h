@@ -23,9 +23,16 @@
  * polygons, perimeters that do not overlap the tiles, a band that does not exist (listing the
  * bands that do).
  *
- * Not here: reading labels (dataset.h). */
+ * A label > 0 is burned, any other unburned. Labels that are neither 0 nor 1 (an undeclared
+ * nodata such as 255, percentages, probabilities) are counted as they are read, and said once
+ * per labels source (wc_label_tally).
+ *
+ * Not here: reading labels (dataset.h, score.h). */
 #ifndef WILDCPU_LABELS_H
 #define WILDCPU_LABELS_H
+
+#include <math.h>
+#include <stdint.h>
 
 #include "wildcpu/raster.h"
 
@@ -52,5 +59,27 @@ typedef struct wc_labels {
  * with out->stopped set. Otherwise WC_OK with out filled, or WC_ERR after an error message. */
 int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *band_name,
                       const char *work_dir, wc_labels *out);
+
+/* The labels read that are neither 0 nor 1, counted while they are read (no second pass):
+ * wc_label_tally_add on each label that is not nodata, then wc_label_tally_say once. */
+typedef struct wc_label_tally {
+    int64_t labelled; /* labels read (not nodata) */
+    int64_t other;    /* of those, neither 0 nor 1 */
+    double lo, hi;    /* the smallest and largest of the others */
+} wc_label_tally;
+#define WC_LABEL_TALLY_INIT {0, 0, INFINITY, -INFINITY}
+
+static inline void wc_label_tally_add(wc_label_tally *t, double label) {
+    t->labelled++;
+    if (label == 0 || label == 1) return;
+    t->other++;
+    if (label < t->lo) t->lo = label;
+    if (label > t->hi) t->hi = label;
+}
+
+/* Collective: sums every rank's tally (each read its own part of the labels: the sum is the
+ * same on any number of ranks), then rank 0 warns when some labels are neither 0 nor 1, naming
+ * `source` (the labels' file and band), how many, their range, and what to do. */
+void wc_label_tally_say(wc_label_tally *t, const char *source);
 
 #endif
