@@ -206,6 +206,7 @@ static void ties(wc_metrics *out, const wc_metrics_acc *acc, int64_t P, int64_t 
     for (int i = 0; i < WC_METRICS_BINS; i++) {
         out->bins_used += acc->pos[i] + acc->neg[i] > 0;
         if (!acc->pos[i] || !acc->neg[i]) continue;
+        out->tied_bins++;
         out->tied_pixels += acc->pos[i] + acc->neg[i];
         pairs += (double)acc->pos[i] * (double)acc->neg[i];
     }
@@ -218,9 +219,10 @@ int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size) {
              "%lld of the %lld labelled pixels share a probability bin with pixels of the other "
              "class (%lld bin%s hold%s them all): %.3g%% of the burned/unburned pairs are ties, so "
              "AUC-PR, ROC-AUC and best F1 measure ties more than the ranking (the map's "
-             "probabilities are nearly equal, or beyond 1e-16 of 0 or 1)",
-             (long long)m->tied_pixels, (long long)m->pixels, (long long)m->bins_used,
-             m->bins_used == 1 ? "" : "s", m->bins_used == 1 ? "s" : "", 100 * m->tied_pairs);
+             "probabilities are nearly equal, below 1e-16, or within 6e-8 of 1, where a float "
+             "holds few values)",
+             (long long)m->tied_pixels, (long long)m->pixels, (long long)m->tied_bins,
+             m->tied_bins == 1 ? "" : "s", m->tied_bins == 1 ? "s" : "", 100 * m->tied_pairs);
     return 1;
 }
 

@@ -834,8 +834,9 @@ static void test_ties_note(void) {
     const float y[4] = {1, 0, 0, 1};
     wc_metrics_add_probs(acc, flat, y, NULL, 4, 1.0f);
     wc_metrics_compute(&m, acc);
-    CHECK(m.tied_pairs == 0.5 && m.tied_pixels == 3 && m.bins_used == 2 &&
-              wc_metrics_ties_note(&m, note, sizeof note) && strstr(note, "3 of the 4 labelled"),
+    CHECK(m.tied_pairs == 0.5 && m.tied_pixels == 3 && m.bins_used == 2 && m.tied_bins == 1 &&
+              wc_metrics_ties_note(&m, note, sizeof note) && strstr(note, "3 of the 4 labelled") &&
+              strstr(note, "(1 bin holds them all)"),
           "constant map: tied %g, %lld pixels, %lld bins: %s", m.tied_pairs,
           (long long)m.tied_pixels, (long long)m.bins_used, note);
     NOTE("%s", note);

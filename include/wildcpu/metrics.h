@@ -32,6 +32,10 @@
  * bins); p log-uniform in [1e-5, 0.1], AP within 7e-6 and ROC-AUC within 1.1e-7 (1e-5 with
  * equal bins); p near 1e-4 with a perfect ranking, and logits of 16 to 36 in magnitude (p below
  * 1e-7 or above 1 - 1e-7), exact to 3e-6 (equal bins gave AP 0.23 for 1 and ROC-AUC 0.70 for 0.80).
+ * Validation and evaluate bin the map's probabilities as floats (wc_metrics_add_probs): near 1
+ * a float holds few values (1 - 2^-24 is the last below 1: every logit above about 17 reads as
+ * 1.0f), so there only the logit path (wc_metrics_add_logits) resolves what the bins can; near
+ * 0 a float resolves p down to about 1e-38, beyond the bins' 2^-53.
  *
  * Fixed point (overflow-free for up to 2^31 pixels, with a factor 2 to spare):
  *   loss_fx:  units of 2^-20 nats; a pixel's loss is clamped to WC_METRICS_LOSS_MAX = 2048 nats,
@@ -130,7 +134,7 @@ typedef struct wc_metrics {
      * any pixel. Informative maps measure below 3e-5 (tests/test_metrics.c); above
      * WC_METRICS_TIE_WARN the ranking metrics describe ties more than the map's ranking. */
     double tied_pairs;
-    int64_t tied_pixels, bins_used;
+    int64_t tied_pixels, tied_bins, bins_used; /* tied_bins: those holding both classes */
     /* reliability (calibration): the probabilities in WC_METRICS_CAL_BINS bins made of whole
      * histogram bins; bin k holds the histogram bins whose lower edge is in [k/10, (k+1)/10),
      * so its bounds are k/10 rounded up to a multiple of 2^-16 (0.1 falls inside the histogram
