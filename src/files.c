@@ -421,7 +421,11 @@ int wc_check_dir_length(const char *writer, const char *dir, size_t longest, con
     return WC_ERR;
 }
 
-int wc_refuse_symlink(const char *what, const char *path) {
+/* WC_ERR after a message naming its target when path is a symbolic link: a file replaced by a
+ * rename (every output: wc_atomic_open, GDAL's through rwriter) would replace the link itself
+ * and leave its target as it was. wc_check_output_path (and through it the run directory's
+ * checks before training) and wc_atomic_open call it. */
+static int refuse_symlink(const char *what, const char *path) {
     struct stat st;
     if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return WC_OK;
     /* the commit's rename would replace the link by a file, its target left as it was (a
@@ -464,7 +468,7 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
                      what, path, inputs[i]);
             return WC_EXIT_USAGE;
         }
-    if (wc_refuse_symlink(what, path) != WC_OK) return WC_EXIT_USAGE;
+    if (refuse_symlink(what, path) != WC_OK) return WC_EXIT_USAGE;
     char *dir = wc_dir_of(path);
     const char *d = dir;
     int status = WC_EXIT_OK;
@@ -558,7 +562,7 @@ int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {
                  path);
         return WC_ERR;
     }
-    if (wc_refuse_symlink("output", path) != WC_OK) return WC_ERR;
+    if (refuse_symlink("output", path) != WC_OK) return WC_ERR;
     a->path = wc_strdup(path);
     a->tmp = wc_temp_path(path, "tmp");
     a->f = fopen(a->tmp, mode);

@@ -828,11 +828,6 @@ static void check_source_extent(const char *mosaic, const char *path, GDALDatase
                 mosaic, file, round(dx * 10) / 10 + 0.0, round(dy * 10) / 10 + 0.0, path);
 }
 
-/* The sources of the VRT `path` (one of a mosaic's, perhaps nested) against the VRT's bands:
- * check_source_band and check_source_extent. Each source file is opened once, for all the
- * bands that read it; with more than MAX sources, MAX spread over them (a mosaic of tiles from
- * one producer has one band order, and thousands of headers on a parallel file system take
- * long). */
 static int compare_paths(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -865,6 +860,11 @@ static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt
     return 0;
 }
 
+/* The sources of the VRT `path` (one of a mosaic's, perhaps nested) against the VRT's bands:
+ * missing_source, check_source_band and check_source_extent. Each source file is opened once, for all the
+ * bands that read it; with more than MAX sources, MAX spread over them (a mosaic of tiles from
+ * one producer has one band order, and thousands of headers on a parallel file system take
+ * long). */
 static void check_source_files(const char *mosaic, const char *path, int holes_are_data,
                                char *const *listed, size_t nlisted, source_findings *f) {
     enum { MAX = 500 };

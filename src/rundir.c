@@ -22,24 +22,27 @@
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
-/* What a run directory holds: what --fresh moves aside, and what no input may be. */
+/* What a run directory holds: what --fresh moves aside, and what no input may be; the kind of
+ * file each may replace when the run writes it (metrics.jsonl is resumed, not replaced: a
+ * crash may leave NUL bytes in it, which the resume drops). */
 static const struct {
     const char *name, *what;
+    wc_file_kind kind;
 } RUN_FILES[] = {
-    {"checkpoints", "the checkpoints"},
-    {"metrics.jsonl", "the metrics log"},
-    {"report.json", "the report"},
-    {"report.md", "the report"},
-    {"risk.tif", "the risk map"},
-    {"risk.tif.aux.xml", "the risk map's sidecar"},
-    {"risk.png", "the quick-look picture"},
-    {"risk_classes.tif", "the class raster"},
-    {"risk_classes.tif.aux.xml", "the class raster's category names"},
-    {"risk.qml", "the risk map's QGIS style"},
-    {"risk.json", "the risk map's STAC item"},
-    {"calibration.png", "the reliability diagram"},
-    {"split.tif", "the training/validation split"},
-    {WC_RUNDIR_STOPPED, "the stop marker"},
+    {"checkpoints", "the checkpoints", WC_KIND_ANY},
+    {"metrics.jsonl", "the metrics log", WC_KIND_ANY},
+    {"report.json", "the report", WC_KIND_JSON},
+    {"report.md", "the report", WC_KIND_ANY},
+    {"risk.tif", "the risk map", WC_KIND_TIFF},
+    {"risk.tif.aux.xml", "the risk map's sidecar", WC_KIND_XML},
+    {"risk.png", "the quick-look picture", WC_KIND_PNG},
+    {"risk_classes.tif", "the class raster", WC_KIND_TIFF},
+    {"risk_classes.tif.aux.xml", "the class raster's category names", WC_KIND_XML},
+    {"risk.qml", "the risk map's QGIS style", WC_KIND_XML},
+    {"risk.json", "the risk map's STAC item", WC_KIND_JSON},
+    {"calibration.png", "the reliability diagram", WC_KIND_PNG},
+    {"split.tif", "the training/validation split", WC_KIND_TIFF},
+    {WC_RUNDIR_STOPPED, "the stop marker", WC_KIND_ANY},
 };
 enum { NRUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };
 
@@ -112,12 +115,19 @@ static int is_empty_dir(const char *path) {
  * left empty is removed (it would only hide the one that holds the last real run); one that
  * holds part of the run is named with what it holds, so that the user finds those files. */
 static void report_failed_move(const char *from, const char *to, int err, const char *dir,
-                               const int *moved_files, int moved) {
+                               const int *moved_files, int moved, const char *linked,
+                               int linked_moved) {
     wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(err));
+    /* the checkpoints moved first, through a link, into a replaced-* of their own directory */
+    if (linked_moved > 0)
+        wc_error("--fresh: %d of the previous run's checkpoint files had moved to %s before "
+                 "that: move them back, or move the rest of the run aside yourself",
+                 linked_moved, linked);
     if (moved == 0) {
-        if (rmdir(dir) != 0 && errno != ENOENT)
+        if (rmdir(dir) != 0 && errno != ENOENT && errno != ENOTEMPTY)
             wc_warn("--fresh: cannot remove the empty %s: %s", dir, strerror(errno));
-        wc_error("--fresh: nothing was moved; the previous run's files are where they were");
+        if (linked_moved == 0)
+            wc_error("--fresh: nothing was moved; the previous run's files are where they were");
         return;
     }
     char names[1024] = "";
@@ -168,9 +178,13 @@ static int set_aside_linked_checkpoints(const char *ckpt_dir, const char *aside)
                          "before that; the others are still in place: move them back, or move "
                          "the rest there yourself",
                          moved, aside);
-            else
+            else if (rmdir(aside) == 0 || errno == ENOENT || errno == ENOTEMPTY)
                 wc_error("--fresh: nothing was moved; the previous run's files are where they "
                          "were");
+            else
+                wc_error("--fresh: nothing was moved, but the empty %s could not be removed "
+                         "(%s); the previous run's files are where they were",
+                         aside, strerror(errno));
             moved = -1;
         } else {
             moved++;
@@ -198,7 +212,7 @@ static int set_aside_previous_run(const char *out) {
         if (access(dir, F_OK) != 0 && access(linked, F_OK) != 0) break;
         snprintf(name, sizeof name, "replaced-%s-%d", ts, k);
     }
-    int moved = 0, moved_files[NRUN_FILES] = {0};
+    int moved = 0, moved_files[NRUN_FILES] = {0}, linked_moved = 0;
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(from, sizeof from, out, RUN_FILES[i].name);
         struct stat st, target; /* lstat: a link moves as it is, also one whose target is gone */
@@ -208,6 +222,7 @@ static int set_aside_previous_run(const char *out) {
             /* the first of RUN_FILES: on a failure, nothing else has moved */
             const int n = set_aside_linked_checkpoints(from, linked);
             if (n < 0) return WC_ERR;
+            linked_moved = n;
             if (n > 0)
                 wc_info("--fresh: the previous run's checkpoints are kept in %s (the link %s "
                         "stays)",
@@ -222,7 +237,7 @@ static int set_aside_previous_run(const char *out) {
         }
         snprintf(to, sizeof to, "%s/%s", dir, RUN_FILES[i].name);
         if (rename(from, to) != 0) {
-            report_failed_move(from, to, errno, dir, moved_files, moved);
+            report_failed_move(from, to, errno, dir, moved_files, moved, linked, linked_moved);
             return WC_ERR;
         }
         moved_files[i] = 1;
@@ -252,10 +267,15 @@ static int lock_fd = -1, ckpt_lock_fd = -1;
 static int lock_dir(const char *dir, const char *what, int *held, int quiet) {
     char path[4200];
     run_file(path, sizeof path, dir, WC_RUNDIR_LOCK);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666), noted = fd >= 0;
+    /* another user's lock (a group's scratch directory) is still a lock: flock needs no
+     * write access */
+    if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* no lock file can be made (the write check that follows says why) */
     if (fd < 0 && quiet &&
-        (errno == EROFS || errno == EACCES || errno == EPERM || errno == ENOSPC ||
-         errno == EDQUOT))
+        (errno == ENOENT || errno == EROFS || errno == EACCES || errno == EPERM ||
+         errno == ENOSPC || errno == EDQUOT))
         return WC_OK;
     if (fd < 0) {
         wc_error("cannot open the run directory's lock %s: %s", path, strerror(errno));
@@ -285,7 +305,7 @@ static int lock_dir(const char *dir, const char *what, int *held, int quiet) {
     wc_utc_timestamp(ts, sizeof ts);
     int len = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(),
                        *host ? host : "?", ts);
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
+    if (noted && (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len))
         wc_warn("cannot note this run in %s: %s", path, strerror(errno)); /* the lock holds */
     *held = fd;
     return WC_OK;
@@ -348,15 +368,15 @@ static int prepare_here(const wc_train_config *cfg) {
     if (lock_fd < 0 && lock_dir(out, "", &lock_fd, 0) != WC_OK) return WC_EXIT_RUNTIME;
     /* found now, not after hours of training: an output the run could not replace at its
      * first report, at the split or at the map (a symbolic link, a directory, a pipe, a
-     * read-only file), a file named like the map's companions that is not wildcpu's and that
-     * the map would replace (--fresh moves them all aside instead) */
+     * read-only file, a file of another kind), a file named like the map's companions that is
+     * not wildcpu's and that the map would replace (--fresh moves them all aside instead) */
     for (int i = 0; !cfg->fresh && i < NRUN_FILES; i++) {
+        if (!writes_file(cfg, RUN_FILES[i].name)) continue;
         char path[4200];
         run_file(path, sizeof path, out, RUN_FILES[i].name);
-        const int status = writes_file(cfg, RUN_FILES[i].name)
-                               ? wc_check_output_path_as_is(RUN_FILES[i].what + 4 /* "the " */,
-                                                            path, NULL)
-                               : WC_EXIT_OK;
+        const char *what = RUN_FILES[i].what + 4 /* "the " */;
+        int status = wc_check_output_path_as_is(what, path, NULL);
+        if (status == WC_EXIT_OK) status = wc_refuse_other_kind(what, path, RUN_FILES[i].kind);
         if (status != WC_EXIT_OK) return status;
     }
     if (!cfg->no_predict && !cfg->fresh) {

@@ -306,6 +306,18 @@ for kind in file dangling; do
         && ok "DIR/checkpoints a $kind: info, predict and training exit 1 naming it, before any work" \
         || notok "DIR/checkpoints a $kind" "info $s: $(cat "$d.info"); predict $p: $(tail -1 "$d.predict"); train $t: $(tail -1 "$d.log")"
 done
+# a file of another kind where the run writes its picture or its STAC item (a user's notes):
+# refused before any training (status 2), left as it was
+for name in risk.png risk.json; do
+    d=$T/kind_${name%%.*}_${name##*.}
+    mkdir -p "$d" && echo "my notes" >"$d/$name"
+    "$WILDCPU" --tiles "$SAMPLE" --out "$d" --steps 1 --batch 4 --micro-batch 2 >"$d.log" 2>&1
+    s=$?
+    [ $s -eq 2 ] && grep -q "error: refusing to replace .*kind_.*/$name with the .*: it holds a file of another kind" "$d.log" \
+        && ! grep -q "step 1/1" "$d.log" && [ "$(cat "$d/$name")" = "my notes" ] \
+        && ok "a file of another kind at DIR/$name: refused before training (exit 2), left as it was" \
+        || notok "a file of another kind at DIR/$name" "status $s: $(grep -m1 error "$d.log")"
+done
 # a directory where the run writes a file (the split, the report, the map): refused before any
 # training (status 1, naming it), not found hours later; the directory stays
 for name in split.tif report.json risk.tif; do

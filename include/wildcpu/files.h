@@ -108,11 +108,6 @@ size_t wc_path_derived_length(const char *path);
 int wc_check_output_path(const char *what, const char *path, const char *const *inputs);
 /* The same, without the length check (for a sidecar, see wc_output). */
 int wc_check_output_path_as_is(const char *what, const char *path, const char *const *inputs);
-/* WC_ERR after a message naming its target when path is a symbolic link: a file replaced by a
- * rename (every output: wc_atomic_open, GDAL's through rwriter) would replace the link itself
- * and leave its target as it was. wc_check_output_path, wc_atomic_open and the run directory's
- * checks before training (rundir.c) call it. */
-int wc_refuse_symlink(const char *what, const char *path);
 
 /* The kinds of file wildcpu writes, told by a file's first bytes: an output replaces only a
  * file of its own kind (a map a map, a picture a picture), never a user's file of another that
