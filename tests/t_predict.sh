@@ -402,9 +402,11 @@ check "--no-style removes the style wildcpu wrote, keeps a user's own, leaves it
     [ ! -e '$out/again.qml' ] && echo '<qgis/>' >'$out/again.qml' &&
     '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --no-style >/dev/null &&
     [ \"\$(cat '$out/again.qml')\" = '<qgis/>' ] && ! grep -q qgis_style '$out/again.json'"
-echo 'not ours' >"$out/mine_classes.tif"
+gdal_create -q -of GTiff -ot Byte -outsize 8 8 -bands 1 -burn 7 "$out/mine_classes.tif" # a user's raster
+mine=$(sha256sum <"$out/mine_classes.tif")
 predict --tiles "$S" --out "$out/mine.tif" >"$log" 2>&1
-check "a file of that name that is not a wildcpu class raster stays" grep -q 'not ours' "$out/mine_classes.tif"
+check "a file of that name that is not a wildcpu class raster stays" \
+    test "$(sha256sum <"$out/mine_classes.tif")" = "$mine"
 # working files a killed predict left (SIGKILL: no handler runs) beside the outputs: said, with
 # their names, and left alone (a run on another node may own them); others' and malformed kept
 mkdir -p "$out/lo"
@@ -431,6 +433,10 @@ expect_fail "a NAME.json that is not wildcpu's STAC item is refused, untouched" 
 check "... and nothing is written" bash -c "grep -q FeatureCollection '$out/perims.json' && [ ! -e '$out/perims.tif' ]"
 expect_fail "with --classes, a NAME_classes.tif that is not wildcpu's is refused" 1 \
     "mine_classes.tif exists and is not a class raster wildcpu wrote" predict --tiles "$S" --out "$out/mine.tif" --classes
+echo 'not ours' >"$out/notes_classes.tif"
+expect_fail "... and one that is no raster at all, as a file of another kind" 2 \
+    "refusing to replace .*notes_classes.tif with the class raster .*: it holds a file of another kind, not a TIFF raster" \
+    predict --tiles "$S" --out "$out/notes.tif" --classes
 echo '<qgis>my own style</qgis>' >"$out/own.qml"
 predict --tiles "$S" --out "$out/own.tif" >"$tmp/own.log" 2>&1
 check "a NAME.qml that is not wildcpu's is kept, warned about, and left out of the item" bash -c "
