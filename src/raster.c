@@ -832,11 +832,23 @@ static int compare_paths(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether GDAL can open `name`, a VRT source that is no file: a subdataset or a driver's
+ * connection string (GPKG:tiles.gpkg:layer, NETCDF:"f.nc":var), which names a file GDAL lists
+ * under its own name. */
+static int opens_as_raster(const char *name) {
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH ds = GDALOpenEx(name, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    CPLPopErrorHandler();
+    if (ds) GDALClose(ds);
+    return ds != NULL;
+}
+
 /* Whether a source of the VRT vrt (at path) does not exist, after an error naming the first:
  * GDAL finds such a source only when it reads its pixels, hours into a run, and leaves it out of
  * the mosaic's file list, so no other check sees it. Every source of every band; only those not
  * in `listed` (sorted: the files GDAL found) are looked up, so a mosaic of existing tiles costs
- * no file-system call. Sources in GDAL's virtual file systems are left to GDAL. */
+ * no file-system call, and only a name that is no file is opened (a subdataset's costs an open
+ * each). Sources in GDAL's virtual file systems are left to GDAL. */
 static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt,
                           char *const *listed, size_t nlisted) {
     for (int b = 1; b <= GDALGetRasterCount(vrt); b++) {
@@ -847,7 +859,7 @@ static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt
             VSIStatBufL st;
             const int missing = file && strncmp(file, "/vsi", 4) != 0 &&
                                 !bsearch(&file, listed, nlisted, sizeof *listed, compare_paths) &&
-                                VSIStatL(file, &st) != 0;
+                                VSIStatL(file, &st) != 0 && !opens_as_raster(file);
             if (missing)
                 wc_error("%s: its source %s (band %d of %s) does not exist: GDAL would fail when "
                          "it reads that part of the mosaic; restore the file or build the mosaic "

@@ -13,6 +13,8 @@
 #   - a source its own georeferencing puts 2 pixels from where the VRT places it is warned about;
 #   - bands that hide their nodata (gdalbuildvrt -hidenodata) are warned about, naming
 #     HideNoDataValue; the same mosaic without -hidenodata is not.
+#   - a mosaic of GeoPackage subdatasets (GPKG:file:table sources, as the Yellowstone data) trains;
+#     over a GeoPackage that is gone it is refused at start.
 # Every case fails on the code before each was handled (8cb6aa9~1).
 . "$(dirname "$0")/lib.sh"
 
@@ -144,5 +146,22 @@ if [ "$(grep -c '<HideNoDataValue>1' "$T/hide.vrt")" -eq 13 ] && [ $st -eq 0 ] &
     ok "a mosaic whose bands hide their nodata (-hidenodata) is warned about; without -hidenodata it is not"
 else
     notok "bands hiding their nodata" "statuses $st $st2: $(first_msg "$T/hide.log" "$T/show.log")"
+fi
+# 7. Sources that are subdatasets, named by a driver's connection string (GPKG:file.gpkg:table,
+#    as gdalbuildvrt writes for the rasters of a GeoPackage): GDAL lists the .gpkg, not the
+#    name, and they exist; the same mosaic over a GeoPackage that is gone is refused at start.
+gdal_translate -q -of GPKG -b 2 "$SYN" "$T/t.gpkg" -co RASTER_TABLE=feat
+gdal_translate -q -of GPKG -b 13 "$SYN" "$T/t.gpkg" -co APPEND_SUBDATASET=YES -co RASTER_TABLE=burned
+gdalbuildvrt -q -separate "$T/gpkg.vrt" "GPKG:$T/t.gpkg:feat" "GPKG:$T/t.gpkg:burned"
+train gpkg --tiles "$T/gpkg.vrt" --label-band 2
+st=$?
+sed "s|$T/t.gpkg|$T/gone.gpkg|g" "$T/gpkg.vrt" >"$T/gone.vrt"
+train gone --tiles "$T/gone.vrt" --label-band 2
+st2=$?
+if [ $st -eq 0 ] && [ $st2 -eq 1 ] &&
+    grep -q "error: .*its source GPKG:.*gone.gpkg:feat (band 1 of .*gone.vrt) does not exist" "$T/gone.log"; then
+    ok "a mosaic of GeoPackage subdatasets (GPKG:file:table sources) trains; over a GeoPackage that is gone it is refused"
+else
+    notok "GPKG subdataset sources" "statuses $st $st2: $(first_msg "$T/gpkg.log" "$T/gone.log")"
 fi
 finish
