@@ -115,6 +115,36 @@ static const char *TRAIN_HELP =
     "INT, HUP) after writing a checkpoint (run the same command again to resume; without\n"
     "--fresh if it had moved the previous run aside)\n";
 
+/* Whether what was printed on standard output is the command's product (info, --help,
+ * --version) rather than a log of a run whose products are files. */
+static int stdout_is_the_product;
+
+/* Prints a --help text, the command's product. */
+static int print_help(const char *text) {
+    fputs(text, stdout);
+    stdout_is_the_product = 1;
+    return WC_EXIT_OK;
+}
+
+/* The command's status once its standard output is flushed. Output lost to a full disk or an
+ * I/O error (`wildcpu info run >/dev/full`) is an error where it is the product, and a warning
+ * where it is a log (the run's files are complete); a closed pipe (`| head -1`) is the reader's
+ * choice and says nothing (docs/cli.md). */
+static int check_stdout(int status) {
+    errno = 0;
+    const int failed = fflush(stdout) != 0 || ferror(stdout);
+    const int err = errno;
+    if (!failed || err == EPIPE) return status;
+    const char *why = err ? strerror(err) : "a write failed";
+    if (!stdout_is_the_product) {
+        wc_warn("standard output: %s: lines this run printed were lost (its files are complete)",
+                why);
+        return status;
+    }
+    wc_error("standard output: %s: what this command printed was lost", why);
+    return status == WC_EXIT_OK ? WC_EXIT_RUNTIME : status;
+}
+
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -495,8 +525,7 @@ static int cmd_train(int argc, char **argv) {
             c.prefetch = (int)v;
             break;
         case O_HELP:
-            fputs(TRAIN_HELP, stdout);
-            return WC_EXIT_OK;
+            return print_help(TRAIN_HELP);
         case ':':
             return usage_error("option %s needs a value", name);
         case O_EMPTY_PATH:
@@ -575,12 +604,12 @@ static int cmd_synth(int argc, char **argv) {
             c.seed = (uint64_t)v;
             break;
         case O_HELP:
-            puts("wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n\n"
-                 "Writes a synthetic georeferenced region (EPSG:32611, 30 m pixels) as GeoTIFF\n"
-                 "tiles plus DIR/tiles.vrt (12 feature bands and the `fire` label band) and\n"
-                 "DIR/oracle_risk.tif, the true burn probability the labels were drawn from.\n"
-                 "Defaults: --size 1024 --tile 256 --seed 1. See docs/synthetic.md.");
-            return WC_EXIT_OK;
+            return print_help(
+                "wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n\n"
+                "Writes a synthetic georeferenced region (EPSG:32611, 30 m pixels) as GeoTIFF\n"
+                "tiles plus DIR/tiles.vrt (12 feature bands and the `fire` label band) and\n"
+                "DIR/oracle_risk.tif, the true burn probability the labels were drawn from.\n"
+                "Defaults: --size 1024 --tile 256 --seed 1. See docs/synthetic.md.\n");
         case ':':
             return usage_error("option %s needs a value", name);
         case O_EMPTY_PATH:
@@ -645,8 +674,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
             c.threads = (int)v;
             break;
         case O_HELP:
-            fputs(evaluate ? WC_EVALUATE_HELP : WC_PREDICT_HELP, stdout);
-            return WC_EXIT_OK;
+            return print_help(evaluate ? WC_EVALUATE_HELP : WC_PREDICT_HELP);
         case ':':
             return usage_error("option %s needs a value", name);
         case O_EMPTY_PATH:
@@ -700,18 +728,18 @@ static int cmd_info(int argc, char **argv) {
         const char *name = argv[optind - 1];
         if (o != O_HELP) return option_error(argv, name, "for info");
         if (argc != 2) return usage_error("info --help takes nothing else");
-        puts(
+        return print_help(
             "wildcpu info PATH\n\n"
             "Describes a checkpoint file (header, step, epoch, ranks that wrote it, data\n"
             "fingerprint, metrics, parameter digest), or lists a run directory's checkpoints with\n"
             "their validity, which one a rerun resumes from, and whether the directory's last run\n"
             "was stopped by a signal (DIR/STOPPED). A PATH that starts with '-' follows '--'.\n\n"
             "exit status: 0 described, 1 PATH cannot be read or is a file that is not a usable\n"
-            "checkpoint, 2 usage error");
-        return WC_EXIT_OK;
+            "checkpoint, 2 usage error\n");
     }
     if (argc - optind != 1) return usage_error("info takes exactly one PATH");
     if (!*argv[optind]) return usage_error("info: empty path");
+    stdout_is_the_product = 1;
     return wc_inspect_run(argv[optind]);
 }
 
@@ -734,10 +762,10 @@ static int cmd_export(int argc, char **argv) {
             out = optarg;
             break;
         case O_HELP:
-            puts("wildcpu export --checkpoint PATH --out model.safetensors\n\nWrites the "
-                 "weights in safetensors format with PyTorch's names and layouts, and the input "
-                 "channels, their normalization and the nodata policy in __metadata__.");
-            return WC_EXIT_OK;
+            return print_help("wildcpu export --checkpoint PATH --out model.safetensors\n\n"
+                              "Writes the weights in safetensors format with PyTorch's names and "
+                              "layouts, and the input channels, their normalization and the "
+                              "nodata policy in __metadata__.\n");
         case ':':
             return usage_error("option %s needs a value", name);
         case O_EMPTY_PATH:
@@ -782,13 +810,14 @@ static const preinit_fn settle_blas_threads_first __attribute__((section(".prein
 
 int main(int argc, char **argv) {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("%s\n%s", USAGE, TRAIN_HELP);
-        return WC_EXIT_OK;
+        printf("%s\n", USAGE);
+        return check_stdout(print_help(TRAIN_HELP));
     }
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
         if (argc > 2) return usage_error("--version takes nothing after it ('%s')", argv[2]);
         printf("wildcpu %s\n", WC_VERSION);
-        return WC_EXIT_OK;
+        stdout_is_the_product = 1;
+        return check_stdout(WC_EXIT_OK);
     }
     /* OpenBLAS's kernels are chosen as it loads: a CPU it did not recognize is fixed by
      * executing again, before anything else starts (blas_core.h) */
@@ -817,7 +846,7 @@ int main(int argc, char **argv) {
         wc_dist_finalize();
         return WC_EXIT_USAGE;
     }
-    int status = fn(argc - shift, argv + shift);
+    int status = check_stdout(fn(argc - shift, argv + shift));
     /* A usage error on rank 0 is one on every rank: the parsing is the same everywhere. */
     wc_dist_finalize();
     return status;

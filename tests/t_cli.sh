@@ -12,6 +12,8 @@
 #     every status a help text lists is one of them;
 #   - the version, every file rundir.c's RUN_FILES names (and --fresh moves), and every environment
 #     variable the sources read are documented;
+#   - info, --help and --version with a standard output that cannot be written (/dev/full) end
+#     with status 1 and a message naming it;
 #   - README.md and docs/*.md link only to files (and headings) that exist inside the repository.
 # No training runs: it takes a few seconds.
 . "$(dirname "$0")/lib.sh"
@@ -204,6 +206,15 @@ result(rc == 2 and "unknown option --no-such-option" in e,
 rc, o, e = out["info -- -d"]
 result(rc == 0 and o.startswith("-d: 0 checkpoints"), "info -- -d: '--' ends the options, -d is the PATH",
        "status %d: %s%s" % (rc, o, e))
+# a standard output that cannot be written (a full disk: /dev/full) loses what info, --help and
+# --version print: status 1 and a message, not 0
+for argv in (["info", "--", "-d"], ["--version"], ["--help"], ["predict", "--help"]):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([prog] + argv, stdout=full, stderr=subprocess.PIPE, text=True,
+                           env=own_session(len(runs)), cwd=os.environ["T"], timeout=120)
+    result(p.returncode == 1 and "error: standard output: " in p.stderr,
+           "wildcpu %s >/dev/full: status 1, 'standard output' named" % " ".join(argv),
+           "status %d: %s" % (p.returncode, p.stderr))
 for k in sorted(k for k in runs if k.startswith("usage error ")):
     rc, o, e = out[k]
     cmd = runs[k][0] if runs[k][0] in cmd_fn else "train"

@@ -50,10 +50,15 @@ da=$(digest "$T/a/checkpoints/ckpt-00000048.wcp"); db=$(digest "$T/b/checkpoints
 # a different seed must give a different model (the check above could otherwise be vacuous)
 "$WILDCPU" "${args[@]}" --seed 8 --steps 4 --out "$T/c" >"$T/c.log" 2>&1
 dc=$(digest "$T/c/checkpoints/ckpt-00000004.wcp")
-"$WILDCPU" "${args[@]}" --steps 4 --out "$T/d" >"$T/d.log" 2>&1
+# (this one prints to a full disk: its log lines are lost, with a warning; its files are whole)
+"$WILDCPU" "${args[@]}" --steps 4 --out "$T/d" >/dev/full 2>"$T/d.log"
+sd=$?
 dd=$(digest "$T/d/checkpoints/ckpt-00000004.wcp")
 [ -n "$dc" ] && [ "$dc" != "$dd" ] && ok "another seed gives other parameters" \
     || notok "another seed gives other parameters" "$dc vs $dd"
+[ $sd -eq 0 ] && [ -n "$dd" ] && grep -q "warning: standard output: .*lines this run printed were lost" "$T/d.log" &&
+    ok "a standard output on a full disk: trains, status 0, the lost lines warned about" ||
+    notok "a standard output on a full disk" "status $sd: $(tail -2 "$T/d.log")"
 
 # --lr-scaling linear: batch 64 from a reference of 32 doubles the learning rate (1e-3 given)
 "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 64 --lr 1e-3 --lr-scaling linear --steps 1 --no-predict \
