@@ -215,7 +215,7 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
         rc = WC_ERR;
     }
     if (rc != WC_OK) {
-        unlink(tmp); /* nothing half-written may stay behind */
+        wc_remove_working_file(AT_FDCWD, tmp, tmp); /* nothing half-written may stay behind */
         return WC_ERR;
     }
     /* The new checkpoint exists; until its directory entry is durable it may not survive a

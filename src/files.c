@@ -305,6 +305,15 @@ char *wc_dir_of(const char *path) {
     return d;
 }
 
+void wc_remove_working_file(int dir_fd, const char *name, const char *shown) {
+    if (unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT) return;
+    const int err = errno; /* EROFS even for a file that is not there */
+    struct stat st;
+    if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+    wc_warn("could not remove the working file %s: %s; it is left, remove it by hand", shown,
+            strerror(err));
+}
+
 int wc_fsync_parent(const char *path) {
     char *dir = wc_dir_of(path);
     int rc = wc_fsync_path(dir, 1);
@@ -588,7 +597,7 @@ int wc_atomic_commit(wc_atomic_file *a) {
     if (failed) {
         wc_error("writing %s failed at %s of %s: %s; the previous %s (if any) is untouched",
                  a->path, failed, a->tmp, strerror(err), a->path);
-        unlink(a->tmp);
+        wc_remove_working_file(AT_FDCWD, a->tmp, a->tmp);
         rc = WC_ERR;
     } else {
         rc = wc_fsync_parent(a->path);
@@ -600,7 +609,7 @@ int wc_atomic_commit(wc_atomic_file *a) {
 
 void wc_atomic_discard(wc_atomic_file *a) {
     if (a->f) fclose(a->f);
-    if (a->tmp) unlink(a->tmp);
+    if (a->tmp) wc_remove_working_file(AT_FDCWD, a->tmp, a->tmp);
     free(a->path), free(a->tmp);
     memset(a, 0, sizeof *a);
 }

@@ -117,17 +117,12 @@ static char *aux_path(const char *path) {
 static void unlink_with_aux(const wc_rwriter *w, const char *path) {
     if (!path) return;
     const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-    char *a = aux_path(name);
-    if (w->dir_fd >= 0) {
-        unlinkat(w->dir_fd, name, 0);
-        unlinkat(w->dir_fd, a, 0);
-    } else {
-        unlink(path);
-        char *full = aux_path(path);
-        unlink(full);
-        free(full);
-    }
+    const int at = w->dir_fd >= 0 ? w->dir_fd : AT_FDCWD;
+    char *a = aux_path(w->dir_fd >= 0 ? name : path), *shown = aux_path(path);
+    wc_remove_working_file(at, w->dir_fd >= 0 ? name : path, path);
+    wc_remove_working_file(at, a, shown);
     free(a);
+    free(shown);
 }
 
 static void writer_free(wc_rwriter *w) {

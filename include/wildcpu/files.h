@@ -66,6 +66,12 @@ int wc_fsync_path(const char *path, int directory);
 /* fsync of the directory holding path. */
 int wc_fsync_parent(const char *path);
 
+/* Removes a working file of an output that was not published (a failed or stopped write), in
+ * the directory dir_fd (AT_FDCWD for the current one); one that cannot be removed (a directory
+ * made read-only meanwhile) is warned about, named as `shown`, so that its space is not lost
+ * unseen. A file already gone says nothing. */
+void wc_remove_working_file(int dir_fd, const char *name, const char *shown);
+
 /* Whether two paths name the same file: the same device and inode, or, for a file that does
  * not exist yet, the same absolute path once every symbolic link of its directory is resolved.
  * Hard links, bind mounts, "./x" and "d/../x" all compare equal. */
