@@ -381,13 +381,19 @@ int wc_riskmap_check_companions(const wc_predict_config *cfg, const wc_riskmap_p
     return WC_OK;
 }
 
+/* GDAL's sidecar of path (path.aux.xml). Caller frees. */
+static char *sidecar_of(const char *path) {
+    const size_t n = strlen(path) + 9;
+    char *aux = WC_ALLOC(n);
+    snprintf(aux, n, "%s.aux.xml", path);
+    return aux;
+}
+
 /* A file of ours beside the map that this map does not have (classes from an earlier run with
  * --classes, our style before a run with --no-style) would describe another map or contradict
  * the options: it goes. Someone else's file of that name stays. */
 static void remove_stale(const char *path, const char *what) {
-    const size_t n = strlen(path) + 9;
-    char *aux = WC_ALLOC(n); /* its category names, for a class raster */
-    snprintf(aux, n, "%s.aux.xml", path);
+    char *aux = sidecar_of(path); /* its category names, for a class raster */
     if (unlink(path) == 0)
         wc_info("predict: removed %s, the %s of an earlier map", path, what);
     else
@@ -471,9 +477,7 @@ static int companion_failed(const wc_riskmap *map, const char *what, const char 
     char gone[12600] = "";
     if (cfg->classes && !(made & CLASSES_MADE)) {
         remove_into(map->paths.classes, gone, sizeof gone);
-        const size_t n = strlen(map->paths.classes) + 9;
-        char *aux = WC_ALLOC(n); /* its category names */
-        snprintf(aux, n, "%s.aux.xml", map->paths.classes);
+        char *aux = sidecar_of(map->paths.classes); /* its category names */
         unlink(aux);
         free(aux);
     }
@@ -567,6 +571,14 @@ void wc_riskmap_abort(wc_riskmap *map) {
 }
 
 /* wc_rwriter_commit's status as an exit status. */
+/* Whether path has its GDAL sidecar, where GeoTIFF keeps category names. */
+static int has_sidecar(const char *path) {
+    char *aux = sidecar_of(path);
+    const int has = access(aux, F_OK) == 0;
+    free(aux);
+    return has;
+}
+
 static int commit_status(int rc) {
     return rc == WC_OK ? WC_EXIT_OK : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }
@@ -593,8 +605,8 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
             if (status != WC_EXIT_OK)
                 status = companion_failed(map, "class raster", map->paths.classes, 0);
             else
-                wc_info("predict: class raster %s (Byte, colour table, category names)",
-                        map->paths.classes);
+                wc_info("predict: class raster %s (Byte, colour table%s)", map->paths.classes,
+                        has_sidecar(map->paths.classes) ? ", category names" : "");
         }
         if (status == WC_EXIT_OK && cfg->cog)
             wc_info("predict: Cloud-Optimized GeoTIFF%s with overviews written in %.1f s",

@@ -390,13 +390,36 @@ static int copy_out(wc_rwriter *w) {
 typedef struct shape {
     int nbands;
     GDALDataType *types; /* (nbands) */
+    int *ncategories;    /* (nbands) category names set */
 } shape;
 
 static void shape_of(GDALDatasetH ds, shape *s) {
     s->nbands = GDALGetRasterCount(ds);
-    s->types = WC_ALLOC(sizeof(GDALDataType) * (size_t)(s->nbands > 0 ? s->nbands : 1));
-    for (int b = 0; b < s->nbands; b++)
-        s->types[b] = GDALGetRasterDataType(GDALGetRasterBand(ds, b + 1));
+    const size_t n = (size_t)(s->nbands > 0 ? s->nbands : 1);
+    s->types = WC_ALLOC(sizeof(GDALDataType) * n);
+    s->ncategories = WC_ALLOC(sizeof(int) * n);
+    for (int b = 0; b < s->nbands; b++) {
+        GDALRasterBandH h = GDALGetRasterBand(ds, b + 1);
+        s->types[b] = GDALGetRasterDataType(h);
+        s->ncategories[b] = CSLCount(GDALGetRasterCategoryNames(h));
+    }
+}
+
+/* Category names a file lost on the way to disk: GeoTIFF keeps them only in the .aux.xml
+ * sidecar, which GDAL does not write when GDAL_PAM_ENABLED is off. The raster is whole; its
+ * readers (QGIS) show the values without their names, so a warning, not a failure. */
+static void warn_lost_categories(const wc_rwriter *w, GDALDatasetH ds, const shape *s) {
+    for (int b = 0; b < s->nbands; b++) {
+        const int kept = CSLCount(GDALGetRasterCategoryNames(GDALGetRasterBand(ds, b + 1)));
+        if (s->ncategories[b] == 0 || kept == s->ncategories[b]) continue;
+        const char *pam = CPLGetConfigOption("GDAL_PAM_ENABLED", NULL);
+        wc_warn("%s: the %d category names of band %d were not stored (%d read back)%s: GIS "
+                "clients show the values without their names",
+                w->target, s->ncategories[b], b + 1, kept,
+                pam && !CPLTestBool(pam) ? "; GDAL_PAM_ENABLED is off, and GeoTIFF keeps them "
+                                           "only in the .aux.xml sidecar GDAL then does not write"
+                                         : "");
+    }
 }
 
 /* Reopens path: a complete file of the working dataset's size, bands, types and geotransform
@@ -428,6 +451,7 @@ static int verify(wc_rwriter *w, const char *path, const shape *s) {
             if (!lay || strcmp(lay, "COG") != 0)
                 snprintf(why, sizeof why, "GDAL does not report it as a COG layout");
         }
+        if (!*why) warn_lost_categories(w, ds, s);
         GDALClose(ds);
     }
     wc_gdal_errors_pop();
@@ -483,6 +507,7 @@ int wc_rwriter_commit(wc_rwriter *w) {
     if (rc == WC_OK && !keep_going(w)) rc = WC_RWRITER_STOPPED;
     if (rc == WC_OK) rc = publish(w, final);
     free(s.types);
+    free(s.ncategories);
     wc_rwriter_abort(w); /* the MEM dataset, and whatever temporary file is left */
     return rc;
 }

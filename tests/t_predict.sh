@@ -392,8 +392,15 @@ check "PNG: legend gradient from pale yellow (0) to dark red (1)" bash -c "
 # ---- replacing an earlier map ----------------------------------------------------------------
 X=$out/again.tif
 XC=$out/again_classes.tif
-predict --tiles "$S" --out "$X" --classes >"$log" 2>&1
+predict --tiles "$S" --out "$X" --classes >"$out/again.log" 2>&1
 check "the class raster's category names live in its .aux.xml sidecar" test -f "$XC.aux.xml"
+# without the sidecar (GDAL_PAM_ENABLED=NO) the names are lost: warned, and not claimed
+check "GDAL_PAM_ENABLED=NO: the class raster's lost category names are warned about, not claimed" bash -c "
+    GDAL_PAM_ENABLED=NO '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/nopam.tif' --classes \
+        >'$out/nopam.log' 2>&1 && [ ! -e '$out/nopam_classes.tif.aux.xml' ] &&
+    grep -q 'warning: .*nopam_classes.tif: the 5 category names of band 1 were not stored (0 read back); GDAL_PAM_ENABLED is off' '$out/nopam.log' &&
+    grep -q 'class raster .*nopam_classes.tif (Byte, colour table)\$' '$out/nopam.log' &&
+    grep -q 'class raster .*again_classes.tif (Byte, colour table, category names)' '$out/again.log'"
 check "rewriting without --classes replaces the map and removes our stale class raster" bash -c "
     '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' >/dev/null &&
     [ ! -e '$XC' ] && [ ! -e '$XC.aux.xml' ] && [ ! -e '$X.aux.xml' ] && [ -f '$out/again.qml' ]"
