@@ -730,14 +730,11 @@ static uint64_t plan_bytes(const wc_dataset *ds, long mine, long kept) {
 /* Where the labels come from, for messages: "band N 'NAME' of TILES", or "band N of RASTER
  * (from LABELS)" when --labels was made into a raster on the grid. */
 static void label_source(const wc_dataset *ds, char *out, size_t size) {
-    if (!ds->label_path) {
-        snprintf(out, size, "band %d '%s' of %s", ds->label_band,
-                 ds->files.src.bands[ds->label_band - 1].name, ds->tiles_path);
-        return;
-    }
-    const int derived = ds->cfg.labels && strcmp(ds->cfg.labels, ds->label_path) != 0;
-    snprintf(out, size, "band %d of %s%s%s%s", ds->label_band, ds->label_path,
-             derived ? " (from " : "", derived ? ds->cfg.labels : "", derived ? ")" : "");
+    if (!ds->label_path)
+        wc_labels_describe(out, size, ds->label_band,
+                           ds->files.src.bands[ds->label_band - 1].name, ds->tiles_path, NULL);
+    else
+        wc_labels_describe(out, size, ds->label_band, NULL, ds->label_path, ds->cfg.labels);
 }
 
 /* Reads patch id and computes what planning learns from it: its valid and burned pixels, and

@@ -45,6 +45,17 @@ static void band_list(const wc_raster *r, char *buf, size_t size) {
     }
 }
 
+void wc_labels_describe(char *out, size_t size, int band, const char *name, const char *path,
+                        const char *labels) {
+    if (name) {
+        snprintf(out, size, "band %d '%s' of %s", band, name, path);
+        return;
+    }
+    const int derived = labels && strcmp(labels, path) != 0;
+    snprintf(out, size, "band %d of %s%s%s%s", band, path, derived ? " (from " : "",
+             derived ? labels : "", derived ? ")" : "");
+}
+
 int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *by_number) {
     const int dflt = !sel || !*sel;
     char name[WC_BAND_NAME_MAX]; /* as band descriptions are kept */

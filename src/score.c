@@ -43,14 +43,11 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
         failed = wc_raster_open(&s->labels, lab.path) != WC_OK;
         s->band = lab.band;
         /* "(from ...)" for a raster derived from --labels, not for --labels itself */
-        const int derived = strcmp(lab.path, labels) != 0;
-        snprintf(s->source, sizeof s->source, "band %d of %s%s%s%s", lab.band, lab.path,
-                 derived ? " (from " : "", derived ? labels : "", derived ? ")" : "");
+        wc_labels_describe(s->source, sizeof s->source, lab.band, NULL, lab.path, labels);
         char path[4200], from[4200];
         wc_path_absolute(lab.path, path, sizeof path);
         wc_path_absolute(labels, from, sizeof from);
-        snprintf(s->record, sizeof s->record, "band %d of %s%s%s%s", lab.band, path,
-                 derived ? " (from " : "", derived ? from : "", derived ? ")" : "");
+        wc_labels_describe(s->record, sizeof s->record, lab.band, NULL, path, from);
         free(lab.path);
     } else {
         int by_number = 0;
@@ -64,8 +61,8 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
             const char *name = s->labels.bands[s->band - 1].name;
             char path[4200];
             wc_path_absolute(tiles->path, path, sizeof path);
-            snprintf(s->source, sizeof s->source, "band %d '%s' of %s", s->band, name, tiles->path);
-            snprintf(s->record, sizeof s->record, "band %d '%s' of %s", s->band, name, path);
+            wc_labels_describe(s->source, sizeof s->source, s->band, name, tiles->path, NULL);
+            wc_labels_describe(s->record, sizeof s->record, s->band, name, path, NULL);
         }
     }
     if (!failed) failed = wc_raster_check_coverage(&s->labels, &s->band, 1) != WC_OK;

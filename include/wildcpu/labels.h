@@ -44,6 +44,12 @@
  * label raster of several bands, none described `fire`. *by_number: chosen by its number. */
 int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *by_number);
 
+/* Where labels come from, for messages and records: "band N 'NAME' of PATH" for a band of the
+ * tiles (name not NULL), else "band N of PATH", followed by " (from LABELS)" when PATH is a
+ * raster derived from --labels (labels not NULL and not PATH itself). */
+void wc_labels_describe(char *out, size_t size, int band, const char *name, const char *path,
+                        const char *labels);
+
 /* Where the labels of --labels come from, once prepared. */
 typedef struct wc_labels {
     char *path;      /* the raster to read labels from (caller frees) */
