@@ -17,14 +17,88 @@
 
 #include "wildcpu/util.h"
 
+/* Whether name[at, at + len) names a local file that is no directory. */
+static int local_file(const char *name, size_t at, size_t len) {
+    if (len == 0 || len >= 4096) return 0;
+    char p[4096];
+    memcpy(p, name + at, len);
+    p[len] = '\0';
+    struct stat st;
+    return stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+/* The length of name's "DRIVER:" prefix (letters, digits and '_', then ':'), else 0. */
+static size_t driver_prefix(const char *name) {
+    size_t d = 0;
+    while (name[d] == '_' || (name[d] >= 'A' && name[d] <= 'Z') ||
+           (name[d] >= 'a' && name[d] <= 'z') || (d > 0 && name[d] >= '0' && name[d] <= '9'))
+        d++;
+    return d > 0 && name[d] == ':' ? d + 1 : 0;
+}
+
+int wc_gdal_name(const char *name) {
+    return strncmp(name, "/vsi", 4) == 0 || driver_prefix(name) > 0;
+}
+
+int wc_file_behind(const char *name, size_t *at, size_t *len) {
+    struct stat st;
+    if (stat(name, &st) == 0) return 0;
+    static const char *const archives[] = {"/vsizip/", "/vsitar/", "/vsigzip/", "/vsi7z/",
+                                           "/vsirar/"};
+    for (size_t k = 0; k < sizeof archives / sizeof archives[0]; k++) {
+        const size_t skip = strlen(archives[k]);
+        if (strncmp(name, archives[k], skip) != 0) continue;
+        /* /vsizip//abs/a.zip/x (absolute) or /vsizip/rel/a.zip/x: each prefix up to a '/' */
+        for (const char *c = name + skip + (name[skip] == '/');; c++) {
+            if (*c != '/' && *c != '\0') continue;
+            const size_t from = skip;
+            if (c > name + from && local_file(name, from, (size_t)(c - name) - from)) {
+                *at = from, *len = (size_t)(c - name) - from;
+                return 1;
+            }
+            if (!*c) return 0;
+        }
+    }
+    if (strncmp(name, "/vsi", 4) == 0) return 0; /* /vsicurl/, /vsimem/...: nothing local */
+    const size_t d = driver_prefix(name);
+    if (d == 0) return 0;
+    /* each run of the rest's ':'-separated parts, from every part's start, longest first */
+    for (const char *i = name + d; i; i = strchr(i, ':') ? strchr(i, ':') + 1 : NULL) {
+        for (const char *j = i + strlen(i); j > i; j--) {
+            if (*j != ':' && *j != '\0') continue;
+            size_t from = (size_t)(i - name), n = (size_t)(j - i);
+            if (n >= 2 && name[from] == '"' && name[from + n - 1] == '"') from++, n -= 2;
+            if (local_file(name, from, n)) {
+                *at = from, *len = n;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+char *wc_file_behind_dup(const char *name) {
+    size_t at, len;
+    if (!wc_file_behind(name, &at, &len)) return NULL;
+    char *p = WC_ALLOC(len + 1);
+    memcpy(p, name + at, len);
+    p[len] = '\0';
+    return p;
+}
+
 void wc_path_absolute(const char *path, char *out, size_t size) {
     char cwd[4096];
-    if (path[0] == '/' || strstr(path, "://") || !getcwd(cwd, sizeof cwd)) {
+    size_t at = 0, len = 0;
+    const int inside = wc_file_behind(path, &at, &len);
+    if (!inside) at = 0, len = strlen(path);
+    if (path[at] == '/' || strstr(path, "://") || (!inside && strncmp(path, "/vsi", 4) == 0) ||
+        !getcwd(cwd, sizeof cwd)) {
         snprintf(out, size, "%s", path);
         return;
     }
-    while (path[0] == '.' && path[1] == '/') path += 2;
-    snprintf(out, size, "%s/%s", cwd, path);
+    size_t skip = 0;
+    while (path[at + skip] == '.' && path[at + skip + 1] == '/') skip += 2;
+    snprintf(out, size, "%.*s%s/%s", (int)at, path, cwd, path + at + skip);
 }
 
 const char *wc_special_file_kind(const char *path) {
@@ -32,7 +106,12 @@ const char *wc_special_file_kind(const char *path) {
      * ranks and reader threads each read a raster again) */
     if (strstr(path, "/vsistdin")) return "standard input"; /* also inside: /vsigzip//vsistdin/ */
     struct stat st;
-    if (stat(path, &st) != 0) return NULL;
+    char *behind = NULL;
+    if (stat(path, &st) != 0 && (!(behind = wc_file_behind_dup(path)) || stat(behind, &st) != 0)) {
+        free(behind);
+        return NULL;
+    }
+    free(behind);
     if (S_ISFIFO(st.st_mode)) return "a pipe (FIFO)";
     if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
     if (S_ISSOCK(st.st_mode)) return "a socket";

@@ -832,44 +832,79 @@ static int compare_paths(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Whether GDAL can open `name`, a VRT source that is no file: a subdataset or a driver's
- * connection string (GPKG:tiles.gpkg:layer, NETCDF:"f.nc":var), which names a file GDAL lists
- * under its own name. */
-static int opens_as_raster(const char *name) {
+/* Why GDAL cannot read `name`, a VRT source named by what only GDAL resolves, into why; 0 when
+ * it can (or when only GDAL could tell: /vsicurl/ and other remote names are left to it). A
+ * name inside a local archive is looked up (VSIStatL reads the archive's directory); a
+ * connection string (GPKG:tiles.gpkg:layer) is opened, since its table may be gone too. */
+static int named_source_unreadable(const char *name, char *why, size_t size) {
+    static const char *const archives[] = {"/vsizip/", "/vsitar/", "/vsigzip/", "/vsi7z/",
+                                           "/vsirar/"};
+    if (strncmp(name, "/vsi", 4) == 0) {
+        int local = 0;
+        for (size_t k = 0; k < sizeof archives / sizeof archives[0]; k++)
+            local |= strncmp(name, archives[k], strlen(archives[k])) == 0;
+        VSIStatBufL st;
+        if (!local || VSIStatL(name, &st) == 0) return 0;
+        snprintf(why, size, "does not exist");
+        return 1;
+    }
     CPLPushErrorHandler(CPLQuietErrorHandler);
+    CPLErrorReset();
     GDALDatasetH ds = GDALOpenEx(name, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    char gdal_why[300];
+    snprintf(gdal_why, sizeof gdal_why, "%s", CPLGetLastErrorMsg());
     CPLPopErrorHandler();
-    if (ds) GDALClose(ds);
-    return ds != NULL;
+    if (ds) {
+        GDALClose(ds);
+        return 0;
+    }
+    size_t at, len;
+    if (wc_file_behind(name, &at, &len))
+        snprintf(why, size, "cannot be opened (%.*s exists: %s)", (int)len, name + at,
+                 *gdal_why ? gdal_why : "GDAL gives no reason");
+    else
+        snprintf(why, size, "does not exist%s",
+                 !strstr(name, ":/") && !strstr(name, ":\"/")
+                     ? " (a relative path in a connection string is taken from the current "
+                       "directory, not from the VRT's)"
+                     : "");
+    return 1;
 }
 
-/* Whether a source of the VRT vrt (at path) does not exist, after an error naming the first:
- * GDAL finds such a source only when it reads its pixels, hours into a run, and leaves it out of
- * the mosaic's file list, so no other check sees it. Every source of every band; only those not
- * in `listed` (sorted: the files GDAL found) are looked up, so a mosaic of existing tiles costs
- * no file-system call, and only a name that is no file is opened (a subdataset's costs an open
- * each). Sources in GDAL's virtual file systems are left to GDAL. */
+/* Whether a source of the VRT vrt (at path) cannot be read, after an error naming the first:
+ * GDAL finds such a source only when it reads its pixels, hours into a run, and leaves a file
+ * that does not exist out of the mosaic's file list, so no other check sees it. Every source of
+ * every band; a file in `listed` (sorted: the files GDAL found) is not looked up, so a mosaic
+ * of existing tiles costs no file-system call; a source named by what only GDAL resolves
+ * (GPKG:f.gpkg:table) is opened, once per name. */
 static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt,
                           char *const *listed, size_t nlisted) {
-    for (int b = 1; b <= GDALGetRasterCount(vrt); b++) {
+    char **named_ok = NULL; /* the GDAL-named sources found readable */
+    int missing = 0;
+    for (int b = 1; b <= GDALGetRasterCount(vrt) && !missing; b++) {
         char **md = GDALGetMetadata(GDALGetRasterBand(vrt, b), "vrt_sources");
-        for (int i = 0; md && md[i]; i++) {
+        for (int i = 0; md && md[i] && !missing; i++) {
             int sband = 0;
             char *file = source_file_and_band(path, md[i], &sband);
+            char why[600] = "does not exist";
             VSIStatBufL st;
-            const int missing = file && strncmp(file, "/vsi", 4) != 0 &&
-                                !bsearch(&file, listed, nlisted, sizeof *listed, compare_paths) &&
-                                VSIStatL(file, &st) != 0 && !opens_as_raster(file);
+            if (!file || CSLFindStringCaseSensitive(named_ok, file) >= 0) {
+            } else if (wc_gdal_name(file)) {
+                missing = named_source_unreadable(file, why, sizeof why);
+                if (!missing) named_ok = CSLAddString(named_ok, file);
+            } else {
+                missing = !bsearch(&file, listed, nlisted, sizeof *listed, compare_paths) &&
+                          VSIStatL(file, &st) != 0;
+            }
             if (missing)
-                wc_error("%s: its source %s (band %d of %s) does not exist: GDAL would fail when "
-                         "it reads that part of the mosaic; restore the file or build the mosaic "
-                         "again",
-                         mosaic, file, b, path);
+                wc_error("%s: its source %s (band %d of %s) %s: GDAL would fail when it reads "
+                         "that part of the mosaic; restore the file or build the mosaic again",
+                         mosaic, file, b, path, why);
             free(file);
-            if (missing) return 1;
         }
     }
-    return 0;
+    CSLDestroy(named_ok);
+    return missing;
 }
 
 /* The sources of the VRT `path` (one of a mosaic's, perhaps nested) against the VRT's bands:
@@ -1248,29 +1283,13 @@ static enum vrt_kind vrt_kind_of(const char *path) {
 
 static int is_vrt_file(const char *path) { return vrt_kind_of(path) != NOT_VRT; }
 
-/* The local file a GDAL virtual path lives in (/vsizip/d/a.zip/x.vrt: d/a.zip; /vsigzip/,
- * /vsitar/, /vsi7z/, /vsirar/ alike): its first prefix that is a regular file. NULL for none. */
-static char *archive_of(const char *path) {
-    static const char *const archives[] = {"/vsizip/", "/vsitar/", "/vsigzip/", "/vsi7z/",
-                                           "/vsirar/"};
-    int in_archive = 0;
-    for (size_t k = 0; k < sizeof archives / sizeof archives[0]; k++)
-        in_archive |= strncmp(path, archives[k], strlen(archives[k])) == 0;
-    if (!in_archive) return NULL; /* /vsimem/, /vsicurl/...: no local file holds it */
-    const char *rest = strchr(path + 1, '/');
-    if (!rest || !rest[1]) return NULL;
-    char *p = wc_strdup(rest + 1);
-    for (char *c = p;; c++) {
-        if (*c != '/' && *c != '\0') continue;
-        const char was = *c;
-        *c = '\0';
-        struct stat st;
-        if (*p && stat(p, &st) == 0 && S_ISREG(st.st_mode)) return p;
-        if (!was) break;
-        *c = was;
-    }
-    free(p);
-    return NULL;
+/* The regular file a GDAL name reads when it is not one itself (wc_file_behind: an archive
+ * holding it, the GeoPackage of a GPKG:f.gpkg:table). NULL for none. */
+static char *local_file_of(const char *name) {
+    char *p = wc_file_behind_dup(name);
+    struct stat st;
+    if (p && (stat(p, &st) != 0 || !S_ISREG(st.st_mode))) free(p), p = NULL;
+    return p;
 }
 
 static void list_append(char ***out, size_t *n, char *path) {
@@ -1291,6 +1310,26 @@ static char *file_key(const char *path) {
     return wc_strdup(path);
 }
 
+/* A VRT's sources named by what only GDAL resolves (GPKG:f.gpkg:table, NETCDF:"f.nc":var,
+ * /vsizip/...), which GDAL's file list leaves out: appended to *out (n entries) once each, so
+ * that what is checked per source, agreed between ranks and hashed for derived labels covers
+ * them, and the files behind them are listed in turn. */
+static void list_named_sources(const char *path, GDALDatasetH vrt, char ***out, size_t *n) {
+    for (int b = 1; b <= GDALGetRasterCount(vrt); b++) {
+        char **md = GDALGetMetadata(GDALGetRasterBand(vrt, b), "vrt_sources");
+        for (int k = 0; md && md[k]; k++) {
+            int sband = 0;
+            char *name = source_file_and_band(path, md[k], &sband);
+            int listed = !name || !wc_gdal_name(name);
+            for (size_t i = 0; i < *n && !listed; i++) listed = strcmp((*out)[i], name) == 0;
+            if (listed)
+                free(name);
+            else
+                list_append(out, n, name);
+        }
+    }
+}
+
 /* VRTs listed at most: a guard against a chain GDAL would only refuse when it reads a pixel. */
 #define MAX_VRTS_LISTED 100000
 
@@ -1305,7 +1344,7 @@ char **wc_gdal_file_list(const char *path) {
     char **seen = NULL; /* file_key of each VRT expanded, and each archive listed */
     int nvrt = 0;
     for (size_t i = 0; i < n; i++) {
-        char *archive = archive_of(out[i]);
+        char *archive = local_file_of(out[i]);
         if (archive) {
             char *key = file_key(archive);
             if (CSLFindStringCaseSensitive(seen, key) < 0) {
@@ -1332,6 +1371,7 @@ char **wc_gdal_file_list(const char *path) {
         for (int k = 0; files && files[k]; k++)
             if (strcmp(files[k], out[i]) != 0) list_append(&out, &n, wc_strdup(files[k]));
         CSLDestroy(files);
+        if (ds && is_vrt_file(out[i])) list_named_sources(out[i], ds, &out, &n);
         if (ds) GDALClose(ds);
     }
     CSLDestroy(seen);

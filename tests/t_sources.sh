@@ -164,4 +164,50 @@ if [ $st -eq 0 ] && [ $st2 -eq 1 ] &&
 else
     notok "GPKG subdataset sources" "statuses $st $st2: $(first_msg "$T/gpkg.log" "$T/gone.log")"
 fi
+# ... and every check of the sources sees them (GDAL's file list leaves such names out): a
+# table that is gone, a source in another CRS, a pipe behind the name (opening it would wait
+# for ever), a mosaic in a zip whose member is missing
+sed "s|GPKG:$T/t.gpkg:feat|GPKG:$T/t.gpkg:nosuch|" "$T/gpkg.vrt" >"$T/table.vrt"
+train table --tiles "$T/table.vrt" --label-band 2
+st=$?
+gdal_translate -q -a_srs EPSG:32612 -of GPKG "GPKG:$T/t.gpkg:feat" "$T/crs.gpkg"
+gdalbuildvrt -q -separate -allow_projection_difference "$T/crs.vrt" "GPKG:$T/crs.gpkg:crs" "GPKG:$T/t.gpkg:burned"
+train crs --tiles "$T/crs.vrt" --label-band 2
+st2=$?
+mkfifo "$T/p.gpkg"
+sed "s|GPKG:$T/t.gpkg:feat|GPKG:$T/p.gpkg:feat|" "$T/gpkg.vrt" >"$T/pipe.vrt"
+timeout -s KILL 60 "$WILDCPU" --out "$T/run_pipe" "${tiny[@]}" --tiles "$T/pipe.vrt" --label-band 2 >"$T/pipe.log" 2>&1
+st3=$?
+mkdir -p "$T/zip"
+gdal_translate -q -srcwin 0 0 128 256 "$SYN" "$T/zip/w.tif"
+gdal_translate -q -srcwin 128 0 128 256 "$SYN" "$T/zip/e.tif"
+(cd "$T/zip" && gdalbuildvrt -q tiles.vrt w.tif e.tif && zip -q part.zip tiles.vrt w.tif)
+train zip --tiles "/vsizip/$T/zip/part.zip/tiles.vrt"
+st4=$?
+if [ $st -eq 1 ] && grep -q "error: .*source GPKG:.*t.gpkg:nosuch (band 1 of .*) cannot be opened (.*t.gpkg exists: .*nosuch" "$T/table.log" &&
+    [ $st2 -eq 0 ] && grep -q "warning: .*crs.vrt: its source GPKG:.* is in EPSG:3261[12], the mosaic in EPSG:3261" "$T/crs.log" &&
+    [ $st3 -eq 1 ] && grep -q "error: .*its source GPKG:.*p.gpkg:feat is a pipe" "$T/pipe.log" &&
+    [ $st4 -eq 1 ] && grep -q "error: .*its source /vsizip/.*part.zip/e.tif (band 1 of .*) does not exist" "$T/zip.log"; then
+    ok "GPKG sources: a gone table, another CRS, a pipe behind the name are each found at start; a zipped mosaic's missing member too"
+else
+    notok "checks of GPKG and zipped sources" "statuses $st $st2 $st3 $st4: $(first_msg "$T/table.log" "$T/crs.log" "$T/pipe.log" "$T/zip.log")"
+fi
+# labels derived from a raster behind a GDAL name are made again when that file changes (the
+# derived raster's hash covered only the files GDAL lists: the GeoPackage was not among them)
+gdal_translate -q -of VRT -srcwin 8 8 240 240 "GPKG:$T/t.gpkg:burned" "$T/labv.vrt"
+evaluate_burned() {
+    "$WILDCPU" evaluate --tiles "$T/gpkg.vrt" --checkpoint "$T/run_gpkg" --labels "$T/labv.vrt" \
+        --label-band 1 --out "$T/ev.json" >"$T/ev.log" 2>&1
+    grep -o '[0-9.]*% burned' "$T/ev.log" | head -1
+}
+before=$(evaluate_burned)
+$PY -c 'import sys, numpy as np; from osgeo import gdal
+d = gdal.Open("GPKG:" + sys.argv[1] + ":burned", gdal.GA_Update)
+d.GetRasterBand(1).WriteArray(np.zeros((256, 256), np.float32)); d = None' "$T/t.gpkg"
+after=$(evaluate_burned)
+if [ -n "$before" ] && [ "$before" != "0.00% burned" ] && [ "$after" = "0.00% burned" ]; then
+    ok "labels behind GPKG:file:table, changed: derived again ($before, then $after)"
+else
+    notok "labels behind a GPKG name, changed" "before '$before', after '$after': $(tail -2 "$T/ev.log")"
+fi
 finish

@@ -27,14 +27,31 @@ char *wc_read_file_limited(const char *path, size_t max, char *why, size_t why_s
  * whole goes through one of the two: there is no unbounded, blocking read. */
 int wc_open_regular(const char *path, size_t max, char *why, size_t why_size);
 
+/* The local file a GDAL dataset name reads, when the name is not itself a file: inside an
+ * archive path (/vsizip/a.zip/x.vrt, /vsitar/, /vsigzip/, /vsi7z/, /vsirar/) its first prefix
+ * that exists and is no directory (a.zip); in a driver's connection string (GPKG:f.gpkg:table,
+ * NETCDF:"f.nc":var, GTIFF_DIR:1:f.tif) the first ':'-separated part, quotes stripped, that
+ * exists and is no directory. Returns 1 with the file at name + *at, *len bytes long; 0 when
+ * the name is a file itself, or nothing local lies behind it (/vsicurl/, PG:..., a file that
+ * does not exist). Only a name that does not exist as given costs more than one stat. */
+int wc_file_behind(const char *name, size_t *at, size_t *len);
+/* The same as a string (caller frees), or NULL. */
+char *wc_file_behind_dup(const char *name);
+/* Whether name is one only GDAL resolves, not a path: a virtual file system's (/vsi...) or a
+ * driver's connection string (DRIVER:..., which a file name holding ':' may look like too). */
+int wc_gdal_name(const char *name);
+
 /* "a pipe (FIFO)", "a device", "a socket" or "standard input" (GDAL's /vsistdin/) when path is
- * one, else NULL (a regular file, a directory, or a path that does not exist or that only GDAL
- * knows: /vsizip/...). GDAL would open such an input and wait on it, or read it without end. */
+ * one, or names one through an archive path or a connection string (wc_file_behind), else NULL
+ * (a regular file, a directory, or a path that does not exist or that only GDAL knows). GDAL
+ * would open such an input and wait on it, or read it without end. */
 const char *wc_special_file_kind(const char *path);
 
 /* path made absolute against the working directory, for records read elsewhere (a map's
- * provenance): an absolute path, a GDAL virtual path (/vsizip/...) or a URL is as given; "./"
- * at the start goes. Links are not resolved. Into out (size bytes), cut when longer. */
+ * provenance): the file within an archive path or a connection string is made absolute in
+ * place (GPKG:d/f.gpkg:t gives GPKG:/cwd/d/f.gpkg:t); a URL or a name with no local file is as
+ * given; "./" at the start goes. Links are not resolved. Into out (size bytes), cut when
+ * longer. */
 void wc_path_absolute(const char *path, char *out, size_t size);
 /* WC_ERR after a message ("WHAT PATH is a pipe (FIFO), not a file GDAL can read ...") when path
  * is one of those, else WC_OK: for an input about to be given to GDAL. */

@@ -1,0 +1,114 @@
+/* test_files.c: the local file behind a GDAL dataset name (wc_file_behind), and what it serves:
+ * pipes found behind archive paths and connection strings (wc_special_file_kind), and names made
+ * absolute for records (wc_path_absolute). Real files, pipes and directories in a temporary
+ * directory, which is the working directory while the tests run. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "wildcpu/files.h"
+
+static char dir[4096];
+
+static void touch(const char *path) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "create %s", path);
+    if (f) fclose(f);
+}
+
+/* what wc_file_behind finds in name, as a string ("" for nothing) */
+static const char *behind(const char *name) {
+    static char out[4096];
+    char *p = wc_file_behind_dup(name);
+    snprintf(out, sizeof out, "%s", p ? p : "");
+    free(p);
+    return out;
+}
+
+static void test_file_behind(void) {
+    touch("f.gpkg");
+    touch("a:b.tif"); /* a file whose name holds ':' is found whole */
+    touch("f.nc");
+    touch("t.zip");
+    CHECK(mkdir("d", 0755) == 0 || 1, "mkdir");
+    touch("d/in.zip");
+    static const struct {
+        const char *name, *want;
+    } cases[] = {
+        {"GPKG:f.gpkg:table", "f.gpkg"},
+        {"NETCDF:\"f.nc\":var", "f.nc"},
+        {"GTIFF_DIR:1:a:b.tif", "a:b.tif"},
+        {"/vsizip/t.zip/x/tiles.vrt", "t.zip"},
+        {"/vsizip/d/in.zip/tiles.vrt", "d/in.zip"},
+        {"/vsigzip/t.zip", "t.zip"},
+        {"f.gpkg", ""},               /* a file itself */
+        {"a:b.tif", ""},              /* a file itself, ':' and all */
+        {"GPKG:gone.gpkg:table", ""}, /* nothing there */
+        {"GPKG:d:table", ""},         /* a directory is not a file */
+        {"/vsicurl/http://h/x.tif", ""},
+        {"/vsimem/x.tif", ""},
+        {"PG:dbname=x", ""},
+        {"", ""},
+        {":f.gpkg", ""}, /* no driver name */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(strcmp(behind(cases[i].name), cases[i].want) == 0, "%s: '%s', want '%s'",
+              cases[i].name, behind(cases[i].name), cases[i].want);
+    /* absolute: /vsizip//ABS/t.zip/x */
+    char abs[4200];
+    snprintf(abs, sizeof abs, "/vsizip/%s/t.zip/x.vrt", dir);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/t.zip", dir);
+    CHECK(strcmp(behind(abs), want) == 0, "%s: '%s'", abs, behind(abs));
+}
+
+static void test_pipes_behind_names(void) {
+    CHECK(mkfifo("p.gpkg", 0600) == 0, "mkfifo p.gpkg");
+    CHECK(mkfifo("q.gz", 0600) == 0, "mkfifo q.gz");
+    const char *pipe = "a pipe (FIFO)";
+    const char *k;
+    CHECK((k = wc_special_file_kind("p.gpkg")) && strcmp(k, pipe) == 0, "p.gpkg");
+    CHECK((k = wc_special_file_kind("GPKG:p.gpkg:x")) && strcmp(k, pipe) == 0, "GPKG:p.gpkg:x");
+    CHECK((k = wc_special_file_kind("/vsigzip/q.gz")) && strcmp(k, pipe) == 0, "/vsigzip/q.gz");
+    CHECK(wc_special_file_kind("GPKG:f.gpkg:x") == NULL, "a GeoPackage is a file");
+    CHECK(wc_special_file_kind("GPKG:gone.gpkg:x") == NULL, "nothing behind");
+}
+
+static void test_path_absolute(void) {
+    static const struct {
+        const char *path, *want; /* want: %s is the working directory */
+    } cases[] = {
+        {"f.gpkg", "%s/f.gpkg"},
+        {"./f.gpkg", "%s/f.gpkg"},
+        {"gone.tif", "%s/gone.tif"},
+        {"/abs/x.tif", "/abs/x.tif"},
+        {"GPKG:f.gpkg:table", "GPKG:%s/f.gpkg:table"},
+        {"NETCDF:\"f.nc\":var", "NETCDF:\"%s/f.nc\":var"},
+        {"/vsizip/t.zip/x.vrt", "/vsizip/%s/t.zip/x.vrt"},
+        {"/vsizip/d/in.zip/x.vrt", "/vsizip/%s/d/in.zip/x.vrt"},
+        {"/vsimem/x.tif", "/vsimem/x.tif"},
+        {"/vsicurl/https://h/x.tif", "/vsicurl/https://h/x.tif"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char got[8400], want[8400];
+        wc_path_absolute(cases[i].path, got, sizeof got);
+        snprintf(want, sizeof want, cases[i].want, dir);
+        CHECK(strcmp(got, want) == 0, "%s: '%s', want '%s'", cases[i].path, got, want);
+    }
+}
+
+int main(void) {
+    char tmpl[] = "/tmp/wildcpu-test-files.XXXXXX";
+    if (!mkdtemp(tmpl) || chdir(tmpl) != 0 || !getcwd(dir, sizeof dir)) return 1;
+    RUN(test_file_behind);
+    RUN(test_pipes_behind_names);
+    RUN(test_path_absolute);
+    char rm[4200];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    if (system(rm) != 0) NOTE("could not remove %s", dir);
+    HARNESS_EXIT();
+}
