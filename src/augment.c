@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "wildcpu/raster.h"
 #include "wildcpu/util.h"
 
 /* ---- finding the vector pairs ------------------------------------------------------------ */
@@ -209,7 +210,7 @@ int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char
     /* pixel sides, and whether the pixel axes are turned against east and north */
     const double px = grid->has_gt ? hypot(gt[1], gt[4]) : 1.0;
     const double py = grid->has_gt ? hypot(gt[2], gt[5]) : 1.0;
-    const int rotated = grid->has_gt && (fabs(gt[2]) > 1e-9 * py || fabs(gt[4]) > 1e-9 * px);
+    const int rotated = grid->has_gt && !wc_gt_axis_aligned(gt);
     if (rotated && a->npairs > 0) {
         wc_error("%s: the geotransform of %s is rotated, so its vector bands (east, north) "
                  "do not turn with the pixel axes; --vector-bands none if no band is a vector",

@@ -517,7 +517,7 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
     else if ((t[1] * t[5] - t[2] * t[4] > 0) != (r->gt[1] * r->gt[5] - r->gt[2] * r->gt[4] > 0)) {
         /* the handedness of the pixel axes on the ground (the geotransform's determinant):
          * a turn, 180 degrees included, keeps it; a mirror flips it */
-        if (t[2] == 0 && t[4] == 0 && r->gt[2] == 0 && r->gt[4] == 0)
+        if (wc_gt_axis_aligned(t) && wc_gt_axis_aligned(r->gt))
             wc_warn("%s is %s%s, the model's training data %s%s: the network sees the ground "
                     "mirrored (gdalwarp writes it north-up, west to east)",
                     r->path, r->gt[5] > 0 ? "south-up" : "north-up",

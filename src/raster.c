@@ -814,7 +814,7 @@ static void check_source_extent(const char *mosaic, const char *path, GDALDatase
         return;
     }
     if (GDALGetGeoTransform(vrt, vgt) != CE_None || GDALGetGeoTransform(src, sgt) != CE_None ||
-        vgt[2] != 0 || vgt[4] != 0 || sgt[2] != 0 || sgt[4] != 0 || vgt[1] == 0 || vgt[5] == 0)
+        !wc_gt_axis_aligned(vgt) || !wc_gt_axis_aligned(sgt) || vgt[1] == 0 || vgt[5] == 0)
         return;
     const char *vrt_crs = GDALGetProjectionRef(vrt), *src_crs = GDALGetProjectionRef(src);
     if (!vrt_crs || !src_crs || strcmp(vrt_crs, src_crs) != 0) return; /* warned elsewhere */
@@ -1386,9 +1386,13 @@ char **wc_gdal_file_list(const char *path) {
  * falls a hair either side of the tie (-479943.49999999994 against -480000.5 + 57). */
 static long long grid_index(double v) { return (long long)floor(v + 0.5 + 1e-6); }
 
+int wc_gt_axis_aligned(const double gt[6]) {
+    return fabs(gt[2]) <= 1e-9 * hypot(gt[2], gt[5]) && fabs(gt[4]) <= 1e-9 * hypot(gt[1], gt[4]);
+}
+
 int wc_raster_global_origin(const wc_raster *r, long long *gcol, long long *grow) {
     *gcol = *grow = 0;
-    if (!r->has_gt || r->gt[2] != 0 || r->gt[4] != 0 || r->gt[1] == 0 || r->gt[5] == 0) return 0;
+    if (!r->has_gt || !wc_gt_axis_aligned(r->gt) || r->gt[1] == 0 || r->gt[5] == 0) return 0;
     double c = r->gt[0] / r->gt[1], w = r->gt[3] / r->gt[5];
     if (!(fabs(c) < 1e15 && fabs(w) < 1e15)) return 0;
     *gcol = grid_index(c), *grow = grid_index(w);

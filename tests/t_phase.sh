@@ -6,7 +6,7 @@
 # strip's core per window, and OpenBLAS's kernels round a pixel's sums in an order that depends
 # on the GEMM's shape (the windows' sizes), in the last bits of a float; at a wrong pooling phase
 # the same weights differ by up to 1e-2. And the patch grid sits at the pooling phase of the
-# global grid.
+# global grid, also when the geotransform carries rotation terms of floating-point noise (1e-12).
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 24 --val-fraction 0.3
@@ -88,4 +88,19 @@ PY
 [ $? -eq 0 ] && ok "the patch grid of an offset raster is the global grid of patch cells ($(cat "$T/off.cmp"))" \
     || notok "patch grid phase" "$(cat "$T/off.cmp") $(tail -2 "$T/off.log")"
 
+# a geotransform whose rotation terms are floating-point noise (1e-12, as a transform computed in
+# floating point or a ModelTransformation tag carries) is on the global grid: the same map bits
+# as the raster without them (the map was computed on the raster's own grid, every pixel off)
+gdal_translate -q -of VRT "$SAMPLE" "$T/noise.vrt"
+$PY -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform()); g[2] = g[4] = 1e-12
+d.SetGeoTransform(g); d = None' "$T/noise.vrt"
+ck=$T/r1-256/checkpoints/ckpt-00000024.wcp
+"$WILDCPU" predict --tiles "$T/noise.vrt" --checkpoint "$ck" --out "$T/noise.tif" >"$T/noise.log" 2>&1
+st=$?
+same=$($PY -c 'import sys, numpy as np; from osgeo import gdal
+a, b = (gdal.Open(f).ReadAsArray() for f in sys.argv[1:3]); print(np.array_equal(a, b, equal_nan=True))' "$T/r1-256.tif" "$T/noise.tif" 2>&1)
+[ $st -eq 0 ] && [ "$same" = True ] && grep -q "on the global grid" "$T/noise.log" \
+    && ok "rotation terms of 1e-12 are noise: the map on the global grid, bitwise the same" \
+    || notok "rotation terms of 1e-12" "status $st, same: $same; $(grep -o 'alignment [^)]*' "$T/noise.log")"
 finish

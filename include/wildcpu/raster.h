@@ -249,6 +249,12 @@ int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, 
  * Returns 1; 0 for a rotated or ungeoreferenced raster, whose own grid is used (0, 0). The
  * network's pooling phase is defined on this grid, for training, validation and maps alike. */
 int wc_raster_global_origin(const wc_raster *r, long long *gcol, long long *grow);
+
+/* Whether a geotransform's pixel axes run along the CRS's axes: its rotation terms are 0, or
+ * within 1e-9 of the pixel's side (the noise a transform computed in floating point, or read
+ * from a ModelTransformation tag, carries; it moves a pixel 1e-3 of its size over a million
+ * pixels). North-up and south-up alike. */
+int wc_gt_axis_aligned(const double gt[6]);
 /* v mod m in [0, m), for negative v too. */
 int wc_pmod(long long v, int m);
 
