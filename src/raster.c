@@ -1200,15 +1200,26 @@ double wc_raster_crs_metres_per_unit(const char *crs) {
     return per_unit > 0 || per_unit == 0 ? per_unit : NAN;
 }
 
-/* The ground distance of a small step between two points of one ellipsoid (degrees), from the
- * meridian's and the prime vertical's radii of curvature at their mean latitude: exact to the
- * first order, which a step of one pixel is. */
+/* The point (longitude, latitude in degrees) on an ellipsoid (semi-major axis a, squared
+ * eccentricity e2) in earth-centred cartesian metres. */
+static void ellipsoid_xyz(double a, double e2, const double lonlat[2], double xyz[3]) {
+    const double rad = 3.14159265358979323846 / 180;
+    const double lam = lonlat[0] * rad, phi = lonlat[1] * rad;
+    const double n = a / sqrt(1 - e2 * sin(phi) * sin(phi));
+    xyz[0] = n * cos(phi) * cos(lam), xyz[1] = n * cos(phi) * sin(lam);
+    xyz[2] = n * (1 - e2) * sin(phi);
+}
+
+/* The ground distance of a small step between two points of one ellipsoid (degrees): the chord
+ * between them, which a step of one pixel equals to a few parts in a billion. Exact at a pole,
+ * where a step in longitude and latitude (a first-order formula at the mean latitude) is not:
+ * a raster centred on the pole got pixels of 39 x 57 m for 31 x 31. */
 static double ellipsoid_step_metres(double a, double e2, const double from[2], const double to[2]) {
-    const double rad = 3.14159265358979323846 / 180, phi = 0.5 * (from[1] + to[1]) * rad;
-    const double w = 1 - e2 * sin(phi) * sin(phi);
-    const double meridian = a * (1 - e2) / (w * sqrt(w)), prime_vertical = a / sqrt(w);
-    const double dlon = remainder(to[0] - from[0], 360) * rad, dlat = (to[1] - from[1]) * rad;
-    return hypot(prime_vertical * cos(phi) * dlon, meridian * dlat);
+    double p[3], q[3];
+    ellipsoid_xyz(a, e2, from, p);
+    ellipsoid_xyz(a, e2, to, q);
+    return sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) +
+                (p[2] - q[2]) * (p[2] - q[2]));
 }
 
 int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, int height,
@@ -1239,7 +1250,10 @@ int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, 
         int ok[3] = {0, 0, 0};
         if (OCTTransformEx(to_geo, 3, x, y, NULL, ok) && ok[0] && ok[1] && ok[2]) {
             const double f = invf > 0 ? 1 / invf : 0, e2 = f * (2 - f);
-            const double p0[2] = {x[0], y[0]}, p1[2] = {x[1], y[1]}, p2[2] = {x[2], y[2]};
+            /* the geographic CRS's angles in degrees (grads, say, in EPSG:4807) */
+            const double deg = OSRGetAngularUnits(geo, NULL) / (3.14159265358979323846 / 180);
+            const double p0[2] = {x[0] * deg, y[0] * deg}, p1[2] = {x[1] * deg, y[1] * deg},
+                         p2[2] = {x[2] * deg, y[2] * deg};
             *px_width_m = ellipsoid_step_metres(a, e2, p0, p1);
             *px_height_m = ellipsoid_step_metres(a, e2, p0, p2);
             const int sized = isfinite(*px_width_m) && isfinite(*px_height_m) &&

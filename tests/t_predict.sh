@@ -587,9 +587,16 @@ gdal_translate -q -of VRT -a_srs EPSG:2241 -a_ullr 500000 1500000 550392.70 1449
 gdalwarp -q -of VRT -ot Float32 -t_srs EPSG:3857 -tr 42.017 42.017 "$S" "$out/merc42.vrt"
 gdalwarp -q -of VRT -ot Float32 -t_srs EPSG:3857 -tr 30 30 "$S" "$out/merc30crs.vrt"
 gdalwarp -q -of VRT -ot Float32 -t_srs EPSG:4326 -tr 0.000377 0.00027 "$S" "$out/lonlat30.vrt"
+# 30 m pixels in grads (EPSG:4807, NTF Paris: 0.00042347 x 0.00029994 grad at 50 grad), and on
+# a polar stereographic grid centred on the pole (30 m of EPSG:3031 are 30.8 m there), whose
+# longitude is undefined: measured as if in degrees, and at the pole, they were 30.4 x 33.4 m
+# and 39.2 x 57.4 m
+gdal_translate -q -of VRT -a_srs EPSG:4807 -a_ullr 2 50 2.21681664 49.84643072 "$S" "$out/grads30.vrt"
+gdal_translate -q -of VRT -a_srs EPSG:3031 -a_ullr -7680 7680 7680 -7680 "$S" "$out/pole.vrt"
 for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training data 30 x 30 m" \
     "feet30.vrt:has pixels of 9.14 x 9.14 m on the ground, the model's training data 30 x 30 m" \
     "merc30crs.vrt:has pixels of 21.5 x 21.4 m on the ground, the model's training data 30 x 30 m" \
+    "pole.vrt:has pixels of 30.8 x 30.8 m on the ground, the model's training data 30 x 30 m" \
     "south.vrt:is south-up, the model's training data north-up" \
     "eastwest.vrt:is north-up with columns east to west, the model's training data north-up:" \
     "turned.vrt:is turned by 30.0 degrees against the model's training data" \
@@ -609,6 +616,11 @@ if predict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
     ok "no such warning on the training ground's own grid"
 else
     notok "a warning on the training grid" 
+fi
+if predict --tiles "$out/grads30.vrt" --out "$out/grads30.tif" >"$log" 2>&1 && ! grep -q "has pixels of" "$log"; then
+    ok "grads30.vrt, 30 m pixels in grads: no warning of another pixel size"
+else
+    notok "grads30.vrt: a pixel-size warning" "$(grep -E 'has pixels of' "$log" | head -2 | cut -c1-300)"
 fi
 for f in merc42 lonlat30; do
     if predict --tiles "$out/$f.vrt" --out "$out/$f.tif" >"$log" 2>&1 && ! grep -Eq "has pixels of|another CRS|wrong ground" "$log"; then

@@ -113,7 +113,9 @@ if mount --bind "$dir" "$dir" 2>/dev/null; then
         --out "$dir/risk.tif" >"$T/ro.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 1200); do grep -q "(100%)" "$T/ro.log" && break; sleep 0.05; done
-    mount -o remount,bind,ro "$dir"
+    # (refused while a file in it is open for writing: tried until the files are closed, in
+    # the 5 s the test hook holds the verified map before publishing it)
+    for _ in $(seq 1 200); do mount -o remount,bind,ro "$dir" 2>/dev/null && break; sleep 0.05; done
     wait $pid
     st=$?
     left=$(grep -o "could not remove the working file [^:]*" "$T/ro.log" | head -1 | sed 's/.* file //')
