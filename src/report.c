@@ -428,12 +428,15 @@ static derived derive(const wc_run_summary *s, const int64_t *rss, int R) {
 }
 
 static void log_summary(const wc_run_summary *s, const derived *d) {
-    char buf[32], buf2[32];
-    wc_info("run %s: %ld steps in %.1f s (%.2f samples/s, %.1f GFLOP/s over %d rank%s), "
-            "%.4f core-hours; peak RSS %s per rank (max) vs %s planned + baseline + GDAL "
-            "cache (x%.2f)",
-            status_name(s->status), s->steps_done, s->wall_seconds, d->sps,
-            d->sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "", d->core_hours,
+    char buf[32], buf2[32], rate[96];
+    if (isnan(d->ts)) /* no step in this run: no rate to give */
+        snprintf(rate, sizeof rate, "over %d rank%s", s->ranks, s->ranks > 1 ? "s" : "");
+    else
+        snprintf(rate, sizeof rate, "%.2f samples/s, %.1f GFLOP/s over %d rank%s", d->sps,
+                 d->sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "");
+    wc_info("run %s: %ld steps in %.1f s (%s), %.4f core-hours; peak RSS %s per rank (max) vs "
+            "%s planned + baseline + GDAL cache (x%.2f)",
+            status_name(s->status), s->steps_done, s->wall_seconds, rate, d->core_hours,
             wc_fmt_bytes(buf, sizeof buf, (double)d->rss_max),
             wc_fmt_bytes(buf2, sizeof buf2, d->expected), (double)d->rss_max / d->expected);
     if (s->train_seconds > 0)

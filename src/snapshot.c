@@ -435,6 +435,60 @@ typedef struct {
     const wc_resume_match *m;
 } resume_ctx;
 
+static int compare_texts(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A training configuration record in the form two are compared in: the vector pairs of augment=
+ * and rotate= ("8:8/9,2/3") in one order, since the order --vector-bands lists them in changes
+ * nothing, and without model= when drop_model (the spec's hash says what the network is; the
+ * name is a path as typed, ./small.spec or /runs/small.spec). Caller frees. */
+static char *canonical_config(const char *kv, int drop_model) {
+    const size_t n = strlen(kv);
+    char *out = WC_ALLOC(n + 1), *copy = wc_strdup(kv);
+    out[0] = '\0';
+    char *save = NULL;
+    for (char *rec = strtok_r(copy, ";", &save); rec; rec = strtok_r(NULL, ";", &save)) {
+        if (drop_model && strncmp(rec, "model=", 6) == 0) continue;
+        char *colon = strchr(rec, ':');
+        const int pairs = (strncmp(rec, "augment=", 8) == 0 || strncmp(rec, "rotate=", 7) == 0) &&
+                          colon && colon[1];
+        if (*out) strcat(out, ";");
+        if (!pairs) {
+            strcat(out, rec);
+            continue;
+        }
+        char *list[64], *psave = NULL;
+        int k = 0;
+        *colon = '\0';
+        for (char *p = strtok_r(colon + 1, ",", &psave); p && k < 64; p = strtok_r(NULL, ",", &psave))
+            list[k++] = p;
+        qsort(list, (size_t)k, sizeof *list, compare_texts);
+        strcat(out, rec);
+        strcat(out, ":");
+        for (int i = 0; i < k; i++) {
+            if (i) strcat(out, ",");
+            strcat(out, list[i]);
+        }
+    }
+    free(copy);
+    return out;
+}
+
+/* wc_kv_differs for two training configurations, as canonical_config puts them: a resume is
+ * refused for a difference that changes the training, not for a spelling of the same one. */
+static int config_differs(const char *now, const char *then, char *why, size_t size) {
+    char a[64], b[64];
+    wc_kv_get(now, "spec_hash", a, sizeof a);
+    wc_kv_get(then, "spec_hash", b, sizeof b);
+    const int same_spec = *a && strcmp(a, b) == 0;
+    char *cn = canonical_config(now, same_spec), *ct = canonical_config(then, same_spec);
+    const int differs = wc_kv_differs(cn, ct, why, size);
+    free(cn);
+    free(ct);
+    return differs;
+}
+
 /* A wc_ckpt_check: the snapshot checks out and, when it claims the run's data and settings
  * (which wc_snapshot_find_resume then compares, refusing a difference), holds the run's network
  * and optimizer state. */
@@ -445,7 +499,7 @@ static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size
     const wc_resume_match *m = c->m;
     char diff[8];
     if (wc_kv_differs(m->fingerprint, s->fingerprint, diff, sizeof diff) ||
-        wc_kv_differs(m->config, s->config, diff, sizeof diff))
+        config_differs(m->config, s->config, diff, sizeof diff))
         return WC_OK; /* another run's: refused with the difference named */
     if (s->nparams != m->nparams || s->ntensors != m->ntensors)
         return wc_reason(why, why_size, "it holds %zu parameters in %d tensors, this run's "
@@ -508,7 +562,7 @@ static int check_best_is_this_runs(const char *dir, const wc_resume_match *m,
     const char *what = NULL;
     if (wc_kv_differs(m->fingerprint, b.fingerprint, why, sizeof why))
         what = "was trained on other data";
-    else if (wc_kv_differs(m->config, b.config, why, sizeof why))
+    else if (config_differs(m->config, b.config, why, sizeof why))
         what = "was written with other settings";
     else if (b.nparams != m->nparams || b.ntensors != m->ntensors) {
         what = "holds another network";
@@ -545,7 +599,7 @@ int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapsh
         wc_error("checkpoint %s was trained on other data: %s (use another --out, or --fresh)",
                  *path, why);
         rc = -1;
-    } else if (wc_kv_differs(m->config, s->config, why, sizeof why)) {
+    } else if (config_differs(m->config, s->config, why, sizeof why)) {
         /* --augment and --rotate record their vector pairs as input channels, from 0 */
         char channels[1024] = "";
         size_t n = 0;

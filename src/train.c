@@ -671,9 +671,10 @@ static int run_pending_validation(train_ctx *t, int *ran) {
 static int loop(train_ctx *t) {
     const wc_train_config *cfg = t->cfg;
     int ran_pending;
+    t->t_loop = wc_now(); /* a pending validation is the loop's time, as it was the first run's */
     int status = run_pending_validation(t, &ran_pending);
     if (status != WC_EXIT_OK) return status;
-    t->t_loop = t->ckpt.last = wc_now();
+    t->ckpt.last = wc_now();
     wc_trainlog_start(t->log);
     for (long step = t->start_step; step < t->total_steps; step++) {
         if (train_step(t, step) != WC_OK) return WC_EXIT_RUNTIME;

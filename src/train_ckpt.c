@@ -342,7 +342,7 @@ int wc_train_ckpt_resume(train_ctx *t) {
     const int nt = t->net->ntensors;
     const size_t pbytes = t->net->nparams * sizeof(float);
     int64_t counters[6] = {0, 0, 0, 0, 0, -1};
-    double best_auc = -1;
+    double best_auc = -1, last_loss = 0;
     char prev_ranks[32] = "";
     if (t->rank == 0) {
         counters[0] = s->step, counters[1] = s->optim_step, counters[2] = s->calibrated;
@@ -357,9 +357,16 @@ int wc_train_ckpt_resume(train_ctx *t) {
          * of an earlier version has none: 0) */
         t->resumed_loss_sum = s->log_loss_sum;
         t->resumed_loss_steps = s->log_loss_steps;
+        /* the last step's loss, which the next checkpoint and the report record: a resume
+         * that takes no step (a pending final validation) wrote loss=0 */
+        char loss[64];
+        wc_kv_get(s->meta, "loss", loss, sizeof loss);
+        last_loss = *loss ? strtod(loss, NULL) : 0;
     }
     wc_dist_bcast(counters, sizeof counters, 0);
     wc_dist_bcast(&best_auc, sizeof best_auc, 0);
+    wc_dist_bcast(&last_loss, sizeof last_loss, 0);
+    t->sum.last_loss = last_loss;
     adopt_normalization(t, t->rank == 0 ? s : NULL, path);
     wc_dist_bcast(t->net->params, pbytes, 0);
     wc_dist_bcast(t->opt->m, pbytes, 0);
@@ -393,9 +400,12 @@ int wc_train_ckpt_resume(train_ctx *t) {
                     best, t->best.step, present ? "not usable: " : "missing", present ? why : "");
     }
     if (wc_dist_any(best_missing)) t->best.step = -1, t->best.auc_pr = -1;
-    wc_info("resuming from %s: %ld of %ld steps done (epoch %lld)%s%s%s", path, t->start_step,
-            t->total_steps, (long long)counters[3] + 1, *prev_ranks ? ", written by " : "",
-            prev_ranks, *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
+    char epoch[48] = ""; /* the epoch the next step is in: none once every step is done */
+    if (t->start_step < t->total_steps)
+        snprintf(epoch, sizeof epoch, " (epoch %lld)", (long long)counters[3] + 1);
+    wc_info("resuming from %s: %ld of %ld steps done%s%s%s%s", path, t->start_step,
+            t->total_steps, epoch, *prev_ranks ? ", written by " : "", prev_ranks,
+            *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
     wc_snapshot_free(&snap);
     free(path);
     return WC_OK;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# t_resume_records.sh: what a resumed run records, and which spellings of the same settings it
+# accepts (found by a probe of stops and resumes; the parameters were always exact, these were
+# not):
+#   - a stop during the final validation, resumed: the rewritten checkpoint and report.json keep
+#     the last step's loss (they recorded 0), the summary gives no rate for 0 steps (nan), and
+#     the time on rank 0 adds up to at most 100% when a pending validation ran (156%);
+#   - a --model spec file given by another path to the same file, and --vector-bands listing
+#     the same pairs in another order, resume (refused before, though nothing changes), and the
+#     result is bitwise the uninterrupted run's; a changed spec is still refused.
+. "$(dirname "$0")/lib.sh"
+
+"$WILDCPU" synth --out "$T/s" --size 512 >"$T/synth.log" 2>&1 || { notok "synth" "$(tail -2 "$T/synth.log")"; finish; }
+S=$T/s/tiles.vrt
+
+# stop_at LOG PATTERN PID: SIGTERM once LOG shows PATTERN; returns the run's status
+stop_at() {
+    for _ in $(seq 1 1200); do grep -q "$2" "$1" && break; sleep 0.05; done
+    kill -TERM "$3"
+    wait "$3"
+}
+
+# 1. a stop during the final validation (after step 2 of 2), then the rerun
+A=(--tiles "$S" --steps 2 --batch 4 --patch 32 --val-block 64 --val-fraction 0.5 --log-every 1 --no-predict)
+"$WILDCPU" "${A[@]}" --out "$T/fv" >"$T/fv1.log" 2>&1 &
+stop_at "$T/fv1.log" "step 2/2" $!
+st=$?
+before=$("$WILDCPU" info "$T/fv/checkpoints/ckpt-00000002.wcp" | grep -o ' loss=[^ ;]*')
+"$WILDCPU" "${A[@]}" --out "$T/fv" >"$T/fv2.log" 2>&1
+st2=$?
+after=$("$WILDCPU" info "$T/fv/checkpoints/ckpt-00000002.wcp" | grep -o ' loss=[^ ;]*')
+final=$(json "$T/fv/report.json" final_train_loss)
+if [ $st -eq 75 ] && [ $st2 -eq 0 ] && [ -n "$before" ] && [ "$before" = "$after" ] &&
+    [ "$final" = "${before# loss=}" ] && grep -q "run finished: 0 steps in .* (over 1 rank)" "$T/fv2.log" &&
+    ! grep -q "nan" "$T/fv2.log"; then
+    ok "stopped in the final validation and resumed: the checkpoint and report keep the loss ($after), no nan rate"
+else
+    notok "a resume that takes no step" "statuses $st $st2, loss '$before' then '$after', report $final: $(grep 'run finished' "$T/fv2.log")"
+fi
+
+# 2. the time breakdown of a resume that runs a pending validation, then steps
+B=(--tiles "$S" --steps 4 --batch 52 --micro-batch 4 --patch 32 --val-block 64 --val-fraction 0.5 --log-every 1 --no-predict)
+"$WILDCPU" "${B[@]}" --out "$T/b4" >"$T/b41.log" 2>&1 &
+stop_at "$T/b41.log" "step 2/4" $!
+"$WILDCPU" "${B[@]}" --out "$T/b4" >"$T/b42.log" 2>&1
+st=$?
+sum=$(grep -o 'time on rank 0: .*' "$T/b42.log" | grep -o '[0-9.]*%' | tr -d % | awk '{s += $1} END {print s}')
+if [ $st -eq 0 ] && [ -n "$sum" ] && awk -v s="$sum" 'BEGIN {exit !(s <= 100.5)}'; then
+    ok "a resume with a pending validation: the time on rank 0 adds up to $sum%"
+else
+    notok "time breakdown of a resume" "status $st, sum '$sum': $(grep 'time on' "$T/b42.log")"
+fi
+
+# 3. the same spec by another path, the same pairs in another order: resumed, exact
+printf '# small\ninput x\nconv c1 x out=8 k=3 pad=1\nrelu r1 c1\nconv c2 r1 out=1 k=1\n' >"$T/small.spec"
+C=(--tiles "$S" --steps 6 --batch 8 --patch 32 --val-block 64 --no-predict --ckpt-every 2 --augment)
+"$WILDCPU" "${C[@]}" --model "$T/small.spec" --out "$T/whole" >"$T/whole.log" 2>&1
+"$WILDCPU" "${C[@]}" --model "$T/small.spec" --out "$T/part" >"$T/part1.log" 2>&1
+rm -f "$T/part/checkpoints/ckpt-00000006.wcp"
+(cd "$T" && "$WILDCPU" "${C[@]}" --model ./small.spec --out part \
+    --vector-bands wind_u:wind_v,aspect_sin:aspect_cos >"$T/part2.log" 2>&1)
+st=$?
+dw=$(digest "$T/whole/checkpoints/ckpt-00000006.wcp")
+dp=$(digest "$T/part/checkpoints/ckpt-00000006.wcp")
+if [ $st -eq 0 ] && grep -q "resuming from .*ckpt-00000004.wcp" "$T/part2.log" && [ -n "$dw" ] && [ "$dw" = "$dp" ]; then
+    ok "resumed with --model ./small.spec for the absolute path and the vector pairs reordered: bitwise the uninterrupted run ($dp)"
+else
+    notok "resume with the same settings spelled otherwise" "status $st, digests $dw $dp: $(grep -E 'error|resuming' "$T/part2.log" | head -2)"
+fi
+# ... a spec that changed is still refused
+sed 's/out=8/out=9/' "$T/small.spec" >"$T/small9.spec"
+rm -f "$T/part/checkpoints/ckpt-00000006.wcp"
+"$WILDCPU" "${C[@]}" --model "$T/small9.spec" --out "$T/part" >"$T/part3.log" 2>&1
+st=$?
+[ $st -eq 1 ] && grep -q "spec_hash: now" "$T/part3.log" && grep -q "model: now" "$T/part3.log" \
+    && ok "a changed spec is refused, naming both files and their hashes" \
+    || notok "a changed spec on resume" "status $st: $(grep error "$T/part3.log" | head -2 | cut -c1-300)"
+finish
