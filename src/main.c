@@ -799,10 +799,26 @@ static int same_command_everywhere(int argc, char **argv) {
     return wc_dist_any(h != first) ? WC_ERR : WC_OK;
 }
 
-/* Runs before every library's initializer, OpenBLAS's among them (blas_core.h says why). */
+/* Whether the command line runs a command that stops on a signal: train (the default),
+ * predict or evaluate. */
+static int stops_on_signal(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+                      !strcmp(argv[1], "--version")))
+        return 0;
+    if (argc < 2 || argv[1][0] == '-') return 1;
+    return strcmp(argv[1], "train") == 0 || strcmp(argv[1], "predict") == 0 ||
+           strcmp(argv[1], "evaluate") == 0;
+}
+
+/* Runs before every library's initializer, OpenBLAS's among them (blas_core.h says why). The
+ * stop signals are caught from here on: loading and starting MPI's and GDAL's libraries takes
+ * most of a second, and a rank signalled then (a job cancelled at its start) died with 143,
+ * leaving no DIR/STOPPED for a requeue to see. */
 static void settle_blas_threads(int argc, char **argv, char **envp) {
-    (void)argc;
+    const int stops = stops_on_signal(argc, argv);
+    if (stops) wc_stop_install(), wc_stop_hold(1); /* held across the exec, if any */
     wc_blas_threads_settle(argv, envp);
+    if (stops) wc_stop_hold(0); /* also what was held in the process that executed this one */
 }
 typedef void (*preinit_fn)(int, char **, char **);
 static const preinit_fn settle_blas_threads_first __attribute__((section(".preinit_array"), used)) =
@@ -821,7 +837,10 @@ int main(int argc, char **argv) {
     }
     /* OpenBLAS's kernels are chosen as it loads: a CPU it did not recognize is fixed by
      * executing again, before anything else starts (blas_core.h) */
+    const int stops = stops_on_signal(argc, argv);
+    if (stops) wc_stop_hold(1); /* across the exec, as in settle_blas_threads */
     wc_blas_core_settle(argv);
+    if (stops) wc_stop_hold(0);
     static const struct {
         const char *name;
         int (*fn)(int, char **);
@@ -836,7 +855,8 @@ int main(int argc, char **argv) {
         if (!fn) return usage_error("unknown command '%s'", argv[1]);
         shift = 1;
     }
-    /* before MPI starts, so a signal during start-up is not lost */
+    /* again (installed before the libraries started: settle_blas_threads), so that nothing a
+     * library's initializer did replaces it; before MPI starts, so a signal is not lost */
     if (fn == cmd_train || fn == cmd_predict || fn == cmd_evaluate) wc_stop_install();
     if (wc_dist_init(&argc, &argv) != WC_OK) {
         wc_dist_finalize();

@@ -58,6 +58,16 @@ void wc_stop_install(void) {
     signal(SIGPIPE, SIG_IGN);
 }
 
+void wc_stop_hold(int hold) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
 int wc_stop_requested(void) { return stop_requested; }
 
 int wc_stop_signal(void) { return stop_signal; }

@@ -133,4 +133,28 @@ s=$?
 [ $s -eq 0 ] && [ ! -e "$T/nohup/STOPPED" ] && [ -f "$T/nohup/checkpoints/ckpt-00000012.wcp" ] \
     && ok "SIGHUP under nohup: ignored, the run finishes" \
     || notok "SIGHUP under nohup" "status $s: $(tail -2 "$T/nohup.log")"
+# A stop signal that arrives while the program is still starting (its libraries loading, or it
+# executing itself again to settle OpenBLAS's threads) is a stop: status 75 and DIR/STOPPED. It
+# killed the process (143, no STOPPED for a requeue to see). Made deterministic by starting the
+# program with SIGTERM blocked and already pending: it must catch it once its handler is in
+# place (a blocked signal stays pending across loading and exec).
+$PY - "$WILDCPU" "$T/early" "$T/r/tiles.vrt" <<'PY' >"$T/early.out" 2>&1
+import os, signal, subprocess, sys
+prog, out, tiles = sys.argv[1:4]
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}  # the exec too
+p = subprocess.Popen([prog, "--tiles", tiles, "--out", out, "--steps", "400", "--batch", "4",
+                      "--patch", "32", "--no-predict"], env=env,
+                     stdout=open(out + ".log", "w"), stderr=subprocess.STDOUT)
+os.kill(p.pid, signal.SIGTERM)
+try:
+    print(p.wait(timeout=120))
+except subprocess.TimeoutExpired:
+    p.kill()
+    print("hung")
+PY
+s=$(tail -1 "$T/early.out")
+[ "$s" = 75 ] && [ -f "$T/early/STOPPED" ] \
+    && ok "SIGTERM pending when the program starts: a stop (75, STOPPED)" \
+    || notok "SIGTERM at start" "status $s: $(tail -2 "$T/early.log" "$T/early.out")"
 finish

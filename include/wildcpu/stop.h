@@ -7,12 +7,16 @@
  * ignored (Slurm's time-limit warning and a user's scancel may both send one); a second
  * SIGTERM, SIGINT or SIGHUP ends the process at once, unless it comes within a second of the
  * first (the same stop delivered twice: timeout(1) signals its command, then its process
- * group). main installs the handlers before MPI starts, so a signal during start-up is not
- * lost. */
+ * group). main installs the handlers before the libraries start, so a signal during start-up
+ * is not lost. */
 #ifndef WILDCPU_STOP_H
 #define WILDCPU_STOP_H
 
 void wc_stop_install(void);
+/* hold 1: the stop signals wait (blocked) across an execve of the program by itself, whose
+ * start would otherwise meet them with their default action (the process killed, 143); hold
+ * 0: they are delivered again, one that came meanwhile now, to the handlers. */
+void wc_stop_hold(int hold);
 /* 1 once a stop signal has arrived on this process */
 int wc_stop_requested(void);
 /* the first stop signal's number, 0 if none */
