@@ -908,10 +908,10 @@ static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt
 }
 
 /* The sources of the VRT `path` (one of a mosaic's, perhaps nested) against the VRT's bands:
- * missing_source, check_source_band and check_source_extent. Each source file is opened once, for all the
- * bands that read it; with more than MAX sources, MAX spread over them (a mosaic of tiles from
- * one producer has one band order, and thousands of headers on a parallel file system take
- * long). */
+ * missing_source, check_source_band and check_source_extent. Each source file is opened once,
+ * for all the bands that read it; with more than MAX sources, MAX spread over them (a mosaic
+ * of tiles from one producer has one band order, and thousands of headers on a parallel file
+ * system take long). */
 static void check_source_files(const char *mosaic, const char *path, int holes_are_data,
                                char *const *listed, size_t nlisted, source_findings *f) {
     enum { MAX = 500 };

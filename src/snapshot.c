@@ -461,7 +461,8 @@ static char *canonical_config(const char *kv, int drop_model) {
         char *list[64], *psave = NULL;
         int k = 0;
         *colon = '\0';
-        for (char *p = strtok_r(colon + 1, ",", &psave); p && k < 64; p = strtok_r(NULL, ",", &psave))
+        for (char *p = strtok_r(colon + 1, ",", &psave); p && k < 64;
+             p = strtok_r(NULL, ",", &psave))
             list[k++] = p;
         qsort(list, (size_t)k, sizeof *list, compare_texts);
         strcat(out, rec);
