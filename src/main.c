@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,7 +135,13 @@ static int check_stdout(int status) {
     errno = 0;
     const int failed = fflush(stdout) != 0 || ferror(stdout);
     const int err = errno;
-    if (!failed || err == EPIPE) return status;
+    /* errno tells EPIPE only when this flush failed: a write that failed earlier (output larger
+     * than the buffer, with SIGPIPE ignored) leaves the error flag and errno 0. A pipe whose
+     * reader is gone polls as an error (a socket's as hung up) whenever it is asked. */
+    struct pollfd out = {.fd = STDOUT_FILENO, .events = 0};
+    if (!failed || err == EPIPE ||
+        (poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP))))
+        return status;
     const char *why = err ? strerror(err) : "a write failed";
     if (!stdout_is_the_product) {
         wc_warn("standard output: %s: lines this run printed were lost (its files are complete)",

@@ -13,7 +13,8 @@
 #   - the version, every file rundir.c's RUN_FILES names (and --fresh moves), and every environment
 #     variable the sources read are documented;
 #   - info, --help and --version with a standard output that cannot be written (/dev/full) end
-#     with status 1 and a message naming it;
+#     with status 1 and a message naming it; into a closed pipe, with SIGPIPE ignored, silently
+#     with status 0;
 #   - README.md and docs/*.md link only to files (and headings) that exist inside the repository.
 # No training runs: it takes a few seconds.
 . "$(dirname "$0")/lib.sh"
@@ -214,6 +215,20 @@ for argv in (["info", "--", "-d"], ["--version"], ["--help"], ["predict", "--hel
                            env=own_session(len(runs)), cwd=os.environ["T"], timeout=120)
     result(p.returncode == 1 and "error: standard output: " in p.stderr,
            "wildcpu %s >/dev/full: status 1, 'standard output' named" % " ".join(argv),
+           "status %d: %s" % (p.returncode, p.stderr))
+# ... but a reader that went away (`| head -1`) is the reader's choice: silent, status 0, also
+# when SIGPIPE is ignored (as train, predict and evaluate ignore it, or a parent did) and the
+# write that failed was not the last one (--help's 4.5 KiB are written in two: the flush at exit
+# has nothing left to write and errno says nothing then)
+for argv in (["--help"], ["predict", "--help"]):
+    r, w = os.pipe()
+    os.close(r)  # closed before the program starts: no race with a reader
+    p = subprocess.run([prog] + argv, stdout=w, stderr=subprocess.PIPE, text=True,
+                       env=own_session(len(runs)), cwd=os.environ["T"], timeout=120,
+                       restore_signals=False)  # Python's SIGPIPE, ignored, is inherited
+    os.close(w)
+    result(p.returncode == 0 and p.stderr == "",
+           "wildcpu %s with SIGPIPE ignored into a closed pipe: status 0, nothing said" % " ".join(argv),
            "status %d: %s" % (p.returncode, p.stderr))
 for k in sorted(k for k in runs if k.startswith("usage error ")):
     rc, o, e = out[k]
