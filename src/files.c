@@ -91,7 +91,7 @@ void wc_path_absolute(const char *path, char *out, size_t size) {
     size_t at = 0, len = 0;
     const int inside = wc_file_behind(path, &at, &len);
     if (!inside) at = 0, len = strlen(path);
-    if (path[at] == '/' || strstr(path, "://") || (!inside && strncmp(path, "/vsi", 4) == 0) ||
+    if (path[at] == '/' || strstr(path, "://") || (!inside && wc_gdal_name(path)) ||
         !getcwd(cwd, sizeof cwd)) {
         snprintf(out, size, "%s", path);
         return;

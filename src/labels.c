@@ -972,13 +972,14 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
     if (!ds) {
         /* GDAL gives no reason when no driver recognizes the file (an empty one, say) */
         const char *why = CPLGetLastErrorMsg();
-        char bytes[64] = "";
+        char bytes[96] = "";
         size_t at, len;
         if (!*why && stat(labels, &st) == 0)
             snprintf(bytes, sizeof bytes, "no GDAL driver recognizes it (%lld bytes)",
                      (long long)st.st_size);
         else if (!*why && !wc_file_behind(labels, &at, &len))
-            snprintf(bytes, sizeof bytes, "no file it names exists");
+            snprintf(bytes, sizeof bytes, "GDAL finds nothing there, and no local file it "
+                                          "names exists");
         wc_error("--labels %s is neither a raster nor a vector file GDAL can open: %s", labels,
                  *why ? why : *bytes ? bytes : "no GDAL driver recognizes it");
         return WC_ERR;

@@ -839,6 +839,8 @@ static int compare_paths(const void *a, const void *b) {
 static int named_source_unreadable(const char *name, char *why, size_t size) {
     static const char *const archives[] = {"/vsizip/", "/vsitar/", "/vsigzip/", "/vsi7z/",
                                            "/vsirar/"};
+    struct stat st_file; /* a file whose name only looks like a connection string (a:b.tif) */
+    if (strncmp(name, "/vsi", 4) != 0 && stat(name, &st_file) == 0) return 0;
     if (strncmp(name, "/vsi", 4) == 0) {
         int local = 0;
         for (size_t k = 0; k < sizeof archives / sizeof archives[0]; k++)
@@ -1358,7 +1360,7 @@ char **wc_gdal_file_list(const char *path) {
     char **seen = NULL; /* file_key of each VRT expanded, and each archive listed */
     int nvrt = 0;
     for (size_t i = 0; i < n; i++) {
-        char *archive = local_file_of(out[i]);
+        char *archive = wc_gdal_name(out[i]) ? local_file_of(out[i]) : NULL;
         if (archive) {
             char *key = file_key(archive);
             if (CSLFindStringCaseSensitive(seen, key) < 0) {

@@ -570,7 +570,6 @@ void wc_riskmap_abort(wc_riskmap *map) {
     free(map);
 }
 
-/* wc_rwriter_commit's status as an exit status. */
 /* Whether path has its GDAL sidecar, where GeoTIFF keeps category names. */
 static int has_sidecar(const char *path) {
     char *aux = sidecar_of(path);
@@ -579,6 +578,7 @@ static int has_sidecar(const char *path) {
     return has;
 }
 
+/* wc_rwriter_commit's status as an exit status. */
 static int commit_status(int rc) {
     return rc == WC_OK ? WC_EXIT_OK : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }

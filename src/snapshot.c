@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wildcpu/augment.h"
 #include "wildcpu/files.h"
 #include "wildcpu/le.h"
 #include "wildcpu/raster.h"
@@ -458,10 +459,10 @@ static char *canonical_config(const char *kv, int drop_model) {
             strcat(out, rec);
             continue;
         }
-        char *list[64], *psave = NULL;
+        char *list[WC_AUGMENT_MAX_PAIRS], *psave = NULL;
         int k = 0;
         *colon = '\0';
-        for (char *p = strtok_r(colon + 1, ",", &psave); p && k < 64;
+        for (char *p = strtok_r(colon + 1, ",", &psave); p && k < WC_AUGMENT_MAX_PAIRS;
              p = strtok_r(NULL, ",", &psave))
             list[k++] = p;
         qsort(list, (size_t)k, sizeof *list, compare_texts);

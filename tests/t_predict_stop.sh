@@ -109,6 +109,7 @@ mkdir -p "$dir"
 cp "$ROOT/data/sample/oracle_risk.tif" "$dir/risk.tif"
 before=$(md5sum <"$dir/risk.tif")
 if mount --bind "$dir" "$dir" 2>/dev/null; then
+    trap 'umount "$dir" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT # even when killed
     WILDCPU_TEST_SLOW_COMMIT=5 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" \
         --out "$dir/risk.tif" >"$T/ro.log" 2>&1 &
     pid=$!

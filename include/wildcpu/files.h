@@ -49,9 +49,9 @@ const char *wc_special_file_kind(const char *path);
 
 /* path made absolute against the working directory, for records read elsewhere (a map's
  * provenance): the file within an archive path or a connection string is made absolute in
- * place (GPKG:d/f.gpkg:t gives GPKG:/cwd/d/f.gpkg:t); a URL or a name with no local file is as
- * given; "./" at the start goes. Links are not resolved. Into out (size bytes), cut when
- * longer. */
+ * place (GPKG:d/f.gpkg:t gives GPKG:/cwd/d/f.gpkg:t); a URL, or a GDAL name (wc_gdal_name)
+ * with no local file behind it, is as given; "./" at the start goes. Links are not resolved.
+ * Into out (size bytes), cut when longer. */
 void wc_path_absolute(const char *path, char *out, size_t size);
 /* WC_ERR after a message ("WHAT PATH is a pipe (FIFO), not a file GDAL can read ...") when path
  * is one of those, else WC_OK: for an input about to be given to GDAL. */
