@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wildcpu/ckpt.h"
 #include "wildcpu/cpuinfo.h"
@@ -694,8 +695,18 @@ static int loop(train_ctx *t) {
     /* A rerun of a finished training has nothing to add: its checkpoint and report stay as
      * they are (a pending final validation is the exception: it changes both). */
     if (t->start_step >= t->total_steps && !ran_pending) {
-        wc_info("training already finished (%ld steps): keeping its checkpoint and report",
-                t->total_steps);
+        /* ... unless the report is missing (its write failed, on a full disk say): the rerun
+         * writes it, from the checkpoint's figures and its own */
+        int missing = 0;
+        if (t->rank == 0)
+            for (int k = 0; k < 2; k++) {
+                char path[4400];
+                snprintf(path, sizeof path, "%s/%s", cfg->out_dir, k ? "report.md" : "report.json");
+                missing |= access(path, F_OK) != 0;
+            }
+        t->report_due = wc_dist_any(missing);
+        wc_info("training already finished (%ld steps): keeping its checkpoint%s",
+                t->total_steps, t->report_due ? "; writing its missing report" : " and report");
         return WC_EXIT_OK;
     }
     t->report_due |= ran_pending;

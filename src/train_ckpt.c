@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -26,6 +27,10 @@
  * checkpoint after a minute, then 200 times the last background write's time, within these. */
 #define WC_CKPT_DEFAULT_MIN_S 60.0
 #define WC_CKPT_DEFAULT_MAX_S 600.0
+/* Free inodes a run needs at start: checkpoints with their temporary files, best.wcp, the
+ * run's files (split.tif, metrics.jsonl, the reports and their temporary files) and the map's
+ * (the map, its working file, picture, style, item). */
+#define WC_CKPT_MIN_INODES 24
 
 /* Appends the vector pairs' input channels, "2/3,8/9" (none: ""). */
 static void append_pairs(char *kv, size_t size, const wc_augment *a) {
@@ -301,7 +306,28 @@ int wc_train_ckpt_check_room(const train_ctx *t) {
                          wc_fmt_bytes(b, sizeof b, (double)need));
                 refused = 1;
             }
+            /* files, not bytes: a checkpoint and its temporary file, best.wcp, the run's own
+             * files and the map's (f_files 0: a file system that counts none) */
+            if (v.f_files > 0 && v.f_favail < WC_CKPT_MIN_INODES) {
+                wc_error("%s has %llu inodes free on its file system (files it may still create), "
+                         "and a run needs %d for its checkpoints, reports and map: every "
+                         "checkpoint would fail and the run be lost; remove files there, or give "
+                         "--out another directory",
+                         dirs[i], (unsigned long long)v.f_favail, WC_CKPT_MIN_INODES);
+                refused = 1;
+            }
             break;
+        }
+        /* a file-size limit (ulimit -f, a batch system's) below one checkpoint fails every one */
+        struct rlimit fsize;
+        if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+            (uint64_t)fsize.rlim_cur < need) {
+            char a[32], b[32];
+            wc_error("the file-size limit (ulimit -f) is %s, and a checkpoint of this run takes "
+                     "up to %s: every checkpoint would fail and the run be lost; raise the limit",
+                     wc_fmt_bytes(a, sizeof a, (double)fsize.rlim_cur),
+                     wc_fmt_bytes(b, sizeof b, (double)need));
+            refused = 1;
         }
     }
     return wc_dist_any(refused) ? WC_ERR : WC_OK;
@@ -380,8 +406,13 @@ int wc_train_ckpt_resume(train_ctx *t) {
     /* best.wcp removed since (by hand), or damaged: the best is tracked afresh, so the next
      * validation writes one and the map and the report use what is on disk (a damaged one kept
      * as the best would never be replaced by a validation below its AUC-PR) */
+    /* A best.wcp better than the best this checkpoint knows (written after it: the interval
+     * checkpoints since failed on a full disk, or the process was killed before the next) is
+     * the best so far: the resumed run, exact, reaches it again, and replacing it with a worse
+     * validation on the way there would lose it if the run stopped before. */
     int best_missing = 0;
-    if (t->rank == 0 && t->best.step >= 0) {
+    double best_known[2] = {(double)t->best.step, t->best.auc_pr};
+    if (t->rank == 0) {
         char best[4400], why[512];
         snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
         wc_ckpt ck;
@@ -391,14 +422,23 @@ int wc_train_ckpt_resume(train_ctx *t) {
         /* read whole, but not a snapshot a map could use (predict would pass it over) */
         if (!best_missing) {
             best_missing = wc_snapshot_check(&ck, &b, why, sizeof why) != WC_OK;
+            if (!best_missing && b.best_step >= 0 && b.best_auc_pr > t->best.auc_pr) {
+                best_known[0] = (double)b.best_step, best_known[1] = b.best_auc_pr;
+                wc_info("%s (step %lld, AUC-PR %.4f) is the best validation so far, newer than "
+                        "%s: kept as the best",
+                        best, (long long)b.best_step, b.best_auc_pr, path);
+            }
             wc_ckpt_free(&ck);
             wc_snapshot_free(&b);
         }
-        if (best_missing)
+        if (best_missing && t->best.step >= 0)
             wc_warn("%s (step %ld) is %s%s: the best validation is tracked afresh from here, "
                     "and the next validation writes it",
                     best, t->best.step, present ? "not usable: " : "missing", present ? why : "");
+        best_missing &= t->best.step >= 0;
     }
+    wc_dist_bcast(best_known, sizeof best_known, 0);
+    t->best.step = (long)best_known[0], t->best.auc_pr = best_known[1];
     if (wc_dist_any(best_missing)) t->best.step = -1, t->best.auc_pr = -1;
     char epoch[48] = ""; /* the epoch the next step is in: none once every step is done */
     if (t->start_step < t->total_steps)

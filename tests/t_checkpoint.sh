@@ -203,7 +203,8 @@ status=$?
     && ok "a learning rate that differs in the 14th digit is another setting" \
     || notok "a learning rate differing in the 14th digit" "status $status: $(tail -2 "$T/other.log")"
 
-# disk full while checkpointing: reported, previous checkpoints intact, nothing half-written
+# a file-size limit below one checkpoint: refused before any step (every checkpoint would fail
+# and the run be lost: it trained to the end, then ended 1 with none), earlier checkpoints intact
 interrupt full 1 4 TERM
 before=$(ls "$T/full/checkpoints")
 # 4 MiB: enough for Open MPI's own files, less than the 5 MiB checkpoint; a singleton (no
@@ -212,11 +213,12 @@ before=$(ls "$T/full/checkpoints")
 status=$?
 after=$(ls "$T/full/checkpoints")
 "$WILDCPU" info "$T/full" >"$T/full.info"
-if [ $status -eq 1 ] && grep -q "failed: File too large" "$T/full.log" && [ "$before" = "$after" ] &&
+if [ $status -eq 1 ] && grep -q "error: the file-size limit (ulimit -f) is 4.0 MiB, and a checkpoint of this run takes up to" "$T/full.log" &&
+    [ "$before" = "$after" ] &&
     ! grep -q INVALID "$T/full.info" && [ "$(ls -a "$T/full/checkpoints" | grep -c tmp)" -eq 0 ]; then
-    ok "file-size limit while checkpointing: error reported, earlier checkpoints intact, no partial file"
+    ok "file-size limit below a checkpoint: refused before any step, earlier checkpoints intact"
 else
-    notok "file-size limit while checkpointing" "status $status; before: $before; after: $after"
+    notok "file-size limit below a checkpoint" "status $status; before: $before; after: $after; $(grep error "$T/full.log" | tail -2)"
 fi
 
 # a stop while drawing the map (here a 1024x1024 upsampling of the sample), signalled to one

@@ -7,7 +7,9 @@
 #     the time on rank 0 adds up to at most 100% when a pending validation ran (156%);
 #   - a --model spec file given by another path to the same file, and --vector-bands listing
 #     the same pairs in another order, resume (refused before, though nothing changes), and the
-#     result is bitwise the uninterrupted run's; a changed spec is still refused.
+#     result is bitwise the uninterrupted run's; a changed spec is still refused;
+#   - a best.wcp newer and better than the resumed checkpoint's best is kept; a finished run
+#     whose report is missing writes it when rerun; too few inodes are refused at start.
 . "$(dirname "$0")/lib.sh"
 
 "$WILDCPU" synth --out "$T/s" --size 512 >"$T/synth.log" 2>&1 || { notok "synth" "$(tail -2 "$T/synth.log")"; finish; }
@@ -78,4 +80,47 @@ st=$?
 [ $st -eq 1 ] && grep -q "spec_hash: now" "$T/part3.log" && grep -q "model: now" "$T/part3.log" \
     && ok "a changed spec is refused, naming both files and their hashes" \
     || notok "a changed spec on resume" "status $st: $(grep error "$T/part3.log" | head -2 | cut -c1-300)"
+# 4. A best.wcp better than the best the resumed checkpoint knows (written after it: interval
+#    checkpoints failed on a full disk meanwhile) is kept: the resumed run's first, worse
+#    validation replaced it, and a divergence right after lost the better model
+"$WILDCPU" synth --out "$T/s256" --size 256 >/dev/null 2>&1
+D=(--tiles "$T/s256/tiles.vrt" --steps 6 --batch 4 --micro-batch 2 --val-block 64 --ckpt-every 1 --keep 10 --no-predict)
+"$WILDCPU" "${D[@]}" --out "$T/base" >"$T/base.log" 2>&1
+mkdir -p "$T/newer/checkpoints"
+cp "$T/base/checkpoints/ckpt-00000001.wcp" "$T/base/checkpoints/best.wcp" "$T/newer/checkpoints/"
+want=$("$WILDCPU" info "$T/base/checkpoints/best.wcp" | grep -m1 val_auc_pr)
+WILDCPU_TEST_POISON=3:0:grad "$WILDCPU" "${D[@]}" --out "$T/newer" >"$T/newer.log" 2>&1
+st=$?
+got=$("$WILDCPU" info "$T/newer/checkpoints/best.wcp" | grep -m1 val_auc_pr)
+[ $st -eq 1 ] && [ -n "$want" ] && [ "$want" = "$got" ] && grep -q "validation after step 2" "$T/newer.log" &&
+    grep -q "best.wcp (step 4, AUC-PR .*) is the best validation so far" "$T/newer.log" \
+    && ok "a best.wcp newer and better than the resumed checkpoint's best is kept ($got)" \
+    || notok "a newer, better best.wcp on resume" "status $st, want '$want', got '$got'"
+
+# 5. A finished run whose report is missing (its write failed: a full disk) writes it when rerun
+#    (the rerun said it kept the report, and none was ever written)
+rm -f "$T/base/report.json" "$T/base/report.md"
+"$WILDCPU" "${D[@]}" --out "$T/base" >"$T/again.log" 2>&1
+st=$?
+[ $st -eq 0 ] && [ -s "$T/base/report.json" ] && [ -s "$T/base/report.md" ] &&
+    grep -q "training already finished (6 steps): keeping its checkpoint; writing its missing report" "$T/again.log" \
+    && ok "a finished run rerun without its report writes it" \
+    || notok "a missing report on rerun" "status $st: $(ls "$T/base"); $(grep -E 'finished|error' "$T/again.log" | head -2)"
+
+# 6. A file system without the inodes a run creates is refused at start (every checkpoint
+#    failed, and the run trained to its end for nothing). A small tmpfs needs root.
+mkdir -p "$T/fs"
+if mount -t tmpfs -o size=60m,nr_inodes=12 tmpfs "$T/fs" 2>/dev/null; then
+    trap 'umount "$T/fs" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+    mkdir "$T/fs/run"
+    "$WILDCPU" "${D[@]}" --out "$T/fs/run" >"$T/inodes.log" 2>&1
+    st=$?
+    [ $st -eq 1 ] && grep -q "error: .*fs/run/checkpoints has [0-9]* inodes free on its file system" "$T/inodes.log" &&
+        ! grep -q "^step 1/" "$T/inodes.log" \
+        && ok "too few inodes for a run: refused before any step" \
+        || notok "too few inodes" "status $st: $(grep -E 'error' "$T/inodes.log" | head -2)"
+    umount "$T/fs"
+else
+    echo "# skipped: a tmpfs needs root"
+fi
 finish
