@@ -74,8 +74,11 @@ static const char *gdal_why(const wc_rwriter *w) {
     struct statvfs fs;
     char free_text[32];
     /* (not where nothing can be written anyway: a read-only or unwritable directory) */
-    if (statvfs(dir, &fs) == 0 && !(fs.f_flag & ST_RDONLY) && access(dir, W_OK) == 0 &&
-        (uint64_t)fs.f_bavail * fs.f_frsize < LOW_SPACE_BYTES)
+    const int writable = statvfs(dir, &fs) == 0 && !(fs.f_flag & ST_RDONLY) &&
+                         access(dir, W_OK) == 0;
+    if (writable && fs.f_files > 0 && fs.f_favail == 0) /* files, not bytes, ran out */
+        why = CPLSPrintf("%s (the file system of %s has no inodes left: out of files?)", why, dir);
+    else if (writable && (uint64_t)fs.f_bavail * fs.f_frsize < LOW_SPACE_BYTES)
         why = CPLSPrintf("%s (the file system of %s has %s free: out of space?)", why, dir,
                          wc_fmt_bytes(free_text, sizeof free_text,
                                       (double)fs.f_bavail * (double)fs.f_frsize));

@@ -119,6 +119,13 @@ if mount -t tmpfs -o size=60m,nr_inodes=12 tmpfs "$T/fs" 2>/dev/null; then
         ! grep -q "^step 1/" "$T/inodes.log" \
         && ok "too few inodes for a run: refused before any step" \
         || notok "too few inodes" "status $st: $(grep -E 'error' "$T/inodes.log" | head -2)"
+    # ... and a map that cannot be created for want of inodes says so (it said "out of space?")
+    for i in $(seq 1 20); do touch "$T/fs/f$i" 2>/dev/null || break; done
+    "$WILDCPU" predict --tiles "$T/s256/tiles.vrt" --checkpoint "$T/base" --out "$T/fs/risk.tif" >"$T/inodes2.log" 2>&1
+    st=$?
+    [ $st -eq 1 ] && grep -q "has no inodes left: out of files?" "$T/inodes2.log" \
+        && ok "a map without inodes to be created in: the message says so" \
+        || notok "a map without inodes" "status $st: $(grep -E 'error' "$T/inodes2.log" | head -2)"
     umount "$T/fs"
 else
     echo "# skipped: a tmpfs needs root"
