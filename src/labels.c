@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "wildcpu/dist.h"
@@ -750,6 +751,20 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
              lext);
 }
 
+/* Why writing the derived labels at path may have failed when GDAL's message does not say: a
+ * file system with no room or no inodes left ("" otherwise). */
+static const char *disk_hint(const char *path) {
+    char *dir = wc_dir_of(path);
+    struct statvfs fs;
+    const char *hint = "";
+    if (statvfs(dir, &fs) == 0 && fs.f_files > 0 && fs.f_favail == 0)
+        hint = " (its file system has no inodes left)";
+    else if (statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < ((uint64_t)64 << 20))
+        hint = " (its file system is nearly full)";
+    free(dir);
+    return hint;
+}
+
 /* Rasterizes the polygons of the first polygon layer of `vec` into the derived raster. */
 static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *derived,
                      agreement *a) {
@@ -791,7 +806,8 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
     }
     int burned = out ? any_burned(wc_rwriter_gdal(w), derived, a) : -1;
     if (!out && !a->stop)
-        wc_error("rasterizing %s onto the tiles' grid failed: %s", src, CPLGetLastErrorMsg());
+        wc_error("rasterizing %s onto the tiles' grid, into %s, failed: %s%s", src, derived,
+                 CPLGetLastErrorMsg(), disk_hint(derived));
     int rc = WC_ERR;
     if (burned > 0) {
         rc = commit_grid(w);
@@ -874,8 +890,9 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     GDALClose(view);
     if (!out) {
         if (!a->stop)
-            wc_error("warping %s onto the tiles' grid failed (tiles: %s; labels: %s): %s",
-                     lab->path, ga, gb, CPLGetLastErrorMsg());
+            wc_error("warping %s onto the tiles' grid, into %s, failed (tiles: %s; labels: %s): "
+                     "%s%s",
+                     lab->path, derived, ga, gb, CPLGetLastErrorMsg(), disk_hint(derived));
         wc_rwriter_abort(w);
         return WC_ERR;
     }
