@@ -405,11 +405,11 @@ int wc_train_ckpt_resume(train_ctx *t) {
     t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
     /* best.wcp removed since (by hand), or damaged: the best is tracked afresh, so the next
      * validation writes one and the map and the report use what is on disk (a damaged one kept
-     * as the best would never be replaced by a validation below its AUC-PR) */
-    /* A best.wcp better than the best this checkpoint knows (written after it: the interval
-     * checkpoints since failed on a full disk, or the process was killed before the next) is
-     * the best so far: the resumed run, exact, reaches it again, and replacing it with a worse
-     * validation on the way there would lose it if the run stopped before. */
+     * as the best would never be replaced by a validation below its AUC-PR). A best.wcp better
+     * than the best this checkpoint knows (written after it: the interval checkpoints since
+     * failed on a full disk, or the process was killed before the next) is the best so far:
+     * the resumed run, exact, reaches it again, and replacing it with a worse validation on the
+     * way there would lose it if the run stopped before. */
     int best_missing = 0;
     double best_known[2] = {(double)t->best.step, t->best.auc_pr};
     if (t->rank == 0) {
@@ -424,8 +424,8 @@ int wc_train_ckpt_resume(train_ctx *t) {
             best_missing = wc_snapshot_check(&ck, &b, why, sizeof why) != WC_OK;
             if (!best_missing && b.best_step >= 0 && b.best_auc_pr > t->best.auc_pr) {
                 best_known[0] = (double)b.best_step, best_known[1] = b.best_auc_pr;
-                wc_info("%s (step %lld, AUC-PR %.4f) is the best validation so far, newer than "
-                        "%s: kept as the best",
+                wc_info("%s (step %lld, AUC-PR %.4f) is a better validation than %s knows of: "
+                        "kept as the best",
                         best, (long long)b.best_step, b.best_auc_pr, path);
             }
             wc_ckpt_free(&ck);
