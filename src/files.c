@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -382,6 +383,19 @@ char *wc_dir_of(const char *path) {
     char *d = wc_strdup(path);
     d[slash - path] = '\0';
     return d;
+}
+
+void wc_fs_shortage(const char *dir, char *out, size_t size) {
+    struct statvfs fs;
+    char free_text[32];
+    out[0] = '\0';
+    if (statvfs(dir, &fs) != 0 || (fs.f_flag & ST_RDONLY) || access(dir, W_OK) != 0) return;
+    if (fs.f_files > 0 && fs.f_favail == 0) /* files, not bytes, ran out */
+        snprintf(out, size, " (the file system of %s has no inodes left: out of files?)", dir);
+    else if ((uint64_t)fs.f_bavail * fs.f_frsize < ((uint64_t)64 << 20))
+        snprintf(out, size, " (the file system of %s has %s free: out of space?)", dir,
+                 wc_fmt_bytes(free_text, sizeof free_text,
+                              (double)fs.f_bavail * (double)fs.f_frsize));
 }
 
 void wc_remove_working_file(int dir_fd, const char *name, const char *shown) {

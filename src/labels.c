@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "wildcpu/dist.h"
@@ -751,16 +750,11 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
              lext);
 }
 
-/* Why writing the derived labels at path may have failed when GDAL's message does not say: a
- * file system with no room or no inodes left ("" otherwise). */
+/* wc_fs_shortage of the directory of path (a static buffer: one message at a time). */
 static const char *disk_hint(const char *path) {
+    static char hint[4400];
     char *dir = wc_dir_of(path);
-    struct statvfs fs;
-    const char *hint = "";
-    if (statvfs(dir, &fs) == 0 && fs.f_files > 0 && fs.f_favail == 0)
-        hint = " (its file system has no inodes left)";
-    else if (statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < ((uint64_t)64 << 20))
-        hint = " (its file system is nearly full)";
+    wc_fs_shortage(dir, hint, sizeof hint);
     free(dir);
     return hint;
 }

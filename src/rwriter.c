@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cpl_error.h>
@@ -50,10 +49,6 @@ static const char *work_name(const wc_rwriter *w) {
     return w->work ? w->work : "the dataset in memory";
 }
 
-/* Free space below which a failed write is said to be most likely a full disk: libtiff's
- * messages ("TIFFAppendToStrip: Write error") do not say so. */
-#define LOW_SPACE_BYTES ((uint64_t)64 << 20)
-
 /* Why GDAL failed: its message; when it failed without one, what the file system says of the
  * target's directory (removed or renamed while the raster was written, the usual cause); then a
  * file system nearly full, and that the existing target is untouched (nothing replaces it
@@ -71,17 +66,9 @@ static const char *gdal_why(const wc_rwriter *w) {
     else
         why = "GDAL gave no reason";
     /* (CPLSPrintf's ring of buffers: a result may be the argument of the next) */
-    struct statvfs fs;
-    char free_text[32];
-    /* (not where nothing can be written anyway: a read-only or unwritable directory) */
-    const int writable = statvfs(dir, &fs) == 0 && !(fs.f_flag & ST_RDONLY) &&
-                         access(dir, W_OK) == 0;
-    if (writable && fs.f_files > 0 && fs.f_favail == 0) /* files, not bytes, ran out */
-        why = CPLSPrintf("%s (the file system of %s has no inodes left: out of files?)", why, dir);
-    else if (writable && (uint64_t)fs.f_bavail * fs.f_frsize < LOW_SPACE_BYTES)
-        why = CPLSPrintf("%s (the file system of %s has %s free: out of space?)", why, dir,
-                         wc_fmt_bytes(free_text, sizeof free_text,
-                                      (double)fs.f_bavail * (double)fs.f_frsize));
+    char shortage[4400];
+    wc_fs_shortage(dir, shortage, sizeof shortage);
+    why = CPLSPrintf("%s%s", why, shortage);
     if (stat(w->target, &st) == 0)
         why = CPLSPrintf("%s; the existing %s is untouched", why, w->target);
     free(dir);

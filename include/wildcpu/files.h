@@ -78,6 +78,12 @@ char *wc_sibling_path(const char *path, const char *suffix);
 /* The directory part of path: "." for a bare name, "/" for a file in the root. Caller frees. */
 char *wc_dir_of(const char *path);
 
+/* Why a write into dir may have failed when the library that wrote says not (libtiff's "IO
+ * error writing directory"): " (the file system of DIR has no inodes left: out of files?)" or
+ * " (the file system of DIR has 12 KiB free: out of space?)" below 64 MiB free, into out (size
+ * bytes); "" otherwise, and where nothing can be written anyway (read-only, not writable). */
+void wc_fs_shortage(const char *dir, char *out, size_t size);
+
 /* fsync of a file or directory; WC_ERR after a message naming it. */
 int wc_fsync_path(const char *path, int directory);
 /* fsync of the directory holding path. */
