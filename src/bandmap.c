@@ -33,15 +33,6 @@ static const char *value_in_list(const char *list, const char *name, char *buf, 
     return NULL;
 }
 
-const char *wc_bandmap_training_type(const char *fingerprint, const char *name, char *buf,
-                                     size_t size) {
-    char *list = WC_ALLOC(strlen(fingerprint) + 1);
-    wc_kv_get(fingerprint, "bands", list, strlen(fingerprint) + 1);
-    const char *t = value_in_list(list, name, buf, size);
-    free(list);
-    return t;
-}
-
 static void appendf(char *buf, size_t size, const char *fmt, ...) WC_PRINTF(3, 4);
 static void appendf(char *buf, size_t size, const char *fmt, ...) {
     size_t n = strlen(buf);

@@ -243,8 +243,6 @@ void wc_net_set_threads(int threads) {
     openblas_set_num_threads(1);
 }
 
-int wc_net_get_threads(void) { return default_threads; }
-
 static size_t memory_limit_bytes = 0; /* 0: physical memory */
 
 void wc_net_set_memory_limit(size_t bytes) { memory_limit_bytes = bytes; }

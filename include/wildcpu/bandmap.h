@@ -43,10 +43,4 @@ char *wc_bandmap_units_record(const wc_raster *r, const int *bands, int n);
  * or a model written before units were recorded, says nothing. */
 void wc_bandmap_warn_units(const wc_bandmap *bm, const wc_model *m, const wc_raster *r);
 
-/* The type band `name` had in the training data whose fingerprint is given (its record
- * "bands=name:Type,..."), written into buf and returned; NULL when the fingerprint does not
- * list the band. */
-const char *wc_bandmap_training_type(const char *fingerprint, const char *name, char *buf,
-                                     size_t size);
-
 #endif

@@ -185,7 +185,6 @@ int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, 
  * memory limit: the trainer and the predictor set it from --threads before building a network.
  * The workspace grows with the thread count (one block of tiles per thread). */
 void wc_net_set_threads(int threads);
-int wc_net_get_threads(void);
 
 /* The most memory, in bytes, wc_net_create lets one network's buffers take; 0 (the default)
  * means the machine's physical memory (sysconf(_SC_PHYS_PAGES) x page size). Process-wide:
