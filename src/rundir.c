@@ -348,7 +348,7 @@ static int writes_file(const wc_train_config *cfg, const char *name) {
     return 1;
 }
 
-/* Rank 0's part of wc_run_prepare_dir. */
+/* Rank 0's part of wc_rundir_prepare. */
 static int prepare_here(const wc_train_config *cfg) {
     const char *out = cfg->out_dir;
     if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;

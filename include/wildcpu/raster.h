@@ -39,14 +39,14 @@ double wc_dtype_get(const void *buf, wc_dtype t, size_t i);
 
 #define WC_BAND_NAME_MAX 64
 #define WC_BAND_UNIT_MAX 32
-/* A control byte (below 0x20, and DEL), which no band name holds: wc_band_name turns it into
+/* A control byte (below 0x20, and DEL), which no band name holds: wc_band_name_of turns it into
  * '_', and a checkpoint whose names hold one is refused (one rule for the writer and the
  * reader: a name the writer let through would make every checkpoint of the run unreadable). */
 static inline int wc_band_name_control(unsigned char c) {
     return c < 0x20 || c == 0x7f;
 }
 /* The band description that marks the label band unless --label-band says otherwise; with
- * --labels such a band is still a label, never a feature (INTERFACE.md, Inputs). */
+ * --labels such a band is still a label, never a feature (docs/cli.md, "Input"). */
 #define WC_LABEL_BAND_NAME "fire"
 
 typedef struct wc_band {

@@ -50,7 +50,7 @@ typedef struct wc_train_config {
 
 void wc_train_config_default(wc_train_config *cfg);
 /* Runs training to the end (or to a stop signal, see stop.h) in cfg->out_dir, which
- * wc_run_prepare_dir (run.h) has prepared. Returns the exit status: WC_EXIT_OK,
+ * wc_rundir_prepare (rundir.h) has prepared. Returns the exit status: WC_EXIT_OK,
  * WC_EXIT_RUNTIME (after an error message), WC_EXIT_USAGE, or WC_EXIT_STOPPED (stopped by
  * SIGTERM/SIGUSR1/SIGINT after writing a checkpoint; rerun to resume). Collective. */
 int wc_train_run(const wc_train_config *cfg);

@@ -28,7 +28,7 @@
 #define WC_OK 0
 #define WC_ERR (-1)
 
-/* Exit statuses of the program (see INTERFACE.md). */
+/* Exit statuses of the program (docs/cli.md, "Exit status"). */
 enum {
     WC_EXIT_OK = 0,
     WC_EXIT_RUNTIME = 1,
