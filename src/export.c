@@ -29,7 +29,8 @@ int wc_export_run(const char *checkpoint, const char *out) {
     if (status == WC_EXIT_OK && wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK)
         status = WC_EXIT_USAGE;
     if (status == WC_EXIT_OK) status = wc_ckpt_refuse_as_output("exported model", out);
-    if (status == WC_EXIT_OK) status = wc_refuse_other_kind("exported model", out, WC_KIND_SAFETENSORS);
+    if (status == WC_EXIT_OK)
+        status = wc_refuse_other_kind("exported model", out, WC_KIND_SAFETENSORS);
     if (status != WC_EXIT_OK) {
         wc_model_free(&m);
         return status;
