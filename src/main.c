@@ -331,6 +331,19 @@ static int file_exists(const char *p) {
     return access(p, F_OK) == 0;
 }
 
+/* The oracle a synthetic region keeps beside its mosaic (synth.h), when there is one beside
+ * tiles; else NULL. Rank 0 decides, so that every rank takes the same path (one that does not
+ * see the file is then refused, naming it, rather than leaving the others in a collective). */
+static const char *oracle_beside(const char *tiles) {
+    static char guess[4096];
+    const char *slash = strrchr(tiles, '/');
+    int dirlen = slash ? (int)(slash - tiles) : 1;
+    snprintf(guess, sizeof guess, "%.*s/" WC_SYNTH_ORACLE, dirlen, slash ? tiles : ".");
+    int exists = wc_dist_rank() == 0 && file_exists(guess);
+    wc_dist_bcast(&exists, sizeof exists, 0);
+    return exists ? guess : NULL;
+}
+
 static int cmd_train(int argc, char **argv) {
     static const struct option opts[] = {{"tiles", 1, 0, O_TILES},
                                          {"labels", 1, 0, O_LABELS},
@@ -562,18 +575,8 @@ static int cmd_train(int argc, char **argv) {
         c.optim.lr = 0.05;
     if (wd_set) c.optim.weight_decay = wd;
     /* a synthetic region carries its true probabilities: evaluate them alongside */
-    static char oracle_guess[4096];
-    if (!oracle_set) {
-        const char *slash = strrchr(c.data.tiles, '/');
-        int dirlen = slash ? (int)(slash - c.data.tiles) : 1;
-        snprintf(oracle_guess, sizeof oracle_guess, "%.*s/oracle_risk.tif", dirlen,
-                 slash ? c.data.tiles : ".");
-        /* rank 0 decides, so that every rank takes the same path (one that does not see the
-         * file is then refused, naming it, rather than leaving the others in a collective) */
-        int exists = wc_dist_rank() == 0 && file_exists(oracle_guess);
-        wc_dist_bcast(&exists, sizeof exists, 0);
-        if (exists) c.data.oracle = oracle_guess;
-    }
+    const char *beside = oracle_set ? NULL : oracle_beside(c.data.tiles);
+    if (beside) c.data.oracle = beside;
     return wc_run_train_and_map(&c);
 }
 

@@ -71,8 +71,8 @@ int wc_synth_check_out(const wc_synth_config *cfg) {
     char *dir = trimmed_dir(cfg->out_dir);
     const int last = (cfg->size + cfg->tile - 1) / cfg->tile - 1; /* the widest row, column */
     char *files[] = {tile_path(dir, last, last, GROUP_F32), tile_path(dir, last, last, GROUP_I16),
-                     wc_strdup(CPLSPrintf("%s/oracle_risk.tif", dir)),
-                     wc_strdup(CPLSPrintf("%s/tiles.vrt", dir))};
+                     wc_strdup(CPLSPrintf("%s/" WC_SYNTH_ORACLE, dir)),
+                     wc_strdup(CPLSPrintf("%s/" WC_SYNTH_MOSAIC, dir))};
     size_t longest = 0;
     const char *name = NULL;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -153,7 +153,7 @@ static int write_tile(writer *w, int row, int col, int group, int x0, int y0, in
 
 static int write_oracle(writer *w) {
     const wc_synth_region *r = w->region;
-    char *path = wc_strdup(CPLSPrintf("%s/oracle_risk.tif", w->dir));
+    char *path = wc_strdup(CPLSPrintf("%s/" WC_SYNTH_ORACLE, w->dir));
     wc_rwriter *out = create_tiff(w, path, r->size, r->size, 1, WC_DT_FLOAT32, 0, 0);
     free(path);
     if (!out) return WC_ERR;
@@ -206,7 +206,7 @@ static int add_row_sources(writer *w, GDALDatasetH vrt, const char *path, int tr
  * row writes it; reopening it in update mode leaves the earlier sources unopened. */
 static int write_vrt(writer *w, int ntr, int ntc) {
     const wc_synth_region *r = w->region;
-    char *path = wc_strdup(CPLSPrintf("%s/tiles.vrt", w->dir));
+    char *path = wc_strdup(CPLSPrintf("%s/" WC_SYNTH_MOSAIC, w->dir));
     const wc_rwriter_opts o = {
         .driver = "VRT", .width = r->size, .height = r->size, .gt = r->geotransform, .wkt = w->wkt};
     wc_rwriter *out = wc_rwriter_create(path, &o);
@@ -254,7 +254,7 @@ int wc_synth_write(const wc_synth_config *cfg) {
     /* the working files of a synth killed half way (SIGKILL: no handler ran), as a run
      * directory removes its own */
     wc_temp_leftovers(tiles_dir, (const char *const[]){"r*", NULL}, 1, NULL);
-    wc_temp_leftovers(w.dir, (const char *const[]){"tiles.vrt", "oracle_risk.tif", NULL}, 1,
+    wc_temp_leftovers(w.dir, (const char *const[]){WC_SYNTH_MOSAIC, WC_SYNTH_ORACLE, NULL}, 1,
                       NULL);
     free(tiles_dir);
 
@@ -282,7 +282,7 @@ int wc_synth_write(const wc_synth_config *cfg) {
     /* A region written over another is a mix of the two until the last tile: the old region's
      * index and oracle go first, and the new ones come last, so a synth killed half way leaves
      * no tiles.vrt that would open as a region (GDAL would read it without complaint). */
-    for (const char *const *f = (const char *const[]){"tiles.vrt", "oracle_risk.tif", NULL}; *f;
+    for (const char *const *f = (const char *const[]){WC_SYNTH_MOSAIC, WC_SYNTH_ORACLE, NULL}; *f;
          f++) {
         const char *path = CPLSPrintf("%s/%s", w.dir, *f);
         if (rc == WC_OK && unlink(path) != 0 && errno != ENOENT) {
@@ -303,7 +303,7 @@ int wc_synth_write(const wc_synth_config *cfg) {
     CPLFree(w.wkt);
     if (rc == WC_OK)
         wc_info("synth: %dx%d region, seed %llu: %.1f%% nodata, %.2f%% of valid pixels burned; "
-                "wrote %s/tiles.vrt (%d tiles) in %.2f s (generation %.2f s)",
+                "wrote %s/" WC_SYNTH_MOSAIC " (%d tiles) in %.2f s (generation %.2f s)",
                 cfg->size, cfg->size, (unsigned long long)cfg->seed, 100 * region->nodata_fraction,
                 100 * region->burned_fraction, w.dir, ntr * ntc, wc_now() - t0, t1 - t0);
     wc_synth_region_destroy(region);

@@ -96,6 +96,10 @@ void wc_synth_region_destroy(wc_synth_region *r);
  *   oracle_risk.tif         the true burn probability (Float32), not part of the mosaic
  * Returns WC_OK, or WC_ERR after logging a message that names the file involved. */
 int wc_synth_write(const wc_synth_config *cfg);
+/* The mosaic's and the oracle's names under out_dir. The oracle's is also where training looks
+ * for a true-probability raster beside --tiles when --oracle is not given (main.c). */
+#define WC_SYNTH_MOSAIC "tiles.vrt"
+#define WC_SYNTH_ORACLE "oracle_risk.tif"
 /* Whether every file wc_synth_write writes under cfg->out_dir (the longest: the last tile's
  * temporary name with GDAL's sidecar suffix) fits GDAL's path buffers (files.h's
  * WC_GDAL_PATH_BUFFER): a longer one makes a region nothing can open. WC_OK, or WC_ERR after a
