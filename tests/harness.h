@@ -6,9 +6,11 @@
 #ifndef WILDCPU_TEST_HARNESS_H
 #define WILDCPU_TEST_HARNESS_H
 
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static int harness_failed_checks = 0;
 static int harness_failed_tests = 0;
@@ -53,6 +55,28 @@ static int harness_run_tests = 0;
 static inline double rel_err(double a, double b, double floor_) {
     double d = fabs(a - b), s = fmax(fmax(fabs(a), fabs(b)), floor_);
     return d / s;
+}
+
+/* A fresh directory /tmp/PREFIXXXXXXX for a test binary's files, its name written into dir:
+ * 0, or -1 after a "not ok" line (which fails the binary). */
+static inline int harness_tempdir(char *dir, size_t size, const char *prefix) {
+    snprintf(dir, size, "/tmp/%sXXXXXX", prefix);
+    if (mkdtemp(dir)) return 0;
+    printf("not ok - mkdtemp %s\n", dir);
+    return -1;
+}
+
+static inline int harness_remove_entry(const char *path, const struct stat *st, int flag,
+                                       struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Removes dir and everything below it, links not followed (rm -rf without a shell, so any name
+ * will do); a NOTE when something stays. */
+static inline void harness_remove_tree(const char *dir) {
+    if (nftw(dir, harness_remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        NOTE("could not remove %s", dir);
 }
 
 #endif

@@ -104,13 +104,13 @@ static void test_path_absolute(void) {
 }
 
 int main(void) {
-    char tmpl[] = "/tmp/wildcpu-test-files.XXXXXX";
-    if (!mkdtemp(tmpl) || chdir(tmpl) != 0 || !getcwd(dir, sizeof dir)) return 1;
+    char tmp[64];
+    if (harness_tempdir(tmp, sizeof tmp, "wildcpu-test-files.") != 0 || chdir(tmp) != 0 ||
+        !getcwd(dir, sizeof dir))
+        return 1;
     RUN(test_file_behind);
     RUN(test_pipes_behind_names);
     RUN(test_path_absolute);
-    char rm[4200];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
-    if (system(rm) != 0) NOTE("could not remove %s", dir);
+    harness_remove_tree(dir);
     HARNESS_EXIT();
 }

@@ -16,7 +16,7 @@
 #include "wildcpu/train.h"
 #include "wildcpu/util.h"
 
-static char dir[64] = "/tmp/wildcpu-pipeline.XXXXXX";
+static char dir[64];
 
 static void path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
 
@@ -81,15 +81,10 @@ static void test_predict_export_info(void) {
 int main(int argc, char **argv) {
     (void)argc;
     wc_blas_core_settle(argv); /* OpenBLAS's kernels as the program runs them (blas_core.h) */
-    if (!mkdtemp(dir)) {
-        printf("not ok - mkdtemp %s\n", dir);
-        return 1;
-    }
+    if (harness_tempdir(dir, sizeof dir, "wildcpu-pipeline.") != 0) return 1;
     wc_log_set_quiet(1);
     RUN(test_synth_train_resume);
     RUN(test_predict_export_info);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) NOTE("could not remove %s", dir);
+    harness_remove_tree(dir);
     HARNESS_EXIT();
 }

@@ -8,7 +8,6 @@
  * temporaries removed from where they went); a sparse working file copied to a COG and a MEM
  * picture copied to a PNG come out as their drivers say. */
 #include <dirent.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,11 +27,6 @@
 #include "wildcpu/util.h"
 
 static char root[64];
-
-static int remove_entry(const char *p, const struct stat *s, int flag, struct FTW *f) {
-    (void)s, (void)flag, (void)f;
-    return remove(p);
-}
 
 /* Files in dir whose name holds a writer's temporary tag. */
 static int temporaries_in(const char *dir) {
@@ -346,11 +340,7 @@ static void test_mem_picture_to_png(void) {
 int main(void) {
     wc_log_set_quiet(1);
     wc_raster_init();
-    snprintf(root, sizeof root, "/tmp/test_rwriter.XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (harness_tempdir(root, sizeof root, "test_rwriter.") != 0) return 1;
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) values[y][x] = (float)(y * W + x);
     RUN(test_commit_publishes_what_was_written);
@@ -361,6 +351,6 @@ int main(void) {
     RUN(test_error_at_close);
     RUN(test_directory_moved_away);
     RUN(test_mem_picture_to_png);
-    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    harness_remove_tree(root);
     HARNESS_EXIT();
 }

@@ -5,7 +5,6 @@
  * relative VRT paths), content (nodata rules, ranges, quantization, burn rate, contiguity),
  * the oracle (valid where the label is, calibrated: pixels given probability p burn a fraction p
  * of the time), determinism, and failures. Everything is removed at the end. */
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,15 +28,6 @@ static char root[64];    /* the mkdtemp directory holding everything below */
 static char region[128]; /* root/region: the fixture, seed SEED */
 
 /* ---- helpers -------------------------------------------------------------------------------- */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_rf(const char *path) {
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static int write_region(const char *dir, int size, int tile, uint64_t seed) {
     wc_synth_config cfg;
@@ -527,15 +517,11 @@ static void test_errors_are_reported(void) {
 int main(void) {
     wc_log_set_quiet(1);
     GDALAllRegister();
-    snprintf(root, sizeof root, "/tmp/wc_test_synth_XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (harness_tempdir(root, sizeof root, "wc_test_synth_") != 0) return 1;
     snprintf(region, sizeof region, "%s/region", root);
     if (write_region(region, SIZE, TILE, SEED) != WC_OK) {
         printf("not ok - fixture: cannot write %s\n", region);
-        rm_rf(root);
+        harness_remove_tree(root);
         return 1;
     }
     int n = 0;
@@ -543,7 +529,7 @@ int main(void) {
     oracle = read_oracle(region);
     if (!fx || !oracle || n != SIZE) {
         printf("not ok - fixture: cannot read %s back\n", region);
-        rm_rf(root);
+        harness_remove_tree(root);
         return 1;
     }
 
@@ -563,6 +549,6 @@ int main(void) {
 
     free(fx);
     free(oracle);
-    rm_rf(root);
+    harness_remove_tree(root);
     HARNESS_EXIT();
 }
