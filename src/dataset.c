@@ -1047,6 +1047,119 @@ static int read_ahead_fits(const wc_dataset *ds) {
     return wc_dist_any(too_big) ? WC_ERR : WC_OK;
 }
 
+/* The side of the square read around a patch turned by up to cfg->turn_deg (--rotate), and
+ * the scratch its resampling uses. */
+static void plan_turn(wc_dataset *ds, const wc_data_config *cfg) {
+    /* A P x P square turned by up to turn_max reaches (|cos| + |sin|) P / 2 from its centre
+     * along each axis, at most sqrt 2 P / 2 (at 45 degrees); one more pixel each side for
+     * the bilinear neighbours. */
+    const double pi = 3.14159265358979323846;
+    ds->turn_max = cfg->turn_deg * pi / 180.0;
+    const double reach =
+        ds->turn_max >= pi / 4 ? sqrt(2.0) : cos(ds->turn_max) + sin(ds->turn_max);
+    ds->turn_side = ds->P + 2 * ((int)ceil(0.5 * ds->P * (reach - 1.0)) + 1);
+    ds->turn_scratch = turn_scratch_create(ds);
+}
+
+/* The patch grid on the tiles and the validation block, in patches. WC_ERR after a message
+ * when no whole patch fits or the patches are more than a run can address. */
+static int lay_patch_grid(wc_dataset *ds, const wc_data_config *cfg) {
+    /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
+     * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
+     * share their cells, every model (whatever its pooling) is trained and validated on the same
+     * patches, and since P is a multiple of the network's alignment (the pooling needs it),
+     * patches sit at the pooling phase maps and validation use. */
+    long long gcol, grow;
+    wc_raster_global_origin(&ds->files.src, &gcol, &grow);
+    ds->x_origin = wc_pmod(-gcol, ds->P), ds->y_origin = wc_pmod(-grow, ds->P);
+    ds->cols = (ds->width - ds->x_origin) / ds->P;
+    ds->rows = (ds->height - ds->y_origin) / ds->P;
+    if (ds->cols < 1 || ds->rows < 1) {
+        if (ds->width < ds->P || ds->height < ds->P)
+            wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)",
+                     ds->tiles_path, ds->width, ds->height, ds->P, ds->P);
+        else
+            wc_error("%s is %dx%d pixels, but no whole %dx%d patch fits on the grid of patch "
+                     "cells its georeferencing defines (the first cell starts %d px right and "
+                     "%d px down, where the global pixel coordinates are multiples of %d, so "
+                     "that adjacent rasters share their cells): use a smaller --patch",
+                     ds->tiles_path, ds->width, ds->height, ds->P, ds->P, ds->x_origin,
+                     ds->y_origin, ds->P);
+        return WC_ERR;
+    }
+    ds->npatches = (long)ds->cols * ds->rows;
+    if (ds->npatches > (long)UINT32_MAX) {
+        /* patch ids are 32-bit (they fill the read queues and the epoch permutations) */
+        wc_error("%s: %dx%d pixels make %ld patches of %dx%d, more than the 2^32 a run can "
+                 "address: use a larger --patch",
+                 ds->tiles_path, ds->width, ds->height, ds->npatches, ds->P, ds->P);
+        return WC_ERR;
+    }
+    /* a block larger than the patch grid is the whole grid */
+    ds->val_block = WC_MAX(1, WC_MIN((cfg->val_block_px + ds->P / 2) / ds->P,
+                                     WC_MAX(ds->cols, ds->rows)));
+    return WC_OK;
+}
+
+/* Collective: opens --oracle when it is on the tiles' grid (else warns and leaves it out).
+ * WC_ERR when a rank cannot open it or its sources are refused. */
+static int open_oracle(wc_dataset *ds, const wc_data_config *cfg) {
+    wc_raster o;
+    if (wc_dist_any(wc_raster_open(&o, cfg->oracle) != WC_OK)) {
+        wc_raster_close(&o);
+        return WC_ERR;
+    }
+    /* its sources too, when it is used: a pipe behind an oracle VRT would hang the first
+     * validation read */
+    const int same = wc_raster_same_grid(&ds->files.src, &o);
+    const int refused =
+        same && wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&o) != WC_OK);
+    wc_raster_close(&o);
+    if (refused) return WC_ERR;
+    if (!same) {
+        wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
+    } else {
+        ds->oracle_path = wc_strdup(cfg->oracle);
+        if (wc_dist_any(wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK)) return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* Collective: the labels of --labels on the tiles' grid (prepared by labels.c: used as they
+ * are, warped or rasterized), opened by every rank; *source_band is the band they came from.
+ * WC_EXIT_OK, WC_EXIT_STOPPED (a stop during their preparation) or WC_EXIT_RUNTIME. */
+static int open_labels(wc_dataset *ds, const wc_data_config *cfg, int *source_band) {
+    /* --label-band, when set to something else, names the band of a label raster */
+    const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
+    wc_labels lab;
+    if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
+                          cfg->work_dir, &lab) != WC_OK)
+        return lab.stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
+    ds->label_path = lab.path;
+    ds->label_band = lab.band;
+    *source_band = lab.source_band;
+    /* every rank opens it: one that cannot must not leave the others in a collective */
+    if (wc_dist_any(wc_raster_open(&ds->files.label, ds->label_path) != WC_OK ||
+                    wc_raster_check_coverage(&ds->files.label, &ds->label_band, 1) != WC_OK))
+        return WC_EXIT_RUNTIME;
+    /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
+     * nodata (labels.c), which wc_band_is_nodata takes as nodata like any NaN */
+    ds->label_type = wc_band_read_type(&ds->files.label.bands[ds->label_band - 1]);
+    return WC_EXIT_OK;
+}
+
+/* GDAL's block cache holds at most what this run reads, whole: the tiles' bands, a label
+ * raster's band, the oracle's (all on the tiles' grid) */
+static void fit_block_cache(const wc_dataset *ds) {
+    const size_t px = (size_t)ds->width * (size_t)ds->height;
+    size_t read_bytes = 0;
+    for (int i = 0; i < ds->read_nb; i++)
+        read_bytes += px * wc_dtype_size(ds->files.src.bands[ds->read_bands[i] - 1].type);
+    if (ds->label_path) read_bytes += px * wc_dtype_size(ds->label_type);
+    if (ds->oracle_path) read_bytes += px * wc_dtype_size(ds->files.oracle.bands[0].type);
+    wc_raster_cache_fit(read_bytes);
+}
+
 wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
     int failure = WC_EXIT_RUNTIME, label_source_band = 0;
     wc_dataset *ds = WC_CALLOC(1, sizeof *ds);
@@ -1067,51 +1180,8 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
         goto fail;
     if (wc_dist_any(plan_augmentation(ds, cfg) != WC_OK)) goto fail;
     ds->P = cfg->patch;
-    if (cfg->turn_deg > 0) {
-        /* A P x P square turned by up to turn_max reaches (|cos| + |sin|) P / 2 from its centre
-         * along each axis, at most sqrt 2 P / 2 (at 45 degrees); one more pixel each side for
-         * the bilinear neighbours. */
-        const double pi = 3.14159265358979323846;
-        ds->turn_max = cfg->turn_deg * pi / 180.0;
-        const double reach =
-            ds->turn_max >= pi / 4 ? sqrt(2.0) : cos(ds->turn_max) + sin(ds->turn_max);
-        ds->turn_side = ds->P + 2 * ((int)ceil(0.5 * ds->P * (reach - 1.0)) + 1);
-        ds->turn_scratch = turn_scratch_create(ds);
-    }
-    /* The patch grid is the global grid of P x P cells (raster.h): its first cell starts at the
-     * first pixel whose global coordinate is a multiple of P. So adjacent rasters of one grid
-     * share their cells, every model (whatever its pooling) is trained and validated on the same
-     * patches, and since P is a multiple of the network's alignment (the pooling needs it),
-     * patches sit at the pooling phase maps and validation use. */
-    long long gcol, grow;
-    wc_raster_global_origin(&ds->files.src, &gcol, &grow);
-    ds->x_origin = wc_pmod(-gcol, ds->P), ds->y_origin = wc_pmod(-grow, ds->P);
-    ds->cols = (ds->width - ds->x_origin) / ds->P;
-    ds->rows = (ds->height - ds->y_origin) / ds->P;
-    if (ds->cols < 1 || ds->rows < 1) {
-        if (ds->width < ds->P || ds->height < ds->P)
-            wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)", cfg->tiles,
-                     ds->width, ds->height, ds->P, ds->P);
-        else
-            wc_error("%s is %dx%d pixels, but no whole %dx%d patch fits on the grid of patch "
-                     "cells its georeferencing defines (the first cell starts %d px right and "
-                     "%d px down, where the global pixel coordinates are multiples of %d, so "
-                     "that adjacent rasters share their cells): use a smaller --patch",
-                     cfg->tiles, ds->width, ds->height, ds->P, ds->P, ds->x_origin, ds->y_origin,
-                     ds->P);
-        goto fail;
-    }
-    ds->npatches = (long)ds->cols * ds->rows;
-    if (ds->npatches > (long)UINT32_MAX) {
-        /* patch ids are 32-bit (they fill the read queues and the epoch permutations) */
-        wc_error("%s: %dx%d pixels make %ld patches of %dx%d, more than the 2^32 a run can "
-                 "address: use a larger --patch",
-                 cfg->tiles, ds->width, ds->height, ds->npatches, ds->P, ds->P);
-        goto fail;
-    }
-    /* a block larger than the patch grid is the whole grid */
-    ds->val_block = WC_MAX(1, WC_MIN((cfg->val_block_px + ds->P / 2) / ds->P,
-                                     WC_MAX(ds->cols, ds->rows)));
+    if (cfg->turn_deg > 0) plan_turn(ds, cfg);
+    if (lay_patch_grid(ds, cfg) != WC_OK) goto fail;
     /* before the labels too: warping them onto a grid too large to plan would be minutes lost */
     if (plan_fits(ds) != WC_OK) goto fail;
     if (read_ahead_fits(ds) != WC_OK) {
@@ -1119,55 +1189,15 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
         goto fail;
     }
     /* the oracle before the labels: a refused oracle must not cost the labels' warp first */
-    if (cfg->oracle) {
-        wc_raster o;
-        if (wc_dist_any(wc_raster_open(&o, cfg->oracle) != WC_OK)) {
-            wc_raster_close(&o);
-            goto fail;
-        }
-        /* its sources too, when it is used: a pipe behind an oracle VRT would hang the first
-         * validation read */
-        const int same = wc_raster_same_grid(&ds->files.src, &o);
-        const int refused =
-            same && wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&o) != WC_OK);
-        wc_raster_close(&o);
-        if (refused) goto fail;
-        if (!same) {
-            wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
-        } else {
-            ds->oracle_path = wc_strdup(cfg->oracle);
-            if (wc_dist_any(wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK)) goto fail;
-        }
-    }
+    if (cfg->oracle && open_oracle(ds, cfg) != WC_OK) goto fail;
     if (cfg->labels) {
-        /* --label-band, when set to something else, names the band of a label raster */
-        const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
-        wc_labels lab;
-        if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
-                              cfg->work_dir, &lab) != WC_OK) {
-            if (lab.stopped) failure = WC_EXIT_STOPPED;
+        const int opened = open_labels(ds, cfg, &label_source_band);
+        if (opened != WC_EXIT_OK) {
+            failure = opened;
             goto fail;
         }
-        ds->label_path = lab.path;
-        ds->label_band = lab.band;
-        label_source_band = lab.source_band;
-        /* every rank opens it: one that cannot must not leave the others in a collective */
-        if (wc_dist_any(wc_raster_open(&ds->files.label, ds->label_path) != WC_OK ||
-                        wc_raster_check_coverage(&ds->files.label, &ds->label_band, 1) != WC_OK))
-            goto fail;
-        /* read in its own type: a warped label raster is Float32 or Float64 with NaN for
-         * nodata (labels.c), which wc_band_is_nodata takes as nodata like any NaN */
-        ds->label_type = wc_band_read_type(&ds->files.label.bands[ds->label_band - 1]);
     }
-    /* GDAL's block cache holds at most what this run reads, whole: the tiles' bands, a label
-     * raster's band, the oracle's (all on the tiles' grid) */
-    const size_t px = (size_t)ds->width * (size_t)ds->height;
-    size_t read_bytes = 0;
-    for (int i = 0; i < ds->read_nb; i++)
-        read_bytes += px * wc_dtype_size(ds->files.src.bands[ds->read_bands[i] - 1].type);
-    if (ds->label_path) read_bytes += px * wc_dtype_size(ds->label_type);
-    if (ds->oracle_path) read_bytes += px * wc_dtype_size(ds->files.oracle.bands[0].type);
-    wc_raster_cache_fit(read_bytes);
+    fit_block_cache(ds);
     ds->keep = WC_CALLOC(ds->npatches, 1);
     ds->is_val = WC_CALLOC(ds->npatches, 1);
     ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
