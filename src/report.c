@@ -592,6 +592,16 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     return WC_ERR;
 }
 
+int wc_report_missing(const char *out_dir) {
+    int missing = 0;
+    for (int k = 0; k < 2; k++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", out_dir, k ? "report.md" : "report.json");
+        missing |= access(path, F_OK) != 0;
+    }
+    return missing;
+}
+
 int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
     const int R = wc_dist_size();
     int64_t *rss = WC_CALLOC(R, sizeof(int64_t));

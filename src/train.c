@@ -697,13 +697,7 @@ static int loop(train_ctx *t) {
     if (t->start_step >= t->total_steps && !ran_pending) {
         /* ... unless the report is missing (its write failed, on a full disk say): the rerun
          * writes it, from the checkpoint's figures and its own */
-        int missing = 0;
-        if (t->rank == 0)
-            for (int k = 0; k < 2; k++) {
-                char path[4400];
-                snprintf(path, sizeof path, "%s/%s", cfg->out_dir, k ? "report.md" : "report.json");
-                missing |= access(path, F_OK) != 0;
-            }
+        const int missing = t->rank == 0 && wc_report_missing(cfg->out_dir);
         t->report_due = wc_dist_any(missing);
         wc_info("training already finished (%ld steps): keeping its checkpoint%s",
                 t->total_steps, t->report_due ? "; writing its missing report" : " and report");

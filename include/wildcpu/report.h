@@ -57,6 +57,10 @@ typedef struct wc_run_summary {
  * could not be written (a full disk): the run's status says so. The picture is optional. */
 int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
 
+/* Whether out_dir lacks report.json or report.md (their write failed, on a full disk say): a
+ * rerun of a finished training then writes them (train.c). */
+int wc_report_missing(const char *out_dir);
+
 /* Rank 0, once drawing the map has ended with status (a WC_EXIT_ code): report.json's status and
  * map, and report.md's status line, say how (a stopped map: rerun says how to resume, as
  * wc_rundir_rerun words it; NULL: the same command); when the map was drawn, report.md embeds its
