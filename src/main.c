@@ -574,6 +574,15 @@ static int cmd_train(int argc, char **argv) {
     else if (strcmp(c.model, "logistic") == 0 && c.optim.kind == WC_OPTIM_ADAMW)
         c.optim.lr = 0.05;
     if (wd_set) c.optim.weight_decay = wd;
+    /* every step scales each weight by 1 - lr x weight decay (both optimizers): at 1 or more
+     * that zeroes or flips the weights, whatever the data. Said, not refused: a rate that high
+     * diverges anyway, and that is caught and named in the step where it happens. */
+    if (c.optim.lr * c.optim.weight_decay >= 1 && wc_dist_rank() == 0)
+        wc_warn("--lr %g%s with --weight-decay %g%s: every step at the peak rate multiplies each "
+                "weight by 1 - lr x weight decay = %g, which zeroes or flips it; lower one of "
+                "them (their product must be below 1)",
+                c.optim.lr, lr_set ? "" : " (the default)", c.optim.weight_decay,
+                wd_set ? "" : " (the default)", 1 - c.optim.lr * c.optim.weight_decay);
     /* a synthetic region carries its true probabilities: evaluate them alongside */
     const char *beside = oracle_set ? NULL : oracle_beside(c.data.tiles);
     if (beside) c.data.oracle = beside;

@@ -359,3 +359,7 @@ void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix
         wc_json_knum(j, key, d[i].v);
     }
 }
+
+int wc_metrics_can_rank(const wc_metrics *m) {
+    return m->positives > 0 && m->positives < m->pixels;
+}

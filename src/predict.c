@@ -927,8 +927,20 @@ int wc_predict_run(const wc_predict_config *cfg) {
     wc_dist_sum_i64(invalid, 3);
     wc_dist_sum_i64(inf.huge, (size_t)inf.nfeat);
     wc_dist_sum_f64(inf.z_sum, (size_t)inf.nfeat);
+    const char *what = cfg->evaluate ? "evaluate" : "predict";
+    /* no finite output on any pixel with every input is a diverged model, not the data's doing:
+     * it makes no map (one the user had stays) and no scores */
+    if (invalid[2] > 0 && invalid[1] == invalid[2]) {
+        if (rank == 0)
+            wc_error("%s: the model %s (step %ld) gives no finite output on any of the %" PRId64
+                     " pixels of %s with every input: its weights have diverged (trained at too "
+                     "high a rate, with no validation to catch it?); %s",
+                     what, m.path, m.step, invalid[2], r.path,
+                     cfg->out ? "no map written" : "nothing scored");
+        status = WC_EXIT_RUNTIME;
+        goto out;
+    }
     if (rank == 0) {
-        const char *what = cfg->evaluate ? "evaluate" : "predict";
         report_huge(r.path, &r, bm.bands, inf.nfeat, inf.huge, what);
         report_shifted(r.path, &r, bm.bands, &inf, invalid[2], what);
     }

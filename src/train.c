@@ -83,29 +83,37 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
         nvalid += wc_dataset_decode(t->ds, b->raw + (size_t)i * b->patch_bytes, b->samples[i],
                                     t->ds->mean, t->ds->std, x + (size_t)i * t->ds->nfeat * pp,
                                     t->dec.y + i * pp, t->dec.valid + i * pp, NULL);
+    t->dec.n = b->n;
     return nvalid;
 }
 
 /* ---- one step ---------------------------------------------------------------------------- */
 
 /* Rank 0: what a diverged run leaves, once a background write in flight has ended, and what to
- * do: a checkpoint a rerun resumes from (ckpt-*.wcp; best.wcp is for maps, not resumes), or
- * none. */
+ * do. Training is deterministic, so resuming with the same options diverges again at the same
+ * step; the checkpoints left (ckpt-*.wcp, or best.wcp, which a resume falls back to) are intact
+ * and can make a map, but going on needs other options, so --fresh. */
+#define KEPT_MAX 4800 /* a checkpoint directory's path (4200) and the remedy */
 static void describe_kept(train_ctx *t, char *buf, size_t size) {
     wc_train_ckpt_take_background(t, 1);
     wc_ckpt_entry *e;
     const int n = wc_ckpt_list(t->ckpt_dir, 0, &e);
+    char best_path[4300];
+    snprintf(best_path, sizeof best_path, "%s/best.wcp", t->ckpt_dir);
+    const int best = access(best_path, F_OK) == 0;
+    char remedy[320];
+    const double decay = t->opt->cfg.lr * t->opt->cfg.weight_decay;
+    snprintf(remedy, sizeof remedy,
+             "lower --lr (now %.3g)%s or lengthen --warmup (now %ld) and rerun with --fresh "
+             "(training is deterministic: a rerun with the same options diverges again here)",
+             t->opt->cfg.lr, decay > 0.1 ? " or --weight-decay" : "", t->opt->cfg.warmup_steps);
     if (n > 0)
-        snprintf(buf, size,
-                 "the last checkpoint in %s is intact. Lower --lr (now %.3g) or lengthen "
-                 "--warmup (now %ld) and rerun with --fresh, or resume from the last checkpoint "
-                 "with the same options",
-                 t->ckpt_dir, t->opt->cfg.lr, t->opt->cfg.warmup_steps);
+        snprintf(buf, size, "the checkpoints in %s are intact (a map can be drawn from them); %s",
+                 t->ckpt_dir, remedy);
+    else if (best)
+        snprintf(buf, size, "%s is intact (a map can be drawn from it); %s", best_path, remedy);
     else
-        snprintf(buf, size,
-                 "no checkpoint was written before it. Lower --lr (now %.3g) or lengthen "
-                 "--warmup (now %ld) and rerun with --fresh",
-                 t->opt->cfg.lr, t->opt->cfg.warmup_steps);
+        snprintf(buf, size, "no checkpoint was written before it; %s", remedy);
     if (n > 0) wc_ckpt_list_free(e, n);
 }
 
@@ -133,11 +141,39 @@ static void report_divergence(train_ctx *t, long step, const wc_step_totals *tot
                  (long long)tot->bad_loss, tot->bad_loss == 1 ? "" : "es",
                  62 - WC_REDUCE_LOSS_FX_BITS);
     if (t->rank != 0) return;
-    char kept[4400];
+    char kept[KEPT_MAX];
     describe_kept(t, kept, sizeof kept);
     wc_error("step %ld: training diverged: %s; the step was not applied and nothing of it was "
              "saved: %s",
              step + 1, what, kept);
+}
+
+/* Whether the last update left a network whose output is finite: a forward pass, with the new
+ * weights, of the micro-batch this rank decoded last (still in the network's input), counting
+ * its valid pixels whose output is not. The next step's loss checks every update, and a
+ * validation the one before it; this checks an update that is about to be saved with neither
+ * after it (a last step at a rate that blew the weights up under --val-fraction 0, say), so that
+ * no checkpoint keeps a diverged model. Collective: every rank returns the same. */
+static int update_output_finite(train_ctx *t, long step) {
+    int64_t bad[2] = {0, 0}; /* non-finite outputs, valid pixels checked */
+    if (t->dec.n > 0) {
+        wc_net_forward(t->net, t->dec.n);
+        const float *z = wc_net_output(t->net);
+        const size_t n = (size_t)t->dec.n * t->ds->P * t->ds->P;
+        for (size_t i = 0; i < n; i++)
+            if (t->dec.valid[i]) bad[0] += !isfinite(z[i]), bad[1]++;
+    }
+    wc_dist_sum_i64(bad, 2);
+    if (bad[0] == 0) return 1;
+    if (t->rank == 0) {
+        char kept[KEPT_MAX];
+        describe_kept(t, kept, sizeof kept);
+        wc_error("step %ld: training diverged: after its update the network's output is not "
+                 "finite on %lld of %lld valid pixels of the last micro-batches; its state was "
+                 "not saved: %s",
+                 step + 1, (long long)bad[0], (long long)bad[1], kept);
+    }
+    return 0;
 }
 
 /* The test hook that proves divergence is caught on any rank: WILDCPU_TEST_POISON=STEP:RANK:WHAT
@@ -286,7 +322,7 @@ static int validate(train_ctx *t, long step) {
                  step + 1);
     if (rc == WC_VALIDATION_DIVERGED) {
         if (t->rank == 0) {
-            char kept[4400];
+            char kept[KEPT_MAX];
             describe_kept(t, kept, sizeof kept);
             wc_error("validation after step %ld: the network's output is not finite on %lld "
                      "pixels: training diverged; nothing of this validation was logged or saved: "
@@ -310,6 +346,16 @@ static int validate(train_ctx *t, long step) {
     if (t->sum.have_val && !t->ties_warned && wc_metrics_ties_note(&m, ties, sizeof ties)) {
         t->ties_warned = 1; /* on every rank, so that only the first is said */
         if (t->rank == 0) wc_warn("validation after step %ld: %s; said once a run", step + 1, ties);
+    }
+    if (t->sum.have_val && !wc_metrics_can_rank(&m) && m.pixels > 0 && !t->one_class_warned) {
+        t->one_class_warned = 1;
+        if (t->rank == 0)
+            wc_warn("validation after step %ld: %s of its %lld pixels is burned, so AUC-PR "
+                    "cannot rank models (it is %s for any model): best.wcp is not chosen by it, "
+                    "and the map comes from the newest checkpoint; check the labels, or move the "
+                    "validation blocks (--val-block, --seed); said once a run",
+                    step + 1, m.positives == 0 ? "none" : "every one", (long long)m.pixels,
+                    m.positives == 0 ? "undefined" : "1");
     }
     return rc;
 }
@@ -431,8 +477,8 @@ static void print_setup(const train_ctx *t, double prior) {
                 cfg->data.val_block_px, ds->val_block, ds->val_block);
     if (prior <= 0 || prior >= 1)
         wc_warn("%s of the training pixels is burned: the model can learn nothing about where "
-                "fire goes (its output only follows the base rate), and AUC-PR and ROC-AUC are "
-                "undefined; check the labels (> 0 burned) and --label-band",
+                "fire goes (its output only follows the base rate); check the labels (> 0 "
+                "burned) and --label-band",
                 prior <= 0 ? "none" : "every one");
     wc_info("augmentation: %s", ds->aug.summary);
     const wc_optim_config *oc = &t->opt->cfg;
@@ -608,9 +654,14 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     malloc_trim(0);
     const size_t baseline = wc_current_rss_bytes();
     if (t->ds->ntrain < cfg->batch) {
-        wc_error("%s has %ld valid training patches of %dx%d, fewer than one batch (--batch %d): "
-                 "lower --batch or --patch, or give more data",
-                 cfg->data.tiles, t->ds->ntrain, t->ds->P, t->ds->P, cfg->batch);
+        char held[160] = "";
+        if (t->ds->nval > 0)
+            snprintf(held, sizeof held, "; validation holds out %ld more (--val-fraction %g)",
+                     t->ds->nval, cfg->data.val_fraction);
+        wc_error("%s has %ld valid training patches of %dx%d, fewer than one batch (--batch %d)%s: "
+                 "lower --batch, --patch%s, or give more data",
+                 cfg->data.tiles, t->ds->ntrain, t->ds->P, t->ds->P, cfg->batch, held,
+                 t->ds->nval > 0 ? " or --val-fraction" : "");
         return WC_EXIT_RUNTIME;
     }
     t->net = wc_net_create(cfg->model, t->spec, t->ds->nfeat, cfg->micro_batch, t->ds->P, t->ds->P,
@@ -679,15 +730,19 @@ static int loop(train_ctx *t) {
     wc_trainlog_start(t->log);
     for (long step = t->start_step; step < t->total_steps; step++) {
         if (train_step(t, step) != WC_OK) return WC_EXIT_RUNTIME;
+        int validated = 0; /* a validation saw finite outputs of this step's weights */
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
             if (v == WC_VALIDATION_DIVERGED) return WC_EXIT_RUNTIME;
             if (v == WC_VALIDATION_DONE) wc_train_ckpt_keep_if_best(t, step);
+            validated = v == WC_VALIDATION_DONE && t->sum.val.pixels > 0;
             t->val_pending = v == WC_VALIDATION_STOPPED;
             t->ckpt.stop_agreed |= t->val_pending;
         }
-        if (t->ckpt.stop_agreed) return wc_train_ckpt_stop(t, step + 1);
         int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt.time_due;
+        const int saving = t->ckpt.stop_agreed || due || step + 1 == t->total_steps;
+        if (saving && !validated && !update_output_finite(t, step)) return WC_EXIT_RUNTIME;
+        if (t->ckpt.stop_agreed) return wc_train_ckpt_stop(t, step + 1);
         if (due && step + 1 < t->total_steps) wc_train_ckpt_interval(t, step + 1);
         if (t->rank == 0) wc_train_ckpt_take_background(t, 0);
     }

@@ -230,7 +230,9 @@ void wc_train_ckpt_interval(train_ctx *t, long steps_done) {
  * previous best.wcp stays, and so does the best it records. */
 void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
     const double auc = t->sum.val.auc_pr;
-    if (!t->sum.have_val || !isfinite(auc) || !(auc > t->best.auc_pr)) return;
+    if (!t->sum.have_val || !wc_metrics_can_rank(&t->sum.val) || !isfinite(auc) ||
+        !(auc > t->best.auc_pr))
+        return;
     const double prev_auc = t->best.auc_pr;
     const long prev_step = t->best.step;
     t->best.auc_pr = auc, t->best.step = step + 1;

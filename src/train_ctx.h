@@ -34,6 +34,7 @@ typedef struct {
 typedef struct {
     float *y;       /* (micro_batch, P, P) labels */
     uint8_t *valid; /* (micro_batch, P, P) */
+    int n;          /* the samples decoded last, still in the network's input (0: none yet) */
 } decoded;
 
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
@@ -66,6 +67,7 @@ typedef struct {
     wc_validation val;
     int val_pending; /* the last epoch's validation was cut short by a stop */
     int ties_warned; /* a validation's metrics were mostly ties, said once a run */
+    int one_class_warned; /* validation labels all burned or none: said once a run */
     ckpt_policy ckpt;
     struct {
         double auc_pr; /* the best validation AUC-PR so far, -1 before the first */

@@ -28,13 +28,14 @@ last_ckpt_ok() {
     [ -n "$f" ] && "$WILDCPU" info "$f" >"$T/info.out" 2>&1 && grep -q "every section verified" "$T/info.out"
 }
 
+# (--warmup 3: the first step's update still gives finite outputs, the second's loss is not)
 for mode in exact fast; do
     extra=()
     [ $mode = fast ] && extra=(--fast-reduce)
     d=$T/lr100-$mode
-    timeout 300 "$WILDCPU" "${base[@]}" "${extra[@]}" --lr 100 --steps 10 --out "$d" >"$d.log" 2>&1
+    timeout 300 "$WILDCPU" "${base[@]}" "${extra[@]}" --lr 100 --warmup 3 --steps 10 --out "$d" >"$d.log" 2>&1
     s=$?
-    if [ $s -eq 1 ] && grep -Eq "step 2: training diverged: .*not finite.*Lower --lr \(now 100\)" "$d.log" &&
+    if [ $s -eq 1 ] && grep -Eq "step 2: training diverged: .*not finite.*lower --lr \(now 100\)" "$d.log" &&
         finite_jsonl "$d/metrics.jsonl" 2>"$T/jsonl.err" && [ "$(ls "$d/checkpoints")" = ckpt-00000001.wcp ] &&
         last_ckpt_ok "$d"; then
         ok "--lr 100 ($mode reduction): stops in step 2, exit 1, nothing non-finite logged, ckpt 1 intact"
@@ -44,12 +45,23 @@ for mode in exact fast; do
 done
 # before any checkpoint, the message does not claim one
 d=$T/lr100-none
-timeout 300 "$WILDCPU" "${base[@]}" --lr 100 --steps 10 --ckpt-every 1000 --out "$d" >"$d.log" 2>&1
+timeout 300 "$WILDCPU" "${base[@]}" --lr 100 --warmup 3 --steps 10 --ckpt-every 1000 --out "$d" >"$d.log" 2>&1
 s=$?
-[ $s -eq 1 ] && grep -q "step 2: training diverged: .*no checkpoint was written before it. .*rerun with --fresh" "$d.log" &&
+[ $s -eq 1 ] && grep -q "step 2: training diverged: .*no checkpoint was written before it; .*rerun with --fresh" "$d.log" &&
     ! grep -q "resume from the last checkpoint" "$d.log" \
     && ok "--lr 100 with no checkpoint yet: exit 1, the message says none was written and offers no resume" \
     || notok "divergence before any checkpoint" "status $s: $(grep -m1 diverged "$d.log")"
+
+# The last step's update blows the weights up and nothing checks them after it (no validation,
+# no next step): the run is a divergence, not a finished model; no checkpoint keeps it, no map
+d=$T/lr100-last
+timeout 300 "$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 \
+    --val-fraction 0 --steps 1 --lr 100 --warmup 1 --out "$d" >"$d.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "step 1: training diverged: after its update the network's output is not finite" "$d.log" &&
+    [ -z "$(ls "$d/checkpoints")" ] && [ ! -e "$d/risk.tif" ] \
+    && ok "a last update that blows the weights up (--val-fraction 0): exit 1, no checkpoint, no map" \
+    || notok "last update diverging" "status $s: $(grep -E 'error|diverged' "$d.log" | head -2) $(ls "$d" "$d/checkpoints")"
 
 # A NaN or infinity on ONE rank of two (the hook WILDCPU_TEST_POISON=STEP:RANK:WHAT), in step 3:
 # both ranks stop in step 3; the rerun without it resumes from step 2 and ends equal to a run
@@ -85,5 +97,27 @@ for mode in exact fast; do
         fi
     done
 done
+
+# A checkpoint whose weights give no finite output anywhere (made from the reference run's
+# last one, its parameters times 1e30; CRC valid): predict and evaluate refuse it with status 1,
+# the map the user had stays, no metrics are written
+"$PY" "$ROOT/tests/wcp.py" edit "$T/ref/checkpoints/ckpt-00000005.wcp" "$T/blown.wcp" \
+    scale=params:1e30 || notok "wcp.py scale"
+"$WILDCPU" predict --tiles "$T/r128/tiles.vrt" --checkpoint "$T/ref" --out "$T/had.tif" \
+    >"$T/had.log" 2>&1 || notok "a map to keep" "$(tail -2 "$T/had.log")"
+before=$(sha256sum <"$T/had.tif")
+"$WILDCPU" predict --tiles "$T/r128/tiles.vrt" --checkpoint "$T/blown.wcp" --out "$T/had.tif" \
+    >"$T/blown.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "gives no finite output on any of the .* its weights have diverged" "$T/blown.log" &&
+    [ "$(sha256sum <"$T/had.tif")" = "$before" ] \
+    && ok "predict with a model that gives no finite output: exit 1, the old map unchanged" \
+    || notok "predict with a blown-up model" "status $s: $(grep -E 'error|warn' "$T/blown.log" | head -2)"
+"$WILDCPU" evaluate --tiles "$T/r128/tiles.vrt" --checkpoint "$T/blown.wcp" --out "$T/blown.json" \
+    >"$T/blown-ev.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "gives no finite output .*nothing scored" "$T/blown-ev.log" && [ ! -e "$T/blown.json" ] \
+    && ok "evaluate with a model that gives no finite output: exit 1, no metrics" \
+    || notok "evaluate with a blown-up model" "status $s: $(grep -E 'error|warn' "$T/blown-ev.log" | head -2)"
 
 finish

@@ -200,4 +200,29 @@ s3=$?
     [ "$kept" = 1 ] && [ $s3 -eq 0 ] \
     && ok "another run's best.wcp in the run directory: the resume refuses it (status 1, the difference named) and leaves it; its own is taken" \
     || notok "another run's best.wcp" "status $s/$s3: $(tail -2 "$T/own2.log")"
+# Validation labels of one class rank nothing (AUC-PR is 1 for any model when every validation
+# pixel is burned): no best.wcp is chosen by them, the run says so once, and the map comes from
+# the newest checkpoint. The labels: the sample's, with every valid pixel of the validation
+# blocks (from split.tif of a first run) burned.
+one=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --val-block 64 --no-predict --seed 3)
+"$WILDCPU" "${one[@]}" --steps 1 --out "$T/split" >"$T/split.log" 2>&1
+$PY - "$SAMPLE" "$T/split/split.tif" "$T/allburned.tif" <<'PY' || notok "labels burned in validation"
+import sys
+from osgeo import gdal
+src, split = gdal.Open(sys.argv[1]), gdal.Open(sys.argv[2])
+names = [src.GetRasterBand(b).GetDescription() for b in range(1, src.RasterCount + 1)]
+f = src.GetRasterBand(names.index("fire") + 1).ReadAsArray()
+m = split.GetRasterBand(1).ReadAsArray()
+f[(m == 2) & (f != 255)] = 1
+d = gdal.GetDriverByName("GTiff").Create(sys.argv[3], src.RasterXSize, src.RasterYSize, 1, gdal.GDT_Byte)
+d.SetGeoTransform(src.GetGeoTransform()); d.SetProjection(src.GetProjection())
+b = d.GetRasterBand(1); b.WriteArray(f); b.SetNoDataValue(255); d = None
+PY
+"$WILDCPU" "${one[@]}" --labels "$T/allburned.tif" --epochs 2 --out "$T/oneclass" >"$T/oneclass.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ ! -e "$T/oneclass/checkpoints/best.wcp" ] &&
+    [ "$(grep -c "every one of its .* pixels is burned, so AUC-PR cannot rank models" "$T/oneclass.log")" = 1 ] \
+    && ok "validation labels all burned: no best.wcp chosen by them, said once" \
+    || notok "validation labels of one class" "status $s: $(ls "$T/oneclass/checkpoints") $(grep -c 'cannot rank' "$T/oneclass.log")"
+
 finish

@@ -9,6 +9,7 @@ OPs:  drop=NAME                 remove a section
       text=NAME:TEXT            replace a section's bytes (text)
       repeat=NAME:BYTE:COUNT    a section of COUNT copies of one byte
       nan=NAME:INDEX            float32 element INDEX of a section becomes NaN
+      scale=NAME:FACTOR         every float32 element of a section times FACTOR (float32)
       f64=NAME:INDEX:VALUE      float64 element INDEX of a section becomes VALUE
       i64=NAME:INDEX:VALUE      int64 element INDEX of a section becomes VALUE
       dup=NAME                  the section appears twice
@@ -87,6 +88,13 @@ def apply(ck, op):
         b = bytearray(s[1])
         struct.pack_into("<f", b, 4 * int(index), float("nan"))
         s[1] = bytes(b)
+    elif kind == "scale":
+        name, factor = arg.split(":")
+        s = section(ck, name)
+        n = len(s[1]) // 4
+        v = struct.unpack("<%df" % n, s[1])
+        f = struct.unpack("<f", struct.pack("<f", float(factor)))[0]
+        s[1] = struct.pack("<%df" % n, *(struct.unpack("<f", struct.pack("<f", x * f))[0] for x in v))
     elif kind in ("f64", "i64"):
         name, index, value = arg.split(":")
         s = section(ck, name)

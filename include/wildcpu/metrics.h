@@ -167,6 +167,10 @@ void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix
  * "observed"} objects (NaN as null). */
 void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m);
 
+/* Whether m's labels can rank models: both burned and unburned pixels. Without burned ones
+ * AUC-PR is undefined; with nothing else it is 1 for any model. */
+int wc_metrics_can_rank(const wc_metrics *m);
+
 /* When m's tied_pairs is above WC_METRICS_TIE_WARN: writes into buf (size bytes) a sentence
  * naming the pixels that share bins and the share of tied pairs, for a warning, and returns 1;
  * otherwise returns 0 and leaves buf alone. */
