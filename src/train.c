@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,18 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
     if (n > 0) wc_ckpt_list_free(e, n);
 }
 
+/* Rank 0: the divergence said (fmt, as printf), followed by what it leaves and what to do. */
+static void say_diverged(train_ctx *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say_diverged(train_ctx *t, const char *fmt, ...) {
+    char what[1024], kept[KEPT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    describe_kept(t, kept, sizeof kept);
+    wc_error("%s: %s", what, kept);
+}
+
 /* Divergence: a non-finite gradient, loss, or an update that made the state non-finite. Every
  * rank reaches this for the same step (it is decided from reduced values), so all return the
  * error together; nothing of the step was applied to anything that is saved or logged. */
@@ -140,12 +153,11 @@ static void report_divergence(train_ctx *t, long step, const wc_step_totals *tot
                  "to be summed exactly (beyond 2^%d nats)",
                  (long long)tot->bad_loss, tot->bad_loss == 1 ? "" : "es",
                  62 - WC_REDUCE_LOSS_FX_BITS);
-    if (t->rank != 0) return;
-    char kept[KEPT_MAX];
-    describe_kept(t, kept, sizeof kept);
-    wc_error("step %ld: training diverged: %s; the step was not applied and nothing of it was "
-             "saved: %s",
-             step + 1, what, kept);
+    if (t->rank == 0)
+        say_diverged(t,
+                     "step %ld: training diverged: %s; the step was not applied and nothing of "
+                     "it was saved",
+                     step + 1, what);
 }
 
 /* Whether the last update left a network whose output is finite: a forward pass, with the new
@@ -165,14 +177,12 @@ static int update_output_finite(train_ctx *t, long step) {
     }
     wc_dist_sum_i64(bad, 2);
     if (bad[0] == 0) return 1;
-    if (t->rank == 0) {
-        char kept[KEPT_MAX];
-        describe_kept(t, kept, sizeof kept);
-        wc_error("step %ld: training diverged: after its update the network's output is not "
-                 "finite on %lld of %lld valid pixels of the last micro-batches; its state was "
-                 "not saved: %s",
-                 step + 1, (long long)bad[0], (long long)bad[1], kept);
-    }
+    if (t->rank == 0)
+        say_diverged(t,
+                     "step %ld: training diverged: after its update the network's output is not "
+                     "finite on %lld of %lld valid pixels of the last micro-batches; its state "
+                     "was not saved",
+                     step + 1, (long long)bad[0], (long long)bad[1]);
     return 0;
 }
 
@@ -321,14 +331,12 @@ static int validate(train_ctx *t, long step) {
                  "see the message above)",
                  step + 1);
     if (rc == WC_VALIDATION_DIVERGED) {
-        if (t->rank == 0) {
-            char kept[KEPT_MAX];
-            describe_kept(t, kept, sizeof kept);
-            wc_error("validation after step %ld: the network's output is not finite on %lld "
-                     "pixels: training diverged; nothing of this validation was logged or saved: "
-                     "%s",
-                     step + 1, (long long)m.bad_outputs, kept);
-        }
+        if (t->rank == 0)
+            say_diverged(t,
+                         "validation after step %ld: the network's output is not finite on %lld "
+                         "pixels: training diverged; nothing of this validation was logged or "
+                         "saved",
+                         step + 1, (long long)m.bad_outputs);
         return rc;
     }
     const int with_oracle = t->ds->oracle_path != NULL;
