@@ -106,7 +106,8 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
     const double decay = t->opt->cfg.lr * t->opt->cfg.weight_decay;
     snprintf(remedy, sizeof remedy,
              "lower --lr (now %.3g)%s or lengthen --warmup (now %ld) and rerun with --fresh "
-             "(training is deterministic: a rerun with the same options diverges again here)",
+             "(training is deterministic: unless a fault of the machine caused it, a rerun with "
+             "the same options diverges again here)",
              t->opt->cfg.lr, decay > 0.1 ? " or --weight-decay" : "", t->opt->cfg.warmup_steps);
     if (n > 0)
         snprintf(buf, size, "the checkpoints in %s are intact (a map can be drawn from them); %s",
