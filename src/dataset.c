@@ -65,31 +65,84 @@ static int touches_validation(const wc_dataset *ds, int x0, int y0, int side) {
     return 0;
 }
 
-/* A window of the patch's size at (x0, y0) stays on training ground: inside the patch grid's
- * rows and columns, touching no validation block. */
-static int on_training_ground(const wc_dataset *ds, int x0, int y0) {
-    return x0 >= ds->x_origin && y0 >= ds->y_origin && x0 + ds->P <= ds->width &&
-           y0 + ds->P <= ds->height && !touches_validation(ds, x0, y0, ds->P);
+/* The side of the square window about a P x P patch's centre that a turn whose |cos| + |sin| is
+ * `reach` needs: the smallest that keeps the centre (its side - P even) and holds every point
+ * the turned patch takes with its bilinear neighbours (resample_turned). The output pixel
+ * centres lie within (P - 1) / 2 of the patch's centre along each axis, so the points they
+ * take lie within e = reach (P - 1) / 2 of the window's centre (Q - 1) / 2 along each; their
+ * neighbours floor(s) and floor(s) + 1 lie in [0, Q) when 0 <= s < Q - 1, so Q > 2 e + 1, with
+ * 1e-6 of a pixel to spare for rounding. */
+static int turn_window_side(int P, double reach) {
+    int q = (int)floor(reach * (P - 1) + 1.0 + 1e-6) + 1;
+    return q + (q - P) % 2;
 }
 
-/* The side of the window sample s is read from: the patch's, or the larger one of a turn. */
+/* The side of the window sample s is read from: the patch's, or for a turned one the smallest
+ * that its own angle needs; never more than ds->turn_side, the largest angle's (plan_turn). */
 static int window_side(const wc_dataset *ds, wc_sample s) {
-    return s.turn != 0 ? ds->turn_side : ds->P;
+    if (s.turn == 0) return ds->P;
+    const int side = turn_window_side(ds->P, fabs(cos(s.turn)) + fabs(sin(s.turn)));
+    WC_ASSERT(side <= ds->turn_side);
+    return side;
 }
 
 /* The window's top-left pixel: the patch's origin, shifted, and for a turned sample moved out
- * so that the window keeps the patch's centre (turn_side - P is even). */
+ * so that the window keeps the patch's centre (its side - P is even). */
 static void window_origin(const wc_dataset *ds, wc_sample s, int *x0, int *y0) {
     wc_dataset_patch_origin(ds, s.id, x0, y0);
     const int margin = (window_side(ds, s) - ds->P) / 2;
     *x0 += s.dx - margin, *y0 += s.dy - margin;
 }
 
-wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
+/* The side x side window at (x0, y0), turned by `turn` about its centre (resample_turned), would
+ * read a pixel of a validation block: a cell of one overlaps the window and reaches within 1
+ * pixel (a bilinear neighbour) of the turned patch, the square of the output pixel centres.
+ * Separating axes: the cell grown by 1 pixel each way and that square are apart along x, y or
+ * one of the square's own axes; 1e-6 of a pixel to spare, so a cell just within is refused. */
+static int turn_touches_validation(const wc_dataset *ds, int x0, int y0, int side, double turn) {
+    const double ca = cos(turn), sa = sin(turn), h = 0.5 * (ds->P - 1), c = 0.5 * (side - 1);
+    const double u[2] = {ca, -sa}, v[2] = {sa, ca}; /* the turned columns and rows */
+    const double reach = h * (fabs(ca) + fabs(sa)), eps = 1e-6;
+    if (x0 - ds->x_origin + side <= 0 || y0 - ds->y_origin + side <= 0) return 0;
+    const int cx0 = WC_MAX(0, x0 - ds->x_origin) / ds->P;
+    const int cy0 = WC_MAX(0, y0 - ds->y_origin) / ds->P;
+    const int cx1 = (x0 - ds->x_origin + side - 1) / ds->P;
+    const int cy1 = (y0 - ds->y_origin + side - 1) / ds->P;
+    for (int cy = cy0; cy <= cy1 && cy < ds->rows; cy++)
+        for (int cx = cx0; cx <= cx1 && cx < ds->cols; cx++) {
+            if (!ds->is_val[(size_t)cy * ds->cols + cx]) continue;
+            /* the cell's pixels in the window's coordinates, grown by a neighbour */
+            const double a0 = ds->x_origin + cx * ds->P - x0 - 1.0, a1 = a0 + ds->P + 1.0;
+            const double b0 = ds->y_origin + cy * ds->P - y0 - 1.0, b1 = b0 + ds->P + 1.0;
+            int apart = a1 < c - reach - eps || a0 > c + reach + eps ||
+                        b1 < c - reach - eps || b0 > c + reach + eps;
+            for (int k = 0; k < 2 && !apart; k++) {
+                const double *w = k ? v : u;
+                const double p[4] = {w[0] * a0 + w[1] * b0, w[0] * a1 + w[1] * b0,
+                                     w[0] * a0 + w[1] * b1, w[0] * a1 + w[1] * b1};
+                const double mid = w[0] * c + w[1] * c;
+                double lo = p[0], hi = p[0];
+                for (int i = 1; i < 4; i++) lo = fmin(lo, p[i]), hi = fmax(hi, p[i]);
+                apart = hi < mid - h - eps || lo > mid + h + eps;
+            }
+            if (!apart) return 1;
+        }
+    return 0;
+}
+
+/* Why a drawn shift or turn was not applied (draw_sample): none (applied, or not drawn), the
+ * window would reach off the raster (off the patch grid, for a shift), onto a validation block. */
+enum { REFUSED_NOT = 0, REFUSED_OFF_RASTER, REFUSED_VALIDATION };
+
+/* wc_dataset_sample, saying why a shift or turn was refused in *shift_refused, *turn_refused
+ * (REFUSED_*; each may be NULL). */
+static wc_sample draw_sample(const wc_dataset *ds, uint32_t id, long epoch, int *shift_refused,
+                             int *turn_refused) {
     wc_sample s = {.id = id, .dx = 0, .dy = 0, .orient = 0, .turn = 0};
+    int shift_why = REFUSED_NOT, turn_why = REFUSED_NOT;
     const int A = ds->cfg.align > 0 ? ds->cfg.align : 1, steps = ds->P / (2 * A);
     const int jitter = ds->cfg.jitter && steps >= 1;
-    if (!jitter && ds->aug.norient <= 1 && ds->turn_max == 0) return s;
+    if (!jitter && ds->aug.norient <= 1 && ds->turn_max == 0) goto done;
     wc_rng r;
     wc_rng_seed(&r, ds->cfg.seed, WC_STREAM_AUGMENT, ((uint64_t)epoch << 32) | id);
     /* the shift first, then the orientation, then the turn: each later draw leaves the earlier
@@ -99,7 +152,14 @@ wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
         const int dy = A * ((int)wc_rng_below(&r, 2 * (uint64_t)steps + 1) - steps);
         int x0, y0;
         wc_dataset_patch_origin(ds, id, &x0, &y0);
-        if (on_training_ground(ds, x0 + dx, y0 + dy)) s.dx = dx, s.dy = dy;
+        x0 += dx, y0 += dy;
+        if (!(x0 >= ds->x_origin && y0 >= ds->y_origin && x0 + ds->P <= ds->width &&
+              y0 + ds->P <= ds->height))
+            shift_why = REFUSED_OFF_RASTER;
+        else if (touches_validation(ds, x0, y0, ds->P))
+            shift_why = REFUSED_VALIDATION;
+        else
+            s.dx = dx, s.dy = dy;
     }
     if (ds->aug.norient > 1) s.orient = (int32_t)wc_rng_below(&r, (uint64_t)ds->aug.norient);
     if (ds->turn_max > 0) {
@@ -107,11 +167,45 @@ wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
         t.turn = ds->turn_max * (2.0 * wc_rng_uniform(&r) - 1.0);
         int x0, y0;
         window_origin(ds, t, &x0, &y0);
-        const int inside = x0 >= 0 && y0 >= 0 && x0 + ds->turn_side <= ds->width &&
-                           y0 + ds->turn_side <= ds->height;
-        if (t.turn != 0 && inside && !touches_validation(ds, x0, y0, ds->turn_side)) s = t;
+        const int side = window_side(ds, t);
+        if (t.turn != 0) { /* (a turn of 0 is the unturned sample) */
+            if (!(x0 >= 0 && y0 >= 0 && x0 + side <= ds->width && y0 + side <= ds->height))
+                turn_why = REFUSED_OFF_RASTER;
+            else if (turn_touches_validation(ds, x0, y0, side, t.turn))
+                turn_why = REFUSED_VALIDATION;
+            else
+                s = t;
+        }
     }
+done:
+    if (shift_refused) *shift_refused = shift_why;
+    if (turn_refused) *turn_refused = turn_why;
     return s;
+}
+
+wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch) {
+    return draw_sample(ds, id, epoch, NULL, NULL);
+}
+
+void wc_dataset_sample_shares(const wc_dataset *ds, wc_sample_shares *out) {
+    memset(out, 0, sizeof *out);
+    const int A = ds->cfg.align > 0 ? ds->cfg.align : 1;
+    out->shifts = ds->cfg.jitter && ds->P / (2 * A) >= 1;
+    out->turns = ds->turn_max > 0;
+    const long n = WC_MIN(ds->ntrain, (long)WC_SAMPLE_SHARES_MAX);
+    for (long i = 0; i < n; i++) {
+        /* an even spread over the training patches in grid order (all of them when few) */
+        const long k = (long)((double)i * (double)ds->ntrain / (double)n);
+        int shift_why, turn_why;
+        const wc_sample s = draw_sample(ds, ds->train[k], 0, &shift_why, &turn_why);
+        out->shifted += s.dx != 0 || s.dy != 0;
+        out->shift_off_raster += shift_why == REFUSED_OFF_RASTER;
+        out->shift_on_validation += shift_why == REFUSED_VALIDATION;
+        out->turned += s.turn != 0;
+        out->turn_off_raster += turn_why == REFUSED_OFF_RASTER;
+        out->turn_on_validation += turn_why == REFUSED_VALIDATION;
+    }
+    out->counted = n;
 }
 
 /* A raw sample read from a side x side window: the features, then the label of a separate
@@ -303,7 +397,7 @@ static void normalize_unturned(const wc_dataset *ds, const void *raw, int orient
  * the unturned sample exactly). */
 static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, const double *mean,
                             const double *std, float *x, float *y, uint8_t *valid) {
-    const int P = ds->P, Q = ds->turn_side, nf = ds->nfeat;
+    const int P = ds->P, Q = window_side(ds, s), nf = ds->nfeat;
     const size_t pp = (size_t)P * P, qq = (size_t)Q * Q;
     struct wc_turn_scratch *t = ds->turn_scratch;
     float *wy = t->labels;
@@ -328,7 +422,10 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
      * (sgn(gt1) east, sgn(gt5) north) with it: east' = cos a east - q sin a north, north' =
      * q sin a east + cos a north, q = sgn(gt1) sgn(gt5) (augment.h's axes_sign). */
     const double ca = cos(s.turn), sa = sin(s.turn), q = ds->aug.axes_sign;
-    const double half_p = 0.5 * P, centre = 0.5 * Q - 0.5;
+    /* the points in the patch's own pixel coordinates (the window's less its margin), so that
+     * they do not depend on the window's size */
+    const double half_p = 0.5 * P, centre = half_p - 0.5;
+    const int margin = (Q - P) / 2;
     for (int r = 0; r < P; r++)
         for (int c = 0; c < P; c++) {
             const size_t i = (size_t)r * P + c;
@@ -338,9 +435,9 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
              * it needs no neighbour: a quarter turn moves whole pixels, as an orientation does */
             if (fabs(sc - rint(sc)) < 1e-9) sc = rint(sc);
             if (fabs(sr - rint(sr)) < 1e-9) sr = rint(sr);
-            const int c0 = (int)floor(sc), r0 = (int)floor(sr);
+            const double fc = sc - floor(sc), fr = sr - floor(sr);
+            const int c0 = (int)floor(sc) + margin, r0 = (int)floor(sr) + margin;
             WC_ASSERT(c0 >= 0 && r0 >= 0 && c0 + 1 < Q && r0 + 1 < Q);
-            const double fc = sc - c0, fr = sr - r0;
             const double w[4] = {(1 - fr) * (1 - fc), (1 - fr) * fc, fr * (1 - fc), fr * fc};
             const size_t k[4] = {(size_t)r0 * Q + c0, (size_t)r0 * Q + c0 + 1,
                                  (size_t)(r0 + 1) * Q + c0, (size_t)(r0 + 1) * Q + c0 + 1};
@@ -1050,14 +1147,14 @@ static int read_ahead_fits(const wc_dataset *ds) {
 /* The side of the square read around a patch turned by up to cfg->turn_deg (--rotate), and
  * the scratch its resampling uses. */
 static void plan_turn(wc_dataset *ds, const wc_data_config *cfg) {
-    /* A P x P square turned by up to turn_max reaches (|cos| + |sin|) P / 2 from its centre
-     * along each axis, at most sqrt 2 P / 2 (at 45 degrees); one more pixel each side for
-     * the bilinear neighbours. */
+    /* A P x P square turned by a reaches (|cos a| + |sin a|) P / 2 from its centre along each
+     * axis, which grows with |a| up to sqrt 2 P / 2 (at 45 degrees): the largest window is that
+     * of the largest angle (1e-9 more, for the rounding of each angle's own cos and sin). */
     const double pi = 3.14159265358979323846;
     ds->turn_max = cfg->turn_deg * pi / 180.0;
     const double reach =
         ds->turn_max >= pi / 4 ? sqrt(2.0) : cos(ds->turn_max) + sin(ds->turn_max);
-    ds->turn_side = ds->P + 2 * ((int)ceil(0.5 * ds->P * (reach - 1.0)) + 1);
+    ds->turn_side = turn_window_side(ds->P, reach + 1e-9);
     ds->turn_scratch = turn_scratch_create(ds);
 }
 

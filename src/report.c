@@ -173,6 +173,15 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
             s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads, s->threads > 1 ? "s" : "",
             s->batch, s->micro_batch, s->steps_total, s->steps_done);
     if (s->augmentation[0]) fprintf(f, "Augmentation: %s.\n\n", s->augmentation);
+    if (isfinite(s->shifted_fraction) || isfinite(s->turned_fraction)) {
+        fprintf(f, "Training samples of the first epoch");
+        if (isfinite(s->shifted_fraction))
+            fprintf(f, ": %.0f%% shifted (jitter)", 100 * s->shifted_fraction);
+        if (isfinite(s->turned_fraction))
+            fprintf(f, "%s %.0f%% turned (--rotate)", isfinite(s->shifted_fraction) ? "," : ":",
+                    100 * s->turned_fraction);
+        fprintf(f, ".\n\n");
+    }
     char machine[400];
     fprintf(f, "Machine (rank 0): %s.\n\n", wc_cpuinfo_describe(machine, sizeof machine));
     static const row cost[] = {
@@ -466,6 +475,8 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
         {"global_batch", FIELD_INT, .i = s->batch},
         {"micro_batch", FIELD_INT, .i = s->micro_batch},
         {"augmentation", FIELD_STR, .s = s->augmentation},
+        {"shifted_fraction", FIELD_NUM, .v = s->shifted_fraction},
+        {"turned_fraction", FIELD_NUM, .v = s->turned_fraction},
         {"steps", FIELD_INT, .i = s->steps_total},
         {"steps_this_run", FIELD_INT, .i = s->steps_done},
         {"resumed_from_step", FIELD_INT, .i = s->start_step},

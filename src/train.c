@@ -460,7 +460,75 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
     return wc_dist_any(too_big || no_room) ? WC_ERR : WC_OK;
 }
 
-static void print_setup(const train_ctx *t, double prior) {
+/* One refusal's part of the warnings of say_sample_shares: how many, and where they went. */
+static void refusal_part(char *buf, size_t size, long off, long on_val, const char *what) {
+    char a[96] = "", b[96] = "";
+    if (off > 0) snprintf(a, sizeof a, "off the raster for %ld", off);
+    if (on_val > 0) snprintf(b, sizeof b, "onto a validation block for %ld", on_val);
+    snprintf(buf, size, "%s would reach %s%s%s", what, a, off > 0 && on_val > 0 ? " and " : "",
+             b);
+}
+
+/* What to do about refusals off the raster (off) and onto validation blocks (on_val). */
+static const char *refusal_advice(const wc_dataset *ds, long off, long on_val) {
+    static char advice[320];
+    const int vb = ds->cfg.val_block_px;
+    if (off > 0 && on_val > 0)
+        snprintf(advice, sizeof advice,
+                 "the patch is large for the region and the validation blocks lie close to most "
+                 "patches: a smaller --patch, or a larger --val-block than %d px (fewer, larger "
+                 "blocks have fewer edges)",
+                 vb);
+    else if (off > 0)
+        snprintf(advice, sizeof advice,
+                 "the %dx%d patch is large for the %dx%d region: a smaller --patch", ds->P, ds->P,
+                 ds->width, ds->height);
+    else
+        snprintf(advice, sizeof advice,
+                 "the validation blocks lie close to most patches: a larger --val-block than %d "
+                 "px (fewer, larger blocks have fewer edges) or a smaller --patch",
+                 vb);
+    return advice;
+}
+
+/* How many of the first epoch's samples the jitter shifts and --rotate turns (rank 0), with a
+ * warning for each that leaves most of them as they are, saying why. */
+static void say_sample_shares(const train_ctx *t, const wc_sample_shares *sh) {
+    const wc_dataset *ds = t->ds;
+    if (sh->counted == 0 || (!sh->shifts && !sh->turns)) return;
+    char shifted[96] = "", turned[96] = "", of[32];
+    const double n = (double)sh->counted;
+    snprintf(of, sizeof of, " of %ld", sh->counted); /* after the first figure */
+    if (sh->shifts)
+        snprintf(shifted, sizeof shifted, "%ld%s shifted (%.0f%%)", sh->shifted, of,
+                 100.0 * (double)sh->shifted / n);
+    if (sh->turns)
+        snprintf(turned, sizeof turned, "%s%ld%s turned (%.0f%%)", sh->shifts ? ", " : "",
+                 sh->turned, sh->shifts ? "" : of, 100.0 * (double)sh->turned / n);
+    wc_info("training samples of the first epoch%s: %s%s",
+            sh->counted < ds->ntrain ? " (an even spread of them)" : "", shifted, turned);
+    char why[256];
+    if (sh->shifts && 2 * sh->shifted < sh->counted) {
+        refusal_part(why, sizeof why, sh->shift_off_raster, sh->shift_on_validation,
+                     "the shifted patch");
+        wc_warn("the jitter shifts only %ld of the first epoch's %ld training samples (%.0f%%): "
+                "%s; %s",
+                sh->shifted, sh->counted, 100.0 * (double)sh->shifted / n, why,
+                refusal_advice(ds, sh->shift_off_raster, sh->shift_on_validation));
+    }
+    if (sh->turns && 2 * sh->turned < sh->counted) {
+        char what[96];
+        snprintf(what, sizeof what, "the turned window (up to %dx%d px)", ds->turn_side,
+                 ds->turn_side);
+        refusal_part(why, sizeof why, sh->turn_off_raster, sh->turn_on_validation, what);
+        wc_warn("--rotate %g turns only %ld of the first epoch's %ld training samples (%.0f%%), "
+                "the others stay unturned: %s; %s",
+                ds->cfg.turn_deg, sh->turned, sh->counted, 100.0 * (double)sh->turned / n, why,
+                refusal_advice(ds, sh->turn_off_raster, sh->turn_on_validation));
+    }
+}
+
+static void print_setup(const train_ctx *t, double prior, const wc_sample_shares *shares) {
     if (t->rank != 0) return;
     const wc_train_config *cfg = t->cfg;
     const wc_dataset *ds = t->ds;
@@ -490,6 +558,7 @@ static void print_setup(const train_ctx *t, double prior) {
                 "burned) and --label-band",
                 prior <= 0 ? "none" : "every one");
     wc_info("augmentation: %s", ds->aug.summary);
+    say_sample_shares(t, shares);
     const wc_optim_config *oc = &t->opt->cfg;
     char overlap[64] = "not overlapped (--no-overlap)";
     if (t->red->nbuckets > 0)
@@ -685,7 +754,11 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (wc_train_ckpt_resume(t) != WC_OK || build_buffers(t, cfg) != WC_OK) return WC_EXIT_RUNTIME;
     const int val = wc_validation_init(&t->val, t->ds, t->net->arch, t->spec, t->net->params);
     if (val != WC_OK) return val == WC_VALIDATION_NO_NETWORK ? WC_EXIT_USAGE : WC_EXIT_RUNTIME;
-    print_setup(t, prior);
+    wc_sample_shares shares;
+    wc_dataset_sample_shares(t->ds, &shares);
+    t->sum.shifted_fraction = shares.shifts ? (double)shares.shifted / shares.counted : NAN;
+    t->sum.turned_fraction = shares.turns ? (double)shares.turned / shares.counted : NAN;
+    print_setup(t, prior, &shares);
     if (plan_fits_memory(t, print_plan(t, baseline)) != WC_OK) return WC_EXIT_USAGE;
     /* the first file this run writes into DIR: what --fresh moves aside goes only now, when
      * nothing can refuse the run any more (resume ignores checkpoints under --fresh) */
@@ -824,6 +897,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->best.auc_pr = -1, t->best.step = -1;
     t->sum.ranks = t->nranks, t->sum.threads = cfg.threads;
     t->sum.batch = cfg.batch, t->sum.micro_batch = cfg.micro_batch;
+    t->sum.shifted_fraction = t->sum.turned_fraction = NAN; /* until the data is planned */
     int status = setup(t, &cfg);
     if (status == WC_EXIT_OK) status = loop(t);
     return teardown(t, status);

@@ -117,6 +117,36 @@ grep -q "augmentation: turns of up to 30 degrees either way; vector bands aspect
 [ -n "$dr1" ] && [ "$dr1" = "$dr3" ] && [ "$dr1" != "$d1" ] \
     && ok "turned training: bitwise equal on 1 and 3 ranks, different from training without it" \
     || notok "--rotate" "1 rank $dr1, 3 ranks $dr3, without $d1"
+grep -q "^training samples of the first epoch: [0-9]* of [0-9]* shifted ([0-9]*%), [0-9]* turned ([0-9]*%)$" "$T/r1.log" \
+    && grep -q '"shifted_fraction":[0-9.]*,"turned_fraction":[0-9.]*,' "$T/r1/report.json" \
+    && ! grep -q "turns only\|shifts only" "$T/r1.log" \
+    && ok "--rotate 30: the shares of the first epoch's samples shifted and turned, in the log and report.json (no warning)" \
+    || notok "--rotate shares" "$(grep -i 'samples of\|warn' "$T/r1.log")"
+# A small region (one 128-px patch, 19 px from the raster's bottom edge): each sample is read
+# from the window its own angle needs, so the angles that fit turn it (the largest angle's
+# window, 184 px, fitted none: the digest was the unturned run's); most stay unturned, which a
+# warning says, naming the cause
+"$WILDCPU" synth --out "$T/syn" --size 256 >"$T/syn.log" 2>&1
+small=(--tiles "$T/syn/tiles.vrt" --no-predict --steps 10 --batch 1 --micro-batch 1 --val-fraction 0 --patch 128)
+"$WILDCPU" "${small[@]}" --rotate 45 --out "$T/st" >"$T/st.log" 2>&1
+s1=$?
+"$WILDCPU" "${small[@]}" --out "$T/su" >"$T/su.log" 2>&1
+s2=$?
+dst=$(digest "$T/st/checkpoints/ckpt-00000010.wcp") dsu=$(digest "$T/su/checkpoints/ckpt-00000010.wcp")
+[ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ -n "$dst" ] && [ -n "$dsu" ] && [ "$dst" != "$dsu" ] \
+    && ok "--rotate 45 on a region barely larger than the patch: turned by the angles that fit (another model than unturned)" \
+    || notok "--rotate on a small region" "status $s1/$s2, digests $dst $dsu"
+grep -q "warning: --rotate 45 turns only 0 of the first epoch's 1 training samples (0%), the others stay unturned: the turned window (up to 182x182 px) would reach off the raster for 1; the 128x128 patch is large for the 256x256 region: a smaller --patch" "$T/st.log" \
+    && [ "$(grep -c 'turns only' "$T/st.log")" = 1 ] \
+    && grep -q "warning: the jitter shifts only 0 of the first epoch's 1 training samples (0%): the shifted patch would reach off the raster for 1" "$T/st.log" \
+    && grep -q '"shifted_fraction":0.0,"turned_fraction":0.0,' "$T/st/report.json" \
+    && grep -q '"shifted_fraction":0.0,"turned_fraction":null,' "$T/su/report.json" \
+    && ok "few samples turned or shifted: a warning for each, once, saying why; report.json's shares" \
+    || notok "the warnings of few samples turned" "$(grep -i 'warn' "$T/st.log")"
+"$WILDCPU" "${small[@]}" --patch 64 --val-fraction 0.2 --val-block 128 --rotate 45 --out "$T/sv" >"$T/sv.log" 2>&1
+grep -q "warning: --rotate 45 turns only [0-9] of the first epoch's 5 training samples .* would reach onto a validation block for [0-9]; the validation blocks lie close to most patches: a larger --val-block than 128 px" "$T/sv.log" \
+    && ok "few samples turned for the validation blocks: the warning suggests a larger --val-block" \
+    || notok "the warning of validation blocks" "$(grep -i 'warn' "$T/sv.log")"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/ra" >"$T/ra.log" 2>&1
 dra=$(digest "$T/ra/checkpoints/$f")
 mpirun_n 2 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/rr" >"$T/rr.log" 2>&1 &

@@ -684,7 +684,9 @@ static void test_turns_resample_and_turn_vectors_with_the_terrain(void) {
     CHECK(ds != NULL, "sample data does not open with --rotate");
     if (!ds) return;
     NOTE("augmentation: %s; window %d for patch %d", ds->aug.summary, ds->turn_side, ds->P);
-    CHECK(ds->aug.norient == 1 && ds->aug.npairs == 2 && ds->turn_side == 64 + 2 * 15,
+    /* the largest window: 40 degrees reach (cos + sin) 63 / 2 = 44.4 px from the centre, and a
+     * neighbour: 90 (an even side, as the patch's, keeps the centre) */
+    CHECK(ds->aug.norient == 1 && ds->aug.npairs == 2 && ds->turn_side == 90,
           "--rotate 40 alone: %d orientations, %d pairs, window %d", ds->aug.norient,
           ds->aug.npairs, ds->turn_side);
     const int P = ds->P, nf = ds->nfeat;
@@ -702,10 +704,12 @@ static void test_turns_resample_and_turn_vectors_with_the_terrain(void) {
            *err_wrong = WC_ALLOC(sizeof(double) * pp * 16);
     long nerr = 0, samples = 0, tiny_bad = 0, quarter_bad = 0, quarter_n = 0;
     for (long k = 0; k < ds->ntrain && samples < 8; k += 3) {
-        /* a sample whose turned window lies on training ground: its draw says so */
+        /* a sample whose turned window lies on training ground: its draw says so; turned by 0.5
+         * rad or more, so that the windows of the turns below lie within its own */
         wc_sample s = {0};
-        for (long e = 0; e < 20 && s.turn == 0; e++) s = wc_dataset_sample(ds, ds->train[k], e);
-        if (s.turn == 0) continue;
+        for (long e = 0; e < 40 && fabs(s.turn) < 0.5; e++)
+            s = wc_dataset_sample(ds, ds->train[k], e);
+        if (fabs(s.turn) < 0.5) continue;
         samples++;
         s.orient = 0;
         /* almost no turn: the unturned sample, bit for bit in value and validity */
@@ -794,6 +798,86 @@ static void test_turns_resample_and_turn_vectors_with_the_terrain(void) {
     wc_data_files_close(&f);
     wc_dataset_close(ds);
     free(raw), free(xa), free(xb), free(err), free(err_wrong);
+}
+
+/* --rotate: a turned sample's window is the smallest its own angle needs, not the largest
+ * angle's, so that a sample near the raster's edge or a validation block is turned by the angles
+ * that fit; and no pixel of a validation block, none off the raster, goes into a turned sample.
+ * Checked against the points resample_turned takes, recomputed here, for every sample of 20
+ * epochs of the sample region with small validation blocks (2 x 2 patches). */
+static void test_turn_windows_fit_their_angle(void) {
+    wc_data_config cfg;
+    wc_data_config_default(&cfg);
+    cfg.tiles = sample_path();
+    cfg.patch = 64;
+    cfg.val_block_px = 128;
+    cfg.turn_deg = 45;
+    cfg.align = 4;
+    wc_dataset *ds = wc_dataset_open(&cfg, NULL);
+    CHECK(ds != NULL, "sample data does not open with --rotate 45 --val-block 128");
+    if (!ds) return;
+    const int P = ds->P;
+    const wc_sample flat = {.id = ds->train[0]};
+    const double per_px = (double)wc_dataset_sample_bytes(ds, flat) / ((double)P * P);
+    long turned = 0, total = 0, small = 0, wrong_side = 0, on_val = 0, off = 0;
+    for (long e = 0; e < 20; e++)
+        for (long k = 0; k < ds->ntrain; k++) {
+            const wc_sample s = wc_dataset_sample(ds, ds->train[k], e);
+            total++;
+            if (s.turn == 0) continue;
+            turned++;
+            const int Q = (int)lrint(sqrt((double)wc_dataset_sample_bytes(ds, s) / per_px));
+            small += Q < ds->turn_side;
+            /* the window pixels the turned patch takes (relative to the patch's own pixels),
+             * as resample_turned finds them: every neighbour of nonzero weight, the nearest */
+            const double ca = cos(s.turn), sa = sin(s.turn), centre = 0.5 * P - 0.5;
+            int lo = 0, hi = P - 1, x0, y0, bad = 0;
+            wc_dataset_patch_origin(ds, s.id, &x0, &y0);
+            x0 += s.dx, y0 += s.dy;
+            for (int r = 0; r < P; r++)
+                for (int c = 0; c < P; c++) {
+                    const double oc = c + 0.5 - 0.5 * P, orow = r + 0.5 - 0.5 * P;
+                    double sc = ca * oc + sa * orow + centre, sr = -sa * oc + ca * orow + centre;
+                    if (fabs(sc - rint(sc)) < 1e-9) sc = rint(sc);
+                    if (fabs(sr - rint(sr)) < 1e-9) sr = rint(sr);
+                    const int c0 = (int)floor(sc), r0 = (int)floor(sr);
+                    lo = WC_MIN(lo, WC_MIN(c0, r0)), hi = WC_MAX(hi, WC_MAX(c0, r0) + 1);
+                    for (int n = 0; n < 4; n++) {
+                        const int cc = c0 + (n & 1), rr = r0 + (n >> 1);
+                        if ((n & 1 && sc == c0) || (n >> 1 && sr == r0)) continue; /* weight 0 */
+                        const int px = x0 + cc, py = y0 + rr;
+                        if (px < 0 || py < 0 || px >= ds->width || py >= ds->height) {
+                            bad |= 1;
+                            continue;
+                        }
+                        const int gx = px - ds->x_origin, gy = py - ds->y_origin;
+                        if (gx >= 0 && gy >= 0 && gx / P < ds->cols && gy / P < ds->rows &&
+                            ds->is_val[(size_t)(gy / P) * ds->cols + gx / P])
+                            bad |= 2;
+                    }
+                }
+            off += bad & 1, on_val += (bad & 2) != 0;
+            /* the smallest window about the patch's centre holding lo..hi */
+            wrong_side += Q != P + 2 * WC_MAX(-lo, hi - (P - 1));
+        }
+    NOTE("--rotate 45 --val-block 128: %ld of %ld samples turned, %ld from a window smaller "
+         "than the largest angle's %d",
+         turned, total, small, ds->turn_side);
+    CHECK(wrong_side == 0, "%ld of %ld turned windows are not the smallest their angle needs",
+          wrong_side, turned);
+    CHECK(on_val == 0 && off == 0,
+          "%ld turned samples take a validation pixel, %ld a pixel off the raster", on_val, off);
+    CHECK(turned > total / 2 && small > turned / 2,
+          "only %ld of %ld samples turned, %ld from a smaller window", turned, total, small);
+    wc_sample_shares sh;
+    wc_dataset_sample_shares(ds, &sh);
+    long first = 0;
+    for (long k = 0; k < ds->ntrain; k++) first += wc_dataset_sample(ds, ds->train[k], 0).turn != 0;
+    CHECK(sh.counted == ds->ntrain && sh.turns && sh.turned == first &&
+              sh.turned + sh.turn_off_raster + sh.turn_on_validation == sh.counted,
+          "shares: %ld counted, %ld turned (%ld in the first epoch), %ld + %ld refused",
+          sh.counted, sh.turned, first, sh.turn_off_raster, sh.turn_on_validation);
+    wc_dataset_close(ds);
 }
 
 /* Applies orientation o to the vector (e, n) of pair 0 as decoding does. */
@@ -929,6 +1013,7 @@ int main(void) {
     RUN(test_type_union_holds_both);
     RUN(test_orientations_turn_vectors_with_the_terrain);
     RUN(test_turns_resample_and_turn_vectors_with_the_terrain);
+    RUN(test_turn_windows_fit_their_angle);
     RUN(test_vector_pairs_and_when_augmentation_is_off);
     HARNESS_EXIT();
 }

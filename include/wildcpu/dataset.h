@@ -106,7 +106,8 @@ typedef struct wc_dataset {
     int64_t train_pixels, train_positives; /* valid pixels of training patches, burned ones */
     wc_augment aug;           /* the orientations training samples are drawn in */
     double turn_max;          /* the largest turn of a training sample, radians (0: none) */
-    int turn_side;            /* the side of the window a turned sample is read from */
+    int turn_side;            /* the largest side of the window a turned sample is read from
+                               * (the largest angle's): what the read buffers hold */
     struct wc_turn_scratch *turn_scratch; /* where turned samples are decoded (dataset.c) */
     int val_block;            /* validation block side in patches */
     long nval_blocks, nblocks;
@@ -135,23 +136,41 @@ int wc_data_files_open(wc_data_files *f, const wc_dataset *ds, int want_oracle);
 void wc_data_files_close(wc_data_files *f);
 
 /* Bytes of raw storage of one patch, as read (features and label in their compact types, plus
- * the oracle when requested); with --rotate, room for the larger window of a turned sample. */
+ * the oracle when requested); with --rotate, room for the largest window of a turned sample. */
 size_t wc_dataset_patch_bytes(const wc_dataset *ds, int with_oracle);
 /* Bytes of raw storage sample s takes without the oracle (what reading it fetches). */
 size_t wc_dataset_sample_bytes(const wc_dataset *ds, wc_sample s);
-/* Reads sample s (patch s.id's window shifted by s.dx, s.dy; for a turned sample the
- * ds->turn_side square about the same centre) into raw (wc_dataset_patch_bytes) with one
- * RasterIO call for the tiles, plus one for a separate label raster and one for the oracle when
- * with_oracle (never for a turned sample). Errors name the file and the window. */
+/* Reads sample s (patch s.id's window shifted by s.dx, s.dy; for a turned sample the smallest
+ * square about the same centre that its angle needs, at most ds->turn_side) into raw
+ * (wc_dataset_patch_bytes) with one RasterIO call for the tiles, plus one for a separate label
+ * raster and one for the oracle when with_oracle (never for a turned sample). Errors name the
+ * file and the window. */
 int wc_dataset_read_patch(const wc_dataset *ds, wc_data_files *f, wc_sample s, void *raw,
                           int with_oracle);
 /* Training patch `id` as epoch `epoch` samples it: shifted by up to half a patch in each
  * direction, in multiples of the alignment, in one of ds->aug.norient orientations, and turned
  * by an angle uniform in [-turn_max, turn_max], drawn from (seed, epoch, id) in that order;
  * unshifted when the shift would reach off the raster or onto a validation block, and when
- * jitter is off; as it lies when augmentation is off; unturned when the turned sample's window
- * would reach off the raster or onto a validation block. */
+ * jitter is off; as it lies when augmentation is off; unturned when the window its angle needs
+ * would reach off the raster, or the turned patch (with the pixels its interpolation takes)
+ * onto a validation block. */
 wc_sample wc_dataset_sample(const wc_dataset *ds, uint32_t id, long epoch);
+/* How many of the first epoch's training samples wc_dataset_sample really shifts and turns, and
+ * why the others' drawn shift or turn was refused: a pure function of the dataset (the same on
+ * every rank), counted over the training patches, or WC_SAMPLE_SHARES_MAX spread evenly over
+ * them on a larger region. */
+#define WC_SAMPLE_SHARES_MAX 65536
+typedef struct wc_sample_shares {
+    long counted;             /* samples drawn */
+    int shifts, turns;        /* whether samples are shifted (jitter) and turned (--rotate) */
+    long shifted;             /* with a shift other than (0, 0) */
+    long shift_off_raster;    /* a shift refused: the patch would leave the patch grid */
+    long shift_on_validation; /* a shift refused: the patch would touch a validation block */
+    long turned;              /* turned by an angle other than 0 */
+    long turn_off_raster;     /* a turn refused: its window would reach off the raster */
+    long turn_on_validation;  /* a turn refused: its window would touch a validation block */
+} wc_sample_shares;
+void wc_dataset_sample_shares(const wc_dataset *ds, wc_sample_shares *out);
 /* Decodes raw sample s for the network: x (nfeat, P, P) normalized features (0 where invalid),
  * y (P, P) labels 0/1, valid (P, P), and, when oracle is not NULL and the raw patch has one,
  * the oracle probabilities (P, P), all in orientation s.orient (augment.h: the vector bands'

@@ -23,6 +23,8 @@ typedef enum {
 typedef struct wc_run_summary {
     char arch[64];
     char augmentation[512];   /* how training samples were oriented (augment.h's summary) */
+    double shifted_fraction;  /* of the first epoch's training samples, those the jitter */
+    double turned_fraction;   /* shifts and those --rotate turns (NaN: no jitter, no --rotate) */
     int ranks, threads, batch, micro_batch;
     long steps_total, steps_done, start_step, steps_per_epoch;
     double wall_seconds;      /* this invocation, setup included */
