@@ -67,6 +67,7 @@
 #include "wildcpu/net.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/riskmap.h"
+#include "wildcpu/rundir.h"
 #include "wildcpu/score.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
@@ -610,11 +611,21 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     return WC_EXIT_OK;
 }
 
-/* The working files of other runs beside an output: a live wildcpu on this host writing the same
- * output refuses this one (WC_EXIT_RUNTIME: each would publish its own files, and the last
- * rename of each would win, a map from one model beside classes from another); those of killed
- * runs are said. */
+/* Other writers of an output: a training running in the output's directory that writes it at
+ * its end (risk.tif of its run directory: its map would replace this one, and remove companions
+ * it does not make), or a live wildcpu on this host writing the same output (its working file
+ * lies beside it: each would publish its own files, and the last rename of each would win, a
+ * map from one model beside classes from another) refuse this one (WC_EXIT_RUNTIME); the
+ * working files of killed runs are said. */
 static int say_leftovers(const char *what, const char *path) {
+    char holder[256];
+    if (wc_rundir_taken_by_live_run(path, holder, sizeof holder)) {
+        wc_error("refusing to write the %s to %s: its directory is the run directory of a "
+                 "training that is running (%s), which writes that file itself; choose another "
+                 "path",
+                 what, path, *holder ? holder : "its pid unknown");
+        return WC_EXIT_RUNTIME;
+    }
     char *dir = wc_dir_of(path);
     const char *slash = strrchr(path, '/');
     const char *const names[] = {slash ? slash + 1 : path, NULL};

@@ -336,6 +336,34 @@ static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
     return rc;
 }
 
+int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    int named = 0;
+    for (int i = 0; i < NRUN_FILES && !named; i++) named = strcmp(base, RUN_FILES[i].name) == 0;
+    if (!named) return 0;
+    char *dir = wc_dir_of(path), lock[4300];
+    run_file(lock, sizeof lock, dir, WC_RUNDIR_LOCK);
+    free(dir);
+    /* only looked at: never created, and held (shared) for no longer than the test */
+    const int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return 0;
+    struct stat st, mine;
+    int live = 0;
+    const int own = fstat(fd, &st) == 0 && lock_fd >= 0 && fstat(lock_fd, &mine) == 0 &&
+                    st.st_dev == mine.st_dev && st.st_ino == mine.st_ino;
+    if (!own && flock(fd, LOCK_SH | LOCK_NB) != 0)
+        live = errno == EWOULDBLOCK;
+    else if (!own)
+        flock(fd, LOCK_UN);
+    if (live) {
+        ssize_t n = pread(fd, holder, size - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+    }
+    close(fd);
+    return live;
+}
+
 /* Whether this run (re)writes the run file NAME as a file, replacing it by a rename: not the
  * checkpoints directory (which may well be a link to a scratch file system), nor the map's
  * files when it draws no map, or not that one (--classes, --no-style). */

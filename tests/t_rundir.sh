@@ -14,7 +14,8 @@
 # is any file of the run that is a directory (the split, the report, the map) or a dangling
 # checkpoints link (status 1);
 # a DIR/STOPPED that is no marker of wildcpu's is said to be none by info, and ignored.
-# A --fresh whose move fails leaves no empty replaced-* and names what had moved.
+# A --fresh whose move fails leaves no empty replaced-* and names what had moved. A map or
+# metrics that predict or evaluate would write over a running training's own files is refused.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -29,12 +30,25 @@ for _ in $(seq 1 300); do grep -q 'step *[0-9]*/24' "$T/first.log" 2>/dev/null &
 s2=$?
 "$WILDCPU" "${args[@]}" --out "$T/run" --fresh >"$T/fresh.log" 2>&1
 s3=$?
+# a map or metrics written over the running training's own files (its map at the end would
+# replace them, and remove the companions it does not make) is refused too
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/run/risk.tif" >"$T/pin.log" 2>&1
+s4=$?
+"$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/run/report.json" >"$T/ein.log" 2>&1
+s5=$?
 kill -0 $first 2>/dev/null && running=yes || running=no
 if [ $s2 -eq 1 ] && grep -q "run is in use by another wildcpu run (pid [0-9]* on .* since " "$T/second.log" &&
     [ $s3 -eq 1 ] && grep -q "in use by another wildcpu run" "$T/fresh.log" && [ $running = yes ]; then
     ok "a second run into a directory in use is refused (status 1, the holder named), --fresh too"
 else
     notok "second run refused" "statuses $s2 $s3, first running: $running; $(grep -m1 -i 'error' "$T/second.log")"
+fi
+if [ $s4 -eq 1 ] && [ $s5 -eq 1 ] && [ $running = yes ] && [ ! -e "$T/run/risk.tif" ] &&
+    grep -q "refusing to write the risk map to .*run/risk.tif: .*a training that is running (pid [0-9]* on " "$T/pin.log" &&
+    grep -q "refusing to write the metrics to .*run/report.json: .*a training that is running" "$T/ein.log"; then
+    ok "predict/evaluate outputs that are a running training's own files are refused (status 1)"
+else
+    notok "outputs into a running training's directory" "statuses $s4 $s5, first running: $running; $(grep -h -m1 error "$T/pin.log" "$T/ein.log")"
 fi
 wait $first
 s1=$?
@@ -470,7 +484,7 @@ wait $pid
 s1=$?
 own=$(gdalinfo "$T/mx/risk.tif" 2>/dev/null | grep -c "checkpoint=$T/mx/checkpoints/")
 [ $s1 -eq 0 ] && [ $s2 -eq 1 ] && [ "$own" -eq 1 ] &&
-    grep -q "refusing to write the .* to $T/mx/risk.*: wildcpu process $pid on this host is writing it now" "$T/mx2.log" \
+    grep -Eq "refusing to write the .* to $T/mx/risk.*: (wildcpu process $pid on this host is writing it now|its directory is the run directory of a training that is running \(pid $pid )" "$T/mx2.log" \
     && ok "predict into a directory whose map is being drawn: refused, naming the writer" \
     || notok "predict beside a map being drawn" "status $s1 $s2: $(grep -m1 'error\|warning' "$T/mx2.log")"
 

@@ -49,4 +49,10 @@ const char *wc_rundir_rerun(const wc_train_config *cfg, const char *phase);
  * wc_rundir_rerun. */
 void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase);
 
+/* Whether writing `path` would take a file from a training that is running: path is one of the
+ * files a run directory holds (risk.tif, report.json, ...) and its directory's lock is held by
+ * another run (another process; this process's own run directory is not another's). Fills
+ * `holder` (size bytes) with what the lock notes of its holder ("pid N on HOST since T"). */
+int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size);
+
 #endif
