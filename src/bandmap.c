@@ -203,49 +203,6 @@ char *wc_bandmap_units_record(const wc_raster *r, const int *bands, int n) {
     return rec;
 }
 
-/* A unit in one spelling of its kind: lower case, without spaces, underscores or dots, then
- * the first spelling of its row below. GDAL's unit types are free text: one driver writes
- * "metre" where another writes "m", and "degC", "deg C" and "Celsius" are one scale. */
-static void unit_spelling(const char *unit, char *out, size_t size) {
-    static const char *const same[][9] = {
-        {"%", "percent", "pct", "percentage"},
-        {"1", "fraction", "dimensionless", "unitless"},
-        {"degc", "°c", "celsius", "degreec", "degreesc", "degreecelsius", "degreescelsius"},
-        {"k", "kelvin", "kelvins", "degk", "°k"},
-        {"degf", "°f", "fahrenheit", "degreef", "degreesf", "degreefahrenheit",
-         "degreesfahrenheit"},
-        {"m", "metre", "meter", "metres", "meters"},
-        {"km", "kilometre", "kilometer", "kilometres", "kilometers"},
-        {"mm", "millimetre", "millimeter", "millimetres", "millimeters"},
-        {"ft", "foot", "feet", "internationalfoot"},
-        {"deg", "degree", "degrees", "°", "arcdegree"},
-        {"rad", "radian", "radians"},
-        {"m/s", "ms-1", "ms^-1", "ms**-1", "m/sec", "metrepersecond", "meterpersecond",
-         "metrespersecond", "meterspersecond"},
-        {"km/h", "kmh-1", "km/hr", "kph", "kilometresperhour", "kilometersperhour"},
-        {"mph", "mi/h", "milesperhour"},
-    };
-    size_t n = 0;
-    for (const char *c = unit; *c && n + 1 < size; c++)
-        if (!strchr(" _.", *c)) out[n++] = (char)((*c >= 'A' && *c <= 'Z') ? *c - 'A' + 'a' : *c);
-    out[n] = '\0';
-    for (size_t row = 0; row < sizeof same / sizeof same[0]; row++)
-        for (size_t i = 0; i < 9 && same[row][i]; i++)
-            if (strcmp(out, same[row][i]) == 0) {
-                snprintf(out, size, "%s", same[row][0]);
-                return;
-            }
-}
-
-/* Whether two units name one scale: by their spellings above (so "degC" is "Celsius", "m" is
- * "metre"); units this table does not know must match up to case, spaces and underscores. */
-static int same_unit(const char *a, const char *b) {
-    char sa[WC_BAND_UNIT_MAX], sb[WC_BAND_UNIT_MAX];
-    unit_spelling(a, sa, sizeof sa);
-    unit_spelling(b, sb, sizeof sb);
-    return strcmp(sa, sb) == 0;
-}
-
 void wc_bandmap_warn_units(const wc_bandmap *bm, const wc_model *m, const wc_raster *r) {
     const size_t size = strlen(m->meta) + 1;
     char *units = WC_ALLOC(size), why[2048] = "";
@@ -255,7 +212,7 @@ void wc_bandmap_warn_units(const wc_bandmap *bm, const wc_model *m, const wc_ras
         const char *was = value_in_list(units, m->feat_names[c], buf, sizeof buf);
         const wc_band *b = &r->bands[bm->bands[c] - 1];
         /* a side without a unit says nothing: most rasters have none */
-        if (was && *was && *b->unit && !same_unit(was, b->unit))
+        if (was && *was && *b->unit && !wc_units_same(was, b->unit))
             appendf(why, sizeof why, "%sband %d (%s) is in %s here, in %s in the training data",
                     *why ? "; " : "", bm->bands[c], b->name, b->unit, was);
     }

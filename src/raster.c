@@ -760,9 +760,51 @@ static void check_hidden_nodata(const char *mosaic, const char *path, int *found
     if (vrt) GDALClose(vrt);
 }
 
+/* A unit in one spelling of its kind: lower case, without spaces, underscores or dots, then
+ * the first spelling of its row below. GDAL's unit types are free text: one driver writes
+ * "metre" where another writes "m", and "degC", "deg C" and "Celsius" are one scale. */
+static void unit_spelling(const char *unit, char *out, size_t size) {
+    static const char *const same[][9] = {
+        {"%", "percent", "pct", "percentage"},
+        {"1", "fraction", "dimensionless", "unitless"},
+        {"degc", "°c", "celsius", "degreec", "degreesc", "degreecelsius", "degreescelsius"},
+        {"k", "kelvin", "kelvins", "degk", "°k"},
+        {"degf", "°f", "fahrenheit", "degreef", "degreesf", "degreefahrenheit",
+         "degreesfahrenheit"},
+        {"m", "metre", "meter", "metres", "meters"},
+        {"km", "kilometre", "kilometer", "kilometres", "kilometers"},
+        {"mm", "millimetre", "millimeter", "millimetres", "millimeters"},
+        {"ft", "foot", "feet", "internationalfoot"},
+        {"deg", "degree", "degrees", "°", "arcdegree"},
+        {"rad", "radian", "radians"},
+        {"m/s", "ms-1", "ms^-1", "ms**-1", "m/sec", "metrepersecond", "meterpersecond",
+         "metrespersecond", "meterspersecond"},
+        {"km/h", "kmh-1", "km/hr", "kph", "kilometresperhour", "kilometersperhour"},
+        {"mph", "mi/h", "milesperhour"},
+    };
+    size_t n = 0;
+    for (const char *c = unit; *c && n + 1 < size; c++)
+        if (!strchr(" _.", *c)) out[n++] = (char)((*c >= 'A' && *c <= 'Z') ? *c - 'A' + 'a' : *c);
+    out[n] = '\0';
+    for (size_t row = 0; row < sizeof same / sizeof same[0]; row++)
+        for (size_t i = 0; i < 9 && same[row][i]; i++)
+            if (strcmp(out, same[row][i]) == 0) {
+                snprintf(out, size, "%s", same[row][0]);
+                return;
+            }
+}
+
+int wc_units_same(const char *a, const char *b) {
+    char sa[WC_BAND_UNIT_MAX], sb[WC_BAND_UNIT_MAX];
+    unit_spelling(a, sa, sizeof sa);
+    unit_spelling(b, sb, sizeof sb);
+    return strcmp(sa, sb) == 0;
+}
+
 /* What the sources of a mosaic's VRTs say against the VRTs that read them (check_source_files). */
 typedef struct {
     int reordered; /* a VRT band reads a source band described otherwise */
+    int unit;      /* a VRT band reads a source band of another unit */
     int cut;       /* a source smaller than the rectangle the VRT reads of it */
     int moved;     /* a source whose georeferencing puts it elsewhere than the VRT places it */
     int hidden;    /* a VRT whose bands hide their nodata value */
@@ -772,12 +814,13 @@ typedef struct {
 
 /* A band read from a source that describes itself as another quantity: a tile written with its
  * bands in another order (gdalbuildvrt takes band numbers, not names, and GDAL reads it as the
- * VRT says). Bands without descriptions on either side say nothing. */
-static void check_source_band(const char *mosaic, const char *path, int b, const char *want,
+ * VRT says), or in another unit. Bands without descriptions (units) on either side say
+ * nothing. */
+static void check_source_band(const char *mosaic, const char *path, int b, GDALRasterBandH vb,
                               GDALDatasetH src, const char *file, int sband, source_findings *f) {
-    const char *has = src && sband >= 1 && sband <= GDALGetRasterCount(src)
-                          ? GDALGetDescription(GDALGetRasterBand(src, sband))
-                          : "";
+    if (!src || sband < 1 || sband > GDALGetRasterCount(src)) return;
+    GDALRasterBandH sb = GDALGetRasterBand(src, sband);
+    const char *want = GDALGetDescription(vb), *has = GDALGetDescription(sb);
     if (*want && *has && strcmp(has, want) != 0 && f->reordered++ == 0)
         wc_warn("%s: band %d (%s) of %s is read from band %d of %s, which that file describes "
                 "as '%s': a source with its bands in another order than the mosaic's "
@@ -785,6 +828,17 @@ static void check_source_band(const char *mosaic, const char *path, int b, const
                 "so that ground gets another quantity; rebuild the mosaic from sources of one "
                 "band order (gdal_translate -b reorders)",
                 mosaic, b, want, path, sband, file, has);
+    /* a source of another unit (one tile's temperatures in degF): gdalbuildvrt gives the band
+     * the first source's unit, so only the sources tell; a side without a unit says nothing */
+    const char *unit = GDALGetRasterUnitType(vb), *src_unit = GDALGetRasterUnitType(sb);
+    if (unit && src_unit && *unit && *src_unit && !wc_units_same(unit, src_unit) &&
+        f->unit++ == 0)
+        wc_warn("%s: band %d (%s) of %s is in %s, but its source %s (band %d) says %s: a tile "
+                "in another unit? GDAL reads its values as they are, so that ground gets "
+                "another scale; convert the tile to %s (gdal_calc.py) and set its unit "
+                "(gdal_edit.py -units)",
+                mosaic, b, *want ? want : "undescribed", path, unit, file, sband, src_unit,
+                unit);
 }
 
 /* A source that changed since the VRT was built (a tile cropped, shifted or written again on
@@ -947,7 +1001,7 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
                 /* one source file is one extent, whichever band reads it */
                 check_source_extent(mosaic, path, vrt, src, file, md[i], holes_are_data, f);
             }
-            check_source_band(mosaic, path, b, GDALGetDescription(vb), src, file, sband, f);
+            check_source_band(mosaic, path, b, vb, src, file, sband, f);
             free(file);
         }
         if (src) GDALClose(src);
@@ -1092,6 +1146,10 @@ int wc_raster_check_sources(wc_raster *r) {
     if (resampled[1] > 1)
         wc_warn("%s: %d of its sources (counted per band) lie off its pixel grid", r->path,
                 resampled[1]);
+    if (found.unit > 1)
+        wc_warn("%s: %d of its bands read a source band of another unit (counted per band and "
+                "source)",
+                r->path, found.unit);
     if (found.reordered > 1)
         wc_warn("%s: %d of its bands read a source band described otherwise (counted per band "
                 "and source)",

@@ -688,6 +688,24 @@ if predict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder.tif" >"$log" 2>&
 else
     notok "a tile with its bands in another order" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
+# a tile whose temperatures are in degF (its unit says so; the mosaic's band says degC):
+# warned about, naming the tile and both units; another spelling of degC ("Celsius") is not
+cp -r "$tmp/sample" "$tmp/units"
+/usr/bin/python3 - "$tmp/units/tiles/r01_c00_f32.tif" "$tmp/units/tiles/r00_c01_f32.tif" <<'PY'
+import sys
+from osgeo import gdal
+for path, unit in zip(sys.argv[1:], ("degF", "Celsius")):
+    ds = gdal.Open(path, gdal.GA_Update)
+    ds.GetRasterBand(6).SetUnitType(unit)
+    ds = None
+PY
+if predict --tiles "$tmp/units/tiles.vrt" --out "$out/units.tif" >"$log" 2>&1 &&
+    grep -q "warning: .*units/tiles.vrt: band 7 (temp_max) of .*units/tiles.vrt is in degC, but its source .*units/tiles/r01_c00_f32.tif (band 6) says degF" "$log" &&
+    [ "$(grep -c 'but its source' "$log")" = 1 ]; then
+    ok "a tile in another unit than the mosaic's band: warned about once, naming the tile and both units (not another spelling of the same unit)"
+else
+    notok "a tile in another unit" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+fi
 # the same tile under a name with '&' (written &amp; in the VRT's XML, which GDAL undoes)
 mv "$tmp/reorder/tiles/r00_c01_f32.tif" "$tmp/reorder/tiles/r00&c01.tif"
 sed -i 's|tiles/r00_c01_f32.tif|tiles/r00\&amp;c01.tif|' "$tmp/reorder/tiles.vrt"

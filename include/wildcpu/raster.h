@@ -283,4 +283,8 @@ double wc_raster_crs_metres_per_unit(const char *crs);
 int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, int height,
                                 double *px_width_m, double *px_height_m);
 
+/* Whether two units name one scale, whatever their spelling ("degC" is "Celsius", "m" is
+ * "metre"); units it does not know must match up to case, spaces, underscores and dots. */
+int wc_units_same(const char *a, const char *b);
+
 #endif
