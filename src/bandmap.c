@@ -153,7 +153,11 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int 
     char why[4096];
     match(m, r, label_band, bands, why, sizeof why);
     if (*why) {
-        wc_error("%s does not have the bands %s was trained on: %s", r->path, m->path, why);
+        char hint[512];
+        wc_raster_undescribed_hint(r, (const char *const *)m->feat_names, m->nfeat, hint,
+                                   sizeof hint);
+        wc_error("%s does not have the bands %s was trained on: %s%s", r->path, m->path, why,
+                 hint);
         free(bands);
         return WC_ERR;
     }

@@ -107,8 +107,10 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
                  what, sel, r->nbands, list);
         return 0;
     }
-    wc_error("%s has no label band '%s' (its bands: %s); name it with --label-band NAME|N%s",
-             what, sel, list, in_tiles ? ", or give labels with --labels" : "");
+    char hint[512];
+    wc_raster_undescribed_hint(r, &sel, 1, hint, sizeof hint);
+    wc_error("%s has no label band '%s' (its bands: %s); name it with --label-band NAME|N%s%s",
+             what, sel, list, in_tiles ? ", or give labels with --labels" : "", hint);
     return 0;
 }
 

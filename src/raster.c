@@ -730,6 +730,68 @@ static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
     return file;
 }
 
+int wc_raster_source_names(const char *path, int nbands, char (*names)[WC_BAND_NAME_MAX]) {
+    for (int b = 0; b < nbands; b++) names[b][0] = '\0';
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH vrt = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    int named = 0;
+    GDALDatasetH src = NULL;
+    char *open_file = NULL;
+    for (int b = 1; vrt && b <= nbands && b <= GDALGetRasterCount(vrt); b++) {
+        char **md = GDALGetMetadata(GDALGetRasterBand(vrt, b), "vrt_sources");
+        int sband = 0;
+        char *file = md && md[0] ? source_file_and_band(path, md[0], &sband) : NULL;
+        if (!file || wc_special_file_kind(file)) {
+            free(file);
+            continue;
+        }
+        if (!open_file || strcmp(open_file, file) != 0) {
+            if (src) GDALClose(src);
+            src = GDALOpenEx(file, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+            free(open_file);
+            open_file = file;
+        } else {
+            free(file);
+        }
+        const char *desc = src && sband >= 1 && sband <= GDALGetRasterCount(src)
+                               ? GDALGetDescription(GDALGetRasterBand(src, sband))
+                               : "";
+        if (*desc) wc_band_name_of(desc, names[b - 1]), named++;
+    }
+    if (src) GDALClose(src);
+    free(open_file);
+    if (vrt) GDALClose(vrt);
+    CPLPopErrorHandler();
+    return named;
+}
+
+void wc_raster_undescribed_hint(const wc_raster *r, const char *const *wanted, int n, char *hint,
+                                size_t size) {
+    hint[0] = '\0';
+    int undescribed = 0;
+    for (int b = 0; b < r->nbands; b++) undescribed += r->bands[b].undescribed;
+    if (undescribed == 0 || n == 0) return;
+    char(*names)[WC_BAND_NAME_MAX] = WC_CALLOC((size_t)r->nbands, WC_BAND_NAME_MAX);
+    int covered = 0;
+    if (wc_raster_source_names(r->path, r->nbands, names) > 0)
+        for (int i = 0; i < n; i++) {
+            int found = 0;
+            for (int b = 0; b < r->nbands && !found; b++) {
+                const wc_band *bd = &r->bands[b];
+                found = strcmp(bd->undescribed ? names[b] : bd->name, wanted[i]) == 0;
+            }
+            covered += found;
+        }
+    if (covered == n)
+        snprintf(hint, size,
+                 ". Its sources do describe their bands (band 1 of its first source: '%s'), "
+                 "but %d of its own bands have no description (GDAL 3.6's gdalbuildvrt does not "
+                 "copy them): give the mosaic's bands their names (a <Description> element in "
+                 "each VRTRasterBand, or SetDescription in GDAL's Python bindings)",
+                 names[0], undescribed);
+    free(names);
+}
+
 /* The bands of the VRT `path` that declare a nodata value and hide it (HideNoDataValue:
  * gdalbuildvrt -hidenodata, meant for a background colour): GDAL then reports no nodata, and
  * the pixels at that value, a missing tile's and a label's nodata too, are read as data.

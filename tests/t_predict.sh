@@ -706,6 +706,22 @@ if predict --tiles "$tmp/units/tiles.vrt" --out "$out/units.tif" >"$log" 2>&1 &&
 else
     notok "a tile in another unit" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
+# a mosaic of described tiles built by gdalbuildvrt (GDAL 3.6 does not copy band descriptions,
+# so its bands are band_1..band_13): refused, saying that the sources name the bands and how
+# to give the mosaic their names
+mkdir -p "$tmp/undescribed"
+for xy in "0 0" "256 0" "0 256" "256 256"; do
+    set -- $xy
+    gdal_translate -q -ot Float32 -a_nodata -9999 -srcwin "$1" "$2" 256 256 "$S" "$tmp/undescribed/t_$1_$2.tif"
+done
+gdalbuildvrt -q "$tmp/undescribed/m.vrt" "$tmp/undescribed"/t_*.tif
+predict --tiles "$tmp/undescribed/m.vrt" --out "$out/undescribed.tif" >"$log" 2>&1
+s=$?
+if [ $s -eq 1 ] && grep -q "Its sources do describe their bands (band 1 of its first source: 'elevation'), but 13 of its own bands have no description" "$log"; then
+    ok "a gdalbuildvrt mosaic of described tiles: refused, saying the sources name the bands and how to name the mosaic's"
+else
+    notok "a mosaic without the descriptions its tiles have" "status $s: $(grep -E 'error' "$log" | cut -c1-300)"
+fi
 # the same tile under a name with '&' (written &amp; in the VRT's XML, which GDAL undoes)
 mv "$tmp/reorder/tiles/r00_c01_f32.tif" "$tmp/reorder/tiles/r00&c01.tif"
 sed -i 's|tiles/r00_c01_f32.tif|tiles/r00\&amp;c01.tif|' "$tmp/reorder/tiles.vrt"

@@ -283,6 +283,18 @@ double wc_raster_crs_metres_per_unit(const char *crs);
 int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, int height,
                                 double *px_width_m, double *px_height_m);
 
+/* The name (as a band's description reads, wc_band_name_of) that the first source of each of
+ * the first nbands bands of the VRT `path` gives its band, into names[b - 1] ("" for none, or
+ * when path is no VRT). Returns how many bands got one. GDAL 3.6's gdalbuildvrt does not copy
+ * band descriptions, so a mosaic of described tiles can have none of its own. */
+int wc_raster_source_names(const char *path, int nbands, char (*names)[WC_BAND_NAME_MAX]);
+
+/* When some bands of r have no description and the sources of r (a VRT) name every one of the
+ * n names `wanted` (with r's described bands): what to do, as ". Its sources do describe ..."
+ * into hint (size bytes), for a message that the bands were not found; "" otherwise. */
+void wc_raster_undescribed_hint(const wc_raster *r, const char *const *wanted, int n, char *hint,
+                                size_t size);
+
 /* Whether two units name one scale, whatever their spelling ("degC" is "Celsius", "m" is
  * "metre"); units it does not know must match up to case, spaces, underscores and dots. */
 int wc_units_same(const char *a, const char *b);
