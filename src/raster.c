@@ -1039,14 +1039,18 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
     if (!vrt) return;
     if (!f->missing && missing_source(mosaic, path, vrt, listed, nlisted)) f->missing = 1;
     const int nb = GDALGetRasterCount(vrt);
-    char **first = nb > 0 ? GDALGetMetadata(GDALGetRasterBand(vrt, 1), "vrt_sources") : NULL;
-    const int n = CSLCount(first), stride = n > MAX ? n / MAX : 1;
+    /* each band's sources as XML, asked for once: GDAL serializes all of a band's sources on
+     * every call (asked per source and band, 256 tiles of 13 bands took 8 s) */
+    char ***sources = WC_CALLOC((size_t)nb + 1, sizeof(char **));
+    for (int b = 1; b <= nb; b++)
+        sources[b - 1] = CSLDuplicate(GDALGetMetadata(GDALGetRasterBand(vrt, b), "vrt_sources"));
+    const int n = nb > 0 ? CSLCount(sources[0]) : 0, stride = n > MAX ? n / MAX : 1;
     for (int i = 0; i < n; i += stride) {
         GDALDatasetH src = NULL;
         char *open_file = NULL;
         for (int b = 1; b <= nb; b++) {
             GDALRasterBandH vb = GDALGetRasterBand(vrt, b);
-            char **md = GDALGetMetadata(vb, "vrt_sources");
+            char **md = sources[b - 1];
             int sband = 0;
             char *file = i < CSLCount(md) ? source_file_and_band(path, md[i], &sband) : NULL;
             if (!file || wc_special_file_kind(file)) {
@@ -1069,6 +1073,8 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
         if (src) GDALClose(src);
         free(open_file);
     }
+    for (int b = 0; b < nb; b++) CSLDestroy(sources[b]);
+    free(sources);
     GDALClose(vrt);
 }
 
