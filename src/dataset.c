@@ -51,16 +51,24 @@ void wc_dataset_patch_origin(const wc_dataset *ds, uint32_t id, int *x0, int *y0
     *y0 = ds->y_origin + (int)(id / ds->cols) * ds->P;
 }
 
-/* The side x side window at (x0, y0), inside the raster, overlaps a cell of a validation block.
- * Pixels outside the patch grid's rows and columns are in no cell. */
-static int touches_validation(const wc_dataset *ds, int x0, int y0, int side) {
+/* The cells of the patch grid the side x side window at (x0, y0) overlaps: columns [c[0], c[2]]
+ * and rows [c[1], c[3]], clipped to the grid; 0 when it overlaps none (pixels outside the patch
+ * grid's rows and columns are in no cell). */
+static int window_cells(const wc_dataset *ds, int x0, int y0, int side, int c[4]) {
     if (x0 - ds->x_origin + side <= 0 || y0 - ds->y_origin + side <= 0) return 0;
-    const int cx0 = WC_MAX(0, x0 - ds->x_origin) / ds->P;
-    const int cy0 = WC_MAX(0, y0 - ds->y_origin) / ds->P;
-    const int cx1 = (x0 - ds->x_origin + side - 1) / ds->P;
-    const int cy1 = (y0 - ds->y_origin + side - 1) / ds->P;
-    for (int cy = cy0; cy <= cy1 && cy < ds->rows; cy++)
-        for (int cx = cx0; cx <= cx1 && cx < ds->cols; cx++)
+    c[0] = WC_MAX(0, x0 - ds->x_origin) / ds->P;
+    c[1] = WC_MAX(0, y0 - ds->y_origin) / ds->P;
+    c[2] = WC_MIN((x0 - ds->x_origin + side - 1) / ds->P, ds->cols - 1);
+    c[3] = WC_MIN((y0 - ds->y_origin + side - 1) / ds->P, ds->rows - 1);
+    return c[0] <= c[2] && c[1] <= c[3];
+}
+
+/* The side x side window at (x0, y0), inside the raster, overlaps a cell of a validation block. */
+static int touches_validation(const wc_dataset *ds, int x0, int y0, int side) {
+    int c[4];
+    if (!window_cells(ds, x0, y0, side, c)) return 0;
+    for (int cy = c[1]; cy <= c[3]; cy++)
+        for (int cx = c[0]; cx <= c[2]; cx++)
             if (ds->is_val[(size_t)cy * ds->cols + cx]) return 1;
     return 0;
 }
@@ -103,13 +111,10 @@ static int turn_touches_validation(const wc_dataset *ds, int x0, int y0, int sid
     const double ca = cos(turn), sa = sin(turn), h = 0.5 * (ds->P - 1), c = 0.5 * (side - 1);
     const double u[2] = {ca, -sa}, v[2] = {sa, ca}; /* the turned columns and rows */
     const double reach = h * (fabs(ca) + fabs(sa)), eps = 1e-6;
-    if (x0 - ds->x_origin + side <= 0 || y0 - ds->y_origin + side <= 0) return 0;
-    const int cx0 = WC_MAX(0, x0 - ds->x_origin) / ds->P;
-    const int cy0 = WC_MAX(0, y0 - ds->y_origin) / ds->P;
-    const int cx1 = (x0 - ds->x_origin + side - 1) / ds->P;
-    const int cy1 = (y0 - ds->y_origin + side - 1) / ds->P;
-    for (int cy = cy0; cy <= cy1 && cy < ds->rows; cy++)
-        for (int cx = cx0; cx <= cx1 && cx < ds->cols; cx++) {
+    int cell[4];
+    if (!window_cells(ds, x0, y0, side, cell)) return 0;
+    for (int cy = cell[1]; cy <= cell[3]; cy++)
+        for (int cx = cell[0]; cx <= cell[2]; cx++) {
             if (!ds->is_val[(size_t)cy * ds->cols + cx]) continue;
             /* the cell's pixels in the window's coordinates, grown by a neighbour */
             const double a0 = ds->x_origin + cx * ds->P - x0 - 1.0, a1 = a0 + ds->P + 1.0;
