@@ -1136,15 +1136,15 @@ static int read_ahead_fits(const wc_dataset *ds) {
     const int too_big = phys > 0 && here > phys;
     if (too_big && speaks) {
         char a[32], b[32], c[32];
-        wc_error("the read-ahead of --prefetch %d slots of --micro-batch %d patches (%dx%d px, %d "
-                 "band%s as %s) needs at least %s per rank (%s for the ranks on this "
-                 "machine), more than its %s of physical memory: lower --prefetch or "
-                 "--micro-batch, or run fewer ranks per machine",
+        wc_error("the read-ahead of %d slots of --micro-batch %d patches (%dx%d px, %d band%s as "
+                 "%s) needs at least %s per rank (%s for the ranks on this machine), more than "
+                 "its %s of physical memory: %s, or run fewer ranks per machine",
                  ds->cfg.read_slots, ds->cfg.slot_patches, side, side, ds->read_nb,
                  ds->read_nb == 1 ? "" : "s", wc_dtype_name(ds->read_type),
                  wc_fmt_bytes(a, sizeof a, (double)need),
                  wc_fmt_bytes(b, sizeof b, (double)WC_MAX(here, need)), /* the sum is capped */
-                 wc_fmt_bytes(c, sizeof c, (double)phys));
+                 wc_fmt_bytes(c, sizeof c, (double)phys),
+                 ds->cfg.read_advice ? ds->cfg.read_advice : "lower --prefetch or --batch");
     }
     return wc_dist_any(too_big) ? WC_ERR : WC_OK;
 }

@@ -152,14 +152,23 @@ static int check_stdout(int status) {
     return status == WC_EXIT_OK ? WC_EXIT_RUNTIME : status;
 }
 
+/* A usage error: its message, then the usage. Said once, by rank 0, once MPI has started: every
+ * rank parses the same words (same_command_everywhere), so the others would repeat it. Before
+ * MPI starts (an unknown command) each process says it: it may be the only one that can. */
+static int vusage_error(const char *fmt, va_list ap) {
+    if (wc_dist_rank() != 0) return WC_EXIT_USAGE;
+    fprintf(stderr, "wildcpu: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n%s", usage_text ? usage_text : USAGE);
+    return WC_EXIT_USAGE;
+}
+
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "wildcpu: ");
-    vfprintf(stderr, fmt, ap);
+    const int status = vusage_error(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s", usage_text ? usage_text : USAGE);
-    return WC_EXIT_USAGE;
+    return status;
 }
 
 /* --label-band's value, as far as it is wrong whatever the raster: empty, or the band number 0
@@ -177,7 +186,8 @@ static int check_label_band(const char *band) {
  * option exists: one is named by its letter (optopt), since inside a cluster ("-x=1") getopt
  * has not moved past the argument and `name` is the one before it (long options are 256 up).
  */
-static int option_error(char **argv, const char *name, const char *where) {
+static int option_error(char **argv, const struct option *opts, const char *name,
+                        const char *where) {
     if (optopt > 0 && optopt < 256) {
         /* the word it came in, when one starts so: "-tiles" wants two dashes */
         for (char **a = argv + 1; *a && strcmp(*a, "--"); a++)
@@ -190,6 +200,18 @@ static int option_error(char **argv, const char *name, const char *where) {
     const char *eq = strchr(name, '=');
     if (optopt != 0 && eq)
         return usage_error("option %.*s takes no value", (int)(eq - name), name);
+    /* getopt says the same of a prefix of two or more names as of no name at all */
+    const char *word = name + strspn(name, "-");
+    const size_t len = eq ? (size_t)(eq - word) : strlen(word);
+    char matches[512] = "";
+    int n = 0;
+    for (const struct option *o = opts; len && o->name; o++)
+        if (strncmp(o->name, word, len) == 0) {
+            const size_t used = strlen(matches);
+            snprintf(matches + used, sizeof matches - used, "%s--%s", n++ ? ", " : "", o->name);
+        }
+    if (n > 1)
+        return usage_error("option --%.*s is ambiguous: it could be %s", (int)len, word, matches);
     return usage_error("unknown option %s %s", name, where);
 }
 
@@ -198,8 +220,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || isspace((unsigned char)*s) || v < lo || v > hi) {
-        fprintf(stderr, "wildcpu: %s needs a whole number between %ld and %ld, got '%s'\n", opt, lo,
-                hi, s);
+        usage_error("%s needs a whole number between %ld and %ld, got '%s'", opt, lo, hi, s);
         return -1;
     }
     *out = v;
@@ -213,7 +234,7 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     /* decimal only: strtod also reads hexadecimal ("0x10" is 16); both skip leading blanks */
     const int decimal = !strpbrk(s, "xX") && !isspace((unsigned char)*s);
     if (errno || end == s || *end || !decimal || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "wildcpu: %s needs a number between %g and %g, got '%s'\n", opt, lo, hi, s);
+        usage_error("%s needs a number between %g and %g, got '%s'", opt, lo, hi, s);
         return -1;
     }
     *out = v;
@@ -551,7 +572,7 @@ static int cmd_train(int argc, char **argv) {
         case O_EMPTY_PATH:
             return WC_EXIT_USAGE;
         default:
-            return option_error(argv, name, "(see wildcpu --help)");
+            return option_error(argv, opts, name, "(see wildcpu --help)");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -577,12 +598,16 @@ static int cmd_train(int argc, char **argv) {
     /* every step scales each weight by 1 - lr x weight decay (both optimizers): at 1 or more
      * that zeroes or flips the weights, whatever the data. Said, not refused: a rate that high
      * diverges anyway, and that is caught and named in the step where it happens. */
-    if (c.optim.lr * c.optim.weight_decay >= 1 && wc_dist_rank() == 0)
-        wc_warn("--lr %g%s with --weight-decay %g%s: every step at the peak rate multiplies each "
-                "weight by 1 - lr x weight decay = %g, which zeroes or flips it; lower one of "
-                "them (their product must be below 1)",
-                c.optim.lr, lr_set ? "" : " (the default)", c.optim.weight_decay,
-                wd_set ? "" : " (the default)", 1 - c.optim.lr * c.optim.weight_decay);
+    const double peak = wc_train_peak_lr(&c);
+    char scaled[80] = "";
+    if (c.lr_scaling_linear)
+        snprintf(scaled, sizeof scaled, ", %g after --lr-scaling linear", peak);
+    if (peak * c.optim.weight_decay >= 1 && wc_dist_rank() == 0)
+        wc_warn("--lr %g%s%s with --weight-decay %g%s: every step at the peak rate multiplies "
+                "each weight by 1 - lr x weight decay = %g, which zeroes or flips it; lower one "
+                "of them (their product must be below 1)",
+                c.optim.lr, lr_set ? "" : " (the default)", scaled, c.optim.weight_decay,
+                wd_set ? "" : " (the default)", 1 - peak * c.optim.weight_decay);
     /* a synthetic region carries its true probabilities: evaluate them alongside */
     const char *beside = oracle_set ? NULL : oracle_beside(c.data.tiles);
     if (beside) c.data.oracle = beside;
@@ -628,13 +653,14 @@ static int cmd_synth(int argc, char **argv) {
                 "Writes a synthetic georeferenced region (EPSG:32611, 30 m pixels) as GeoTIFF\n"
                 "tiles plus DIR/tiles.vrt (12 feature bands and the `fire` label band) and\n"
                 "DIR/oracle_risk.tif, the true burn probability the labels were drawn from.\n"
-                "Defaults: --size 1024 --tile 256 --seed 1. See docs/synthetic.md.\n");
+                "Defaults: --size 1024 --tile 256 --seed 1. See docs/synthetic.md.\n\n"
+                "exit status: 0 written, 1 runtime error, 2 usage error\n");
         case ':':
             return usage_error("option %s needs a value", name);
         case O_EMPTY_PATH:
             return WC_EXIT_USAGE;
         default:
-            return option_error(argv, name, "for synth");
+            return option_error(argv, opts, name, "for synth");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -699,7 +725,7 @@ static int parse_map_command(int argc, char **argv, const struct option *opts, i
         case O_EMPTY_PATH:
             return WC_EXIT_USAGE;
         default:
-            return option_error(argv, name, evaluate ? "for evaluate" : "for predict");
+            return option_error(argv, opts, name, evaluate ? "for evaluate" : "for predict");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -745,7 +771,7 @@ static int cmd_info(int argc, char **argv) {
     opterr = 0;
     for (int o; (o = next_option(argc, argv, opts)) != -1;) {
         const char *name = argv[optind - 1];
-        if (o != O_HELP) return option_error(argv, name, "for info");
+        if (o != O_HELP) return option_error(argv, opts, name, "for info");
         if (argc != 2) return usage_error("info --help takes nothing else");
         return print_help(
             "wildcpu info PATH\n\n"
@@ -784,13 +810,14 @@ static int cmd_export(int argc, char **argv) {
             return print_help("wildcpu export --checkpoint PATH --out model.safetensors\n\n"
                               "Writes the weights in safetensors format with PyTorch's names and "
                               "layouts, and the input channels, their normalization and the "
-                              "nodata policy in __metadata__.\n");
+                              "nodata policy in __metadata__.\n\n"
+                              "exit status: 0 written, 1 runtime error, 2 usage error\n");
         case ':':
             return usage_error("option %s needs a value", name);
         case O_EMPTY_PATH:
             return WC_EXIT_USAGE;
         default:
-            return option_error(argv, name, "for export");
+            return option_error(argv, opts, name, "for export");
         }
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);

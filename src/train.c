@@ -102,13 +102,16 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
     char best_path[4300];
     snprintf(best_path, sizeof best_path, "%s/best.wcp", t->ckpt_dir);
     const int best = access(best_path, F_OK) == 0;
-    char remedy[320];
+    char remedy[400], scaled[80] = "";
     const double decay = t->opt->cfg.lr * t->opt->cfg.weight_decay;
+    if (t->cfg->lr_scaling_linear)
+        snprintf(scaled, sizeof scaled, ", %.3g after --lr-scaling linear", t->opt->cfg.lr);
     snprintf(remedy, sizeof remedy,
-             "lower --lr (now %.3g)%s or lengthen --warmup (now %ld) and rerun with --fresh "
+             "lower --lr (now %.3g%s)%s or lengthen --warmup (now %ld) and rerun with --fresh "
              "(training is deterministic: unless a fault of the machine caused it, a rerun with "
              "the same options diverges again here)",
-             t->opt->cfg.lr, decay > 0.1 ? " or --weight-decay" : "", t->opt->cfg.warmup_steps);
+             t->cfg->optim.lr, scaled, decay > 0.1 ? " or --weight-decay" : "",
+             t->opt->cfg.warmup_steps);
     if (n > 0)
         snprintf(buf, size, "the checkpoints in %s are intact (a map can be drawn from them); %s",
                  t->ckpt_dir, remedy);
@@ -429,7 +432,7 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
     const size_t cache = wc_raster_cache_max(), ahead = wc_reader_bytes_held(t->ra.rd);
     const uint64_t rest = need - WC_MIN(need, (uint64_t)cache + ahead);
     if (too_big && speaks) {
-        char a[32], b[32], c[32], d[32], cause[256];
+        char a[32], b[32], c[32], d[32], cause[512];
         if (cache > ahead && cache > rest && getenv("GDAL_CACHEMAX"))
             snprintf(cause, sizeof cause,
                      "GDAL's block cache holds %s of it, as GDAL_CACHEMAX sets it: lower "
@@ -437,10 +440,9 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
                      wc_fmt_bytes(d, sizeof d, (double)cache));
         else if (ahead >= rest)
             snprintf(cause, sizeof cause,
-                     "the read-ahead holds %s of it (--prefetch %d slots of --micro-batch %d "
-                     "patches): lower --prefetch or --micro-batch",
+                     "the read-ahead holds %s of it (%d slots of --micro-batch %d patches): %s",
                      wc_fmt_bytes(d, sizeof d, (double)ahead), t->cfg->prefetch,
-                     t->cfg->micro_batch);
+                     t->cfg->micro_batch, t->ra.advice);
         else
             snprintf(cause, sizeof cause,
                      "the rest of the plan (the network's parameters, activations and buffers, "
@@ -640,6 +642,40 @@ static int read_slots(const wc_train_config *cfg, int nranks) {
     return cfg->prefetch <= 0 ? 2 * held + 1 : WC_MAX(cfg->prefetch, held + 1);
 }
 
+double wc_train_peak_lr(const wc_train_config *cfg) {
+    return cfg->lr_scaling_linear
+               ? cfg->optim.lr * ((double)cfg->batch / (double)cfg->lr_ref_batch)
+               : cfg->optim.lr;
+}
+
+/* What lowers the read-ahead, as the memory checks advise it: --prefetch while it is above the
+ * fewest slots a step needs, else only fewer micro-batches per rank and step (--batch, ranks).
+ * `given` is --prefetch as the user gave it (0: the default). */
+static void read_ahead_advice(const wc_train_config *cfg, int nranks, int given, char *buf,
+                              size_t size) {
+    const int held = local_micro_batches(cfg, nranks), fewest = held + 1;
+    if (given <= 0 && 2 * held + 1 > fewest)
+        snprintf(buf, size,
+                 "the default --prefetch is %d (twice a step's %d micro-batches on a rank, and "
+                 "one): give --prefetch %d, the fewest, or lower --batch",
+                 2 * held + 1, held, fewest);
+    else if (given > fewest)
+        snprintf(buf, size,
+                 "lower --prefetch (to %d at least: a step's %d micro-batches on a rank, and one) "
+                 "or --batch",
+                 fewest, held);
+    else if (given > 0 && given < fewest)
+        snprintf(buf, size,
+                 "--prefetch %d was raised to %d, the fewest slots a step of %d micro-batches on "
+                 "a rank needs: lower --batch, or run more ranks",
+                 given, fewest, held);
+    else
+        snprintf(buf, size,
+                 "%d slots are the fewest a step of %d micro-batches on a rank needs: lower "
+                 "--batch, or run more ranks",
+                 fewest, held);
+}
+
 /* The optimizer, the reducer and the schedule of the run. A usage error (after a message) when
  * what the options give together is out of the range each is held to alone. */
 static int build_optimization(train_ctx *t) {
@@ -654,7 +690,7 @@ static int build_optimization(train_ctx *t) {
     }
     t->total_steps = cfg->steps > 0 ? cfg->steps : cfg->epochs * spe;
     wc_optim_config oc = cfg->optim;
-    if (cfg->lr_scaling_linear) oc.lr *= (double)cfg->batch / (double)cfg->lr_ref_batch;
+    oc.lr = wc_train_peak_lr(cfg);
     if (!(oc.lr >= 1e-12 && oc.lr <= 100)) {
         wc_error("--lr %g scaled linearly by --batch %d / --lr-ref-batch %d gives %g, outside "
                  "1e-12 to 100: lower --lr, or --lr-scaling none",
@@ -708,8 +744,10 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     dcfg.jitter = !cfg->no_jitter;
     dcfg.augment = cfg->augment;
     t->ra.max_local = local_micro_batches(cfg, t->nranks);
+    read_ahead_advice(cfg, t->nranks, cfg->prefetch, t->ra.advice, sizeof t->ra.advice);
     cfg->prefetch = read_slots(cfg, t->nranks);
     dcfg.read_slots = cfg->prefetch, dcfg.slot_patches = cfg->micro_batch;
+    dcfg.read_advice = t->ra.advice;
     int status = load_spec(t);
     if (status == WC_EXIT_OK) status = spec_alignment(t, &dcfg.align);
     if (status != WC_EXIT_OK) return status;

@@ -28,6 +28,7 @@ typedef struct {
     wc_sample *samples;         /* (micro_batch) one request's samples */
     const wc_read_batch **held; /* (max_local) this step's batches */
     int max_local;              /* most micro-batches a rank gets in a step */
+    char advice[256];           /* what lowers the read-ahead, for a plan too large */
 } read_ahead;
 
 /* What a micro-batch decodes into, besides the network's input. */

@@ -590,10 +590,13 @@ fi
 if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 150 ]; then
     echo "# skipped: the --prefetch refusal needs a machine of less than 150 GiB"
 else
-    expect "--prefetch beyond physical memory" 2 "the read-ahead of --prefetch 4096 slots of --micro-batch 200 patches \(64x64 px, 13 bands as Float32\) needs at least 162.5 GiB per rank .*more than its .* of physical memory" -- \
+    expect "--prefetch beyond physical memory" 2 "the read-ahead of 4096 slots of --micro-batch 200 patches \(64x64 px, 13 bands as Float32\) needs at least 162.5 GiB per rank .*more than its .* of physical memory: lower --prefetch \(to 2 at least" -- \
         --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 200 --micro-batch 200 \
         --val-fraction 0 --prefetch 4096 --no-predict
     grep -q "patches: " "$T/err" && notok "the read-ahead refused before planning" "$(grep "patches: " "$T/err")"
+    # a batch so large that the fewest slots are too many: --prefetch cannot help, --batch can
+    expect "--batch beyond physical memory, --prefetch raised" 2 "--prefetch 1 was raised to 262145, the fewest slots a step of 262144 micro-batches on a rank needs: lower --batch" -- \
+        --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 1048576 --val-fraction 0 --prefetch 1 --no-predict
 fi
 # ... and a GDAL block cache larger than the machine, set by GDAL_CACHEMAX: named as the cause
 if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 90 ]; then
@@ -699,6 +702,26 @@ expect "a risk.json of one's own in the run directory: refused before training" 
 expect "an unknown short option in a cluster" 2 "unknown option -x, in -x=1" -- --tiles "$SAMPLE" -x=1 "${train[@]}"
 expect "a long option with one dash" 2 "unknown option -t, in -tiles: long options take two dashes \\(--tiles\\)" -- -tiles "$SAMPLE" "${train[@]}"
 expect "an unknown short option for predict" 2 "unknown option -q for predict" -- predict --tiles "$SAMPLE" -q
+# a prefix of two or more names is ambiguous, not unknown; a value out of range prints the usage
+# like every other usage error; under mpirun a usage error is said once, not once per rank
+expect "an ambiguous prefix" 2 "option --no is ambiguous: it could be --no-predict, --no-jitter" -- --tiles "$SAMPLE" --no
+expect "an ambiguous prefix for predict" 2 "option --c is ambiguous: it could be --checkpoint, --cog, --classes" -- predict --c x
+expect "a value out of range, then the usage" 2 "^usage: wildcpu \\[train\\]" -- --tiles "$SAMPLE" --patch 3
+expect "synth: a value out of range, then the usage" 2 "^usage: wildcpu synth" -- synth --out "$T/s" --size 31
+# --lr-scaling linear: the rate that zeroes the weights is the scaled one, and a divergence names
+# the --lr the user gave with it (a probe: 0.5 scaled to 1 was not warned, and "now 1" blamed)
+expect "lr x weight decay >= 1 after --lr-scaling: warned, the scaled rate named" 1 \
+    "--lr 0.5, 1 after --lr-scaling linear with --weight-decay 1: every step" -- --tiles "$SAMPLE" \
+    --out "$T/wdscaled" --steps 8 --batch 8 --lr 0.5 --weight-decay 1 --lr-scaling linear \
+    --lr-ref-batch 4 --warmup 0 --no-predict
+grep -q "lower --lr (now 0.5, 1 after --lr-scaling linear)" "$T/err" \
+    && ok "... and the divergence names --lr 0.5 and the scaled 1" \
+    || notok "... and the divergence names --lr as given" "$(grep -i diverged "$T/err" | head -c 500)"
+timeout 120 mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" --tiles "$SAMPLE" --patch 3 >"$T/out" 2>"$T/err"
+s=$?
+[ "$s" -eq 2 ] && [ "$(grep -c 'needs a whole number' "$T/err")" -eq 1 ] && [ "$(grep -c '^usage:' "$T/err")" -eq 1 ] \
+    && ok "a usage error under mpirun -np 2: said once (status 2)" \
+    || notok "a usage error under mpirun -np 2: said once" "status $s: $(head -c 600 "$T/err")"
 # a spec that builds for a patch but not for the validation window (2100 channels of 1024 x 1024
 # pixels are more than a tensor holds): the spec's fault, a usage error
 printf 'input x\nconv a x out=2100 k=1\nconv h a out=1 k=1\n' >"$T/wide.spec"

@@ -59,6 +59,7 @@ typedef struct wc_data_config {
     const char *vector_bands; /* --vector-bands EAST:NORTH,.. or "none"; NULL: by name */
     int read_slots;           /* the reader's slots (--prefetch) and patches per slot */
     int slot_patches;         /* (--micro-batch): checked against memory before planning [0] */
+    const char *read_advice;  /* what lowers read_slots, for a read-ahead too large [NULL] */
 } wc_data_config;
 
 /* One training or validation sample: patch `id` of the grid, its window shifted by (dx, dy)

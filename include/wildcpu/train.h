@@ -49,6 +49,9 @@ typedef struct wc_train_config {
 } wc_train_config;
 
 void wc_train_config_default(wc_train_config *cfg);
+/* The peak learning rate the run uses: --lr, scaled by --batch / --lr-ref-batch under
+ * --lr-scaling linear. */
+double wc_train_peak_lr(const wc_train_config *cfg);
 /* Runs training to the end (or to a stop signal, see stop.h) in cfg->out_dir, which
  * wc_rundir_prepare (rundir.h) has prepared. Returns the exit status: WC_EXIT_OK,
  * WC_EXIT_RUNTIME (after an error message), WC_EXIT_USAGE, or WC_EXIT_STOPPED (stopped by
