@@ -230,6 +230,31 @@ s=$?
     && ok "... and refuses a raster without 'burned' (exit 1), naming --label-band" \
     || notok "evaluate, the training label band missing" "status $s: $(tail -2 "$T/no_burned.log")"
 
+# A model that predicts below 0.5 everywhere (4 steps of training on a region 6% burned): precision
+# at 0.5 is 0/0, said in words on the summary line (it printed "precision nan") and null in the
+# metrics, which stay strict JSON; recall at 0.5 is 0.
+"$WILDCPU" evaluate --tiles "$T/c/renamed.vrt" --checkpoint "$T/run_burned" \
+    --out "$T/c/low.json" >"$T/low.log" 2>&1
+s=$?
+$PY - "$T/c/low.json" <<'PY' >"$T/low.check" 2>&1
+import json, sys
+def strict(c): raise ValueError(c)
+m = json.loads(open(sys.argv[1]).read(), parse_constant=strict)
+above = sum(b["pixels"] for b in m["calibration"] if b["from"] >= 0.5)
+bad = [] if above == 0 else ["%d pixels predicted >= 0.5: the case is not made" % above]
+bad += ["%s %r" % (k, m[k]) for k, v in (("precision_at_half", None), ("recall_at_half", 0.0))
+        if m[k] != v]
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+c=$?
+summary=$(grep "evaluate: .* AUC-PR" "$T/low.log")
+want="precision undefined and recall 0.0000 at 0.5 (no pixel predicted >= 0.5)"
+[ $s -eq 0 ] && [ $c -eq 0 ] && grep -qF "$want" <<<"$summary" && ! grep -qwi "nan" <<<"$summary" \
+    && ok "no pixel predicted >= 0.5: precision 'undefined' in the summary, null in the metrics" \
+    || notok "precision at 0.5 with no pixel predicted >= 0.5" \
+        "status $s: $(cat "$T/low.check"; echo "$summary")"
+
 # Two bands described 'fire' (the label band chosen by number in training): evaluate takes the
 # same number when that band carries the name, with the metrics of --label-band 13.
 for pair in "$SAMPLE:twofire_sample" "$other:twofire_other"; do
