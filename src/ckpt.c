@@ -645,7 +645,7 @@ int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, lo
 
 int wc_ckpt_dir_of(const char *dir, char *buf, size_t size) {
     struct stat st;
-    snprintf(buf, size, "%s/checkpoints", dir);
+    snprintf(buf, size, "%s/" WC_CKPT_DIR, dir);
     if (stat(buf, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return WC_OK;
         wc_error("%s is not a directory, so no run can keep its checkpoints there (move it away)",

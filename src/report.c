@@ -18,11 +18,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "wildcpu/ckpt.h"
 #include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/json.h"
 #include "wildcpu/quicklook.h"
+#include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
 static const char *status_name(int status) {
@@ -247,9 +249,9 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     if (s->best_step >= 0)
         fprintf(f,
                 "Model selection: the checkpoint with the best validation AUC-PR, %.4f after step "
-                "%ld, is kept as checkpoints/best.wcp; the risk map of this run, and `wildcpu "
-                "predict` or `evaluate` given this directory, use it. The table shows the last "
-                "validation.\n\n",
+                "%ld, is kept as " WC_CKPT_DIR "/" WC_CKPT_BEST "; the risk map of this run, and "
+                "`wildcpu predict` or `evaluate` given this directory, use it. The table shows "
+                "the last validation.\n\n",
                 s->best_auc_pr, s->best_step);
     if (s->have_oracle && s->have_val && isfinite(s->val.auc_pr) && s->oracle.auc_pr > 0)
         fprintf(f,
@@ -287,8 +289,8 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
         return WC_ERR;
     }
     if (!wc_json_get_str(doc, "wildcpu")) {
-        wc_warn("--baseline %s is not a wildcpu report.json (it has no \"wildcpu\" member): no "
-                "comparison in the report",
+        wc_warn("--baseline %s is not a wildcpu " WC_RUNDIR_REPORT_JSON " (it has no "
+                "\"wildcpu\" member): no comparison in the report",
                 path);
         wc_json_doc_free(doc);
         return WC_ERR;
@@ -341,7 +343,7 @@ static char *with_member(char *text, const char *path, const char *key, const ch
 /* report.json of out_dir with its status and map set to how drawing the map ended. */
 static void json_map_done(const char *out_dir, int status) {
     char path[4200], why[256];
-    snprintf(path, sizeof path, "%s/report.json", out_dir);
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
     char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     if (!text) {
         if (access(path, F_OK) == 0) wc_warn("%s cannot be read to record the map: %s", path, why);
@@ -352,7 +354,7 @@ static void json_map_done(const char *out_dir, int status) {
                      wc_json_get_str(&doc, "wildcpu");
     wc_json_doc_free(&doc);
     if (!ours) {
-        wc_warn("%s is not a wildcpu report.json: it does not record the map", path);
+        wc_warn("%s is not a wildcpu " WC_RUNDIR_REPORT_JSON ": it does not record the map", path);
         free(text);
         return;
     }
@@ -375,12 +377,12 @@ static void markdown_map_done(const char *out_dir, int status, const char *rerun
     static const struct {
         const char *file, *title, *caption;
     } pics[] = {
-        {"risk.png", "The risk map",
-         "Burn probability of every pixel (`risk.tif`; open it in QGIS, which picks up "
-         "`risk.qml`), on the absolute scale 0..1; nodata is transparent."},
+        {WC_RUNDIR_PICTURE, "The risk map",
+         "Burn probability of every pixel (`" WC_RUNDIR_MAP "`; open it in QGIS, which picks "
+         "up `" WC_RUNDIR_MAP_STEM ".qml`), on the absolute scale 0..1; nodata is transparent."},
     };
     char path[4200], pic[4200];
-    snprintf(path, sizeof path, "%s/report.md", out_dir);
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_MD, out_dir);
     /* this run wrote it just now, but a pipe put in its place since must not hold the run */
     char why[256];
     char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
@@ -572,7 +574,7 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     struct stat st;
     if (!have_picture && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
         unlink(path); /* an earlier run's picture: it would pass for this run's */
-    snprintf(path, sizeof path, "%s/report.md", out_dir);
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_MD, out_dir);
     const int rc_md = write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json,
                                      have_picture);
     wc_json_doc_free(&run);
@@ -582,7 +584,7 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
         build_json(&j, s, s->status == WC_EXIT_OK ? WC_EXIT_RUNTIME : s->status,
                    WC_REPORT_MAP_NONE, &d, rss, R);
     }
-    snprintf(path, sizeof path, "%s/report.json", out_dir);
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
     const int rc_json = write_json(path, &j);
     wc_json_free(&j);
     if (rc_json == WC_OK && rc_md == WC_OK) return WC_OK;
@@ -592,13 +594,16 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     int removed = 0;
     for (int k = 0; k < 2; k++) {
         if ((k ? rc_md : rc_json) == WC_OK) continue;
-        snprintf(path, sizeof path, "%s/%s", out_dir, k ? "report.md" : "report.json");
+        snprintf(path, sizeof path, "%s/%s", out_dir,
+                 k ? WC_RUNDIR_REPORT_MD : WC_RUNDIR_REPORT_JSON);
         if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0) removed++;
     }
+    static const char FAILED_SAYS[] = ": " WC_RUNDIR_REPORT_JSON " says the run failed";
     wc_error("the run's report is not complete (%s%s%s, see above)%s%s",
-             rc_json == WC_OK ? "" : "report.json",
-             rc_json == WC_OK || rc_md == WC_OK ? "" : " and ", rc_md == WC_OK ? "" : "report.md",
-             rc_json == WC_OK && s->status == WC_EXIT_OK ? ": report.json says the run failed" : "",
+             rc_json == WC_OK ? "" : WC_RUNDIR_REPORT_JSON,
+             rc_json == WC_OK || rc_md == WC_OK ? "" : " and ",
+             rc_md == WC_OK ? "" : WC_RUNDIR_REPORT_MD,
+             rc_json == WC_OK && s->status == WC_EXIT_OK ? FAILED_SAYS : "",
              removed ? "; an earlier run's is removed, so that none describes another run" : "");
     return WC_ERR;
 }
@@ -607,7 +612,8 @@ int wc_report_missing(const char *out_dir) {
     int missing = 0;
     for (int k = 0; k < 2; k++) {
         char path[4400];
-        snprintf(path, sizeof path, "%s/%s", out_dir, k ? "report.md" : "report.json");
+        snprintf(path, sizeof path, "%s/%s", out_dir,
+                 k ? WC_RUNDIR_REPORT_MD : WC_RUNDIR_REPORT_JSON);
         missing |= access(path, F_OK) != 0;
     }
     return missing;

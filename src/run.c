@@ -13,8 +13,8 @@
  * --classes DIR/risk_classes.tif). */
 static int draw_map(const wc_train_config *cfg) {
     char risk[4200], png[4200];
-    snprintf(risk, sizeof risk, "%s/risk.tif", cfg->out_dir);
-    snprintf(png, sizeof png, "%s/risk.png", cfg->out_dir);
+    snprintf(risk, sizeof risk, "%s/" WC_RUNDIR_MAP, cfg->out_dir);
+    snprintf(png, sizeof png, "%s/" WC_RUNDIR_PICTURE, cfg->out_dir);
     wc_predict_config pc;
     wc_predict_config_default(&pc);
     pc.tiles = cfg->data.tiles;

@@ -18,9 +18,14 @@
 #include "wildcpu/files.h"
 #include "wildcpu/net.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/report.h"
 #include "wildcpu/riskmap.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
+
+/* The map's companions that a run may not write (--classes, --no-style): writes_file. */
+#define CLASSES WC_RUNDIR_MAP_STEM "_classes.tif"
+#define STYLE   WC_RUNDIR_MAP_STEM ".qml"
 
 /* What a run directory holds: what --fresh moves aside, and what no input may be; the kind of
  * file each may replace when the run writes it (metrics.jsonl is resumed, not replaced: a
@@ -29,18 +34,18 @@ static const struct {
     const char *name, *what;
     wc_file_kind kind;
 } RUN_FILES[] = {
-    {"checkpoints", "the checkpoints", WC_KIND_ANY},
-    {"metrics.jsonl", "the metrics log", WC_KIND_ANY},
-    {"report.json", "the report", WC_KIND_JSON},
-    {"report.md", "the report", WC_KIND_ANY},
-    {"risk.tif", "the risk map", WC_KIND_TIFF},
-    {"risk.tif.aux.xml", "the risk map's sidecar", WC_KIND_XML},
-    {"risk.png", "the quick-look picture", WC_KIND_PNG},
-    {"risk_classes.tif", "the class raster", WC_KIND_TIFF},
-    {"risk_classes.tif.aux.xml", "the class raster's category names", WC_KIND_XML},
-    {"risk.qml", "the risk map's QGIS style", WC_KIND_XML},
-    {"risk.json", "the risk map's STAC item", WC_KIND_JSON},
-    {"calibration.png", "the reliability diagram", WC_KIND_PNG},
+    {WC_CKPT_DIR, "the checkpoints", WC_KIND_ANY},
+    {WC_RUNDIR_METRICS_LOG, "the metrics log", WC_KIND_ANY},
+    {WC_RUNDIR_REPORT_JSON, "the report", WC_KIND_JSON},
+    {WC_RUNDIR_REPORT_MD, "the report", WC_KIND_ANY},
+    {WC_RUNDIR_MAP, "the risk map", WC_KIND_TIFF},
+    {WC_RUNDIR_MAP ".aux.xml", "the risk map's sidecar", WC_KIND_XML},
+    {WC_RUNDIR_PICTURE, "the quick-look picture", WC_KIND_PNG},
+    {CLASSES, "the class raster", WC_KIND_TIFF},
+    {CLASSES ".aux.xml", "the class raster's category names", WC_KIND_XML},
+    {STYLE, "the risk map's QGIS style", WC_KIND_XML},
+    {WC_RUNDIR_MAP_STEM ".json", "the risk map's STAC item", WC_KIND_JSON},
+    {WC_REPORT_CALIBRATION_PNG, "the reliability diagram", WC_KIND_PNG},
     {"split.tif", "the training/validation split", WC_KIND_TIFF},
     {WC_RUNDIR_STOPPED, "the stop marker", WC_KIND_ANY},
 };
@@ -208,7 +213,7 @@ static int set_aside_previous_run(const char *out) {
     /* two restarts within a second; the name is free beside the checkpoints too */
     for (int k = 2;; k++) {
         snprintf(dir, sizeof dir, "%s/%s", out, name);
-        snprintf(linked, sizeof linked, "%s/checkpoints/%s", out, name);
+        snprintf(linked, sizeof linked, "%s/" WC_CKPT_DIR "/%s", out, name);
         if (access(dir, F_OK) != 0 && access(linked, F_OK) != 0) break;
         snprintf(name, sizeof name, "replaced-%s-%d", ts, k);
     }
@@ -217,7 +222,7 @@ static int set_aside_previous_run(const char *out) {
         run_file(from, sizeof from, out, RUN_FILES[i].name);
         struct stat st, target; /* lstat: a link moves as it is, also one whose target is gone */
         if (lstat(from, &st) != 0) continue;
-        if (strcmp(RUN_FILES[i].name, "checkpoints") == 0 && S_ISLNK(st.st_mode) &&
+        if (strcmp(RUN_FILES[i].name, WC_CKPT_DIR) == 0 && S_ISLNK(st.st_mode) &&
             stat(from, &target) == 0 && S_ISDIR(target.st_mode)) {
             /* the first of RUN_FILES: on a failure, nothing else has moved */
             const int n = set_aside_linked_checkpoints(from, linked);
@@ -368,11 +373,11 @@ int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size) {
  * checkpoints directory (which may well be a link to a scratch file system), nor the map's
  * files when it draws no map, or not that one (--classes, --no-style). */
 static int writes_file(const wc_train_config *cfg, const char *name) {
-    if (strcmp(name, "checkpoints") == 0) return 0;
-    if (strncmp(name, "risk", 4) != 0) return 1;
+    if (strcmp(name, WC_CKPT_DIR) == 0) return 0;
+    if (strncmp(name, WC_RUNDIR_MAP_STEM, strlen(WC_RUNDIR_MAP_STEM)) != 0) return 1;
     if (cfg->no_predict) return 0;
-    if (strncmp(name, "risk_classes", 12) == 0) return cfg->classes;
-    if (strcmp(name, "risk.qml") == 0) return !cfg->no_style;
+    if (strncmp(name, CLASSES, strlen(CLASSES)) == 0) return cfg->classes;
+    if (strcmp(name, STYLE) == 0) return !cfg->no_style;
     return 1;
 }
 
@@ -381,7 +386,7 @@ static int prepare_here(const wc_train_config *cfg) {
     const char *out = cfg->out_dir;
     if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;
     char ckpt_dir[4200], marker[4200];
-    run_file(ckpt_dir, sizeof ckpt_dir, out, "checkpoints");
+    run_file(ckpt_dir, sizeof ckpt_dir, out, WC_CKPT_DIR);
     struct stat st;
     if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
         wc_error("--out %s exists and is not a directory: give the run a directory", out);
@@ -409,7 +414,7 @@ static int prepare_here(const wc_train_config *cfg) {
     }
     if (!cfg->no_predict && !cfg->fresh) {
         char map[4200];
-        run_file(map, sizeof map, out, "risk.tif");
+        run_file(map, sizeof map, out, WC_RUNDIR_MAP);
         const wc_predict_config pc = {.out = map, .classes = cfg->classes};
         wc_riskmap_paths p;
         wc_riskmap_paths_of(map, &p);
@@ -454,7 +459,7 @@ int wc_rundir_set_aside(const wc_train_config *cfg) {
     int failed = 0;
     if (cfg->fresh && wc_dist_rank() == 0) {
         char ckpt_dir[4200];
-        run_file(ckpt_dir, sizeof ckpt_dir, cfg->out_dir, "checkpoints");
+        run_file(ckpt_dir, sizeof ckpt_dir, cfg->out_dir, WC_CKPT_DIR);
         failed = set_aside_previous_run(cfg->out_dir) != WC_OK;
         if (!failed && mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
             wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));
@@ -490,7 +495,7 @@ void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase) {
     const char *out_dir = cfg->out_dir;
     char path[4200], dir[4200], ts[32];
     run_file(path, sizeof path, out_dir, WC_RUNDIR_STOPPED);
-    run_file(dir, sizeof dir, out_dir, "checkpoints");
+    run_file(dir, sizeof dir, out_dir, WC_CKPT_DIR);
     wc_ckpt_entry *e;
     int n = wc_ckpt_list(dir, 0, &e);
     long step = -1;

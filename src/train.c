@@ -100,7 +100,7 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
     wc_ckpt_entry *e;
     const int n = wc_ckpt_list(t->ckpt_dir, 0, &e);
     char best_path[4300];
-    snprintf(best_path, sizeof best_path, "%s/best.wcp", t->ckpt_dir);
+    snprintf(best_path, sizeof best_path, "%s/" WC_CKPT_BEST, t->ckpt_dir);
     const int best = access(best_path, F_OK) == 0;
     char remedy[400], scaled[80] = "";
     const double decay = t->opt->cfg.lr * t->opt->cfg.weight_decay;
@@ -363,9 +363,9 @@ static int validate(train_ctx *t, long step) {
         t->one_class_warned = 1;
         if (t->rank == 0)
             wc_warn("validation after step %ld: %s of its %lld pixels is burned, so AUC-PR "
-                    "cannot rank models (it is %s for any model): best.wcp is not chosen by it, "
-                    "and the map comes from the newest checkpoint; check the labels, or move the "
-                    "validation blocks (--val-block, --seed); said once a run",
+                    "cannot rank models (it is %s for any model): " WC_CKPT_BEST " is not chosen "
+                    "by it, and the map comes from the newest checkpoint; check the labels, or "
+                    "move the validation blocks (--val-block, --seed); said once a run",
                     step + 1, m.positives == 0 ? "none" : "every one", (long long)m.pixels,
                     m.positives == 0 ? "undefined" : "1");
     }
@@ -550,7 +550,7 @@ static void print_setup(const train_ctx *t, double prior, const wc_sample_shares
     if (cfg->data.val_fraction > 0 && ds->nval == 0)
         wc_warn("no validation: --val-fraction %g asks for it, but the raster's kept patches lie "
                 "in %s validation block (--val-block %d px: %dx%d patches here), which must "
-                "stay for training; no validation metrics and no best.wcp: a smaller "
+                "stay for training; no validation metrics and no " WC_CKPT_BEST ": a smaller "
                 "--val-block gives the blocks to choose from",
                 cfg->data.val_fraction, ds->nblocks > 1 ? "a single non-empty" : "one",
                 cfg->data.val_block_px, ds->val_block, ds->val_block);
@@ -737,7 +737,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                  cfg->batch);
         return WC_EXIT_USAGE;
     }
-    snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s/checkpoints", cfg->out_dir);
+    snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s/" WC_CKPT_DIR, cfg->out_dir);
     wc_data_config dcfg = cfg->data;
     dcfg.work_dir = cfg->out_dir;
     dcfg.seed = cfg->seed;

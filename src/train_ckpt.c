@@ -240,9 +240,10 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
         save_checkpoint(t, step + 1, "best validation AUC-PR", WC_CKPT_BEST, 0) != WC_OK);
     if (failed) {
         if (t->rank == 0 && prev_step >= 0)
-            wc_warn("best.wcp of step %ld (AUC-PR %.4f) was not replaced", prev_step, prev_auc);
+            wc_warn(WC_CKPT_BEST " of step %ld (AUC-PR %.4f) was not replaced", prev_step,
+                    prev_auc);
         else if (t->rank == 0)
-            wc_warn("no best.wcp yet: the next better validation tries again");
+            wc_warn("no " WC_CKPT_BEST " yet: the next better validation tries again");
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
     }
 }

@@ -14,6 +14,7 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/json.h"
+#include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
 struct wc_trainlog {
@@ -154,9 +155,9 @@ wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_s
      * mpirun's output goes to a file, so under a launcher progress goes in lines. */
     l->tty = isatty(STDOUT_FILENO) && !getenv("OMPI_COMM_WORLD_SIZE") &&
              !getenv("SLURM_STEP_ID") && !getenv("PMIX_RANK");
-    size_t n = strlen(out_dir) + 16;
+    size_t n = strlen(out_dir) + sizeof "/" WC_RUNDIR_METRICS_LOG;
     l->path = WC_ALLOC(n);
-    snprintf(l->path, n, "%s/metrics.jsonl", out_dir);
+    snprintf(l->path, n, "%s/" WC_RUNDIR_METRICS_LOG, out_dir);
     if (start_step > 0 && trim(l->path, start_step) != WC_OK) {
         wc_trainlog_close(l);
         return NULL;

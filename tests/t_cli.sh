@@ -258,12 +258,19 @@ for name, text in sorted(texts.items()):
                para.strip())
 
 # ---- the run directory and the environment -------------------------------------------------------
-train_c, train_h = read("src/rundir.c"), read("include/wildcpu/rundir.h")
+train_c = read("src/rundir.c")
+# a name is string literals and macros that stand for them, concatenated: WC_RUNDIR_MAP ".aux.xml"
+defines = {}
+for f in ("src/rundir.c", "include/wildcpu/rundir.h", "include/wildcpu/ckpt.h",
+          "include/wildcpu/report.h"):
+    defines.update(re.findall(r"^#define (\w+) +(.+?)\s*$", read(f), re.M))
+def spelled(expr, depth=0):
+    parts = re.findall(r'"([^"]*)"|(\w+)', expr)
+    if depth > 8 or any(m and m not in defines for _, m in parts):
+        return expr
+    return "".join(lit if not m else spelled(defines[m], depth + 1) for lit, m in parts)
 block = re.search(r"RUN_FILES\[\] = \{(.*?)\n\};", train_c, re.S)
-names = re.findall(r'\{"([^"]+)",', block.group(1)) if block else []
-for macro in (re.findall(r"\{(WC_\w+),", block.group(1)) if block else []):
-    m = re.search(r'#define %s "([^"]+)"' % macro, train_h)
-    names.append(m.group(1) if m else macro)
+names = [spelled(e) for e in re.findall(r"^\s*\{([^,]+),", block.group(1), re.M)] if block else []
 run_sec = find_section(secs, "The run directory") or ""
 fresh = re.search(r"^\|\s*`--fresh[^`]*`.*$", doc, re.M)
 missing = [n for n in names if not re.search(r"`DIR/%s/?`" % re.escape(n), run_sec)]

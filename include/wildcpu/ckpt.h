@@ -60,6 +60,8 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
 /* The checkpoint with the best validation AUC-PR of a run, beside the ckpt-* files: never
  * pruned, and what a run directory means to predict and evaluate. */
 #define WC_CKPT_BEST "best.wcp"
+/* Where a run keeps its checkpoints in its directory (wc_ckpt_dir_of). */
+#define WC_CKPT_DIR "checkpoints"
 
 /* Deletes temporary files a crashed write left in dir (they never have a checkpoint's name, so
  * they are never mistaken for one; this only reclaims their space). */

@@ -18,13 +18,24 @@
  * (planning, training or map), step (of the checkpoint a rerun resumes from; -1: none yet),
  * signal.
  *
- * Not here: what is written into the directory (train.c, snapshot.c, report.c, predict.c). */
+ * Not here: what is written into the directory (train.c, snapshot.c, report.c, predict.c); only
+ * the names below, which those writers and the checks here share. */
 #ifndef WILDCPU_RUNDIR_H
 #define WILDCPU_RUNDIR_H
 
 #include "wildcpu/train.h"
 
 #define WC_RUNDIR_STOPPED "STOPPED"
+/* The files a run writes into DIR, besides those named where they are written (the checkpoints,
+ * WC_CKPT_DIR and WC_CKPT_BEST in ckpt.h; WC_REPORT_CALIBRATION_PNG in report.h): the metrics
+ * log (trainlog.c), the report (report.c), and the end-of-run map (run.c), whose companions
+ * riskmap.c names after it (risk.qml, risk_classes.tif, ...), as the stem says. */
+#define WC_RUNDIR_METRICS_LOG "metrics.jsonl"
+#define WC_RUNDIR_REPORT_JSON "report.json"
+#define WC_RUNDIR_REPORT_MD   "report.md"
+#define WC_RUNDIR_MAP_STEM    "risk"
+#define WC_RUNDIR_MAP         WC_RUNDIR_MAP_STEM ".tif"
+#define WC_RUNDIR_PICTURE     WC_RUNDIR_MAP_STEM ".png"
 /* The lock a training run holds on its directory (rundir.c): a second run into it is refused. */
 #define WC_RUNDIR_LOCK ".lock"
 
