@@ -1155,10 +1155,9 @@ static void plan_turn(wc_dataset *ds, const wc_data_config *cfg) {
     /* A P x P square turned by a reaches (|cos a| + |sin a|) P / 2 from its centre along each
      * axis, which grows with |a| up to sqrt 2 P / 2 (at 45 degrees): the largest window is that
      * of the largest angle (1e-9 more, for the rounding of each angle's own cos and sin). */
-    const double pi = 3.14159265358979323846;
-    ds->turn_max = cfg->turn_deg * pi / 180.0;
+    ds->turn_max = cfg->turn_deg * M_PI / 180.0;
     const double reach =
-        ds->turn_max >= pi / 4 ? sqrt(2.0) : cos(ds->turn_max) + sin(ds->turn_max);
+        ds->turn_max >= M_PI / 4 ? sqrt(2.0) : cos(ds->turn_max) + sin(ds->turn_max);
     ds->turn_side = turn_window_side(ds->P, reach + 1e-9);
     ds->turn_scratch = turn_scratch_create(ds);
 }

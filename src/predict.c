@@ -532,8 +532,7 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
                     r->path);
     } else {
         /* the direction of the raster's rows on the ground, against the training data's */
-        const double pi = 3.14159265358979323846;
-        double turn = (atan2(r->gt[4], r->gt[1]) - atan2(t[4], t[1])) * 180 / pi;
+        double turn = (atan2(r->gt[4], r->gt[1]) - atan2(t[4], t[1])) * 180 / M_PI;
         turn = fmod(turn + 540, 360) - 180;
         if (turn == -180) turn = 180; /* (-180, 180] */
         if (fabs(turn) > 1)

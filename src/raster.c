@@ -1331,7 +1331,7 @@ double wc_raster_crs_metres_per_unit(const char *crs) {
 /* The point (longitude, latitude in degrees) on an ellipsoid (semi-major axis a, squared
  * eccentricity e2) in earth-centred cartesian metres. */
 static void ellipsoid_xyz(double a, double e2, const double lonlat[2], double xyz[3]) {
-    const double rad = 3.14159265358979323846 / 180;
+    const double rad = M_PI / 180;
     const double lam = lonlat[0] * rad, phi = lonlat[1] * rad;
     const double n = a / sqrt(1 - e2 * sin(phi) * sin(phi));
     xyz[0] = n * cos(phi) * cos(lam), xyz[1] = n * cos(phi) * sin(lam);
@@ -1379,7 +1379,7 @@ int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, 
         if (OCTTransformEx(to_geo, 3, x, y, NULL, ok) && ok[0] && ok[1] && ok[2]) {
             const double f = invf > 0 ? 1 / invf : 0, e2 = f * (2 - f);
             /* the geographic CRS's angles in degrees (grads, say, in EPSG:4807) */
-            const double deg = OSRGetAngularUnits(geo, NULL) / (3.14159265358979323846 / 180);
+            const double deg = OSRGetAngularUnits(geo, NULL) / (M_PI / 180);
             const double p0[2] = {x[0] * deg, y[0] * deg}, p1[2] = {x[1] * deg, y[1] * deg},
                          p2[2] = {x[2] * deg, y[2] * deg};
             *px_width_m = ellipsoid_step_metres(a, e2, p0, p1);

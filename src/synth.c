@@ -25,7 +25,7 @@
  * (topographic position 30 px, upwind look-up 16 px + its blur 6 px, ignition blur 18 px,
  * label noise 9 px), so pixels at the region's edge are computed like any other. */
 #define PAD 64
-#define DEG (180.0 / 3.14159265358979323846)
+#define DEG (180.0 / M_PI)
 
 /* Upper-left corner of the region: UTM 11N, the Sawtooth/Salmon River country of central
  * Idaho, so that elevations of 900-3400 m are plausible. */
@@ -329,7 +329,7 @@ static void mark_strip(const wc_synth_gen *g, uint8_t *strip) {
     wc_rng_seed(&rng, g->seed, WC_STREAM_SYNTH, SUB_STRIP);
     double cx = PAD + g->size * (0.25 + 0.5 * wc_rng_uniform(&rng));
     double cy = PAD + g->size * (0.25 + 0.5 * wc_rng_uniform(&rng));
-    double ang = 3.14159265358979323846 * wc_rng_uniform(&rng);
+    double ang = M_PI * wc_rng_uniform(&rng);
     double half = 0.5 * fmax(3.0, STRIP_WIDTH * g->size);
     double s = sin(ang), c = cos(ang);
     for (int i = 0; i < g->n; i++)

@@ -754,8 +754,8 @@ static void test_turns_resample_and_turn_vectors_with_the_terrain(void) {
                     const double down = atan2(-gx, -gy), aspect = atan2(e, n);
                     /* the aspect turned back and then the wrong way: by -2 turn */
                     const double wrong = aspect + 2.0 * t.turn * ds->aug.axes_sign;
-                    err[nerr] = fabs(remainder(aspect - down, 2 * 3.14159265358979323846));
-                    err_wrong[nerr++] = fabs(remainder(wrong - down, 2 * 3.14159265358979323846));
+                    err[nerr] = fabs(remainder(aspect - down, 2 * M_PI));
+                    err_wrong[nerr++] = fabs(remainder(wrong - down, 2 * M_PI));
                 }
         }
     }
@@ -786,7 +786,7 @@ static void test_turns_resample_and_turn_vectors_with_the_terrain(void) {
             unstable += memcmp(&s, &again, sizeof s) != 0;
             shifted_otherwise += s.dx != s0.dx || s.dy != s0.dy || s0.turn != 0;
             turned += s.turn != 0, positive += s.turn > 0, total++;
-            beyond += fabs(s.turn) > 40 * 3.14159265358979323846 / 180;
+            beyond += fabs(s.turn) > 40 * M_PI / 180;
         }
     NOTE("%ld of %ld training samples turned (%ld by a positive angle)", turned, total, positive);
     CHECK(plain && turned > total / 2 && beyond == 0 && unstable == 0 && positive > turned / 3 &&
