@@ -336,15 +336,11 @@ int wc_train_ckpt_check_room(const train_ctx *t) {
     return wc_dist_any(refused) ? WC_ERR : WC_OK;
 }
 
-/* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
- * set, 0 for a fresh start) or WC_ERR. */
-int wc_train_ckpt_resume(train_ctx *t) {
-    t->start_step = 0;
-    if (t->rank == 0) wc_ckpt_remove_stale(t->ckpt_dir);
-    if (t->cfg->fresh) return WC_OK;
-    char *path = NULL;
-    wc_snapshot snap = {0};
-    const wc_snapshot *s = &snap;
+/* Rank 0: the newest checkpoint of t's run a resume can use (wc_snapshot_find_resume, matched
+ * against this run's data, settings, network and features) into *snap, its file into *path
+ * (caller frees), the files passed over on the way kept aside (wc_ckpt_keep_passed_over).
+ * Returns 1 when found, 0 when there is none (a fresh start), -1 after a message. */
+static int64_t find_resume(const train_ctx *t, wc_snapshot *snap, char **path) {
     const char **names = WC_ALLOC(sizeof(char *) * (size_t)t->ds->nfeat);
     for (int c = 0; c < t->ds->nfeat; c++)
         names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;
@@ -356,11 +352,60 @@ int wc_train_ckpt_resume(train_ctx *t) {
                                    .total_steps = t->total_steps,
                                    .feat_names = names,
                                    .nfeat = t->ds->nfeat};
-    int64_t found = t->rank == 0 ? wc_snapshot_find_resume(t->ckpt_dir, &match, &snap, &path) : 0;
+    int64_t found = wc_snapshot_find_resume(t->ckpt_dir, &match, snap, path);
     if (found > 0 &&
-        wc_ckpt_keep_passed_over(t->ckpt_dir, path, snap.step, t->total_steps) != WC_OK)
+        wc_ckpt_keep_passed_over(t->ckpt_dir, *path, snap->step, t->total_steps) != WC_OK)
         found = -1;
     free(names);
+    return found;
+}
+
+/* Rank 0: whether best.wcp still holds the best the resumed run knows (t->best, from the
+ * checkpoint `path`). Removed since (by hand), or damaged: the best is tracked afresh, so the
+ * next validation writes one and the map and the report use what is on disk (a damaged one
+ * kept as the best would never be replaced by a validation below its AUC-PR). A best.wcp
+ * better than the best this checkpoint knows (written after it: the interval checkpoints since
+ * failed on a full disk, or the process was killed before the next) is the best so far: the
+ * resumed run, exact, reaches it again, and replacing it with a worse validation on the way
+ * there would lose it if the run stopped before. Sets best_known (step, AUC-PR) to such a
+ * best.wcp's; returns 1 when the checkpoint names a best and best.wcp is missing or not
+ * usable, else 0. */
+static int check_best(const train_ctx *t, const char *path, double best_known[2]) {
+    char best[4400], why[512];
+    snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
+    wc_ckpt ck;
+    wc_snapshot b = {0};
+    const int present = access(best, F_OK) == 0;
+    int best_missing = !present || wc_ckpt_read(best, &ck, why, sizeof why) != WC_OK;
+    /* read whole, but not a snapshot a map could use (predict would pass it over) */
+    if (!best_missing) {
+        best_missing = wc_snapshot_check(&ck, &b, why, sizeof why) != WC_OK;
+        if (!best_missing && b.best_step >= 0 && b.best_auc_pr > t->best.auc_pr) {
+            best_known[0] = (double)b.best_step, best_known[1] = b.best_auc_pr;
+            wc_info("%s (step %lld, AUC-PR %.4f) is a better validation than %s knows of: "
+                    "kept as the best",
+                    best, (long long)b.best_step, b.best_auc_pr, path);
+        }
+        wc_ckpt_free(&ck);
+        wc_snapshot_free(&b);
+    }
+    if (best_missing && t->best.step >= 0)
+        wc_warn("%s (step %ld) is %s%s: the best validation is tracked afresh from here, "
+                "and the next validation writes it",
+                best, t->best.step, present ? "not usable: " : "missing", present ? why : "");
+    return best_missing && t->best.step >= 0;
+}
+
+/* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
+ * set, 0 for a fresh start) or WC_ERR. */
+int wc_train_ckpt_resume(train_ctx *t) {
+    t->start_step = 0;
+    if (t->rank == 0) wc_ckpt_remove_stale(t->ckpt_dir);
+    if (t->cfg->fresh) return WC_OK;
+    char *path = NULL;
+    wc_snapshot snap = {0};
+    const wc_snapshot *s = &snap;
+    int64_t found = t->rank == 0 ? find_resume(t, &snap, &path) : 0;
     wc_dist_bcast(&found, sizeof found, 0);
     if (found <= 0) {
         wc_snapshot_free(&snap);
@@ -406,40 +451,9 @@ int wc_train_ckpt_resume(train_ctx *t) {
     t->red->calibrated = (int)counters[2];
     t->val_pending = (int)counters[4];
     t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
-    /* best.wcp removed since (by hand), or damaged: the best is tracked afresh, so the next
-     * validation writes one and the map and the report use what is on disk (a damaged one kept
-     * as the best would never be replaced by a validation below its AUC-PR). A best.wcp better
-     * than the best this checkpoint knows (written after it: the interval checkpoints since
-     * failed on a full disk, or the process was killed before the next) is the best so far:
-     * the resumed run, exact, reaches it again, and replacing it with a worse validation on the
-     * way there would lose it if the run stopped before. */
-    int best_missing = 0;
+    /* best.wcp may hold another best than the checkpoint knows, or none (check_best) */
     double best_known[2] = {(double)t->best.step, t->best.auc_pr};
-    if (t->rank == 0) {
-        char best[4400], why[512];
-        snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
-        wc_ckpt ck;
-        wc_snapshot b = {0};
-        const int present = access(best, F_OK) == 0;
-        best_missing = !present || wc_ckpt_read(best, &ck, why, sizeof why) != WC_OK;
-        /* read whole, but not a snapshot a map could use (predict would pass it over) */
-        if (!best_missing) {
-            best_missing = wc_snapshot_check(&ck, &b, why, sizeof why) != WC_OK;
-            if (!best_missing && b.best_step >= 0 && b.best_auc_pr > t->best.auc_pr) {
-                best_known[0] = (double)b.best_step, best_known[1] = b.best_auc_pr;
-                wc_info("%s (step %lld, AUC-PR %.4f) is a better validation than %s knows of: "
-                        "kept as the best",
-                        best, (long long)b.best_step, b.best_auc_pr, path);
-            }
-            wc_ckpt_free(&ck);
-            wc_snapshot_free(&b);
-        }
-        if (best_missing && t->best.step >= 0)
-            wc_warn("%s (step %ld) is %s%s: the best validation is tracked afresh from here, "
-                    "and the next validation writes it",
-                    best, t->best.step, present ? "not usable: " : "missing", present ? why : "");
-        best_missing &= t->best.step >= 0;
-    }
+    const int best_missing = t->rank == 0 ? check_best(t, path, best_known) : 0;
     wc_dist_bcast(best_known, sizeof best_known, 0);
     t->best.step = (long)best_known[0], t->best.auc_pr = best_known[1];
     if (wc_dist_any(best_missing)) t->best.step = -1, t->best.auc_pr = -1;
