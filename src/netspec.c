@@ -91,6 +91,50 @@ static int good_name(const char *s) {
 }
 
 /* Parses one layer line (comment stripped, at least one visible character) into nodes[n]. */
+/* One option of a conv layer, word "KEY=VALUE" (cut at its '=' here), into nd; seen holds the
+ * options the line gave before it, k= counting as kh= and kw= (it sets both). type is the
+ * layer's word, for the message that only conv takes options. Returns WC_OK, or WC_ERR after a
+ * message. */
+static int parse_option(wc_node *nd, char *word, unsigned *seen, const char *type, const char *arch,
+                        int lineno) {
+    char *eq = strchr(word, '=');
+    *eq = '\0';
+    const char *key = word, *val = eq + 1;
+    if (nd->op != WC_OP_CONV) {
+        wc_error("%s:%d: %s takes no option '%s'", arch, lineno, type, key);
+        return WC_ERR;
+    }
+    static const char *const keys[] = {"out", "kh", "kw", "stride", "pad", "k"};
+    int *const dst[] = {&nd->K, &nd->KH, &nd->KW, &nd->stride, &nd->pad};
+    int k = -1, v;
+    for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++)
+        if (strcmp(key, keys[i]) == 0) k = i;
+    if (k < 0) {
+        wc_error("%s:%d: unknown option '%s' (conv takes out, k, kh, kw, stride, pad)", arch,
+                 lineno, key);
+        return WC_ERR;
+    }
+    unsigned bits = k == 5 ? 1u << 1 | 1u << 2 : 1u << k;
+    if (*seen & bits) {
+        /* k= sets kh= and kw=: said only where that can be the clash */
+        const int kernel = k == 1 || k == 2 || k == 5;
+        wc_error("%s:%d: option %s given twice%s", arch, lineno, key,
+                 kernel ? " (k= gives both kh= and kw=)" : "");
+        return WC_ERR;
+    }
+    *seen |= bits;
+    if (parse_int(val, &v) || (k == 5 && v < 1)) {
+        wc_error("%s:%d: option %s needs an integer from %d to %d, got '%s'", arch, lineno, key,
+                 k == 5, MAX_OPTION, val);
+        return WC_ERR;
+    }
+    if (k == 5)
+        nd->KH = nd->KW = v;
+    else
+        *dst[k] = v;
+    return WC_OK;
+}
+
 static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int lineno) {
     char *tok[WC_NET_MAX_TOKENS], *save = NULL;
     int ntok = 0;
@@ -140,59 +184,25 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         wc_error("%s:%d: the first layer, and only it, must be 'input'", arch, lineno);
         return WC_ERR;
     }
-    /* conv's options; k= sets both kh and kw, so it counts as giving each of them */
-    static const char *const keys[] = {"out", "kh", "kw", "stride", "pad", "k"};
-    int *const dst[] = {&nd->K, &nd->KH, &nd->KW, &nd->stride, &nd->pad};
+    /* the words after the name: KEY=VALUE options, and the inputs, by name */
     unsigned seen = 0;
     int ninputs = 0;
     for (int t = 2; t < ntok; t++) {
-        char *eq = strchr(tok[t], '=');
-        if (!eq) {
-            if (ninputs == ops[which].ninputs) {
-                wc_error("%s:%d: %s takes %d input(s), got more", arch, lineno, tok[0],
-                         ops[which].ninputs);
-                return WC_ERR;
-            }
-            int src = find_node(nodes, n, tok[t]);
-            if (src < 0) {
-                wc_error("%s:%d: input '%s' is not defined above", arch, lineno, tok[t]);
-                return WC_ERR;
-            }
-            nd->in[ninputs++] = src;
+        if (strchr(tok[t], '=')) {
+            if (parse_option(nd, tok[t], &seen, tok[0], arch, lineno) != WC_OK) return WC_ERR;
             continue;
         }
-        *eq = '\0';
-        const char *key = tok[t], *val = eq + 1;
-        if (nd->op != WC_OP_CONV) {
-            wc_error("%s:%d: %s takes no option '%s'", arch, lineno, tok[0], key);
+        if (ninputs == ops[which].ninputs) {
+            wc_error("%s:%d: %s takes %d input(s), got more", arch, lineno, tok[0],
+                     ops[which].ninputs);
             return WC_ERR;
         }
-        int k = -1, v;
-        for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++)
-            if (strcmp(key, keys[i]) == 0) k = i;
-        if (k < 0) {
-            wc_error("%s:%d: unknown option '%s' (conv takes out, k, kh, kw, stride, pad)", arch,
-                     lineno, key);
+        int src = find_node(nodes, n, tok[t]);
+        if (src < 0) {
+            wc_error("%s:%d: input '%s' is not defined above", arch, lineno, tok[t]);
             return WC_ERR;
         }
-        unsigned bits = k == 5 ? 1u << 1 | 1u << 2 : 1u << k;
-        if (seen & bits) {
-            /* k= sets kh= and kw=: said only where that can be the clash */
-            const int kernel = k == 1 || k == 2 || k == 5;
-            wc_error("%s:%d: option %s given twice%s", arch, lineno, key,
-                     kernel ? " (k= gives both kh= and kw=)" : "");
-            return WC_ERR;
-        }
-        seen |= bits;
-        if (parse_int(val, &v) || (k == 5 && v < 1)) {
-            wc_error("%s:%d: option %s needs an integer from %d to %d, got '%s'", arch, lineno,
-                     key, k == 5, MAX_OPTION, val);
-            return WC_ERR;
-        }
-        if (k == 5)
-            nd->KH = nd->KW = v;
-        else
-            *dst[k] = v;
+        nd->in[ninputs++] = src;
     }
     if (ninputs != ops[which].ninputs) {
         wc_error("%s:%d: %s takes %d input(s), got %d", arch, lineno, tok[0], ops[which].ninputs,
