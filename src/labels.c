@@ -578,6 +578,12 @@ static long copy_polygons(OGRLayerH layer, const char *src, agreement *a, GDALDa
         }
         polygons += n;
     }
+    if (pl->seen == 0 && skipped == 0) {
+        wc_error("%s (layer %s) has no polygons: its %lld features' geometries are empty or "
+                 "missing (--labels needs burned-area polygons)",
+                 src, OGR_L_GetName(layer), (long long)OGR_L_GetFeatureCount(layer, TRUE));
+        return -1;
+    }
     if (pl->seen == 0) {
         wc_error("%s (layer %s) has no polygons: --labels needs burned-area polygons (%ld "
                  "points or lines, which mark no area)",
@@ -734,7 +740,7 @@ static int any_burned(GDALDatasetH ds, const char *path, agreement *a) {
 /* "No polygon overlaps": both extents, for the message. */
 static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const char *src) {
     OGREnvelope env;
-    char ext[256], lext[256] = "unknown";
+    char ext[256], lext[640] = "unknown";
     extent_of_tiles(tiles, ext, sizeof ext);
     if (OGR_L_GetExtent(layer, &env, TRUE) == OGRERR_NONE) {
         char crs[128] = "no CRS";
@@ -747,6 +753,15 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
         }
         snprintf(lext, sizeof lext, "(%.10g, %.10g)-(%.10g, %.10g) in %s", env.MinX, env.MinY,
                  env.MaxX, env.MaxY, crs);
+        /* a GeoJSON without a "crs" member is WGS 84 by its standard, whatever it holds */
+        if (lsrs && OSRIsGeographic(lsrs) &&
+            (fmax(fabs(env.MinX), fabs(env.MaxX)) > 360 ||
+             fmax(fabs(env.MinY), fabs(env.MaxY)) > 90))
+            snprintf(lext + strlen(lext), sizeof lext - strlen(lext),
+                     "; those coordinates are not degrees: the file does not name the CRS they "
+                     "are in and GDAL took %s (GeoJSON's default)? Name it (ogr2ogr -a_srs "
+                     "EPSG:NNNN)",
+                     crs);
     }
     wc_error("no polygon of %s overlaps the tiles: tiles cover %s, the polygons %s", src, ext,
              lext);
@@ -843,6 +858,12 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
      * 4-band rasters without nodata; wildcpu reads it as every band's), else GDAL's mask of the
      * band (an internal or .msk one). */
     const wc_band *src = &lab->bands[band - 1];
+    if (lab->alpha && src->own_mask)
+        wc_warn("the label raster %s has an alpha band (band %d) and a mask of its own for band "
+                "%d: reprojected onto the tiles' grid, its labels are masked by the alpha band "
+                "only, so pixels its own mask alone hides are read as labels; make one mask of "
+                "both first (set the pixels either hides to the band's nodata value)",
+                lab->path, lab->alpha, band);
     char bandarg[16], maskarg[32];
     snprintf(bandarg, sizeof bandarg, "%d", band);
     if (lab->alpha)

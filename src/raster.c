@@ -167,6 +167,107 @@ static double beyond_the_poles(const wc_raster *r) {
     return fabs(furthest) > 90 + pixel ? furthest : 0;
 }
 
+/* A geotransform every position can be computed from: finite, of pixels with an area, within
+ * the poles in a geographic CRS. WC_ERR after a message naming the fix. */
+static int check_geotransform(const wc_raster *r, const char *path) {
+    /* pixels of no size, or a non-number: every position on the ground would be wrong */
+    int finite = 1;
+    for (int i = 0; i < 6; i++) finite &= isfinite(r->gt[i]);
+    const double det = r->gt[1] * r->gt[5] - r->gt[2] * r->gt[4];
+    if (!finite || det == 0 || !isfinite(det)) {
+        wc_error("%s has a degenerate geotransform (%g, %g, %g, %g, %g, %g): %s; fix it "
+                 "(gdal_edit.py -a_ullr or -a_gt) or remove it (gdal_edit.py -unsetgt)",
+                 path, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4], r->gt[5],
+                 !finite        ? "a value that is not a finite number"
+                 : !isfinite(det) ? "its pixels are too large for any coordinate "
+                                    "(their area overflows a double)"
+                                  : "its pixels have no area (a size of 0)");
+        return WC_ERR;
+    }
+    const double pole = beyond_the_poles(r);
+    if (pole != 0) {
+        char grid[512];
+        wc_raster_describe_grid(r, grid, sizeof grid);
+        wc_error("%s reaches latitude %.6g, beyond the pole, in a geographic CRS (%s): its "
+                 "geotransform or its CRS is wrong; fix it (gdal_edit.py -a_srs or -a_ullr)",
+                 path, pole, grid);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
+/* The message for a dataset without bands: a container of several rasters (netCDF or HDF
+ * variables, a GeoPackage's tables) has none of its own, so name what it holds, one of which is
+ * the path to give. */
+static void say_no_bands(GDALDatasetH ds, const char *path) {
+    char **sub = GDALGetMetadata(ds, "SUBDATASETS");
+    int nsub = 0;
+    for (int i = 0; sub && sub[i]; i++) nsub += strstr(sub[i], "_NAME=") != NULL;
+    if (!nsub) {
+        wc_error("%s has no raster bands", path);
+        return;
+    }
+    size_t cap = 256, len = 0;
+    for (int i = 0; sub[i]; i++) cap += strlen(sub[i]) + 8;
+    char *list = WC_ALLOC(cap);
+    list[0] = 0;
+    for (int i = 0, shown = 0; sub[i] && shown < 8; i++) {
+        const char *v = strstr(sub[i], "_NAME=");
+        if (!v) continue;
+        len += (size_t)snprintf(list + len, cap - len, "%s%s", shown++ ? ", " : "", v + 6);
+    }
+    if (nsub > 8) snprintf(list + len, cap - len, ", and %d more", nsub - 8);
+    wc_error("%s has no raster bands of its own but %d subdatasets: %s (give one of them as the "
+             "path, or a VRT of the ones to use: gdalbuildvrt -separate)",
+             path, nsub, list);
+    free(list);
+}
+
+/* Band `i` (0-based) of `path` as wildcpu reads it: name, unit, type, nodata, mask, packing.
+ * WC_ERR after a message for a type or packing it cannot read. */
+static int describe_band(GDALRasterBandH b, int i, const char *path, wc_band *bd) {
+    const char *desc = GDALGetDescription(b);
+    if (desc && *desc)
+        bd->renamed = wc_band_name_of(desc, bd->name);
+    else
+        snprintf(bd->name, sizeof bd->name, "band_%d", i + 1), bd->undescribed = 1;
+    unit_of(GDALGetRasterUnitType(b), bd->unit);
+    if (from_gdal(b, &bd->type) != WC_OK) {
+        GDALDataType gt = GDALGetRasterDataType(b);
+        wc_error("%s, band %d (%s): data type %s is not supported (use Byte, UInt16, Int16, "
+                 "UInt32, Int32, Float32 or Float64; gdal_translate -ot converts)",
+                 path, i + 1, bd->name,
+                 gt == GDT_Byte ? "signed Byte (Int8)" : GDALGetDataTypeName(gt));
+        return WC_ERR;
+    }
+    bd->nodata = bd->nodata_declared = GDALGetRasterNoDataValue(b, &bd->has_nodata);
+    /* A Float32 band holds floats: a nodata value no float equals exactly (-9999.9, the
+     * -3.4028235e+38 of .flt/.bil headers, just beyond the largest float) marks the float
+     * nearest it, as GDAL's own masks take it; compared unrounded it would match no pixel. */
+    if (bd->has_nodata && bd->type == WC_DT_FLOAT32 && isfinite(bd->nodata)) {
+        const double rounded = nearest_float(bd->nodata);
+        bd->nodata_rounded = rounded != bd->nodata;
+        bd->nodata = rounded;
+    }
+    /* A mask made of the band's own nodata value is compared here; any other (an internal
+     * or .msk mask, NODATA_VALUES's per-dataset mask: all bands at their values at once)
+     * is read from GDAL. */
+    const int mask_flags = GDALGetMaskFlags(b);
+    const int own_nodata = (mask_flags & GMF_NODATA) && !(mask_flags & GMF_PER_DATASET);
+    bd->masked = !(mask_flags & GMF_ALL_VALID) && !(own_nodata && bd->has_nodata);
+    bd->own_mask = bd->masked && !(mask_flags & GMF_ALPHA);
+    bd->scale = GDALGetRasterScale(b, NULL);
+    bd->offset = GDALGetRasterOffset(b, NULL);
+    if (!isfinite(bd->scale) || bd->scale == 0 || !isfinite(bd->offset)) {
+        wc_error("%s, band %d (%s): scale %g and offset %g cannot unpack its values (the "
+                 "scale must be finite and non-zero, the offset finite); fix the band's "
+                 "metadata (gdal_edit.py -scale and -offset set them)",
+                 path, i + 1, bd->name, bd->scale, bd->offset);
+        return WC_ERR;
+    }
+    return WC_OK;
+}
+
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
@@ -191,105 +292,15 @@ int wc_raster_open(wc_raster *r, const char *path) {
     }
     const char *wkt = GDALGetProjectionRef(ds);
     r->wkt = wc_strdup(wkt ? wkt : "");
-    if (r->has_gt) {
-        /* pixels of no size, or a non-number: every position on the ground would be wrong */
-        int finite = 1;
-        for (int i = 0; i < 6; i++) finite &= isfinite(r->gt[i]);
-        const double det = r->gt[1] * r->gt[5] - r->gt[2] * r->gt[4];
-        if (!finite || det == 0 || !isfinite(det)) {
-            wc_error("%s has a degenerate geotransform (%g, %g, %g, %g, %g, %g): %s; fix it "
-                     "(gdal_edit.py -a_ullr or -a_gt) or remove it (gdal_edit.py -unsetgt)",
-                     path, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4], r->gt[5],
-                     !finite        ? "a value that is not a finite number"
-                     : !isfinite(det) ? "its pixels are too large for any coordinate "
-                                        "(their area overflows a double)"
-                                      : "its pixels have no area (a size of 0)");
-            wc_raster_close(r);
-            return WC_ERR;
-        }
-        const double pole = beyond_the_poles(r);
-        if (pole != 0) {
-            char grid[512];
-            wc_raster_describe_grid(r, grid, sizeof grid);
-            wc_error("%s reaches latitude %.6g, beyond the pole, in a geographic CRS (%s): its "
-                     "geotransform or its CRS is wrong; fix it (gdal_edit.py -a_srs or -a_ullr)",
-                     path, pole, grid);
-            wc_raster_close(r);
-            return WC_ERR;
-        }
-    }
+    if (r->has_gt && check_geotransform(r, path) != WC_OK) goto fail;
     if (r->nbands < 1) {
-        /* a container of several rasters (netCDF or HDF variables, a GeoPackage's tables) has
-         * no bands of its own: name what it holds, one of which is the path to give */
-        char **sub = GDALGetMetadata(ds, "SUBDATASETS");
-        int nsub = 0;
-        for (int i = 0; sub && sub[i]; i++) nsub += strstr(sub[i], "_NAME=") != NULL;
-        if (nsub) {
-            size_t cap = 256, len = 0;
-            for (int i = 0; sub[i]; i++) cap += strlen(sub[i]) + 8;
-            char *list = WC_ALLOC(cap);
-            list[0] = 0;
-            for (int i = 0, shown = 0; sub[i] && shown < 8; i++) {
-                const char *v = strstr(sub[i], "_NAME=");
-                if (!v) continue;
-                len += (size_t)snprintf(list + len, cap - len, "%s%s", shown++ ? ", " : "", v + 6);
-            }
-            if (nsub > 8) snprintf(list + len, cap - len, ", and %d more", nsub - 8);
-            wc_error("%s has no raster bands of its own but %d subdatasets: %s (give one of "
-                     "them as the path, or a VRT of the ones to use: gdalbuildvrt -separate)",
-                     path, nsub, list);
-            free(list);
-        } else {
-            wc_error("%s has no raster bands", path);
-        }
-        wc_raster_close(r);
-        return WC_ERR;
+        say_no_bands(ds, path);
+        goto fail;
     }
     r->bands = WC_CALLOC(r->nbands, sizeof(wc_band));
-    for (int i = 0; i < r->nbands; i++) {
-        GDALRasterBandH b = GDALGetRasterBand(ds, i + 1);
-        wc_band *bd = &r->bands[i];
-        const char *desc = GDALGetDescription(b);
-        if (desc && *desc)
-            bd->renamed = wc_band_name_of(desc, bd->name);
-        else
-            snprintf(bd->name, sizeof bd->name, "band_%d", i + 1), bd->undescribed = 1;
-        unit_of(GDALGetRasterUnitType(b), bd->unit);
-        if (from_gdal(b, &bd->type) != WC_OK) {
-            GDALDataType gt = GDALGetRasterDataType(b);
-            wc_error("%s, band %d (%s): data type %s is not supported (use Byte, UInt16, Int16, "
-                     "UInt32, Int32, Float32 or Float64; gdal_translate -ot converts)",
-                     path, i + 1, bd->name,
-                     gt == GDT_Byte ? "signed Byte (Int8)" : GDALGetDataTypeName(gt));
-            wc_raster_close(r);
-            return WC_ERR;
-        }
-        bd->nodata = bd->nodata_declared = GDALGetRasterNoDataValue(b, &bd->has_nodata);
-        /* A Float32 band holds floats: a nodata value no float equals exactly (-9999.9, the
-         * -3.4028235e+38 of .flt/.bil headers, just beyond the largest float) marks the float
-         * nearest it, as GDAL's own masks take it; compared unrounded it would match no pixel. */
-        if (bd->has_nodata && bd->type == WC_DT_FLOAT32 && isfinite(bd->nodata)) {
-            const double rounded = nearest_float(bd->nodata);
-            bd->nodata_rounded = rounded != bd->nodata;
-            bd->nodata = rounded;
-        }
-        /* A mask made of the band's own nodata value is compared here; any other (an internal
-         * or .msk mask, NODATA_VALUES's per-dataset mask: all bands at their values at once)
-         * is read from GDAL. */
-        const int mask_flags = GDALGetMaskFlags(b);
-        const int own_nodata = (mask_flags & GMF_NODATA) && !(mask_flags & GMF_PER_DATASET);
-        bd->masked = !(mask_flags & GMF_ALL_VALID) && !(own_nodata && bd->has_nodata);
-        bd->scale = GDALGetRasterScale(b, NULL);
-        bd->offset = GDALGetRasterOffset(b, NULL);
-        if (!isfinite(bd->scale) || bd->scale == 0 || !isfinite(bd->offset)) {
-            wc_error("%s, band %d (%s): scale %g and offset %g cannot unpack its values (the "
-                     "scale must be finite and non-zero, the offset finite); fix the band's "
-                     "metadata (gdal_edit.py -scale and -offset set them)",
-                     path, i + 1, bd->name, bd->scale, bd->offset);
-            wc_raster_close(r);
-            return WC_ERR;
-        }
-    }
+    for (int i = 0; i < r->nbands; i++)
+        if (describe_band(GDALGetRasterBand(ds, i + 1), i, path, &r->bands[i]) != WC_OK)
+            goto fail;
     /* An alpha band (a gdalwarp -dstalpha collar: 0 where no data) masks every other band; GDAL
      * itself applies it only to 2- and 4-band rasters, so any other count would train on the
      * collar's zeros. The first one counts. */
@@ -301,6 +312,9 @@ int wc_raster_open(wc_raster *r, const char *path) {
         r->bands[i].masked = i + 1 != r->alpha;
     }
     return WC_OK;
+fail:
+    wc_raster_close(r);
+    return WC_ERR;
 }
 
 void wc_raster_close(wc_raster *r) {
@@ -355,43 +369,47 @@ void wc_raster_cache_fit(size_t bytes) {
  * (a per-dataset mask is one band for all) is read once. */
 static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, char *dst, int gx,
                        int gy, int gw, int gh, size_t plane, size_t stride) {
-    GDALRasterBandH last = NULL;
     /* read as double: an alpha band may be of any type (0..1 floats too); 0 is masked */
     const size_t need = (size_t)gw * (size_t)gh;
-    int rc = WC_OK;
-    for (int k = 0; k < nb && rc == WC_OK; k++) {
-        if (!r->bands[bands[k] - 1].masked) continue;
-        WC_ASSERT(type == WC_DT_FLOAT32 || type == WC_DT_FLOAT64);
-        GDALDatasetH ds = (GDALDatasetH)r->ds;
-        GDALRasterBandH mb = r->alpha ? GDALGetRasterBand(ds, r->alpha)
-                                      : GDALGetMaskBand(GDALGetRasterBand(ds, bands[k]));
-        if (mb != last) {
-            if (r->mask_cap < need) { /* grown once to the largest window, not per read */
-                free(r->mask);
-                r->mask = WC_ALLOC(sizeof(double) * need);
-                r->mask_cap = need;
+    /* the alpha band first, where there is one; then GDAL's own masks of the bands, beside it
+     * (where there is one) or alone */
+    for (int pass = r->alpha ? 0 : 1; pass < 2; pass++) {
+        GDALRasterBandH last = NULL;
+        for (int k = 0; k < nb; k++) {
+            const wc_band *b = &r->bands[bands[k] - 1];
+            if (!b->masked || (pass == 1 && r->alpha && !b->own_mask)) continue;
+            WC_ASSERT(type == WC_DT_FLOAT32 || type == WC_DT_FLOAT64);
+            GDALDatasetH ds = (GDALDatasetH)r->ds;
+            GDALRasterBandH mb = pass == 0 ? GDALGetRasterBand(ds, r->alpha)
+                                           : GDALGetMaskBand(GDALGetRasterBand(ds, bands[k]));
+            if (mb != last) {
+                if (r->mask_cap < need) { /* grown once to the largest window, not per read */
+                    free(r->mask);
+                    r->mask = WC_ALLOC(sizeof(double) * need);
+                    r->mask_cap = need;
+                }
+                if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, r->mask, gw, gh, GDT_Float64, 0,
+                                 0) != CE_None) {
+                    wc_error("read error in %s, the %s of band %d, window x=%d y=%d %dx%d: %s",
+                             r->path, pass == 0 ? "alpha band, the mask" : "mask", bands[k], gx,
+                             gy, gw, gh, CPLGetLastErrorMsg());
+                    return WC_ERR;
+                }
+                last = mb;
             }
-            if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, r->mask, gw, gh, GDT_Float64, 0, 0) !=
-                CE_None) {
-                wc_error("read error in %s, the mask of band %d, window x=%d y=%d %dx%d: %s",
-                         r->path, bands[k], gx, gy, gw, gh, CPLGetLastErrorMsg());
-                rc = WC_ERR;
-                break;
-            }
-            last = mb;
+            for (int y = 0; y < gh; y++)
+                for (int x = 0; x < gw; x++) {
+                    const double m = r->mask[(size_t)y * gw + x];
+                    if (m != 0 && !isnan(m)) continue; /* a NaN alpha masks too */
+                    const size_t i = (size_t)k * plane + (size_t)y * stride + (size_t)x;
+                    if (type == WC_DT_FLOAT32)
+                        ((float *)dst)[i] = NAN;
+                    else
+                        ((double *)dst)[i] = NAN;
+                }
         }
-        for (int y = 0; y < gh; y++)
-            for (int x = 0; x < gw; x++) {
-                const double m = r->mask[(size_t)y * gw + x];
-                if (m != 0 && !isnan(m)) continue; /* a NaN alpha masks too */
-                const size_t i = (size_t)k * plane + (size_t)y * stride + (size_t)x;
-                if (type == WC_DT_FLOAT32)
-                    ((float *)dst)[i] = NAN;
-                else
-                    ((double *)dst)[i] = NAN;
-            }
     }
-    return rc;
+    return WC_OK;
 }
 
 int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
@@ -872,7 +890,72 @@ typedef struct {
     int hidden;    /* a VRT whose bands hide their nodata value */
     int refused;   /* a cut source whose missing part reads as data */
     int missing;   /* a source that does not exist (refused) */
+    int filled;    /* a source whose nodata pixels read as 0, data (refused) */
+    int passed;    /* a source whose declared nodata value reads as data */
 } source_findings;
+
+/* What a mosaic's band does with the pixels a source skips (its <NODATA>): fills them with its
+ * own nodata value, which marks them, or, without one and without a mask, with 0, data. */
+typedef struct {
+    int has_nodata; /* as GDAL reads the band: a hidden one (HideNoDataValue) is none */
+    double nodata;
+    int fills_nodata; /* the band declares a value, hidden or not, which skipped pixels get */
+    int all_valid;    /* no mask: only the nodata value, if any, marks a pixel */
+} mosaic_band_nodata;
+
+/* Which bands of a VRT declare a NoDataValue, hidden or not (GDAL's API hides a hidden one): the
+ * value its skipped pixels are filled with, where 0 is without one. */
+static void mark_declared_nodata(GDALDatasetH vrt, mosaic_band_nodata *fill, int nb) {
+    char **xml = GDALGetMetadata(vrt, "xml:VRT");
+    CPLXMLNode *root = xml && xml[0] ? CPLParseXMLString(xml[0]) : NULL;
+    CPLXMLNode *ds = root ? CPLGetXMLNode(root, "=VRTDataset") : NULL;
+    for (CPLXMLNode *b = ds ? ds->psChild : NULL; b; b = b->psNext) {
+        if (b->eType != CXT_Element || strcmp(b->pszValue, "VRTRasterBand") != 0) continue;
+        const int band = atoi(CPLGetXMLValue(b, "band", "0"));
+        if (band >= 1 && band <= nb)
+            fill[band - 1].fills_nodata = CPLGetXMLValue(b, "NoDataValue", NULL) != NULL;
+    }
+    if (root) CPLDestroyXMLNode(root);
+}
+
+/* A source whose nodata pixels the mosaic reads as data. A ComplexSource's <NODATA> pixels are
+ * skipped, and the band holds its fill there: its nodata value, or 0 in a band without one.
+ * gdalbuildvrt gives the band the first tile's nodata, so a mosaic whose first tile declares
+ * none turns every later tile's nodata pixels into zeros, labels included (refused: nothing
+ * marks them). A SimpleSource (or -srcnodata None) passes a tile's declared nodata value on as
+ * a value, data unless the band declares the same one (warned: it may be meant). */
+static void check_source_nodata(const char *mosaic, const char *path, int b,
+                                const mosaic_band_nodata *mb, GDALDatasetH src, const char *file,
+                                int sband, const char *xml, source_findings *f) {
+    if (!mb->all_valid) return;
+    const char *skip = strstr(xml, "<NODATA>");
+    if (skip) {
+        if (mb->fills_nodata || f->filled++ > 0) return;
+        skip += strlen("<NODATA>");
+        wc_error("%s: band %d of %s has no nodata value, and its source %s marks its nodata "
+                 "pixels (%.*s): GDAL reads them through the mosaic as 0, taken for data (labels "
+                 "as unburned); gdalbuildvrt gives a mosaic the first tile's nodata value, and "
+                 "that tile has none? Give the mosaic's bands the tiles' value (gdal_edit.py "
+                 "-a_nodata VALUE %s, or gdalbuildvrt -vrtnodata VALUE)",
+                 mosaic, b, path, file, (int)strcspn(skip, "<"), skip, path);
+        return;
+    }
+    if (!src || sband < 1 || sband > GDALGetRasterCount(src)) return;
+    GDALRasterBandH sb = GDALGetRasterBand(src, sband);
+    int declared = 0;
+    const double value = GDALGetRasterNoDataValue(sb, &declared);
+    if (!declared || !(GDALGetMaskFlags(sb) & GMF_NODATA)) return; /* its mask rules, not this */
+    if (mb->has_nodata && (mb->nodata == value || (isnan(value) && isnan(mb->nodata)))) return;
+    if (f->passed++ > 0) return;
+    char band_value[64] = "none";
+    if (mb->has_nodata) snprintf(band_value, sizeof band_value, "%.17g", mb->nodata);
+    wc_warn("%s: its source %s declares the nodata value %.17g (band %d), but %s reads it "
+            "without it (a SimpleSource, or -srcnodata None) into band %d, whose nodata value is "
+            "%s: those pixels are read as the value %.17g, data; if they are not, build the "
+            "mosaic again with gdalbuildvrt (it writes each tile's nodata value)",
+            mosaic, file, value, sband, path, b, band_value, value);
+}
+
 
 /* A band read from a source that describes itself as another quantity: a tile written with its
  * bands in another order (gdalbuildvrt takes band numbers, not names, and GDAL reads it as the
@@ -1044,6 +1127,14 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
     char ***sources = WC_CALLOC((size_t)nb + 1, sizeof(char **));
     for (int b = 1; b <= nb; b++)
         sources[b - 1] = CSLDuplicate(GDALGetMetadata(GDALGetRasterBand(vrt, b), "vrt_sources"));
+    mosaic_band_nodata *fill = WC_CALLOC((size_t)nb + 1, sizeof *fill);
+    for (int b = 1; b <= nb; b++) {
+        GDALRasterBandH vb = GDALGetRasterBand(vrt, b);
+        fill[b - 1].nodata = GDALGetRasterNoDataValue(vb, &fill[b - 1].has_nodata);
+        const int flags = GDALGetMaskFlags(vb);
+        fill[b - 1].all_valid = (flags & GMF_ALL_VALID) || (flags == GMF_NODATA);
+    }
+    mark_declared_nodata(vrt, fill, nb);
     const int n = nb > 0 ? CSLCount(sources[0]) : 0, stride = n > MAX ? n / MAX : 1;
     for (int i = 0; i < n; i += stride) {
         GDALDatasetH src = NULL;
@@ -1068,6 +1159,7 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
                 check_source_extent(mosaic, path, vrt, src, file, md[i], holes_are_data, f);
             }
             check_source_band(mosaic, path, b, vb, src, file, sband, f);
+            check_source_nodata(mosaic, path, b, &fill[b - 1], src, file, sband, md[i], f);
             free(file);
         }
         if (src) GDALClose(src);
@@ -1075,6 +1167,7 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
     }
     for (int b = 0; b < nb; b++) CSLDestroy(sources[b]);
     free(sources);
+    free(fill);
     GDALClose(vrt);
 }
 
@@ -1205,7 +1298,11 @@ int wc_raster_check_sources(wc_raster *r) {
             check_hidden_nodata(r->path, files[i], &found.hidden);
         }
     free(listed);
-    if (found.refused || found.missing) status = WC_ERR;
+    if (found.refused || found.missing || found.filled) status = WC_ERR;
+    if (found.passed > 1)
+        wc_warn("%s: %d of its sources declare a nodata value it reads as data (counted per band "
+                "and source)",
+                r->path, found.passed);
     if (other > 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
     if (resampled[0] > 1)

@@ -190,6 +190,37 @@ else
     notok "evaluate behind a mask" "$(grep -i error "$T/em.log" | head -2)"
 fi
 
+# ... and beside an alpha band (all opaque): GDAL's mask still hides its pixels, the alpha does
+# not replace it (a probe: with an alpha band the mask was ignored, its garbage trained on)
+$PY - "$T/m.tif" "$T/ma.tif" <<'EOF'
+import sys
+import numpy as np
+from osgeo import gdal
+gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", "YES")
+m = gdal.Open(sys.argv[1])
+n = m.RasterCount
+kind = m.GetRasterBand(1).DataType  # the packed copy's Int32, its scale and offset kept
+a = gdal.GetDriverByName("GTiff").Create(sys.argv[2], m.RasterXSize, m.RasterYSize, n + 1, kind)
+a.SetGeoTransform(m.GetGeoTransform()); a.SetProjection(m.GetProjection())
+for i in range(1, n + 1):
+    s, d = m.GetRasterBand(i), a.GetRasterBand(i)
+    d.WriteArray(s.ReadAsArray()); d.SetDescription(s.GetDescription()); d.SetUnitType(s.GetUnitType() or "")
+    d.SetScale(s.GetScale() if s.GetScale() is not None else 1.0)
+    d.SetOffset(s.GetOffset() if s.GetOffset() is not None else 0.0)
+a.GetRasterBand(n + 1).WriteArray(np.full((m.RasterYSize, m.RasterXSize), 255))
+a.GetRasterBand(n + 1).SetColorInterpretation(gdal.GCI_AlphaBand)
+a.CreateMaskBand(gdal.GMF_PER_DATASET)
+a.GetRasterBand(1).GetMaskBand().WriteArray(m.GetRasterBand(1).GetMaskBand().ReadAsArray())
+a = m = None
+EOF
+"$WILDCPU" --tiles "$T/ma.tif" --out "$T/marun" "${mtrain[@]}" >"$T/marun.log" 2>&1
+da=$(digest "$(newest "$T/marun")")
+if [ -n "$da" ] && [ "$da" = "$dn" ] && cmp -s <(grep -E '^(patches|validation)' "$T/nrun.log") <(grep -E '^(patches|validation)' "$T/marun.log"); then
+    ok "a mask beside an alpha band: both hide pixels; training is that with nodata there, bitwise ($da)"
+else
+    notok "a mask beside an alpha band" "digests '$dn' and '$da'; $(grep -E -i 'error|^patches' "$T/marun.log" | head -2)"
+fi
+
 # A Float32 nodata value no float equals (-9999.9; .flt/.bil headers write -3.40282e+38): the
 # pixels holding the float nearest it are nodata, as GDAL takes them
 $PY - "$SAMPLE" "$T/f_ok.tif" "$T/f_odd.tif" <<'EOF'

@@ -636,4 +636,16 @@ line() { grep -h "are neither 0 nor 1" "$@" | sed 's/^wildcpu\(\[rank 0\]\)\?: /
     line "$T/eu1.log" | grep -q "labels band 1 of $T/u255.tif: $(awk '$1 == "u255" {print $2}' "$T/odd.log") of the 16384" \
     && ok "labels u255.tif: training and evaluate warn once, the same on 1 and 2 ranks" \
     || notok "the warning on 2 ranks, and evaluate's" "$(grep -h 'neither 0 nor 1' "$T/u255.log" "$T/u255-2.log" "$T/eu1.log" "$T/eu2.log" | cut -c1-150)"
+# Polygons in metres in a GeoJSON without a "crs" member (taken as WGS 84 by its standard): the
+# message says the coordinates are not degrees; a layer of empty geometries says so (a probe)
+cat >"$T/utm.geojson" <<'GJ'
+{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[641500,4924000],[643000,4924000],[643000,4928500],[641500,4928500],[641500,4924000]]]}}]}
+GJ
+cat >"$T/empty.geojson" <<'GJ'
+{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[]}},{"type":"Feature","properties":{},"geometry":null}]}
+GJ
+expect "polygons in metres taken as WGS 84: not degrees, name the CRS" 1 "those coordinates are not degrees: the file does not name the CRS they are in and GDAL took EPSG:4326 .*ogr2ogr -a_srs" -- \
+    --tiles "$T/tiles.tif" --labels "$T/utm.geojson" --out "$T/utm" "${train[@]}"
+expect "a layer of empty geometries: said so" 1 "empty.geojson \(layer empty\) has no polygons: its 2 features' geometries are empty or missing" -- \
+    --tiles "$T/tiles.tif" --labels "$T/empty.geojson" --out "$T/empty" "${train[@]}"
 finish

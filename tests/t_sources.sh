@@ -15,6 +15,10 @@
 #     HideNoDataValue; the same mosaic without -hidenodata is not.
 #   - a mosaic of GeoPackage subdatasets (GPKG:file:table sources, as the Yellowstone data) trains;
 #     over a GeoPackage that is gone it is refused at start.
+#   - a gdalbuildvrt mosaic whose first tile declares no nodata (so its bands have none) over a
+#     tile that does: GDAL reads that tile's nodata pixels as 0, labels as unburned; refused,
+#     naming the fix, which then trains; the tiles the other way round train; a SimpleSource
+#     over a tile whose declared nodata differs from the band's is warned about (a probe).
 # Every case fails on the code before each was handled (8cb6aa9~1).
 . "$(dirname "$0")/lib.sh"
 
@@ -210,4 +214,49 @@ if [ -n "$before" ] && [ "$before" != "0.00% burned" ] && [ "$after" = "0.00% bu
 else
     notok "labels behind a GPKG name, changed" "before '$before', after '$after': $(tail -2 "$T/ev.log")"
 fi
+# 8. Source nodata the mosaic reads as data: a gdalbuildvrt mosaic takes its bands' nodata from the
+#    first tile; when that one has none, a later tile's nodata pixels read as 0 (a probe: trained
+#    on silently, labels included)
+$PY - "$T/syn/tiles.vrt" "$T" <<'EOF'
+import sys
+from osgeo import gdal
+d = gdal.Open(sys.argv[1]); gt = d.GetGeoTransform()
+for name, x0, nd in (('L.tif', 0, None), ('R.tif', 128, -9999.0)):
+    o = gdal.GetDriverByName('GTiff').Create(sys.argv[2] + '/' + name, 128, 256, 13, gdal.GDT_Float32)
+    o.SetGeoTransform((gt[0] + x0 * gt[1], gt[1], 0, gt[3], 0, gt[5])); o.SetProjection(d.GetProjection())
+    for i in range(1, 14):
+        s = d.GetRasterBand(i); a = s.ReadAsArray(x0, 0, 128, 256).astype('f4')
+        a[a == s.GetNoDataValue()] = 0 if nd is None else nd
+        if nd is not None: a[100:140, 0:72] = nd
+        b = o.GetRasterBand(i); b.WriteArray(a); b.SetDescription(s.GetDescription())
+        if nd is not None: b.SetNoDataValue(nd)
+    o = None
+EOF
+gdalbuildvrt -q "$T/lr.vrt" "$T/L.tif" "$T/R.tif"
+gdalbuildvrt -q "$T/rl.vrt" "$T/R.tif" "$T/L.tif"
+train lr --tiles "$T/lr.vrt" --label-band 13
+st=$?
+train rl --tiles "$T/rl.vrt" --label-band 13
+st2=$?
+if [ $st -eq 1 ] && grep -q 'error: .*lr.vrt has no nodata value, and its source .*R.tif marks its nodata pixels (-9999): GDAL reads them through the mosaic as 0.*gdal_edit.py -a_nodata' "$T/lr.log" &&
+    [ $st2 -eq 0 ] && ! grep -q 'nodata' "$T/rl.log"; then
+    ok "a mosaic without nodata over a tile that marks some: refused; the other tile order trains"
+else
+    notok "a mosaic whose first tile has no nodata" "statuses $st $st2: $(first_msg "$T/lr.log" "$T/rl.log")"
+fi
+gdal_edit.py -a_nodata -9999 "$T/lr.vrt"
+train lr_fixed --tiles "$T/lr.vrt" --label-band 13 &&
+    [ -n "$(grep -o '[0-9]* kept' "$T/rl.log")" ] &&
+    [ "$(grep -o '[0-9]* kept' "$T/lr_fixed.log")" = "$(grep -o '[0-9]* kept' "$T/rl.log")" ] &&
+    ok "... fixed as the message says (gdal_edit.py -a_nodata), it keeps the patches the other order keeps" ||
+    notok "the mosaic fixed as said" "$(first_msg "$T/lr_fixed.log"; grep -o '[0-9]* kept' "$T/lr_fixed.log" "$T/rl.log")"
+# a SimpleSource over a tile whose declared nodata (-1) is not the band's (-9999): its -1 pixels
+# read as data
+cp "$T/R.tif" "$T/R1.tif" && gdal_edit.py -a_nodata -1 "$T/R1.tif" 2>/dev/null
+sed -e 's/ComplexSource/SimpleSource/g' -e '/<NODATA>/d' -e 's/R\.tif/R1.tif/g' "$T/rl.vrt" >"$T/simple.vrt"
+train simple --tiles "$T/simple.vrt" --label-band 13
+st=$?
+[ $st -eq 0 ] && grep -q 'warning: .*simple.vrt: its source .*R1.tif declares the nodata value -1 (band 1), but .* reads it without it' "$T/simple.log" &&
+    ok "a SimpleSource whose tile declares another nodata value: warned about" ||
+    notok "a SimpleSource over a tile of another nodata value" "status $st: $(first_msg "$T/simple.log")"
 finish

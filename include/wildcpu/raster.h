@@ -80,6 +80,9 @@ typedef struct wc_band {
      * band, which GDAL applies only to 2- and 4-band rasters. wc_raster_read returns masked
      * pixels as NaN, which every reader takes as nodata. */
     int masked;
+    /* GDAL's own mask of the band (an internal or .msk one, not the alpha), read beside the
+     * alpha band where the raster has one: a pixel is valid where both say so */
+    int own_mask;
     int is_alpha; /* the alpha band (colour interpretation Alpha): a mask, never a feature */
 } wc_band;
 
