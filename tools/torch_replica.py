@@ -6,7 +6,7 @@ its sampling is wildcpu's in kind (jitter on the pooling grid, --rotate with the
 vectors turned, batch 4, AdamW with decay on weights only, warmup then cosine to 5%), not in bits.
 
   tools/torch_replica.py --train r1 --score r2 r3 r6 [--seed N] [--drop P] [--noise S] ...
-                         [--context PX] [--smooth SIGMA ...]
+                         [--context PX] [--smooth SIGMA ...] [--gn GROUPS]
 
 Each region is a `wildcpu synth` directory (tiles.vrt, oracle_risk.tif). Prints, per scored
 region, the AP of the map over the AP of the region's oracle, the mean, and the same with each
@@ -33,6 +33,7 @@ p.add_argument('--noise', type=float, default=0, help='Gaussian noise on normali
 p.add_argument('--lblur', type=float, default=0, help='labels blurred by a Gaussian of this sigma (px)')
 p.add_argument('--context', type=int, default=0, help='pixels of input read around each patch; the loss counts the patch only')
 p.add_argument('--smooth', type=float, nargs='*', default=[], help='also score the maps smoothed by a Gaussian of these sigmas (px)')
+p.add_argument('--gn', type=int, default=0, help='GroupNorm of this many groups after every 3x3 convolution (0: none)')
 p.add_argument('--gain', type=float, default=1.0, help="initial weights' bound over He's")
 a = p.parse_args()
 torch.set_num_threads(2)
@@ -76,7 +77,9 @@ def norm(X, V, mu, sd):
 class UNetLite(nn.Module):  # ../shared/bench/torch_ref.py's network, wildcpu's initialization
     def __init__(s, cin, w=32):
         super().__init__()
-        c = lambda i, o: nn.Conv2d(i, o, 3, padding=1)
+        def c(i, o):
+            conv = nn.Conv2d(i, o, 3, padding=1)
+            return nn.Sequential(conv, nn.GroupNorm(a.gn, o)) if a.gn else conv
         s.e1 = nn.Sequential(c(cin, w), nn.ReLU(), c(w, w), nn.ReLU())
         s.e2 = nn.Sequential(c(w, 2 * w), nn.ReLU(), c(2 * w, 2 * w), nn.ReLU())
         s.b = nn.Sequential(c(2 * w, 4 * w), nn.ReLU(), c(4 * w, 4 * w), nn.ReLU())
@@ -144,8 +147,8 @@ def sample(y0, x0):
 steps_per_epoch = len(origins) // a.batch
 total = steps_per_epoch * a.epochs
 warm = min(100, total // 10)
-weights = [q for n, q in net.named_parameters() if n.endswith('weight')]
-biases = [q for n, q in net.named_parameters() if n.endswith('bias')]
+weights = [q for q in net.parameters() if q.dim() == 4]  # decay on convolution weights only
+biases = [q for q in net.parameters() if q.dim() != 4]   # (biases, GroupNorm's scales and shifts)
 opt = torch.optim.AdamW([{'params': weights, 'weight_decay': a.wd}, {'params': biases, 'weight_decay': 0}], lr=a.lr)
 sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: (k + 1) / warm if k < warm else
                                           0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1, (k - warm) / max(1, total - warm - 1)))))
