@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -318,46 +319,57 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
     }
 }
 
-/* The double members, in their JSON order. */
-enum { NDOUBLES = 9 };
-typedef struct {
+/* The members of the JSON form, in its order: the counts, then the doubles. */
+static const struct {
     const char *key;
-    double v;
-} named_double;
-static void doubles_of(const wc_metrics *m, named_double d[NDOUBLES]) {
-    const named_double all[NDOUBLES] = {
-        {"loss", m->loss},
-        {"auc_pr", m->auc_pr},
-        {"roc_auc", m->roc_auc},
-        {"best_f1", m->best_f1},
-        {"best_f1_threshold", m->best_f1_threshold},
-        {"precision_at_half", m->precision_at_half},
-        {"recall_at_half", m->recall_at_half},
-        {"brier", m->brier},
-        {"positive_rate", m->positive_rate},
-    };
-    memcpy(d, all, sizeof all);
-}
+    size_t offset;
+} COUNTS[] = {{"pixels", offsetof(wc_metrics, pixels)},
+              {"positives", offsetof(wc_metrics, positives)},
+              {"bad_outputs", offsetof(wc_metrics, bad_outputs)}},
+  DOUBLES[] = {{"loss", offsetof(wc_metrics, loss)},
+               {"auc_pr", offsetof(wc_metrics, auc_pr)},
+               {"roc_auc", offsetof(wc_metrics, roc_auc)},
+               {"best_f1", offsetof(wc_metrics, best_f1)},
+               {"best_f1_threshold", offsetof(wc_metrics, best_f1_threshold)},
+               {"precision_at_half", offsetof(wc_metrics, precision_at_half)},
+               {"recall_at_half", offsetof(wc_metrics, recall_at_half)},
+               {"brier", offsetof(wc_metrics, brier)},
+               {"positive_rate", offsetof(wc_metrics, positive_rate)}};
+#define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
+#define NDOUBLES (sizeof DOUBLES / sizeof DOUBLES[0])
 
 void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix) {
     if (!prefix) prefix = "";
     WC_ASSERT(strlen(prefix) <= 64);
     char key[96];
-    const struct {
-        const char *key;
-        int64_t v;
-    } counts[] = {
-        {"pixels", m->pixels}, {"positives", m->positives}, {"bad_outputs", m->bad_outputs}};
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        snprintf(key, sizeof key, "%s%s", prefix, counts[i].key);
-        wc_json_kint(j, key, counts[i].v);
+    for (size_t i = 0; i < NCOUNTS; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, COUNTS[i].key);
+        wc_json_kint(j, key, *(const int64_t *)((const char *)m + COUNTS[i].offset));
     }
-    named_double d[NDOUBLES];
-    doubles_of(m, d);
     for (size_t i = 0; i < NDOUBLES; i++) {
-        snprintf(key, sizeof key, "%s%s", prefix, d[i].key);
-        wc_json_knum(j, key, d[i].v);
+        snprintf(key, sizeof key, "%s%s", prefix, DOUBLES[i].key);
+        wc_json_knum(j, key, *(const double *)((const char *)m + DOUBLES[i].offset));
     }
+}
+
+int wc_metrics_read_members(const wc_json_doc *doc, const char *prefix, wc_metrics *m) {
+    if (!prefix) prefix = "";
+    WC_ASSERT(strlen(prefix) <= 64);
+    char key[96];
+    memset(m, 0, sizeof *m);
+    m->tied_pairs = NAN;
+    for (int k = 0; k < WC_METRICS_CAL_BINS; k++) m->cal_predicted[k] = m->cal_observed[k] = NAN;
+    for (size_t i = 0; i < NCOUNTS; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, COUNTS[i].key);
+        const double v = wc_json_get_num(doc, key);
+        if (!(v >= 0 && v <= 9e18)) return WC_ERR; /* absent, null or not a count */
+        *(int64_t *)((char *)m + COUNTS[i].offset) = (int64_t)v;
+    }
+    for (size_t i = 0; i < NDOUBLES; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, DOUBLES[i].key);
+        *(double *)((char *)m + DOUBLES[i].offset) = wc_json_get_num(doc, key); /* null: NaN */
+    }
+    return WC_OK;
 }
 
 int wc_metrics_can_rank(const wc_metrics *m) {

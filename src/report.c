@@ -169,11 +169,16 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     FILE *f = af.f;
     fprintf(f, "# wildcpu run report\n\n");
     write_status_line(f, s->status, s->map, NULL);
+    char resumed[64] = "";
+    if (s->start_step > 0)
+        snprintf(resumed, sizeof resumed, ", resumed from step %ld", s->start_step);
     fprintf(f,
-            "Model `%s`, %d rank%s x %d thread%s, global batch %d (micro-batch %d), %ld steps "
-            "(%ld in this invocation).\n\n",
+            "Model `%s`, %d rank%s x %d thread%s, global batch %d (micro-batch %d), %ld of %ld "
+            "steps done (%ld in this invocation%s). The cost below is this invocation's: "
+            "earlier sessions of a resumed run are not counted in it.\n\n",
             s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads, s->threads > 1 ? "s" : "",
-            s->batch, s->micro_batch, s->steps_total, s->steps_done);
+            s->batch, s->micro_batch, s->start_step + s->steps_done, s->steps_total,
+            s->steps_done, resumed);
     if (s->augmentation[0]) fprintf(f, "Augmentation: %s.\n\n", s->augmentation);
     if (isfinite(s->shifted_fraction) || isfinite(s->turned_fraction)) {
         fprintf(f, "Training samples of the first epoch");
@@ -215,7 +220,8 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
             part ? (int)(sizeof quality / sizeof quality[0]) : (int)(sizeof cost / sizeof cost[0]);
         fprintf(f, "## %s\n\n", part ? "Quality on validation ground (never trained on)" : "Cost");
         if (part && !s->have_val) {
-            fprintf(f, "No validation ran (no validation patches).\n\n");
+            fprintf(f, s->val_patches ? "No validation ran yet (it runs after every epoch).\n\n"
+                                      : "No validation ran (no validation patches).\n\n");
             continue;
         }
         fprintf(f, "| | this run |%s%s\n", part && s->have_oracle ? " oracle |" : "",
@@ -245,7 +251,15 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
         }
         fprintf(f, "\n");
     }
-    if (s->have_val) write_reliability(f, &s->val, have_picture);
+    if (s->have_val && s->val_earlier) {
+        fprintf(f, "The last validation ran in an earlier session of this run (the checkpoint it "
+                   "resumed from records it; none ran since)%s\n\n",
+                have_picture ? ", and " WC_REPORT_CALIBRATION_PNG " is that session's reliability "
+                               "diagram:"
+                             : ".");
+        if (have_picture) fprintf(f, "![reliability diagram](" WC_REPORT_CALIBRATION_PNG ")\n\n");
+    } else if (s->have_val)
+        write_reliability(f, &s->val, have_picture);
     if (s->best_step >= 0)
         fprintf(f,
                 "Model selection: the checkpoint with the best validation AUC-PR, %.4f after step "
@@ -431,8 +445,7 @@ typedef struct derived {
 static derived derive(const wc_run_summary *s, const int64_t *rss, int R) {
     derived d = {.ts = s->train_seconds > 0 ? s->train_seconds : NAN};
     for (int r = 0; r < R; r++) d.rss_max = WC_MAX(d.rss_max, rss[r]);
-    const double samples = (double)s->steps_done * s->batch;
-    d.sps = samples / d.ts;
+    d.sps = (double)s->samples_done / d.ts;
     d.core_hours = s->wall_seconds * s->ranks * s->threads / 3600.0;
     d.expected = (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes);
     return d;
@@ -480,6 +493,7 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
         {"shifted_fraction", FIELD_NUM, .v = s->shifted_fraction},
         {"turned_fraction", FIELD_NUM, .v = s->turned_fraction},
         {"steps", FIELD_INT, .i = s->steps_total},
+        {"steps_done", FIELD_INT, .i = s->start_step + s->steps_done},
         {"steps_this_run", FIELD_INT, .i = s->steps_done},
         {"resumed_from_step", FIELD_INT, .i = s->start_step},
         {"steps_per_epoch", FIELD_INT, .i = s->steps_per_epoch},
@@ -531,7 +545,8 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
     wc_cpuinfo_json_members(j); /* rank 0's node: the figures above mean nothing without it */
     if (s->have_val) {
         wc_metrics_json_members(j, &s->val, "val_");
-        wc_metrics_json_calibration(j, "val_calibration", &s->val);
+        /* an earlier session's validation, from a checkpoint: its bins are not recorded */
+        if (!s->val_earlier) wc_metrics_json_calibration(j, "val_calibration", &s->val);
     }
     if (s->have_oracle) wc_metrics_json_members(j, &s->oracle, "oracle_");
     wc_json_end(j);
@@ -568,11 +583,17 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     const int have_base = baseline_json && read_baseline(baseline_json, &base) == WC_OK;
     /* the reliability diagram first, so report.md links it only when it exists */
     snprintf(path, sizeof path, "%s/" WC_REPORT_CALIBRATION_PNG, out_dir);
-    const int have_picture =
-        s->have_val && wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,
-                                                s->val.cal_predicted, s->val.cal_observed) == WC_OK;
     struct stat st;
-    if (!have_picture && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+    const int picture_there = lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+    int have_picture;
+    if (s->have_val && s->val_earlier)
+        have_picture = picture_there; /* that session's: the validation the report shows */
+    else
+        have_picture = s->have_val &&
+                       wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,
+                                                s->val.cal_predicted,
+                                                s->val.cal_observed) == WC_OK;
+    if (!have_picture && picture_there)
         unlink(path); /* an earlier run's picture: it would pass for this run's */
     snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_MD, out_dir);
     const int rc_md = write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json,

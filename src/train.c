@@ -306,6 +306,7 @@ static int train_step(train_ctx *t, long step) {
     }
     t->sum.last_loss = loss;
     t->sum.steps_done++;
+    t->sum.samples_done += (long)tot.samples;
     wc_trainlog_step(t->log, step, loss, lr, (long)tot.samples);
     /* The decision is the vote, never this rank's own flag: a signal that lands after the
      * reduction is counted in the next step's vote, so all ranks stop at the same step. */
@@ -345,7 +346,7 @@ static int validate(train_ctx *t, long step) {
     }
     const int with_oracle = t->ds->oracle_path != NULL;
     t->sum.val = m;
-    t->sum.have_val = t->ds->nval > 0;
+    t->sum.have_val = t->ds->nval > 0, t->sum.val_earlier = 0;
     /* said at the first validation: the oracle's metrics are over fewer pixels than the model's */
     if (with_oracle && om.bad_outputs && !t->sum.have_oracle && t->rank == 0)
         wc_warn("oracle %s has no probability in [0, 1] at %lld of the validation pixels (nodata, "
@@ -383,13 +384,17 @@ static size_t print_plan(train_ctx *t, size_t baseline) {
     size_t opt_b = wc_optim_state_bytes(t->opt);
     size_t red_b = (t->net->nparams + 8) * (t->red->exact ? sizeof(int64_t) : sizeof(float));
     size_t data_b = wc_reader_bytes_held(t->ra.rd) + wc_metrics_acc_words() * 16;
-    /* validation: the map's network over one core's window, and a core's pixel buffers */
+    /* validation: the map's network over one core's window, and a core's pixel buffers; none
+     * without validation patches (--val-fraction 0), where it never runs */
     wc_memory_plan vp;
     wc_net_memory_plan(t->val.inf.net, &vp);
     const size_t side = (size_t)t->val.core;
-    const size_t val_b = vp.params + vp.activations + vp.workspace + side * side * 22 +
-                         (size_t)t->val.inf.Tx * (size_t)t->val.inf.Ty *
-                             (1 + (size_t)t->ds->nfeat * wc_dtype_size(t->ds->read_type));
+    const size_t val_b = t->ds->nval == 0
+                             ? 0
+                             : vp.params + vp.activations + vp.workspace + side * side * 22 +
+                                   (size_t)t->val.inf.Tx * (size_t)t->val.inf.Ty *
+                                       (1 + (size_t)t->ds->nfeat *
+                                                wc_dtype_size(t->ds->read_type));
     /* the checkpoint is serialized (raw, then compressed) before it is written, from rank 0's
      * background writer's snapshot copy (ckptbg.h) */
     size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 3;
@@ -900,6 +905,7 @@ static int teardown(train_ctx *t, int status) {
     sum->steps_total = t->total_steps;
     sum->start_step = t->start_step;
     sum->steps_per_epoch = t->sched.steps_per_epoch;
+    sum->val_patches = t->ds->nval > 0;
     sum->best_step = t->best.step, sum->best_auc_pr = t->best.auc_pr;
     sum->gdal_cache_bytes = wc_raster_cache_used();
     if (t->ra.rd) {

@@ -282,6 +282,32 @@ static void adopt_normalization(train_ctx *t, const wc_snapshot *s, const char *
     wc_dist_bcast(std, sizeof *std * (size_t)n, 0);
 }
 
+/* The last validation the checkpoint records (its `metrics`), as this session's until it runs
+ * its own: its report and checkpoints then carry it instead of saying none ran. Collective;
+ * `s` is rank 0's snapshot (NULL elsewhere). */
+static void adopt_last_validation(train_ctx *t, const wc_snapshot *s) {
+    int have[2] = {0, 0};
+    if (s && s->metrics && *s->metrics) {
+        /* files of earlier versions hold the members without the braces */
+        const int braced = s->metrics[0] == '{';
+        char *text = WC_ALLOC(strlen(s->metrics) + 3);
+        sprintf(text, "%s%s%s", braced ? "" : "{", s->metrics, braced ? "" : "}");
+        wc_json_doc doc = {0, NULL};
+        char why[128];
+        if (wc_json_parse(text, &doc, why, sizeof why) == WC_OK) {
+            have[0] = wc_metrics_read_members(&doc, "val_", &t->sum.val) == WC_OK;
+            have[1] = have[0] && wc_metrics_read_members(&doc, "oracle_", &t->sum.oracle) == WC_OK;
+        }
+        wc_json_doc_free(&doc);
+        free(text);
+    }
+    wc_dist_bcast(have, sizeof have, 0);
+    if (!have[0]) return;
+    wc_dist_bcast(&t->sum.val, sizeof t->sum.val, 0);
+    if (have[1]) wc_dist_bcast(&t->sum.oracle, sizeof t->sum.oracle, 0);
+    t->sum.have_val = 1, t->sum.have_oracle = have[1], t->sum.val_earlier = 1;
+}
+
 /* Collective, before training: room for a checkpoint on the file system that keeps them. A disk
  * too full for one would let the run compute to its end and lose it all there (every interval
  * checkpoint, best.wcp and the stop's fail with a warning, the final one with an error), so it
@@ -442,6 +468,7 @@ int wc_train_ckpt_resume(train_ctx *t) {
     wc_dist_bcast(&last_loss, sizeof last_loss, 0);
     t->sum.last_loss = last_loss;
     adopt_normalization(t, t->rank == 0 ? s : NULL, path);
+    adopt_last_validation(t, t->rank == 0 ? s : NULL);
     wc_dist_bcast(t->net->params, pbytes, 0);
     wc_dist_bcast(t->opt->m, pbytes, 0);
     if (t->opt->v) wc_dist_bcast(t->opt->v, pbytes, 0);

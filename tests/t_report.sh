@@ -229,4 +229,29 @@ kept=$($PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"
     && ok "a report.json rewritten by another tool: status and map set in place, the rest kept" \
     || notok "a rewritten report.json" "status $s: $kept; $(grep warning "$T/map5.log")"
 
+# Throughput counts the samples trained: an epoch's last step takes what is left of the epoch,
+# fewer than --batch (a probe: steps x batch overstated samples/s up to 1.8x)
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict \
+    --out "$T/sps" >"$T/sps.log" 2>&1
+sps=$($PY -c 'import json,sys; r=json.load(open(sys.argv[1]))
+trained = r["samples_per_s"] * r["train_time_s"]
+print("ok" if abs(trained - r["patches_read"]) < 1e-6 * r["patches_read"] and r["patches_read"] % 32 else "bad",
+      round(trained, 3), r["patches_read"], r["steps"] * r["global_batch"], r["steps_done"])' "$T/sps/report.json" 2>&1)
+[ "${sps%% *}" = ok ] && ok "samples/s x train time = the patches trained, not steps x batch ($sps)" \
+    || notok "samples/s of a run with partial steps" "$sps"
+# A report written by a session that ran no validation (a finished run rewriting a lost
+# report.md) shows the last validation, from the checkpoint, and keeps its picture (a probe: it
+# said "no validation patches" and removed calibration.png)
+v1=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["val_auc_pr"])' "$T/sps/report.json")
+rm "$T/sps/report.md"
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict \
+    --out "$T/sps" >"$T/sps2.log" 2>&1
+s=$?
+v2=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["val_auc_pr"])' "$T/sps/report.json" 2>&1)
+[ $s -eq 0 ] && [ -n "$v1" ] && [ "$v1" = "$v2" ] && [ -f "$T/sps/calibration.png" ] &&
+    grep -q 'The last validation ran in an earlier session' "$T/sps/report.md" &&
+    ! grep -q 'No validation ran' "$T/sps/report.md" &&
+    ok "a report rewritten by a session without validation: the last validation ($v2) and its picture kept" ||
+    notok "a report rewritten without validation" "status $s, AUC-PR $v1 then $v2; $(ls "$T/sps"); $(grep -i 'validation ran' "$T/sps/report.md")"
+
 finish

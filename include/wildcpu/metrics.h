@@ -163,6 +163,10 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc);
  *   "brier":...,"positive_rate":...
  * Doubles in the builder's round-trip form (wc_json_num), NaN as null. */
 void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix);
+/* The members wc_metrics_json_members wrote with prefix, read back from doc into m (a
+ * checkpoint's last validation): null as NaN; the ties and the reliability bins, which that
+ * form does not hold, as unknown (NaN, counts 0). WC_ERR when a count is absent or not one. */
+int wc_metrics_read_members(const wc_json_doc *doc, const char *prefix, wc_metrics *m);
 /* The reliability bins as member `key`: an array of {"from","to","pixels","predicted",
  * "observed"} objects (NaN as null). */
 void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m);

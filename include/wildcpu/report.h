@@ -27,6 +27,8 @@ typedef struct wc_run_summary {
     double turned_fraction;   /* shifts and those --rotate turns (NaN: no jitter, no --rotate) */
     int ranks, threads, batch, micro_batch;
     long steps_total, steps_done, start_step, steps_per_epoch;
+    long samples_done;        /* trained in this invocation, over the ranks (an epoch's last
+                               * step takes what is left of it: fewer than --batch) */
     double wall_seconds;      /* this invocation, setup included */
     double train_seconds;     /* the step loop of this invocation */
     double compute_seconds, reduce_seconds, val_seconds, io_wait_seconds; /* rank 0's */
@@ -39,6 +41,9 @@ typedef struct wc_run_summary {
     double last_loss;
     int have_val, have_oracle;
     wc_metrics val, oracle;
+    int val_patches;          /* the run has validation patches (validation runs each epoch) */
+    int val_earlier;          /* val is an earlier session's, read from the checkpoint resumed
+                               * from (no validation ran since): no reliability bins */
     long best_step;           /* the step best.wcp holds (-1: none), which the map uses */
     double best_auc_pr;       /* its validation AUC-PR */
     double flops_per_sample;
