@@ -881,6 +881,12 @@ static int loop(train_ctx *t) {
         t->report_due = wc_dist_any(missing);
         wc_info("training already finished (%ld steps): keeping its checkpoint%s",
                 t->total_steps, t->report_due ? "; writing its missing report" : " and report");
+        /* a --baseline given now would compare nothing that ran: said, not silently dropped */
+        if (cfg->baseline && !t->report_due && t->rank == 0)
+            wc_warn("--baseline %s: this run's report is kept as its training wrote it, without "
+                    "the comparison (compare the two report.json files, or give --baseline to "
+                    "a run that trains)",
+                    cfg->baseline);
         return WC_EXIT_OK;
     }
     t->report_due |= ran_pending;
@@ -905,7 +911,7 @@ static int teardown(train_ctx *t, int status) {
     sum->steps_total = t->total_steps;
     sum->start_step = t->start_step;
     sum->steps_per_epoch = t->sched.steps_per_epoch;
-    sum->val_patches = t->ds->nval > 0;
+    sum->val_patches = t->ds && t->ds->nval > 0;
     sum->best_step = t->best.step, sum->best_auc_pr = t->best.auc_pr;
     sum->gdal_cache_bytes = wc_raster_cache_used();
     if (t->ra.rd) {

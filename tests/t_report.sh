@@ -254,4 +254,12 @@ v2=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["val_auc_pr"])'
     ok "a report rewritten by a session without validation: the last validation ($v2) and its picture kept" ||
     notok "a report rewritten without validation" "status $s, AUC-PR $v1 then $v2; $(ls "$T/sps"); $(grep -i 'validation ran' "$T/sps/report.md")"
 
+# --baseline given to a rerun of a finished training: said, not silently dropped (a probe)
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict \
+    --out "$T/sps" --baseline "$T/a/report.json" >"$T/sps3.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "warning: --baseline .*report.json: this run's report is kept as its training wrote it" "$T/sps3.log" \
+    && ok "--baseline on a finished run's rerun: warned, the report kept" \
+    || notok "--baseline on a finished rerun" "status $s: $(grep -iE 'warn|error' "$T/sps3.log" | head -2)"
+
 finish
