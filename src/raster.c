@@ -810,36 +810,6 @@ void wc_raster_undescribed_hint(const wc_raster *r, const char *const *wanted, i
     free(names);
 }
 
-/* The bands of the VRT `path` that declare a nodata value and hide it (HideNoDataValue:
- * gdalbuildvrt -hidenodata, meant for a background colour): GDAL then reports no nodata, and
- * the pixels at that value, a missing tile's and a label's nodata too, are read as data.
- * Warned about once per VRT, naming its first such band; counted in *found. */
-static void check_hidden_nodata(const char *mosaic, const char *path, int *found) {
-    CPLPushErrorHandler(CPLQuietErrorHandler);
-    GDALDatasetH vrt = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    CPLPopErrorHandler();
-    char **xml = vrt ? GDALGetMetadata(vrt, "xml:VRT") : NULL;
-    CPLXMLNode *root = xml && xml[0] ? CPLParseXMLString(xml[0]) : NULL;
-    CPLXMLNode *ds = root ? CPLGetXMLNode(root, "=VRTDataset") : NULL;
-    int hidden = 0, first = 0;
-    double value = 0;
-    for (CPLXMLNode *b = ds ? ds->psChild : NULL; b; b = b->psNext) {
-        if (b->eType != CXT_Element || strcmp(b->pszValue, "VRTRasterBand") != 0) continue;
-        const char *nodata = CPLGetXMLValue(b, "NoDataValue", NULL);
-        if (!nodata || !CPLTestBool(CPLGetXMLValue(b, "HideNoDataValue", "0"))) continue;
-        if (hidden++ == 0) first = atoi(CPLGetXMLValue(b, "band", "0")), value = CPLAtof(nodata);
-    }
-    if (hidden && (*found)++ == 0)
-        wc_warn("%s: %d band%s of %s declare%s a nodata value but hide%s it (band %d: %g; "
-                "HideNoDataValue, gdalbuildvrt -hidenodata): GDAL then reads the pixels at that "
-                "value, and a missing tile's, as data; build the mosaic without -hidenodata if "
-                "they are not",
-                mosaic, hidden, hidden > 1 ? "s" : "", path, hidden > 1 ? "" : "s",
-                hidden > 1 ? "" : "s", first, value);
-    if (root) CPLDestroyXMLNode(root);
-    if (vrt) GDALClose(vrt);
-}
-
 /* A unit in one spelling of its kind: lower case, without spaces, underscores or dots, then
  * the first spelling of its row below. GDAL's unit types are free text: one driver writes
  * "metre" where another writes "m", and "degC", "deg C" and "Celsius" are one scale. */
@@ -903,18 +873,34 @@ typedef struct {
     int all_valid;    /* no mask: only the nodata value, if any, marks a pixel */
 } mosaic_band_nodata;
 
-/* Which bands of a VRT declare a NoDataValue, hidden or not (GDAL's API hides a hidden one): the
- * value its skipped pixels are filled with, where 0 is without one. */
-static void mark_declared_nodata(GDALDatasetH vrt, mosaic_band_nodata *fill, int nb) {
+/* The nodata values the VRT `path` declares, read from its XML once: which bands declare one,
+ * hidden or not (GDAL's API hides a hidden one), the value its skipped pixels are filled with,
+ * where 0 is without one; and the bands that hide theirs (HideNoDataValue: gdalbuildvrt
+ * -hidenodata, meant for a background colour), whose pixels at that value, a missing tile's and
+ * a label's nodata too, are then read as data: warned about once per VRT, naming its first such
+ * band, and counted in f->hidden. */
+static void read_declared_nodata(const char *mosaic, const char *path, GDALDatasetH vrt,
+                                 mosaic_band_nodata *fill, int nb, source_findings *f) {
     char **xml = GDALGetMetadata(vrt, "xml:VRT");
     CPLXMLNode *root = xml && xml[0] ? CPLParseXMLString(xml[0]) : NULL;
     CPLXMLNode *ds = root ? CPLGetXMLNode(root, "=VRTDataset") : NULL;
+    int hidden = 0, first = 0;
+    double value = 0;
     for (CPLXMLNode *b = ds ? ds->psChild : NULL; b; b = b->psNext) {
         if (b->eType != CXT_Element || strcmp(b->pszValue, "VRTRasterBand") != 0) continue;
         const int band = atoi(CPLGetXMLValue(b, "band", "0"));
-        if (band >= 1 && band <= nb)
-            fill[band - 1].fills_nodata = CPLGetXMLValue(b, "NoDataValue", NULL) != NULL;
+        const char *nodata = CPLGetXMLValue(b, "NoDataValue", NULL);
+        if (band >= 1 && band <= nb) fill[band - 1].fills_nodata = nodata != NULL;
+        if (!nodata || !CPLTestBool(CPLGetXMLValue(b, "HideNoDataValue", "0"))) continue;
+        if (hidden++ == 0) first = band, value = CPLAtof(nodata);
     }
+    if (hidden && f->hidden++ == 0)
+        wc_warn("%s: %d band%s of %s declare%s a nodata value but hide%s it (band %d: %g; "
+                "HideNoDataValue, gdalbuildvrt -hidenodata): GDAL then reads the pixels at that "
+                "value, and a missing tile's, as data; build the mosaic without -hidenodata if "
+                "they are not",
+                mosaic, hidden, hidden > 1 ? "s" : "", path, hidden > 1 ? "" : "s",
+                hidden > 1 ? "" : "s", first, value);
     if (root) CPLDestroyXMLNode(root);
 }
 
@@ -1134,7 +1120,7 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
         const int flags = GDALGetMaskFlags(vb);
         fill[b - 1].all_valid = (flags & GMF_ALL_VALID) || (flags == GMF_NODATA);
     }
-    mark_declared_nodata(vrt, fill, nb);
+    read_declared_nodata(mosaic, path, vrt, fill, nb, f);
     const int n = nb > 0 ? CSLCount(sources[0]) : 0, stride = n > MAX ? n / MAX : 1;
     for (int i = 0; i < n; i += stride) {
         GDALDatasetH src = NULL;
@@ -1295,7 +1281,6 @@ int wc_raster_check_sources(wc_raster *r) {
         if ((i == 0 || is_vrt_file(files[i])) && !wc_special_file_kind(files[i])) {
             check_resampled_sources(r->path, files[i], resampled);
             check_source_files(r->path, files[i], holes_are_data, listed, (size_t)nfiles, &found);
-            check_hidden_nodata(r->path, files[i], &found.hidden);
         }
     free(listed);
     if (found.refused || found.missing || found.filled) status = WC_ERR;
