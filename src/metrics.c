@@ -227,6 +227,31 @@ int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size) {
     return 1;
 }
 
+static void figure(char *buf, size_t size, const char *fmt, double v) {
+    if (isnan(v))
+        snprintf(buf, size, "undefined");
+    else
+        snprintf(buf, size, fmt, v);
+}
+
+void wc_metrics_ranking_text(const wc_metrics *m, int at_half, char *buf, size_t size) {
+    char ap[24], roc[24], f1[24], at[32] = "", prec[24], rec[24], half[128] = "";
+    figure(ap, sizeof ap, "%.4f", m->auc_pr);
+    figure(roc, sizeof roc, "%.4f", m->roc_auc);
+    figure(f1, sizeof f1, "%.3f", m->best_f1);
+    if (!isnan(m->best_f1)) snprintf(at, sizeof at, " @ %.3g", m->best_f1_threshold);
+    if (at_half) {
+        figure(prec, sizeof prec, "%.4f", m->precision_at_half);
+        figure(rec, sizeof rec, "%.4f", m->recall_at_half);
+        /* a map of low risk everywhere: precision at 0.5 is 0/0, said why (broken outputs make
+         * every figure undefined, which their own warning explains) */
+        snprintf(half, sizeof half, "  precision %s and recall %s at 0.5%s", prec, rec,
+                 isnan(m->precision_at_half) && !m->bad_outputs ? " (no pixel predicted >= 0.5)"
+                                                                 : "");
+    }
+    snprintf(buf, size, "AUC-PR %s  ROC-AUC %s  best F1 %s%s%s", ap, roc, f1, at, half);
+}
+
 void wc_metrics_json_calibration(wc_json *j, const char *key, const wc_metrics *m) {
     wc_json_key(j, key);
     wc_json_array(j);

@@ -816,22 +816,12 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
                 (long long)v->bad_outputs);
     char ties[512];
     if (wc_metrics_ties_note(v, ties, sizeof ties)) wc_warn("evaluate: %s", ties);
-    /* With no pixel predicted >= 0.5 (a map of low risk everywhere) precision at 0.5 is 0/0:
-     * said so in words, where "precision nan" read as a fault. Broken outputs make every
-     * figure NaN, which the warning above explains. */
-    char at_half[96];
-    if (isnan(v->precision_at_half) && !v->bad_outputs)
-        snprintf(at_half, sizeof at_half,
-                 "precision undefined and recall %.4f at 0.5 (no pixel predicted >= 0.5)",
-                 v->recall_at_half);
-    else
-        snprintf(at_half, sizeof at_half, "precision %.4f recall %.4f at 0.5",
-                 v->precision_at_half, v->recall_at_half);
+    char ranking[224];
+    wc_metrics_ranking_text(v, 1, ranking, sizeof ranking);
     wc_info("evaluate: %s with %s (step %ld) against %s: %lld pixels, %.2f%% burned (the base "
-            "rate: the AUC-PR of a map that knows nothing); AUC-PR %.4f  ROC-AUC %.4f  best F1 "
-            "%.3f @ %.3g  %s  Brier %.4f  loss %.4f",
+            "rate: the AUC-PR of a map that knows nothing); %s  Brier %.4f  loss %.4f",
             cfg->tiles, m->path, m->step, source, (long long)v->pixels, 100 * v->positive_rate,
-            v->auc_pr, v->roc_auc, v->best_f1, v->best_f1_threshold, at_half, v->brier, v->loss);
+            ranking, v->brier, v->loss);
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
         if (v->cal_count[k])
             wc_info("  p in [%.1f, %.1f): %lld pixels, mean predicted %.4f, burned %.4f", k / 10.0,

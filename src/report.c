@@ -267,6 +267,13 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 "`wildcpu predict` or `evaluate` given this directory, use it. The table shows "
                 "the last validation.\n\n",
                 s->best_auc_pr, s->best_step);
+    else if (s->best_lost)
+        fprintf(f,
+                "Model selection: " WC_CKPT_DIR "/" WC_CKPT_BEST " (the best validation, after "
+                "step %ld) was missing or damaged when this session started, and no validation "
+                "has written one since: the risk map of this run, and `wildcpu predict` or "
+                "`evaluate` given this directory, use the newest checkpoint instead.\n\n",
+                s->best_lost_step);
     if (s->have_oracle && s->have_val && isfinite(s->val.auc_pr) && s->oracle.auc_pr > 0)
         fprintf(f,
                 "The oracle is the true burn probability the synthetic labels were drawn from: "

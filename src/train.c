@@ -878,9 +878,13 @@ static int loop(train_ctx *t) {
         /* ... unless the report is missing (its write failed, on a full disk say): the rerun
          * writes it, from the checkpoint's figures and its own */
         const int missing = t->rank == 0 && wc_report_missing(cfg->out_dir);
-        t->report_due = wc_dist_any(missing);
+        t->report_due = wc_dist_any(missing) || t->sum.best_lost;
         wc_info("training already finished (%ld steps): keeping its checkpoint%s",
-                t->total_steps, t->report_due ? "; writing its missing report" : " and report");
+                t->total_steps,
+                missing                 ? "; writing its missing report"
+                : t->sum.best_lost ? "; writing its report again (it names the lost " WC_CKPT_BEST
+                                     ")"
+                                   : " and report");
         /* a --baseline given now would compare nothing that ran: said, not silently dropped */
         if (cfg->baseline && !t->report_due && t->rank == 0)
             wc_warn("--baseline %s: this run's report is kept as its training wrote it, without "

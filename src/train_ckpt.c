@@ -245,7 +245,8 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
         else if (t->rank == 0)
             wc_warn("no " WC_CKPT_BEST " yet: the next better validation tries again");
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
-    }
+    } else
+        t->sum.best_lost = 0;
 }
 
 /* The normalization a resumed run goes on with is the checkpoint's: its weights were trained
@@ -395,8 +396,9 @@ static int64_t find_resume(const train_ctx *t, wc_snapshot *snap, char **path) {
  * resumed run, exact, reaches it again, and replacing it with a worse validation on the way
  * there would lose it if the run stopped before. Sets best_known (step, AUC-PR) to such a
  * best.wcp's; returns 1 when the checkpoint names a best and best.wcp is missing or not
- * usable, else 0. */
-static int check_best(const train_ctx *t, const char *path, double best_known[2]) {
+ * usable, -1 (after an error) when best.wcp is an older best than the checkpoint knows, else 0.
+ * finished: the checkpoint is the training's last (no validation follows). */
+static int check_best(const train_ctx *t, const char *path, int finished, double best_known[2]) {
     char best[4400], why[512];
     snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
     wc_ckpt ck;
@@ -404,6 +406,7 @@ static int check_best(const train_ctx *t, const char *path, double best_known[2]
     const int present = access(best, F_OK) == 0;
     int best_missing = !present || wc_ckpt_read(best, &ck, why, sizeof why) != WC_OK;
     /* read whole, but not a snapshot a map could use (predict would pass it over) */
+    int stale = 0;
     if (!best_missing) {
         best_missing = wc_snapshot_check(&ck, &b, why, sizeof why) != WC_OK;
         if (!best_missing && b.best_step >= 0 && b.best_auc_pr > t->best.auc_pr) {
@@ -411,14 +414,32 @@ static int check_best(const train_ctx *t, const char *path, double best_known[2]
             wc_info("%s (step %lld, AUC-PR %.4f) is a better validation than %s knows of: "
                     "kept as the best",
                     best, (long long)b.best_step, b.best_auc_pr, path);
+        } else if (!best_missing && t->best.step >= 0 &&
+                   (b.step != t->best.step || b.best_auc_pr != t->best.auc_pr)) {
+            /* Not the best the checkpoint knows, and no better: a run only ever replaces
+             * best.wcp by a better one, so this is an older copy put back from outside (a
+             * backup, a sync taken mid-run). The map would be drawn from it under the report's
+             * claim of the other. */
+            wc_error("%s holds step %lld (AUC-PR %.4f), but %s knows the best validation after "
+                     "step %ld (AUC-PR %.4f): an older copy of it, put back from outside this "
+                     "run; the map of this run would be drawn from it. Move it out of %s (the "
+                     "best is then tracked afresh), or use --fresh",
+                     best, (long long)b.step, b.best_auc_pr, path, t->best.step, t->best.auc_pr,
+                     t->ckpt_dir);
+            stale = 1;
         }
         wc_ckpt_free(&ck);
         wc_snapshot_free(&b);
     }
+    if (stale) return -1;
     if (best_missing && t->best.step >= 0)
-        wc_warn("%s (step %ld) is %s%s: the best validation is tracked afresh from here, "
-                "and the next validation writes it",
-                best, t->best.step, present ? "not usable: " : "missing", present ? why : "");
+        wc_warn("%s (step %ld) is %s%s: %s", best, t->best.step,
+                present ? "not usable: " : "missing", present ? why : "",
+                finished ? "the training is finished, so no validation writes it again: the map, "
+                           "and `predict` or `evaluate` given this directory, use the newest "
+                           "checkpoint (--fresh trains anew)"
+                         : "the best validation is tracked afresh from here, and the next "
+                           "validation writes it");
     return best_missing && t->best.step >= 0;
 }
 
@@ -480,10 +501,21 @@ int wc_train_ckpt_resume(train_ctx *t) {
     t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
     /* best.wcp may hold another best than the checkpoint knows, or none (check_best) */
     double best_known[2] = {(double)t->best.step, t->best.auc_pr};
-    const int best_missing = t->rank == 0 ? check_best(t, path, best_known) : 0;
+    const int best_state =
+        t->rank == 0 ? check_best(t, path, t->start_step >= t->total_steps, best_known) : 0;
+    if (wc_dist_any(best_state < 0)) {
+        wc_snapshot_free(&snap);
+        free(path);
+        return WC_ERR;
+    }
+    const int best_missing = best_state > 0;
     wc_dist_bcast(best_known, sizeof best_known, 0);
     t->best.step = (long)best_known[0], t->best.auc_pr = best_known[1];
-    if (wc_dist_any(best_missing)) t->best.step = -1, t->best.auc_pr = -1;
+    if (wc_dist_any(best_missing)) {
+        /* the report says so until a validation writes a new one (it named best.wcp) */
+        t->sum.best_lost = 1, t->sum.best_lost_step = t->best.step;
+        t->best.step = -1, t->best.auc_pr = -1;
+    }
     char epoch[48] = ""; /* the epoch the next step is in: none once every step is done */
     if (t->start_step < t->total_steps)
         snprintf(epoch, sizeof epoch, " (epoch %lld)", (long long)counters[3] + 1);

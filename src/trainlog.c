@@ -264,10 +264,11 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
     if (oracle) wc_metrics_json_members(j, oracle, "oracle_");
     end_line(l);
     clear_bar(l);
-    wc_info("validation after step %ld (epoch %ld): loss %.4f  AUC-PR %.4f  ROC-AUC %.4f  "
-            "best F1 %.3f @ %.3g  Brier %.4f  (%lld pixels, %.1f%% burned)",
-            step + 1, epoch, val->loss, val->auc_pr, val->roc_auc, val->best_f1,
-            val->best_f1_threshold, val->brier, (long long)val->pixels,
+    char ranking[128];
+    wc_metrics_ranking_text(val, 0, ranking, sizeof ranking);
+    wc_info("validation after step %ld (epoch %ld): loss %.4f  %s  Brier %.4f  (%lld pixels, "
+            "%.1f%% burned)",
+            step + 1, epoch, val->loss, ranking, val->brier, (long long)val->pixels,
             100 * val->positive_rate);
     /* no share of an oracle without an AUC-PR (no valid pixel, none burned): never "nan%" */
     const double share = oracle && oracle->auc_pr > 0 ? 100 * val->auc_pr / oracle->auc_pr : NAN;

@@ -331,7 +331,8 @@ for l in none all; do
     all) want="all .* labelled pixels are burned: ROC-AUC is undefined" ;;
     esac
     [ $s -eq 0 ] && grep -q "warning: evaluate: $want" "$T/$l.log" && [ "$(json "$T/c/$l.json" roc_auc)" = None ] \
-        && ok "labels with $l burned: exit 0, a warning, ROC-AUC null" \
+        && grep -q "ROC-AUC undefined" "$T/$l.log" && ! grep -qw nan "$T/$l.log" \
+        && ok "labels with $l burned: exit 0, a warning, ROC-AUC null, 'undefined' (never 'nan') in the summary" \
         || notok "labels with $l burned" "status $s: $(grep -m2 'warn\|error' "$T/$l.log")"
 done
 [ "$(json "$T/c/all.json" auc_pr)" = 1.0 ] && ok "... and AUC-PR exactly 1 when every pixel is burned" \

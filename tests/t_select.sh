@@ -200,6 +200,37 @@ held=$("$WILDCPU" info "$T/bw/checkpoints/best.wcp" 2>/dev/null | awk '$1 == "st
     && ok "best.wcp deleted before a resume: a warning, a new best.wcp (step $held), the report names it" \
     || notok "best.wcp deleted before a resume" "status $s, best.wcp step '$held': $(grep -m1 missing "$T/bw.log") $(grep -o 'best validation AUC-PR[^.]*' "$T/bw/report.md")"
 
+# best.wcp deleted after the training finished: a rerun says no validation writes it again, and
+# rewrites the report, which named it as the map's checkpoint
+rm -f "$T/bw/checkpoints/best.wcp"
+"$WILDCPU" "${bw[@]}" --out "$T/bw" >"$T/bw2.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "warning: .*best.wcp (step [0-9]*) is missing: the training is finished, so no validation writes it again" "$T/bw2.log" &&
+    grep -q "writing its report again" "$T/bw2.log" &&
+    grep -q "best.wcp (the best validation, after step [0-9]*) was missing or damaged when this session started" "$T/bw/report.md" &&
+    ! grep -q "is kept as checkpoints/best.wcp" "$T/bw/report.md" &&
+    [ "$(json "$T/bw/report.json" best_step)" = -1 ] \
+    && ok "best.wcp deleted after the training finished: the rerun says the newest checkpoint serves, and the report no longer names best.wcp" \
+    || notok "best.wcp deleted after the training finished" "status $s: $(grep -m2 'warn\|finished' "$T/bw2.log") / $(grep 'Model selection' "$T/bw/report.md")"
+
+# an older best.wcp of the same run put back (a backup restored): refused, not mapped under the
+# report's claim of the newer best; moved out, the finished run maps from its newest checkpoint
+sb=(--tiles "$SAMPLE" --patch 32 --batch 32 --micro-batch 8 --steps 24 --val-block 64 --ckpt-every 3
+    --keep 10 --no-predict --model logistic --lr 3e-3)
+(WILDCPU_TEST_CRASH_CKPT=0.5@15 "$WILDCPU" "${sb[@]}" --out "$T/sb" >"$T/sb.log" 2>&1) 2>/dev/null
+cp "$T/sb/checkpoints/best.wcp" "$T/sb-older.wcp"
+"$WILDCPU" "${sb[@]}" --out "$T/sb" >>"$T/sb.log" 2>&1
+old_step=$("$WILDCPU" info "$T/sb-older.wcp" 2>/dev/null | awk '$1 == "step" {print $2}')
+new_step=$("$WILDCPU" info "$T/sb/checkpoints/best.wcp" 2>/dev/null | awk '$1 == "step" {print $2}')
+cp "$T/sb-older.wcp" "$T/sb/checkpoints/best.wcp"
+"$WILDCPU" "${sb[@]}" --out "$T/sb" >"$T/sb2.log" 2>&1
+s=$?
+[ -n "$old_step" ] && [ "$old_step" != "$new_step" ] && [ $s -eq 1 ] &&
+    grep -q "error: .*best.wcp holds step $old_step (AUC-PR .*), but .*ckpt-00000024.wcp knows the best validation after step $new_step .*an older copy" "$T/sb2.log" &&
+    cmp -s "$T/sb-older.wcp" "$T/sb/checkpoints/best.wcp" \
+    && ok "an older best.wcp of the run put back (step $old_step, the run's best $new_step): status 1, named, left in place" \
+    || notok "an older best.wcp put back" "status $s, steps '$old_step' '$new_step': $(grep -m1 error "$T/sb2.log")"
+
 
 # best.wcp damaged while the run was down: the resume says so and tracks the best afresh (a
 # damaged best kept as the best would never be replaced by a validation below its AUC-PR, and the

@@ -180,4 +180,10 @@ int wc_metrics_can_rank(const wc_metrics *m);
  * otherwise returns 0 and leaves buf alone. */
 int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size);
 
+/* m's ranking figures for a log line, "AUC-PR 0.4312  ROC-AUC 0.9012  best F1 0.456 @ 0.31"
+ * (with at_half, then "  precision 0.51 and recall 0.40 at 0.5"), each undefined one (labels
+ * without burned pixels, no pixel predicted >= 0.5, a network output that is not finite) as
+ * "undefined" where printf would write "nan". */
+void wc_metrics_ranking_text(const wc_metrics *m, int at_half, char *buf, size_t size);
+
 #endif

@@ -46,6 +46,9 @@ typedef struct wc_run_summary {
                                * from (no validation ran since): no reliability bins */
     long best_step;           /* the step best.wcp holds (-1: none), which the map uses */
     double best_auc_pr;       /* its validation AUC-PR */
+    int best_lost;            /* best.wcp (of step best_lost_step) was missing or damaged when
+                               * this session resumed, and no validation has written one since */
+    long best_lost_step;
     double flops_per_sample;
     size_t planned_bytes, baseline_bytes, data_bytes; /* data_bytes: part of planned_bytes */
     size_t gdal_cache_bytes;  /* GDAL's block cache in use at the end (data held, unplanned) */
