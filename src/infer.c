@@ -15,8 +15,12 @@ int wc_infer_geometry_of(wc_infer_geometry *g, const char *arch, const char *spe
                          const wc_raster *r) {
     memset(g, 0, sizeof *g);
     wc_net_facts f;
-    /* the receptive field does not depend on the input's size: any size the pooling accepts */
-    if (wc_net_describe(arch, spec, nfeat, 1024, 1024, &f) != WC_OK) return WC_ERR;
+    /* the receptive field does not depend on the input's size: any size the pooling accepts,
+     * 1024, or less where the input of that size would pass a tensor's limit (a raster of
+     * thousands of bands: its windows are sized by the memory they take, not by this) */
+    int size = 1024;
+    while (size > 64 && (int64_t)nfeat * size * size > INT_MAX) size /= 2;
+    if (wc_net_describe(arch, spec, nfeat, size, size, &f) != WC_OK) return WC_ERR;
     /* windows snap to the exact alignment, so a pixel's bits do not depend on which window
      * computes it (the pooling alignment alone only makes its value in real arithmetic equal) */
     g->radius = f.radius, g->align = f.exact_alignment > 0 ? f.exact_alignment : 1;

@@ -140,13 +140,17 @@ static wc_rwriter_opts raster_opts(const wc_predict_config *cfg, const wc_raster
                              .copy_options = cfg->cog ? cog : plain};
 }
 
+static void drop_described(void *arg);
+
+/* The map's working file; `map` is what its commit clears the way for (drop_described). */
 static wc_rwriter *create_map(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
-                              const provenance *p, const char *window_layout) {
+                              const provenance *p, const char *window_layout, wc_riskmap *map) {
     const wc_rwriter_band band = {.name = "fire_risk", .has_nodata = 1,
                                   .nodata = WC_PREDICT_NODATA};
     wc_rwriter_opts o =
         raster_opts(cfg, r, WC_DT_FLOAT32, &band, WORK_OPTIONS, MAP_OPTIONS, MAP_COG);
     o.keep_going = not_stopped_arg;
+    o.before_publish = drop_described, o.arg = map;
     wc_rwriter *w = create_file(cfg->out, &o, r, m, p, window_layout);
     if (w && wc_rwriter_set_metadata(w, 1, "meaning", "burn probability in [0,1]") != WC_OK) {
         wc_rwriter_abort(w);
@@ -298,6 +302,7 @@ struct wc_riskmap {
     int64_t W, H;
     int64_t *hist;           /* --classes: (CLASS_BINS) */
     int64_t npixels, nvalid; /* pixels written, and those of them that are not nodata */
+    char dropped[12600];     /* the earlier map's companions, removed as it was replaced */
 };
 
 void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p) {
@@ -458,9 +463,6 @@ static int write_item(const wc_riskmap *map) {
     return rc;
 }
 
-/* What a failure after the map was replaced leaves made anew (companion_failed). */
-enum { CLASSES_MADE = 1, PICTURE_MADE = 2 };
-
 /* Removes path when it exists, adding it to the list `gone`. */
 static void remove_into(const char *path, char *gone, size_t size) {
     if (unlink(path) != 0) return;
@@ -468,21 +470,29 @@ static void remove_into(const char *path, char *gone, size_t size) {
     snprintf(gone + n, size - n, "%s%s", n ? ", " : "", path);
 }
 
-/* A companion failed after the map was replaced: the earlier map's class raster and picture
- * (where this map's were not made) and its STAC item (all ours: checked before the map was
- * made) describe a map that is no longer there, the item with checksums that no longer match,
- * so they go. Returns WC_EXIT_RUNTIME. */
-static int companion_failed(const wc_riskmap *map, const char *what, const char *path, int made) {
+/* The earlier map's companions that this map's replace (its class raster, picture and STAC
+ * item: all ours, checked before the map was made) describe a map about to be gone, the item
+ * with checksums that will no longer match: they go just before the map is replaced, so that a
+ * process killed before the new ones are written (a node lost, Slurm's SIGKILL) leaves a map
+ * without them rather than beside another's. Called by the map's commit (before_publish). */
+static void drop_described(void *arg) {
+    wc_riskmap *map = arg;
     const wc_predict_config *cfg = map->cfg;
-    char gone[12600] = "";
-    if (cfg->classes && !(made & CLASSES_MADE)) {
-        remove_into(map->paths.classes, gone, sizeof gone);
+    if (cfg->classes) {
+        remove_into(map->paths.classes, map->dropped, sizeof map->dropped);
         char *aux = sidecar_of(map->paths.classes); /* its category names */
         unlink(aux);
         free(aux);
     }
-    if (cfg->png && !(made & PICTURE_MADE)) remove_into(cfg->png, gone, sizeof gone);
-    remove_into(map->paths.stac, gone, sizeof gone);
+    if (cfg->png) remove_into(cfg->png, map->dropped, sizeof map->dropped);
+    remove_into(map->paths.stac, map->dropped, sizeof map->dropped);
+}
+
+/* A companion failed after the map was replaced: the earlier map's were removed as it was
+ * (drop_described); this message names them. Returns WC_EXIT_RUNTIME. */
+static int companion_failed(const wc_riskmap *map, const char *what, const char *path) {
+    const wc_predict_config *cfg = map->cfg;
+    const char *gone = map->dropped;
     wc_error("the risk map %s is complete, but its %s %s is not%s%s%s; %s to make them",
              cfg->out, what, path, *gone ? " (the earlier map's " : "", gone,
              *gone ? ", which described the map it replaced, removed)" : "", cfg->rerun);
@@ -498,7 +508,7 @@ static int write_companions(const wc_riskmap *map) {
          * was written */
         wc_quicklook_info qi;
         if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK)
-            return companion_failed(map, "picture", cfg->png, CLASSES_MADE);
+            return companion_failed(map, "picture", cfg->png);
         char how[32] = "full resolution";
         if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
         wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png,
@@ -510,8 +520,7 @@ static int write_companions(const wc_riskmap *map) {
                 map->paths.style, cfg->out);
     } else if (!cfg->no_style) {
         if (wc_style_write_qml(map->paths.style) != WC_OK)
-            return companion_failed(map, "QGIS style", map->paths.style,
-                                    CLASSES_MADE | PICTURE_MADE);
+            return companion_failed(map, "QGIS style", map->paths.style);
         wc_info("predict: QGIS style %s", map->paths.style);
     } else if (wc_style_is_ours(map->paths.style)) {
         remove_stale(map->paths.style, "QGIS style (--no-style)");
@@ -519,7 +528,7 @@ static int write_companions(const wc_riskmap *map) {
     if (!cfg->classes && classes_are_ours(map->paths.classes))
         remove_stale(map->paths.classes, "class raster");
     if (write_item(map) != WC_OK)
-        return companion_failed(map, "STAC item", map->paths.stac, CLASSES_MADE | PICTURE_MADE);
+        return companion_failed(map, "STAC item", map->paths.stac);
     wc_info("predict: STAC item %s", map->paths.stac);
     return WC_EXIT_OK;
 }
@@ -533,7 +542,7 @@ wc_riskmap *wc_riskmap_create(const wc_predict_config *cfg, const wc_raster *r, 
     map->W = r->width, map->H = r->height;
     provenance_of(&map->prov, m, r);
     wc_riskmap_paths_of(cfg->out, &map->paths);
-    map->w = create_map(cfg, r, m, &map->prov, window_layout);
+    map->w = create_map(cfg, r, m, &map->prov, window_layout, map);
     if (map->w && cfg->classes) {
         map->cw = create_classes(cfg, map->paths.classes, r, m, &map->prov, window_layout);
         map->hist = WC_CALLOC(CLASS_BINS, sizeof(int64_t));
@@ -603,7 +612,7 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
             status = commit_status(wc_rwriter_commit(map->cw));
             map->cw = NULL;
             if (status != WC_EXIT_OK)
-                status = companion_failed(map, "class raster", map->paths.classes, 0);
+                status = companion_failed(map, "class raster", map->paths.classes);
             else
                 wc_info("predict: class raster %s (Byte, colour table%s)", map->paths.classes,
                         has_sidecar(map->paths.classes) ? ", category names" : "");

@@ -37,6 +37,7 @@ struct wc_rwriter {
     char *copy_driver;
     char **copy_options;
     int (*keep_going)(void *arg);
+    void (*before_publish)(void *arg);
     void *arg;
     wc_gdal_errors err;
     /* The target's directory, held open: the temporary files are removed from it even after
@@ -181,7 +182,7 @@ wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
     if (o->gt) memcpy(w->gt, o->gt, sizeof w->gt), w->has_gt = 1;
     w->copy_driver = o->copy_driver ? wc_strdup(o->copy_driver) : NULL;
     w->copy_options = CSLDuplicate((char **)o->copy_options);
-    w->keep_going = o->keep_going, w->arg = o->arg;
+    w->keep_going = o->keep_going, w->before_publish = o->before_publish, w->arg = o->arg;
     w->dir_fd = -1;
     if (!in_memory) {
         char *dir = wc_dir_of(target);
@@ -495,6 +496,7 @@ int wc_rwriter_commit(wc_rwriter *w) {
     if (rc == WC_OK) slow_commit(w);
     /* the last moment a stop can leave the target as it was */
     if (rc == WC_OK && !keep_going(w)) rc = WC_RWRITER_STOPPED;
+    if (rc == WC_OK && w->before_publish) w->before_publish(w->arg);
     if (rc == WC_OK) rc = publish(w, final);
     free(s.types);
     free(s.ncategories);

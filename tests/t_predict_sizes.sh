@@ -106,4 +106,30 @@ for v in wide tall both; do
         notok "train on $v.vrt: exit 1 or 2" "exit $st: $(tail -2 "$T/train_$v.log")"
     fi
 done
+# a raster of 2049 feature bands (a 1024 x 1024 input of them passes a tensor's 2^31 values): it
+# trains, maps and evaluates; the receptive field was described at 1024 x 1024 whatever the
+# bands, so it was refused after the whole planning with "more than a tensor may hold"
+gdal_translate -q -of VRT -srcwin 0 0 96 96 "$SAMPLE" "$T/cut.vrt"
+$PY - "$T/cut.vrt" "$T/b2049.vrt" <<'PY'
+import sys
+from osgeo import gdal
+src = gdal.Open(sys.argv[1])
+names = [src.GetRasterBand(b).GetDescription() for b in range(1, src.RasterCount + 1)]
+feat = [b for b, n in enumerate(names, 1) if n != "fire"]
+idx = [feat[i % len(feat)] for i in range(2049)] + [names.index("fire") + 1]
+v = gdal.BuildVRT(sys.argv[2], [sys.argv[1]], bandList=idx)
+for i in range(2049):
+    v.GetRasterBand(i + 1).SetDescription("f%04d" % i)
+v.GetRasterBand(2050).SetDescription("fire")
+v = None
+PY
+"$WILDCPU" --tiles "$T/b2049.vrt" --out "$T/wide_bands" --model logistic --steps 2 --batch 4 --micro-batch 2 \
+    --patch 32 --val-fraction 0 >"$T/b2049.log" 2>&1
+s=$?
+"$WILDCPU" evaluate --tiles "$T/b2049.vrt" --checkpoint "$T/wide_bands" >"$T/b2049e.log" 2>&1
+se=$?
+[ $s -eq 0 ] && [ $se -eq 0 ] && [ -s "$T/wide_bands/risk.tif" ] && grep -q "AUC-PR" "$T/b2049e.log" \
+    && ok "2049 feature bands: trained, mapped and evaluated" \
+    || notok "2049 feature bands" "status $s/$se: $(grep -m2 error "$T/b2049.log" "$T/b2049e.log")"
+
 finish

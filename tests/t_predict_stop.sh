@@ -128,4 +128,26 @@ if mount --bind "$dir" "$dir" 2>/dev/null; then
 else
     echo "# skipped: a read-only bind mount needs root"
 fi
+# killed (SIGKILL: a node lost) between replacing a map and rewriting its picture and STAC item:
+# the new map is never left beside the earlier map's companions (they described another model)
+dir=$T/comp
+mkdir -p "$dir"
+"$WILDCPU" --tiles "$SAMPLE" --out "$T/run9" --steps 2 --batch 8 --seed 9 --no-predict >"$T/train9.log" 2>&1
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" --out "$dir/risk.tif" --png "$dir/risk.png" >"$T/comp1.log" 2>&1
+old_png=$(md5sum <"$dir/risk.png")
+old_ino=$(stat -c %i "$dir/risk.tif")
+WILDCPU_TEST_SLOW_COMMIT=2 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run9" --out "$dir/risk.tif" \
+    --png "$dir/risk.png" >"$T/comp2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 3000); do [ "$(stat -c %i "$dir/risk.tif" 2>/dev/null)" != "$old_ino" ] && break; sleep 0.005; done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+map_ckpt=$(gdalinfo "$dir/risk.tif" | grep -o 'run9\?/checkpoints/[a-z0-9-]*\.wcp' | head -1)
+stale=""
+[ -e "$dir/risk.png" ] && [ "$(md5sum <"$dir/risk.png")" = "$old_png" ] && stale="risk.png"
+[ -e "$dir/risk.json" ] && ! grep -q "run9/checkpoints" "$dir/risk.json" && stale="$stale risk.json"
+[ "$(stat -c %i "$dir/risk.tif")" != "$old_ino" ] && [[ $map_ckpt == run9/* ]] && [ -z "$stale" ] \
+    && ok "killed after the map was replaced, before its companions: none of the earlier map's is left beside it" \
+    || notok "killed between the map and its companions" "map from '$map_ckpt', stale: '$stale'"
+
 finish

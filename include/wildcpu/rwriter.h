@@ -58,6 +58,10 @@ typedef struct wc_rwriter_opts {
      * callback) and just before the rename: returning 0 abandons the commit
      * (WC_RWRITER_STOPPED), leaving the target untouched. */
     int (*keep_going)(void *arg);
+    /* NULL, or called once the output is verified, just before it replaces the target: the
+     * caller removes what describes the file it replaces (a map's picture and STAC item), so
+     * that a process killed between the rename and their rewriting leaves none that lie. */
+    void (*before_publish)(void *arg);
     void *arg;
 } wc_rwriter_opts;
 
