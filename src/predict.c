@@ -870,6 +870,133 @@ static int write_metrics(const wc_predict_config *cfg, const wc_json *j) {
     return status;
 }
 
+/* Each window is read once per rank and overlapping reads are few, so a large block cache buys
+ * little; a small one keeps the memory flat whatever the raster's size. Returns the size to
+ * restore at the end. */
+static int64_t limit_block_cache(void) {
+    const int64_t cache_was = GDALGetCacheMax64();
+    if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL) && cache_was > ((int64_t)64 << 20))
+        GDALSetCacheMax64((int64_t)64 << 20);
+    return cache_was;
+}
+
+/* evaluate, every rank, once the layout gives the cores' size: the labels. Those derived from
+ * --labels are an input too, known only now (their name depends on the label band and the
+ * grid), so rank 0 checks them against the outputs here. Returns an exit status. */
+static int open_labels(const wc_predict_config *cfg, mapping *mp, const wc_raster *r) {
+    int stopped = 0;
+    mp->score = wc_score_open(r, cfg->labels, mp->label_band, work_dir_of(cfg),
+                              mp->L->Sx * mp->L->Sy, &stopped);
+    const int status = mp->score ? WC_EXIT_OK : stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
+    if (status != WC_EXIT_OK) return status;
+    return wc_dist_max_int(mp->rank == 0 ? check_labels_not_output(cfg, mp->score) : WC_EXIT_OK);
+}
+
+/* Everything before any computing, so that a bad input or an unwritable path fails at once:
+ * every rank: the inputs, the layout and evaluate's labels; rank 0: the outputs, checked, and
+ * the map's working file. Returns an exit status. */
+static int open_run(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
+                    wc_bandmap *bm, layout *L) {
+    int status = wc_dist_max_int(prepare(cfg, mp, r, m, bm, L));
+    if (status != WC_EXIT_OK) return status;
+    const char *others[] = {cfg->labels};
+    if (!cfg->tiles_checked && wc_agree_inputs(r, others, 1) != WC_OK) return WC_EXIT_RUNTIME;
+    status = wc_dist_max_int(mp->rank == 0 ? check_outputs(cfg, r, m) : WC_EXIT_OK);
+    if (status != WC_EXIT_OK) return status;
+    if (cfg->evaluate) {
+        status = open_labels(cfg, mp, r);
+        if (status != WC_EXIT_OK) return status;
+    }
+    if (!cfg->out) return WC_EXIT_OK;
+    return wc_dist_max_int(mp->rank == 0 ? open_outputs(cfg, mp, r, m) : WC_EXIT_OK);
+}
+
+/* The computing: the rounds' buffers, then, with the address space they leave checked on every
+ * rank, the rounds. Returns the agreed exit status. */
+static int map_rounds(mapping *mp) {
+    alloc_buffers(mp);
+    const int room = wc_check_address_space(mp->cfg->threads, 0, "once the windows are computed");
+    const int status = wc_dist_max_int(room == WC_OK ? WC_EXIT_OK : WC_EXIT_USAGE);
+    if (status != WC_EXIT_OK) return status;
+    return run_rounds(mp);
+}
+
+/* Every rank, after the rounds: the counts rank 0 warns about, summed over the ranks. counts
+ * gets the pixels beyond float's range, those with a non-finite output and the valid ones. */
+static void sum_counts(wc_infer *inf, int64_t counts[3]) {
+    counts[0] = inf->beyond_range, counts[1] = inf->nonfinite, counts[2] = inf->valid_pixels;
+    wc_dist_sum_i64(counts, 3);
+    wc_dist_sum_i64(inf->huge, (size_t)inf->nfeat);
+    wc_dist_sum_f64(inf->z_sum, (size_t)inf->nfeat);
+}
+
+/* No finite output on any pixel with every input is a diverged model, not the data's doing:
+ * it makes no map (one the user had stays) and no scores. counts as sum_counts gives them.
+ * Returns an exit status, the same on every rank. */
+static int refuse_diverged(const mapping *mp, const wc_model *m, const wc_raster *r,
+                           const int64_t counts[3], const char *what) {
+    if (!(counts[2] > 0 && counts[1] == counts[2])) return WC_EXIT_OK;
+    if (mp->rank == 0)
+        wc_error("%s: the model %s (step %ld) gives no finite output on any of the %" PRId64
+                 " pixels of %s with every input: its weights have diverged (trained at too "
+                 "high a rate, with no validation to catch it?); %s",
+                 what, m->path, m->step, counts[2], r->path,
+                 mp->cfg->out ? "no map written" : "nothing scored");
+    return WC_EXIT_RUNTIME;
+}
+
+/* What the rounds made, made into files: every rank: the scores; rank 0: the metrics said, the
+ * map's classes, close, COG, verify, rename and picture, then the metrics file once the map is
+ * in place. *npixels and *nvalid get the map's pixels (rank 0, with a map). Returns this rank's
+ * exit status. */
+static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, const wc_bandmap *bm,
+                          const int64_t invalid[3], int64_t *npixels, int64_t *nvalid) {
+    const wc_predict_config *cfg = mp->cfg;
+    const int rank = mp->rank;
+    int status = WC_EXIT_OK, scores_ok = 0, published = 0;
+    wc_json scores; /* evaluate --out: the metrics file's text, written last */
+    wc_json_init(&scores);
+    if (mp->score) {
+        wc_metrics met;
+        wc_score_finish(mp->score, &met);
+        if (rank == 0) {
+            status = report_scores(cfg, &met, m, mp->score, &scores);
+            scores_ok = status == WC_EXIT_OK;
+        }
+        if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
+            wc_raster_say_empty_bands(r, bm->bands, bm->n, ": no pixel has every input", 0);
+    }
+    if (rank == 0) report_invalid(cfg, r->path, invalid);
+    if (rank == 0 && cfg->out) {
+        wc_riskmap_counts(mp->map, npixels, nvalid);
+        /* the map is finished even when there was nothing to score: it is complete */
+        const int map_status =
+            mp->write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp->map, mp->rows, &published);
+        status = WC_MAX(status, map_status);
+        if (!mp->write_failed) mp->map = NULL; /* finished: committed or removed */
+    }
+    /* the metrics once the map is in place (a companion of it may have failed: the metrics
+     * are right whatever its picture), never beside a map that was not written */
+    const int scored = rank == 0 && mp->score && cfg->metrics_out && scores_ok;
+    if (scored && (cfg->out ? published : status == WC_EXIT_OK)) {
+        const int metrics_status = write_metrics(cfg, &scores);
+        status = WC_MAX(status, metrics_status);
+    }
+    wc_json_free(&scores);
+    return status;
+}
+
+/* Rank 0, a map written: one that is nodata everywhere for want of inputs is said (nodata for
+ * the network's outputs is said by report_invalid). */
+static void warn_empty_map(const wc_predict_config *cfg, const wc_raster *r, const wc_bandmap *bm,
+                           int64_t npixels, int64_t nvalid, const int64_t invalid[3]) {
+    if (npixels > 0 && nvalid == 0 && invalid[0] + invalid[1] == 0 &&
+        !wc_raster_say_empty_bands(r, bm->bands, bm->n, ": the map is nodata everywhere", 0))
+        wc_warn("predict: the map %s is nodata everywhere: no pixel of %s has every input the "
+                "model needs",
+                cfg->out, cfg->tiles);
+}
+
 int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();
@@ -877,11 +1004,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
         return WC_EXIT_USAGE;
     wc_net_set_threads(cfg->threads > 0 ? cfg->threads : 1); /* OpenBLAS at one */
     wc_raster_init();
-    /* Each window is read once per rank and overlapping reads are few, so a large block cache
-     * buys little; a small one keeps the memory flat whatever the raster's size. */
-    const int64_t cache_was = GDALGetCacheMax64();
-    if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL) && cache_was > ((int64_t)64 << 20))
-        GDALSetCacheMax64((int64_t)64 << 20);
+    const int64_t cache_was = limit_block_cache();
 
     wc_raster r = {0};
     wc_model m = {0};
@@ -890,112 +1013,32 @@ int wc_predict_run(const wc_predict_config *cfg) {
     wc_infer inf = {0};
     mapping mp = {.cfg = cfg, .L = &L, .rank = rank, .R = R, .inf = &inf, .G = 1};
     int64_t npixels = 0, nvalid = 0;
-    wc_json scores; /* evaluate --out: the metrics file's text, written last */
-    wc_json_init(&scores);
-    int scores_ok = 0, published = 0;
 
-    /* 1. every rank: the inputs and the layout; 2. rank 0: the outputs */
-    int status = wc_dist_max_int(prepare(cfg, &mp, &r, &m, &bm, &L));
+    int status = open_run(cfg, &mp, &r, &m, &bm, &L);
     if (status != WC_EXIT_OK) goto out;
-    const char *others[] = {cfg->labels};
-    if (!cfg->tiles_checked && wc_agree_inputs(&r, others, 1) != WC_OK) {
-        status = WC_EXIT_RUNTIME;
-        goto out;
-    }
-    status = wc_dist_max_int(rank == 0 ? check_outputs(cfg, &r, &m) : WC_EXIT_OK);
-    if (status != WC_EXIT_OK) goto out;
-    if (cfg->evaluate) {
-        int stopped = 0;
-        mp.score = wc_score_open(&r, cfg->labels, mp.label_band, work_dir_of(cfg), L.Sx * L.Sy,
-                                 &stopped);
-        status = mp.score ? WC_EXIT_OK : stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
-        if (status != WC_EXIT_OK) goto out;
-        /* labels derived from --labels are an input too, known only now (their name depends on
-         * the label band and the grid) */
-        status = wc_dist_max_int(rank == 0 ? check_labels_not_output(cfg, mp.score)
-                                           : WC_EXIT_OK);
-        if (status != WC_EXIT_OK) goto out;
-    }
-    if (cfg->out) {
-        status = wc_dist_max_int(rank == 0 ? open_outputs(cfg, &mp, &r, &m) : WC_EXIT_OK);
-        if (status != WC_EXIT_OK) goto out;
-    }
     report_plan(cfg, &r, &m, &L, &inf, R);
-
-    /* 3. the rounds */
-    alloc_buffers(&mp);
-    status = wc_dist_max_int(wc_check_address_space(cfg->threads, 0,
-                                                    "once the windows are computed") == WC_OK
-                                 ? WC_EXIT_OK
-                                 : WC_EXIT_USAGE);
-    if (status != WC_EXIT_OK) goto out;
-    status = run_rounds(&mp);
+    status = map_rounds(&mp);
     if (status != WC_EXIT_OK) goto out;
     const double t_computed = wc_now();
     const double rss_mapped = (double)wc_peak_rss_bytes();
-    int64_t invalid[3] = {inf.beyond_range, inf.nonfinite, inf.valid_pixels};
-    wc_dist_sum_i64(invalid, 3);
-    wc_dist_sum_i64(inf.huge, (size_t)inf.nfeat);
-    wc_dist_sum_f64(inf.z_sum, (size_t)inf.nfeat);
+    int64_t invalid[3];
+    sum_counts(&inf, invalid);
     const char *what = cfg->evaluate ? "evaluate" : "predict";
-    /* no finite output on any pixel with every input is a diverged model, not the data's doing:
-     * it makes no map (one the user had stays) and no scores */
-    if (invalid[2] > 0 && invalid[1] == invalid[2]) {
-        if (rank == 0)
-            wc_error("%s: the model %s (step %ld) gives no finite output on any of the %" PRId64
-                     " pixels of %s with every input: its weights have diverged (trained at too "
-                     "high a rate, with no validation to catch it?); %s",
-                     what, m.path, m.step, invalid[2], r.path,
-                     cfg->out ? "no map written" : "nothing scored");
-        status = WC_EXIT_RUNTIME;
-        goto out;
-    }
+    status = refuse_diverged(&mp, &m, &r, invalid, what);
+    if (status != WC_EXIT_OK) goto out;
     if (rank == 0) {
         report_huge(r.path, &r, bm.bands, inf.nfeat, inf.huge, what);
         report_shifted(r.path, &r, bm.bands, &inf, invalid[2], what);
     }
-
-    /* 4. the scores; rank 0: classes, close, COG, verify, rename, picture */
-    if (mp.score) {
-        wc_metrics met;
-        wc_score_finish(mp.score, &met);
-        if (rank == 0) {
-            status = report_scores(cfg, &met, &m, mp.score, &scores);
-            scores_ok = status == WC_EXIT_OK;
-        }
-        if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
-            wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": no pixel has every input", 0);
-    }
-    if (rank == 0) report_invalid(cfg, r.path, invalid);
-    if (rank == 0 && cfg->out) {
-        wc_riskmap_counts(mp.map, &npixels, &nvalid);
-        /* the map is finished even when there was nothing to score: it is complete */
-        const int map_status =
-            mp.write_failed ? WC_EXIT_RUNTIME : wc_riskmap_finish(mp.map, mp.rows, &published);
-        status = WC_MAX(status, map_status);
-        if (!mp.write_failed) mp.map = NULL; /* finished: committed or removed */
-    }
-    /* the metrics once the map is in place (a companion of it may have failed: the metrics
-     * are right whatever its picture), never beside a map that was not written */
-    const int scored = rank == 0 && mp.score && cfg->metrics_out && scores_ok;
-    if (scored && (cfg->out ? published : status == WC_EXIT_OK)) {
-        const int metrics_status = write_metrics(cfg, &scores);
-        status = WC_MAX(status, metrics_status);
-    }
+    status = finish_outputs(&mp, &r, &m, &bm, invalid, &npixels, &nvalid);
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);
     if (status == WC_EXIT_OK && cfg->out) {
         report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
-        /* (nodata for the network's outputs is said by report_invalid) */
-        if (rank == 0 && npixels > 0 && nvalid == 0 && invalid[0] + invalid[1] == 0 &&
-            !wc_raster_say_empty_bands(&r, bm.bands, bm.n, ": the map is nodata everywhere", 0))
-            wc_warn("predict: the map %s is nodata everywhere: no pixel of %s has every input the "
-                    "model needs",
-                    cfg->out, cfg->tiles);
+        if (rank == 0) warn_empty_map(cfg, &r, &bm, npixels, nvalid, invalid);
     }
 out:
-    wc_json_free(&scores);
     wc_riskmap_abort(mp.map);
     wc_score_close(mp.score);
     free(mp.px);
