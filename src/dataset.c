@@ -870,7 +870,18 @@ typedef struct {
     long n, cap;        /* kept patches, and room for */
     patch_count *count; /* (cap) */
     moments *mom;       /* (cap * nfeat) */
+    int64_t *huge;      /* (nfeat) valid values of WC_HUGE_VALUE or more in the kept patches */
+    int64_t unread;     /* patches known empty, not read */
 } plan_share;
+
+/* Room for a share of n patches, at most cap of them kept. */
+static void share_alloc(plan_share *s, long n, long cap, int nfeat) {
+    s->kept = WC_CALLOC(n + 1, 1);
+    s->cap = cap;
+    s->count = WC_ALLOC(sizeof(patch_count) * (size_t)(cap + 1));
+    s->mom = WC_ALLOC(sizeof(moments) * (size_t)(cap + 1) * (size_t)nfeat);
+    s->huge = WC_CALLOC(nfeat, sizeof(int64_t));
+}
 
 static void share_add(plan_share *s, int nfeat, const patch_count *pc, const moments *m) {
     WC_ASSERT(s->n < s->cap);
@@ -880,7 +891,7 @@ static void share_add(plan_share *s, int nfeat, const patch_count *pc, const mom
 }
 
 static void share_free(plan_share *s) {
-    free(s->kept), free(s->count), free(s->mom);
+    free(s->kept), free(s->count), free(s->mom), free(s->huge);
 }
 
 /* Planning a large mosaic takes minutes: rank 0 says how far its share is, every this often. */
@@ -897,41 +908,36 @@ static long largest_share(long n, int R) {
     return most;
 }
 
-/* The planning pass: this rank reads its share of the patches, counts valid pixels, and
- * computes each patch's moments; the shares are then combined (see dataset.h).
- *
- * Reading can take minutes on a large mosaic, so a stop signal must end it: but the ranks read
- * their shares independently, so they agree on a stop (and on a read error) in a small
- * collective every K patches of loop index, at the same points on every rank. The loop runs
- * to the largest share on every rank (a rank past its own share only takes part), so every rank
- * makes the same number of calls; time plays no part in when they happen. */
-static int plan(wc_dataset *ds) {
+/* The patches GDAL knows to be empty (reading would find no valid pixel), over the grid rows of
+ * the share [lo, hi): a flag per cell from row *row0 on. */
+static uint8_t *known_empty(wc_dataset *ds, long lo, long hi, long *row0) {
+    *row0 = lo / ds->cols;
+    const long nrows = hi > lo ? (hi - 1) / ds->cols - *row0 + 1 : 0;
+    uint8_t *empty = WC_ALLOC((size_t)nrows * (size_t)ds->cols + 1);
+    wc_raster_empty_cells(&ds->files.src, ds->feat_bands, ds->nfeat, ds->read_type, ds->x_origin,
+                          ds->y_origin + (int64_t)*row0 * ds->P, ds->P, ds->cols, (int)nrows,
+                          empty);
+    return empty;
+}
+
+/* The reading of planning: this rank reads its share [lo, hi) of the patches into *s and its
+ * labels into *tally, agreeing with the other ranks on a stop or a read error every K patches
+ * of loop index (see plan). Returns the agreed PLAN_*. */
+static int read_share(wc_dataset *ds, long lo, long hi, plan_share *s, wc_label_tally *tally) {
     const int R = wc_dist_size(), rank = wc_dist_rank();
-    long lo, hi;
-    wc_dist_share(ds->npatches, rank, R, &lo, &hi);
     const size_t pp = (size_t)ds->P * ds->P;
     void *raw = WC_ALLOC(wc_dataset_patch_bytes(ds, 0));
     float *y = WC_ALLOC(sizeof(float) * pp);
     uint8_t *valid = WC_ALLOC(pp);
     const long nmine = hi - lo;
     const long min_valid = (long)ceil(ds->cfg.min_valid * (double)pp);
-    /* the patches GDAL knows to be empty, over the grid rows of this rank's share */
-    const long row0 = lo / ds->cols, nrows = nmine > 0 ? (hi - 1) / ds->cols - row0 + 1 : 0;
-    uint8_t *empty = WC_ALLOC((size_t)nrows * (size_t)ds->cols + 1);
-    wc_raster_empty_cells(&ds->files.src, ds->feat_bands, ds->nfeat, ds->read_type, ds->x_origin,
-                          ds->y_origin + (int64_t)row0 * ds->P, ds->P, ds->cols, (int)nrows,
-                          empty);
-    int64_t unread[2] = {0, ds->npatches}; /* of this rank's share, known empty; all patches */
-    for (long j = 0; j < nmine; j++) unread[0] += empty[lo + j - row0 * ds->cols];
-    plan_share share = {.kept = WC_CALLOC(nmine + 1, 1), .cap = nmine - (long)unread[0]};
-    share.count = WC_ALLOC(sizeof(patch_count) * (size_t)(share.cap + 1));
-    share.mom = WC_ALLOC(sizeof(moments) * (size_t)(share.cap + 1) * (size_t)ds->nfeat);
+    long row0;
+    uint8_t *empty = known_empty(ds, lo, hi, &row0);
+    for (long j = 0; j < nmine; j++) s->unread += empty[lo + j - row0 * ds->cols];
+    share_alloc(s, nmine, nmine - (long)s->unread, ds->nfeat);
     moments *patch_mom = WC_CALLOC(ds->nfeat, sizeof(moments));
-    /* valid values of WC_HUGE_VALUE or more in the kept patches, per feature; and in one patch */
-    int64_t *huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
-    int64_t *patch_huge = WC_CALLOC(ds->nfeat, sizeof(int64_t));
+    int64_t *patch_huge = WC_CALLOC(ds->nfeat, sizeof(int64_t)); /* as s->huge, of one patch */
     const long most = largest_share(ds->npatches, R);
-    wc_label_tally tally = WC_LABEL_TALLY_INIT; /* every label of this rank's share */
     const long K = WC_MAX(1, (long)(PLAN_AGREE_BYTES / wc_dataset_patch_bytes(ds, 0)));
     int status = WC_OK, agreed = PLAN_OK;
     const double t0 = wc_now();
@@ -940,10 +946,10 @@ static int plan(wc_dataset *ds) {
         if (j < nmine && status == WC_OK) {
             patch_count pc;
             status = plan_patch(ds, lo + j, empty[lo + j - row0 * ds->cols], raw, y, valid, &pc,
-                                patch_mom, patch_huge, &tally);
-            share.kept[j] = status == WC_OK && pc.valid >= min_valid && pc.valid > 0;
-            if (share.kept[j]) share_add(&share, ds->nfeat, &pc, patch_mom);
-            for (int c = 0; share.kept[j] && c < ds->nfeat; c++) huge[c] += patch_huge[c];
+                                patch_mom, patch_huge, tally);
+            s->kept[j] = status == WC_OK && pc.valid >= min_valid && pc.valid > 0;
+            if (s->kept[j]) share_add(s, ds->nfeat, &pc, patch_mom);
+            for (int c = 0; s->kept[j] && c < ds->nfeat; c++) s->huge[c] += patch_huge[c];
         }
         if ((j + 1) % K == 0 || j + 1 == most) {
             agreed = wc_dist_max_int(status != WC_OK       ? PLAN_ERR
@@ -955,44 +961,58 @@ static int plan(wc_dataset *ds) {
         if (rank == 0 && now - said >= PLAN_PROGRESS_SECONDS && j + 1 < nmine) {
             wc_info("planning %s: %ld of rank 0's %ld patches read (%.0f%%, %ld kept) in %.0f s, "
                     "about %.0f s left",
-                    ds->tiles_path, j + 1, nmine, 100.0 * (double)(j + 1) / (double)nmine,
-                    share.n, now - t0, (now - t0) * (double)(nmine - j - 1) / (double)(j + 1));
+                    ds->tiles_path, j + 1, nmine, 100.0 * (double)(j + 1) / (double)nmine, s->n,
+                    now - t0, (now - t0) * (double)(nmine - j - 1) / (double)(j + 1));
             said = now;
         }
     }
     free(raw), free(y), free(valid), free(patch_mom), free(patch_huge), free(empty);
-    ds->plan_peak_bytes = plan_bytes(ds, nmine, share.cap);
-    if (agreed != PLAN_OK) {
-        if (agreed == PLAN_ERR && status == WC_OK)
-            wc_error("stopping: another rank could not read its patches");
-        share_free(&share);
-        free(huge);
-        return agreed;
-    }
-    wc_dist_sum_i64(huge, ds->nfeat);
-    char source[8600];
-    label_source(ds, source, sizeof source);
-    wc_label_tally_say(&tally, source);
-    /* Kept flags: every rank needs all of them for the split. */
+    ds->plan_peak_bytes = plan_bytes(ds, nmine, s->cap);
+    if (agreed == PLAN_ERR && status == WC_OK)
+        wc_error("stopping: another rank could not read its patches");
+    return agreed;
+}
+
+/* Every rank needs every patch's kept flag for the split: the shares' flags (nmine of this
+ * rank's), gathered into ds->keep. */
+static void gather_kept(wc_dataset *ds, const uint8_t *kept, long nmine) {
+    const int R = wc_dist_size();
     size_t *counts = WC_ALLOC(sizeof(size_t) * R);
     for (int r = 0; r < R; r++) {
         long a, b;
         wc_dist_share(ds->npatches, r, R, &a, &b);
         counts[r] = (size_t)(b - a);
     }
-    wc_dist_allgatherv(share.kept, (size_t)nmine, ds->keep, counts);
+    wc_dist_allgatherv(kept, (size_t)nmine, ds->keep, counts);
     free(counts);
+}
+
+/* Every rank (the count is summed); rank 0 says how many patches were not read, GDAL knowing
+ * them to be nodata: planning a sparse mosaic is that much quicker than its grid suggests. */
+static void say_unread(const wc_dataset *ds, int64_t unread_here) {
+    int64_t unread[2] = {unread_here, ds->npatches}; /* known empty; all patches */
     wc_dist_sum_i64(unread, 1);
-    if (rank == 0 && unread[0] > 0)
+    if (wc_dist_rank() == 0 && unread[0] > 0)
         wc_info("planning %s: %" PRId64 " of %" PRId64 " patches not read (GDAL knows them to be "
                 "nodata)",
                 ds->tiles_path, unread[0], unread[1]);
-    split(ds);
-    /* The ordered chain: rank r continues rank r-1's running sums over patches in grid order,
-     * which reproduces exactly the single-process loop. It carries the long doubles themselves
-     * (bytes), so nothing is rounded on the way; the pixel counts ride along, exact to 2^64. */
-    const size_t chain_n = (size_t)ds->nfeat * 3 + 2;
-    long double *chain = WC_CALLOC(chain_n, sizeof(long double));
+}
+
+/* The length of the chain of sums that planning passes from rank to rank: each feature's
+ * moments (n, mean, m2), then the training pixels and their positives. */
+static size_t chain_len(const wc_dataset *ds) {
+    return (size_t)ds->nfeat * 3 + 2;
+}
+
+/* The sums the normalization needs, over the training patches of every rank, into chain
+ * (chain_len). The ordered chain: rank r continues rank r-1's running sums over patches in grid
+ * order, which reproduces exactly the single-process loop. It carries the long doubles
+ * themselves (bytes), so nothing is rounded on the way; the pixel counts ride along, exact to
+ * 2^64. Every rank gets the last rank's sums. */
+static void chain_sums(const wc_dataset *ds, const plan_share *s, long lo, long hi,
+                       long double *chain) {
+    const int R = wc_dist_size(), rank = wc_dist_rank();
+    const size_t chain_n = chain_len(ds);
     if (rank > 0) wc_dist_recv(chain, chain_n * sizeof(long double), rank - 1);
     moments *acc = WC_CALLOC(ds->nfeat, sizeof(moments));
     for (int c = 0; c < ds->nfeat; c++)
@@ -1003,9 +1023,9 @@ static int plan(wc_dataset *ds) {
         k++; /* the kept patches' arrays are in grid order */
         if (ds->is_val[id]) continue;
         for (int c = 0; c < ds->nfeat; c++)
-            moments_merge(&acc[c], &share.mom[(size_t)k * (size_t)ds->nfeat + c]);
-        train_pixels += share.count[k].valid;
-        train_pos += share.count[k].positives;
+            moments_merge(&acc[c], &s->mom[(size_t)k * (size_t)ds->nfeat + c]);
+        train_pixels += s->count[k].valid;
+        train_pos += s->count[k].positives;
     }
     for (int c = 0; c < ds->nfeat; c++) {
         chain[3 * c] = acc[c].n, chain[3 * c + 1] = acc[c].mean, chain[3 * c + 2] = acc[c].m2;
@@ -1013,6 +1033,15 @@ static int plan(wc_dataset *ds) {
     chain[chain_n - 2] = train_pixels, chain[chain_n - 1] = train_pos;
     if (rank < R - 1) wc_dist_send(chain, chain_n * sizeof(long double), rank + 1);
     wc_dist_bcast(chain, chain_n * sizeof(long double), R - 1);
+    free(acc);
+}
+
+/* Every rank: each feature's mean and std and the training pixels from chain_sums' chain;
+ * rank 0 warns of the bands the statistics cannot be trusted on (constant, or holding `huge`
+ * values: summed over the ranks). */
+static void set_statistics(wc_dataset *ds, const long double *chain, const int64_t *huge) {
+    const int rank = wc_dist_rank();
+    const size_t chain_n = chain_len(ds);
     for (int c = 0; c < ds->nfeat; c++) {
         moments m = {chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
         /* (said once, by rank 0; a band without training pixels is not constant: there is
@@ -1034,10 +1063,39 @@ static int plan(wc_dataset *ds) {
                     ds->files.src.bands[ds->feat_bands[c] - 1].name, huge[c],
                     huge[c] == 1 ? "" : "s", WC_HUGE_VALUE, ds->mean[c], ds->std[c]);
     }
-    free(huge);
     ds->train_pixels = (int64_t)chain[chain_n - 2];
     ds->train_positives = (int64_t)chain[chain_n - 1];
-    free(chain), free(acc);
+}
+
+/* The planning pass: this rank reads its share of the patches, counts valid pixels, and
+ * computes each patch's moments; the shares are then combined (see dataset.h).
+ *
+ * Reading can take minutes on a large mosaic, so a stop signal must end it: but the ranks read
+ * their shares independently, so they agree on a stop (and on a read error) in a small
+ * collective every K patches of loop index, at the same points on every rank. The loop runs
+ * to the largest share on every rank (a rank past its own share only takes part), so every rank
+ * makes the same number of calls; time plays no part in when they happen. */
+static int plan(wc_dataset *ds) {
+    long lo, hi;
+    wc_dist_share(ds->npatches, wc_dist_rank(), wc_dist_size(), &lo, &hi);
+    plan_share share = {0};
+    wc_label_tally tally = WC_LABEL_TALLY_INIT; /* every label of this rank's share */
+    const int agreed = read_share(ds, lo, hi, &share, &tally);
+    if (agreed != PLAN_OK) {
+        share_free(&share);
+        return agreed;
+    }
+    wc_dist_sum_i64(share.huge, ds->nfeat);
+    char source[8600];
+    label_source(ds, source, sizeof source);
+    wc_label_tally_say(&tally, source);
+    gather_kept(ds, share.kept, hi - lo);
+    say_unread(ds, share.unread);
+    split(ds);
+    long double *chain = WC_CALLOC(chain_len(ds), sizeof(long double));
+    chain_sums(ds, &share, lo, hi, chain);
+    set_statistics(ds, chain, share.huge);
+    free(chain);
     share_free(&share);
     return PLAN_OK;
 }
