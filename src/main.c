@@ -588,12 +588,7 @@ static int cmd_train(int argc, char **argv) {
         wc_optim_config_default(&c.optim, WC_OPTIM_SGD);
         c.optim.warmup_steps = warm;
     }
-    /* The logistic baseline is convex: it has its own learning rate, at which 12 epochs reach
-     * its optimum (README, "How good is the map?"); AdamW's 5e-4 would leave it short of it. */
-    if (lr_set)
-        c.optim.lr = lr;
-    else if (strcmp(c.model, "logistic") == 0 && c.optim.kind == WC_OPTIM_ADAMW)
-        c.optim.lr = 0.05;
+    if (lr_set) c.optim.lr = lr; /* else the model's and the optimizer's: wc_train_lr */
     if (wd_set) c.optim.weight_decay = wd;
     /* every step scales each weight by 1 - lr x weight decay (both optimizers): at 1 or more
      * that zeroes or flips the weights, whatever the data. Said, not refused: a rate that high
@@ -606,7 +601,7 @@ static int cmd_train(int argc, char **argv) {
         wc_warn("--lr %g%s%s with --weight-decay %g%s: every step at the peak rate multiplies "
                 "each weight by 1 - lr x weight decay = %g, which zeroes or flips it; lower one "
                 "of them (their product must be below 1)",
-                c.optim.lr, lr_set ? "" : " (the default)", scaled, c.optim.weight_decay,
+                wc_train_lr(&c), lr_set ? "" : " (the default)", scaled, c.optim.weight_decay,
                 wd_set ? "" : " (the default)", 1 - peak * c.optim.weight_decay);
     /* a synthetic region carries its true probabilities: evaluate them alongside */
     const char *beside = oracle_set ? NULL : oracle_beside(c.data.tiles);

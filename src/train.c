@@ -43,6 +43,7 @@ void wc_train_config_default(wc_train_config *cfg) {
     cfg->batch = 32;
     cfg->micro_batch = 4;
     wc_optim_config_default(&cfg->optim, WC_OPTIM_ADAMW);
+    cfg->optim.lr = 0; /* the model's and the optimizer's: wc_train_lr */
     cfg->optim.warmup_steps = -1;
     cfg->lr_ref_batch = 32;
     cfg->pos_weight = 1.0;
@@ -110,7 +111,7 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
              "lower --lr (now %.3g%s)%s or lengthen --warmup (now %ld) and rerun with --fresh "
              "(training is deterministic: unless a fault of the machine caused it, a rerun with "
              "the same options diverges again here)",
-             t->cfg->optim.lr, scaled, decay > 0.1 ? " or --weight-decay" : "",
+             wc_train_lr(t->cfg), scaled, decay > 0.1 ? " or --weight-decay" : "",
              t->opt->cfg.warmup_steps);
     if (n > 0)
         snprintf(buf, size, "the checkpoints in %s are intact (a map can be drawn from them); %s",
@@ -647,10 +648,19 @@ static int read_slots(const wc_train_config *cfg, int nranks) {
     return cfg->prefetch <= 0 ? 2 * held + 1 : WC_MAX(cfg->prefetch, held + 1);
 }
 
+double wc_train_lr(const wc_train_config *cfg) {
+    if (cfg->optim.lr > 0) return cfg->optim.lr;
+    /* The logistic baseline is convex: it has its own learning rate, at which 12 epochs reach
+     * its optimum (README, "How good is the map?"); AdamW's 5e-4 would leave it short of it. */
+    if (strcmp(cfg->model, "logistic") == 0 && cfg->optim.kind == WC_OPTIM_ADAMW) return 0.05;
+    wc_optim_config kind_default;
+    wc_optim_config_default(&kind_default, cfg->optim.kind);
+    return kind_default.lr;
+}
+
 double wc_train_peak_lr(const wc_train_config *cfg) {
-    return cfg->lr_scaling_linear
-               ? cfg->optim.lr * ((double)cfg->batch / (double)cfg->lr_ref_batch)
-               : cfg->optim.lr;
+    const double lr = wc_train_lr(cfg);
+    return cfg->lr_scaling_linear ? lr * ((double)cfg->batch / (double)cfg->lr_ref_batch) : lr;
 }
 
 /* What lowers the read-ahead, as the memory checks advise it: --prefetch while it is above the
@@ -699,7 +709,7 @@ static int build_optimization(train_ctx *t) {
     if (!(oc.lr >= 1e-12 && oc.lr <= 100)) {
         wc_error("--lr %g scaled linearly by --batch %d / --lr-ref-batch %d gives %g, outside "
                  "1e-12 to 100: lower --lr, or --lr-scaling none",
-                 cfg->optim.lr, cfg->batch, cfg->lr_ref_batch, oc.lr);
+                 wc_train_lr(cfg), cfg->batch, cfg->lr_ref_batch, oc.lr);
         return WC_EXIT_USAGE;
     }
     oc.total_steps = t->total_steps;

@@ -54,6 +54,18 @@ static void test_synth_train_resume(void) {
     CHECK(access(risk, R_OK) == 0, "training wrote no risk map");
 }
 
+/* A library user gets the learning rate the command line gives when --lr is not given: the
+ * optimizer's, but the logistic baseline's own under AdamW. */
+static void test_default_lr(void) {
+    wc_train_config c;
+    wc_train_config_default(&c);
+    CHECK(wc_train_lr(&c) == 5e-4, "unet-lite under AdamW: lr %g", wc_train_lr(&c));
+    c.model = "logistic";
+    CHECK(wc_train_lr(&c) == 0.05, "logistic under AdamW: lr %g", wc_train_lr(&c));
+    c.optim.lr = 1e-3;
+    CHECK(wc_train_lr(&c) == 1e-3, "a given lr: %g", wc_train_lr(&c));
+}
+
 static void test_predict_export_info(void) {
     char tiles[256], out[256], risk[256], png[256], st[256];
     path(tiles, sizeof tiles, "region/tiles.vrt");
@@ -83,6 +95,7 @@ int main(int argc, char **argv) {
     wc_blas_core_settle(argv); /* OpenBLAS's kernels as the program runs them (blas_core.h) */
     if (harness_tempdir(dir, sizeof dir, "wildcpu-pipeline.") != 0) return 1;
     wc_log_set_quiet(1);
+    RUN(test_default_lr);
     RUN(test_synth_train_resume);
     RUN(test_predict_export_info);
     harness_remove_tree(dir);
