@@ -351,6 +351,38 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
     return found;
 }
 
+/* Claims not taken over by a writer (which renames or removes its working file) go at exit. */
+#define MAX_CLAIMS 4
+static char *claims[MAX_CLAIMS];
+static void drop_claims(void) {
+    for (int i = 0; i < MAX_CLAIMS; i++)
+        if (claims[i]) unlink(claims[i]);
+}
+
+long wc_claim_output(const char *path) {
+    char *claim = wc_temp_path(path, "tmp");
+    /* not created (a leftover of this pid, a directory not writable): no claim, and the writer
+     * says what is wrong */
+    const int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
+    char *dir = wc_dir_of(path);
+    const char *slash = strrchr(path, '/');
+    const char *const names[] = {slash ? slash + 1 : path, NULL};
+    long writer = 0;
+    wc_temp_leftovers(dir, names, 0, &writer);
+    free(dir);
+    int kept = 0;
+    if (fd >= 0 && writer) unlink(claim);
+    for (int i = 0; fd >= 0 && !writer && !kept && i < MAX_CLAIMS; i++)
+        if (!claims[i]) {
+            static int registered;
+            if (!registered++) atexit(drop_claims);
+            claims[i] = claim, kept = 1;
+        }
+    if (!kept) free(claim);
+    return writer;
+}
+
 char *wc_sibling_path(const char *path, const char *suffix) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     const char *dot = strrchr(base, '.');

@@ -616,7 +616,7 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
  * lies beside it: each would publish its own files, and the last rename of each would win, a
  * map from one model beside classes from another) refuse this one (WC_EXIT_RUNTIME); the
  * working files of killed runs are said. */
-static int say_leftovers(const char *what, const char *path) {
+static int say_leftovers(const char *what, const char *path, int claim) {
     char holder[256];
     if (wc_rundir_taken_by_live_run(path, holder, sizeof holder)) {
         wc_error("refusing to write the %s to %s: its directory is the run directory of a "
@@ -625,12 +625,16 @@ static int say_leftovers(const char *what, const char *path) {
                  what, path, *holder ? holder : "its pid unknown");
         return WC_EXIT_RUNTIME;
     }
-    char *dir = wc_dir_of(path);
-    const char *slash = strrchr(path, '/');
-    const char *const names[] = {slash ? slash + 1 : path, NULL};
     long writer = 0;
-    wc_temp_leftovers(dir, names, 0, &writer);
-    free(dir);
+    if (claim) {
+        writer = wc_claim_output(path);
+    } else {
+        char *dir = wc_dir_of(path);
+        const char *slash = strrchr(path, '/');
+        const char *const names[] = {slash ? slash + 1 : path, NULL};
+        wc_temp_leftovers(dir, names, 0, &writer);
+        free(dir);
+    }
     if (!writer) return WC_EXIT_OK;
     wc_error("refusing to write the %s to %s: wildcpu process %ld on this host is writing it now "
              "(its working file lies beside it), and two writers would leave a mix of their "
@@ -673,7 +677,9 @@ static int check_outputs(const wc_predict_config *cfg, wc_raster *r, const wc_mo
     if (status == WC_EXIT_OK && cfg->out && wc_riskmap_check_companions(cfg, &p) != WC_OK)
         status = WC_EXIT_RUNTIME;
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)
-        if (outs[i].path) status = say_leftovers(outs[i].what, outs[i].path);
+        /* the map is claimed (its companions follow it, the metrics are written whole) */
+        if (outs[i].path)
+            status = say_leftovers(outs[i].what, outs[i].path, outs[i].path == cfg->out);
     wc_riskmap_paths_free(&p);
     free(inputs);
     wc_strv_free(labels);

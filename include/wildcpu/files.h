@@ -69,6 +69,15 @@ char *wc_temp_path(const char *path, const char *tag);
  * Returns how many were removed or listed. */
 int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer);
 
+/* wc_temp_leftovers(dir of path, its name, 0, &writer) with this process's claim on path made
+ * first: its working file wc_temp_path(path, "tmp"), created empty (the writer that follows
+ * takes its name over). Checking for another writer and only then creating leaves a moment in
+ * which two processes both find none and both write, the later replacing the earlier's file
+ * under the other's companions; with the claim first, of two that start together each sees the
+ * other and both refuse, which loses nothing. Returns 0 with the claim kept (removed at exit if
+ * no writer took it over: an error before one), or the other writer's pid, the claim withdrawn. */
+long wc_claim_output(const char *path);
+
 /* A file beside path named after it: path's file name with its last extension (".tif") replaced
  * by suffix ("risk.tif" + ".qml" = "risk.qml", "risk.tif" + "_classes.tif" =
  * "risk_classes.tif"; a name without an extension keeps it whole). QGIS finds a layer's default
