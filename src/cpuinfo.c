@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -14,20 +15,29 @@
 #include "wildcpu/winograd.h"
 
 
-static void read_model(char *dst, size_t size) {
-    snprintf(dst, size, "unknown");
+/* The first processor's "model name", "vendor_id", "cpu family" and "model" of /proc/cpuinfo. */
+static void read_model(wc_cpuinfo *info) {
+    snprintf(info->model, sizeof info->model, "unknown");
+    snprintf(info->vendor, sizeof info->vendor, "unknown");
+    info->family = info->model_number = -1;
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[512];
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        const char *v = strchr(line, ':');
+        if (line[0] == '\n') break; /* the first processor's block ends */
+        char *v = strchr(line, ':');
         if (!v) continue;
         for (v++; *v == ' ' || *v == '\t'; v++) {
         }
-        snprintf(dst, size, "%s", v);
-        dst[strcspn(dst, "\n")] = '\0';
-        break;
+        v[strcspn(v, "\n")] = '\0';
+        if (strncmp(line, "model name", 10) == 0)
+            snprintf(info->model, sizeof info->model, "%s", v);
+        else if (strncmp(line, "vendor_id", 9) == 0)
+            snprintf(info->vendor, sizeof info->vendor, "%s", v);
+        else if (strncmp(line, "cpu family", 10) == 0)
+            info->family = atoi(v);
+        else if (strncmp(line, "model", 5) == 0 && (line[5] == '\t' || line[5] == ' '))
+            info->model_number = atoi(v);
     }
     fclose(f);
 }
@@ -51,7 +61,7 @@ static void read_isa(char *dst, size_t size) {
 
 void wc_cpuinfo_get(wc_cpuinfo *info) {
     memset(info, 0, sizeof *info);
-    read_model(info->model, sizeof info->model);
+    read_model(info);
     read_isa(info->isa, sizeof info->isa);
     const char *core = openblas_get_corename(), *config = openblas_get_config();
     snprintf(info->blas_core, sizeof info->blas_core, "%s", core ? core : "unknown");
@@ -69,9 +79,13 @@ void wc_cpuinfo_get(wc_cpuinfo *info) {
 const char *wc_cpuinfo_describe(char *buf, size_t size) {
     wc_cpuinfo c;
     wc_cpuinfo_get(&c);
-    snprintf(
-        buf, size, "CPU %s (%d online; %s), OpenBLAS %s (chosen by %s; %s), Winograd products %s",
-        c.model, c.online_cpus, c.isa, c.blas_core, c.blas_core_origin, c.blas_config, c.products);
+    char id[96] = "";
+    if (c.family >= 0 && c.model_number >= 0)
+        snprintf(id, sizeof id, "%s family %d model %d; ", c.vendor, c.family, c.model_number);
+    snprintf(buf, size,
+             "CPU %s (%s%d online; %s), OpenBLAS %s (chosen by %s; %s), Winograd products %s",
+             c.model, id, c.online_cpus, c.isa, c.blas_core, c.blas_core_origin, c.blas_config,
+             c.products);
     return buf;
 }
 
@@ -93,6 +107,15 @@ void wc_cpuinfo_json_members(wc_json *j) {
     wc_cpuinfo c;
     wc_cpuinfo_get(&c);
     wc_json_kstr(j, "cpu_model", c.model);
+    wc_json_kstr(j, "cpu_vendor", c.vendor);
+    if (c.family >= 0)
+        wc_json_kint(j, "cpu_family", c.family);
+    else
+        wc_json_knum(j, "cpu_family", NAN); /* null */
+    if (c.model_number >= 0)
+        wc_json_kint(j, "cpu_model_number", c.model_number);
+    else
+        wc_json_knum(j, "cpu_model_number", NAN);
     wc_json_kstr(j, "cpu_isa", c.isa);
     wc_json_kstr(j, "openblas_core", c.blas_core);
     wc_json_kstr(j, "openblas_core_origin", c.blas_core_origin);

@@ -206,10 +206,18 @@ static int describe_dir(const char *path) {
     char marker[4200];
     snprintf(marker, sizeof marker, "%s/%s", path, WC_RUNDIR_STOPPED);
     describe_stop_marker(marker);
+    /* a training holding the directory's lock refuses a rerun until it ends */
+    char run_file[4200], holder[256];
+    snprintf(run_file, sizeof run_file, "%s/" WC_RUNDIR_REPORT_JSON, path);
+    const int running = wc_rundir_taken_by_live_run(run_file, holder, sizeof holder);
+    if (running)
+        printf("state: a training is running in it (%s): a rerun is refused until it ends\n",
+               *holder ? holder : "its pid unknown");
+    const char *when = running ? " once it has ended" : "";
     if (newest_valid >= 0)
-        printf("a rerun resumes from %s\n", e[newest_valid].path);
+        printf("a rerun%s resumes from %s\n", when, e[newest_valid].path);
     else if (best_ok) /* wc_snapshot_find_resume's last resort */
-        printf("a rerun resumes from %s (no valid ckpt-*.wcp)\n", best);
+        printf("a rerun%s resumes from %s (no valid ckpt-*.wcp)\n", when, best);
     else if (n > 0 || has_best)
         printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
     wc_ckpt_list_free(e, n);

@@ -428,6 +428,18 @@ static int prepare_here(const wc_train_config *cfg) {
     for (int i = 0; i < NRUN_FILES; i++) own[i] = RUN_FILES[i].name;
     own[NRUN_FILES] = "labels-*", own[NRUN_FILES + 1] = NULL;
     wc_temp_leftovers(out, own, 1, NULL);
+    /* a predict or evaluate --map writing DIR/risk.tif now would have this run's map refused
+     * at its end, hours in: said before the first step */
+    long writer = 0;
+    if (!cfg->no_predict)
+        wc_temp_leftovers(out, (const char *const[]){WC_RUNDIR_MAP, NULL}, 0, &writer);
+    if (writer) {
+        wc_error("%s/" WC_RUNDIR_MAP " is being written by wildcpu process %ld on this host (a "
+                 "predict or evaluate --map into the run directory): the map at the end of this "
+                 "run would be refused; wait for it to end, or train with --no-predict",
+                 out, writer);
+        return WC_EXIT_RUNTIME;
+    }
     char held[4200]; /* a file there, or a link to a file system that is not mounted */
     if (mkdir(ckpt_dir, 0777) != 0 && errno != EEXIST) {
         wc_error("cannot create %s: %s", ckpt_dir, strerror(errno));

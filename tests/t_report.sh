@@ -36,6 +36,10 @@ assert r["ranks"] == 2 and r["threads_per_rank"] == 1 and r["global_batch"] == 8
 # the machine the figures came from: the CPU as /proc/cpuinfo names it, OpenBLAS's kernel family
 cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")]
 assert r.get("cpu_model") == (cpu[0] if cpu else "unknown"), f"cpu_model {r.get('cpu_model')!r}"
+fam = [int(l.split(":", 1)[1]) for l in open("/proc/cpuinfo") if l.startswith("cpu family")]
+assert r.get("cpu_family") == (fam[0] if fam else None), f"cpu_family {r.get('cpu_family')!r}"
+mod = [int(l.split(":", 1)[1]) for l in open("/proc/cpuinfo") if l.split(":")[0].strip() == "model"]
+assert r.get("cpu_model_number") == (mod[0] if mod else None), f"cpu_model_number {r.get('cpu_model_number')!r}"
 assert r.get("openblas_core") not in (None, "", "unknown"), f"openblas_core {r.get('openblas_core')!r}"
 assert isinstance(r.get("online_cpus"), int) and r["online_cpus"] >= 1
 # who chose OpenBLAS's kernels (blas_core.h): the user's OPENBLAS_CORETYPE is never overridden

@@ -272,9 +272,12 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
     fi
     # the map written, its picture not (on the full disk): the earlier map's picture and STAC
     # item, which describe the map just replaced (the item's checksum no longer matches), go
+    # (removed as the map is replaced: the earlier picture is of a 64 x 64 corner, so that the
+    # space it frees cannot hold the new one)
     rm -rf "$small"/* "$T/st"
     mkdir -p "$T/st"
-    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >/dev/null 2>&1
+    gdal_translate -q -of VRT -srcwin 0 0 64 64 "$SAMPLE" "$T/corner.vrt"
+    "$WILDCPU" predict --tiles "$T/corner.vrt" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >/dev/null 2>&1
     had=$(ls "$T/st/m.json" "$small/m.png" 2>/dev/null | wc -l)
     dd if=/dev/zero of="$small/filler" bs=4096 status=none 2>/dev/null
     "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >"$T/st.log" 2>&1
@@ -533,4 +536,37 @@ s=$?
 [ $s -eq 75 ] && grep -q '"status":"stopped","map":"none"' "$T/stopmd/report.json" \
     && ok "a stopped run whose report.md cannot be written: report.json says stopped, exit 75" \
     || notok "a stopped run without report.md" "status $s: $(head -c 160 "$T/stopmd/report.json" 2>&1)"
+# `info DIR` while a training runs in DIR says so (a rerun is refused until it ends), where it
+# said "a rerun resumes from ..." as if nothing held the directory
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 400 --ckpt-every 1 --no-predict \
+    --out "$T/live" >"$T/live.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do ls "$T/live/checkpoints/"ckpt-*.wcp >/dev/null 2>&1 && break; sleep 0.1; done
+"$WILDCPU" info "$T/live" >"$T/live_info.txt" 2>&1
+kill -TERM $pid
+wait $pid
+st=$?
+"$WILDCPU" info "$T/live" >"$T/live_info2.txt" 2>&1
+grep -q "state: a training is running in it (pid $pid .*): a rerun is refused until it ends" "$T/live_info.txt" &&
+    grep -q "a rerun once it has ended resumes from" "$T/live_info.txt" && [ $st -eq 75 ] &&
+    ! grep -q "is running" "$T/live_info2.txt" && grep -q "^a rerun resumes from" "$T/live_info2.txt" \
+    && ok "info DIR during a training names its pid and that a rerun waits; after it, a rerun resumes" \
+    || notok "info DIR during a training" "status $st: $(tail -2 "$T/live_info.txt") / $(tail -1 "$T/live_info2.txt")"
+
+# a training whose DIR/risk.tif another wildcpu is writing (evaluate --map into DIR) is refused
+# before its first step, where it trained to the end and then had its map refused
+mkdir -p "$T/busy"
+WILDCPU_TEST_SLOW_COMMIT=20 "$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/live" --map "$T/busy/risk.tif" \
+    >"$T/busy_ev.log" 2>&1 &
+ev=$!
+for _ in $(seq 1 300); do ls -a "$T/busy" | grep -q '^\.risk\.tif\.' && break; sleep 0.1; done
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/busy" >"$T/busy.log" 2>&1
+s=$?
+kill -TERM $ev 2>/dev/null
+wait $ev
+[ $s -eq 1 ] && grep -q "error: $T/busy/risk.tif is being written by wildcpu process $ev on this host" "$T/busy.log" &&
+    ! grep -q "^epoch\|step 1/" "$T/busy.log" && [ ! -e "$T/busy/checkpoints" ] \
+    && ok "a training whose DIR/risk.tif another process is writing: refused before any step (status 1, its pid named)" \
+    || notok "a training whose map another process writes" "status $s: $(grep -m2 'error\|step' "$T/busy.log")"
+
 finish

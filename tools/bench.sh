@@ -80,7 +80,8 @@ def rng(v): return f"{min(v):.3g}-{max(v):.3g}" if v else "-"
 def pair(a, b, k="samples_per_s"):  # per-round ratios a/b
     return [x[k] / y[k] for x, y in zip(by.get(a, []), by.get(b, [])) if y.get(k)]
 w1 = by.get("w1", [{}])[0]
-print(f"\nCPU: {w1.get('cpu_model', '?')} ({w1.get('online_cpus', '?')} online; {w1.get('cpu_isa', '?')}); "
+print(f"\nCPU: {w1.get('cpu_model', '?')} ({w1.get('cpu_vendor', '?')} family {w1.get('cpu_family', '?')} "
+      f"model {w1.get('cpu_model_number', '?')}; {w1.get('online_cpus', '?')} online; {w1.get('cpu_isa', '?')}); "
       f"OpenBLAS core {w1.get('openblas_core', '?')} (chosen by {w1.get('openblas_core_origin', '?')}; "
       f"{w1.get('openblas_config', '?')}); "
       f"Winograd products {w1.get('winograd_products', '?')}")

@@ -14,6 +14,9 @@
 
 typedef struct wc_cpuinfo {
     char model[128];      /* /proc/cpuinfo "model name" ("unknown" if none) */
+    char vendor[32];      /* "vendor_id": "AuthenticAMD", "GenuineIntel" ("unknown" if none) */
+    int family, model_number; /* "cpu family" and "model" (-1 if none): a virtual machine's
+                               * model name may be only "AMD EPYC", these tell Zen 3 from 5 */
     char isa[64];         /* the SIMD extensions present, e.g. "sse4.2 avx avx2 fma avx512f" */
     char blas_core[32];   /* openblas_get_corename(), e.g. "Zen", "SkylakeX", "Haswell" */
     char blas_core_origin[64]; /* who chose it (blas_core.h): "OpenBLAS", "OPENBLAS_CORETYPE",
@@ -26,12 +29,13 @@ typedef struct wc_cpuinfo {
 
 /* Fills info; never fails (unknown fields say "unknown"). */
 void wc_cpuinfo_get(wc_cpuinfo *info);
-/* One line: "CPU <model> (<n> online; <isa>), OpenBLAS <core> (chosen by <origin>; <config>),
- * Winograd products <products>" into buf; returns buf. */
+/* One line: "CPU <model> (<vendor> family <f> model <m>; <n> online; <isa>), OpenBLAS <core>
+ * (chosen by <origin>; <config>), Winograd products <products>" into buf; returns buf. */
 const char *wc_cpuinfo_describe(char *buf, size_t size);
-/* The same as members of the JSON object being built: cpu_model, cpu_isa, openblas_core,
- * openblas_core_origin, openblas_config, winograd_products ("own-avx512", "own-avx2" or "openblas")
- * (strings), online_cpus (an integer). */
+/* The same as members of the JSON object being built: cpu_model, cpu_vendor, cpu_isa,
+ * openblas_core, openblas_core_origin, openblas_config, winograd_products ("own-avx512",
+ * "own-avx2" or "openblas") (strings), cpu_family, cpu_model_number (integers, null if unknown),
+ * online_cpus (an integer). */
 void wc_cpuinfo_json_members(wc_json *j);
 /* Warns about a choice of kernels the environment asked for and did not get: an
  * OPENBLAS_CORETYPE that OpenBLAS did not take (a misspelt name: it detects its own), a
