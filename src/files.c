@@ -351,11 +351,12 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
     return found;
 }
 
-/* Claims not taken over by a writer (which renames or removes its working file) go at exit. */
-#define MAX_CLAIMS 4
-static char *claims[MAX_CLAIMS];
+/* The claims this process holds: removed by wc_claim_release, or at exit (an error before the
+ * writer came, in a process that ends there). */
+static char **claims;
+static size_t nclaims;
 static void drop_claims(void) {
-    for (int i = 0; i < MAX_CLAIMS; i++)
+    for (size_t i = 0; i < nclaims; i++)
         if (claims[i]) unlink(claims[i]);
 }
 
@@ -371,16 +372,30 @@ long wc_claim_output(const char *path) {
     long writer = 0;
     wc_temp_leftovers(dir, names, 0, &writer);
     free(dir);
-    int kept = 0;
-    if (fd >= 0 && writer) unlink(claim);
-    for (int i = 0; fd >= 0 && !writer && !kept && i < MAX_CLAIMS; i++)
-        if (!claims[i]) {
-            static int registered;
-            if (!registered++) atexit(drop_claims);
-            claims[i] = claim, kept = 1;
+    if (fd < 0 || writer) {
+        if (fd >= 0) unlink(claim);
+        free(claim);
+        return writer;
+    }
+    if (!nclaims) atexit(drop_claims);
+    char **more = realloc(claims, sizeof(char *) * (nclaims + 1));
+    if (!more) wc_fatal("out of memory claiming %s", path);
+    claims = more, claims[nclaims++] = claim;
+    return 0;
+}
+
+void wc_claim_release(const char *path) {
+    char *claim = wc_temp_path(path, "tmp");
+    for (size_t i = 0; i < nclaims; i++)
+        if (claims[i] && !strcmp(claims[i], claim)) {
+            /* still the empty claim (the writer renames its working file away, or removes it;
+             * one it could not remove was named by it and holds data: left) */
+            struct stat st;
+            if (lstat(claim, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) unlink(claim);
+            free(claims[i]);
+            claims[i] = NULL;
         }
-    if (!kept) free(claim);
-    return writer;
+    free(claim);
 }
 
 char *wc_sibling_path(const char *path, const char *suffix) {

@@ -213,11 +213,13 @@ static int describe_dir(const char *path) {
     if (running)
         printf("state: a training is running in it (%s): a rerun is refused until it ends\n",
                *holder ? holder : "its pid unknown");
-    const char *when = running ? " once it has ended" : "";
+    /* while it runs, it writes newer checkpoints: what a rerun would take is its newest then */
+    const char *when = running ? " once it has ended resumes from its newest checkpoint then; now"
+                               : " resumes from";
     if (newest_valid >= 0)
-        printf("a rerun%s resumes from %s\n", when, e[newest_valid].path);
+        printf("a rerun%s %s\n", when, e[newest_valid].path);
     else if (best_ok) /* wc_snapshot_find_resume's last resort */
-        printf("a rerun%s resumes from %s (no valid ckpt-*.wcp)\n", when, best);
+        printf("a rerun%s %s (no valid ckpt-*.wcp)\n", when, best);
     else if (n > 0 || has_best)
         printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
     wc_ckpt_list_free(e, n);

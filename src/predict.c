@@ -678,8 +678,7 @@ static int check_outputs(const wc_predict_config *cfg, wc_raster *r, const wc_mo
         status = WC_EXIT_RUNTIME;
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)
         /* the map is claimed (its companions follow it, the metrics are written whole) */
-        if (outs[i].path)
-            status = say_leftovers(outs[i].what, outs[i].path, outs[i].path == cfg->out);
+        if (outs[i].path) status = say_leftovers(outs[i].what, outs[i].path, i == 0 && cfg->out);
     wc_riskmap_paths_free(&p);
     free(inputs);
     wc_strv_free(labels);
@@ -1046,6 +1045,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     }
 out:
     wc_riskmap_abort(mp.map);
+    if (rank == 0 && cfg->out) wc_claim_release(cfg->out); /* say_leftovers' */
     wc_score_close(mp.score);
     free(mp.px);
     free(mp.send), free(mp.recv), free(mp.rows);

@@ -8,6 +8,7 @@
 #include <gdal.h>
 #include <float.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <ogr_srs_api.h>
 #include <pthread.h>
@@ -331,6 +332,50 @@ void wc_raster_close(wc_raster *r) {
 char *const *wc_raster_files(wc_raster *r) {
     if (!r->files) r->files = wc_gdal_file_list(r->path);
     return r->files;
+}
+
+/* How many of a VRT's sources wc_raster_open_files_bytes opens to measure one. */
+#define PROBED_SOURCES 4
+
+/* The heap in use, as glibc counts it (both its arenas and its large mappings). */
+static size_t heap_in_use(void) {
+    const struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+size_t wc_raster_open_files_bytes(wc_raster *r, int handles, int *files, size_t *per_file) {
+    wc_raster_init();
+    char *const *list = wc_raster_files(r);
+    int n = 0;
+    while (list && list[n]) n++;
+    GDALDriverH drv = GDALIdentifyDriver(r->path, NULL);
+    const int vrt = drv && !strcmp(GDALGetDriverShortName(drv), "VRT") && n > 1;
+    const int pool = atoi(CPLGetConfigOption("GDAL_MAX_DATASET_POOL_SIZE", "100"));
+    const int open_files = vrt ? WC_MIN((n - 1) * handles, WC_MAX(pool, 1)) : handles;
+    /* a VRT's first few sources (a mosaic's tile is often several files, of other layouts):
+     * the costliest of them stands for every file */
+    size_t cost = 0;
+    CPLPushErrorHandler(CPLQuietErrorHandler); /* a file the reads will say is broken */
+    for (int i = vrt ? 1 : 0; i < (vrt ? WC_MIN(n, 1 + PROBED_SOURCES) : 1); i++) {
+        const char *probe = vrt ? list[i] : r->path;
+        const size_t heap0 = heap_in_use(), cache0 = wc_raster_cache_used();
+        GDALDatasetH ds = GDALOpenEx(probe, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+        if (!ds) continue;
+        float v;
+        for (int b = 1; b <= GDALGetRasterCount(ds); b++)
+            if (GDALRasterIO(GDALGetRasterBand(ds, b), GF_Read, 0, 0, 1, 1, &v, 1, 1, GDT_Float32,
+                             0, 0) != CE_None)
+                break;
+        const size_t heap1 = heap_in_use(), cache1 = wc_raster_cache_used();
+        const size_t grown = cache1 > cache0 ? cache1 - cache0 : 0;
+        if (heap1 > heap0 + grown) cost = WC_MAX(cost, heap1 - heap0 - grown);
+        GDALClose(ds);
+    }
+    CPLPopErrorHandler();
+    CPLErrorReset();
+    if (files) *files = open_files;
+    if (per_file) *per_file = cost;
+    return cost * (size_t)open_files;
 }
 
 void wc_raster_release(wc_raster *r) {

@@ -162,6 +162,16 @@ static void fmt_cell(char *cell, size_t size, const char *fmt, double v) {
         fmt_fit(cell, size, fmt, "%.4g", v);
 }
 
+/* The model-selection paragraph of a run whose best.wcp (of step `step`) was lost. */
+static void write_best_lost(FILE *f, long step) {
+    fprintf(f,
+            "Model selection: " WC_CKPT_DIR "/" WC_CKPT_BEST " (the best validation, after step "
+            "%ld) was missing or damaged when this session started, and no validation has "
+            "written one since: the risk map of this run, and `wildcpu predict` or `evaluate` "
+            "given this directory, use the newest checkpoint instead.\n\n",
+            step);
+}
+
 static int write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
                           const wc_json_doc *base, const char *base_path, int have_picture) {
     wc_atomic_file af;
@@ -268,12 +278,7 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 "the last validation.\n\n",
                 s->best_auc_pr, s->best_step);
     else if (s->best_lost)
-        fprintf(f,
-                "Model selection: " WC_CKPT_DIR "/" WC_CKPT_BEST " (the best validation, after "
-                "step %ld) was missing or damaged when this session started, and no validation "
-                "has written one since: the risk map of this run, and `wildcpu predict` or "
-                "`evaluate` given this directory, use the newest checkpoint instead.\n\n",
-                s->best_lost_step);
+        write_best_lost(f, s->best_lost_step);
     if (s->have_oracle && s->have_val && isfinite(s->val.auc_pr) && s->oracle.auc_pr > 0)
         fprintf(f,
                 "The oracle is the true burn probability the synthetic labels were drawn from: "
@@ -324,7 +329,19 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
  * text stays as it was (members this version does not know, a report pretty-printed by a user's
  * tool). text is freed; NULL (after a warning naming path) when it is not a JSON object with
  * members. */
+static char *with_member_json(char *text, const char *path, const char *key, const char *json);
+
 static char *with_member(char *text, const char *path, const char *key, const char *value) {
+    wc_json v;
+    wc_json_init(&v);
+    wc_json_str(&v, value);
+    char *out = with_member_json(text, path, key, wc_json_text(&v));
+    wc_json_free(&v);
+    return out;
+}
+
+/* The same with the value given as JSON text ("-1", "null"). */
+static char *with_member_json(char *text, const char *path, const char *key, const char *json) {
     wc_json_doc doc;
     char why[256];
     const int parsed = wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
@@ -336,22 +353,21 @@ static char *with_member(char *text, const char *path, const char *key, const ch
         return NULL;
     }
     const wc_json_member *m = wc_json_get(&doc, key), *last = &doc.members[doc.n - 1];
-    wc_json k, v;
-    wc_json_init(&k), wc_json_init(&v);
+    wc_json k;
+    wc_json_init(&k);
     wc_json_str(&k, key);
-    wc_json_str(&v, value);
     size_t keep, resume; /* text[0, keep) + the new part + text[resume, ...) */
     char *part;
     if (m) {
         keep = m->value_at, resume = m->value_at + m->value_len;
-        part = wc_strdup(wc_json_text(&v));
+        part = wc_strdup(json);
     } else {
         keep = resume = last->value_at + last->value_len;
-        const size_t n = strlen(wc_json_text(&k)) + strlen(wc_json_text(&v)) + 3;
+        const size_t n = strlen(wc_json_text(&k)) + strlen(json) + 3;
         part = WC_ALLOC(n);
-        snprintf(part, n, ",%s:%s", wc_json_text(&k), wc_json_text(&v));
+        snprintf(part, n, ",%s:%s", wc_json_text(&k), json);
     }
-    wc_json_free(&k), wc_json_free(&v);
+    wc_json_free(&k);
     wc_json_doc_free(&doc);
     const size_t n = keep + strlen(part) + strlen(text + resume) + 1;
     char *out = WC_ALLOC(n);
@@ -435,6 +451,32 @@ static void markdown_map_done(const char *out_dir, int status, const char *rerun
     free(text);
 }
 
+void wc_report_best_lost(const char *out_dir, long step) {
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    if (text) text = with_member_json(text, path, "best_step", "-1");
+    if (text) text = with_member_json(text, path, "best_val_auc_pr", "null");
+    wc_atomic_file af;
+    if (text && wc_atomic_open(&af, path, "w") == WC_OK) {
+        fputs(text, af.f);
+        wc_atomic_commit(&af);
+    }
+    free(text);
+    /* report.md: its model-selection paragraph, which named best.wcp, replaced */
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_MD, out_dir);
+    text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    char *para = text ? strstr(text, "\nModel selection: ") : NULL;
+    char *end = para ? strstr(para + 1, "\n\n") : NULL;
+    if (end && wc_atomic_open(&af, path, "w") == WC_OK) {
+        fprintf(af.f, "%.*s", (int)(para + 1 - text), text);
+        write_best_lost(af.f, step);
+        fputs(end + 2, af.f);
+        wc_atomic_commit(&af);
+    }
+    free(text);
+}
+
 void wc_report_map_done(const char *out_dir, int status, const char *rerun) {
     json_map_done(out_dir, status);
     markdown_map_done(out_dir, status, rerun);
@@ -445,7 +487,7 @@ typedef struct derived {
     double ts;         /* the step loop's seconds; NaN when it did not run (rates undefined) */
     double sps;        /* training samples per second */
     double core_hours; /* wall time x ranks x threads */
-    double expected;   /* bytes: planned + baseline + GDAL cache */
+    double expected;   /* bytes: planned + baseline + GDAL cache + its open files */
     int64_t rss_max;   /* the largest peak RSS of any rank */
 } derived;
 
@@ -454,7 +496,8 @@ static derived derive(const wc_run_summary *s, const int64_t *rss, int R) {
     for (int r = 0; r < R; r++) d.rss_max = WC_MAX(d.rss_max, rss[r]);
     d.sps = (double)s->samples_done / d.ts;
     d.core_hours = s->wall_seconds * s->ranks * s->threads / 3600.0;
-    d.expected = (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes);
+    d.expected =
+        (double)(s->planned_bytes + s->baseline_bytes + s->gdal_cache_bytes + s->gdal_files_bytes);
     return d;
 }
 
@@ -466,7 +509,7 @@ static void log_summary(const wc_run_summary *s, const derived *d) {
         snprintf(rate, sizeof rate, "%.2f samples/s, %.1f GFLOP/s over %d rank%s", d->sps,
                  d->sps * s->flops_per_sample / 1e9, s->ranks, s->ranks > 1 ? "s" : "");
     wc_info("run %s: %ld steps in %.1f s (%s), %.4f core-hours; peak RSS %s per rank (max) vs "
-            "%s planned + baseline + GDAL cache (x%.2f)",
+            "%s planned + baseline + GDAL cache and open files (x%.2f)",
             status_name(s->status), s->steps_done, s->wall_seconds, rate, d->core_hours,
             wc_fmt_bytes(buf, sizeof buf, (double)d->rss_max),
             wc_fmt_bytes(buf2, sizeof buf2, d->expected), (double)d->rss_max / d->expected);
@@ -521,6 +564,7 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
         {"memory_planned_mib", FIELD_NUM, .v = (double)s->planned_bytes / MiB},
         {"memory_baseline_mib", FIELD_NUM, .v = (double)s->baseline_bytes / MiB},
         {"gdal_cache_mib", FIELD_NUM, .v = (double)s->gdal_cache_bytes / MiB},
+        {"gdal_open_files_mib", FIELD_NUM, .v = (double)s->gdal_files_bytes / MiB},
         {"peak_rss_over_plan", FIELD_NUM, .v = (double)d->rss_max / d->expected},
         {"data_held_mib", FIELD_NUM, .v = (double)s->data_bytes / MiB},
         {"patches_read", FIELD_INT, .i = s->patches_read},

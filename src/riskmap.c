@@ -302,8 +302,9 @@ struct wc_riskmap {
     int64_t W, H;
     int64_t *hist;           /* --classes: (CLASS_BINS) */
     int64_t npixels, nvalid; /* pixels written, and those of them that are not nodata */
-    char dropped[12600];     /* the earlier map's companions, removed as it was replaced */
+    int dropped;             /* the earlier map's companions removed as it was replaced */
 };
+enum { DROPPED_CLASSES = 1, DROPPED_PICTURE = 2, DROPPED_ITEM = 4 };
 
 void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p) {
     p->classes = wc_sibling_path(out, "_classes.tif");
@@ -463,13 +464,6 @@ static int write_item(const wc_riskmap *map) {
     return rc;
 }
 
-/* Removes path when it exists, adding it to the list `gone`. */
-static void remove_into(const char *path, char *gone, size_t size) {
-    if (unlink(path) != 0) return;
-    const size_t n = strlen(gone);
-    snprintf(gone + n, size - n, "%s%s", n ? ", " : "", path);
-}
-
 /* The earlier map's companions that this map's replace (its class raster, picture and STAC
  * item: all ours, checked before the map was made) describe a map about to be gone, the item
  * with checksums that will no longer match: they go just before the map is replaced, so that a
@@ -478,21 +472,30 @@ static void remove_into(const char *path, char *gone, size_t size) {
 static void drop_described(void *arg) {
     wc_riskmap *map = arg;
     const wc_predict_config *cfg = map->cfg;
-    if (cfg->classes) {
-        remove_into(map->paths.classes, map->dropped, sizeof map->dropped);
+    if ((cfg->classes || classes_are_ours(map->paths.classes)) &&
+        unlink(map->paths.classes) == 0) {
+        map->dropped |= DROPPED_CLASSES;
         char *aux = sidecar_of(map->paths.classes); /* its category names */
         unlink(aux);
         free(aux);
     }
-    if (cfg->png) remove_into(cfg->png, map->dropped, sizeof map->dropped);
-    remove_into(map->paths.stac, map->dropped, sizeof map->dropped);
+    if (cfg->png && unlink(cfg->png) == 0) map->dropped |= DROPPED_PICTURE;
+    if (unlink(map->paths.stac) == 0) map->dropped |= DROPPED_ITEM;
 }
 
 /* A companion failed after the map was replaced: the earlier map's were removed as it was
- * (drop_described); this message names them. Returns WC_EXIT_RUNTIME. */
+ * (drop_described); this message names those not made again since. Returns WC_EXIT_RUNTIME. */
 static int companion_failed(const wc_riskmap *map, const char *what, const char *path) {
     const wc_predict_config *cfg = map->cfg;
-    const char *gone = map->dropped;
+    const char *const dropped[] = {map->dropped & DROPPED_CLASSES ? map->paths.classes : NULL,
+                                   map->dropped & DROPPED_PICTURE ? cfg->png : NULL,
+                                   map->dropped & DROPPED_ITEM ? map->paths.stac : NULL};
+    char gone[12600] = "";
+    for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++) {
+        if (!dropped[i] || access(dropped[i], F_OK) == 0) continue;
+        const size_t n = strlen(gone);
+        snprintf(gone + n, sizeof gone - n, "%s%s", n ? ", " : "", dropped[i]);
+    }
     wc_error("the risk map %s is complete, but its %s %s is not%s%s%s; %s to make them",
              cfg->out, what, path, *gone ? " (the earlier map's " : "", gone,
              *gone ? ", which described the map it replaced, removed)" : "", cfg->rerun);
@@ -607,6 +610,13 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
         status = commit_status(wc_rwriter_commit(map->w));
         map->w = NULL; /* committed or removed: nothing to clean up */
         *published = status == WC_EXIT_OK;
+        /* the rename failed after the earlier map's companions went (drop_described) */
+        if (status != WC_EXIT_OK && map->dropped)
+            wc_warn("the earlier map %s stays, without its %s%s%s (removed as it was about to "
+                    "be replaced); %s to make them",
+                    cfg->out, map->dropped & DROPPED_CLASSES ? "class raster, " : "",
+                    map->dropped & DROPPED_PICTURE ? "picture, " : "",
+                    map->dropped & DROPPED_ITEM ? "STAC item" : "companions", cfg->rerun);
         if (status == WC_EXIT_OK && map->cw) {
             /* (it asks no stop: a failure is a failure) */
             status = commit_status(wc_rwriter_commit(map->cw));

@@ -401,13 +401,20 @@ static size_t print_plan(train_ctx *t, size_t baseline) {
     size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 3;
     size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b +
                    ckpt_b + val_b;
-    char a[13][32];
+    /* the files GDAL holds open for the reader's handle and validation's: outside the heap
+     * the plan counts, and large for some layouts (pixel-interleaved blocks of many bands) */
+    int open_files = 0;
+    size_t per_file = 0;
+    const size_t files_b = wc_raster_open_files_bytes(&t->ds->files.src, t->ds->nval > 0 ? 2 : 1,
+                                                      &open_files, &per_file);
+    char a[15][32];
     wc_info("memory plan per rank: parameters %s, gradients %s, optimizer state %s, activations "
             "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, checkpoint buffers %s, data "
             "held %s (read-ahead %d slots of %d patches, validation histograms), validation "
             "network %s (%" PRId64 "x%" PRId64 " windows) = %s, plus "
-            "%s runtime (libraries, metadata: measured) and GDAL's block cache (up to %s); "
-            "planning held %s at its peak (freed before training)",
+            "%s runtime (libraries, metadata: measured), GDAL's block cache (up to %s) and the "
+            "files GDAL holds open, %s (up to %d x %s: measured on one); planning held %s at "
+            "its peak (freed before training)",
             wc_fmt_bytes(a[0], 32, (double)mp.params), wc_fmt_bytes(a[1], 32, (double)mp.grads),
             wc_fmt_bytes(a[2], 32, (double)opt_b), wc_fmt_bytes(a[3], 32, (double)mp.activations),
             t->cfg->micro_batch, t->ds->P, t->ds->P, wc_fmt_bytes(a[4], 32, (double)mp.workspace),
@@ -416,7 +423,10 @@ static size_t print_plan(train_ctx *t, size_t baseline) {
             wc_fmt_bytes(a[11], 32, (double)val_b), t->val.inf.Tx, t->val.inf.Ty,
             wc_fmt_bytes(a[7], 32, (double)total), wc_fmt_bytes(a[8], 32, (double)baseline),
             wc_fmt_bytes(a[10], 32, (double)wc_raster_cache_max()),
+            wc_fmt_bytes(a[13], 32, (double)files_b), open_files,
+            wc_fmt_bytes(a[14], 32, (double)per_file),
             wc_fmt_bytes(a[12], 32, (double)t->ds->plan_peak_bytes));
+    t->sum.gdal_files_bytes = files_b;
     /* the run's peak is training's or planning's, whichever is larger */
     t->sum.planned_bytes = WC_MAX(total, (size_t)t->ds->plan_peak_bytes);
     t->sum.baseline_bytes = baseline;
@@ -428,7 +438,8 @@ static size_t print_plan(train_ctx *t, size_t baseline) {
  * alone is --prefetch slots of --micro-batch patches), and a plan that cannot fit would only end
  * in the kernel's out-of-memory killer, hours in. */
 static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
-    const uint64_t need = (uint64_t)training_bytes + t->sum.baseline_bytes + wc_raster_cache_max();
+    const uint64_t need = (uint64_t)training_bytes + t->sum.baseline_bytes + wc_raster_cache_max() +
+                          t->sum.gdal_files_bytes;
     int speaks;
     const uint64_t here = wc_dist_host_sum_u64(need, &speaks);
     const uint64_t phys = wc_physical_memory_bytes();
@@ -649,7 +660,7 @@ static int read_slots(const wc_train_config *cfg, int nranks) {
 }
 
 double wc_train_lr(const wc_train_config *cfg) {
-    if (cfg->optim.lr > 0) return cfg->optim.lr;
+    if (cfg->optim.lr != 0) return cfg->optim.lr; /* 0: unset; any other value is checked */
     /* The logistic baseline is convex: it has its own learning rate, at which 12 epochs reach
      * its optimum (README, "How good is the map?"); AdamW's 5e-4 would leave it short of it. */
     if (strcmp(cfg->model, "logistic") == 0 && cfg->optim.kind == WC_OPTIM_ADAMW) return 0.05;
@@ -865,6 +876,9 @@ static int loop(train_ctx *t) {
     wc_trainlog_start(t->log);
     for (long step = t->start_step; step < t->total_steps; step++) {
         if (train_step(t, step) != WC_OK) return WC_EXIT_RUNTIME;
+        /* the block cache at its fullest, for the report's peak against the plan (its blocks
+         * go when the files close, before the report) */
+        t->gdal_cache_peak = WC_MAX(t->gdal_cache_peak, wc_raster_cache_used());
         int validated = 0; /* a validation saw finite outputs of this step's weights */
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
@@ -888,13 +902,14 @@ static int loop(train_ctx *t) {
         /* ... unless the report is missing (its write failed, on a full disk say): the rerun
          * writes it, from the checkpoint's figures and its own */
         const int missing = t->rank == 0 && wc_report_missing(cfg->out_dir);
-        t->report_due = wc_dist_any(missing) || t->sum.best_lost;
+        t->report_due = wc_dist_any(missing);
         wc_info("training already finished (%ld steps): keeping its checkpoint%s",
                 t->total_steps,
-                missing                 ? "; writing its missing report"
-                : t->sum.best_lost ? "; writing its report again (it names the lost " WC_CKPT_BEST
-                                     ")"
+                missing            ? "; writing its missing report"
+                : t->sum.best_lost ? " and report, which now says " WC_CKPT_BEST " is lost"
                                    : " and report");
+        if (t->rank == 0 && !missing && t->sum.best_lost)
+            wc_report_best_lost(cfg->out_dir, t->sum.best_lost_step);
         /* a --baseline given now would compare nothing that ran: said, not silently dropped */
         if (cfg->baseline && !t->report_due && t->rank == 0)
             wc_warn("--baseline %s: this run's report is kept as its training wrote it, without "
@@ -927,7 +942,7 @@ static int teardown(train_ctx *t, int status) {
     sum->steps_per_epoch = t->sched.steps_per_epoch;
     sum->val_patches = t->ds && t->ds->nval > 0;
     sum->best_step = t->best.step, sum->best_auc_pr = t->best.auc_pr;
-    sum->gdal_cache_bytes = wc_raster_cache_used();
+    sum->gdal_cache_bytes = WC_MAX(t->gdal_cache_peak, wc_raster_cache_used());
     if (t->ra.rd) {
         sum->io_wait_seconds = wc_reader_wait_seconds(t->ra.rd);
         sum->data_bytes = wc_reader_bytes_held(t->ra.rd);

@@ -502,7 +502,9 @@ int wc_train_ckpt_resume(train_ctx *t) {
     /* best.wcp may hold another best than the checkpoint knows, or none (check_best) */
     double best_known[2] = {(double)t->best.step, t->best.auc_pr};
     const int best_state =
-        t->rank == 0 ? check_best(t, path, t->start_step >= t->total_steps, best_known) : 0;
+        t->rank == 0
+            ? check_best(t, path, t->start_step >= t->total_steps && !t->val_pending, best_known)
+            : 0;
     if (wc_dist_any(best_state < 0)) {
         wc_snapshot_free(&snap);
         free(path);

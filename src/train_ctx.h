@@ -77,6 +77,7 @@ typedef struct {
     wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
     char *spec;         /* the network spec text */
     double t_start, t_loop;
+    size_t gdal_cache_peak; /* GDAL's block cache at its fullest, sampled after each step */
     int report_due; /* the report changes even without a step (a pending validation ran) */
     char config_kv[2048];
     long poison_step; /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */

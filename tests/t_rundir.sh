@@ -548,7 +548,7 @@ wait $pid
 st=$?
 "$WILDCPU" info "$T/live" >"$T/live_info2.txt" 2>&1
 grep -q "state: a training is running in it (pid $pid .*): a rerun is refused until it ends" "$T/live_info.txt" &&
-    grep -q "a rerun once it has ended resumes from" "$T/live_info.txt" && [ $st -eq 75 ] &&
+    grep -q "a rerun once it has ended resumes from its newest checkpoint then; now " "$T/live_info.txt" && [ $st -eq 75 ] &&
     ! grep -q "is running" "$T/live_info2.txt" && grep -q "^a rerun resumes from" "$T/live_info2.txt" \
     && ok "info DIR during a training names its pid and that a rerun waits; after it, a rerun resumes" \
     || notok "info DIR during a training" "status $st: $(tail -2 "$T/live_info.txt") / $(tail -1 "$T/live_info2.txt")"

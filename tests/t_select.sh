@@ -206,8 +206,9 @@ rm -f "$T/bw/checkpoints/best.wcp"
 "$WILDCPU" "${bw[@]}" --out "$T/bw" >"$T/bw2.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "warning: .*best.wcp (step [0-9]*) is missing: the training is finished, so no validation writes it again" "$T/bw2.log" &&
-    grep -q "writing its report again" "$T/bw2.log" &&
+    grep -q "keeping its checkpoint and report, which now says best.wcp is lost" "$T/bw2.log" &&
     grep -q "best.wcp (the best validation, after step [0-9]*) was missing or damaged when this session started" "$T/bw/report.md" &&
+    [ "$(json "$T/bw/report.json" steps_this_run)" -gt 0 ] && grep -q "^| wall time (s) |" "$T/bw/report.md" &&
     ! grep -q "is kept as checkpoints/best.wcp" "$T/bw/report.md" &&
     [ "$(json "$T/bw/report.json" best_step)" = -1 ] \
     && ok "best.wcp deleted after the training finished: the rerun says the newest checkpoint serves, and the report no longer names best.wcp" \

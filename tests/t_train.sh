@@ -77,4 +77,19 @@ else
 fi
 grep -q "memory plan per rank: parameters" "$T/a.log" && ok "memory plan printed at start-up" \
     || notok "memory plan printed at start-up"
+# a GeoTIFF that interleaves its 13 bands by pixel in one 512 x 512 block: GDAL decodes the
+# block of all bands into a buffer of the dataset's own (13.0 MiB) for each handle that reads
+# it; the plan counts it (measured at start-up), where it was missing (peak 2.2x the plan at
+# 2048 x 2048)
+"$WILDCPU" synth --out "$T/px" --size 512 --seed 3 >/dev/null 2>&1
+gdal_translate -q -ot Float32 -a_nodata -9999 -co TILED=YES -co BLOCKXSIZE=512 -co BLOCKYSIZE=512 \
+    -co INTERLEAVE=PIXEL -co COMPRESS=DEFLATE -co ZLEVEL=1 "$T/px/tiles.vrt" "$T/px/one.tif"
+"$WILDCPU" --tiles "$T/px/one.tif" --steps 2 --batch 8 --no-predict --out "$T/pxr" >"$T/pxr.log" 2>&1
+s=$?
+per=$(grep -o "files GDAL holds open, [^(]*(up to 2 x [0-9.]* MiB" "$T/pxr.log" | grep -o "[0-9.]* MiB$" | cut -d' ' -f1)
+ratio=$(json "$T/pxr/report.json" peak_rss_over_plan)
+[ $s -eq 0 ] && [ -n "$per" ] && $PY -c "import sys; sys.exit(0 if $per >= 13.0 and ($ratio <= 1.25 or '${WILDCPU_SAN:-}') else 1)" \
+    && ok "a pixel-interleaved GeoTIFF's block buffer is in the plan (2 x $per MiB; peak x$ratio)" \
+    || notok "a pixel-interleaved GeoTIFF in the plan" "status $s, per file '$per', x$ratio: $(grep -o 'files GDAL holds open[^;]*' "$T/pxr.log")"
+
 finish

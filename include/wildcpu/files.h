@@ -74,9 +74,12 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
  * takes its name over). Checking for another writer and only then creating leaves a moment in
  * which two processes both find none and both write, the later replacing the earlier's file
  * under the other's companions; with the claim first, of two that start together each sees the
- * other and both refuse, which loses nothing. Returns 0 with the claim kept (removed at exit if
- * no writer took it over: an error before one), or the other writer's pid, the claim withdrawn. */
+ * other and both refuse, which loses nothing. Returns 0 with the claim kept (until
+ * wc_claim_release, or exit), or the other writer's pid (or 0 when the claim could not be made:
+ * the writer will say why) with no claim held. */
 long wc_claim_output(const char *path);
+/* Ends this process's claim on path: its working file goes if it is still the empty claim. */
+void wc_claim_release(const char *path);
 
 /* A file beside path named after it: path's file name with its last extension (".tif") replaced
  * by suffix ("risk.tif" + ".qml" = "risk.qml", "risk.tif" + "_classes.tif" =

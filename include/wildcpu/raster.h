@@ -154,6 +154,15 @@ void wc_raster_release(wc_raster *r);
  * (its sources, its coverage, the ranks' agreement, its outputs) share one listing of a large
  * mosaic. NULL-terminated; owned by r. */
 char *const *wc_raster_files(wc_raster *r);
+/* What GDAL keeps for the files of r it holds open while `handles` handles read r (GDAL's
+ * dataset pool keeps up to GDAL_MAX_DATASET_POOL_SIZE, default 100, of a VRT's sources open
+ * process-wide; a file read directly stays open once per handle): the open files' count times
+ * the bytes GDAL allocated to open and read one pixel of each band of r's first data file (a
+ * GeoTIFF that interleaves its bands by pixel decodes a whole block of all of them into a buffer
+ * of its own: hundreds of MiB for a 2048-pixel block of 12 Float32 bands), its block cache's
+ * growth left out. Measured, not modelled: the drivers' buffers are theirs. 0 when the file
+ * cannot be opened (the reads will say why). *files and *per_file, when given, get the parts. */
+size_t wc_raster_open_files_bytes(wc_raster *r, int handles, int *files, size_t *per_file);
 /* GDAL's block cache: bytes in use now, and the limit. */
 size_t wc_raster_cache_used(void);
 size_t wc_raster_cache_max(void);

@@ -51,7 +51,8 @@ typedef struct wc_run_summary {
     long best_lost_step;
     double flops_per_sample;
     size_t planned_bytes, baseline_bytes, data_bytes; /* data_bytes: part of planned_bytes */
-    size_t gdal_cache_bytes;  /* GDAL's block cache in use at the end (data held, unplanned) */
+    size_t gdal_cache_bytes;  /* GDAL's block cache at its fullest (data held, unplanned) */
+    size_t gdal_files_bytes;  /* the files GDAL holds open, as planned (measured on one) */
     long patches_read;        /* this rank's; the report gives the sum over the ranks */
     double bytes_read;
     int status;               /* how training ended: WC_EXIT_OK, _STOPPED or _RUNTIME */
@@ -70,6 +71,12 @@ int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *b
 /* Whether out_dir lacks report.json or report.md (their write failed, on a full disk say): a
  * rerun of a finished training then writes them (train.c). */
 int wc_report_missing(const char *out_dir);
+
+/* Rank 0, on a rerun of a finished training that found best.wcp (of step `step`) lost: its
+ * report.json's best_step and best_val_auc_pr, and report.md's model-selection paragraph, say
+ * the map now comes from the newest checkpoint; the rest of both stays as the training wrote
+ * it. Failures leave them as they were. */
+void wc_report_best_lost(const char *out_dir, long step);
 
 /* Rank 0, once drawing the map has ended with status (a WC_EXIT_ code): report.json's status and
  * map, and report.md's status line, say how (a stopped map: rerun says how to resume, as
