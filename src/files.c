@@ -360,18 +360,23 @@ static void drop_claims(void) {
         if (claims[i]) unlink(claims[i]);
 }
 
-long wc_claim_output(const char *path) {
-    char *claim = wc_temp_path(path, "tmp");
-    /* not created (a leftover of this pid, a directory not writable): no claim, and the writer
-     * says what is wrong */
-    const int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) close(fd);
+long wc_output_writer(const char *path) {
     char *dir = wc_dir_of(path);
     const char *slash = strrchr(path, '/');
     const char *const names[] = {slash ? slash + 1 : path, NULL};
     long writer = 0;
     wc_temp_leftovers(dir, names, 0, &writer);
     free(dir);
+    return writer;
+}
+
+long wc_claim_output(const char *path) {
+    char *claim = wc_temp_path(path, "tmp");
+    /* not created (a leftover of this pid, a directory not writable): no claim, and the writer
+     * says what is wrong */
+    const int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
+    const long writer = wc_output_writer(path);
     if (fd < 0 || writer) {
         if (fd >= 0) unlink(claim);
         free(claim);

@@ -625,16 +625,7 @@ static int say_leftovers(const char *what, const char *path, int claim) {
                  what, path, *holder ? holder : "its pid unknown");
         return WC_EXIT_RUNTIME;
     }
-    long writer = 0;
-    if (claim) {
-        writer = wc_claim_output(path);
-    } else {
-        char *dir = wc_dir_of(path);
-        const char *slash = strrchr(path, '/');
-        const char *const names[] = {slash ? slash + 1 : path, NULL};
-        wc_temp_leftovers(dir, names, 0, &writer);
-        free(dir);
-    }
+    const long writer = claim ? wc_claim_output(path) : wc_output_writer(path);
     if (!writer) return WC_EXIT_OK;
     wc_error("refusing to write the %s to %s: wildcpu process %ld on this host is writing it now "
              "(its working file lies beside it), and two writers would leave a mix of their "

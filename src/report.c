@@ -324,29 +324,17 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
     return WC_OK;
 }
 
-/* text (malloc'd) with the string member key of its top-level object set to value: its value
- * replaced where the parser found it, or the member added after the last one; the rest of the
+/* text (malloc'd) with the member key of its top-level object set to `json` (a value as JSON
+ * text: "\"written\"", "-1", "null"): its value replaced where the parser found it, or the member added after the last one; the rest of the
  * text stays as it was (members this version does not know, a report pretty-printed by a user's
  * tool). text is freed; NULL (after a warning naming path) when it is not a JSON object with
  * members. */
-static char *with_member_json(char *text, const char *path, const char *key, const char *json);
-
-static char *with_member(char *text, const char *path, const char *key, const char *value) {
-    wc_json v;
-    wc_json_init(&v);
-    wc_json_str(&v, value);
-    char *out = with_member_json(text, path, key, wc_json_text(&v));
-    wc_json_free(&v);
-    return out;
-}
-
-/* The same with the value given as JSON text ("-1", "null"). */
-static char *with_member_json(char *text, const char *path, const char *key, const char *json) {
+static char *with_member(char *text, const char *path, const char *key, const char *json) {
     wc_json_doc doc;
     char why[256];
     const int parsed = wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
     if (!parsed || doc.n == 0) {
-        wc_warn("%s is not a JSON object (%s): it does not record the map", path,
+        wc_warn("%s is not a JSON object (%s): left as it is", path,
                 parsed ? "no members" : why);
         wc_json_doc_free(&doc);
         free(text);
@@ -377,13 +365,16 @@ static char *with_member_json(char *text, const char *path, const char *key, con
     return out;
 }
 
-/* report.json of out_dir with its status and map set to how drawing the map ended. */
-static void json_map_done(const char *out_dir, int status) {
+/* report.json of out_dir with the members keys[i] set to the JSON texts values[i] (n of them),
+ * where they are in the file, the rest kept as it is; `why` says for what, in warnings. A file
+ * that is not a wildcpu report.json is left alone (said). */
+static void update_json(const char *out_dir, const char *const *keys, const char *const *values,
+                        int n, const char *why_for) {
     char path[4200], why[256];
     snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
     char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     if (!text) {
-        if (access(path, F_OK) == 0) wc_warn("%s cannot be read to record the map: %s", path, why);
+        if (access(path, F_OK) == 0) wc_warn("%s cannot be read to %s: %s", path, why_for, why);
         return; /* no report: this invocation trained nothing, and no earlier one left it */
     }
     wc_json_doc doc = {0, NULL};
@@ -391,18 +382,29 @@ static void json_map_done(const char *out_dir, int status) {
                      wc_json_get_str(&doc, "wildcpu");
     wc_json_doc_free(&doc);
     if (!ours) {
-        wc_warn("%s is not a wildcpu " WC_RUNDIR_REPORT_JSON ": it does not record the map", path);
+        wc_warn("%s is not a wildcpu " WC_RUNDIR_REPORT_JSON ": left as it is (not updated to %s)",
+                path, why_for);
         free(text);
         return;
     }
-    text = with_member(text, path, "status", status_name(status));
-    if (text) text = with_member(text, path, "map", map_name(map_of_status(status)));
+    for (int i = 0; i < n && text; i++) text = with_member(text, path, keys[i], values[i]);
     wc_atomic_file af;
     if (text && wc_atomic_open(&af, path, "w") == WC_OK) {
         fputs(text, af.f);
         wc_atomic_commit(&af);
     }
     free(text);
+}
+
+/* report.json of out_dir with its status and map set to how drawing the map ended. */
+static void json_map_done(const char *out_dir, int status) {
+    wc_json st, map;
+    wc_json_init(&st), wc_json_init(&map);
+    wc_json_str(&st, status_name(status));
+    wc_json_str(&map, map_name(map_of_status(status)));
+    const char *keys[] = {"status", "map"}, *values[] = {wc_json_text(&st), wc_json_text(&map)};
+    update_json(out_dir, keys, values, 2, "record the map");
+    wc_json_free(&st), wc_json_free(&map);
 }
 
 /* The pictures' section of report.md starts here; everything after it is the section. */
@@ -452,20 +454,13 @@ static void markdown_map_done(const char *out_dir, int status, const char *rerun
 }
 
 void wc_report_best_lost(const char *out_dir, long step) {
-    char path[4200], why[256];
-    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
-    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
-    if (text) text = with_member_json(text, path, "best_step", "-1");
-    if (text) text = with_member_json(text, path, "best_val_auc_pr", "null");
-    wc_atomic_file af;
-    if (text && wc_atomic_open(&af, path, "w") == WC_OK) {
-        fputs(text, af.f);
-        wc_atomic_commit(&af);
-    }
-    free(text);
+    const char *keys[] = {"best_step", "best_val_auc_pr"}, *values[] = {"-1", "null"};
+    update_json(out_dir, keys, values, 2, "record the lost best.wcp");
     /* report.md: its model-selection paragraph, which named best.wcp, replaced */
+    char path[4200], why[256];
     snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_MD, out_dir);
-    text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    wc_atomic_file af;
     char *para = text ? strstr(text, "\nModel selection: ") : NULL;
     char *end = para ? strstr(para + 1, "\n\n") : NULL;
     if (end && wc_atomic_open(&af, path, "w") == WC_OK) {

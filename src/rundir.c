@@ -430,9 +430,9 @@ static int prepare_here(const wc_train_config *cfg) {
     wc_temp_leftovers(out, own, 1, NULL);
     /* a predict or evaluate --map writing DIR/risk.tif now would have this run's map refused
      * at its end, hours in: said before the first step */
-    long writer = 0;
-    if (!cfg->no_predict)
-        wc_temp_leftovers(out, (const char *const[]){WC_RUNDIR_MAP, NULL}, 0, &writer);
+    char map[4200];
+    run_file(map, sizeof map, out, WC_RUNDIR_MAP);
+    const long writer = cfg->no_predict ? 0 : wc_output_writer(map);
     if (writer) {
         wc_error("%s/" WC_RUNDIR_MAP " is being written by wildcpu process %ld on this host (a "
                  "predict or evaluate --map into the run directory): the map at the end of this "

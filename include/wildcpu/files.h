@@ -69,7 +69,10 @@ char *wc_temp_path(const char *path, const char *tag);
  * Returns how many were removed or listed. */
 int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer);
 
-/* wc_temp_leftovers(dir of path, its name, 0, &writer) with this process's claim on path made
+/* wc_temp_leftovers(dir of path, its name, 0, &writer): the pid of a live wildcpu on this host
+ * writing path (0: none), the working files of killed runs beside it said in a warning. */
+long wc_output_writer(const char *path);
+/* wc_output_writer(path) with this process's claim on path made
  * first: its working file wc_temp_path(path, "tmp"), created empty (the writer that follows
  * takes its name over). Checking for another writer and only then creating leaves a moment in
  * which two processes both find none and both write, the later replacing the earlier's file
