@@ -343,21 +343,38 @@ static size_t heap_in_use(void) {
     return mi.uordblks + mi.hblkhd;
 }
 
-size_t wc_raster_open_files_bytes(wc_raster *r, int handles, int *files, size_t *per_file) {
+/* The data files behind r: r's own file, or a VRT mosaic's first PROBED_SOURCES sources (a
+ * mosaic's tile is often several files, of other layouts), which stand for every file. Returns
+ * how many were put in probe[]; *sources, when given, gets a VRT's count of sources (0 for a
+ * file). */
+static int probed_files(wc_raster *r, const char *probe[PROBED_SOURCES], int *sources) {
     wc_raster_init();
     char *const *list = wc_raster_files(r);
     int n = 0;
     while (list && list[n]) n++;
     GDALDriverH drv = GDALIdentifyDriver(r->path, NULL);
     const int vrt = drv && !strcmp(GDALGetDriverShortName(drv), "VRT") && n > 1;
+    if (sources) *sources = vrt ? n - 1 : 0;
+    if (!vrt) {
+        probe[0] = r->path;
+        return 1;
+    }
+    const int k = WC_MIN(n - 1, PROBED_SOURCES);
+    for (int i = 0; i < k; i++) probe[i] = list[1 + i];
+    return k;
+}
+
+size_t wc_raster_open_files_bytes(wc_raster *r, int handles, int *files, size_t *per_file) {
+    const char *probes[PROBED_SOURCES];
+    int sources;
+    const int nprobe = probed_files(r, probes, &sources);
     const int pool = atoi(CPLGetConfigOption("GDAL_MAX_DATASET_POOL_SIZE", "100"));
-    const int open_files = vrt ? WC_MIN((n - 1) * handles, WC_MAX(pool, 1)) : handles;
-    /* a VRT's first few sources (a mosaic's tile is often several files, of other layouts):
-     * the costliest of them stands for every file */
+    const int open_files = sources ? WC_MIN(sources * handles, WC_MAX(pool, 1)) : handles;
+    /* the costliest file stands for every file */
     size_t cost = 0;
     CPLPushErrorHandler(CPLQuietErrorHandler); /* a file the reads will say is broken */
-    for (int i = vrt ? 1 : 0; i < (vrt ? WC_MIN(n, 1 + PROBED_SOURCES) : 1); i++) {
-        const char *probe = vrt ? list[i] : r->path;
+    for (int i = 0; i < nprobe; i++) {
+        const char *probe = probes[i];
         const size_t heap0 = heap_in_use(), cache0 = wc_raster_cache_used();
         GDALDatasetH ds = GDALOpenEx(probe, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
         if (!ds) continue;
@@ -376,6 +393,44 @@ size_t wc_raster_open_files_bytes(wc_raster *r, int handles, int *files, size_t 
     if (files) *files = open_files;
     if (per_file) *per_file = cost;
     return cost * (size_t)open_files;
+}
+
+/* Blocks of size b a span of t pixels can touch, wherever it lies: (t - 1) / b + 1 when it
+ * starts on a block's edge, one more otherwise; at most the n a file has (0: a mosaic's tile,
+ * whose neighbours hold the blocks beyond it). */
+static int64_t blocks_spanned(int64_t t, int64_t b, int64_t n) {
+    const int64_t k = (t - 1) / b + 2;
+    return n > 0 ? WC_MIN(k, n) : k;
+}
+
+size_t wc_raster_window_blocks_bytes(wc_raster *r, int64_t w, int64_t h) {
+    const char *probes[PROBED_SOURCES];
+    int sources;
+    const int nprobe = probed_files(r, probes, &sources);
+    size_t most = 0;
+    CPLPushErrorHandler(CPLQuietErrorHandler); /* a file the reads will say is broken */
+    for (int i = 0; i < nprobe; i++) {
+        GDALDatasetH ds =
+            GDALOpenEx(probes[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+        if (!ds) continue;
+        const int64_t fw = GDALGetRasterXSize(ds), fh = GDALGetRasterYSize(ds);
+        size_t bytes = 0;
+        for (int b = 1; b <= GDALGetRasterCount(ds); b++) {
+            GDALRasterBandH band = GDALGetRasterBand(ds, b);
+            int bx = 0, by = 0;
+            GDALGetBlockSize(band, &bx, &by);
+            if (bx <= 0 || by <= 0) continue;
+            const int64_t nx = blocks_spanned(w, bx, sources ? 0 : (fw + bx - 1) / bx);
+            const int64_t ny = blocks_spanned(h, by, sources ? 0 : (fh + by - 1) / by);
+            bytes += (size_t)(nx * ny) * (size_t)bx * (size_t)by *
+                     (size_t)GDALGetDataTypeSizeBytes(GDALGetRasterDataType(band));
+        }
+        most = WC_MAX(most, bytes);
+        GDALClose(ds);
+    }
+    CPLPopErrorHandler();
+    CPLErrorReset();
+    return most;
 }
 
 void wc_raster_release(wc_raster *r) {

@@ -163,6 +163,12 @@ char *const *wc_raster_files(wc_raster *r);
  * growth left out. Measured, not modelled: the drivers' buffers are theirs. 0 when the file
  * cannot be opened (the reads will say why). *files and *per_file, when given, get the parts. */
 size_t wc_raster_open_files_bytes(wc_raster *r, int handles, int *files, size_t *per_file);
+/* The decoded blocks a window of w x h pixels of r can touch, wherever it lies, in bytes: every
+ * band of the file, not only those a caller reads (a GeoTIFF interleaved by pixel decodes a
+ * block of all its bands at once, and GDAL's cache keeps them only when they all fit). A VRT
+ * mosaic's first few sources stand for all of them, as in wc_raster_open_files_bytes. 0 when no
+ * file can be opened. */
+size_t wc_raster_window_blocks_bytes(wc_raster *r, int64_t w, int64_t h);
 /* GDAL's block cache: bytes in use now, and the limit. */
 size_t wc_raster_cache_used(void);
 size_t wc_raster_cache_max(void);
