@@ -879,7 +879,7 @@ static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, const wc
     const uint64_t host_ranks = wc_dist_host_sum_u64(1, &first_on_host);
     if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return;
     const double need = 1.25 * (double)wc_raster_window_blocks_bytes(r, inf->Tx, inf->Ty);
-    const double most = node_memory() / 4 / (double)host_ranks, least = (double)(64 << 20);
+    const double most = (double)wc_raster_cache_most(host_ranks), least = (double)(64 << 20);
     double size = WC_MAX(need, least);
     if (most > least && size > most) {
         size = most;

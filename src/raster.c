@@ -456,12 +456,18 @@ void wc_gdal_errors_pop(void) { CPLPopErrorHandler(); }
 size_t wc_raster_cache_used(void) { return (size_t)GDALGetCacheUsed64(); }
 size_t wc_raster_cache_max(void) { return (size_t)GDALGetCacheMax64(); }
 
-void wc_raster_cache_fit(size_t bytes) {
+size_t wc_raster_cache_most(uint64_t host_ranks) {
+    return wc_physical_memory_bytes() / 4 / (size_t)WC_MAX(host_ranks, 1);
+}
+
+size_t wc_raster_cache_fit(size_t bytes, size_t most) {
     wc_raster_init();
-    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return; /* the user's choice stands */
+    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return 0; /* the user's choice stands */
     /* blocks at the raster's edges extend beyond it: a quarter more covers them */
     const double want = WC_MAX((double)bytes * 1.25, (double)WC_GDAL_CACHE_MIN);
-    GDALSetCacheMax64((int64_t)WC_MIN(want, (double)WC_GDAL_CACHE_DEFAULT));
+    const double cap = most ? (double)WC_MAX(most, WC_GDAL_CACHE_MIN) : WC_GDAL_CACHE_DEFAULT;
+    GDALSetCacheMax64((int64_t)WC_MIN(want, cap));
+    return want > cap ? (size_t)want : 0;
 }
 
 /* Masked pixels of the masked bands among `bands` become NaN in dst (band k's first pixel at

@@ -172,11 +172,15 @@ size_t wc_raster_window_blocks_bytes(wc_raster *r, int64_t w, int64_t h);
 /* GDAL's block cache: bytes in use now, and the limit. */
 size_t wc_raster_cache_used(void);
 size_t wc_raster_cache_max(void);
+/* The most GDAL's block cache may take for one of host_ranks ranks on this node: a quarter of
+ * the node's memory over them. */
+size_t wc_raster_cache_most(uint64_t host_ranks);
 /* Sizes GDAL's block cache to what reads of `bytes` bytes of decoded raster can use: the whole
- * of them plus the edge blocks (when that is less than the 256 MiB cap), at least 16 MiB; so a
- * small region does not reserve a cache it cannot fill, and the memory plan counts what can
- * really be held. Leaves GDAL_CACHEMAX, when the user sets it, alone. */
-void wc_raster_cache_fit(size_t bytes);
+ * of them plus the edge blocks, at least 16 MiB, at most `most` bytes (0: 256 MiB); so a small
+ * region does not reserve a cache it cannot fill, and the memory plan counts what can really be
+ * held. Returns the size it would have wanted when the cap held it below (0 when it fits).
+ * Leaves GDAL_CACHEMAX, when the user sets it, alone. */
+size_t wc_raster_cache_fit(size_t bytes, size_t most);
 
 /* Reads the window (x0, y0, w, h), which may overhang the raster, of the given bands (1-based,
  * nb of them) into buf as type `type`, laid out band by band (nb, h, w). Only the part inside
