@@ -2,12 +2,14 @@
  * and the lowered (im2col + cblas_sgemm) path for every shape Winograd does not take.
  *
  * 3x3 stride-1 convolutions (every convolution of unet-lite but its 1x1 head) go to
- * winograd.c. The lowered path processes each image on its own, in chunks of output rows: the
- * lowered chunk (C*KH*KW rows by about WC_CONV_CHUNK_COLS columns) stays in L2 while the GEMM
- * reads it. Its backward pass lowers each chunk again instead of keeping the forward's lowered
- * matrix: a cheap, cache-resident copy instead of memory the size of every layer's lowered
- * input. The lowered path runs on the calling thread (no network of this project uses it for
- * more than a test); the pointwise path splits samples across the pool.
+ * winograd.c. The forward products here use its own kernel too where it runs (AVX2 and FMA):
+ * OpenBLAS's bits for a pixel depend on the product's width, so on the window's. The lowered
+ * path processes each image on its own, in chunks of output rows: the lowered chunk (C*KH*KW
+ * rows by about WC_CONV_CHUNK_COLS columns) stays in L2 while the GEMM reads it. Its backward
+ * pass lowers each chunk again instead of keeping the forward's lowered matrix: a cheap,
+ * cache-resident copy instead of memory the size of every layer's lowered input. The lowered
+ * path runs on the calling thread (no network of this project uses it for more than a test);
+ * the pointwise path splits samples across the pool.
  *
  * Not here: allocation (the caller passes the workspace), the Winograd pipeline (winograd.c). */
 #include <cblas.h>
@@ -198,37 +200,48 @@ typedef struct {
     int relu;
 } pointwise_job;
 
-/* One sample of a 1x1 convolution: start from the bias and let the GEMM accumulate (beta = 1),
- * one pass over the output. */
+/* y (K, n, ld ldy) = bias + weight (K, ckk) x col (ckk, n, ld ldc). By the Winograd passes' own
+ * kernel where it is in use, then the bias: a pixel's bits are then those of its own column,
+ * whatever the width of the window around it (prediction's windows, validation's blocks and a
+ * raster cut from the same grid all agree: docs/predict.md). Else OpenBLAS from the bias
+ * (beta = 1), one pass over the output, whose edge columns may round otherwise. */
+static void forward_product(float *y, size_t ldy, const float *weight, const float *col,
+                            size_t ldc, const float *bias, int K, int n, int ckk) {
+    if (wc_wino_own_product(K, n, ckk, weight, (size_t)ckk, col, ldc, y, ldy)) {
+        if (bias)
+            for (int k = 0; k < K; k++)
+                for (int i = 0; i < n; i++) y[(size_t)k * ldy + i] += bias[k];
+        return;
+    }
+    for (int k = 0; k < K; k++) {
+        const float b = bias ? bias[k] : 0.0f;
+        for (int i = 0; i < n; i++) y[(size_t)k * ldy + i] = b;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, n, ckk, 1.0f, weight, ckk, col,
+                (int)ldc, 1.0f, y, (int)ldy);
+}
+
+/* One sample of a 1x1 convolution: y (K, HW) = bias + weight (K, C) x x (C, HW). */
 static void pointwise_forward_task(void *arg, int n, int thread) {
     const pointwise_job *j = arg;
     const wc_conv_shape *s = j->s;
     const int hw = s->OH * s->OW;
     float *y = j->out + (size_t)n * s->out_sample;
-    for (int k = 0; k < s->K; k++) {
-        const float b = j->bias ? j->bias[k] : 0.0f;
-        for (int i = 0; i < hw; i++) y[(size_t)k * hw + i] = b;
-    }
-    /* y (K, HW) += weight (K, C) x x (C, HW) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->K, hw, s->C, 1.0f, j->weight, s->C,
-                j->inp + (size_t)n * s->in_sample, hw, 1.0f, y, hw);
+    forward_product(y, (size_t)hw, j->weight, j->inp + (size_t)n * s->in_sample, (size_t)hw,
+                    j->bias, s->K, hw, s->C);
     if (j->relu) wc_relu_forward(y, y, (size_t)s->K * hw);
 }
 
-/* The lowered forward of one sample, chunk by chunk of output rows. */
+/* The lowered forward of one sample, chunk by chunk of output rows:
+ * y[:, chunk] (K, ncols) = bias + weight (K, ckk) x col (ckk, ncols). */
 static void lowered_forward(float *y, const float *x, const float *weight, const float *bias,
                             const wc_conv_shape *s, float *work) {
     const int ckk = s->C * s->KH * s->KW, out_plane = s->OH * s->OW;
-    for (int k = 0; k < s->K; k++) {
-        const float b = bias ? bias[k] : 0.0f;
-        for (int i = 0; i < out_plane; i++) y[(size_t)k * out_plane + i] = b;
-    }
     for (int oy0 = 0; oy0 < s->OH; oy0 += s->chunk_rows) {
         int oy1 = WC_MIN(s->OH, oy0 + s->chunk_rows), ncols = (oy1 - oy0) * s->OW;
         wc_im2col(work, x, s, oy0, oy1);
-        /* y[:, chunk] (K, ncols) += weight (K, ckk) x col (ckk, ncols) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->K, ncols, ckk, 1.0f, weight,
-                    ckk, work, ncols, 1.0f, y + (size_t)oy0 * s->OW, out_plane);
+        forward_product(y + (size_t)oy0 * s->OW, (size_t)out_plane, weight, work, (size_t)ncols,
+                        bias, s->K, ncols, ckk);
     }
 }
 

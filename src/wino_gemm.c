@@ -13,7 +13,8 @@
  * for the same shapes, and 1.19x the training throughput (README, Performance). Each value of M
  * is the sum over c of U[k][c] V[c][j], one FMA per c in increasing c, whatever the block, the
  * column's place in it or the thread: the bits depend on the input tile alone, as the passes
- * need (prediction's windows and the inference path rely on it).
+ * need (prediction's windows and the inference path rely on it). conv.c's 1x1 and lowered
+ * forward products use it for the same reason (wc_wino_own_product).
  *
  * The weight gradient's products (inner dimension: the tiles) stay on OpenBLAS: a dot-product
  * kernel over the tiles measured slower than OpenBLAS beyond 64 channels.
@@ -127,6 +128,18 @@ __attribute__((target("avx2"))) static inline __m256i avx2_first_lanes(int n) {
 
 #endif
 
+/* conv.c's 1x1 and lowered forward products: the same kernel, so that a pixel's bits there too
+ * depend on its own column of V alone, not on the width of the window that holds it. */
+int wc_wino_own_product(int K, int n, int C, const float *U, size_t ldu, const float *V,
+                        size_t ldv, float *M, size_t ldm) {
+    pthread_once(&probe_once, probe);
+#ifdef HAVE_AVX2_KERNEL
+    if (own_lanes == 16) product_avx512(K, n, C, U, ldu, V, ldv, M, ldm);
+    if (own_lanes == 8) product_avx2(K, n, C, U, ldu, V, ldv, M, ldm);
+#endif
+    return own_lanes != 0;
+}
+
 void wc_wino_products(const kind *kd, int K, int nt, int C, const float *U, const float *V,
                       float *M) {
     const size_t su = plane_stride((size_t)K * C), sv = plane_stride((size_t)C * nt),
@@ -134,10 +147,11 @@ void wc_wino_products(const kind *kd, int K, int nt, int C, const float *U, cons
 #ifdef HAVE_AVX2_KERNEL
     pthread_once(&probe_once, probe);
     if (own_lanes) {
-        void (*product)(int, int, int, const float *, const float *, float *) =
-            own_lanes == 16 ? product_avx512 : product_avx2;
+        void (*product)(int, int, int, const float *, size_t, const float *, size_t, float *,
+                        size_t) = own_lanes == 16 ? product_avx512 : product_avx2;
         for (int xi = 0; xi < kd->tt; xi++)
-            product(K, nt, C, U + xi * su, V + xi * sv, M + xi * sm);
+            product(K, nt, C, U + xi * su, (size_t)C, V + xi * sv, (size_t)nt, M + xi * sm,
+                    (size_t)nt);
         return;
     }
 #endif

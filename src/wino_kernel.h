@@ -106,11 +106,12 @@ __attribute__((target(KERNEL_TARGET))) static void PANEL(int rows, int shape, MA
     }
 }
 
-/* M (K x nt, ld nt) = U (K x C, ld C) x V (C x nt, ld nt). Rows of U outermost: a block of
- * MR rows (MR C floats) stays in L1 while the panels of V stream past it from L2 (columns
+/* M (K x nt, ld ldm) = U (K x C, ld ldu) x V (C x nt, ld ldv). Rows of U outermost: a block
+ * of MR rows (MR C floats) stays in L1 while the panels of V stream past it from L2 (columns
  * outermost, a V panel in L1 and U streaming, measured alike on Zen 3). */
 __attribute__((target(KERNEL_TARGET))) static void
-KERNEL_PRODUCT(int K, int nt, int C, const float *U, const float *V, float *M) {
+KERNEL_PRODUCT(int K, int nt, int C, const float *U, size_t ldu, const float *V, size_t ldv,
+               float *M, size_t ldm) {
     const int last = nt % NR ? nt % NR : NR;                /* columns of the last panel */
     const int in_last = last > LANES ? last - LANES : last; /* ... in its last vector */
     const int last_shape = last == NR ? 0 : last > LANES ? 1 : 2;
@@ -118,8 +119,8 @@ KERNEL_PRODUCT(int K, int nt, int C, const float *U, const float *V, float *M) {
     for (int k = 0; k < K; k += MR) {
         const int rows = WC_MIN(MR, K - k);
         for (int j = 0; j < nt; j += NR)
-            PANEL(rows, j + NR < nt ? 0 : last_shape, mask, C, U + (size_t)k * C, (size_t)C, V + j,
-                  (size_t)nt, M + (size_t)k * nt + j, (size_t)nt);
+            PANEL(rows, j + NR < nt ? 0 : last_shape, mask, C, U + (size_t)k * ldu, ldu, V + j,
+                  ldv, M + (size_t)k * ldm + j, ldm);
     }
 }
 

@@ -2,11 +2,15 @@
 # t_phase.sh: the map is what was validated. The validation metrics a run logs equal the metrics
 # of its own map on the validation pixels (DIR/split.tif), computed independently in Python with
 # the definitions of include/wildcpu/metrics.h, on 1 and 2 ranks: the pixel counts exactly, the
-# figures to 1e-6 relative. Not bitwise: validation computes a block per window and the map a
-# strip's core per window, and OpenBLAS's kernels round a pixel's sums in an order that depends
-# on the GEMM's shape (the windows' sizes), in the last bits of a float; at a wrong pooling phase
+# figures to 1e-6 relative. Not bitwise where OpenBLAS does the products: validation computes
+# a block per window and the map a strip's core per window, and OpenBLAS's kernels round a
+# pixel's sums in an order that depends on the GEMM's shape (the windows' sizes), in the last
+# bits of a float (the own product kernel does not: there they are equal); at a wrong pooling phase
 # the same weights differ by up to 1e-2. And the patch grid sits at the pooling phase of the
 # global grid, also when the geotransform carries rotation terms of floating-point noise (1e-12).
+# A spec network of every forward path but Winograd's (1x1, lowered 5x5 and strided): where the
+# own product kernel runs, its validation metrics are bitwise those `evaluate` computes from
+# best.wcp on the validation pixels, and two rasters cut from one grid map alike, bit for bit.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 24 --val-fraction 0.3
@@ -103,4 +107,84 @@ a, b = (gdal.Open(f).ReadAsArray() for f in sys.argv[1:3]); print(np.array_equal
 [ $st -eq 0 ] && [ "$same" = True ] && grep -q "on the global grid" "$T/noise.log" \
     && ok "rotation terms of 1e-12 are noise: the map on the global grid, bitwise the same" \
     || notok "rotation terms of 1e-12" "status $st, same: $same; $(grep -o 'alignment [^)]*' "$T/noise.log")"
+
+# A network of every forward path but Winograd's (a 5x5 and a strided 3x3 convolution, lowered
+# to a GEMM; 1x1 convolutions of 16 outputs and of one): its pixels too get the same bits in any
+# window where the own product kernel runs, so the validation metrics of the best step are
+# bitwise those `evaluate` computes from best.wcp on the validation pixels (labels elsewhere
+# nodata, from split.tif), and two rasters cut from one grid at offsets that are not multiples of
+# the alignment map their shared ground alike, bit for bit, beyond the receptive radius. With
+# OpenBLAS doing these products a pixel's last bits depended on the window's width (up to 2e-8
+# apart between the two rasters; validation's loss 8e-10 from evaluate's).
+cat >"$T/paths.spec" <<'SPEC'
+input    x
+conv     a    x    out=8  k=5 pad=2
+relu     a1   a
+conv     b    a1   out=16 k=3 pad=1 stride=2
+relu     b1   b
+conv     c    b1   out=16 k=1
+relu     c1   c
+upsample u    c1
+conv     h    u    out=1  k=1
+SPEC
+"$WILDCPU" --tiles "$SAMPLE" --model "$T/paths.spec" --patch 32 --batch 8 --micro-batch 4 --steps 12 \
+    --val-fraction 0.3 --val-block 64 --lr 3e-3 --no-predict --seed 5 --out "$T/sp" >"$T/sp.log" 2>&1 \
+    || notok "training the spec of every forward path" "$(tail -3 "$T/sp.log")"
+if ! grep -q "Winograd products own-" "$T/sp.log"; then
+    echo "# skipped: OpenBLAS does the products here ($(grep -o 'Winograd products [a-z0-9-]*' "$T/sp.log")): a pixel's last bits depend on its window"
+else
+    $PY - "$SAMPLE" "$T/sp/split.tif" "$T/sp-val.tif" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal
+t, s = gdal.Open(sys.argv[1]), gdal.Open(sys.argv[2])
+names = [t.GetRasterBand(b).GetDescription() for b in range(1, t.RasterCount + 1)]
+fb = t.GetRasterBand(names.index("fire") + 1)
+f, nod = fb.ReadAsArray(), fb.GetNoDataValue()
+keep = (s.GetRasterBand(1).ReadAsArray() == 2) & (f != nod)
+d = gdal.GetDriverByName("GTiff").Create(sys.argv[3], t.RasterXSize, t.RasterYSize, 1, gdal.GDT_Byte)
+d.SetGeoTransform(t.GetGeoTransform()); d.SetProjection(t.GetProjection())
+b = d.GetRasterBand(1); b.WriteArray(np.where(keep, f > 0, 255).astype(np.uint8)); b.SetNoDataValue(255)
+b.SetDescription("fire"); d = None
+PY
+    "$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/sp/checkpoints/best.wcp" --labels "$T/sp-val.tif" \
+        --out "$T/sp-val.json" >"$T/sp-eval.log" 2>&1 || notok "evaluate of the spec network" "$(tail -3 "$T/sp-eval.log")"
+    best=$("$WILDCPU" info "$T/sp/checkpoints/best.wcp" | awk '$1 == "step" {print $2}')
+    cmp=$($PY - "$T/sp/metrics.jsonl" "${best:-0}" "$T/sp-val.json" <<'PY' 2>&1
+import json, sys
+v = [d for d in map(json.loads, open(sys.argv[1])) if d["type"] == "val" and d["step"] == int(sys.argv[2])][-1]
+e = json.load(open(sys.argv[3]))
+keys = [k for k in v if k not in ("type", "step", "epoch", "elapsed_s") and not k.startswith("oracle")]
+bad = ["%s %r vs %r" % (k, v[k], e.get(k)) for k in keys if v[k] != e.get(k)]
+print("; ".join(bad) if bad else "%d metrics equal, %d pixels" % (len(keys), v["pixels"]))
+PY
+)
+    [[ $cmp == *"metrics equal"* ]] \
+        && ok "every forward path: the validation metrics of best.wcp (step $best) bitwise those evaluate computes on the validation pixels ($cmp)" \
+        || notok "every forward path: validation metrics = evaluate's on the validation pixels" "$cmp"
+    gdal_translate -q -of VRT -srcwin 0 0 230 220 "$SAMPLE" "$T/left.vrt"
+    gdal_translate -q -of VRT -srcwin 57 41 250 231 "$SAMPLE" "$T/right.vrt"
+    for p in left right; do
+        "$WILDCPU" predict --tiles "$T/$p.vrt" --checkpoint "$T/sp" --out "$T/sp-$p.tif" >"$T/sp-$p.log" 2>&1 \
+            || notok "predict $p with the spec network" "$(tail -3 "$T/sp-$p.log")"
+    done
+    radius=$(grep -o 'receptive radius [0-9]*' "$T/sp-left.log" | grep -o '[0-9]*$')
+    same=$($PY - "$T/sp-left.tif" "$T/sp-right.tif" 57 41 "${radius:-99}" <<'PY' 2>&1
+import sys
+import numpy as np
+from osgeo import gdal
+a, b = (gdal.Open(f).ReadAsArray() for f in sys.argv[1:3])
+ox, oy, r = map(int, sys.argv[3:6])
+# the shared ground, r px in from the edges of both rasters, in the left raster's pixels
+x0, x1 = ox + r, min(a.shape[1], ox + b.shape[1]) - r
+y0, y1 = oy + r, min(a.shape[0], oy + b.shape[0]) - r
+sa, sb = a[y0:y1, x0:x1], b[y0 - oy:y1 - oy, x0 - ox:x1 - ox]
+differ = int(np.sum(sa.view(np.uint32) != sb.view(np.uint32)))
+print("%d of %d pixels differ, by up to %.3g" % (differ, sa.size, float(np.max(np.abs(sa.astype(np.float64) - sb)))))
+PY
+)
+    [[ $same == "0 of "* ]] && [ -n "$radius" ] \
+        && ok "every forward path: rasters cut at (0, 0) and (57, 41) map their shared ground bitwise alike beyond the radius of $radius px ($same)" \
+        || notok "every forward path: rasters cut from one grid agree bitwise" "$same"
+fi
 finish

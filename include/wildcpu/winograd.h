@@ -40,6 +40,15 @@ void wc_wino_backward(float *dinp, float *dweight, float *dbias, const float *do
  * while a pass runs. Returns the own kernel's lanes now in use (0: OpenBLAS). */
 enum { WC_PRODUCTS_AUTO, WC_PRODUCTS_OWN, WC_PRODUCTS_OWN_AVX2, WC_PRODUCTS_OPENBLAS };
 int wc_wino_set_products(int which);
+/* M (K x n, ld ldm) = U (K x C, ld ldu) x V (C x n, ld ldv) by the own kernel when it is in use
+ * (returns 1), else nothing (returns 0: the caller multiplies, with OpenBLAS). Each value is the
+ * sum over c of U[k][c] V[c][j], one FMA per c in increasing c from zero: its bits depend on
+ * that row and column alone, never on n or on the column's place among the n. OpenBLAS's do
+ * not: its kernels round the columns at the end of a product (and of its blocks) otherwise than
+ * the rest, so the same pixel computed in windows of two widths differed in its last bits
+ * (conv.c's 1x1 and lowered paths, adjacent rasters cut from one grid: 3e-9 to 2e-8). */
+int wc_wino_own_product(int K, int n, int C, const float *U, size_t ldu, const float *V,
+                        size_t ldv, float *M, size_t ldm);
 /* WILDCPU_GEMM's values, for messages, and the WC_PRODUCTS_ choice one names (-1: none). */
 #define WC_PRODUCTS_CHOICES "own, own-avx2 or openblas"
 int wc_wino_products_parse(const char *name);
