@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/util.h"
 
@@ -127,4 +128,26 @@ int wc_agree_inputs(wc_raster *r, const char *const *others, int n) {
     }
     wc_strv_free(files);
     return wc_dist_any(differs) ? WC_ERR : WC_OK;
+}
+
+int wc_agree_kernels(const char *what) {
+    const int rank = wc_dist_rank(), size = wc_dist_size();
+    if (size == 1) return 0;
+    char mine[WC_KERNELS_MAX], root[WC_KERNELS_MAX];
+    wc_cpuinfo_kernels(mine, sizeof mine);
+    memcpy(root, mine, sizeof root);
+    wc_dist_bcast(root, sizeof root, 0);
+    const int differs = strcmp(mine, root) != 0;
+    /* one warning, from the lowest rank that differs, not one from each of them */
+    const int lowest = size - wc_dist_max_int(differs ? size - rank : 0);
+    if (differs && rank == lowest) {
+        char core[48] = "";
+        sscanf(root, "openblas:%47[^/]", core);
+        wc_warn("this rank computes with the kernels %s, rank 0 with %s: kernels of two CPU "
+                "types round differently, so %s is not bitwise what one kind of kernels gives "
+                "on any number of ranks; set OPENBLAS_CORETYPE=%s (and one WILDCPU_GEMM) for "
+                "every rank",
+                mine, root, what, core);
+    }
+    return lowest < size;
 }

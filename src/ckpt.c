@@ -573,6 +573,32 @@ void wc_ckpt_list_free(wc_ckpt_entry *entries, int n) {
     free(entries);
 }
 
+int wc_ckpt_unreadable(const char *dir) {
+    wc_ckpt_entry *e;
+    const int n = wc_ckpt_list(dir, 0, &e);
+    int denied = 0;
+    for (int i = 0; i < n; i++) denied += access(e[i].path, R_OK) != 0 && errno == EACCES;
+    if (n > 0) wc_ckpt_list_free(e, n);
+    char best[4200];
+    snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
+    denied += access(best, F_OK) == 0 && access(best, R_OK) != 0 && errno == EACCES;
+    return denied;
+}
+
+const char *wc_ckpt_unreadable_note(const char *dir, char *buf, size_t size) {
+    const int denied = wc_ckpt_unreadable(dir);
+    if (denied > 0)
+        snprintf(buf, size,
+                 "; this user may not read %d of them (permission denied: another user's, "
+                 "written under umask 077 say), which is no sign of damage: their owner can "
+                 "make them readable (chmod g+r for a group) or run it; --fresh would set that "
+                 "run aside and start over",
+                 denied);
+    else if (size)
+        buf[0] = '\0';
+    return buf;
+}
+
 int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **path,
                    int *found_any) {
     wc_ckpt_entry *e;
@@ -693,8 +719,10 @@ int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *c
         }
         int any = 0;
         if (wc_ckpt_latest(dir, check, ctx, ck, resolved, &any) == WC_OK) return WC_OK;
-        wc_error("%s holds %s", dir, any ? "no valid checkpoint (see the warnings above)"
-                                         : "no checkpoint (ckpt-*.wcp)");
+        char note[400];
+        wc_error("%s holds %s%s", dir,
+                 any ? "no valid checkpoint (see the warnings above)" : "no checkpoint (ckpt-*.wcp)",
+                 wc_ckpt_unreadable_note(dir, note, sizeof note));
         return WC_ERR;
     }
     char why[512];

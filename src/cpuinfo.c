@@ -89,6 +89,13 @@ const char *wc_cpuinfo_describe(char *buf, size_t size) {
     return buf;
 }
 
+const char *wc_cpuinfo_kernels(char *buf, size_t size) {
+    const char *core = openblas_get_corename(), *products = wc_wino_products_name();
+    snprintf(buf, size, "openblas:%.40s/products:%s", core ? core : "unknown",
+             strncmp(products, "own", 3) == 0 ? "own" : products);
+    return buf;
+}
+
 void wc_cpuinfo_warn_ignored(void) {
     wc_cpuinfo c;
     wc_cpuinfo_get(&c);

@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "wildcpu/agree.h"
 #include "wildcpu/dist.h"
+#include "wildcpu/files.h"
 #include "wildcpu/labels.h"
 #include "wildcpu/rng.h"
 #include "wildcpu/stop.h"
@@ -690,7 +692,7 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     char crs[128];
     wc_raster_crs_name(r->wkt, crs, sizeof crs);
     /* sized for every band name, however many */
-    size_t cap = 512 + 3 * strlen(ds->cfg.labels ? ds->cfg.labels : "");
+    size_t cap = 512 + 3 * (strlen(ds->cfg.labels ? ds->cfg.labels : "") + PATH_MAX + 4096);
     for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) * 3 + 96;
     char *p = ds->fingerprint = WC_ALLOC(cap);
     size_t left = cap;
@@ -725,10 +727,19 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     if (ds->label_path && ds->cfg.labels) {
         char *file = record_escaped(ds->cfg.labels);
         if (label_source_band)
-            snprintf(p, left, ";labels=file:%s,band:%d", file, label_source_band);
+            n = snprintf(p, left, ";labels=file:%s,band:%d", file, label_source_band);
         else
-            snprintf(p, left, ";labels=file:%s", file);
+            n = snprintf(p, left, ";labels=file:%s", file);
         free(file);
+        p += n, left -= (size_t)n;
+        /* The path above is as typed, relative to where the run started: a resume started
+         * elsewhere types another. This one names the same file from anywhere, so a resume can
+         * tell that two spellings are one file (snapshot.c). */
+        char absolute[PATH_MAX + 4096];
+        wc_path_absolute(ds->cfg.labels, absolute, sizeof absolute);
+        char *escaped = record_escaped(absolute);
+        snprintf(p, left, ";" WC_FINGERPRINT_LABELS_FILE "=%s", escaped);
+        free(escaped);
         return;
     }
     const char *name = r->bands[ds->label_band - 1].name;

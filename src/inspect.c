@@ -220,7 +220,11 @@ static int describe_dir(const char *path) {
         printf("a rerun%s %s\n", when, e[newest_valid].path);
     else if (best_ok) /* wc_snapshot_find_resume's last resort */
         printf("a rerun%s %s (no valid ckpt-*.wcp)\n", when, best);
-    else if (n > 0 || has_best)
+    else if ((n > 0 || has_best) && wc_ckpt_unreadable(dir) > 0) {
+        char note[400];
+        printf("no valid checkpoint for this user: a rerun stops with an error%s\n",
+               wc_ckpt_unreadable_note(dir, note, sizeof note));
+    } else if (n > 0 || has_best)
         printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
     wc_ckpt_list_free(e, n);
     return WC_EXIT_OK;

@@ -918,6 +918,9 @@ static int open_run(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_
     if (status != WC_EXIT_OK) return status;
     const char *others[] = {cfg->labels};
     if (!cfg->tiles_checked && wc_agree_inputs(r, others, 1) != WC_OK) return WC_EXIT_RUNTIME;
+    /* a map bitwise the same on any number of ranks needs one kind of kernels (training's own
+     * map: training said so) */
+    if (!cfg->tiles_checked) wc_agree_kernels(cfg->evaluate ? "this evaluation" : "this map");
     status = wc_dist_max_int(mp->rank == 0 ? check_outputs(cfg, r, m) : WC_EXIT_OK);
     if (status != WC_EXIT_OK) return status;
     if (cfg->evaluate) {

@@ -201,6 +201,15 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     }
     char machine[400];
     fprintf(f, "Machine (rank 0): %s.\n\n", wc_cpuinfo_describe(machine, sizeof machine));
+    if (strchr(s->kernels, ',') || strstr(s->kernels, "/ranks:mixed"))
+        fprintf(f,
+                "Kernels: %s. %s round differently: this run's parameters are not bitwise "
+                "those of a run on one kind of kernels (set one OPENBLAS_CORETYPE for every "
+                "rank and session for that).\n\n",
+                s->kernels,
+                strchr(s->kernels, ',') ? "Its sessions ran on different kernels, which"
+                                        : "Its ranks ran on different kernels, which");
+
     static const row cost[] = {
         {"wall time (s)", "wall_time_s", "%.1f", 0},
         {"core-hours", "core_hours", "%.4f", 0},
@@ -589,6 +598,17 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
     for (int r = 0; r < R; r++) wc_json_num(j, (double)rss[r] / MiB);
     wc_json_end(j);
     wc_cpuinfo_json_members(j); /* rank 0's node: the figures above mean nothing without it */
+    /* the kernels of the run's sessions: more than one, and its bits are no single kind's */
+    wc_json_key(j, "kernels");
+    wc_json_array(j);
+    for (const char *k = s->kernels; *k;) {
+        const size_t n = strcspn(k, ",");
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)WC_MIN(n, sizeof one - 1), k);
+        wc_json_str(j, one);
+        k += n + (k[n] == ',');
+    }
+    wc_json_end(j);
     if (s->have_val) {
         wc_metrics_json_members(j, &s->val, "val_");
         /* an earlier session's validation, from a checkpoint: its bins are not recorded */

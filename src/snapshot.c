@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wildcpu/augment.h"
+#include "wildcpu/dataset.h"
 #include "wildcpu/files.h"
 #include "wildcpu/le.h"
 #include "wildcpu/raster.h"
@@ -491,6 +493,67 @@ static int config_differs(const char *now, const char *then, char *why, size_t s
     return differs;
 }
 
+/* rec without the records of key (caller frees). */
+static char *kv_without(const char *rec, const char *key) {
+    char *out = WC_ALLOC(strlen(rec) + 1), *o = out;
+    const size_t k = strlen(key);
+    for (const char *p = rec; *p;) {
+        const size_t n = strcspn(p, ";");
+        if (!(n > k && strncmp(p, key, k) == 0 && p[k] == '=')) {
+            if (o > out) *o++ = ';';
+            memcpy(o, p, n), o += n;
+        }
+        p += n + (p[n] == ';');
+    }
+    *o = '\0';
+    return out;
+}
+
+/* The value of key in a record, with the %XX escapes of a path undone (caller frees). */
+static char *kv_path(const char *rec, const char *key) {
+    char *v = WC_ALLOC(strlen(rec) + 1), *o = v;
+    wc_kv_get(rec, key, v, strlen(rec) + 1);
+    for (const char *c = v; *c; c++) {
+        unsigned x;
+        if (*c == '%' && sscanf(c + 1, "%2x", &x) == 1 && x > 0)
+            *o++ = (char)x, c += 2;
+        else
+            *o++ = *c;
+    }
+    *o = '\0';
+    return v;
+}
+
+/* wc_kv_differs for two data fingerprints. A label file is recorded as typed (labels=file:PATH,
+ * relative to where the run started), which a resume started in another directory must type
+ * otherwise: its labels_file (the path made absolute) says whether the two name one file, and
+ * then the spelling is no difference. labels_file itself differs only where both files are
+ * there and are two: a run directory moved with its data (the old absolute path gone) resumes
+ * by the path as typed, as before labels_file; a checkpoint without one compares by it too. */
+static int fingerprint_differs(const char *now, const char *then, char *why, size_t size) {
+    char *file_now = kv_path(now, WC_FINGERPRINT_LABELS_FILE);
+    char *file_then = kv_path(then, WC_FINGERPRINT_LABELS_FILE);
+    char *labels_now = kv_path(now, "labels"), *labels_then = kv_path(then, "labels");
+    const char *band_now = strstr(labels_now, ",band:"), *band_then = strstr(labels_then, ",band:");
+    struct stat a, b;
+    const int both_there = *file_now && *file_then && stat(file_now, &a) == 0 &&
+                           stat(file_then, &b) == 0;
+    const int one_file = *file_now && *file_then &&
+                         (strcmp(file_now, file_then) == 0 || wc_same_file(file_now, file_then));
+    const int same_band = strcmp(band_now ? band_now : "", band_then ? band_then : "") == 0;
+    /* labels_file is compared only where it tells two files apart, labels (the path as typed)
+     * only where it does not spell one file twice */
+    const int keep_file = !one_file && both_there, keep_labels = !(one_file && same_band);
+    char *file_kept_now = keep_file ? wc_strdup(now) : kv_without(now, WC_FINGERPRINT_LABELS_FILE);
+    char *file_kept_then = keep_file ? wc_strdup(then) : kv_without(then, WC_FINGERPRINT_LABELS_FILE);
+    char *cmp_now = keep_labels ? wc_strdup(file_kept_now) : kv_without(file_kept_now, "labels");
+    char *cmp_then = keep_labels ? wc_strdup(file_kept_then) : kv_without(file_kept_then, "labels");
+    const int differs = wc_kv_differs(cmp_now, cmp_then, why, size);
+    free(file_now), free(file_then), free(labels_now), free(labels_then);
+    free(file_kept_now), free(file_kept_then), free(cmp_now), free(cmp_then);
+    return differs;
+}
+
 /* A wc_ckpt_check: the snapshot checks out and, when it claims the run's data and settings
  * (which wc_snapshot_find_resume then compares, refusing a difference), holds the run's network
  * and optimizer state. */
@@ -500,7 +563,7 @@ static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size
     const wc_snapshot *s = c->snap;
     const wc_resume_match *m = c->m;
     char diff[8];
-    if (wc_kv_differs(m->fingerprint, s->fingerprint, diff, sizeof diff) ||
+    if (fingerprint_differs(m->fingerprint, s->fingerprint, diff, sizeof diff) ||
         config_differs(m->config, s->config, diff, sizeof diff))
         return WC_OK; /* another run's: refused with the difference named */
     if (s->nparams != m->nparams || s->ntensors != m->ntensors)
@@ -562,7 +625,7 @@ static int check_best_is_this_runs(const char *dir, const wc_resume_match *m,
     }
     wc_ckpt_free(&ck);
     const char *what = NULL;
-    if (wc_kv_differs(m->fingerprint, b.fingerprint, why, sizeof why))
+    if (fingerprint_differs(m->fingerprint, b.fingerprint, why, sizeof why))
         what = "was trained on other data";
     else if (config_differs(m->config, b.config, why, sizeof why))
         what = "was written with other settings";
@@ -589,15 +652,20 @@ int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapsh
         resume_from_best(dir, &ctx, &ck, path, &found_any) != WC_OK) {
         wc_snapshot_free(s);
         if (!found_any) return 0;
-        wc_error("%s holds checkpoints but none is usable (see above); refusing to start over "
-                 "silently: use --fresh to start from scratch",
-                 dir);
+        char note[400];
+        if (wc_ckpt_unreadable(dir) > 0)
+            wc_error("%s holds checkpoints but none is usable (see above)%s", dir,
+                     wc_ckpt_unreadable_note(dir, note, sizeof note));
+        else
+            wc_error("%s holds checkpoints but none is usable (see above); refusing to start "
+                     "over silently: use --fresh to start from scratch",
+                     dir);
         return -1;
     }
     wc_ckpt_free(&ck);
     char why[2048];
     int rc = 1;
-    if (wc_kv_differs(m->fingerprint, s->fingerprint, why, sizeof why)) {
+    if (fingerprint_differs(m->fingerprint, s->fingerprint, why, sizeof why)) {
         wc_error("checkpoint %s was trained on other data: %s (use another --out, or --fresh)",
                  *path, why);
         rc = -1;

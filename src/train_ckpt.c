@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "wildcpu/bandmap.h"
+#include "wildcpu/agree.h"
 #include "wildcpu/ckpt.h"
+#include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
 #include "wildcpu/json.h"
 #include "wildcpu/metrics.h"
@@ -130,7 +132,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     wc_utc_timestamp(ts, sizeof ts);
     /* the units of the inputs (predict compares them): sized with them, however many */
     char *units = wc_bandmap_units_record(&t->ds->files.src, t->ds->feat_bands, t->ds->nfeat);
-    const size_t meta_size = 1024 + strlen(units);
+    const size_t meta_size = 1024 + strlen(units) + strlen(t->sum.kernels);
     char *meta = WC_ALLOC(meta_size);
     const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
     double log_sum;
@@ -139,10 +141,11 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     snprintf(meta, meta_size,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
              "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch);"
-             "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked%s%s",
+             "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked;"
+             WC_META_KERNELS "=%s%s%s",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
              t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss, log_sum,
-             log_steps, *units ? ";" WC_META_UNITS "=" : "", units);
+             log_steps, t->sum.kernels, *units ? ";" WC_META_UNITS "=" : "", units);
     wc_text_sanitize(meta); /* written as it reads back (snapshot.c) */
     free(units);
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
@@ -443,11 +446,56 @@ static int check_best(const train_ctx *t, const char *path, int finished, double
     return best_missing && t->best.step >= 0;
 }
 
+/* The kernels of this session's steps, on rank 0: "/ranks:mixed" added when some rank
+ * computes with others (the ranks agree on it, and the one that differs has said so). */
+static void kernels_of_session(char *buf, size_t size, int mixed) {
+    wc_cpuinfo_kernels(buf, size);
+    if (mixed) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, size - n, "/ranks:mixed");
+    }
+}
+
+/* The run's kernels (t->sum.kernels): those of the checkpoint resumed from (s; NULL for a
+ * fresh start, and a checkpoint before 2026-12-05 records none), then this session's where
+ * they differ from its last. Kernels of two CPU types round differently, so a resume on other
+ * kernels is not bitwise the run that never stopped, which a resume otherwise is: said here,
+ * and kept in every later checkpoint and in the report. Rank 0. */
+static void take_kernels(train_ctx *t, const wc_snapshot *s, const char *path) {
+    char now[WC_KERNELS_MAX + 16], then[sizeof t->sum.kernels] = "";
+    kernels_of_session(now, sizeof now, t->kernels_mixed);
+    if (s) wc_kv_get(s->meta, WC_META_KERNELS, then, sizeof then);
+    const char *last = strrchr(then, ',') ? strrchr(then, ',') + 1 : then;
+    if (!*then || strcmp(last, now) == 0) {
+        snprintf(t->sum.kernels, sizeof t->sum.kernels, "%s", *then ? then : now);
+        return;
+    }
+    char core[48] = "";
+    sscanf(last, "openblas:%47[^/]", core);
+    wc_warn("%s was computed with the kernels %s, this run with %s: kernels of two CPU types "
+            "round differently, so the run goes on from it, but not bitwise as the run that "
+            "never stopped would (report.json lists the kernels of each session); for an exact "
+            "resume, run it with OPENBLAS_CORETYPE=%s%s on every rank",
+            path, last, now, core,
+            strstr(last, "/products:openblas") ? " and WILDCPU_GEMM=openblas" : "");
+    const size_t n = strlen(then);
+    if (n + 1 + strlen(now) < sizeof t->sum.kernels) {
+        memcpy(t->sum.kernels, then, n);
+        snprintf(t->sum.kernels + n, sizeof t->sum.kernels - n, ",%s", now);
+    } else { /* a run resumed on other kernels over and over: the first and this session's */
+        char first[WC_KERNELS_MAX + 16];
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(then, ","), then);
+        snprintf(t->sum.kernels, sizeof t->sum.kernels, "%s,...,%s", first, now);
+    }
+}
+
 /* Resumes from the newest usable checkpoint, if any. Collective. Returns WC_OK (t->start_step
  * set, 0 for a fresh start) or WC_ERR. */
 int wc_train_ckpt_resume(train_ctx *t) {
     t->start_step = 0;
+    t->kernels_mixed = wc_agree_kernels("this training");
     if (t->rank == 0) wc_ckpt_remove_stale(t->ckpt_dir);
+    if (t->rank == 0) take_kernels(t, NULL, NULL); /* until a checkpoint says otherwise */
     if (t->cfg->fresh) return WC_OK;
     char *path = NULL;
     wc_snapshot snap = {0};
@@ -474,6 +522,7 @@ int wc_train_ckpt_resume(train_ctx *t) {
         if (t->opt->v) memcpy(t->opt->v, s->optim_v, pbytes);
         memcpy(t->red->exponent, s->exponent, sizeof(int32_t) * nt);
         wc_kv_get(s->meta, "ranks", prev_ranks, sizeof prev_ranks);
+        take_kernels(t, s, path);
         /* the progress line's pending loss, checked by the snapshot's decoding (a checkpoint
          * of an earlier version has none: 0) */
         t->resumed_loss_sum = s->log_loss_sum;

@@ -69,6 +69,7 @@ typedef struct {
     int val_pending; /* the last epoch's validation was cut short by a stop */
     int ties_warned; /* a validation's metrics were mostly ties, said once a run */
     int one_class_warned; /* validation labels all burned or none: said once a run */
+    int kernels_mixed;    /* some rank computes with other kernels than rank 0 (agree.h) */
     ckpt_policy ckpt;
     struct {
         double auc_pr; /* the best validation AUC-PR so far, -1 before the first */

@@ -1,4 +1,5 @@
-/* agree.h: whether every rank reads the same inputs as rank 0.
+/* agree.h: whether every rank reads the same inputs as rank 0, and computes with the same
+ * kernels.
  *
  * Every rank opens the inputs itself, by the same command line; a node that sees other files
  * (a stale node-local copy of a tile, a file system not yet in sync, an oracle one node does
@@ -19,5 +20,13 @@
  * and how. Collective; WC_OK on every rank or WC_ERR on every rank. */
 #define WC_AGREE_MAX_FILES 500
 int wc_agree_inputs(wc_raster *r, const char *const *others, int n);
+
+/* Whether every rank computes with rank 0's kernels (wc_cpuinfo_kernels): ranks on nodes of
+ * two CPU types, or given different OPENBLAS_CORETYPE or WILDCPU_GEMM, still take the same
+ * steps (the reduction is exact), but round their own samples' sums their own way, so the
+ * result is no longer bitwise that of any other number of ranks. The lowest rank that differs
+ * warns, naming both kernels and `what` ("this training", "this map"). Collective; returns 1
+ * on every rank when some rank differs, else 0. */
+int wc_agree_kernels(const char *what);
 
 #endif

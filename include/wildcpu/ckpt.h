@@ -98,6 +98,14 @@ typedef struct wc_ckpt_entry {
  * missing dir) or -1 when dir cannot be read. Free with wc_ckpt_list_free. */
 int wc_ckpt_list(const char *dir, int warn, wc_ckpt_entry **entries);
 void wc_ckpt_list_free(wc_ckpt_entry *entries, int n);
+/* How many of dir's checkpoints (its ckpt-*.wcp files and best.wcp) this process is not
+ * permitted to read: a run written under umask 077 by another user of a shared project
+ * directory. Such checkpoints are not damaged, so a message about them must not advise starting
+ * over (--fresh would set a good run aside). */
+int wc_ckpt_unreadable(const char *dir);
+/* ", N of them not readable by this user ..." into buf when wc_ckpt_unreadable(dir) > 0, else
+ * "": what to do instead of starting over. Returns buf. */
+const char *wc_ckpt_unreadable_note(const char *dir, char *buf, size_t size);
 
 /* A check of a checkpoint's content beyond the container (the sections' own validation):
  * WC_OK, or WC_ERR with the reason in why. */

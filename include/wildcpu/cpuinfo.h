@@ -37,6 +37,13 @@ const char *wc_cpuinfo_describe(char *buf, size_t size);
  * "own-avx2" or "openblas") (strings), cpu_family, cpu_model_number (integers, null if unknown),
  * online_cpus (an integer). */
 void wc_cpuinfo_json_members(wc_json *j);
+/* The kernels whose rounding a result depends on, "openblas:<core>/products:<own|openblas>"
+ * (the own products at 8 and 16 lanes give the same bits, so both are "own"), into buf;
+ * returns buf. Two computations of the same steps with the same string give the same bits;
+ * with different ones they may not (OpenBLAS's Haswell and SkylakeX kernels do not: another
+ * CPU type, or another OPENBLAS_CORETYPE). At most WC_KERNELS_MAX bytes with the NUL. */
+#define WC_KERNELS_MAX 96
+const char *wc_cpuinfo_kernels(char *buf, size_t size);
 /* Warns about a choice of kernels the environment asked for and did not get: an
  * OPENBLAS_CORETYPE that OpenBLAS did not take (a misspelt name: it detects its own), a
  * WILDCPU_GEMM that is no choice. Both change the bits; call it on one rank. */

@@ -117,6 +117,12 @@ typedef struct wc_dataset {
                                * bands=name:Type,..;labels=.." (a key-value record, util.h) */
 } wc_dataset;
 
+/* The fingerprint's key beside labels=file:PATH (PATH as typed, relative to where the run
+ * started): the same file's path made absolute (files.h, wc_path_absolute), by which a resume
+ * started in another directory, which types another PATH, knows it is the same file. Absent
+ * from checkpoints before 2026-12-05, and for labels from a band of the tiles. */
+#define WC_FINGERPRINT_LABELS_FILE "labels_file"
+
 /* Opens and plans the dataset; collective over all ranks. Returns NULL after an error that names
  * the file/band (every rank returns NULL together). A patch grid whose planning arrays (6 bytes
  * per patch of the grid on every rank, plus 1 for each patch of the rank's share and 16 and 48

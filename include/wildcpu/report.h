@@ -49,6 +49,9 @@ typedef struct wc_run_summary {
     int best_lost;            /* best.wcp (of step best_lost_step) was missing or damaged when
                                * this session resumed, and no validation has written one since */
     long best_lost_step;
+    char kernels[512];        /* the kernels the run's steps were computed with, session after
+                               * session (wc_cpuinfo_kernels, "/ranks:mixed" when ranks differed),
+                               * a change appended, comma-separated: one entry, bitwise one run */
     double flops_per_sample;
     size_t planned_bytes, baseline_bytes, data_bytes; /* data_bytes: part of planned_bytes */
     size_t gdal_cache_bytes;  /* GDAL's block cache at its fullest (data held, unplanned) */

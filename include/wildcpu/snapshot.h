@@ -46,6 +46,10 @@
  * the stored values, so their checkpoints are refused for packed bands (bandmap.c); for
  * unpacked bands the two are the same. */
 #define WC_META_BAND_VALUES "band_values"
+/* The meta record's key of the kernels the run's steps were computed with, session after
+ * session (wc_run_summary.kernels): a resume on other kernels is warned about, as it is not
+ * bitwise the run that never stopped. Absent from checkpoints before 2026-12-05. */
+#define WC_META_KERNELS "kernels"
 
 typedef struct wc_snapshot {
     /* texts, NUL-terminated: key=value records (util.h) but for spec and metrics */
