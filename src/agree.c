@@ -144,9 +144,9 @@ int wc_agree_kernels(const char *what) {
         char core[48] = "";
         sscanf(root, "openblas:%47[^/]", core);
         wc_warn("this rank computes with the kernels %s, rank 0 with %s: kernels of two CPU "
-                "types round differently, so %s is not bitwise what one kind of kernels gives "
-                "on any number of ranks; set OPENBLAS_CORETYPE=%s (and one WILDCPU_GEMM) for "
-                "every rank",
+                "types may round differently (OpenBLAS's Haswell and SkylakeX kernels do), so "
+                "%s may not be bitwise what one kind of kernels gives on any number of ranks; "
+                "set OPENBLAS_CORETYPE=%s (and one WILDCPU_GEMM) for every rank",
                 mine, root, what, core);
     }
     return lowest < size;

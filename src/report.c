@@ -203,9 +203,9 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     fprintf(f, "Machine (rank 0): %s.\n\n", wc_cpuinfo_describe(machine, sizeof machine));
     if (strchr(s->kernels, ',') || strstr(s->kernels, "/ranks:mixed"))
         fprintf(f,
-                "Kernels: %s. %s round differently: this run's parameters are not bitwise "
-                "those of a run on one kind of kernels (set one OPENBLAS_CORETYPE for every "
-                "rank and session for that).\n\n",
+                "Kernels: %s. %s may round differently: this run's parameters may not be "
+                "bitwise those of a run on one kind of kernels (set one OPENBLAS_CORETYPE for "
+                "every rank and session for that).\n\n",
                 s->kernels,
                 strchr(s->kernels, ',') ? "Its sessions ran on different kernels, which"
                                         : "Its ranks ran on different kernels, which");

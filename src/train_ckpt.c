@@ -473,9 +473,10 @@ static void take_kernels(train_ctx *t, const wc_snapshot *s, const char *path) {
     char core[48] = "";
     sscanf(last, "openblas:%47[^/]", core);
     wc_warn("%s was computed with the kernels %s, this run with %s: kernels of two CPU types "
-            "round differently, so the run goes on from it, but not bitwise as the run that "
-            "never stopped would (report.json lists the kernels of each session); for an exact "
-            "resume, run it with OPENBLAS_CORETYPE=%s%s on every rank",
+            "may round differently (OpenBLAS's Haswell and SkylakeX kernels do), so the run goes "
+            "on from it, but maybe not bitwise as the run that never stopped would (report.json "
+            "lists the kernels of each session); for an exact resume, run it with "
+            "OPENBLAS_CORETYPE=%s%s on every rank",
             path, last, now, core,
             strstr(last, "/products:openblas") ? " and WILDCPU_GEMM=openblas" : "");
     const size_t n = strlen(then);
