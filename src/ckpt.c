@@ -154,7 +154,7 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
     /* serialize the sections */
     size_t raw_size = 0;
     for (int i = 0; i < n; i++) raw_size += 4 + strlen(sections[i].name) + 8 + sections[i].size;
-    unsigned char *raw = WC_ALLOC(raw_size), *p = raw;
+    unsigned char *raw = WC_ALLOC_FOR(raw_size, "a checkpoint's serialized state"), *p = raw;
     for (int i = 0; i < n; i++) {
         size_t len = strlen(sections[i].name);
         wc_le_put_u32(p, (uint32_t)len), p += 4;
@@ -164,7 +164,7 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
         p += sections[i].size;
     }
     size_t zsize = compressBound(raw_size);
-    unsigned char *z = WC_ALLOC(zsize);
+    unsigned char *z = WC_ALLOC_FOR(zsize, "a checkpoint's compressed state");
     if (deflate_huffman(z, &zsize, raw, raw_size) != WC_OK) {
         wc_error("compressing the checkpoint failed");
         free(raw), free(z);

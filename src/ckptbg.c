@@ -63,17 +63,22 @@ wc_ckptbg *wc_ckptbg_create(size_t nparams, int ntensors, int has_v, int nfeat) 
     w->nparams = nparams;
     w->ntensors = ntensors;
     w->nfeat = nfeat;
-    w->params = WC_ALLOC(sizeof(float) * (nparams + 1));
-    w->optim_m = WC_ALLOC(sizeof(float) * (nparams + 1));
-    w->optim_v = has_v ? WC_ALLOC(sizeof(float) * (nparams + 1)) : NULL;
+    w->params = WC_ALLOC_FOR(sizeof(float) * (nparams + 1), "the checkpoint writer's parameters");
+    w->optim_m = WC_ALLOC_FOR(sizeof(float) * (nparams + 1), "the checkpoint writer's moments");
+    w->optim_v = has_v ? WC_ALLOC_FOR(sizeof(float) * (nparams + 1),
+                                      "the checkpoint writer's moments")
+                       : NULL;
     w->exponent = WC_ALLOC(sizeof(int32_t) * ((size_t)ntensors + 1));
     w->feat_names = WC_ALLOC(sizeof(char *) * ((size_t)nfeat + 1));
     w->meta_cap = 4096, w->metrics_cap = 16384;
     w->meta = WC_ALLOC(w->meta_cap), w->metrics = WC_ALLOC(w->metrics_cap);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
-        wc_error("cannot start the checkpoint writer thread");
+    const int err = pthread_create(&w->thread, NULL, writer_main, w);
+    if (err != 0) {
+        char why[1200];
+        wc_error("cannot start the checkpoint writer thread: %s",
+                 wc_thread_start_error(err, why, sizeof why));
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->cv);
         free(w->params), free(w->optim_m), free(w->optim_v), free(w->exponent);

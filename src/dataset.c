@@ -887,10 +887,12 @@ typedef struct {
 
 /* Room for a share of n patches, at most cap of them kept. */
 static void share_alloc(plan_share *s, long n, long cap, int nfeat) {
-    s->kept = WC_CALLOC(n + 1, 1);
+    s->kept = WC_CALLOC_FOR(n + 1, 1, "the data's plan (a flag per patch)");
     s->cap = cap;
-    s->count = WC_ALLOC(sizeof(patch_count) * (size_t)(cap + 1));
-    s->mom = WC_ALLOC(sizeof(moments) * (size_t)(cap + 1) * (size_t)nfeat);
+    s->count = WC_ALLOC_FOR(sizeof(patch_count) * (size_t)(cap + 1),
+                            "the data's plan (label counts per patch)");
+    s->mom = WC_ALLOC_FOR(sizeof(moments) * (size_t)(cap + 1) * (size_t)nfeat,
+                          "the data's plan (feature statistics per patch)");
     s->huge = WC_CALLOC(nfeat, sizeof(int64_t));
 }
 

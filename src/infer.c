@@ -31,6 +31,36 @@ int wc_infer_geometry_of(wc_infer_geometry *g, const char *arch, const char *spe
     return WC_OK;
 }
 
+/* The window for cores up to max_cw x max_ch: the margin on both sides, plus `align` pixels of
+ * slack for snapping the origin. WC_ERR after logging (naming `what`) beyond the network's
+ * reach. */
+static int window_size(const wc_infer_geometry *g, int64_t max_cw, int64_t max_ch,
+                       const char *what, int64_t *Tx, int64_t *Ty) {
+    const int64_t slack = g->align > 1 ? g->align : 0;
+    *Tx = max_cw + 2 * g->margin + slack, *Ty = max_ch + 2 * g->margin + slack;
+    if (*Tx <= INT_MAX && *Ty <= INT_MAX) return WC_OK;
+    wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what, *Tx, *Ty);
+    return WC_ERR;
+}
+
+int wc_infer_plan(const wc_infer_geometry *g, wc_dtype type, int nfeat, const char *arch,
+                  const char *spec, int64_t max_cw, int64_t max_ch, const char *what,
+                  wc_infer_plan_bytes *plan) {
+    memset(plan, 0, sizeof *plan);
+    if (window_size(g, max_cw, max_ch, what, &plan->Tx, &plan->Ty) != WC_OK) return WC_ERR;
+    if (wc_net_plan(arch, spec, nfeat, 1, (int)plan->Ty, (int)plan->Tx, WC_NET_INFER,
+                    &plan->net) != WC_OK) {
+        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what,
+                 plan->Tx, plan->Ty);
+        return WC_ERR;
+    }
+    /* what wc_infer_init allocates: the network, then one window as read and its states */
+    const size_t plane = (size_t)plan->Tx * (size_t)plan->Ty;
+    plan->bytes = plan->net.params + plan->net.activations + plan->net.workspace +
+                  plane * (1 + (size_t)nfeat * wc_dtype_size(type));
+    return WC_OK;
+}
+
 int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const int *bands,
                   wc_dtype type, int nfeat, const double *mean, const double *std,
                   const char *arch, const char *spec, const float *params, int64_t max_cw,
@@ -39,14 +69,7 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
     p->g = *g;
     p->r = r, p->bands = bands, p->type = type, p->nfeat = nfeat, p->mean = mean;
     p->max_cw = max_cw, p->max_ch = max_ch;
-    /* the margin on both sides, plus `align` pixels of slack for snapping the origin */
-    const int64_t slack = g->align > 1 ? g->align : 0;
-    p->Tx = max_cw + 2 * g->margin + slack, p->Ty = max_ch + 2 * g->margin + slack;
-    if (p->Tx > INT_MAX || p->Ty > INT_MAX) {
-        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what,
-                 p->Tx, p->Ty);
-        return WC_ERR;
-    }
+    if (window_size(g, max_cw, max_ch, what, &p->Tx, &p->Ty) != WC_OK) return WC_ERR;
     p->net = wc_net_create(arch, spec, nfeat, 1, (int)p->Ty, (int)p->Tx, WC_NET_INFER);
     if (!p->net) {
         wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what,
@@ -54,8 +77,9 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
         return WC_ERR;
     }
     wc_infer_set_params(p, params);
-    p->raw = WC_ALLOC(wc_dtype_size(type) * (size_t)nfeat * (size_t)p->Tx * (size_t)p->Ty);
-    p->px = WC_ALLOC((size_t)p->Tx * (size_t)p->Ty);
+    p->raw = WC_ALLOC_FOR(wc_dtype_size(type) * (size_t)nfeat * (size_t)p->Tx * (size_t)p->Ty,
+                          "a network window's features as read");
+    p->px = WC_ALLOC_FOR((size_t)p->Tx * (size_t)p->Ty, "a network window's pixel states");
     p->inv_std = WC_ALLOC(sizeof(double) * nfeat);
     p->huge = WC_CALLOC((size_t)nfeat, sizeof(int64_t));
     p->z_sum = WC_CALLOC((size_t)nfeat, sizeof(double));

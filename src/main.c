@@ -899,6 +899,7 @@ int main(int argc, char **argv) {
     /* again (installed before the libraries started: settle_blas_threads), so that nothing a
      * library's initializer did replaces it; before MPI starts, so a signal is not lost */
     if (fn == cmd_train || fn == cmd_predict || fn == cmd_evaluate) wc_stop_install();
+    wc_address_space_settle(); /* before MPI's threads start */
     if (wc_dist_init(&argc, &argv) != WC_OK) {
         wc_dist_finalize();
         return WC_EXIT_RUNTIME;

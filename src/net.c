@@ -283,8 +283,10 @@ static int check_memory(const wc_net *net, const size_t *upto) {
     return WC_OK;
 }
 
-wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
-                      int W, int mode) {
+/* A network parsed, shaped and planned (its buffers' offsets in *offset, the nodes' arena ends
+ * in *upto, both the caller's to free), nothing large allocated yet; NULL after logging. */
+static wc_net *net_planned(const char *arch, const char *spec, int in_channels, int max_N, int H,
+                           int W, int mode, size_t **offset, size_t **upto) {
     WC_ASSERT(in_channels > 0 && max_N > 0 && H > 0 && W > 0);
     wc_net *net = WC_CALLOC(1, sizeof *net);
     snprintf(net->arch, sizeof net->arch, "%s", arch);
@@ -292,31 +294,55 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
     net->training = mode == WC_NET_TRAIN;
     net->threads = default_threads;
     net->nnodes = wc_netspec_parse(arch, spec, &net->nodes);
+    *offset = *upto = NULL;
     if (net->nnodes < 0) {
         net->nnodes = 0;
         wc_net_destroy(net);
         return NULL;
     }
     /* everything is sized and checked before the large buffers are allocated */
-    size_t *offset = NULL, *upto = NULL;
     int ok = infer_shapes(net) == WC_OK && check_reach(net) == WC_OK;
     if (ok) {
-        offset = WC_CALLOC(net->nnodes, sizeof(size_t));
-        upto = WC_CALLOC(net->nnodes, sizeof(size_t));
-        wc_netplan_buffers(net, offset, upto);
-        ok = check_memory(net, upto) == WC_OK;
+        *offset = WC_CALLOC(net->nnodes, sizeof(size_t));
+        *upto = WC_CALLOC(net->nnodes, sizeof(size_t));
+        wc_netplan_buffers(net, *offset, *upto);
+        ok = check_memory(net, *upto) == WC_OK;
     }
     if (!ok) {
-        free(offset), free(upto);
+        free(*offset), free(*upto);
+        *offset = *upto = NULL;
         wc_net_destroy(net);
         return NULL;
     }
+    return net;
+}
+
+int wc_net_plan(const char *arch, const char *spec, int in_channels, int max_N, int H, int W,
+                int mode, wc_memory_plan *plan) {
+    size_t *offset, *upto;
+    wc_net *net = net_planned(arch, spec, in_channels, max_N, H, W, mode, &offset, &upto);
+    if (!net) return WC_ERR;
+    plan->params = net->nparams * sizeof(float);
+    plan->grads = net->training ? plan->params : 0;
+    plan->activations = net->arena_floats * sizeof(float);
+    plan->workspace = net->work_floats * sizeof(float);
+    free(offset), free(upto);
+    wc_net_destroy(net);
+    return WC_OK;
+}
+
+wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
+                      int W, int mode) {
+    size_t *offset, *upto;
+    wc_net *net = net_planned(arch, spec, in_channels, max_N, H, W, mode, &offset, &upto);
+    if (!net) return NULL;
     net->spec = wc_strdup(spec);
     build_tensor_table(net);
-    net->params = WC_CALLOC(net->nparams, sizeof(float));
-    if (net->training) net->grads = WC_CALLOC(net->nparams, sizeof(float));
-    net->arena = WC_CALLOC(net->arena_floats, sizeof(float));
-    net->work = WC_CALLOC(net->work_floats, sizeof(float));
+    net->params = WC_CALLOC_FOR(net->nparams, sizeof(float), "the network's parameters");
+    if (net->training)
+        net->grads = WC_CALLOC_FOR(net->nparams, sizeof(float), "the network's gradients");
+    net->arena = WC_CALLOC_FOR(net->arena_floats, sizeof(float), "the network's activations");
+    net->work = WC_CALLOC_FOR(net->work_floats, sizeof(float), "the network's workspace");
     wc_netplan_carve(net, offset);
     free(offset), free(upto);
     if (net->training) wc_netplan_gradient_writes(net);

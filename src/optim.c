@@ -18,8 +18,9 @@ wc_optim *wc_optim_create(const wc_optim_config *cfg, size_t nparams) {
     wc_optim *o = WC_CALLOC(1, sizeof *o);
     o->cfg = *cfg;
     o->n = nparams;
-    o->m = WC_CALLOC(nparams, sizeof(float));
-    if (cfg->kind == WC_OPTIM_ADAMW) o->v = WC_CALLOC(nparams, sizeof(float));
+    o->m = WC_CALLOC_FOR(nparams, sizeof(float), "the optimizer's moments");
+    if (cfg->kind == WC_OPTIM_ADAMW)
+        o->v = WC_CALLOC_FOR(nparams, sizeof(float), "the optimizer's moments");
     return o;
 }
 

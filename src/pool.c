@@ -127,8 +127,11 @@ wc_pool *wc_pool_create(int nthreads) {
     for (int i = 0; i < nthreads - 1; i++) {
         worker_arg *a = WC_ALLOC(sizeof *a);
         a->pool = p, a->thread = i + 1;
-        if (pthread_create(&p->workers[i], NULL, worker_main, a) != 0)
-            wc_fatal("cannot start thread %d of %d", i + 2, nthreads);
+        const int err = pthread_create(&p->workers[i], NULL, worker_main, a);
+        char why[1200];
+        if (err != 0)
+            wc_fatal("cannot start thread %d of %d (--threads): %s", i + 2, nthreads,
+                     wc_thread_start_error(err, why, sizeof why));
     }
     return p;
 }

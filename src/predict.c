@@ -275,6 +275,21 @@ static int check_fits(const layout *L, int64_t G, const char *path, int rank, in
     return WC_ERR;
 }
 
+/* What the rounds' buffers take on this rank (alloc_buffers): its run of cores of a round, and
+ * evaluate's pixel states of a core; on rank 0 with a map, the round's rows and another rank's
+ * run. Within what check_fits let through, so the products do not overflow. */
+static size_t round_buffers_bytes(const layout *L, int64_t G, int rank, int R, int map,
+                                  int score) {
+    const size_t core_floats = (size_t)L->Sx * (size_t)L->Sy;
+    const size_t share = (size_t)round_slots(G * L->nx, R);
+    size_t b = sizeof(float) * core_floats * share + (score ? core_floats : 0);
+    if (rank == 0 && map) {
+        b += sizeof(float) * (size_t)G * (size_t)L->Sy * (size_t)L->W;
+        if (R > 1) b += sizeof(float) * core_floats * share;
+    }
+    return b;
+}
+
 /* Floats the cores of windows [lo, hi) of the round starting at strip s0 occupy. */
 static size_t cores_floats(const layout *L, int64_t s0, int64_t lo, int64_t hi) {
     size_t n = 0;
@@ -307,6 +322,7 @@ typedef struct mapping {
     const layout *L;
     int rank, R;
     wc_infer *inf;    /* the network over this rank's windows */
+    wc_infer_plan_bytes window; /* what the window's network and buffers take */
     wc_score *score;  /* evaluate: the labels, and this rank's share of the metrics */
     uint8_t *px;      /* evaluate: (Sy, Sx) one core's pixel states */
     wc_riskmap *map;  /* rank 0: the map being written */
@@ -574,8 +590,39 @@ static void choose_label_band(mapping *mp, const wc_model *m, const wc_raster *r
                 mp->label_band, m->path);
 }
 
+/* Before the window's network and the rounds' buffers are allocated: the room for them under an
+ * address-space limit, with evaluate's labels, GDAL's cache and files, OpenBLAS's buffers and
+ * the threads' stacks, which the map would otherwise find missing in an allocation or its first
+ * product. WC_OK, or WC_ERR after a message. */
+static int check_room(const wc_predict_config *cfg, const mapping *mp, wc_raster *r) {
+    const layout *L = mp->L;
+    const wc_infer_plan_bytes *ip = &mp->window;
+    wc_address_need need = {.threads = cfg->threads,
+                            .started = cfg->threads - 1, /* the window network's pool */
+                            .when = "once the windows are computed"};
+    wc_address_need_add(&need, ip->bytes, "the network over %" PRId64 "x%" PRId64 " windows and "
+                        "its buffers", ip->Tx, ip->Ty);
+    wc_address_need_add(&need, round_buffers_bytes(L, mp->G, mp->rank, mp->R, cfg->out != NULL,
+                                                   cfg->evaluate),
+                        "the buffers of a round of %" PRId64 " rows", mp->G * L->Sy);
+    if (cfg->evaluate)
+        wc_address_need_add(&need, wc_score_bytes(L->Sx * L->Sy),
+                            "a core's labels and the metrics' histograms");
+    const size_t cache = (size_t)GDALGetCacheMax64();
+    wc_address_need_add(&need, cache, "GDAL's block cache");
+    const size_t files = wc_raster_open_files_bytes(r, cfg->evaluate ? 2 : 1, NULL, NULL);
+    if (files) wc_address_need_add(&need, files, "the files GDAL holds open");
+    char advice[128], c[32];
+    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL) && cache > ((size_t)64 << 20)) {
+        snprintf(advice, sizeof advice, "a smaller GDAL_CACHEMAX (now %s)",
+                 wc_fmt_bytes(c, sizeof c, (double)cache));
+        need.advice = advice;
+    }
+    return wc_check_address_space(&need);
+}
+
 /* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
- * the network for the layout's windows. Returns an exit status (this rank's). */
+ * what the network for the layout's windows takes. Returns an exit status (this rank's). */
 static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
                    wc_bandmap *bm, layout *L) {
     if (wc_raster_open(r, cfg->tiles) != WC_OK ||
@@ -604,8 +651,8 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     plan_layout(L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
     mp->G = choose_group(L, mp->R);
     if (check_fits(L, mp->G, r->path, mp->rank, mp->R) != WC_OK ||
-        wc_infer_init(mp->inf, &L->g, r, bm->bands, bm->type, m->nfeat, m->mean, m->std,
-                      m->net->arch, m->net->spec, m->net->params, L->Sx, L->Sy, m->path) != WC_OK)
+        wc_infer_plan(&L->g, bm->type, m->nfeat, m->net->arch, m->net->spec, L->Sx, L->Sy,
+                      m->path, &mp->window) != WC_OK)
         return WC_EXIT_RUNTIME;
     return WC_EXIT_OK;
 }
@@ -720,17 +767,20 @@ static void report_plan(const wc_predict_config *cfg, const wc_raster *r, const 
             wc_fmt_bytes(cache, sizeof cache, (double)wc_raster_cache_max()));
 }
 
-/* The buffers of the rounds. The sizes were checked to fit (check_fits), so these products do
- * not overflow. */
+/* The buffers of the rounds, as round_buffers_bytes counts them. The sizes were checked to fit
+ * (check_fits), so these products do not overflow. */
 static void alloc_buffers(mapping *mp) {
     const layout *L = mp->L;
     const size_t core_floats = (size_t)L->Sx * (size_t)L->Sy;
     const size_t share = (size_t)round_slots(mp->G * L->nx, mp->R);
-    mp->send = WC_ALLOC(sizeof(float) * core_floats * share);
-    if (mp->score) mp->px = WC_ALLOC(core_floats);
+    mp->send = WC_ALLOC_FOR(sizeof(float) * core_floats * share, "this rank's cores of a round");
+    if (mp->score) mp->px = WC_ALLOC_FOR(core_floats, "a core's pixel states");
     if (mp->rank == 0 && mp->cfg->out) {
-        mp->rows = WC_ALLOC(sizeof(float) * (size_t)mp->G * (size_t)L->Sy * (size_t)L->W);
-        if (mp->R > 1) mp->recv = WC_ALLOC(sizeof(float) * core_floats * share);
+        mp->rows = WC_ALLOC_FOR(sizeof(float) * (size_t)mp->G * (size_t)L->Sy * (size_t)L->W,
+                                "the rows of a round of the map");
+        if (mp->R > 1)
+            mp->recv = WC_ALLOC_FOR(sizeof(float) * core_floats * share,
+                                    "another rank's cores of a round");
     }
 }
 
@@ -874,11 +924,11 @@ static int write_metrics(const wc_predict_config *cfg, const wc_json *j) {
  * as long with 64 MiB); the windows of a strip then find the blocks they share. Each window is
  * read once per rank, so more buys little: at least 64 MiB, at most a quarter of the node's
  * memory shared by its ranks (warned). GDAL_CACHEMAX, when set, stands. */
-static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, const wc_infer *inf) {
+static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, int64_t Tx, int64_t Ty) {
     int first_on_host;
     const uint64_t host_ranks = wc_dist_host_sum_u64(1, &first_on_host);
     if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return;
-    const double need = 1.25 * (double)wc_raster_window_blocks_bytes(r, inf->Tx, inf->Ty);
+    const double need = 1.25 * (double)wc_raster_window_blocks_bytes(r, Tx, Ty);
     const double most = (double)wc_raster_cache_most(host_ranks), least = (double)(64 << 20);
     double size = WC_MAX(need, least);
     if (most > least && size > most) {
@@ -891,10 +941,25 @@ static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, const wc
                     "reads; files tiled in smaller blocks read faster (gdal_translate -co "
                     "TILED=YES -co BLOCKXSIZE=512 -co BLOCKYSIZE=512), and GDAL_CACHEMAX sets "
                     "the cache",
-                    cfg->tiles, inf->Tx, inf->Ty, wc_fmt_bytes(bn, sizeof bn, need / 1.25),
+                    cfg->tiles, Tx, Ty, wc_fmt_bytes(bn, sizeof bn, need / 1.25),
                     wc_fmt_bytes(bm, sizeof bm, most));
     }
     GDALSetCacheMax64((int64_t)size);
+}
+
+/* Collective, once the inputs and outputs are checked: GDAL's block cache for the windows, then,
+ * with the room for what the map allocates checked on every rank before any of it is (a usage
+ * error without it), the window's network. Returns the agreed exit status. */
+static int build_window(const wc_predict_config *cfg, mapping *mp, wc_raster *r, const wc_model *m,
+                        const wc_bandmap *bm) {
+    fit_block_cache(cfg, r, mp->window.Tx, mp->window.Ty);
+    int status = wc_dist_max_int(check_room(cfg, mp, r) == WC_OK ? WC_EXIT_OK : WC_EXIT_USAGE);
+    if (status != WC_EXIT_OK) return status;
+    const layout *L = mp->L;
+    const int built = wc_infer_init(mp->inf, &L->g, r, bm->bands, bm->type, m->nfeat, m->mean,
+                                    m->std, m->net->arch, m->net->spec, m->net->params, L->Sx,
+                                    L->Sy, m->path);
+    return wc_dist_max_int(built == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME);
 }
 
 /* evaluate, every rank, once the layout gives the cores' size: the labels. Those derived from
@@ -910,8 +975,8 @@ static int open_labels(const wc_predict_config *cfg, mapping *mp, const wc_raste
 }
 
 /* Everything before any computing, so that a bad input or an unwritable path fails at once:
- * every rank: the inputs, the layout and evaluate's labels; rank 0: the outputs, checked, and
- * the map's working file. Returns an exit status. */
+ * every rank: the inputs, the layout, the window's network and evaluate's labels; rank 0: the
+ * outputs, checked, and the map's working file. Returns an exit status. */
 static int open_run(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
                     wc_bandmap *bm, layout *L) {
     int status = wc_dist_max_int(prepare(cfg, mp, r, m, bm, L));
@@ -922,6 +987,7 @@ static int open_run(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_
      * map: training said so) */
     if (!cfg->tiles_checked) wc_agree_kernels(cfg->evaluate ? "this evaluation" : "this map");
     status = wc_dist_max_int(mp->rank == 0 ? check_outputs(cfg, r, m) : WC_EXIT_OK);
+    if (status == WC_EXIT_OK) status = build_window(cfg, mp, r, m, bm);
     if (status != WC_EXIT_OK) return status;
     if (cfg->evaluate) {
         status = open_labels(cfg, mp, r);
@@ -935,7 +1001,14 @@ static int open_run(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_
  * rank, the rounds. Returns the agreed exit status. */
 static int map_rounds(mapping *mp) {
     alloc_buffers(mp);
-    const int room = wc_check_address_space(mp->cfg->threads, 0, "once the windows are computed");
+    /* right before the first product: the room for OpenBLAS's buffers and GDAL's cache as it
+     * fills, which check_room counted, is there still (what the libraries mapped since, deriving
+     * evaluate's labels say, may have taken it: OpenBLAS, out of room, would spin for ever) */
+    wc_address_need late = {.threads = mp->cfg->threads,
+                            .when = "once the windows are computed",
+                            .first_product = 1};
+    wc_address_need_add(&late, (size_t)GDALGetCacheMax64(), "GDAL's block cache as it fills");
+    const int room = wc_check_address_space(&late);
     const int status = wc_dist_max_int(room == WC_OK ? WC_EXIT_OK : WC_EXIT_USAGE);
     if (status != WC_EXIT_OK) return status;
     return run_rounds(mp);
@@ -1023,6 +1096,10 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (wc_dist_any(wc_check_threads(cfg->threads, cfg->threads_from) != WC_OK))
         return WC_EXIT_USAGE;
     wc_net_set_threads(cfg->threads > 0 ? cfg->threads : 1); /* OpenBLAS at one */
+    /* what an allocation that fails advises, after its cause */
+    char advice[64];
+    snprintf(advice, sizeof advice, "fewer --threads than %d", cfg->threads);
+    wc_alloc_set_advice(cfg->threads > 1 ? advice : NULL);
     wc_raster_init();
     const int64_t cache_was = GDALGetCacheMax64();
 
@@ -1036,7 +1113,6 @@ int wc_predict_run(const wc_predict_config *cfg) {
 
     int status = open_run(cfg, &mp, &r, &m, &bm, &L);
     if (status != WC_EXIT_OK) goto out;
-    fit_block_cache(cfg, &r, &inf);
     report_plan(cfg, &r, &m, &L, &inf, R);
     status = map_rounds(&mp);
     if (status != WC_EXIT_OK) goto out;

@@ -204,9 +204,9 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);
     const int mw = info->map_width, f = info->factor;
     const int chunk = WC_MAX(1, (1 << 20) / mw); /* about 4 MiB of floats per read */
-    float *buf = WC_ALLOC(sizeof(float) * (size_t)chunk * mw);
+    float *buf = WC_ALLOC_FOR(sizeof(float) * (size_t)chunk * mw, "the picture's rows of the map");
     canvas cv = {.w = info->width};
-    cv.px = WC_ALLOC((size_t)4 * chunk * cv.w);
+    cv.px = WC_ALLOC_FOR((size_t)4 * chunk * cv.w, "the picture's pixels");
     int rc = WC_OK;
     for (int oy0 = 0; oy0 < info->map_height && rc == WC_OK; oy0 += chunk) {
         int oy1 = WC_MIN(info->map_height, oy0 + chunk);

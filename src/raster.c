@@ -534,8 +534,15 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
                                        gt, nb, (int *)bands, (GSpacing)esz, (GSpacing)esz * w,
                                        (GSpacing)esz * w * h, NULL);
     if (err != CE_None) {
-        wc_error("read error in %s, window x=%d y=%d %dx%d: %s", r->path, gx, gy, gw, gh,
-                 CPLGetLastErrorMsg());
+        /* GDAL's own buffers (a block, a decompression buffer) are no plan's: when one could
+         * not be allocated, what ran out is said as for ours */
+        char cause[1024] = "";
+        if (CPLGetLastErrorNo() == CPLE_OutOfMemory) {
+            cause[0] = ':', cause[1] = ' ';
+            wc_out_of_memory_cause(0, cause + 2, sizeof cause - 2);
+        }
+        wc_error("read error in %s, window x=%d y=%d %dx%d: %s%s", r->path, gx, gy, gw, gh,
+                 CPLGetLastErrorMsg(), cause);
         return WC_ERR;
     }
     return apply_masks(r, bands, nb, type, dst, gx, gy, gw, gh, (size_t)w * (size_t)h, (size_t)w);

@@ -75,13 +75,15 @@ wc_reader *wc_reader_create(const wc_dataset *ds, int slots, int max_patches) {
     size_t pb = wc_dataset_patch_bytes(ds, 0);
     for (int i = 0; i < slots; i++) {
         rd->slots[i].b.samples = WC_ALLOC(sizeof(wc_sample) * max_patches);
-        rd->slots[i].b.raw = WC_ALLOC(pb * max_patches);
+        rd->slots[i].b.raw = WC_ALLOC_FOR(pb * max_patches, "a read-ahead slot's patches");
         rd->slots[i].b.patch_bytes = pb;
     }
     pthread_mutex_init(&rd->mu, NULL);
     pthread_cond_init(&rd->cv, NULL);
-    if (pthread_create(&rd->thread, NULL, reader_main, rd) != 0)
-        wc_fatal("cannot start the reader thread");
+    const int err = pthread_create(&rd->thread, NULL, reader_main, rd);
+    char why[1200];
+    if (err != 0)
+        wc_fatal("cannot start the reader thread: %s", wc_thread_start_error(err, why, sizeof why));
     return rd;
 }
 

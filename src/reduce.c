@@ -49,8 +49,8 @@ wc_reducer *wc_reducer_create(const wc_net *net, int exact, int max_micro_batche
     r->max_micro_batches = max_micro_batches;
     r->exponent = WC_CALLOC(r->ntensors, sizeof(int32_t));
     r->maxabs = WC_CALLOC(r->ntensors, sizeof(double));
-    r->acc = WC_CALLOC(r->n + X_COUNT, sizeof(int64_t));
-    if (!exact) r->facc = WC_CALLOC(r->n, sizeof(float));
+    r->acc = WC_CALLOC_FOR(r->n + X_COUNT, sizeof(int64_t), "the reducer's sums");
+    if (!exact) r->facc = WC_CALLOC_FOR(r->n, sizeof(float), "the reducer's sums");
     return r;
 }
 

@@ -71,10 +71,14 @@ wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *
         return NULL;
     }
     s->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
-    s->y = WC_ALLOC(sizeof(float) * (size_t)max_core);
+    s->y = WC_ALLOC_FOR(sizeof(float) * (size_t)max_core, "a core's labels");
     s->use = WC_ALLOC((size_t)max_core);
-    s->scratch = WC_ALLOC(sizeof(double) * (size_t)max_core);
+    s->scratch = WC_ALLOC_FOR(sizeof(double) * (size_t)max_core, "a core's labels as read");
     return s;
+}
+
+size_t wc_score_bytes(int64_t max_core) {
+    return sizeof(wc_metrics_acc) + (size_t)max_core * (sizeof(float) + 1 + sizeof(double));
 }
 
 void wc_score_close(wc_score *s) {

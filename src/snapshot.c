@@ -76,8 +76,9 @@ int wc_snapshot_write(const char *dir, const char *name, const wc_snapshot *s, i
     for (int t = 0; t < s->ntensors; t++)
         wc_le_put_u32(state + 8 * ST_COUNT + 4 * (size_t)t, (uint32_t)s->exponent[t]);
     const size_t pbytes = 4 * s->nparams;
-    unsigned char *params = WC_ALLOC(pbytes), *m = WC_ALLOC(pbytes);
-    unsigned char *v = s->optim_v ? WC_ALLOC(pbytes) : NULL;
+    unsigned char *params = WC_ALLOC_FOR(pbytes, "a checkpoint's parameters"),
+                  *m = WC_ALLOC_FOR(pbytes, "a checkpoint's moments");
+    unsigned char *v = s->optim_v ? WC_ALLOC_FOR(pbytes, "a checkpoint's moments") : NULL;
     wc_le_put_f32s(params, s->params, s->nparams);
     wc_le_put_f32s(m, s->optim_m, s->nparams);
     if (v) wc_le_put_f32s(v, s->optim_v, s->nparams);

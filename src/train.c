@@ -378,35 +378,17 @@ static int validate(train_ctx *t, long step) {
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
-/* Logs the memory plan per rank; returns training's part (planning's peak has passed). */
+/* Logs the memory plan per rank (t->plan, checked against what was built); returns training's
+ * part (planning's peak has passed). */
 static size_t print_plan(train_ctx *t, size_t baseline) {
-    wc_memory_plan mp;
+    const train_plan *p = &t->plan;
+    /* what was built is what was planned, and checked the room for */
+    wc_memory_plan mp, vp;
     wc_net_memory_plan(t->net, &mp);
-    size_t opt_b = wc_optim_state_bytes(t->opt);
-    size_t red_b = (t->net->nparams + 8) * (t->red->exact ? sizeof(int64_t) : sizeof(float));
-    size_t data_b = wc_reader_bytes_held(t->ra.rd) + wc_metrics_acc_words() * 16;
-    /* validation: the map's network over one core's window, and a core's pixel buffers; none
-     * without validation patches (--val-fraction 0), where it never runs */
-    wc_memory_plan vp;
     wc_net_memory_plan(t->val.inf.net, &vp);
-    const size_t side = (size_t)t->val.core;
-    const size_t val_b = t->ds->nval == 0
-                             ? 0
-                             : vp.params + vp.activations + vp.workspace + side * side * 22 +
-                                   (size_t)t->val.inf.Tx * (size_t)t->val.inf.Ty *
-                                       (1 + (size_t)t->ds->nfeat *
-                                                wc_dtype_size(t->ds->read_type));
-    /* the checkpoint is serialized (raw, then compressed) before it is written, from rank 0's
-     * background writer's snapshot copy (ckptbg.h) */
-    size_t ckpt_b = (t->net->nparams * sizeof(float)) * (t->opt->v ? 3 : 2) * 3;
-    size_t total = mp.params + mp.grads + opt_b + mp.activations + mp.workspace + red_b + data_b +
-                   ckpt_b + val_b;
-    /* the files GDAL holds open for the reader's handle and validation's: outside the heap
-     * the plan counts, and large for some layouts (pixel-interleaved blocks of many bands) */
-    int open_files = 0;
-    size_t per_file = 0;
-    const size_t files_b = wc_raster_open_files_bytes(&t->ds->files.src, t->ds->nval > 0 ? 2 : 1,
-                                                      &open_files, &per_file);
+    WC_ASSERT(memcmp(&mp, &p->net, sizeof mp) == 0 && memcmp(&vp, &p->val.net, sizeof vp) == 0);
+    WC_ASSERT(wc_optim_state_bytes(t->opt) == p->optim &&
+              wc_reader_bytes_held(t->ra.rd) == p->read_ahead);
     char a[15][32];
     wc_info("memory plan per rank: parameters %s, gradients %s, optimizer state %s, activations "
             "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, checkpoint buffers %s, data "
@@ -415,22 +397,23 @@ static size_t print_plan(train_ctx *t, size_t baseline) {
             "%s runtime (libraries, metadata: measured), GDAL's block cache (up to %s) and the "
             "files GDAL holds open, %s (up to %d x %s: measured on one); planning held %s at "
             "its peak (freed before training)",
-            wc_fmt_bytes(a[0], 32, (double)mp.params), wc_fmt_bytes(a[1], 32, (double)mp.grads),
-            wc_fmt_bytes(a[2], 32, (double)opt_b), wc_fmt_bytes(a[3], 32, (double)mp.activations),
-            t->cfg->micro_batch, t->ds->P, t->ds->P, wc_fmt_bytes(a[4], 32, (double)mp.workspace),
-            wc_fmt_bytes(a[5], 32, (double)red_b), wc_fmt_bytes(a[9], 32, (double)ckpt_b),
-            wc_fmt_bytes(a[6], 32, (double)data_b), t->cfg->prefetch, t->cfg->micro_batch,
-            wc_fmt_bytes(a[11], 32, (double)val_b), t->val.inf.Tx, t->val.inf.Ty,
-            wc_fmt_bytes(a[7], 32, (double)total), wc_fmt_bytes(a[8], 32, (double)baseline),
+            wc_fmt_bytes(a[0], 32, (double)p->net.params),
+            wc_fmt_bytes(a[1], 32, (double)p->net.grads), wc_fmt_bytes(a[2], 32, (double)p->optim),
+            wc_fmt_bytes(a[3], 32, (double)p->net.activations), t->cfg->micro_batch, t->ds->P,
+            t->ds->P, wc_fmt_bytes(a[4], 32, (double)p->net.workspace),
+            wc_fmt_bytes(a[5], 32, (double)p->reducer), wc_fmt_bytes(a[9], 32, (double)p->ckpt),
+            wc_fmt_bytes(a[6], 32, (double)p->data), t->cfg->prefetch, t->cfg->micro_batch,
+            wc_fmt_bytes(a[11], 32, (double)p->val.bytes), t->val.inf.Tx, t->val.inf.Ty,
+            wc_fmt_bytes(a[7], 32, (double)p->total), wc_fmt_bytes(a[8], 32, (double)baseline),
             wc_fmt_bytes(a[10], 32, (double)wc_raster_cache_max()),
-            wc_fmt_bytes(a[13], 32, (double)files_b), open_files,
-            wc_fmt_bytes(a[14], 32, (double)per_file),
+            wc_fmt_bytes(a[13], 32, (double)p->files), p->open_files,
+            wc_fmt_bytes(a[14], 32, (double)p->per_file),
             wc_fmt_bytes(a[12], 32, (double)t->ds->plan_peak_bytes));
-    t->sum.gdal_files_bytes = files_b;
+    t->sum.gdal_files_bytes = p->files;
     /* the run's peak is training's or planning's, whichever is larger */
-    t->sum.planned_bytes = WC_MAX(total, (size_t)t->ds->plan_peak_bytes);
+    t->sum.planned_bytes = WC_MAX(p->total, (size_t)t->ds->plan_peak_bytes);
     t->sum.baseline_bytes = baseline;
-    return total;
+    return p->total;
 }
 
 /* Collective: refuses (usage error) a run whose memory plan, summed over the ranks of a
@@ -473,9 +456,15 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
                  wc_fmt_bytes(b, sizeof b, (double)WC_MAX(here, need)), /* the sum is capped */
                  wc_fmt_bytes(c, sizeof c, (double)phys), cause);
     }
-    /* OpenBLAS, GDAL's cache as it fills and the threads' stacks map more, beyond the plan */
-    const int no_room = !too_big && wc_check_address_space(t->cfg->threads, cache,
-                                                           "once training starts") != WC_OK;
+    /* right before the first product: the room for OpenBLAS's buffers and GDAL's cache as it
+     * fills, which the plan's check counted, is there still (what the libraries mapped since
+     * may have taken it: OpenBLAS, out of room, would spin for ever) */
+    wc_address_need late = {.threads = t->cfg->threads,
+                            .when = "once training starts",
+                            .advice = *t->memory_advice ? t->memory_advice : NULL,
+                            .first_product = 1};
+    wc_address_need_add(&late, cache, "GDAL's block cache as it fills");
+    const int no_room = !too_big && wc_check_address_space(&late) != WC_OK;
     return wc_dist_any(too_big || no_room) ? WC_ERR : WC_OK;
 }
 
@@ -751,6 +740,119 @@ static int build_buffers(train_ctx *t, wc_train_config *cfg) {
     return wc_dist_any(t->ra.rd == NULL) ? WC_ERR : WC_OK;
 }
 
+/* What training allocates on this rank with micro-batches of mb samples, from the options, the
+ * data and the spec alone: nothing of it is allocated. WC_ERR after logging when a network
+ * cannot be built (the training one for the patches, validation's for its windows). */
+static int plan_training(const train_ctx *t, int mb, train_plan *p) {
+    const wc_dataset *ds = t->ds;
+    memset(p, 0, sizeof *p);
+    p->micro_batch = mb;
+    if (wc_net_plan(t->cfg->model, t->spec, ds->nfeat, mb, ds->P, ds->P, WC_NET_TRAIN,
+                    &p->net) != WC_OK ||
+        wc_validation_plan(ds, t->cfg->model, t->spec, &p->val) != WC_OK)
+        return WC_ERR;
+    const size_t n = p->net.params / sizeof(float);
+    const int adamw = t->cfg->optim.kind == WC_OPTIM_ADAMW;
+    p->optim = p->net.params * (adamw ? 2 : 1);
+    /* the exact sums in int64 (and the losses, counts and votes), the fast ones in float too */
+    p->reducer = (n + 8) * sizeof(int64_t) + (t->cfg->fast_reduce ? n * sizeof(float) : 0);
+    /* the checkpoint is serialized (raw, then compressed) before it is written, from rank 0's
+     * background writer's snapshot copy (ckptbg.h) */
+    p->ckpt = p->net.params * (adamw ? 3 : 2) * 3;
+    wc_train_config c = *t->cfg;
+    c.micro_batch = mb, c.prefetch = t->ra.prefetch_given;
+    const size_t pp = (size_t)ds->P * ds->P;
+    p->read_ahead = (size_t)read_slots(&c, t->nranks) * (size_t)mb * wc_dataset_patch_bytes(ds, 0);
+    p->data = p->read_ahead + (size_t)mb * pp * (sizeof(float) + 1) +
+              wc_metrics_acc_words() * 16;
+    p->total = p->net.params + p->net.grads + p->net.activations + p->net.workspace + p->optim +
+               p->reducer + p->ckpt + p->data + p->val.bytes;
+    return WC_OK;
+}
+
+/* What a rank of the plan p maps once training starts, part by part, for the address-space
+ * check. files: the files GDAL holds open (measured). */
+static void training_need(const train_ctx *t, const train_plan *p, size_t files,
+                          wc_address_need *need) {
+    const wc_train_config *cfg = t->cfg;
+    const int threads = cfg->threads;
+    memset(need, 0, sizeof *need);
+    need->threads = threads;
+    /* the pools of the training and the validation networks, the reader, rank 0's writer */
+    need->started = (threads - 1) * 2 + 1 + (t->rank == 0);
+    need->when = "once training starts";
+    wc_address_need_add(need, p->net.params + p->net.grads + p->net.activations + p->net.workspace,
+                        "the network's parameters, gradients, activations and workspace "
+                        "(--micro-batch %d of %dx%d)",
+                        p->micro_batch, t->ds->P, t->ds->P);
+    wc_address_need_add(need, p->optim + p->reducer + p->ckpt,
+                        "the optimizer's state, the reducer and the checkpoint buffers");
+    wc_train_config c = *cfg;
+    c.micro_batch = p->micro_batch, c.prefetch = t->ra.prefetch_given;
+    wc_address_need_add(need, p->data, "the read-ahead (%d slots of %d patches) and a decoded "
+                        "micro-batch", read_slots(&c, t->nranks), p->micro_batch);
+    wc_address_need_add(need, p->val.bytes, "validation's network over %" PRId64 "x%" PRId64
+                        " windows and its buffers", p->val.Tx, p->val.Ty);
+    wc_address_need_add(need, wc_raster_cache_max(), "GDAL's block cache");
+    if (files) wc_address_need_add(need, files, "the files GDAL holds open");
+}
+
+/* What lowers what training maps, for the memory checks' messages: a smaller --micro-batch (at
+ * most the largest that fits what the address-space limit leaves, when one does) and fewer
+ * --threads. Empty when neither can. */
+static void memory_advice(train_ctx *t, size_t files) {
+    const wc_train_config *cfg = t->cfg;
+    char mb[128] = "";
+    const size_t left = wc_address_space_left();
+    if (cfg->micro_batch > 1 && left != SIZE_MAX) {
+        /* the largest micro-batch below this one whose plan fits (the plan grows with it) */
+        int lo = 0, hi = cfg->micro_batch - 1;
+        while (lo < hi) {
+            const int mid = lo + (hi - lo + 1) / 2;
+            train_plan p;
+            wc_address_need need;
+            const int was = wc_log_set_quiet(2);
+            const int planned = plan_training(t, mid, &p) == WC_OK;
+            wc_log_set_quiet(was);
+            if (planned) training_need(t, &p, files, &need);
+            if (planned && wc_address_need_bytes(&need) <= left)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        if (lo > 0)
+            snprintf(mb, sizeof mb, "a --micro-batch of at most %d (now %d)", lo,
+                     cfg->micro_batch);
+    }
+    /* without a limit (the machine's memory runs out), any smaller one helps */
+    if (cfg->micro_batch > 1 && left == SIZE_MAX)
+        snprintf(mb, sizeof mb, "a smaller --micro-batch than %d", cfg->micro_batch);
+    char th[64] = "";
+    if (cfg->threads > 1) snprintf(th, sizeof th, "fewer --threads than %d", cfg->threads);
+    snprintf(t->memory_advice, sizeof t->memory_advice, "%s%s%s", mb, *mb && *th ? ", or " : "",
+             th);
+}
+
+/* Before anything of training is allocated: the plan, and under an address-space limit the
+ * room for it, GDAL's cache and files, OpenBLAS's buffers and the threads' stacks, which a run
+ * would otherwise find missing in its first allocation or product. Collective: WC_EXIT_OK, or
+ * a usage error on every rank. */
+static int plan_fits_address_space(train_ctx *t) {
+    train_plan *p = &t->plan;
+    if (wc_dist_any(plan_training(t, t->cfg->micro_batch, p) != WC_OK)) return WC_EXIT_USAGE;
+    /* large for some layouts (pixel-interleaved blocks of many bands) */
+    p->files = wc_raster_open_files_bytes(&t->ds->files.src, t->ds->nval > 0 ? 2 : 1,
+                                          &p->open_files, &p->per_file);
+    const size_t files = p->files;
+    memory_advice(t, files);
+    /* an allocation that fails later (a limit the plan could not foresee) advises the same */
+    wc_alloc_set_advice(*t->memory_advice ? t->memory_advice : NULL);
+    wc_address_need need;
+    training_need(t, &t->plan, files, &need);
+    need.advice = *t->memory_advice ? t->memory_advice : NULL;
+    return wc_dist_any(wc_check_address_space(&need) != WC_OK) ? WC_EXIT_USAGE : WC_EXIT_OK;
+}
+
 /* Opens the data, builds everything the run needs, resumes. WC_EXIT_OK or the exit status to
  * end with. */
 static int setup(train_ctx *t, wc_train_config *cfg) {
@@ -771,6 +873,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     dcfg.augment = cfg->augment;
     t->ra.max_local = local_micro_batches(cfg, t->nranks);
     read_ahead_advice(cfg, t->nranks, cfg->prefetch, t->ra.advice, sizeof t->ra.advice);
+    t->ra.prefetch_given = cfg->prefetch;
     cfg->prefetch = read_slots(cfg, t->nranks);
     dcfg.read_slots = cfg->prefetch, dcfg.slot_patches = cfg->micro_batch;
     dcfg.read_advice = t->ra.advice;
@@ -806,6 +909,8 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
                  t->ds->nval > 0 ? " or --val-fraction" : "");
         return WC_EXIT_RUNTIME;
     }
+    status = plan_fits_address_space(t);
+    if (status != WC_EXIT_OK) return status;
     t->net = wc_net_create(cfg->model, t->spec, t->ds->nfeat, cfg->micro_batch, t->ds->P, t->ds->P,
                            WC_NET_TRAIN);
     if (!t->net) return WC_EXIT_USAGE;

@@ -28,6 +28,7 @@ typedef struct {
     wc_sample *samples;         /* (micro_batch) one request's samples */
     const wc_read_batch **held; /* (max_local) this step's batches */
     int max_local;              /* most micro-batches a rank gets in a step */
+    int prefetch_given;         /* --prefetch as given (0: the default) */
     char advice[256];           /* what lowers the read-ahead, for a plan too large */
 } read_ahead;
 
@@ -46,6 +47,23 @@ typedef struct {
     int time_due;       /* rank 0 voted for a timed checkpoint in the last step */
     int stop_agreed;    /* some rank voted to stop in the last step */
 } ckpt_policy;
+
+/* What a rank allocates for training, planned before any of it is, so that the room for it is
+ * checked first (an address-space limit); what is then built is checked against it. Bytes. */
+typedef struct {
+    int micro_batch;
+    wc_memory_plan net;      /* the training network */
+    size_t optim, reducer;   /* the optimizer's moments, the reducer's sums */
+    size_t ckpt;             /* checkpoint buffers: a snapshot, serialized, compressed */
+    size_t read_ahead;       /* the reader's slots */
+    size_t data;             /* the read-ahead, a decoded micro-batch, the histograms */
+    wc_infer_plan_bytes val; /* validation's window network and buffers (0: no validation) */
+    size_t total;            /* all of the above */
+    /* the files GDAL holds open for the reader's handle and validation's (measured on one,
+     * wc_raster_open_files_bytes): outside the heap the plan counts */
+    size_t files, per_file;
+    int open_files;
+} train_plan;
 
 typedef struct {
     const wc_train_config *cfg;
@@ -75,6 +93,8 @@ typedef struct {
         double auc_pr; /* the best validation AUC-PR so far, -1 before the first */
         long step;     /* the step best.wcp holds */
     } best;
+    train_plan plan;    /* what training allocates, planned before it is */
+    char memory_advice[160]; /* what lowers it, for the memory checks' messages */
     wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
     char *spec;         /* the network spec text */
     double t_start, t_loop;

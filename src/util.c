@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -26,24 +29,78 @@ void wc_assert_fail(const char *expr, const char *file, int line) {
     abort();
 }
 
-void *wc_alloc_check(size_t nbytes, const char *file, int line) {
-    void *p = malloc(nbytes ? nbytes : 1);
-    if (!p) {
-        char buf[32];
-        wc_fatal("out of memory allocating %s at %s:%d", wc_fmt_bytes(buf, sizeof buf, nbytes),
-                 file, line);
+static char alloc_advice[512]; /* the command's, for a failure: wc_alloc_set_advice */
+
+void wc_alloc_set_advice(const char *advice) {
+    snprintf(alloc_advice, sizeof alloc_advice, "%s", advice ? advice : "");
+}
+
+/* "raise the limit to at least 1.2 GiB (ulimit -v 1258291)": room for `more` bytes beside what
+ * this process maps now. */
+static void raise_limit_to(size_t more, char *buf, size_t size) {
+    const size_t mib = (size_t)1 << 20;
+    /* what this process maps varies by a few MiB from run to run (the libraries' own): a
+     * thirty-second more */
+    const size_t need = wc_address_space_used() + more;
+    const size_t to = (need + need / 32 + mib - 1) / mib * mib;
+    char b[32];
+    snprintf(buf, size, "raise the limit to at least %s (ulimit -v %zu)",
+             wc_fmt_bytes(b, sizeof b, (double)to), to >> 10);
+}
+
+const char *wc_out_of_memory_cause(double bytes, char *buf, size_t size) {
+    const size_t limit = wc_address_space_limit();
+    char cause[400];
+    if (limit && (bytes <= 0 || !wc_address_space_has_room((size_t)bytes))) {
+        char l[32], u[32], raise[128] = "raise the limit";
+        if (bytes > 0) raise_limit_to((size_t)bytes, raise, sizeof raise);
+        snprintf(cause, sizeof cause,
+                 "the address-space limit of %s (ulimit -v, or the batch system's virtual-memory "
+                 "limit) has no room for it beside the %s this rank maps already; %s",
+                 wc_fmt_bytes(l, sizeof l, (double)limit),
+                 wc_fmt_bytes(u, sizeof u, (double)wc_address_space_used()), raise);
+    } else {
+        char p[32], r[32];
+        snprintf(cause, sizeof cause,
+                 "more than this machine gives this rank (%s of physical memory, of which this "
+                 "rank holds %s): run fewer ranks per machine",
+                 wc_fmt_bytes(p, sizeof p, (double)wc_physical_memory_bytes()),
+                 wc_fmt_bytes(r, sizeof r, (double)wc_current_rss_bytes()));
     }
+    snprintf(buf, size, "%s%s%s", cause, *alloc_advice ? ", or " : "", alloc_advice);
+    return buf;
+}
+
+/* Ends the process after an allocation of `bytes` failed: what was being allocated (`what`,
+ * NULL when unnamed) and where, what ran out, and what to do. Allocates nothing. */
+WC_NORETURN static void out_of_memory(double bytes, const char *what, const char *file,
+                                      int line) {
+    char b[32], cause[1024];
+    wc_fmt_bytes(b, sizeof b, bytes);
+    wc_out_of_memory_cause(bytes, cause, sizeof cause);
+    if (what)
+        wc_fatal("out of memory allocating %s for %s (%s:%d): %s", b, what, file, line, cause);
+    wc_fatal("out of memory allocating %s at %s:%d: %s", b, file, line, cause);
+}
+
+void *wc_alloc_named(size_t nbytes, const char *what, const char *file, int line) {
+    void *p = malloc(nbytes ? nbytes : 1);
+    if (!p) out_of_memory((double)nbytes, what, file, line);
     return p;
 }
 
-void *wc_calloc_check(size_t count, size_t size, const char *file, int line) {
+void *wc_calloc_named(size_t count, size_t size, const char *what, const char *file, int line) {
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p) {
-        char buf[32];
-        wc_fatal("out of memory allocating %s at %s:%d",
-                 wc_fmt_bytes(buf, sizeof buf, (double)count * (double)size), file, line);
-    }
+    if (!p) out_of_memory((double)count * (double)size, what, file, line);
     return p;
+}
+
+void *wc_alloc_check(size_t nbytes, const char *file, int line) {
+    return wc_alloc_named(nbytes, NULL, file, line);
+}
+
+void *wc_calloc_check(size_t count, size_t size, const char *file, int line) {
+    return wc_calloc_named(count, size, NULL, file, line);
 }
 
 char *wc_strdup(const char *s) {
@@ -182,14 +239,29 @@ size_t wc_peak_rss_bytes(void) {
     return (size_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
 }
 
+/* The first two fields of /proc/self/statm (pages mapped, pages resident), read without
+ * allocating: an allocation failure's message reads them. 0 when unknown. */
+static int read_statm(unsigned long *mapped, unsigned long *resident) {
+    char buf[128];
+    const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    return sscanf(buf, "%lu %lu", mapped, resident) == 2;
+}
+
 size_t wc_current_rss_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    unsigned long pages_total = 0, pages_resident = 0;
-    int n = fscanf(f, "%lu %lu", &pages_total, &pages_resident);
-    fclose(f);
-    if (n != 2) return 0;
-    return (size_t)pages_resident * (size_t)sysconf(_SC_PAGESIZE);
+    unsigned long mapped, resident;
+    if (!read_statm(&mapped, &resident)) return 0;
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+size_t wc_address_space_used(void) {
+    unsigned long mapped, resident;
+    if (!read_statm(&mapped, &resident)) return 0;
+    return (size_t)mapped * (size_t)sysconf(_SC_PAGESIZE);
 }
 
 int wc_mkdir_p(const char *path) {
@@ -234,27 +306,122 @@ size_t wc_address_space_limit(void) {
     return (size_t)rl.rlim_cur;
 }
 
+void wc_address_space_settle(void) {
+    const char *tunables = getenv("GLIBC_TUNABLES");
+    if (!wc_address_space_limit() || getenv("MALLOC_ARENA_MAX") ||
+        (tunables && strstr(tunables, "arena_max")))
+        return;
+    /* the threads share the main heap's lock: a step allocates nothing, and the reader's and
+     * the checkpoint writer's allocations are few */
+    mallopt(M_ARENA_MAX, 1);
+}
+
 /* OpenBLAS keeps the work buffers it mapped: threads that called it once cost nothing more */
 static int blas_threads_counted;
 
-int wc_check_address_space(int threads, size_t extra, const char *when) {
-    const int more = threads > blas_threads_counted ? threads - blas_threads_counted : 0;
-    /* nothing new for OpenBLAS (a map after training): what else comes is ordinary allocation,
-     * which fails with a message of its own */
-    if (more == 0) return WC_OK;
-    const size_t need = (size_t)more * WC_OPENBLAS_BUFFER_BYTES + extra + ((size_t)64 << 20);
-    if (!wc_address_space_has_room(need)) {
-        char a[32], b[32];
-        wc_error("the address-space limit of %s (ulimit -v, or the batch system's virtual-memory "
-                 "limit) leaves less than the %s this rank maps %s: OpenBLAS's work buffer of "
-                 "128 MiB for each of %d thread%s, GDAL's block cache and thread stacks; raise "
-                 "the limit by that much, or run fewer --threads",
-                 wc_fmt_bytes(a, sizeof a, (double)wc_address_space_limit()),
-                 wc_fmt_bytes(b, sizeof b, (double)need), when, more, more == 1 ? "" : "s");
-        return WC_ERR;
+/* What glibc maps for a thread's stack (the default attributes: the stack limit, ulimit -s),
+ * with its guard page. */
+static size_t thread_stack_bytes(void) {
+    pthread_attr_t attr;
+    size_t stack = (size_t)8 << 20, guard = 4096;
+    if (pthread_getattr_default_np(&attr) == 0) {
+        pthread_attr_getstacksize(&attr, &stack);
+        pthread_attr_getguardsize(&attr, &guard);
+        pthread_attr_destroy(&attr);
     }
-    if (threads > blas_threads_counted) blas_threads_counted = threads;
-    return WC_OK;
+    return stack + guard;
+}
+
+const char *wc_thread_start_error(int err, char *buf, size_t size) {
+    const size_t stack = thread_stack_bytes();
+    /* EAGAIN: no room for its stack (or the process limit on threads) */
+    if (err == EAGAIN && wc_address_space_limit() && !wc_address_space_has_room(stack)) {
+        char b[32], cause[1024];
+        snprintf(buf, size, "no room for its stack of %s: %s",
+                 wc_fmt_bytes(b, sizeof b, (double)stack),
+                 wc_out_of_memory_cause((double)stack, cause, sizeof cause));
+    } else {
+        snprintf(buf, size, "%s", strerror(err));
+    }
+    return buf;
+}
+
+/* What the libraries map beyond any plan as a rank goes on (GDAL's drivers, the first
+ * allocations of new threads): room left free. */
+#define ADDRESS_SLACK ((size_t)32 << 20)
+
+void wc_address_need_add(wc_address_need *need, size_t bytes, const char *fmt, ...) {
+    WC_ASSERT(need->nparts < WC_MAP_PARTS_MAX);
+    wc_map_part *p = &need->parts[need->nparts++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->what, sizeof p->what, fmt, ap);
+    va_end(ap);
+    p->bytes = bytes;
+}
+
+/* need with what every need adds: OpenBLAS's buffers, the stacks, the slack. */
+static void complete_need(const wc_address_need *need, wc_address_need *all) {
+    *all = *need;
+    /* threads that already called OpenBLAS (a map after a training in this process) have their
+     * buffers */
+    const int more = need->threads > blas_threads_counted ? need->threads - blas_threads_counted
+                                                          : 0;
+    if (more > 0)
+        wc_address_need_add(all, (size_t)more * WC_OPENBLAS_BUFFER_BYTES,
+                            "OpenBLAS's work buffer%s for %d thread%s",
+                            more > 1 ? "s (128 MiB each)" : "", more, more == 1 ? "" : "s");
+    if (need->started > 0)
+        wc_address_need_add(all, (size_t)need->started * thread_stack_bytes(),
+                            "the stacks of the %d thread%s it starts", need->started,
+                            need->started == 1 ? "" : "s");
+    wc_address_need_add(all, ADDRESS_SLACK, "what the libraries map as they go");
+}
+
+size_t wc_address_need_bytes(const wc_address_need *need) {
+    wc_address_need all;
+    complete_need(need, &all);
+    size_t total = 0;
+    for (int i = 0; i < all.nparts; i++) total += all.parts[i].bytes;
+    return total;
+}
+
+size_t wc_address_space_left(void) {
+    const size_t limit = wc_address_space_limit(), used = wc_address_space_used();
+    if (!limit) return SIZE_MAX;
+    return limit > used ? limit - used : 0;
+}
+
+int wc_check_address_space(const wc_address_need *need) {
+    if (!wc_address_space_limit()) return WC_OK;
+    wc_address_need all;
+    complete_need(need, &all);
+    const size_t total = wc_address_need_bytes(need);
+    if (wc_address_space_has_room(total)) {
+        if (need->first_product && need->threads > blas_threads_counted)
+            blas_threads_counted = need->threads;
+        return WC_OK;
+    }
+    const int more = need->threads - blas_threads_counted;
+    char parts[WC_MAP_PARTS_MAX * 200] = "", b[32], l[32], u[32], raise[128], fewer[160] = "";
+    for (int i = 0; i < all.nparts; i++) {
+        const size_t len = strlen(parts);
+        snprintf(parts + len, sizeof parts - len, "%s%s %s", i ? ", " : "", all.parts[i].what,
+                 wc_fmt_bytes(b, sizeof b, (double)all.parts[i].bytes));
+    }
+    raise_limit_to(total, raise, sizeof raise);
+    /* fewer threads only where there are several: each maps OpenBLAS's buffer (and a stack) */
+    if (need->threads > 1 && more > 0)
+        snprintf(fewer, sizeof fewer, ", or run fewer --threads than %d (128 MiB less for each)",
+                 need->threads);
+    wc_error("the address-space limit of %s (ulimit -v, or the batch system's virtual-memory "
+             "limit) has no room for the %s this rank maps %s, beside the %s it maps already "
+             "(the libraries, MPI, GDAL, the data's plan): %s; %s%s%s%s",
+             wc_fmt_bytes(l, sizeof l, (double)wc_address_space_limit()),
+             wc_fmt_bytes(b, sizeof b, (double)total), need->when,
+             wc_fmt_bytes(u, sizeof u, (double)wc_address_space_used()), parts, raise, fewer,
+             need->advice ? ", or " : "", need->advice ? need->advice : "");
+    return WC_ERR;
 }
 
 int wc_address_space_has_room(size_t bytes) {

@@ -131,16 +131,38 @@ int wc_validation_run(wc_validation *v, const float *params, float pos_weight, w
     return m->bad_outputs > 0 ? WC_VALIDATION_DIVERGED : WC_VALIDATION_DONE;
 }
 
+/* The side of a core: a validation block, or a part of it. */
+static int64_t core_side(const wc_dataset *ds) {
+    return WC_MIN((int64_t)ds->val_block * ds->P, CORE_MAX);
+}
+
+/* A core's pixel buffers (wc_validation_init): probabilities, labels and the oracle's as
+ * floats, the metrics' scratch as doubles, the states and the use mask as bytes. */
+#define CORE_PIXEL_BYTES (3 * sizeof(float) + sizeof(double) + 2)
+
+int wc_validation_plan(const wc_dataset *ds, const char *arch, const char *spec,
+                       wc_infer_plan_bytes *plan) {
+    wc_infer_geometry g;
+    const int64_t side = core_side(ds);
+    if (wc_infer_geometry_of(&g, arch, spec, ds->nfeat, &ds->files.src) != WC_OK ||
+        wc_infer_plan(&g, ds->read_type, ds->nfeat, arch, spec, side, side, ds->tiles_path,
+                      plan) != WC_OK)
+        return WC_ERR;
+    plan->bytes += (size_t)side * (size_t)side * CORE_PIXEL_BYTES;
+    return WC_OK;
+}
+
 int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch, const char *spec,
                        const float *params) {
     memset(v, 0, sizeof *v);
     v->ds = ds;
     plan_blocks(v);
-    v->core = WC_MIN((int64_t)ds->val_block * ds->P, CORE_MAX);
+    v->core = core_side(ds);
     const size_t n = (size_t)v->core * (size_t)v->core;
     v->prob = WC_ALLOC(sizeof(float) * n), v->y = WC_ALLOC(sizeof(float) * n);
     v->oracle = WC_ALLOC(sizeof(float) * n), v->scratch = WC_ALLOC(sizeof(double) * n);
     v->px = WC_ALLOC(n), v->use = WC_ALLOC(n);
+    WC_ASSERT(CORE_PIXEL_BYTES == 3 * sizeof *v->prob + sizeof *v->scratch + 2);
     v->acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     v->oracle_acc = WC_CALLOC(1, sizeof(wc_metrics_acc));
     wc_infer_geometry g;

@@ -60,33 +60,57 @@ refused big 1 "big.vrt: 200000x200000 pixels make [0-9]+ patches of 16x16 \(12 f
     --tiles "$T/big.vrt" --patch 16 --model logistic
 refused wide2 2 "wide.vrt: 2147483647x512 pixels make [0-9]+ patches of 64x64 \(12 features\); $what" \
     --tiles "$T/wide.vrt"
-# An address-space limit (ulimit -v, a batch system's vmem) without room for OpenBLAS's work
-# buffers (128 MiB for each of 4 threads): OpenBLAS retries a failed mapping for ever, so the
-# first step would spin, deaf to a stop; refused before it instead (status 2, naming the limit),
-# in training and in predict. Where this machine's libraries map little enough that they fit,
-# the run finishes (status 0), and where a thread's stack or arena does not fit first, that is
-# said (status 1): each is right, a hang or another status is not.
-for cmd in train predict; do
-    if [ $cmd = train ]; then
-        run=("$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --threads 4 --no-predict --out "$T/vm")
-    else
-        run=("$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/vm1" --threads 4 --out "$T/vm.tif")
-        "$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --no-predict --out "$T/vm1" >/dev/null 2>&1
-    fi
+# An address-space limit (ulimit -v, a batch system's vmem) without room for what a rank maps once
+# it computes is refused before any of it is mapped (status 2), the message naming the parts,
+# the limit, how far to raise it, and advice that fits: OpenBLAS retries a failed mapping for
+# ever, so a first product without room would spin, deaf to a stop, and an allocation without
+# room ended the run later with status 1. Where this machine's libraries map little enough that
+# all fits, the run finishes (status 0): each is right, a hang or another status is not.
+# --threads 4 under 1 GiB: OpenBLAS's buffers alone are 512 MiB; fewer --threads is advised.
+"$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --no-predict --out "$T/vm1" >/dev/null 2>&1
+for cmd in train predict evaluate; do
+    case $cmd in
+    train) run=("$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --threads 4 --no-predict --out "$T/vm") ;;
+    predict) run=("$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/vm1" --threads 4 --out "$T/vm.tif") ;;
+    evaluate) run=("$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/vm1" --threads 4 --out "$T/vm.json") ;;
+    esac
     (ulimit -v 1048576; exec timeout -s KILL 120 "${run[@]}") >"$T/vm_$cmd.log" 2>&1
     st=$?
-    if [ $st -eq 2 ] && grep -q "the address-space limit of 1.0 GiB (ulimit -v.*OpenBLAS's work buffer of 128 MiB for each of 4 threads" "$T/vm_$cmd.log"; then
-        ok "$cmd --threads 4 under ulimit -v 1 GiB: refused before the first product (status 2, naming the limit)"
+    if [ $st -eq 2 ] && grep -q "the address-space limit of 1.0 GiB (ulimit -v.*OpenBLAS's work buffers (128 MiB each) for 4 threads 512.0 MiB.*raise the limit to at least [0-9.]* [MG]iB (ulimit -v [0-9]*), or run fewer --threads than 4" "$T/vm_$cmd.log"; then
+        ok "$cmd --threads 4 under ulimit -v 1 GiB: refused before the first product (status 2, naming the limit, fewer --threads)"
     elif [ $st -eq 0 ]; then
         ok "$cmd --threads 4 under ulimit -v 1 GiB: room enough here, finished"
-    elif [ $st -eq 1 ] && grep -Eq "cannot start thread|out of memory allocating" "$T/vm_$cmd.log"; then
-        # glibc's per-thread malloc arenas (64 MiB of address space each, made as the threads
-        # first allocate, so more or fewer from run to run) can take the room before the check
-        ok "$cmd --threads 4 under ulimit -v 1 GiB: an ordinary allocation failed first, said (status 1)"
     else
         notok "$cmd --threads 4 under ulimit -v 1 GiB" "status $st (137: killed after 120 s, a hang): $(grep error "$T/vm_$cmd.log" | head -2)"
     fi
 done
+# One thread and --micro-batch 32 under 800 MB: room for OpenBLAS's buffer and GDAL's cache, not
+# for the network's activations (which died with "out of memory allocating 77.2 MiB at
+# src/net.c:318", status 1, advising nothing). Refused before any is allocated, naming the
+# network, the limit and a --micro-batch that fits, not fewer --threads; and both pieces of
+# advice hold: the suggested limit runs the same command, and so does the suggested
+# --micro-batch under the first limit.
+mb_run=("$WILDCPU" --tiles "$SAMPLE" --steps 1 --batch 32 --threads 1 --no-predict)
+(ulimit -v 800000; exec timeout -s KILL 120 "${mb_run[@]}" --micro-batch 32 --out "$T/mb") >"$T/mb.log" 2>&1
+st=$?
+limit=$(grep -o 'raise the limit to at least [^(]*(ulimit -v [0-9]*)' "$T/mb.log" | grep -o '[0-9]*)$' | tr -d ')')
+fits=$(grep -o 'a --micro-batch of at most [0-9]* (now 32)' "$T/mb.log" | awk '{print $6}')
+if [ $st -eq 0 ]; then
+    ok "--micro-batch 32 under ulimit -v 800000: room enough here, finished"
+elif [ $st -eq 2 ] && grep -q "the address-space limit of 781.2 MiB (ulimit -v.*the network's parameters, gradients, activations and workspace (--micro-batch 32 of 64x64) [0-9.]* MiB.*OpenBLAS's work buffer for 1 thread 128.0 MiB" "$T/mb.log" &&
+    [ -n "$limit" ] && ! grep -q -- "--threads" "$T/mb.log" && ! grep -q "out of memory" "$T/mb.log"; then
+    ok "--micro-batch 32 under ulimit -v 800000: refused before any allocation (status 2), naming the network, the limit and ulimit -v $limit${fits:+, --micro-batch $fits}"
+    (ulimit -v "$limit"; exec timeout -s KILL 120 "${mb_run[@]}" --micro-batch 32 --out "$T/mb2") >"$T/mb2.log" 2>&1
+    st=$?
+    if [ $st -eq 0 ]; then ok "the limit it names (ulimit -v $limit) runs it"; else notok "the limit it names (ulimit -v $limit) runs it" "status $st: $(grep error "$T/mb2.log" | head -c 600)"; fi
+    if [ -n "$fits" ]; then
+        (ulimit -v 800000; exec timeout -s KILL 120 "${mb_run[@]}" --micro-batch "$fits" --out "$T/mb3") >"$T/mb3.log" 2>&1
+        st=$?
+        if [ $st -eq 0 ]; then ok "the --micro-batch it names ($fits) runs under the same limit"; else notok "the --micro-batch it names ($fits) runs under the same limit" "status $st: $(grep error "$T/mb3.log" | head -c 600)"; fi
+    fi
+else
+    notok "--micro-batch 32 under ulimit -v 800000: refused before any allocation" "status $st: $(grep error "$T/mb.log" | head -c 900)"
+fi
 # OpenBLAS starts its threads (one per CPU less one) as it loads, before main, and under an
 # address-space limit too small for their buffers it retried the mapping for ever: even
 # `--version` hung (300 MB on 2 CPUs). wildcpu's threads are its own, so it starts OpenBLAS at

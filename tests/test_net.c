@@ -24,6 +24,8 @@
  *     limit (named by layer, refused before anything large is allocated). */
 #include <limits.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
@@ -933,6 +935,75 @@ static void test_memory_limit(void) {
     free(t.s);
 }
 
+/* What wc_net_plan says a network takes is what wc_net_create then allocates (the address-space
+ * checks of train and predict count it before the network exists), and finding it allocates
+ * nothing of that size. */
+static void test_plan_before_allocation(void) {
+    const char *specs[] = {wc_net_builtin_spec("unet-lite"), wc_net_builtin_spec("logistic"),
+                           GRAPH_SPECS[0], GRAPH_SPECS[1]};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        wc_net_set_threads(threads);
+        for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++)
+            for (int mode = 0; mode < 2; mode++)
+                for (int N = 1; N <= 5; N += 4) {
+                    const int C = k < 2 ? 12 : 2, side = k < 2 ? 64 : 8;
+                    wc_memory_plan planned, built;
+                    largest_allocation = 0;
+                    CHECK(wc_net_plan("t", specs[k], C, N, side, side, mode, &planned) == WC_OK,
+                          "spec %zu: not planned", k);
+                    const size_t while_planning = largest_allocation;
+                    wc_net *net = wc_net_create("t", specs[k], C, N, side, side, mode);
+                    wc_net_memory_plan(net, &built);
+                    wc_net_destroy(net);
+                    CHECK(memcmp(&planned, &built, sizeof built) == 0,
+                          "spec %zu, mode %d, N %d, %d threads: planned %zu+%zu+%zu+%zu bytes, "
+                          "built %zu+%zu+%zu+%zu",
+                          k, mode, N, threads, planned.params, planned.grads,
+                          planned.activations, planned.workspace, built.params, built.grads,
+                          built.activations, built.workspace);
+                    /* the spec's nodes and the plan's offsets, a few KiB */
+                    CHECK(while_planning < (64 << 10) &&
+                              (k > 1 || while_planning * 100 < built.activations),
+                          "spec %zu: planning allocated %zu bytes", k, while_planning);
+                }
+    }
+    wc_net_set_threads(1);
+}
+
+/* An allocation that fails (a limit no plan foresaw) names what it was for and where, what ran
+ * out (the address-space limit, what the process maps, how far to raise it) and the command's
+ * advice; in a child, under a limit 64 MiB above what it maps. */
+static void test_out_of_memory_says_what(void) {
+    int fd[2];
+    WC_ASSERT(pipe(fd) == 0);
+    fflush(stdout), fflush(stderr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        const struct rlimit rl = {wc_address_space_used() + ((size_t)64 << 20), RLIM_INFINITY};
+        setrlimit(RLIMIT_AS, &rl);
+        wc_alloc_set_advice("a smaller --micro-batch than 9");
+        void *p = WC_ALLOC_FOR((size_t)256 << 20, "the test's activations");
+        _exit(p ? 0 : 3); /* not reached: the failure ends the process */
+    }
+    close(fd[1]);
+    char log[4096] = "";
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof log - 1 && (r = read(fd[0], log + n, sizeof log - 1 - n)) > 0) n += r;
+    log[n] = '\0';
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    NOTE("%s", log);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == WC_EXIT_RUNTIME, "status %d", status);
+    CHECK(strstr(log, "out of memory allocating 256.0 MiB for the test's activations (") &&
+              strstr(log, "the address-space limit of ") &&
+              strstr(log, "raise the limit to at least ") && strstr(log, "(ulimit -v ") &&
+              strstr(log, ", or a smaller --micro-batch than 9"),
+          "the message: %s", log);
+}
+
 /* ---- random graphs ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -1109,6 +1180,8 @@ int main(int argc, char **argv) {
     RUN(test_spec_size_overflow);
     RUN(test_receptive_field_bounded);
     RUN(test_memory_limit);
+    RUN(test_plan_before_allocation);
+    RUN(test_out_of_memory_says_what);
     RUN(test_threads_bitwise);
     RUN(test_no_allocation_with_threads);
     RUN(test_graph_plans);

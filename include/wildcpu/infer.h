@@ -74,6 +74,17 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
                   const char *arch, const char *spec, const float *params, int64_t max_cw,
                   int64_t max_ch, const char *what);
 void wc_infer_free(wc_infer *p);
+/* What wc_infer_init would allocate for these arguments, known without allocating it (so that
+ * the room for it can be checked first): the window's size, its network's memory plan, and the
+ * bytes of both with the window's buffers. WC_ERR after logging, as wc_infer_init would. */
+typedef struct wc_infer_plan_bytes {
+    int64_t Tx, Ty;
+    wc_memory_plan net;
+    size_t bytes;
+} wc_infer_plan_bytes;
+int wc_infer_plan(const wc_infer_geometry *g, wc_dtype type, int nfeat, const char *arch,
+                  const char *spec, int64_t max_cw, int64_t max_ch, const char *what,
+                  wc_infer_plan_bytes *plan);
 /* New parameters for the same network (validation after each epoch). */
 void wc_infer_set_params(wc_infer *p, const float *params);
 

@@ -215,6 +215,11 @@ void wc_net_backward(wc_net *net, int N);
 /* Parameter tensor by name ("e1.0.weight"), or NULL. */
 const wc_tensor *wc_net_find_tensor(const wc_net *net, const char *name);
 void wc_net_memory_plan(const wc_net *net, wc_memory_plan *plan);
+/* The memory plan wc_net_create would allocate for these arguments (with the threads of
+ * wc_net_set_threads), known without allocating it, so that a caller can check the room for it
+ * first. WC_ERR after logging, as wc_net_create would. */
+int wc_net_plan(const char *arch, const char *spec, int in_channels, int max_N, int H, int W,
+                int mode, wc_memory_plan *plan);
 /* How far an output pixel's value reaches into the input, in input pixels (conservative), and
  * the grid the pooling layers impose: windows whose origin is a multiple of `alignment` and
  * whose borders are `radius` away give an output that does not depend on the window. */

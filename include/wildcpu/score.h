@@ -28,6 +28,9 @@ typedef struct wc_score wc_score;
  * ended the preparation. */
 wc_score *wc_score_open(const wc_raster *tiles, const char *labels, const char *label_band,
                         const char *work_dir, int64_t max_core, int *stopped);
+/* What wc_score_open allocates for cores of up to max_core pixels (its buffers and the metrics'
+ * histograms), for a memory plan. */
+size_t wc_score_bytes(int64_t max_core);
 void wc_score_close(wc_score *s);
 /* Adds the core (cx, cy, cw, ch): its probabilities and pixel states (infer.h's WC_PX_*). WC_ERR
  * after logging when the labels cannot be read. */

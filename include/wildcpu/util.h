@@ -49,15 +49,33 @@ enum {
 #define WC_ASSERT(cond) ((cond) ? (void)0 : wc_assert_fail(#cond, __FILE__, __LINE__))
 #define WC_ALLOC(nbytes) wc_alloc_check((nbytes), __FILE__, __LINE__)
 #define WC_CALLOC(count, size) wc_calloc_check((count), (size), __FILE__, __LINE__)
+/* The same for a large buffer, naming what it is for ("the network's activations"): a failure
+ * says what was being allocated, not only where. */
+#define WC_ALLOC_FOR(nbytes, what) wc_alloc_named((nbytes), (what), __FILE__, __LINE__)
+#define WC_CALLOC_FOR(count, size, what) \
+    wc_calloc_named((count), (size), (what), __FILE__, __LINE__)
 /* Each argument is evaluated twice: never pass a call with an effect (a write, a collective). */
 #define WC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WC_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 WC_NORETURN void wc_assert_fail(const char *expr, const char *file, int line);
-/* malloc/calloc that never return NULL: a failure is fatal and names the call site. A request
+/* malloc/calloc that never return NULL: a failure is fatal and names the call site (and what
+ * the buffer is for, when named), what ran out (the address-space limit, with what this rank
+ * maps and how far to raise it, or the machine's memory) and the command's advice. A request
  * of 0 bytes returns a valid 1-byte block so callers need no special case. */
 void *wc_alloc_check(size_t nbytes, const char *file, int line);
 void *wc_calloc_check(size_t count, size_t size, const char *file, int line);
+void *wc_alloc_named(size_t nbytes, const char *what, const char *file, int line);
+void *wc_calloc_named(size_t count, size_t size, const char *what, const char *file, int line);
+/* Why an allocation of `bytes` failed (0: of a size unknown, as in a library), and what to do,
+ * as those failures say it, into buf; returns buf. Allocates nothing. */
+const char *wc_out_of_memory_cause(double bytes, char *buf, size_t size);
+/* Why pthread_create failed with err, into buf: a stack the address-space limit has no room
+ * for is said as an allocation failure is; returns buf. */
+const char *wc_thread_start_error(int err, char *buf, size_t size);
+/* What the command advises when memory runs out, after the cause an allocation failure names
+ * ("or a smaller --micro-batch than 32"); process-wide, NULL: nothing more. The text is copied. */
+void wc_alloc_set_advice(const char *advice);
 /* strdup that never returns NULL. */
 char *wc_strdup(const char *s);
 
@@ -109,20 +127,55 @@ size_t wc_physical_memory_bytes(void);
 /* The process's address-space limit (RLIMIT_AS: ulimit -v, a batch system's vmem limit) in
  * bytes, 0 when there is none. */
 size_t wc_address_space_limit(void);
+/* What this process maps now (its virtual size), in bytes; 0 if unknown. */
+size_t wc_address_space_used(void);
 /* Whether `bytes` more of address space can still be mapped under that limit (a reservation
  * made and released at once); always 1 without a limit. */
 int wc_address_space_has_room(size_t bytes);
+/* Under an address-space limit, before any thread starts: one malloc arena for every thread
+ * (glibc reserves 64 MiB of address space for each thread's own arena, used or not: 9 of them,
+ * 576 MiB, in a training of 4 threads, which no plan can count as they come). A MALLOC_ARENA_MAX
+ * (or glibc.malloc.arena_max tunable) set in the environment stands. */
+void wc_address_space_settle(void);
 /* What OpenBLAS maps for each thread that calls it, once (its BUFFER_SIZE on x86-64: 128 MiB),
  * and loops for ever on when the mapping fails (memory.c) instead of failing. */
 #define WC_OPENBLAS_BUFFER_BYTES ((size_t)128 << 20)
-/* Before the first product of `threads` threads calling OpenBLAS (a training's first step, a
- * map's first window): whether the address-space limit leaves room for OpenBLAS's buffers of
- * the threads not counted before in this process (none after a training in this process: no
- * check), `extra` bytes more (GDAL's block cache as it fills) and a margin for thread stacks.
- * Without room, the first product would spin for ever (deaf to a stop; the other ranks waiting
- * in a collective): WC_ERR after a message naming the
- * limit, the need and `when` ("once training starts"). */
-int wc_check_address_space(int threads, size_t extra, const char *when);
+/* One part of what a rank is about to map, named for the messages ("the network's activations
+ * and workspace (--micro-batch 32 of 64x64)"). */
+typedef struct wc_map_part {
+    char what[160];
+    size_t bytes;
+} wc_map_part;
+#define WC_MAP_PARTS_MAX 12
+/* What a rank maps once it computes, known in advance: its parts, OpenBLAS's work buffer for
+ * each of `threads` threads that call it (those not counted before in this process: none after
+ * a training in this process), and a stack for each of the `started` threads it starts. */
+typedef struct wc_address_need {
+    wc_map_part parts[WC_MAP_PARTS_MAX];
+    int nparts;
+    int threads;        /* --threads: they call OpenBLAS */
+    int started;        /* threads started besides the caller (pools, reader, writer) */
+    const char *when;   /* "once training starts" */
+    const char *advice; /* the command's, for what it maps ("a smaller --micro-batch"); or NULL */
+    int first_product;  /* the check comes right before the threads' first product: OpenBLAS's
+                         * buffers are mapped after it, and are not counted again */
+} wc_address_need;
+/* Adds a part (as printf) to need. */
+void wc_address_need_add(wc_address_need *need, size_t bytes, const char *fmt, ...)
+    WC_PRINTF(3, 4);
+/* Everything `need` maps: its parts, OpenBLAS's buffers, the stacks and room for what the
+ * libraries map as they go. */
+size_t wc_address_need_bytes(const wc_address_need *need);
+/* What the address-space limit leaves to this process beside what it maps now (SIZE_MAX
+ * without a limit). */
+size_t wc_address_space_left(void);
+/* Whether the address-space limit leaves room for `need`, checked before any of it is mapped:
+ * an allocation failure would end the run later, and OpenBLAS, out of room, would spin for ever
+ * in its first product (deaf to a stop; the other ranks waiting in a collective). Without room,
+ * WC_ERR after a message naming the limit, what this rank maps already, what it would map, part
+ * by part, and what to do: a limit large enough (how large), fewer --threads when more than one
+ * would map OpenBLAS's buffer, and the command's advice. */
+int wc_check_address_space(const wc_address_need *need);
 
 /* Formats a byte count as "12.3 MiB" into buf (>= 16 bytes); returns buf. */
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes);

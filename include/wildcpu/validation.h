@@ -45,6 +45,12 @@ enum {
  * open its files; WC_VALIDATION_NO_NETWORK when the network cannot be built for the window
  * (a spec that fits a patch but not the larger window: the spec's fault, a usage error). */
 #define WC_VALIDATION_NO_NETWORK (-2)
+/* What wc_validation_init allocates for the core's window (its network and buffers, as
+ * wc_infer_plan gives them) and the core's pixel buffers, in plan->bytes (even without a
+ * validation patch: the window is built anyway). Allocates nothing; WC_ERR after logging when
+ * the network cannot be built for the window. */
+int wc_validation_plan(const wc_dataset *ds, const char *arch, const char *spec,
+                       wc_infer_plan_bytes *plan);
 int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch, const char *spec,
                        const float *params);
 void wc_validation_free(wc_validation *v);
