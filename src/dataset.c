@@ -907,9 +907,6 @@ static void share_free(plan_share *s) {
     free(s->kept), free(s->count), free(s->mom), free(s->huge);
 }
 
-/* Planning a large mosaic takes minutes: rank 0 says how far its share is, every this often. */
-#define PLAN_PROGRESS_SECONDS 30.0
-
 /* The largest share of the patches any rank has: every rank runs its loop that far. */
 static long largest_share(long n, int R) {
     long most = 0;
@@ -971,7 +968,9 @@ static int read_share(wc_dataset *ds, long lo, long hi, plan_share *s, wc_label_
             if (agreed != PLAN_OK) break;
         }
         const double now = wc_now();
-        if (rank == 0 && now - said >= PLAN_PROGRESS_SECONDS && j + 1 < nmine) {
+        /* a large mosaic takes minutes: rank 0 says how far its share is, at the cadence of
+         * every long phase's lines */
+        if (rank == 0 && now - said >= WC_PROGRESS_SECONDS && j + 1 < nmine) {
             wc_info("planning %s: %ld of rank 0's %ld patches read (%.0f%%, %ld kept) in %.0f s, "
                     "about %.0f s left",
                     ds->tiles_path, j + 1, nmine, 100.0 * (double)(j + 1) / (double)nmine, s->n,

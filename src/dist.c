@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wildcpu/stop.h"
 #include "wildcpu/util.h"
 
 static int dist_rank = 0, dist_size = 1, dist_up = 0;
@@ -230,4 +231,37 @@ void wc_dist_recv(void *buf, size_t bytes, int from) {
 void wc_dist_share(long n, int r, int R, long *lo, long *hi) {
     *lo = (long)((long long)n * r / R);
     *hi = (long)((long long)n * (r + 1) / R);
+}
+
+/* ---- rank 0 working alone ------------------------------------------------------------------ */
+
+#define SOLO_SECONDS 0.2
+
+/* One meeting: rank 0 says whether it is done (the others pass 0), every rank whether it has a
+ * stop signal. Returns whether rank 0 is done. */
+static int solo_meet(wc_dist_solo *s, int done) {
+    const int finished = wc_dist_any(done);
+    s->stop |= wc_dist_any(wc_stop_requested());
+    return finished;
+}
+
+void wc_dist_solo_start(wc_dist_solo *s) {
+    s->last = wc_now();
+    s->stop = 0;
+}
+
+int wc_dist_solo_go_on(wc_dist_solo *s) {
+    if (!s->stop && wc_now() - s->last >= SOLO_SECONDS) {
+        s->last = wc_now();
+        solo_meet(s, 0);
+    }
+    return !s->stop;
+}
+
+int wc_dist_solo_end(wc_dist_solo *s) {
+    if (wc_dist_rank() == 0)
+        solo_meet(s, 1);
+    else
+        while (!solo_meet(s, 0)) continue;
+    return s->stop;
 }

@@ -116,39 +116,36 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
 
 /* ---- the stop agreement ------------------------------------------------------------------ */
 
-/* Rank 0 works on the labels while the other ranks wait for it. So that a stop signal on any
- * rank ends the work promptly, rank 0 meets the others in a small collective every
- * AGREE_SECONDS of work (from GDAL's progress callback and from its own loops), and the others
- * wait in that same collective, again and again, until rank 0 says it is done: every rank
- * makes the same calls, and they all learn the same stop. */
-#define AGREE_SECONDS 0.2
-
-typedef struct {
-    double last; /* when rank 0 last met the others */
-    int stop;    /* a rank has a stop signal: every rank knows it */
-} agreement;
-
-/* One meeting: rank 0 says whether it is done (the others pass 0), every rank whether it has a
- * stop signal. Returns whether rank 0 is done. */
-static int agree(agreement *a, int done) {
-    const int finished = wc_dist_any(done);
-    a->stop |= wc_dist_any(wc_stop_requested());
-    return finished;
-}
+/* Rank 0 works on the labels while the other ranks wait for it, meeting them to agree on a stop
+ * (dist.h, wc_dist_solo; from GDAL's progress callback and from its own loops). */
+typedef wc_dist_solo agreement;
 
 /* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
-static int go_on(agreement *a) {
-    if (!a->stop && wc_now() - a->last >= AGREE_SECONDS) {
-        a->last = wc_now();
-        agree(a, 0);
-    }
-    return !a->stop;
+static int go_on(agreement *a) { return wc_dist_solo_go_on(a); }
+
+/* One of rank 0's GDAL operations on the labels (a warp, a rasterization, reading them back):
+ * onto a huge grid it takes minutes, said in a line every WC_PROGRESS_SECONDS; GDAL's progress
+ * callback (gdal_go_on) says it and asks the stop agreement. */
+typedef struct {
+    agreement *a;
+    const char *what;
+    wc_progress progress;
+} gdal_job;
+
+static gdal_job job_of(agreement *a, const char *what) {
+    gdal_job j = {.a = a, .what = what};
+    wc_progress_start(&j.progress);
+    return j;
 }
 
 /* GDAL's progress callback: returning FALSE makes GDAL cancel the operation. */
 static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
-    (void)done, (void)msg;
-    return go_on(arg);
+    (void)msg;
+    gdal_job *j = arg;
+    if (done > 0 && done < 1 && wc_progress_due(&j->progress))
+        wc_info("labels: %s: %.0f%%: %.1f s, about %.0f s left", j->what, 100 * done,
+                wc_progress_elapsed(&j->progress), wc_progress_left(&j->progress, done));
+    return go_on(j->a);
 }
 
 /* ---- derived rasters --------------------------------------------------------------------- */
@@ -728,9 +725,12 @@ static long collect_polygons(const wc_raster *tiles, OGRLayerH layer, const char
  * they take a progress callback: on a huge grid this reads minutes of blocks. */
 static int any_burned(GDALDatasetH ds, const char *path, agreement *a) {
     double mn, mx, mean, sd;
+    char what[4200];
+    snprintf(what, sizeof what, "reading back %s", path);
+    gdal_job job = job_of(a, what);
     CPLErrorReset();
     if (GDALComputeRasterStatistics(GDALGetRasterBand(ds, 1), FALSE, &mn, &mx, &mean, &sd,
-                                    gdal_go_on, a) != CE_None) {
+                                    gdal_go_on, &job) != CE_None) {
         if (!a->stop) wc_error("reading back %s failed: %s", path, CPLGetLastErrorMsg());
         return -1;
     }
@@ -809,8 +809,11 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
     GDALRasterizeOptions *opt = GDALRasterizeOptionsNew((char **)argv, NULL);
     GDALDatasetH out = NULL;
     CPLErrorReset();
+    char what[4200];
+    snprintf(what, sizeof what, "rasterizing the polygons of %s onto the tiles' grid", src);
+    gdal_job job = job_of(a, what);
     if (opt) {
-        GDALRasterizeOptionsSetProgress(opt, gdal_go_on, a);
+        GDALRasterizeOptionsSetProgress(opt, gdal_go_on, &job);
         int usage_error = 0;
         out = GDALRasterize(NULL, wc_rwriter_gdal(w), mem, opt, &usage_error);
         GDALRasterizeOptionsFree(opt);
@@ -899,8 +902,11 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     GDALWarpAppOptions *opt = GDALWarpAppOptionsNew((char **)argv, NULL);
     GDALDatasetH out = NULL;
     CPLErrorReset();
+    char what[4200];
+    snprintf(what, sizeof what, "warping %s onto the tiles' grid", lab->path);
+    gdal_job job = job_of(a, what);
     if (opt) {
-        GDALWarpAppOptionsSetProgress(opt, gdal_go_on, a);
+        GDALWarpAppOptionsSetProgress(opt, gdal_go_on, &job);
         out = GDALWarp(NULL, wc_rwriter_gdal(w), 1, &view, opt, &usage_error);
         GDALWarpAppOptionsFree(opt);
     }
@@ -1033,15 +1039,13 @@ int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *ba
         int status, band, source;
         char path[4096];
     } msg = {WC_ERR, 0, 0, ""};
-    agreement a = {wc_now(), 0};
+    agreement a;
+    wc_dist_solo_start(&a);
     memset(out, 0, sizeof *out);
-    if (wc_dist_rank() == 0) {
+    if (wc_dist_rank() == 0)
         msg.status = prepare_here(tiles, labels, band_name, work_dir, msg.path, sizeof msg.path,
                                   &msg.band, &msg.source, &a);
-        agree(&a, 1);
-    } else {
-        while (!agree(&a, 0)) continue;
-    }
+    wc_dist_solo_end(&a);
     wc_dist_bcast(&msg, sizeof msg, 0);
     if (a.stop) {
         out->stopped = 1;

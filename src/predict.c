@@ -65,6 +65,7 @@
 #include "wildcpu/layers.h"
 #include "wildcpu/model.h"
 #include "wildcpu/net.h"
+#include "wildcpu/quicklook.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/riskmap.h"
 #include "wildcpu/rundir.h"
@@ -332,7 +333,7 @@ typedef struct mapping {
     float *rows;      /* rank 0: (G x Sy, W) the round's rows */
     int write_failed; /* rank 0 */
     pacer pc;
-    double t_map, last_log;
+    wc_progress progress; /* of the rounds: rank 0's lines */
     /* evaluate: the label band of the tiles, or of --labels (NULL: WC_LABEL_BAND_NAME) */
     const char *label_band;
     char training_label[WC_BAND_NAME_MAX + 16];
@@ -404,15 +405,19 @@ static void write_round(mapping *mp, int64_t s0, int64_t s1) {
         unpack(L, s0, qlo, qhi, cores, mp->rows, y0);
     }
     if (wc_riskmap_write(mp->map, y0, y1 - y0, mp->rows) != WC_OK) mp->write_failed = 1;
-    const double now = wc_now();
-    if (s1 == L->ny || now - mp->last_log >= 5.0) {
-        const double done = (double)y1 / (double)L->H, el = now - mp->t_map;
-        wc_info("predict: rows 0-%" PRId64 " of %" PRId64 " (%.0f%%): %.1f s, %.3f Mpx/s, about "
-                "%.0f s left",
-                y1 - 1, L->H, 100 * done, el, (double)y1 * (double)L->W / 1e6 / el,
-                el / done * (1 - done));
-        mp->last_log = now;
-    }
+}
+
+/* Rank 0, after the round that ends at strip s1: a progress line when one is due, and at the
+ * end; scoring without a map says it as the map does. */
+static void say_progress(mapping *mp, int64_t s1) {
+    const layout *L = mp->L;
+    if (s1 < L->ny && !wc_progress_due(&mp->progress)) return;
+    const int64_t y1 = WC_MIN(L->H, s1 * L->Sy);
+    const double done = (double)y1 / (double)L->H, el = wc_progress_elapsed(&mp->progress);
+    wc_info("%s: rows 0-%" PRId64 " of %" PRId64 " (%.0f%%): %.1f s, %.3f Mpx/s, about %.0f s "
+            "left",
+            mp->cfg->evaluate ? "evaluate" : "predict", y1 - 1, L->H, 100 * done, el,
+            (double)y1 * (double)L->W / 1e6 / el, wc_progress_left(&mp->progress, done));
 }
 
 /* Rank 0, once: the pixels written as nodata for their values rather than for nodata inputs
@@ -608,6 +613,12 @@ static int check_room(const wc_predict_config *cfg, const mapping *mp, wc_raster
     if (cfg->evaluate)
         wc_address_need_add(&need, wc_score_bytes(L->Sx * L->Sy),
                             "a core's labels and the metrics' histograms");
+    if (cfg->out && cfg->png && mp->rank == 0) {
+        wc_quicklook_info qi;
+        wc_quicklook_layout((int)L->W, (int)L->H, cfg->png_max_side, &qi);
+        wc_address_need_add(&need, wc_quicklook_bytes(&qi), "the picture (%dx%d px)", qi.width,
+                            qi.height);
+    }
     const size_t cache = (size_t)GDALGetCacheMax64();
     wc_address_need_add(&need, cache, "GDAL's block cache");
     const size_t files = wc_raster_open_files_bytes(r, cfg->evaluate ? 2 : 1, NULL, NULL);
@@ -789,18 +800,19 @@ static void alloc_buffers(mapping *mp) {
 static int run_rounds(mapping *mp) {
     const layout *L = mp->L;
     mp->pc.every = 1; /* until a window has been timed */
-    mp->t_map = mp->last_log = wc_now();
+    wc_progress_start(&mp->progress);
     for (int64_t s0 = 0; s0 < L->ny; s0 += mp->G) {
         const int64_t s1 = WC_MIN(L->ny, s0 + mp->G);
         size_t off;
         const int status = compute_round(mp, s0, s1, &off);
         if (status == WC_EXIT_STOPPED) report_stop(mp, s0, s1);
         if (status != WC_EXIT_OK) return status;
-        if (!mp->cfg->out) continue; /* scoring only: the cores stay where they were made */
-        if (mp->rank == 0)
+        /* scoring only: the cores stay where they were made */
+        if (mp->cfg->out && mp->rank == 0)
             write_round(mp, s0, s1);
-        else if (off)
+        else if (mp->cfg->out && off)
             wc_dist_send(mp->send, sizeof(float) * off, 0);
+        if (mp->rank == 0) say_progress(mp, s1);
     }
     return WC_EXIT_OK;
 }
@@ -816,8 +828,8 @@ static void report_done(const mapping *mp, int64_t npixels, int64_t nvalid, doub
             "rank%s; peak RSS per rank (max) %s after mapping, %s at the end",
             mp->cfg->out, mp->cfg->cog ? " (COG)" : "", L->W, L->H,
             npixels ? 100.0 * (double)(npixels - nvalid) / (double)npixels : 0.0, mpx, total,
-            mpx / total, t_computed - mp->t_map, mpx / (t_computed - mp->t_map), L->nx * L->ny,
-            mp->R, mp->R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
+            mpx / total, t_computed - mp->progress.t0, mpx / (t_computed - mp->progress.t0),
+            L->nx * L->ny, mp->R, mp->R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
             wc_fmt_bytes(rb, sizeof rb, rss[1]));
 }
 

@@ -178,6 +178,20 @@ void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info 
     info->height = info->map_height + info->legend_height;
 }
 
+/* paint_map's reads: about 4 MiB of floats, and at most 8 million pixels of the map behind them
+ * (a fraction of a second), so that a stop is honoured and progress said between reads */
+static int rows_per_read(const wc_quicklook_info *info, int W) {
+    const int64_t per_row = (int64_t)W * info->factor;
+    return (int)WC_MAX(1, WC_MIN((1 << 20) / info->map_width, ((int64_t)8 << 20) / per_row));
+}
+
+size_t wc_quicklook_bytes(const wc_quicklook_info *info) {
+    const size_t picture = (size_t)4 * (size_t)info->width * (size_t)info->height;
+    /* a read's floats and its painted rows: at most 4 MiB and 4 bytes a pixel of as many rows */
+    return picture + ((size_t)4 << 20) + (size_t)4 * (1 << 20) / (size_t)info->map_width *
+                                             (size_t)info->width;
+}
+
 /* ---- writing ----------------------------------------------------------------------------- */
 
 /* A picture of width x height RGBA pixels, built in memory (zeroed: transparent) and published
@@ -195,25 +209,59 @@ static wc_rwriter *picture_writer(const char *png_path, int width, int height) {
     return wc_rwriter_create(png_path, &o);
 }
 
+struct wc_quicklook {
+    wc_rwriter *w;          /* the picture, drawn: its MEM dataset, published as a PNG */
+    wc_quicklook_info info;
+};
+
+/* Whether GDAL knows rows [sy0, sy1) of band to hold no data (the tiles a sparse GeoTIFF never
+ * stored, as a map's working file leaves those all nodata; a VRT's holes): they are not read. */
+static int rows_empty(GDALRasterBandH band, int W, int sy0, int sy1) {
+    const int st = GDALGetDataCoverageStatus(band, 0, sy0, W, sy1 - sy0, 0, NULL);
+    /* only EMPTY: with DATA the rows are partly empty, and UNIMPLEMENTED knows nothing */
+    return st == GDAL_DATA_COVERAGE_STATUS_EMPTY;
+}
+
 /* Paints the map part of the picture into the writer's MEM dataset a band of rows at a time (the
- * picture is the only full-size buffer: the MEM dataset's own). Values that are not
- * probabilities are transparent and counted in *bad. */
+ * picture is the only full-size buffer: the MEM dataset's own), asking ask->keep_going between
+ * them and saying how far it is as ask->what (when given) every WC_PROGRESS_SECONDS. Values that
+ * are not probabilities are transparent and counted in *bad. Returns WC_OK, WC_ERR after a
+ * message, or WC_QUICKLOOK_STOPPED. */
 static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W, int H,
-                     const wc_quicklook_info *info, int64_t *bad) {
+                     const wc_quicklook_info *info, const wc_quicklook_ask *ask, int64_t *bad) {
     int has_nodata = 0;
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);
     const int mw = info->map_width, f = info->factor;
-    const int chunk = WC_MAX(1, (1 << 20) / mw); /* about 4 MiB of floats per read */
+    const int chunk = rows_per_read(info, W);
     float *buf = WC_ALLOC_FOR(sizeof(float) * (size_t)chunk * mw, "the picture's rows of the map");
     canvas cv = {.w = info->width};
     cv.px = WC_ALLOC_FOR((size_t)4 * chunk * cv.w, "the picture's pixels");
+    wc_progress progress;
+    wc_progress_start(&progress);
     int rc = WC_OK;
     for (int oy0 = 0; oy0 < info->map_height && rc == WC_OK; oy0 += chunk) {
+        if (ask && ask->keep_going && !ask->keep_going(ask->arg)) {
+            rc = WC_QUICKLOOK_STOPPED;
+            break;
+        }
+        if (ask && ask->what && wc_progress_due(&progress)) {
+            const double done = (double)oy0 / info->map_height;
+            wc_info("%s: rows 0-%" PRId64 " of %d of the map drawn (%.0f%%): %.1f s, about %.0f "
+                    "s left",
+                    ask->what, WC_MIN((int64_t)oy0 * f, (int64_t)H) - 1, H, 100 * done,
+                    wc_progress_elapsed(&progress), wc_progress_left(&progress, done));
+        }
         int oy1 = WC_MIN(info->map_height, oy0 + chunk);
         /* source rows in 64 bits: oy1 * f may pass INT_MAX on the last chunk of a tall map;
          * clipped to the raster they fit GDAL's int again */
         const int sy0 = (int)WC_MIN((int64_t)oy0 * f, (int64_t)H);
         const int sy1 = (int)WC_MIN((int64_t)oy1 * f, (int64_t)H);
+        cv.h = oy1 - oy0;
+        if (rows_empty(band, W, sy0, sy1)) { /* transparent, as their nodata would be */
+            memset(cv.px, 0, 4 * (size_t)cv.w * cv.h);
+            rc = wc_rwriter_write(w, 0, oy0, cv.h, cv.px, 0);
+            continue;
+        }
         GDALRasterIOExtraArg extra;
         INIT_RASTERIO_EXTRA_ARG(extra);
         /* averaging skips nodata; a box with no valid pixel stays nodata */
@@ -226,7 +274,6 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
             rc = WC_ERR;
             break;
         }
-        cv.h = oy1 - oy0;
         const size_t plane = (size_t)cv.w * cv.h;
         memset(cv.px, 0, 4 * plane); /* transparent */
         for (int y = 0; y < cv.h; y++)
@@ -250,43 +297,70 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
     return rc;
 }
 
+wc_quicklook *wc_quicklook_draw(void *src_ds, const char *src_name, int band_no,
+                                const char *png_path, int max_side, const wc_quicklook_ask *ask,
+                                int *stopped) {
+    wc_raster_init();
+    *stopped = 0;
+    GDALDatasetH src = src_ds;
+    if (GDALGetRasterCount(src) < band_no) {
+        wc_error("quick-look: cannot read band %d of %s: no such band", band_no, src_name);
+        return NULL;
+    }
+    wc_quicklook *q = WC_CALLOC(1, sizeof *q);
+    const int W = GDALGetRasterXSize(src), H = GDALGetRasterYSize(src);
+    wc_quicklook_layout(W, H, max_side, &q->info);
+    const wc_quicklook_info *info = &q->info;
+    int64_t bad = 0;
+    int rc = WC_ERR;
+    if ((q->w = picture_writer(png_path, info->width, info->height)))
+        rc = paint_map(q->w, GDALGetRasterBand(src, band_no), src_name, W, H, info, ask, &bad);
+    if (rc == WC_OK && bad)
+        wc_warn("quick-look: %" PRId64 " pixels of the picture of %s (band %d) average to values "
+                "outside [0, 1], which are not probabilities: left transparent",
+                bad, src_name, band_no);
+    canvas cv = {.w = info->width, .h = info->legend_height};
+    if (rc == WC_OK) {
+        cv.px = WC_CALLOC((size_t)4 * cv.w * cv.h, 1);
+        draw_legend(&cv, 0, info->legend_height / WC_QUICKLOOK_LEGEND_PX);
+        rc = wc_rwriter_write(q->w, 0, info->map_height, cv.h, cv.px, 0);
+        free(cv.px);
+    }
+    if (rc == WC_OK) return q;
+    *stopped = rc == WC_QUICKLOOK_STOPPED;
+    wc_quicklook_discard(q);
+    return NULL;
+}
+
+int wc_quicklook_publish(wc_quicklook *q, wc_quicklook_info *info) {
+    if (info) *info = q->info;
+    const int rc = wc_rwriter_commit(q->w) == WC_OK ? WC_OK : WC_ERR;
+    free(q);
+    return rc;
+}
+
+void wc_quicklook_discard(wc_quicklook *q) {
+    if (!q) return;
+    wc_rwriter_abort(q->w);
+    free(q);
+}
+
 int wc_quicklook_write(const char *src_path, int band_no, const char *png_path, int max_side,
                        wc_quicklook_info *info_out) {
     wc_raster_init();
-    wc_quicklook_info info;
     wc_gdal_errors err = {0};
     wc_gdal_errors_push(&err);
-    int rc = WC_ERR;
-    canvas cv = {0};
-    wc_rwriter *w = NULL;
     GDALDatasetH src = GDALOpenEx(src_path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
-    if (!src || GDALGetRasterCount(src) < band_no) {
+    wc_quicklook *q = NULL;
+    int stopped;
+    if (!src)
         wc_error("quick-look: cannot read band %d of %s: %s", band_no, src_path,
-                 err.failures ? err.last : "no such band");
-        goto out;
-    }
-    const int W = GDALGetRasterXSize(src), H = GDALGetRasterYSize(src);
-    wc_quicklook_layout(W, H, max_side, &info);
-    if (!(w = picture_writer(png_path, info.width, info.height))) goto out;
-    int64_t bad = 0;
-    if (paint_map(w, GDALGetRasterBand(src, band_no), src_path, W, H, &info, &bad) != WC_OK)
-        goto out;
-    if (bad)
-        wc_warn("quick-look: %" PRId64 " pixels of the picture of %s (band %d) average to values "
-                "outside [0, 1], which are not probabilities: left transparent",
-                bad, src_path, band_no);
-    cv.w = info.width, cv.h = info.legend_height;
-    cv.px = WC_CALLOC((size_t)4 * cv.w * cv.h, 1);
-    draw_legend(&cv, 0, info.legend_height / WC_QUICKLOOK_LEGEND_PX);
-    if (wc_rwriter_write(w, 0, info.map_height, cv.h, cv.px, 0) != WC_OK) goto out;
-    rc = wc_rwriter_commit(w) == WC_OK ? WC_OK : WC_ERR;
-    w = NULL;
-    if (rc == WC_OK && info_out) *info_out = info;
-out:
-    wc_rwriter_abort(w);
+                 err.failures ? err.last : "no such file");
+    else
+        q = wc_quicklook_draw(src, src_path, band_no, png_path, max_side, NULL, &stopped);
+    const int rc = q ? wc_quicklook_publish(q, info_out) : WC_ERR;
     if (src) GDALClose(src);
     wc_gdal_errors_pop();
-    free(cv.px);
     return rc;
 }
 

@@ -151,6 +151,9 @@ static wc_rwriter *create_map(const wc_predict_config *cfg, const wc_raster *r, 
         raster_opts(cfg, r, WC_DT_FLOAT32, &band, WORK_OPTIONS, MAP_OPTIONS, MAP_COG);
     o.keep_going = not_stopped_arg;
     o.before_publish = drop_described, o.arg = map;
+    char progress[4200];
+    snprintf(progress, sizeof progress, "predict: the map %s", cfg->out);
+    o.progress = progress;
     wc_rwriter *w = create_file(cfg->out, &o, r, m, p, window_layout);
     if (w && wc_rwriter_set_metadata(w, 1, "meaning", "burn probability in [0,1]") != WC_OK) {
         wc_rwriter_abort(w);
@@ -168,8 +171,11 @@ static wc_rwriter *create_classes(const wc_predict_config *cfg, const char *path
                                   const char *window_layout) {
     const wc_rwriter_band band = {.name = "fire_risk_class", .has_nodata = 1,
                                   .nodata = CLASS_NODATA};
-    const wc_rwriter_opts o =
+    wc_rwriter_opts o =
         raster_opts(cfg, r, WC_DT_BYTE, &band, CLASS_WORK_OPTIONS, CLASS_OPTIONS, CLASS_COG);
+    char progress[4200];
+    snprintf(progress, sizeof progress, "predict: the class raster %s", path);
+    o.progress = progress;
     wc_rwriter *w = create_file(path, &o, r, m, p, window_layout);
     if (!w) return NULL;
     unsigned char colors[256][4] = {{0}}; /* values beyond the classes: transparent */
@@ -276,8 +282,17 @@ static int write_classes(wc_rwriter *map, wc_rwriter *cw, int64_t W, int64_t H,
         if (wc_rwriter_set_metadata(cw, 1, md[i][0], md[i][1]) != WC_OK) return WC_EXIT_RUNTIME;
     wc_info("predict: classes at quantiles %s of %lld valid pixels: breaks %s; shares %s", q,
             (long long)nvalid, nvalid ? br : "none", fr);
+    wc_progress progress;
+    wc_progress_start(&progress);
     for (int64_t y0 = 0; y0 < H; y0 += WC_PREDICT_STRIP) {
         if (wc_stop_requested()) return WC_EXIT_STOPPED;
+        if (wc_progress_due(&progress)) {
+            const double done = (double)y0 / (double)H;
+            wc_info("predict: classes of rows 0-%" PRId64 " of %" PRId64 " (%.0f%%): %.1f s, "
+                    "about %.0f s left",
+                    y0 - 1, H, 100 * done, wc_progress_elapsed(&progress),
+                    wc_progress_left(&progress, done));
+        }
         int64_t n = WC_MIN(WC_PREDICT_STRIP, H - y0);
         if (wc_rwriter_read(map, 1, y0, n, rows, 0) != WC_OK) return WC_EXIT_RUNTIME;
         for (size_t i = 0; i < (size_t)n * (size_t)W; i++)
@@ -502,15 +517,33 @@ static int companion_failed(const wc_riskmap *map, const char *what, const char 
     return WC_EXIT_RUNTIME;
 }
 
-/* After the map (and its classes) are in place: the picture, the style, stale files, the item.
- * Returns an exit status. */
-static int write_companions(const wc_riskmap *map) {
+/* The picture, drawn before the map is published, from its working file: the values the map's
+ * copy holds, in bounded memory. Reading a map of billions of pixels takes minutes (a huge
+ * mosaic, mostly nodata: the tiles the working file never stored are not read), which are said
+ * and which a stop ends with nothing published, the earlier map and its picture as they were.
+ * Returns an exit status; *picture is NULL after a failure, which the map outlives (said once it
+ * is published, as a picture that cannot be written is). */
+static int draw_picture(const wc_riskmap *map, wc_quicklook **picture) {
+    const wc_predict_config *cfg = map->cfg;
+    *picture = NULL;
+    /* what GDAL holds is on disk: a tile still in its cache reads as never stored */
+    if (wc_rwriter_flush(map->w) != WC_OK) return WC_EXIT_RUNTIME;
+    char what[4200];
+    snprintf(what, sizeof what, "predict: quick-look %s", cfg->png);
+    const wc_quicklook_ask ask = {.keep_going = not_stopped_arg, .what = what};
+    int stopped;
+    *picture = wc_quicklook_draw(wc_rwriter_gdal(map->w), cfg->out, 1, cfg->png,
+                                 cfg->png_max_side, &ask, &stopped);
+    return stopped ? WC_EXIT_STOPPED : WC_EXIT_OK;
+}
+
+/* After the map (and its classes) are in place: the picture (drawn before, or NULL when that
+ * failed), the style, stale files, the item. Returns an exit status. */
+static int write_companions(const wc_riskmap *map, wc_quicklook *picture) {
     const wc_predict_config *cfg = map->cfg;
     if (cfg->png) {
-        /* the quick-look reads the finished map back: bounded memory, and it shows exactly what
-         * was written */
         wc_quicklook_info qi;
-        if (wc_quicklook_write(cfg->out, 1, cfg->png, cfg->png_max_side, &qi) != WC_OK)
+        if (!picture || wc_quicklook_publish(picture, &qi) != WC_OK)
             return companion_failed(map, "picture", cfg->png);
         char how[32] = "full resolution";
         if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
@@ -605,6 +638,8 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
                                bytes);
         free(bytes);
     }
+    wc_quicklook *picture = NULL;
+    if (status == WC_EXIT_OK && cfg->png) status = draw_picture(map, &picture);
     if (status == WC_EXIT_OK) {
         const double t0 = wc_now();
         status = commit_status(wc_rwriter_commit(map->w));
@@ -635,7 +670,8 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
         wc_info("predict: stopped by %s while finishing the map: it is not written (%s, if it "
                 "exists, is untouched); %s to draw it",
                 strsignal(wc_stop_signal()), cfg->out, cfg->rerun);
-    if (status == WC_EXIT_OK) status = write_companions(map);
+    if (status == WC_EXIT_OK) status = write_companions(map, picture);
+    else wc_quicklook_discard(picture);
     wc_riskmap_abort(map);
     return status;
 }

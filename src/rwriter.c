@@ -39,6 +39,8 @@ struct wc_rwriter {
     int (*keep_going)(void *arg);
     void (*before_publish)(void *arg);
     void *arg;
+    char *progress;        /* NULL: the copy says nothing */
+    wc_progress copy_time; /* of the copy, for its progress lines */
     wc_gdal_errors err;
     /* The target's directory, held open: the temporary files are removed from it even after
      * the directory was renamed (mv) while the raster was written. -1 for a MEM dataset. */
@@ -122,6 +124,7 @@ static void writer_free(wc_rwriter *w) {
     free(w->work);
     free(w->copy);
     free(w->copy_driver);
+    free(w->progress);
     CSLDestroy(w->copy_options);
     free(w);
 }
@@ -183,6 +186,7 @@ wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
     w->copy_driver = o->copy_driver ? wc_strdup(o->copy_driver) : NULL;
     w->copy_options = CSLDuplicate((char **)o->copy_options);
     w->keep_going = o->keep_going, w->before_publish = o->before_publish, w->arg = o->arg;
+    w->progress = o->progress ? wc_strdup(o->progress) : NULL;
     w->dir_fd = -1;
     if (!in_memory) {
         char *dir = wc_dir_of(target);
@@ -349,8 +353,12 @@ int wc_rwriter_reopen(wc_rwriter *w) {
 /* GDAL's progress callback for the copy, which can take minutes on a large map: returning FALSE
  * makes GDAL abandon it. */
 static int CPL_STDCALL copy_progress(double done, const char *msg, void *arg) {
-    (void)done, (void)msg;
-    return keep_going(arg);
+    (void)msg;
+    wc_rwriter *w = arg;
+    if (w->progress && done > 0 && done < 1 && wc_progress_due(&w->copy_time))
+        wc_info("%s: %.0f%% copied: %.1f s, about %.0f s left", w->progress, 100 * done,
+                wc_progress_elapsed(&w->copy_time), wc_progress_left(&w->copy_time, done));
+    return keep_going(w);
 }
 
 /* The published file: a CreateCopy of the working dataset (closed and reopened read-only when
@@ -361,6 +369,7 @@ static int copy_out(wc_rwriter *w) {
     GDALDriverH drv = GDALGetDriverByName(w->copy_driver);
     GDALDatasetH src =
         w->ds ? w->ds : GDALOpenEx(w->work, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    wc_progress_start(&w->copy_time);
     GDALDatasetH dst =
         drv && src ? GDALCreateCopy(drv, w->copy, src, FALSE, w->copy_options, copy_progress, w)
                    : NULL;

@@ -933,10 +933,16 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
      * nothing can refuse the run any more (resume ignores checkpoints under --fresh) */
     if (wc_train_ckpt_check_room(t) != WC_OK || wc_rundir_set_aside(cfg) != WC_OK)
         return WC_EXIT_RUNTIME;
-    if (t->rank == 0) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/split.tif", cfg->out_dir);
-        wc_validation_write_split(t->ds, path);
+    char split[4200];
+    snprintf(split, sizeof split, "%s/split.tif", cfg->out_dir);
+    if (wc_validation_write_split(t->ds, split) == WC_VALIDATION_STOPPED) {
+        /* (a large raster's takes minutes) before any step, as a stop while planning */
+        wc_info("stopped by a signal while writing %s, before any step: nothing new to save; "
+                "rerun the same command to continue",
+                split);
+        wc_stop_ignore_further();
+        wc_rundir_mark_stopped(cfg, "planning");
+        return WC_EXIT_STOPPED;
     }
     t->log = wc_trainlog_open(cfg->out_dir, t->start_step, t->total_steps, t->sched.steps_per_epoch,
                               cfg->log_every);

@@ -226,6 +226,21 @@ double wc_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+void wc_progress_start(wc_progress *p) { p->t0 = p->said = wc_now(); }
+
+int wc_progress_due(wc_progress *p) {
+    const double now = wc_now();
+    if (now - p->said < WC_PROGRESS_SECONDS) return 0;
+    p->said = now;
+    return 1;
+}
+
+double wc_progress_elapsed(const wc_progress *p) { return wc_now() - p->t0; }
+
+double wc_progress_left(const wc_progress *p, double done) {
+    return done > 0 ? wc_progress_elapsed(p) * (1 - done) / done : 0;
+}
+
 void wc_utc_timestamp(char *buf, size_t size) {
     time_t now = time(NULL);
     struct tm tm;

@@ -6,6 +6,7 @@
  * histograms: their sum is the same for any number of ranks and any split. */
 #include "wildcpu/validation.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +182,10 @@ void wc_validation_free(wc_validation *v) {
     free(v->px), free(v->use), free(v->acc), free(v->oracle_acc);
 }
 
-void wc_validation_write_split(const wc_dataset *ds, const char *path) {
+/* Rank 0's part of wc_validation_write_split: the file, row by row, with a progress line every
+ * WC_PROGRESS_SECONDS (a raster of billions of pixels takes minutes), ending early when the ranks
+ * agree on a stop (solo): then nothing is left of it. */
+static void write_split_here(const wc_dataset *ds, const char *path, wc_dist_solo *solo) {
     static const char *const opts[] = {"TILED=YES", "COMPRESS=DEFLATE", "BIGTIFF=IF_SAFER", NULL};
     const wc_rwriter_band band = {.name = "split"};
     const wc_rwriter_opts o = {.options = opts,
@@ -198,8 +202,17 @@ void wc_validation_write_split(const wc_dataset *ds, const char *path) {
                             "0 outside the patch grid, 1 training patch, "
                             "2 validation patch, 3 dropped patch");
     uint8_t *row = WC_ALLOC((size_t)ds->width);
+    wc_progress progress;
+    wc_progress_start(&progress);
     int rc = WC_OK;
     for (int64_t y = 0; y < ds->height && rc == WC_OK; y++) {
+        if (!wc_dist_solo_go_on(solo)) break;
+        if (wc_progress_due(&progress)) {
+            const double done = (double)y / (double)ds->height;
+            wc_info("%s: rows 0-%" PRId64 " of %d written (%.0f%%): %.1f s, about %.0f s left",
+                    path, y - 1, ds->height, 100 * done, wc_progress_elapsed(&progress),
+                    wc_progress_left(&progress, done));
+        }
         memset(row, 0, (size_t)ds->width);
         const int64_t cy = (y - ds->y_origin) / ds->P;
         if (y >= ds->y_origin && cy < ds->rows)
@@ -211,8 +224,21 @@ void wc_validation_write_split(const wc_dataset *ds, const char *path) {
         rc = wc_rwriter_write(w, 1, y, 1, row, 0);
     }
     free(row);
+    if (solo->stop) {
+        wc_rwriter_abort(w); /* nothing partial; the earlier run's, if any, went with --fresh */
+        return;
+    }
     if (rc != WC_OK || wc_rwriter_commit(w) != WC_OK) {
         if (rc != WC_OK) wc_rwriter_abort(w);
         wc_warn("%s was not written (see above); training goes on", path);
+    } else if (wc_progress_elapsed(&progress) >= WC_PROGRESS_SECONDS) {
+        wc_info("%s: written in %.1f s", path, wc_progress_elapsed(&progress));
     }
+}
+
+int wc_validation_write_split(const wc_dataset *ds, const char *path) {
+    wc_dist_solo solo;
+    wc_dist_solo_start(&solo);
+    if (wc_dist_rank() == 0) write_split_here(ds, path, &solo);
+    return wc_dist_solo_end(&solo) ? WC_VALIDATION_STOPPED : WC_OK;
 }

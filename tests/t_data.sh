@@ -335,4 +335,39 @@ for n in 1 2; do
         notok "SIGTERM while planning a huge raster ($n ranks)" "status $status after $took s: $(grep -v -- '---' "$T/$name.log" | head -4)"
     fi
 done
+# After planning, rank 0 writes DIR/split.tif, on the raster's grid: for a 65536 x 65536 mosaic
+# around the sample (planning skips what GDAL knows to be empty; the split raster has every
+# pixel) that is 4.3 billion pixels, 15-40 s here, which was silent and deaf to a stop (the run
+# stopped after its first step, the file written whole). It says how far it is every 5 s, as the
+# map does, and a SIGTERM to any rank at its first line ends the run within seconds: exit 75,
+# "while writing", no split.tif and no working file left, DIR/STOPPED at phase planning.
+$PY "$ROOT/tests/mosaic_around.py" "$SAMPLE" "$T/split.vrt" 1000 1000 65536 65536
+for n in 1 2; do
+    name=split$n
+    if [ $n -eq 1 ]; then
+        "$WILDCPU" --tiles "$T/split.vrt" --out "$T/$name" --steps 1 --batch 8 --no-predict >"$T/$name.log" 2>&1 &
+    else
+        mpirun_n $n "$WILDCPU" --tiles "$T/split.vrt" --out "$T/$name" --steps 1 --batch 8 --no-predict >"$T/$name.log" 2>&1 &
+    fi
+    pid=$!
+    for _ in $(seq 1 1200); do grep -q "split.tif: rows 0-[0-9]* of 65536 written" "$T/$name.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    said=$(grep -m1 "split.tif: rows" "$T/$name.log" | sed "s|$T/||")
+    t0=$(date +%s.%N)
+    kill -TERM "$(ranks_of $name | tail -1)" 2>/dev/null
+    for _ in $(seq 1 200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    if kill -0 $pid 2>/dev/null; then
+        kill -KILL $(ranks_of $name) $pid 2>/dev/null
+        took="more than 20"
+    fi
+    wait $pid
+    status=$?
+    if [ -n "$said" ] && [ $status -eq 75 ] && grep -q "stopped by a signal while writing $T/$name/split.tif, before any step" "$T/$name.log" &&
+        ! grep -qi "error" "$T/$name.log" && [ -z "$(ls -A "$T/$name" | grep -v '^\(STOPPED\|checkpoints\|\.lock\)$')" ] &&
+        [ -z "$(ls "$T/$name/checkpoints")" ] && grep -q "phase=planning;step=-1" "$T/$name/STOPPED"; then
+        ok "$said; SIGTERM to one of $n rank(s) then: exit 75 $took s after it, nothing of split.tif left"
+    else
+        notok "SIGTERM while split.tif is written ($n ranks)" "said '${said:-nothing}', status $status after $took s: $(grep -v -- '---' "$T/$name.log" | tail -3 | cut -c1-300); left: $(ls -A "$T/$name" | tr '\n' ' ')"
+    fi
+done
 finish

@@ -65,6 +65,11 @@ strip() { sed 's/"created":"[^"]*",//; s/"map":"[^"]*",//' "$1"; }   # the maps'
 s=$?
 [ $s -eq 0 ] && grep -q "evaluate: .* AUC-PR" "$T/nomap.log" && ! ls "$T"/*.tif.tmp* >/dev/null 2>&1 \
     && ok "evaluate without --map or --out: metrics printed, nothing written" || notok "evaluate, no outputs" "status $s"
+# ... and it says how far it is as the map does (every 5 s and at the end), where it was silent
+# until its metrics (minutes on a large raster)
+grep -q "^evaluate: rows 0-255 of 256 (100%): [0-9.]* s, [0-9.]* Mpx/s" "$T/nomap.log" \
+    && ok "evaluate without --map says its progress: $(grep -m1 '^evaluate: rows' "$T/nomap.log")" \
+    || notok "evaluate without --map says its progress" "$(head -3 "$T/nomap.log")"
 $PY - "$other" "$T/burn.geojson" <<'PY' >/dev/null 2>&1
 import json, sys
 from osgeo import gdal, osr

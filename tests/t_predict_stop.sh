@@ -150,4 +150,56 @@ stale=""
     && ok "killed after the map was replaced, before its companions: none of the earlier map's is left beside it" \
     || notok "killed between the map and its companions" "map from '$map_ckpt', stale: '$stale'"
 
+# The picture (--png) of a large map reads all of it: a 32768 x 32768 map holding a 16-pixel
+# column of data from top to bottom (the logistic model maps it in seconds; no row of the
+# picture is empty, so every one is read) took 20-50 s after the map was published, silent and
+# deaf to a stop (SIGTERM then: status 0, 22 s later), the earlier picture already gone. It is
+# drawn before the map is published, saying how far it is every 5 s, and a SIGTERM at its first
+# line gives exit 75 within seconds with the earlier map, picture and companions as they were
+# and nothing partial.
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --out "$T/lg" --steps 2 --batch 8 --no-predict >"$T/lg.log" 2>&1 \
+    || notok "train a logistic checkpoint" "$(tail -3 "$T/lg.log")"
+gdal_translate -q -of VRT -srcwin 200 0 16 512 "$SAMPLE" "$T/strip0.vrt"
+# placed by the mosaic alone: without its own georeferencing, nothing says it lies elsewhere
+grep -v -e '<GeoTransform>' -e '<SRS' "$T/strip0.vrt" >"$T/strip.vrt"
+$PY - "$T/strip.vrt" "$T/column.vrt" <<'PY'
+import sys
+from osgeo import gdal
+strip, out = sys.argv[1], sys.argv[2]
+s = gdal.Open(strip)
+size, x, h = 32768, 16000, s.RasterYSize
+lines = ['<VRTDataset rasterXSize="%d" rasterYSize="%d">' % (size, size),
+         '  <SRS>EPSG:32611</SRS><GeoTransform>500000, 30, 0, 5000000, 0, -30</GeoTransform>']
+for b in range(1, s.RasterCount + 1):
+    band = s.GetRasterBand(b)
+    nodata = band.GetNoDataValue()
+    lines.append('  <VRTRasterBand dataType="%s" band="%d"><Description>%s</Description>'
+                 '<NoDataValue>%r</NoDataValue>' % (gdal.GetDataTypeName(band.DataType), b,
+                                                   band.GetDescription(), nodata))
+    for y in range(0, size, h):
+        lines.append('    <SimpleSource><SourceFilename relativeToVRT="0">%s</SourceFilename>'
+                     '<SourceBand>%d</SourceBand><SrcRect xOff="0" yOff="0" xSize="16" ySize="%d"/>'
+                     '<DstRect xOff="%d" yOff="%d" xSize="16" ySize="%d"/></SimpleSource>'
+                     % (strip, b, h, x, y, h))
+    lines.append('  </VRTRasterBand>')
+open(out, 'w').write('\n'.join(lines + ['</VRTDataset>', '']))
+PY
+dir=$T/png
+mkdir -p "$dir"
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/lg" --out "$dir/risk.tif" --png "$dir/risk.png" >"$T/png1.log" 2>&1
+before=$(cd "$dir" && md5sum risk.tif risk.png risk.json risk.qml)
+"$WILDCPU" predict --tiles "$T/column.vrt" --checkpoint "$T/lg" --out "$dir/risk.tif" --png "$dir/risk.png" >"$T/png2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 2400); do grep -q "quick-look .* of the map drawn" "$T/png2.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+said=$(grep -m1 "quick-look .* of the map drawn" "$T/png2.log" | sed "s|$T/||")
+t0=$(date +%s.%N)
+stop_and_wait $pid
+st=$?
+secs=$(echo "$(date +%s.%N) - $t0" | bc)
+[ -n "$said" ] && [ $st -eq 75 ] && [ "$(echo "$secs < $limit" | bc)" = 1 ] &&
+    [ "$(cd "$dir" && md5sum risk.tif risk.png risk.json risk.qml)" = "$before" ] &&
+    [ "$(ls -A "$dir" | grep -cv '^risk\.\(tif\|png\|json\|qml\)$')" -eq 0 ] \
+    && ok "$said; SIGTERM then: exit 75 in $secs s, the earlier map, picture and companions untouched, nothing partial" \
+    || notok "SIGTERM while the picture is drawn" "said '${said:-nothing}', exit $st after $secs s: $(tail -2 "$T/png2.log" | cut -c1-300); files: $(ls -A "$dir" | tr '\n' ' ')"
+
 finish

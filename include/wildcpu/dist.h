@@ -45,6 +45,21 @@ int wc_dist_max_int(int value);
  * capped at 2^48 (256 TiB) so that the sum cannot wrap; *first_on_host is set on the lowest of
  * them, which speaks for the machine. Collective. */
 uint64_t wc_dist_host_sum_u64(uint64_t value, int *first_on_host);
+/* Rank 0 working alone while the other ranks wait for it (preparing --labels, writing the
+ * split raster): so that a stop signal on any rank ends the work promptly, rank 0 meets the
+ * others in a small collective every fifth of a second of work, and the others wait in that
+ * same collective, again and again, until rank 0 says it is done: every rank makes the same
+ * calls, and they all learn the same stop. */
+typedef struct wc_dist_solo {
+    double last; /* when rank 0 last met the others */
+    int stop;    /* a rank has a stop signal: every rank knows it */
+} wc_dist_solo;
+void wc_dist_solo_start(wc_dist_solo *s);
+/* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
+int wc_dist_solo_go_on(wc_dist_solo *s);
+/* Every rank, once: rank 0 when its work has ended, the others at once (they wait in it until
+ * rank 0 comes). Collective. Returns whether the ranks agreed to stop, the same on every rank. */
+int wc_dist_solo_end(wc_dist_solo *s);
 /* Broadcast of bytes from root. */
 void wc_dist_bcast(void *buf, size_t bytes, int root);
 /* Every rank contributes `count` bytes; all ranks receive the concatenation in rank order.

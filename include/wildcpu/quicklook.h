@@ -16,6 +16,7 @@
 #ifndef WILDCPU_QUICKLOOK_H
 #define WILDCPU_QUICKLOOK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Downsampling limit on the long side of the map part of the picture. */
@@ -34,6 +35,9 @@ typedef struct wc_quicklook_info {
 
 /* The picture's layout for a raster of width x height pixels (no I/O). */
 void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info *info);
+/* What drawing a picture of that layout allocates: its pixels (the MEM dataset), the rows read
+ * and painted at a time, the legend. */
+size_t wc_quicklook_bytes(const wc_quicklook_info *info);
 
 /* Writes the picture of band `band` (1-based; values in [0,1]; the band's nodata, and values
  * that are not probabilities, transparent: the latter counted in a warning)
@@ -41,6 +45,31 @@ void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info 
  * NULL. Returns WC_OK, or WC_ERR after a message naming the file; png_path is untouched then. */
 int wc_quicklook_write(const char *src_path, int band, const char *png_path, int max_side,
                        wc_quicklook_info *info);
+
+/* The same in two steps, so that the reading (the long part: a map of billions of pixels is read
+ * whole) can come before the map it shows is published, and a stop can end it: the picture
+ * drawn in memory, then published. Rows GDAL knows to be empty (a sparse GeoTIFF's tiles never
+ * stored) are not read. */
+typedef struct wc_quicklook wc_quicklook;
+/* What drawing asks: keep_going(arg), between reads of a fraction of a second, returns 0 to stop
+ * (NULL: never); `what` ("predict: quick-look risk.png") heads a progress line every
+ * WC_PROGRESS_SECONDS (NULL: none). */
+typedef struct wc_quicklook_ask {
+    int (*keep_going)(void *arg);
+    void *arg;
+    const char *what;
+} wc_quicklook_ask;
+#define WC_QUICKLOOK_STOPPED 1
+/* Draws the picture of band `band` of src (a GDALDatasetH, open; its name src_name for the
+ * messages) for png_path; ask may be NULL. Returns it, or NULL after a message, or NULL with
+ * *stopped set when keep_going said to stop (no message). Nothing is written to png_path. */
+wc_quicklook *wc_quicklook_draw(void *src, const char *src_name, int band, const char *png_path,
+                                int max_side, const wc_quicklook_ask *ask, int *stopped);
+/* Publishes the picture at its png_path (a PNG copy, verified, renamed over it); info may be
+ * NULL. WC_OK, or WC_ERR after a message (png_path untouched). Frees q. */
+int wc_quicklook_publish(wc_quicklook *q, wc_quicklook_info *info);
+/* Gives the picture up, nothing written. NULL is fine. */
+void wc_quicklook_discard(wc_quicklook *q);
 
 /* A reliability diagram of nbins bins (count, mean predicted probability and observed share
  * of each; empty bins and NaN skipped) as a PNG at png_path: the diagonal, the curve through

@@ -63,6 +63,9 @@ typedef struct wc_rwriter_opts {
      * that a process killed between the rename and their rewriting leaves none that lie. */
     void (*before_publish)(void *arg);
     void *arg;
+    /* NULL, or what heads a progress line of the copy every WC_PROGRESS_SECONDS ("predict:
+     * copying the map into risk.tif"): a map of billions of pixels takes minutes to copy. */
+    const char *progress;
 } wc_rwriter_opts;
 
 typedef struct wc_rwriter wc_rwriter;

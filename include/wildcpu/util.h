@@ -114,6 +114,21 @@ WC_NORETURN void wc_die(int status);
 
 /* Seconds on a monotonic clock (for durations). */
 double wc_now(void);
+/* The progress lines of a long phase (the map's rounds, planning the data, the map's picture,
+ * the split raster...), all at one cadence: a line every WC_PROGRESS_SECONDS, and one at the end
+ * where the phase says how it went. */
+#define WC_PROGRESS_SECONDS 5.0
+typedef struct wc_progress {
+    double t0, said; /* the phase's start, the last line */
+} wc_progress;
+void wc_progress_start(wc_progress *p);
+/* Whether a line is due now (WC_PROGRESS_SECONDS since the last, or the start); when it is, the
+ * clock for the next one starts. */
+int wc_progress_due(wc_progress *p);
+/* Seconds since the start, and the seconds left at the fraction `done` (0 < done <= 1) at the
+ * pace so far. */
+double wc_progress_elapsed(const wc_progress *p);
+double wc_progress_left(const wc_progress *p, double done);
 /* ISO 8601 UTC timestamp of now, e.g. "2026-11-30T03:14:15Z", into buf (>= 21 bytes). */
 void wc_utc_timestamp(char *buf, size_t size);
 

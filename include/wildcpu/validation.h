@@ -63,9 +63,12 @@ void wc_validation_free(wc_validation *v);
 int wc_validation_run(wc_validation *v, const float *params, float pos_weight, wc_metrics *m,
                       wc_metrics *oracle);
 
-/* The split raster at path (called by one rank): a Byte raster on the tiles' grid, 0 outside
- * the patch grid, 1 a training patch, 2 a validation patch, 3 a patch dropped for too few valid
- * pixels. A failure is a warning: training does not need the file. */
-void wc_validation_write_split(const wc_dataset *ds, const char *path);
+/* The split raster at path: a Byte raster on the tiles' grid, 0 outside the patch grid, 1 a
+ * training patch, 2 a validation patch, 3 a patch dropped for too few valid pixels. Collective:
+ * rank 0 writes it, saying how far it is every WC_PROGRESS_SECONDS, and the ranks agree on a
+ * stop signal while it does (dist.h, wc_dist_solo). A failure is a warning: training does not
+ * need the file. Returns WC_OK, or WC_VALIDATION_STOPPED on every rank when the ranks agreed to
+ * stop (nothing of the file is left then). */
+int wc_validation_write_split(const wc_dataset *ds, const char *path);
 
 #endif
