@@ -238,10 +238,12 @@ void wc_dist_share(long n, int r, int R, long *lo, long *hi) {
 #define SOLO_SECONDS 0.2
 
 /* One meeting: rank 0 says whether it is done (the others pass 0), every rank whether it has a
- * stop signal. Returns whether rank 0 is done. */
+ * stop signal. Returns whether rank 0 is done. A stop that comes once rank 0 is done stopped
+ * nothing: its work is complete, and the signal stays for the next phase to honour. */
 static int solo_meet(wc_dist_solo *s, int done) {
     const int finished = wc_dist_any(done);
-    s->stop |= wc_dist_any(wc_stop_requested());
+    const int stop = wc_dist_any(wc_stop_requested());
+    if (!finished) s->stop |= stop;
     return finished;
 }
 

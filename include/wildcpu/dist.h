@@ -58,7 +58,9 @@ void wc_dist_solo_start(wc_dist_solo *s);
 /* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
 int wc_dist_solo_go_on(wc_dist_solo *s);
 /* Every rank, once: rank 0 when its work has ended, the others at once (they wait in it until
- * rank 0 comes). Collective. Returns whether the ranks agreed to stop, the same on every rank. */
+ * rank 0 comes). Collective. Returns whether the ranks agreed to stop while rank 0 worked (it
+ * then gave its work up), the same on every rank; a stop signal that comes later is left to the
+ * next phase. */
 int wc_dist_solo_end(wc_dist_solo *s);
 /* Broadcast of bytes from root. */
 void wc_dist_bcast(void *buf, size_t bytes, int root);
