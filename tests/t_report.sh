@@ -179,9 +179,12 @@ s=$?
     && ok "a map that fails after training: status 1, report.json status and map failed, report.md says so" \
     || notok "the report of a failed map" "status $s, $(status_of "$T/map"); $(grep -m1 '^Status' "$T/map/report.md")"
 rmdir "$T/map/risk.tif"
+# the slow commit delays DIR/split.tif (rewritten at the rerun's start) as well as the map: a stop
+# while split.tif is written stops the training before any step, not the map, so the signal
+# waits for the map's plan line, a minute later
 WILDCPU_TEST_SLOW_COMMIT=60 "$WILDCPU" "${margs[@]}" >"$T/map2.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q "strips x" "$T/map2.log" && break; sleep 0.05; done
+for _ in $(seq 1 3000); do grep -q "strips x" "$T/map2.log" && break; sleep 0.05; done
 sleep 1
 kill -TERM $pid
 ( sleep 60; kill -KILL $pid 2>/dev/null ) &
