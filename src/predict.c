@@ -947,8 +947,8 @@ static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, int64_t 
         size = most;
         char bn[16], bm[16];
         if (wc_dist_rank() == 0)
-            wc_warn("%s: the blocks one %" PRId64 "x%" PRId64 " window reads take %s with every band of its files, "
-                    "more than GDAL's cache can hold here (%s: a quarter of the node's memory "
+            wc_warn("%s: the blocks one %" PRId64 "x%" PRId64 " window reads take %s with every "
+                    "band of its files, more than GDAL's cache can hold here (%s: a quarter of the node's memory "
                     "over its ranks): blocks will be decoded more than once, which slows the "
                     "reads; files tiled in smaller blocks read faster (gdal_translate -co "
                     "TILED=YES -co BLOCKXSIZE=512 -co BLOCKYSIZE=512), and GDAL_CACHEMAX sets "

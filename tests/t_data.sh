@@ -309,6 +309,21 @@ VRT
 ranks_of() { # the wildcpu processes of run NAME
     pgrep -f -- "--out $T/$1" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done
 }
+# term_last NAME PID: SIGTERM to the last rank of run NAME (launched as PID); sets $took (seconds
+# until PID ended, "more than 20" when it had to be killed) and $status (its exit status)
+term_last() {
+    local t0
+    t0=$(date +%s.%N)
+    kill -TERM "$(ranks_of "$1" | tail -1)" 2>/dev/null
+    for _ in $(seq 1 200); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    if kill -0 "$2" 2>/dev/null; then
+        kill -KILL $(ranks_of "$1") "$2" 2>/dev/null
+        took="more than 20"
+    fi
+    wait "$2"
+    status=$?
+}
 for n in 1 2; do
     name=plan$n
     if [ $n -eq 1 ]; then
@@ -318,16 +333,7 @@ for n in 1 2; do
     fi
     pid=$!
     sleep 3
-    t0=$(date +%s.%N)
-    kill -TERM "$(ranks_of $name | tail -1)"
-    for _ in $(seq 1 200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-    took=$(echo "$(date +%s.%N) - $t0" | bc)
-    if kill -0 $pid 2>/dev/null; then
-        kill -KILL $(ranks_of $name) $pid 2>/dev/null
-        took="more than 20"
-    fi
-    wait $pid
-    status=$?
+    term_last $name $pid
     if [ $status -eq 75 ] && grep -q "stopped by a signal while planning the data" "$T/$name.log" &&
         ! grep -qi "error" "$T/$name.log" && [ -z "$(ls "$T/$name/checkpoints")" ]; then
         ok "SIGTERM to one of $n rank(s) while planning 2,000,000 x 20,000 px: exit 75 $took s after the signal"
@@ -352,16 +358,7 @@ for n in 1 2; do
     pid=$!
     for _ in $(seq 1 1200); do grep -q "split.tif: rows 0-[0-9]* of 65536 written" "$T/$name.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     said=$(grep -m1 "split.tif: rows" "$T/$name.log" | sed "s|$T/||")
-    t0=$(date +%s.%N)
-    kill -TERM "$(ranks_of $name | tail -1)" 2>/dev/null
-    for _ in $(seq 1 200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-    took=$(echo "$(date +%s.%N) - $t0" | bc)
-    if kill -0 $pid 2>/dev/null; then
-        kill -KILL $(ranks_of $name) $pid 2>/dev/null
-        took="more than 20"
-    fi
-    wait $pid
-    status=$?
+    term_last $name $pid
     if [ -n "$said" ] && [ $status -eq 75 ] && grep -q "stopped by a signal while writing $T/$name/split.tif, before any step" "$T/$name.log" &&
         ! grep -qi "error" "$T/$name.log" && [ -z "$(ls -A "$T/$name" | grep -v '^\(STOPPED\|checkpoints\|\.lock\)$')" ] &&
         [ -z "$(ls "$T/$name/checkpoints")" ] && grep -q "phase=planning;step=-1" "$T/$name/STOPPED"; then
