@@ -193,7 +193,10 @@ static int describe_dir(const char *path) {
         wc_ckpt ck;
         char why[512], sz[32];
         best_ok = read_checked(best, &ck, NULL, why, sizeof why) == WC_OK;
-        printf("  %-40s step %8ld  %10s  %s%s\n", WC_CKPT_BEST, best_ok ? ck.step : -1L,
+        /* its step is in its header, which an unreadable file does not give: "?", not a number */
+        char step[24] = "?";
+        if (best_ok) snprintf(step, sizeof step, "%ld", ck.step);
+        printf("  %-40s step %8s  %10s  %s%s\n", WC_CKPT_BEST, step,
                wc_fmt_bytes(sz, sizeof sz, (double)bs.st_size), best_ok ? "valid" : "INVALID: ",
                best_ok ? "" : why);
         if (best_ok) wc_ckpt_free(&ck);

@@ -35,9 +35,9 @@ s=$?
 "$WILDCPU" info "$T/a" >"$T/info_bad.txt" 2>&1
 cp "$T/best.keep" "$T/a/checkpoints/best.wcp"
 "$WILDCPU" info "$T/a" >"$T/info_good.txt" 2>&1
-grep -q "best.wcp .*INVALID" "$T/info_bad.txt" && grep -q "use $T/a/checkpoints/ckpt-00000076.wcp" "$T/info_bad.txt" &&
+grep -q "best.wcp  *step  *? .*INVALID" "$T/info_bad.txt" && grep -q "use $T/a/checkpoints/ckpt-00000076.wcp" "$T/info_bad.txt" &&
     grep -q "best.wcp  *step  *$best_step .* valid" "$T/info_good.txt" && grep -q "use $T/a/checkpoints/best.wcp" "$T/info_good.txt" \
-    && ok "info DIR lists best.wcp (step $best_step, or INVALID) and which checkpoint predict and evaluate use" \
+    && ok "info DIR lists best.wcp (step $best_step, or step ? and INVALID) and which checkpoint predict and evaluate use" \
     || notok "info DIR and best.wcp" "$(grep best "$T/info_bad.txt" "$T/info_good.txt")"
 
 # stop in the middle and resume: best.wcp and the final state equal the uninterrupted run's
