@@ -970,7 +970,7 @@ static int read_share(wc_dataset *ds, long lo, long hi, plan_share *s, wc_label_
         const double now = wc_now();
         /* a large mosaic takes minutes: rank 0 says how far its share is, at the cadence of
          * every long phase's lines */
-        if (rank == 0 && now - said >= WC_PROGRESS_SECONDS && j + 1 < nmine) {
+        if (rank == 0 && now - said >= wc_progress_seconds() && j + 1 < nmine) {
             wc_info("planning %s: %ld of rank 0's %ld patches read (%.0f%%, %ld kept) in %.0f s, "
                     "about %.0f s left",
                     ds->tiles_path, j + 1, nmine, 100.0 * (double)(j + 1) / (double)nmine, s->n,

@@ -908,6 +908,7 @@ int main(int argc, char **argv) {
         wc_dist_finalize();
         return WC_EXIT_USAGE;
     }
+    (void)wc_progress_seconds(); /* WILDCPU_PROGRESS_SECONDS read, and warned about, once */
     int status = check_stdout(fn(argc - shift, argv + shift));
     /* A usage error on rank 0 is one on every rank: the parsing is the same everywhere. */
     wc_dist_finalize();

@@ -329,7 +329,8 @@ static int train_step(train_ctx *t, long step) {
 static int validate(train_ctx *t, long step) {
     const double t0 = wc_now();
     wc_metrics m, om;
-    const int rc = wc_validation_run(&t->val, t->net->params, (float)t->cfg->pos_weight, &m, &om);
+    const int rc = wc_validation_run(&t->val, step + 1, t->net->params, (float)t->cfg->pos_weight,
+                                        &m, &om);
     t->sum.val_seconds += wc_now() - t0;
     if (rc == WC_VALIDATION_STOPPED) return rc;
     if (rc == WC_VALIDATION_FAILED)
@@ -389,13 +390,19 @@ static size_t print_plan(train_ctx *t, size_t baseline) {
     WC_ASSERT(memcmp(&mp, &p->net, sizeof mp) == 0 && memcmp(&vp, &p->val.net, sizeof vp) == 0);
     WC_ASSERT(wc_optim_state_bytes(t->opt) == p->optim &&
               wc_reader_bytes_held(t->ra.rd) == p->read_ahead);
-    char a[15][32];
+    char a[17][32], mosaic[160] = "";
+    if (p->mosaic > 0)
+        snprintf(mosaic, sizeof mosaic,
+                 " and the mosaic's description, %s per reading handle (%d) and %s more while "
+                 "one opens",
+                 wc_fmt_bytes(a[15], 32, (double)p->mosaic), p->handles,
+                 wc_fmt_bytes(a[16], 32, (double)p->mosaic_opening));
     wc_info("memory plan per rank: parameters %s, gradients %s, optimizer state %s, activations "
             "%s (micro-batch %d of %dx%d), workspace %s, reducer %s, checkpoint buffers %s, data "
             "held %s (read-ahead %d slots of %d patches, validation histograms), validation "
             "network %s (%" PRId64 "x%" PRId64 " windows) = %s, plus "
             "%s runtime (libraries, metadata: measured), GDAL's block cache (up to %s) and the "
-            "files GDAL holds open, %s (up to %d x %s: measured on one); planning held %s at "
+            "files GDAL holds open, %s (up to %d x %s: measured on one)%s; planning held %s at "
             "its peak (freed before training)",
             wc_fmt_bytes(a[0], 32, (double)p->net.params),
             wc_fmt_bytes(a[1], 32, (double)p->net.grads), wc_fmt_bytes(a[2], 32, (double)p->optim),
@@ -407,7 +414,7 @@ static size_t print_plan(train_ctx *t, size_t baseline) {
             wc_fmt_bytes(a[7], 32, (double)p->total), wc_fmt_bytes(a[8], 32, (double)baseline),
             wc_fmt_bytes(a[10], 32, (double)wc_raster_cache_max()),
             wc_fmt_bytes(a[13], 32, (double)p->files), p->open_files,
-            wc_fmt_bytes(a[14], 32, (double)p->per_file),
+            wc_fmt_bytes(a[14], 32, (double)p->per_file), mosaic,
             wc_fmt_bytes(a[12], 32, (double)t->ds->plan_peak_bytes));
     t->sum.gdal_files_bytes = p->files;
     /* the run's peak is training's or planning's, whichever is larger */
@@ -841,8 +848,11 @@ static int plan_fits_address_space(train_ctx *t) {
     train_plan *p = &t->plan;
     if (wc_dist_any(plan_training(t, t->cfg->micro_batch, p) != WC_OK)) return WC_EXIT_USAGE;
     /* large for some layouts (pixel-interleaved blocks of many bands) */
-    p->files = wc_raster_open_files_bytes(&t->ds->files.src, t->ds->nval > 0 ? 2 : 1,
-                                          &p->open_files, &p->per_file);
+    p->handles = t->ds->nval > 0 ? 2 : 1;
+    p->files = wc_raster_open_files_bytes(&t->ds->files.src, p->handles, &p->open_files,
+                                          &p->per_file);
+    p->mosaic = wc_raster_mosaic_bytes(&t->ds->files.src, &p->mosaic_opening);
+    p->files += p->mosaic * (size_t)p->handles + p->mosaic_opening;
     const size_t files = p->files;
     memory_advice(t, files);
     /* an allocation that fails later (a limit the plan could not foresee) advises the same */

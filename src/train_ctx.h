@@ -59,10 +59,12 @@ typedef struct {
     size_t data;             /* the read-ahead, a decoded micro-batch, the histograms */
     wc_infer_plan_bytes val; /* validation's window network and buffers (0: no validation) */
     size_t total;            /* all of the above */
-    /* the files GDAL holds open for the reader's handle and validation's (measured on one,
-     * wc_raster_open_files_bytes): outside the heap the plan counts */
-    size_t files, per_file;
-    int open_files;
+    /* what GDAL holds for the reader's handle and validation's, outside the heap the plan
+     * counts: the files it holds open (measured on one, wc_raster_open_files_bytes) and a VRT
+     * mosaic's own description, per handle and while one opens (wc_raster_mosaic_bytes);
+     * files is their total */
+    size_t files, per_file, mosaic, mosaic_opening;
+    int open_files, handles;
 } train_plan;
 
 typedef struct {

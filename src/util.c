@@ -226,11 +226,29 @@ double wc_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+double wc_progress_seconds(void) {
+    static double seconds = 0;
+    if (seconds > 0) return seconds;
+    seconds = WC_PROGRESS_SECONDS;
+    const char *s = getenv("WILDCPU_PROGRESS_SECONDS");
+    if (!s) return seconds;
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (end != s && *end == '\0' && errno == 0 && v >= 0.1 && v <= 86400)
+        seconds = v;
+    else if (log_rank == 0) /* once: the first call sets seconds */
+        wc_warn("WILDCPU_PROGRESS_SECONDS='%s' is not a number of seconds from 0.1 to 86400: "
+                "ignored, progress lines every %g s",
+                s, seconds);
+    return seconds;
+}
+
 void wc_progress_start(wc_progress *p) { p->t0 = p->said = wc_now(); }
 
 int wc_progress_due(wc_progress *p) {
     const double now = wc_now();
-    if (now - p->said < WC_PROGRESS_SECONDS) return 0;
+    if (now - p->said < wc_progress_seconds()) return 0;
     p->said = now;
     return 1;
 }

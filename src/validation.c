@@ -31,6 +31,7 @@ static void plan_blocks(wc_validation *v) {
     for (long b = 0; b < nb; b++)
         if (is_block[b]) v->blocks[n++] = b;
     free(is_block);
+    v->nblocks = n;
     const int rank = wc_dist_rank(), nranks = wc_dist_size();
     wc_dist_share(n, rank, nranks, &v->lo, &v->hi);
     v->max_share = (n + nranks - 1) / nranks;
@@ -104,15 +105,42 @@ static int score_block(wc_validation *v, long b, float pos_weight) {
     return WC_OK;
 }
 
-int wc_validation_run(wc_validation *v, const float *params, float pos_weight, wc_metrics *m,
-                      wc_metrics *oracle) {
+/* The blocks every rank together has scored after `rounds` agreement rounds (each rank scores
+ * one block of its share per round). */
+static long blocks_scored(const wc_validation *v, long rounds) {
+    const int R = wc_dist_size();
+    long done = 0;
+    for (int r = 0; r < R; r++) {
+        long lo, hi;
+        wc_dist_share(v->nblocks, r, R, &lo, &hi);
+        done += WC_MIN(rounds, hi - lo);
+    }
+    return done;
+}
+
+/* Rank 0, every WC_PROGRESS_SECONDS: a validation of a large mosaic takes minutes, which
+ * silence would make look like a hang. */
+static void say_progress(const wc_validation *v, wc_progress *progress, long step, long rounds) {
+    if (wc_dist_rank() != 0 || !wc_progress_due(progress)) return;
+    const long done = blocks_scored(v, rounds);
+    const double frac = (double)rounds / (double)v->max_share;
+    wc_info("validation after step %ld: %ld of %ld blocks (%.0f%%): %.1f s, about %.0f s left",
+            step, done, v->nblocks, 100 * frac, wc_progress_elapsed(progress),
+            wc_progress_left(progress, frac));
+}
+
+int wc_validation_run(wc_validation *v, long step, const float *params, float pos_weight,
+                      wc_metrics *m, wc_metrics *oracle) {
     const int with_oracle = v->ds->oracle_path != NULL;
     wc_metrics_reset(v->acc);
     wc_metrics_reset(v->oracle_acc);
     v->oracle_missing = 0;
     wc_infer_set_params(&v->inf, params);
     int failed = 0;
+    wc_progress progress;
+    wc_progress_start(&progress);
     for (long k = 0; k < v->max_share; k++) {
+        say_progress(v, &progress, step, k);
         if (!failed && v->lo + k < v->hi &&
             score_block(v, v->blocks[v->lo + k], pos_weight) != WC_OK)
             failed = 1;
@@ -231,7 +259,7 @@ static void write_split_here(const wc_dataset *ds, const char *path, wc_dist_sol
     if (rc != WC_OK || wc_rwriter_commit(w) != WC_OK) {
         if (rc != WC_OK) wc_rwriter_abort(w);
         wc_warn("%s was not written (see above); training goes on", path);
-    } else if (wc_progress_elapsed(&progress) >= WC_PROGRESS_SECONDS) {
+    } else if (wc_progress_elapsed(&progress) >= wc_progress_seconds()) {
         wc_info("%s: written in %.1f s", path, wc_progress_elapsed(&progress));
     }
 }

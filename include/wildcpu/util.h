@@ -114,10 +114,13 @@ WC_NORETURN void wc_die(int status);
 
 /* Seconds on a monotonic clock (for durations). */
 double wc_now(void);
-/* The progress lines of a long phase (the map's rounds, planning the data, the map's picture,
- * the split raster...), all at one cadence: a line every WC_PROGRESS_SECONDS, and one at the end
- * where the phase says how it went. */
+/* The progress lines of a long phase (the map's rounds, planning the data, validation, the
+ * map's picture, the split raster...), all at one cadence: a line every WC_PROGRESS_SECONDS, and
+ * one at the end where the phase says how it went. WILDCPU_PROGRESS_SECONDS (0.1 to 86400)
+ * sets another cadence (a job's log may want a line a minute); wc_progress_seconds() is the one
+ * in force. */
 #define WC_PROGRESS_SECONDS 5.0
+double wc_progress_seconds(void);
 typedef struct wc_progress {
     double t0, said; /* the phase's start, the last line */
 } wc_progress;
