@@ -377,7 +377,8 @@ static void normalize_unturned(const wc_dataset *ds, const void *raw, int orient
                                const double *mean, const double *std, float *x, uint8_t *valid) {
     const size_t pp = (size_t)ds->P * ds->P;
     for (int c = 0; c < ds->nfeat; c++) {
-        const double m = mean ? mean[c] : 0.0, inv = mean ? 1.0 / std[c] : 1.0;
+        const double m = mean ? mean[c] : 0.0;
+        const double inv = mean ? wc_feature_inv_std(std[c], ds->constant[c]) : 1.0;
         int from;
         double sign;
         wc_augment_channel(&ds->aug, orient, c, &from, &sign);
@@ -473,8 +474,9 @@ static void resample_turned(const wc_dataset *ds, const void *raw, wc_sample s, 
             }
             /* then the orientation's turn of the components (its pixels move in the caller) */
             for (int f = 0; f < nf; f++) {
-                const float z = wc_normalize(sign[f] * v[from[f]], mean ? mean[f] : 0.0,
-                                             mean ? 1.0 / std[f] : 1.0);
+                const float z =
+                    wc_normalize(sign[f] * v[from[f]], mean ? mean[f] : 0.0,
+                                 mean ? wc_feature_inv_std(std[f], ds->constant[f]) : 1.0);
                 if (isfinite(z))
                     x[(size_t)f * pp + i] = z;
                 else
@@ -1058,11 +1060,12 @@ static void set_statistics(wc_dataset *ds, const long double *chain, const int64
         moments m = {chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
         /* (said once, by rank 0; a band without training pixels is not constant: there is
          * nothing to train on, which the caller says) */
-        if (!moments_finish(&m, &ds->mean[c], &ds->std[c]) && m.n > 0 && rank == 0)
-            wc_warn("%s, band %d (%s) is constant over the training pixels: it carries no "
-                    "information (its inputs are 0)",
+        ds->constant[c] = !moments_finish(&m, &ds->mean[c], &ds->std[c]) && m.n > 0;
+        if (ds->constant[c] && rank == 0)
+            wc_warn("%s, band %d (%s) is constant over the training pixels (%.6g): it carries "
+                    "no information (its inputs are 0, here and in every map of this model)",
                     ds->tiles_path, ds->feat_bands[c],
-                    ds->files.src.bands[ds->feat_bands[c] - 1].name);
+                    ds->files.src.bands[ds->feat_bands[c] - 1].name, ds->mean[c]);
         if (huge[c] > 0 && rank == 0)
             wc_warn("%s, band %d (%s): %" PRId64 " valid pixel%s of the kept patches (training "
                     "and validation) hold values of magnitude %g or more, which no measurement "
@@ -1403,6 +1406,7 @@ wc_dataset *wc_dataset_open(const wc_data_config *cfg, int *status) {
     ds->is_val = WC_CALLOC(ds->npatches, 1);
     ds->mean = WC_CALLOC(ds->nfeat, sizeof(double));
     ds->std = WC_CALLOC(ds->nfeat, sizeof(double));
+    ds->constant = WC_CALLOC(ds->nfeat, 1);
     make_fingerprint(ds, label_source_band);
     /* as a checkpoint's text reads back (snapshot.c): a label path with a control character or
      * bytes that are not UTF-8 would otherwise never match its own run's checkpoints */
@@ -1443,6 +1447,6 @@ void wc_dataset_close(wc_dataset *ds) {
     free(ds->feat_bands), free(ds->read_bands);
     free(ds->keep), free(ds->is_val), free(ds->train), free(ds->val);
     turn_scratch_free(ds->turn_scratch);
-    free(ds->mean), free(ds->std), free(ds->fingerprint);
+    free(ds->mean), free(ds->std), free(ds->constant), free(ds->fingerprint);
     free(ds);
 }

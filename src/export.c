@@ -57,7 +57,8 @@ int wc_export_run(const char *checkpoint, const char *out) {
                  *band_values ? "the band's value as GDAL unpacks it (stored value * scale + "
                                 "offset, from the band's scale/offset metadata, netCDF's "
                                 "scale_factor/add_offset), then (value - mean) / std; a pixel "
-                                "masked by a GDAL mask or an alpha band is nodata"
+                                "masked by a GDAL mask or an alpha band is nodata; a channel "
+                                "marked constant (it was over the training pixels) is 0"
                               : "the band's stored value (a checkpoint of a version before "
                                 "2026-12-02: packed bands were not unpacked), then "
                                 "(value - mean) / std");
@@ -68,6 +69,8 @@ int wc_export_run(const char *checkpoint, const char *out) {
         wc_json_kstr(&meta, "name", m.feat_names[c]);
         wc_json_knum(&meta, "mean", m.mean[c]);
         wc_json_knum(&meta, "std", m.std[c]);
+        /* fed as 0 whatever its value (dataset.h, wc_feature_inv_std) */
+        if (m.constant[c]) wc_json_kbool(&meta, "constant", 1);
         wc_json_end(&meta);
     }
     wc_json_end(&meta);

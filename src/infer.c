@@ -67,7 +67,7 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
                   int64_t max_ch, const char *what) {
     memset(p, 0, sizeof *p);
     p->g = *g;
-    p->r = r, p->bands = bands, p->type = type, p->nfeat = nfeat, p->mean = mean;
+    p->r = r, p->bands = bands, p->type = type, p->nfeat = nfeat, p->mean = mean, p->std = std;
     p->max_cw = max_cw, p->max_ch = max_ch;
     if (window_size(g, max_cw, max_ch, what, &p->Tx, &p->Ty) != WC_OK) return WC_ERR;
     p->net = wc_net_create(arch, spec, nfeat, 1, (int)p->Ty, (int)p->Tx, WC_NET_INFER);
@@ -83,14 +83,21 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
     p->inv_std = WC_ALLOC(sizeof(double) * nfeat);
     p->huge = WC_CALLOC((size_t)nfeat, sizeof(int64_t));
     p->z_sum = WC_CALLOC((size_t)nfeat, sizeof(double));
-    for (int c = 0; c < nfeat; c++) p->inv_std[c] = 1.0 / std[c];
+    p->differs = WC_CALLOC((size_t)nfeat, sizeof(int64_t));
+    for (int c = 0; c < nfeat; c++) p->inv_std[c] = wc_feature_inv_std(std[c], 0);
     return WC_OK;
+}
+
+void wc_infer_set_constant(wc_infer *p, const uint8_t *constant) {
+    p->constant = constant;
+    for (int c = 0; c < p->nfeat; c++)
+        p->inv_std[c] = wc_feature_inv_std(p->std[c], constant && constant[c]);
 }
 
 void wc_infer_free(wc_infer *p) {
     if (!p) return;
     wc_net_destroy(p->net);
-    free(p->raw), free(p->px), free(p->inv_std), free(p->huge), free(p->z_sum);
+    free(p->raw), free(p->px), free(p->inv_std), free(p->huge), free(p->z_sum), free(p->differs);
     memset(p, 0, sizeof *p);
 }
 
@@ -152,16 +159,20 @@ static void tally_core(wc_infer *p, const float *x, int64_t wx, int64_t wy, int6
     const size_t Tx = (size_t)p->Tx, plane = Tx * (size_t)p->Ty;
     for (int c = 0; c < p->nfeat; c++) {
         const wc_band *b = &p->r->bands[p->bands[c] - 1];
+        const int constant = p->constant && p->constant[c];
+        /* another value than the constant beyond rounding (the tolerance of its finding) */
+        const double mean = p->mean[c], off = fabs(mean) * 0x1p-30;
         double z = 0;
         for (int64_t y = 0; y < ch; y++) {
             const size_t i0 = (size_t)(cy + y - wy) * Tx + (size_t)(cx - wx);
             for (size_t i = i0; i < i0 + (size_t)cw; i++) {
                 if (p->px[i] == WC_PX_NODATA) continue;
-                const double v = wc_dtype_get(p->raw, p->type, c * plane + i);
-                const int huge = fabs(wc_band_value(b, v)) >= WC_HUGE_VALUE;
+                const double value = wc_band_value(b, wc_dtype_get(p->raw, p->type, c * plane + i));
+                const int huge = fabs(value) >= WC_HUGE_VALUE;
                 p->huge[c] += huge;
                 /* an undeclared nodata is said as such, not as other units */
                 if (p->px[i] == WC_PX_VALID && !huge) z += x[c * plane + i];
+                if (constant && p->px[i] == WC_PX_VALID) p->differs[c] += !(fabs(value - mean) <= off);
             }
         }
         p->z_sum[c] += z;

@@ -480,6 +480,21 @@ static void report_shifted(const char *path, const wc_raster *r, const int *band
     }
 }
 
+/* Rank 0, after the rounds: each feature that was constant in training (the model learned
+ * nothing from it, and the map fed it as that constant) but holds other values in `differs` of
+ * the mapped pixels (over all ranks): the map does not show what they would change. */
+static void report_constant(const char *path, const wc_raster *r, const int *bands,
+                            const wc_infer *inf, int64_t pixels, const char *what) {
+    for (int c = 0; c < inf->nfeat; c++)
+        if (inf->differs[c] > 0)
+            wc_warn("%s: %s, band %d (%s) was %.6g on every training pixel of the model, so it "
+                    "learned nothing from this band and takes it as %.6g everywhere; %" PRId64
+                    " of the %" PRId64 " pixels mapped hold other values, which the map does "
+                    "not reflect (train on data where the band varies to use it)",
+                    what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c],
+                    inf->mean[c], inf->differs[c], pixels);
+}
+
 /* What the map cannot know on its own, said before any computing (rank 0): ground of another
  * scale or orientation than the model was trained on (the network's receptive field then covers
  * other ground, or a mirrored picture: the map is computed but means something else), and a
@@ -971,6 +986,7 @@ static int build_window(const wc_predict_config *cfg, mapping *mp, wc_raster *r,
     const int built = wc_infer_init(mp->inf, &L->g, r, bm->bands, bm->type, m->nfeat, m->mean,
                                     m->std, m->net->arch, m->net->spec, m->net->params, L->Sx,
                                     L->Sy, m->path);
+    if (built == WC_OK) wc_infer_set_constant(mp->inf, m->constant);
     return wc_dist_max_int(built == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME);
 }
 
@@ -1033,6 +1049,7 @@ static void sum_counts(wc_infer *inf, int64_t counts[3]) {
     wc_dist_sum_i64(counts, 3);
     wc_dist_sum_i64(inf->huge, (size_t)inf->nfeat);
     wc_dist_sum_f64(inf->z_sum, (size_t)inf->nfeat);
+    wc_dist_sum_i64(inf->differs, (size_t)inf->nfeat);
 }
 
 /* No finite output on any pixel with every input is a diverged model, not the data's doing:
@@ -1138,6 +1155,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (rank == 0) {
         report_huge(r.path, &r, bm.bands, inf.nfeat, inf.huge, what);
         report_shifted(r.path, &r, bm.bands, &inf, invalid[2], what);
+        report_constant(r.path, &r, bm.bands, &inf, invalid[2], what);
     }
     status = finish_outputs(&mp, &r, &m, &bm, invalid, &npixels, &nvalid);
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};

@@ -132,7 +132,12 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     wc_utc_timestamp(ts, sizeof ts);
     /* the units of the inputs (predict compares them): sized with them, however many */
     char *units = wc_bandmap_units_record(&t->ds->files.src, t->ds->feat_bands, t->ds->nfeat);
-    const size_t meta_size = 1024 + strlen(units) + strlen(t->sum.kernels);
+    /* the channels a map feeds as 0 (wc_feature_inv_std): up to 11 characters each */
+    char *constant = WC_CALLOC((size_t)t->ds->nfeat * 12 + 32, 1);
+    for (int c = 0, n = 0; c < t->ds->nfeat; c++)
+        if (t->ds->constant[c])
+            n += sprintf(constant + n, "%s%d", n ? ":" : ";" WC_META_CONSTANT "=", c + 1);
+    const size_t meta_size = 1024 + strlen(units) + strlen(t->sum.kernels) + strlen(constant);
     char *meta = WC_ALLOC(meta_size);
     const long spe = t->sched.steps_per_epoch, epoch = steps_done / spe;
     double log_sum;
@@ -142,12 +147,12 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
              "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch);"
              "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked;"
-             WC_META_KERNELS "=%s%s%s",
+             WC_META_KERNELS "=%s%s%s%s",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
              t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss, log_sum,
-             log_steps, t->sum.kernels, *units ? ";" WC_META_UNITS "=" : "", units);
+             log_steps, t->sum.kernels, *units ? ";" WC_META_UNITS "=" : "", units, constant);
     wc_text_sanitize(meta); /* written as it reads back (snapshot.c) */
-    free(units);
+    free(units), free(constant);
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
     for (int c = 0; c < t->ds->nfeat; c++)
         names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;

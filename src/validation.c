@@ -200,6 +200,7 @@ int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch,
                  wc_infer_init(&v->inf, &g, &v->files.src, ds->feat_bands, ds->read_type, ds->nfeat,
                                ds->mean, ds->std, arch, spec, params, v->core, v->core,
                                ds->tiles_path) != WC_OK;
+    if (!failed) wc_infer_set_constant(&v->inf, ds->constant);
     return wc_dist_any(failed) ? WC_VALIDATION_NO_NETWORK : WC_OK;
 }
 

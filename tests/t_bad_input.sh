@@ -224,6 +224,28 @@ s=$?
 [ $s -eq 0 ] && [ "$(grep -c "const.tif, band 6 (fuel_moisture) is constant over the training pixels" "$T/const.log")" -eq 1 ] \
     && ok "a constant band on 2 ranks: warned once" \
     || notok "a constant band on 2 ranks" "status $s: $(grep -c 'is constant' "$T/const.log") warnings"
+# its weights never learned (their gradient was 0): every map feeds the band as in training, so
+# the map of a raster where it varies is the map where it is constant, bit for bit, and says so
+"$WILDCPU" predict --tiles "$T/const.tif" --checkpoint "$T/const" --out "$T/const_map.tif" \
+    >"$T/const_map.log" 2>&1
+s1=$?
+"$WILDCPU" predict --tiles "$T/f32.tif" --checkpoint "$T/const" --out "$T/varying_map.tif" \
+    >"$T/varying_map.log" 2>&1
+s2=$?
+[ $s1 -eq 0 ] && [ $s2 -eq 0 ] && $PY -c 'import sys, numpy as np; from osgeo import gdal
+a, b = (gdal.Open(f).ReadAsArray() for f in sys.argv[1:3])
+sys.exit(not np.array_equal(a.view(np.uint32), b.view(np.uint32)))' "$T/const_map.tif" "$T/varying_map.tif" \
+    && ! grep -q "learned nothing" "$T/const_map.log" \
+    && grep -q "warning: predict: .*f32.tif, band 6 (fuel_moisture) was 0.5 on every training pixel of the model, so it learned nothing from this band and takes it as 0.5 everywhere; [0-9]* of the [0-9]* pixels mapped hold other values" "$T/varying_map.log" \
+    && ok "a band constant in training: the map where it varies is the map where it is constant, and says so" \
+    || notok "a band constant in training, mapped where it varies" "status $s1 $s2: $(grep -m2 'warn\|error' "$T/varying_map.log")"
+"$WILDCPU" export --checkpoint "$T/const" --out "$T/const.safetensors" >"$T/const_export.log" 2>&1 \
+    && [ "$($PY -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+m = json.loads(json.loads(f.read(n))["__metadata__"]["wildcpu"])
+print(",".join(c["name"] for c in m["input_channels"] if c.get("constant")))' "$T/const.safetensors")" = fuel_moisture ] \
+    && ok "export marks the band constant in training, and no other" \
+    || notok "export of a model with a band constant in training" "$(tail -2 "$T/const_export.log")"
 "$WILDCPU" --tiles "$T/nolab.tif" --out "$T/nolab" --model logistic --steps 2 --batch 4 --micro-batch 2 \
     --no-predict >"$T/nolab.log" 2>&1
 s=$?

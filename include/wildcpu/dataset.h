@@ -104,6 +104,7 @@ typedef struct wc_dataset {
     uint32_t *train, *val;    /* kept patch indices, in grid order */
     long ntrain, nval;
     double *mean, *std;       /* (nfeat) over valid pixels of training patches */
+    uint8_t *constant;        /* (nfeat) 1: constant over them (wc_feature_inv_std) */
     int64_t train_pixels, train_positives; /* valid pixels of training patches, burned ones */
     wc_augment aug;           /* the orientations training samples are drawn in */
     double turn_max;          /* the largest turn of a training sample, radians (0: none) */
@@ -213,6 +214,15 @@ int wc_dataset_read_oracle(const wc_dataset *ds, wc_data_files *f, int64_t x0, i
  * float's range, and callers treat such a pixel as invalid (nodata), never as an input. */
 static inline float wc_normalize(double v, double mean, double inv_std) {
     return (float)(((long double)v - (long double)mean) * (long double)inv_std);
+}
+
+/* The inv_std of wc_normalize for a feature: 1 / std, or 0 for a feature that was constant over
+ * the training pixels. Training fed such a feature as 0, so the weights that read it never
+ * learned anything (their gradient was 0, they stay at their random start): a map that fed them
+ * another value would move with a band the model knows nothing of. So every value of it is 0
+ * to the network, in training, validation and every map. */
+static inline double wc_feature_inv_std(double std, int constant) {
+    return constant ? 0.0 : 1.0 / std;
 }
 
 /* Grid position of a patch: its top-left pixel (the grid starts at x_origin, y_origin). */

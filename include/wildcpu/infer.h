@@ -50,7 +50,7 @@ typedef struct wc_infer {
     const int *bands;          /* (nfeat) the raster band feeding each input, borrowed */
     wc_dtype type;             /* the feature bands are read as */
     int nfeat;
-    const double *mean;        /* (nfeat) borrowed */
+    const double *mean, *std;  /* (nfeat) borrowed */
     double *inv_std;           /* (nfeat) */
     wc_net *net;               /* built for one window of Tx x Ty */
     int64_t Tx, Ty;            /* window size: the widest core + 2 margins + alignment slack */
@@ -65,6 +65,9 @@ typedef struct wc_infer {
     double *z_sum;             /* (nfeat) their normalized values of feature c, summed: over
                                 * valid_pixels, how many training standard deviations the
                                 * raster's values lie from the training mean */
+    const uint8_t *constant;   /* (nfeat) or NULL, borrowed: wc_infer_set_constant */
+    int64_t *differs;          /* (nfeat) valid core pixels whose constant feature c holds
+                                * another value than it had in training */
 } wc_infer;
 
 /* Builds the window network (inference mode) for cores up to max_cw x max_ch with the given
@@ -74,6 +77,10 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
                   const char *arch, const char *spec, const float *params, int64_t max_cw,
                   int64_t max_ch, const char *what);
 void wc_infer_free(wc_infer *p);
+/* The features that were constant over the training pixels (constant[c] = 1; borrowed, NULL for
+ * none): fed as 0 whatever their values (dataset.h, wc_feature_inv_std), as training fed them,
+ * and their valid core pixels of another value counted in differs. */
+void wc_infer_set_constant(wc_infer *p, const uint8_t *constant);
 /* What wc_infer_init would allocate for these arguments, known without allocating it (so that
  * the room for it can be checked first): the window's size, its network's memory plan, and the
  * bytes of both with the window's buffers. WC_ERR after logging, as wc_infer_init would. */

@@ -19,6 +19,8 @@ typedef struct wc_model {
     int nfeat;
     const char *const *feat_names; /* (nfeat) band descriptions, in input-channel order */
     const double *mean, *std;      /* (nfeat) */
+    uint8_t *constant;             /* (nfeat) 1: constant in training, fed as 0 (dataset.h's
+                                    * wc_feature_inv_std; WC_META_CONSTANT) */
     int patch;                     /* training patch side */
     const char *fingerprint;       /* of the training data */
     const char *config;            /* the training configuration record */

@@ -50,6 +50,11 @@
  * session (wc_run_summary.kernels): a resume on other kernels is warned about, as it is not
  * bitwise the run that never stopped. Absent from checkpoints before 2026-12-05. */
 #define WC_META_KERNELS "kernels"
+/* The meta record's key of the input channels (1-based, in order, separated by ':') that were
+ * constant over the training pixels, which every map then feeds as 0 (wc_feature_inv_std):
+ * "constant=3:7"; absent when none was, and from checkpoints before 2026-12-06 (whose maps fed
+ * such a channel's values to weights that never learned). */
+#define WC_META_CONSTANT "constant"
 
 typedef struct wc_snapshot {
     /* texts, NUL-terminated: key=value records (util.h) but for spec and metrics */
