@@ -354,6 +354,7 @@ static void decode_labels(const wc_dataset *ds, const void *raw, int side, float
         valid[i] = !wc_band_is_nodata(lb, v);
         y[i] = v > 0 ? 1.0f : 0.0f;
         if (tally && valid[i]) wc_label_tally_add(tally, v);
+        if (tally && isinf(v)) wc_label_tally_infinite(tally);
     }
 }
 

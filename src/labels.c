@@ -1059,10 +1059,15 @@ int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *ba
 }
 
 void wc_label_tally_say(wc_label_tally *t, const char *source) {
-    int64_t n[2] = {t->labelled, t->other};
+    int64_t n[3] = {t->labelled, t->other, t->infinite};
     double range[2] = {t->hi, -t->lo};
-    wc_dist_sum_i64(n, 2);
+    wc_dist_sum_i64(n, 3);
     wc_dist_max_f64(range, 2);
+    if (wc_dist_rank() == 0 && n[2] > 0)
+        wc_warn("labels %s: %" PRId64 " pixel%s read hold an infinite label (+Inf or -Inf), "
+                "which is no 0 or 1: left out as nodata, like NaN. If they mark burned pixels, "
+                "rewrite them as 1 (gdal_calc.py --calc='where(isinf(A), 1, A)')",
+                source, n[2], n[2] == 1 ? "" : "s");
     if (wc_dist_rank() != 0 || n[1] == 0) return;
     const double hi = range[0], lo = -range[1];
     char values[64], nodata[160] = "";

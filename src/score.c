@@ -105,6 +105,7 @@ int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, co
     for (size_t i = 0; i < n; i++) {
         const int labelled = !wc_band_is_nodata(lb, s->scratch[i]);
         if (labelled) wc_label_tally_add(&s->tally, s->scratch[i]);
+        if (isinf(s->scratch[i])) wc_label_tally_infinite(&s->tally);
         s->y[i] = s->scratch[i] > 0 ? 1.0f : 0.0f; /* labels.h: > 0 is burned */
         if (labelled && px[i] == WC_PX_BAD) s->acc->bad_outputs++;
         s->use[i] = labelled && px[i] == WC_PX_VALID;

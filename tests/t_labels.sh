@@ -608,6 +608,15 @@ write("ok01", fire, gdal.GDT_Byte)
 write("u255", np.where(rows & (fire == 0), 255, fire), gdal.GDT_Byte)
 write("pct", np.where(rows, 37, 100) * fire, gdal.GDT_Byte)
 write("prob", 0.3 * fire, gdal.GDT_Float32)
+# burned pixels of every fifth row as +Inf and one pixel as -Inf: no declared nodata, yet left
+# out as nodata (like NaN); the count by hand
+inf = np.where(rows & (fire == 1), np.inf, fire)
+inf[0, 0] = -np.inf
+ds = gdal.GetDriverByName("GTiff").Create(f"{d}/inf.tif", 128, 128, 1, gdal.GDT_Float32)
+ds.SetGeoTransform(t.GetGeoTransform())
+ds.SetProjection(t.GetProjection())
+ds.GetRasterBand(1).WriteArray(inf)
+print("inf", int(np.isinf(inf).sum()))
 PY
 odd() { grep -c "warning: labels .* are neither 0 nor 1" "$1"; }
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/ok01.tif" --out "$T/ok01" "${train[@]}" >"$T/ok01.log" 2>&1
@@ -636,6 +645,19 @@ line() { grep -h "are neither 0 nor 1" "$@" | sed 's/^wildcpu\(\[rank 0\]\)\?: /
     line "$T/eu1.log" | grep -q "labels band 1 of $T/u255.tif: $(awk '$1 == "u255" {print $2}' "$T/odd.log") of the 16384" \
     && ok "labels u255.tif: training and evaluate warn once, the same on 1 and 2 ranks" \
     || notok "the warning on 2 ranks, and evaluate's" "$(grep -h 'neither 0 nor 1' "$T/u255.log" "$T/u255-2.log" "$T/eu1.log" "$T/eu2.log" | cut -c1-150)"
+# infinite labels: left out as nodata, and said with their count (training reads the patches'
+# pixels, evaluate every pixel of the grid: the hand count)
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/inf.tif" --out "$T/odd-inf" "${train[@]}" >"$T/inf.log" 2>&1
+s1=$?
+mpirun_n 2 "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/inf.tif" >"$T/einf.log" 2>&1
+s2=$?
+n_inf=$(awk '$1 == "inf" {print $2}' "$T/odd.log")
+[ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ "$n_inf" -gt 1 ] &&
+    grep -Eq "warning: labels band 1 of $T/inf.tif: [1-9][0-9]* pixels read hold an infinite label \(\+Inf or -Inf\), which is no 0 or 1: left out as nodata" "$T/inf.log" &&
+    [ "$(grep -c 'infinite label' "$T/einf.log")" -eq 1 ] &&
+    grep -q "labels band 1 of $T/inf.tif: $n_inf pixels read hold an infinite label" "$T/einf.log" \
+    && ok "infinite labels: left out as nodata, said once with their count (training; evaluate on 2 ranks: $n_inf)" \
+    || notok "infinite labels" "status $s1 $s2: $(grep -h -m1 'infinite' "$T/inf.log" "$T/einf.log" | cut -c1-200)"
 # Polygons in metres in a GeoJSON without a "crs" member (taken as WGS 84 by its standard): the
 # message says the coordinates are not degrees; a layer of empty geometries says so (a probe)
 cat >"$T/utm.geojson" <<'GJ'

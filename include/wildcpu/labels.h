@@ -67,13 +67,17 @@ int wc_labels_prepare(const wc_raster *tiles, const char *labels, const char *ba
                       const char *work_dir, wc_labels *out);
 
 /* The labels read that are neither 0 nor 1, counted while they are read (no second pass):
- * wc_label_tally_add on each label that is not nodata, then wc_label_tally_say once. */
+ * wc_label_tally_add on each label that is not nodata, wc_label_tally_infinite on each that is
+ * infinite (nodata, like NaN, but no declared one), then wc_label_tally_say once. */
 typedef struct wc_label_tally {
     int64_t labelled; /* labels read (not nodata) */
     int64_t other;    /* of those, neither 0 nor 1 */
     double lo, hi;    /* the smallest and largest of the others */
+    int64_t infinite; /* labels of +-Inf, left out as nodata */
 } wc_label_tally;
-#define WC_LABEL_TALLY_INIT {0, 0, INFINITY, -INFINITY}
+#define WC_LABEL_TALLY_INIT {0, 0, INFINITY, -INFINITY, 0}
+
+static inline void wc_label_tally_infinite(wc_label_tally *t) { t->infinite++; }
 
 static inline void wc_label_tally_add(wc_label_tally *t, double label) {
     t->labelled++;
@@ -85,7 +89,8 @@ static inline void wc_label_tally_add(wc_label_tally *t, double label) {
 
 /* Collective: sums every rank's tally (each read its own part of the labels: the sum is the
  * same on any number of ranks), then rank 0 warns when some labels are neither 0 nor 1, naming
- * `source` (the labels' file and band), how many, their range, and what to do. */
+ * `source` (the labels' file and band), how many, their range, and what to do; and when some
+ * are infinite, how many. */
 void wc_label_tally_say(wc_label_tally *t, const char *source);
 
 #endif
