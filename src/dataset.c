@@ -1276,8 +1276,11 @@ static int lay_patch_grid(wc_dataset *ds, const wc_data_config *cfg) {
     return WC_OK;
 }
 
-/* Collective: opens --oracle when it is on the tiles' grid (else warns and leaves it out).
- * WC_ERR when a rank cannot open it or its sources are refused. */
+/* Collective: opens the oracle, which must be on the tiles' grid: it is read pixel for pixel
+ * beside the labels. One found beside --tiles on another grid (a region's, beside a VRT of part
+ * of it) is left out with a warning; one named by --oracle is an error (an option the user asked
+ * for is not dropped by a warning that scrolls by). WC_ERR then, or when a rank cannot open it or
+ * its sources are refused. */
 static int open_oracle(wc_dataset *ds, const wc_data_config *cfg) {
     wc_raster o;
     if (wc_dist_any(wc_raster_open(&o, cfg->oracle) != WC_OK)) {
@@ -1289,14 +1292,29 @@ static int open_oracle(wc_dataset *ds, const wc_data_config *cfg) {
     const int same = wc_raster_same_grid(&ds->files.src, &o);
     const int refused =
         same && wc_dist_any(wc_dist_rank() == 0 && wc_raster_check_sources(&o) != WC_OK);
-    wc_raster_close(&o);
-    if (refused) return WC_ERR;
-    if (!same) {
-        wc_warn("oracle %s is not on the tiles' grid: ignored", cfg->oracle);
-    } else {
-        ds->oracle_path = wc_strdup(cfg->oracle);
-        if (wc_dist_any(wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK)) return WC_ERR;
+    if (refused) {
+        wc_raster_close(&o);
+        return WC_ERR;
     }
+    if (!same) {
+        char ga[512], gb[512];
+        wc_raster_describe_grid(&ds->files.src, ga, sizeof ga);
+        wc_raster_describe_grid(&o, gb, sizeof gb);
+        wc_raster_close(&o);
+        if (wc_dist_rank() == 0 && cfg->oracle_found)
+            wc_warn("oracle %s (beside the tiles) is not on the tiles' grid: left out (tiles: "
+                    "%s; oracle: %s)",
+                    cfg->oracle, ga, gb);
+        else if (wc_dist_rank() == 0)
+            wc_error("--oracle %s is not on the tiles' grid, so its pixels are not the tiles' "
+                     "(an oracle is read pixel for pixel, never reprojected): tiles %s: %s; "
+                     "oracle: %s",
+                     cfg->oracle, ds->tiles_path, ga, gb);
+        return cfg->oracle_found ? WC_OK : WC_ERR;
+    }
+    wc_raster_close(&o);
+    ds->oracle_path = wc_strdup(cfg->oracle);
+    if (wc_dist_any(wc_raster_open(&ds->files.oracle, cfg->oracle) != WC_OK)) return WC_ERR;
     return WC_OK;
 }
 

@@ -605,7 +605,7 @@ static int cmd_train(int argc, char **argv) {
                 wd_set ? "" : " (the default)", 1 - peak * c.optim.weight_decay);
     /* a synthetic region carries its true probabilities: evaluate them alongside */
     const char *beside = oracle_set ? NULL : oracle_beside(c.data.tiles);
-    if (beside) c.data.oracle = beside;
+    if (beside) c.data.oracle = beside, c.data.oracle_found = 1;
     return wc_run_train_and_map(&c);
 }
 

@@ -100,4 +100,23 @@ po=$(oracle_of "$T/packed") qo=$(oracle_of "$T/quantized")
 [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ -n "$po" ] && [ "$po" = "$qo" ] && ! grep -q '"oracle_auc_pr":null' "$T/packed/metrics.jsonl" \
     && ok "a packed oracle (UInt16, scale 1e-4, nodata 65535): the metrics of the same probabilities as Float32" \
     || notok "a packed oracle" "status $s1/$s2: packed '$po' vs '$qo'"
+
+# an oracle on another grid: named by --oracle, an error naming both grids (status 1, before
+# any step); found beside the tiles (a VRT of part of a region next to the region's oracle),
+# left out with a warning, and training goes on
+gdal_translate -q -srcwin 0 0 100 100 "$ROOT/data/sample/oracle_risk.tif" "$T/oracle_part.tif"
+"$WILDCPU" "${train[@]}" --oracle "$T/oracle_part.tif" --out "$T/offgrid" >"$T/offgrid.log" 2>&1
+s1=$?
+mkdir -p "$T/beside"
+gdal_translate -q -of VRT -srcwin 0 0 256 256 "$SAMPLE" "$T/beside/tiles.vrt"
+cp "$ROOT/data/sample/oracle_risk.tif" "$T/beside/oracle_risk.tif"
+"$WILDCPU" --tiles "$T/beside/tiles.vrt" --steps 2 --batch 4 --micro-batch 4 --val-block 64 --no-predict \
+    --out "$T/beside-run" >"$T/beside.log" 2>&1
+s2=$?
+[ $s1 -eq 1 ] && grep -q "error: --oracle $T/oracle_part.tif is not on the tiles' grid, .*tiles .*: [0-9]*x[0-9]* px of .*; oracle: 100x100 px of" "$T/offgrid.log" \
+    && [ -z "$(ls "$T/offgrid/checkpoints" 2>/dev/null)" ] \
+    && [ $s2 -eq 0 ] && grep -q "warning: oracle $T/beside/oracle_risk.tif (beside the tiles) is not on the tiles' grid: left out" "$T/beside.log" \
+    && ! grep -q '"oracle_auc_pr"' "$T/beside-run/metrics.jsonl" \
+    && ok "an oracle on another grid: refused when named (status 1, both grids), left out with a warning when found beside the tiles" \
+    || notok "an oracle on another grid" "status $s1/$s2: $(grep -h -m1 'oracle' "$T/offgrid.log" "$T/beside.log" | cut -c1-200)"
 finish

@@ -46,6 +46,7 @@ typedef struct wc_data_config {
     const char *labels;       /* --labels, or NULL: use the label band */
     const char *label_band;   /* --label-band NAME|INDEX (default "fire") */
     const char *oracle;       /* optional true-probability raster on the same grid, or NULL */
+    int oracle_found;         /* 1: oracle is the one found beside --tiles, not named by --oracle */
     const char *work_dir;     /* where rasterized labels are kept (the run directory) */
     int patch;                /* --patch */
     double val_fraction;      /* --val-fraction */
