@@ -201,12 +201,10 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
          * window would find no valid pixel there, so it is not read */
         memset(p->px, WC_PX_NODATA, (size_t)p->Tx * (size_t)p->Ty);
     } else {
+        /* (the error names the file, the band and the part of the window inside the raster) */
         if (wc_raster_read(p->r, wx, wy, p->Tx, p->Ty, p->bands, p->nfeat, p->type, p->raw) !=
-            WC_OK) {
-            wc_error("window at x=%" PRId64 " y=%" PRId64 " of %s could not be read", wx, wy,
-                     p->r->path);
+            WC_OK)
             return WC_ERR;
-        }
         window_input(p, wx, wy, wc_net_input(p->net));
         tally_core(p, wc_net_input(p->net), wx, wy, cx, cy, cw, ch);
     }

@@ -550,6 +550,25 @@ static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, ch
     return WC_OK;
 }
 
+/* After a read of several bands failed: the first of them that fails alone over the same
+ * window (into a scratch buffer; 0 when none does, or there is no memory to try), with GDAL's
+ * message for it in msg. A failure is a rare path: the cost of the second reads is no matter. */
+static int failing_band(wc_raster *r, int gx, int gy, int gw, int gh, const int *bands, int nb,
+                        GDALDataType gt, size_t esz, char *msg, size_t size) {
+    void *tmp = malloc((size_t)gw * (size_t)gh * esz);
+    int found = 0;
+    for (int k = 0; tmp && k < nb && !found; k++) {
+        CPLErrorReset();
+        GDALRasterBandH b = GDALGetRasterBand((GDALDatasetH)r->ds, bands[k]);
+        if (GDALRasterIO(b, GF_Read, gx, gy, gw, gh, tmp, gw, gh, gt, 0, 0) != CE_None) {
+            found = bands[k];
+            snprintf(msg, size, "%s", CPLGetLastErrorMsg());
+        }
+    }
+    free(tmp);
+    return found;
+}
+
 int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, const int *bands,
                    int nb, wc_dtype type, void *buf) {
     /* the part of the window inside the raster: within GDAL's int range, since the raster is */
@@ -568,13 +587,24 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
     if (err != CE_None) {
         /* GDAL's own buffers (a block, a decompression buffer) are no plan's: when one could
          * not be allocated, what ran out is said as for ours */
-        char cause[1024] = "";
-        if (CPLGetLastErrorNo() == CPLE_OutOfMemory) {
+        char cause[1024] = "", msg[1024], band[WC_BAND_NAME_MAX + 32] = "";
+        const int oom = CPLGetLastErrorNo() == CPLE_OutOfMemory;
+        snprintf(msg, sizeof msg, "%s", CPLGetLastErrorMsg());
+        if (oom) {
             cause[0] = ':', cause[1] = ' ';
             wc_out_of_memory_cause(0, cause + 2, sizeof cause - 2);
         }
-        wc_error("read error in %s, window x=%d y=%d %dx%d: %s%s", r->path, gx, gy, gw, gh,
-                 CPLGetLastErrorMsg(), cause);
+        /* which band: the one a user must fix (a VRT's derived band, one tile's band) */
+        const int k = nb > 1 && !oom ? failing_band(r, gx, gy, gw, gh, bands, nb, gt, esz, msg,
+                                                     sizeof msg)
+                                     : nb == 1 ? bands[0] : 0;
+        if (k) snprintf(band, sizeof band, ", band %d (%s)", k, r->bands[k - 1].name);
+        wc_error("read error in %s, window x=%d y=%d %dx%d%s: %s%s", r->path, gx, gy, gw, gh,
+                 band,
+                 *msg ? msg
+                      : "GDAL gave no reason (a VRT's derived band whose pixel function "
+                        "failed, or a driver that fails without saying why?)",
+                 cause);
         return WC_ERR;
     }
     return apply_masks(r, bands, nb, type, dst, gx, gy, gw, gh, (size_t)w * (size_t)h, (size_t)w);

@@ -161,6 +161,20 @@ expect "standard input as evaluate's --labels" 1 "--labels /vsistdin/ is standar
     evaluate --tiles "$T/f32.tif" --checkpoint "$T/f32run" --labels /vsistdin/ --out "$T/m.json"
 expect "... and predict on it warns which band made the map nodata everywhere" 0 "warning: .*empty5.tif, band 5 \(ndvi\) is nodata .*: the map is nodata everywhere" -- \
     predict --tiles "$T/empty5.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif"
+# a VRT band derived by a pixel function that cannot run (diff needs two sources): GDAL fails
+# the read without a word; the error names the band, says GDAL gave no reason, once
+$PY - "$T/f32.tif" "$T/derived.vrt" <<'PY' || notok "a VRT with a derived band"
+import re, sys
+from osgeo import gdal
+gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
+s = open(sys.argv[2]).read()
+tag = re.search(r'<VRTRasterBand[^>]*band="2"[^>]*>', s).group(0)
+derived = tag[:-1] + ' subClass="VRTDerivedRasterBand"><PixelFunctionType>diff</PixelFunctionType>'
+open(sys.argv[2], "w").write(s.replace(tag, derived, 1))
+PY
+expect "a derived band that fails without a reason: the band named" 1 "^wildcpu: error: read error in .*derived.vrt, window x=0 y=0 [0-9]+x[0-9]+, band 2 \(slope\): GDAL gave no reason \(a VRT's derived band" -- \
+    predict --tiles "$T/derived.vrt" --checkpoint "$T/f32run" --out "$T/derived_map.tif"
+[ "$(grep -c 'error' "$T/err")" -eq 1 ] && ok "... in one line" || notok "the derived band's error in one line" "$(cat "$T/err")"
 
 # a few values no measurement has (an undeclared nodata: -3.4e38, a netCDF fill value) in a
 # feature: taken as data, they make its normalization and flatten the rest of the band: warned
