@@ -69,6 +69,23 @@ static int read_checked(const char *path, wc_ckpt *ck, wc_snapshot *snap, char *
     return rc;
 }
 
+/* Whether best.wcp (best) is not the best of the run of the newest checkpoint (newest), both
+ * valid: the reason in why ("" when it is the run's). */
+static void best_foreign(const char *best, const char *newest, char *why, size_t size) {
+    wc_ckpt a, b;
+    wc_snapshot sa = {0}, sb = {0};
+    char w[512];
+    *why = '\0';
+    if (read_checked(best, &a, &sa, w, sizeof w) == WC_OK) {
+        if (read_checked(newest, &b, &sb, w, sizeof w) == WC_OK) {
+            wc_snapshot_best_foreign(&sa, &sb, why, size);
+            wc_ckpt_free(&b);
+        }
+        wc_ckpt_free(&a);
+    }
+    wc_snapshot_free(&sa), wc_snapshot_free(&sb);
+}
+
 /* The texts are the decoded snapshot's, never the sections' bytes: they are sanitized there. */
 static int describe_file(const char *path) {
     wc_ckpt ck;
@@ -201,10 +218,16 @@ static int describe_dir(const char *path) {
                best_ok ? "" : why);
         if (best_ok) wc_ckpt_free(&ck);
     }
-    printf("predict and evaluate given this directory use %s\n",
-           best_ok                ? best
-           : newest_valid >= 0    ? e[newest_valid].path
-                                  : "nothing: there is no valid checkpoint");
+    /* a best.wcp that is not the newest checkpoint's run's best is refused (model.c) */
+    char foreign[2600] = "";
+    if (best_ok && newest_valid >= 0) best_foreign(best, e[newest_valid].path, foreign, sizeof foreign);
+    if (*foreign)
+        printf("predict and evaluate given this directory refuse %s: %s\n", best, foreign);
+    else
+        printf("predict and evaluate given this directory use %s\n",
+               best_ok                ? best
+               : newest_valid >= 0    ? e[newest_valid].path
+                                      : "nothing: there is no valid checkpoint");
     /* how the last run of a run directory ended, for scripts whose launcher hides it */
     char marker[4200];
     snprintf(marker, sizeof marker, "%s/%s", path, WC_RUNDIR_STOPPED);
@@ -219,7 +242,10 @@ static int describe_dir(const char *path) {
     /* while it runs, it writes newer checkpoints: what a rerun would take is its newest then */
     const char *when = running ? " once it has ended resumes from its newest checkpoint then; now"
                                : " resumes from";
-    if (newest_valid >= 0)
+    if (newest_valid >= 0 && *foreign) /* the resume's check_best refuses it the same */
+        printf("a rerun stops with an error until %s is moved out; it then%s %s\n", best,
+               when, e[newest_valid].path);
+    else if (newest_valid >= 0)
         printf("a rerun%s %s\n", when, e[newest_valid].path);
     else if (best_ok) /* wc_snapshot_find_resume's last resort */
         printf("a rerun%s %s (no valid ckpt-*.wcp)\n", when, best);

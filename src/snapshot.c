@@ -585,6 +585,30 @@ static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size
     return WC_OK;
 }
 
+int wc_snapshot_best_foreign(const wc_snapshot *best, const wc_snapshot *newest, char *why,
+                             size_t size) {
+    char d[2048];
+    if (fingerprint_differs(newest->fingerprint, best->fingerprint, d, sizeof d))
+        snprintf(why, size, "it was trained on other data than the newest checkpoint (%s)", d);
+    else if (config_differs(newest->config, best->config, d, sizeof d))
+        snprintf(why, size, "it was written with other settings than the newest checkpoint (%s)",
+                 d);
+    else if (best->nparams != newest->nparams || best->ntensors != newest->ntensors)
+        snprintf(why, size, "it holds another network than the newest checkpoint (%zu parameters "
+                 "in %d tensors against %zu in %d)",
+                 best->nparams, best->ntensors, newest->nparams, newest->ntensors);
+    else if (newest->best_step >= 0 && !(best->best_auc_pr > newest->best_auc_pr) &&
+             (best->step != newest->best_step || best->best_auc_pr != newest->best_auc_pr))
+        snprintf(why, size, "it holds step %lld (AUC-PR %.4f), but the newest checkpoint (step "
+                 "%lld) knows the best validation after step %lld (AUC-PR %.4f): an older copy "
+                 "put back from outside the run",
+                 (long long)best->step, best->best_auc_pr, (long long)newest->step,
+                 (long long)newest->best_step, newest->best_auc_pr);
+    else
+        return 0;
+    return 1;
+}
+
 /* No usable ckpt-*.wcp, but a best.wcp (the others deleted to save space, say): it is a whole
  * checkpoint, so the run resumes from it under the same checks, rather than start over and
  * replace it with another model. */

@@ -231,6 +231,19 @@ s=$?
     cmp -s "$T/sb-older.wcp" "$T/sb/checkpoints/best.wcp" \
     && ok "an older best.wcp of the run put back (step $old_step, the run's best $new_step): status 1, named, left in place" \
     || notok "an older best.wcp put back" "status $s, steps '$old_step' '$new_step': $(grep -m1 error "$T/sb2.log")"
+# ... and predict, evaluate and info given the directory say the same, rather than map it
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/sb" --out "$T/sb.tif" >"$T/sbp.log" 2>&1
+sp=$?
+"$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/sb" >"$T/sbe.log" 2>&1
+se=$?
+"$WILDCPU" info "$T/sb" >"$T/sbi.log" 2>&1
+[ $sp -eq 1 ] && [ $se -eq 1 ] && [ ! -e "$T/sb.tif" ] &&
+    grep -q "error: .*sb/checkpoints/best.wcp is not the best checkpoint of the run in .*sb: it holds step $old_step (AUC-PR .*), but the newest checkpoint (step 24) knows the best validation after step $new_step .*an older copy .*move it out" "$T/sbp.log" &&
+    grep -q "is not the best checkpoint of the run" "$T/sbe.log" &&
+    grep -q "^predict and evaluate given this directory refuse .*sb/checkpoints/best.wcp: it holds step $old_step" "$T/sbi.log" &&
+    grep -q "^a rerun stops with an error until .*best.wcp is moved out" "$T/sbi.log" \
+    && ok "... predict and evaluate given the directory refuse it too (status 1, no map), and info says so" \
+    || notok "predict, evaluate and info with an older best.wcp put back" "status $sp/$se: $(grep -h -m1 error "$T/sbp.log" "$T/sbe.log") / $(grep 'predict and evaluate' "$T/sbi.log")"
 
 
 # best.wcp damaged while the run was down: the resume says so and tracks the best afresh (a
@@ -254,6 +267,14 @@ cp "$T/own/checkpoints/best.wcp" "$T/own.best"
 cp "$T/other/checkpoints/best.wcp" "$T/own/checkpoints/best.wcp"
 "$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own2.log" 2>&1
 s=$?
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/own" --out "$T/own.tif" >"$T/ownp.log" 2>&1
+sp=$?
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/own/checkpoints/best.wcp" --out "$T/own-file.tif" >"$T/ownf.log" 2>&1
+sf=$?
+[ $sp -eq 1 ] && [ ! -e "$T/own.tif" ] && [ $sf -eq 0 ] &&
+    grep -q "error: .*own/checkpoints/best.wcp is not the best checkpoint of the run in .*own: it was written with other settings than the newest checkpoint (.*seed: now 1, checkpoint 9" "$T/ownp.log" \
+    && ok "another run's best.wcp: predict given the directory refuses it (status 1, no map); named as a file, it maps" \
+    || notok "predict with another run's best.wcp in the directory" "status $sp/$sf: $(grep -m1 error "$T/ownp.log")"
 kept=$(cmp -s "$T/other/checkpoints/best.wcp" "$T/own/checkpoints/best.wcp" && echo 1)
 cp "$T/own.best" "$T/own/checkpoints/best.wcp"
 "$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own3.log" 2>&1

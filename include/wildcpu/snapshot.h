@@ -124,6 +124,14 @@ int wc_snapshot_patch(const wc_snapshot *s);
  * replaced on every call; the caller frees the last one). */
 int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size);
 
+/* Whether a run directory's best.wcp (best) is not the best of the run its newest usable
+ * checkpoint (newest) belongs to: trained on other data, written with other settings, holding
+ * another network, or an older best than newest knows of (a copy put back from outside; a
+ * better one, written after newest, is the run's). 1 with the reason in why, else 0. What
+ * training refuses at a resume, for `predict` and `evaluate` given the directory. */
+int wc_snapshot_best_foreign(const wc_snapshot *best, const wc_snapshot *newest, char *why,
+                             size_t size);
+
 /* What a checkpoint must match to be resumed by a run: the run's data fingerprint and settings
  * record (util.h's key=value records), its network's parameter and tensor counts, and whether
  * its optimizer keeps a second moment. */
