@@ -412,6 +412,16 @@ static int prepare_here(const wc_train_config *cfg) {
         if (status == WC_EXIT_OK) status = wc_refuse_other_kind(what, path, RUN_FILES[i].kind);
         if (status != WC_EXIT_OK) return status;
     }
+    /* best.wcp too, which every validation with a better AUC-PR replaces by a rename (the
+     * other checkpoints get new names): a directory there failed each of those writes with a
+     * warning, and the map came from another checkpoint than the best; a link was replaced by
+     * a file, its target left as it was */
+    char best[4300];
+    snprintf(best, sizeof best, "%s/%s", ckpt_dir, WC_CKPT_BEST);
+    if (!cfg->fresh && lstat(best, &st) == 0) {
+        const int status = wc_check_output_path_as_is("best validation's checkpoint", best, NULL);
+        if (status != WC_EXIT_OK) return status;
+    }
     if (!cfg->no_predict && !cfg->fresh) {
         char map[4200];
         run_file(map, sizeof map, out, WC_RUNDIR_MAP);

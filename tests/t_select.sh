@@ -283,6 +283,24 @@ s3=$?
     [ "$kept" = 1 ] && [ $s3 -eq 0 ] \
     && ok "another run's best.wcp in the run directory: the resume refuses it (status 1, the difference named) and leaves it; its own is taken" \
     || notok "another run's best.wcp" "status $s/$s3: $(tail -2 "$T/own2.log")"
+# best.wcp a directory, or a link: refused before any step, as every file the run replaces is
+# (a directory failed each best write with a warning, the map then came from another checkpoint;
+# a link was replaced by a file, its target left as it was)
+mv "$T/own/checkpoints/best.wcp" "$T/own.best2"
+mkdir "$T/own/checkpoints/best.wcp"
+"$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own4.log" 2>&1
+s4=$?
+rmdir "$T/own/checkpoints/best.wcp"
+ln -s "$T/own.best2" "$T/own/checkpoints/best.wcp"
+"$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own5.log" 2>&1
+s5=$?
+[ $s4 -eq 1 ] && grep -q "error: cannot write the best validation's checkpoint to .*own/checkpoints/best.wcp: it is a directory" "$T/own4.log" &&
+    [ $s5 -eq 2 ] && grep -q "error: refusing to write the best validation's checkpoint to .*own/checkpoints/best.wcp: it is a symbolic link" "$T/own5.log" &&
+    [ -L "$T/own/checkpoints/best.wcp" ] && ! grep -q "step [1-9]" "$T/own4.log" "$T/own5.log" \
+    && ok "best.wcp a directory (status 1) or a symbolic link (status 2): refused before any step, left as it was" \
+    || notok "best.wcp a directory or a link" "status $s4/$s5: $(grep -h -m1 error "$T/own4.log" "$T/own5.log")"
+rm "$T/own/checkpoints/best.wcp"
+mv "$T/own.best2" "$T/own/checkpoints/best.wcp"
 # Validation labels of one class rank nothing (AUC-PR is 1 for any model when every validation
 # pixel is burned): no best.wcp is chosen by them, the run says so once, and the map comes from
 # the newest checkpoint. The labels: the sample's, with every valid pixel of the validation
