@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <dirent.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -29,10 +30,22 @@
  * checkpoint after a minute, then 200 times the last background write's time, within these. */
 #define WC_CKPT_DEFAULT_MIN_S 60.0
 #define WC_CKPT_DEFAULT_MAX_S 600.0
-/* Free inodes a run needs at start: checkpoints with their temporary files, best.wcp, the
- * run's files (split.tif, metrics.jsonl, the reports and their temporary files) and the map's
- * (the map, its working file, picture, style, item). */
-#define WC_CKPT_MIN_INODES 24
+/* Free inodes a run needs at start for its own files (split.tif, metrics.jsonl, the reports and
+ * their temporary files) and the map's (the map, its working file, picture, style, item);
+ * inodes_needed adds its checkpoints'. */
+#define WC_RUN_FILE_INODES 20
+
+/* Free inodes the run needs at start: its files', and its checkpoints': the --keep it keeps,
+ * the one being written and best.wcp, less the files its checkpoints directory holds already (a
+ * resumed run's: their inodes are taken, and each new checkpoint replaces one). */
+static long inodes_needed(const train_ctx *t) {
+    long have = 0;
+    DIR *d = opendir(t->ckpt_dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        have += e->d_name[0] != '.'; /* not the lock, nor temporary files */
+    if (d) closedir(d);
+    return WC_RUN_FILE_INODES + WC_MAX(0, (long)t->cfg->keep + 2 - have);
+}
 
 /* Appends the vector pairs' input channels, "2/3,8/9" (none: ""). */
 static void append_pairs(char *kv, size_t size, const wc_augment *a) {
@@ -346,12 +359,13 @@ int wc_train_ckpt_check_room(const train_ctx *t) {
             }
             /* files, not bytes: a checkpoint and its temporary file, best.wcp, the run's own
              * files and the map's (f_files 0: a file system that counts none) */
-            if (v.f_files > 0 && v.f_favail < WC_CKPT_MIN_INODES) {
+            const long inodes = inodes_needed(t);
+            if (v.f_files > 0 && v.f_favail < (fsfilcnt_t)inodes) {
                 wc_error("%s has %llu inodes free on its file system (files it may still create), "
-                         "and a run needs %d for its checkpoints, reports and map: every "
-                         "checkpoint would fail and the run be lost; remove files there, or give "
-                         "--out another directory",
-                         dirs[i], (unsigned long long)v.f_favail, WC_CKPT_MIN_INODES);
+                         "and this run needs %ld for its checkpoints (--keep %d, the one being "
+                         "written, best.wcp), reports and map: checkpoints would fail and the run "
+                         "be lost; remove files there, or give --out another directory",
+                         dirs[i], (unsigned long long)v.f_favail, inodes, t->cfg->keep);
                 refused = 1;
             }
             break;

@@ -127,6 +127,18 @@ if mount -t tmpfs -o size=60m,nr_inodes=12 tmpfs "$T/fs" 2>/dev/null; then
         && ok "a map without inodes to be created in: the message says so" \
         || notok "a map without inodes" "status $st: $(grep -E 'error' "$T/inodes2.log" | head -2)"
     umount "$T/fs"
+    # the inodes a run needs grow with --keep: 34 of them are enough for --keep 3, not for
+    # --keep 30 (which trained to its end, then failed its last checkpoints and report)
+    mount -t tmpfs -o size=200m,nr_inodes=34 tmpfs "$T/fs"
+    "$WILDCPU" "${D[@]}" --keep 30 --out "$T/fs/k30" >"$T/k30.log" 2>&1
+    s30=$?
+    "$WILDCPU" "${D[@]}" --keep 3 --out "$T/fs/k3" >"$T/k3.log" 2>&1
+    s3=$?
+    [ $s30 -eq 1 ] && grep -q "error: .*fs/k30/checkpoints has [0-9]* inodes free on its file system (files it may still create), and this run needs 52 for its checkpoints (--keep 30" "$T/k30.log" &&
+        ! grep -q "^step 1/" "$T/k30.log" && [ $s3 -eq 0 ] \
+        && ok "the inodes a run needs count its --keep: --keep 30 refused on 34 inodes before any step, --keep 3 runs" \
+        || notok "inodes and --keep" "status $s30/$s3: $(grep -h -m1 error "$T/k30.log" "$T/k3.log")"
+    umount "$T/fs"
 else
     echo "# skipped: a tmpfs needs root"
 fi
