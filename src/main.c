@@ -2,6 +2,7 @@
  * to stderr with exit status 2; every other outcome is the status the library returns. */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -233,7 +234,12 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     double v = strtod(s, &end);
     /* decimal only: strtod also reads hexadecimal ("0x10" is 16); both skip leading blanks */
     const int decimal = !strpbrk(s, "xX") && !isspace((unsigned char)*s);
-    if (errno || end == s || *end || !decimal || !isfinite(v) || v < lo || v > hi) {
+    /* a number below the smallest normal double (1e-310) is read as its subnormal value, or 0:
+     * its range decides, not strtod's ERANGE ("between 0 and 0.9, got '1e-310'" contradicted
+     * itself) */
+    const int underflow = errno == ERANGE && fabs(v) < DBL_MIN;
+    if ((errno && !underflow) || end == s || *end || !decimal || !isfinite(v) || v < lo ||
+        v > hi) {
         usage_error("%s needs a number between %g and %g, got '%s'", opt, lo, hi, s);
         return -1;
     }

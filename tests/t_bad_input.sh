@@ -25,6 +25,11 @@ expect "no --tiles" 2 "--tiles PATH is required" -- "${train[@]}"
 expect "unknown option" 2 "unknown option --bogus" -- --tiles "$SAMPLE" --bogus
 expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batch zero
 expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- --tiles "$SAMPLE" --lr 0x10
+# a number below the smallest normal double is its (subnormal) value: taken when in range, and
+# refused when not by the range alone (it was refused as "not between 0 and 0.9")
+expect "a subnormal number out of range" 2 "--val-fraction needs a number between 0 and 0.9, got '-1e-310'" -- --tiles "$SAMPLE" --val-fraction -1e-310
+"$WILDCPU" --tiles "$SAMPLE" --val-fraction 1e-310 --steps 1 --batch 4 --micro-batch 2 --out "$T/subnormal" --no-predict >"$T/subnormal.log" 2>&1 \
+    && ok "a subnormal number in range (--val-fraction 1e-310) is taken" || notok "--val-fraction 1e-310" "$(grep -m1 val-fraction "$T/subnormal.log")"
 expect "micro-batch larger than batch" 2 "--micro-batch \(4\) must not exceed --batch \(2\): give --micro-batch 2 or less" -- --tiles "$SAMPLE" --batch 2 --micro-batch 4
 expect "the default micro-batch larger than --batch" 2 "--micro-batch \(4, the default\) must not exceed --batch \(2\)" -- --tiles "$SAMPLE" --batch 2
 expect "--label-band 0 (bands are numbered from 1)" 2 "--label-band 0: bands are numbered from 1" -- --tiles "$SAMPLE" --label-band 0 "${train[@]}"
