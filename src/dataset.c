@@ -1051,6 +1051,15 @@ static void chain_sums(const wc_dataset *ds, const plan_share *s, long lo, long 
     free(acc);
 }
 
+/* Whether feature c is a component of a vector pair that mirrored or turned samples feed its
+ * partner's values (augment.h): its own values may be constant, its inputs are not. */
+static int takes_partner_values(const wc_dataset *ds, int c) {
+    if (ds->aug.norient <= 1 && ds->turn_max == 0) return 0;
+    for (int k = 0; k < ds->aug.npairs; k++)
+        if (ds->aug.pair[k][0] == c || ds->aug.pair[k][1] == c) return 1;
+    return 0;
+}
+
 /* Every rank: each feature's mean and std and the training pixels from chain_sums' chain;
  * rank 0 warns of the bands the statistics cannot be trusted on (constant, or holding `huge`
  * values: summed over the ranks). */
@@ -1061,12 +1070,17 @@ static void set_statistics(wc_dataset *ds, const long double *chain, const int64
         moments m = {chain[3 * c], chain[3 * c + 1], chain[3 * c + 2]};
         /* (said once, by rank 0; a band without training pixels is not constant: there is
          * nothing to train on, which the caller says) */
-        ds->constant[c] = !moments_finish(&m, &ds->mean[c], &ds->std[c]) && m.n > 0;
-        if (ds->constant[c] && rank == 0)
-            wc_warn("%s, band %d (%s) is constant over the training pixels (%.6g): it carries "
-                    "no information (its inputs are 0, here and in every map of this model)",
+        const int constant = !moments_finish(&m, &ds->mean[c], &ds->std[c]) && m.n > 0;
+        const int partner = constant && takes_partner_values(ds, c);
+        ds->constant[c] = constant && !partner;
+        if (constant && rank == 0)
+            wc_warn("%s, band %d (%s) is constant over the training pixels (%.6g): %s",
                     ds->tiles_path, ds->feat_bands[c],
-                    ds->files.src.bands[ds->feat_bands[c] - 1].name, ds->mean[c]);
+                    ds->files.src.bands[ds->feat_bands[c] - 1].name, ds->mean[c],
+                    partner ? "its own values carry no information (mirrored and turned "
+                              "samples feed it its vector partner's)"
+                            : "it carries no information (its inputs are 0, here and in every "
+                              "map of this model)");
         if (huge[c] > 0 && rank == 0)
             wc_warn("%s, band %d (%s): %" PRId64 " valid pixel%s of the kept patches (training "
                     "and validation) hold values of magnitude %g or more, which no measurement "

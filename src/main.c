@@ -238,6 +238,12 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
      * its range decides, not strtod's ERANGE ("between 0 and 0.9, got '1e-310'" contradicted
      * itself) */
     const int underflow = errno == ERANGE && fabs(v) < DBL_MIN;
+    if (underflow && v == 0 && end != s && !*end && decimal) { /* 1e-400: not silently 0 */
+        usage_error("%s: '%s' is smaller than any number but 0 a double holds (4.9e-324); give "
+                    "0 or a larger number",
+                    opt, s);
+        return -1;
+    }
     if ((errno && !underflow) || end == s || *end || !decimal || !isfinite(v) || v < lo ||
         v > hi) {
         usage_error("%s needs a number between %g and %g, got '%s'", opt, lo, hi, s);

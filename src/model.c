@@ -7,33 +7,17 @@
 #include <sys/stat.h>
 
 #include "wildcpu/ckpt.h"
+#include "wildcpu/dist.h"
 #include "wildcpu/util.h"
-
-/* m->constant from the meta record's WC_META_CONSTANT list ("3:7"): WC_ERR, with the reason in
- * why, for an entry that is not an input channel. */
-static int read_constant(wc_model *m, char *why, size_t size) {
-    m->constant = WC_CALLOC((size_t)m->nfeat, 1);
-    const size_t len = strlen(m->meta) + 1;
-    char *list = WC_ALLOC(len);
-    wc_kv_get(m->meta, WC_META_CONSTANT, list, len);
-    int ok = 1;
-    for (char *p = list; *p && ok;) {
-        char *end;
-        const long c = strtol(p, &end, 10);
-        ok = end != p && c >= 1 && c <= m->nfeat && (*end == ':' || *end == '\0');
-        if (ok) m->constant[c - 1] = 1, p = *end ? end + 1 : end;
-    }
-    if (!ok) snprintf(why, size, "its meta record's " WC_META_CONSTANT "=%.40s names no input "
-                      "channel of 1..%d", list, m->nfeat);
-    free(list);
-    return ok ? WC_OK : WC_ERR;
-}
 
 /* For a run directory whose best.wcp was taken (m->path): that it is the best of the run the
  * directory's newest usable checkpoint belongs to, as a resume checks (wc_snapshot_best_foreign):
  * another run's best.wcp copied in, or an older one put back, would be mapped under this run's
- * name. WC_ERR after an error naming both. */
+ * name. WC_ERR after an error naming both. Rank 0 reads the newest checkpoint and decides (its
+ * callers agree on a failed load: predict's open_run), so that the other ranks neither read it
+ * too nor repeat its warnings. */
 static int best_is_the_runs(const wc_model *m, const char *path) {
+    if (wc_dist_rank() != 0) return WC_OK;
     struct stat st;
     const char *base = strrchr(m->path, '/');
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || !base || strcmp(base + 1, WC_CKPT_BEST))
@@ -89,7 +73,8 @@ int wc_model_load(wc_model *m, const char *path, int max_N, int H, int W) {
     m->patch = wc_snapshot_patch(s);
     m->fingerprint = s->fingerprint, m->config = s->config;
     m->meta = s->meta, m->metrics = s->metrics;
-    if (read_constant(m, why, sizeof why) != WC_OK) {
+    m->constant = WC_ALLOC((size_t)m->nfeat);
+    if (wc_snapshot_constant(s, m->constant, why, sizeof why) != WC_OK) {
         wc_error("checkpoint %s: %s", m->path, why);
         wc_model_free(m);
         return WC_ERR;

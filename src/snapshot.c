@@ -585,6 +585,27 @@ static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size
     return WC_OK;
 }
 
+int wc_snapshot_constant(const wc_snapshot *s, uint8_t *constant, char *why, size_t size) {
+    memset(constant, 0, (size_t)s->nfeat);
+    const size_t len = strlen(s->meta) + 1;
+    char *list = WC_ALLOC(len);
+    wc_kv_get(s->meta, WC_META_CONSTANT, list, len);
+    int ok = 1;
+    for (char *p = list; *p && ok;) {
+        char *end;
+        const long c = strtol(p, &end, 10);
+        ok = end != p && c >= 1 && c <= s->nfeat && (*end == ':' || *end == '\0');
+        if (ok) constant[c - 1] = 1, p = *end ? end + 1 : end;
+    }
+    if (!ok) {
+        memset(constant, 0, (size_t)s->nfeat);
+        snprintf(why, size, "its meta record's " WC_META_CONSTANT "=%.40s names no input channel "
+                 "of 1..%d", list, s->nfeat);
+    }
+    free(list);
+    return ok ? WC_OK : WC_ERR;
+}
+
 int wc_snapshot_best_foreign(const wc_snapshot *best, const wc_snapshot *newest, char *why,
                              size_t size) {
     char d[2048];
@@ -597,8 +618,8 @@ int wc_snapshot_best_foreign(const wc_snapshot *best, const wc_snapshot *newest,
         snprintf(why, size, "it holds another network than the newest checkpoint (%zu parameters "
                  "in %d tensors against %zu in %d)",
                  best->nparams, best->ntensors, newest->nparams, newest->ntensors);
-    else if (newest->best_step >= 0 && !(best->best_auc_pr > newest->best_auc_pr) &&
-             (best->step != newest->best_step || best->best_auc_pr != newest->best_auc_pr))
+    else if (wc_best_is_older(best->step, best->best_auc_pr, newest->best_step,
+                              newest->best_auc_pr))
         snprintf(why, size, "it holds step %lld (AUC-PR %.4f), but the newest checkpoint (step "
                  "%lld) knows the best validation after step %lld (AUC-PR %.4f): an older copy "
                  "put back from outside the run",

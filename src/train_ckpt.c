@@ -36,15 +36,19 @@
 #define WC_RUN_FILE_INODES 20
 
 /* Free inodes the run needs at start: its files', and its checkpoints': the --keep it keeps,
- * the one being written and best.wcp, less the files its checkpoints directory holds already (a
- * resumed run's: their inodes are taken, and each new checkpoint replaces one). */
+ * the one being written and best.wcp, less the checkpoints it holds already (a resumed run's:
+ * their inodes are taken, and each new one replaces one), but never less than two (a checkpoint
+ * and best.wcp may both be in their temporary files at once). */
 static long inodes_needed(const train_ctx *t) {
     long have = 0;
     DIR *d = opendir(t->ckpt_dir);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-        have += e->d_name[0] != '.'; /* not the lock, nor temporary files */
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        const char *n = e->d_name, *ext = strrchr(n, '.');
+        have += strcmp(n, WC_CKPT_BEST) == 0 ||
+                (strncmp(n, "ckpt-", 5) == 0 && ext && strcmp(ext, ".wcp") == 0);
+    }
     if (d) closedir(d);
-    return WC_RUN_FILE_INODES + WC_MAX(0, (long)t->cfg->keep + 2 - have);
+    return WC_RUN_FILE_INODES + WC_MAX(2, (long)t->cfg->keep + 2 - have);
 }
 
 /* Appends the vector pairs' input channels, "2/3,8/9" (none: ""). */
@@ -296,12 +300,18 @@ static void adopt_normalization(train_ctx *t, const wc_snapshot *s, const char *
                     s->mean[c], s->std[c], mean[c], std[c]);
             memcpy(mean, s->mean, sizeof *mean * (size_t)n);
             memcpy(std, s->std, sizeof *std * (size_t)n);
+            /* and the channels it fed as 0 (none for a checkpoint before the list: it fed
+             * every value) */
+            char why[256];
+            if (wc_snapshot_constant(s, t->ds->constant, why, sizeof why) != WC_OK)
+                wc_warn("%s: %s: every channel taken as varying", path, why);
         }
     }
     wc_dist_bcast(&first_differing, sizeof first_differing, 0);
     if (first_differing < 0) return;
     wc_dist_bcast(mean, sizeof *mean * (size_t)n, 0);
     wc_dist_bcast(std, sizeof *std * (size_t)n, 0);
+    wc_dist_bcast(t->ds->constant, (size_t)n, 0);
 }
 
 /* The last validation the checkpoint records (its `metrics`), as this session's until it runs
@@ -436,8 +446,8 @@ static int check_best(const train_ctx *t, const char *path, int finished, double
             wc_info("%s (step %lld, AUC-PR %.4f) is a better validation than %s knows of: "
                     "kept as the best",
                     best, (long long)b.best_step, b.best_auc_pr, path);
-        } else if (!best_missing && t->best.step >= 0 &&
-                   (b.step != t->best.step || b.best_auc_pr != t->best.auc_pr)) {
+        } else if (!best_missing &&
+                   wc_best_is_older(b.step, b.best_auc_pr, t->best.step, t->best.auc_pr)) {
             /* Not the best the checkpoint knows, and no better: a run only ever replaces
              * best.wcp by a better one, so this is an older copy put back from outside (a
              * backup, a sync taken mid-run). The map would be drawn from it under the report's

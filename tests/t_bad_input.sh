@@ -27,6 +27,7 @@ expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batc
 expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- --tiles "$SAMPLE" --lr 0x10
 # a number below the smallest normal double is its (subnormal) value: taken when in range, and
 # refused when not by the range alone (it was refused as "not between 0 and 0.9")
+expect "a number below any double but 0" 2 "--val-fraction: '1e-400' is smaller than any number but 0 a double holds" -- --tiles "$SAMPLE" --val-fraction 1e-400
 expect "a subnormal number out of range" 2 "--val-fraction needs a number between 0 and 0.9, got '-1e-310'" -- --tiles "$SAMPLE" --val-fraction -1e-310
 "$WILDCPU" --tiles "$SAMPLE" --val-fraction 1e-310 --steps 1 --batch 4 --micro-batch 2 --out "$T/subnormal" --no-predict >"$T/subnormal.log" 2>&1 \
     && ok "a subnormal number in range (--val-fraction 1e-310) is taken" || notok "--val-fraction 1e-310" "$(grep -m1 val-fraction "$T/subnormal.log")"
@@ -177,7 +178,7 @@ tag = re.search(r'<VRTRasterBand[^>]*band="2"[^>]*>', s).group(0)
 derived = tag[:-1] + ' subClass="VRTDerivedRasterBand"><PixelFunctionType>diff</PixelFunctionType>'
 open(sys.argv[2], "w").write(s.replace(tag, derived, 1))
 PY
-expect "a derived band that fails without a reason: the band named" 1 "^wildcpu: error: read error in .*derived.vrt, window x=0 y=0 [0-9]+x[0-9]+, band 2 \(slope\): GDAL gave no reason \(a VRT's derived band" -- \
+expect "a derived band that fails without a reason: the band named" 1 "^wildcpu: error: read error in .*derived.vrt, window x=0 y=0 [0-9]+x[0-9]+, band 2 \(slope\): .+" -- \
     predict --tiles "$T/derived.vrt" --checkpoint "$T/f32run" --out "$T/derived_map.tif"
 [ "$(grep -c 'error' "$T/err")" -eq 1 ] && ok "... in one line" || notok "the derived band's error in one line" "$(cat "$T/err")"
 
@@ -243,12 +244,15 @@ s=$?
 [ $s -eq 0 ] && [ "$(grep -c "const.tif, band 6 (fuel_moisture) is constant over the training pixels" "$T/const.log")" -eq 1 ] \
     && ok "a constant band on 2 ranks: warned once" \
     || notok "a constant band on 2 ranks" "status $s: $(grep -c 'is constant' "$T/const.log") warnings"
-# its weights never learned (their gradient was 0): every map feeds the band as in training, so
-# the map of a raster where it varies is the map where it is constant, bit for bit, and says so
-"$WILDCPU" predict --tiles "$T/const.tif" --checkpoint "$T/const" --out "$T/const_map.tif" \
+# its weights never learned (their gradient was 0; unet-lite's start random, the logistic
+# model's at 0, which would hide the bug): every map feeds the band as in training, so the map
+# of a raster where it varies is the map where it is constant, bit for bit, and says so
+"$WILDCPU" --tiles "$T/const.tif" --out "$T/const_unet" --steps 2 --batch 4 --micro-batch 2 \
+    --no-predict >"$T/const_unet.log" 2>&1 || notok "training unet-lite on a constant band" "$(tail -2 "$T/const_unet.log")"
+"$WILDCPU" predict --tiles "$T/const.tif" --checkpoint "$T/const_unet" --out "$T/const_map.tif" \
     >"$T/const_map.log" 2>&1
 s1=$?
-"$WILDCPU" predict --tiles "$T/f32.tif" --checkpoint "$T/const" --out "$T/varying_map.tif" \
+"$WILDCPU" predict --tiles "$T/f32.tif" --checkpoint "$T/const_unet" --out "$T/varying_map.tif" \
     >"$T/varying_map.log" 2>&1
 s2=$?
 [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && $PY -c 'import sys, numpy as np; from osgeo import gdal
@@ -265,6 +269,27 @@ m = json.loads(json.loads(f.read(n))["__metadata__"]["wildcpu"])
 print(",".join(c["name"] for c in m["input_channels"] if c.get("constant")))' "$T/const.safetensors")" = fuel_moisture ] \
     && ok "export marks the band constant in training, and no other" \
     || notok "export of a model with a band constant in training" "$(tail -2 "$T/const_export.log")"
+# a vector band's component constant, with --rotate: turned samples feed it its partner's
+# values, so it is not fed as 0 (its weights do learn), and the warning says so
+$PY - "$T/f32.tif" "$T/const_wind.tif" <<'PY' || notok "a raster with a constant wind_u"
+import sys
+import numpy as np
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1])
+d.GetRasterBand(9).WriteArray(np.full((d.RasterYSize, d.RasterXSize), 3.0, np.float32))
+d = None
+PY
+"$WILDCPU" --tiles "$T/const_wind.tif" --out "$T/const_wind" --rotate 45 --steps 2 --batch 4 --micro-batch 2 \
+    --no-predict >"$T/const_wind.log" 2>&1 &&
+    "$WILDCPU" export --checkpoint "$T/const_wind" --out "$T/const_wind.safetensors" >>"$T/const_wind.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "band 9 (wind_u) is constant over the training pixels (3): its own values carry no information (mirrored and turned samples feed it its vector partner's)" "$T/const_wind.log" \
+    && [ -z "$($PY -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+m = json.loads(json.loads(f.read(n))["__metadata__"]["wildcpu"])
+print(",".join(c["name"] for c in m["input_channels"] if c.get("constant")))' "$T/const_wind.safetensors")" ] \
+    && ok "a constant wind_u under --rotate: not fed as 0 (turned samples give it wind_v's values), said so" \
+    || notok "a constant vector component under --rotate" "status $s: $(grep -m1 'wind_u' "$T/const_wind.log")"
 "$WILDCPU" --tiles "$T/nolab.tif" --out "$T/nolab" --model logistic --steps 2 --batch 4 --micro-batch 2 \
     --no-predict >"$T/nolab.log" 2>&1
 s=$?

@@ -219,9 +219,11 @@ static inline float wc_normalize(double v, double mean, double inv_std) {
 
 /* The inv_std of wc_normalize for a feature: 1 / std, or 0 for a feature that was constant over
  * the training pixels. Training fed such a feature as 0, so the weights that read it never
- * learned anything (their gradient was 0, they stay at their random start): a map that fed them
- * another value would move with a band the model knows nothing of. So every value of it is 0
- * to the network, in training, validation and every map. */
+ * learned anything (their gradient was 0: they stay near their start, but for weight decay):
+ * a map that fed them another value would move with a band the model knows nothing of. So
+ * every value of it is 0 to the network, in training, validation and every map. A vector
+ * band's component that mirrored or turned samples feed its partner's values is not constant
+ * (dataset.c, takes_partner_values). */
 static inline double wc_feature_inv_std(double std, int constant) {
     return constant ? 0.0 : 1.0 / std;
 }

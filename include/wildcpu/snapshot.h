@@ -124,6 +124,22 @@ int wc_snapshot_patch(const wc_snapshot *s);
  * replaced on every call; the caller frees the last one). */
 int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size);
 
+/* The input channels the meta record's WC_META_CONSTANT list names, into constant (nfeat flags,
+ * all 0 when it names none). WC_ERR, with the reason in why, for an entry that is not an input
+ * channel. */
+int wc_snapshot_constant(const wc_snapshot *s, uint8_t *constant, char *why, size_t size);
+
+/* Whether a best.wcp holding the state after step held_step, whose best AUC-PR is held_auc, is an
+ * older best than a run knows of (its best after known_step, AUC-PR known_auc; known_step < 0:
+ * none yet): a run only ever replaces best.wcp by a better validation, so an older one is a copy
+ * put back from outside (a backup); a better one was written after what the run knows (the
+ * checkpoints since were lost) and is its best. */
+static inline int wc_best_is_older(int64_t held_step, double held_auc, int64_t known_step,
+                                   double known_auc) {
+    return known_step >= 0 && !(held_auc > known_auc) &&
+           (held_step != known_step || held_auc != known_auc);
+}
+
 /* Whether a run directory's best.wcp (best) is not the best of the run its newest usable
  * checkpoint (newest) belongs to: trained on other data, written with other settings, holding
  * another network, or an older best than newest knows of (a copy put back from outside; a
