@@ -172,7 +172,8 @@ static void tally_core(wc_infer *p, const float *x, int64_t wx, int64_t wy, int6
                 p->huge[c] += huge;
                 /* an undeclared nodata is said as such, not as other units */
                 if (p->px[i] == WC_PX_VALID && !huge) z += x[c * plane + i];
-                if (constant && p->px[i] == WC_PX_VALID) p->differs[c] += !(fabs(value - mean) <= off);
+                if (constant && p->px[i] == WC_PX_VALID)
+                    p->differs[c] += !(fabs(value - mean) <= off);
             }
         }
         p->z_sum[c] += z;

@@ -220,7 +220,8 @@ static int describe_dir(const char *path) {
     }
     /* a best.wcp that is not the newest checkpoint's run's best is refused (model.c) */
     char foreign[2600] = "";
-    if (best_ok && newest_valid >= 0) best_foreign(best, e[newest_valid].path, foreign, sizeof foreign);
+    if (best_ok && newest_valid >= 0)
+        best_foreign(best, e[newest_valid].path, foreign, sizeof foreign);
     if (*foreign)
         printf("predict and evaluate given this directory refuse %s: %s\n", best, foreign);
     else
