@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <dirent.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -40,14 +39,12 @@
  * their inodes are taken, and each new one replaces one), but never less than two (a checkpoint
  * and best.wcp may both be in their temporary files at once). */
 static long inodes_needed(const train_ctx *t) {
-    long have = 0;
-    DIR *d = opendir(t->ckpt_dir);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-        const char *n = e->d_name, *ext = strrchr(n, '.');
-        have += strcmp(n, WC_CKPT_BEST) == 0 ||
-                (strncmp(n, "ckpt-", 5) == 0 && ext && strcmp(ext, ".wcp") == 0);
-    }
-    if (d) closedir(d);
+    wc_ckpt_entry *entries = NULL;
+    const int listed = wc_ckpt_list(t->ckpt_dir, 0, &entries);
+    if (listed > 0) wc_ckpt_list_free(entries, listed);
+    char best[4400];
+    snprintf(best, sizeof best, "%s/%s", t->ckpt_dir, WC_CKPT_BEST);
+    const long have = WC_MAX(listed, 0) + (access(best, F_OK) == 0);
     return WC_RUN_FILE_INODES + WC_MAX(2, (long)t->cfg->keep + 2 - have);
 }
 
