@@ -288,6 +288,14 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 s->best_auc_pr, s->best_step);
     else if (s->best_lost)
         write_best_lost(f, s->best_lost_step);
+    if (s->best_unsaved_step >= 0)
+        fprintf(f,
+                "The validation after step %ld was better (AUC-PR %.4f), but " WC_CKPT_BEST
+                " could not be written then (the log says why), and its weights are gone: "
+                "%s.\n\n",
+                s->best_unsaved_step, s->best_unsaved_auc_pr,
+                s->best_step >= 0 ? "the map uses the best that was saved"
+                                  : "no validation's checkpoint was saved as " WC_CKPT_BEST);
     if (s->have_oracle && s->have_val && isfinite(s->val.auc_pr) && s->oracle.auc_pr > 0)
         fprintf(f,
                 "The oracle is the true burn probability the synthetic labels were drawn from: "
@@ -517,6 +525,11 @@ static void log_summary(const wc_run_summary *s, const derived *d) {
             status_name(s->status), s->steps_done, s->wall_seconds, rate, d->core_hours,
             wc_fmt_bytes(buf, sizeof buf, (double)d->rss_max),
             wc_fmt_bytes(buf2, sizeof buf2, d->expected), (double)d->rss_max / d->expected);
+    if (s->best_unsaved_step >= 0)
+        wc_warn("the best validation of this session, after step %ld (AUC-PR %.4f), could not be "
+                "saved as " WC_CKPT_BEST "; %s",
+                s->best_unsaved_step, s->best_unsaved_auc_pr,
+                s->best_step >= 0 ? "it holds the best that was saved" : "there is none");
     if (s->train_seconds > 0)
         wc_info("time on rank 0: compute %.1f%%, reduction %.1f%%, validation %.1f%%, waiting "
                 "for data %.2f%%, checkpoints %.2f%% (%ld written)",
@@ -581,6 +594,9 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
         {"final_train_loss", FIELD_NUM, .v = s->last_loss},
         {"best_step", FIELD_INT, .i = s->best_step},
         {"best_val_auc_pr", FIELD_NUM, .v = s->best_step >= 0 ? s->best_auc_pr : NAN},
+        {"best_unsaved_step", FIELD_INT, .i = s->best_unsaved_step},
+        {"best_unsaved_val_auc_pr", FIELD_NUM,
+         .v = s->best_unsaved_step >= 0 ? s->best_unsaved_auc_pr : NAN},
     };
     wc_json_object(j);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {

@@ -1063,6 +1063,9 @@ static int teardown(train_ctx *t, int status) {
     sum->steps_per_epoch = t->sched.steps_per_epoch;
     sum->val_patches = t->ds && t->ds->nval > 0;
     sum->best_step = t->best.step, sum->best_auc_pr = t->best.auc_pr;
+    const int unsaved = t->best.unsaved_auc_pr > t->best.auc_pr; /* not beaten since */
+    sum->best_unsaved_step = unsaved ? t->best.unsaved_step : -1;
+    sum->best_unsaved_auc_pr = t->best.unsaved_auc_pr;
     sum->gdal_cache_bytes = WC_MAX(t->gdal_cache_peak, wc_raster_cache_used());
     if (t->ra.rd) {
         sum->io_wait_seconds = wc_reader_wait_seconds(t->ra.rd);
@@ -1095,6 +1098,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     train_ctx *t = &tc;
     t->t_start = wc_now();
     t->best.auc_pr = -1, t->best.step = -1;
+    t->best.unsaved_auc_pr = -1, t->best.unsaved_step = -1;
     t->sum.ranks = t->nranks, t->sum.threads = cfg.threads;
     t->sum.batch = cfg.batch, t->sum.micro_batch = cfg.micro_batch;
     t->sum.shifted_fraction = t->sum.turned_fraction = NAN; /* until the data is planned */

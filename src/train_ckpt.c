@@ -267,6 +267,7 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
         else if (t->rank == 0)
             wc_warn("no " WC_CKPT_BEST " yet: the next better validation tries again");
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
+        if (auc > t->best.unsaved_auc_pr) t->best.unsaved_auc_pr = auc, t->best.unsaved_step = step + 1;
     } else
         t->sum.best_lost = 0;
 }

@@ -94,6 +94,8 @@ typedef struct {
     struct {
         double auc_pr; /* the best validation AUC-PR so far, -1 before the first */
         long step;     /* the step best.wcp holds */
+        double unsaved_auc_pr; /* the best validation whose best.wcp write failed, -1: none */
+        long unsaved_step;
     } best;
     train_plan plan;    /* what training allocates, planned before it is */
     char memory_advice[160]; /* what lowers it, for the memory checks' messages */

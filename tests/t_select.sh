@@ -23,6 +23,21 @@ held=$("$WILDCPU" info "$T/a/checkpoints/best.wcp" | awk '$1 == "step" {print $2
     && ok "best.wcp holds step $best_step, the best validation AUC-PR of metrics.jsonl; kept beside --keep 1; report.md says so" \
     || notok "best.wcp" "best step '$best_step', best.wcp holds '$held': $(ls "$T/a/checkpoints")"
 
+# best.wcp of the best validation cannot be written (its temporary name taken by a directory: a
+# real failed create, as on a full disk): a later, worse validation becomes best.wcp, and the
+# report says which validation was better and lost (one process, whose pid names the file)
+( mkdir -p "$T/u/checkpoints" && mkdir "$T/u/checkpoints/.ckpt-$(printf %08d "$best_step").wcp.tmp$BASHPID" &&
+  exec "$WILDCPU" "${args[@]}" --out "$T/u" ) >"$T/u.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(json "$T/u/report.json" best_unsaved_step)" = "$best_step" ] &&
+    [ "$(json "$T/u/report.json" best_step)" != "$best_step" ] &&
+    [ "$(json "$T/u/report.json" best_step)" = "$("$WILDCPU" info "$T/u/checkpoints/best.wcp" | awk '$1 == "step" {print $2}')" ] &&
+    grep -q "after step $best_step was better (AUC-PR .*could not be written" "$T/u/report.md" &&
+    grep -q "warning: the best validation of this session, after step $best_step .*could not be saved" "$T/u.log" &&
+    [ "$(json "$T/a/report.json" best_unsaved_step)" = -1 ] \
+    && ok "best.wcp of the best validation (step $best_step) not written: a later best.wcp, and report and log name the lost one" \
+    || notok "a failed best.wcp write in the report" "status $s; $(grep -i 'best' "$T/u.log" | tail -3)"
+
 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/a" --out "$T/a.tif" >"$T/p.log" 2>&1
 grep -q "with $T/a/checkpoints/best.wcp (step $best_step" "$T/p.log" \
     && ok "predict --checkpoint DIR uses best.wcp" || notok "predict uses best.wcp" "$(grep 'predict:' "$T/p.log" | head -1)"

@@ -49,6 +49,9 @@ typedef struct wc_run_summary {
     int best_lost;            /* best.wcp (of step best_lost_step) was missing or damaged when
                                * this session resumed, and no validation has written one since */
     long best_lost_step;
+    long best_unsaved_step;     /* a better validation than best_step's, whose best.wcp write
+                                 * failed in this session (-1: none): its weights are gone */
+    double best_unsaved_auc_pr; /* its validation AUC-PR */
     char kernels[512];        /* the kernels the run's steps were computed with, session after
                                * session (wc_cpuinfo_kernels, "/ranks:mixed" when ranks differed),
                                * a change appended, comma-separated: one entry, bitwise one run */
