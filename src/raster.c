@@ -294,6 +294,7 @@ int wc_raster_open(wc_raster *r, const char *path) {
     r->height = GDALGetRasterYSize(ds);
     r->nbands = GDALGetRasterCount(ds);
     r->has_gt = GDALGetGeoTransform(ds, r->gt) == CE_None;
+    r->gcps = GDALGetGCPCount(ds); /* counted now: a planned run releases the dataset */
     if (!r->has_gt) {
         double id[6] = {0, 1, 0, 0, 0, 1};
         memcpy(r->gt, id, sizeof id);
@@ -1368,7 +1369,7 @@ static void warn_impossible_nodata(const wc_raster *r) {
 
 void wc_raster_warn_unplaced(const wc_raster *r, const char *consequence) {
     if (r->has_gt) return;
-    const int gcps = GDALGetGCPCount((GDALDatasetH)r->ds);
+    const int gcps = r->gcps;
     if (gcps > 0)
         wc_warn("%s is placed by %d GCPs and has no geotransform: %s (warp the raster first, "
                 "gdalwarp, to place it)",

@@ -377,6 +377,11 @@ expect "... a map of one: warned" 0 "warning: .*nogt.vrt has no georeferencing \
     predict --tiles "$T/nogt.vrt" --checkpoint "$T/f32run" --out "$T/nogt_map.tif"
 expect "... and a map by a model trained on one: warned" 0 "warning: .*f32.tif: the model .*nogtrun.* was trained on data without georeferencing" -- \
     predict --tiles "$T/f32.tif" --checkpoint "$T/nogtrun" --out "$T/nogt_map2.tif"
+# a raster placed by GCPs alone: training names them and says to warp it (the dataset is
+# released after planning, so its GCPs are counted when it is opened)
+gdal_translate -q -of VRT -gcp 0 0 640000 4930000 -gcp 64 0 641920 4930000 -gcp 0 64 640000 4928080 "$T/nogt.vrt" "$T/gcp.vrt"
+expect "training on a raster placed by GCPs alone: warned, naming them" 0 "warning: .*gcp.vrt is placed by 3 GCPs and has no geotransform: the model learns no pixel size.*gdalwarp" -- \
+    --tiles "$T/gcp.vrt" --out "$T/gcprun" --model logistic --steps 2 --batch 4 --micro-batch 2 --no-predict
 # ... said once in a run that trains and maps (the map is of the same raster, by its model)
 timeout 300 "$WILDCPU" --tiles "$T/nogt.vrt" --out "$T/nogtrun2" --model logistic --steps 2 --batch 4 \
     --micro-batch 2 >/dev/null 2>"$T/nogt2.err"

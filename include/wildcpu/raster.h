@@ -127,6 +127,7 @@ typedef struct wc_raster {
     int width, height, nbands;
     double gt[6];    /* geotransform: x = gt0 + col*gt1 + row*gt2, y = gt3 + col*gt4 + row*gt5 */
     int has_gt;
+    int gcps;        /* ground control points (a raster GCPs place instead of a geotransform) */
     int alpha;       /* the alpha band (1-based): the mask of every other band; 0 when none */
     char *wkt;       /* CRS as WKT, "" when none */
     wc_band *bands;  /* (nbands), band n is bands[n-1] */
