@@ -495,6 +495,13 @@ static void report_constant(const char *path, const wc_raster *r, const int *ban
                     inf->mean[c], inf->differs[c], pixels);
 }
 
+/* The angle in degrees between a geotransform's pixel axes (its columns' and its rows'
+ * directions, in its CRS): 90 unless it shears its pixels into parallelograms. */
+static double axes_angle(const double g[6]) {
+    const double c = (g[1] * g[2] + g[4] * g[5]) / (hypot(g[1], g[4]) * hypot(g[2], g[5]));
+    return acos(fmin(1, fmax(-1, c))) * 180 / M_PI;
+}
+
 /* What the map cannot know on its own, said before any computing (rank 0): ground of another
  * scale or orientation than the model was trained on (the network's receptive field then covers
  * other ground, or a mirrored picture: the map is computed but means something else), and a
@@ -538,7 +545,13 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
     /* on the ground, three digits: a UTM pixel of 30 m is 30.005 m of ground 140 km from its
      * central meridian, and a user knows it as 30 */
     const int digits = ground ? 3 : 6;
-    if (!ground && (ut == 0) != (ur == 0) && !isnan(ut) && !isnan(ur))
+    const double axes_r = axes_angle(r->gt), axes_t = axes_angle(t);
+    if (fabs(axes_r - axes_t) > 1) /* said first: a shear also lengthens one axis */
+        wc_warn("%s has pixel axes at %.1f degrees to each other (a sheared geotransform), the "
+                "model's training data at %.1f: the network sees the ground sheared, and the map "
+                "may mean little (gdalwarp writes it on a grid of square corners)",
+                r->path, axes_r, axes_t);
+    else if (!ground && (ut == 0) != (ur == 0) && !isnan(ut) && !isnan(ur))
         wc_warn("%s is in %s, the model's training data in %s (%s): the network may see ground "
                 "at another scale than it learned (warp the raster to the training data's CRS "
                 "and resolution, gdalwarp -t_srs -tr)",
