@@ -110,7 +110,7 @@ int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, co
         if (labelled && px[i] == WC_PX_BAD) s->acc->bad_outputs++;
         s->use[i] = labelled && px[i] == WC_PX_VALID;
     }
-    wc_metrics_add_probs(s->acc, prob, s->y, s->use, n, 1.0f);
+    wc_metrics_add_probs(s->acc, prob, s->y, s->use, n, WC_METRICS_MAP_POS_WEIGHT);
     return WC_OK;
 }
 

@@ -329,8 +329,7 @@ static int train_step(train_ctx *t, long step) {
 static int validate(train_ctx *t, long step) {
     const double t0 = wc_now();
     wc_metrics m, om;
-    const int rc = wc_validation_run(&t->val, step + 1, t->net->params, (float)t->cfg->pos_weight,
-                                        &m, &om);
+    const int rc = wc_validation_run(&t->val, step + 1, t->net->params, &m, &om);
     t->sum.val_seconds += wc_now() - t0;
     if (rc == WC_VALIDATION_STOPPED) return rc;
     if (rc == WC_VALIDATION_FAILED)

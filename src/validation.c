@@ -56,8 +56,7 @@ static void block_rect(const wc_dataset *ds, long b, int64_t *x0, int64_t *y0, i
 #define CORE_MAX 256
 
 /* The core (x0, y0, w, h)'s probabilities, labels and oracle into the accumulators. */
-static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64_t h,
-                      float pos_weight) {
+static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64_t h) {
     const wc_dataset *ds = v->ds;
     if (wc_infer_core(&v->inf, x0, y0, w, h, v->prob, v->px, 0.0f) != WC_OK ||
         wc_dataset_read_labels(ds, &v->files, x0, y0, w, h, v->y, v->use, v->scratch) != WC_OK ||
@@ -77,7 +76,7 @@ static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64
         if (counts && v->px[i] == WC_PX_BAD) v->acc->bad_outputs++;
         v->use[i] = counts && v->px[i] == WC_PX_VALID;
     }
-    wc_metrics_add_probs(v->acc, v->prob, v->y, v->use, n, pos_weight);
+    wc_metrics_add_probs(v->acc, v->prob, v->y, v->use, n, WC_METRICS_MAP_POS_WEIGHT);
     if (!ds->oracle_path) return WC_OK;
     /* the oracle over the same pixels, but those where it has no probability (its nodata, a
      * mask): left out and counted, not taken for a broken model */
@@ -86,21 +85,20 @@ static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64
         v->use[i] = 0;
         v->oracle_missing++;
     }
-    wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, pos_weight);
+    wc_metrics_add_probs(v->oracle_acc, v->oracle, v->y, v->use, n, WC_METRICS_MAP_POS_WEIGHT);
     return WC_OK;
 }
 
 /* Block b, core by core: as few cores as fit, of equal sides (a 288 px block is two of 144,
  * not 256 and a strip of 32 that pays a whole margin). */
-static int score_block(wc_validation *v, long b, float pos_weight) {
+static int score_block(wc_validation *v, long b) {
     int64_t x0, y0, w, h;
     block_rect(v->ds, b, &x0, &y0, &w, &h);
     const int64_t nx = (w + v->core - 1) / v->core, ny = (h + v->core - 1) / v->core;
     const int64_t sx = (w + nx - 1) / nx, sy = (h + ny - 1) / ny; /* at most v->core */
     for (int64_t cy = 0; cy < h; cy += sy)
         for (int64_t cx = 0; cx < w; cx += sx)
-            if (score_core(v, x0 + cx, y0 + cy, WC_MIN(sx, w - cx), WC_MIN(sy, h - cy),
-                           pos_weight) != WC_OK)
+            if (score_core(v, x0 + cx, y0 + cy, WC_MIN(sx, w - cx), WC_MIN(sy, h - cy)) != WC_OK)
                 return WC_ERR;
     return WC_OK;
 }
@@ -129,8 +127,8 @@ static void say_progress(const wc_validation *v, wc_progress *progress, long ste
             wc_progress_left(progress, frac));
 }
 
-int wc_validation_run(wc_validation *v, long step, const float *params, float pos_weight,
-                      wc_metrics *m, wc_metrics *oracle) {
+int wc_validation_run(wc_validation *v, long step, const float *params, wc_metrics *m,
+                      wc_metrics *oracle) {
     const int with_oracle = v->ds->oracle_path != NULL;
     wc_metrics_reset(v->acc);
     wc_metrics_reset(v->oracle_acc);
@@ -142,7 +140,7 @@ int wc_validation_run(wc_validation *v, long step, const float *params, float po
     for (long k = 0; k < v->max_share; k++) {
         say_progress(v, &progress, step, k);
         if (!failed && v->lo + k < v->hi &&
-            score_block(v, v->blocks[v->lo + k], pos_weight) != WC_OK)
+            score_block(v, v->blocks[v->lo + k]) != WC_OK)
             failed = 1;
         int64_t flags[2] = {failed, wc_stop_requested()};
         wc_dist_sum_i64(flags, 2);

@@ -16,10 +16,12 @@
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 24 --val-fraction 0.3
       --log-every 100 --no-predict --seed 5)
 # 1 and 2 ranks with the default blocks (256 px, one validation core each), and 2 ranks with
-# blocks of 320 px, which validation scores in four cores of at most 256 px (validation.c)
+# blocks of 320 px, which validation scores in four cores of at most 256 px (validation.c), and
+# with --pos-weight 3: validation's loss is the map's unweighted cross-entropy all the same
 for run in 1:256 2:256 2:320; do
-    n=${run%:*} vb=${run#*:} r=$T/r${run/:/-}
-    mpirun_n $n "$WILDCPU" "${args[@]}" --val-block $vb --out "$r" >"$r.log" 2>&1 || notok "training on $n rank(s)" "$(tail -3 "$r.log")"
+    n=${run%:*} vb=${run#*:} r=$T/r${run/:/-} pw=1
+    [ "$run" = 2:320 ] && pw=3
+    mpirun_n $n "$WILDCPU" "${args[@]}" --val-block $vb --pos-weight $pw --out "$r" >"$r.log" 2>&1 || notok "training on $n rank(s)" "$(tail -3 "$r.log")"
     "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$r/checkpoints/ckpt-00000024.wcp" \
         --out "$r.tif" >"$r.plog" 2>&1 || notok "map on $n rank(s)" "$(tail -3 "$r.plog")"
     PYTHONPATH="$ROOT/tests" $PY - "$r/metrics.jsonl" "$r.tif" "$r/split.tif" "$SAMPLE" <<'PY' >"$r.cmp" 2>&1

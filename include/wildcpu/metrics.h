@@ -92,6 +92,11 @@ double wc_metrics_bin_lower(int i);
 
 /* Number of int64 words in a wc_metrics_acc (its size / 8): the count for MPI_Allreduce. */
 size_t wc_metrics_acc_words(void);
+/* The pos_weight of a map's loss, in validation, for the oracle and in `evaluate`: the unweighted
+ * binary cross-entropy of its probabilities, comparable between runs of any --pos-weight
+ * (training's own loss, which it minimizes, weighs burned pixels by it). */
+#define WC_METRICS_MAP_POS_WEIGHT 1.0f
+
 /* Zeroes every counter. */
 void wc_metrics_reset(wc_metrics_acc *acc);
 

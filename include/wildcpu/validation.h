@@ -56,14 +56,14 @@ int wc_validation_init(wc_validation *v, const wc_dataset *ds, const char *arch,
                        const float *params);
 void wc_validation_free(wc_validation *v);
 
-/* Collective: the metrics of parameters params on the validation blocks (pos_weight weighs the
- * loss as training does), into *m and, with an oracle, *oracle. Rank 0 says how far it is every
+/* Collective: the metrics of parameters params on the validation blocks, into *m and, with an
+ * oracle, *oracle. Rank 0 says how far it is every
  * WC_PROGRESS_SECONDS, naming the validation after step `step` (1-based). Returns a WC_VALIDATION_*
  * outcome; *m is set for DONE and DIVERGED (whose m->bad_outputs counts the broken pixels).
  * The oracle's metrics are over the pixels where it has a probability in [0, 1]: its
  * bad_outputs counts the others (nodata, masked), which it leaves out. */
-int wc_validation_run(wc_validation *v, long step, const float *params, float pos_weight,
-                      wc_metrics *m, wc_metrics *oracle);
+int wc_validation_run(wc_validation *v, long step, const float *params, wc_metrics *m,
+                      wc_metrics *oracle);
 
 /* The split raster at path: a Byte raster on the tiles' grid, 0 outside the patch grid, 1 a
  * training patch, 2 a validation patch, 3 a patch dropped for too few valid pixels. Collective:
