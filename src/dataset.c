@@ -578,16 +578,19 @@ static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const
 
 /* The normalization stored for a feature, as doubles that are finite for any finite input:
  * the mean of finite values lies within their range (clamped against the last rounding); a
- * std that is not finite, subnormal or within rounding of the values (2^-40 of the mean) means
- * the feature is constant over the training pixels: std max(1, |mean|), so that its inputs are
- * 0 up to that rounding (std 1 fed values of 1e30 one rounding apart as +-5e13, and training
- * diverged). Returns 0 for a constant one. */
+ * std that is not finite, subnormal or within the rounding of the long double sums (below
+ * 2^-60 of the mean for a constant band of up to 2^32 pixels: 2^-56 leaves a margin) means the
+ * feature is constant over the training pixels: std max(1, |mean|), so that its inputs are 0
+ * up to that rounding (std 1 fed values of 1e30 one rounding apart as +-5e13, and training
+ * diverged). A Float64 band varies far below float's resolution (1e12 + ndvi: a std of 2^-42
+ * of its mean, which 2^-40 took for constant), and is normalized in double. Returns 0 for a
+ * constant one. */
 static int moments_finish(const moments *m, double *mean, double *std) {
     long double mu = m->n > 0 ? m->mean : 0;
     *mean = (double)fmaxl(-DBL_MAX, fminl(DBL_MAX, mu));
     long double sd = m->n > 1 ? sqrtl(m->m2 / m->n) : 0;
     *std = (double)fminl(DBL_MAX, sd);
-    if (!(*std >= DBL_MIN) || !isfinite(*std) || *std <= fabs(*mean) * 0x1p-40) {
+    if (!(*std >= DBL_MIN) || !isfinite(*std) || *std <= fabs(*mean) * 0x1p-56) {
         *std = fmax(1.0, fabs(*mean));
         return 0;
     }
