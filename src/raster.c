@@ -1038,6 +1038,8 @@ typedef struct {
     int missing;   /* a source that does not exist (refused) */
     int filled;    /* a source whose nodata pixels read as 0, data (refused) */
     int passed;    /* a source whose declared nodata value reads as data */
+    int mixed;     /* a VRT band reads sources of different data types */
+    int unmasked;  /* a source whose mask (per-dataset, alpha) the VRT does not apply */
 } source_findings;
 
 /* What a mosaic's band does with the pixels a source skips (its <NODATA>): fills them with its
@@ -1123,10 +1125,52 @@ static void check_source_nodata(const char *mosaic, const char *path, int b,
  * bands in another order (gdalbuildvrt takes band numbers, not names, and GDAL reads it as the
  * VRT says), or in another unit. Bands without descriptions (units) on either side say
  * nothing. */
+/* A source of another data type than the band's other sources (a tile written again as Int16
+ * behind a mosaic of Float32 tiles: GDAL converts its values, which lost their fractions; a
+ * freshly built mosaic refuses mixed types). *first_type: the type of the band's first source
+ * checked (GDT_Unknown before it). */
+static void check_source_type(const char *mosaic, const char *path, int b, const char *name,
+                              GDALRasterBandH sb, const char *file, int sband,
+                              GDALDataType *first_type, char **first_file, source_findings *f) {
+    const GDALDataType t = GDALGetRasterDataType(sb);
+    if (*first_type == GDT_Unknown) {
+        *first_type = t, *first_file = wc_strdup(file);
+        return;
+    }
+    if (t != *first_type && f->mixed++ == 0)
+        wc_warn("%s: band %d (%s) of %s reads its source %s (band %d) as %s, and its source %s "
+                "as %s: a tile written again in another type since the mosaic was built? GDAL "
+                "converts its values as they are (an Int16 copy of Float32 data lost its "
+                "fractions); build the mosaic again from sources of one type (gdalbuildvrt "
+                "refuses mixed types)",
+                mosaic, b, *name ? name : "undescribed", path, file, sband,
+                GDALGetDataTypeName(t), *first_file, GDALGetDataTypeName(*first_type));
+}
+
+/* A source whose own mask (a per-dataset mask, an alpha band) the VRT does not apply: a
+ * SimpleSource reads the hidden pixels as data, unless the source says <UseMaskBand> or the VRT
+ * has a mask of its own (gdalbuildvrt writes one from the sources' masks). */
+static void check_source_mask(const char *mosaic, const char *path, int b, GDALRasterBandH vb,
+                              GDALRasterBandH sb, const char *file, const char *xml,
+                              source_findings *f) {
+    const int has = GDALGetMaskFlags(sb), applied = GDALGetMaskFlags(vb);
+    if ((has & GMF_ALL_VALID) || !(has & (GMF_PER_DATASET | GMF_ALPHA))) return;
+    if ((applied & (GMF_PER_DATASET | GMF_ALPHA)) || strstr(xml, "<UseMaskBand>true")) return;
+    if (f->unmasked++ == 0)
+        wc_warn("%s: its source %s has a mask (%s) that %s does not apply: the pixels it hides "
+                "are read as data, band %d among them; build the mosaic again (gdalbuildvrt "
+                "carries the sources' masks)",
+                mosaic, file, has & GMF_ALPHA ? "an alpha band" : "a mask band", path, b);
+}
+
 static void check_source_band(const char *mosaic, const char *path, int b, GDALRasterBandH vb,
-                              GDALDatasetH src, const char *file, int sband, source_findings *f) {
+                              GDALDatasetH src, const char *file, int sband, const char *xml,
+                              GDALDataType *first_type, char **first_file, source_findings *f) {
     if (!src || sband < 1 || sband > GDALGetRasterCount(src)) return;
     GDALRasterBandH sb = GDALGetRasterBand(src, sband);
+    check_source_type(mosaic, path, b, GDALGetDescription(vb), sb, file, sband, first_type,
+                      first_file, f);
+    check_source_mask(mosaic, path, b, vb, sb, file, xml, f);
     const char *want = GDALGetDescription(vb), *has = GDALGetDescription(sb);
     if (*want && *has && strcmp(has, want) != 0 && f->reordered++ == 0)
         wc_warn("%s: band %d (%s) of %s is read from band %d of %s, which that file describes "
@@ -1297,6 +1341,8 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
         fill[b - 1].all_valid = (flags & GMF_ALL_VALID) || (flags == GMF_NODATA);
     }
     read_declared_nodata(mosaic, path, vrt, fill, nb, f);
+    GDALDataType *first_type = WC_CALLOC((size_t)nb + 1, sizeof *first_type); /* GDT_Unknown */
+    char **first_file = WC_CALLOC((size_t)nb + 1, sizeof *first_file);
     const int n = nb > 0 ? CSLCount(sources[0]) : 0, stride = n > MAX ? n / MAX : 1;
     for (int i = 0; i < n; i += stride) {
         GDALDatasetH src = NULL;
@@ -1320,15 +1366,16 @@ static void check_source_files(const char *mosaic, const char *path, int holes_a
                 /* one source file is one extent, whichever band reads it */
                 check_source_extent(mosaic, path, vrt, src, file, md[i], holes_are_data, f);
             }
-            check_source_band(mosaic, path, b, vb, src, file, sband, f);
+            check_source_band(mosaic, path, b, vb, src, file, sband, md[i], &first_type[b - 1],
+                              &first_file[b - 1], f);
             check_source_nodata(mosaic, path, b, &fill[b - 1], src, file, sband, md[i], f);
             free(file);
         }
         if (src) GDALClose(src);
         free(open_file);
     }
-    for (int b = 0; b < nb; b++) CSLDestroy(sources[b]);
-    free(sources);
+    for (int b = 0; b < nb; b++) CSLDestroy(sources[b]), free(first_file[b]);
+    free(sources), free(first_type), free(first_file);
     free(fill);
     GDALClose(vrt);
 }

@@ -706,6 +706,31 @@ if predict --tiles "$tmp/units/tiles.vrt" --out "$out/units.tif" >"$log" 2>&1 &&
 else
     notok "a tile in another unit" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
 fi
+# a tile written again as Int16 behind the mosaic (which still declares Float32: GDAL reads the
+# truncated values), and a tile given a mask the mosaic's simple sources do not apply (the
+# hidden pixels read as data): each warned about, naming the tile; nothing for the sample
+cp -r "$tmp/sample" "$tmp/retyped"
+gdal_translate -q -ot Int16 "$tmp/sample/tiles/r01_c01_f32.tif" "$tmp/retyped/tiles/r01_c01_f32.tif"
+cp -r "$tmp/sample" "$tmp/masked"
+/usr/bin/python3 - "$tmp/masked/tiles/r01_c01_f32.tif" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal
+gdal.SetConfigOption("GDAL_TIFF_INTERNAL_MASK", "YES")
+d = gdal.Open(sys.argv[1], gdal.GA_Update); d.CreateMaskBand(gdal.GMF_PER_DATASET)
+m = np.full((d.RasterYSize, d.RasterXSize), 255, np.uint8); m[20:100, 20:100] = 0
+d.GetRasterBand(1).GetMaskBand().WriteArray(m); d = None
+PY
+if predict --tiles "$tmp/retyped/tiles.vrt" --out "$out/retyped.tif" >"$log" 2>&1 &&
+    grep -q "warning: .*retyped/tiles.vrt: band 2 (slope) of .*retyped/tiles.vrt reads its source .*retyped/tiles/r01_c01_f32.tif (band 1) as Int16, and its source .* as Float32" "$log" &&
+    [ "$(grep -c 'reads its source' "$log")" = 1 ] &&
+    predict --tiles "$tmp/masked/tiles.vrt" --out "$out/masked.tif" >"$log" 2>&1 &&
+    grep -q "warning: .*masked/tiles.vrt: its source .*masked/tiles/r01_c01_f32.tif has a mask (a mask band) that .*masked/tiles.vrt does not apply" "$log" &&
+    predict --tiles "$S" --out "$out/plain6.tif" >"$log" 2>&1 && ! grep -Eq "reads its source|does not apply" "$log"; then
+    ok "a tile written again in another type, or given a mask the mosaic does not apply: warned about, naming the tile (nothing for the sample)"
+else
+    notok "a retyped or masked tile behind a mosaic" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
+fi
 # a mosaic of described tiles built by gdalbuildvrt (GDAL 3.6 does not copy band descriptions,
 # so its bands are band_1..band_13): refused, saying that the sources name the bands and how
 # to give the mosaic their names
