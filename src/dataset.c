@@ -578,19 +578,19 @@ static moments patch_moments(const wc_dataset *ds, const void *raw, int c, const
 
 /* The normalization stored for a feature, as doubles that are finite for any finite input:
  * the mean of finite values lies within their range (clamped against the last rounding); a
- * std that is not finite, subnormal or within the rounding of the long double sums (below
- * 2^-60 of the mean for a constant band of up to 2^32 pixels: 2^-56 leaves a margin) means the
- * feature is constant over the training pixels: std max(1, |mean|), so that its inputs are 0
- * up to that rounding (std 1 fed values of 1e30 one rounding apart as +-5e13, and training
- * diverged). A Float64 band varies far below float's resolution (1e12 + ndvi: a std of 2^-42
- * of its mean, which 2^-40 took for constant), and is normalized in double. Returns 0 for a
- * constant one. */
+ * std that is not finite, subnormal or within a few roundings of a double (2^-50 of the mean:
+ * values that differ in their last bits, 1e30 and the next double, are a constant computed
+ * twice) means the feature is constant over the training pixels: std max(1, |mean|), so that
+ * its inputs are 0 up to that rounding (std 1 fed values of 1e30 one rounding apart as
+ * +-5e13, and training diverged). A Float64 band may vary far below float's resolution
+ * (1e12 + ndvi: a std of 2^-42 of its mean, which 2^-40 took for constant), and is normalized
+ * in double. Returns 0 for a constant one. */
 static int moments_finish(const moments *m, double *mean, double *std) {
     long double mu = m->n > 0 ? m->mean : 0;
     *mean = (double)fmaxl(-DBL_MAX, fminl(DBL_MAX, mu));
     long double sd = m->n > 1 ? sqrtl(m->m2 / m->n) : 0;
     *std = (double)fminl(DBL_MAX, sd);
-    if (!(*std >= DBL_MIN) || !isfinite(*std) || *std <= fabs(*mean) * 0x1p-56) {
+    if (!(*std >= DBL_MIN) || !isfinite(*std) || *std <= fabs(*mean) * 0x1p-50) {
         *std = fmax(1.0, fabs(*mean));
         return 0;
     }
@@ -1084,17 +1084,19 @@ static void set_statistics(wc_dataset *ds, const long double *chain, const int64
                               "samples feed it its vector partner's)"
                             : "it carries no information (its inputs are 0, here and in every "
                               "map of this model)");
+        char spread[48] = "constant"; /* its std is then a stand-in scale, not a spread */
+        if (!constant) snprintf(spread, sizeof spread, "std %.4g", ds->std[c]);
         if (huge[c] > 0 && rank == 0)
             wc_warn("%s, band %d (%s): %" PRId64 " valid pixel%s of the kept patches (training "
                     "and validation) hold values of magnitude %g or more, which no measurement "
                     "has: an undeclared nodata (the -3.4e38 of float rasters, a netCDF fill "
                     "value)? Taken as data, they swamp the normalization where they fall in "
-                    "training patches (here mean %.4g, std %.4g), leaving every other value of "
+                    "training patches (here mean %.4g, %s), leaving every other value of "
                     "the band near 0, and saturate the network where they are mapped; declare "
                     "the band's nodata (gdal_edit.py -a_nodata) or mask them",
                     ds->tiles_path, ds->feat_bands[c],
                     ds->files.src.bands[ds->feat_bands[c] - 1].name, huge[c],
-                    huge[c] == 1 ? "" : "s", WC_HUGE_VALUE, ds->mean[c], ds->std[c]);
+                    huge[c] == 1 ? "" : "s", WC_HUGE_VALUE, ds->mean[c], spread);
     }
     ds->train_pixels = (int64_t)chain[chain_n - 2];
     ds->train_positives = (int64_t)chain[chain_n - 1];

@@ -240,8 +240,8 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
     const int underflow = errno == ERANGE && fabs(v) < DBL_MIN;
     if (underflow && v == 0 && end != s && !*end && decimal) { /* 1e-400: not silently 0 */
         usage_error("%s: '%s' is smaller than any number but 0 a double holds (4.9e-324); give "
-                    "0 or a larger number",
-                    opt, s);
+                    "a number between %g and %g",
+                    opt, s, lo, hi);
         return -1;
     }
     if ((errno && !underflow) || end == s || *end || !decimal || !isfinite(v) || v < lo ||

@@ -423,7 +423,7 @@ static void say_progress(mapping *mp, int64_t s1) {
 /* Rank 0, once: the pixels written as nodata for their values rather than for nodata inputs
  * (counts summed over the ranks). */
 static void report_invalid(const wc_predict_config *cfg, const char *path,
-                           const int64_t counts[2]) {
+                           const int64_t counts[4]) {
     const char *cmd = cfg->evaluate ? "evaluate" : "predict";
     const char *fate = !cfg->evaluate ? "written as nodata"
                        : cfg->out     ? "written as nodata and left out of the scores"
@@ -432,10 +432,16 @@ static void report_invalid(const wc_predict_config *cfg, const char *path,
         wc_warn("%s: %s: %" PRId64 " pixels have a feature value beyond float's range once "
                 "normalized (far outside the training range): %s",
                 cmd, path, counts[0], fate);
-    if (counts[1])
+    if (counts[1] > counts[3])
         wc_warn("%s: %s: %" PRId64 " pixels gave a non-finite network output (feature "
                 "values far outside the training range?): %s",
-                cmd, path, counts[1], fate);
+                cmd, path, counts[1] - counts[3], fate);
+    if (counts[3])
+        wc_warn("%s: %s: %" PRId64 " pixels whose inputs all lie within %g training standard "
+                "deviations of its mean gave a non-finite network output: the model has "
+                "diverged (its activations overflow on ordinary data), not the raster; %s, and "
+                "train again with a lower --lr",
+                cmd, path, counts[3], (double)WC_INFER_ORDINARY, fate);
 }
 
 /* Rank 0, once: the bands with values no measurement has where the network was run
@@ -584,7 +590,16 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
         double turn = (atan2(r->gt[4], r->gt[1]) - atan2(t[4], t[1])) * 180 / M_PI;
         turn = fmod(turn + 540, 360) - 180;
         if (turn == -180) turn = 180; /* (-180, 180] */
-        if (fabs(turn) > 1)
+        if (fabs(turn) > 1 && wc_gt_axis_aligned(r->gt) && wc_gt_axis_aligned(t))
+            wc_warn("%s is turned by %.1f degrees against the model's training data (its rows "
+                    "run %s, its columns %s; the training data's %s, %s): the network sees the "
+                    "ground turned, and directions in its bands (wind, aspect) mean other "
+                    "ground directions (gdalwarp writes it north-up)",
+                    r->path, turn, r->gt[1] > 0 ? "west to east" : "east to west",
+                    r->gt[5] < 0 ? "north to south" : "south to north",
+                    t[1] > 0 ? "west to east" : "east to west",
+                    t[5] < 0 ? "north to south" : "south to north");
+        else if (fabs(turn) > 1)
             wc_warn("%s is turned by %.1f degrees against the model's training data (its "
                     "geotransform's rotation terms): the network sees the ground turned, and "
                     "directions in its bands (wind, aspect) mean other ground directions "
@@ -850,12 +865,12 @@ static void report_done(const mapping *mp, int64_t npixels, int64_t nvalid, doub
                         double t_computed, const double rss[2]) {
     const layout *L = mp->L;
     const double total = wc_now() - t_start, mpx = (double)L->W * (double)L->H / 1e6;
-    char rb[16], rm[16];
-    wc_info("predict: wrote %s%s: %" PRId64 "x%" PRId64 " px, %.1f%% nodata; %.2f Mpx in "
+    char rb[16], rm[16], nodata[24];
+    wc_fmt_percent(nodata, sizeof nodata, (double)(npixels - nvalid), (double)npixels);
+    wc_info("predict: wrote %s%s: %" PRId64 "x%" PRId64 " px, %s%% nodata; %.2f Mpx in "
             "%.1f s = %.3f Mpx/s (mapping %.1f s = %.3f Mpx/s); %" PRId64 " windows on %d "
             "rank%s; peak RSS per rank (max) %s after mapping, %s at the end",
-            mp->cfg->out, mp->cfg->cog ? " (COG)" : "", L->W, L->H,
-            npixels ? 100.0 * (double)(npixels - nvalid) / (double)npixels : 0.0, mpx, total,
+            mp->cfg->out, mp->cfg->cog ? " (COG)" : "", L->W, L->H, nodata, mpx, total,
             mpx / total, t_computed - mp->progress.t0, mpx / (t_computed - mp->progress.t0),
             L->nx * L->ny, mp->R, mp->R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
             wc_fmt_bytes(rb, sizeof rb, rss[1]));
@@ -911,9 +926,9 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
             ranking, v->brier, v->loss);
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
         if (v->cal_count[k])
-            wc_info("  p in [%.1f, %.1f): %lld pixels, mean predicted %.4f, burned %.4f", k / 10.0,
-                    (k + 1) / 10.0, (long long)v->cal_count[k], v->cal_predicted[k],
-                    v->cal_observed[k]);
+            wc_info("  p in [%.1f, %.1f%c: %lld pixels, mean predicted %.4f, burned %.4f",
+                    k / 10.0, (k + 1) / 10.0, k == WC_METRICS_CAL_BINS - 1 ? ']' : ')',
+                    (long long)v->cal_count[k], v->cal_predicted[k], v->cal_observed[k]);
     if (!cfg->metrics_out) return WC_EXIT_OK;
     char ts[32];
     wc_utc_timestamp(ts, sizeof ts);
@@ -1056,10 +1071,12 @@ static int map_rounds(mapping *mp) {
 }
 
 /* Every rank, after the rounds: the counts rank 0 warns about, summed over the ranks. counts
- * gets the pixels beyond float's range, those with a non-finite output and the valid ones. */
-static void sum_counts(wc_infer *inf, int64_t counts[3]) {
+ * gets the pixels beyond float's range, those with a non-finite output, the valid ones and those
+ * of the non-finite outputs whose inputs were ordinary. */
+static void sum_counts(wc_infer *inf, int64_t counts[4]) {
     counts[0] = inf->beyond_range, counts[1] = inf->nonfinite, counts[2] = inf->valid_pixels;
-    wc_dist_sum_i64(counts, 3);
+    counts[3] = inf->nonfinite_ordinary;
+    wc_dist_sum_i64(counts, 4);
     wc_dist_sum_i64(inf->huge, (size_t)inf->nfeat);
     wc_dist_sum_f64(inf->z_sum, (size_t)inf->nfeat);
     wc_dist_sum_i64(inf->differs, (size_t)inf->nfeat);
@@ -1069,7 +1086,7 @@ static void sum_counts(wc_infer *inf, int64_t counts[3]) {
  * it makes no map (one the user had stays) and no scores. counts as sum_counts gives them.
  * Returns an exit status, the same on every rank. */
 static int refuse_diverged(const mapping *mp, const wc_model *m, const wc_raster *r,
-                           const int64_t counts[3], const char *what) {
+                           const int64_t counts[4], const char *what) {
     if (!(counts[2] > 0 && counts[1] == counts[2])) return WC_EXIT_OK;
     if (mp->rank == 0)
         wc_error("%s: the model %s (step %ld) gives no finite output on any of the %" PRId64
@@ -1085,7 +1102,7 @@ static int refuse_diverged(const mapping *mp, const wc_model *m, const wc_raster
  * in place. *npixels and *nvalid get the map's pixels (rank 0, with a map). Returns this rank's
  * exit status. */
 static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, const wc_bandmap *bm,
-                          const int64_t invalid[3], int64_t *npixels, int64_t *nvalid) {
+                          const int64_t invalid[4], int64_t *npixels, int64_t *nvalid) {
     const wc_predict_config *cfg = mp->cfg;
     const int rank = mp->rank;
     int status = WC_EXIT_OK, scores_ok = 0, published = 0;
@@ -1124,7 +1141,7 @@ static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, co
 /* Rank 0, a map written: one that is nodata everywhere for want of inputs is said (nodata for
  * the network's outputs is said by report_invalid). */
 static void warn_empty_map(const wc_predict_config *cfg, const wc_raster *r, const wc_bandmap *bm,
-                           int64_t npixels, int64_t nvalid, const int64_t invalid[3]) {
+                           int64_t npixels, int64_t nvalid, const int64_t invalid[4]) {
     if (npixels > 0 && nvalid == 0 && invalid[0] + invalid[1] == 0 &&
         !wc_raster_say_empty_bands(r, bm->bands, bm->n, ": the map is nodata everywhere", 0))
         wc_warn("predict: the map %s is nodata everywhere: no pixel of %s has every input the "
@@ -1160,7 +1177,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (status != WC_EXIT_OK) goto out;
     const double t_computed = wc_now();
     const double rss_mapped = (double)wc_peak_rss_bytes();
-    int64_t invalid[3];
+    int64_t invalid[4];
     sum_counts(&inf, invalid);
     const char *what = cfg->evaluate ? "evaluate" : "predict";
     status = refuse_diverged(&mp, &m, &r, invalid, what);

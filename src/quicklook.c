@@ -229,6 +229,13 @@ static int rows_empty(GDALRasterBandH band, int W, int sy0, int sy1) {
  * message, or WC_QUICKLOOK_STOPPED. */
 static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W, int H,
                      const wc_quicklook_info *info, const wc_quicklook_ask *ask, int64_t *bad) {
+    /* a picture is looked at north-up, west to east: the rows of a south-up map (or the
+     * columns of one whose columns run east to west) are painted the other way round; a map
+     * with rotation terms is painted as stored */
+    double gt[6];
+    const int placed = GDALGetGeoTransform(GDALGetBandDataset(band), gt) == CE_None &&
+                       gt[2] == 0 && gt[4] == 0;
+    const int flip_y = placed && gt[5] > 0, flip_x = placed && gt[1] < 0;
     int has_nodata = 0;
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);
     const int mw = info->map_width, f = info->factor;
@@ -257,9 +264,10 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
         const int sy0 = (int)WC_MIN((int64_t)oy0 * f, (int64_t)H);
         const int sy1 = (int)WC_MIN((int64_t)oy1 * f, (int64_t)H);
         cv.h = oy1 - oy0;
+        const int at = flip_y ? info->map_height - oy1 : oy0; /* the picture's first row */
         if (rows_empty(band, W, sy0, sy1)) { /* transparent, as their nodata would be */
             memset(cv.px, 0, 4 * (size_t)cv.w * cv.h);
-            rc = wc_rwriter_write(w, 0, oy0, cv.h, cv.px, 0);
+            rc = wc_rwriter_write(w, 0, at, cv.h, cv.px, 0);
             continue;
         }
         GDALRasterIOExtraArg extra;
@@ -279,7 +287,7 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
         for (int y = 0; y < cv.h; y++)
             for (int x = 0; x < mw; x++) {
                 float v = buf[(size_t)y * mw + x];
-                size_t i = (size_t)y * cv.w + x;
+                size_t i = (size_t)(flip_y ? cv.h - 1 - y : y) * cv.w + (flip_x ? mw - 1 - x : x);
                 if (!isfinite(v) || (has_nodata && v == (float)nodata)) continue;
                 if (!(v >= 0.0f && v <= 1.0f)) { /* not a probability: no colour fits it */
                     (*bad)++;
@@ -290,7 +298,7 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
                 cv.px[i] = rgb[0], cv.px[plane + i] = rgb[1], cv.px[2 * plane + i] = rgb[2];
                 cv.px[3 * plane + i] = 255;
             }
-        rc = wc_rwriter_write(w, 0, oy0, cv.h, cv.px, 0);
+        rc = wc_rwriter_write(w, 0, at, cv.h, cv.px, 0);
     }
     free(cv.px);
     free(buf);

@@ -49,9 +49,17 @@ static wc_report_map map_of_status(int status) {
  * resume a stopped map (NULL: the same command). One line, so that wc_report_map_done can
  * replace it. */
 static void write_status_line(FILE *f, int status, wc_report_map map, const char *rerun) {
+    char why[512] = ""; /* a failure's cause, on the one line */
+    if (status != WC_EXIT_OK && status != WC_EXIT_STOPPED)
+        snprintf(why, sizeof why, "%s", wc_last_error());
+    for (char *c = why; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
     switch (map) {
     case WC_REPORT_MAP_NONE:
-        fprintf(f, "Status: **%s**.\n\n", status_name(status));
+        if (*why)
+            fprintf(f, "Status: **%s**: %s.\n\n", status_name(status), why);
+        else
+            fprintf(f, "Status: **%s**.\n\n", status_name(status));
         break;
     case WC_REPORT_MAP_PENDING:
         fprintf(f, "Status: **finished** training; the risk map is not drawn yet.\n\n");
@@ -60,9 +68,9 @@ static void write_status_line(FILE *f, int status, wc_report_map map, const char
         fprintf(f, "Status: **finished**: trained, and the risk map drawn.\n\n");
         break;
     case WC_REPORT_MAP_FAILED:
-        fprintf(f, "Status: **failed**: training finished, but the risk map was not made (the "
-                   "run's log says why; status %d).\n\n",
-                status);
+        fprintf(f, "Status: **failed**: training finished, but the risk map was not made (%s; "
+                   "status %d).\n\n",
+                *why ? why : "the run's log says why", status);
         break;
     case WC_REPORT_MAP_STOPPED:
         fprintf(f, "Status: **stopped** while drawing the risk map (training had finished): "
@@ -269,6 +277,12 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
             fprintf(f, "\n");
         }
         fprintf(f, "\n");
+        if (part && !wc_metrics_can_rank(&s->val) && s->val.pixels > 0)
+            fprintf(f, "%s of the validation pixels is burned, so the ranking figures say "
+                       "nothing of this model (AUC-PR is %s for any model): check the labels, or "
+                       "move the validation blocks (--val-block, --seed).\n\n",
+                    s->val.positives == 0 ? "None" : "Every one",
+                    s->val.positives == 0 ? "undefined" : "1");
     }
     if (s->have_val && s->val_earlier) {
         fprintf(f, "The last validation ran in an earlier session of this run (the checkpoint it "
@@ -419,9 +433,13 @@ static void json_map_done(const char *out_dir, int status) {
     wc_json_init(&st), wc_json_init(&map);
     wc_json_str(&st, status_name(status));
     wc_json_str(&map, map_name(map_of_status(status)));
-    const char *keys[] = {"status", "map"}, *values[] = {wc_json_text(&st), wc_json_text(&map)};
-    update_json(out_dir, keys, values, 2, "record the map");
-    wc_json_free(&st), wc_json_free(&map);
+    wc_json err; /* the map's failure, when it failed */
+    wc_json_init(&err);
+    wc_json_str(&err, map_of_status(status) == WC_REPORT_MAP_FAILED ? wc_last_error() : "");
+    const char *keys[] = {"status", "map", "error"},
+               *values[] = {wc_json_text(&st), wc_json_text(&map), wc_json_text(&err)};
+    update_json(out_dir, keys, values, 3, "record the map");
+    wc_json_free(&st), wc_json_free(&map), wc_json_free(&err);
 }
 
 /* The pictures' section of report.md starts here; everything after it is the section. */
@@ -551,6 +569,10 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
         {"created", FIELD_STR, .s = created},
         {"status", FIELD_STR, .s = status_name(status)},
         {"map", FIELD_STR, .s = map_name(map)},
+        /* a failure's cause, the last error the log said: "" for a run that did not fail */
+        {"error", FIELD_STR, .s = status == WC_EXIT_OK || status == WC_EXIT_STOPPED
+                                      ? ""
+                                      : wc_last_error()},
         {"model", FIELD_STR, .s = s->arch},
         {"ranks", FIELD_INT, .i = s->ranks},
         {"threads_per_rank", FIELD_INT, .i = s->threads},

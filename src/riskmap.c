@@ -229,6 +229,7 @@ static void class_breaks(const int64_t *hist, int64_t n, float breaks[], int64_t
             if ((cum += hist[b]) >= need) break;
         uint32_t bits = (WC_MIN(b, CLASS_BINS - 1) << CLASS_SHIFT) | ((1u << CLASS_SHIFT) - 1);
         memcpy(&breaks[k], &bits, sizeof bits);
+        breaks[k] = fminf(breaks[k], 1.0f); /* the top bin holds 1 alone: no break above it */
     }
     memset(counts, 0, sizeof(int64_t) * WC_PREDICT_NCLASSES);
     for (uint32_t b = 0; b < CLASS_BINS; b++) {

@@ -235,7 +235,12 @@ static void write_metrics(wc_json *j, const char *text, const char *prefix) {
         if (m->kind != WC_JSON_NUMBER) continue;
         char key[160];
         snprintf(key, sizeof key, "%s%s", prefix ? prefix : "", m->key);
-        wc_json_knum(j, key, m->number);
+        /* a count stays a whole number (11694, not 11694.0): as the checkpoint wrote it */
+        const size_t digits = strspn(text + m->value_at, "-0123456789");
+        if (digits == m->value_len && fabs(m->number) < 0x1p53)
+            wc_json_kint(j, key, (int64_t)m->number);
+        else
+            wc_json_knum(j, key, m->number);
     }
     wc_json_doc_free(&doc);
 }

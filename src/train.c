@@ -714,8 +714,9 @@ static int build_optimization(train_ctx *t) {
     oc.lr = wc_train_peak_lr(cfg);
     if (!(oc.lr >= 1e-12 && oc.lr <= 100)) {
         wc_error("--lr %g scaled linearly by --batch %d / --lr-ref-batch %d gives %g, outside "
-                 "1e-12 to 100: lower --lr, or --lr-scaling none",
-                 wc_train_lr(cfg), cfg->batch, cfg->lr_ref_batch, oc.lr);
+                 "1e-12 to 100: %s --lr, or --lr-scaling none",
+                 wc_train_lr(cfg), cfg->batch, cfg->lr_ref_batch, oc.lr,
+                 oc.lr > 100 ? "lower" : "raise");
         return WC_EXIT_USAGE;
     }
     oc.total_steps = t->total_steps;

@@ -195,9 +195,24 @@ int wc_check_threads(int threads, const char *from) {
     return WC_OK;
 }
 
+static char last_error[512];
+static pthread_mutex_t last_error_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Keeps the error's text (the reader and writer threads log errors too). */
+static void keep_error(const char *fmt, va_list ap) {
+    pthread_mutex_lock(&last_error_lock);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    pthread_mutex_unlock(&last_error_lock);
+}
+
+const char *wc_last_error(void) { return last_error; }
+
 void wc_error(const char *fmt, ...) {
-    if (log_quiet >= 2) return;
     va_list ap;
+    va_start(ap, fmt);
+    keep_error(fmt, ap);
+    va_end(ap);
+    if (log_quiet >= 2) return;
     va_start(ap, fmt);
     vlog(stderr, "error: ", fmt, ap);
     va_end(ap);
@@ -205,6 +220,9 @@ void wc_error(const char *fmt, ...) {
 
 void wc_fatal(const char *fmt, ...) {
     va_list ap;
+    va_start(ap, fmt);
+    keep_error(fmt, ap);
+    va_end(ap);
     va_start(ap, fmt);
     vlog(stderr, "error: ", fmt, ap);
     va_end(ap);
@@ -476,6 +494,17 @@ uint64_t wc_fnv1a64(const void *data, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
+}
+
+const char *wc_fmt_percent(char *buf, size_t size, double part, double whole) {
+    const double pc = whole > 0 ? 100 * part / whole : 0;
+    snprintf(buf, size, "%.1f", pc);
+    if (!(part > 0 && part < whole)) return buf;
+    for (int digits = 2; digits <= 9 && !(strtod(buf, NULL) > 0 && strtod(buf, NULL) < 100);
+         digits++)
+        snprintf(buf, size, "%.*f", digits, pc);
+    if (strtod(buf, NULL) == 0) snprintf(buf, size, "%.2g", pc); /* 1 in 1e12: "1e-10" */
+    return buf;
 }
 
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {

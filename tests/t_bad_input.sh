@@ -27,7 +27,7 @@ expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batc
 expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- --tiles "$SAMPLE" --lr 0x10
 # a number below the smallest normal double is its (subnormal) value: taken when in range, and
 # refused when not by the range alone (it was refused as "not between 0 and 0.9")
-expect "a number below any double but 0" 2 "--val-fraction: '1e-400' is smaller than any number but 0 a double holds" -- --tiles "$SAMPLE" --val-fraction 1e-400
+expect "a number below any double but 0" 2 "--val-fraction: '1e-400' is smaller than any number but 0 a double holds (4.9e-324); give a number between 0 and 0.9" -- --tiles "$SAMPLE" --val-fraction 1e-400
 expect "a subnormal number out of range" 2 "--val-fraction needs a number between 0 and 0.9, got '-1e-310'" -- --tiles "$SAMPLE" --val-fraction -1e-310
 "$WILDCPU" --tiles "$SAMPLE" --val-fraction 1e-310 --steps 1 --batch 4 --micro-batch 2 --out "$T/subnormal" --no-predict >"$T/subnormal.log" 2>&1 \
     && ok "a subnormal number in range (--val-fraction 1e-310) is taken" || notok "--val-fraction 1e-310" "$(grep -m1 val-fraction "$T/subnormal.log")"
@@ -697,9 +697,12 @@ s=$?
     && ok "... predict warns too, once" \
     || notok "predict and WILDCPU_GEMM" "status $s: $(grep -m2 'warn\|error' "$T/kernels_map.log")"
 # options within their own ranges whose combination is not: refused before training (usage)
-expect "--lr scaled beyond 100" 2 "--lr 1 scaled linearly by --batch 128 / --lr-ref-batch 1 gives 128, outside 1e-12 to 100" -- \
+expect "--lr scaled beyond 100" 2 "--lr 1 scaled linearly by --batch 128 / --lr-ref-batch 1 gives 128, outside 1e-12 to 100: lower --lr" -- \
     --tiles "$SAMPLE" --out "$T/combo" --lr 1 --lr-scaling linear --lr-ref-batch 1 --batch 128 \
     --micro-batch 8 --patch 32 --no-predict
+expect "--lr scaled below 1e-12" 2 "--lr 1e-12 scaled linearly by --batch 4 / --lr-ref-batch 8 gives 5e-13, outside 1e-12 to 100: raise --lr" -- \
+    --tiles "$SAMPLE" --out "$T/combo" --lr 1e-12 --lr-scaling linear --lr-ref-batch 8 --batch 4 \
+    --micro-batch 2 --patch 32 --no-predict
 expect "--epochs beyond 1e9 steps" 2 "--epochs 1000000 of [0-9]+ steps each .* make more than the 1000000000 steps a run may have" -- \
     --tiles "$SAMPLE" --out "$T/combo" --epochs 1000000 --batch 1 --micro-batch 1 --patch 8 --no-predict
 expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than the run's 2 steps: the learning rate never reaches --lr" -- \

@@ -272,6 +272,8 @@ assert p["proj:transform"] == [30.0, 0.0, 640000.0, 0.0, -30.0, 4930000.0], p["p
 assert p["wildcpu:step"] == 4 and p["wildcpu:checkpoint"].endswith(".wcp"), p
 assert "bands=elevation:Int16" in p["wildcpu:data_fingerprint"]
 assert 0 <= p["wildcpu:val_auc_pr"] <= 1, p.get("wildcpu:val_auc_pr")
+# counts are whole numbers, as the checkpoint records them (not 11694.0)
+assert type(p["wildcpu:val_pixels"]) is int and p["wildcpu:val_pixels"] > 0, p.get("wildcpu:val_pixels")
 # the corners through GDAL's own transformation (traditional lon/lat order)
 src = osr.SpatialReference(); src.ImportFromEPSG(32611)
 wgs = osr.SpatialReference(); wgs.ImportFromEPSG(4326)
@@ -558,6 +560,15 @@ gdal_translate -q -of VRT "$S" "$out/eastwest.vrt"
 /usr/bin/python3 -c 'import sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform())
 g[0] += g[1] * d.RasterXSize; g[1] = -g[1]; d.SetGeoTransform(g); d = None' "$out/eastwest.vrt"
+gdal_translate -q -of VRT "$S" "$out/shear.vrt"
+/usr/bin/python3 -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform()); g[2] = 15.0
+d.SetGeoTransform(g); d = None' "$out/shear.vrt"
+gdal_translate -q -of VRT "$S" "$out/upside.vrt"
+/usr/bin/python3 -c 'import sys; from osgeo import gdal
+d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform())
+g[0] += g[1] * d.RasterXSize; g[1] = -g[1]; g[3] += g[5] * d.RasterYSize; g[5] = -g[5]
+d.SetGeoTransform(g); d = None' "$out/upside.vrt"
 gdal_translate -q -of VRT "$S" "$out/turned.vrt"
 /usr/bin/python3 -c 'import math, sys; from osgeo import gdal
 d = gdal.Open(sys.argv[1], gdal.GA_Update); g = list(d.GetGeoTransform()); a = math.radians(30)
@@ -599,7 +610,9 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
     "pole.vrt:has pixels of 30.8 x 30.8 m on the ground, the model's training data 30 x 30 m" \
     "south.vrt:is south-up, the model's training data north-up" \
     "eastwest.vrt:is north-up with columns east to west, the model's training data north-up:" \
-    "turned.vrt:is turned by 30.0 degrees against the model's training data" \
+    "turned.vrt:is turned by 30.0 degrees against the model's training data (its geotransform's rotation terms)" \
+    "shear.vrt:has pixel axes at 63.4 degrees to each other (a sheared geotransform), the model's training data at 90.0" \
+    "upside.vrt:is turned by 180.0 degrees against the model's training data (its rows run east to west, its columns south to north; the training data's west to east, north to south)" \
     "turn120_1.vrt:is turned by 120.0 degrees against the model's training data" \
     "turn180_1.vrt:is turned by 180.0 degrees against the model's training data" \
     "turn40_-1.vrt:is mirrored against the model's training data" \
@@ -611,6 +624,27 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
         notok "predict's warning for $f"
     fi
 done
+# the quick-look is north-up whatever the raster's row order: the south-up copy's picture is the
+# sample's with its map rows painted the other way round (the same pixels: their nodata, the
+# alpha plane, is exactly the same; the colours differ, the pooling phase being another)
+if predict --tiles "$S" --out "$out/up_n.tif" --png "$out/up_n.png" >"$log" 2>&1 &&
+    predict --tiles "$out/south.vrt" --out "$out/up_s.tif" --png "$out/up_s.png" >"$log" 2>&1 &&
+    /usr/bin/python3 - "$out/up_n.png" "$out/up_s.png" "$out/up_n.tif" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal
+n, s = (gdal.Open(p).ReadAsArray() for p in sys.argv[1:3])
+h = gdal.Open(sys.argv[3]).RasterYSize  # the picture is the map at full resolution, then the legend
+assert n.shape == s.shape and n.shape[1] > h, (n.shape, s.shape, h)
+assert np.array_equal(n[3, :h], s[3, :h][::-1]), "the south-up map's picture is not the north-up one turned over"
+assert not np.array_equal(n[3, :h], s[3, :h]), "the pictures' nodata lies alike"
+assert np.array_equal(n[:, h:], s[:, h:]), "the legends differ"
+PY
+then
+    ok "the quick-look of a south-up raster is drawn north-up (its rows painted the other way round)"
+else
+    notok "the quick-look of a south-up raster"
+fi
 if predict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
     ! grep -Eq "has pixels of|is (south|north)-up|is placed by|is turned by" "$log"; then
     ok "no such warning on the training ground's own grid"

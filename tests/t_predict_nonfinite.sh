@@ -61,6 +61,8 @@ if cds is not None:
     c = cds.GetRasterBand(1).ReadAsArray()
     assert ((c == 255) == nod).all(), "class raster nodata differs"
     assert np.isin(c[~nod], [0, 1, 2, 3, 4]).all(), "a class outside 0..4"
+    breaks = [float(x) for x in cds.GetRasterBand(1).GetMetadataItem("class_breaks").split(",")]
+    assert all(0 <= x <= 1 for x in breaks), f"a class break beyond [0, 1]: {breaks}"
 print(f"{int(nod.sum())} nodata pixels: {int(rng.sum())} beyond float's range, {int(net.sum())} non-finite outputs; reported share {share[-1]}%")
 PY
         ok "$name: $(tail -1 "$T/check.txt")"

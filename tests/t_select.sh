@@ -337,8 +337,9 @@ PY
 "$WILDCPU" "${one[@]}" --labels "$T/allburned.tif" --epochs 2 --out "$T/oneclass" >"$T/oneclass.log" 2>&1
 s=$?
 [ $s -eq 0 ] && [ ! -e "$T/oneclass/checkpoints/best.wcp" ] &&
-    [ "$(grep -c "every one of its .* pixels is burned, so AUC-PR cannot rank models" "$T/oneclass.log")" = 1 ] \
-    && ok "validation labels all burned: no best.wcp chosen by them, said once" \
+    [ "$(grep -c "every one of its .* pixels is burned, so AUC-PR cannot rank models" "$T/oneclass.log")" = 1 ] &&
+    grep -q "^Every one of the validation pixels is burned, so the ranking figures say nothing of this model (AUC-PR is 1 for any model)" "$T/oneclass/report.md" \
+    && ok "validation labels all burned: no best.wcp chosen by them, said once in the log and under report.md's quality table" \
     || notok "validation labels of one class" "status $s: $(ls "$T/oneclass/checkpoints") $(grep -c 'cannot rank' "$T/oneclass.log")"
 
 finish

@@ -44,6 +44,10 @@ enum {
     WC_PX_BAD = 3,    /* the network's output was not finite */
 };
 
+/* An input this many training standard deviations from the training mean, or less, is one the
+ * model has seen the like of: a non-finite output there is a diverged model's. */
+#define WC_INFER_ORDINARY 8.0f
+
 typedef struct wc_infer {
     wc_infer_geometry g;
     wc_raster *r;              /* borrowed; the reads go through it */
@@ -59,6 +63,10 @@ typedef struct wc_infer {
     uint8_t *px;               /* (Ty, Tx) WC_PX_* */
     int64_t windows_run, windows_skipped;
     int64_t beyond_range, nonfinite; /* core pixels with WC_PX_RANGE, WC_PX_BAD */
+    int64_t nonfinite_ordinary; /* ... of WC_PX_BAD whose own inputs all lie within
+                                 * WC_INFER_ORDINARY training standard deviations: the model's
+                                 * doing, not the data's */
+    uint8_t *ordinary;         /* (Ty, Tx) 1 where every input is within that */
     int64_t *huge;             /* (nfeat) valid core pixels whose feature c is WC_HUGE_VALUE or
                                 * more in magnitude: an undeclared nodata mapped as data */
     int64_t valid_pixels;      /* core pixels with all features valid (WC_PX_VALID) */
