@@ -80,7 +80,6 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
     p->raw = WC_ALLOC_FOR(wc_dtype_size(type) * (size_t)nfeat * (size_t)p->Tx * (size_t)p->Ty,
                           "a network window's features as read");
     p->px = WC_ALLOC_FOR((size_t)p->Tx * (size_t)p->Ty, "a network window's pixel states");
-    p->ordinary = WC_ALLOC_FOR((size_t)p->Tx * (size_t)p->Ty, "a network window's input ranges");
     p->inv_std = WC_ALLOC(sizeof(double) * nfeat);
     p->huge = WC_CALLOC((size_t)nfeat, sizeof(int64_t));
     p->z_sum = WC_CALLOC((size_t)nfeat, sizeof(double));
@@ -98,8 +97,7 @@ void wc_infer_set_constant(wc_infer *p, const uint8_t *constant) {
 void wc_infer_free(wc_infer *p) {
     if (!p) return;
     wc_net_destroy(p->net);
-    free(p->raw), free(p->px), free(p->ordinary), free(p->inv_std), free(p->huge), free(p->z_sum),
-        free(p->differs);
+    free(p->raw), free(p->px), free(p->inv_std), free(p->huge), free(p->z_sum), free(p->differs);
     memset(p, 0, sizeof *p);
 }
 
@@ -150,10 +148,12 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
         for (size_t i = y * Tx + x0; i < y * Tx + x1; i++)
             if (p->px[i] != WC_PX_VALID)
                 for (int c = 0; c < p->nfeat; c++) x[c * plane + i] = 0.0f;
-    memset(p->ordinary, 1, plane);
-    for (int c = 0; c < p->nfeat; c++)
-        for (size_t i = 0; i < plane; i++)
-            p->ordinary[i] &= fabsf(x[c * plane + i]) <= WC_INFER_ORDINARY;
+    /* (a value beyond float's range, WC_PX_RANGE, is the least ordinary of all) */
+    int ordinary = 1;
+    for (size_t i = 0; i < plane && ordinary; i++) ordinary = p->px[i] != WC_PX_RANGE;
+    for (int c = 0; c < p->nfeat && ordinary; c++)
+        for (size_t i = 0; i < plane; i++) ordinary &= fabsf(x[c * plane + i]) <= WC_INFER_ORDINARY;
+    p->window_ordinary = ordinary;
 }
 
 /* What the core's pixels say of the raster as a whole (state in px, as of window_input): per
@@ -243,7 +243,7 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
             if (s == WC_PX_VALID && !probability(logit[i0 + i], &out[i])) {
                 s = WC_PX_BAD;
                 p->nonfinite++;
-                p->nonfinite_ordinary += p->ordinary[i0 + i];
+                p->nonfinite_ordinary += p->window_ordinary;
             }
             if (state) state[i] = s;
         }

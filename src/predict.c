@@ -437,10 +437,10 @@ static void report_invalid(const wc_predict_config *cfg, const char *path,
                 "values far outside the training range?): %s",
                 cmd, path, counts[1] - counts[3], fate);
     if (counts[3])
-        wc_warn("%s: %s: %" PRId64 " pixels whose inputs all lie within %g training standard "
-                "deviations of its mean gave a non-finite network output: the model has "
-                "diverged (its activations overflow on ordinary data), not the raster; %s, and "
-                "train again with a lower --lr",
+        wc_warn("%s: %s: %" PRId64 " pixels gave a non-finite network output in windows whose "
+                "inputs all lie within %g training standard deviations of its mean: the model "
+                "has diverged (its activations overflow on ordinary data), not the raster; %s, "
+                "and train again with a lower --lr",
                 cmd, path, counts[3], (double)WC_INFER_ORDINARY, fate);
 }
 
@@ -1072,7 +1072,7 @@ static int map_rounds(mapping *mp) {
 
 /* Every rank, after the rounds: the counts rank 0 warns about, summed over the ranks. counts
  * gets the pixels beyond float's range, those with a non-finite output, the valid ones and those
- * of the non-finite outputs whose inputs were ordinary. */
+ * of the non-finite outputs in windows of ordinary inputs. */
 static void sum_counts(wc_infer *inf, int64_t counts[4]) {
     counts[0] = inf->beyond_range, counts[1] = inf->nonfinite, counts[2] = inf->valid_pixels;
     counts[3] = inf->nonfinite_ordinary;

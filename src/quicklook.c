@@ -222,6 +222,33 @@ static int rows_empty(GDALRasterBandH band, int W, int sy0, int sy1) {
     return st == GDAL_DATA_COVERAGE_STATUS_EMPTY;
 }
 
+/* Rows [sy0, sy1) of band (W wide) into buf as nx x ny picture pixels (nx floats a row), each
+ * the average of an f x f box of the map (GDAL's average skips nodata; a box with no valid pixel
+ * stays nodata): the last column and row of boxes are what remains of the map, up to f wide.
+ * One read of W columns into nx would make every box W / nx wide (2.9993 px for 8200 columns
+ * in 2734), drifting up to f - 1 pixels from its block; so the whole boxes are one read, and
+ * the remainders three thin ones. */
+static CPLErr read_boxes(GDALRasterBandH band, int W, int sy0, int sy1, int f, float *buf, int nx,
+                         int ny) {
+    GDALRasterIOExtraArg extra;
+    INIT_RASTERIO_EXTRA_ARG(extra);
+    extra.eResampleAlg = f > 1 ? GRIORA_Average : GRIORA_NearestNeighbour;
+    const int full_w = (nx - 1) * f, full_h = (ny - 1) * f; /* whole boxes, then the rest */
+    const int xs[2] = {0, full_w}, ws[2] = {full_w, W - full_w}, bx[2] = {nx - 1, 1};
+    const int ys[2] = {sy0, sy0 + full_h}, hs[2] = {full_h, sy1 - sy0 - full_h},
+              by[2] = {ny - 1, 1};
+    const GSpacing line = (GSpacing)nx * (GSpacing)sizeof(float);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 2; c++) {
+            if (bx[c] == 0 || by[r] == 0) continue;
+            float *at = buf + (size_t)(r ? ny - 1 : 0) * (size_t)nx + (size_t)(c ? nx - 1 : 0);
+            const CPLErr e = GDALRasterIOEx(band, GF_Read, xs[c], ys[r], ws[c], hs[r], at, bx[c],
+                                            by[r], GDT_Float32, sizeof(float), line, &extra);
+            if (e != CE_None) return e;
+        }
+    return CE_None;
+}
+
 /* Paints the map part of the picture into the writer's MEM dataset a band of rows at a time (the
  * picture is the only full-size buffer: the MEM dataset's own), asking ask->keep_going between
  * them and saying how far it is as ask->what (when given) every WC_PROGRESS_SECONDS. Values that
@@ -270,13 +297,8 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
             rc = wc_rwriter_write(w, 0, at, cv.h, cv.px, 0);
             continue;
         }
-        GDALRasterIOExtraArg extra;
-        INIT_RASTERIO_EXTRA_ARG(extra);
-        /* averaging skips nodata; a box with no valid pixel stays nodata */
-        extra.eResampleAlg = f > 1 ? GRIORA_Average : GRIORA_NearestNeighbour;
         CPLErrorReset();
-        if (GDALRasterIOEx(band, GF_Read, 0, sy0, W, sy1 - sy0, buf, mw, oy1 - oy0, GDT_Float32, 0,
-                           0, &extra) != CE_None) {
+        if (read_boxes(band, W, sy0, sy1, f, buf, mw, oy1 - oy0) != CE_None) {
             wc_error("quick-look: reading rows %d-%d of %s failed: %s", sy0, sy1 - 1, src,
                      CPLGetLastErrorMsg());
             rc = WC_ERR;

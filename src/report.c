@@ -44,16 +44,20 @@ static wc_report_map map_of_status(int status) {
                                        : WC_REPORT_MAP_FAILED;
 }
 
+/* A failed command's cause as its log said it last (util.h), "" when it did not fail. */
+static const char *failure_cause(int status, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (status != WC_EXIT_OK && status != WC_EXIT_STOPPED) wc_last_error(buf, size);
+    return buf;
+}
+
 /* report.md's first paragraph: how the command ended, the map included: status is the
  * training's, or the map's once it is drawn (map written, failed or stopped); rerun says how to
  * resume a stopped map (NULL: the same command). One line, so that wc_report_map_done can
  * replace it. */
 static void write_status_line(FILE *f, int status, wc_report_map map, const char *rerun) {
-    char why[512] = ""; /* a failure's cause, on the one line */
-    if (status != WC_EXIT_OK && status != WC_EXIT_STOPPED)
-        snprintf(why, sizeof why, "%s", wc_last_error());
-    for (char *c = why; *c; c++)
-        if (*c == '\n' || *c == '\r') *c = ' ';
+    char why[WC_LAST_ERROR_MAX];
+    failure_cause(status, why, sizeof why);
     switch (map) {
     case WC_REPORT_MAP_NONE:
         if (*why)
@@ -435,7 +439,8 @@ static void json_map_done(const char *out_dir, int status) {
     wc_json_str(&map, map_name(map_of_status(status)));
     wc_json err; /* the map's failure, when it failed */
     wc_json_init(&err);
-    wc_json_str(&err, map_of_status(status) == WC_REPORT_MAP_FAILED ? wc_last_error() : "");
+    char why[WC_LAST_ERROR_MAX];
+    wc_json_str(&err, failure_cause(status, why, sizeof why));
     const char *keys[] = {"status", "map", "error"},
                *values[] = {wc_json_text(&st), wc_json_text(&map), wc_json_text(&err)};
     update_json(out_dir, keys, values, 3, "record the map");
@@ -561,7 +566,7 @@ static void log_summary(const wc_run_summary *s, const derived *d) {
  * (s's, unless writing the report failed). */
 static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_report_map map,
                        const derived *d, const int64_t *rss, int R) {
-    char created[32];
+    char created[32], why[WC_LAST_ERROR_MAX];
     wc_utc_timestamp(created, sizeof created);
     const double MiB = 1048576.0;
     const field fields[] = {
@@ -570,9 +575,7 @@ static void build_json(wc_json *j, const wc_run_summary *s, int status, wc_repor
         {"status", FIELD_STR, .s = status_name(status)},
         {"map", FIELD_STR, .s = map_name(map)},
         /* a failure's cause, the last error the log said: "" for a run that did not fail */
-        {"error", FIELD_STR, .s = status == WC_EXIT_OK || status == WC_EXIT_STOPPED
-                                      ? ""
-                                      : wc_last_error()},
+        {"error", FIELD_STR, .s = failure_cause(status, why, sizeof why)},
         {"model", FIELD_STR, .s = s->arch},
         {"ranks", FIELD_INT, .i = s->ranks},
         {"threads_per_rank", FIELD_INT, .i = s->threads},

@@ -117,6 +117,7 @@ void wc_train_ckpt_take_background(train_ctx *t, int wait) {
             wc_error("checkpoint at step %ld (%s) is not complete (see above); it replaced none "
                      "of the previous checkpoints; continuing without it",
                      r.step, r.why);
+            wc_forget_error(); /* recovered from: not a later failure's cause */
             continue;
         }
         t->sum.ckpt_bg_seconds += r.seconds;
@@ -238,8 +239,10 @@ int wc_train_ckpt_collective(train_ctx *t, long steps_done, const char *why) {
  * the collective synchronous write. */
 void wc_train_ckpt_interval(train_ctx *t, long steps_done) {
     if (wc_dist_any(t->rank == 0 && t->bg == NULL)) {
-        if (wc_train_ckpt_collective(t, steps_done, "interval") != WC_OK)
+        if (wc_train_ckpt_collective(t, steps_done, "interval") != WC_OK) {
             wc_warn("continuing without this checkpoint");
+            wc_forget_error(); /* recovered from: not a later failure's cause */
+        }
         return;
     }
     save_checkpoint(t, steps_done, "interval", NULL, 1);
@@ -267,7 +270,9 @@ void wc_train_ckpt_keep_if_best(train_ctx *t, long step) {
         else if (t->rank == 0)
             wc_warn("no " WC_CKPT_BEST " yet: the next better validation tries again");
         t->best.auc_pr = prev_auc, t->best.step = prev_step;
-        if (auc > t->best.unsaved_auc_pr) t->best.unsaved_auc_pr = auc, t->best.unsaved_step = step + 1;
+        if (auc > t->best.unsaved_auc_pr)
+            t->best.unsaved_auc_pr = auc, t->best.unsaved_step = step + 1;
+        wc_forget_error(); /* recovered from: not a later failure's cause */
     } else
         t->sum.best_lost = 0;
 }

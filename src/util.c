@@ -195,17 +195,42 @@ int wc_check_threads(int threads, const char *from) {
     return WC_OK;
 }
 
-static char last_error[512];
+static char last_error[WC_LAST_ERROR_MAX];
 static pthread_mutex_t last_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Keeps the error's text (the reader and writer threads log errors too). */
+/* Keeps the error's text (the reader and writer threads log errors too). One that points
+ * "above" keeps the error before it in front: the report has no "above". */
 static void keep_error(const char *fmt, va_list ap) {
+    char text[WC_LAST_ERROR_MAX];
+    const int n = vsnprintf(text, sizeof text, fmt, ap);
+    if (n >= (int)sizeof text) memcpy(text + sizeof text - 4, "...", 4);
     pthread_mutex_lock(&last_error_lock);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    if (strstr(text, "see above") && last_error[0]) {
+        char joined[2 * WC_LAST_ERROR_MAX + 8];
+        snprintf(joined, sizeof joined, "%s; then: %s", last_error, text);
+        const size_t len = strlen(joined);
+        memcpy(last_error, joined, WC_MIN(len + 1, sizeof last_error));
+        if (len >= sizeof last_error) memcpy(last_error + sizeof last_error - 4, "...", 4);
+    } else {
+        memcpy(last_error, text, sizeof text);
+    }
     pthread_mutex_unlock(&last_error_lock);
 }
 
-const char *wc_last_error(void) { return last_error; }
+const char *wc_last_error(char *buf, size_t size) {
+    pthread_mutex_lock(&last_error_lock);
+    snprintf(buf, size, "%s", last_error);
+    pthread_mutex_unlock(&last_error_lock);
+    for (char *c = buf; *c; c++) /* one line */
+        if (*c == '\n' || *c == '\r') *c = ' ';
+    return buf;
+}
+
+void wc_forget_error(void) {
+    pthread_mutex_lock(&last_error_lock);
+    last_error[0] = '\0';
+    pthread_mutex_unlock(&last_error_lock);
+}
 
 void wc_error(const char *fmt, ...) {
     va_list ap;
@@ -500,10 +525,10 @@ const char *wc_fmt_percent(char *buf, size_t size, double part, double whole) {
     const double pc = whole > 0 ? 100 * part / whole : 0;
     snprintf(buf, size, "%.1f", pc);
     if (!(part > 0 && part < whole)) return buf;
-    for (int digits = 2; digits <= 9 && !(strtod(buf, NULL) > 0 && strtod(buf, NULL) < 100);
+    for (int digits = 2; digits <= 15 && !(strtod(buf, NULL) > 0 && strtod(buf, NULL) < 100);
          digits++)
         snprintf(buf, size, "%.*f", digits, pc);
-    if (strtod(buf, NULL) == 0) snprintf(buf, size, "%.2g", pc); /* 1 in 1e12: "1e-10" */
+    if (strtod(buf, NULL) == 0) snprintf(buf, size, "%.2g", pc); /* 1 in 1e18: "1e-16" */
     return buf;
 }
 

@@ -27,7 +27,7 @@ expect "bad number" 2 "--batch needs a whole number" -- --tiles "$SAMPLE" --batc
 expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- --tiles "$SAMPLE" --lr 0x10
 # a number below the smallest normal double is its (subnormal) value: taken when in range, and
 # refused when not by the range alone (it was refused as "not between 0 and 0.9")
-expect "a number below any double but 0" 2 "--val-fraction: '1e-400' is smaller than any number but 0 a double holds (4.9e-324); give a number between 0 and 0.9" -- --tiles "$SAMPLE" --val-fraction 1e-400
+expect "a number below any double but 0" 2 "--val-fraction: '1e-400' is smaller than any number but 0 a double holds \(4.9e-324\); give a number between 0 and 0.9" -- --tiles "$SAMPLE" --val-fraction 1e-400
 expect "a subnormal number out of range" 2 "--val-fraction needs a number between 0 and 0.9, got '-1e-310'" -- --tiles "$SAMPLE" --val-fraction -1e-310
 "$WILDCPU" --tiles "$SAMPLE" --val-fraction 1e-310 --steps 1 --batch 4 --micro-batch 2 --out "$T/subnormal" --no-predict >"$T/subnormal.log" 2>&1 \
     && ok "a subnormal number in range (--val-fraction 1e-310) is taken" || notok "--val-fraction 1e-310" "$(grep -m1 val-fraction "$T/subnormal.log")"

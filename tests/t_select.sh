@@ -26,6 +26,11 @@ held=$("$WILDCPU" info "$T/a/checkpoints/best.wcp" | awk '$1 == "step" {print $2
 # best.wcp of the best validation cannot be written (its temporary name taken by a directory: a
 # real failed create, as on a full disk): a later, worse validation becomes best.wcp, and the
 # report says which validation was better and lost (one process, whose pid names the file)
+# (the directory blocks every checkpoint of that step: the best must not be the last step's, which
+# also ends training, and a worse validation must follow it; the CPU's kernels choose the best)
+if [ "$best_step" = 76 ] || [ "$best_step" = -1 ]; then
+    ok "# skipped: the best validation is the last (step $best_step), so none could follow it"
+else
 ( mkdir -p "$T/u/checkpoints" && mkdir "$T/u/checkpoints/.ckpt-$(printf %08d "$best_step").wcp.tmp$BASHPID" &&
   exec "$WILDCPU" "${args[@]}" --out "$T/u" ) >"$T/u.log" 2>&1
 s=$?
@@ -37,6 +42,17 @@ s=$?
     [ "$(json "$T/a/report.json" best_unsaved_step)" = -1 ] \
     && ok "best.wcp of the best validation (step $best_step) not written: a later best.wcp, and report and log name the lost one" \
     || notok "a failed best.wcp write in the report" "status $s; $(grep -i 'best' "$T/u.log" | tail -3)"
+fi
+# the end of training's checkpoint cannot be written: the run fails, and its report says why,
+# the cause the log gave "above" included (a batch job's stderr is often gone)
+( mkdir -p "$T/v/checkpoints" && mkdir "$T/v/checkpoints/.ckpt-00000076.wcp.tmp$BASHPID" &&
+  exec "$WILDCPU" "${args[@]}" --out "$T/v" ) >"$T/v.log" 2>&1
+s=$?
+[ $s -eq 1 ] && [ "$(json "$T/v/report.json" status)" = failed ] &&
+    json "$T/v/report.json" error | grep -q "^cannot create checkpoint .*: Is a directory; then: checkpoint at step 76 (end of training) is not complete" &&
+    grep -q "^Status: \*\*failed\*\*: cannot create checkpoint .*: Is a directory; then: " "$T/v/report.md" \
+    && ok "the final checkpoint not written: exit 1, and report.json and report.md give the cause" \
+    || notok "a failed final checkpoint in the report" "status $s: $(json "$T/v/report.json" error 2>&1 | head -c 300)"
 
 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/a" --out "$T/a.tif" >"$T/p.log" 2>&1
 grep -q "with $T/a/checkpoints/best.wcp (step $best_step" "$T/p.log" \

@@ -145,6 +145,46 @@ static void test_write_downsampled(void) {
     rmdir(dir);
 }
 
+/* Each picture pixel averages its own f x f block of the map, the last ones what remains: on a
+ * 301 x 7 map at factor 4 (76 x 2), a valid pixel at column 299, row 3 (all else nodata) colours
+ * picture pixel (74, 0) alone; one read of 301 columns into 76 made 3.96-pixel boxes, and the
+ * pixel fell in box 75. */
+static void test_write_exact_boxes(void) {
+    char dir[] = "/tmp/test_quicklook.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char src[64], png[64];
+    snprintf(src, sizeof src, "%s/map.tif", dir);
+    snprintf(png, sizeof png, "%s/map.png", dir);
+    wc_raster_init();
+    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), src, 301, 7, 1, GDT_Float32, NULL);
+    static float v[7][301];
+    for (int y = 0; y < 7; y++)
+        for (int x = 0; x < 301; x++) v[y][x] = -9999.f;
+    v[3][299] = 0.5f;
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    GDALSetRasterNoDataValue(b, -9999);
+    CHECK(GDALRasterIO(b, GF_Write, 0, 0, 301, 7, v, 301, 7, GDT_Float32, 0, 0) == CE_None,
+          "write");
+    GDALClose(ds);
+    wc_quicklook_info q;
+    CHECK(wc_quicklook_write(src, 1, png, 100, &q) == WC_OK, "write png");
+    CHECK(q.factor == 4 && q.map_width == 76 && q.map_height == 2, "factor %d, %dx%d", q.factor,
+          q.map_width, q.map_height);
+    GDALDatasetH p = GDALOpen(png, GA_ReadOnly);
+    CHECK(p != NULL, "png opens");
+    for (int y = 0; p && y < 2; y++)
+        for (int x = 0; x < 76; x++) {
+            int c[4];
+            read_px(p, x, y, c);
+            CHECK((c[3] != 0) == (x == 74 && y == 0), "picture pixel (%d, %d): alpha %d", x, y,
+                  c[3]);
+        }
+    if (p) GDALClose(p);
+    unlink(src);
+    unlink(png);
+    rmdir(dir);
+}
+
 /* A map whose band holds values that are not probabilities (as a broken writer or another
  * program might leave): they are transparent, never a colour of the ramp. One row of 8 pixels
  * at full resolution: 0.5, 7, -3, NaN, +Inf, -Inf, nodata, 1. */
@@ -235,6 +275,7 @@ int main(void) {
     RUN(test_layout);
     RUN(test_layout_enormous);
     RUN(test_write_downsampled);
+    RUN(test_write_exact_boxes);
     RUN(test_not_probabilities_transparent);
     RUN(test_write_enormous);
     HARNESS_EXIT();

@@ -63,10 +63,12 @@ typedef struct wc_infer {
     uint8_t *px;               /* (Ty, Tx) WC_PX_* */
     int64_t windows_run, windows_skipped;
     int64_t beyond_range, nonfinite; /* core pixels with WC_PX_RANGE, WC_PX_BAD */
-    int64_t nonfinite_ordinary; /* ... of WC_PX_BAD whose own inputs all lie within
+    int64_t nonfinite_ordinary; /* ... of WC_PX_BAD in windows whose inputs all lie within
                                  * WC_INFER_ORDINARY training standard deviations: the model's
-                                 * doing, not the data's */
-    uint8_t *ordinary;         /* (Ty, Tx) 1 where every input is within that */
+                                 * doing, not the data's (a pixel's output depends on its
+                                 * neighbours', so a hostile value anywhere in the window may be
+                                 * the cause) */
+    int window_ordinary;       /* the window being computed is such a window */
     int64_t *huge;             /* (nfeat) valid core pixels whose feature c is WC_HUGE_VALUE or
                                 * more in magnitude: an undeclared nodata mapped as data */
     int64_t valid_pixels;      /* core pixels with all features valid (WC_PX_VALID) */

@@ -103,11 +103,14 @@ void wc_warn(const char *fmt, ...) WC_PRINTF(1, 2);
 #define WC_THREADS_PER_CPU_MAX 4
 int wc_check_threads(int threads, const char *from);
 void wc_error(const char *fmt, ...) WC_PRINTF(1, 2);
-/* The last error this process logged (wc_error, wc_fatal), at most 511 bytes; "" when none:
- * the cause a failed run's report names (a batch job's stderr is often gone). The last, not the
- * first: a run goes on after errors it recovers from (a best.wcp that could not be written),
- * and fails with its last. */
-const char *wc_last_error(void);
+/* The last error this process logged (wc_error, wc_fatal) into buf, on one line, "..." when cut
+ * at WC_LAST_ERROR_MAX; "" when none: the cause a failed run's report names (a batch job's
+ * stderr is often gone). The last, not the first: a run fails with its last error, and forgets
+ * those it recovers from (wc_forget_error). One that says "see above" carries the one before it.
+ * Returns buf. */
+#define WC_LAST_ERROR_MAX 512
+const char *wc_last_error(char *buf, size_t size);
+void wc_forget_error(void);
 /* Logs the message as an error, then ends the whole job through the fatal hook. */
 WC_NORETURN void wc_fatal(const char *fmt, ...) WC_PRINTF(1, 2);
 
@@ -200,7 +203,7 @@ size_t wc_address_space_left(void);
  * would map OpenBLAS's buffer, and the command's advice. */
 int wc_check_address_space(const wc_address_need *need);
 
-/* Formats part/whole as a percentage into buf (>= 16 bytes), "12.3": one decimal, or as many
+/* Formats part/whole as a percentage into buf (>= 24 bytes), "12.3": one decimal, or as many
  * more as keep a share that is neither none nor all from reading as 0.0 or 100.0 (12 valid
  * pixels of 65536 are 99.98% nodata, not 100.0%); returns buf. */
 const char *wc_fmt_percent(char *buf, size_t size, double part, double whole);
