@@ -233,6 +233,9 @@ static CPLErr read_boxes(GDALRasterBandH band, int W, int sy0, int sy1, int f, f
     GDALRasterIOExtraArg extra;
     INIT_RASTERIO_EXTRA_ARG(extra);
     extra.eResampleAlg = f > 1 ? GRIORA_Average : GRIORA_NearestNeighbour;
+    if (f == 1) /* every box a pixel: one read */
+        return GDALRasterIOEx(band, GF_Read, 0, sy0, W, sy1 - sy0, buf, nx, ny, GDT_Float32, 0, 0,
+                              &extra);
     const int full_w = (nx - 1) * f, full_h = (ny - 1) * f; /* whole boxes, then the rest */
     const int xs[2] = {0, full_w}, ws[2] = {full_w, W - full_w}, bx[2] = {nx - 1, 1};
     const int ys[2] = {sy0, sy0 + full_h}, hs[2] = {full_h, sy1 - sy0 - full_h},

@@ -90,29 +90,60 @@ static void read_px(GDALDatasetH ds, int x, int y, int rgba[4]) {
     }
 }
 
+/* A one-band Float32 map of w x h values v (row after row) with nodata -9999, at path. */
+static void write_map(const char *path, int w, int h, const float *v) {
+    wc_raster_init();
+    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), path, w, h, 1, GDT_Float32, NULL);
+    CHECK(ds != NULL, "create %s", path);
+    if (!ds) return;
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    GDALSetRasterNoDataValue(b, -9999);
+    CHECK(GDALRasterIO(b, GF_Write, 0, 0, w, h, (void *)v, w, h, GDT_Float32, 0, 0) == CE_None,
+          "write %s", path);
+    GDALClose(ds);
+}
+
+/* A map and its picture in a temporary directory of their own. */
+typedef struct {
+    char dir[32], src[64], png[64];
+} scratch;
+
+static void scratch_open(scratch *t) {
+    snprintf(t->dir, sizeof t->dir, "/tmp/test_quicklook.XXXXXX");
+    CHECK(mkdtemp(t->dir) != NULL, "mkdtemp");
+    snprintf(t->src, sizeof t->src, "%s/map.tif", t->dir);
+    snprintf(t->png, sizeof t->png, "%s/map.png", t->dir);
+}
+
+static void scratch_close(const scratch *t) {
+    unlink(t->src);
+    unlink(t->png);
+    rmdir(t->dir);
+}
+
+/* The picture of t's map at most `limit` px a side, after checking its layout (factor, the map's
+ * part in picture pixels); the opened PNG, or NULL after a failed check. */
+static GDALDatasetH picture_of(const scratch *t, int limit, int factor, int mw, int mh,
+                               wc_quicklook_info *q) {
+    CHECK(wc_quicklook_write(t->src, 1, t->png, limit, q) == WC_OK, "write png");
+    CHECK(q->factor == factor && q->map_width == mw && q->map_height == mh, "factor %d, %dx%d",
+          q->factor, q->map_width, q->map_height);
+    GDALDatasetH p = GDALOpen(t->png, GA_ReadOnly);
+    CHECK(p != NULL, "png opens");
+    return p;
+}
+
 /* 300x200: left half 0, right half 1, a 42x42 nodata block at the top left; limit 100 px. */
 static void test_write_downsampled(void) {
-    char dir[] = "/tmp/test_quicklook.XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    char src[64], png[64];
-    snprintf(src, sizeof src, "%s/map.tif", dir);
-    snprintf(png, sizeof png, "%s/map.png", dir);
-    wc_raster_init();
-    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), src, 300, 200, 1, GDT_Float32, NULL);
+    scratch t;
+    scratch_open(&t);
+    const char *src = t.src, *png = t.png, *dir = t.dir;
     static float v[200][300];
     for (int y = 0; y < 200; y++)
         for (int x = 0; x < 300; x++) v[y][x] = y < 42 && x < 42 ? -9999.f : x < 150 ? 0.f : 1.f;
-    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
-    GDALSetRasterNoDataValue(b, -9999);
-    CHECK(GDALRasterIO(b, GF_Write, 0, 0, 300, 200, v, 300, 200, GDT_Float32, 0, 0) == CE_None,
-          "write");
-    GDALClose(ds);
+    write_map(src, 300, 200, &v[0][0]);
     wc_quicklook_info q;
-    CHECK(wc_quicklook_write(src, 1, png, 100, &q) == WC_OK, "write png");
-    CHECK(q.factor == 3 && q.map_width == 100 && q.map_height == 67, "factor %d, %dx%d", q.factor,
-          q.map_width, q.map_height);
-    GDALDatasetH p = GDALOpen(png, GA_ReadOnly);
-    CHECK(p != NULL, "png opens");
+    GDALDatasetH p = picture_of(&t, 100, 3, 100, 67, &q);
     if (p) {
         CHECK(GDALGetRasterXSize(p) == WC_QUICKLOOK_MIN_WIDTH && GDALGetRasterYSize(p) == q.height,
               "size %dx%d", GDALGetRasterXSize(p), GDALGetRasterYSize(p));
@@ -140,9 +171,7 @@ static void test_write_downsampled(void) {
     p = GDALOpen(png, GA_ReadOnly); /* the earlier picture survives the failed rewrite */
     CHECK(p != NULL, "earlier picture kept");
     if (p) GDALClose(p);
-    unlink(src);
-    unlink(png);
-    rmdir(dir);
+    scratch_close(&t);
 }
 
 /* Each picture pixel averages its own f x f block of the map, the last ones what remains: on a
@@ -150,28 +179,15 @@ static void test_write_downsampled(void) {
  * picture pixel (74, 0) alone; one read of 301 columns into 76 made 3.96-pixel boxes, and the
  * pixel fell in box 75. */
 static void test_write_exact_boxes(void) {
-    char dir[] = "/tmp/test_quicklook.XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    char src[64], png[64];
-    snprintf(src, sizeof src, "%s/map.tif", dir);
-    snprintf(png, sizeof png, "%s/map.png", dir);
-    wc_raster_init();
-    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), src, 301, 7, 1, GDT_Float32, NULL);
+    scratch t;
+    scratch_open(&t);
     static float v[7][301];
     for (int y = 0; y < 7; y++)
         for (int x = 0; x < 301; x++) v[y][x] = -9999.f;
     v[3][299] = 0.5f;
-    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
-    GDALSetRasterNoDataValue(b, -9999);
-    CHECK(GDALRasterIO(b, GF_Write, 0, 0, 301, 7, v, 301, 7, GDT_Float32, 0, 0) == CE_None,
-          "write");
-    GDALClose(ds);
+    write_map(t.src, 301, 7, &v[0][0]);
     wc_quicklook_info q;
-    CHECK(wc_quicklook_write(src, 1, png, 100, &q) == WC_OK, "write png");
-    CHECK(q.factor == 4 && q.map_width == 76 && q.map_height == 2, "factor %d, %dx%d", q.factor,
-          q.map_width, q.map_height);
-    GDALDatasetH p = GDALOpen(png, GA_ReadOnly);
-    CHECK(p != NULL, "png opens");
+    GDALDatasetH p = picture_of(&t, 100, 4, 76, 2, &q);
     for (int y = 0; p && y < 2; y++)
         for (int x = 0; x < 76; x++) {
             int c[4];
@@ -180,9 +196,7 @@ static void test_write_exact_boxes(void) {
                   c[3]);
         }
     if (p) GDALClose(p);
-    unlink(src);
-    unlink(png);
-    rmdir(dir);
+    scratch_close(&t);
 }
 
 /* A map whose band holds values that are not probabilities (as a broken writer or another
