@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -333,6 +334,8 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
             *live_writer = pid;
             continue;
         }
+        struct stat st;
+        if (lstat(path, &st) != 0 && errno == ENOENT) continue; /* its writer has ended since */
         found++;
         if (strlen(list) + strlen(path) + 8 < sizeof list) {
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "",
@@ -370,13 +373,34 @@ long wc_output_writer(const char *path) {
     return writer;
 }
 
+/* An exclusive flock on the output's directory, held while this process looks for another
+ * writer and makes its claim, so that of two arriving together the second sees the first's
+ * claim. -1 where the directory cannot be locked (a file system without flock): the caller
+ * claims first and looks after, where two together both refuse. */
+static int lock_directory_of(const char *path) {
+    char *dir = wc_dir_of(path);
+    const int fd = open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0) return -1;
+    int rc;
+    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
+    if (rc != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 long wc_claim_output(const char *path) {
     char *claim = wc_temp_path(path, "tmp");
+    const int lock = lock_directory_of(path);
+    long writer = lock >= 0 ? wc_output_writer(path) : 0;
     /* not created (a leftover of this pid, a directory not writable): no claim, and the writer
      * says what is wrong */
-    const int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int fd = writer ? -1 : open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) close(fd);
-    const long writer = wc_output_writer(path);
+    if (lock < 0 && fd >= 0) writer = wc_output_writer(path);
+    if (lock >= 0) close(lock); /* releases the flock */
     if (fd < 0 || writer) {
         if (fd >= 0) unlink(claim);
         free(claim);

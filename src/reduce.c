@@ -10,7 +10,8 @@
 #include "wildcpu/util.h"
 
 /* Extra int64 words after the n gradient sums. */
-enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_NONFINITE, X_BAD_LOSS, X_STOP, X_CKPT, X_COUNT };
+enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_NONFINITE, X_BAD_LOSS, X_STOP, X_CKPT,
+       X_FAILED, X_COUNT };
 
 /* Exponent for a tensor whose components are at most maxabs: leaves the headroom and room for
  * max_micro_batches additions below 2^62. */
@@ -108,6 +109,7 @@ void wc_reducer_begin(wc_reducer *r) {
     if (r->facc) memset(r->facc, 0, r->n * sizeof(float));
     memset(r->maxabs, 0, r->ntensors * sizeof(double));
     r->overflow = r->nonfinite = r->bad_loss = 0;
+    r->failed = 0;
     r->loss_sum = 0;
     r->valid_pixels = r->samples = 0;
     r->streaming = r->next_bucket = 0;
@@ -240,6 +242,10 @@ void wc_reducer_stream_end(wc_reducer *r, const float *grads) {
     }
 }
 
+void wc_reducer_fail(wc_reducer *r) {
+    r->failed = 1;
+}
+
 int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_vote,
                       wc_step_totals *totals) {
     int64_t *x = r->acc + r->n;
@@ -250,6 +256,7 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_v
     x[X_BAD_LOSS] = r->bad_loss;
     x[X_STOP] = stop_vote ? 1 : 0;
     x[X_CKPT] = ckpt_vote ? 1 : 0;
+    x[X_FAILED] = r->failed;
     if (r->streaming) {
         WC_ASSERT(r->next_bucket == r->nbuckets);
         wc_dist_wait();
@@ -271,6 +278,7 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_v
     totals->ckpt_votes = x[X_CKPT];
     totals->nonfinite = x[X_NONFINITE];
     totals->bad_loss = x[X_BAD_LOSS];
+    totals->failed_ranks = x[X_FAILED];
     totals->first_bad_tensor = -1;
     totals->bad_tensors = 0;
     for (int t = 0; t < r->ntensors; t++)
@@ -280,6 +288,7 @@ int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_v
         }
     /* Every rank saw the same sums: all stop together, nothing of this step is applied, and the
      * scales stay those of the last good step. */
+    if (totals->failed_ranks > 0) return WC_REDUCE_FAILED;
     if (totals->nonfinite > 0 || totals->bad_loss > 0) return WC_REDUCE_DIVERGED;
     int redo = r->exact && (!r->calibrated || x[X_OVERFLOW] > 0);
     if (!redo) {

@@ -11,6 +11,7 @@
 #include "wildcpu/report.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -747,8 +748,22 @@ int wc_report_missing(const char *out_dir) {
     return missing;
 }
 
+void wc_report_agree_failure(void) {
+    if (wc_dist_size() == 1) return;
+    char why[WC_LAST_ERROR_MAX], ranked[WC_LAST_ERROR_MAX + 24];
+    wc_last_error(why, sizeof why);
+    const int first = -wc_dist_max_int(*why ? -wc_dist_rank() : -INT_MAX); /* the lowest */
+    if (first == INT_MAX) return;
+    wc_dist_bcast(why, sizeof why, first);
+    why[sizeof why - 1] = '\0';
+    if (first == 0) return;
+    snprintf(ranked, sizeof ranked, "rank %d: %s", first, why);
+    wc_adopt_error(ranked);
+}
+
 int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json) {
     const int R = wc_dist_size();
+    wc_report_agree_failure();
     int64_t *rss = WC_CALLOC(R, sizeof(int64_t));
     rss[wc_dist_rank()] = (int64_t)wc_peak_rss_bytes();
     wc_dist_sum_i64(rss, (size_t)R);

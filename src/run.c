@@ -36,6 +36,7 @@ int wc_run_train_and_map(const wc_train_config *cfg) {
     status = wc_train_run(cfg); /* it marks a stop itself, as soon as its checkpoint is written */
     if (status == WC_EXIT_OK && !cfg->no_predict) {
         status = draw_map(cfg);
+        wc_report_agree_failure();
         if (wc_dist_rank() == 0)
             wc_report_map_done(cfg->out_dir, status, wc_rundir_rerun(cfg, "map"));
         if (status == WC_EXIT_STOPPED) wc_rundir_mark_stopped(cfg, "map");

@@ -66,12 +66,12 @@ static void submit_ahead(train_ctx *t) {
     }
 }
 
-/* The batch of request `w`, which must be the oldest not yet taken. */
+/* The batch of request `w`, which must be the oldest not yet taken; NULL when it could not be
+ * read (the reader said why). */
 static const wc_read_batch *take(train_ctx *t, wc_work w) {
     submit_ahead(t);
     const wc_read_batch *b;
-    if (wc_reader_take(t->ra.rd, &b) != WC_OK)
-        wc_fatal("step %ld: reading training patches failed (see the message above)", w.step + 1);
+    if (wc_reader_take(t->ra.rd, &b) != WC_OK) return NULL;
     WC_ASSERT(b->tag == wc_work_tag(&w));
     return b;
 }
@@ -240,7 +240,7 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
         const float *z = wc_net_output(t->net);
         double loss = wc_bce_forward(z, t->dec.y, t->dec.valid, b->n * pp, pw);
         wc_bce_backward(wc_net_output_grad(t->net), z, t->dec.y, t->dec.valid, b->n * pp, pw);
-        const int poisoned = step == t->poison_step && j == lo;
+        const int poisoned = step == t->poison_step && j == lo && t->poison_kind != 'r';
         if (poisoned && t->poison_kind == 'l') loss = NAN;
         memset(t->net->grads, 0, t->net->nparams * sizeof(float));
         if (stream && j == hi - 1) {
@@ -263,11 +263,22 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
 }
 
 /* One optimizer step: this rank's micro-batches, the exact reduction, the update. Returns
- * WC_ERR (on every rank alike) when training diverged. */
+ * WC_ERR (on every rank alike) when training diverged or a rank could not read its patches. */
 static int train_step(train_ctx *t, long step) {
-    int lo, hi;
+    int lo, hi, taken = 0;
     wc_schedule_micro_batches(&t->sched, step, &lo, &hi);
-    for (int j = lo; j < hi; j++) t->ra.held[j - lo] = take(t, (wc_work){.step = step, .j = j});
+    for (int j = lo; j < hi; j++, taken++) {
+        if (step == t->poison_step && t->poison_kind == 'r' && j == lo) {
+            wc_error("step %ld: micro-batch %d could not be read (WILDCPU_TEST_POISON)", step + 1,
+                     j + 1);
+            break;
+        }
+        if (!(t->ra.held[j - lo] = take(t, (wc_work){.step = step, .j = j}))) break;
+    }
+    /* a rank that could not read computes nothing and says so in the step's reduction: every
+     * rank ends the run at this step, with its report, rather than this one aborting the job */
+    const int unread = taken < hi - lo;
+    if (unread) wc_error("step %ld: reading training patches failed (see above)", step + 1);
     /* a fresh run's scales come from micro-batch 0, which its owner computes first (lo == 0;
      * with fewer micro-batches than ranks that need not be rank 0) */
     const int root = wc_schedule_rank_of(&t->sched, step, 0);
@@ -276,7 +287,8 @@ static int train_step(train_ctx *t, long step) {
     for (;;) {
         double t0 = wc_now();
         wc_reducer_begin(t->red);
-        compute_micro_batches(t, step, lo, hi, root);
+        if (unread) wc_reducer_fail(t->red);
+        compute_micro_batches(t, step, lo, unread ? lo : hi, root);
         double t1 = wc_now();
         /* a timed checkpoint: rank 0's clock decides, everyone follows */
         int ckpt_vote =
@@ -291,12 +303,16 @@ static int train_step(train_ctx *t, long step) {
                     step + 1);
         t->sum.redo_steps++;
     }
-    for (int j = lo; j < hi; j++) wc_reader_release(t->ra.rd);
+    for (int j = 0; j < taken; j++) wc_reader_release(t->ra.rd);
+    if (rc == WC_REDUCE_FAILED) return WC_ERR; /* the ranks that failed said why */
     if (rc == WC_REDUCE_DIVERGED) {
         report_divergence(t, step, &tot, -1);
         return WC_ERR;
     }
-    if (tot.valid_pixels == 0) wc_fatal("step %ld: the batch has no valid pixel", step + 1);
+    if (tot.valid_pixels == 0) { /* every rank alike */
+        wc_error("step %ld: the batch has no valid pixel", step + 1);
+        return WC_ERR;
+    }
     const double loss = tot.loss_sum / (double)tot.valid_pixels;
     const double lr = wc_optim_lr(&t->opt->cfg, t->opt->step);
     int bad =
@@ -325,17 +341,14 @@ static int train_step(train_ctx *t, long step) {
  * of a block is a fraction of a second), never by time. */
 
 /* Validation after `step` (validation.h), then its figures into the summary and the log.
- * WC_VALIDATION_DIVERGED on every rank alike when the network's output was not finite. */
+ * WC_VALIDATION_DIVERGED on every rank alike when the network's output was not finite,
+ * WC_VALIDATION_FAILED when a rank could not read its blocks (it said why). */
 static int validate(train_ctx *t, long step) {
     const double t0 = wc_now();
     wc_metrics m, om;
     const int rc = wc_validation_run(&t->val, step + 1, t->net->params, &m, &om);
     t->sum.val_seconds += wc_now() - t0;
-    if (rc == WC_VALIDATION_STOPPED) return rc;
-    if (rc == WC_VALIDATION_FAILED)
-        wc_fatal("step %ld: reading validation patches failed (for the validation after it; "
-                 "see the message above)",
-                 step + 1);
+    if (rc == WC_VALIDATION_STOPPED || rc == WC_VALIDATION_FAILED) return rc;
     if (rc == WC_VALIDATION_DIVERGED) {
         if (t->rank == 0)
             say_diverged(t,
@@ -979,11 +992,19 @@ static int run_pending_validation(train_ctx *t, int *ran) {
         wc_rundir_mark_stopped(t->cfg, "training");
     }
     if (v != WC_VALIDATION_DONE)
-        return v == WC_VALIDATION_DIVERGED ? WC_EXIT_RUNTIME : WC_EXIT_STOPPED;
+        return v == WC_VALIDATION_STOPPED ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
     wc_train_ckpt_keep_if_best(t, t->start_step - 1);
     t->val_pending = 0;
     *ran = 1;
     return WC_EXIT_OK;
+}
+
+/* The loop failed (on every rank alike): the report says so and why, also when this session
+ * trained no step, since an earlier session's report ("stopped") would describe a run that can
+ * go on. */
+static int loop_failed(train_ctx *t) {
+    t->report_due = 1;
+    return WC_EXIT_RUNTIME;
 }
 
 /* Steps from start_step to the end, with validation, checkpoints and stops. */
@@ -992,18 +1013,19 @@ static int loop(train_ctx *t) {
     int ran_pending;
     t->t_loop = wc_now(); /* a pending validation is the loop's time, as it was the first run's */
     int status = run_pending_validation(t, &ran_pending);
+    if (status == WC_EXIT_RUNTIME) return loop_failed(t);
     if (status != WC_EXIT_OK) return status;
     t->ckpt.last = wc_now();
     wc_trainlog_start(t->log);
     for (long step = t->start_step; step < t->total_steps; step++) {
-        if (train_step(t, step) != WC_OK) return WC_EXIT_RUNTIME;
+        if (train_step(t, step) != WC_OK) return loop_failed(t);
         /* the block cache at its fullest, for the report's peak against the plan (its blocks
          * go when the files close, before the report) */
         t->gdal_cache_peak = WC_MAX(t->gdal_cache_peak, wc_raster_cache_used());
         int validated = 0; /* a validation saw finite outputs of this step's weights */
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
-            if (v == WC_VALIDATION_DIVERGED) return WC_EXIT_RUNTIME;
+            if (v == WC_VALIDATION_DIVERGED || v == WC_VALIDATION_FAILED) return loop_failed(t);
             if (v == WC_VALIDATION_DONE) wc_train_ckpt_keep_if_best(t, step);
             validated = v == WC_VALIDATION_DONE && t->sum.val.pixels > 0;
             t->val_pending = v == WC_VALIDATION_STOPPED;
@@ -1011,7 +1033,7 @@ static int loop(train_ctx *t) {
         }
         int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt.time_due;
         const int saving = t->ckpt.stop_agreed || due || step + 1 == t->total_steps;
-        if (saving && !validated && !update_output_finite(t, step)) return WC_EXIT_RUNTIME;
+        if (saving && !validated && !update_output_finite(t, step)) return loop_failed(t);
         if (t->ckpt.stop_agreed) return wc_train_ckpt_stop(t, step + 1);
         if (due && step + 1 < t->total_steps) wc_train_ckpt_interval(t, step + 1);
         if (t->rank == 0) wc_train_ckpt_take_background(t, 0);

@@ -105,7 +105,7 @@ typedef struct {
     size_t gdal_cache_peak; /* GDAL's block cache at its fullest, sampled after each step */
     int report_due; /* the report changes even without a step (a pending validation ran) */
     char config_kv[2048];
-    long poison_step; /* the divergence test hook (WILDCPU_TEST_POISON), -1: off */
+    long poison_step; /* the divergence and read-failure test hook (WILDCPU_TEST_POISON), -1: off */
     char poison_kind;
     struct {
         size_t final_from; /* the streamed micro-batch's gradients from here on are final */

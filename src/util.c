@@ -207,7 +207,10 @@ static void keep_error(const char *fmt, va_list ap) {
     pthread_mutex_lock(&last_error_lock);
     if (strstr(text, "see above") && last_error[0]) {
         char joined[2 * WC_LAST_ERROR_MAX + 8];
-        snprintf(joined, sizeof joined, "%s; then: %s", last_error, text);
+        size_t before = strlen(last_error); /* GDAL's messages end in a full stop */
+        while (before > 0 && (last_error[before - 1] == '.' || last_error[before - 1] == ' '))
+            before--;
+        snprintf(joined, sizeof joined, "%.*s; then: %s", (int)before, last_error, text);
         const size_t len = strlen(joined);
         memcpy(last_error, joined, WC_MIN(len + 1, sizeof last_error));
         if (len >= sizeof last_error) memcpy(last_error + sizeof last_error - 4, "...", 4);
@@ -224,6 +227,12 @@ const char *wc_last_error(char *buf, size_t size) {
     for (char *c = buf; *c; c++) /* one line */
         if (*c == '\n' || *c == '\r') *c = ' ';
     return buf;
+}
+
+void wc_adopt_error(const char *text) {
+    pthread_mutex_lock(&last_error_lock);
+    snprintf(last_error, sizeof last_error, "%s", text);
+    pthread_mutex_unlock(&last_error_lock);
 }
 
 void wc_forget_error(void) {

@@ -144,6 +144,8 @@ int wc_validation_run(wc_validation *v, long step, const float *params, wc_metri
             failed = 1;
         int64_t flags[2] = {failed, wc_stop_requested()};
         wc_dist_sum_i64(flags, 2);
+        if (failed)
+            wc_error("validation after step %ld: reading its blocks failed (see above)", step);
         if (flags[0]) return WC_VALIDATION_FAILED;
         if (flags[1]) return WC_VALIDATION_STOPPED;
     }

@@ -636,7 +636,9 @@ expect "label raster on another grid without a CRS" 1 "cannot be reprojected ont
     --tiles "$SAMPLE" --labels "$T/nogeo.tif" "${train[@]}"
 
 # --- an unreadable window in the middle of training: a tile is truncated after planning,
-# with GDAL's cache too small to hold it, so a later read fails
+# with GDAL's cache too small to hold it, so a later read fails; the run ends through its
+# teardown, so its report is written and names the window (it was not: the read failure ended
+# the process at once)
 cp -r "$ROOT/data/sample" "$T/flaky"
 GDAL_CACHEMAX=1 timeout 300 "$WILDCPU" --tiles "$T/flaky/tiles.vrt" --out "$T/flakyrun" --steps 200 \
     --batch 8 --micro-batch 4 --patch 32 --no-predict --log-every 1 >"$T/flaky.out" 2>"$T/flaky.err" &
@@ -649,8 +651,10 @@ truncate -s 20000 "$T/flaky/tiles/r00_c00_f32.tif"
 wait $pid
 status=$?
 if [ $status -eq 1 ] && grep -Eq "read error in .*tiles.vrt, window x=[0-9]+ y=[0-9]+" "$T/flaky.err" &&
-    grep -Eq "step [0-9]*: reading (training|validation) patches failed" "$T/flaky.err"; then
-    ok "unreadable window mid-epoch: exit 1, file and window named ($(grep -Eo "read error in .*window x=[0-9]+ y=[0-9]+ [0-9x]+" "$T/flaky.err" | head -1 | sed "s|$T/||"))"
+    grep -Eq "step [0-9]*: reading training patches failed|validation after step [0-9]*: reading its blocks failed" "$T/flaky.err" &&
+    grep -q '"status": *"failed"' "$T/flakyrun/report.json" &&
+    grep -Eq '"error": *"read error in .*tiles.vrt, window x=[0-9]+ y=[0-9]+.*; then: (step [0-9]*: reading training patches|validation after step [0-9]*: reading its blocks) failed \(see above\)"' "$T/flakyrun/report.json"; then
+    ok "unreadable window mid-epoch: exit 1, file and window named in the log and report.json ($(grep -Eo "read error in .*window x=[0-9]+ y=[0-9]+ [0-9x]+" "$T/flaky.err" | head -1 | sed "s|$T/||"))"
 else
     notok "unreadable window mid-epoch" "exit $status: $(tail -3 "$T/flaky.err")"
 fi

@@ -100,6 +100,37 @@ for mode in exact fast; do
     done
 done
 
+# Patches that cannot be read on ONE rank of two (WILDCPU_TEST_POISON=3:1:read, as a tile that
+# became unreadable): every rank ends in step 3 with status 1 instead of rank 1 aborting the job,
+# and the report says why, naming rank 1 (its message was in rank 1's log only). The session
+# after it fails at its first step (no step done): its report is rewritten all the same, with
+# this cause, not left describing the session before (the diverged run of $T/poison-exact-grad,
+# rerun to its end, then poisoned again here). The rerun without it ends equal to the reference.
+d=$T/unread
+WILDCPU_TEST_POISON=3:1:read mpirun_n 2 -x WILDCPU_TEST_POISON "$WILDCPU" "${args[@]}" --out "$d" \
+    >"$d.log" 2>&1
+s=$?
+error_of() { "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["error"])' "$1/report.json"; }
+e1=$(error_of "$d" 2>&1)
+WILDCPU_TEST_POISON=3:0:grad mpirun_n 2 -x WILDCPU_TEST_POISON "$WILDCPU" "${args[@]}" --out "$d" \
+    >"$d.diverged.log" 2>&1
+e_div=$(error_of "$d" 2>&1)
+WILDCPU_TEST_POISON=3:1:read mpirun_n 2 -x WILDCPU_TEST_POISON "$WILDCPU" "${args[@]}" --out "$d" \
+    >"$d.again.log" 2>&1
+s2=$?
+e2=$(error_of "$d" 2>&1)
+mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$d" >"$d.rerun.log" 2>&1
+s3=$?
+want="rank 1: step 3: micro-batch 2 could not be read \(WILDCPU_TEST_POISON\); then: step 3: reading training patches failed \(see above\)"
+if [ $s -eq 1 ] && [ $s2 -eq 1 ] && [ $s3 -eq 0 ] && echo "$e1" | grep -Eq "^$want$" &&
+    echo "$e_div" | grep -q "^step 3: training diverged" && echo "$e2" | grep -Eq "^$want$" &&
+    ! grep -q "MPI_ABORT" "$d.log" "$d.again.log" &&
+    [ "$(digest "$d/checkpoints/ckpt-00000005.wcp")" = "$ref" ]; then
+    ok "patches unreadable on rank 1 of 2 in step 3: both end (status 1, no abort), report.json's error names rank 1's cause, also for a session that did no step; rerun equal"
+else
+    notok "patches unreadable on rank 1 of 2" "status $s/$s2/$s3, errors '$e1' / '$e_div' / '$e2': $(grep -E 'error|ABORT' "$d.log" "$d.again.log" | head -4)"
+fi
+
 # A checkpoint whose weights give no finite output anywhere (made from the reference run's
 # last one, its parameters times 1e30; CRC valid): predict and evaluate refuse it with status 1,
 # the map the user had stays, no metrics are written

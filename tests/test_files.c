@@ -1,12 +1,15 @@
 /* test_files.c: the local file behind a GDAL dataset name (wc_file_behind), and what it serves:
  * pipes found behind archive paths and connection strings (wc_special_file_kind), and names made
- * absolute for records (wc_path_absolute). Real files, pipes and directories in a temporary
- * directory, which is the working directory while the tests run. */
-#define _POSIX_C_SOURCE 200809L
+ * absolute for records (wc_path_absolute); claims on an output (wc_claim_output) by processes
+ * that arrive together. Real files, pipes, directories and processes in a temporary directory,
+ * which is the working directory while the tests run. */
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -103,6 +106,66 @@ static void test_path_absolute(void) {
     }
 }
 
+/* A process named wildcpu (what wc_output_writer looks for) that waits on `start` (until it
+ * closes), claims path, writes what wc_claim_output returned to `result` and holds its claim
+ * until `hold` closes. */
+static pid_t claimant(const char *path, const int start[2], const int result[2],
+                      const int hold[2]) {
+    fflush(stdout); /* not written twice by the child's exit */
+    const pid_t pid = fork();
+    if (pid != 0) return pid;
+    close(start[1]), close(result[0]), close(hold[1]); /* the parent's ends: EOF when it closes */
+    prctl(PR_SET_NAME, "wildcpu");
+    if (!freopen("claims.err", "a", stderr)) _exit(2); /* what it says, for the parent to read */
+    char c;
+    while (read(start[0], &c, 1) > 0) {}
+    const long got = wc_claim_output(path);
+    if (write(result[1], &got, sizeof got) != (ssize_t)sizeof got) _exit(2);
+    while (read(hold[0], &c, 1) > 0) {}
+    exit(0); /* its claim is removed at exit */
+}
+
+/* Of two processes claiming one output at the same moment, exactly one holds the claim and the
+ * other is given its pid: never both (each would publish its own files, the last rename of each
+ * winning) and never neither (each seeing the other's claim made both refuse), and no working
+ * file of a killed run is said (a claim removed while the other looked). Many rounds, the two
+ * released together by closing one pipe. */
+static void test_claim_race(void) {
+    int both = 0, neither = 0, wrong = 0;
+    for (int round = 0; round < 40; round++) {
+        char path[64];
+        snprintf(path, sizeof path, "race%d.tif", round);
+        int start[2], result[2], hold[2];
+        if (pipe(start) || pipe(result) || pipe(hold)) {
+            CHECK(0, "pipe");
+            return;
+        }
+        pid_t pid[2];
+        for (int i = 0; i < 2; i++) pid[i] = claimant(path, start, result, hold);
+        close(start[0]), close(result[1]), close(hold[0]);
+        close(start[1]); /* both go */
+        long got[2] = {-1, -1};
+        for (int i = 0; i < 2; i++)
+            if (read(result[0], &got[i], sizeof got[i]) != (ssize_t)sizeof got[i]) got[i] = -1;
+        close(hold[1]);
+        close(result[0]);
+        for (int i = 0; i < 2; i++) waitpid(pid[i], NULL, 0);
+        if (got[0] == 0 && got[1] == 0) both++;
+        else if (got[0] != 0 && got[1] != 0) neither++;
+        else if ((got[0] ? got[0] : got[1]) != pid[0] && (got[0] ? got[0] : got[1]) != pid[1])
+            wrong++;
+    }
+    CHECK(both == 0 && neither == 0 && wrong == 0,
+          "of 40 rounds, both claimed in %d, neither in %d, another pid given in %d", both,
+          neither, wrong);
+    struct stat st;
+    CHECK(stat("claims.err", &st) != 0 || st.st_size == 0, "the claimants said something: see %s/claims.err", dir);
+    glob_t left;
+    CHECK(glob(".race*", 0, NULL, &left) == GLOB_NOMATCH, "%zu claims left after their holders "
+          "ended, the first %s", left.gl_pathc, left.gl_pathc ? left.gl_pathv[0] : "");
+    globfree(&left);
+}
+
 int main(void) {
     char tmp[64];
     if (harness_tempdir(tmp, sizeof tmp, "wildcpu-test-files.") != 0 || chdir(tmp) != 0 ||
@@ -111,6 +174,7 @@ int main(void) {
     RUN(test_file_behind);
     RUN(test_pipes_behind_names);
     RUN(test_path_absolute);
+    RUN(test_claim_race);
     harness_remove_tree(dir);
     HARNESS_EXIT();
 }

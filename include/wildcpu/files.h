@@ -72,14 +72,16 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
 /* wc_temp_leftovers(dir of path, its name, 0, &writer): the pid of a live wildcpu on this host
  * writing path (0: none), the working files of killed runs beside it said in a warning. */
 long wc_output_writer(const char *path);
-/* wc_output_writer(path) with this process's claim on path made
- * first: its working file wc_temp_path(path, "tmp"), created empty (the writer that follows
- * takes its name over). Checking for another writer and only then creating leaves a moment in
- * which two processes both find none and both write, the later replacing the earlier's file
- * under the other's companions; with the claim first, of two that start together each sees the
- * other and both refuse, which loses nothing. Returns 0 with the claim kept (until
- * wc_claim_release, or exit), or the other writer's pid (or 0 when the claim could not be made:
- * the writer will say why) with no claim held. */
+/* wc_output_writer(path), and when none, this process's claim on path: its working file
+ * wc_temp_path(path, "tmp"), created empty (the writer that follows takes its name over).
+ * Checking for another writer and then creating leaves a moment in which two processes both
+ * find none and both write, the later replacing the earlier's file under the other's
+ * companions; so both are done under an flock of path's directory, and of two that start
+ * together exactly one claims and the other sees it. Where the directory cannot be locked the
+ * claim is made first and the check follows: of two together each sees the other and both
+ * refuse, which loses nothing. Returns 0 with the claim kept (until wc_claim_release, or exit),
+ * or the other writer's pid (or 0 when the claim could not be made: the writer will say why)
+ * with no claim held. */
 long wc_claim_output(const char *path);
 /* Ends this process's claim on path: its working file goes if it is still the empty claim. */
 void wc_claim_release(const char *path);

@@ -21,8 +21,8 @@
  * broadcasts (so they do not depend on the rank count either).
  *
  * The same collective carries the step's loss sum (fixed point, 2^-20), the count of valid
- * pixels (the mean's denominator), the sample count and the ranks' votes to stop and to
- * checkpoint, so a step costs one large MPI_Allreduce and one small MPI_MAX.
+ * pixels (the mean's denominator), the sample count and the ranks' votes to stop, to
+ * checkpoint and to fail, so a step costs one large MPI_Allreduce and one small MPI_MAX.
  *
  * Overlap (wc_reducer_set_overlap, the default; --no-overlap turns it off): the last
  * micro-batch of a rank's step is converted bucket by bucket while its backward pass runs, and
@@ -50,7 +50,7 @@
 #define WC_REDUCE_LOSS_FX_BITS 20
 #define WC_REDUCE_BUCKET_BYTES (1 << 18)
 
-enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1, WC_REDUCE_DIVERGED = 2 };
+enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1, WC_REDUCE_DIVERGED = 2, WC_REDUCE_FAILED = 3 };
 
 /* What the whole job saw in a step (identical on every rank). */
 typedef struct wc_step_totals {
@@ -64,6 +64,7 @@ typedef struct wc_step_totals {
      * many tensors were affected */
     int64_t nonfinite, bad_loss;
     int first_bad_tensor, bad_tensors;
+    int64_t failed_ranks; /* ranks that could not compute their share (wc_reducer_fail) */
 } wc_step_totals;
 
 typedef struct wc_reducer {
@@ -80,6 +81,7 @@ typedef struct wc_reducer {
     int64_t overflow;         /* micro-batches of this rank that did not fit the scale */
     int64_t nonfinite;        /* ... whose gradient had a NaN or infinite component */
     int64_t bad_loss;         /* ... whose loss was not finite or beyond the loss's range */
+    int64_t failed;           /* this rank could not compute its share (wc_reducer_fail) */
     double loss_sum;
     int64_t valid_pixels, samples;
     /* overlap: bucket b holds tensors [bucket_t[b + 1], bucket_t[b]) (bucket 0 the last ones) */
@@ -119,11 +121,17 @@ void wc_reducer_stream_begin(wc_reducer *r, double loss_sum, int64_t valid_pixel
                              int64_t samples);
 void wc_reducer_stream_ready(wc_reducer *r, const float *grads, size_t final_from);
 void wc_reducer_stream_end(wc_reducer *r, const float *grads);
+/* This rank could not compute its share of the step (its patches could not be read, after its
+ * message): it joins the step's collectives with nothing (as a rank without a micro-batch), and
+ * wc_reducer_finish returns WC_REDUCE_FAILED on every rank, so that all end the run together,
+ * with a report, instead of one rank aborting the job. Until the next wc_reducer_begin. */
+void wc_reducer_fail(wc_reducer *r);
 /* Sums across ranks. On WC_REDUCE_DONE, mean_grad (n) holds the global sum divided by the global
  * count of valid pixels and totals the step's figures. WC_REDUCE_REDO: the scales were
  * recalibrated; recompute the step (begin, add..., finish again). WC_REDUCE_DIVERGED: some
  * rank's micro-batch had a non-finite gradient or loss (totals say which tensor); mean_grad and
- * the scales are untouched, and every rank returns it for the same step. Collective. */
+ * the scales are untouched, and every rank returns it for the same step. WC_REDUCE_FAILED
+ * (before any other outcome): some rank called wc_reducer_fail; nothing is applied. Collective. */
 int wc_reducer_finish(wc_reducer *r, float *mean_grad, int stop_vote, int ckpt_vote,
                       wc_step_totals *totals);
 

@@ -84,6 +84,12 @@ int wc_report_missing(const char *out_dir);
  * it. Failures leave them as they were. */
 void wc_report_best_lost(const char *out_dir, long step);
 
+/* Every rank's failure cause (wc_last_error) becomes that of the lowest rank that logged one,
+ * "rank N: " in front when it is not rank 0: a rank that could not read its patches said why in
+ * its own log only, and the report, rank 0's, names the cause. wc_report_finish does it; a
+ * caller of wc_report_map_done does it first. Collective. */
+void wc_report_agree_failure(void);
+
 /* Rank 0, once drawing the map has ended with status (a WC_EXIT_ code): report.json's status and
  * map, and report.md's status line, say how (a stopped map: rerun says how to resume, as
  * wc_rundir_rerun words it; NULL: the same command); when the map was drawn, report.md embeds its

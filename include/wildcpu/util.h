@@ -111,6 +111,8 @@ void wc_error(const char *fmt, ...) WC_PRINTF(1, 2);
 #define WC_LAST_ERROR_MAX 512
 const char *wc_last_error(char *buf, size_t size);
 void wc_forget_error(void);
+/* Makes text the last error without logging it: another rank's, which that rank logged. */
+void wc_adopt_error(const char *text);
 /* Logs the message as an error, then ends the whole job through the fatal hook. */
 WC_NORETURN void wc_fatal(const char *fmt, ...) WC_PRINTF(1, 2);
 
