@@ -374,21 +374,23 @@ long wc_output_writer(const char *path) {
 }
 
 /* An exclusive flock on the output's directory, held while this process looks for another
- * writer and makes its claim, so that of two arriving together the second sees the first's
- * claim. -1 where the directory cannot be locked (a file system without flock): the caller
- * claims first and looks after, where two together both refuse. */
+ * writer and makes its claim (a directory listing: milliseconds), so that of two arriving
+ * together the second sees the first's claim. -1 where the directory cannot be locked within
+ * about 2 s (a file system without flock; a lock someone else holds, as `flock DIR command`
+ * does for its whole command): the caller claims first and looks after, where two together both
+ * refuse, rather than waiting for ever. */
 static int lock_directory_of(const char *path) {
     char *dir = wc_dir_of(path);
     const int fd = open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
     if (fd < 0) return -1;
-    int rc;
-    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
-    if (rc != 0) {
-        close(fd);
-        return -1;
+    for (int tries = 0; tries < 200; tries++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL); /* 10 ms */
     }
-    return fd;
+    close(fd);
+    return -1;
 }
 
 long wc_claim_output(const char *path) {

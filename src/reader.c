@@ -26,6 +26,7 @@ struct wc_reader {
     int queued;            /* requests in the ring, taken or not */
     int untaken;           /* requests queued but not yet taken */
     int stop;
+    int failed;            /* a read failed: nothing more is read (the reader thread's own) */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -44,13 +45,17 @@ static void *reader_main(void *arg) {
         if (rd->stop) break;
         slot *s = &rd->slots[next];
         pthread_mutex_unlock(&rd->mu);
-        int status = WC_OK;
+        /* after a failed read nothing more is read: the run ends at that batch, and the error of
+         * a window read ahead would replace the one that ended it as the run's last (the
+         * report's cause) */
+        int status = rd->failed ? WC_ERR : WC_OK;
         double bytes = 0;
         for (int i = 0; i < s->b.n && status == WC_OK; i++) {
             status = wc_dataset_read_patch(rd->ds, &rd->files, s->b.samples[i],
                                            s->b.raw + (size_t)i * s->b.patch_bytes, 0);
             bytes += (double)wc_dataset_sample_bytes(rd->ds, s->b.samples[i]);
         }
+        rd->failed |= status != WC_OK;
         pthread_mutex_lock(&rd->mu);
         s->state = status == WC_OK ? SLOT_READY : SLOT_FAILED;
         rd->patches_read += s->b.n;

@@ -67,7 +67,7 @@ static void submit_ahead(train_ctx *t) {
 }
 
 /* The batch of request `w`, which must be the oldest not yet taken; NULL when it could not be
- * read (the reader said why). */
+ * read (the reader said why; its slot is taken all the same, and released like the others). */
 static const wc_read_batch *take(train_ctx *t, wc_work w) {
     submit_ahead(t);
     const wc_read_batch *b;
@@ -267,17 +267,19 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
 static int train_step(train_ctx *t, long step) {
     int lo, hi, taken = 0;
     wc_schedule_micro_batches(&t->sched, step, &lo, &hi);
-    for (int j = lo; j < hi; j++, taken++) {
+    int unread = 0; /* a micro-batch could not be read */
+    for (int j = lo; j < hi && !unread; j++) {
         if (step == t->poison_step && t->poison_kind == 'r' && j == lo) {
             wc_error("step %ld: micro-batch %d could not be read (WILDCPU_TEST_POISON)", step + 1,
                      j + 1);
+            unread = 1;
             break;
         }
-        if (!(t->ra.held[j - lo] = take(t, (wc_work){.step = step, .j = j}))) break;
+        unread = !(t->ra.held[j - lo] = take(t, (wc_work){.step = step, .j = j}));
+        taken++;
     }
     /* a rank that could not read computes nothing and says so in the step's reduction: every
      * rank ends the run at this step, with its report, rather than this one aborting the job */
-    const int unread = taken < hi - lo;
     if (unread) wc_error("step %ld: reading training patches failed (see above)", step + 1);
     /* a fresh run's scales come from micro-batch 0, which its owner computes first (lo == 0;
      * with fewer micro-batches than ranks that need not be rank 0) */
@@ -310,7 +312,7 @@ static int train_step(train_ctx *t, long step) {
         return WC_ERR;
     }
     if (tot.valid_pixels == 0) { /* every rank alike */
-        wc_error("step %ld: the batch has no valid pixel", step + 1);
+        if (t->rank == 0) wc_error("step %ld: the batch has no valid pixel", step + 1);
         return WC_ERR;
     }
     const double loss = tot.loss_sum / (double)tot.valid_pixels;

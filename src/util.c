@@ -231,7 +231,8 @@ const char *wc_last_error(char *buf, size_t size) {
 
 void wc_adopt_error(const char *text) {
     pthread_mutex_lock(&last_error_lock);
-    snprintf(last_error, sizeof last_error, "%s", text);
+    if (snprintf(last_error, sizeof last_error, "%s", text) >= (int)sizeof last_error)
+        memcpy(last_error + sizeof last_error - 4, "...", 4); /* cut, as keep_error says */
     pthread_mutex_unlock(&last_error_lock);
 }
 

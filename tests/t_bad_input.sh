@@ -658,6 +658,31 @@ if [ $status -eq 1 ] && grep -Eq "read error in .*tiles.vrt, window x=[0-9]+ y=[
 else
     notok "unreadable window mid-epoch" "exit $status: $(tail -3 "$T/flaky.err")"
 fi
+# ... and every Float32 tile truncated while training reads ahead (no validation: the failure
+# lands in a training step): the reader stops at its first failed window, so the log has one
+# read error and the report names that window, not one read ahead after it (the reader went on
+# reading and logging, and the last window read ahead became the report's cause)
+cp -r "$ROOT/data/sample" "$T/flaky2"
+GDAL_CACHEMAX=1 timeout 300 "$WILDCPU" --tiles "$T/flaky2/tiles.vrt" --out "$T/flakyrun2" --steps 200 \
+    --batch 8 --micro-batch 2 --prefetch 8 --patch 32 --val-fraction 0 --no-predict --log-every 1 \
+    >"$T/flaky2.out" 2>"$T/flaky2.err" &
+pid=$!
+for _ in $(seq 1 600); do
+    grep -q "step 2/" "$T/flaky2.out" 2>/dev/null && break
+    sleep 0.1
+done
+for f in "$T"/flaky2/tiles/*_f32.tif; do truncate -s 2000 "$f"; done
+wait $pid
+status=$?
+first=$(grep -m1 -o "read error in .*window x=[0-9]* y=[0-9]*" "$T/flaky2.err")
+said=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["error"])' "$T/flakyrun2/report.json" 2>&1)
+if [ $status -eq 1 ] && [ "$(grep -c "read error in" "$T/flaky2.err")" = 1 ] && [ -n "$first" ] &&
+    grep -Eq "step [0-9]+: reading training patches failed" "$T/flaky2.err" &&
+    [ "${said#"$first"}" != "$said" ]; then
+    ok "tiles unreadable while reading ahead: one read error logged, the report names it ($(echo "$first" | sed "s|$T/||"))"
+else
+    notok "tiles unreadable while reading ahead" "status $status, $(grep -c "read error in" "$T/flaky2.err") read errors, the first '$first'; the report's: $said"
+fi
 # a read-ahead larger than the machine (4096 slots of 200 patches of 64 x 64 x 12 bands: 160 GiB)
 # is refused before planning (usage error: planning a large mosaic takes minutes), naming
 # --prefetch, not left to the OOM killer

@@ -376,5 +376,14 @@ done
 [ -z "$race_failed" ] \
     && ok "two evaluate --map to one path at once (4 rounds): one refused (status 1), the other written, no working file left" \
     || notok "two evaluate --map at once" "$race_failed"
+# ... and one run under `flock DIR` (which holds the lock on the map's directory for the whole
+# command, as job scripts serialize with): written, not waiting for ever on the lock
+mkdir -p "$T/race/held"
+timeout -s KILL 120 flock "$T/race/held" "$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/run" \
+    --labels "$T/race/fire.tif" --map "$T/race/held/risk.tif" >"$T/held.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ -s "$T/race/held/risk.tif" ] \
+    && ok "evaluate --map into a directory held by flock: written (status 0)" \
+    || notok "evaluate --map under flock DIR" "status $s: $(tail -2 "$T/held.log")"
 
 finish

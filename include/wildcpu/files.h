@@ -77,8 +77,9 @@ long wc_output_writer(const char *path);
  * Checking for another writer and then creating leaves a moment in which two processes both
  * find none and both write, the later replacing the earlier's file under the other's
  * companions; so both are done under an flock of path's directory, and of two that start
- * together exactly one claims and the other sees it. Where the directory cannot be locked the
- * claim is made first and the check follows: of two together each sees the other and both
+ * together exactly one claims and the other sees it. Where the directory cannot be locked
+ * within about 2 s (no flock there, or another holds it) the claim is made first and the check
+ * follows: of two together each sees the other and both
  * refuse, which loses nothing. Returns 0 with the claim kept (until wc_claim_release, or exit),
  * or the other writer's pid (or 0 when the claim could not be made: the writer will say why)
  * with no claim held. */

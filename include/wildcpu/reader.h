@@ -7,7 +7,8 @@
  * the main thread decodes them, so the memory held is slots * micro-batch * patch bytes.
  *
  * A read error is reported by wc_reader_take as WC_ERR, after the reader logged the file and
- * window. The thread never calls MPI.
+ * window; every request after it fails too, unread and unsaid (the run ends there, and the
+ * first error is its cause). The thread never calls MPI.
  *
  * Not here: what to read (schedule.h), decoding (dataset.h). */
 #ifndef WILDCPU_READER_H
