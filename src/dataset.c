@@ -138,7 +138,7 @@ static int turn_touches_validation(const wc_dataset *ds, int x0, int y0, int sid
 }
 
 /* Why a drawn shift or turn was not applied (draw_sample): none (applied, or not drawn), the
- * window would reach off the raster, onto a validation block. */
+ * window would reach off the raster (off the patch grid, for a shift), onto a validation block. */
 enum { REFUSED_NOT = 0, REFUSED_OFF_RASTER, REFUSED_VALIDATION };
 
 /* wc_dataset_sample, saying why a shift or turn was refused in *shift_refused, *turn_refused
@@ -160,10 +160,13 @@ static wc_sample draw_sample(const wc_dataset *ds, uint32_t id, long epoch, int 
         int x0, y0;
         wc_dataset_patch_origin(ds, id, &x0, &y0);
         x0 += dx, y0 += dy;
-        /* the raster's edges on all four sides (the margin before the grid's origin as well as
-         * the one after its last patch: the grid's own bounds on one side only would let shifts
-         * reach the bottom and right margins but never the top and left ones) */
-        if (!(x0 >= 0 && y0 >= 0 && x0 + ds->P <= ds->width && y0 + ds->P <= ds->height))
+        /* within the patch grid on all four sides: the margins before its first and after its
+         * last patch train nothing (bounded by the grid on the top and left but by the raster on
+         * the bottom and right, shifts reached the two latter margins only; reaching all four
+         * measured worse on unseen ground than reaching none, README) */
+        const int x_end = ds->x_origin + ds->cols * ds->P, y_end = ds->y_origin + ds->rows * ds->P;
+        if (!(x0 >= ds->x_origin && y0 >= ds->y_origin && x0 + ds->P <= x_end &&
+              y0 + ds->P <= y_end))
             shift_why = REFUSED_OFF_RASTER;
         else if (touches_validation(ds, x0, y0, ds->P))
             shift_why = REFUSED_VALIDATION;

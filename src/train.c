@@ -489,10 +489,12 @@ static int plan_fits_memory(const train_ctx *t, size_t training_bytes) {
     return wc_dist_any(too_big || no_room) ? WC_ERR : WC_OK;
 }
 
-/* One refusal's part of the warnings of say_sample_shares: how many, and where they went. */
-static void refusal_part(char *buf, size_t size, long off, long on_val, const char *what) {
+/* One refusal's part of the warnings of say_sample_shares: how many, and where they went
+ * (`bounds`: what a window must stay in, the raster or the patch grid). */
+static void refusal_part(char *buf, size_t size, long off, long on_val, const char *what,
+                         const char *bounds) {
     char a[96] = "", b[96] = "";
-    if (off > 0) snprintf(a, sizeof a, "off the raster for %ld", off);
+    if (off > 0) snprintf(a, sizeof a, "off the %s for %ld", bounds, off);
     if (on_val > 0) snprintf(b, sizeof b, "onto a validation block for %ld", on_val);
     snprintf(buf, size, "%s would reach %s%s%s", what, a, off > 0 && on_val > 0 ? " and " : "",
              b);
@@ -539,7 +541,7 @@ static void say_sample_shares(const train_ctx *t, const wc_sample_shares *sh) {
     char why[256];
     if (sh->shifts && 2 * sh->shifted < sh->counted) {
         refusal_part(why, sizeof why, sh->shift_off_raster, sh->shift_on_validation,
-                     "the shifted patch");
+                     "the shifted patch", "patch grid");
         wc_warn("the jitter shifts only %ld of the first epoch's %ld training samples (%.0f%%): "
                 "%s; %s",
                 sh->shifted, sh->counted, 100.0 * (double)sh->shifted / n, why,
@@ -549,7 +551,8 @@ static void say_sample_shares(const train_ctx *t, const wc_sample_shares *sh) {
         char what[96];
         snprintf(what, sizeof what, "the turned window (up to %dx%d px)", ds->turn_side,
                  ds->turn_side);
-        refusal_part(why, sizeof why, sh->turn_off_raster, sh->turn_on_validation, what);
+        refusal_part(why, sizeof why, sh->turn_off_raster, sh->turn_on_validation, what,
+                     "raster");
         wc_warn("--rotate %g turns only %ld of the first epoch's %ld training samples (%.0f%%), "
                 "the others stay unturned: %s; %s",
                 ds->cfg.turn_deg, sh->turned, sh->counted, 100.0 * (double)sh->turned / n, why,

@@ -169,7 +169,7 @@ dst=$(digest "$T/st/checkpoints/ckpt-00000010.wcp") dsu=$(digest "$T/su/checkpoi
     || notok "--rotate on a small region" "status $s1/$s2, digests $dst $dsu"
 grep -q "warning: --rotate 45 turns only 0 of the first epoch's 1 training samples (0%), the others stay unturned: the turned window (up to 182x182 px) would reach off the raster for 1; the 128x128 patch is large for the 256x256 region: a smaller --patch" "$T/st.log" \
     && [ "$(grep -c 'turns only' "$T/st.log")" = 1 ] \
-    && grep -q "warning: the jitter shifts only 0 of the first epoch's 1 training samples (0%): the shifted patch would reach off the raster for 1" "$T/st.log" \
+    && grep -q "warning: the jitter shifts only 0 of the first epoch's 1 training samples (0%): the shifted patch would reach off the patch grid for 1" "$T/st.log" \
     && grep -q '"shifted_fraction":0.0,"turned_fraction":0.0,' "$T/st/report.json" \
     && grep -q '"shifted_fraction":0.0,"turned_fraction":null,' "$T/su/report.json" \
     && ok "few samples turned or shifted: a warning for each, once, saying why; report.json's shares" \

@@ -6,8 +6,8 @@
  * cells, every model is trained and validated on the same patches, and as P is a multiple of
  * the network's pooling alignment, training, validation and the map all run the network at the
  * phase it was validated at. The pixels before the origin and
- * beyond the last whole patch are in no patch (prediction covers them; shifted training samples
- * reach into them, on all four sides alike). With jitter
+ * beyond the last whole patch are in no patch and no shifted training sample (prediction covers
+ * them; a turned sample's window may reach into them). With jitter
  * (on by default), each training sample of an epoch is its patch shifted by a pseudo-random
  * multiple of the alignment, a pure function of (seed, epoch, patch), never onto validation
  * ground or off the raster: more distinct samples, the same bits on any number of ranks and
