@@ -10,7 +10,7 @@
  * them; a turned sample's window may reach into them). With jitter
  * (on by default), each training sample of an epoch is its patch shifted by a pseudo-random
  * multiple of the alignment, a pure function of (seed, epoch, patch), never onto validation
- * ground or off the raster: more distinct samples, the same bits on any number of ranks and
+ * ground or off the patch grid: more distinct samples, the same bits on any number of ranks and
  * across a resume.
  * A pixel is valid when every feature is neither nodata nor NaN/Inf and its label is not
  * nodata; patches with less than half their pixels valid are dropped. The split is spatial:
