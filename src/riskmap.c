@@ -180,9 +180,7 @@ static wc_rwriter *create_classes(const wc_predict_config *cfg, const char *path
     if (!w) return NULL;
     unsigned char colors[256][4] = {{0}}; /* values beyond the classes: transparent */
     for (int c = 0; c < WC_PREDICT_NCLASSES; c++) {
-        const unsigned char *rgb = WC_QUICKLOOK_RAMP[c * (WC_QUICKLOOK_NSTOPS - 1) /
-                                                     (WC_PREDICT_NCLASSES - 1)];
-        memcpy(colors[c], rgb, 3);
+        wc_style_class_rgb(c, WC_PREDICT_NCLASSES, colors[c]);
         colors[c][3] = 255;
     }
     const char *map_name = strrchr(cfg->out, '/');
@@ -325,13 +323,15 @@ enum { DROPPED_CLASSES = 1, DROPPED_PICTURE = 2, DROPPED_ITEM = 4 };
 void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p) {
     p->classes = wc_sibling_path(out, "_classes.tif");
     p->style = wc_sibling_path(out, ".qml");
+    p->classes_style = wc_sibling_path(out, "_classes.qml");
     p->stac = wc_sibling_path(out, ".json");
     p->map_aux = wc_strdup(CPLSPrintf("%s.aux.xml", out));
     p->classes_aux = wc_strdup(CPLSPrintf("%s.aux.xml", p->classes));
 }
 
 void wc_riskmap_paths_free(wc_riskmap_paths *p) {
-    free(p->classes), free(p->style), free(p->stac), free(p->map_aux), free(p->classes_aux);
+    free(p->classes), free(p->style), free(p->classes_style), free(p->stac), free(p->map_aux);
+    free(p->classes_aux);
     memset(p, 0, sizeof *p);
 }
 
@@ -346,6 +346,9 @@ void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
     out[4] = (wc_output){"STAC item (named after the map)", p->stac, 0, WC_KIND_JSON};
     out[5] = (wc_output){"map's GDAL sidecar", p->map_aux, 1, WC_KIND_XML};
     out[6] = (wc_output){"class raster's GDAL sidecar", cfg->classes ? p->classes_aux : NULL, 1,
+                         WC_KIND_XML};
+    out[7] = (wc_output){"class raster's QGIS style (named after the map)",
+                         cfg->classes && !cfg->no_style ? p->classes_style : NULL, 0,
                          WC_KIND_XML};
 }
 
@@ -430,7 +433,7 @@ static int write_item(const wc_riskmap *map) {
     const wc_predict_config *cfg = map->cfg;
     const wc_model *m = map->m;
     const wc_raster *r = map->r;
-    wc_stac_asset assets[4];
+    wc_stac_asset assets[5];
     int n = 0;
     assets[n++] = (wc_stac_asset){
         "risk_map", cfg->out,
@@ -450,6 +453,11 @@ static int write_item(const wc_riskmap *map) {
     if (!cfg->no_style && style_writable(map->paths.style)) /* written: someone's is kept */
         assets[n++] = (wc_stac_asset){"qgis_style", map->paths.style, "application/xml",
                                       "QGIS layer style (QML) of the risk map", "style,metadata"};
+    if (cfg->classes && !cfg->no_style && style_writable(map->paths.classes_style))
+        assets[n++] = (wc_stac_asset){"qgis_style_classes", map->paths.classes_style,
+                                      "application/xml",
+                                      "QGIS layer style (QML) of the risk classes",
+                                      "style,metadata"};
     const char *slash = strrchr(cfg->out, '/');
     char *id = wc_sibling_path(slash ? slash + 1 : cfg->out, "");
     const char *const props[][2] = {
@@ -538,6 +546,35 @@ static int draw_picture(const wc_riskmap *map, wc_quicklook **picture) {
     return stopped ? WC_EXIT_STOPPED : WC_EXIT_OK;
 }
 
+/* The map's style (classes 0) or the class raster's (1), unless --no-style or (the class
+ * raster's) no --classes, when one of ours is removed as stale; a style there that is not ours
+ * (the user's own, saved in QGIS as the layer's default) is kept. Returns an exit status. */
+static int write_style(const wc_riskmap *map, int classes) {
+    const wc_predict_config *cfg = map->cfg;
+    const char *path = classes ? map->paths.classes_style : map->paths.style;
+    const char *layer = classes ? map->paths.classes : cfg->out;
+    const char *what = classes ? "class raster's QGIS style" : "QGIS style";
+    if (cfg->no_style || (classes && !cfg->classes)) {
+        if (wc_style_is_ours(path))
+            remove_stale(path, cfg->no_style ? (classes ? "class raster's QGIS style (--no-style)"
+                                                        : "QGIS style (--no-style)")
+                                             : what);
+        return WC_EXIT_OK;
+    }
+    if (!style_writable(path)) {
+        wc_warn("%s is not a style wildcpu wrote (your own?): left as it is, so QGIS draws %s "
+                "with it; remove it for wildcpu's style, or pass --no-style to keep it quietly",
+                path, layer);
+        return WC_EXIT_OK;
+    }
+    const int rc = classes ? wc_style_write_classes_qml(path, WC_PREDICT_CLASS_NAMES,
+                                                        WC_PREDICT_NCLASSES)
+                           : wc_style_write_qml(path);
+    if (rc != WC_OK) return companion_failed(map, what, path);
+    wc_info("predict: %s %s", what, path);
+    return WC_EXIT_OK;
+}
+
 /* After the map (and its classes) are in place: the picture (drawn before, or NULL when that
  * failed), the style, stale files, the item. Returns an exit status. */
 static int write_companions(const wc_riskmap *map, wc_quicklook *picture) {
@@ -551,17 +588,9 @@ static int write_companions(const wc_riskmap *map, wc_quicklook *picture) {
         wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png,
                 qi.width, qi.height, qi.map_width, qi.map_height, how, qi.legend_height);
     }
-    if (!cfg->no_style && !style_writable(map->paths.style)) {
-        wc_warn("%s is not a style wildcpu wrote (your own?): left as it is, so QGIS draws %s "
-                "with it; remove it for wildcpu's style, or pass --no-style to keep it quietly",
-                map->paths.style, cfg->out);
-    } else if (!cfg->no_style) {
-        if (wc_style_write_qml(map->paths.style) != WC_OK)
-            return companion_failed(map, "QGIS style", map->paths.style);
-        wc_info("predict: QGIS style %s", map->paths.style);
-    } else if (wc_style_is_ours(map->paths.style)) {
-        remove_stale(map->paths.style, "QGIS style (--no-style)");
-    }
+    int status = write_style(map, 0);
+    if (status == WC_EXIT_OK) status = write_style(map, 1);
+    if (status != WC_EXIT_OK) return status;
     if (!cfg->classes && classes_are_ours(map->paths.classes))
         remove_stale(map->paths.classes, "class raster");
     if (write_item(map) != WC_OK)

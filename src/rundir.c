@@ -24,8 +24,9 @@
 #include "wildcpu/util.h"
 
 /* The map's companions that a run may not write (--classes, --no-style): writes_file. */
-#define CLASSES WC_RUNDIR_MAP_STEM "_classes.tif"
-#define STYLE   WC_RUNDIR_MAP_STEM ".qml"
+#define CLASSES       WC_RUNDIR_MAP_STEM "_classes.tif"
+#define STYLE         WC_RUNDIR_MAP_STEM ".qml"
+#define CLASSES_STYLE WC_RUNDIR_MAP_STEM "_classes.qml"
 
 /* What a run directory holds: what --fresh moves aside, and what no input may be; the kind of
  * file each may replace when the run writes it (metrics.jsonl is resumed, not replaced: a
@@ -44,6 +45,7 @@ static const struct {
     {CLASSES, "the class raster", WC_KIND_TIFF},
     {CLASSES ".aux.xml", "the class raster's category names", WC_KIND_XML},
     {STYLE, "the risk map's QGIS style", WC_KIND_XML},
+    {CLASSES_STYLE, "the class raster's QGIS style", WC_KIND_XML},
     {WC_RUNDIR_MAP_STEM ".json", "the risk map's STAC item", WC_KIND_JSON},
     {WC_REPORT_CALIBRATION_PNG, "the reliability diagram", WC_KIND_PNG},
     {"split.tif", "the training/validation split", WC_KIND_TIFF},
@@ -378,6 +380,7 @@ static int writes_file(const wc_train_config *cfg, const char *name) {
     if (cfg->no_predict) return 0;
     if (strncmp(name, CLASSES, strlen(CLASSES)) == 0) return cfg->classes;
     if (strcmp(name, STYLE) == 0) return !cfg->no_style;
+    if (strcmp(name, CLASSES_STYLE) == 0) return cfg->classes && !cfg->no_style;
     return 1;
 }
 

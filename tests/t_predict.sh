@@ -254,6 +254,24 @@ assert [c for _, c in items] == want and [v for v, _ in items] == [k / 8 for k i
 title = [o.get("value") for o in q.iter("Option") if o.get("name") == "wildcpu/legend_title"]
 assert title == ["burn probability"], title
 EOF
+# QGIS lists every entry of a colour table as a class: 256 for a GeoTIFF's, 251 of them black
+check "risk_cog_classes.qml beside the class raster: paletted on band 1, the five classes alone" \
+    /usr/bin/python3 - "$out/risk_cog_classes.qml" "$CC" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+from osgeo import gdal
+q = ET.parse(sys.argv[1]).getroot()
+r = q.find("pipe/rasterrenderer")
+assert r.get("type") == "paletted" and r.get("band") == "1" and r.get("nodataColor") == "", r.attrib
+got = [(e.get("value"), e.get("color"), e.get("alpha"), e.get("label"))
+       for e in r.findall("colorPalette/paletteEntry")]
+ds = gdal.Open(sys.argv[2])  # held: a colour table outlives no dataset in GDAL's bindings
+t = ds.GetRasterBand(1).GetColorTable()
+table = ["#%02x%02x%02x" % t.GetColorEntry(k)[:3] for k in range(5)]
+names = ["low", "moderate", "high", "very high", "extreme"]
+assert got == [(str(k), table[k], "255", names[k]) for k in range(5)], (got, table)
+title = [o.get("value") for o in q.iter("Option") if o.get("name") == "wildcpu/legend_title"]
+assert title == ["burn risk class"], title
+EOF
 check "the STAC item: STAC 1.0.0, proj and file extensions, WGS84 bbox, assets with checksums" \
     /usr/bin/python3 - "$out/risk_cog.json" <<'EOF'
 import hashlib, json, os, sys
@@ -289,7 +307,8 @@ assert item["geometry"]["type"] == "Polygon" and len(ring) == 5 and ring[0] == r
 for q in pts:  # every corner is a vertex of the ring
     assert min(abs(r[0] - q[0]) + abs(r[1] - q[1]) for r in ring) < 1e-9, (q, ring)
 a = item["assets"]
-assert set(a) == {"risk_map", "risk_classes", "qgis_style"}, set(a)
+assert set(a) == {"risk_map", "risk_classes", "qgis_style", "qgis_style_classes"}, set(a)
+assert a["qgis_style_classes"]["href"] == "risk_cog_classes.qml", a["qgis_style_classes"]
 assert a["risk_map"]["type"] == "image/tiff; application=geotiff; profile=cloud-optimized"
 for name, asset in a.items():
     data = open(os.path.join(d, asset["href"]), "rb").read()
@@ -403,9 +422,23 @@ check "GDAL_PAM_ENABLED=NO: the class raster's lost category names are warned ab
     grep -q 'warning: .*nopam_classes.tif: the 5 category names of band 1 were not stored (0 read back); GDAL_PAM_ENABLED is off' '$out/nopam.log' &&
     grep -q 'class raster .*nopam_classes.tif (Byte, colour table)\$' '$out/nopam.log' &&
     grep -q 'class raster .*again_classes.tif (Byte, colour table, category names)' '$out/again.log'"
-check "rewriting without --classes replaces the map and removes our stale class raster" bash -c "
+check "rewriting without --classes replaces the map and removes our stale class raster and its style" bash -c "
+    [ -f '$out/again_classes.qml' ] &&
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' >'$out/again2.log' 2>&1 &&
+    [ ! -e '$XC' ] && [ ! -e '$XC.aux.xml' ] && [ ! -e '$X.aux.xml' ] && [ -f '$out/again.qml' ] &&
+    [ ! -e '$out/again_classes.qml' ] && grep -q 'removed .*again_classes.qml, the class raster.s QGIS style of an earlier map' '$out/again2.log'"
+check "--classes --no-style removes both styles wildcpu wrote; a user's own class style is kept" bash -c "
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --classes >/dev/null &&
+    [ -f '$out/again.qml' ] && [ -f '$out/again_classes.qml' ] &&
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --classes --no-style >/dev/null &&
+    [ ! -e '$out/again.qml' ] && [ ! -e '$out/again_classes.qml' ] && [ -f '$XC' ] &&
+    echo '<qgis>my classes</qgis>' >'$out/again_classes.qml' &&
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --classes >'$out/again3.log' 2>&1 &&
+    grep -q 'my classes' '$out/again_classes.qml' &&
+    grep -q 'again_classes.qml is not a style wildcpu wrote (your own?): left as it is, so QGIS draws .*again_classes.tif with it' '$out/again3.log' &&
+    ! grep -q qgis_style_classes '$out/again.json' && grep -q '\"qgis_style\"' '$out/again.json' &&
     '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' >/dev/null &&
-    [ ! -e '$XC' ] && [ ! -e '$XC.aux.xml' ] && [ ! -e '$X.aux.xml' ] && [ -f '$out/again.qml' ]"
+    grep -q 'my classes' '$out/again_classes.qml' && rm '$out/again_classes.qml'"
 check "--no-style removes the style wildcpu wrote, keeps a user's own, leaves it out of the item" bash -c "
     '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --no-style >/dev/null &&
     [ ! -e '$out/again.qml' ] && echo '<qgis/>' >'$out/again.qml' &&

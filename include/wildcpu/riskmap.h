@@ -4,8 +4,8 @@
  * docs/predict.md describes: its layout and provenance metadata, the count of valid pixels and
  * the exact histogram behind the risk classes, the class raster NAME_classes.tif (--classes),
  * the verified atomic publication through the raster writer (rwriter.h), then what comes with
- * the map once it is in place: the quick-look picture (--png), the QGIS style NAME.qml (unless
- * --no-style) and the STAC item NAME.json.
+ * the map once it is in place: the quick-look picture (--png), the QGIS styles NAME.qml and
+ * (--classes) NAME_classes.qml (unless --no-style) and the STAC item NAME.json.
  *
  * Rows come in strips of WC_PREDICT_STRIP (the output's tile height), in order; each is
  * counted before it is written. Not here: windows, the network, MPI (predict.c). */
@@ -21,19 +21,20 @@
 
 typedef struct wc_riskmap wc_riskmap;
 
-/* The files named after the map (wc_sibling_path): NAME_classes.tif, NAME.qml, NAME.json. */
+/* The files named after the map (wc_sibling_path): NAME_classes.tif, NAME.qml,
+ * NAME_classes.qml, NAME.json. */
 typedef struct wc_riskmap_paths {
-    char *classes, *style, *stac;
+    char *classes, *style, *classes_style, *stac;
     char *map_aux, *classes_aux; /* GDAL's sidecars (PATH.aux.xml), which GDAL may write */
 } wc_riskmap_paths;
 void wc_riskmap_paths_of(const char *out, wc_riskmap_paths *p);
 void wc_riskmap_paths_free(wc_riskmap_paths *p);
 
 /* The files cfg asks the map to write, for the caller's check before any work (together with
- * its other outputs: wc_check_outputs): the map, the picture, the class raster, the style, the
- * item; one not asked for has path NULL. The derived paths point into p, from
+ * its other outputs: wc_check_outputs): the map, the picture, the class raster, the styles,
+ * the item; one not asked for has path NULL. The derived paths point into p, from
  * wc_riskmap_paths_of(cfg->out, p). */
-enum { WC_RISKMAP_OUTPUTS = 7 };
+enum { WC_RISKMAP_OUTPUTS = 8 };
 void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
                         wc_output out[WC_RISKMAP_OUTPUTS]);
 

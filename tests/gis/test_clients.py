@@ -2,8 +2,9 @@
 wildcpu predict --classes --cog --png, as QGIS and rasterio see them.
 
 QGIS (headless): the map picks up risk.qml as its default style (singleband pseudocolor, 0..1,
-the quick-look's end colours, read from the PNG's own legend bar); the class raster shows named,
-coloured classes with no style at all (its colour table and category names); both rendered to
+the quick-look's end colours, read from the PNG's own legend bar); the class raster picks up
+risk_classes.qml: the five named, coloured classes and nothing else in its legend (left to the
+GeoTIFF's colour table, QGIS lists all 256 entries); both rendered to
 PNG through QgsMapRendererSequentialJob, pixel for pixel on the raster grid, have the colours the
 quick-look and the colour table give at pixels of known probability and class, and nodata
 transparent. rasterio: CRS, transform, nodata, overviews of both COGs.
@@ -94,7 +95,11 @@ def classes_named():
     r = clyr.renderer()
     assert r.type() == "paletted", r.type()
     got = {int(c.value): (c.label, c.color.getRgb()[:3]) for c in r.classes()}
+    assert sorted(got) == list(range(5)), f"{len(got)} classes: {sorted(got)[:8]}"
     assert [got[k][0] for k in range(5)] == NAMES, [got.get(k) for k in range(5)]
+    legend = [label for label, _ in r.legendSymbologyItems()]
+    assert legend == NAMES, legend
+    assert clyr.customProperty("wildcpu/legend_title") == "burn risk class"
     return "; ".join(f"{k} {got[k][0]} {got[k][1]}" for k in range(5))
 
 
@@ -149,7 +154,7 @@ def rasterio_view():
 
 
 case("QGIS picks up risk.qml: singleband pseudocolor on band 1, 0..1, the quick-look's ramp ends", style_picked_up)
-case("QGIS shows the class raster's names and colours with no style (paletted renderer)", classes_named)
+case("QGIS picks up risk_classes.qml: the five names and colours alone (paletted renderer)", classes_named)
 case("QGIS renders the map with the quick-look's colours at pixels of known probability", map_rendered)
 case("QGIS renders each class in its colour-table colour", classes_rendered)
 case("rasterio: CRS, transform, nodata, 256x256 tiles, overviews and COG layout of both", rasterio_view)
