@@ -90,7 +90,7 @@ int wc_agree_inputs(wc_raster *r, const char *const *others, int n) {
                  rank, nfiles, r->path, first[1]);
         differs = 1;
     } else if (mine[0] != first[0]) {
-        char grid[256];
+        char grid[512];
         wc_raster_describe_grid(r, grid, sizeof grid);
         wc_error("rank %d sees %s otherwise than rank 0 (here %s, %d bands): every rank must "
                  "read the same inputs (a node-local copy out of date, a file system not yet in "

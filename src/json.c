@@ -218,12 +218,7 @@ static void put_double(wc_json *j, double v, int digits) {
     if (digits > 0) {
         snprintf(t, sizeof t, "%.*g", digits, v);
     } else {
-        /* 17 significant digits always read back to the same double; fewer are shorter and
-         * often enough (0.1 rather than 0.10000000000000001). -0 keeps its sign in %g. */
-        for (int p = 15; p <= 17; p++) {
-            snprintf(t, sizeof t, "%.*g", p, v);
-            if (p == 17 || strtod(t, NULL) == v) break;
-        }
+        wc_fmt_exact(t, sizeof t, v);
     }
     /* %g writes 7.0 as "7": a double stays one ("7.0") so that a typed reader (Python's json)
      * sees the same type for a field whatever its value */

@@ -1702,10 +1702,15 @@ int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, 
 }
 
 void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
-    char crs[128];
+    /* every term in full: the message sets two grids that differ side by side, and 6 digits
+     * wrote an origin 5 m off (4930005 against 4930000) and a pixel of 30.00001 alike */
+    char crs[128], t[6][32], turn[96] = "";
     wc_raster_crs_describe(r->wkt, crs, sizeof crs);
-    snprintf(buf, size, "%dx%d px of %gx%g, origin (%.6g, %.6g), %s", r->width, r->height,
-             r->gt[1], r->gt[5], r->gt[0], r->gt[3], crs);
+    for (int i = 0; i < 6; i++) wc_fmt_exact(t[i], sizeof t[i], r->gt[i]);
+    if (r->gt[2] != 0 || r->gt[4] != 0)
+        snprintf(turn, sizeof turn, ", rotation terms (%s, %s)", t[2], t[4]);
+    snprintf(buf, size, "%dx%d px of %sx%s, origin (%s, %s)%s, %s", r->width, r->height, t[1],
+             t[5], t[0], t[3], turn, crs);
 }
 
 /* What path (through GDAL's virtual file systems, so also inside an archive) holds: a VRT (its

@@ -542,6 +542,16 @@ const char *wc_fmt_percent(char *buf, size_t size, double part, double whole) {
     return buf;
 }
 
+const char *wc_fmt_exact(char *buf, size_t size, double v) {
+    /* 17 significant digits always read back to the same double; fewer are shorter and often
+     * enough (0.1 rather than 0.10000000000000001). -0 keeps its sign in %g. */
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, size, "%.*g", p, v);
+        if (p == 17 || strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes) {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;

@@ -119,4 +119,13 @@ s2=$?
     && ! grep -q '"oracle_auc_pr"' "$T/beside-run/metrics.jsonl" \
     && ok "an oracle on another grid: refused when named (status 1, both grids), left out with a warning when found beside the tiles" \
     || notok "an oracle on another grid" "status $s1/$s2: $(grep -h -m1 'oracle' "$T/offgrid.log" "$T/beside.log" | cut -c1-200)"
+
+# ... and the two grids the error names read apart however little they differ: an oracle 5 m
+# north of the tiles was described with the tiles' very origin, (640000, 4.93e+06) both
+gdal_translate -q -a_ullr 640000 4930005 655360 4914645 "$ROOT/data/sample/oracle_risk.tif" "$T/oracle_5m.tif"
+"$WILDCPU" "${train[@]}" --oracle "$T/oracle_5m.tif" --out "$T/off5m" >"$T/off5m.log" 2>&1
+s1=$?
+[ $s1 -eq 1 ] && grep -q "tiles .*: 512x512 px of 30x-30, origin (640000, 4930000), EPSG:32611; oracle: 512x512 px of 30x-30, origin (640000, 4930005), EPSG:32611" "$T/off5m.log" \
+    && ok "an oracle 5 m off the tiles' grid: the error gives both origins in full" \
+    || notok "an oracle 5 m off the tiles' grid" "status $s1: $(grep -m1 'oracle' "$T/off5m.log" | cut -c1-400)"
 finish

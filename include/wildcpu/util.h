@@ -210,6 +210,11 @@ int wc_check_address_space(const wc_address_need *need);
  * pixels of 65536 are 99.98% nodata, not 100.0%); returns buf. */
 const char *wc_fmt_percent(char *buf, size_t size, double part, double whole);
 
+/* Formats v into buf (>= 32 bytes) in the shortest of %.15g, %.16g and %.17g that reads back
+ * to the same double (4928775 as "4928775", 0.1 as "0.1"), so two numbers that differ are never
+ * written alike; returns buf. */
+const char *wc_fmt_exact(char *buf, size_t size, double v);
+
 /* Formats a byte count as "12.3 MiB" into buf (>= 16 bytes); returns buf. */
 const char *wc_fmt_bytes(char *buf, size_t size, double bytes);
 
