@@ -1014,7 +1014,11 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
         const char *why = CPLGetLastErrorMsg();
         char bytes[96] = "";
         size_t at, len;
-        if (!*why && stat(labels, &st) == 0)
+        if (!*why && stat(labels, &st) == 0 && S_ISDIR(st.st_mode))
+            /* its size is the directory's own listing: no number of bytes of labels */
+            snprintf(bytes, sizeof bytes, "it is a directory, which no GDAL driver recognizes "
+                                          "(one of shapefiles would be)");
+        else if (!*why && stat(labels, &st) == 0)
             snprintf(bytes, sizeof bytes, "no GDAL driver recognizes it (%lld bytes)",
                      (long long)st.st_size);
         else if (!*why && !wc_file_behind(labels, &at, &len))
