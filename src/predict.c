@@ -422,13 +422,21 @@ static void say_progress(mapping *mp, int64_t s1) {
 }
 
 /* Rank 0, once: the pixels written as nodata for their values rather than for nodata inputs
- * (counts summed over the ranks). */
+ * (counts summed over the ranks). In evaluate a pixel whose input is beyond float's range is
+ * nodata, left out of the scores; one whose output is not finite is a failure of the model
+ * (score.c counts it in bad_outputs where it is labelled, and every metric is undefined), so
+ * "left out of the scores" is said of the first only. */
 static void report_invalid(const wc_predict_config *cfg, const char *path,
                            const int64_t counts[4]) {
     const char *cmd = cfg->evaluate ? "evaluate" : "predict";
     const char *fate = !cfg->evaluate ? "written as nodata"
                        : cfg->out     ? "written as nodata and left out of the scores"
                                       : "left out of the scores";
+    const char *failed = !cfg->evaluate ? "written as nodata"
+                         : cfg->out ? "written as nodata, and where labelled they leave every "
+                                      "metric undefined"
+                                    : "no prediction, and where labelled they leave every metric "
+                                      "undefined";
     if (counts[0])
         wc_warn("%s: %s: %" PRId64 " pixels have a feature value beyond float's range once "
                 "normalized (far outside the training range): %s",
@@ -436,13 +444,13 @@ static void report_invalid(const wc_predict_config *cfg, const char *path,
     if (counts[1] > counts[3])
         wc_warn("%s: %s: %" PRId64 " pixels gave a non-finite network output (feature "
                 "values far outside the training range?): %s",
-                cmd, path, counts[1] - counts[3], fate);
+                cmd, path, counts[1] - counts[3], failed);
     if (counts[3])
         wc_warn("%s: %s: %" PRId64 " pixels gave a non-finite network output in windows whose "
                 "inputs all lie within %g training standard deviations of its mean: the model "
-                "has diverged (its activations overflow on ordinary data), not the raster; %s, "
-                "and train again with a lower --lr",
-                cmd, path, counts[3], (double)WC_INFER_ORDINARY, fate);
+                "has diverged (its activations overflow on ordinary data), not the raster; %s; "
+                "train again with a lower --lr",
+                cmd, path, counts[3], (double)WC_INFER_ORDINARY, failed);
 }
 
 /* Rank 0, once: the bands with values no measurement has where the network was run
@@ -921,10 +929,17 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
     if (wc_metrics_ties_note(v, ties, sizeof ties)) wc_warn("evaluate: %s", ties);
     char ranking[224];
     wc_metrics_ranking_text(v, 1, ranking, sizeof ranking);
-    wc_info("evaluate: %s with %s (step %ld) against %s: %lld pixels, %.2f%% burned (the base "
-            "rate: the AUC-PR of a map that knows nothing); %s  Brier %.4f  loss %.4f",
-            cfg->tiles, m->path, m->step, source, (long long)v->pixels, 100 * v->positive_rate,
-            ranking, v->brier, v->loss);
+    /* labelled outputs that are not finite leave the figures undefined, said in words as the
+     * ranking says them ("nan% burned", "Brier nan" read as a fault of the program) */
+    char rate[128] = "no pixel scored", brier[24] = "undefined", loss[24] = "undefined";
+    if (v->pixels > 0)
+        snprintf(rate, sizeof rate, "%lld pixels, %.2f%% burned (the base rate: the AUC-PR of "
+                                    "a map that knows nothing)",
+                 (long long)v->pixels, 100 * v->positive_rate);
+    if (!isnan(v->brier)) snprintf(brier, sizeof brier, "%.4f", v->brier);
+    if (!isnan(v->loss)) snprintf(loss, sizeof loss, "%.4f", v->loss);
+    wc_info("evaluate: %s with %s (step %ld) against %s: %s; %s  Brier %s  loss %s", cfg->tiles,
+            m->path, m->step, source, rate, ranking, brier, loss);
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
         if (v->cal_count[k])
             wc_info("  p in [%.1f, %.1f%c: %lld pixels, mean predicted %.4f, burned %.4f",

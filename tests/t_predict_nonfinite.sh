@@ -212,4 +212,14 @@ st=$?
     ! grep -q "nothing to score" "$T/netlab_eval.log" && [ "$(json "$T/netlab.json" bad_outputs)" = "$n_net" ] \
     && ok "evaluate where every labelled pixel's output is not finite: the $n_net pixels counted, not 'nothing to score'" \
     || notok "evaluate on non-finite outputs only" "exit $st: $(grep -E 'error|warn' "$T/netlab_eval.log" | head -2)"
+# ... and every line says what became of them: the metrics are undefined, so the count of
+# non-finite outputs does not call them "left out of the scores" (it did, beside the warning
+# that they make every metric undefined), and the summary says its figures are undefined in
+# words (it printed "0 pixels, nan% burned" and "Brier nan  loss nan")
+grep -q "$n_net pixels gave a non-finite network output (feature values far outside the training range?): no prediction, and where labelled they leave every metric undefined" "$T/netlab_eval.log" &&
+    grep -q "netlab.tif: no pixel scored; AUC-PR undefined .* Brier undefined  loss undefined" "$T/netlab_eval.log" &&
+    ! grep -Eq "nan% burned|Brier nan|loss nan" "$T/netlab_eval.log" &&
+    ! grep -q "non-finite network output.*left out of the scores" "$T/netlab_eval.log" \
+    && ok "evaluate's lines agree that non-finite outputs leave the metrics undefined, in words" \
+    || notok "evaluate's lines on non-finite outputs" "$(grep -E 'non-finite|against' "$T/netlab_eval.log" | cut -c1-300)"
 finish
