@@ -262,6 +262,16 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
     }
 }
 
+/* Rank 0, once a run: a step whose batch had no valid pixel, which is taken without a loss. */
+static void say_no_valid_pixel(train_ctx *t, long step) {
+    if (t->rank != 0 || t->said_no_valid_pixel) return;
+    t->said_no_valid_pixel = 1;
+    wc_warn("step %ld: no pixel of the batch is valid (its samples were shifted or turned onto "
+            "nodata): the step has no loss and a zero gradient (a larger --batch makes such "
+            "steps rarer); said once a run",
+            step + 1);
+}
+
 /* One optimizer step: this rank's micro-batches, the exact reduction, the update. Returns
  * WC_ERR (on every rank alike) when training diverged or a rank could not read its patches. */
 static int train_step(train_ctx *t, long step) {
@@ -311,11 +321,13 @@ static int train_step(train_ctx *t, long step) {
         report_divergence(t, step, &tot, -1);
         return WC_ERR;
     }
-    if (tot.valid_pixels == 0) { /* every rank alike */
-        if (t->rank == 0) wc_error("step %ld: the batch has no valid pixel", step + 1);
-        return WC_ERR;
-    }
-    const double loss = tot.loss_sum / (double)tot.valid_pixels;
+    /* A batch without a valid pixel (every rank alike) has no loss and a zero gradient: its
+     * samples, each from a kept patch, were shifted or turned onto nodata (a patch half valid,
+     * shifted by half a patch). The step is taken all the same, so that steps and optimizer
+     * steps stay one (a checkpoint's invariant) on every number of ranks. */
+    const double loss =
+        tot.valid_pixels > 0 ? tot.loss_sum / (double)tot.valid_pixels : NAN;
+    if (tot.valid_pixels == 0) say_no_valid_pixel(t, step);
     const double lr = wc_optim_lr(&t->opt->cfg, t->opt->step);
     int bad =
         wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors, t->net->ntensors);
@@ -323,7 +335,7 @@ static int train_step(train_ctx *t, long step) {
         report_divergence(t, step, &tot, bad);
         return WC_ERR;
     }
-    t->sum.last_loss = loss;
+    if (tot.valid_pixels > 0) t->sum.last_loss = loss;
     t->sum.steps_done++;
     t->sum.samples_done += (long)tot.samples;
     wc_trainlog_step(t->log, step, loss, lr, (long)tot.samples);

@@ -27,7 +27,8 @@ struct wc_trainlog {
     int bar_shown;          /* the bar occupies the current line */
     long total_steps, steps_per_epoch, log_every;
     double t_open, t_start, t_last;
-    long steps_since_start, samples_since_line, steps_since_line;
+    long steps_since_start, samples_since_line;
+    long steps_since_line; /* of them, the steps with a loss (a valid pixel) */
     double loss_since_line, last_loss;
     wc_json line;           /* the line being built (its buffer is reused) */
 };
@@ -203,12 +204,22 @@ static void fmt_duration(char *buf, size_t size, double s) {
         snprintf(buf, size, "%ldm%02lds", v / 60, v % 60);
 }
 
+/* A loss as progress lines show it: "-" for none (NaN: no valid pixel). */
+static void fmt_loss(char *out, size_t size, double loss) {
+    if (isnan(loss))
+        snprintf(out, size, "-");
+    else
+        snprintf(out, size, "%.4f", loss);
+}
+
 void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long samples) {
     l->steps_since_start++;
-    l->steps_since_line++;
     l->samples_since_line += samples;
-    l->loss_since_line += loss;
-    l->last_loss = loss;
+    if (!isnan(loss)) { /* a step without a valid pixel has none */
+        l->steps_since_line++;
+        l->loss_since_line += loss;
+        l->last_loss = loss;
+    }
     if (!l->active) return;
     const double now = wc_now();
     const long done = step + 1;
@@ -219,8 +230,10 @@ void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long sa
     if (!line_due) {
         if (!l->tty) return;
         int width = 30, filled = (int)(width * (double)done / (double)l->total_steps);
-        printf("\r\033[K[%.*s%*s] step %ld/%ld  loss %.4f  ETA %s", filled,
-               "##############################", width - filled, "", done, l->total_steps, loss,
+        char shown[32];
+        fmt_loss(shown, sizeof shown, loss);
+        printf("\r\033[K[%.*s%*s] step %ld/%ld  loss %s  ETA %s", filled,
+               "##############################", width - filled, "", done, l->total_steps, shown,
                eta);
         fflush(stdout);
         l->bar_shown = 1;
@@ -230,10 +243,13 @@ void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long sa
     const long epochs = (l->total_steps + l->steps_per_epoch - 1) / l->steps_per_epoch;
     const double dt = now - l->t_last;
     const double sps = dt > 0 ? (double)l->samples_since_line / dt : 0;
-    const double mean = l->loss_since_line / (double)WC_MAX(l->steps_since_line, 1);
+    const double mean =
+        l->steps_since_line > 0 ? l->loss_since_line / (double)l->steps_since_line : NAN;
+    char shown[32];
+    fmt_loss(shown, sizeof shown, mean);
     clear_bar(l);
-    wc_info("epoch %ld/%ld  step %ld/%ld  loss %.4f  lr %.2e  %.1f samples/s  ETA %s", epoch,
-            epochs, done, l->total_steps, mean, lr, sps, eta);
+    wc_info("epoch %ld/%ld  step %ld/%ld  loss %s  lr %.2e  %.1f samples/s  ETA %s", epoch,
+            epochs, done, l->total_steps, shown, lr, sps, eta);
     wc_json *j = begin_line(l, "train", done);
     wc_json_kint(j, "epoch", epoch);
     wc_json_knum(j, "loss", mean);

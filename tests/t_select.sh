@@ -358,4 +358,40 @@ s=$?
     && ok "validation labels all burned: no best.wcp chosen by them, said once in the log and under report.md's quality table" \
     || notok "validation labels of one class" "status $s: $(ls "$T/oneclass/checkpoints") $(grep -c 'cannot rank' "$T/oneclass.log")"
 
+# the jitter may shift a sample onto nodata: a patch valid in its left half alone (kept: half its
+# pixels are valid), shifted half a patch to the right, has no valid pixel. Step 36 of this run
+# draws that at batch 1: a step without a loss, taken with a zero gradient and a warning naming
+# it, the same bits on 1 and 2 ranks (it stopped the run with status 1: "the batch has no valid
+# pixel")
+$PY - "$T/halfvalid.tif" <<'PY'
+import sys, numpy as np
+from osgeo import gdal, osr
+gdal.UseExceptions()
+rng = np.random.default_rng(0)
+ds = gdal.GetDriverByName("GTiff").Create(sys.argv[1], 128, 128, 4, gdal.GDT_Float32)
+ds.SetGeoTransform([960000, 30, 0, 3840000, 0, -30])  # on the 32-pixel patch grid
+srs = osr.SpatialReference(); srs.ImportFromEPSG(32611); ds.SetProjection(srs.ExportToWkt())
+for b in range(3):
+    a = rng.normal(size=(128, 128)); a[:, :32] = np.nan; a[:, 48:] = np.nan
+    ds.GetRasterBand(b + 1).WriteArray(a); ds.GetRasterBand(b + 1).SetDescription("f%d" % b)
+ds.GetRasterBand(4).WriteArray((rng.random((128, 128)) < 0.1).astype(np.float32))
+ds.GetRasterBand(4).SetDescription("fire")
+PY
+hv=(--tiles "$T/halfvalid.tif" --patch 32 --batch 1 --micro-batch 1 --steps 40 --val-fraction 0
+    --log-every 1 --no-predict)
+timeout 300 "$WILDCPU" "${hv[@]}" --out "$T/hv1" >"$T/hv1.log" 2>&1
+s1=$?
+timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${hv[@]}" --out "$T/hv2" >"$T/hv2.log" 2>&1
+s2=$?
+f=ckpt-00000040.wcp
+d1=$(digest "$T/hv1/checkpoints/$f" 2>/dev/null) d2=$(digest "$T/hv2/checkpoints/$f" 2>/dev/null)
+null_loss=$($PY -c 'import json,sys
+print([d["step"] for d in map(json.loads, open(sys.argv[1])) if d["type"] == "train" and d["loss"] is None])' "$T/hv1/metrics.jsonl" 2>/dev/null)
+[ $s1 = 0 ] && [ $s2 = 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ] &&
+    [ "$null_loss" = "[36]" ] && grep -q "step 36/40  loss -  lr" "$T/hv1.log" &&
+    [ "$(grep -c "warning: step 36: no pixel of the batch is valid (its samples were shifted or turned onto nodata)" "$T/hv1.log")" = 1 ] &&
+    [ "$(grep -c "warning: step 36: no pixel of the batch is valid" "$T/hv2.log")" = 1 ] \
+    && ok "a batch shifted onto nodata: step 36 taken without a loss (null in metrics.jsonl), said once; the same bits on 1 and 2 ranks" \
+    || notok "a batch without a valid pixel" "status $s1/$s2, digests '$d1' '$d2', null losses at $null_loss: $(grep -m2 -E 'error|warning: step' "$T/hv1.log")"
+
 finish

@@ -28,9 +28,12 @@ void wc_trainlog_close(wc_trainlog *l);
 /* The loop starts (or resumes): rates and the ETA count from here. */
 void wc_trainlog_start(wc_trainlog *l);
 /* Step `step` (0-based) is done with mean loss `loss` at learning rate lr over `samples`
- * samples: adds it to the figures of the next line, printed when due. */
+ * samples: adds it to the figures of the next line, printed when due. A NaN loss is a step
+ * without one (its batch had no valid pixel): the line's mean leaves it out, and a line of
+ * such steps alone shows no loss ("-", null in metrics.jsonl). */
 void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long samples);
-/* The loss of the steps since the last progress line (their sum and count), kept in a
+/* The loss of the steps since the last progress line (their sum and count, of the steps that
+ * had one), kept in a
  * checkpoint, and handed back to the log of the run that resumes from it before its first
  * step: the first line after a resume then averages the same steps as the uninterrupted run's
  * (its samples/s counts from the resume). */
