@@ -377,9 +377,11 @@ static int validate(train_ctx *t, long step) {
     t->sum.have_val = t->ds->nval > 0, t->sum.val_earlier = 0;
     /* said at the first validation: the oracle's metrics are over fewer pixels than the model's */
     if (with_oracle && om.bad_outputs && !t->sum.have_oracle && t->rank == 0)
-        wc_warn("oracle %s has no probability in [0, 1] at %lld of the validation pixels (nodata, "
-                "masked, or out of range): its metrics leave them out, the model's do not",
-                t->ds->oracle_path, (long long)om.bad_outputs);
+        wc_warn("oracle %s has no probability in [0, 1] at %s%lld %svalidation pixels (nodata, "
+                "masked, or out of range): its metrics leave them out, the model's do not%s",
+                t->ds->oracle_path, om.pixels == 0 ? "any of the " : "",
+                (long long)om.bad_outputs, om.pixels == 0 ? "" : "of the ",
+                om.pixels == 0 ? "; it has no figures (is it this region's oracle?)" : "");
     if (with_oracle) t->sum.oracle = om, t->sum.have_oracle = 1;
     if (t->sum.have_val)
         wc_trainlog_validation(t->log, step, &t->sum.val, with_oracle ? &t->sum.oracle : NULL);

@@ -291,11 +291,19 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
     char of[64] = "";
     if (isfinite(share))
         snprintf(of, sizeof of, "  (model at %.0f%% of the oracle's AUC-PR)", share);
-    if (oracle)
-        wc_info("  oracle on %s: AUC-PR %.4f  ROC-AUC %.4f%s",
-                oracle->bad_outputs ? "the same pixels but those it has no probability for"
-                                    : "the same pixels",
-                oracle->auc_pr, oracle->roc_auc, of);
+    if (!oracle) return;
+    if (oracle->pixels == 0) { /* nodata over every validation pixel: no figure to print */
+        wc_info("  oracle: no probability on any of the validation pixels, so no figures");
+        return;
+    }
+    /* an undefined figure (none of its pixels burned) as the model's line says it, not "nan" */
+    char ap[24] = "undefined", roc[24] = "undefined";
+    if (!isnan(oracle->auc_pr)) snprintf(ap, sizeof ap, "%.4f", oracle->auc_pr);
+    if (!isnan(oracle->roc_auc)) snprintf(roc, sizeof roc, "%.4f", oracle->roc_auc);
+    wc_info("  oracle on %s: AUC-PR %s  ROC-AUC %s%s",
+            oracle->bad_outputs ? "the same pixels but those it has no probability for"
+                                : "the same pixels",
+            ap, roc, of);
 }
 
 void wc_trainlog_checkpoint(wc_trainlog *l, const char *dir, const char *name, long step,

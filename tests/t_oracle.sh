@@ -128,4 +128,24 @@ s1=$?
 [ $s1 -eq 1 ] && grep -q "tiles .*: 512x512 px of 30x-30, origin (640000, 4930000), EPSG:32611; oracle: 512x512 px of 30x-30, origin (640000, 4930005), EPSG:32611" "$T/off5m.log" \
     && ok "an oracle 5 m off the tiles' grid: the error gives both origins in full" \
     || notok "an oracle 5 m off the tiles' grid" "status $s1: $(grep -m1 'oracle' "$T/off5m.log" | cut -c1-400)"
+
+# an oracle with no probability anywhere (nodata over the whole raster): its line says it has no
+# figures, and never prints "nan" for them (it printed "AUC-PR nan  ROC-AUC nan")
+$PY - "$ROOT/data/sample/oracle_risk.tif" "$T/oracle_none.tif" <<'PY' || notok "an oracle all nodata"
+import sys
+from osgeo import gdal
+d = gdal.GetDriverByName("GTiff").CreateCopy(sys.argv[2], gdal.Open(sys.argv[1]))
+b = d.GetRasterBand(1)
+b.SetNoDataValue(-9999)
+b.Fill(-9999)
+d = None
+PY
+"$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 4 --no-predict --oracle "$T/oracle_none.tif" --out "$T/none" >"$T/none.log" 2>&1
+s=$?
+[ $s -eq 0 ] && ! grep -qwi "nan" "$T/none.log" &&
+    grep -q "^  oracle: no probability on any of the validation pixels, so no figures" "$T/none.log" &&
+    [ "$(grep -c "oracle .*oracle_none.tif has no probability in \[0, 1\] at any of the [0-9]* validation pixels .*it has no figures" "$T/none.log")" = 1 ] \
+    && ok "an oracle without a probability on any validation pixel: said so once, no 'nan' figures" \
+    || notok "an oracle all nodata" "status $s: $(grep -m3 -i 'oracle\|nan' "$T/none.log" | cut -c1-200)"
+
 finish
