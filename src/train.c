@@ -1143,6 +1143,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->sum.ranks = t->nranks, t->sum.threads = cfg.threads;
     t->sum.batch = cfg.batch, t->sum.micro_batch = cfg.micro_batch;
     t->sum.shifted_fraction = t->sum.turned_fraction = NAN; /* until the data is planned */
+    t->sum.last_loss = NAN; /* none until a step has a valid pixel (report.json: null) */
     int status = setup(t, &cfg);
     if (status == WC_EXIT_OK) status = loop(t);
     return teardown(t, status);

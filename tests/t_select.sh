@@ -393,5 +393,13 @@ print([d["step"] for d in map(json.loads, open(sys.argv[1])) if d["type"] == "tr
     [ "$(grep -c "warning: step 36: no pixel of the batch is valid" "$T/hv2.log")" = 1 ] \
     && ok "a batch shifted onto nodata: step 36 taken without a loss (null in metrics.jsonl), said once; the same bits on 1 and 2 ranks" \
     || notok "a batch without a valid pixel" "status $s1/$s2, digests '$d1' '$d2', null losses at $null_loss: $(grep -m2 -E 'error|warning: step' "$T/hv1.log")"
+# (seed 13 draws it in step 1: a run of that step alone has no training loss, null in
+# report.json, where it said 0.0)
+"$WILDCPU" "${hv[@]}" --steps 1 --seed 13 --out "$T/hv13" >"$T/hv13.log" 2>&1
+s=$?
+[ $s = 0 ] && grep -q "warning: step 1: no pixel of the batch is valid" "$T/hv13.log" &&
+    [ "$(json "$T/hv13/report.json" final_train_loss)" = None ] \
+    && ok "... a run whose only step had no valid pixel: final_train_loss null" \
+    || notok "no training loss at all" "status $s, final_train_loss $(json "$T/hv13/report.json" final_train_loss)"
 
 finish
