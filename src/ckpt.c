@@ -393,6 +393,7 @@ int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t 
     ck->version = wc_le_get_u32(buf + 8);
     ck->file_bytes = size;
     ck->payload_bytes = (size_t)raw_size;
+    ck->crc = wc_le_get_u32(buf + 40);
     return WC_OK;
 }
 
@@ -480,6 +481,19 @@ void wc_ckpt_free(wc_ckpt *ck) {
     free(ck->sections);
     free(ck->blob);
     memset(ck, 0, sizeof *ck);
+}
+
+int wc_ckpt_still_there(const char *path, const wc_ckpt *ck) {
+    struct stat st;
+    char why[256];
+    int fd = open_regular(path, &st, why, sizeof why);
+    if (fd < 0) return 0;
+    unsigned char h[WC_CKPT_HEADER];
+    const int same = (size_t)st.st_size == ck->file_bytes && st.st_size >= WC_CKPT_HEADER &&
+                     read_exact(fd, h, sizeof h) == WC_OK && wc_le_get_u32(h + 40) == ck->crc &&
+                     (long)wc_le_get_u64(h + 16) == ck->step;
+    close(fd);
+    return same;
 }
 
 const wc_ckpt_section *wc_ckpt_find(const wc_ckpt *ck, const char *name) {

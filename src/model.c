@@ -10,13 +10,19 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/util.h"
 
-/* For a run directory whose best.wcp was taken (m->path): that it is the best of the run the
- * directory's newest usable checkpoint belongs to, as a resume checks (wc_snapshot_best_foreign):
- * another run's best.wcp copied in, or an older one put back, would be mapped under this run's
- * name. WC_ERR after an error naming both. Rank 0 reads the newest checkpoint and decides (its
- * callers agree on a failed load: predict's open_run), so that the other ranks neither read it
- * too nor repeat its warnings. */
-static int best_is_the_runs(const wc_model *m, const char *path) {
+/* best_is_the_runs: best.wcp was replaced while it was checked (a training run writing into the
+ * directory found a better validation), so the verdict is about a file no longer there. */
+#define BEST_REPLACED 1
+
+/* For a run directory whose best.wcp was taken (m->path, read as crc): that it is the best of the
+ * run the directory's newest usable checkpoint belongs to, as a resume checks
+ * (wc_snapshot_best_foreign): another run's best.wcp copied in, or an older one put back, would
+ * be mapped under this run's name. WC_ERR after an error naming both; BEST_REPLACED, silently,
+ * when best.wcp is no longer the file read: a training run renames a better best.wcp into place,
+ * then writes checkpoints that know of it, so a best.wcp read just before that rename and a
+ * checkpoint read after it look like an older copy put back. Rank 0 reads the newest checkpoint
+ * and decides (wc_model_load_agreed gives the other ranks rank 0's file). */
+static int best_is_the_runs(const wc_model *m, const char *path, const wc_ckpt *best_ck) {
     if (wc_dist_rank() != 0) return WC_OK;
     struct stat st;
     const char *base = strrchr(m->path, '/');
@@ -34,27 +40,46 @@ static int best_is_the_runs(const wc_model *m, const char *path) {
     }
     wc_ckpt_free(&ck);
     if (wc_snapshot_best_foreign(&m->snap, &newest, why, sizeof why)) {
-        wc_error("%s is not the best checkpoint of the run in %s: %s (newest: %s). Given the "
-                 "directory, the map would be drawn from it under that run's name: move it out "
-                 "of %s (the newest checkpoint is then used), or name a checkpoint file with "
-                 "--checkpoint",
-                 m->path, path, why, newest_path, dir);
-        rc = WC_ERR;
+        if (!wc_ckpt_still_there(m->path, best_ck)) {
+            rc = BEST_REPLACED;
+        } else {
+            wc_error("%s is not the best checkpoint of the run in %s: %s (newest: %s). Given the "
+                     "directory, the map would be drawn from it under that run's name: move it "
+                     "out of %s (the newest checkpoint is then used), or name a checkpoint file "
+                     "with --checkpoint",
+                     m->path, path, why, newest_path, dir);
+            rc = WC_ERR;
+        }
     }
     free(newest_path);
     wc_snapshot_free(&newest);
     return rc;
 }
 
+/* A training run writing into the directory may replace best.wcp under each attempt; a few
+ * replacements in a row in the time of two reads are not expected. */
+#define LOAD_ATTEMPTS 5
+
 int wc_model_load(wc_model *m, const char *path, int max_N, int H, int W) {
-    memset(m, 0, sizeof *m);
-    wc_ckpt ck;
-    if (wc_ckpt_resolve(path, wc_snapshot_check, &m->snap, &ck, &m->path) != WC_OK) {
-        wc_snapshot_free(&m->snap);
-        return WC_ERR;
-    }
-    wc_ckpt_free(&ck);
-    if (best_is_the_runs(m, path) != WC_OK) {
+    for (int attempt = 1;; attempt++) {
+        memset(m, 0, sizeof *m);
+        wc_ckpt ck;
+        if (wc_ckpt_resolve(path, wc_snapshot_check, &m->snap, &ck, &m->path) != WC_OK) {
+            wc_snapshot_free(&m->snap);
+            return WC_ERR;
+        }
+        m->crc = ck.crc;
+        const int best = best_is_the_runs(m, path, &ck);
+        wc_ckpt_free(&ck);
+        if (best == WC_OK) break;
+        if (best == BEST_REPLACED && attempt < LOAD_ATTEMPTS) {
+            wc_model_free(m); /* read the new best.wcp */
+            continue;
+        }
+        if (best == BEST_REPLACED)
+            wc_error("%s was replaced %d times while it was read (a training run writing into "
+                     "%s?): give --checkpoint a checkpoint file, or wait for the training to end",
+                     m->path, LOAD_ATTEMPTS, path);
         wc_model_free(m);
         return WC_ERR;
     }
@@ -89,3 +114,44 @@ void wc_model_free(wc_model *m) {
     wc_snapshot_free(&m->snap);
     memset(m, 0, sizeof *m);
 }
+
+/* Every rank, together. Rank 0 resolves path and loads it (wc_model_load), then every other rank
+ * loads the very file rank 0 chose, and all check they hold its bytes (its CRC-32): ranks that
+ * each resolved a run directory themselves while a training run wrote into it (a better best.wcp
+ * renamed into place, a newer checkpoint, an older one pruned) would each map with another
+ * model, and the map would be a mosaic of models. A file replaced between rank 0's read and
+ * another rank's is resolved again. */
+int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W, int skip) {
+    const int rank = wc_dist_rank();
+    memset(m, 0, sizeof *m);
+    for (int attempt = 1;; attempt++) {
+        /* rank 0's outcome: loaded, the file's CRC-32, the length of its path */
+        uint64_t chosen[3] = {0, 0, 0};
+        if (rank == 0 && !skip && wc_model_load(m, path, max_N, H, W) == WC_OK)
+            chosen[0] = 1, chosen[1] = m->crc, chosen[2] = strlen(m->path);
+        wc_dist_bcast(chosen, sizeof chosen, 0);
+        if (!chosen[0]) return WC_ERR; /* rank 0 said why, or fails for its own reason */
+        char *file = WC_ALLOC((size_t)chosen[2] + 1);
+        if (rank == 0) memcpy(file, m->path, (size_t)chosen[2] + 1);
+        wc_dist_bcast(file, (size_t)chosen[2] + 1, 0);
+        int rc = rank == 0 ? WC_OK : WC_ERR;
+        if (rank != 0 && !skip) rc = wc_model_load(m, file, max_N, H, W);
+        const int other = !skip && (rc != WC_OK || m->crc != (uint32_t)chosen[1]);
+        if (!wc_dist_any(other)) {
+            free(file);
+            return skip ? WC_ERR : rc;
+        }
+        wc_model_free(m);
+        if (attempt == LOAD_ATTEMPTS) {
+            if (rank == 0)
+                wc_error("the ranks could not read one checkpoint: %s changed %d times while they "
+                         "read it (a training run writing into %s?): give --checkpoint a "
+                         "checkpoint file no run replaces, or wait for the training to end",
+                         file, LOAD_ATTEMPTS, path);
+            free(file);
+            return WC_ERR;
+        }
+        free(file);
+    }
+}
+

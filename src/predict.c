@@ -688,9 +688,11 @@ static int check_room(const wc_predict_config *cfg, const mapping *mp, wc_raster
  * what the network for the layout's windows takes. Returns an exit status (this rank's). */
 static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_model *m,
                    wc_bandmap *bm, layout *L) {
-    if (wc_raster_open(r, cfg->tiles) != WC_OK ||
-        (mp->rank == 0 && !cfg->tiles_checked && wc_raster_check_sources(r) != WC_OK) ||
-        wc_model_load(m, cfg->checkpoint, 1, 0, 0) != WC_OK)
+    const int opened =
+        wc_raster_open(r, cfg->tiles) == WC_OK &&
+        !(mp->rank == 0 && !cfg->tiles_checked && wc_raster_check_sources(r) != WC_OK);
+    /* every rank the model of the file rank 0 chose (a collective: a rank that failed takes part) */
+    if (wc_model_load_agreed(m, cfg->checkpoint, 1, 0, 0, !opened) != WC_OK || !opened)
         return WC_EXIT_RUNTIME;
     /* evaluate's labels from a band of the tiles: that band is no feature */
     int label_band = 0, by_number;

@@ -45,6 +45,7 @@ typedef struct wc_ckpt {
     long step;
     uint32_t version;
     size_t file_bytes, payload_bytes;
+    uint32_t crc; /* the file's CRC-32 (header bytes 40..43): what tells two files apart */
     int nsections;
     wc_ckpt_section *sections;
     void *blob;
@@ -78,6 +79,9 @@ int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size);
  * stream actually expands. ck owns its copy of the payload. */
 int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t why_size);
 void wc_ckpt_free(wc_ckpt *ck);
+/* 1 when path still holds the file ck was read from (the same size and CRC-32 in its header), 0
+ * when it was replaced (a training run renames a new best.wcp over the old one) or is gone. */
+int wc_ckpt_still_there(const char *path, const wc_ckpt *ck);
 /* Refuses (status 2, after a message) an output path that holds a wildcpu checkpoint: a map or
  * an export written there would replace a model the user had. WC_EXIT_OK otherwise. */
 int wc_ckpt_refuse_as_output(const char *what, const char *path);

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# predict given a run directory while a training run writes into it: the training renames a
+# better best.wcp into place, then writes checkpoints that know of it, at any moment of predict's
+# reads. The moment is made exact by pausing wildcpu under gdb at the read that the rename must
+# fall between, and doing there what a training does (skipped without gdb).
+. "$(dirname "$0")/lib.sh"
+command -v gdb >/dev/null || { echo "# skipped: no gdb to pause wildcpu between its reads"; finish; }
+# gdb follows no re-execution: the program must not start itself again (docs/cli.md)
+export OPENBLAS_NUM_THREADS=1
+
+# One run of the logistic model whose validations improve twice: best.wcp after step 4, then
+# after step 8. Every step's checkpoint is kept, so the run's states can be laid out again.
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --epochs 3 --batch 8 --out "$T/run" \
+    --ckpt-every 1 --keep 100 --no-predict >"$T/run.log" 2>&1 ||
+    { notok "training run" "$(tail -3 "$T/run.log")"; finish; }
+bests=$(grep -o '"step":[0-9]*,"file":"best.wcp"' "$T/run/metrics.jsonl" | grep -o '[0-9]*' | tr '\n' ' ')
+[ "$bests" = "4 8 " ] || { notok "the run's best.wcp after steps 4 and 8" "got: $bests"; finish; }
+c4=$T/run/checkpoints/ckpt-00000004.wcp c8=$T/run/checkpoints/ckpt-00000008.wcp
+# the directory as the training left it after step 4: its checkpoint, and best.wcp of step 4
+at_step4() {
+    rm -rf "$1" && mkdir -p "$1/checkpoints" && cp "$c4" "$1/checkpoints/" &&
+        cp "$c4" "$1/checkpoints/best.wcp"
+}
+# what the training does next: a better best.wcp renamed into place, then a checkpoint that
+# knows of it
+better() {
+    echo "cp '$c8' '$1/checkpoints/.b' && mv '$1/checkpoints/.b' '$1/checkpoints/best.wcp'" \
+        "${2:+&& cp '$c8' '$1/checkpoints/'}"
+}
+# the maps of the two models, by one rank each
+for s in 4 8; do
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run/checkpoints/ckpt-0000000$s.wcp" \
+        --out "$T/m$s.tif" >"$T/m$s.log" 2>&1 || notok "the map of step $s" "$(tail -2 "$T/m$s.log")"
+done
+# same_map A B: the two maps' pixels are bitwise equal
+same_map() {
+    $PY - "$1" "$2" <<'EOF'
+import sys
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:3]]  # kept open while their bands are read
+sys.exit(ds[0].GetRasterBand(1).ReadRaster() != ds[1].GetRasterBand(1).ReadRaster())
+EOF
+}
+
+# 1: best.wcp replaced between predict's read of it and its read of the newest checkpoint
+# (paused at that second read): the newest checkpoint then knows a better best than the one read,
+# which is no older copy put back from outside the run, but a best.wcp that is no longer there.
+at_step4 "$T/d1"
+gdb -q -batch -ex 'set breakpoint pending on' -ex 'tbreak wc_ckpt_latest' -ex run \
+    -ex "shell $(better "$T/d1" newer)" -ex continue --args \
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/d1" --out "$T/d1.tif" >"$T/d1.log" 2>&1
+if grep -q 'exited normally' "$T/d1.log" && grep -q 'best.wcp (step 8' "$T/d1.log" &&
+    same_map "$T/d1.tif" "$T/m8.tif"; then
+    ok "best.wcp replaced by a training while predict reads the directory: the new one is read, no 'older copy' error"
+else
+    notok "best.wcp replaced while predict reads the directory" \
+        "$(grep -E 'error|exited|with ' "$T/d1.log" | head -3 | cut -c1-300)"
+fi
+
+# 2: on 2 ranks, best.wcp replaced after rank 0 read it and before rank 1 did (rank 1 paused as
+# it starts reading): every rank must map with one model, not each with the one it found.
+at_step4 "$T/d2"
+p=(predict --tiles "$SAMPLE" --checkpoint "$T/d2" --out "$T/d2.tif")
+mpirun --oversubscribe --bind-to none -np 1 "$WILDCPU" "${p[@]}" : -np 1 \
+    gdb -q -batch -ex 'set breakpoint pending on' -ex 'tbreak wc_ckpt_resolve' -ex run \
+    -ex "shell sleep 3; $(better "$T/d2")" -ex continue --args "$WILDCPU" "${p[@]}" \
+    >"$T/d2.log" 2>&1
+s=$?
+step=$(grep -o 'best.wcp (step [0-9]*' "$T/d2.log" | grep -o '[0-9]*$')
+if [ $s -eq 0 ] && [ -n "$step" ] && same_map "$T/d2.tif" "$T/m$step.tif"; then
+    ok "2 ranks, best.wcp replaced between their reads: the map is step $step's model's, bitwise"
+else
+    notok "2 ranks, best.wcp replaced between their reads: one model" \
+        "status $s, said step '${step:-none}'; the map equals step 4's: $(same_map "$T/d2.tif" "$T/m4.tif" && echo yes || echo no), step 8's: $(same_map "$T/d2.tif" "$T/m8.tif" && echo yes || echo no)"
+fi
+finish
