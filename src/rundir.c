@@ -521,12 +521,17 @@ void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase) {
     char path[4200], dir[4200], ts[32];
     run_file(path, sizeof path, out_dir, WC_RUNDIR_STOPPED);
     run_file(dir, sizeof dir, out_dir, WC_CKPT_DIR);
-    wc_ckpt_entry *e;
-    int n = wc_ckpt_list(dir, 0, &e);
+    /* the step a rerun resumes from: none for a --fresh run stopped in planning, whose rerun
+     * (the same command, --fresh and all) starts over, whatever checkpoints of the run it sets
+     * aside are still there */
     long step = -1;
-    for (int i = 0; i < n && step < 0; i++)
-        if (e[i].header_ok) step = e[i].step;
-    if (n > 0) wc_ckpt_list_free(e, n);
+    if (!(cfg->fresh && strcmp(phase, "planning") == 0)) {
+        wc_ckpt_entry *e;
+        int n = wc_ckpt_list(dir, 0, &e);
+        for (int i = 0; i < n && step < 0; i++)
+            if (e[i].header_ok) step = e[i].step;
+        if (n > 0) wc_ckpt_list_free(e, n);
+    }
     wc_utc_timestamp(ts, sizeof ts);
     wc_atomic_file f;
     if (wc_atomic_open(&f, path, "w") != WC_OK) return;

@@ -166,4 +166,29 @@ s=$(tail -1 "$T/early.out")
 [ "$s" = 75 ] && [ -f "$T/early/STOPPED" ] \
     && ok "SIGTERM pending when the program starts: a stop (75, STOPPED)" \
     || notok "SIGTERM at start" "status $s: $(tail -2 "$T/early.log" "$T/early.out")"
+
+# The same stop of a --fresh run over a finished one, in planning: the previous run is not set
+# aside yet, and the rerun, --fresh and all, starts over, so DIR/STOPPED names no step to resume
+# from (it named the previous run's newest, step 8).
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --epochs 2 --batch 8 --out "$T/early_fresh" \
+    >"$T/early_fresh.first" 2>&1 || notok "a run for --fresh to set aside" "$(tail -2 "$T/early_fresh.first")"
+$PY - "$WILDCPU" "$T/early_fresh" "$SAMPLE" <<'PY' >"$T/early_fresh.out" 2>&1
+import os, signal, subprocess, sys
+prog, out, tiles = sys.argv[1:4]
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+p = subprocess.Popen([prog, "--tiles", tiles, "--out", out, "--model", "logistic", "--epochs", "2",
+                      "--batch", "8", "--fresh"], stdout=open(out + ".log", "w"),
+                     stderr=subprocess.STDOUT)
+os.kill(p.pid, signal.SIGTERM)
+try:
+    print(p.wait(timeout=120))
+except subprocess.TimeoutExpired:
+    p.kill()
+    print("hung")
+PY
+s=$(tail -1 "$T/early_fresh.out")
+grep -q 'phase=planning;step=-1;.*resume=rerun the same command$' "$T/early_fresh/STOPPED" 2>/dev/null &&
+    [ "$s" = 75 ] && [ -e "$T/early_fresh/checkpoints/ckpt-00000008.wcp" ] \
+    && ok "a --fresh run stopped while planning: DIR/STOPPED names no step to resume from (step=-1), the previous run not yet set aside" \
+    || notok "a --fresh run stopped while planning" "status $s: $(cat "$T/early_fresh/STOPPED" 2>&1)"
 finish
