@@ -613,39 +613,60 @@ const char *wc_ckpt_unreadable_note(const char *dir, char *buf, size_t size) {
     return buf;
 }
 
+/* A listed checkpoint that is gone when it is read was pruned meanwhile by a run writing into
+ * the directory (after a newer one was durable): the listing is taken again, at most this many
+ * times, rather than the file reported as not usable and the directory, once its last listed
+ * file is gone, as holding none. */
+#define LATEST_LISTINGS 5
+
+static int vanished(const char *path) {
+    struct stat st;
+    return lstat(path, &st) != 0 && errno == ENOENT;
+}
+
 int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **path,
                    int *found_any) {
-    wc_ckpt_entry *e;
-    int n = wc_ckpt_list(dir, 1, &e);
-    if (n < 0) {
-        /* unreadable is not empty: the caller must not start over on top of it */
-        wc_error("cannot list the checkpoints in %s: %s", dir, strerror(errno));
-        *found_any = 1;
-        return WC_ERR;
-    }
-    *found_any = n > 0;
-    int rc = WC_ERR;
-    for (int i = 0; i < n && rc != WC_OK; i++) {
-        char why[512];
-        const char *next = i + 1 < n ? "; trying the previous one" : "";
-        if (!e[i].header_ok) {
-            wc_warn("checkpoint %s is not usable: %s%s", e[i].path, e[i].why, next);
-            continue;
+    for (int listing = 1;; listing++) {
+        wc_ckpt_entry *e;
+        int n = wc_ckpt_list(dir, listing == 1, &e);
+        if (n < 0) {
+            /* unreadable is not empty: the caller must not start over on top of it */
+            wc_error("cannot list the checkpoints in %s: %s", dir, strerror(errno));
+            *found_any = 1;
+            return WC_ERR;
         }
-        if (wc_ckpt_read(e[i].path, ck, why, sizeof why) != WC_OK ||
-            (check && check(ck, ctx, why, sizeof why) != WC_OK)) {
-            wc_ckpt_free(ck);
-            wc_warn("checkpoint %s is not usable: %s%s", e[i].path, why, next);
-            continue;
+        *found_any = n > 0;
+        int rc = WC_ERR, list_again = 0;
+        for (int i = 0; i < n && rc != WC_OK && !list_again; i++) {
+            char why[512];
+            const char *next = i + 1 < n ? "; trying the previous one" : "";
+            if (!e[i].header_ok) {
+                if (listing < LATEST_LISTINGS && vanished(e[i].path)) {
+                    list_again = 1;
+                    continue;
+                }
+                wc_warn("checkpoint %s is not usable: %s%s", e[i].path, e[i].why, next);
+                continue;
+            }
+            if (wc_ckpt_read(e[i].path, ck, why, sizeof why) != WC_OK ||
+                (check && check(ck, ctx, why, sizeof why) != WC_OK)) {
+                wc_ckpt_free(ck);
+                if (listing < LATEST_LISTINGS && vanished(e[i].path)) {
+                    list_again = 1;
+                    continue;
+                }
+                wc_warn("checkpoint %s is not usable: %s%s", e[i].path, why, next);
+                continue;
+            }
+            if (e[i].name_step != ck->step)
+                wc_warn("%s holds step %ld (its name says %ld): it is used as step %ld", e[i].path,
+                        ck->step, e[i].name_step, ck->step);
+            *path = wc_strdup(e[i].path);
+            rc = WC_OK;
         }
-        if (e[i].name_step != ck->step)
-            wc_warn("%s holds step %ld (its name says %ld): it is used as step %ld", e[i].path,
-                    ck->step, e[i].name_step, ck->step);
-        *path = wc_strdup(e[i].path);
-        rc = WC_OK;
+        wc_ckpt_list_free(e, n);
+        if (!list_again) return rc;
     }
-    wc_ckpt_list_free(e, n);
-    return rc;
 }
 
 int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, long last) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # predict given a run directory while a training run writes into it: the training renames a
-# better best.wcp into place, then writes checkpoints that know of it, at any moment of predict's
-# reads. The moment is made exact by pausing wildcpu under gdb at the read that the rename must
+# better best.wcp into place, then writes checkpoints that know of it, and prunes checkpoints
+# beyond --keep, at any moment of predict's reads. The moment is made exact by pausing wildcpu under gdb at the read that the rename must
 # fall between, and doing there what a training does (skipped without gdb).
 . "$(dirname "$0")/lib.sh"
 command -v gdb >/dev/null || { echo "# skipped: no gdb to pause wildcpu between its reads"; finish; }
@@ -72,5 +72,21 @@ if [ $s -eq 0 ] && [ -n "$step" ] && same_map "$T/d2.tif" "$T/m$step.tif"; then
 else
     notok "2 ranks, best.wcp replaced between their reads: one model" \
         "status $s, said step '${step:-none}'; the map equals step 4's: $(same_map "$T/d2.tif" "$T/m4.tif" && echo yes || echo no), step 8's: $(same_map "$T/d2.tif" "$T/m8.tif" && echo yes || echo no)"
+fi
+
+# 3: a run without best.wcp (--val-fraction 0) checkpointing with --keep 1: its newest checkpoint
+# is pruned once the next is durable, between predict's listing of the directory and its read
+# (paused at that read): the next one is read, not "no valid checkpoint" (status 1).
+rm -rf "$T/d3" && mkdir -p "$T/d3/checkpoints" && cp "$c4" "$T/d3/checkpoints/"
+gdb -q -batch -ex 'set breakpoint pending on' -ex 'tbreak wc_ckpt_read' -ex run \
+    -ex "shell cp '$c8' '$T/d3/checkpoints/.n' && mv '$T/d3/checkpoints/.n' '$T/d3/checkpoints/ckpt-00000008.wcp' && rm '$T/d3/checkpoints/ckpt-00000004.wcp'" \
+    -ex continue --args \
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/d3" --out "$T/d3.tif" >"$T/d3.log" 2>&1
+if grep -q 'exited normally' "$T/d3.log" && grep -q 'ckpt-00000008.wcp (step 8' "$T/d3.log" &&
+    ! grep -q 'not usable' "$T/d3.log" && same_map "$T/d3.tif" "$T/m8.tif"; then
+    ok "the newest checkpoint pruned by a training between predict's listing and its read: the next one is read, nothing said"
+else
+    notok "the newest checkpoint pruned between predict's listing and its read" \
+        "$(grep -E 'error|warning|exited|with ' "$T/d3.log" | head -3 | cut -c1-300)"
 fi
 finish
