@@ -68,7 +68,7 @@ int wc_model_load(wc_model *m, const char *path, int max_N, int H, int W) {
             wc_snapshot_free(&m->snap);
             return WC_ERR;
         }
-        m->crc = ck.crc;
+        m->crc = ck.crc, m->file_bytes = ck.file_bytes;
         const int best = best_is_the_runs(m, path, &ck);
         wc_ckpt_free(&ck);
         if (best == WC_OK) break;
@@ -125,18 +125,24 @@ int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W,
     const int rank = wc_dist_rank();
     memset(m, 0, sizeof *m);
     for (int attempt = 1;; attempt++) {
-        /* rank 0's outcome: loaded, the file's CRC-32, the length of its path */
-        uint64_t chosen[3] = {0, 0, 0};
+        /* rank 0's outcome: loaded, the length of its file's path, and which file it is */
+        uint64_t chosen[5] = {0, 0, 0, 0, 0};
         if (rank == 0 && !skip && wc_model_load(m, path, max_N, H, W) == WC_OK)
-            chosen[0] = 1, chosen[1] = m->crc, chosen[2] = strlen(m->path);
+            chosen[0] = 1, chosen[1] = strlen(m->path), chosen[2] = m->crc,
+            chosen[3] = (uint64_t)m->step, chosen[4] = m->file_bytes;
         wc_dist_bcast(chosen, sizeof chosen, 0);
+        const wc_ckpt read0 = {.crc = (uint32_t)chosen[2], .step = (long)chosen[3],
+                               .file_bytes = (size_t)chosen[4]};
         if (!chosen[0]) return WC_ERR; /* rank 0 said why, or fails for its own reason */
-        char *file = WC_ALLOC((size_t)chosen[2] + 1);
-        if (rank == 0) memcpy(file, m->path, (size_t)chosen[2] + 1);
-        wc_dist_bcast(file, (size_t)chosen[2] + 1, 0);
+        char *file = WC_ALLOC((size_t)chosen[1] + 1);
+        if (rank == 0) memcpy(file, m->path, (size_t)chosen[1] + 1);
+        wc_dist_bcast(file, (size_t)chosen[1] + 1, 0);
         int rc = rank == 0 ? WC_OK : WC_ERR;
         if (rank != 0 && !skip) rc = wc_model_load(m, file, max_N, H, W);
-        const int other = !skip && (rc != WC_OK || m->crc != (uint32_t)chosen[1]);
+        /* another file than rank 0's: read again; a failure on rank 0's very file is this
+         * rank's own (said), which the callers agree on */
+        const int other = !skip && (rc == WC_OK ? m->crc != read0.crc || m->step != read0.step
+                                                : !wc_ckpt_still_there(file, &read0));
         if (!wc_dist_any(other)) {
             free(file);
             return skip ? WC_ERR : rc;

@@ -26,7 +26,8 @@ typedef struct wc_model {
     const char *config;            /* the training configuration record */
     const char *meta;              /* the checkpoint's meta record */
     const char *metrics;           /* the last validation metrics (JSON members), may be "" */
-    uint32_t crc;                  /* the checkpoint file's CRC-32 */
+    uint32_t crc;                  /* the checkpoint file's CRC-32 and size: which file it is */
+    size_t file_bytes;
     wc_snapshot snap;              /* owns the fields above */
 } wc_model;
 
