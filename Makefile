@@ -24,10 +24,11 @@ SAN ?= 0
 CC ?= cc
 
 PKGS := openblas gdal zlib ompi-c
-# Debian packages: what the program links against, what the tests and job scripts run.
+# Debian packages: what the program links against, what the tests and job scripts run (gdb:
+# tests/t_predict_live.sh pauses wildcpu at an exact read).
 DEB_BUILD := build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin \
              libgdal-dev gdal-bin zlib1g-dev
-DEB_TEST := python3 python3-gdal python3-numpy python3-torch file procps
+DEB_TEST := python3 python3-gdal python3-numpy python3-torch file procps gdb
 DEB_SLURM := slurm-wlm munge slurmctld slurmd
 # the map in the real clients (make test-gis): QGIS headless and rasterio
 DEB_GIS := qgis python3-qgis python3-rasterio
