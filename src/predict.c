@@ -934,7 +934,10 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
     /* labelled outputs that are not finite leave the figures undefined, said in words as the
      * ranking says them ("nan% burned", "Brier nan" read as a fault of the program) */
     char rate[128] = "no pixel scored", brier[24] = "undefined", loss[24] = "undefined";
-    if (v->pixels > 0)
+    if (v->pixels > 0 && isnan(v->positive_rate)) /* some labelled outputs not finite */
+        snprintf(rate, sizeof rate, "%lld pixels with a prediction, burned share undefined",
+                 (long long)v->pixels);
+    else if (v->pixels > 0)
         snprintf(rate, sizeof rate, "%lld pixels, %.2f%% burned (the base rate: the AUC-PR of "
                                     "a map that knows nothing)",
                  (long long)v->pixels, 100 * v->positive_rate);

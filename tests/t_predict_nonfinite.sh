@@ -222,4 +222,15 @@ grep -q "$n_net pixels gave a non-finite network output (feature values far outs
     ! grep -q "non-finite network output.*left out of the scores" "$T/netlab_eval.log" \
     && ok "evaluate's lines agree that non-finite outputs leave the metrics undefined, in words" \
     || notok "evaluate's lines on non-finite outputs" "$(grep -E 'non-finite|against' "$T/netlab_eval.log" | cut -c1-300)"
+# ... and where only some labelled outputs are not finite (the raster's own labels, over the
+# hostile blocks and ordinary ground alike), the summary gives its scored pixels and no "nan%
+# burned" either (the rate, like every metric, is undefined: null in the metrics file)
+"$WILDCPU" evaluate --tiles "$T/h64.tif" --checkpoint "$T/logistic" --out "$T/mixed.json" \
+    >"$T/mixed_eval.log" 2>&1
+st=$?
+[ $st -eq 0 ] && [ "$(json "$T/mixed.json" bad_outputs)" -gt 0 ] && [ "$(json "$T/mixed.json" pixels)" -gt 0 ] &&
+    grep -q "against band 13 'fire' of .*h64.tif: [0-9]* pixels with a prediction, burned share undefined; AUC-PR undefined .* Brier undefined  loss undefined" "$T/mixed_eval.log" &&
+    ! grep -Eqi "nan% burned|\bnan\b" "$T/mixed_eval.log" \
+    && ok "evaluate where some labelled outputs are not finite: the summary says the burned share is undefined, no 'nan'" \
+    || notok "evaluate on partly non-finite outputs" "exit $st: $(grep -E 'against|nan' "$T/mixed_eval.log" | cut -c1-300)"
 finish
