@@ -1017,7 +1017,7 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
         if (!*why && stat(labels, &st) == 0 && S_ISDIR(st.st_mode))
             /* its size is the directory's own listing: no number of bytes of labels */
             snprintf(bytes, sizeof bytes, "it is a directory, which no GDAL driver recognizes "
-                                          "(one of shapefiles would be)");
+                                          "(a directory of shapefiles would be)");
         else if (!*why && stat(labels, &st) == 0)
             snprintf(bytes, sizeof bytes, "no GDAL driver recognizes it (%lld bytes)",
                      (long long)st.st_size);

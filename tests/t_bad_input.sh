@@ -622,7 +622,7 @@ expect "an empty --labels file" 1 "neither a raster nor a vector file GDAL can o
 # a directory GDAL opens as no dataset (no shapefile in it) is said to be one: its listing's
 # size was given as the labels' ("no GDAL driver recognizes it (4096 bytes)")
 mkdir -p "$T/labels_dir"
-expect "a --labels directory without shapefiles" 1 "labels_dir is neither a raster nor a vector file GDAL can open: it is a directory, which no GDAL driver recognizes" -- \
+expect "a --labels directory without shapefiles" 1 "labels_dir is neither a raster nor a vector file GDAL can open: it is a directory, which no GDAL driver recognizes \\(a directory of shapefiles would be\\)$" -- \
     --tiles "$SAMPLE" --labels "$T/labels_dir" "${train[@]}"
 expect "vector labels that do not overlap the tiles" 1 "no polygon of .*far.geojson overlaps the tiles: tiles cover .*EPSG:32611, the polygons .*EPSG:4326" -- \
     --tiles "$SAMPLE" --labels "$T/far.geojson" "${train[@]}"
