@@ -416,14 +416,16 @@ static char *sidecar_of(const char *path) {
 
 /* A file of ours beside the map that this map does not have (classes from an earlier run with
  * --classes, our style before a run with --no-style) would describe another map or contradict
- * the options: it goes. Someone else's file of that name stays. */
-static void remove_stale(const char *path, const char *what) {
-    char *aux = sidecar_of(path); /* its category names, for a class raster */
+ * the options: it goes, and with `and_sidecar` GDAL's sidecar of it (a class raster's category
+ * names; a style has none of ours). Someone else's file of that name stays. */
+static void remove_stale(const char *path, const char *what, int and_sidecar) {
     if (unlink(path) == 0)
         wc_info("predict: removed %s, the %s of an earlier map", path, what);
     else
         wc_warn("%s, the %s of an earlier map, could not be removed: %s", path, what,
                 strerror(errno));
+    if (!and_sidecar) return;
+    char *aux = sidecar_of(path);
     unlink(aux);
     free(aux);
 }
@@ -555,10 +557,9 @@ static int write_style(const wc_riskmap *map, int classes) {
     const char *layer = classes ? map->paths.classes : cfg->out;
     const char *what = classes ? "class raster's QGIS style" : "QGIS style";
     if (cfg->no_style || (classes && !cfg->classes)) {
-        if (wc_style_is_ours(path))
-            remove_stale(path, cfg->no_style ? (classes ? "class raster's QGIS style (--no-style)"
-                                                        : "QGIS style (--no-style)")
-                                             : what);
+        char stale[64];
+        snprintf(stale, sizeof stale, "%s%s", what, cfg->no_style ? " (--no-style)" : "");
+        if (wc_style_is_ours(path)) remove_stale(path, stale, 0);
         return WC_EXIT_OK;
     }
     if (!style_writable(path)) {
@@ -592,7 +593,7 @@ static int write_companions(const wc_riskmap *map, wc_quicklook *picture) {
     if (status == WC_EXIT_OK) status = write_style(map, 1);
     if (status != WC_EXIT_OK) return status;
     if (!cfg->classes && classes_are_ours(map->paths.classes))
-        remove_stale(map->paths.classes, "class raster");
+        remove_stale(map->paths.classes, "class raster", 1);
     if (write_item(map) != WC_OK)
         return companion_failed(map, "STAC item", map->paths.stac);
     wc_info("predict: STAC item %s", map->paths.stac);
