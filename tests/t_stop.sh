@@ -147,14 +147,18 @@ s=$?
 # killed the process (143, no STOPPED for a requeue to see). Made deterministic by starting the
 # program with SIGTERM blocked and already pending: it must catch it once its handler is in
 # place (a blocked signal stays pending across loading and exec).
-$PY - "$WILDCPU" "$T/early" "$T/r/tiles.vrt" <<'PY' >"$T/early.out" 2>&1
+# term_at_start NAME ARGS...: wildcpu ARGS with a SIGTERM pending from its first instruction
+# (blocked in the parent, so inherited blocked, and delivered once the program unblocks it);
+# its output goes to $T/NAME.log, its status ("hung" after 120 s) to $T/NAME.out
+term_at_start() {
+    local name=$1
+    shift
+    $PY - "$WILDCPU" "$T/$name.log" "$@" <<'PY' >"$T/$name.out" 2>&1
 import os, signal, subprocess, sys
-prog, out, tiles = sys.argv[1:4]
+prog, log, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}  # the exec too
-p = subprocess.Popen([prog, "--tiles", tiles, "--out", out, "--steps", "400", "--batch", "4",
-                      "--patch", "32", "--no-predict"], env=env,
-                     stdout=open(out + ".log", "w"), stderr=subprocess.STDOUT)
+p = subprocess.Popen([prog] + args, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
 os.kill(p.pid, signal.SIGTERM)
 try:
     print(p.wait(timeout=120))
@@ -162,6 +166,9 @@ except subprocess.TimeoutExpired:
     p.kill()
     print("hung")
 PY
+}
+term_at_start early --tiles "$T/r/tiles.vrt" --out "$T/early" --steps 400 --batch 4 --patch 32 \
+    --no-predict
 s=$(tail -1 "$T/early.out")
 [ "$s" = 75 ] && [ -f "$T/early/STOPPED" ] \
     && ok "SIGTERM pending when the program starts: a stop (75, STOPPED)" \
@@ -172,20 +179,8 @@ s=$(tail -1 "$T/early.out")
 # from (it named the previous run's newest, step 8).
 "$WILDCPU" --tiles "$SAMPLE" --model logistic --epochs 2 --batch 8 --out "$T/early_fresh" \
     >"$T/early_fresh.first" 2>&1 || notok "a run for --fresh to set aside" "$(tail -2 "$T/early_fresh.first")"
-$PY - "$WILDCPU" "$T/early_fresh" "$SAMPLE" <<'PY' >"$T/early_fresh.out" 2>&1
-import os, signal, subprocess, sys
-prog, out, tiles = sys.argv[1:4]
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-p = subprocess.Popen([prog, "--tiles", tiles, "--out", out, "--model", "logistic", "--epochs", "2",
-                      "--batch", "8", "--fresh"], stdout=open(out + ".log", "w"),
-                     stderr=subprocess.STDOUT)
-os.kill(p.pid, signal.SIGTERM)
-try:
-    print(p.wait(timeout=120))
-except subprocess.TimeoutExpired:
-    p.kill()
-    print("hung")
-PY
+term_at_start early_fresh --tiles "$SAMPLE" --out "$T/early_fresh" --model logistic --epochs 2 \
+    --batch 8 --fresh
 s=$(tail -1 "$T/early_fresh.out")
 grep -q 'phase=planning;step=-1;.*resume=rerun the same command$' "$T/early_fresh/STOPPED" 2>/dev/null &&
     [ "$s" = 75 ] && [ -e "$T/early_fresh/checkpoints/ckpt-00000008.wcp" ] \
