@@ -17,7 +17,7 @@
 
 /* The reduction treats the struct as an int64 array; a field of another type, or padding, would
  * break that silently. A new field must also be added to wc_metrics_merge. */
-_Static_assert(sizeof(wc_metrics_acc) == (2 * (size_t)WC_METRICS_BINS + 3) * sizeof(int64_t),
+_Static_assert(sizeof(wc_metrics_acc) == (2 * (size_t)WC_METRICS_BINS + 5) * sizeof(int64_t),
                "wc_metrics_acc must be int64 words only; update wc_metrics_merge too");
 
 /* The bins of one half, q = min(p, 1 - p) in [0, 1/2): bin 0 below Q_MIN, then LOG_BINS of
@@ -30,7 +30,8 @@ _Static_assert(sizeof(wc_metrics_acc) == (2 * (size_t)WC_METRICS_BINS + 3) * siz
 _Static_assert(WC_METRICS_HALF_BINS == 1 + LOG_BINS + LIN_BINS, "the half's bins");
 _Static_assert(WC_METRICS_BINS == 2 * WC_METRICS_HALF_BINS, "0.5 must be a bin boundary");
 
-/* Per-pixel maxima times their scales must stay <= 2^31, so that 2^31 pixels sum to <= 2^62. */
+/* Per-pixel maxima times their scales must stay <= 2^31: a low word below 2^CARRY_BITS plus one
+ * pixel, summed over 2^22 ranks' accumulators, stays below 2^63. */
 _Static_assert(((int64_t)WC_METRICS_LOSS_MAX << WC_METRICS_LOSS_FX_BITS) <= (INT64_C(1) << 31),
                "loss fixed point could overflow for 2^31 pixels");
 _Static_assert(WC_METRICS_BRIER_FX_BITS <= 31, "Brier fixed point could overflow");
@@ -105,6 +106,25 @@ static int is_label(float y) {
     return y == 0.0f || y == 1.0f;
 }
 
+/* A sum's low word at or above 2^CARRY_BITS units moves its whole multiples of 2^CARRY_BITS into
+ * the high word: the low word stays below 2^CARRY_BITS + 2^31 however many pixels are added
+ * (Brier's 2^-31 units overflowed an int64 once the sum of (p - y)^2 passed 2^32, an evaluate of
+ * 8.6e9 pixels at a mean Brier of 0.5), and the value, high x 2^CARRY_BITS + low, is unchanged. */
+static void carry(int64_t *low, int64_t *high) {
+    if (*low < ((int64_t)1 << WC_METRICS_CARRY_BITS)) return;
+    *high += *low >> WC_METRICS_CARRY_BITS;
+    *low &= ((int64_t)1 << WC_METRICS_CARRY_BITS) - 1;
+}
+
+/* A two-word sum's value in units, rounded once: the low word carried first (summed across
+ * ranks, low words reach R x 2^CARRY_BITS), then both words convert exactly (below 2^53) and
+ * 2^CARRY_BITS scales exactly. So the double is that of the exact sum whatever the rank count,
+ * and that of a sum one word held, as before the high word existed. */
+static double two_words(int64_t low, int64_t high) {
+    carry(&low, &high);
+    return ldexp((double)high, WC_METRICS_CARRY_BITS) + (double)low;
+}
+
 /* Adds one pixel in bin with probability p (already checked to be in [0, 1]) and loss (>= 0, may be
  * +inf). Rounding each pixel's value to the fixed-point grid before summing is what makes the
  * sums independent of order. */
@@ -118,6 +138,8 @@ static void add_pixel(wc_metrics_acc *acc, int bin, double p, float y, double lo
     acc->loss_fx += llround(l * LOSS_SCALE);
     double d = p - (double)y;
     acc->brier_fx += llround(d * d * BRIER_SCALE);
+    carry(&acc->loss_fx, &acc->loss_hi);
+    carry(&acc->brier_fx, &acc->brier_hi);
 }
 
 static void check_pos_weight(float pos_weight) {
@@ -176,6 +198,10 @@ void wc_metrics_merge(wc_metrics_acc *acc, const wc_metrics_acc *other) {
     }
     acc->loss_fx += other->loss_fx;
     acc->brier_fx += other->brier_fx;
+    acc->loss_hi += other->loss_hi;
+    acc->brier_hi += other->brier_hi;
+    carry(&acc->loss_fx, &acc->loss_hi);
+    carry(&acc->brier_fx, &acc->brier_hi);
     acc->bad_outputs += other->bad_outputs;
 }
 
@@ -294,8 +320,8 @@ void wc_metrics_compute(wc_metrics *out, const wc_metrics_acc *acc) {
     ties(out, acc, P, N);
 
     const double total = (double)(P + N);
-    out->loss = (double)acc->loss_fx / LOSS_SCALE / total;
-    out->brier = (double)acc->brier_fx / BRIER_SCALE / total;
+    out->loss = two_words(acc->loss_fx, acc->loss_hi) / LOSS_SCALE / total;
+    out->brier = two_words(acc->brier_fx, acc->brier_hi) / BRIER_SCALE / total;
     out->positive_rate = (double)P / total;
 
     /* One pass from the highest bin down: tp, fp = pixels with p >= bin i's lower edge. Each bin

@@ -442,6 +442,14 @@ static void test_order_independence(void) {
                 wc_metrics mm;
                 wc_metrics_compute(&mm, merged);
                 metrics_text(jm, sizeof jm, &mm, "val_");
+                /* the word sums leave the low words uncarried (the metrics above are computed
+                 * from them as they are); merged into an empty accumulator, they carry */
+                if (order == 3) {
+                    wc_metrics_acc *carried = new_acc();
+                    wc_metrics_merge(carried, merged);
+                    memcpy(merged, carried, sizeof *merged);
+                    free(carried);
+                }
                 int same = memcmp(merged, base, sizeof *base) == 0 &&
                            memcmp(&mm, &mb, sizeof mm) == 0 && strcmp(jm, jb) == 0;
                 CHECK(same, "%d parts, %s split, merge order %d: result differs", k,
@@ -901,6 +909,28 @@ static void test_merge_is_word_sum(void) {
     free(want);
 }
 
+/* Sums past one int64 word: 2^34 pixels of the largest contribution (2^31 units each, 2^65 in
+ * all) give the exact means. One word wrapped: the Brier sum passes 2^63 once the sum of
+ * (p - y)^2 passes 2^32, an evaluate of 8.6e9 pixels at a mean Brier of 0.5. Built by merging an
+ * accumulator into a copy of itself 34 times, as a reduction over ranks sums them. */
+static void test_sums_beyond_one_word(void) {
+    wc_metrics_acc *acc = new_acc(), *copy = new_acc();
+    const float z[1] = {-1e30f}, y[1] = {1}; /* p = 0 for a burned pixel: Brier 1, loss clamped */
+    wc_metrics_add_logits(acc, z, y, NULL, 1, 1000.0f);
+    for (int k = 0; k < 34; k++) {
+        memcpy(copy, acc, sizeof *acc);
+        wc_metrics_merge(acc, copy);
+    }
+    wc_metrics m;
+    wc_metrics_compute(&m, acc);
+    CHECK(m.brier == 1.0, "Brier over 2^34 pixels of 1: %.17g", m.brier);
+    CHECK(m.loss == (double)WC_METRICS_LOSS_MAX, "loss over 2^34 pixels of %d: %.17g",
+          WC_METRICS_LOSS_MAX, m.loss);
+    CHECK(m.positive_rate == 1.0, "positive rate %.17g", m.positive_rate);
+    free(acc);
+    free(copy);
+}
+
 /* The members, their order and values: NaN as null, every double to the bits, read back with
  * the strict reader. */
 static void test_json(void) {
@@ -955,6 +985,7 @@ int main(void) {
     RUN(test_ties_note);
     RUN(test_fixed_point_bounds);
     RUN(test_merge_is_word_sum);
+    RUN(test_sums_beyond_one_word);
     RUN(test_json);
     HARNESS_EXIT();
 }

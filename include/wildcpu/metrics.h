@@ -37,7 +37,10 @@
  * 1.0f), so there only the logit path (wc_metrics_add_logits) resolves what the bins can; near
  * 0 a float resolves p down to about 1e-38, beyond the bins' 2^-53.
  *
- * Fixed point (overflow-free for up to 2^31 pixels, with a factor 2 to spare):
+ * Fixed point, each sum in two words (an accumulator's low word carries into its high word
+ * whenever it reaches 2^WC_METRICS_CARRY_BITS units, so neither overflows for any count of
+ * pixels an int64 counts; the value is high x 2^CARRY_BITS + low, summed across ranks word by
+ * word, exactly):
  *   loss_fx:  units of 2^-20 nats; a pixel's loss is clamped to WC_METRICS_LOSS_MAX = 2048 nats,
  *             then rounded to nearest (llround), so it contributes at most 2^31 units. The mean
  *             is within 2^-21 (4.8e-7) nats of the exact mean of the clamped losses even if every
@@ -67,14 +70,16 @@
 #define WC_METRICS_LOSS_MAX      2048 /* a single pixel's loss is clamped to this many nats */
 #define WC_METRICS_BRIER_FX_BITS 31   /* brier_fx unit: 2^-31 */
 #define WC_METRICS_PROB_EPS      1e-7 /* wc_metrics_add_probs clamps p to [EPS, 1-EPS] for loss */
+#define WC_METRICS_CARRY_BITS    40   /* a low word carries into its high word at 2^40 units */
 
 /* Every field is int64 and there is no padding: the struct is summed across ranks as one int64
  * array of wc_metrics_acc_words() elements. All counts are of valid pixels only. */
 typedef struct wc_metrics_acc {
     int64_t pos[WC_METRICS_BINS]; /* (BINS) label-1 pixels per probability bin */
     int64_t neg[WC_METRICS_BINS]; /* (BINS) label-0 pixels per probability bin */
-    int64_t loss_fx;              /* sum of per-pixel BCE loss, units of 2^-20 nats */
-    int64_t brier_fx;             /* sum of (p - y)^2, units of 2^-31 */
+    int64_t loss_fx;              /* sum of per-pixel BCE loss, units of 2^-20 nats: low word */
+    int64_t brier_fx;             /* sum of (p - y)^2, units of 2^-31: low word */
+    int64_t loss_hi, brier_hi;    /* their high words, units of 2^CARRY_BITS low units */
     int64_t bad_outputs;          /* pixels whose logit or probability was NaN, or whose
                                    * probability was outside [0, 1]: not in the histogram or the
                                    * sums, and any of them makes every computed metric NaN */
