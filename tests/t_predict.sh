@@ -339,6 +339,26 @@ import json; a = json.load(open('$out/risk.json'))['assets']
 assert a['quicklook']['href'] == 'risk.png' and a['quicklook']['type'] == 'image/png', a
 assert 'risk_classes' not in a and a['qgis_style']['href'] == 'risk.qml', a"
 
+# An href is a URI reference: a map named with a space, '#' and '%' (which a client would read
+# as a fragment and an escape) is percent-encoded, and each href, decoded as a URI, names the
+# file whose checksum it carries.
+check "the STAC item's hrefs are percent-encoded URI references that resolve to the files" bash -c "
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/my map #2 50%.tif' --png '$out/my map #2 50%.png' --classes &&
+    /usr/bin/python3 - '$out/my map #2 50%.json' <<'PYEOF'
+import hashlib, json, os, sys, urllib.parse
+path = sys.argv[1]
+a = json.load(open(path))['assets']
+assert a['risk_map']['href'] == 'my%20map%20%232%2050%25.tif', a['risk_map']
+assert a['quicklook']['href'] == 'my%20map%20%232%2050%25.png', a['quicklook']
+assert a['risk_classes']['href'] == 'my%20map%20%232%2050%25_classes.tif', a['risk_classes']
+for key, asset in a.items():
+    ref = urllib.parse.urlsplit(asset['href'])
+    assert not ref.scheme and not ref.fragment and not ref.query and ' ' not in asset['href'], asset
+    file = os.path.join(os.path.dirname(path), urllib.parse.unquote(ref.path))
+    data = open(file, 'rb').read()
+    assert asset['file:checksum'] == '1220' + hashlib.sha256(data).hexdigest(), key
+PYEOF"
+
 # Where a map spans the antimeridian or holds a pole, the item says so as RFC 7946 wants: a bbox
 # whose west is east of its east and the polygon cut in two along 180 degrees (UTM zone 1 tiles
 # reaching into zone 60; lon/lat tiles from 179.95 E), or the band from the outline to the pole
