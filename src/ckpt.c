@@ -624,6 +624,34 @@ static int vanished(const char *path) {
     return lstat(path, &st) != 0 && errno == ENOENT;
 }
 
+/* The warnings of one listing (at most one per file listed), said once it is known to be the
+ * last: a file passed over in a listing that is then taken again (another file vanished) would
+ * otherwise be reported once per listing. */
+typedef struct {
+    char **lines;
+    int n;
+} deferred_warnings;
+
+static deferred_warnings deferred_for(int files) {
+    return (deferred_warnings){.lines = WC_CALLOC((size_t)WC_MAX(files, 1), sizeof(char *))};
+}
+
+static void defer_warning(deferred_warnings *w, const char *path, const char *why,
+                          const char *next) {
+    const size_t size = strlen(path) + strlen(why) + strlen(next) + 64;
+    w->lines[w->n] = WC_ALLOC(size);
+    snprintf(w->lines[w->n++], size, "checkpoint %s is not usable: %s%s", path, why, next);
+}
+
+static void deferred_finish(deferred_warnings *w, int say) {
+    for (int i = 0; i < w->n; i++) {
+        if (say) wc_warn("%s", w->lines[i]);
+        free(w->lines[i]);
+    }
+    free(w->lines);
+    w->lines = NULL, w->n = 0;
+}
+
 int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **path,
                    int *found_any) {
     for (int listing = 1;; listing++) {
@@ -637,6 +665,7 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
         }
         *found_any = n > 0;
         int rc = WC_ERR, list_again = 0;
+        deferred_warnings passed_over = deferred_for(n);
         for (int i = 0; i < n && rc != WC_OK && !list_again; i++) {
             char why[512];
             const char *next = i + 1 < n ? "; trying the previous one" : "";
@@ -645,7 +674,7 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
                     list_again = 1;
                     continue;
                 }
-                wc_warn("checkpoint %s is not usable: %s%s", e[i].path, e[i].why, next);
+                defer_warning(&passed_over, e[i].path, e[i].why, next);
                 continue;
             }
             if (wc_ckpt_read(e[i].path, ck, why, sizeof why) != WC_OK ||
@@ -655,15 +684,17 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
                     list_again = 1;
                     continue;
                 }
-                wc_warn("checkpoint %s is not usable: %s%s", e[i].path, why, next);
+                defer_warning(&passed_over, e[i].path, why, next);
                 continue;
             }
+            deferred_finish(&passed_over, 1); /* before what is said of the one used */
             if (e[i].name_step != ck->step)
                 wc_warn("%s holds step %ld (its name says %ld): it is used as step %ld", e[i].path,
                         ck->step, e[i].name_step, ck->step);
             *path = wc_strdup(e[i].path);
             rc = WC_OK;
         }
+        deferred_finish(&passed_over, !list_again);
         wc_ckpt_list_free(e, n);
         if (!list_again) return rc;
     }

@@ -89,4 +89,19 @@ else
     notok "the newest checkpoint pruned between predict's listing and its read" \
         "$(grep -E 'error|warning|exited|with ' "$T/d3.log" | head -3 | cut -c1-300)"
 fi
+# 4: the same prune with a damaged newer file listed first: the listing is taken again, and the
+# damaged file, passed over in both listings, is reported once, not once per listing.
+rm -rf "$T/d4" && mkdir -p "$T/d4/checkpoints" && cp "$c4" "$c8" "$T/d4/checkpoints/" &&
+    head -c 5000 /dev/urandom >"$T/d4/checkpoints/ckpt-00000012.wcp"
+gdb -q -batch -ex 'set breakpoint pending on' -ex 'tbreak wc_ckpt_read' -ex run \
+    -ex "shell rm '$T/d4/checkpoints/ckpt-00000008.wcp'" -ex continue --args \
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/d4" --out "$T/d4.tif" >"$T/d4.log" 2>&1
+said=$(grep -c 'ckpt-00000012.wcp is not usable' "$T/d4.log")
+if grep -q 'exited normally' "$T/d4.log" && grep -q 'ckpt-00000004.wcp (step 4' "$T/d4.log" &&
+    [ "$said" -eq 1 ] && same_map "$T/d4.tif" "$T/m4.tif"; then
+    ok "a checkpoint pruned while a damaged one is passed over: the listing taken again, the damaged one reported once"
+else
+    notok "a checkpoint pruned while a damaged one is passed over: reported once" \
+        "reported $said times; $(grep -E 'error|warning|exited|with ' "$T/d4.log" | head -4 | cut -c1-300)"
+fi
 finish
