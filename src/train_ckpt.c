@@ -160,7 +160,7 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     wc_trainlog_pending_loss(t->log, &log_sum, &log_steps);
     snprintf(meta, meta_size,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
-             "arch=%s;nparams=%zu;loss=%.6g;rng=stateless (seed, stream, epoch);"
+             "arch=%s;nparams=%zu;loss=%.17g;rng=stateless (seed, stream, epoch);"
              "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked;"
              WC_META_KERNELS "=%s%s%s%s",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
