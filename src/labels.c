@@ -737,8 +737,13 @@ static int any_burned(GDALDatasetH ds, const char *path, agreement *a) {
     return mx >= 1;
 }
 
-/* "No polygon overlaps": both extents, for the message. */
-static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const char *src) {
+/* "No polygon overlaps", or, for polygons placed over the tiles (or their margin) that burned no
+ * pixel, that none covers a pixel's centre: both extents, for the message. A polygon narrower
+ * than a pixel, or a sliver along the tiles' edge, overlaps them and still burns nothing, since
+ * GDAL burns the pixels whose centre it covers (all-touched off); "no polygon overlaps" was said
+ * of such polygons too, beside extents that plainly overlap. */
+static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const char *src,
+                              int placed) {
     OGREnvelope env;
     char ext[256], lext[640] = "unknown";
     extent_of_tiles(tiles, ext, sizeof ext);
@@ -763,8 +768,15 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
                      "EPSG:NNNN)",
                      crs);
     }
-    wc_error("no polygon of %s overlaps the tiles: tiles cover %s, the polygons %s", src, ext,
-             lext);
+    if (placed)
+        wc_error("no polygon of %s covers the centre of a pixel of the tiles, so none burns a "
+                 "pixel (a pixel is burned when its centre lies inside a polygon: all-touched "
+                 "off, as gdal_rasterize without -at): tiles cover %s (pixels %.10g x %.10g), "
+                 "the polygons %s",
+                 src, ext, fabs(tiles->gt[1]), fabs(tiles->gt[5]), lext);
+    else
+        wc_error("no polygon of %s overlaps the tiles: tiles cover %s, the polygons %s", src, ext,
+                 lext);
 }
 
 /* wc_fs_shortage of the directory of path (a static buffer: one message at a time). */
@@ -796,7 +808,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
     GDALDatasetH mem = NULL;
     const long placed = collect_polygons(tiles, layer, src, a, &mem);
     if (placed <= 0) {
-        if (placed == 0) report_no_overlap(tiles, layer, src);
+        if (placed == 0) report_no_overlap(tiles, layer, src, 0);
         if (mem) GDALClose(mem);
         return WC_ERR;
     }
@@ -827,7 +839,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
         rc = commit_grid(w);
     } else {
         wc_rwriter_abort(w);
-        if (burned == 0) report_no_overlap(tiles, layer, src);
+        if (burned == 0) report_no_overlap(tiles, layer, src, 1);
     }
     GDALClose(mem);
     return rc;

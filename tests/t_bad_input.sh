@@ -626,6 +626,16 @@ expect "a --labels directory without shapefiles" 1 "labels_dir is neither a rast
     --tiles "$SAMPLE" --labels "$T/labels_dir" "${train[@]}"
 expect "vector labels that do not overlap the tiles" 1 "no polygon of .*far.geojson overlaps the tiles: tiles cover .*EPSG:32611, the polygons .*EPSG:4326" -- \
     --tiles "$SAMPLE" --labels "$T/far.geojson" "${train[@]}"
+# a polygon over the tiles that covers no pixel's centre (a 10 m sliver along the west edge of
+# the 30 m grid) burns nothing: refused, said as such, not as "no polygon overlaps the tiles"
+# beside extents that overlap
+cat >"$T/sliver.geojson" <<'GJ'
+{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+ "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[639000, 4925000], [640010, 4925000], [640010, 4924000], [639000, 4924000], [639000, 4925000]]]}}]}
+GJ
+expect "vector labels over the tiles that cover no pixel's centre" 1 "no polygon of .*sliver.geojson covers the centre of a pixel of the tiles, so none burns a pixel .*all-touched off.*tiles cover .*EPSG:32611 \(pixels 30 x 30\), the polygons \(639000, 4924000\)-\(640010, 4925000\)" -- \
+    --tiles "$SAMPLE" --labels "$T/sliver.geojson" "${train[@]}"
 $PY - "$SAMPLE" "$T/nogeo_tiles.vrt" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read()
