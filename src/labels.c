@@ -215,12 +215,25 @@ static int blocks_within_file(GDALDatasetH ds, const char *path) {
  * opened by GDAL, tagged, one band on the tiles' grid. One that is not (damaged, truncated by
  * hand) is removed, said, and made again, rather than reused or refused: it is wildcpu's own
  * cache of the --labels source. -1 after a message: a raster there that is not wildcpu's. */
+/* Counts, silently, what GDAL reports while an earlier derived raster is opened and its tag
+ * read: a file whose end was cut off (the tag's bytes, written last, with the TIFF directory)
+ * opens with "IO error during reading of GDALMetadata; tag ignored", a warning. */
+static void CPL_STDCALL count_gdal_reports(CPLErr cls, CPLErrorNum num, const char *msg) {
+    (void)num, (void)msg;
+    if (cls >= CE_Warning) (*(int *)CPLGetErrorHandlerUserData())++;
+}
+
 static int derived_reusable(const char *derived, const wc_raster *tiles, const char *src) {
     if (access(derived, F_OK) != 0) return 0;
-    CPLPushErrorHandler(CPLQuietErrorHandler);
+    int reports = 0;
+    CPLPushErrorHandlerEx(count_gdal_reports, &reports);
     GDALDatasetH ds = GDALOpenEx(derived, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
     const char *tag = ds ? GDALGetMetadataItem(ds, DERIVED_TAG, NULL) : NULL;
-    if (ds && !(tag && strcmp(tag, DERIVED_TAG_VALUE) == 0)) {
+    /* A raster without the tag is another's, refused; but one GDAL reads only with errors is
+     * damaged, and a damaged file's missing tag says nothing of whose it is: a derived raster
+     * truncated by 264 of its 2264 bytes lost its tag (not its grid) and was refused as "a map
+     * written there?", though damaged ones are documented to be made again. */
+    if (ds && !(tag && strcmp(tag, DERIVED_TAG_VALUE) == 0) && reports == 0) {
         GDALClose(ds);
         CPLPopErrorHandler();
         wc_error("%s is where wildcpu keeps the labels it derives from %s, and holds a raster "
@@ -235,7 +248,7 @@ static int derived_reusable(const char *derived, const wc_raster *tiles, const c
              GDALGetGeoTransform(ds, gt) == CE_None && gt[0] == tiles->gt[0] &&
              gt[1] == tiles->gt[1] && gt[2] == tiles->gt[2] && gt[3] == tiles->gt[3] &&
              gt[4] == tiles->gt[4] && gt[5] == tiles->gt[5]; /* as numbers: -0.0 is 0.0 */
-    ok = ok && blocks_within_file(ds, derived);
+    ok = ok && reports == 0 && tag && blocks_within_file(ds, derived);
     if (ds) GDALClose(ds);
     CPLPopErrorHandler();
     if (ok) return 1;

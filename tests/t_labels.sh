@@ -302,6 +302,26 @@ print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsAr
 else
     notok "damaged derived labels" "no derived labels in $T/vec"
 fi
+# ... and one cut short at its end, which GDAL still opens (the grid and tiles intact) but whose
+# tag, written last, it reads with an I/O error and ignores: damaged, made again, not refused as
+# "a raster that is not such labels" (a map written there)
+lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
+at=$(grep -abo WILDCPU_DERIVED_LABELS "${lab:-$T/none.tif}" 2>/dev/null | head -1 | cut -d: -f1)
+if [ -n "$lab" ] && [ -n "$at" ]; then
+    truncate -s $((at + 8)) "$lab"
+    "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" \
+        --out "$T/vec/again.json" >"$T/vec_cut.log" 2>&1
+    status=$?
+    same=$($PY -c 'import sys; from osgeo import gdal
+d = [gdal.Open(p) for p in sys.argv[1:]]
+print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsArray()).all()))' "$lab" "$T/polyref.tif" 2>&1)
+    [ $status -eq 0 ] && grep -q "labels-.*tif, the labels derived from .*mixed.geojson by an earlier run, cannot be read as they were written: removed, and made again" "$T/vec_cut.log" &&
+        [ "$same" = 1 ] && grep -q WILDCPU_DERIVED_LABELS "$lab" \
+        && ok "derived labels cut short at the end, their tag lost, are made again (with a warning)" \
+        || notok "derived labels cut short at the end" "status $status, same $same: $(grep -E 'warning|error' "$T/vec_cut.log" | head -2)"
+else
+    notok "derived labels cut short at the end" "no derived labels in $T/vec, or no tag in them"
+fi
 
 # --- the derived labels are an input: evaluate --map onto them is refused (status 2), and a raster
 # there that wildcpu did not derive (a map) is neither read as labels nor replaced
