@@ -515,23 +515,30 @@ const char *wc_rundir_rerun(const wc_train_config *cfg, const char *phase) {
                                                         : "rerun the same command";
 }
 
+long wc_rundir_newest_step(const wc_train_config *cfg) {
+    char dir[4200];
+    run_file(dir, sizeof dir, cfg->out_dir, WC_CKPT_DIR);
+    long step = -1;
+    wc_ckpt_entry *e;
+    int n = wc_ckpt_list(dir, 0, &e);
+    if (n < 0) return -2;
+    for (int i = 0; i < n && step < 0; i++)
+        if (e[i].header_ok) step = e[i].step;
+    if (n > 0) wc_ckpt_list_free(e, n);
+    return step;
+}
+
 void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase) {
     if (wc_dist_rank() != 0) return;
     const char *out_dir = cfg->out_dir;
-    char path[4200], dir[4200], ts[32];
+    char path[4200], ts[32];
     run_file(path, sizeof path, out_dir, WC_RUNDIR_STOPPED);
-    run_file(dir, sizeof dir, out_dir, WC_CKPT_DIR);
     /* the step a rerun resumes from: none for a --fresh run stopped in planning, whose rerun
      * (the same command, --fresh and all) starts over, whatever checkpoints of the run it sets
      * aside are still there */
     long step = -1;
-    if (!(cfg->fresh && strcmp(phase, "planning") == 0)) {
-        wc_ckpt_entry *e;
-        int n = wc_ckpt_list(dir, 0, &e);
-        for (int i = 0; i < n && step < 0; i++)
-            if (e[i].header_ok) step = e[i].step;
-        if (n > 0) wc_ckpt_list_free(e, n);
-    }
+    if (!(cfg->fresh && strcmp(phase, "planning") == 0))
+        step = WC_MAX(wc_rundir_newest_step(cfg), -1);
     wc_utc_timestamp(ts, sizeof ts);
     wc_atomic_file f;
     if (wc_atomic_open(&f, path, "w") != WC_OK) return;

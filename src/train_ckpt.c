@@ -611,16 +611,42 @@ int wc_train_ckpt_resume(train_ctx *t) {
     return WC_OK;
 }
 
+/* What a rerun does after a stop whose checkpoint failed (a full disk): it resumes from the
+ * newest checkpoint on disk, which is not this step's, or starts over when there is none; "rerun
+ * the same command to resume" alone read as if the stop's step were saved. Rank 0. */
+static void describe_lost_stop(const train_ctx *t, long steps_done, char *buf, size_t len) {
+    const long newest = wc_rundir_newest_step(t->cfg);
+    if (newest == -2)
+        snprintf(buf, len, "%s cannot be read: a rerun resumes from its newest usable checkpoint, "
+                 "if any, else starts over", t->ckpt_dir);
+    else if (newest < 0)
+        snprintf(buf, len, "no checkpoint of this run is on disk: a rerun starts over from step 0");
+    else if (newest >= steps_done)
+        snprintf(buf, len, "%s to resume from the checkpoint of step %ld",
+                 wc_rundir_rerun(t->cfg, "training"), newest);
+    else
+        snprintf(buf, len,
+                 "the newest checkpoint on disk is of step %ld: %s to resume from it (steps "
+                 "%ld-%ld are trained again)",
+                 newest, wc_rundir_rerun(t->cfg, "training"), newest + 1, steps_done);
+}
+
 /* The stop: a checkpoint, then status 75 (or 1 when the checkpoint failed). */
 int wc_train_ckpt_stop(train_ctx *t, long steps_done) {
     int ok = wc_train_ckpt_collective(t, steps_done, "stop signal") == WC_OK;
     if (ok) wc_rundir_mark_stopped(t->cfg, "training");
     wc_trainlog_break_line(t->log);
+    char next[4600]; /* the checkpoints directory, when it cannot be read */
+    if (ok)
+        snprintf(next, sizeof next, "%s to resume", wc_rundir_rerun(t->cfg, "training"));
+    else if (t->rank == 0)
+        describe_lost_stop(t, steps_done, next, sizeof next);
+    else
+        *next = '\0';
     wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of the "
-            "checkpoint); %s to resume",
+            "checkpoint); %s",
             wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", steps_done,
-            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since(),
-            wc_rundir_rerun(t->cfg, "training"));
+            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since(), next);
     wc_stop_ignore_further();
     return ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }

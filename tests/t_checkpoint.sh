@@ -221,6 +221,27 @@ else
     notok "file-size limit below a checkpoint" "status $status; before: $before; after: $after; $(grep error "$T/full.log" | tail -2)"
 fi
 
+# a stop whose checkpoint cannot be written (a disk filled meanwhile; here a file-size limit
+# lowered under the running process): status 1, no DIR/STOPPED, no temporary file, and the
+# message names the step a rerun resumes from: it said "rerun the same command to resume", as if
+# the stop's step were saved, though the rerun trains again from the newest checkpoint on disk
+"$WILDCPU" "${args[@]}" --out "$T/lost" >"$T/lost.log" 2>&1 &
+pid=$!
+wait_step lost 7
+prlimit --pid "$pid" --fsize=1048576
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+newest=$(ls "$T/lost/checkpoints" | sed -n 's/^ckpt-0*\([0-9][0-9]*\)\.wcp$/\1/p' | sort -n | tail -1)
+said=$(grep -o "CHECKPOINT FAILED.*" "$T/lost.log")
+if [ $status -eq 1 ] && [ ! -e "$T/lost/STOPPED" ] && [ -n "$newest" ] &&
+    [ "$(ls -a "$T/lost/checkpoints" | grep -c tmp)" -eq 0 ] &&
+    echo "$said" | grep -q "; the newest checkpoint on disk is of step $newest: rerun the same command to resume from it (steps $((newest + 1))-[0-9]* are trained again)$"; then
+    ok "a stop whose checkpoint fails: status 1, no STOPPED, the message names the step a rerun resumes from ($newest)"
+else
+    notok "a stop whose checkpoint fails" "status $status, newest $newest: $said $(ls -a "$T/lost" "$T/lost/checkpoints")"
+fi
+
 # a stop while drawing the map (here a 1024x1024 upsampling of the sample), signalled to one
 # rank only: all ranks stop after the round, exit 75, and leave neither a map nor a partial
 # file; the rerun draws it

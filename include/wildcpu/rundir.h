@@ -56,6 +56,11 @@ int wc_rundir_set_aside(const wc_train_config *cfg);
  * aside (after planning): with it, the rerun would set this run aside too and start over. */
 const char *wc_rundir_rerun(const wc_train_config *cfg, const char *phase);
 
+/* Rank 0: the step of the newest checkpoint in the run's checkpoints directory whose header
+ * checks out (the one a rerun resumes from), -1 when there is none, -2 when the directory cannot
+ * be read. */
+long wc_rundir_newest_step(const wc_train_config *cfg);
+
 /* Writes out_dir/STOPPED (rank 0; the others return at once), its resume= field from
  * wc_rundir_rerun. */
 void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase);
