@@ -403,15 +403,16 @@ static char *with_member(char *text, const char *path, const char *key, const ch
 
 /* report.json of out_dir with the members keys[i] set to the JSON texts values[i] (n of them),
  * where they are in the file, the rest kept as it is; `why` says for what, in warnings. A file
- * that is not a wildcpu report.json is left alone (said). */
-static void update_json(const char *out_dir, const char *const *keys, const char *const *values,
-                        int n, const char *why_for) {
+ * that is not a wildcpu report.json is left alone (said). Returns WC_ERR when the file was to
+ * be updated and could not be (an error said it: a full disk), else WC_OK. */
+static int update_json(const char *out_dir, const char *const *keys, const char *const *values,
+                       int n, const char *why_for) {
     char path[4200], why[256];
     snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
     char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     if (!text) {
         if (access(path, F_OK) == 0) wc_warn("%s cannot be read to %s: %s", path, why_for, why);
-        return; /* no report: this invocation trained nothing, and no earlier one left it */
+        return WC_OK; /* no report: this invocation trained nothing, and no earlier one left it */
     }
     wc_json_doc doc = {0, NULL};
     const int ours = wc_json_parse(text, &doc, why, sizeof why) == WC_OK &&
@@ -421,19 +422,23 @@ static void update_json(const char *out_dir, const char *const *keys, const char
         wc_warn("%s is not a wildcpu " WC_RUNDIR_REPORT_JSON ": left as it is (not updated to %s)",
                 path, why_for);
         free(text);
-        return;
+        return WC_OK;
     }
     for (int i = 0; i < n && text; i++) text = with_member(text, path, keys[i], values[i]);
     wc_atomic_file af;
+    int rc = WC_OK;
     if (text && wc_atomic_open(&af, path, "w") == WC_OK) {
         fputs(text, af.f);
-        wc_atomic_commit(&af);
-    }
+        rc = wc_atomic_commit(&af);
+    } else if (text)
+        rc = WC_ERR;
     free(text);
+    return rc;
 }
 
-/* report.json of out_dir with its status and map set to how drawing the map ended. */
-static void json_map_done(const char *out_dir, int status) {
+/* report.json of out_dir with its status and map set to how drawing the map ended; WC_ERR when
+ * it could not be written. */
+static int json_map_done(const char *out_dir, int status) {
     wc_json st, map;
     wc_json_init(&st), wc_json_init(&map);
     wc_json_str(&st, status_name(status));
@@ -444,16 +449,17 @@ static void json_map_done(const char *out_dir, int status) {
     wc_json_str(&err, failure_cause(status, why, sizeof why));
     const char *keys[] = {"status", "map", "error"},
                *values[] = {wc_json_text(&st), wc_json_text(&map), wc_json_text(&err)};
-    update_json(out_dir, keys, values, 3, "record the map");
+    const int rc = update_json(out_dir, keys, values, 3, "record the map");
     wc_json_free(&st), wc_json_free(&map), wc_json_free(&err);
+    return rc;
 }
 
 /* The pictures' section of report.md starts here; everything after it is the section. */
 #define PICTURES_MARK "<!-- wildcpu: pictures -->"
 
 /* report.md of out_dir with its status line saying how drawing the map ended and, when it was
- * drawn, a section with the pictures. */
-static void markdown_map_done(const char *out_dir, int status, const char *rerun) {
+ * drawn, a section with the pictures; WC_ERR when it could not be written. */
+static int markdown_map_done(const char *out_dir, int status, const char *rerun) {
     static const struct {
         const char *file, *title, *caption;
     } pics[] = {
@@ -468,7 +474,7 @@ static void markdown_map_done(const char *out_dir, int status, const char *rerun
     char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     if (!text) {
         if (access(path, F_OK) == 0) wc_warn("%s cannot be read to record the map: %s", path, why);
-        return;
+        return WC_OK;
     }
     char *mark = strstr(text, PICTURES_MARK);
     if (mark) *mark = '\0';
@@ -477,9 +483,12 @@ static void markdown_map_done(const char *out_dir, int status, const char *rerun
     char *line = strstr(text, "\nStatus: "), *after = line ? strchr(line + 1, '\n') : NULL;
     while (after && *after == '\n') after++;
     wc_atomic_file af;
+    int rc = WC_OK;
     if (!after)
         wc_warn("%s has no status line: it does not record the map", path);
-    else if (wc_atomic_open(&af, path, "w") == WC_OK) {
+    else if (wc_atomic_open(&af, path, "w") != WC_OK)
+        rc = WC_ERR;
+    else {
         fprintf(af.f, "%.*s", (int)(line + 1 - text), text);
         write_status_line(af.f, status, map_of_status(status), rerun);
         fprintf(af.f, "%s%s\n\n", after, PICTURES_MARK);
@@ -489,9 +498,10 @@ static void markdown_map_done(const char *out_dir, int status, const char *rerun
             fprintf(af.f, "## %s\n\n![%s](%s)\n\n%s\n\n", pics[i].title, pics[i].title,
                     pics[i].file, pics[i].caption);
         }
-        wc_atomic_commit(&af);
+        rc = wc_atomic_commit(&af);
     }
     free(text);
+    return rc;
 }
 
 void wc_report_best_lost(const char *out_dir, long step) {
@@ -513,9 +523,10 @@ void wc_report_best_lost(const char *out_dir, long step) {
     free(text);
 }
 
-void wc_report_map_done(const char *out_dir, int status, const char *rerun) {
-    json_map_done(out_dir, status);
-    markdown_map_done(out_dir, status, rerun);
+int wc_report_map_done(const char *out_dir, int status, const char *rerun) {
+    const int json = json_map_done(out_dir, status) != WC_OK;
+    const int md = markdown_map_done(out_dir, status, rerun) != WC_OK;
+    return json * WC_REPORT_JSON_STALE + md * WC_REPORT_MD_STALE;
 }
 
 /* What the summary derives from the run's figures: the log and report.json say the same. */

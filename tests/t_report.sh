@@ -204,6 +204,22 @@ s=$?
     [ "$(grep -c '^Status: ' "$T/map/report.md")" -eq 1 ] \
     && ok "the rerun draws the map: status 0, report.json finished and written, report.md with its picture" \
     || notok "the report of the map drawn on the rerun" "status $s, $(status_of "$T/map"); $(grep '^Status\|^!' "$T/map/report.md")"
+# a report that cannot record the map just drawn (a disk filled meanwhile; here report.json is a
+# mount point, which no file can be renamed onto): status 1, naming the file, not 0 beside a
+# report that says another map state; the rerun records it. The mount needs root: skipped without.
+if mount --bind "$T/map/report.json" "$T/map/report.json" 2>/dev/null; then
+    "$WILDCPU" "${margs[@]}" >"$T/map_stale.log" 2>&1
+    s=$?
+    umount "$T/map/report.json"
+    [ $s -eq 1 ] && [ -f "$T/map/risk.tif" ] &&
+        grep -q "error: $T/map/report.json not updated to record how the map ended (see above): what it says of the map is stale; rerun the same command to draw it again and record it" "$T/map_stale.log" \
+        && ok "a report.json that cannot record the map drawn: status 1, the file named" \
+        || notok "a report.json that cannot record the map" "status $s: $(grep error "$T/map_stale.log" | tail -2)"
+    "$WILDCPU" "${margs[@]}" >>"$T/map_stale.log" 2>&1 && [ "$(status_of "$T/map")" = "finished written" ] \
+        && ok "... and the rerun records it" || notok "the rerun records the map" "$(status_of "$T/map")"
+else
+    echo "# skipped: a bind mount needs root"
+fi
 # a report.md of a wildcpu before 2026-12-03 (its status line and the model's sentence in one
 # paragraph): drawing the map again replaces the status line only
 $PY - "$T/map/report.md" <<'PY'

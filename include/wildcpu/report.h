@@ -94,7 +94,11 @@ void wc_report_agree_failure(void);
  * map, and report.md's status line, say how (a stopped map: rerun says how to resume, as
  * wc_rundir_rerun words it; NULL: the same command); when the map was drawn, report.md embeds its
  * picture by relative path, so it reads as a page. A picture section from an earlier call is
- * replaced. Failures are warnings (the report stays as it was; the status is the command's). */
-void wc_report_map_done(const char *out_dir, int status, const char *rerun);
+ * replaced. Returns 0, or the WC_REPORT_*_STALE bits of the files that could not be written (a
+ * full disk: an error said why, and each stays as it was, saying what it said of the map
+ * before). */
+#define WC_REPORT_JSON_STALE 1
+#define WC_REPORT_MD_STALE   2
+int wc_report_map_done(const char *out_dir, int status, const char *rerun);
 
 #endif
