@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -474,6 +475,14 @@ void wc_fs_shortage(const char *dir, char *out, size_t size) {
         snprintf(out, size, " (the file system of %s has %s free: out of space?)", dir,
                  wc_fmt_bytes(free_text, sizeof free_text,
                               (double)fs.f_bavail * (double)fs.f_frsize));
+    else {
+        /* a file-size limit (ulimit -f, a batch system's) fails the write with EFBIG, which
+         * libtiff reports as "Error fetching directory count" or a seek error, naming no limit */
+        struct rlimit fsize;
+        if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+            snprintf(out, size, " (the file-size limit (ulimit -f) is %s: too low for it?)",
+                     wc_fmt_bytes(free_text, sizeof free_text, (double)fsize.rlim_cur));
+    }
 }
 
 void wc_remove_working_file(int dir_fd, const char *name, const char *shown) {

@@ -10,7 +10,8 @@
 # The smallest piece of work a stop cannot interrupt is one window (0.5 s here); under SAN=1
 # ASan makes it 2-4 s, so the limit there is 10 s. Of the time measured, about 2 s is Open MPI's
 # mpirun, which takes that long to exit after any non-zero status. Also: a directory made read-only
-# before the map is published (status 1; the working file that cannot be removed is named).
+# before the map is published (status 1; the working file that cannot be removed is named), and a
+# file-size limit below the map (status 1, the limit named).
 . "$(dirname "$0")/lib.sh"
 limit=5
 [ -n "${WILDCPU_SAN:-}" ] && limit=10
@@ -128,6 +129,23 @@ if mount --bind "$dir" "$dir" 2>/dev/null; then
 else
     echo "# skipped: a read-only bind mount needs root"
 fi
+# A file-size limit (ulimit -f, a batch system's; here lowered under the running process, since
+# Open MPI itself needs a few MiB to start) below the map: status 1, the old map untouched, and
+# the message names the limit: libtiff says only "Error fetching directory count".
+dir=$T/fsize
+mkdir -p "$dir"
+cp "$ROOT/data/sample/oracle_risk.tif" "$dir/risk.tif"
+before=$(md5sum <"$dir/risk.tif")
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" --out "$dir/risk.tif" >"$T/fsize.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do grep -q "strips x" "$T/fsize.log" && break; sleep 0.05; done
+prlimit --pid $pid --fsize=100000
+wait $pid
+st=$?
+[ $st -eq 1 ] && [ "$(md5sum <"$dir/risk.tif")" = "$before" ] && [ "$(ls -A "$dir")" = risk.tif ] &&
+    grep -q "error: .*(for $dir/risk.tif).* (the file-size limit (ulimit -f) is 97.7 KiB: too low for it?); the existing $dir/risk.tif is untouched" "$T/fsize.log" \
+    && ok "a file-size limit below the map: status 1, the old map untouched, the limit named" \
+    || notok "a file-size limit below the map" "status $st: $(grep error "$T/fsize.log" | head -2); files: $(ls -A "$dir")"
 # killed (SIGKILL: a node lost) between replacing a map and rewriting its picture and STAC item:
 # the new map is never left beside the earlier map's companions (they described another model)
 dir=$T/comp
