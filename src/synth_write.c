@@ -282,14 +282,19 @@ int wc_synth_write(const wc_synth_config *cfg) {
     /* A region written over another is a mix of the two until the last tile: the old region's
      * index and oracle go first, and the new ones come last, so a synth killed half way leaves
      * no tiles.vrt that would open as a region (GDAL would read it without complaint). */
+    int replaced = 0; /* an earlier region's index removed: it is gone until the new one is */
     for (const char *const *f = (const char *const[]){WC_SYNTH_MOSAIC, WC_SYNTH_ORACLE, NULL}; *f;
          f++) {
         const char *path = CPLSPrintf("%s/%s", w.dir, *f);
-        if (rc == WC_OK && unlink(path) != 0 && errno != ENOENT) {
+        if (rc != WC_OK) break;
+        if (unlink(path) == 0)
+            replaced = 1;
+        else if (errno != ENOENT) {
             wc_error("synth: cannot remove the previous %s: %s", path, strerror(errno));
             rc = WC_ERR;
         }
     }
+    const int started = rc == WC_OK;
     for (int tr = 0; tr < ntr && rc == WC_OK; tr++)
         for (int tc = 0; tc < ntc && rc == WC_OK; tc++)
             for (int group = 0; group < NGROUPS && rc == WC_OK; group++) {
@@ -299,6 +304,14 @@ int wc_synth_write(const wc_synth_config *cfg) {
             }
     if (rc == WC_OK) rc = write_oracle(&w);
     if (rc == WC_OK) rc = write_vrt(&w, ntr, ntc);
+    /* the failing file's message says that file's earlier version is untouched, which read as
+     * if the earlier region were: its index is gone, and tiles before the failing one are new */
+    if (rc != WC_OK && started)
+        wc_error("synth: no region in %s now: %s; rerun the command to write the region", w.dir,
+                 replaced ? "the earlier region's " WC_SYNTH_MOSAIC " and " WC_SYNTH_ORACLE
+                            " were removed before the first tile (some of its tiles may be this "
+                            "run's already), and this run's are written last"
+                          : "its " WC_SYNTH_MOSAIC " is written last");
     wc_gdal_errors_pop();
     CPLFree(w.wkt);
     if (rc == WC_OK)

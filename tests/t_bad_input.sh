@@ -787,13 +787,15 @@ expect "--out an existing file" 1 "--out .*afile exists and is not a directory" 
 expect "a value given to an option that takes none" 2 "option --fresh takes no value" -- --tiles "$SAMPLE" --fresh=yes "${train[@]}"
 # synth over an earlier region that fails half way (a tile it cannot write: a directory in its
 # place) leaves no tiles.vrt nor oracle of the earlier region, which would open as a mix of two
-# seeds: the error names the tile, status 1
+# seeds: the error names the tile, status 1, and says the earlier region is gone (the tile's
+# own message, "the existing ... is untouched", read as if the region were)
 "$WILDCPU" synth --out "$T/mix" --size 256 --tile 64 >/dev/null 2>&1
 rm "$T/mix/tiles/r02_c01_f32.tif" && mkdir "$T/mix/tiles/r02_c01_f32.tif"
 "$WILDCPU" synth --out "$T/mix" --size 256 --tile 64 --seed 2 >"$T/mix.log" 2>&1
 s=$?
-[ $s -eq 1 ] && grep -q "r02_c01_f32.tif" "$T/mix.log" && [ ! -e "$T/mix/tiles.vrt" ] && [ ! -e "$T/mix/oracle_risk.tif" ] \
-    && ok "synth failing half way over an earlier region leaves no tiles.vrt or oracle of a mix" \
+[ $s -eq 1 ] && grep -q "r02_c01_f32.tif" "$T/mix.log" && [ ! -e "$T/mix/tiles.vrt" ] && [ ! -e "$T/mix/oracle_risk.tif" ] &&
+    grep -q "error: synth: no region in $T/mix now: the earlier region's tiles.vrt and oracle_risk.tif were removed before the first tile (some of its tiles may be this run's already), and this run's are written last; rerun the command to write the region" "$T/mix.log" \
+    && ok "synth failing half way over an earlier region leaves no tiles.vrt or oracle of a mix, and says so" \
     || notok "synth failing half way" "status $s: $(tail -1 "$T/mix.log"); $(ls "$T/mix")"
 # the working files a synth killed by SIGKILL left (no handler ran) go with the next synth
 # there, once no process may still write them (its pid gone here and quiet for 10 minutes);
