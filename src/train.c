@@ -382,7 +382,10 @@ static int validate(train_ctx *t, long step) {
                 t->ds->oracle_path, om.pixels == 0 ? "any of the " : "",
                 (long long)om.bad_outputs, om.pixels == 0 ? "" : "of the ",
                 om.pixels == 0 ? "; it has no figures (is it this region's oracle?)" : "");
-    if (with_oracle) t->sum.oracle = om, t->sum.have_oracle = 1;
+    /* this validation's oracle alone: a session resumed without one (--oracle '') must not pair
+     * its metrics with the oracle's of the checkpoint's earlier validation in the report */
+    if (with_oracle) t->sum.oracle = om;
+    t->sum.have_oracle = with_oracle;
     if (t->sum.have_val)
         wc_trainlog_validation(t->log, step, &t->sum.val, with_oracle ? &t->sum.oracle : NULL);
     char ties[512];

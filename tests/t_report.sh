@@ -285,6 +285,21 @@ s=$?
     && ok "--baseline on a finished run's rerun: warned, the report kept" \
     || notok "--baseline on a finished rerun" "status $s: $(grep -iE 'warn|error' "$T/sps3.log" | head -2)"
 
+# a session resumed without the oracle (--oracle ''): its report pairs this session's validation
+# with no oracle, not with the oracle's metrics of the checkpoint's earlier validation (the
+# resumed session's validation at step 4 had none; before, report.json and report.md still
+# carried the step-3 oracle's and compared the run with it)
+oa=(--tiles "$SAMPLE" --patch 32 --batch 64 --val-block 128 --steps 4 --no-predict --ckpt-every 1 --out "$T/or")
+(WILDCPU_TEST_CRASH_CKPT=0.5@4 exec "$WILDCPU" "${oa[@]}") >"$T/or.log" 2>&1
+"$WILDCPU" "${oa[@]}" --oracle '' >>"$T/or.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "resuming from .*ckpt-00000003.wcp" "$T/or.log" && grep -q '"oracle_auc_pr"' "$T/or/metrics.jsonl" &&
+    ! grep -q '"oracle_' "$T/or/report.json" && ! grep -qi oracle "$T/or/report.md" &&
+    [ "$(json "$T/or/report.json" val_auc_pr)" = "$($PY -c 'import json,sys
+print([json.loads(l) for l in open(sys.argv[1]) if "\"val\"" in l][-1]["auc_pr"])' "$T/or/metrics.jsonl")" ] \
+    && ok "a session resumed with --oracle '': no oracle in its report (the checkpoint's earlier oracle metrics not paired with this validation)" \
+    || notok "a report resumed without the oracle" "status $s: $(grep -o '"oracle_auc_pr":[^,]*' "$T/or/report.json"; grep -i oracle "$T/or/report.md" | head -2)"
+
 # files in large blocks: a patch of a GeoTIFF interleaving its 13 bands by pixel in 1024-pixel
 # blocks decodes 52 MiB to read 208 KiB, and again whenever the cache has let the blocks go, so
 # the cache holds the whole of every band (260 MiB), past the 256 MiB of small blocks (trained
