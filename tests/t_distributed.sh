@@ -6,7 +6,8 @@
 #     8 micro-batches per step (3 ranks: an uneven 3/3/2 split; 4 ranks with micro-batches of
 #     2 out of a batch of 14: 2/2/2/1);
 #   - the same bits with the reduction overlapped with backward (the default) and without
-#     (--no-overlap: 1 process, 3 ranks, and 4 ranks with the uneven split);
+#     (--no-overlap: 1 process, 3 ranks, and 4 ranks with the uneven split), also across a
+#     resume that changes it;
 #   - the MPI path (mpirun -np 1) equals a plain single process without a launcher (a singleton);
 #   - --fast-reduce is close to, but need not equal, the exact reduction;
 #   - SIGKILL of one rank mid-step ends the whole job, non-zero, within 30 s;
@@ -78,6 +79,14 @@ grep -q 'not overlapped (--no-overlap)' "$T/np3_no.log" && cmp -s "$T/single.dig
     || notok "--no-overlap bitwise equal to overlap" "$(diff "$T/single.dig" <(digests np3_no) | head -3; grep -m1 reduction "$T/np3_no.log")"
 cmp -s <(digests s14) <(digests p14_no) && ok "--no-overlap, 4 ranks, 2/2/2/1 micro-batches: bitwise equal" \
     || notok "--no-overlap, 4 ranks, 2/2/2/1: bitwise equal" "$(diff <(digests s14) <(digests p14_no) | head -3)"
+
+# the setting may change across a resume (docs/cli.md, What a resume must match): overlapped on
+# 1 process to step 3 (killed writing checkpoint 4), resumed --no-overlap on 3 ranks
+(WILDCPU_TEST_CRASH_CKPT=0.5@4 exec "$WILDCPU" "${common[@]}" --batch 16 --micro-batch 2 --out "$T/sw") >"$T/sw1.log" 2>&1
+run sw 3 --batch 16 --micro-batch 2 --no-overlap
+grep -q "resuming from .*ckpt-00000003.wcp" "$T/sw.log" && cmp -s "$T/single.dig" <(digests sw) \
+    && ok "resumed at step 3 with --no-overlap on 3 ranks: bitwise equal after every step" \
+    || notok "a resume that changes --no-overlap" "$(grep -m1 -E 'resum|error' "$T/sw.log"; diff "$T/single.dig" <(digests sw) | head -3)"
 
 # the fast reduction: approximately equal, and it must not silently be the exact one
 run fast 2 --batch 16 --micro-batch 2 --fast-reduce
