@@ -211,26 +211,31 @@ static int blocks_within_file(GDALDatasetH ds, const char *path) {
 #define DERIVED_TAG       "WILDCPU_DERIVED_LABELS"
 #define DERIVED_TAG_VALUE "1"
 
+/* Counts, silently, what GDAL reports while an earlier derived raster is opened and its tag
+ * read that says the file is damaged: an error, or a read that failed; a file whose end was cut
+ * off (the tag's bytes, written last, with the TIFF directory) opens with "IO error during
+ * reading of GDALMetadata; tag ignored", a warning. Other warnings are no damage: an intact
+ * raster whose TIFF tags are out of order opens with "tags are not sorted in ascending order",
+ * and one that is not wildcpu's was then removed rather than refused. */
+static void CPL_STDCALL count_gdal_reports(CPLErr cls, CPLErrorNum num, const char *msg) {
+    (void)num;
+    if (cls >= CE_Failure || (cls == CE_Warning && msg &&
+                              (strstr(msg, "IO error") || strstr(msg, "Read error"))))
+        (*(int *)CPLGetErrorHandlerUserData())++;
+}
+
 /* Whether the derived raster of an earlier run may be reused (1) or is to be made (0): present,
  * opened by GDAL, tagged, one band on the tiles' grid. One that is not (damaged, truncated by
  * hand) is removed, said, and made again, rather than reused or refused: it is wildcpu's own
  * cache of the --labels source. -1 after a message: a raster there that is not wildcpu's. */
-/* Counts, silently, what GDAL reports while an earlier derived raster is opened and its tag
- * read: a file whose end was cut off (the tag's bytes, written last, with the TIFF directory)
- * opens with "IO error during reading of GDALMetadata; tag ignored", a warning. */
-static void CPL_STDCALL count_gdal_reports(CPLErr cls, CPLErrorNum num, const char *msg) {
-    (void)num, (void)msg;
-    if (cls >= CE_Warning) (*(int *)CPLGetErrorHandlerUserData())++;
-}
-
 static int derived_reusable(const char *derived, const wc_raster *tiles, const char *src) {
     if (access(derived, F_OK) != 0) return 0;
     int reports = 0;
     CPLPushErrorHandlerEx(count_gdal_reports, &reports);
     GDALDatasetH ds = GDALOpenEx(derived, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
     const char *tag = ds ? GDALGetMetadataItem(ds, DERIVED_TAG, NULL) : NULL;
-    /* A raster without the tag is another's, refused; but one GDAL reads only with errors is
-     * damaged, and a damaged file's missing tag says nothing of whose it is: a derived raster
+    /* A raster without the tag is another's, refused; but one GDAL reads only with read errors
+     * is damaged, and a damaged file's missing tag says nothing of whose it is: a derived raster
      * truncated by 264 of its 2264 bytes lost its tag (not its grid) and was refused as "a map
      * written there?", though damaged ones are documented to be made again. */
     if (ds && !(tag && strcmp(tag, DERIVED_TAG_VALUE) == 0) && reports == 0) {
