@@ -282,13 +282,15 @@ int wc_synth_write(const wc_synth_config *cfg) {
     /* A region written over another is a mix of the two until the last tile: the old region's
      * index and oracle go first, and the new ones come last, so a synth killed half way leaves
      * no tiles.vrt that would open as a region (GDAL would read it without complaint). */
-    int replaced = 0; /* an earlier region's index removed: it is gone until the new one is */
+    /* the earlier region's files removed, bit 1 its index, bit 2 its oracle: gone until the new
+     * ones are (a failure names those there were, not both) */
+    int replaced = 0, bit = 1;
     for (const char *const *f = (const char *const[]){WC_SYNTH_MOSAIC, WC_SYNTH_ORACLE, NULL}; *f;
-         f++) {
+         f++, bit <<= 1) {
         const char *path = CPLSPrintf("%s/%s", w.dir, *f);
         if (rc != WC_OK) break;
         if (unlink(path) == 0)
-            replaced = 1;
+            replaced |= bit;
         else if (errno != ENOENT) {
             wc_error("synth: cannot remove the previous %s: %s", path, strerror(errno));
             rc = WC_ERR;
@@ -308,10 +310,16 @@ int wc_synth_write(const wc_synth_config *cfg) {
      * if the earlier region were: its index is gone, and tiles before the failing one are new */
     if (rc != WC_OK && started)
         wc_error("synth: no region in %s now: %s; rerun the command to write the region", w.dir,
-                 replaced ? "the earlier region's " WC_SYNTH_MOSAIC " and " WC_SYNTH_ORACLE
-                            " were removed before the first tile (some of its tiles may be this "
-                            "run's already), and this run's are written last"
-                          : "its " WC_SYNTH_MOSAIC " is written last");
+                 replaced == 3 ? "the earlier region's " WC_SYNTH_MOSAIC " and " WC_SYNTH_ORACLE
+                                 " were removed before the first tile (some of its tiles may be "
+                                 "this run's already), and this run's are written last"
+                 : replaced == 1 ? "the earlier region's " WC_SYNTH_MOSAIC " was removed before "
+                                   "the first tile (some of its tiles may be this run's already), "
+                                   "and this run's is written last"
+                 : replaced == 2 ? "an earlier " WC_SYNTH_ORACLE " (without a " WC_SYNTH_MOSAIC
+                                   ") was removed before the first tile, and this run's "
+                                   WC_SYNTH_MOSAIC " and " WC_SYNTH_ORACLE " are written last"
+                                 : "its " WC_SYNTH_MOSAIC " is written last");
     wc_gdal_errors_pop();
     CPLFree(w.wkt);
     if (rc == WC_OK)

@@ -797,6 +797,17 @@ s=$?
     grep -q "error: synth: no region in $T/mix now: the earlier region's tiles.vrt and oracle_risk.tif were removed before the first tile (some of its tiles may be this run's already), and this run's are written last; rerun the command to write the region" "$T/mix.log" \
     && ok "synth failing half way over an earlier region leaves no tiles.vrt or oracle of a mix, and says so" \
     || notok "synth failing half way" "status $s: $(tail -1 "$T/mix.log"); $(ls "$T/mix")"
+# ... and over a directory that held only an oracle (its tiles.vrt gone: a synth killed before),
+# names what it removed: it said the earlier region's tiles.vrt was removed too
+rm -rf "$T/mix/tiles/r02_c01_f32.tif"
+"$WILDCPU" synth --out "$T/mix" --size 256 --tile 64 >/dev/null 2>&1
+rm -f "$T/mix/tiles.vrt" "$T/mix/tiles/r02_c01_f32.tif" && mkdir "$T/mix/tiles/r02_c01_f32.tif"
+"$WILDCPU" synth --out "$T/mix" --size 256 --tile 64 --seed 2 >"$T/mix.log" 2>&1
+s=$?
+[ $s -eq 1 ] && [ ! -e "$T/mix/oracle_risk.tif" ] &&
+    grep -q "error: synth: no region in $T/mix now: an earlier oracle_risk.tif (without a tiles.vrt) was removed before the first tile, and this run's tiles.vrt and oracle_risk.tif are written last; rerun" "$T/mix.log" \
+    && ok "synth failing over a directory with an oracle and no tiles.vrt names only the oracle as removed" \
+    || notok "synth failing over an oracle alone" "status $s: $(grep 'no region' "$T/mix.log"); $(ls "$T/mix")"
 # the working files a synth killed by SIGKILL left (no handler ran) go with the next synth
 # there, once no process may still write them (its pid gone here and quiet for 10 minutes);
 # a fresh one and files of other names stay
