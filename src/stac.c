@@ -245,26 +245,8 @@ static void write_metrics(wc_json *j, const char *text, const char *prefix) {
     wc_json_doc_free(&doc);
 }
 
-/* A path as a URI reference (RFC 3986): every byte but the unreserved characters and '/' as
- * %XX. An href is a URI, so a space, '#', '?' or '%' in a file name taken as it is would make
- * clients look for another file (or read "a b.tif" as invalid), and a byte that is not UTF-8
- * could not be written into JSON at all; encoded, the href names the file's exact bytes. */
-static char *uri_escaped(const char *path) {
-    static const char hex[] = "0123456789ABCDEF";
-    char *out = WC_ALLOC(3 * strlen(path) + 1), *o = out;
-    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
-        if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-            strchr("-._~/", *c))
-            *o++ = (char)*c;
-        else
-            *o++ = '%', *o++ = hex[*c >> 4], *o++ = hex[*c & 15];
-    }
-    *o = '\0';
-    return out;
-}
-
 /* The asset's href: its file name when it lies in the item's directory (the item and its files
- * move together), else its absolute path; percent-encoded, as a URI reference. */
+ * move together), else its absolute path. */
 static char *href_of(const char *item_path, const char *asset_path) {
     const char *as = strrchr(asset_path, '/'), *name = as ? as + 1 : asset_path;
     char *beside = wc_sibling_path(item_path, ""); /* only for its directory */
@@ -273,12 +255,13 @@ static char *href_of(const char *item_path, const char *asset_path) {
     char *guess = WC_ALLOC(n);
     snprintf(guess, n, "%.*s%s", slash ? (int)(slash - beside + 1) : 0, beside, name);
     free(beside);
-    const int is_beside = wc_same_file(guess, asset_path);
+    if (wc_same_file(guess, asset_path)) {
+        free(guess);
+        return wc_strdup(name);
+    }
     free(guess);
-    char *abs = is_beside ? NULL : realpath(asset_path, NULL);
-    char *href = uri_escaped(is_beside ? name : abs ? abs : asset_path);
-    free(abs);
-    return href;
+    char *abs = realpath(asset_path, NULL);
+    return abs ? abs : wc_strdup(asset_path);
 }
 
 static int write_asset(wc_json *j, const char *item_path, const wc_stac_asset *a) {
