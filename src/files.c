@@ -477,9 +477,12 @@ void wc_fs_shortage(const char *dir, char *out, size_t size) {
                               (double)fs.f_bavail * (double)fs.f_frsize));
     else {
         /* a file-size limit (ulimit -f, a batch system's) fails the write with EFBIG, which
-         * libtiff reports as "Error fetching directory count" or a seek error, naming no limit */
+         * libtiff reports as "Error fetching directory count" or a seek error, naming no limit;
+         * only one below the free space can be what stopped a file (a generous site limit is
+         * not named as the cause of another failure) */
         struct rlimit fsize;
-        if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+        if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+            (double)fsize.rlim_cur < (double)fs.f_bavail * (double)fs.f_frsize)
             snprintf(out, size, " (the file-size limit (ulimit -f) is %s: too low for it?)",
                      wc_fmt_bytes(free_text, sizeof free_text, (double)fsize.rlim_cur));
     }

@@ -624,6 +624,11 @@ static void describe_lost_stop(const train_ctx *t, long steps_done, char *buf, s
     else if (newest >= steps_done)
         snprintf(buf, len, "%s to resume from the checkpoint of step %ld",
                  wc_rundir_rerun(t->cfg, "training"), newest);
+    else if (newest + 1 == steps_done)
+        snprintf(buf, len,
+                 "the newest checkpoint on disk is of step %ld: %s to resume from it (step %ld "
+                 "is trained again)",
+                 newest, wc_rundir_rerun(t->cfg, "training"), steps_done);
     else
         snprintf(buf, len,
                  "the newest checkpoint on disk is of step %ld: %s to resume from it (steps "

@@ -236,7 +236,7 @@ newest=$(ls "$T/lost/checkpoints" | sed -n 's/^ckpt-0*\([0-9][0-9]*\)\.wcp$/\1/p
 said=$(grep -o "CHECKPOINT FAILED.*" "$T/lost.log")
 if [ $status -eq 1 ] && [ ! -e "$T/lost/STOPPED" ] && [ -n "$newest" ] &&
     [ "$(ls -a "$T/lost/checkpoints" | grep -c tmp)" -eq 0 ] &&
-    echo "$said" | grep -q "; the newest checkpoint on disk is of step $newest: rerun the same command to resume from it (steps $((newest + 1))-[0-9]* are trained again)$"; then
+    echo "$said" | grep -Eq "; the newest checkpoint on disk is of step $newest: rerun the same command to resume from it \((steps $((newest + 1))-[0-9]+ are|step $((newest + 1)) is) trained again\)$"; then
     ok "a stop whose checkpoint fails: status 1, no STOPPED, the message names the step a rerun resumes from ($newest)"
 else
     notok "a stop whose checkpoint fails" "status $status, newest $newest: $said $(ls -a "$T/lost" "$T/lost/checkpoints")"
