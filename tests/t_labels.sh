@@ -284,17 +284,22 @@ else
     notok "points and lines skipped, polygons burned" "status $status: $(tail -2 "$T/vec.txt") $(grep -E 'skipped|error' "$T/vec.log" | head -2)"
 fi
 
+# evaluate_again LOG: evaluate with the labels derived before ($lab); sets status, and same=1
+# when $lab then holds what gdal_rasterize makes of the polygons
+evaluate_again() {
+    "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" \
+        --out "$T/vec/again.json" >"$1" 2>&1
+    status=$?
+    same=$($PY -c 'import sys; from osgeo import gdal
+d = [gdal.Open(p) for p in sys.argv[1:]]
+print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsArray()).all()))' "$lab" "$T/polyref.tif" 2>&1)
+}
 # --- the derived labels of an earlier run, damaged (truncated by hand, a disk error): made again
 # with a warning, not reused (GDAL would fail minutes in) nor refused (it is wildcpu's own cache)
 lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
 if [ -n "$lab" ]; then
     truncate -s 100 "$lab"
-    "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" \
-        --out "$T/vec/again.json" >"$T/vec_again.log" 2>&1
-    status=$?
-    same=$($PY -c 'import sys; from osgeo import gdal
-d = [gdal.Open(p) for p in sys.argv[1:]]
-print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsArray()).all()))' "$lab" "$T/polyref.tif" 2>&1)
+    evaluate_again "$T/vec_again.log"
     [ $status -eq 0 ] && grep -q "labels-.*tif, the labels derived from .*mixed.geojson by an earlier run, cannot be read as they were written: removed, and made again" "$T/vec_again.log" &&
         [ "$same" = 1 ] \
         && ok "damaged derived labels are made again (with a warning), equal to gdal_rasterize's" \
@@ -309,12 +314,7 @@ lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
 at=$(grep -abo WILDCPU_DERIVED_LABELS "${lab:-$T/none.tif}" 2>/dev/null | head -1 | cut -d: -f1)
 if [ -n "$lab" ] && [ -n "$at" ]; then
     truncate -s $((at + 8)) "$lab"
-    "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" \
-        --out "$T/vec/again.json" >"$T/vec_cut.log" 2>&1
-    status=$?
-    same=$($PY -c 'import sys; from osgeo import gdal
-d = [gdal.Open(p) for p in sys.argv[1:]]
-print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsArray()).all()))' "$lab" "$T/polyref.tif" 2>&1)
+    evaluate_again "$T/vec_cut.log"
     [ $status -eq 0 ] && grep -q "labels-.*tif, the labels derived from .*mixed.geojson by an earlier run, cannot be read as they were written: removed, and made again" "$T/vec_cut.log" &&
         [ "$same" = 1 ] && grep -q WILDCPU_DERIVED_LABELS "$lab" \
         && ok "derived labels cut short at the end, their tag lost, are made again (with a warning)" \
