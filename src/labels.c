@@ -755,6 +755,38 @@ static int any_burned(GDALDatasetH ds, const char *path, agreement *a) {
     return mx >= 1;
 }
 
+/* Whether any pixel of band 1 of ds holds a label (is not NaN, the warped labels' nodata); -1
+ * when the ranks agreed to stop (or the raster cannot be read, after a message). Rows are read
+ * until the first label, so labelled ground costs a strip; ground without any costs a pass,
+ * still far less than the map an evaluate would draw before finding out. */
+static int any_labelled(GDALDatasetH ds, const char *path, agreement *a) {
+    GDALRasterBandH b = GDALGetRasterBand(ds, 1);
+    const int w = GDALGetRasterXSize(ds), h = GDALGetRasterYSize(ds);
+    const int rows = (int)fmax(1, fmin(h, (1 << 18) / fmax(1, w))); /* about 2 MiB */
+    double *buf = WC_ALLOC_FOR((size_t)w * (size_t)rows * sizeof *buf, "rows of the warped labels");
+    char what[4200];
+    snprintf(what, sizeof what, "reading back %s", path);
+    gdal_job job = job_of(a, what);
+    int found = 0;
+    for (int y = 0; y < h && !found; y += rows) {
+        const int n = y + rows <= h ? rows : h - y;
+        if (!gdal_go_on((double)y / h, NULL, &job)) {
+            found = -1;
+            break;
+        }
+        CPLErrorReset();
+        if (GDALRasterIO(b, GF_Read, 0, y, w, n, buf, w, n, GDT_Float64, 0, 0) != CE_None) {
+            wc_error("reading back %s failed (rows %d-%d): %s", path, y, y + n - 1,
+                     CPLGetLastErrorMsg());
+            found = -1;
+            break;
+        }
+        for (size_t i = 0; i < (size_t)w * (size_t)n && !found; i++) found = !isnan(buf[i]);
+    }
+    free(buf);
+    return found;
+}
+
 /* "No polygon overlaps", or, for polygons placed over the tiles (or their margin) that burned no
  * pixel, that none covers a pixel's centre: both extents, for the message. A polygon narrower
  * than a pixel, or a sliver along the tiles' edge, overlaps them and still burns nothing, since
@@ -946,6 +978,26 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
             wc_error("warping %s onto the tiles' grid, into %s, failed (tiles: %s; labels: %s): "
                      "%s%s",
                      lab->path, derived, ga, gb, CPLGetLastErrorMsg(), disk_hint(derived));
+        wc_rwriter_abort(w);
+        return WC_ERR;
+    }
+    /* Labels that land on no pixel of the tiles (another place, a wrong CRS) are refused here,
+     * as polygons that burn none are, not after a whole map has been drawn to score against
+     * nothing. */
+    const int labelled = any_labelled(wc_rwriter_gdal(w), derived, a);
+    if (labelled <= 0) {
+        if (labelled == 0) {
+            char ext[256], crs[128];
+            extent_of_tiles(tiles, ext, sizeof ext);
+            wc_raster_crs_describe(lab->wkt, crs, sizeof crs);
+            double lo[2], hi[2];
+            tiles_box(lab, lo, hi);
+            wc_error("the label raster %s (band %d) gives no pixel of the tiles a label once "
+                     "reprojected onto their grid: it does not overlap them, or holds only nodata "
+                     "where it does (tiles cover %s; the labels (%.10g, %.10g)-(%.10g, %.10g) in "
+                     "%s)",
+                     lab->path, band, ext, lo[0], lo[1], hi[0], hi[1], crs);
+        }
         wc_rwriter_abort(w);
         return WC_ERR;
     }

@@ -438,19 +438,20 @@ static void report_invalid(const wc_predict_config *cfg, const char *path,
                                     : "no prediction, and where labelled they leave every metric "
                                       "undefined";
     if (counts[0])
-        wc_warn("%s: %s: %" PRId64 " pixels have a feature value beyond float's range once "
+        wc_warn("%s: %s: %" PRId64 " pixel%s a feature value beyond float's range once "
                 "normalized (far outside the training range): %s",
-                cmd, path, counts[0], fate);
+                cmd, path, counts[0], counts[0] == 1 ? " has" : "s have", fate);
     if (counts[1] > counts[3])
-        wc_warn("%s: %s: %" PRId64 " pixels gave a non-finite network output (feature "
+        wc_warn("%s: %s: %" PRId64 " pixel%s a non-finite network output (feature "
                 "values far outside the training range?): %s",
-                cmd, path, counts[1] - counts[3], failed);
+                cmd, path, counts[1] - counts[3], counts[1] - counts[3] == 1 ? " gave" : "s gave",
+                failed);
     if (counts[3])
-        wc_warn("%s: %s: %" PRId64 " pixels gave a non-finite network output in windows whose "
+        wc_warn("%s: %s: %" PRId64 " pixel%s gave a non-finite network output in windows whose "
                 "inputs all lie within %g training standard deviations of its mean: the model "
                 "has diverged (its activations overflow on ordinary data), not the raster; %s; "
                 "train again with a lower --lr",
-                cmd, path, counts[3], (double)WC_INFER_ORDINARY, failed);
+                cmd, path, counts[3], counts[3] == 1 ? "" : "s", (double)WC_INFER_ORDINARY, failed);
 }
 
 /* Rank 0, once: the bands with values no measurement has where the network was run

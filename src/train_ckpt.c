@@ -624,16 +624,17 @@ static void describe_lost_stop(const train_ctx *t, long steps_done, char *buf, s
     else if (newest >= steps_done)
         snprintf(buf, len, "%s to resume from the checkpoint of step %ld",
                  wc_rundir_rerun(t->cfg, "training"), newest);
-    else if (newest + 1 == steps_done)
+    else {
+        char again[64];
+        if (newest + 1 == steps_done)
+            snprintf(again, sizeof again, "step %ld is", steps_done);
+        else
+            snprintf(again, sizeof again, "steps %ld-%ld are", newest + 1, steps_done);
         snprintf(buf, len,
-                 "the newest checkpoint on disk is of step %ld: %s to resume from it (step %ld "
-                 "is trained again)",
-                 newest, wc_rundir_rerun(t->cfg, "training"), steps_done);
-    else
-        snprintf(buf, len,
-                 "the newest checkpoint on disk is of step %ld: %s to resume from it (steps "
-                 "%ld-%ld are trained again)",
-                 newest, wc_rundir_rerun(t->cfg, "training"), newest + 1, steps_done);
+                 "the newest checkpoint on disk is of step %ld: %s to resume from it (%s trained "
+                 "again)",
+                 newest, wc_rundir_rerun(t->cfg, "training"), again);
+    }
 }
 
 /* The stop: a checkpoint, then status 75 (or 1 when the checkpoint failed). */

@@ -721,4 +721,20 @@ expect "polygons in metres taken as WGS 84: not degrees, name the CRS" 1 "those 
     --tiles "$T/tiles.tif" --labels "$T/utm.geojson" --out "$T/utm" "${train[@]}"
 expect "a layer of empty geometries: said so" 1 "empty.geojson \(layer empty\) has no polygons: its 2 features' geometries are empty or missing" -- \
     --tiles "$T/tiles.tif" --labels "$T/empty.geojson" --out "$T/empty" "${train[@]}"
+# A label raster in another CRS that lands on no pixel of the tiles (placed elsewhere, or a wrong
+# CRS): refused when it is warped, as polygons that burn none are, naming both extents; evaluate
+# says so before drawing any of its map (before 2026-12-06 only after the whole map)
+gdal_translate -q -b 3 "$T/tiles.tif" "$T/fire.tif" && gdalwarp -q -t_srs EPSG:4326 "$T/fire.tif" "$T/ll.tif" &&
+    gdal_translate -q -a_ullr 10 50 10.01 49.99 "$T/ll.tif" "$T/far.tif" ||
+    notok "making a label raster elsewhere" "gdalwarp/gdal_translate failed"
+expect "a label raster elsewhere: refused at its warp, naming both extents" 1 "the label raster $T/far.tif \(band 1\) gives no pixel of the tiles a label once reprojected onto their grid: it does not overlap them, or holds only nodata where it does \(tiles cover \(.*\) in EPSG:[0-9]+; the labels \(10, 49.99\)-\(10.01, 50\) in EPSG:4326\)" -- \
+    --tiles "$T/tiles.tif" --labels "$T/far.tif" --out "$T/far" "${train[@]}"
+derived_before=$(ls "$T"/labels-*.tif 2>/dev/null | wc -l)
+"$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/far.tif" --out "$T/far.json" >"$T/efar.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "the label raster $T/far.tif (band 1) gives no pixel of the tiles a label" "$T/efar.log" &&
+    ! grep -q 'evaluate: rows' "$T/efar.log" && [ ! -e "$T/far.json" ] && [ "$(ls "$T"/labels-*.tif 2>/dev/null | wc -l)" -eq "$derived_before" ] &&
+    "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/ll.tif" --out "$T/ll.json" >"$T/ell.log" 2>&1 \
+    && ok "evaluate against a label raster elsewhere: refused before its map, no derived labels kept; the same raster in place scores" \
+    || notok "evaluate against a label raster elsewhere" "status $s: $(grep -v '^#' "$T/efar.log" | tail -3 | cut -c1-300); $(tail -2 "$T/ell.log")"
 finish

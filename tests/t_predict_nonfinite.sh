@@ -49,8 +49,8 @@ def count(pattern):
     hits = re.findall(pattern, text)
     assert len(hits) <= 1, f"reported {len(hits)} times: {pattern}"
     return int(hits[0]) if hits else 0
-n_range = count(r"(\d+) pixels have a feature value beyond float's range once normalized")
-n_net = count(r"(\d+) pixels gave a non-finite network output \(feature values far outside the training range\?\): written as nodata")
+n_range = count(r"(\d+) pixels? ha(?:ve|s) a feature value beyond float's range once normalized")
+n_net = count(r"(\d+) pixels? gave a non-finite network output \(feature values far outside the training range\?\): written as nodata")
 # hostile values, not the model: its neighbours' outputs are never blamed on a divergence
 assert "the model has diverged" not in text, "non-finite outputs near hostile values blamed on the model"
 assert n_range == rng.sum(), f"log says {n_range} beyond float's range, the map has {int(rng.sum())}"
