@@ -606,6 +606,16 @@ static int cmd_train(int argc, char **argv) {
      * that zeroes or flips the weights, whatever the data. Said, not refused: a rate that high
      * diverges anyway, and that is caught and named in the step where it happens. */
     const double peak = wc_train_peak_lr(&c);
+    /* --lr's range holds for the rate after --lr-scaling too. The product is of options alone,
+     * so it is refused here with the others' combinations, before any data is opened: found
+     * after planning it (minutes on a large mosaic), it came after this very rate's warning
+     * below and after the data's own refusals (a --batch the patches cannot fill gave status 1
+     * for what is a usage error), and left DIR/checkpoints behind. */
+    if (!(peak >= 1e-12 && peak <= 100))
+        return usage_error("--lr %g%s scaled linearly by --batch %d / --lr-ref-batch %d gives %g, "
+                           "outside 1e-12 to 100: %s --lr, or --lr-scaling none",
+                           wc_train_lr(&c), lr_set ? "" : " (the default)", c.batch,
+                           c.lr_ref_batch, peak, peak > 100 ? "lower" : "raise");
     char scaled[80] = "";
     if (c.lr_scaling_linear)
         snprintf(scaled, sizeof scaled, ", %g after --lr-scaling linear", peak);

@@ -747,6 +747,16 @@ expect "--lr scaled beyond 100" 2 "--lr 1 scaled linearly by --batch 128 / --lr-
 expect "--lr scaled below 1e-12" 2 "--lr 1e-12 scaled linearly by --batch 4 / --lr-ref-batch 8 gives 5e-13, outside 1e-12 to 100: raise --lr" -- \
     --tiles "$SAMPLE" --out "$T/combo" --lr 1e-12 --lr-scaling linear --lr-ref-batch 8 --batch 4 \
     --micro-batch 2 --patch 32 --no-predict
+# ... and refused as such before the data is opened: with a --batch the patches cannot fill it
+# was status 1 ("fewer than one batch"), after a warning about the very rate it then refused,
+# and it left DIR/checkpoints behind
+expect "--lr scaled beyond 100 over data too small for --batch: the usage error, first" 2 \
+    "^wildcpu: --lr 100 scaled linearly by --batch 128 / --lr-ref-batch 4 gives 3200, outside 1e-12 to 100: lower --lr" -- \
+    --tiles "$SAMPLE" --out "$T/combo_early" --lr 100 --lr-scaling linear --lr-ref-batch 4 --batch 128 \
+    --no-predict
+grep -q "^usage: wildcpu \[train\]" "$T/err" && ! grep -q "warning" "$T/err" && [ ! -e "$T/combo_early" ] \
+    && ok "... with the usage, no warning before it, and no run directory made" \
+    || notok "the scaled --lr refused before the data" "$(ls "$T/combo_early" 2>&1) $(head -c 300 "$T/err")"
 expect "--epochs beyond 1e9 steps" 2 "--epochs 1000000 of [0-9]+ steps each .* make more than the 1000000000 steps a run may have" -- \
     --tiles "$SAMPLE" --out "$T/combo" --epochs 1000000 --batch 1 --micro-batch 1 --patch 8 --no-predict
 expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than the run's 2 steps: the learning rate never reaches --lr" -- \
