@@ -101,10 +101,12 @@ void wc_train_ckpt_config_kv(train_ctx *t) {
         append_pairs(t->config_kv, sizeof t->config_kv, a);
     }
     /* --rotate's largest turn and the pairs it turns, only when on (the same rule): a resume
-     * with other --vector-bands would turn other bands */
+     * with other --vector-bands would turn other bands. The turn is written as the other
+     * settings are (exact): with 10 digits, --rotate 10.0000000001 resumed a run of --rotate 10
+     * and drew other angles from then on. */
     if (a->turn_deg > 0) {
         size_t n = strlen(t->config_kv);
-        snprintf(t->config_kv + n, sizeof t->config_kv - n, ";rotate=%.10g:", a->turn_deg);
+        snprintf(t->config_kv + n, sizeof t->config_kv - n, ";rotate=%s:", exact(a->turn_deg).s);
         append_pairs(t->config_kv, sizeof t->config_kv, a);
     }
 }

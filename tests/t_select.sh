@@ -206,6 +206,20 @@ gdal_translate -q -a_srs EPSG:4326 -a_ullr -111 45 -110.9 44.9 "$SAMPLE" "$T/geo
 "$WILDCPU" "${args[@]}" --rotate 181 --out "$T/rx" >"$T/rx.log" 2>&1
 [ $? -eq 2 ] && grep -q -- "--rotate needs a number between 0 and 180" "$T/rx.log" \
     && ok "--rotate 181: a usage error" || notok "--rotate 181" "$(tail -2 "$T/rx.log")"
+# the largest turn is in the resume settings to the last bit: a run of --rotate 10 was resumed
+# by --rotate 10.0000000001 (recorded with 10 digits, both read "10"), which draws other angles
+rot=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 2 --no-predict --model logistic
+    --val-fraction 0)
+"$WILDCPU" "${rot[@]}" --rotate 10 --out "$T/r10" >"$T/r10.log" 2>&1
+s1=$?
+"$WILDCPU" "${rot[@]}" --rotate 10.0000000001 --out "$T/r10" >"$T/r10b.log" 2>&1
+s2=$?
+"$WILDCPU" "${rot[@]}" --rotate 10 --out "$T/r10" >"$T/r10c.log" 2>&1
+s3=$?
+[ $s1 -eq 0 ] && [ $s2 -eq 1 ] && [ $s3 -eq 0 ] &&
+    grep -q "rotate: now 10.0000000001:[0-9/,]*, checkpoint 10:[0-9/,]*;" "$T/r10b.log" \
+    && ok "--rotate 10.0000000001 does not resume a run of --rotate 10; --rotate 10 does" \
+    || notok "--rotate to the last bit in the resume settings" "status $s1/$s2/$s3: $(tail -1 "$T/r10b.log")"
 
 # Validation is asked for but impossible: a warning says so (one validation block, which must
 # stay for training); a tiny fraction still takes one block instead of rounding to none.
