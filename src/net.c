@@ -393,6 +393,15 @@ void wc_net_destroy(wc_net *net) {
     free(net);
 }
 
+/* The convolution whose bias is a constant of every output pixel: the last layer, or the
+ * 1-channel convolution a spec's last layers only upsample or max-pool (a coarse head), which
+ * carry a constant through as it is. NULL when something else (a ReLU) comes between. */
+static const wc_node *output_conv(const wc_net *net) {
+    const wc_node *nd = &net->nodes[net->nnodes - 1];
+    while (nd->op == WC_OP_UPSAMPLE || nd->op == WC_OP_MAXPOOL) nd = &net->nodes[nd->in[0]];
+    return nd->op == WC_OP_CONV && nd->C == 1 ? nd : NULL;
+}
+
 void wc_net_init_params(wc_net *net, uint64_t seed, double prior) {
     for (int t = 0; t < net->ntensors; t++) {
         const wc_tensor *tn = &net->tensors[t];
@@ -417,8 +426,9 @@ void wc_net_init_params(wc_net *net, uint64_t seed, double prior) {
     /* The output bias: logit of the label rate, so training does not first spend steps
      * learning how rare fire is. */
     const wc_node *last = &net->nodes[net->nnodes - 1];
-    if (last->op == WC_OP_CONV && prior > 0 && prior < 1)
-        net->params[last->b_off] = (float)log(prior / (1.0 - prior));
+    const wc_node *head = output_conv(net);
+    if (head && prior > 0 && prior < 1)
+        net->params[head->b_off] = (float)log(prior / (1.0 - prior));
     /* A convex model (the output layer is the only one with parameters: the logistic
      * baseline) has no symmetry to break: it starts from zero weights, i.e. exactly the
      * constant predictor at the base rate, and can only improve on it. Random weights would

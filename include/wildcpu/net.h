@@ -193,9 +193,10 @@ void wc_net_set_memory_limit(size_t bytes);
 
 /* Fills the parameters deterministically from (seed): He-uniform weights for convolutions
  * followed by a ReLU, PyTorch's default U(+-1/sqrt(fan_in)) for the others, zero biases, then
- * the output bias set to logit(prior) so the first predictions match the label rate; a network
- * whose only parametrized layer is the output (a convex model) starts from zero weights, the
- * constant predictor at the label rate. */
+ * the output bias (of the last layer, or of the 1-channel convolution that the last layers
+ * only upsample or max-pool) set to logit(prior) so the first predictions match the label
+ * rate; a network whose only parametrized layer is the output (a convex model) starts from zero
+ * weights, the constant predictor at the label rate. */
 void wc_net_init_params(wc_net *net, uint64_t seed, double prior);
 
 /* The input buffer (N, in_channels, H, W) the caller fills before wc_net_forward. */
