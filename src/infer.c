@@ -150,9 +150,12 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
                 for (int c = 0; c < p->nfeat; c++) x[c * plane + i] = 0.0f;
     /* (a value beyond float's range, WC_PX_RANGE, is the least ordinary of all) */
     int ordinary = 1;
+    p->window_outlier = -1;
     for (size_t i = 0; i < plane && ordinary; i++) ordinary = p->px[i] != WC_PX_RANGE;
-    for (int c = 0; c < p->nfeat && ordinary; c++)
+    for (int c = 0; c < p->nfeat && ordinary; c++) {
         for (size_t i = 0; i < plane; i++) ordinary &= fabsf(x[c * plane + i]) <= WC_INFER_ORDINARY;
+        if (!ordinary) p->window_outlier = c;
+    }
     p->window_ordinary = ordinary;
 }
 

@@ -363,6 +363,25 @@ static int validate(train_ctx *t, long step) {
     const int rc = wc_validation_run(&t->val, step + 1, t->net->params, &m, &om);
     t->sum.val_seconds += wc_now() - t0;
     if (rc == WC_VALIDATION_STOPPED || rc == WC_VALIDATION_FAILED) return rc;
+    if (rc == WC_VALIDATION_DIVERGED && t->val.bad_ordinary == 0 && t->val.bad_outlier >= 0) {
+        /* every broken pixel lies in a window of values far outside the training range, which
+         * a lower rate would not change: the data's doing, said as such (predict says the same
+         * of such pixels, report_invalid) */
+        const wc_dataset *ds = t->ds;
+        const int c = t->val.bad_outlier, band = ds->feat_bands[c];
+        if (t->rank == 0)
+            wc_error("validation after step %ld: the network's output is not finite on %lld "
+                     "pixels, each near values of its features beyond %g training standard "
+                     "deviations of their mean (first of them %s, band %d (%s)): the validation "
+                     "blocks hold values far outside the training range (an undeclared nodata "
+                     "such as -3.4e38? see the warnings above), not a divergence of training, "
+                     "which a lower --lr would not change; declare the band's nodata "
+                     "(gdal_edit.py -a_nodata) or mask those values, and rerun with --fresh; "
+                     "nothing of this validation was logged or saved",
+                     step + 1, (long long)m.bad_outputs, (double)WC_INFER_ORDINARY,
+                     ds->tiles_path, band, ds->files.src.bands[band - 1].name);
+        return rc;
+    }
     if (rc == WC_VALIDATION_DIVERGED) {
         if (t->rank == 0)
             say_diverged(t,

@@ -69,6 +69,9 @@ typedef struct wc_infer {
                                  * neighbours', so a hostile value anywhere in the window may be
                                  * the cause) */
     int window_ordinary;       /* the window being computed is such a window */
+    int window_outlier;        /* else the first feature (index) with a normalized value beyond
+                                * WC_INFER_ORDINARY in it; -1 when only values beyond float's
+                                * range (WC_PX_RANGE, their feature no longer known) made it so */
     int64_t *huge;             /* (nfeat) valid core pixels whose feature c is WC_HUGE_VALUE or
                                 * more in magnitude: an undeclared nodata mapped as data */
     int64_t valid_pixels;      /* core pixels with all features valid (WC_PX_VALID) */

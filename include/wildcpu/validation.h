@@ -19,6 +19,12 @@ typedef struct wc_validation {
     const wc_dataset *ds;
     wc_metrics_acc *acc, *oracle_acc; /* exact, rank-independent accumulators */
     int64_t oracle_missing; /* counted pixels where the oracle has no probability in [0, 1] */
+    /* Of the last run's bad outputs (summed over the ranks): those in windows whose inputs all
+     * lie within WC_INFER_ORDINARY training standard deviations (the model's doing), and the
+     * first feature (index; -1 if none is known) whose values lay beyond that in the window of
+     * any other: there the data may be the cause (an undeclared nodata), not a divergence. */
+    int64_t bad_ordinary;
+    int bad_outlier;
     wc_infer inf;                     /* the map's network, over one core's window */
     wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
     long *blocks;        /* the validation blocks, in index order */
@@ -59,7 +65,8 @@ void wc_validation_free(wc_validation *v);
 /* Collective: the metrics of parameters params on the validation blocks, into *m and, with an
  * oracle, *oracle. Rank 0 says how far it is every
  * WC_PROGRESS_SECONDS, naming the validation after step `step` (1-based). Returns a WC_VALIDATION_*
- * outcome; *m is set for DONE and DIVERGED (whose m->bad_outputs counts the broken pixels).
+ * outcome; *m is set for DONE and DIVERGED (whose m->bad_outputs counts the broken pixels;
+ * then v->bad_ordinary and v->bad_outlier say where they lay, the same on every rank).
  * The oracle's metrics are over the pixels where it has a probability in [0, 1]: its
  * bad_outputs counts the others (nodata, masked), which it leaves out. */
 int wc_validation_run(wc_validation *v, long step, const float *params, wc_metrics *m,
