@@ -407,6 +407,16 @@ static int validate(train_ctx *t, long step) {
     t->sum.have_oracle = with_oracle;
     if (t->sum.have_val)
         wc_trainlog_validation(t->log, step, &t->sum.val, with_oracle ? &t->sum.oracle : NULL);
+    if (t->val.beyond_range > 0 && !t->range_warned) {
+        t->range_warned = 1; /* on every rank (the count is summed), so only the first is said */
+        if (t->rank == 0)
+            wc_warn("validation after step %ld: %lld labelled pixels of its blocks are left out "
+                    "of its metrics (as if nodata): a feature's value there is beyond float's "
+                    "range once normalized by the training's mean and std (an undeclared nodata "
+                    "such as -3.4e38? see the warning about huge values above); declare the "
+                    "band's nodata (gdal_edit.py -a_nodata) or mask them; said once a run",
+                    step + 1, (long long)t->val.beyond_range);
+    }
     char ties[512];
     if (t->sum.have_val && !t->ties_warned && wc_metrics_ties_note(&m, ties, sizeof ties)) {
         t->ties_warned = 1; /* on every rank, so that only the first is said */

@@ -73,6 +73,7 @@ static int score_core(wc_validation *v, int64_t x0, int64_t y0, int64_t w, int64
             (long)((py - ds->y_origin) / ds->P) * ds->cols + (px - ds->x_origin) / ds->P;
         const int counts =
             v->use[i] && ds->keep[id] && v->px[i] != WC_PX_NODATA && v->px[i] != WC_PX_RANGE;
+        v->beyond_range += v->use[i] && ds->keep[id] && v->px[i] == WC_PX_RANGE;
         if (counts && v->px[i] == WC_PX_BAD) {
             v->acc->bad_outputs++;
             v->bad_ordinary += v->inf.window_ordinary;
@@ -139,7 +140,7 @@ int wc_validation_run(wc_validation *v, long step, const float *params, wc_metri
     wc_metrics_reset(v->acc);
     wc_metrics_reset(v->oracle_acc);
     v->oracle_missing = 0;
-    v->bad_ordinary = 0, v->bad_outlier = -1;
+    v->bad_ordinary = 0, v->bad_outlier = -1, v->beyond_range = 0;
     wc_infer_set_params(&v->inf, params);
     int failed = 0;
     wc_progress progress;
@@ -160,6 +161,7 @@ int wc_validation_run(wc_validation *v, long step, const float *params, wc_metri
     if (with_oracle) wc_dist_sum_i64((int64_t *)v->oracle_acc, wc_metrics_acc_words());
     if (with_oracle) wc_dist_sum_i64(&v->oracle_missing, 1);
     wc_dist_sum_i64(&v->bad_ordinary, 1);
+    wc_dist_sum_i64(&v->beyond_range, 1);
     /* the lowest index of any rank's, as the largest nfeat - index (0: none) */
     const int nfeat = v->ds->nfeat;
     v->bad_outlier = nfeat - wc_dist_max_int(v->bad_outlier < 0 ? 0 : nfeat - v->bad_outlier);

@@ -176,10 +176,14 @@ n=$(grep -o "[0-9]* pixels gave a non-finite network output in windows whose inp
 split=(--patch 32 --batch 4 --micro-batch 4 --val-block 32 --seed 2 --no-predict --oracle '')
 "$WILDCPU" --tiles "$T/r128/tiles.vrt" "${split[@]}" --steps 1 --out "$T/vsplit" >"$T/vsplit.log" 2>&1 ||
     notok "a run to find the validation blocks" "$(tail -2 "$T/vsplit.log")"
-"$PY" - "$T/r128/tiles.vrt" "$T/vsplit/split.tif" "$T/valhuge" <<'PY' || notok "writing the raster"
+# (huge: slope 3.4e38 and temp_max -3.4e38 at the validation pixels; range: ndvi -3.4e38 there,
+# beyond float's range once divided by its small std)
+make_hostile() {
+"$PY" - "$T/r128/tiles.vrt" "$T/vsplit/split.tif" "$T/val$1" "$1" <<'PY' || notok "writing the $1 raster"
 import os, sys
 from osgeo import gdal
-src, split, out = sys.argv[1:]
+src, split, out, mode = sys.argv[1:]
+hostile = {"slope": 3.4e38, "temp_max": -3.4e38} if mode == "huge" else {"ndvi": -3.4e38}
 ds, sp = gdal.Open(src), gdal.Open(split)
 val = sp.GetRasterBand(1).ReadAsArray() == 2
 os.makedirs(out)
@@ -187,8 +191,8 @@ files = []
 for i in range(1, ds.RasterCount + 1):
     b = ds.GetRasterBand(i)
     a = b.ReadAsArray()
-    if b.GetDescription() in ("slope", "temp_max"):
-        a[val & (a != b.GetNoDataValue())] = 3.4e38 if b.GetDescription() == "slope" else -3.4e38
+    if b.GetDescription() in hostile:
+        a[val & (a != b.GetNoDataValue())] = hostile[b.GetDescription()]
     f = "%s/b%02d.tif" % (out, i)
     o = gdal.GetDriverByName("GTiff").Create(f, ds.RasterXSize, ds.RasterYSize, 1, b.DataType)
     o.SetGeoTransform(ds.GetGeoTransform()), o.SetProjection(ds.GetProjection())
@@ -202,6 +206,8 @@ for i in range(1, ds.RasterCount + 1):
     v.GetRasterBand(i).SetDescription(ds.GetRasterBand(i).GetDescription())
 v = None
 PY
+}
+make_hostile huge
 d=$T/valhuge-run
 timeout 300 "$WILDCPU" --tiles "$T/valhuge/tiles.vrt" "${split[@]}" --steps 2 --out "$d" >"$d.log" 2>&1
 s=$?
@@ -209,5 +215,18 @@ s=$?
     ! grep -q "training diverged" "$d.log" && [ "$(json "$d/report.json" status)" = failed ] \
     && ok "values far outside the training range in the validation blocks alone: exit 1, the band named, not called a divergence" \
     || notok "hostile values in the validation blocks" "status $s: $(grep -E 'error' "$d.log" | head -2)"
+
+# ndvi -3.4e38 there: beyond float's range once normalized, those pixels are left out of the
+# metrics as nodata, and the run says so (their validation pixels fell silently before)
+make_hostile range
+d=$T/valrange-run
+timeout 300 "$WILDCPU" --tiles "$T/valrange/tiles.vrt" "${split[@]}" --steps 2 --out "$d" >"$d.log" 2>&1
+s=$?
+px=$(grep '"type":"val"' "$d/metrics.jsonl" 2>/dev/null | tail -1 | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["pixels"])')
+ref=$(grep '"type":"val"' "$T/vsplit/metrics.jsonl" | tail -1 | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["pixels"])')
+n=$(grep -o "validation after step [0-9]*: [0-9]* labelled pixels of its blocks are left out of its metrics (as if nodata): a feature's value there is beyond float's range" "$d.log" | awk '{print $5}')
+[ $s -eq 0 ] && [ -n "$n" ] && [ -n "$px" ] && [ $((px + n)) -eq "$ref" ] \
+    && ok "validation pixels beyond float's range once normalized: left out ($n of $ref), and said" \
+    || notok "validation pixels beyond float's range" "status $s, pixels $px + ${n:-none said} vs $ref: $(grep -E 'warn|error' "$d.log" | head -3)"
 
 finish

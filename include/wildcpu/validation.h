@@ -25,6 +25,10 @@ typedef struct wc_validation {
      * any other: there the data may be the cause (an undeclared nodata), not a divergence. */
     int64_t bad_ordinary;
     int bad_outlier;
+    /* labelled pixels of the last run left out because a feature's value, once normalized, is
+     * beyond float's range (WC_PX_RANGE: an undeclared nodata such as -3.4e38 of a band of small
+     * spread), summed over the ranks */
+    int64_t beyond_range;
     wc_infer inf;                     /* the map's network, over one core's window */
     wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
     long *blocks;        /* the validation blocks, in index order */
