@@ -282,10 +282,15 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
     clear_bar(l);
     char ranking[128];
     wc_metrics_ranking_text(val, 0, ranking, sizeof ranking);
-    wc_info("validation after step %ld (epoch %ld): loss %.4f  %s  Brier %.4f  (%lld pixels, "
-            "%.1f%% burned)",
-            step + 1, epoch, val->loss, ranking, val->brier, (long long)val->pixels,
-            100 * val->positive_rate);
+    /* no validation pixel counted (all left out: nodata, beyond float's range) leaves the
+     * loss, Brier and burned share undefined: said so, as the metrics log's null, not "nan" */
+    char loss[24] = "undefined", brier[24] = "undefined", burned[40] = "";
+    if (!isnan(val->loss)) snprintf(loss, sizeof loss, "%.4f", val->loss);
+    if (!isnan(val->brier)) snprintf(brier, sizeof brier, "%.4f", val->brier);
+    if (!isnan(val->positive_rate))
+        snprintf(burned, sizeof burned, ", %.1f%% burned", 100 * val->positive_rate);
+    wc_info("validation after step %ld (epoch %ld): loss %s  %s  Brier %s  (%lld pixels%s)",
+            step + 1, epoch, loss, ranking, brier, (long long)val->pixels, burned);
     /* no share of an oracle without an AUC-PR (no valid pixel, none burned): never "nan%" */
     const double share = oracle && oracle->auc_pr > 0 ? 100 * val->auc_pr / oracle->auc_pr : NAN;
     char of[64] = "";
