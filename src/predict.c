@@ -648,41 +648,79 @@ static void choose_label_band(mapping *mp, const wc_model *m, const wc_raster *r
                 mp->label_band, m->path);
 }
 
-/* Before the window's network and the rounds' buffers are allocated: the room for them under an
- * address-space limit, with evaluate's labels, GDAL's cache and files, OpenBLAS's buffers and
- * the threads' stacks, which the map would otherwise find missing in an allocation or its first
- * product. WC_OK, or WC_ERR after a message. */
-static int check_room(const wc_predict_config *cfg, const mapping *mp, wc_raster *r) {
-    const layout *L = mp->L;
-    const wc_infer_plan_bytes *ip = &mp->window;
-    wc_address_need need = {.threads = cfg->threads,
-                            .started = cfg->threads - 1, /* the window network's pool */
-                            .when = "once the windows are computed"};
-    wc_address_need_add(&need, ip->bytes, "the network over %" PRId64 "x%" PRId64 " windows and "
+/* GDAL's block cache for windows of Tx x Ty (need: what their blocks want, x 1.25), or -1 when
+ * GDAL_CACHEMAX sets it. Collective (the ranks sharing this node share its memory). */
+static double block_cache_bytes(wc_raster *r, int64_t Tx, int64_t Ty, double *need) {
+    int first_on_host;
+    const uint64_t host_ranks = wc_dist_host_sum_u64(1, &first_on_host);
+    *need = 1.25 * (double)wc_raster_window_blocks_bytes(r, Tx, Ty);
+    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return -1;
+    const double most = (double)wc_raster_cache_most(host_ranks), least = (double)(64 << 20);
+    const double size = WC_MAX(*need, least);
+    return most > least && size > most ? most : size;
+}
+
+/* What a rank maps to compute the map of layout L in rounds of G strips (with evaluate's labels,
+ * GDAL's cache and files, the threads' stacks), part by part, into need; advice: room for
+ * need's. */
+static void map_need(const wc_predict_config *cfg, const layout *L, int64_t G, int rank, int R,
+                     const wc_infer_plan_bytes *ip, wc_raster *r, size_t cache,
+                     wc_address_need *need, char advice[128]) {
+    memset(need, 0, sizeof *need);
+    need->threads = cfg->threads;
+    need->started = cfg->threads - 1; /* the window network's pool */
+    need->when = "once the windows are computed";
+    wc_address_need_add(need, ip->bytes, "the network over %" PRId64 "x%" PRId64 " windows and "
                         "its buffers", ip->Tx, ip->Ty);
-    wc_address_need_add(&need, round_buffers_bytes(L, mp->G, mp->rank, mp->R, cfg->out != NULL,
-                                                   cfg->evaluate),
-                        "the buffers of a round of %" PRId64 " rows", mp->G * L->Sy);
+    wc_address_need_add(need, round_buffers_bytes(L, G, rank, R, cfg->out != NULL, cfg->evaluate),
+                        "the buffers of a round of %" PRId64 " rows", G * L->Sy);
     if (cfg->evaluate)
-        wc_address_need_add(&need, wc_score_bytes(L->Sx * L->Sy),
+        wc_address_need_add(need, wc_score_bytes(L->Sx * L->Sy),
                             "a core's labels and the metrics' histograms");
-    if (cfg->out && cfg->png && mp->rank == 0) {
+    if (cfg->out && cfg->png && rank == 0) {
         wc_quicklook_info qi;
         wc_quicklook_layout((int)L->W, (int)L->H, cfg->png_max_side, &qi);
-        wc_address_need_add(&need, wc_quicklook_bytes(&qi), "the picture (%dx%d px)", qi.width,
+        wc_address_need_add(need, wc_quicklook_bytes(&qi), "the picture (%dx%d px)", qi.width,
                             qi.height);
     }
-    const size_t cache = (size_t)GDALGetCacheMax64();
-    wc_address_need_add(&need, cache, "GDAL's block cache");
+    wc_address_need_add(need, cache, "GDAL's block cache");
     const size_t files = wc_raster_open_files_bytes(r, cfg->evaluate ? 2 : 1, NULL, NULL);
-    if (files) wc_address_need_add(&need, files, "the files GDAL holds open");
-    char advice[128], c[32];
+    if (files) wc_address_need_add(need, files, "the files GDAL holds open");
+    char c[32];
     if (CPLGetConfigOption("GDAL_CACHEMAX", NULL) && cache > ((size_t)64 << 20)) {
-        snprintf(advice, sizeof advice, "a smaller GDAL_CACHEMAX (now %s)",
+        snprintf(advice, 128, "a smaller GDAL_CACHEMAX (now %s)",
                  wc_fmt_bytes(c, sizeof c, (double)cache));
-        need.advice = advice;
+        need->advice = advice;
     }
+}
+
+/* Before the window's network and the rounds' buffers are allocated: the room for them under an
+ * address-space limit, which the map would otherwise find missing in an allocation or its first
+ * product. WC_OK, or WC_ERR after a message. */
+static int check_room(const wc_predict_config *cfg, const mapping *mp, wc_raster *r) {
+    wc_address_need need;
+    char advice[128];
+    map_need(cfg, mp->L, mp->G, mp->rank, mp->R, &mp->window, r, (size_t)GDALGetCacheMax64(),
+             &need, advice);
     return wc_check_address_space(&need);
+}
+
+int wc_predict_map_need(const wc_predict_config *cfg, wc_raster *r, const char *arch,
+                        const char *spec, int nfeat, wc_dtype type, wc_address_need *need,
+                        char advice[128]) {
+    layout L = {.W = r->width, .H = r->height};
+    const int rank = wc_dist_rank(), R = wc_dist_size();
+    wc_infer_plan_bytes ip;
+    if (wc_infer_geometry_of(&L.g, arch, spec, nfeat, r) != WC_OK) return WC_ERR;
+    plan_layout(&L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
+    const int64_t G = choose_group(&L, R);
+    if (wc_infer_plan(&L.g, type, nfeat, arch, spec, L.Sx, L.Sy, r->path, &ip) != WC_OK)
+        return WC_ERR;
+    double want;
+    const double cache = block_cache_bytes(r, ip.Tx, ip.Ty, &want);
+    map_need(cfg, &L, G, rank, R, &ip, r, cache < 0 ? (size_t)GDALGetCacheMax64() : (size_t)cache,
+             need, advice);
+    return WC_OK;
 }
 
 /* Every rank: the raster, the model, the band matching, the layout (refused when it cannot fit),
@@ -1002,25 +1040,19 @@ static int write_metrics(const wc_predict_config *cfg, const wc_json *j) {
  * read once per rank, so more buys little: at least 64 MiB, at most a quarter of the node's
  * memory shared by its ranks (warned). GDAL_CACHEMAX, when set, stands. */
 static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, int64_t Tx, int64_t Ty) {
-    int first_on_host;
-    const uint64_t host_ranks = wc_dist_host_sum_u64(1, &first_on_host);
-    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return;
-    const double need = 1.25 * (double)wc_raster_window_blocks_bytes(r, Tx, Ty);
-    const double most = (double)wc_raster_cache_most(host_ranks), least = (double)(64 << 20);
-    double size = WC_MAX(need, least);
-    if (most > least && size > most) {
-        size = most;
-        char bn[16], bm[16];
-        if (wc_dist_rank() == 0)
-            wc_warn("%s: the blocks one %" PRId64 "x%" PRId64 " window reads take %s with every "
-                    "band of its files, more than GDAL's cache can hold here (%s: a quarter of the node's memory "
-                    "over its ranks): blocks will be decoded more than once, which slows the "
-                    "reads; files tiled in smaller blocks read faster (gdal_translate -co "
-                    "TILED=YES -co BLOCKXSIZE=512 -co BLOCKYSIZE=512), and GDAL_CACHEMAX sets "
-                    "the cache",
-                    cfg->tiles, Tx, Ty, wc_fmt_bytes(bn, sizeof bn, need / 1.25),
-                    wc_fmt_bytes(bm, sizeof bm, most));
-    }
+    double need;
+    const double size = block_cache_bytes(r, Tx, Ty, &need);
+    if (size < 0) return;
+    char bn[16], bm[16];
+    if (size < need && wc_dist_rank() == 0)
+        wc_warn("%s: the blocks one %" PRId64 "x%" PRId64 " window reads take %s with every "
+                "band of its files, more than GDAL's cache can hold here (%s: a quarter of the node's memory "
+                "over its ranks): blocks will be decoded more than once, which slows the "
+                "reads; files tiled in smaller blocks read faster (gdal_translate -co "
+                "TILED=YES -co BLOCKXSIZE=512 -co BLOCKYSIZE=512), and GDAL_CACHEMAX sets "
+                "the cache",
+                cfg->tiles, Tx, Ty, wc_fmt_bytes(bn, sizeof bn, need / 1.25),
+                wc_fmt_bytes(bm, sizeof bm, size));
     GDALSetCacheMax64((int64_t)size);
 }
 

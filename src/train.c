@@ -27,6 +27,7 @@
 #include "wildcpu/reader.h"
 #include "wildcpu/reduce.h"
 #include "wildcpu/report.h"
+#include "wildcpu/run.h"
 #include "wildcpu/rundir.h"
 #include "wildcpu/schedule.h"
 #include "wildcpu/stop.h"
@@ -904,6 +905,34 @@ static void memory_advice(train_ctx *t, size_t files) {
              th);
 }
 
+/* The room for training's need and for the map drawn after it: a map that needs more than
+ * training (windows far wider than the patches) would otherwise be refused only once training
+ * has ended, hours later. The map is checked as it will be drawn: beside what training leaves
+ * mapped (OpenBLAS's buffers, which its need counts as not yet mapped, and the libraries' share
+ * of training's allocations). The larger of the two is checked first, so that a limit raised to
+ * what a refusal names is enough for both. Collective. WC_OK or WC_ERR after a message. */
+static int check_room_with_map(const train_ctx *t, const wc_address_need *need) {
+    /* collective below: every rank takes the same way (a limit set on some ranks only, too) */
+    if (t->cfg->no_predict || !wc_dist_any(wc_address_space_limit() != 0))
+        return wc_check_address_space(need);
+    char risk[4200], png[4200], advice[128];
+    wc_predict_config pc;
+    wc_run_map_config(t->cfg, &pc, risk, png, sizeof risk);
+    wc_address_need map;
+    if (wc_predict_map_need(&pc, &t->ds->files.src, t->cfg->model, t->spec, t->ds->nfeat,
+                            t->ds->read_type, &map, advice) != WC_OK)
+        return WC_ERR;
+    wc_address_need_add(&map, WC_ADDRESS_SLACK, "what training leaves mapped");
+    map.when = "once the end-of-run map's windows are computed (after training)";
+    if (!map.advice)
+        map.advice = "train with --no-predict and draw the map with `wildcpu predict` where the "
+                     "limit is higher";
+    if (wc_address_need_bytes(&map) > wc_address_need_bytes(need) &&
+        wc_check_address_space(&map) != WC_OK)
+        return WC_ERR;
+    return wc_check_address_space(need);
+}
+
 /* Before anything of training is allocated: the plan, and under an address-space limit the
  * room for it, GDAL's cache and files, OpenBLAS's buffers and the threads' stacks, which a run
  * would otherwise find missing in its first allocation or product. Collective: WC_EXIT_OK, or
@@ -924,7 +953,7 @@ static int plan_fits_address_space(train_ctx *t) {
     wc_address_need need;
     training_need(t, &t->plan, files, &need);
     need.advice = *t->memory_advice ? t->memory_advice : NULL;
-    return wc_dist_any(wc_check_address_space(&need) != WC_OK) ? WC_EXIT_USAGE : WC_EXIT_OK;
+    return wc_dist_any(check_room_with_map(t, &need) != WC_OK) ? WC_EXIT_USAGE : WC_EXIT_OK;
 }
 
 /* Opens the data, builds everything the run needs, resumes. WC_EXIT_OK or the exit status to

@@ -432,10 +432,6 @@ const char *wc_thread_start_error(int err, char *buf, size_t size) {
     return buf;
 }
 
-/* What the libraries map beyond any plan as a rank goes on (GDAL's drivers, the first
- * allocations of new threads): room left free. */
-#define ADDRESS_SLACK ((size_t)32 << 20)
-
 void wc_address_need_add(wc_address_need *need, size_t bytes, const char *fmt, ...) {
     WC_ASSERT(need->nparts < WC_MAP_PARTS_MAX);
     wc_map_part *p = &need->parts[need->nparts++];
@@ -461,7 +457,7 @@ static void complete_need(const wc_address_need *need, wc_address_need *all) {
         wc_address_need_add(all, (size_t)need->started * thread_stack_bytes(),
                             "the stacks of the %d thread%s it starts", need->started,
                             need->started == 1 ? "" : "s");
-    wc_address_need_add(all, ADDRESS_SLACK, "what the libraries map as they go");
+    wc_address_need_add(all, WC_ADDRESS_SLACK, "what the libraries map as they go");
 }
 
 size_t wc_address_need_bytes(const wc_address_need *need) {

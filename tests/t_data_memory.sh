@@ -111,6 +111,32 @@ elif [ $st -eq 2 ] && grep -q "the address-space limit of 781.2 MiB (ulimit -v.*
 else
     notok "--micro-batch 32 under ulimit -v 800000: refused before any allocation" "status $st: $(grep error "$T/mb.log" | head -c 900)"
 fi
+# The end-of-run map under the same limit: its windows (328 px and more) need more than training
+# on 32 px patches, one at a time. Under a limit that holds training and not the map, the run is
+# refused before its first step (status 2, naming the map's parts and --no-predict), where it
+# used to train to the end and only then refuse the map (status 2, the hours lost on a real
+# run). The limit: training's own total, read from its refusal under 300 MB with --no-predict,
+# plus 16 MiB. The limit the refusal names then runs training and map (status 0).
+map_run=("$WILDCPU" --tiles "$SAMPLE" --steps 1 --batch 2 --micro-batch 1 --patch 32 --threads 1)
+(ulimit -v 300000; exec timeout -s KILL 120 "${map_run[@]}" --no-predict --out "$T/mapvm0") >"$T/mapvm0.log" 2>&1
+limit=$(grep -o 'has no room for the [0-9.]* MiB this rank maps once training starts, beside the [0-9.]* MiB' "$T/mapvm0.log" | grep -o '[0-9.]* MiB' | awk '{s += $1} END {if (NR == 2) printf "%d", (s + 16) * 1024}')
+if [ -z "$limit" ]; then
+    notok "training's own need under ulimit -v 300000" "$(grep error "$T/mapvm0.log" | head -c 600)"
+else
+    (ulimit -v "$limit"; exec timeout -s KILL 300 "${map_run[@]}" --out "$T/mapvm") >"$T/mapvm.log" 2>&1
+    st=$?
+    named=$(grep -o 'raise the limit to at least [^(]*(ulimit -v [0-9]*)' "$T/mapvm.log" | grep -o '[0-9]*)$' | tr -d ')')
+    if [ $st -eq 2 ] && grep -q "has no room for the [0-9.]* MiB this rank maps once the end-of-run map's windows are computed (after training), beside .*the network over [0-9]*x[0-9]* windows and its buffers .*what training leaves mapped 32.0 MiB.*or train with --no-predict and draw the map with \`wildcpu predict\` where the limit is higher" "$T/mapvm.log" &&
+        [ -z "$(ls "$T/mapvm/checkpoints" 2>/dev/null)" ] && [ -n "$named" ]; then
+        (ulimit -v "$named"; exec timeout -s KILL 300 "${map_run[@]}" --out "$T/mapvm2") >"$T/mapvm2.log" 2>&1
+        st2=$?
+        [ $st2 -eq 0 ] && [ -s "$T/mapvm2/risk.tif" ] \
+            && ok "a map without room under ulimit -v $limit (training's need + 16 MiB): refused before the first step (status 2); the limit it names (ulimit -v $named) trains and maps" \
+            || notok "the limit the map's refusal names (ulimit -v $named) trains and maps" "status $st2: $(grep error "$T/mapvm2.log" | head -c 600)"
+    else
+        notok "a map without room under ulimit -v $limit (training's need + 16 MiB): refused before the first step" "status $st, checkpoints: $(ls "$T/mapvm/checkpoints" 2>/dev/null | tr '\n' ' '); $(grep error "$T/mapvm.log" | head -c 900)"
+    fi
+fi
 # OpenBLAS starts its threads (one per CPU less one) as it loads, before main, and under an
 # address-space limit too small for their buffers it retried the mapping for ever: even
 # `--version` hung (300 MB on 2 CPUs). wildcpu's threads are its own, so it starts OpenBLAS at

@@ -9,6 +9,9 @@
 #ifndef WILDCPU_PREDICT_H
 #define WILDCPU_PREDICT_H
 
+#include "wildcpu/raster.h"
+#include "wildcpu/util.h"
+
 typedef struct wc_predict_config {
     const char *tiles;      /* the raster to map */
     const char *checkpoint; /* checkpoint file or run directory */
@@ -59,5 +62,14 @@ void wc_predict_config_default(wc_predict_config *cfg);
 /* Collective. Returns the exit status: 0 written, 1 runtime error (message names the file, band
  * or rank), 2 usage error (an output path that names an input). */
 int wc_predict_run(const wc_predict_config *cfg);
+
+/* What this rank will map to draw cfg's map of raster r with a network (arch, spec) of nfeat
+ * inputs read as `type`, as wc_predict_run plans it, into need (advice: room for its advice), for
+ * a training to check before its first step that its map will have room under an address-space
+ * limit. Collective (GDAL's block cache is sized for the ranks sharing a node). WC_ERR after a
+ * message when the network cannot be planned. */
+int wc_predict_map_need(const wc_predict_config *cfg, wc_raster *r, const char *arch,
+                        const char *spec, int nfeat, wc_dtype type, wc_address_need *need,
+                        char advice[128]);
 
 #endif

@@ -175,6 +175,10 @@ typedef struct wc_map_part {
     size_t bytes;
 } wc_map_part;
 #define WC_MAP_PARTS_MAX 12
+/* What the libraries map beyond any plan as a rank goes on (GDAL's drivers, the first
+ * allocations of new threads): room left free by every need, and kept mapped after the work
+ * that needed it (a training's share stays while its map is drawn). */
+#define WC_ADDRESS_SLACK ((size_t)32 << 20)
 /* What a rank maps once it computes, known in advance: its parts, OpenBLAS's work buffer for
  * each of `threads` threads that call it (those not counted before in this process: none after
  * a training in this process), and a stack for each of the `started` threads it starts. */
