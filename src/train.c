@@ -1201,6 +1201,7 @@ int wc_train_run(const wc_train_config *cfg_in) {
     t->t_start = wc_now();
     t->best.auc_pr = -1, t->best.step = -1;
     t->best.unsaved_auc_pr = -1, t->best.unsaved_step = -1;
+    t->best.resumed_auc_pr = -1, t->best.resumed_step = -1;
     t->sum.ranks = t->nranks, t->sum.threads = cfg.threads;
     t->sum.batch = cfg.batch, t->sum.micro_batch = cfg.micro_batch;
     t->sum.shifted_fraction = t->sum.turned_fraction = NAN; /* until the data is planned */

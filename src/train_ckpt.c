@@ -160,6 +160,14 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     double log_sum;
     long log_steps;
     wc_trainlog_pending_loss(t->log, &log_sum, &log_steps);
+    /* A best.wcp of a later step than the checkpoint resumed from, adopted as the best
+     * (check_best), is in the future of the checkpoints the resumed run writes before that step:
+     * they record the best their own step knows, the resumed checkpoint's, as the run that
+     * wrote best.wcp did. A best after the checkpoint's step reads as impossible (snapshot.c):
+     * such a checkpoint was refused by every reader, and a stop at it lost the steps since. */
+    long best_step = t->best.step;
+    double best_auc = t->best.auc_pr;
+    if (best_step > steps_done) best_step = t->best.resumed_step, best_auc = t->best.resumed_auc_pr;
     snprintf(meta, meta_size,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
              "arch=%s;nparams=%zu;loss=%.17g;rng=stateless (seed, stream, epoch);"
@@ -198,8 +206,8 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
                               .ranks = t->nranks,
                               .calibrated = t->red->calibrated,
                               .val_pending = t->val_pending,
-                              .best_auc_pr = t->best.auc_pr,
-                              .best_step = t->best.step,
+                              .best_auc_pr = best_auc,
+                              .best_step = best_step,
                               .ntensors = t->net->ntensors,
                               .exponent = t->red->exponent,
                               .nparams = t->net->nparams,
@@ -583,6 +591,7 @@ int wc_train_ckpt_resume(train_ctx *t) {
     t->red->calibrated = (int)counters[2];
     t->val_pending = (int)counters[4];
     t->best.step = (long)counters[5], t->best.auc_pr = best_auc;
+    t->best.resumed_step = t->best.step, t->best.resumed_auc_pr = t->best.auc_pr;
     /* best.wcp may hold another best than the checkpoint knows, or none (check_best) */
     double best_known[2] = {(double)t->best.step, t->best.auc_pr};
     const int best_state =

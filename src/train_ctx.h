@@ -98,6 +98,10 @@ typedef struct {
         long step;     /* the step best.wcp holds */
         double unsaved_auc_pr; /* the best validation whose best.wcp write failed, -1: none */
         long unsaved_step;
+        /* the best the checkpoint resumed from knows: what a checkpoint of a step before a
+         * later best.wcp adopted at the resume (check_best) records, as of its own step */
+        double resumed_auc_pr;
+        long resumed_step;
     } best;
     train_plan plan;    /* what training allocates, planned before it is */
     char memory_advice[160]; /* what lowers it, for the memory checks' messages */

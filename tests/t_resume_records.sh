@@ -100,6 +100,22 @@ got=$("$WILDCPU" info "$T/newer/checkpoints/best.wcp" | grep -m1 val_auc_pr)
     grep -q "best.wcp (step 4, AUC-PR .*) is a better validation than .*ckpt-00000001.wcp knows of" "$T/newer.log" \
     && ok "a best.wcp newer and better than the resumed checkpoint's best is kept ($got)" \
     || notok "a newer, better best.wcp on resume" "status $st, want '$want', got '$got'"
+# ... and the checkpoints the resumed run writes before that best's step record the best of
+#     their own step: they recorded the later one, a best after their step, which every reader
+#     refuses as impossible (info said INVALID, a stop there resumed from the step before)
+mkdir -p "$T/newer2/checkpoints"
+cp "$T/base/checkpoints/ckpt-00000001.wcp" "$T/base/checkpoints/best.wcp" "$T/newer2/checkpoints/"
+"$WILDCPU" "${D[@]}" --out "$T/newer2" >"$T/newer2.log" 2>&1
+st=$?
+bad=""
+for s in 2 3 4 5 6; do
+    "$WILDCPU" info "$T/newer2/checkpoints/ckpt-0000000$s.wcp" >"$T/i.txt" 2>&1 || bad="$bad $s: $(head -1 "$T/i.txt")"
+done
+d0=$(digest "$T/base/checkpoints/ckpt-00000006.wcp")
+d1=$(digest "$T/newer2/checkpoints/ckpt-00000006.wcp")
+[ $st -eq 0 ] && [ -z "$bad" ] && [ -n "$d0" ] && [ "$d0" = "$d1" ] \
+    && ok "the checkpoints written before a newer best.wcp's step are valid; the run is bitwise the uninterrupted one" \
+    || notok "checkpoints before a newer best.wcp's step" "status $st, digests $d0 $d1;$bad"
 
 # 5. A finished run whose report is missing (its write failed: a full disk) writes it when rerun
 #    (the rerun said it kept the report, and none was ever written)
