@@ -681,20 +681,6 @@ static int choose_features(wc_dataset *ds, const wc_data_config *cfg) {
     return WC_OK;
 }
 
-/* A path as a record's value: the record's separators (';' '=' ','), '%' and control
- * characters as %XX, so that a label file named "a;b.tif" is all of its name (cut at ';', it
- * matched "a;c.tif" at resume); other paths are as they were. */
-static char *record_escaped(const char *path) {
-    char *out = WC_ALLOC(3 * strlen(path) + 1), *o = out;
-    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
-        if (strchr(";=,%", *c) || *c < 0x20 || *c == 0x7f)
-            o += sprintf(o, "%%%02X", *c);
-        else
-            *o++ = (char)*c;
-    *o = '\0';
-    return out;
-}
-
 /* The label source: "band:NAME" for a band of the tiles (predict reads that name), with
  * label_band=N when other bands carry the same name (chosen by number); "file:PATH,band:N" for
  * a label raster (N: the band taken from it), "file:PATH" for polygons. */
@@ -736,7 +722,7 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
         first = 0;
     }
     if (ds->label_path && ds->cfg.labels) {
-        char *file = record_escaped(ds->cfg.labels);
+        char *file = wc_kv_escape(ds->cfg.labels);
         if (label_source_band)
             n = snprintf(p, left, ";labels=file:%s,band:%d", file, label_source_band);
         else
@@ -748,7 +734,7 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
          * tell that two spellings are one file (snapshot.c). */
         char absolute[PATH_MAX + 4096];
         wc_path_absolute(ds->cfg.labels, absolute, sizeof absolute);
-        char *escaped = record_escaped(absolute);
+        char *escaped = wc_kv_escape(absolute);
         snprintf(p, left, ";" WC_FINGERPRINT_LABELS_FILE "=%s", escaped);
         free(escaped);
         return;

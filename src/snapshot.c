@@ -382,11 +382,16 @@ int wc_snapshot_patch(const wc_snapshot *s) {
     return *buf && !*end && p >= 4 && p <= 4096 ? (int)p : 0;
 }
 
+/* The network's name (meta arch=: a --model path as typed, escaped as a record's value). */
+static void snapshot_arch(const wc_snapshot *s, char *arch, size_t size) {
+    wc_kv_get_path(s->meta, "arch", arch, size);
+    wc_text_sanitize(arch); /* a character cut at the last byte, or an escaped control byte */
+}
+
 wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int mode,
                               char *why, size_t why_size) {
     char arch[64];
-    wc_kv_get(s->meta, "arch", arch, sizeof arch);
-    wc_text_sanitize(arch); /* a character cut at the 63rd byte */
+    snapshot_arch(s, arch, sizeof arch);
     const int patch = wc_snapshot_patch(s);
     wc_net *net = wc_net_create(*arch ? arch : "model", s->spec, s->nfeat, max_N, H ? H : patch,
                                 W ? W : patch, mode);
@@ -415,8 +420,7 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) 
     /* the spec is checked without building the network: a reader that only inspects the file
      * (info, a resume's choice) should not allocate activations for it */
     char arch[64];
-    wc_kv_get(s->meta, "arch", arch, sizeof arch);
-    wc_text_sanitize(arch); /* a character cut at the 63rd byte */
+    snapshot_arch(s, arch, sizeof arch);
     const int patch = wc_snapshot_patch(s);
     wc_net_facts f;
     int rc = WC_OK;
@@ -512,16 +516,8 @@ static char *kv_without(const char *rec, const char *key) {
 
 /* The value of key in a record, with the %XX escapes of a path undone (caller frees). */
 static char *kv_path(const char *rec, const char *key) {
-    char *v = WC_ALLOC(strlen(rec) + 1), *o = v;
-    wc_kv_get(rec, key, v, strlen(rec) + 1);
-    for (const char *c = v; *c; c++) {
-        unsigned x;
-        if (*c == '%' && sscanf(c + 1, "%2x", &x) == 1 && x > 0)
-            *o++ = (char)x, c += 2;
-        else
-            *o++ = *c;
-    }
-    *o = '\0';
+    char *v = WC_ALLOC(strlen(rec) + 1);
+    wc_kv_get_path(rec, key, v, strlen(rec) + 1);
     return v;
 }
 

@@ -76,18 +76,22 @@ static setting_text exact(double v) {
 void wc_train_ckpt_config_kv(train_ctx *t) {
     const wc_train_config *c = t->cfg;
     const uint64_t h = wc_fnv1a64(t->net->spec, strlen(t->net->spec));
+    /* a --model path is a value: "a;b=1/s.spec" cut at ';' added a setting b, and a resume
+     * typing the same file otherwise was refused for it */
+    char *model = wc_kv_escape(t->net->arch);
     snprintf(t->config_kv, sizeof t->config_kv,
              "model=%s;spec_hash=%016llx;batch=%d;micro_batch=%d;seed=%llu;patch=%d;"
              "val_fraction=%s;val_block_px=%d;min_valid=%s;optimizer=%s;lr=%s;"
              "weight_decay=%s;warmup=%ld;total_steps=%ld;pos_weight=%s;reduce=%s;"
              "jitter=%s",
-             t->net->arch, (unsigned long long)h, c->batch, c->micro_batch,
+             model, (unsigned long long)h, c->batch, c->micro_batch,
              (unsigned long long)c->seed, c->data.patch, exact(c->data.val_fraction).s,
              c->data.val_block_px, exact(c->data.min_valid).s,
              t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd", exact(t->opt->cfg.lr).s,
              exact(t->opt->cfg.weight_decay).s, t->opt->cfg.warmup_steps,
              t->opt->cfg.total_steps, exact(c->pos_weight).s, c->fast_reduce ? "fast" : "exact",
              c->no_jitter ? "off" : "on");
+    free(model);
     /* as a checkpoint's text reads back (snapshot.c), which a resume compares it with: a
      * --model path may hold any byte */
     wc_text_sanitize(t->config_kv);
@@ -168,16 +172,17 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     long best_step = t->best.step;
     double best_auc = t->best.auc_pr;
     if (best_step > steps_done) best_step = t->best.resumed_step, best_auc = t->best.resumed_auc_pr;
+    char *arch = wc_kv_escape(t->net->arch); /* a --model path: a value, as in config= */
     snprintf(meta, meta_size,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
              "arch=%s;nparams=%zu;loss=%.17g;rng=stateless (seed, stream, epoch);"
              "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked;"
              WC_META_KERNELS "=%s%s%s%s",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
-             t->cfg->threads, ts, t->net->arch, t->net->nparams, t->sum.last_loss, log_sum,
+             t->cfg->threads, ts, arch, t->net->nparams, t->sum.last_loss, log_sum,
              log_steps, t->sum.kernels, *units ? ";" WC_META_UNITS "=" : "", units, constant);
     wc_text_sanitize(meta); /* written as it reads back (snapshot.c) */
-    free(units), free(constant);
+    free(units), free(constant), free(arch);
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
     for (int c = 0; c < t->ds->nfeat; c++)
         names[c] = t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name;

@@ -586,6 +586,32 @@ void wc_kv_get(const char *rec, const char *key, char *buf, size_t size) {
     buf[n] = '\0';
 }
 
+char *wc_kv_escape(const char *path) {
+    char *out = WC_ALLOC(3 * strlen(path) + 1), *o = out;
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        if (strchr(";=,%", *c) || *c < 0x20 || *c == 0x7f)
+            o += sprintf(o, "%%%02X", *c);
+        else
+            *o++ = (char)*c;
+    *o = '\0';
+    return out;
+}
+
+void wc_kv_get_path(const char *rec, const char *key, char *buf, size_t size) {
+    char *v = WC_ALLOC(strlen(rec) + 1);
+    wc_kv_get(rec, key, v, strlen(rec) + 1);
+    size_t n = 0;
+    for (const char *c = v; *c && n + 1 < size; c++) {
+        unsigned x;
+        if (*c == '%' && sscanf(c + 1, "%2x", &x) == 1 && x > 0)
+            buf[n++] = (char)x, c += 2;
+        else
+            buf[n++] = *c;
+    }
+    buf[n] = '\0';
+    free(v);
+}
+
 /* Calls fn(key) for every key of rec. */
 static void kv_keys(const char *rec, void (*fn)(const char *key, void *ctx), void *ctx) {
     for (const char *p = rec; p && *p;) {

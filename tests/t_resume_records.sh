@@ -84,6 +84,23 @@ st=$?
 [ $st -eq 1 ] && grep -q "spec_hash: now" "$T/part3.log" && grep -q "model: now" "$T/part3.log" \
     && ok "a changed spec is refused, naming both files and their hashes" \
     || notok "a changed spec on resume" "status $st: $(grep error "$T/part3.log" | head -2 | cut -c1-300)"
+# ... a spec whose path holds ';' and '=' is recorded whole: cut at ';', "a;b=1/small.spec" gave
+#     the checkpoint a setting b=1/small.spec (and the name "a" in info and export), so the same
+#     file typed from inside its directory was refused ("b: now (none)")
+mkdir -p "$T/a;b=1" && cp "$T/small.spec" "$T/a;b=1/small.spec"
+E=(--tiles "$S" --steps 2 --batch 8 --patch 32 --val-block 64 --no-predict --ckpt-every 1)
+"$WILDCPU" "${E[@]}" --model "$T/a;b=1/small.spec" --out "$T/semi" >"$T/semi1.log" 2>&1
+rm -f "$T/semi/checkpoints/ckpt-00000002.wcp"
+(cd "$T/a;b=1" && "$WILDCPU" "${E[@]}" --model small.spec --out "$T/semi" >"$T/semi2.log" 2>&1)
+st=$?
+"$WILDCPU" export --checkpoint "$T/semi/checkpoints/ckpt-00000001.wcp" --out "$T/semi.safetensors" >/dev/null 2>&1
+arch=$($PY -c 'import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+print(json.loads(json.loads(raw[8:8 + n])["__metadata__"]["wildcpu"])["architecture"])' "$T/semi.safetensors" 2>&1)
+[ $st -eq 0 ] && grep -q "resuming from .*ckpt-00000001.wcp" "$T/semi2.log" && [ "$arch" = "$T/a;b=1/small.spec" ] \
+    && ok "a spec path with ';' and '=' is recorded whole: resumed by another path, exported by its name" \
+    || notok "a spec path with ';' and '='" "status $st, architecture '$arch': $(grep error "$T/semi2.log" | head -1)"
 # 4. A best.wcp better than the best the resumed checkpoint knows (written after it: interval
 #    checkpoints failed on a full disk meanwhile) is kept: the resumed run's first, worse
 #    validation replaced it, and a divergence right after lost the better model

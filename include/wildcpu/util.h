@@ -250,5 +250,11 @@ size_t wc_text_sanitize(char *s);
 int wc_kv_differs(const char *now, const char *then, char *why, size_t size);
 /* The value of key in such a record into buf ("" when absent). */
 void wc_kv_get(const char *rec, const char *key, char *buf, size_t size);
+/* A path as such a record's value: the separators (';' '=' ','), '%' and control characters as
+ * %XX, so that a file named "a;b=1.tif" is all of its name, not a value cut at ';' and a key
+ * "b" of its own (caller frees). wc_kv_get_path undoes it. */
+char *wc_kv_escape(const char *path);
+/* The value of key in a record with wc_kv_escape's %XX undone, into buf ("" when absent). */
+void wc_kv_get_path(const char *rec, const char *key, char *buf, size_t size);
 
 #endif
