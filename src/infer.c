@@ -20,7 +20,16 @@ int wc_infer_geometry_of(wc_infer_geometry *g, const char *arch, const char *spe
      * thousands of bands: its windows are sized by the memory they take, not by this) */
     int size = 1024;
     while (size > 64 && (int64_t)nfeat * size * size > INT_MAX) size /= 2;
-    if (wc_net_describe(arch, spec, nfeat, size, size, &f) != WC_OK) return WC_ERR;
+    /* ... and so may a layer of the network: 2048 channels at 1024x1024 pass it, a network
+     * that trains at its patch size and maps in smaller windows (it was refused, naming a
+     * 1024x1024 tensor nobody asked for). Smaller sizes are tried quietly; when none builds,
+     * the first one's complaint is the spec's own. */
+    int built = 0;
+    const int was = wc_log_set_quiet(2);
+    for (int s = size; s >= 64 && !built; s /= 2)
+        built = wc_net_describe(arch, spec, nfeat, s, s, &f) == WC_OK;
+    wc_log_set_quiet(was);
+    if (!built && wc_net_describe(arch, spec, nfeat, size, size, &f) != WC_OK) return WC_ERR;
     /* windows snap to the exact alignment, so a pixel's bits do not depend on which window
      * computes it (the pooling alignment alone only makes its value in real arithmetic equal) */
     g->radius = f.radius, g->align = f.exact_alignment > 0 ? f.exact_alignment : 1;

@@ -159,4 +159,19 @@ PY
     && ok "pixel-interleaved 1024-pixel blocks: GDAL's cache holds a window's blocks (130 MiB), GDAL_CACHEMAX kept, same bits" \
     || notok "GDAL's cache for a pixel-interleaved GeoTIFF" "status $s/$s32, maps $same: $(grep -ho "activations.*" "$T/pixel.log" "$T/pixel32.log" | head -2)"
 
+# A network whose widest layer is too large for a tensor at 1024 x 1024 (2048 channels at full
+# resolution: 2^31 values) trains at its patch size and maps in smaller windows: the size its
+# receptive field is found at was 1024 x 1024 whatever the layers, so training (its validation
+# windows) and predict refused it (status 2, naming a 1024x1024 tensor nobody asked for)
+printf 'input x\nconv a x out=2048 k=1\nrelu r a\nconv h r out=1 k=1\n' >"$T/wide.spec"
+gdal_translate -q -of VRT -srcwin 0 0 128 128 "$SAMPLE" "$T/small.vrt"
+"$WILDCPU" --tiles "$SAMPLE" --model "$T/wide.spec" --out "$T/wide" --steps 1 --batch 2 \
+    --micro-batch 1 --val-fraction 0 --no-predict >"$T/wide.log" 2>&1
+s=$?
+"$WILDCPU" predict --tiles "$T/small.vrt" --checkpoint "$T/wide" --out "$T/wide.tif" >"$T/widep.log" 2>&1
+sp=$?
+[ $s -eq 0 ] && [ $sp -eq 0 ] && [ -s "$T/wide.tif" ] \
+    && ok "a network with 2048 channels at full resolution trains and maps" \
+    || notok "a network too wide for a 1024x1024 tensor" "status $s/$sp: $(grep -h error "$T/wide.log" "$T/widep.log" | head -2)"
+
 finish
