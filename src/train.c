@@ -656,20 +656,39 @@ static void print_setup(const train_ctx *t, double prior, const wc_sample_shares
     wc_cpuinfo_warn_ignored();
 }
 
-/* The spec --model names (a built-in name or a file). WC_EXIT_OK or an exit status. */
+/* Every rank reads a --model file itself, so the ranks compare what they read, together, before
+ * anything depends on it: a rank that alone could not read it returned before the others'
+ * next collective, and they waited for it for ever; a rank whose copy differs (a node-local
+ * copy out of date) built another network, which aborted in the reduction (MPI_ERR_TRUNCATE)
+ * or, of the same size (one ReLU less), trained two networks as one, status 0, the checkpoint
+ * claiming rank 0's. WC_EXIT_OK, or the status every rank ends with. */
+static int agree_spec(const train_ctx *t, int status) {
+    if (wc_dist_any(status != WC_EXIT_OK)) return WC_EXIT_USAGE; /* the rank that failed said */
+    const size_t n = strlen(t->spec);
+    uint64_t mine[2] = {n, wc_fnv1a64(t->spec, n)}, first[2] = {mine[0], mine[1]};
+    wc_dist_bcast(first, sizeof first, 0);
+    const int differs = mine[0] != first[0] || mine[1] != first[1];
+    if (differs)
+        wc_error("rank %d reads another --model %s than rank 0 (%zu bytes here, %" PRIu64
+                 " there%s): every rank must read the same inputs (a node-local copy out of date, "
+                 "a file system not yet in sync?)",
+                 t->rank, t->cfg->model, n, first[0], mine[0] == first[0] ? ", other contents" : "");
+    return wc_dist_any(differs) ? WC_EXIT_RUNTIME : WC_EXIT_OK;
+}
+
+/* The spec --model names (a built-in name or a file), the same on every rank. WC_EXIT_OK or an
+ * exit status. */
 static int load_spec(train_ctx *t) {
     const wc_train_config *cfg = t->cfg;
     const char *builtin = wc_net_builtin_spec(cfg->model);
     char why[256];
     t->spec = builtin ? wc_strdup(builtin)
                       : wc_read_file_limited(cfg->model, WC_NET_MAX_SPEC, why, sizeof why);
-    if (!t->spec) {
+    if (!t->spec)
         wc_error("--model %s: %s (a network spec file, or a built-in model: unet-lite, "
                  "logistic)",
                  cfg->model, why);
-        return WC_EXIT_USAGE;
-    }
-    return WC_EXIT_OK;
+    return agree_spec(t, t->spec ? WC_EXIT_OK : WC_EXIT_USAGE);
 }
 
 /* The network's pooling alignment, which the data's patch grid and jitter follow. */

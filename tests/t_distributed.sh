@@ -13,7 +13,8 @@
 #   - SIGKILL of one rank mid-step ends the whole job, non-zero, within 30 s;
 #   - a launcher that started singletons (SLURM_NTASKS disagrees with the world) is refused;
 #   - ranks that see other inputs (a per-rank working directory: one tile of another region, a
-#     missing oracle) are refused, naming the rank and the file, for training and predict.
+#     missing oracle) are refused, naming the rank and the file, for training and predict; so is
+#     a --model spec file that differs on one rank, and one missing there ends every rank.
 . "$(dirname "$0")/lib.sh"
 
 steps=6
@@ -181,5 +182,28 @@ if [ $s1 -eq 0 ] && [ $s2 -eq 1 ] && [ $s3 -eq 1 ] && [ $s4 -eq 1 ] &&
     ok "ranks that see other inputs (a tile with other values, no oracle) are refused naming the rank and the file; the same files on every rank train"
 else
     notok "ranks that see other inputs" "status $s1 $s2 $s3 $s4: $(grep -h error "$T/differ.log" "$T/nooracle.log" "$T/pdiffer.log" "$T/agree.log" | head -3 | cut -c1-250)"
+fi
+# A --model spec file each rank reads itself: rank 1's copy without the ReLU (the same
+# parameters, another network: it trained two networks as one, status 0), then without the file
+# (rank 1 alone returned, rank 0 waited for it for ever). Refused, naming the rank and the file.
+mkdir -p "$T/otherspec" "$T/nospec"
+cp -a "$T/same"/. "$T/otherspec/"
+cp -a "$T/same"/. "$T/nospec/"
+printf 'input x\nconv a x out=8 k=3 pad=1\nrelu b a\nconv h b out=1 k=1\n' >"$T/same/m.spec"
+printf 'input x\nconv a x out=8 k=3 pad=1\nconv h a out=1 k=1\n' >"$T/otherspec/m.spec"
+spec=(--tiles data/tiles.vrt --model data/m.spec --patch 32 --steps 1 --batch 4 --no-predict)
+each magree same "${spec[@]}" --out "$T/magree"
+s1=$?
+each mdiffer otherspec "${spec[@]}" --out "$T/mdiffer"
+s2=$?
+each mmissing nospec "${spec[@]}" --out "$T/mmissing"
+s3=$?
+if [ $s1 -eq 0 ] && [ $s2 -eq 1 ] && [ $s3 -eq 2 ] &&
+    grep -q "rank 1 reads another --model data/m.spec than rank 0" "$T/mdiffer.log" &&
+    grep -q "rank 1\]: error: --model data/m.spec: No such file" "$T/mmissing.log" &&
+    ! grep -q MPI_ERR "$T/mdiffer.log" "$T/mmissing.log"; then
+    ok "a --model file that differs on one rank is refused naming the rank (status 1), one missing there ends every rank (status 2)"
+else
+    notok "a --model file that differs or is missing on one rank" "status $s1 $s2 $s3 (137: killed, hung): $(grep -h error "$T/magree.log" "$T/mdiffer.log" "$T/mmissing.log" | head -3 | cut -c1-250)"
 fi
 finish
