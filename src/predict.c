@@ -907,7 +907,15 @@ static int run_rounds(mapping *mp) {
             wc_dist_send(mp->send, sizeof(float) * off, 0);
         if (mp->rank == 0) say_progress(mp, s1);
     }
-    return WC_EXIT_OK;
+    /* A rank whose windows are done waits in the round's last agreement, its vote given, while
+     * the others compute theirs (with fewer windows than ranks, for the whole map): a stop
+     * signal it got meanwhile was heard by no agreement after it, and the map was finished and
+     * published, status 0. One more agreement, once every window is computed and written,
+     * hears it (and a write failure of the last round, as the agreements within rounds do). */
+    const int64_t last = (L->ny - 1) / mp->G * mp->G;
+    const int status = agree_round(&mp->pc, mp->write_failed);
+    if (status == WC_EXIT_STOPPED) report_stop(mp, last, L->ny);
+    return status;
 }
 
 /* Rank 0, at the end: what was written, how fast, in how much memory. */

@@ -2,7 +2,8 @@
 # t_predict_stop.sh: a stop signal while the map is drawn is honoured within seconds: exit 75,
 # no partial file, the previous map untouched; measured from the signal to the exit of the
 # whole job (mpirun included) on 1 rank and on 2 ranks with the signal sent to one rank only
-# (the others learn it through the ranks' agreement).
+# (the others learn it through the ranks' agreement), also to a rank that waits in the last
+# agreement for another rank's window.
 #
 # The map is the sample stretched to 16384 x 512 (43 windows a strip): a round of strips holds
 # 22-43 windows per rank here, 10-40 s of network, so a stop honoured only at the end of a round
@@ -220,5 +221,49 @@ secs=$(echo "$(date +%s.%N) - $t0" | bc)
     [ "$(ls -A "$dir" | grep -cv '^risk\.\(tif\|png\|json\|qml\)$')" -eq 0 ] \
     && ok "$said; SIGTERM then: exit 75 in $secs s, the earlier map, picture and companions untouched, nothing partial" \
     || notok "SIGTERM while the picture is drawn" "said '${said:-nothing}', exit $st after $secs s: $(tail -2 "$T/png2.log" | cut -c1-300); files: $(ls -A "$dir" | tr '\n' ' ')"
+
+# A stop sent to a rank that has computed its windows and waits in the last agreement for the
+# others' (here all of them: one window on 3 ranks, which rank 2 computes) was heard by no
+# agreement after it: the map was finished and published, status 0. Made deterministic by
+# freezing rank 2 (SIGSTOP) in its window, a network of 16 convolutions of 128 channels that
+# takes seconds, while rank 1 gets the SIGTERM, then letting it go on.
+"$WILDCPU" synth --out "$T/r256" --size 256 --seed 3 >"$T/r256.log" 2>&1
+{
+    echo "input x"
+    p=x
+    for i in $(seq 1 16); do echo "conv c$i $p out=128 k=3 pad=1"; echo "relu r$i c$i"; p=r$i; done
+    echo "conv h $p out=1 k=1"
+} >"$T/heavy.spec"
+"$WILDCPU" --tiles "$T/r256/tiles.vrt" --model "$T/heavy.spec" --out "$T/heavy" --patch 32 --batch 4 \
+    --steps 1 --no-predict >"$T/heavy.log" 2>&1 || notok "train a heavy checkpoint" "$(tail -3 "$T/heavy.log")"
+# the wildcpu process of MPI rank $2 writing to $1
+rank_of() {
+    for p in $(ranks_of "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$p"
+    done
+}
+dir=$T/idle
+mkdir -p "$dir"
+mpirun_n 3 "$WILDCPU" predict --tiles "$T/r256/tiles.vrt" --checkpoint "$T/heavy" \
+    --out "$dir/risk.tif" >"$dir/log" 2>&1 &
+pid=$!
+for _ in $(seq 1 2400); do grep -q "strips x" "$dir/log" && break; sleep 0.05; done
+sleep 1 # rank 2 into its window, ranks 0 and 1 into the agreement after it
+r1=$(rank_of "$dir/risk.tif" 1) r2=$(rank_of "$dir/risk.tif" 2)
+kill -STOP $r2
+sleep 3
+kill -TERM $r1
+sleep 1
+kill -CONT $r2
+( sleep 120; kill -KILL $(ranks_of "$dir/risk.tif") 2>/dev/null ) & # a hang must not hang the suite
+guard=$!
+wait $pid
+st=$?
+kill $guard 2>/dev/null
+[ -n "$r1" ] && [ -n "$r2" ] && [ $st -eq 75 ] && [ ! -e "$dir/risk.tif" ] &&
+    grep -q "predict: stopped by a signal on another rank .* the map is not written" "$dir/log" &&
+    [ "$(ls -A "$dir" | grep -cv '^log$')" -eq 0 ] \
+    && ok "SIGTERM to a rank waiting for another's window (1 window, 3 ranks): exit 75, no map, nothing partial" \
+    || notok "SIGTERM to a rank waiting for another's window" "ranks '$r1' '$r2', exit $st: $(grep -v '^ ' "$dir/log" | tail -2 | cut -c1-300); files: $(ls -A "$dir" | tr '\n' ' ')"
 
 finish
