@@ -342,15 +342,17 @@ typedef struct mapping {
 
 static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
     const layout *L = mp->L;
+    wc_stop_agree_origin(); /* every rank: rank 0 names the rank the signal reached */
     char when[48] = "", what[4300] = "nothing is written";
     if (wc_stop_signal())
         snprintf(when, sizeof when, " (%.1f s after it)", wc_stop_seconds_since());
     if (mp->cfg->out)
         snprintf(what, sizeof what, "the map is not written (%s, if it exists, is untouched)",
                  mp->cfg->out);
+    char origin[96];
     wc_info("%s: stopped by %s%s at rows %" PRId64 "-%" PRId64 ": %s; %s to %s",
             mp->cfg->evaluate ? "evaluate" : "predict",
-            wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", when,
+            wc_stop_origin(origin, sizeof origin, "a signal on another rank"), when,
             s0 * L->Sy, WC_MIN(L->H, s1 * L->Sy) - 1, what, mp->cfg->rerun,
             mp->cfg->evaluate ? "score the model" : "draw it");
 }

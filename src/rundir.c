@@ -542,9 +542,9 @@ void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase) {
     wc_utc_timestamp(ts, sizeof ts);
     wc_atomic_file f;
     if (wc_atomic_open(&f, path, "w") != WC_OK) return;
+    char origin[96];
     fprintf(f.f, "stopped_utc=%s;phase=%s;step=%ld;signal=%s;resume=%s\n", ts, phase, step,
-            wc_stop_signal() ? strsignal(wc_stop_signal()) : "on another rank",
-            wc_rundir_rerun(cfg, phase));
+            wc_stop_origin(origin, sizeof origin, "on another rank"), wc_rundir_rerun(cfg, phase));
     if (wc_atomic_commit(&f) != WC_OK)
         wc_warn("%s could not be written: scripts cannot tell this stop from a failure by it",
                 path);

@@ -655,6 +655,7 @@ static void describe_lost_stop(const train_ctx *t, long steps_done, char *buf, s
 
 /* The stop: a checkpoint, then status 75 (or 1 when the checkpoint failed). */
 int wc_train_ckpt_stop(train_ctx *t, long steps_done) {
+    wc_stop_agree_origin(); /* rank 0 names the rank the signal reached, and DIR/STOPPED too */
     int ok = wc_train_ckpt_collective(t, steps_done, "stop signal") == WC_OK;
     if (ok) wc_rundir_mark_stopped(t->cfg, "training");
     wc_trainlog_break_line(t->log);
@@ -665,10 +666,15 @@ int wc_train_ckpt_stop(train_ctx *t, long steps_done) {
         describe_lost_stop(t, steps_done, next, sizeof next);
     else
         *next = '\0';
-    wc_info("stopped by %s after step %ld: %s (%.1f s from the signal to the end of the "
-            "checkpoint); %s",
-            wc_stop_signal() ? strsignal(wc_stop_signal()) : "a signal on another rank", steps_done,
-            ok ? "checkpoint written" : "CHECKPOINT FAILED", wc_stop_seconds_since(), next);
+    /* the time from the signal only where it came: another rank's is not known here (0.0 s was
+     * printed, for a checkpoint that took 4 s) */
+    char origin[96], when[80] = "";
+    if (wc_stop_signal())
+        snprintf(when, sizeof when, " (%.1f s from the signal to the end of the checkpoint)",
+                 wc_stop_seconds_since());
+    wc_info("stopped by %s after step %ld: %s%s; %s",
+            wc_stop_origin(origin, sizeof origin, "a signal on another rank"), steps_done,
+            ok ? "checkpoint written" : "CHECKPOINT FAILED", when, next);
     wc_stop_ignore_further();
     return ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }

@@ -261,7 +261,7 @@ wait $pid
 st=$?
 kill $guard 2>/dev/null
 [ -n "$r1" ] && [ -n "$r2" ] && [ $st -eq 75 ] && [ ! -e "$dir/risk.tif" ] &&
-    grep -q "predict: stopped by a signal on another rank .* the map is not written" "$dir/log" &&
+    grep -q "predict: stopped by Terminated on rank 1 at .* the map is not written" "$dir/log" &&
     [ "$(ls -A "$dir" | grep -cv '^log$')" -eq 0 ] \
     && ok "SIGTERM to a rank waiting for another's window (1 window, 3 ranks): exit 75, no map, nothing partial" \
     || notok "SIGTERM to a rank waiting for another's window" "ranks '$r1' '$r2', exit $st: $(grep -v '^ ' "$dir/log" | tail -2 | cut -c1-300); files: $(ls -A "$dir" | tr '\n' ' ')"

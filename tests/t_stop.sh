@@ -186,4 +186,27 @@ grep -q 'phase=planning;step=-1;.*resume=rerun the same command$' "$T/early_fres
     [ "$s" = 75 ] && [ -e "$T/early_fresh/checkpoints/ckpt-00000008.wcp" ] \
     && ok "a --fresh run stopped while planning: DIR/STOPPED names no step to resume from (step=-1), the previous run not yet set aside" \
     || notok "a --fresh run stopped while planning" "status $s: $(cat "$T/early_fresh/STOPPED" 2>&1)"
+# SIGTERM to one rank that is not rank 0 (rank 2 of 3): rank 0, which writes the log's stop line
+# and DIR/STOPPED, names that rank and its signal (they said "a signal on another rank", and the
+# log "0.0 s from the signal to the end of the checkpoint", rank 0's own clock having no signal)
+mpirun_n 3 "$WILDCPU" --tiles "$SAMPLE" --batch 8 --steps 500 --log-every 1 --no-predict \
+    --out "$T/r2" >"$T/r2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do grep -q "step 2/500" "$T/r2.log" && break; sleep 0.05; done
+for p in $(pgrep -f -- "--out $T/r2"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2 && kill -TERM "$p"
+done
+pids=$(pgrep -f -- "--out $T/r2")
+( sleep 120; kill -KILL $pids 2>/dev/null ) & # a hang must not hang the suite
+guard=$!
+wait $pid
+s=$?
+kill $guard 2>/dev/null
+if [ $s -eq 75 ] && grep -q "^stopped by Terminated on rank 2 after step [0-9]*: checkpoint written; " "$T/r2.log" &&
+    grep -q ";signal=Terminated on rank 2;" "$T/r2/STOPPED" && ! grep -q "from the signal" "$T/r2.log"; then
+    ok "SIGTERM to rank 2 of 3: exit 75; the stop line and DIR/STOPPED name rank 2 and its signal"
+else
+    notok "SIGTERM to rank 2 of 3 named" "status $s: $(grep 'stopped by' "$T/r2.log" | cut -c1-200); $(cat "$T/r2/STOPPED" 2>&1)"
+fi
+
 finish
