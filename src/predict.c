@@ -952,9 +952,16 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
 /* Rank 0: the metrics, printed and (with --out) made into one JSON object in *j, which
  * write_metrics writes once the map (with --map) is complete. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
-                         const wc_score *score, wc_json *j) {
+                         const wc_score *score, int64_t predicted, wc_json *j) {
     const char *source = wc_score_source(score);
     /* a pixel whose output is not finite is counted in bad_outputs, not in pixels */
+    if (v->pixels == 0 && v->bad_outputs == 0 && predicted == 0) {
+        /* the raster's doing, not the labels': the warnings before this name the bands */
+        wc_error("evaluate: no pixel of %s has a prediction: every pixel has a nodata input (the "
+                 "bands are named above): nothing to score%s",
+                 cfg->tiles, cfg->metrics_out ? "; no metrics written" : "");
+        return WC_EXIT_RUNTIME;
+    }
     if (v->pixels == 0 && v->bad_outputs == 0) {
         wc_error("evaluate: no pixel of %s has both a label from %s and a prediction (the labels "
                  "are nodata wherever the raster has data, or do not overlap it): nothing to "
@@ -1175,12 +1182,12 @@ static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, co
     if (mp->score) {
         wc_metrics met;
         wc_score_finish(mp->score, &met);
-        if (rank == 0) {
-            status = report_scores(cfg, &met, m, mp->score, &scores);
-            scores_ok = status == WC_EXIT_OK;
-        }
         if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
             wc_raster_say_empty_bands(r, bm->bands, bm->n, ": no pixel has every input", 0);
+        if (rank == 0) {
+            status = report_scores(cfg, &met, m, mp->score, invalid[2], &scores);
+            scores_ok = status == WC_EXIT_OK;
+        }
     }
     if (rank == 0) report_invalid(cfg, r->path, invalid);
     if (rank == 0 && cfg->out) {

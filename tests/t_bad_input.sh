@@ -205,6 +205,25 @@ s=$?
 [ $s -eq 0 ] && [ "$(grep -c "warning: evaluate: .*huge.tif, band 2 (slope): values of magnitude 1e+30 or more in 7 pixels of the raster" "$T/huge_eval.log")" -eq 1 ] \
     && ok "evaluate on 2 ranks: the same values warned once, counted over both ranks" \
     || notok "evaluate's warning of huge values" "status $s: $(grep -m2 -i 'warn\|error' "$T/huge_eval.log")"
+# A raster one of whose features is nodata everywhere: no pixel has a prediction. evaluate says
+# that, after the warning naming the band; it used to blame the labels ("the labels are nodata
+# wherever the raster has data, or do not overlap it")
+$PY - "$T/f32.tif" "$T/nd_slope.tif" <<'PY' || notok "a raster whose slope is nodata everywhere"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1])
+b = d.GetRasterBand(2)
+b.SetNoDataValue(-9999)
+b.Fill(-9999)
+d = None
+PY
+"$WILDCPU" evaluate --tiles "$T/nd_slope.tif" --checkpoint "$T/f32run" --out "$T/nd_slope.json" >"$T/nd_slope.log" 2>&1
+s=$?
+[ $s -eq 1 ] && [ ! -e "$T/nd_slope.json" ] &&
+    grep -q "error: evaluate: no pixel of .*nd_slope.tif has a prediction: every pixel has a nodata input (the bands are named above): nothing to score; no metrics written" "$T/nd_slope.log" &&
+    grep -n 'band 2 (slope)' "$T/nd_slope.log" | head -1 | cut -d: -f1 | { read -r w; e=$(grep -n 'has a prediction' "$T/nd_slope.log" | cut -d: -f1); [ -n "$w" ] && [ "$w" -lt "$e" ]; } \
+    && ok "evaluate on a raster whose slope is nodata everywhere: no prediction, said so after the band (status 1, no metrics)" \
+    || notok "evaluate on a raster with a feature nodata everywhere" "status $s: $(grep -i 'warn\|error' "$T/nd_slope.log" | cut -c1-250)"
 # -3.4e38 in a band of standard deviation below 1 overflows once normalized: those pixels have no
 # prediction; evaluate says so (they were left out of its scores without a word) and the band's
 # warning counts them too
