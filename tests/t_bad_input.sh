@@ -882,9 +882,11 @@ s=$?
 [ "$s" -eq 2 ] && [ "$(grep -c 'needs a whole number' "$T/err")" -eq 1 ] && [ "$(grep -c '^usage:' "$T/err")" -eq 1 ] \
     && ok "a usage error under mpirun -np 2: said once (status 2)" \
     || notok "a usage error under mpirun -np 2: said once" "status $s: $(head -c 600 "$T/err")"
-# a spec that builds for a patch but not for the validation window (2100 channels of 1024 x 1024
-# pixels are more than a tensor holds): the spec's fault, a usage error
-printf 'input x\nconv a x out=2100 k=1\nconv h a out=1 k=1\n' >"$T/wide.spec"
-expect "--model too wide for the validation window" 2 "wide.spec: layer a: its output of 1 x 2100 x [0-9]+ x [0-9]+ values is more than a tensor may hold" -- \
+# a spec that builds for a patch but not for the validation window (40000 channels of 256 x 256
+# pixels are more than a tensor holds; 2100 channels were used until 2026-12-06, when the
+# receptive field was still measured at 1024 x 1024 whatever the network): the spec's fault, a
+# usage error
+printf 'input x\nconv a x out=40000 k=1\nconv h a out=1 k=1\n' >"$T/wide.spec"
+expect "--model too wide for the validation window" 2 "wide.spec: layer a: its output of 1 x 40000 x [0-9]+ x [0-9]+ values is more than a tensor may hold" -- \
     --tiles "$SAMPLE" --model "$T/wide.spec" --out "$T/widespec" --steps 1 --batch 4 --micro-batch 1 --patch 8 --no-predict
 finish
