@@ -452,6 +452,22 @@ static int compare_texts(const void *a, const void *b) {
  * nothing, and without model= when drop_model (the spec's hash says what the network is; the
  * name is a path as typed, ./small.spec or /runs/small.spec). Caller frees. */
 static char *canonical_config(const char *kv, int drop_model) {
+    /* model= is the first record and spec_hash= the second: the --model path is all that lies
+     * between, also as written before it was escaped (before 2026-12-06: "model=a;b=1/s.spec"
+     * read as model=a and a setting b, which the escaped record of a resume does not have) */
+    const char *spec = strncmp(kv, "model=", 6) == 0 ? strstr(kv, ";spec_hash=") : NULL;
+    char *escaped = NULL;
+    if (spec && drop_model) {
+        kv = spec + 1;
+    } else if (spec && strcspn(kv + 6, ";=") < (size_t)(spec - kv - 6)) {
+        char *path = wc_strdup(kv + 6);
+        path[spec - kv - 6] = '\0';
+        char *e = wc_kv_escape(path);
+        escaped = WC_ALLOC(strlen(e) + strlen(spec) + 8);
+        sprintf(escaped, "model=%s%s", e, spec);
+        free(path), free(e);
+        kv = escaped;
+    }
     const size_t n = strlen(kv);
     char *out = WC_ALLOC(n + 1), *copy = wc_strdup(kv);
     out[0] = '\0';
@@ -480,7 +496,7 @@ static char *canonical_config(const char *kv, int drop_model) {
             strcat(out, list[i]);
         }
     }
-    free(copy);
+    free(copy), free(escaped);
     return out;
 }
 

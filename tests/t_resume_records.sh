@@ -101,6 +101,27 @@ print(json.loads(json.loads(raw[8:8 + n])["__metadata__"]["wildcpu"])["architect
 [ $st -eq 0 ] && grep -q "resuming from .*ckpt-00000001.wcp" "$T/semi2.log" && [ "$arch" = "$T/a;b=1/small.spec" ] \
     && ok "a spec path with ';' and '=' is recorded whole: resumed by another path, exported by its name" \
     || notok "a spec path with ';' and '='" "status $st, architecture '$arch': $(grep error "$T/semi2.log" | head -1)"
+# ... and a checkpoint written before the path was escaped (its records hold the path raw, as
+#     wcp.py rewrites them here) still resumes by the command that wrote it: read by the
+#     escaped record's rules it had a setting b=1/small.spec of its own and was refused
+cp -r "$T/semi" "$T/semiold" && rm -f "$T/semiold/checkpoints/ckpt-00000002.wcp" "$T/semiold/checkpoints/best.wcp"
+ck=$T/semiold/checkpoints/ckpt-00000001.wcp
+$PY -c 'import sys, urllib.parse
+sys.path.insert(0, sys.argv[1])
+import wcp
+ck = wcp.read(sys.argv[2])
+for s in ck["sections"]:
+    if s[0] in ("config", "meta"):
+        raw = urllib.parse.unquote(sys.argv[3])
+        s[1] = s[1].replace(sys.argv[3].encode(), raw.encode())
+wcp.write(ck, sys.argv[2])' "$ROOT/tests" "$ck" "$(echo "$T/a;b=1/small.spec" | sed 's/;/%3B/; s/=/%3D/')"
+grep -aq "model=$T/a;b=1/small.spec;spec_hash" <($PY -c 'import sys, zlib; print(zlib.decompress(open(sys.argv[1], "rb").read()[64:]))' "$ck") \
+    || notok "the old record of a spec path with ';'" "wcp.py could not write it"
+"$WILDCPU" "${E[@]}" --model "$T/a;b=1/small.spec" --out "$T/semiold" >"$T/semiold.log" 2>&1
+st=$?
+[ $st -eq 0 ] && grep -q "resuming from .*ckpt-00000001.wcp" "$T/semiold.log" \
+    && ok "a checkpoint recording a spec path with ';' unescaped (before 2026-12-06) resumes by the same command" \
+    || notok "an unescaped spec path with ';' of an older checkpoint" "status $st: $(grep error "$T/semiold.log" | head -1)"
 # 4. A best.wcp better than the best the resumed checkpoint knows (written after it: interval
 #    checkpoints failed on a full disk meanwhile) is kept: the resumed run's first, worse
 #    validation replaced it, and a divergence right after lost the better model
