@@ -952,14 +952,30 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
 /* Rank 0: the metrics, printed and (with --out) made into one JSON object in *j, which
  * write_metrics writes once the map (with --map) is complete. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
-                         const wc_score *score, int64_t predicted, wc_json *j) {
+                         const wc_score *score, const int64_t counts[4], int named,
+                         wc_json *j) {
     const char *source = wc_score_source(score);
     /* a pixel whose output is not finite is counted in bad_outputs, not in pixels */
-    if (v->pixels == 0 && v->bad_outputs == 0 && predicted == 0) {
-        /* the raster's doing, not the labels': the warnings before this name the bands */
-        wc_error("evaluate: no pixel of %s has a prediction: every pixel has a nodata input (the "
-                 "bands are named above): nothing to score%s",
-                 cfg->tiles, cfg->metrics_out ? "; no metrics written" : "");
+    if (v->pixels == 0 && v->bad_outputs == 0 && counts[2] == 0) {
+        /* the raster's doing, not the labels': the bands nodata everywhere were named before
+         * this (named of them), and pixels with a value beyond float's range once normalized
+         * (an undeclared nodata of a band of small spread) have no prediction either, which the
+         * warnings name */
+        char why[256];
+        if (counts[0])
+            snprintf(why, sizeof why,
+                     "a nodata input or a feature value beyond float's range once normalized (%" PRId64
+                     " pixel%s: an undeclared nodata? see the warnings%s)",
+                     counts[0], counts[0] == 1 ? "" : "s",
+                     named ? "; the bands nodata everywhere are named above" : "");
+        else if (named)
+            snprintf(why, sizeof why, "a nodata input (the bands are named above)");
+        else
+            snprintf(why, sizeof why, "a nodata input (in one band or another: none is nodata "
+                                      "everywhere)");
+        wc_error("evaluate: no pixel of %s has a prediction: every pixel has %s: nothing to "
+                 "score%s",
+                 cfg->tiles, why, cfg->metrics_out ? "; no metrics written" : "");
         return WC_EXIT_RUNTIME;
     }
     if (v->pixels == 0 && v->bad_outputs == 0) {
@@ -1182,10 +1198,11 @@ static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, co
     if (mp->score) {
         wc_metrics met;
         wc_score_finish(mp->score, &met);
+        int named = 0; /* the bands said nodata everywhere */
         if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
-            wc_raster_say_empty_bands(r, bm->bands, bm->n, ": no pixel has every input", 0);
+            named = wc_raster_say_empty_bands(r, bm->bands, bm->n, ": no pixel has every input", 0);
         if (rank == 0) {
-            status = report_scores(cfg, &met, m, mp->score, invalid[2], &scores);
+            status = report_scores(cfg, &met, m, mp->score, invalid, named, &scores);
             scores_ok = status == WC_EXIT_OK;
         }
     }

@@ -243,6 +243,25 @@ s=$?
     grep -q "warning: evaluate: .*huge_ndvi.tif, band 5 (ndvi): values of magnitude 1e+30 or more in 5 pixels of the raster" "$T/huge_ndvi.log" \
     && ok "evaluate: pixels beyond float's range once normalized are said, and counted for their band" \
     || notok "evaluate's pixels beyond float's range" "status $s: $(grep -m3 -i 'warn\|error' "$T/huge_ndvi.log")"
+# ... and where every pixel is so (ndvi -3.4e38 everywhere, undeclared), the error that nothing
+#     has a prediction says why: it said "every pixel has a nodata input (the bands are named
+#     above)", no band being named, the values beyond float's range said only after it
+$PY - "$T/f32.tif" "$T/all_ndvi.tif" <<'PY' || notok "a raster with -3.4e38 in ndvi everywhere"
+import sys
+from osgeo import gdal
+d = gdal.Translate(sys.argv[2], sys.argv[1])
+b = d.GetRasterBand(5)
+a = b.ReadAsArray()
+a[:] = -3.4028235e38
+b.WriteArray(a)
+d = None
+PY
+"$WILDCPU" evaluate --tiles "$T/all_ndvi.tif" --checkpoint "$T/f32run" >"$T/all_ndvi.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "error: evaluate: no pixel of .*all_ndvi.tif has a prediction: every pixel has a nodata input or a feature value beyond float's range once normalized ([0-9]* pixels: an undeclared nodata? see the warnings): nothing to score$" "$T/all_ndvi.log" &&
+    ! grep -q "bands are named above" "$T/all_ndvi.log" \
+    && ok "evaluate where every pixel is beyond float's range once normalized: the error says so, not nodata bands named nowhere" \
+    || notok "evaluate where every pixel is beyond float's range" "status $s: $(grep -m3 -i 'error' "$T/all_ndvi.log" | cut -c1-300)"
 
 # a constant feature band: warned once (by rank 0, not by every rank); a raster whose labels are
 # all nodata: no "constant" warning for bands that merely have no training pixels, only the error
