@@ -1010,6 +1010,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (wc_dist_any(opened == WC_EXIT_STOPPED || (t->ds && wc_stop_requested()))) {
         wc_info("stopped by a signal while planning the data, before any step: nothing new to "
                 "save; rerun the same command to continue");
+        wc_stop_agree_origin(); /* every rank: DIR/STOPPED names the rank the signal reached */
         wc_stop_ignore_further();
         wc_rundir_mark_stopped(cfg, "planning");
         return WC_EXIT_STOPPED;
@@ -1062,6 +1063,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
         wc_info("stopped by a signal while writing %s, before any step: nothing new to save; "
                 "rerun the same command to continue",
                 split);
+        wc_stop_agree_origin(); /* every rank, as the solo's end told them all */
         wc_stop_ignore_further();
         wc_rundir_mark_stopped(cfg, "planning");
         return WC_EXIT_STOPPED;
@@ -1088,6 +1090,7 @@ static int run_pending_validation(train_ctx *t, int *ran) {
         wc_info("stopped by a signal during the pending validation: the checkpoint is "
                 "unchanged; %s to resume",
                 wc_rundir_rerun(t->cfg, "training"));
+        wc_stop_agree_origin(); /* every rank: the validation's stop is agreed */
         wc_rundir_mark_stopped(t->cfg, "training");
     }
     if (v != WC_VALIDATION_DONE)

@@ -209,4 +209,22 @@ else
     notok "SIGTERM to rank 2 of 3 named" "status $s: $(grep 'stopped by' "$T/r2.log" | cut -c1-200); $(cat "$T/r2/STOPPED" 2>&1)"
 fi
 
+# ... and a stop that reaches rank 1 alone while planning (SIGTERM pending in rank 1 from its
+#     start): DIR/STOPPED names it too (it said "signal=on another rank", as the stops while
+#     writing DIR/split.tif and during a pending validation did: only the checkpointed stop
+#     asked the ranks where the signal came)
+cat >"$T/term_rank1.py" <<'PY'
+import os, signal, sys
+if os.environ.get("OMPI_COMM_WORLD_RANK") == "1":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    os.kill(os.getpid(), signal.SIGTERM)
+os.execv(sys.argv[1], sys.argv[1:])
+PY
+timeout -s KILL 120 mpirun --oversubscribe --bind-to none -np 2 $PY "$T/term_rank1.py" "$WILDCPU" --tiles "$T/r/tiles.vrt" \
+    --out "$T/plan1" --steps 400 --batch 4 --patch 32 --no-predict >"$T/plan1.log" 2>&1
+s=$?
+[ $s -eq 75 ] && grep -q "^stopped_utc=[^;]*;phase=planning;step=-1;signal=Terminated on rank 1;" "$T/plan1/STOPPED" \
+    && ok "SIGTERM to rank 1 alone while planning: exit 75, DIR/STOPPED names rank 1 and its signal" \
+    || notok "SIGTERM to rank 1 while planning named" "status $s: $(cat "$T/plan1/STOPPED" 2>&1); $(grep -m2 -i 'stopped\|error' "$T/plan1.log")"
+
 finish
