@@ -54,7 +54,13 @@ int wc_dist_init(int *argc, char ***argv) {
     char *end = NULL;
     const long tasks = ntasks ? strtol(ntasks, &end, 10) : 0;
     const int counted = ntasks && *ntasks && end && !*end && tasks > 0; /* else not Slurm's */
-    if (counted && step && tasks != dist_size) {
+    /* Ranks Open MPI's mpirun started are not the step's tasks: on the nodes it reaches through
+     * srun (one orted per node), they inherit the orted step's SLURM_STEP_ID and SLURM_NTASKS,
+     * the count of nodes, and `mpirun -np 64` over two nodes was refused. mpirun's ranks carry
+     * OMPI_COMM_WORLD_SIZE in their environment; those srun starts itself do not (measured with
+     * Slurm 22.05 and Open MPI 4.1). */
+    const int by_mpirun = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    if (counted && step && !by_mpirun && tasks != dist_size) {
         if (dist_size == 1)
             wc_error("Slurm started %ld tasks but MPI sees a world of 1 process: the launcher "
                      "started independent singletons. Use `srun --mpi=pmix` (see "

@@ -137,6 +137,14 @@ status=$?
 [ $status -eq 1 ] && grep -q "Slurm started 2 tasks but MPI sees a world of 1" "$T/mis.log" \
     && ok "SLURM_NTASKS disagreeing with the MPI world is refused" \
     || notok "SLURM_NTASKS disagreeing with the MPI world is refused" "status $status: $(tail -2 "$T/mis.log")"
+# mpirun's ranks on a node it reached through srun inherit the orted step's SLURM_STEP_ID and its
+# SLURM_NTASKS (the count of nodes): not the world's size, and no sign of a wrong launcher. The
+# same environment given to a local mpirun: the run goes on (it was refused, status 1)
+SLURM_NTASKS=1 SLURM_STEP_ID=0 timeout -s KILL 300 mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${common[@]}" --batch 16 --out "$T/orted" >"$T/orted.log" 2>&1
+status=$?
+[ $status -eq 0 ] && ! grep -q 'MPI sees a world' "$T/orted.log" \
+    && ok "mpirun's ranks under an orted step's SLURM_NTASKS=1 SLURM_STEP_ID=0: not refused" \
+    || notok "mpirun's ranks under an orted step's Slurm variables" "status $status: $(grep -m2 error "$T/orted.log")"
 # Ranks that see other files behind the same command line: each rank runs in its own working
 # directory (the wrapper), whose data/ is a copy of the sample; rank 1's differs in one tile
 # (its values changed, the same size), then lacks the default oracle.
