@@ -239,6 +239,13 @@ void wc_dist_share(long n, int r, int R, long *lo, long *hi) {
     *hi = (long)((long long)n * (r + 1) / R);
 }
 
+void wc_dist_agree_stop_origin(void) {
+    const int size = wc_dist_size(), rank = wc_dist_rank(), sig = wc_stop_signal();
+    /* one collective: the largest (size - rank) wins, so the lowest rank; signals are < 128 */
+    const int v = wc_dist_max_int(sig ? (size - rank) * 128 + sig : 0);
+    if (v > 0) wc_stop_set_origin(size - v / 128, v % 128);
+}
+
 /* ---- rank 0 working alone ------------------------------------------------------------------ */
 
 #define SOLO_SECONDS 0.2

@@ -48,10 +48,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cpl_conv.h>
-#include <cpl_string.h>
-#include <gdal.h>
-
 #include "wildcpu/agree.h"
 #include "wildcpu/bandmap.h"
 #include "wildcpu/ckpt.h"
@@ -342,7 +338,7 @@ typedef struct mapping {
 
 static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
     const layout *L = mp->L;
-    wc_stop_agree_origin(); /* every rank: rank 0 names the rank the signal reached */
+    wc_dist_agree_stop_origin(); /* every rank: rank 0 names the rank the signal reached */
     char when[48] = "", what[4300] = "nothing is written";
     if (wc_stop_signal())
         snprintf(when, sizeof when, " (%.1f s after it)", wc_stop_seconds_since());
@@ -656,7 +652,7 @@ static double block_cache_bytes(wc_raster *r, int64_t Tx, int64_t Ty, double *ne
     int first_on_host;
     const uint64_t host_ranks = wc_dist_host_sum_u64(1, &first_on_host);
     *need = 1.25 * (double)wc_raster_window_blocks_bytes(r, Tx, Ty);
-    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL)) return -1;
+    if (wc_raster_cache_user_set()) return -1;
     const double most = (double)wc_raster_cache_most(host_ranks), least = (double)(64 << 20);
     const double size = WC_MAX(*need, least);
     return most > least && size > most ? most : size;
@@ -689,7 +685,7 @@ static void map_need(const wc_predict_config *cfg, const layout *L, int64_t G, i
     const size_t files = wc_raster_open_files_bytes(r, cfg->evaluate ? 2 : 1, NULL, NULL);
     if (files) wc_address_need_add(need, files, "the files GDAL holds open");
     char c[32];
-    if (CPLGetConfigOption("GDAL_CACHEMAX", NULL) && cache > ((size_t)64 << 20)) {
+    if (wc_raster_cache_user_set() && cache > ((size_t)64 << 20)) {
         snprintf(advice, 128, "a smaller GDAL_CACHEMAX (now %s)",
                  wc_fmt_bytes(c, sizeof c, (double)cache));
         need->advice = advice;
@@ -702,7 +698,7 @@ static void map_need(const wc_predict_config *cfg, const layout *L, int64_t G, i
 static int check_room(const wc_predict_config *cfg, const mapping *mp, wc_raster *r) {
     wc_address_need need;
     char advice[128];
-    map_need(cfg, mp->L, mp->G, mp->rank, mp->R, &mp->window, r, (size_t)GDALGetCacheMax64(),
+    map_need(cfg, mp->L, mp->G, mp->rank, mp->R, &mp->window, r, wc_raster_cache_max(),
              &need, advice);
     return wc_check_address_space(&need);
 }
@@ -720,7 +716,7 @@ int wc_predict_map_need(const wc_predict_config *cfg, wc_raster *r, const char *
         return WC_ERR;
     double want;
     const double cache = block_cache_bytes(r, ip.Tx, ip.Ty, &want);
-    map_need(cfg, &L, G, rank, R, &ip, r, cache < 0 ? (size_t)GDALGetCacheMax64() : (size_t)cache,
+    map_need(cfg, &L, G, rank, R, &ip, r, cache < 0 ? wc_raster_cache_max() : (size_t)cache,
              need, advice);
     return WC_OK;
 }
@@ -1086,7 +1082,7 @@ static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, int64_t 
                 "the cache",
                 cfg->tiles, Tx, Ty, wc_fmt_bytes(bn, sizeof bn, need / 1.25),
                 wc_fmt_bytes(bm, sizeof bm, size));
-    GDALSetCacheMax64((int64_t)size);
+    wc_raster_cache_set((size_t)size);
 }
 
 /* Collective, once the inputs and outputs are checked: GDAL's block cache for the windows, then,
@@ -1150,7 +1146,7 @@ static int map_rounds(mapping *mp) {
     wc_address_need late = {.threads = mp->cfg->threads,
                             .when = "once the windows are computed",
                             .first_product = 1};
-    wc_address_need_add(&late, (size_t)GDALGetCacheMax64(), "GDAL's block cache as it fills");
+    wc_address_need_add(&late, wc_raster_cache_max(), "GDAL's block cache as it fills");
     const int room = wc_check_address_space(&late);
     const int status = wc_dist_max_int(room == WC_OK ? WC_EXIT_OK : WC_EXIT_USAGE);
     if (status != WC_EXIT_OK) return status;
@@ -1237,6 +1233,23 @@ static void warn_empty_map(const wc_predict_config *cfg, const wc_raster *r, con
                 cfg->out, cfg->tiles);
 }
 
+void wc_predict_config_of_run(wc_predict_config *pc, const wc_train_config *cfg, char *risk,
+                              char *png, size_t size) {
+    snprintf(risk, size, "%s/" WC_RUNDIR_MAP, cfg->out_dir);
+    snprintf(png, size, "%s/" WC_RUNDIR_PICTURE, cfg->out_dir);
+    wc_predict_config_default(pc);
+    pc->tiles = cfg->data.tiles;
+    pc->checkpoint = cfg->out_dir;
+    pc->out = risk;
+    pc->png = png;
+    pc->rerun = wc_rundir_rerun(cfg, "map");
+    pc->tiles_checked = 1;
+    pc->cog = cfg->cog;
+    pc->classes = cfg->classes;
+    pc->no_style = cfg->no_style;
+    pc->threads = cfg->threads, pc->threads_from = cfg->threads_from;
+}
+
 int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();
@@ -1248,7 +1261,7 @@ int wc_predict_run(const wc_predict_config *cfg) {
     snprintf(advice, sizeof advice, "fewer --threads than %d", cfg->threads);
     wc_alloc_set_advice(cfg->threads > 1 ? advice : NULL);
     wc_raster_init();
-    const int64_t cache_was = GDALGetCacheMax64();
+    const size_t cache_was = wc_raster_cache_max();
 
     wc_raster r = {0};
     wc_model m = {0};
@@ -1293,6 +1306,6 @@ out:
     wc_bandmap_free(&bm);
     wc_model_free(&m);
     wc_raster_close(&r);
-    GDALSetCacheMax64(cache_was);
+    wc_raster_cache_set(cache_was);
     return status;
 }

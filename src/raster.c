@@ -488,6 +488,8 @@ void wc_gdal_errors_pop(void) { CPLPopErrorHandler(); }
 
 size_t wc_raster_cache_used(void) { return (size_t)GDALGetCacheUsed64(); }
 size_t wc_raster_cache_max(void) { return (size_t)GDALGetCacheMax64(); }
+void wc_raster_cache_set(size_t bytes) { GDALSetCacheMax64((int64_t)bytes); }
+int wc_raster_cache_user_set(void) { return CPLGetConfigOption("GDAL_CACHEMAX", NULL) != NULL; }
 
 size_t wc_raster_cache_most(uint64_t host_ranks) {
     return wc_physical_memory_bytes() / 4 / (size_t)WC_MAX(host_ranks, 1);

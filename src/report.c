@@ -98,7 +98,7 @@ typedef struct {
  * read as probabilities. */
 static void write_reliability(FILE *f, const wc_metrics *m, int have_picture) {
     fprintf(f, "### Reliability (calibration) of the last validation\n\n");
-    if (have_picture) fprintf(f, "![reliability diagram](" WC_REPORT_CALIBRATION_PNG ")\n\n");
+    if (have_picture) fprintf(f, "![reliability diagram](" WC_RUNDIR_CALIBRATION_PNG ")\n\n");
     fprintf(f, "| predicted | pixels | mean predicted | observed burned |\n|---|---:|---:|---:|\n");
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++) {
         fprintf(f, "| %.1f-%.1f | %lld |", k / 10.0, (k + 1) / 10.0, (long long)m->cal_count[k]);
@@ -292,10 +292,10 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     if (s->have_val && s->val_earlier) {
         fprintf(f, "The last validation ran in an earlier session of this run (the checkpoint it "
                    "resumed from records it; none ran since)%s\n\n",
-                have_picture ? ", and " WC_REPORT_CALIBRATION_PNG " is that session's reliability "
+                have_picture ? ", and " WC_RUNDIR_CALIBRATION_PNG " is that session's reliability "
                                "diagram:"
                              : ".");
-        if (have_picture) fprintf(f, "![reliability diagram](" WC_REPORT_CALIBRATION_PNG ")\n\n");
+        if (have_picture) fprintf(f, "![reliability diagram](" WC_RUNDIR_CALIBRATION_PNG ")\n\n");
     } else if (s->have_val)
         write_reliability(f, &s->val, have_picture);
     if (s->best_step >= 0)
@@ -701,7 +701,7 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     WC_ASSERT(rc == WC_OK);
     const int have_base = baseline_json && read_baseline(baseline_json, &base) == WC_OK;
     /* the reliability diagram first, so report.md links it only when it exists */
-    snprintf(path, sizeof path, "%s/" WC_REPORT_CALIBRATION_PNG, out_dir);
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_CALIBRATION_PNG, out_dir);
     struct stat st;
     const int picture_there = lstat(path, &st) == 0 && S_ISREG(st.st_mode);
     int have_picture;

@@ -9,29 +9,12 @@
 #include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
-void wc_run_map_config(const wc_train_config *cfg, wc_predict_config *pc, char *risk, char *png,
-                       size_t size) {
-    snprintf(risk, size, "%s/" WC_RUNDIR_MAP, cfg->out_dir);
-    snprintf(png, size, "%s/" WC_RUNDIR_PICTURE, cfg->out_dir);
-    wc_predict_config_default(pc);
-    pc->tiles = cfg->data.tiles;
-    pc->checkpoint = cfg->out_dir;
-    pc->out = risk;
-    pc->png = png;
-    pc->rerun = wc_rundir_rerun(cfg, "map");
-    pc->tiles_checked = 1;
-    pc->cog = cfg->cog;
-    pc->classes = cfg->classes;
-    pc->no_style = cfg->no_style;
-    pc->threads = cfg->threads, pc->threads_from = cfg->threads_from;
-}
-
 /* The map of the trained model: DIR/risk.tif, its picture, style and STAC item (and with
  * --classes DIR/risk_classes.tif). */
 static int draw_map(const wc_train_config *cfg) {
     char risk[4200], png[4200];
     wc_predict_config pc;
-    wc_run_map_config(cfg, &pc, risk, png, sizeof risk);
+    wc_predict_config_of_run(&pc, cfg, risk, png, sizeof risk);
     return wc_predict_run(&pc);
 }
 

@@ -18,7 +18,6 @@
 #include "wildcpu/files.h"
 #include "wildcpu/net.h"
 #include "wildcpu/raster.h"
-#include "wildcpu/report.h"
 #include "wildcpu/riskmap.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/util.h"
@@ -47,7 +46,7 @@ static const struct {
     {STYLE, "the risk map's QGIS style", WC_KIND_XML},
     {CLASSES_STYLE, "the class raster's QGIS style", WC_KIND_XML},
     {WC_RUNDIR_MAP_STEM ".json", "the risk map's STAC item", WC_KIND_JSON},
-    {WC_REPORT_CALIBRATION_PNG, "the reliability diagram", WC_KIND_PNG},
+    {WC_RUNDIR_CALIBRATION_PNG, "the reliability diagram", WC_KIND_PNG},
     {"split.tif", "the training/validation split", WC_KIND_TIFF},
     {WC_RUNDIR_STOPPED, "the stop marker", WC_KIND_ANY},
 };

@@ -4,8 +4,6 @@
  * another's half-way through that time. */
 #include "wildcpu/stop.h"
 
-#include "wildcpu/dist.h"
-
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,15 +88,11 @@ void wc_stop_ignore_further(void) {
     signal(SIGHUP, SIG_IGN);
 }
 
-/* The origin the ranks agreed on: the lowest rank with a stop signal, and that signal. */
+/* The origin the ranks agreed on (wc_dist_agree_stop_origin): the lowest rank with a stop
+ * signal, and that signal. */
 static int origin_rank = -1, origin_signal = 0;
 
-void wc_stop_agree_origin(void) {
-    const int size = wc_dist_size(), rank = wc_dist_rank();
-    /* one collective: the largest (size - rank) wins, so the lowest rank; signals are < 128 */
-    const int v = wc_dist_max_int(stop_signal ? (size - rank) * 128 + stop_signal : 0);
-    if (v > 0) origin_rank = size - v / 128, origin_signal = v % 128;
-}
+void wc_stop_set_origin(int rank, int sig) { origin_rank = rank, origin_signal = sig; }
 
 const char *wc_stop_origin(char *buf, size_t len, const char *unknown) {
     if (stop_signal)

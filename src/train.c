@@ -23,11 +23,11 @@
 #include "wildcpu/layers.h"
 #include "wildcpu/metrics.h"
 #include "wildcpu/net.h"
+#include "wildcpu/predict.h"
 #include "wildcpu/raster.h"
 #include "wildcpu/reader.h"
 #include "wildcpu/reduce.h"
 #include "wildcpu/report.h"
-#include "wildcpu/run.h"
 #include "wildcpu/rundir.h"
 #include "wildcpu/schedule.h"
 #include "wildcpu/stop.h"
@@ -936,7 +936,7 @@ static int check_room_with_map(const train_ctx *t, const wc_address_need *need) 
         return wc_check_address_space(need);
     char risk[4200], png[4200], advice[128];
     wc_predict_config pc;
-    wc_run_map_config(t->cfg, &pc, risk, png, sizeof risk);
+    wc_predict_config_of_run(&pc, t->cfg, risk, png, sizeof risk);
     wc_address_need map;
     if (wc_predict_map_need(&pc, &t->ds->files.src, t->cfg->model, t->spec, t->ds->nfeat,
                             t->ds->read_type, &map, advice) != WC_OK)
@@ -1010,7 +1010,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (wc_dist_any(opened == WC_EXIT_STOPPED || (t->ds && wc_stop_requested()))) {
         wc_info("stopped by a signal while planning the data, before any step: nothing new to "
                 "save; rerun the same command to continue");
-        wc_stop_agree_origin(); /* every rank: DIR/STOPPED names the rank the signal reached */
+        wc_dist_agree_stop_origin(); /* every rank: DIR/STOPPED names the rank the signal reached */
         wc_stop_ignore_further();
         wc_rundir_mark_stopped(cfg, "planning");
         return WC_EXIT_STOPPED;
@@ -1063,7 +1063,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
         wc_info("stopped by a signal while writing %s, before any step: nothing new to save; "
                 "rerun the same command to continue",
                 split);
-        wc_stop_agree_origin(); /* every rank, as the solo's end told them all */
+        wc_dist_agree_stop_origin(); /* every rank, as the solo's end told them all */
         wc_stop_ignore_further();
         wc_rundir_mark_stopped(cfg, "planning");
         return WC_EXIT_STOPPED;
@@ -1090,7 +1090,7 @@ static int run_pending_validation(train_ctx *t, int *ran) {
         wc_info("stopped by a signal during the pending validation: the checkpoint is "
                 "unchanged; %s to resume",
                 wc_rundir_rerun(t->cfg, "training"));
-        wc_stop_agree_origin(); /* every rank: the validation's stop is agreed */
+        wc_dist_agree_stop_origin(); /* every rank: the validation's stop is agreed */
         wc_rundir_mark_stopped(t->cfg, "training");
     }
     if (v != WC_VALIDATION_DONE)

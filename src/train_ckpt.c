@@ -655,7 +655,7 @@ static void describe_lost_stop(const train_ctx *t, long steps_done, char *buf, s
 
 /* The stop: a checkpoint, then status 75 (or 1 when the checkpoint failed). */
 int wc_train_ckpt_stop(train_ctx *t, long steps_done) {
-    wc_stop_agree_origin(); /* rank 0 names the rank the signal reached, and DIR/STOPPED too */
+    wc_dist_agree_stop_origin(); /* rank 0 names the rank the signal reached, and DIR/STOPPED too */
     int ok = wc_train_ckpt_collective(t, steps_done, "stop signal") == WC_OK;
     if (ok) wc_rundir_mark_stopped(t->cfg, "training");
     wc_trainlog_break_line(t->log);

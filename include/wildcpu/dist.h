@@ -45,6 +45,10 @@ int wc_dist_max_int(int value);
  * capped at 2^48 (256 TiB) so that the sum cannot wrap; *first_on_host is set on the lowest of
  * them, which speaks for the machine. Collective. */
 uint64_t wc_dist_host_sum_u64(uint64_t value, int *first_on_host);
+/* Every rank together, once the ranks have agreed to stop: learns the lowest rank a stop signal
+ * reached and its signal (wc_stop_set_origin), so that the messages of a rank the signal did not
+ * reach (rank 0, which writes DIR/STOPPED) name them rather than "another rank". Collective. */
+void wc_dist_agree_stop_origin(void);
 /* Rank 0 working alone while the other ranks wait for it (preparing --labels, writing the
  * split raster): so that a stop signal on any rank ends the work promptly, rank 0 meets the
  * others in a small collective every fifth of a second of work, and the others wait in that

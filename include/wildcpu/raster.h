@@ -176,9 +176,12 @@ size_t wc_raster_mosaic_bytes(wc_raster *r, size_t *opening);
  * mosaic's first few sources stand for all of them, as in wc_raster_open_files_bytes. 0 when no
  * file can be opened. */
 size_t wc_raster_window_blocks_bytes(wc_raster *r, int64_t w, int64_t h);
-/* GDAL's block cache: bytes in use now, and the limit. */
+/* GDAL's block cache: bytes in use now, and the limit; a new limit (bytes); whether the user set
+ * it (GDAL_CACHEMAX), which wildcpu then leaves alone. */
 size_t wc_raster_cache_used(void);
 size_t wc_raster_cache_max(void);
+void wc_raster_cache_set(size_t bytes);
+int wc_raster_cache_user_set(void);
 /* The most GDAL's block cache may take for one of host_ranks ranks on this node: a quarter of
  * the node's memory over them. */
 size_t wc_raster_cache_most(uint64_t host_ranks);

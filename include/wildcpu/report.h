@@ -65,9 +65,6 @@ typedef struct wc_run_summary {
     wc_report_map map;        /* _PENDING when the map is drawn next, else _NONE */
 } wc_run_summary;
 
-/* The reliability diagram of the last validation, beside report.md. */
-#define WC_REPORT_CALIBRATION_PNG "calibration.png"
-
 /* Collective: gathers every rank's peak RSS, then rank 0 prints the summary and writes
  * out_dir/report.json, report.md and calibration.png (with a comparison against baseline_json
  * when given). Returns WC_ERR on every rank, after a message, when report.json or report.md

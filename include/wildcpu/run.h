@@ -6,15 +6,9 @@
 #ifndef WILDCPU_RUN_H
 #define WILDCPU_RUN_H
 
-#include "wildcpu/predict.h"
 #include "wildcpu/train.h"
 
 /* The train command. Collective. Returns the exit status (util.h). */
 int wc_run_train_and_map(const wc_train_config *cfg);
-
-/* The map a training run of cfg draws at its end (DIR/risk.tif, its picture and companions), as
- * a predict configuration into pc; risk and png (size bytes each) hold its paths. */
-void wc_run_map_config(const wc_train_config *cfg, wc_predict_config *pc, char *risk, char *png,
-                       size_t size);
 
 #endif

@@ -27,15 +27,16 @@
 
 #define WC_RUNDIR_STOPPED "STOPPED"
 /* The files a run writes into DIR, besides those named where they are written (the checkpoints,
- * WC_CKPT_DIR and WC_CKPT_BEST in ckpt.h; WC_REPORT_CALIBRATION_PNG in report.h): the metrics
- * log (trainlog.c), the report (report.c), and the end-of-run map (run.c), whose companions
- * riskmap.c names after it (risk.qml, risk_classes.tif, ...), as the stem says. */
-#define WC_RUNDIR_METRICS_LOG "metrics.jsonl"
-#define WC_RUNDIR_REPORT_JSON "report.json"
-#define WC_RUNDIR_REPORT_MD   "report.md"
-#define WC_RUNDIR_MAP_STEM    "risk"
-#define WC_RUNDIR_MAP         WC_RUNDIR_MAP_STEM ".tif"
-#define WC_RUNDIR_PICTURE     WC_RUNDIR_MAP_STEM ".png"
+ * WC_CKPT_DIR and WC_CKPT_BEST in ckpt.h): the metrics log (trainlog.c), the report and its
+ * reliability diagram (report.c), and the end-of-run map (run.c), whose companions riskmap.c
+ * names after it (risk.qml, risk_classes.tif, ...), as the stem says. */
+#define WC_RUNDIR_METRICS_LOG     "metrics.jsonl"
+#define WC_RUNDIR_REPORT_JSON     "report.json"
+#define WC_RUNDIR_REPORT_MD       "report.md"
+#define WC_RUNDIR_CALIBRATION_PNG "calibration.png"
+#define WC_RUNDIR_MAP_STEM        "risk"
+#define WC_RUNDIR_MAP             WC_RUNDIR_MAP_STEM ".tif"
+#define WC_RUNDIR_PICTURE         WC_RUNDIR_MAP_STEM ".png"
 /* The lock a training run holds on its directory (rundir.c): a second run into it is refused. */
 #define WC_RUNDIR_LOCK ".lock"
 

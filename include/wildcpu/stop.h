@@ -28,13 +28,12 @@ double wc_stop_seconds_since(void);
 /* The stop is done: further stop signals (a launcher's clean-up after the first rank exits)
  * are ignored rather than turning an orderly exit into a "second signal" one. */
 void wc_stop_ignore_further(void);
-/* Every rank together, once the ranks have agreed to stop: learns the lowest rank a stop signal
- * reached and its signal, so that the messages of a rank the signal did not reach (rank 0, which
- * writes DIR/STOPPED) name them rather than "another rank". */
-void wc_stop_agree_origin(void);
+/* The lowest rank a stop signal reached and its signal, as the ranks agreed on them
+ * (wc_dist_agree_stop_origin), for wc_stop_origin's messages. */
+void wc_stop_set_origin(int rank, int sig);
 /* The signal that stopped the run, for a message: "Terminated" on the rank it reached,
- * "Terminated on rank 2" on the others once wc_stop_agree_origin ran, else `unknown`. buf is
- * returned. */
+ * "Terminated on rank 2" on the others once the ranks agreed on its origin, else `unknown`. buf
+ * is returned. */
 const char *wc_stop_origin(char *buf, size_t len, const char *unknown);
 
 #endif
