@@ -908,4 +908,13 @@ s=$?
 printf 'input x\nconv a x out=40000 k=1\nconv h a out=1 k=1\n' >"$T/wide.spec"
 expect "--model too wide for the validation window" 2 "wide.spec: layer a: its output of 1 x 40000 x [0-9]+ x [0-9]+ values is more than a tensor may hold" -- \
     --tiles "$SAMPLE" --model "$T/wide.spec" --out "$T/widespec" --steps 1 --batch 4 --micro-batch 1 --patch 8 --no-predict
+# a spec whose output passes through a relu (directly, or through the pools and upsamples that
+# keep its sign) has logits never below 0: a map that could call no pixel below 0.5. It trained
+# and mapped with status 0.
+printf 'input x\nconv c x out=1 k=3 pad=1\nrelu r c\n' >"$T/relu.spec"
+expect "--model whose last layer is a relu" 2 "relu.spec: the last layer \(r\) is a relu: the logits are never below 0" -- \
+    --tiles "$SAMPLE" --model "$T/relu.spec" --out "$T/reluspec" --steps 1 --batch 2 --micro-batch 2 --patch 32 --no-predict
+printf 'input x\nconv c x out=1 k=1\nrelu r c\nmaxpool p r\nupsample u p\n' >"$T/relu2.spec"
+expect "--model whose output passes through a relu, a pool and an upsample" 2 "relu2.spec: the last layer \(u\) passes on the output of the relu r" -- \
+    --tiles "$SAMPLE" --model "$T/relu2.spec" --out "$T/reluspec2" --steps 1 --batch 2 --micro-batch 2 --patch 32 --no-predict
 finish

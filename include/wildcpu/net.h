@@ -12,6 +12,9 @@
  *     conv     h     c1    out=1 k=1              # the last layer is the output: 1 channel of
  * logits
  *
+ * The output must not pass through a relu (nor a relu's pools and upsamples): its logits would
+ * never fall below 0, its probabilities below 0.5.
+ *
  * Layer names of convolutions are the tensor names of the exported weights ("e1.0.weight",
  * "e1.0.bias"), which follow PyTorch's nn.Sequential numbering in ../shared/bench/torch_ref.py.
  * A name is 1 to WC_NAME_MAX - 1 letters, digits, '_', '.' or '-' (it is written unquoted into
