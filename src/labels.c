@@ -738,32 +738,18 @@ static long collect_polygons(const wc_raster *tiles, OGRLayerH layer, const char
     return rc;
 }
 
-/* Whether any pixel of band 1 of ds is burned (> 0); -1 when the ranks agreed to stop (or the
- * raster cannot be read, after a message). Statistics rather than a min/max pass, because
- * they take a progress callback: on a huge grid this reads minutes of blocks. */
-static int any_burned(GDALDatasetH ds, const char *path, agreement *a) {
-    double mn, mx, mean, sd;
-    char what[4200];
-    snprintf(what, sizeof what, "reading back %s", path);
-    gdal_job job = job_of(a, what);
-    CPLErrorReset();
-    if (GDALComputeRasterStatistics(GDALGetRasterBand(ds, 1), FALSE, &mn, &mx, &mean, &sd,
-                                    gdal_go_on, &job) != CE_None) {
-        if (!a->stop) wc_error("reading back %s failed: %s", path, CPLGetLastErrorMsg());
-        return -1;
-    }
-    return mx >= 1;
-}
-
-/* Whether any pixel of band 1 of ds holds a label (is not NaN, the warped labels' nodata); -1
- * when the ranks agreed to stop (or the raster cannot be read, after a message). Rows are read
- * until the first label, so labelled ground costs a strip; ground without any costs a pass,
- * still far less than the map an evaluate would draw before finding out. */
-static int any_labelled(GDALDatasetH ds, const char *path, agreement *a) {
+/* Whether any pixel of band 1 of ds is burned (1: the rasterized polygons, 0 elsewhere), or,
+ * with `labelled`, holds a label (is not NaN, the warped labels' nodata); -1 when the ranks
+ * agreed to stop (or the raster cannot be read, after a message). Rows are read until the first
+ * such pixel, so labelled ground costs a strip; ground without any costs a pass (with progress:
+ * on a huge grid minutes of blocks), still far less than the map an evaluate would draw before
+ * finding out. */
+static int any_pixel(GDALDatasetH ds, const char *path, agreement *a, int labelled) {
     GDALRasterBandH b = GDALGetRasterBand(ds, 1);
     const int w = GDALGetRasterXSize(ds), h = GDALGetRasterYSize(ds);
     const int rows = (int)fmax(1, fmin(h, (1 << 18) / fmax(1, w))); /* about 2 MiB */
-    double *buf = WC_ALLOC_FOR((size_t)w * (size_t)rows * sizeof *buf, "rows of the warped labels");
+    double *buf =
+        WC_ALLOC_FOR((size_t)w * (size_t)rows * sizeof *buf, "rows of the labels read back");
     char what[4200];
     snprintf(what, sizeof what, "reading back %s", path);
     gdal_job job = job_of(a, what);
@@ -781,7 +767,8 @@ static int any_labelled(GDALDatasetH ds, const char *path, agreement *a) {
             found = -1;
             break;
         }
-        for (size_t i = 0; i < (size_t)w * (size_t)n && !found; i++) found = !isnan(buf[i]);
+        for (size_t i = 0; i < (size_t)w * (size_t)n && !found; i++)
+            found = labelled ? !isnan(buf[i]) : buf[i] >= 1;
     }
     free(buf);
     return found;
@@ -880,7 +867,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
         out = GDALRasterize(NULL, wc_rwriter_gdal(w), mem, opt, &usage_error);
         GDALRasterizeOptionsFree(opt);
     }
-    int burned = out ? any_burned(wc_rwriter_gdal(w), derived, a) : -1;
+    int burned = out ? any_pixel(wc_rwriter_gdal(w), derived, a, 0) : -1;
     if (!out && !a->stop)
         wc_error("rasterizing %s onto the tiles' grid, into %s, failed: %s%s", src, derived,
                  CPLGetLastErrorMsg(), disk_hint(derived));
@@ -984,7 +971,7 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     /* Labels that land on no pixel of the tiles (another place, a wrong CRS) are refused here,
      * as polygons that burn none are, not after a whole map has been drawn to score against
      * nothing. */
-    const int labelled = any_labelled(wc_rwriter_gdal(w), derived, a);
+    const int labelled = any_pixel(wc_rwriter_gdal(w), derived, a, 1);
     if (labelled <= 0) {
         if (labelled == 0) {
             char ext[256], crs[128];
