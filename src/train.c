@@ -96,6 +96,18 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
  * do. Training is deterministic, so resuming with the same options diverges again at the same
  * step; the checkpoints left (ckpt-*.wcp, or best.wcp, which a resume falls back to) are intact
  * and can make a map, but going on needs other options, so --fresh. */
+/* What calms a diverging training: the options that set the size of its steps, with their
+ * values in this run. */
+static void options_to_change(const train_ctx *t, char *buf, size_t size) {
+    char scaled[80] = "";
+    const double decay = t->opt->cfg.lr * t->opt->cfg.weight_decay;
+    if (t->cfg->lr_scaling_linear)
+        snprintf(scaled, sizeof scaled, ", %.3g after --lr-scaling linear", t->opt->cfg.lr);
+    snprintf(buf, size, "lower --lr (now %.3g%s)%s or lengthen --warmup (now %ld)",
+             wc_train_lr(t->cfg), scaled, decay > 0.1 ? " or --weight-decay" : "",
+             t->opt->cfg.warmup_steps);
+}
+
 #define KEPT_MAX 4800 /* a checkpoint directory's path (4200) and the remedy */
 static void describe_kept(train_ctx *t, char *buf, size_t size) {
     wc_train_ckpt_take_background(t, 1);
@@ -104,16 +116,12 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
     char best_path[4300];
     snprintf(best_path, sizeof best_path, "%s/" WC_CKPT_BEST, t->ckpt_dir);
     const int best = access(best_path, F_OK) == 0;
-    char remedy[400], scaled[80] = "";
-    const double decay = t->opt->cfg.lr * t->opt->cfg.weight_decay;
-    if (t->cfg->lr_scaling_linear)
-        snprintf(scaled, sizeof scaled, ", %.3g after --lr-scaling linear", t->opt->cfg.lr);
+    char remedy[400], change[240];
+    options_to_change(t, change, sizeof change);
     snprintf(remedy, sizeof remedy,
-             "lower --lr (now %.3g%s)%s or lengthen --warmup (now %ld) and rerun with --fresh "
-             "(training is deterministic: unless a fault of the machine caused it, a rerun with "
-             "the same options diverges again here)",
-             wc_train_lr(t->cfg), scaled, decay > 0.1 ? " or --weight-decay" : "",
-             t->opt->cfg.warmup_steps);
+             "%s and rerun with --fresh (training is deterministic: unless a fault of the "
+             "machine caused it, a rerun with the same options diverges again here)",
+             change);
     if (n > 0)
         snprintf(buf, size, "the checkpoints in %s are intact (a map can be drawn from them); %s",
                  t->ckpt_dir, remedy);
@@ -273,6 +281,30 @@ static void say_no_valid_pixel(train_ctx *t, long step) {
             step + 1);
 }
 
+/* Rank 0, once a run: a step whose loss exploded without becoming NaN or infinite. A network
+ * whose output is 0 everywhere (an untrained one, near enough) costs a pixel ln 2 nats, times
+ * --pos-weight where it is burned; a training loss of many times the most that costs any batch
+ * means outputs of tens or thousands on the wrong side: the rate threw the weights far off.
+ * Such a run finishes (the decay may calm it, and the loss is finite, so nothing above stops
+ * it), but its model may know less than nothing (measured: unet-lite at --lr 0.03 reached a loss
+ * of 13807 in step 2, and a validation ROC-AUC of 0.28 after it; logistic at --lr 100 losses of
+ * 40 to 127), and before this it did so without a word. */
+#define WC_LOSS_EXPLODED 10.0 /* times the most an output of 0 costs a pixel */
+static void check_loss_explosion(train_ctx *t, long step, double loss) {
+    if (t->rank != 0 || t->said_loss_exploded) return;
+    const double pw = t->cfg->pos_weight, flat = M_LN2 * (pw > 1 ? pw : 1.0);
+    if (!(loss > WC_LOSS_EXPLODED * flat)) return;
+    t->said_loss_exploded = 1;
+    char change[240];
+    options_to_change(t, change, sizeof change);
+    wc_warn("step %ld: the training loss exploded to %.4g nats per pixel, %.0f times the %.3g a "
+            "network whose output is 0 everywhere costs at most (ln 2%s): the rate threw the "
+            "weights far off, and the model may end worse than one that learned nothing (watch "
+            "validation's AUC-PR against the burned share); %s and rerun with --fresh; said once "
+            "a run",
+            step + 1, loss, loss / flat, flat, pw > 1 ? " x --pos-weight" : "", change);
+}
+
 /* One optimizer step: this rank's micro-batches, the exact reduction, the update. Returns
  * WC_ERR (on every rank alike) when training diverged or a rank could not read its patches. */
 static int train_step(train_ctx *t, long step) {
@@ -329,6 +361,7 @@ static int train_step(train_ctx *t, long step) {
     const double loss =
         tot.valid_pixels > 0 ? tot.loss_sum / (double)tot.valid_pixels : NAN;
     if (tot.valid_pixels == 0) say_no_valid_pixel(t, step);
+    else check_loss_explosion(t, step, loss);
     const double lr = wc_optim_lr(&t->opt->cfg, t->opt->step);
     int bad =
         wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors, t->net->ntensors);

@@ -230,4 +230,24 @@ n=$(grep -o "validation after step [0-9]*: [0-9]* labelled pixels of its blocks 
     && ok "validation pixels beyond float's range once normalized: left out ($n of $ref), and said" \
     || notok "validation pixels beyond float's range" "status $s, pixels $px + ${n:-none said} vs $ref: $(grep -E 'warn|error' "$d.log" | head -3)"
 
+# A loss that explodes without becoming NaN or infinite (logistic at --lr 100: 171 nats per
+# pixel in step 2, 247 times a coin flip's ln 2): the run goes on, as the decay may calm it, but
+# says so in the step where it happened, with what to change; before, it finished without a word.
+# Ordinary runs (the --lr 0.1 one above; --pos-weight 50, whose untrained loss is 50 x ln 2 on
+# burned pixels) say nothing.
+d=$T/exploded
+timeout 300 "$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --model logistic \
+    --lr 100 --weight-decay 0 --steps 6 --log-every 1 --no-predict --out "$d" >"$d.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(grep -c "loss exploded" "$d.log")" -eq 1 ] &&
+    grep -q "warning: step 2: the training loss exploded to [0-9.]* nats per pixel, [0-9]* times the 0.693 .*lower --lr (now 100) or lengthen --warmup (now 0)" "$d.log" \
+    && ok "a loss that explodes without a NaN (--lr 100): warned once, in step 2, naming --lr" \
+    || notok "an exploding finite loss" "status $s: $(grep -E "loss exploded|error" "$d.log" | head -2)"
+"$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --pos-weight 50 \
+    --steps 6 --no-predict --out "$T/pw50" >"$T/pw50.log" 2>&1
+s=$?
+[ $s -eq 0 ] && ! grep -q "loss exploded" "$T/pw50.log" "$T/lref.log" \
+    && ok "ordinary runs (--pos-weight 50; logistic at --lr 0.1) say nothing of an exploding loss" \
+    || notok "a false alarm of an exploding loss" "status $s: $(grep -h "loss exploded" "$T/pw50.log" "$T/lref.log" | head -1)"
+
 finish
