@@ -700,6 +700,30 @@ static int check_best_is_this_runs(const char *dir, const wc_resume_match *m,
     return WC_ERR;
 }
 
+/* Where the settings a run computes come from, when they are among the differences: they are
+ * named as the checkpoint records them, and a rerun with another --epochs, the usual way to
+ * "train longer", was told "warmup: now 4, checkpoint 0; total_steps: now 40, checkpoint 2"
+ * of settings the user never typed. */
+static void schedule_note(const char *why, char *buf, size_t size) {
+    const int total = strstr(why, "total_steps:") != NULL;
+    const int warmup = strstr(why, "warmup:") != NULL;
+    const int lr = strncmp(why, "lr:", 3) == 0 || strstr(why, "; lr:") != NULL;
+    size_t n = 0;
+    buf[0] = '\0';
+    if (total)
+        n += (size_t)snprintf(buf + n, size - n,
+                              "total_steps is --steps, or --epochs times the steps of an epoch; ");
+    if (warmup && n < size)
+        n += (size_t)snprintf(buf + n, size - n,
+                              "warmup is --warmup, by default min(100, total_steps / 10); ");
+    if (lr && n < size)
+        n += (size_t)snprintf(buf + n, size - n, "lr is --lr after --lr-scaling; ");
+    if ((total || warmup) && n < size)
+        snprintf(buf + n, size - n,
+                 "a run of another length has another learning-rate schedule (its decay ends at "
+                 "its own last step), so it cannot go on from this one's: ");
+}
+
 int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s,
                             char **path) {
     memset(s, 0, sizeof *s);
@@ -737,9 +761,11 @@ int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapsh
                                       c ? ", " : "; the vector pairs EAST/NORTH are input "
                                                  "channels counted from 0: ",
                                       c, m->feat_names[c]);
-        wc_error("checkpoint %s was written with other settings: %s%s (rerun with the same "
+        char schedule[400];
+        schedule_note(why, schedule, sizeof schedule);
+        wc_error("checkpoint %s was written with other settings: %s%s (%srerun with the same "
                  "options, or use --fresh)",
-                 *path, why, channels);
+                 *path, why, channels, schedule);
         rc = -1;
     }
     if (rc == 1 && check_best_is_this_runs(dir, m, *path) != WC_OK) rc = -1;

@@ -204,6 +204,15 @@ status=$?
     && ok "a learning rate that differs in the 14th digit is another setting" \
     || notok "a learning rate differing in the 14th digit" "status $status: $(tail -2 "$T/other.log")"
 
+# a rerun with another length (--steps 48 after 24: "train longer") is refused, and the
+# message says where the differing total_steps and warmup (default: a tenth of the steps, never
+# typed) come from, rather than name two settings the user did not give
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 48 --out "$T/ref" >"$T/other.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "written with other settings: warmup: now 4, checkpoint 2; total_steps: now 48, checkpoint 24 (total_steps is --steps, or --epochs times the steps of an epoch; warmup is --warmup, by default min(100, total_steps / 10); a run of another length has another learning-rate schedule" "$T/other.log" \
+    && ok "a rerun of another length is refused, saying which options total_steps and warmup come from" \
+    || notok "a rerun of another length" "status $status: $(grep error "$T/other.log" | head -2)"
+
 # a file-size limit below one checkpoint: refused before any step (every checkpoint would fail
 # and the run be lost: it trained to the end, then ended 1 with none), earlier checkpoints intact
 interrupt full 1 4 TERM
