@@ -92,10 +92,6 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
 
 /* ---- one step ---------------------------------------------------------------------------- */
 
-/* Rank 0: what a diverged run leaves, once a background write in flight has ended, and what to
- * do. Training is deterministic, so resuming with the same options diverges again at the same
- * step; the checkpoints left (ckpt-*.wcp, or best.wcp, which a resume falls back to) are intact
- * and can make a map, but going on needs other options, so --fresh. */
 /* What calms a diverging training: the options that set the size of its steps, with their
  * values in this run. */
 static void options_to_change(const train_ctx *t, char *buf, size_t size) {
@@ -109,6 +105,10 @@ static void options_to_change(const train_ctx *t, char *buf, size_t size) {
 }
 
 #define KEPT_MAX 4800 /* a checkpoint directory's path (4200) and the remedy */
+/* Rank 0: what a diverged run leaves, once a background write in flight has ended, and what to
+ * do. Training is deterministic, so resuming with the same options diverges again at the same
+ * step; the checkpoints left (ckpt-*.wcp, or best.wcp, which a resume falls back to) are intact
+ * and can make a map, but going on needs other options, so --fresh. */
 static void describe_kept(train_ctx *t, char *buf, size_t size) {
     wc_train_ckpt_take_background(t, 1);
     wc_ckpt_entry *e;
@@ -118,10 +118,18 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
     const int best = access(best_path, F_OK) == 0;
     char remedy[400], change[240];
     options_to_change(t, change, sizeof change);
-    snprintf(remedy, sizeof remedy,
-             "%s and rerun with --fresh (training is deterministic: unless a fault of the "
-             "machine caused it, a rerun with the same options diverges again here)",
-             change);
+    if (t->diverged_as_initialized)
+        snprintf(remedy, sizeof remedy,
+                 "no update had been applied yet (the network is as initialized, whatever the "
+                 "rate), so neither --lr nor --warmup changes this: this step's training "
+                 "patches hold values the network cannot take (see the warnings above: values "
+                 "of magnitude 1e30 or more, an undeclared nodata?), unless a fault of the "
+                 "machine caused it");
+    else
+        snprintf(remedy, sizeof remedy,
+                 "%s and rerun with --fresh (training is deterministic: unless a fault of the "
+                 "machine caused it, a rerun with the same options diverges again here)",
+                 change);
     if (n > 0)
         snprintf(buf, size, "the checkpoints in %s are intact (a map can be drawn from them); %s",
                  t->ckpt_dir, remedy);
@@ -167,6 +175,10 @@ static void report_divergence(train_ctx *t, long step, const wc_step_totals *tot
                  "to be summed exactly (beyond 2^%d nats)",
                  (long long)tot->bad_loss, tot->bad_loss == 1 ? "" : "es",
                  62 - WC_REDUCE_LOSS_FX_BITS);
+    /* a loss or gradient of a fresh run's first step comes from the initial weights: no rate
+     * has touched them, and the remedy told to lower it (its update is rate-made, and named
+     * above as such) */
+    t->diverged_as_initialized = bad_update_tensor < 0 && t->opt->step == 0;
     if (t->rank == 0)
         say_diverged(t,
                      "step %ld: training diverged: %s; the step was not applied and nothing of "

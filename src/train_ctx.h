@@ -92,6 +92,7 @@ typedef struct {
     int range_warned;     /* validation pixels beyond float's range left out: said once a run */
     int said_no_valid_pixel; /* a batch without a valid pixel: said once a run */
     int said_loss_exploded;  /* a finite loss far above an untrained network's: once a run */
+    int diverged_as_initialized; /* the loss or gradient of the first update, before any */
     int kernels_mixed;    /* some rank computes with other kernels than rank 0 (agree.h) */
     ckpt_policy ckpt;
     struct {

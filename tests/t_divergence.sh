@@ -230,6 +230,17 @@ n=$(grep -o "validation after step [0-9]*: [0-9]* labelled pixels of its blocks 
     && ok "validation pixels beyond float's range once normalized: left out ($n of $ref), and said" \
     || notok "validation pixels beyond float's range" "status $s, pixels $px + ${n:-none said} vs $ref: $(grep -E 'warn|error' "$d.log" | head -3)"
 
+# A NaN in a fresh run's first step comes from the initial weights, which no rate has touched:
+# the message says so and does not send the user to lower --lr (it did: "lower --lr (now
+# 0.0005) or lengthen --warmup ... a rerun with the same options diverges again here")
+d=$T/first
+WILDCPU_TEST_POISON=1:0:loss timeout 300 "$WILDCPU" "${common[@]}" --steps 3 --out "$d" >"$d.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "step 1: training diverged: the loss of 1 micro-batch is not finite.*no update had been applied yet (the network is as initialized, whatever the rate), so neither --lr nor --warmup changes this" "$d.log" &&
+    ! grep -q "lower --lr" "$d.log" \
+    && ok "a NaN in the first step of a fresh run: exit 1, blamed on the inputs, not on --lr" \
+    || notok "a NaN in the first step" "status $s: $(grep -m1 diverged "$d.log")"
+
 # A loss that explodes without becoming NaN or infinite (logistic at --lr 100: 171 nats per
 # pixel in step 2, 247 times a coin flip's ln 2): the run goes on, as the decay may calm it, but
 # says so in the step where it happened, with what to change; before, it finished without a word.
