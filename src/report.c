@@ -89,6 +89,7 @@ static void write_status_line(FILE *f, int status, wc_report_map map, const char
 typedef struct {
     const char *name, *key, *fmt;
     int higher_is_better; /* +1, -1, 0 (cost: lower is better, shown as a ratio) */
+    int total; /* a total of the session (cost_totals_why), not a rate or a peak */
 } row;
 
 /* report.md from this run's report (run) and, when given, the baseline's (base). Written
@@ -139,6 +140,38 @@ static void fmt_change(char *d, size_t size, double v, double bv, int ratio) {
         fmt_fit(d, size, "%+.4f", "%+.4g", v - bv);
 }
 
+/* Why the totals of a report's cost (its wall time, core-hours, checkpoints) are not those of
+ * its whole training, into buf, who naming the report ("this run's"), or NULL when they are: a
+ * report counts its own session alone, so one of a resumed session, of a stopped one or of a
+ * rerun that only wrote a missing report covers part of the steps (a report without the step
+ * members, of another version or written by hand, is taken as whole). */
+static const char *cost_part_why(const wc_json_doc *doc, const char *who, char *buf,
+                                 size_t size) {
+    const double total = wc_json_get_num(doc, "steps"),
+                 here = wc_json_get_num(doc, "steps_this_run"),
+                 from = wc_json_get_num(doc, "resumed_from_step");
+    if (!isfinite(total) || !isfinite(here) || here >= total) return NULL;
+    if (here <= 0)
+        snprintf(buf, size, "%s covers none of its %.0f steps", who, total);
+    else
+        snprintf(buf, size, "%s covers steps %.0f-%.0f of %.0f only", who,
+                 (isfinite(from) ? from : 0) + 1, (isfinite(from) ? from : 0) + here, total);
+    return buf;
+}
+
+/* Why the totals of the two costs cannot be set side by side (one of them is part of its
+ * training's: cost_part_why), into buf, or NULL when they can. */
+static const char *cost_totals_why(const wc_json_doc *run, const wc_json_doc *base, char *buf,
+                                   size_t size) {
+    char a[128], b[128];
+    const char *ra = cost_part_why(run, "this run's", a, sizeof a),
+               *rb = cost_part_why(base, "the baseline's", b, sizeof b);
+    if (!ra && !rb) return NULL;
+    snprintf(buf, size, "%s%s%s, a report counting its own session alone", ra ? ra : "",
+             ra && rb ? ", " : "", rb ? rb : "");
+    return buf;
+}
+
 /* The sentence under the tables: AUC-PR against the cost. A figure that cannot be compared
  * reads n/a, and a last sentence says why (never "+nan" or "xnan"). */
 static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc *base,
@@ -149,16 +182,24 @@ static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc 
     } figs[] = {{"val_auc_pr", "validation AUC-PR", 0},
                 {"core_hours", "core-hours", 1},
                 {"wall_time_s", "wall time", 1}};
-    char shown[3][32], why[400] = "";
+    char shown[3][32], why[800] = "", part[320];
+    const char *totals = cost_totals_why(run, base, part, sizeof part);
     size_t n = 0;
+    int part_of_cost = 0; /* a cost figure is n/a for totals: said once, after the others */
     for (int i = 0; i < 3; i++) {
         const double v = wc_json_get_num(run, figs[i].key), bv = wc_json_get_num(base, figs[i].key);
         fmt_change(shown[i], sizeof shown[i], v, bv, figs[i].ratio);
         const char *no = no_change_why(v, bv, figs[i].ratio);
+        if (!no && figs[i].ratio && totals) { /* core-hours and wall time are totals */
+            snprintf(shown[i], sizeof shown[i], "n/a");
+            part_of_cost = 1;
+        }
         if (no && n < sizeof why)
             n += (size_t)snprintf(why + n, sizeof why - n, "%s%s: %s", n ? "; " : "",
                                   figs[i].what, no);
     }
+    if (part_of_cost && n < sizeof why)
+        n += (size_t)snprintf(why + n, sizeof why - n, "%scost: %s", n ? "; " : "", totals);
     fprintf(f,
             "Against the baseline (%s): AUC-PR %s for %s the core-hours and %s the wall time. "
             "Change is this run minus the baseline for quality, this run over the baseline for "
@@ -224,27 +265,27 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                                         : "Its ranks ran on different kernels, which");
 
     static const row cost[] = {
-        {"wall time (s)", "wall_time_s", "%.1f", 0},
-        {"core-hours", "core_hours", "%.4f", 0},
-        {"training samples/s", "samples_per_s", "%.2f", 1},
-        {"GFLOP/s (all ranks)", "gflops_per_s", "%.1f", 1},
-        {"peak RSS per rank, max (MiB)", "peak_rss_mib_max", "%.1f", 0},
-        {"I/O wait, fraction of training (rank 0)", "io_wait_fraction", "%.4f", 0},
-        {"reduction, fraction of training", "reduce_fraction", "%.4f", 0},
-        {"checkpoints written", "checkpoints_written", "%.0f", 2},
-        {"checkpoint time (s)", "checkpoint_time_s", "%.3f", 0},
+        {"wall time (s)", "wall_time_s", "%.1f", 0, 1},
+        {"core-hours", "core_hours", "%.4f", 0, 1},
+        {"training samples/s", "samples_per_s", "%.2f", 1, 0},
+        {"GFLOP/s (all ranks)", "gflops_per_s", "%.1f", 1, 0},
+        {"peak RSS per rank, max (MiB)", "peak_rss_mib_max", "%.1f", 0, 0},
+        {"I/O wait, fraction of training (rank 0)", "io_wait_fraction", "%.4f", 0, 0},
+        {"reduction, fraction of training", "reduce_fraction", "%.4f", 0, 0},
+        {"checkpoints written", "checkpoints_written", "%.0f", 2, 1},
+        {"checkpoint time (s)", "checkpoint_time_s", "%.3f", 0, 1},
     };
     static const row quality[] = {
-        {"loss (BCE)", "val_loss", "%.4f", -1},
-        {"AUC-PR (average precision)", "val_auc_pr", "%.4f", 1},
-        {"ROC-AUC", "val_roc_auc", "%.4f", 1},
-        {"best F1", "val_best_f1", "%.4f", 1},
-        {"best-F1 threshold", "val_best_f1_threshold", "%.3g", 2},
-        {"precision at 0.5", "val_precision_at_half", "%.4f", 1},
-        {"recall at 0.5", "val_recall_at_half", "%.4f", 1},
-        {"Brier score", "val_brier", "%.5f", -1},
-        {"positive rate", "val_positive_rate", "%.4f", 2},
-        {"validation pixels", "val_pixels", "%.0f", 2},
+        {"loss (BCE)", "val_loss", "%.4f", -1, 0},
+        {"AUC-PR (average precision)", "val_auc_pr", "%.4f", 1, 0},
+        {"ROC-AUC", "val_roc_auc", "%.4f", 1, 0},
+        {"best F1", "val_best_f1", "%.4f", 1, 0},
+        {"best-F1 threshold", "val_best_f1_threshold", "%.3g", 2, 0},
+        {"precision at 0.5", "val_precision_at_half", "%.4f", 1, 0},
+        {"recall at 0.5", "val_recall_at_half", "%.4f", 1, 0},
+        {"Brier score", "val_brier", "%.5f", -1, 0},
+        {"positive rate", "val_positive_rate", "%.4f", 2, 0},
+        {"validation pixels", "val_pixels", "%.0f", 2, 0},
     };
     for (int part = 0; part < 2; part++) {
         const row *rows = part ? quality : cost;
@@ -275,6 +316,9 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 const int ratio =
                     rows[i].higher_is_better == 0 || (!part && rows[i].higher_is_better == 1);
                 fmt_change(d, sizeof d, v, bv, ratio);
+                char part_why[320]; /* the sentence under the tables says why */
+                if (rows[i].total && cost_totals_why(run, base, part_why, sizeof part_why))
+                    snprintf(d, sizeof d, "n/a");
             }
             fprintf(f, "| %s | %s |", rows[i].name, a);
             if (part && s->have_oracle) fprintf(f, " %s |", o);
