@@ -727,6 +727,31 @@ static int write_json(const char *path, const wc_json *j) {
     return rc;
 }
 
+/* Whether x and y are the same figure as report.json holds it (undefined: null, read as NaN). */
+static int same_figure(double x, double y) { return x == y || (isnan(x) && isnan(y)); }
+
+/* Whether the report.json in out_dir (an earlier session's, not yet replaced) shows the
+ * validation m, so that the calibration.png beside it is m's diagram. A session that resumed
+ * from an older checkpoint than the newest (one passed over as unusable) shows that checkpoint's
+ * validation, while the picture the stopped session left is of a later one. Every figure is
+ * written to the last bit (%.17g), in report.json as in the checkpoint, so equal is exact. */
+static int report_shows_validation(const char *out_dir, const wc_metrics *m) {
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    wc_json_doc doc;
+    const int parsed = text && wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
+    free(text);
+    if (!parsed) return 0;
+    const int same = same_figure(wc_json_get_num(&doc, "val_pixels"), (double)m->pixels) &&
+                     same_figure(wc_json_get_num(&doc, "val_positives"), (double)m->positives) &&
+                     same_figure(wc_json_get_num(&doc, "val_loss"), m->loss) &&
+                     same_figure(wc_json_get_num(&doc, "val_auc_pr"), m->auc_pr) &&
+                     same_figure(wc_json_get_num(&doc, "val_brier"), m->brier);
+    wc_json_doc_free(&doc);
+    return same;
+}
+
 /* Rank 0's part of wc_report_finish. report.md is written first, from the document report.json
  * will hold, so that report.json, written last, can say how the command ends: when report.md
  * could not be written a finished run fails (and draws no map), and report.json says so. */
@@ -749,8 +774,8 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     struct stat st;
     const int picture_there = lstat(path, &st) == 0 && S_ISREG(st.st_mode);
     int have_picture;
-    if (s->have_val && s->val_earlier)
-        have_picture = picture_there; /* that session's: the validation the report shows */
+    if (s->have_val && s->val_earlier) /* that session's, when it is the validation shown */
+        have_picture = picture_there && report_shows_validation(out_dir, &s->val);
     else
         have_picture = s->have_val &&
                        wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,

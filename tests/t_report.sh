@@ -328,4 +328,20 @@ done
     && ok "GDAL's cache in large blocks holds every band ($got1024), in small blocks the cap ($got256)" \
     || notok "GDAL's cache and large blocks" "status $s1024/$s256, cache '$got1024' / '$got256'"
 
+# A session resumed from an older checkpoint than the newest (the newest passed over as
+# unusable) shows that checkpoint's validation, not the one calibration.png was drawn for: the
+# picture goes (before 2026-12-06 report.md called the later validation's diagram its own)
+pa=(--tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict --ckpt-every 1 --keep 1000)
+"$WILDCPU" "${pa[@]}" --out "$T/pic" >"$T/pic.log" 2>&1
+spe=$(json "$T/pic/report.json" steps_per_epoch)
+for f in "$T"/pic/checkpoints/ckpt-*.wcp; do
+    n=${f##*ckpt-}; n=$((10#${n%.wcp}))
+    [ "$n" -gt $((spe + 1)) ] && truncate -s 1000 "$f"
+done
+WILDCPU_TEST_POISON=$((spe + 3)):0:loss "$WILDCPU" "${pa[@]}" --out "$T/pic" >"$T/pic2.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "resuming from .*ckpt-0*$((spe + 1)).wcp" "$T/pic2.log" && [ ! -e "$T/pic/calibration.png" ] &&
+    ! grep -q "calibration.png" "$T/pic/report.md" && grep -q 'The last validation ran in an earlier session' "$T/pic/report.md" &&
+    ok "a session resumed before the last validation: its report shows no later validation's picture" ||
+    notok "calibration.png of a later validation" "status $s; $(grep -i 'resuming\|calibration' "$T/pic2.log" "$T/pic/report.md" | head -4); $(ls "$T/pic")"
 finish
