@@ -450,7 +450,7 @@ static int validate(train_ctx *t, long step) {
     /* this validation's oracle alone: a session resumed without one (--oracle '') must not pair
      * its metrics with the oracle's of the checkpoint's earlier validation in the report */
     if (with_oracle) t->sum.oracle = om;
-    t->sum.have_oracle = with_oracle;
+    t->sum.have_oracle = with_oracle && t->ds->nval > 0; /* no validation: no pixel scored */
     if (t->sum.have_val)
         wc_trainlog_validation(t->log, step, &t->sum.val, with_oracle ? &t->sum.oracle : NULL);
     if (t->val.beyond_range > 0 && !t->range_warned) {

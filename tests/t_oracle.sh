@@ -148,4 +148,13 @@ s=$?
     && ok "an oracle without a probability on any validation pixel: said so once, no 'nan' figures" \
     || notok "an oracle all nodata" "status $s: $(grep -m3 -i 'oracle\|nan' "$T/none.log" | cut -c1-200)"
 
+# Without validation (--val-fraction 0) the oracle scores no pixel: report.json has no oracle_
+# members (before 2026-12-06 it had oracle_pixels 0 and every oracle figure null, as if the
+# oracle had no probability on any validation pixel)
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 32 --steps 2 --val-fraction 0 --no-predict \
+    --out "$T/noval" >"$T/noval.log" 2>&1
+s=$?
+keys=$($PY -c 'import json,sys; print(" ".join(k for k in json.load(open(sys.argv[1])) if k.startswith(("oracle_", "val_"))))' "$T/noval/report.json" 2>&1)
+[ $s -eq 0 ] && [ -z "$keys" ] && ok "no validation: no oracle_ or val_ members in report.json" ||
+    notok "no validation: oracle members" "status $s: $keys"
 finish
