@@ -115,6 +115,26 @@ void wc_model_free(wc_model *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* Another rank's load of the file rank 0 chose (read0: what rank 0 read of it). A training run
+ * writing into the directory may prune or replace that file before this rank reads it: the load
+ * is tried quietly first, and its failure said only when the file is still rank 0's, so that a
+ * file gone meanwhile, which the ranks then resolve again, prints no error (it printed
+ * "checkpoint ...: No such file or directory" on that rank, and the command went on to status
+ * 0). The last error is kept as it was: a spurious one must not become a report's cause. */
+static int load_rank0s_file(wc_model *m, const char *file, const wc_ckpt *read0, int max_N,
+                            int H, int W) {
+    char before[WC_LAST_ERROR_MAX];
+    wc_last_error(before, sizeof before);
+    const int was = wc_log_set_quiet(2);
+    int rc = wc_model_load(m, file, max_N, H, W);
+    wc_log_set_quiet(was);
+    if (rc == WC_OK) return WC_OK;
+    wc_adopt_error(before);
+    /* this rank's own failure on rank 0's very file: load it again, saying why */
+    if (wc_ckpt_still_there(file, read0)) rc = wc_model_load(m, file, max_N, H, W);
+    return rc;
+}
+
 /* Every rank, together. Rank 0 resolves path and loads it (wc_model_load), then every other rank
  * loads the very file rank 0 chose, and all check they hold its bytes (its CRC-32): ranks that
  * each resolved a run directory themselves while a training run wrote into it (a better best.wcp
@@ -138,7 +158,7 @@ int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W,
         if (rank == 0) memcpy(file, m->path, (size_t)chosen[1] + 1);
         wc_dist_bcast(file, (size_t)chosen[1] + 1, 0);
         int rc = rank == 0 ? WC_OK : WC_ERR;
-        if (rank != 0 && !skip) rc = wc_model_load(m, file, max_N, H, W);
+        if (rank != 0 && !skip) rc = load_rank0s_file(m, file, &read0, max_N, H, W);
         /* another file than rank 0's: read again; a failure on rank 0's very file is this
          * rank's own (said), which the callers agree on */
         const int other = !skip && (rc == WC_OK ? m->crc != read0.crc || m->step != read0.step

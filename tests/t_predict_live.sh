@@ -104,4 +104,21 @@ else
     notok "a checkpoint pruned while a damaged one is passed over: reported once" \
         "reported $said times; $(grep -E 'error|warning|exited|with ' "$T/d4.log" | head -4 | cut -c1-300)"
 fi
+# 5: on 2 ranks, a run without best.wcp whose checkpoint rank 0 chose is pruned (a newer one
+# durable) before rank 1 reads it (rank 1 paused as it starts reading): the ranks resolve the
+# directory again and map with the newer one, and no rank says an error about the file gone.
+rm -rf "$T/d5" && mkdir -p "$T/d5/checkpoints" && cp "$c4" "$T/d5/checkpoints/"
+p=(predict --tiles "$SAMPLE" --checkpoint "$T/d5" --out "$T/d5.tif")
+mpirun --oversubscribe --bind-to none -np 1 "$WILDCPU" "${p[@]}" : -np 1 \
+    gdb -q -batch -ex 'set breakpoint pending on' -ex 'tbreak wc_ckpt_resolve' -ex run \
+    -ex "shell sleep 3; cp '$c8' '$T/d5/checkpoints/.n' && mv '$T/d5/checkpoints/.n' '$T/d5/checkpoints/ckpt-00000008.wcp' && rm '$T/d5/checkpoints/ckpt-00000004.wcp'" \
+    -ex continue --args "$WILDCPU" "${p[@]}" >"$T/d5.log" 2>&1
+s=$?
+if [ $s -eq 0 ] && grep -q 'ckpt-00000008.wcp (step 8' "$T/d5.log" &&
+    ! grep -q 'error' "$T/d5.log" && same_map "$T/d5.tif" "$T/m8.tif"; then
+    ok "2 ranks, rank 0's checkpoint pruned before rank 1 reads it: the newer one mapped, no spurious error"
+else
+    notok "2 ranks, rank 0's checkpoint pruned before rank 1 reads it: no spurious error" \
+        "status $s; $(grep -E 'error|warning|with ' "$T/d5.log" | head -3 | cut -c1-300)"
+fi
 finish
