@@ -613,13 +613,9 @@ const char *wc_ckpt_unreadable_note(const char *dir, char *buf, size_t size) {
     return buf;
 }
 
-/* A listed checkpoint that is gone when it is read was pruned meanwhile by a run writing into
- * the directory (after a newer one was durable): the listing is taken again, at most this many
- * times, rather than the file reported as not usable and the directory, once its last listed
- * file is gone, as holding none. */
-#define LATEST_LISTINGS 5
-
-static int vanished(const char *path) {
+/* The listing is taken again rather than a vanished file reported as not usable and the
+ * directory, once its last listed file is gone, as holding none (ckpt.h). */
+int wc_ckpt_vanished(const char *path) {
     struct stat st;
     return lstat(path, &st) != 0 && errno == ENOENT;
 }
@@ -670,7 +666,7 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
             char why[512];
             const char *next = i + 1 < n ? "; trying the previous one" : "";
             if (!e[i].header_ok) {
-                if (listing < LATEST_LISTINGS && vanished(e[i].path)) {
+                if (listing < WC_CKPT_LISTINGS && wc_ckpt_vanished(e[i].path)) {
                     list_again = 1;
                     continue;
                 }
@@ -680,7 +676,7 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
             if (wc_ckpt_read(e[i].path, ck, why, sizeof why) != WC_OK ||
                 (check && check(ck, ctx, why, sizeof why) != WC_OK)) {
                 wc_ckpt_free(ck);
-                if (listing < LATEST_LISTINGS && vanished(e[i].path)) {
+                if (listing < WC_CKPT_LISTINGS && wc_ckpt_vanished(e[i].path)) {
                     list_again = 1;
                     continue;
                 }

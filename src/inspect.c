@@ -175,11 +175,51 @@ static void describe_stop_marker(const char *marker) {
     free(text);
 }
 
+/* What info says of one listed checkpoint: whether it reads and checks out, else why not, and
+ * its size on disk. */
+typedef struct {
+    int ok;
+    double bytes;
+    char why[512];
+} listed_ckpt;
+
+/* The checkpoints of dir into *e (wc_ckpt_list), each read and checked into *seen (freed by the
+ * caller with free). A training run writing into dir prunes its old checkpoints once a newer
+ * one is durable: a listed file gone when it is read is no damaged checkpoint, so the listing is
+ * taken again (info said "INVALID: cannot open: No such file or directory" of it, and of a run
+ * checkpointing with --keep 1 "no valid checkpoint: ... use --fresh to start over"). Returns the
+ * count, or -1 when dir cannot be read. */
+static int read_listing(const char *dir, wc_ckpt_entry **e, listed_ckpt **seen) {
+    for (int listing = 1;; listing++) {
+        const int n = wc_ckpt_list(dir, listing == 1, e);
+        if (n < 0) return n;
+        *seen = WC_CALLOC((size_t)WC_MAX(n, 1), sizeof **seen);
+        int again = 0;
+        for (int i = 0; i < n && !again; i++) {
+            const wc_ckpt_entry *en = &(*e)[i];
+            listed_ckpt *s = &(*seen)[i];
+            wc_ckpt ck;
+            if (!en->header_ok)
+                snprintf(s->why, sizeof s->why, "%s", en->why);
+            else if ((s->ok = read_checked(en->path, &ck, NULL, s->why, sizeof s->why) ==
+                              WC_OK))
+                wc_ckpt_free(&ck);
+            struct stat fs;
+            s->bytes = lstat(en->path, &fs) == 0 ? (double)fs.st_size : 0;
+            again = !s->ok && listing < WC_CKPT_LISTINGS && wc_ckpt_vanished(en->path);
+        }
+        if (!again) return n;
+        free(*seen);
+        wc_ckpt_list_free(*e, n);
+    }
+}
+
 static int describe_dir(const char *path) {
     char dir[4096];
     if (wc_ckpt_dir_of(path, dir, sizeof dir) != WC_OK) return WC_EXIT_RUNTIME;
     wc_ckpt_entry *e;
-    int n = wc_ckpt_list(dir, 1, &e);
+    listed_ckpt *seen = NULL;
+    int n = read_listing(dir, &e, &seen);
     if (n < 0) {
         fprintf(stderr, "wildcpu: cannot read %s: %s\n", dir, strerror(errno));
         return WC_EXIT_RUNTIME;
@@ -192,16 +232,11 @@ static int describe_dir(const char *path) {
            has_best ? ", then the best validation's (" WC_CKPT_BEST ")" : "");
     int newest_valid = -1;
     for (int i = 0; i < n; i++) {
-        wc_ckpt ck;
-        char why[512], sz[32];
-        int ok = e[i].header_ok && read_checked(e[i].path, &ck, NULL, why, sizeof why) == WC_OK;
-        struct stat fs;
-        double bytes = lstat(e[i].path, &fs) == 0 ? (double)fs.st_size : 0;
+        char sz[32];
         printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(e[i].path, '/') + 1, e[i].step,
-               wc_fmt_bytes(sz, sizeof sz, bytes), ok ? "valid" : "INVALID: ",
-               ok ? "" : e[i].header_ok ? why : e[i].why);
-        if (ok && newest_valid < 0) newest_valid = i;
-        if (ok) wc_ckpt_free(&ck);
+               wc_fmt_bytes(sz, sizeof sz, seen[i].bytes), seen[i].ok ? "valid" : "INVALID: ",
+               seen[i].ok ? "" : seen[i].why);
+        if (seen[i].ok && newest_valid < 0) newest_valid = i;
     }
     /* the best validation's checkpoint, which predict and evaluate use for the directory when
      * it is valid, else the newest valid one (wc_ckpt_resolve's choice) */
@@ -257,6 +292,7 @@ static int describe_dir(const char *path) {
     } else if (n > 0 || has_best)
         printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
     wc_ckpt_list_free(e, n);
+    free(seen);
     return WC_EXIT_OK;
 }
 

@@ -121,4 +121,18 @@ else
     notok "2 ranks, rank 0's checkpoint pruned before rank 1 reads it: no spurious error" \
         "status $s; $(grep -E 'error|warning|with ' "$T/d5.log" | head -3 | cut -c1-300)"
 fi
+# 6: info DIR of the same run (--keep 1, no best.wcp) while its checkpoint is pruned between
+# info's listing and its read: the newer one is described, not the pruned one as INVALID with
+# "no valid checkpoint ... use --fresh to start over".
+rm -rf "$T/d6" && mkdir -p "$T/d6/checkpoints" && cp "$c4" "$T/d6/checkpoints/"
+gdb -q -batch -ex 'set breakpoint pending on' -ex 'tbreak wc_ckpt_read' -ex run \
+    -ex "shell cp '$c8' '$T/d6/checkpoints/.n' && mv '$T/d6/checkpoints/.n' '$T/d6/checkpoints/ckpt-00000008.wcp' && rm '$T/d6/checkpoints/ckpt-00000004.wcp'" \
+    -ex continue --args "$WILDCPU" info "$T/d6" >"$T/d6.log" 2>&1
+if grep -q 'exited normally' "$T/d6.log" && grep -q 'ckpt-00000008.wcp .* valid' "$T/d6.log" &&
+    ! grep -q -E 'INVALID|no valid' "$T/d6.log"; then
+    ok "info DIR while a training prunes the checkpoint it listed: the newer one described, nothing INVALID"
+else
+    notok "info DIR while a training prunes the checkpoint it listed" \
+        "$(grep -E 'ckpt-|valid|exited' "$T/d6.log" | head -4 | cut -c1-300)"
+fi
 finish

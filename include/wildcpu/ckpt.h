@@ -102,6 +102,11 @@ typedef struct wc_ckpt_entry {
  * missing dir) or -1 when dir cannot be read. Free with wc_ckpt_list_free. */
 int wc_ckpt_list(const char *dir, int warn, wc_ckpt_entry **entries);
 void wc_ckpt_list_free(wc_ckpt_entry *entries, int n);
+/* A listed checkpoint that is gone when it is read was pruned meanwhile by a run writing into
+ * the directory (after a newer one was durable): a reader takes the listing again, at most
+ * WC_CKPT_LISTINGS times, rather than report the file as not usable. */
+#define WC_CKPT_LISTINGS 5
+int wc_ckpt_vanished(const char *path);
 /* How many of dir's checkpoints (its ckpt-*.wcp files and best.wcp) this process is not
  * permitted to read: a run written under umask 077 by another user of a shared project
  * directory. Such checkpoints are not damaged, so a message about them must not advise starting
