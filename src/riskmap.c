@@ -378,19 +378,80 @@ static int style_writable(const char *path) {
     return !exists(path) || wc_style_is_ours(path);
 }
 
-/* Whether path is a STAC item wildcpu wrote (its properties carry wildcpu:version). Read
- * within a bound and without waiting on a pipe: it is someone's file until shown ours. */
-static int item_is_ours(const char *path) {
+/* The text of path when it is a STAC item wildcpu wrote (its properties carry
+ * wildcpu:version), else NULL. Read within a bound and without waiting on a pipe: it is
+ * someone's file until shown ours. Caller frees. */
+static char *our_item(const char *path) {
     char why[256];
     char *text = wc_read_file_limited(path, (size_t)16 << 20, why, sizeof why);
-    const int ours =
-        text && strstr(text, "\"stac_version\"") && strstr(text, "\"wildcpu:version\"");
+    if (text && (!strstr(text, "\"stac_version\"") || !strstr(text, "\"wildcpu:version\""))) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static int item_is_ours(const char *path) {
+    char *text = our_item(path);
     free(text);
+    return text != NULL;
+}
+
+/* Whether path is a map wildcpu wrote (its metadata carries wildcpu_version). */
+static int map_is_ours(const char *path) {
+    struct stat st; /* a pipe of that name must not be opened: GDAL would wait on it */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    const int ours = ds && GDALGetMetadataItem(ds, "wildcpu_version", NULL);
+    if (ds) GDALClose(ds);
+    CPLPopErrorHandler();
     return ours;
+}
+
+/* The files named after a map are named after its stem (wc_sibling_path), which risk.tif,
+ * risk.tiff and risk.TIF share: NAME.json, NAME.qml, NAME_classes.tif, its sidecar and style.
+ * Another map of that stem whose files they are would lose them to this one: its STAC item
+ * replaced, its class raster and that raster's style removed (without --classes) or replaced.
+ * The STAC item, written with every map, names the map they belong to (its risk_map asset):
+ * that map when it is another file than out, still there and wildcpu's; NULL otherwise (no
+ * item, the item's map gone or replaced: the files are stale, and go as an earlier map's do).
+ * Caller frees. */
+static char *stem_owner(const char *out, const char *item) {
+    char *text = our_item(item), *href = text ? wc_stac_asset_href(text, "risk_map") : NULL;
+    free(text);
+    if (!href || !*href) {
+        free(href);
+        return NULL;
+    }
+    char *dir = wc_dir_of(out), *owner = href;
+    if (href[0] != '/') {
+        const size_t n = strlen(dir) + strlen(href) + 2;
+        owner = WC_ALLOC(n);
+        snprintf(owner, n, "%s/%s", dir, href);
+        free(href);
+    }
+    free(dir);
+    if (wc_same_file(owner, out) || !map_is_ours(owner)) {
+        free(owner);
+        return NULL;
+    }
+    return owner;
 }
 
 int wc_riskmap_check_companions(const wc_predict_config *cfg, const wc_riskmap_paths *p) {
     const char *const advice = "move it, or choose another --out";
+    char *owner = stem_owner(cfg->out, p->stac);
+    if (owner) {
+        char *stem = wc_sibling_path(cfg->out, "");
+        wc_error("%s is the STAC item of %s, another map named after %s, which is still there: "
+                 "the files named after that stem (%s, %s, %s) are its, and the map %s would "
+                 "replace or remove them; move %s and the files named after it away, or name "
+                 "this map otherwise (not %s.*)",
+                 p->stac, owner, stem, p->stac, p->style, p->classes, cfg->out, owner, stem);
+        free(stem), free(owner);
+        return WC_ERR;
+    }
     if (exists(p->stac) && !item_is_ours(p->stac)) {
         wc_error("%s exists and is not a STAC item wildcpu wrote: the map's item, named after "
                  "%s, would replace it; %s",

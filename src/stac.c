@@ -347,3 +347,27 @@ int wc_stac_write(const char *path, const wc_stac_item *it) {
     wc_json_free(&j);
     return rc;
 }
+
+/* The text of the object that member key of the object text[0..*len) holds, into *text and
+ * *len; WC_ERR when the text does not parse or the member is absent or no object. */
+static int member_object(const char **text, size_t *len, const char *key) {
+    wc_json_doc doc;
+    if (wc_json_parse_n(*text, *len, &doc, NULL, 0) != WC_OK) return WC_ERR;
+    const wc_json_member *m = wc_json_get(&doc, key);
+    const int found = m && m->kind == WC_JSON_NESTED && (*text)[m->value_at] == '{';
+    if (found) *text += m->value_at, *len = m->value_len;
+    wc_json_doc_free(&doc);
+    return found ? WC_OK : WC_ERR;
+}
+
+char *wc_stac_asset_href(const char *text, const char *key) {
+    size_t len = strlen(text);
+    wc_json_doc asset;
+    if (member_object(&text, &len, "assets") != WC_OK || member_object(&text, &len, key) != WC_OK ||
+        wc_json_parse_n(text, len, &asset, NULL, 0) != WC_OK)
+        return NULL;
+    const char *href = wc_json_get_str(&asset, "href");
+    char *copy = href ? wc_strdup(href) : NULL;
+    wc_json_doc_free(&asset);
+    return copy;
+}

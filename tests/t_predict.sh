@@ -513,6 +513,26 @@ predict --tiles "$S" --out "$out/own.tif" >"$tmp/own.log" 2>&1
 check "a NAME.qml that is not wildcpu's is kept, warned about, and left out of the item" bash -c "
     grep -q 'my own style' '$out/own.qml' && grep -q 'own.qml is not a style wildcpu wrote' '$tmp/own.log' &&
     [ -f '$out/own.tif' ] && ! grep -q qgis_style '$out/own.json'"
+# risk.tif, risk.tiff and risk.TIF share the stem risk, so the files named after it: a map
+# written as risk.tiff beside a map risk.tif that is still there must not take them over (its
+# item replaced, its class raster and that raster's style removed); once risk.tif is gone they
+# are stale, and go as an earlier map's do
+mkdir -p "$out/stem"
+predict --tiles "$S" --out "$out/stem/risk.tif" --classes >"$tmp/stem1.log" 2>&1
+before=$(cd "$out/stem" && sha256sum risk.json risk_classes.tif risk_classes.qml)
+expect_fail "a map of another extension (risk.tiff) beside a map of the same stem is refused" 1 \
+    "stem/risk.json is the STAC item of .*stem/risk.tif, another map named after .*stem/risk, which is still there" \
+    predict --tiles "$S" --out "$out/stem/risk.tiff"
+check "... and the other map's item, class raster and style are untouched, nothing written" bash -c "
+    [ \"\$(cd '$out/stem' && sha256sum risk.json risk_classes.tif risk_classes.qml)\" = '$before' ] &&
+    [ -f '$out/stem/risk_classes.tif.aux.xml' ] && [ ! -e '$out/stem/risk.tiff' ]"
+expect_fail "... and risk.TIF likewise" 1 "is the STAC item of .*stem/risk.tif" \
+    predict --tiles "$S" --out "$out/stem/risk.TIF" --classes
+check "the same map drawn again, and once the other map is gone, a map of the stem is written" bash -c "
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/stem/risk.tif' --classes >/dev/null 2>&1 &&
+    mv '$out/stem/risk.tif' '$out/stem/kept.tif' &&
+    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/stem/risk.tiff' >/dev/null 2>&1 &&
+    grep -q '\"href\":\"risk.tiff\"' '$out/stem/risk.json' && [ ! -e '$out/stem/risk_classes.tif' ]"
 
 # ---- refusals --------------------------------------------------------------------------------
 gdal_translate -q -of VRT -b 1 -b 2 -b 3 -b 4 -b 6 -b 7 -b 8 -b 9 -b 10 -b 11 -b 12 -b 13 \

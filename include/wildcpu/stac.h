@@ -44,4 +44,8 @@ typedef struct wc_stac_item {
  * message naming the file (an asset that cannot be read, a transformation that fails). */
 int wc_stac_write(const char *path, const wc_stac_item *item);
 
+/* The href of the asset named key in the item text (an item wc_stac_write wrote: "risk_map"),
+ * unescaped; NULL when the text is no such item or has no such asset. Caller frees. */
+char *wc_stac_asset_href(const char *text, const char *key);
+
 #endif
