@@ -783,6 +783,22 @@ static int say_leftovers(const char *what, const char *path, int claim) {
     return WC_EXIT_RUNTIME;
 }
 
+/* A training run directory's record of itself (its metrics log, report, split: rundir.h) is
+ * the training's alone, finished or not: evaluate --out DIR/report.json or DIR/metrics.jsonl,
+ * predict --out DIR/split.tif replaced it with status 0 once the training had ended (the
+ * metrics log cannot be made again without training again), where a running training's was
+ * refused. WC_EXIT_USAGE after a message, as for a checkpoint. */
+static int refuse_run_record(const char *what, const char *path) {
+    const char *record = path ? wc_rundir_record_of(path) : NULL;
+    if (!record) return WC_EXIT_OK;
+    char *dir = wc_dir_of(path);
+    wc_error("refusing to write the %s to %s: it is %s of the training run directory %s, which "
+             "only its training writes; choose another path",
+             what, path, record, dir);
+    free(dir);
+    return WC_EXIT_USAGE;
+}
+
 /* Rank 0, before any computing: every file this command writes (the map and what comes with
  * it, the metrics) can be written, is none of the files it reads (the raster's, the
  * checkpoint, the labels' own: an item "east.json" beside a map "east.tif" must not replace
@@ -813,6 +829,8 @@ static int check_outputs(const wc_predict_config *cfg, wc_raster *r, const wc_mo
     int status = WC_EXIT_OK;
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)
         status = wc_ckpt_refuse_as_output(outs[i].what, outs[i].path);
+    for (int i = 0; status == WC_EXIT_OK && i < n; i++)
+        status = refuse_run_record(outs[i].what, outs[i].path);
     if (status == WC_EXIT_OK) status = wc_check_outputs(outs, n, inputs);
     if (status == WC_EXIT_OK && cfg->out && wc_riskmap_check_companions(cfg, &p) != WC_OK)
         status = WC_EXIT_RUNTIME;

@@ -29,26 +29,28 @@
 
 /* What a run directory holds: what --fresh moves aside, and what no input may be; the kind of
  * file each may replace when the run writes it (metrics.jsonl is resumed, not replaced: a
- * crash may leave NUL bytes in it, which the resume drops). */
+ * crash may leave NUL bytes in it, which the resume drops); `record`: the training's record of
+ * itself, which only the training writes (the map's files are redrawn by predict on purpose). */
 static const struct {
     const char *name, *what;
     wc_file_kind kind;
+    int record;
 } RUN_FILES[] = {
-    {WC_CKPT_DIR, "the checkpoints", WC_KIND_ANY},
-    {WC_RUNDIR_METRICS_LOG, "the metrics log", WC_KIND_ANY},
-    {WC_RUNDIR_REPORT_JSON, "the report", WC_KIND_JSON},
-    {WC_RUNDIR_REPORT_MD, "the report", WC_KIND_ANY},
-    {WC_RUNDIR_MAP, "the risk map", WC_KIND_TIFF},
-    {WC_RUNDIR_MAP ".aux.xml", "the risk map's sidecar", WC_KIND_XML},
-    {WC_RUNDIR_PICTURE, "the quick-look picture", WC_KIND_PNG},
-    {CLASSES, "the class raster", WC_KIND_TIFF},
-    {CLASSES ".aux.xml", "the class raster's category names", WC_KIND_XML},
-    {STYLE, "the risk map's QGIS style", WC_KIND_XML},
-    {CLASSES_STYLE, "the class raster's QGIS style", WC_KIND_XML},
-    {WC_RUNDIR_MAP_STEM ".json", "the risk map's STAC item", WC_KIND_JSON},
-    {WC_RUNDIR_CALIBRATION_PNG, "the reliability diagram", WC_KIND_PNG},
-    {"split.tif", "the training/validation split", WC_KIND_TIFF},
-    {WC_RUNDIR_STOPPED, "the stop marker", WC_KIND_ANY},
+    {WC_CKPT_DIR, "the checkpoints", WC_KIND_ANY, 1},
+    {WC_RUNDIR_METRICS_LOG, "the metrics log", WC_KIND_ANY, 1},
+    {WC_RUNDIR_REPORT_JSON, "the report", WC_KIND_JSON, 1},
+    {WC_RUNDIR_REPORT_MD, "the report", WC_KIND_ANY, 1},
+    {WC_RUNDIR_MAP, "the risk map", WC_KIND_TIFF, 0},
+    {WC_RUNDIR_MAP ".aux.xml", "the risk map's sidecar", WC_KIND_XML, 0},
+    {WC_RUNDIR_PICTURE, "the quick-look picture", WC_KIND_PNG, 0},
+    {CLASSES, "the class raster", WC_KIND_TIFF, 0},
+    {CLASSES ".aux.xml", "the class raster's category names", WC_KIND_XML, 0},
+    {STYLE, "the risk map's QGIS style", WC_KIND_XML, 0},
+    {CLASSES_STYLE, "the class raster's QGIS style", WC_KIND_XML, 0},
+    {WC_RUNDIR_MAP_STEM ".json", "the risk map's STAC item", WC_KIND_JSON, 0},
+    {WC_RUNDIR_CALIBRATION_PNG, "the reliability diagram", WC_KIND_PNG, 1},
+    {"split.tif", "the training/validation split", WC_KIND_TIFF, 1},
+    {WC_RUNDIR_STOPPED, "the stop marker", WC_KIND_ANY, 1},
 };
 enum { NRUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };
 
@@ -340,6 +342,20 @@ static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
     const int rc = lock_dir(real ? real : ckpt_dir, what, &ckpt_lock_fd, 1);
     free(real);
     return rc;
+}
+
+const char *wc_rundir_record_of(const char *path) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const char *what = NULL;
+    for (int i = 0; i < NRUN_FILES && !what; i++)
+        if (RUN_FILES[i].record && strcmp(base, RUN_FILES[i].name) == 0) what = RUN_FILES[i].what;
+    if (!what) return NULL;
+    /* a training has run there: it leaves its lock, which no run removes */
+    char *dir = wc_dir_of(path), lock[4300];
+    run_file(lock, sizeof lock, dir, WC_RUNDIR_LOCK);
+    free(dir);
+    struct stat st;
+    return lstat(lock, &st) == 0 && S_ISREG(st.st_mode) ? what : NULL;
 }
 
 int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size) {

@@ -15,7 +15,8 @@
 # checkpoints link (status 1);
 # a DIR/STOPPED that is no marker of wildcpu's is said to be none by info, and ignored.
 # A --fresh whose move fails leaves no empty replaced-* and names what had moved. A map or
-# metrics that predict or evaluate would write over a running training's own files is refused.
+# metrics that predict or evaluate would write over a running training's own files is refused, and so,
+# once it has ended, is one over its record of itself (metrics log, report, split).
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -43,15 +44,35 @@ if [ $s2 -eq 1 ] && grep -q "run is in use by another wildcpu run (pid [0-9]* on
 else
     notok "second run refused" "statuses $s2 $s3, first running: $running; $(grep -m1 -i 'error' "$T/second.log")"
 fi
-if [ $s4 -eq 1 ] && [ $s5 -eq 1 ] && [ $running = yes ] && [ ! -e "$T/run/risk.tif" ] &&
+if [ $s4 -eq 1 ] && [ $s5 -eq 2 ] && [ $running = yes ] && [ ! -e "$T/run/risk.tif" ] &&
     grep -q "refusing to write the risk map to .*run/risk.tif: .*a training that is running (pid [0-9]* on " "$T/pin.log" &&
-    grep -q "refusing to write the metrics to .*run/report.json: .*a training that is running" "$T/ein.log"; then
-    ok "predict/evaluate outputs that are a running training's own files are refused (status 1)"
+    grep -q "refusing to write the metrics to .*run/report.json: it is the report of the training run directory" "$T/ein.log"; then
+    ok "predict/evaluate outputs that are a running training's own files are refused (the map status 1, its report 2)"
 else
     notok "outputs into a running training's directory" "statuses $s4 $s5, first running: $running; $(grep -h -m1 error "$T/pin.log" "$T/ein.log")"
 fi
 wait $first
 s1=$?
+# once the training has ended, its record of itself (metrics log, report, split) is still its
+# alone: evaluate --out DIR/report.json or DIR/metrics.jsonl and predict --out DIR/split.tif
+# replaced them with status 0; the map is predict's to draw again
+sums() { (cd "$T/run" && md5sum metrics.jsonl report.json report.md split.tif); }
+before=$(sums)
+"$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/report.json" >"$T/rec1.log" 2>&1
+r1=$?
+"$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/metrics.jsonl" >"$T/rec2.log" 2>&1
+r2=$?
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/split.tif" >"$T/rec3.log" 2>&1
+r3=$?
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/risk.tif" >"$T/rec4.log" 2>&1
+r4=$?
+if [ $r1 -eq 2 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [ $r4 -eq 0 ] && [ "$(sums)" = "$before" ] &&
+    grep -q "refusing to write the metrics to .*run/metrics.jsonl: it is the metrics log of the training run directory" "$T/rec2.log" &&
+    grep -q "refusing to write the risk map to .*run/split.tif: it is the training/validation split of the training run directory" "$T/rec3.log"; then
+    ok "a finished training's metrics log, report and split are refused as outputs (status 2), untouched; its map is redrawn"
+else
+    notok "a finished training's own record as an output" "statuses $r1 $r2 $r3 $r4; $(grep -h -m1 error "$T/rec1.log" "$T/rec2.log" "$T/rec3.log" | cut -c1-200)"
+fi
 
 # two run directories whose checkpoints are links to one directory (scratch): the second is
 # refused while the first runs (the linked directory is locked too), and the first ends as it

@@ -72,4 +72,11 @@ void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase);
  * `holder` (size bytes) with what the lock notes of its holder ("pid N on HOST since T"). */
 int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size);
 
+/* What path is of a training run directory's record of itself, which only its training writes
+ * ("the metrics log": metrics.jsonl, report.json, report.md, calibration.png, split.tif,
+ * STOPPED), when its directory is one (a training left its lock there, DIR/.lock), running or
+ * not; NULL otherwise. The map's files (risk.tif and what is named after it) are not: predict
+ * redraws them on purpose. */
+const char *wc_rundir_record_of(const char *path);
+
 #endif
