@@ -1194,6 +1194,24 @@ static void check_source_band(const char *mosaic, const char *path, int b, GDALR
                 unit);
 }
 
+/* Whether two CRSs (WKT) place a geotransform's pixels on the same ground: the same text, or
+ * the same CRS in other words (an .img or a GeoTIFF of another writer names its datum and
+ * projection otherwise; GDAL's gdalbuildvrt takes them for one, and so does the check of the
+ * sources' CRSs, which therefore says nothing of them). The options are that check's. */
+static int same_place_crs(const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return 1;
+    if (!*a || !*b) return 0;
+    const char *opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
+                          "CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", NULL};
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    OGRSpatialReferenceH sa = OSRNewSpatialReference(NULL), sb = OSRNewSpatialReference(NULL);
+    const int same = OSRSetFromUserInput(sa, a) == OGRERR_NONE &&
+                     OSRSetFromUserInput(sb, b) == OGRERR_NONE && OSRIsSameEx(sa, sb, opts);
+    OSRDestroySpatialReference(sa), OSRDestroySpatialReference(sb);
+    CPLPopErrorHandler();
+    return same;
+}
+
 /* A source that changed since the VRT was built (a tile cropped, shifted or written again on
  * another grid): GDAL reads the rectangle the VRT names, so a smaller source leaves part of it
  * without data (0 where the band has no nodata value: refused when `holes_are_data`), and a
@@ -1224,7 +1242,7 @@ static void check_source_extent(const char *mosaic, const char *path, GDALDatase
         !wc_gt_axis_aligned(vgt) || !wc_gt_axis_aligned(sgt) || vgt[1] == 0 || vgt[5] == 0)
         return;
     const char *vrt_crs = GDALGetProjectionRef(vrt), *src_crs = GDALGetProjectionRef(src);
-    if (!vrt_crs || !src_crs || strcmp(vrt_crs, src_crs) != 0) return; /* warned elsewhere */
+    if (!vrt_crs || !src_crs || !same_place_crs(vrt_crs, src_crs)) return; /* warned elsewhere */
     const double dx = (sgt[0] + sr[0] * sgt[1] - (vgt[0] + dr[0] * vgt[1])) / vgt[1];
     const double dy = (sgt[3] + sr[1] * sgt[5] - (vgt[3] + dr[1] * vgt[5])) / vgt[5];
     if ((fabs(dx) > 0.5 || fabs(dy) > 0.5) && f->moved++ == 0)

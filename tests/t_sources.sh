@@ -10,7 +10,8 @@
 #     naming the inner VRT; the flat mosaic of every tile trains;
 #   - a source smaller than the rectangle the VRT reads of it is refused where a band has no
 #     nodata value, and warned about where the bands have one;
-#   - a source its own georeferencing puts 2 pixels from where the VRT places it is warned about;
+#   - a source its own georeferencing puts 2 pixels from where the VRT places it is warned about,
+#     also when it writes the same CRS in other words (an .img source);
 #   - bands that hide their nodata (gdalbuildvrt -hidenodata) are warned about, naming
 #     HideNoDataValue; the same mosaic without -hidenodata is not.
 #   - a mosaic of GeoPackage subdatasets (GPKG:file:table sources, as the Yellowstone data) trains;
@@ -136,6 +137,26 @@ if [ $st -eq 0 ] && grep -q 'warning: .*q_128_0.tif lies 2.0 x 0.0 pixels from w
     ok "a source its georeferencing puts 2 pixels from where the mosaic places it: trains with a warning"
 else
     notok "a moved source" "status $st: $(first_msg "$T/moved.log")"
+fi
+# ... and the same when that source writes its CRS in other words than the mosaic (an ERDAS .img:
+# GDAL reads its WKT with other names, the same CRS): before, only a CRS of the very same text
+# was compared, so a moved tile of another format than the first passed without a word
+tiles "$T/nodata.tif" "$T/moved_img"
+gdal_translate -q -of HFA -a_ullr 643900 4930000 647740 4926160 "$T/moved_img/q_128_0.tif" \
+    "$T/moved_img/q_128_0.img"
+gdalbuildvrt -q "$T/moved_img/flat.vrt" "$T/moved_img"/q_*.tif
+sed -i 's/q_128_0\.tif/q_128_0.img/' "$T/moved_img/flat.vrt"
+texts=$($PY -c 'import sys; from osgeo import gdal
+a, b = gdal.Open(sys.argv[1]), gdal.Open(sys.argv[2])
+print(int(a.GetProjectionRef() != b.GetProjectionRef() and a.GetSpatialRef().IsSame(b.GetSpatialRef())))' \
+    "$T/moved_img/flat.vrt" "$T/moved_img/q_128_0.img" 2>&1 | tail -1)
+train moved_img --tiles "$T/moved_img/flat.vrt" "${lab[@]}"
+st=$?
+if [ "$texts" = 1 ] && [ $st -eq 0 ] &&
+    grep -q 'warning: .*q_128_0.img lies 2.0 x 0.0 pixels from where' "$T/moved_img.log"; then
+    ok "a moved source whose CRS is written in other words (.img): trains with the same warning"
+else
+    notok "a moved .img source" "CRS of other text, the same: $texts; status $st: $(first_msg "$T/moved_img.log")"
 fi
 
 # 6. Bands that hide their nodata (gdalbuildvrt -hidenodata): warned about; the same without it not
