@@ -1194,22 +1194,36 @@ static void check_source_band(const char *mosaic, const char *path, int b, GDALR
                 unit);
 }
 
-/* Whether two CRSs (WKT) place a geotransform's pixels on the same ground: the same text, or
- * the same CRS in other words (an .img or a GeoTIFF of another writer names its datum and
- * projection otherwise; GDAL's gdalbuildvrt takes them for one, and so does the check of the
- * sources' CRSs, which therefore says nothing of them). The options are that check's. */
-static int same_place_crs(const char *a, const char *b) {
-    if (strcmp(a, b) == 0) return 1;
-    if (!*a || !*b) return 0;
+/* `wkt` parsed into `s` without its vertical part: a compound CRS (a DEM's EPSG:32611+5703,
+ * UTM with NAVD88 heights) places a geotransform's pixels where its horizontal CRS does. */
+static int parse_horizontal(OGRSpatialReferenceH s, const char *wkt) {
+    if (OSRSetFromUserInput(s, wkt) != OGRERR_NONE) return 0;
+    if (OSRIsCompound(s)) OSRStripVertical(s);
+    return 1;
+}
+
+/* Whether two CRSs (WKT) place a geotransform's pixels on the same ground: 1 for the same
+ * text, the same CRS in other words (an .img or a GeoTIFF of another writer names its datum and
+ * projection otherwise; GDAL's gdalbuildvrt takes them for one), or the same but for a
+ * vertical CRS, which moves no pixel; 0 for two others; -1 when either is missing or does not
+ * parse (nothing to compare). */
+static int compare_place_crs(const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return *a ? 1 : -1;
+    if (!*a || !*b) return -1;
     const char *opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
                           "CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", NULL};
     CPLPushErrorHandler(CPLQuietErrorHandler);
     OGRSpatialReferenceH sa = OSRNewSpatialReference(NULL), sb = OSRNewSpatialReference(NULL);
-    const int same = OSRSetFromUserInput(sa, a) == OGRERR_NONE &&
-                     OSRSetFromUserInput(sb, b) == OGRERR_NONE && OSRIsSameEx(sa, sb, opts);
+    const int parsed = parse_horizontal(sa, a) && parse_horizontal(sb, b);
+    const int same = parsed ? OSRIsSameEx(sa, sb, opts) != 0 : -1;
     OSRDestroySpatialReference(sa), OSRDestroySpatialReference(sb);
     CPLPopErrorHandler();
     return same;
+}
+
+/* The CRSs (WKT) place pixels alike (compare_place_crs); so do two without a CRS. */
+static int same_place_crs(const char *a, const char *b) {
+    return strcmp(a, b) == 0 || compare_place_crs(a, b) == 1;
 }
 
 /* A source that changed since the VRT was built (a tile cropped, shifted or written again on
@@ -1467,15 +1481,8 @@ int wc_raster_check_sources(wc_raster *r) {
     warn_impossible_nodata(r);
     GDALDriverH drv = GDALGetDatasetDriver((GDALDatasetH)r->ds);
     if (!drv || strcmp(GDALGetDriverShortName(drv), "VRT") != 0) return WC_OK;
-    OGRSpatialReferenceH mine = OSRNewSpatialReference(NULL), theirs = OSRNewSpatialReference(NULL);
-    const int have_crs = *r->wkt && OSRSetFromUserInput(mine, r->wkt) == OGRERR_NONE;
-    const char *same_opts[] = {"IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES",
-                               "CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", NULL};
     char *const *files = wc_raster_files(r);
-    if (refuse_waiting_sources(r, files) != WC_OK) {
-        OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
-        return WC_ERR;
-    }
+    if (refuse_waiting_sources(r, files) != WC_OK) return WC_ERR;
     /* every source of a mosaic of up to MAX_CRS_CHECKS, else that many spread over it (each is
      * opened: thousands of headers on a parallel file system take long) */
     enum { MAX_CRS_CHECKS = 2000 };
@@ -1488,9 +1495,7 @@ int wc_raster_check_sources(wc_raster *r) {
         CPLPushErrorHandler(CPLQuietErrorHandler);
         GDALDatasetH s = GDALOpenEx(files[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
         const char *wkt = s ? GDALGetProjectionRef(s) : NULL;
-        const int differs = have_crs && !behind_warp[i] && wkt && *wkt &&
-                            OSRSetFromUserInput(theirs, wkt) == OGRERR_NONE &&
-                            !OSRIsSameEx(mine, theirs, same_opts);
+        const int differs = !behind_warp[i] && wkt && compare_place_crs(r->wkt, wkt) == 0;
         CPLPopErrorHandler();
         /* a VRT declares signed bytes Byte (gdalbuildvrt does), and GDAL then reads -1 as 255 */
         for (int b = 1; s && status == WC_OK && b <= GDALGetRasterCount(s); b++)
@@ -1553,7 +1558,6 @@ int wc_raster_check_sources(wc_raster *r) {
         wc_warn("%s: %d of its sources lie elsewhere than the mosaic places them", r->path,
                 found.moved);
     free(behind_warp);
-    OSRDestroySpatialReference(mine), OSRDestroySpatialReference(theirs);
     return status;
 }
 
@@ -1579,15 +1583,6 @@ int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, 
     return WC_OK;
 }
 
-static int same_crs(const char *a, const char *b) {
-    if (strcmp(a, b) == 0) return 1;
-    if (!*a || !*b) return 0;
-    OGRSpatialReferenceH sa = OSRNewSpatialReference(a), sb = OSRNewSpatialReference(b);
-    int same = sa && sb && OSRIsSame(sa, sb);
-    OSRDestroySpatialReference(sa);
-    OSRDestroySpatialReference(sb);
-    return same;
-}
 
 int wc_raster_same_grid(const wc_raster *a, const wc_raster *b) {
     if (a->width != b->width || a->height != b->height) return 0;
@@ -1595,7 +1590,7 @@ int wc_raster_same_grid(const wc_raster *a, const wc_raster *b) {
     for (int i = 0; i < 6; i++)
         if (fabs(a->gt[i] - b->gt[i]) > 1e-9 * fmax(px, 1e-12) * (i == 0 || i == 3 ? 1 : 1e-3))
             return 0;
-    return same_crs(a->wkt, b->wkt);
+    return same_place_crs(a->wkt, b->wkt);
 }
 
 void wc_raster_crs_name(const char *wkt, char *buf, size_t size) {

@@ -4,6 +4,7 @@
 # equal a hand computation (numpy, the definitions of metrics.h) from split.tif, the labels, the
 # features' nodata and the oracle; the pixels left out are counted and said once, and the
 # model's metrics are those of a run whose oracle is whole (the oracle changes nothing else).
+# An oracle on the tiles' grid in the horizontal CRS of their compound CRS is on their grid.
 . "$(dirname "$0")/lib.sh"
 
 $PY - "$ROOT/data/sample/oracle_risk.tif" "$T/oracle_holes.tif" <<'PY' || notok "an oracle with nodata"
@@ -128,6 +129,19 @@ s1=$?
 [ $s1 -eq 1 ] && grep -q "tiles .*: 512x512 px of 30x-30, origin (640000, 4930000), EPSG:32611; oracle: 512x512 px of 30x-30, origin (640000, 4930005), EPSG:32611" "$T/off5m.log" \
     && ok "an oracle 5 m off the tiles' grid: the error gives both origins in full" \
     || notok "an oracle 5 m off the tiles' grid" "status $s1: $(grep -m1 'oracle' "$T/off5m.log" | cut -c1-400)"
+
+# tiles in a compound CRS (UTM with NAVD88 heights, as a DEM's mosaic carries) and an oracle in
+# its horizontal CRS: one grid, since a vertical CRS moves no pixel. The oracle was refused as
+# "not on the tiles' grid", and every source of the mosaic said to "lie on the wrong ground"
+gdal_translate -q -of VRT -a_srs EPSG:32611+5703 "$SAMPLE" "$T/compound.vrt"
+"$WILDCPU" "${train[@]}" --tiles "$T/compound.vrt" --oracle "$ROOT/data/sample/oracle_risk.tif" \
+    --out "$T/compound" >"$T/compound.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q '"oracle_auc_pr":[0-9]' "$T/compound/metrics.jsonl" &&
+    ! grep -qE 'another CRS|wrong ground' "$T/compound.log" &&
+    [ "$(oracle_of "$T/compound")" = "$(oracle_of "$T/whole")" ] \
+    && ok "tiles in a compound CRS, the oracle in its horizontal CRS: one grid, the oracle scored as with plain tiles" \
+    || notok "tiles in a compound CRS with an oracle in its horizontal CRS" "status $s: $(grep -m2 -E 'warning|error' "$T/compound.log" | cut -c1-300)"
 
 # an oracle with no probability anywhere (nodata over the whole raster): its line says it has no
 # figures, and never prints "nan" for them (it printed "AUC-PR nan  ROC-AUC nan")
