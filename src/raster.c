@@ -1042,6 +1042,7 @@ typedef struct {
     int passed;    /* a source whose declared nodata value reads as data */
     int mixed;     /* a VRT band reads sources of different data types */
     int unmasked;  /* a source whose mask (per-dataset, alpha) the VRT does not apply */
+    int packed;    /* a VRT band reads a source packed otherwise (scale, offset) than it says */
 } source_findings;
 
 /* What a mosaic's band does with the pixels a source skips (its <NODATA>): fills them with its
@@ -1165,6 +1166,34 @@ static void check_source_mask(const char *mosaic, const char *path, int b, GDALR
                 mosaic, file, has & GMF_ALPHA ? "an alpha band" : "a mask band", path, b);
 }
 
+/* A source packed otherwise than the band that reads it (a tile written again with another
+ * scale or offset since the mosaic was built, or packed under a band that says none): GDAL
+ * reads the source's stored values and the band's scale and offset make them values, so that
+ * ground's values are wrong (gdalbuildvrt refuses sources of different packings). A source the
+ * VRT rescales itself (a ComplexSource's ScaleRatio, ScaleOffset, LUT or Exponent) is read as
+ * the VRT means. */
+static void check_source_packing(const char *mosaic, const char *path, int b, GDALRasterBandH vb,
+                                 GDALRasterBandH sb, const char *file, int sband,
+                                 const char *xml, source_findings *f) {
+    if (strstr(xml, "<ScaleRatio>") || strstr(xml, "<ScaleOffset>") || strstr(xml, "<LUT>") ||
+        strstr(xml, "<Exponent>"))
+        return;
+    int has = 0;
+    double vs = GDALGetRasterScale(vb, &has), vo = GDALGetRasterOffset(vb, &has);
+    double ss = GDALGetRasterScale(sb, &has), so = GDALGetRasterOffset(sb, &has);
+    if (vs == ss && vo == so) return;
+    if (f->packed++ > 0) return;
+    const char *name = GDALGetDescription(vb);
+    wc_warn("%s: band %d (%s) of %s makes values of its sources' stored values at scale %.9g "
+            "and offset %.9g, but its source %s (band %d) is packed at scale %.9g and offset "
+            "%.9g: a tile written again with another packing since the mosaic was built? GDAL "
+            "reads that ground's stored value 1000 as %.9g where the tile means %.9g; build the "
+            "mosaic again from sources of one packing (gdalbuildvrt refuses others), or unpack "
+            "them first (gdal_translate -unscale -ot Float32)",
+            mosaic, b, *name ? name : "undescribed", path, vs, vo, file, sband, ss, so,
+            1000 * vs + vo, 1000 * ss + so);
+}
+
 static void check_source_band(const char *mosaic, const char *path, int b, GDALRasterBandH vb,
                               GDALDatasetH src, const char *file, int sband, const char *xml,
                               GDALDataType *first_type, char **first_file, source_findings *f) {
@@ -1173,6 +1202,7 @@ static void check_source_band(const char *mosaic, const char *path, int b, GDALR
     check_source_type(mosaic, path, b, GDALGetDescription(vb), sb, file, sband, first_type,
                       first_file, f);
     check_source_mask(mosaic, path, b, vb, sb, file, xml, f);
+    check_source_packing(mosaic, path, b, vb, sb, file, sband, xml, f);
     const char *want = GDALGetDescription(vb), *has = GDALGetDescription(sb);
     if (*want && *has && strcmp(has, want) != 0 && f->reordered++ == 0)
         wc_warn("%s: band %d (%s) of %s is read from band %d of %s, which that file describes "
@@ -1552,6 +1582,10 @@ int wc_raster_check_sources(wc_raster *r) {
         wc_warn("%s: %d of its bands read a source band described otherwise (counted per band "
                 "and source)",
                 r->path, found.reordered);
+    if (found.packed > 1)
+        wc_warn("%s: %d of its bands read a source packed otherwise (counted per band and "
+                "source)",
+                r->path, found.packed);
     if (found.cut > 1)
         wc_warn("%s: %d of its sources are smaller than the mosaic reads", r->path, found.cut);
     if (found.moved > 1)
@@ -1582,7 +1616,6 @@ int wc_raster_map_to_pixel(const double gt[6], double x, double y, double *col, 
     *row = (-gt[4] * dx + gt[1] * dy) / det;
     return WC_OK;
 }
-
 
 int wc_raster_same_grid(const wc_raster *a, const wc_raster *b) {
     if (a->width != b->width || a->height != b->height) return 0;

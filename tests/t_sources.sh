@@ -12,6 +12,7 @@
 #     nodata value, and warned about where the bands have one;
 #   - a source its own georeferencing puts 2 pixels from where the VRT places it is warned about,
 #     also when it writes the same CRS in other words (an .img source);
+#   - a source packed otherwise (scale, offset) than the mosaic's band reads is warned about;
 #   - bands that hide their nodata (gdalbuildvrt -hidenodata) are warned about, naming
 #     HideNoDataValue; the same mosaic without -hidenodata is not.
 #   - a mosaic of GeoPackage subdatasets (GPKG:file:table sources, as the Yellowstone data) trains;
@@ -157,6 +158,29 @@ if [ "$texts" = 1 ] && [ $st -eq 0 ] &&
     ok "a moved source whose CRS is written in other words (.img): trains with the same warning"
 else
     notok "a moved .img source" "CRS of other text, the same: $texts; status $st: $(first_msg "$T/moved_img.log")"
+fi
+
+# 5b. A source packed otherwise than the mosaic's band (a tile written again at scale 0.25 behind
+#     a mosaic built of tiles at 0.5): GDAL applies the band's scale to its stored values, so its
+#     ground reads at half its values; warned about, naming it. The mosaic as built says nothing.
+mkdir -p "$T/packed"
+for q in "0 0" "128 0" "0 128" "128 128"; do
+    set -- $q
+    gdal_translate -q -b 7 -ot Int16 -a_scale 0.5 -a_nodata -32768 -srcwin "$1" "$2" 128 128 \
+        "$SYN" "$T/packed/p_$1_$2.tif"
+done
+gdalbuildvrt -q "$T/packed/built.vrt" "$T/packed"/p_*.tif
+cp "$T/packed/built.vrt" "$T/packed/changed.vrt"
+train packed_built --tiles "$T/packed/built.vrt" --labels "$T/lab.tif"
+st=$?
+gdal_edit.py -scale 0.25 "$T/packed/p_128_128.tif"
+train packed_changed --tiles "$T/packed/changed.vrt" --labels "$T/lab.tif"
+st2=$?
+if [ $st -eq 0 ] && [ $st2 -eq 0 ] && ! grep -q 'packed at scale' "$T/packed_built.log" &&
+    grep -q 'warning: .*changed.vrt: band 1 (.*) of .*changed.vrt makes values of its sources. stored values at scale 0.5 and offset 0, but its source .*p_128_128.tif (band 1) is packed at scale 0.25 and offset 0' "$T/packed_changed.log"; then
+    ok "a source packed otherwise than the mosaic's band is warned about, naming it; the mosaic as built is not"
+else
+    notok "a source packed otherwise" "statuses $st $st2: $(first_msg "$T/packed_built.log" "$T/packed_changed.log")"
 fi
 
 # 6. Bands that hide their nodata (gdalbuildvrt -hidenodata): warned about; the same without it not
