@@ -523,15 +523,37 @@ static char *resolve_path(const char *p) {
     return out;
 }
 
-int wc_same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+/* What stat said of a path: 0 and st, or the errno it failed with. */
+typedef struct {
+    int err;
+    struct stat st;
+} stat_result;
+
+static stat_result stat_of(const char *path) {
+    stat_result r = {0};
+    if (stat(path, &r.st) != 0) r.err = errno;
+    return r;
+}
+
+/* wc_same_file from each path's stat. A path that exists and one that does not (ENOENT) name
+ * two files without resolving either: resolving took 3 realpath calls (a dozen readlinks) per
+ * pair, and a run compares each file of its mosaic with each of its outputs, most of which do
+ * not exist yet (1,024 tiles of 3 files: 3.5 s of 5.5 s before planning). */
+static int same_file_as(const char *a, const stat_result *sa, const char *b,
+                        const stat_result *sb) {
+    if (!sa->err && !sb->err)
+        return sa->st.st_dev == sb->st.st_dev && sa->st.st_ino == sb->st.st_ino;
+    if ((!sa->err && sb->err == ENOENT) || (sa->err == ENOENT && !sb->err)) return 0;
     char *ra = resolve_path(a), *rb = resolve_path(b);
     int same = ra && rb && strcmp(ra, rb) == 0;
     free(ra);
     free(rb);
     return same;
+}
+
+int wc_same_file(const char *a, const char *b) {
+    const stat_result sa = stat_of(a), sb = stat_of(b);
+    return same_file_as(a, &sa, b, &sb);
 }
 
 int wc_path_within(const char *path, const char *dir) {
@@ -546,23 +568,30 @@ int wc_path_within(const char *path, const char *dir) {
 int wc_check_outputs_not_inputs(const char *const *outputs, const char *const *what_out,
                                 int noutputs, const char *const *moved_dirs, int nmoved,
                                 const char *const *inputs) {
-    for (int k = 0; inputs && inputs[k]; k++) {
-        for (int i = 0; i < noutputs; i++)
-            if (wc_same_file(inputs[k], outputs[i])) {
+    /* each output's stat once, each input's once: a mosaic's thousands of files meet each
+     * output */
+    stat_result *out_st = WC_ALLOC(sizeof *out_st * (size_t)WC_MAX(noutputs, 1));
+    for (int i = 0; i < noutputs; i++) out_st[i] = stat_of(outputs[i]);
+    int rc = WC_OK;
+    for (int k = 0; rc == WC_OK && inputs && inputs[k]; k++) {
+        const stat_result in_st = stat_of(inputs[k]);
+        for (int i = 0; rc == WC_OK && i < noutputs; i++)
+            if (same_file_as(inputs[k], &in_st, outputs[i], &out_st[i])) {
                 wc_error("refusing to write %s to %s: that is %s, an input of this command; "
                          "give the output another path or another --out directory",
                          what_out[i], outputs[i], inputs[k]);
-                return WC_ERR;
+                rc = WC_ERR;
             }
-        for (int i = 0; i < nmoved; i++)
+        for (int i = 0; rc == WC_OK && i < nmoved; i++)
             if (wc_path_within(inputs[k], moved_dirs[i])) {
                 wc_error("refusing to start: %s is an input, and lies in %s, which this command "
                          "moves aside (--fresh); choose another --out directory",
                          inputs[k], moved_dirs[i]);
-                return WC_ERR;
+                rc = WC_ERR;
             }
     }
-    return WC_OK;
+    free(out_st);
+    return rc;
 }
 
 #define DERIVED_SUFFIX ".aux.xml" /* the longest GDAL adds (".ovr", ".msk" are shorter) */

@@ -3,7 +3,9 @@
  * absolute for records (wc_path_absolute); claims on an output (wc_claim_output) by processes
  * that arrive together. Real files, pipes, directories and processes in a temporary directory,
  * which is the working directory while the tests run. */
+#include <dlfcn.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 
 #include "harness.h"
 #include "wildcpu/files.h"
+#include "wildcpu/util.h"
 
 static char dir[4096];
 
@@ -106,6 +109,56 @@ static void test_path_absolute(void) {
     }
 }
 
+/* realpath as the library calls it, counted: resolving a path takes a readlink per component,
+ * and a run compares each file of its mosaic with each of its outputs. */
+static long realpath_calls;
+char *realpath(const char *restrict path, char *restrict resolved) {
+    static char *(*real)(const char *restrict, char *restrict);
+    if (!real) real = (char *(*)(const char *restrict, char *restrict))dlsym(RTLD_NEXT, "realpath");
+    realpath_calls++;
+    return real(path, resolved);
+}
+
+/* A mosaic of 300 files against a run's 12 outputs, none written yet: no pair resolves a path
+ * (a file that exists is not one that does not; 3 realpath calls a pair made a run over 1,024
+ * tiles spend 3.5 s on it), and what names an input is still refused: another spelling of it,
+ * a link to it, and a path through a linked directory to a file neither has yet. */
+static void test_outputs_not_inputs(void) {
+    enum { NIN = 300, NOUT = 12 };
+    CHECK(mkdir("mosaic", 0755) == 0 && mkdir("run", 0755) == 0, "mkdir");
+    CHECK(symlink("run", "runlink") == 0, "symlink");
+    static char in_paths[NIN][32], out_paths[NOUT][32];
+    const char *inputs[NIN + 1], *outputs[NOUT], *whats[NOUT];
+    for (int i = 0; i < NIN; i++) {
+        snprintf(in_paths[i], sizeof in_paths[i], "mosaic/t%03d.tif", i);
+        touch(in_paths[i]);
+        inputs[i] = in_paths[i];
+    }
+    inputs[NIN] = NULL;
+    for (int i = 0; i < NOUT; i++) {
+        snprintf(out_paths[i], sizeof out_paths[i], "run/out%02d.tif", i);
+        outputs[i] = out_paths[i], whats[i] = "an output";
+    }
+    realpath_calls = 0;
+    CHECK(wc_check_outputs_not_inputs(outputs, whats, NOUT, NULL, 0, inputs) == WC_OK,
+          "distinct files refused");
+    CHECK(realpath_calls <= NOUT, "%ld realpath calls for %d inputs and %d outputs",
+          realpath_calls, NIN, NOUT);
+    const char *same[] = {"./mosaic/../mosaic/t007.tif", NULL};
+    const char *one[] = {"mosaic/t007.tif"}, *what[] = {"the map"};
+    CHECK(wc_check_outputs_not_inputs(one, what, 1, NULL, 0, same) == WC_ERR,
+          "another spelling of an input taken as an output");
+    CHECK(symlink("mosaic/t008.tif", "t8link.tif") == 0, "symlink");
+    const char *linked[] = {"t8link.tif", NULL}, *eight[] = {"mosaic/t008.tif"};
+    CHECK(wc_check_outputs_not_inputs(eight, what, 1, NULL, 0, linked) == WC_ERR,
+          "a link to an input taken as an output");
+    const char *future[] = {"runlink/new.tif", NULL}, *newmap[] = {"run/new.tif"};
+    CHECK(wc_check_outputs_not_inputs(newmap, what, 1, NULL, 0, future) == WC_ERR,
+          "a file neither has yet, through a linked directory, taken as two");
+    CHECK(!wc_same_file("mosaic/t001.tif", "run/none.tif"), "a file and one not there alike");
+    CHECK(wc_same_file("run/none.tif", "runlink/none.tif"), "a file not there, two spellings");
+}
+
 /* A process named wildcpu (what wc_output_writer looks for) that waits on `start` (until it
  * closes), claims path, writes what wc_claim_output returned to `result` and holds its claim
  * until `hold` closes. */
@@ -175,6 +228,7 @@ int main(void) {
     RUN(test_pipes_behind_names);
     RUN(test_path_absolute);
     RUN(test_claim_race);
+    RUN(test_outputs_not_inputs);
     harness_remove_tree(dir);
     HARNESS_EXIT();
 }
