@@ -1516,12 +1516,17 @@ int wc_raster_check_sources(wc_raster *r) {
     /* every source of a mosaic of up to MAX_CRS_CHECKS, else that many spread over it (each is
      * opened: thousands of headers on a parallel file system take long) */
     enum { MAX_CRS_CHECKS = 2000 };
-    int nfiles = 0, other = 0, resampled[2] = {0, 0}, status = WC_OK;
+    int nfiles = 0, other = 0, checked = 0, resampled[2] = {0, 0}, status = WC_OK;
     while (files[nfiles]) nfiles++;
     char *behind_warp = mark_behind_warps(files, nfiles);
-    const int stride = nfiles > MAX_CRS_CHECKS ? nfiles / MAX_CRS_CHECKS : 1;
+    /* rounded up: nfiles / MAX_CRS_CHECKS checked every file of a mosaic of up to twice as
+     * many (3,072 of 3,072 files, 6 s at 2 ms a header, where 2,000 were meant) */
+    const int sources = nfiles - 1;
+    const int stride = sources > MAX_CRS_CHECKS ? (sources + MAX_CRS_CHECKS - 1) / MAX_CRS_CHECKS
+                                                : 1;
     for (int i = 1; i < nfiles; i += stride) {
         if (wc_special_file_kind(files[i])) continue;
+        checked++;
         CPLPushErrorHandler(CPLQuietErrorHandler);
         GDALDatasetH s = GDALOpenEx(files[i], GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
         const char *wkt = s ? GDALGetProjectionRef(s) : NULL;
@@ -1566,8 +1571,12 @@ int wc_raster_check_sources(wc_raster *r) {
         wc_warn("%s: %d of its sources declare a nodata value it reads as data (counted per band "
                 "and source)",
                 r->path, found.passed);
-    if (other > 1)
+    if (other > 1 && stride == 1)
         wc_warn("%s: %d of its sources are in another CRS than the mosaic", r->path, other);
+    else if (other > 1)
+        wc_warn("%s: %d of the %d of its %d files checked (one in every %d) are in another CRS "
+                "than the mosaic",
+                r->path, other, checked, sources, stride);
     if (resampled[0] > 1)
         wc_warn("%s: %d of its sources (counted per band) are resampled onto its grid", r->path,
                 resampled[0]);

@@ -510,6 +510,42 @@ PY
 expect "a mosaic source in another CRS: warned, naming it" 0 "warning: .*mixed.vrt: its source .*east12.tif is in EPSG:32612, the mosaic in EPSG:32611" -- \
     --tiles "$T/mixed.vrt" "${train[@]}"
 
+# a mosaic of more files than the CRS check opens (2,000, spread over it): 2,050 names of one
+# tile in EPSG:32612 under a mosaic in EPSG:32611. One in every 2 is checked, and the count says
+# so (before, 2,000 / files rounded down to 1: every file of a mosaic of up to 3,999 was opened,
+# 6 s of a 1,024-tile run's start, and the count read as of all its sources).
+$PY - "$T/manycrs" <<'PY' || notok "a mosaic of 2,050 files"
+import os, sys
+from osgeo import gdal
+d = sys.argv[1]
+os.makedirs(d + "/t")
+ds = gdal.GetDriverByName("GTiff").Create(d + "/tile.tif", 8, 8, 3, gdal.GDT_Float32)
+ds.SetGeoTransform([500000, 30, 0, 4000000, 0, -30])
+ds.SetProjection("EPSG:32612")
+for b, name in enumerate(["a", "b", "fire"]):
+    ds.GetRasterBand(b + 1).SetDescription(name)
+    ds.GetRasterBand(b + 1).Fill(b % 2)
+ds = None
+bands = []
+for b, name in enumerate(["a", "b", "fire"]):
+    srcs = "".join('<SimpleSource><SourceFilename relativeToVRT="1">t/%d.tif</SourceFilename>'
+                   '<SourceBand>%d</SourceBand><SrcRect xOff="0" yOff="0" xSize="8" ySize="8"/>'
+                   '<DstRect xOff="0" yOff="0" xSize="8" ySize="8"/></SimpleSource>' % (i, b + 1)
+                   for i in range(2050))
+    bands.append('<VRTRasterBand dataType="Float32" band="%d"><Description>%s</Description>%s'
+                 '</VRTRasterBand>' % (b + 1, name, srcs))
+for i in range(2050):
+    os.symlink("../tile.tif", "%s/t/%d.tif" % (d, i))
+open(d + "/many.vrt", "w").write(
+    '<VRTDataset rasterXSize="8" rasterYSize="8"><SRS>EPSG:32611</SRS>'
+    '<GeoTransform>500000, 30, 0, 4000000, 0, -30</GeoTransform>%s</VRTDataset>' % "".join(bands))
+PY
+timeout 120 "$WILDCPU" --tiles "$T/manycrs/many.vrt" "${train[@]}" --patch 8 >"$T/out" 2>"$T/err"
+line=$(grep -E "many.vrt: [0-9]+ of .* another CRS" "$T/err")
+checked=$(echo "$line" | sed -nE 's/.* of the ([0-9]+) of its 2050 files checked \(one in every 2\).*/\1/p')
+[ -n "$checked" ] && [ "$checked" -le 2000 ] && ok "2,050 files: the CRS check opens at most 2,000, and says so ($line)" \
+    || notok "2,050 files: the CRS check opens at most 2,000, and says so" "$line; $(grep -m1 error "$T/err")"
+
 # a mosaic with a source of coarser pixels (gdalbuildvrt -resolution highest): warned, naming it
 $PY - "$SAMPLE" "$T" <<'PY' || notok "a mosaic of two resolutions"
 import sys
