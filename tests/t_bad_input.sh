@@ -539,12 +539,26 @@ for i in range(2050):
 open(d + "/many.vrt", "w").write(
     '<VRTDataset rasterXSize="8" rasterYSize="8"><SRS>EPSG:32611</SRS>'
     '<GeoTransform>500000, 30, 0, 4000000, 0, -30</GeoTransform>%s</VRTDataset>' % "".join(bands))
+# the same with its bands a and b named the other way round: each source checked reads a band
+# described otherwise, twice
+swapped = "".join(bands).replace("<Description>a<", "<Description>x<") \
+    .replace("<Description>b<", "<Description>a<").replace("<Description>x<", "<Description>b<")
+open(d + "/swapped.vrt", "w").write(
+    '<VRTDataset rasterXSize="8" rasterYSize="8"><SRS>EPSG:32612</SRS>'
+    '<GeoTransform>500000, 30, 0, 4000000, 0, -30</GeoTransform>%s</VRTDataset>' % swapped)
 PY
 timeout 120 "$WILDCPU" --tiles "$T/manycrs/many.vrt" "${train[@]}" --patch 8 >"$T/out" 2>"$T/err"
 line=$(grep -E "many.vrt: [0-9]+ of .* another CRS" "$T/err")
 checked=$(echo "$line" | sed -nE 's/.* of the ([0-9]+) of its 2050 files checked \(one in every 2\).*/\1/p')
 [ -n "$checked" ] && [ "$checked" -le 2000 ] && ok "2,050 files: the CRS check opens at most 2,000, and says so ($line)" \
     || notok "2,050 files: the CRS check opens at most 2,000, and says so" "$line; $(grep -m1 error "$T/err")"
+# the band-order check opens at most 500 sources of a VRT, spread over it (before, 2050 / 500
+# rounded down to 4: 513 of them)
+timeout 120 "$WILDCPU" --tiles "$T/manycrs/swapped.vrt" "${train[@]}" --patch 8 >"$T/out" 2>"$T/err"
+line=$(grep -E "swapped.vrt: [0-9]+ of its bands read a source band described otherwise" "$T/err")
+pairs=$(echo "$line" | sed -nE 's/.*swapped.vrt: ([0-9]+) of its bands.*/\1/p')
+[ -n "$pairs" ] && [ "$pairs" -le 1000 ] && ok "2,050 sources: the band-order check opens at most 500 ($line)" \
+    || notok "2,050 sources: the band-order check opens at most 500" "$line; $(grep -m1 error "$T/err")"
 
 # a mosaic with a source of coarser pixels (gdalbuildvrt -resolution highest): warned, naming it
 $PY - "$SAMPLE" "$T" <<'PY' || notok "a mosaic of two resolutions"
