@@ -686,6 +686,9 @@ gdalwarp -q -of VRT -ot Float32 -t_srs EPSG:4326 -tr 0.000377 0.00027 "$S" "$out
 # and 39.2 x 57.4 m
 gdal_translate -q -of VRT -a_srs EPSG:4807 -a_ullr 2 50 2.21681664 49.84643072 "$S" "$out/grads30.vrt"
 gdal_translate -q -of VRT -a_srs EPSG:3031 -a_ullr -7680 7680 7680 -7680 "$S" "$out/pole.vrt"
+# a geotransform without a CRS (a .prj lost beside its raster): mapped without a word before
+gdal_translate -q -of VRT "$S" "$out/nocrs.vrt"
+sed -i '/<SRS/d' "$out/nocrs.vrt"
 for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training data 30 x 30 m" \
     "feet30.vrt:has pixels of 9.14 x 9.14 m on the ground, the model's training data 30 x 30 m" \
     "merc30crs.vrt:has pixels of 21.5 x 21.4 m on the ground, the model's training data 30 x 30 m" \
@@ -698,7 +701,8 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
     "turn120_1.vrt:is turned by 120.0 degrees against the model's training data" \
     "turn180_1.vrt:is turned by 180.0 degrees against the model's training data" \
     "turn40_-1.vrt:is mirrored against the model's training data" \
-    "gcp.vrt:is placed by 3 GCPs and has no geotransform"; do
+    "gcp.vrt:is placed by 3 GCPs and has no geotransform" \
+    "nocrs.vrt:has a geotransform but no CRS, the model's training data EPSG:32611: the map is written without a CRS"; do
     f=${c%%:*} want=${c#*:}
     if predict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then
         ok "predict warns: $f $want"
