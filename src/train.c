@@ -689,11 +689,13 @@ static void print_setup(const train_ctx *t, double prior, const wc_sample_shares
         snprintf(overlap, sizeof overlap, "overlapped with backward in %d bucket%s",
                  t->red->nbuckets, t->red->nbuckets > 1 ? "s" : "");
     wc_info("model %s: %zu parameters, %.3f GFLOP per sample per step; %d rank%s x %d "
-            "thread%s; batch %d = %d micro-batches of %d; %ld steps (%ld per epoch); %s "
+            "thread%s; batch %d = %d micro-batch%s of %d; %ld step%s (%ld per epoch); %s "
             "lr %.3g, warmup %ld; %s reduction, %s",
             t->net->arch, t->net->nparams, 3 * t->net->flops_forward / 1e9, t->nranks,
             t->nranks > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "", cfg->batch,
-            t->red->max_micro_batches, cfg->micro_batch, t->total_steps, t->sched.steps_per_epoch,
+            t->red->max_micro_batches, t->red->max_micro_batches > 1 ? "es" : "",
+            cfg->micro_batch, t->total_steps, t->total_steps > 1 ? "s" : "",
+            t->sched.steps_per_epoch,
             oc->kind == WC_OPTIM_ADAMW ? "AdamW" : "SGD", oc->lr, oc->warmup_steps,
             cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
     char machine[400];
