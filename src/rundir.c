@@ -272,10 +272,28 @@ static int lock_fd = -1, ckpt_lock_fd = -1;
  * on NFSv3 until it reboots: the message says to remove the file when its host is down.
  * With `quiet`, a directory that cannot take the file (read-only, no room) is left to the
  * caller's own check, which says why no run can use it. */
-static int lock_dir(const char *dir, const char *what, int *held, int quiet) {
+/* Notes this process in the lock file fd (path): "pid N on HOST since T", then `note`; not in
+ * another user's lock, open for reading only (flock needs no write access). */
+static void note_holder(int fd, const char *path, const char *note) {
+    if ((fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY) return;
+    char host[256] = "", ts[32], line[4608];
+    gethostname(host, sizeof host - 1);
+    wc_utc_timestamp(ts, sizeof ts);
+    int len = snprintf(line, sizeof line, "pid %ld on %s since %s%s\n", (long)getpid(),
+                       *host ? host : "?", ts, note);
+    if (len >= (int)sizeof line) len = (int)sizeof line - 1;
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
+        wc_warn("cannot note this run in %s: %s", path, strerror(errno)); /* the lock holds */
+}
+
+/* Takes dir's lock (.lock) into *held, refusing (after a message naming dir and `what`) when
+ * another run holds it; notes this process in it with `note` after it, or leaves its text as it
+ * is when note is NULL (the caller notes it once its own checks pass). quiet: a lock that cannot
+ * be made for want of access or room is no error (the write check that follows says why). */
+static int lock_dir(const char *dir, const char *what, const char *note, int *held, int quiet) {
     char path[4200];
     run_file(path, sizeof path, dir, WC_RUNDIR_LOCK);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666), noted = fd >= 0;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
     /* another user's lock (a group's scratch directory) is still a lock: flock needs no
      * write access */
     if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
@@ -308,13 +326,7 @@ static int lock_dir(const char *dir, const char *what, int *held, int quiet) {
         close(fd);
         return WC_OK;
     }
-    char host[256] = "", ts[32], line[512];
-    gethostname(host, sizeof host - 1);
-    wc_utc_timestamp(ts, sizeof ts);
-    int len = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(),
-                       *host ? host : "?", ts);
-    if (noted && (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len))
-        wc_warn("cannot note this run in %s: %s", path, strerror(errno)); /* the lock holds */
+    if (note) note_holder(fd, path, note);
     *held = fd;
     return WC_OK;
 }
@@ -326,12 +338,48 @@ static int lock_dir(const char *dir, const char *what, int *held, int quiet) {
  * link or not, by its own .lock (a lock is the file's, whatever path reaches it), so that the
  * two meet there. A checkpoints directory that is DIR itself (a link to ".") has DIR's lock:
  * a second lock of the same file would refuse this run as another one. */
+/* The run directory that last trained into the checkpoints directory `real` (its lock notes it
+ * after " for "), into owner (size bytes); "" when none is noted (a lock of an older version). */
+#define OWNER_NOTE " for "
+static void noted_owner(const char *real, char *owner, size_t size) {
+    char path[4300], line[4608] = "";
+    run_file(path, sizeof path, real, WC_RUNDIR_LOCK);
+    owner[0] = '\0';
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return;
+    const ssize_t n = pread(fd, line, sizeof line - 1, 0);
+    close(fd);
+    line[n > 0 ? n : 0] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    const char *at = strstr(line, OWNER_NOTE);
+    if (at) snprintf(owner, size, "%s", at + strlen(OWNER_NOTE));
+}
+
+/* Whether the checkpoints directory `ck` (stat) is another existing run directory's, `owner`,
+ * the run that last trained into it: its own checkpoints (a directory or a link) still lead
+ * there. A copy of a run directory whose checkpoints are a link (cp -a copies the link) shares
+ * them with the original: the copy would resume from the original's checkpoints, write its own
+ * among them, and with --fresh move the original's aside, leaving the original to fail on its
+ * next rerun ("written with other settings"). A run directory moved away (mv) leaves no owner. */
+static int owned_by_other(const char *owner, const char *out, const struct stat *ck) {
+    struct stat out_st, owner_st, owner_ck;
+    char owner_ckpt[4300];
+    if (!*owner || stat(owner, &owner_st) != 0 || !S_ISDIR(owner_st.st_mode)) return 0;
+    if (stat(out, &out_st) == 0 && out_st.st_dev == owner_st.st_dev &&
+        out_st.st_ino == owner_st.st_ino)
+        return 0; /* this directory, by another name */
+    run_file(owner_ckpt, sizeof owner_ckpt, owner, WC_CKPT_DIR);
+    return stat(owner_ckpt, &owner_ck) == 0 && owner_ck.st_dev == ck->st_dev &&
+           owner_ck.st_ino == ck->st_ino;
+}
+
 static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
     struct stat st, out_st, link_st;
     if (ckpt_lock_fd >= 0 || stat(ckpt_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return WC_OK;
     if (stat(out, &out_st) == 0 && st.st_dev == out_st.st_dev && st.st_ino == out_st.st_ino)
         return WC_OK;
-    char *real = realpath(ckpt_dir, NULL), what[4400];
+    char *real = realpath(ckpt_dir, NULL), *out_real = realpath(out, NULL), what[4400];
+    const char *lock_at = real ? real : ckpt_dir;
     if (lstat(ckpt_dir, &link_st) == 0 && S_ISLNK(link_st.st_mode))
         snprintf(what, sizeof what, " (the checkpoints of %s, through the link %s)", out,
                  ckpt_dir);
@@ -339,8 +387,30 @@ static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
         snprintf(what, sizeof what,
                  " (the checkpoints of %s, which another run directory's checkpoints link to)",
                  out);
-    const int rc = lock_dir(real ? real : ckpt_dir, what, &ckpt_lock_fd, 1);
+    char owner[4200], note[4300] = "";
+    noted_owner(lock_at, owner, sizeof owner);
+    if (out_real) snprintf(note, sizeof note, OWNER_NOTE "%s", out_real);
+    /* the lock first (a run holding it is said to be running), noted only once the owner is
+     * not another run directory (a refused run must not become the owner) */
+    int rc = lock_dir(lock_at, what, NULL, &ckpt_lock_fd, 1);
+    if (rc == WC_OK && owned_by_other(owner, out, &st)) {
+        wc_error("%s%s holds the checkpoints of the run directory %s, whose own checkpoints "
+                 "lead there too (a copy of a run directory copies the link, not the "
+                 "checkpoints): this run would resume from that run's checkpoints and write its "
+                 "own among them; give %s a checkpoints directory of its own (remove the link "
+                 "%s; to start from %s's checkpoints, copy them: cp -r %s/. %s after making it), "
+                 "or remove %s if it is an old copy",
+                 lock_at, what, owner, out, ckpt_dir, owner, lock_at, ckpt_dir, owner);
+        if (ckpt_lock_fd >= 0) close(ckpt_lock_fd);
+        ckpt_lock_fd = -1;
+        rc = WC_ERR;
+    } else if (rc == WC_OK && ckpt_lock_fd >= 0) {
+        char path[4300];
+        run_file(path, sizeof path, lock_at, WC_RUNDIR_LOCK);
+        note_holder(ckpt_lock_fd, path, note);
+    }
     free(real);
+    free(out_real);
     return rc;
 }
 
@@ -416,7 +486,7 @@ static int prepare_here(const wc_train_config *cfg) {
     }
     /* before --fresh moves anything (wc_rundir_set_aside): the files may be another running
      * run's */
-    if (lock_fd < 0 && lock_dir(out, "", &lock_fd, 0) != WC_OK) return WC_EXIT_RUNTIME;
+    if (lock_fd < 0 && lock_dir(out, "", "", &lock_fd, 0) != WC_OK) return WC_EXIT_RUNTIME;
     /* found now, not after hours of training: an output the run could not replace at its
      * first report, at the split or at the map (a symbolic link, a directory, a pipe, a
      * read-only file, a file of another kind), a file named like the map's companions that is

@@ -125,6 +125,32 @@ for first in real link; do
         notok "checkpoints linked to another run's own, $first first" "status $sb (first running: $running), first $sa; $(grep -m1 error "$b.log" | cut -c1-250)"
     fi
 done
+# a copy of a run directory whose checkpoints are a link (cp -a copies the link): the copy shared
+# the original's checkpoints; with --fresh and another seed it moved the original's aside and
+# wrote its own in their place, and the original's rerun then failed ("written with other
+# settings"). The copy is refused now (status 1, naming the original), the original's
+# checkpoints stay, and the original reruns; a run directory moved away (mv) leaves no owner
+d=$T/copied
+mkdir -p "$d/scratch" "$d/orig"
+ln -s "$d/scratch" "$d/orig/checkpoints"
+"$WILDCPU" "${small[@]}" --seed 1 --out "$d/orig" >"$d/orig.log" 2>&1
+s0=$?
+cp -a "$d/orig" "$d/copy"
+"$WILDCPU" "${small[@]}" --seed 5 --fresh --out "$d/copy" >"$d/copy.log" 2>&1
+s1=$?
+"$WILDCPU" "${small[@]}" --seed 1 --out "$d/orig" >"$d/orig2.log" 2>&1
+s2=$?
+mv "$d/orig" "$d/moved"
+"$WILDCPU" "${small[@]}" --seed 1 --out "$d/moved" >"$d/moved.log" 2>&1
+s3=$?
+if [ $s0 -eq 0 ] && [ $s1 -eq 1 ] &&
+    grep -q "error: .*copied/scratch (the checkpoints of .*copy, through the link .*copy/checkpoints) holds the checkpoints of the run directory .*copied/orig, whose own checkpoints lead there too" "$d/copy.log" &&
+    ! ls "$d/scratch" | grep -q '^replaced-' && [ $s2 -eq 0 ] && grep -q 'training already finished' "$d/orig2.log" &&
+    [ $s3 -eq 0 ] && [ "$(digest "$d/scratch/ckpt-00000006.wcp")" = "$(digest "$T/alone/checkpoints/ckpt-00000006.wcp")" ]; then
+    ok "a copy of a run directory whose checkpoints are a link: refused (status 1, naming the original), the original's checkpoints kept; a moved one runs"
+else
+    notok "a copy of a run directory sharing its linked checkpoints" "statuses $s0 $s1 $s2 $s3: $(grep -m1 error "$d/copy.log" | cut -c1-300); $(ls "$d/scratch")"
+fi
 # DIR/checkpoints a link to DIR itself ("." or its absolute path): the checkpoints are DIR's
 # files, under DIR's one lock (a second lock of it refused the run as another one); --fresh
 # keeps the link and moves them to DIR/replaced-<time>/ with the rest
