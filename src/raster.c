@@ -1166,6 +1166,18 @@ static void check_source_mask(const char *mosaic, const char *path, int b, GDALR
                 mosaic, file, has & GMF_ALPHA ? "an alpha band" : "a mask band", path, b);
 }
 
+/* Whether a VRT band's packing is its source's: gdalbuildvrt copies a tile's scale and offset
+ * into <Scale> and <Offset> with 16 significant digits (%.16g), which do not give back every
+ * double (a netCDF scale_factor of 0.13437290046996012 reads back 0.1343729004699601), so a
+ * mosaic as built differs from its tiles in the last bit or two: the same packing. A tile
+ * packed otherwise differs by far more. The offset is compared within the same fraction of the
+ * larger of both offsets and the scale (one stored step), as an offset of 0 has no digits. */
+static int same_packing(double vs, double vo, double ss, double so) {
+    const double tol = 1e-13;
+    return fabs(vs - ss) <= tol * fmax(fabs(vs), fabs(ss)) &&
+           fabs(vo - so) <= tol * fmax(fmax(fabs(vo), fabs(so)), fabs(vs));
+}
+
 /* A source packed otherwise than the band that reads it (a tile written again with another
  * scale or offset since the mosaic was built, or packed under a band that says none): GDAL
  * reads the source's stored values and the band's scale and offset make them values, so that
@@ -1181,7 +1193,7 @@ static void check_source_packing(const char *mosaic, const char *path, int b, GD
     int has = 0;
     double vs = GDALGetRasterScale(vb, &has), vo = GDALGetRasterOffset(vb, &has);
     double ss = GDALGetRasterScale(sb, &has), so = GDALGetRasterOffset(sb, &has);
-    if (vs == ss && vo == so) return;
+    if (same_packing(vs, vo, ss, so)) return;
     if (f->packed++ > 0) return;
     const char *name = GDALGetDescription(vb);
     wc_warn("%s: band %d (%s) of %s makes values of its sources' stored values at scale %.9g "

@@ -13,6 +13,7 @@
 #   - a source its own georeferencing puts 2 pixels from where the VRT places it is warned about,
 #     also when it writes the same CRS in other words (an .img source);
 #   - a source packed otherwise (scale, offset) than the mosaic's band reads is warned about;
+#     a mosaic whose <Scale> gdalbuildvrt wrote with 16 digits, the last bit off, is not;
 #   - bands that hide their nodata (gdalbuildvrt -hidenodata) are warned about, naming
 #     HideNoDataValue; the same mosaic without -hidenodata is not.
 #   - a mosaic of GeoPackage subdatasets (GPKG:file:table sources, as the Yellowstone data) trains;
@@ -181,6 +182,25 @@ if [ $st -eq 0 ] && [ $st2 -eq 0 ] && ! grep -q 'packed at scale' "$T/packed_bui
     ok "a source packed otherwise than the mosaic's band is warned about, naming it; the mosaic as built is not"
 else
     notok "a source packed otherwise" "statuses $st $st2: $(first_msg "$T/packed_built.log" "$T/packed_changed.log")"
+fi
+
+# 5c. Tiles packed at a scale and offset no 16 digits give back (a netCDF scale_factor): gdalbuildvrt
+#     writes <Scale> and <Offset> with %.16g, so the mosaic as built differs from its tiles in
+#     the last bit; the same packing, not warned about (it was, naming equal scales).
+mkdir -p "$T/packed_odd"
+for q in "0 0" "128 0" "0 128" "128 128"; do
+    set -- $q
+    gdal_translate -q -b 7 -ot Int16 -a_scale 0.13437290046996012 -a_offset 273.2843729004699 \
+        -a_nodata -32768 -srcwin "$1" "$2" 128 128 "$SYN" "$T/packed_odd/p_$1_$2.tif"
+done
+gdalbuildvrt -q "$T/packed_odd/built.vrt" "$T/packed_odd"/p_*.tif
+train packed_odd --tiles "$T/packed_odd/built.vrt" --labels "$T/lab.tif"
+st=$?
+if [ $st -eq 0 ] && grep -q '<Scale>0.1343729004699601<' "$T/packed_odd/built.vrt" &&
+    ! grep -q 'packed at scale\|read a source packed' "$T/packed_odd.log"; then
+    ok "a mosaic as gdalbuildvrt built it of tiles at a scale %.16g does not give back is not warned about"
+else
+    notok "a mosaic of tiles at an odd scale" "status $st: $(first_msg "$T/packed_odd.log")"
 fi
 
 # 6. Bands that hide their nodata (gdalbuildvrt -hidenodata): warned about; the same without it not
