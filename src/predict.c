@@ -1259,23 +1259,6 @@ static void warn_empty_map(const wc_predict_config *cfg, const wc_raster *r, con
                 cfg->out, cfg->tiles);
 }
 
-void wc_predict_config_of_run(wc_predict_config *pc, const wc_train_config *cfg, char *risk,
-                              char *png, size_t size) {
-    snprintf(risk, size, "%s/" WC_RUNDIR_MAP, cfg->out_dir);
-    snprintf(png, size, "%s/" WC_RUNDIR_PICTURE, cfg->out_dir);
-    wc_predict_config_default(pc);
-    pc->tiles = cfg->data.tiles;
-    pc->checkpoint = cfg->out_dir;
-    pc->out = risk;
-    pc->png = png;
-    pc->rerun = wc_rundir_rerun(cfg, "map");
-    pc->tiles_checked = 1;
-    pc->cog = cfg->cog;
-    pc->classes = cfg->classes;
-    pc->no_style = cfg->no_style;
-    pc->threads = cfg->threads, pc->threads_from = cfg->threads_from;
-}
-
 int wc_predict_run(const wc_predict_config *cfg) {
     const double t_start = wc_now();
     const int rank = wc_dist_rank(), R = wc_dist_size();

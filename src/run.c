@@ -14,7 +14,7 @@
 static int draw_map(const wc_train_config *cfg) {
     char risk[4200], png[4200];
     wc_predict_config pc;
-    wc_predict_config_of_run(&pc, cfg, risk, png, sizeof risk);
+    wc_train_map_config(&pc, cfg, risk, png, sizeof risk);
     return wc_predict_run(&pc);
 }
 

@@ -795,6 +795,23 @@ double wc_train_lr(const wc_train_config *cfg) {
     return kind_default.lr;
 }
 
+void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char *risk,
+                         char *png, size_t size) {
+    snprintf(risk, size, "%s/" WC_RUNDIR_MAP, cfg->out_dir);
+    snprintf(png, size, "%s/" WC_RUNDIR_PICTURE, cfg->out_dir);
+    wc_predict_config_default(pc);
+    pc->tiles = cfg->data.tiles;
+    pc->checkpoint = cfg->out_dir;
+    pc->out = risk;
+    pc->png = png;
+    pc->rerun = wc_rundir_rerun(cfg, "map");
+    pc->tiles_checked = 1;
+    pc->cog = cfg->cog;
+    pc->classes = cfg->classes;
+    pc->no_style = cfg->no_style;
+    pc->threads = cfg->threads, pc->threads_from = cfg->threads_from;
+}
+
 double wc_train_peak_lr(const wc_train_config *cfg) {
     const double lr = wc_train_lr(cfg);
     return cfg->lr_scaling_linear ? lr * ((double)cfg->batch / (double)cfg->lr_ref_batch) : lr;
@@ -983,7 +1000,7 @@ static int check_room_with_map(const train_ctx *t, const wc_address_need *need) 
         return wc_check_address_space(need);
     char risk[4200], png[4200], advice[128];
     wc_predict_config pc;
-    wc_predict_config_of_run(&pc, t->cfg, risk, png, sizeof risk);
+    wc_train_map_config(&pc, t->cfg, risk, png, sizeof risk);
     wc_address_need map;
     if (wc_predict_map_need(&pc, &t->ds->files.src, t->cfg->model, t->spec, t->ds->nfeat,
                             t->ds->read_type, &map, advice) != WC_OK)

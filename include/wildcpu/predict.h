@@ -59,12 +59,6 @@ extern const char WC_PREDICT_HELP[];
 extern const char WC_EVALUATE_HELP[];
 
 void wc_predict_config_default(wc_predict_config *cfg);
-
-struct wc_train_config;
-/* The map a training run of cfg draws at its end (DIR/risk.tif, its picture and companions), as
- * a predict configuration into pc; risk and png (size bytes each) hold its paths. */
-void wc_predict_config_of_run(wc_predict_config *pc, const struct wc_train_config *cfg,
-                              char *risk, char *png, size_t size);
 /* Collective. Returns the exit status: 0 written, 1 runtime error (message names the file, band
  * or rank), 2 usage error (an output path that names an input). */
 int wc_predict_run(const wc_predict_config *cfg);

@@ -17,6 +17,7 @@
 
 #include "wildcpu/dataset.h"
 #include "wildcpu/optim.h"
+#include "wildcpu/predict.h"
 
 typedef struct wc_train_config {
     wc_data_config data;       /* --tiles, --labels, --label-band, --patch, --val-fraction, ... */
@@ -56,6 +57,11 @@ double wc_train_lr(const wc_train_config *cfg);
 /* The peak learning rate the run uses: wc_train_lr, scaled by --batch / --lr-ref-batch under
  * --lr-scaling linear. */
 double wc_train_peak_lr(const wc_train_config *cfg);
+/* The map a training run of cfg draws at its end (DIR/risk.tif, its picture and companions), as
+ * a predict configuration into pc; risk and png (size bytes each) hold its paths. Training's
+ * own: it checks before its first step that the address space holds that map. */
+void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char *risk,
+                         char *png, size_t size);
 /* Runs training to the end (or to a stop signal, see stop.h) in cfg->out_dir, which
  * wc_rundir_prepare (rundir.h) has prepared. Returns the exit status: WC_EXIT_OK,
  * WC_EXIT_RUNTIME (after an error message), WC_EXIT_USAGE, or WC_EXIT_STOPPED (stopped by
