@@ -121,23 +121,6 @@ static int infer_shapes(wc_net *net) {
                  net->arch, last->name, net->W, net->H, last->C, last->W, last->H);
         return WC_ERR;
     }
-    /* max-pools and upsamples keep a ReLU's sign: an output that passed through one is a logit
-     * never below 0, a probability never below 0.5, and the map could call no pixel safe */
-    const wc_node *n = last;
-    while ((n->op == WC_OP_MAXPOOL || n->op == WC_OP_UPSAMPLE) && n->in[0] >= 0)
-        n = &net->nodes[n->in[0]];
-    if (n->op == WC_OP_RELU) {
-        char what[2 * WC_NAME_MAX + 64];
-        if (n == last)
-            snprintf(what, sizeof what, "is a relu");
-        else
-            snprintf(what, sizeof what, "passes on the output of the relu %s", n->name);
-        wc_error("%s: the last layer (%s) %s: the logits are never below 0, so no pixel's "
-                 "probability could fall below 0.5; end the network with a conv (as unet-lite "
-                 "ends with its 1x1 conv h)",
-                 net->arch, last->name, what);
-        return WC_ERR;
-    }
     net->nparams = off;
     return WC_OK;
 }
@@ -373,6 +356,32 @@ wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int m
             net->flops_forward += 2.0 * nd->K * nd->shape.C * nd->KH * nd->KW * nd->H * nd->W;
     }
     return net;
+}
+
+int wc_net_check_output(const char *arch, const char *spec) {
+    wc_node *nodes;
+    const int n_nodes = wc_netspec_parse(arch, spec, &nodes);
+    if (n_nodes < 0) return WC_ERR;
+    /* max-pools and upsamples keep a ReLU's sign: an output that passed through one is a logit
+     * never below 0, a probability never below 0.5, and the map could call no pixel safe */
+    const wc_node *last = &nodes[n_nodes - 1], *n = last;
+    while ((n->op == WC_OP_MAXPOOL || n->op == WC_OP_UPSAMPLE) && n->in[0] >= 0)
+        n = &nodes[n->in[0]];
+    int rc = WC_OK;
+    if (n->op == WC_OP_RELU) {
+        char what[2 * WC_NAME_MAX + 64];
+        if (n == last)
+            snprintf(what, sizeof what, "is a relu");
+        else
+            snprintf(what, sizeof what, "passes on the output of the relu %s", n->name);
+        wc_error("%s: the last layer (%s) %s: the logits are never below 0, so no pixel's "
+                 "probability could fall below 0.5; end the network with a conv (as unet-lite "
+                 "ends with its 1x1 conv h)",
+                 arch, last->name, what);
+        rc = WC_ERR;
+    }
+    free(nodes);
+    return rc;
 }
 
 int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, int W,

@@ -758,7 +758,9 @@ static int spec_alignment(const train_ctx *t, int *alignment) {
                  P, f.alignment, t->cfg->model, either, hi);
         return WC_EXIT_USAGE;
     }
-    if (wc_net_describe(t->cfg->model, t->spec, 1, P, P, &f) != WC_OK) return WC_EXIT_USAGE;
+    if (wc_net_describe(t->cfg->model, t->spec, 1, P, P, &f) != WC_OK ||
+        wc_net_check_output(t->cfg->model, t->spec) != WC_OK)
+        return WC_EXIT_USAGE;
     *alignment = f.alignment;
     return WC_EXIT_OK;
 }

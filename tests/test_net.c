@@ -172,6 +172,33 @@ static void test_unet_lite_matches_reference_size(void) {
     wc_net_destroy(net);
 }
 
+/* A spec whose output passes through a relu (directly, or through a max-pool and an upsample)
+ * is refused for training (wc_net_check_output), but it builds: a checkpoint of one, trained
+ * before training refused them, must still load and map rather than be called "INVALID: its
+ * network spec does not build" by info, predict and a resume (the refusal sat in the shapes,
+ * which every load computes). */
+static void test_relu_output_refused_for_training_only(void) {
+    static const char *const relu_out[] = {
+        "input x\nconv c x out=1 k=3 pad=1\nrelu r c\n",
+        "input x\nconv c x out=1 k=1\nrelu r c\nmaxpool p r\nupsample u p\n",
+    };
+    const int was = wc_log_set_quiet(2);
+    for (int i = 0; i < 2; i++) {
+        wc_net_facts f;
+        CHECK(wc_net_describe("relu-out", relu_out[i], 3, 32, 32, &f) == WC_OK,
+              "spec %d: a relu output must still describe", i);
+        wc_net *net = wc_net_create("relu-out", relu_out[i], 3, 2, 32, 32, WC_NET_INFER);
+        CHECK(net != NULL, "spec %d: a checkpoint's relu output must still build", i);
+        wc_net_destroy(net);
+        CHECK(wc_net_check_output("relu-out", relu_out[i]) == WC_ERR,
+              "spec %d: a relu output must be refused for training", i);
+    }
+    CHECK(wc_net_check_output("conv-out", "input x\nconv c x out=3 k=1\nrelu r c\nconv h r out=1 k=1\n") ==
+              WC_OK,
+          "a conv output after a relu is fine");
+    wc_log_set_quiet(was);
+}
+
 typedef struct {
     wc_net *net;
     float *x, *y;
@@ -1200,6 +1227,7 @@ int main(int argc, char **argv) {
     (void)argc;
     wc_blas_core_settle(argv); /* OpenBLAS's kernels as the program runs them (blas_core.h) */
     RUN(test_unet_lite_matches_reference_size);
+    RUN(test_relu_output_refused_for_training_only);
     RUN(test_forward_matches_naive_double);
     RUN(test_network_gradient_finite_differences);
     RUN(test_receptive_field_is_conservative);

@@ -182,6 +182,12 @@ typedef struct wc_net_facts {
 /* WC_ERR after logging the problem, as wc_net_create would. */
 int wc_net_describe(const char *arch, const char *spec, int in_channels, int H, int W,
                     wc_net_facts *facts);
+/* A spec to train (--model): WC_ERR, after a message, when its output passes through a relu
+ * (directly, or through the max-pools and upsamples that keep its sign): its logits are never
+ * below 0, so no pixel's probability falls below 0.5. Not part of building a network
+ * (wc_net_create, wc_net_describe): a checkpoint of such a spec, trained before training refused
+ * them, still loads and maps as it did, rather than being called damaged. */
+int wc_net_check_output(const char *arch, const char *spec);
 
 /* The threads each network created afterwards runs its own work on (default 1), and OpenBLAS
  * set to one thread (its threads would compete with the network's). Process-wide, like the
