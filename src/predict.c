@@ -545,10 +545,10 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
     /* a geotransform without a CRS: its numbers place pixels in no known unit (a raster whose
      * .prj was lost beside it); the map inherits that, and its scale is compared as bare numbers */
     if (!*r->wkt && *crs && strcmp(crs, "no CRS") != 0)
-        wc_warn("%s has a geotransform but no CRS, the model's training data %s: the map is "
-                "written without a CRS (a GIS cannot place it on the ground), and this raster's "
-                "pixel size is compared with the training data's as bare numbers; give it its "
-                "CRS (gdal_edit.py -a_srs)",
+        wc_warn("%s has a geotransform but no CRS, the model's training data is in %s: the map "
+                "is written without a CRS (a GIS cannot place it on the ground), and this "
+                "raster's pixel size is compared with the training data's as bare numbers; give "
+                "it its CRS (gdal_edit.py -a_srs)",
                 r->path, crs);
     int tw = 0, th = 0;
     double tx, ty, rx, ry;

@@ -420,12 +420,14 @@ const char *wc_rundir_record_of(const char *path) {
     for (int i = 0; i < NRUN_FILES && !what; i++)
         if (RUN_FILES[i].record && strcmp(base, RUN_FILES[i].name) == 0) what = RUN_FILES[i].what;
     if (!what) return NULL;
-    /* a training has run there: it leaves its lock, which no run removes */
-    char *dir = wc_dir_of(path), lock[4300];
+    /* a training has run there: it leaves its lock, which no run removes, beside its
+     * checkpoints (a checkpoints directory has a lock of its own, and is no run directory) */
+    char *dir = wc_dir_of(path), lock[4300], ckpt[4300];
     run_file(lock, sizeof lock, dir, WC_RUNDIR_LOCK);
+    run_file(ckpt, sizeof ckpt, dir, WC_CKPT_DIR);
     free(dir);
-    struct stat st;
-    return lstat(lock, &st) == 0 && S_ISREG(st.st_mode) ? what : NULL;
+    struct stat st, ck;
+    return lstat(lock, &st) == 0 && S_ISREG(st.st_mode) && lstat(ckpt, &ck) == 0 ? what : NULL;
 }
 
 int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size) {

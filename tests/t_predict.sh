@@ -702,7 +702,7 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
     "turn180_1.vrt:is turned by 180.0 degrees against the model's training data" \
     "turn40_-1.vrt:is mirrored against the model's training data" \
     "gcp.vrt:is placed by 3 GCPs and has no geotransform" \
-    "nocrs.vrt:has a geotransform but no CRS, the model's training data EPSG:32611: the map is written without a CRS"; do
+    "nocrs.vrt:has a geotransform but no CRS, the model's training data is in EPSG:32611: the map is written without a CRS"; do
     f=${c%%:*} want=${c#*:}
     if predict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then
         ok "predict warns: $f $want"

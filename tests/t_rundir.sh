@@ -66,12 +66,16 @@ r2=$?
 r3=$?
 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/risk.tif" >"$T/rec4.log" 2>&1
 r4=$?
-if [ $r1 -eq 2 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [ $r4 -eq 0 ] && [ "$(sums)" = "$before" ] &&
+# the checkpoints directory holds a lock of its own, but is no run directory: metrics may go
+# there (they were refused as "the report of the training run directory .../checkpoints")
+"$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/checkpoints/report.json" >"$T/rec5.log" 2>&1
+r5=$?
+if [ $r1 -eq 2 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [ $r4 -eq 0 ] && [ $r5 -eq 0 ] && [ "$(sums)" = "$before" ] &&
     grep -q "refusing to write the metrics to .*run/metrics.jsonl: it is the metrics log of the training run directory" "$T/rec2.log" &&
     grep -q "refusing to write the risk map to .*run/split.tif: it is the training/validation split of the training run directory" "$T/rec3.log"; then
     ok "a finished training's metrics log, report and split are refused as outputs (status 2), untouched; its map is redrawn"
 else
-    notok "a finished training's own record as an output" "statuses $r1 $r2 $r3 $r4; $(grep -h -m1 error "$T/rec1.log" "$T/rec2.log" "$T/rec3.log" | cut -c1-200)"
+    notok "a finished training's own record as an output" "statuses $r1 $r2 $r3 $r4 $r5; $(grep -h -m1 error "$T/rec1.log" "$T/rec2.log" "$T/rec3.log" "$T/rec5.log" | cut -c1-200)"
 fi
 
 # two run directories whose checkpoints are links to one directory (scratch): the second is
