@@ -261,17 +261,6 @@ static int set_aside_previous_run(const char *out) {
  * one's. */
 static int lock_fd = -1, ckpt_lock_fd = -1;
 
-/* Takes DIR/WC_RUNDIR_LOCK, so that a second run into the directory (a job submitted twice, a
- * rerun while the first still draws its map) is refused before it touches anything: two runs
- * would delete each other's checkpoint writes, mix checkpoints and best.wcp of different
- * models, and swap metrics.jsonl under each other. The file holds the holder's pid, host and
- * start, for the message. On a file system without locks (flock fails otherwise than "held"),
- * a warning; one whose locks are local to a node (Lustre's localflock) cannot see a run on
- * another node. A node that died holding the lock on NFSv4 holds it until its lease expires
- * (90 s by default), before Slurm declares the node down (SlurmdTimeout, 300 s) and requeues;
- * on NFSv3 until it reboots: the message says to remove the file when its host is down.
- * With `quiet`, a directory that cannot take the file (read-only, no room) is left to the
- * caller's own check, which says why no run can use it. */
 /* Notes this process in the lock file fd (path): "pid N on HOST since T", then `note`; not in
  * another user's lock, open for reading only (flock needs no write access). */
 static void note_holder(int fd, const char *path, const char *note) {
@@ -286,10 +275,18 @@ static void note_holder(int fd, const char *path, const char *note) {
         wc_warn("cannot note this run in %s: %s", path, strerror(errno)); /* the lock holds */
 }
 
-/* Takes dir's lock (.lock) into *held, refusing (after a message naming dir and `what`) when
- * another run holds it; notes this process in it with `note` after it, or leaves its text as it
- * is when note is NULL (the caller notes it once its own checks pass). quiet: a lock that cannot
- * be made for want of access or room is no error (the write check that follows says why). */
+/* Takes DIR/WC_RUNDIR_LOCK, so that a second run into the directory (a job submitted twice, a
+ * rerun while the first still draws its map) is refused before it touches anything: two runs
+ * would delete each other's checkpoint writes, mix checkpoints and best.wcp of different
+ * models, and swap metrics.jsonl under each other. The file holds the holder's pid, host and
+ * start, for the message. On a file system without locks (flock fails otherwise than "held"),
+ * a warning; one whose locks are local to a node (Lustre's localflock) cannot see a run on
+ * another node. A node that died holding the lock on NFSv4 holds it until its lease expires
+ * (90 s by default), before Slurm declares the node down (SlurmdTimeout, 300 s) and requeues;
+ * on NFSv3 until it reboots: the message says to remove the file when its host is down.
+ * With `quiet`, a directory that cannot take the file (read-only, no room) is left to the
+ * caller's own check, which says why no run can use it. The lock is noted (`note` after the
+ * holder) unless note is NULL: the caller then notes it once its own checks pass. */
 static int lock_dir(const char *dir, const char *what, const char *note, int *held, int quiet) {
     char path[4200];
     run_file(path, sizeof path, dir, WC_RUNDIR_LOCK);
@@ -331,13 +328,6 @@ static int lock_dir(const char *dir, const char *what, const char *note, int *he
     return WC_OK;
 }
 
-/* DIR/checkpoints may be a link to a directory elsewhere (docs/cli.md): to a scratch directory
- * that another run directory's checkpoints link to as well, or to another run directory's own
- * DIR2/checkpoints. Two runs would prune and replace each other's checkpoints, and each map the
- * other's best.wcp, and DIR's lock does not see it: every run locks its checkpoints directory,
- * link or not, by its own .lock (a lock is the file's, whatever path reaches it), so that the
- * two meet there. A checkpoints directory that is DIR itself (a link to ".") has DIR's lock:
- * a second lock of the same file would refuse this run as another one. */
 /* The run directory that last trained into the checkpoints directory `real` (its lock notes it
  * after " for "), into owner (size bytes); "" when none is noted (a lock of an older version). */
 #define OWNER_NOTE " for "
@@ -373,6 +363,15 @@ static int owned_by_other(const char *owner, const char *out, const struct stat 
            owner_ck.st_ino == ck->st_ino;
 }
 
+/* DIR/checkpoints may be a link to a directory elsewhere (docs/cli.md): to a scratch directory
+ * that another run directory's checkpoints link to as well, or to another run directory's own
+ * DIR2/checkpoints. Two runs would prune and replace each other's checkpoints, and each map the
+ * other's best.wcp, and DIR's lock does not see it: every run locks its checkpoints directory,
+ * link or not, by its own .lock (a lock is the file's, whatever path reaches it), so that the
+ * two meet there. A checkpoints directory that is DIR itself (a link to ".") has DIR's lock:
+ * a second lock of the same file would refuse this run as another one. The lock also notes
+ * the run directory that trains into it, which a copy of that directory is refused by
+ * (owned_by_other). */
 static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
     struct stat st, out_st, link_st;
     if (ckpt_lock_fd >= 0 || stat(ckpt_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return WC_OK;
