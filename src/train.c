@@ -404,6 +404,9 @@ static int train_step(train_ctx *t, long step) {
  * WC_VALIDATION_DIVERGED on every rank alike when the network's output was not finite,
  * WC_VALIDATION_FAILED when a rank could not read its blocks (it said why). */
 static int validate(train_ctx *t, long step) {
+    /* no validation patches (every rank alike): nothing to score, and nothing to pay for; the
+     * empty pass still cleared and summed the histograms (2 x 3.9 MiB), 30% of a small run */
+    if (t->ds->nval == 0) return WC_VALIDATION_DONE;
     const double t0 = wc_now();
     wc_metrics m, om;
     const int rc = wc_validation_run(&t->val, step + 1, t->net->params, &m, &om);

@@ -171,6 +171,11 @@ s=$?
     ! grep -q "calibration.png" "$T/nv/report.md" \
     && ok "a run without validation removes an earlier run's calibration.png" \
     || notok "an earlier run's calibration.png" "status $s: $(ls "$T/nv")"
+# ... and reports no validation time: no validation ran (an empty pass counted 30% of a run)
+vt=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_validation_s"])' "$T/nv/report.json" 2>&1)
+[ "$vt" = "0" ] || [ "$vt" = "0.0" ] \
+    && ok "a run without validation reports no validation time" \
+    || notok "validation time without validation" "time_validation_s $vt"
 
 # The end-of-run map, as report.json ("status" is the command's, "map" what became of the map)
 # and report.md's status line say: failed (risk.tif cannot be written), stopped while drawn,
