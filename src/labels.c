@@ -158,12 +158,14 @@ static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
 static void derived_path(char *buf, size_t size, const char *work_dir, const char *src, int band,
                          const wc_raster *tiles) {
     struct stat st;
-    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe1b takes
+    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe1c
+     * refuses a layer whose CRS cannot be transformed into the tiles' (0x1abe1b burned its
+     * coordinates as the tiles'), 0x1abe1b takes
      * a polygon written across the antimeridian unsplit the short way, 0x1abe1a tags the raster
      * (DERIVED_TAG), 0x1abe17 burned only polygonal geometry (0x1abe16 points and
      * lines too). Warped rasters: 0x1abe19 honours the band's mask (alpha) and tags the raster,
      * 0x1abe18 kept the values (Float32/Float64, NaN nodata; 0x1abe17 narrowed them to Byte). */
-    uint64_t h = wc_hash64(band ? 0x1abe19 : 0x1abe1b);
+    uint64_t h = wc_hash64(band ? 0x1abe19 : 0x1abe1c);
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     char **files = wc_gdal_file_list(src);
     for (size_t i = 0; files[i]; i++) {
@@ -825,6 +827,51 @@ static const char *disk_hint(const char *path) {
     return hint;
 }
 
+/* Whether the polygons of `layer` can be placed on georeferenced tiles: a layer without a CRS,
+ * or with a GeoPackage's "undefined" one (srs_id -1, "Undefined Cartesian SRS", or 0, "Undefined
+ * geographic SRS", which GDAL writes for a layer created without a CRS), cannot; nor can one PROJ
+ * has no transformation from (a local engineering CRS, site coordinates in feet). Without this,
+ * the polygons went unreprojected to GDALRasterize, which burned their coordinates as the
+ * tiles' (feet taken as metres) with only its own warning, or reprojected the "undefined
+ * geographic" metres as degrees and burned nothing. Tiles without a CRS take the polygons as
+ * they are. WC_OK, or WC_ERR after a message naming the file, layer and both CRSs. */
+static int layer_crs_placeable(const wc_raster *tiles, OGRLayerH layer, const char *src) {
+    if (!*tiles->wkt) return WC_OK;
+    OGRSpatialReferenceH from = OGR_L_GetSpatialRef(layer);
+    const char *name = from ? OSRGetName(from) : NULL;
+    if (!from || (name && (strcmp(name, "Undefined geographic SRS") == 0 ||
+                           strcmp(name, "Undefined Cartesian SRS") == 0))) {
+        char which[96] = "";
+        if (from) snprintf(which, sizeof which, " (GeoPackage's \"%s\", which names none)", name);
+        wc_error("%s (layer %s) has no CRS%s, so it cannot be placed on the tiles' grid (%s); "
+                 "assign one with ogr2ogr -a_srs",
+                 src, OGR_L_GetName(layer), which, tiles->path);
+        return WC_ERR;
+    }
+    OGRSpatialReferenceH to = OSRNewSpatialReference(tiles->wkt);
+    OGRCoordinateTransformationH ct = NULL;
+    if (to) {
+        OSRSetAxisMappingStrategy(to, OAMS_TRADITIONAL_GIS_ORDER);
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        ct = OCTNewCoordinateTransformation(from, to);
+        CPLPopErrorHandler();
+        OSRRelease(to);
+    }
+    if (ct) {
+        OCTDestroyCoordinateTransformation(ct);
+        return WC_OK;
+    }
+    char *wkt = NULL, lcrs[128] = "its CRS", tcrs[128];
+    if (OSRExportToWkt(from, &wkt) == OGRERR_NONE) wc_raster_crs_describe(wkt, lcrs, sizeof lcrs);
+    CPLFree(wkt);
+    wc_raster_crs_describe(tiles->wkt, tcrs, sizeof tcrs);
+    wc_error("%s (layer %s) is in %s, which PROJ cannot transform into the tiles' %s (%s), so its "
+             "polygons cannot be placed on their grid; reproject them first (ogr2ogr -t_srs), or "
+             "name their CRS if it is wrong (ogr2ogr -a_srs)",
+             src, OGR_L_GetName(layer), lcrs, tcrs, tiles->path);
+    return WC_ERR;
+}
+
 /* Rasterizes the polygons of the first polygon layer of `vec` into the derived raster. */
 static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, const char *derived,
                      agreement *a) {
@@ -836,12 +883,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
                  src);
         return WC_ERR;
     }
-    if (!OGR_L_GetSpatialRef(layer) && *tiles->wkt) {
-        wc_error("%s (layer %s) has no CRS, so it cannot be placed on the tiles' grid (%s); "
-                 "assign one with ogr2ogr -a_srs",
-                 src, OGR_L_GetName(layer), tiles->path);
-        return WC_ERR;
-    }
+    if (layer_crs_placeable(tiles, layer, src) != WC_OK) return WC_ERR;
     GDALDatasetH mem = NULL;
     const long placed = collect_polygons(tiles, layer, src, a, &mem);
     if (placed <= 0) {

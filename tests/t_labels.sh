@@ -721,6 +721,22 @@ expect "polygons in metres taken as WGS 84: not degrees, name the CRS" 1 "those 
     --tiles "$T/tiles.tif" --labels "$T/utm.geojson" --out "$T/utm" "${train[@]}"
 expect "a layer of empty geometries: said so" 1 "empty.geojson \(layer empty\) has no polygons: its 2 features' geometries are empty or missing" -- \
     --tiles "$T/tiles.tif" --labels "$T/empty.geojson" --out "$T/empty" "${train[@]}"
+# Polygons whose CRS cannot be transformed into the tiles' are refused, not burned as if their
+# coordinates were the tiles' (before 2026-12-06: site coordinates in feet burned as metres, exit
+# 0, with only GDAL's warning); a GeoPackage layer written without a CRS (GDAL gives it the
+# "Undefined geographic SRS" of srs_id 0, or the "Undefined Cartesian SRS" of -1) has none
+ogr2ogr -q "$T/site.shp" "$T/utm.geojson" \
+    -a_srs 'LOCAL_CS["site grid",UNIT["US survey foot",0.304800609601219],AXIS["Easting",EAST],AXIS["Northing",NORTH]]'
+ogr2ogr -q -f GPKG -a_srs None "$T/nocrs.gpkg" "$T/utm.geojson" -nln fires
+cp "$T/nocrs.gpkg" "$T/nocrs_cart.gpkg" &&
+    ogrinfo -q -sql "UPDATE gpkg_geometry_columns SET srs_id = -1" "$T/nocrs_cart.gpkg" >/dev/null &&
+    ogrinfo -q -sql "UPDATE gpkg_contents SET srs_id = -1" "$T/nocrs_cart.gpkg" >/dev/null
+expect "polygons in a CRS PROJ cannot transform into the tiles': refused" 1 "site.shp \(layer site\) is in site grid, which PROJ cannot transform into the tiles' EPSG:[0-9]+ \($T/tiles.tif\), so its polygons cannot be placed" -- \
+    --tiles "$T/tiles.tif" --labels "$T/site.shp" --out "$T/site" "${train[@]}"
+expect "a GeoPackage layer without a CRS (srs_id 0): no CRS" 1 "nocrs.gpkg \(layer fires\) has no CRS \(GeoPackage's \"Undefined geographic SRS\", which names none\)" -- \
+    --tiles "$T/tiles.tif" --labels "$T/nocrs.gpkg" --out "$T/nocrs" "${train[@]}"
+expect "a GeoPackage layer without a CRS (srs_id -1): no CRS" 1 "nocrs_cart.gpkg \(layer fires\) has no CRS \(GeoPackage's \"Undefined Cartesian SRS\", which names none\)" -- \
+    --tiles "$T/tiles.tif" --labels "$T/nocrs_cart.gpkg" --out "$T/nocrs_cart" "${train[@]}"
 # A label raster in another CRS that lands on no pixel of the tiles (placed elsewhere, or a wrong
 # CRS): refused when it is warped, as polygons that burn none are, naming both extents; evaluate
 # says so before drawing any of its map (before 2026-12-06 only after the whole map)
