@@ -776,6 +776,22 @@ static int any_pixel(GDALDatasetH ds, const char *path, agreement *a, int labell
     return found;
 }
 
+/* Whether polygons of `layer` within `env` would lie over the tiles' region with their x and y
+ * swapped: latitude written where the file's format puts longitude (a GeoJSON written lat, lon,
+ * as EPSG:4326's authority order has it), which places Yellowstone's fires at latitude -110
+ * ("not degrees", said before 2026-12-06) or, where longitudes are within 90 degrees of
+ * Greenwich, somewhere else on the globe without a word. */
+static int swapped_would_meet(const wc_raster *tiles, OGRLayerH layer, const OGREnvelope *env) {
+    placement pl;
+    OGRSpatialReferenceH srs = place_on_tiles(tiles, layer, &pl);
+    const OGREnvelope swapped = {env->MinY, env->MaxY, env->MinX, env->MaxX};
+    int meets = 0;
+    for (int k = 0; k < pl.nbox && !meets; k++) meets = envelopes_meet(&swapped, &pl.box_env[k]);
+    placement_free(&pl);
+    if (srs) OSRRelease(srs);
+    return meets;
+}
+
 /* "No polygon overlaps", or, for polygons placed over the tiles (or their margin) that burned no
  * pixel, that none covers a pixel's centre: both extents, for the message. A polygon narrower
  * than a pixel, or a sliver along the tiles' edge, overlaps them and still burns nothing, since
@@ -784,7 +800,7 @@ static int any_pixel(GDALDatasetH ds, const char *path, agreement *a, int labell
 static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const char *src,
                               int placed) {
     OGREnvelope env;
-    char ext[256], lext[640] = "unknown";
+    char ext[256], lext[5200] = "unknown";
     extent_of_tiles(tiles, ext, sizeof ext);
     if (OGR_L_GetExtent(layer, &env, TRUE) == OGRERR_NONE) {
         char crs[128] = "no CRS";
@@ -797,10 +813,20 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
         }
         snprintf(lext, sizeof lext, "(%.10g, %.10g)-(%.10g, %.10g) in %s", env.MinX, env.MinY,
                  env.MaxX, env.MaxY, crs);
+        if (lsrs && OSRIsGeographic(lsrs) && swapped_would_meet(tiles, layer, &env)) {
+            const char *geom = OGR_L_GetGeometryColumn(layer);
+            snprintf(lext + strlen(lext), sizeof lext - strlen(lext),
+                     "; with their x and y swapped they would lie over the tiles: the file "
+                     "writes latitude where GDAL reads longitude (GeoJSON, GeoPackage and "
+                     "shapefiles put longitude first, whatever EPSG:4326 says); swap them "
+                     "(ogr2ogr -dialect sqlite -sql \"SELECT SwapCoordinates(%s) FROM %s\" "
+                     "fixed.gpkg %s)",
+                     geom && *geom ? geom : "geometry", OGR_L_GetName(layer), src);
+        }
         /* a GeoJSON without a "crs" member is WGS 84 by its standard, whatever it holds */
-        if (lsrs && OSRIsGeographic(lsrs) &&
-            (fmax(fabs(env.MinX), fabs(env.MaxX)) > 360 ||
-             fmax(fabs(env.MinY), fabs(env.MaxY)) > 90))
+        else if (lsrs && OSRIsGeographic(lsrs) &&
+                 (fmax(fabs(env.MinX), fabs(env.MaxX)) > 360 ||
+                  fmax(fabs(env.MinY), fabs(env.MaxY)) > 90))
             snprintf(lext + strlen(lext), sizeof lext - strlen(lext),
                      "; those coordinates are not degrees: the file does not name the CRS they "
                      "are in and GDAL took %s (GeoJSON's default)? Name it (ogr2ogr -a_srs "

@@ -721,6 +721,39 @@ expect "polygons in metres taken as WGS 84: not degrees, name the CRS" 1 "those 
     --tiles "$T/tiles.tif" --labels "$T/utm.geojson" --out "$T/utm" "${train[@]}"
 expect "a layer of empty geometries: said so" 1 "empty.geojson \(layer empty\) has no polygons: its 2 features' geometries are empty or missing" -- \
     --tiles "$T/tiles.tif" --labels "$T/empty.geojson" --out "$T/empty" "${train[@]}"
+# Polygons in longitude and latitude written latitude first (as EPSG:4326's authority order has
+# it) where GeoJSON and GeoPackage put longitude first: the refusal says that swapped they would
+# lie over the tiles, and how to swap them (before 2026-12-06: "not degrees" at Yellowstone's
+# longitude -115, nothing at all where longitudes are within 90 degrees of Greenwich)
+gdal_translate -q -a_srs EPSG:32632 "$T/tiles.tif" "$T/tiles32632.tif"
+$PY - "$T" <<'PY' >"$T/swap.log" 2>&1 || notok "making swapped polygons" "$(tail -3 "$T/swap.log")"
+import json, sys
+from osgeo import gdal, osr
+d = sys.argv[1]
+for name in ("tiles", "tiles32632"):
+    t = gdal.Open(f"{d}/{name}.tif")
+    gt = t.GetGeoTransform()
+    src = osr.SpatialReference(wkt=t.GetProjection())
+    ll = osr.SpatialReference()
+    ll.ImportFromEPSG(4326)
+    ll.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
+    ct = osr.CoordinateTransformation(src, ll)
+    ring = []
+    for px, py in ((30, 30), (90, 30), (90, 90), (30, 90), (30, 30)):
+        lon, lat, _ = ct.TransformPoint(gt[0] + px * gt[1], gt[3] + py * gt[5])
+        ring.append([lat, lon])  # latitude first: the mistake
+    json.dump({"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {},
+               "geometry": {"type": "Polygon", "coordinates": [ring]}}]},
+              open(f"{d}/swapped_{name}.geojson", "w"))
+PY
+ogr2ogr -q -f GPKG -nln fires "$T/swapped_tiles32632.gpkg" "$T/swapped_tiles32632.geojson"
+expect "polygons written latitude first (GeoJSON, longitude -115): swapped they would lie over the tiles" 1 "no polygon of $T/swapped_tiles.geojson overlaps the tiles: .* in EPSG:4326; with their x and y swapped they would lie over the tiles: the file writes latitude where GDAL reads longitude .*SwapCoordinates\(geometry\) FROM swapped_tiles\\\" fixed.gpkg $T/swapped_tiles.geojson\)" -- \
+    --tiles "$T/tiles.tif" --labels "$T/swapped_tiles.geojson" --out "$T/swapped" "${train[@]}"
+expect "polygons written latitude first (GeoPackage, longitude 9): swapped they would lie over the tiles" 1 "no polygon of $T/swapped_tiles32632.gpkg overlaps the tiles: .*; with their x and y swapped they would lie over the tiles: .*SwapCoordinates\(geom\) FROM fires" -- \
+    --tiles "$T/tiles32632.tif" --labels "$T/swapped_tiles32632.gpkg" --out "$T/swapped32632" "${train[@]}"
+ogr2ogr -q -dialect sqlite -sql "SELECT SwapCoordinates(geom) FROM fires" "$T/unswapped.gpkg" "$T/swapped_tiles32632.gpkg"
+expect "... and swapped as the message says, they burn" 0 "labels: rasterized the polygons of $T/unswapped.gpkg" -- \
+    --tiles "$T/tiles32632.tif" --labels "$T/unswapped.gpkg" --out "$T/unswapped" "${train[@]}"
 # Polygons whose CRS cannot be transformed into the tiles' are refused, not burned as if their
 # coordinates were the tiles' (before 2026-12-06: site coordinates in feet burned as metres, exit
 # 0, with only GDAL's warning); a GeoPackage layer written without a CRS (GDAL gives it the
