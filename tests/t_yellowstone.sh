@@ -21,6 +21,16 @@ if [ $status -eq 0 ] && [ -n "$lab" ] && grep -q "rasterized the polygons of" "$
 else
     notok "trains with MTBS perimeters as labels" "status $status: $(tail -3 "$T/train.log")"
 fi
+# the README's count of the patches this data set gives (the patch grid does not depend on the
+# training options; README said 3060 "remain" until 2026-12-06, when the grid gave 3025, 3004 kept)
+said=$(tr '\n' ' ' <"$ROOT/README.md" | grep -Eo '[0-9]+ of its [0-9]+ patches of 64x64 are kept' | head -1)
+got=$(grep -Eo '^patches: [0-9]+ of 64x64 on a [0-9]+x[0-9]+ grid, [0-9]+ kept' "$T/train.log" | head -1)
+if [ -n "$said" ] && [ -n "$got" ] &&
+    [ "$(echo "$said" | awk '{print $1, $4}')" = "$(echo "$got" | awk '{print $9, $2}')" ]; then
+    ok "README's patch count is the data's: $said ($got)"
+else
+    notok "README's patch count" "README: '${said:-no count}'; the run: '${got:-no patches line}'"
+fi
 # the rasterized labels: the tiles' grid and CRS, a plausible burned share (1988 burned a third
 # of the park, and more since)
 if [ -n "$lab" ]; then
