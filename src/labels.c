@@ -158,14 +158,15 @@ static int CPL_STDCALL gdal_go_on(double done, const char *msg, void *arg) {
 static void derived_path(char *buf, size_t size, const char *work_dir, const char *src, int band,
                          const wc_raster *tiles) {
     struct stat st;
-    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe1c
+    /* changed when a derivation changes, so no stale raster is reused. Polygons: 0x1abe1d
+     * burns polygons in the tiles' CRS uncut (0x1abe1c cut them to the region), 0x1abe1c
      * refuses a layer whose CRS cannot be transformed into the tiles' (0x1abe1b burned its
      * coordinates as the tiles'), 0x1abe1b takes
      * a polygon written across the antimeridian unsplit the short way, 0x1abe1a tags the raster
      * (DERIVED_TAG), 0x1abe17 burned only polygonal geometry (0x1abe16 points and
      * lines too). Warped rasters: 0x1abe19 honours the band's mask (alpha) and tags the raster,
      * 0x1abe18 kept the values (Float32/Float64, NaN nodata; 0x1abe17 narrowed them to Byte). */
-    uint64_t h = wc_hash64(band ? 0x1abe19 : 0x1abe1c);
+    uint64_t h = wc_hash64(band ? 0x1abe19 : 0x1abe1d);
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     char **files = wc_gdal_file_list(src);
     for (size_t i = 0; files[i]; i++) {
@@ -341,6 +342,7 @@ typedef struct {
     int nbox;                              /* cannot burn a pixel */
     int longitudes;                        /* x is longitude in degrees (boxes a turn apart) */
     OGREnvelope uncut_env;                 /* a polygon within it lies within the region */
+    int cut;                               /* cut polygons to the region (not in the tiles' CRS) */
     long seen;            /* polygons found, wherever they lie */
     long failed;          /* polygons over the region that cannot be reprojected */
     long long first_fid;  /* the first of them */
@@ -440,7 +442,7 @@ static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
             OGR_G_DestroyGeometry(copy); /* cannot burn a pixel */
             return 0;
         }
-        if (pl->region && !envelope_within(&env, &pl->uncut_env)) {
+        if (pl->region && pl->cut && !envelope_within(&env, &pl->uncut_env)) {
             /* NULL when GEOS refuses the geometry (a self-crossing ring): then uncut */
             CPLPushErrorHandler(CPLQuietErrorHandler);
             OGRGeometryH cut = OGR_G_Intersection(copy, pl->region);
@@ -680,6 +682,12 @@ static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH lay
                            &b[2], &b[3], 21) &&
         b[1] < b[3] && isfinite(b[0] + b[1] + b[2] + b[3]);
     CPLPopErrorHandler();
+    /* Already in the tiles' CRS and axis order, nothing is reprojected, so nothing need be cut
+     * (the region still drops polygons that lie off it). A cut moves the ends of an edge
+     * crossing the region's boundary to crossing points rounded off the line, which tips the
+     * pixels whose centres lie on that edge: a diagonal through pixel centres burned 255 pixels
+     * more than gdal_rasterize of the same polygons. */
+    pl->cut = !OSRIsSame(src, to);
     if (have_bounds && longitude_is_x(src)) {
         /* Longitudes: the region's (xmin > xmax across the antimeridian, as GDAL gives it) as
          * one interval, and that interval a turn east and west, since polygons may be written

@@ -284,6 +284,33 @@ else
     notok "points and lines skipped, polygons burned" "status $status: $(tail -2 "$T/vec.txt") $(grep -E 'skipped|error' "$T/vec.log" | head -2)"
 fi
 
+# Polygons in the tiles' own CRS are burned uncut: an edge through pixel centres, running far
+# beyond the tiles, burns the pixels gdal_rasterize burns (before 2026-12-06 the cut to the
+# tiles' region moved its ends to rounded crossing points and burned every pixel whose centre it
+# crosses: 127 more here)
+$PY - "$T/diag.geojson" <<'PY'
+import json, sys
+c = lambda px, py: [640000 + 30 * px, 4930000 - 30 * py]  # pixel (px, py) of the tiles
+json.dump({"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+           "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+           "coordinates": [[c(-1000.5, -999.5), c(1200.5, 1201.5), c(1200.5, -999.5), c(-1000.5, -999.5)]]}}]},
+          open(sys.argv[1], "w"))
+PY
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/diag.geojson" --out "$T/diag" "${train[@]}" >"$T/diag.log" 2>&1
+status=$?
+gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 640000 4926160 643840 4930000 -ts 128 128 "$T/diag.geojson" "$T/diagref.tif"
+$PY - "$(ls "$T"/diag/labels-*.tif 2>/dev/null | head -1)" "$T/diagref.tif" <<'PY' >"$T/diag.txt" 2>&1
+import sys
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:]]
+a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+assert (a == r).all(), f"{int((a != r).sum())} pixels differ from gdal_rasterize ({int(a.sum())} against {int(r.sum())} burned)"
+print(f"{int(a.sum())} burned pixels")
+PY
+[ $status -eq 0 ] && [ "$(grep -c . "$T/diag.txt")" -eq 1 ] &&
+    ok "an edge through pixel centres in the tiles' CRS burns what gdal_rasterize burns ($(cat "$T/diag.txt"))" ||
+    notok "an edge through pixel centres in the tiles' CRS" "status $status: $(tail -1 "$T/diag.txt") $(grep -E 'error' "$T/diag.log" | head -1)"
+
 # evaluate_again LOG: evaluate with the labels derived before ($lab); sets status, and same=1
 # when $lab then holds what gdal_rasterize makes of the polygons
 evaluate_again() {
