@@ -170,9 +170,18 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
     for (const char *p = src; *p; p++) h = wc_hash64(h ^ (unsigned char)*p);
     char **files = wc_gdal_file_list(src);
     for (size_t i = 0; files[i]; i++) {
-        if (stat(files[i], &st) != 0) continue;
-        h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_ino);
-        h = wc_hash64(h ^ (uint64_t)st.st_mtim.tv_sec) ^ wc_hash64((uint64_t)st.st_mtim.tv_nsec);
+        /* a SQLite database (a GeoPackage) in WAL mode, held open by the program editing it
+         * (QGIS, while a layer is being edited), takes its commits in FILE-wal, which GDAL reads
+         * and does not list; FILE itself changes only at a checkpoint, so a perimeter deleted
+         * there left the previous labels reused */
+        char *wal = wc_strdup(CPLSPrintf("%s-wal", files[i]));
+        for (const char *f = files[i]; f; f = f == files[i] ? wal : NULL) {
+            if (stat(f, &st) != 0) continue;
+            h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_ino);
+            h = wc_hash64(h ^ (uint64_t)st.st_mtim.tv_sec) ^
+                wc_hash64((uint64_t)st.st_mtim.tv_nsec);
+        }
+        free(wal);
     }
     wc_strv_free(files);
     h = wc_hash64(h ^ (uint64_t)band);

@@ -748,6 +748,48 @@ expect "polygons in metres taken as WGS 84: not degrees, name the CRS" 1 "those 
     --tiles "$T/tiles.tif" --labels "$T/utm.geojson" --out "$T/utm" "${train[@]}"
 expect "a layer of empty geometries: said so" 1 "empty.geojson \(layer empty\) has no polygons: its 2 features' geometries are empty or missing" -- \
     --tiles "$T/tiles.tif" --labels "$T/empty.geojson" --out "$T/empty" "${train[@]}"
+# A GeoPackage edited in WAL mode by a program that holds it open (QGIS while a layer is being
+# edited) keeps its commits in FILE-wal until a checkpoint; GDAL reads them, so a perimeter
+# deleted there makes new labels (before 2026-12-06 the previous ones were reused: the derived
+# raster's name hashed FILE alone)
+ogr2ogr -q -f GPKG -nln fires "$T/wal.gpkg" "$T/polys.geojson"
+mkdir -p "$T/walrun"
+OGR_SQLITE_JOURNAL=WAL $PY - "$T" <<'PY' >"$T/waledit.log" 2>&1 &
+import os, sys, time
+from osgeo import ogr
+d = sys.argv[1]
+ds = ogr.Open(f"{d}/wal.gpkg", update=1)
+layer = ds.GetLayer(0)
+def delete_one():  # a committed edit, the database still open
+    layer.ResetReading()
+    fid = layer.GetNextFeature().GetFID()
+    layer.StartTransaction(); layer.DeleteFeature(fid); layer.CommitTransaction(); ds.FlushCache()
+layer.ResetReading()
+layer.StartTransaction(); f = layer.GetNextFeature(); layer.SetFeature(f); layer.CommitTransaction()
+ds.FlushCache()
+open(f"{d}/wal.1", "w").close()
+for _ in range(600):
+    if os.path.exists(f"{d}/wal.go"): break
+    time.sleep(0.1)
+delete_one()
+open(f"{d}/wal.2", "w").close()
+for _ in range(600):
+    if os.path.exists(f"{d}/wal.done"): break
+    time.sleep(0.1)
+PY
+waitfor() { for _ in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+burned() { grep -Eo '[0-9.]+% burned' "$1" | head -1; }
+waitfor "$T/wal.1" && "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/wal.gpkg" --out "$T/walrun/m.json" >"$T/wal1.log" 2>&1
+s1=$?
+touch "$T/wal.go"
+waitfor "$T/wal.2" && "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/wal.gpkg" --out "$T/walrun/m.json" >"$T/wal2.log" 2>&1
+s2=$?
+touch "$T/wal.done"
+wait
+[ $s1 -eq 0 ] && [ $s2 -eq 0 ] && grep -q "labels: rasterized the polygons of $T/wal.gpkg" "$T/wal2.log" && [ "$(burned "$T/wal1.log")" != "$(burned "$T/wal2.log")" ] \
+    && ok "a GeoPackage edited in WAL mode, held open: the edit makes new labels ($(burned "$T/wal1.log"), then $(burned "$T/wal2.log"))" \
+    || notok "a GeoPackage edited in WAL mode" "status $s1 $s2: $(burned "$T/wal1.log"), then $(burned "$T/wal2.log"); $(grep -hE 'error|labels:' "$T/wal1.log" "$T/wal2.log" "$T/waledit.log" | head -3 | cut -c1-200)"
+
 # Polygons in longitude and latitude written latitude first (as EPSG:4326's authority order has
 # it) where GeoJSON and GeoPackage put longitude first: the refusal says that swapped they would
 # lie over the tiles, and how to swap them (before 2026-12-06: "not degrees" at Yellowstone's
