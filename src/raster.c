@@ -276,10 +276,29 @@ static int describe_band(GDALRasterBandH b, int i, const char *path, wc_band *bd
     return WC_OK;
 }
 
+/* WC_ERR after a message when the directory of the raster at path (with its last '/') is too
+ * long for GDAL's path buffers: GDAL opens the file itself, but CPLGetPath gives "" for its
+ * directory, so it finds none of its side-cars (.aux.xml, .msk: nodata values, band
+ * descriptions, masks) and resolves a VRT's relative source names from the current directory:
+ * a run read tiles of the same names there, another region, and mapped them with status 0. */
+static int refuse_long_directory(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    if (dir < WC_GDAL_PATH_BUFFER) return WC_OK;
+    wc_error("%.60s...%s: its directory is %zu bytes long, and GDAL takes directories shorter "
+             "than %d bytes: it would find none of the file's side-cars (nodata values, band "
+             "descriptions, masks) and read a VRT's sources named relative to it from the "
+             "current directory instead; give a relative path from a directory nearer the file "
+             "(cd there first), or move the files",
+             path, slash, dir, WC_GDAL_PATH_BUFFER);
+    return WC_ERR;
+}
+
 int wc_raster_open(wc_raster *r, const char *path) {
     wc_raster_init();
     memset(r, 0, sizeof *r);
     if (wc_refuse_special_file("the raster", path) != WC_OK) return WC_ERR;
+    if (refuse_long_directory(path) != WC_OK) return WC_ERR;
     CPLErrorReset();
     GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR,
                                  NULL, NULL, NULL);
@@ -926,6 +945,19 @@ static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
     return file;
 }
 
+/* The length of the path GDAL would form for a source named relative to the VRT vrt (its
+ * directory, '/', the name), or 0 for a source named otherwise. */
+static size_t relative_source_length(const char *vrt, const char *xml) {
+    const char *f = strstr(xml, "<SourceFilename"), *text = f ? strchr(f, '>') : NULL;
+    const char *rel = f ? strstr(f, "relativeToVRT=\"1\"") : NULL;
+    char *name = rel && rel < text ? source_name(xml) : NULL;
+    if (!name) return 0;
+    const char *slash = strrchr(vrt, '/');
+    const size_t n = (slash ? (size_t)(slash - vrt) + 1 : 0) + strlen(name);
+    free(name);
+    return n;
+}
+
 int wc_raster_source_names(const char *path, int nbands, char (*names)[WC_BAND_NAME_MAX]) {
     for (int b = 0; b < nbands; b++) names[b][0] = '\0';
     CPLPushErrorHandler(CPLQuietErrorHandler);
@@ -1371,7 +1403,19 @@ static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt
             char *file = source_file_and_band(path, md[i], &sband);
             char why[600] = "does not exist";
             VSIStatBufL st;
-            if (!file || CSLFindStringCaseSensitive(named_ok, file) >= 0) {
+            /* GDAL forms its path in a buffer of WC_GDAL_PATH_BUFFER bytes: past it, the
+             * source's path is "", which no check below would tell from a missing file */
+            const size_t resolved = relative_source_length(path, md[i]);
+            if (resolved >= WC_GDAL_PATH_BUFFER) {
+                char *name = source_name(md[i]);
+                wc_error("%s: its source %s (band %d of %s) is named relative to the VRT, and "
+                         "the path it makes is %zu bytes long: GDAL takes paths shorter than %d "
+                         "bytes and would not find it; give the mosaic by a relative path from "
+                         "a directory nearer it (cd there first), or move the files",
+                         mosaic, name, b, path, resolved, WC_GDAL_PATH_BUFFER);
+                free(name);
+                missing = 1;
+            } else if (!file || CSLFindStringCaseSensitive(named_ok, file) >= 0) {
             } else if (wc_gdal_name(file)) {
                 missing = named_source_unreadable(file, why, sizeof why);
                 if (!missing) named_ok = CSLAddString(named_ok, file);
@@ -1379,7 +1423,7 @@ static int missing_source(const char *mosaic, const char *path, GDALDatasetH vrt
                 missing = !bsearch(&file, listed, nlisted, sizeof *listed, compare_paths) &&
                           VSIStatL(file, &st) != 0;
             }
-            if (missing)
+            if (missing && resolved < WC_GDAL_PATH_BUFFER)
                 wc_error("%s: its source %s (band %d of %s) %s: GDAL would fail when it reads "
                          "that part of the mosaic; restore the file or build the mosaic again",
                          mosaic, file, b, path, why);

@@ -77,6 +77,28 @@ out=${long:0:${fits:-1}}
     $PY -c 'import sys; from osgeo import gdal; gdal.UseExceptions(); gdal.Open(sys.argv[1]).ReadAsArray()' "$out/tiles.vrt" \
     && ok "synth --out of the ${fits:-?} bytes it gives: a region GDAL opens" \
     || notok "synth --out of the length it gives" "$(tail -2 "$T/fits.log")"
+# an input in a directory GDAL cannot take (2048 bytes or more): GDAL opened the VRT, but formed
+# its directory as "" and read its relative sources from the current directory, tiles of the
+# same names there (another region), status 0; it now refuses it, naming the limit. A VRT whose
+# relative sources alone pass the limit was refused as a source that does not exist, named "".
+mkdir -p "$long/in" "$T/decoy"
+cp -r "$ROOT/data/sample/." "$long/in/"
+cp -r "$ROOT/data/sample/tiles" "$T/decoy/"
+program=$WILDCPU
+WILDCPU=$(realpath "$WILDCPU")
+cd "$T/decoy"
+expect "--tiles in a directory too long for GDAL (tiles of the same names in the current directory)" 1 \
+    "\.\.\./tiles.vrt: its directory is [0-9]+ bytes long, and GDAL takes directories shorter than 2048 bytes: .*read a VRT's sources named relative to it from the current directory" -- \
+    --tiles "$long/in/tiles.vrt" "${train[@]}"
+cd "$OLDPWD"
+WILDCPU=$program
+short=${long:0:2030}
+short=${short%/}
+mkdir -p "$short"
+cp -r "$ROOT/data/sample/." "$short/"
+expect "a VRT whose relative sources make paths too long for GDAL" 1 \
+    "its source tiles/r00_c00_i16.tif \(band 1 of .*\) is named relative to the VRT, and the path it makes is 20[4-9][0-9] bytes long: GDAL takes paths shorter than 2048 bytes" -- \
+    --tiles "$short/tiles.vrt" "${train[@]}"
 
 # a pipe with no writer (GDAL, or reading it, would wait for ever), a device (read without
 # end), a spec file far beyond the spec's limit (not read into memory): refused at once
