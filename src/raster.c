@@ -14,9 +14,12 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/util.h"
 
@@ -103,8 +106,48 @@ static pthread_once_t gdal_once = PTHREAD_ONCE_INIT;
 /* The least wc_raster_cache_fit leaves: a few blocks of every band of a small raster. */
 #define WC_GDAL_CACHE_MIN ((int64_t)16 << 20)
 
+/* The process's open files now (MPI's sockets and shared memory, the libraries'). */
+static int files_open_now(void) {
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d) return 32; /* without /proc: about what a rank holds at start */
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the listing's own */
+}
+
+/* GDAL keeps up to GDAL_MAX_DATASET_POOL_SIZE (default 100) of a VRT's sources open, beside the
+ * process's other files: under a lower limit of open files (ulimit -n 64 or 96, as some batch
+ * and login nodes set) opening a tile failed with EMFILE, which GDAL does not say, and the run
+ * stopped on "read error ... GDAL gave no reason". The soft limit is raised as far as the pool
+ * needs and the hard limit allows; when the hard limit is lower, GDAL keeps fewer files open
+ * (slower reads of a mosaic of many files, the same pixels), unless the user set the pool. */
+static void fit_open_files(void) {
+    enum { BESIDE_POOL = 48 }; /* the run's own files, datasets outside the pool, GDAL's */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+    const char *set = CPLGetConfigOption("GDAL_MAX_DATASET_POOL_SIZE", NULL);
+    const long pool = set ? atol(set) : 100, open_now = files_open_now();
+    const rlim_t want = (rlim_t)(open_now + WC_MAX(pool, 2) + BESIDE_POOL);
+    if (rl.rlim_cur >= want) return;
+    struct rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+    if (rl.rlim_cur >= want || set) return;
+    const long fit = WC_MAX((long)rl.rlim_cur - open_now - BESIDE_POOL, 2);
+    char value[32];
+    snprintf(value, sizeof value, "%ld", fit);
+    CPLSetConfigOption("GDAL_MAX_DATASET_POOL_SIZE", value);
+    if (wc_dist_rank() == 0)
+        wc_warn("the limit of open files (ulimit -n) is %llu, with %ld open already: GDAL keeps "
+                "%ld of a mosaic's files open instead of %ld (GDAL_MAX_DATASET_POOL_SIZE), so a "
+                "mosaic of more files reads slower; raise the limit to %llu or more",
+                (unsigned long long)rl.rlim_cur, open_now, fit, pool, (unsigned long long)want);
+}
+
 static void gdal_setup(void) {
     GDALAllRegister();
+    fit_open_files();
     CPLSetErrorHandler(gdal_message);
     if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL) &&
         GDALGetCacheMax64() > WC_GDAL_CACHE_DEFAULT)

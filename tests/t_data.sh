@@ -369,4 +369,17 @@ for n in 1 2; do
         notok "SIGTERM while split.tif is written ($n ranks)" "said '${said:-nothing}', status $status after $took s: $(grep -v -- '---' "$T/$name.log" | tail -3 | cut -c1-300); left: $(ls -A "$T/$name" | tr '\n' ' ')"
     fi
 done
+
+# A limit of open files below what GDAL keeps open of a mosaic (GDAL_MAX_DATASET_POOL_SIZE, 100)
+# beside the process's own (ulimit -n 96, a hard limit, as some batch and login nodes set): a
+# tile's open failed with EMFILE and the run stopped at its first read, "read error ... GDAL gave
+# no reason". GDAL now keeps fewer files open, which a warning names, and the run trains.
+"$WILDCPU" synth --out "$T/many" --size 512 --tile 32 --seed 2 >"$T/many.log" 2>&1
+(ulimit -n 96; exec timeout -s KILL 300 "$WILDCPU" --tiles "$T/many/tiles.vrt" --out "$T/fd" --steps 1 --batch 4 --micro-batch 2 --no-predict) >"$T/fd.log" 2>&1
+status=$?
+if [ $status -eq 0 ] && grep -q "warning: the limit of open files (ulimit -n) is 96, with [0-9]* open already: GDAL keeps [0-9]* of a mosaic's files open instead of 100" "$T/fd.log"; then
+    ok "ulimit -n 96, a mosaic of $(ls "$T/many/tiles" | wc -l) files: trained, the smaller pool of open files warned about"
+else
+    notok "ulimit -n 96, a mosaic of many files" "status $status: $(grep -E 'error|warning' "$T/fd.log" | head -2 | cut -c1-300)"
+fi
 finish
