@@ -67,14 +67,29 @@ void wc_blas_core_settle(char *const argv[]) {
             was, f.avx512 ? "AVX-512" : "AVX2 and FMA", better, strerror(err));
 }
 
+/* Whether atoi(s), as OpenBLAS reads its variables, is above 0; written out, since the C library
+ * is not initialized yet where wc_blas_threads_settle runs. */
+static int atoi_positive(const char *s) {
+    while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
+    if (*s == '+') s++;
+    while (*s == '0') s++;
+    return *s >= '1' && *s <= '9';
+}
+
 void wc_blas_threads_settle(char *const argv[], char *const envp[]) {
     static const char key[] = "OPENBLAS_NUM_THREADS=", preload[] = "LD_PRELOAD=";
     static char one[] = "OPENBLAS_NUM_THREADS=1";
     enum { MAX_ENV = 1 << 16 }; /* its copy lives on the stack: malloc is not to be called yet */
-    size_t n = 0;
+    size_t n = 0, at = (size_t)-1;
     if (!argv || !envp) return;
     for (; envp[n]; n++) {
-        if (strncmp(envp[n], key, sizeof key - 1) == 0) return;
+        /* a count OpenBLAS takes (it reads atoi's value) stands; one it reads as none (empty,
+         * 0, a word) makes it fall back to GOTO_NUM_THREADS, OMP_NUM_THREADS, then a thread
+         * per CPU, as if unset: that entry is replaced */
+        if (strncmp(envp[n], key, sizeof key - 1) == 0) {
+            if (atoi_positive(envp[n] + sizeof key - 1)) return;
+            at = n;
+        }
         /* under valgrind (its preloads): the program executed again would run outside it */
         if (strncmp(envp[n], preload, sizeof preload - 1) == 0 && strstr(envp[n], "vgpreload"))
             return;
@@ -91,8 +106,14 @@ void wc_blas_threads_settle(char *const argv[], char *const envp[]) {
         return;
     char *env[n + 2];
     memcpy(env, envp, n * sizeof *env);
-    env[n] = one;
-    env[n + 1] = NULL;
+    /* in place of the value OpenBLAS ignores: getenv would find that first */
+    if (at != (size_t)-1) {
+        env[at] = one;
+        env[n] = NULL;
+    } else {
+        env[n] = one;
+        env[n + 1] = NULL;
+    }
     execve(path, argv, env); /* failed (a binary replaced on disk): OpenBLAS loads as it would */
 }
 

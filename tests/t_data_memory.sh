@@ -170,17 +170,24 @@ else
     notok "--version under ulimit -v 4 GiB with OPENBLAS_NUM_THREADS=1" "did not run"
 fi
 # the user's value stands, and wildcpu's own is 1: read from a training rank's environment once
-# the process is wildcpu (before that it is the shell or env, with the caller's environment)
+# the process is wildcpu (before that it is the shell or env, with the caller's environment).
+# A value OpenBLAS reads as none (empty, 0: it then starts a thread per CPU, as unset) stood, and
+# the rank kept OPENBLAS_NUM_THREADS='' or 0; it is replaced by 1 as an unset one is.
 exe=$(readlink -f "$WILDCPU")
-for want in 1 3; do
-    if [ $want = 1 ]; then envs=(-u OPENBLAS_NUM_THREADS); else envs=(OPENBLAS_NUM_THREADS=3); fi
-    env "${envs[@]}" "$WILDCPU" --tiles "$SAMPLE" --steps 2 --no-predict --out "$T/bt$want" >"$T/bt$want.log" 2>&1 &
+for case in unset 3 empty 0; do
+    case $case in
+    unset) want=1 envs=(-u OPENBLAS_NUM_THREADS) ;;
+    empty) want=1 envs=(OPENBLAS_NUM_THREADS=) ;;
+    0) want=1 envs=(OPENBLAS_NUM_THREADS=0) ;;
+    *) want=$case envs=(OPENBLAS_NUM_THREADS=$case) ;;
+    esac
+    env "${envs[@]}" "$WILDCPU" --tiles "$SAMPLE" --steps 2 --no-predict --out "$T/bt$case" >"$T/bt$case.log" 2>&1 &
     pid=$! seen=
     for _ in $(seq 200); do
         if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]; then
-            seen=$({ tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | sed -n 's/^OPENBLAS_NUM_THREADS=//p')
-            # the first wildcpu may not have executed itself again yet: wait for the variable
-            [ -n "$seen" ] && break
+            seen=$({ tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | sed -n 's/^OPENBLAS_NUM_THREADS=//p' | tr '\n' ' ' | sed 's/ $//')
+            # the first wildcpu may not have executed itself again yet: wait for the value
+            [ "$seen" = "$want" ] && break
         fi
         sleep 0.05
     done
