@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wildcpu/layers.h"
@@ -260,12 +261,36 @@ static void figure(char *buf, size_t size, const char *fmt, double v) {
         snprintf(buf, size, fmt, v);
 }
 
+/* The floats >= t are those >= f, the least float >= t, so a decimal v selects the same ones
+ * exactly when it lies in (the float below f, f]. First t rounded to nearest at 3 to 9 digits
+ * (the threshold as it reads), else the middle of that interval rounded (t's own digits may round
+ * up past f for many digits: 1.3753104557978624e-16); the middle, half a float's spacing (2^-25
+ * relative) from either end, is inside at 9 digits at the latest. */
+void wc_metrics_threshold_text(double t, char *buf, size_t size) {
+    if (!(t >= 0.0 && t <= 1.0)) {
+        snprintf(buf, size, "%.3g", t);
+        return;
+    }
+    float f = (float)t;
+    if ((double)f < t) f = nextafterf(f, 2.0f);
+    const double below = (double)nextafterf(f, -1.0f), middle = below + ((double)f - below) / 2;
+    for (int k = 0; k < 2; k++)
+        for (int digits = 3; digits <= (k ? 17 : 9); digits++) {
+            snprintf(buf, size, "%.*g", digits, k ? middle : t);
+            const double v = strtod(buf, NULL);
+            if (v > below && v <= (double)f) return;
+        }
+}
+
 void wc_metrics_ranking_text(const wc_metrics *m, int at_half, char *buf, size_t size) {
-    char ap[24], roc[24], f1[24], at[32] = "", prec[24], rec[24], half[128] = "";
+    char ap[24], roc[24], f1[24], at[40] = "", t[32], prec[24], rec[24], half[128] = "";
     figure(ap, sizeof ap, "%.4f", m->auc_pr);
     figure(roc, sizeof roc, "%.4f", m->roc_auc);
     figure(f1, sizeof f1, "%.3f", m->best_f1);
-    if (!isnan(m->best_f1)) snprintf(at, sizeof at, " @ %.3g", m->best_f1_threshold);
+    if (!isnan(m->best_f1)) {
+        wc_metrics_threshold_text(m->best_f1_threshold, t, sizeof t);
+        snprintf(at, sizeof at, " @ %s", t);
+    }
     if (at_half) {
         figure(prec, sizeof prec, "%.4f", m->precision_at_half);
         figure(rec, sizeof rec, "%.4f", m->recall_at_half);

@@ -87,7 +87,7 @@ static void write_status_line(FILE *f, int status, wc_report_map map, const char
 
 /* A row of report.md: its label, the report.json key it shows, how. */
 typedef struct {
-    const char *name, *key, *fmt;
+    const char *name, *key, *fmt; /* fmt NULL: a threshold (wc_metrics_threshold_text) */
     int higher_is_better; /* +1, -1, 0 (cost: lower is better, shown as a ratio) */
     int total; /* a total of the session (cost_totals_why), not a rate or a peak */
 } row;
@@ -212,6 +212,8 @@ static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc 
 static void fmt_cell(char *cell, size_t size, const char *fmt, double v) {
     if (!isfinite(v))
         snprintf(cell, size, "-");
+    else if (!fmt) /* a threshold, in the digits that select what it selects */
+        wc_metrics_threshold_text(v, cell, size);
     else
         fmt_fit(cell, size, fmt, "%.4g", v);
 }
@@ -280,7 +282,7 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
         {"AUC-PR (average precision)", "val_auc_pr", "%.4f", 1, 0},
         {"ROC-AUC", "val_roc_auc", "%.4f", 1, 0},
         {"best F1", "val_best_f1", "%.4f", 1, 0},
-        {"best-F1 threshold", "val_best_f1_threshold", "%.3g", 2, 0},
+        {"best-F1 threshold", "val_best_f1_threshold", NULL, 2, 0},
         {"precision at 0.5", "val_precision_at_half", "%.4f", 1, 0},
         {"recall at 0.5", "val_recall_at_half", "%.4f", 1, 0},
         {"Brier score", "val_brier", "%.5f", -1, 0},

@@ -78,6 +78,27 @@ grep -q "| AUC-PR (average precision) |" "$T/a/report.md" && grep -q "| oracle |
     grep -q "core-hours" "$T/a/report.md" \
     && grep -q "^Machine (rank 0): CPU .*OpenBLAS" "$T/a/report.md" && grep -q "OpenBLAS" "$T/a.log" \
     && ok "report.md: cost and quality tables with the oracle column; the machine in it and in the log" || notok "report.md tables" "$(head -30 "$T/a/report.md")"
+# The best-F1 threshold as report.md and the log print it is a rule applied to the map (p >= t):
+# read back, it selects the same float probabilities as report.json's (before 2026-12-06 "%.3g"
+# printed 0.0407 for 0.04066467, above every pixel of a map of 0.0406675).
+thr=$($PY - "$T/a/report.json" "$T/a/report.md" "$T/a.log" <<'PY' 2>&1
+import json, re, sys
+import numpy as np
+r = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+row = re.search(r"^\| best-F1 threshold \| (\S+) \| (\S+) \|$", md, re.M)
+logged = re.findall(r"^validation after step \d+ .*best F1 [0-9.]+ @ (\S+)", open(sys.argv[3]).read(), re.M)
+def same(printed, t):
+    f = np.float32(t)
+    if float(f) < t: f = np.nextafter(f, np.float32(2))
+    return float(np.nextafter(f, np.float32(-1))) < float(printed) <= float(f)
+bad = [(p, t) for p, t in ((row.group(1), r["val_best_f1_threshold"]), (row.group(2), r["oracle_best_f1_threshold"]),
+                           (logged[-1], r["val_best_f1_threshold"])) if not same(p, t)]
+print("; ".join("%s printed for %r" % b for b in bad) if bad else "report.md %s and %s, log %s" % (row.group(1), row.group(2), logged[-1]))
+PY
+)
+[[ $thr == report.md* ]] && ok "the best-F1 thresholds printed select the pixels report.json's do ($thr)" \
+    || notok "best-F1 thresholds printed as report.json's" "$thr"
 grep -q "| baseline | change |" "$T/b/report.md" && grep -Eq "^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \|$" "$T/b/report.md" && grep -Eq "Against the baseline .*AUC-PR [+-][0-9.]+ for x[0-9.]+ the core-hours" "$T/b/report.md" \
     && ok "--baseline: side-by-side table with deltas and cost ratios" || notok "--baseline comparison" "$(tail -20 "$T/b/report.md")"
 

@@ -862,6 +862,54 @@ static void test_ties_note(void) {
     free(acc);
 }
 
+/* The threshold of best F1 as the log and report.md print it is a rule a user applies to the map
+ * ("p >= t"): read back, it must select the same float probabilities as the threshold itself. A
+ * constant map of 0.0406675 has its threshold at 0.0406647 (the bin's lower edge); "%.3g" printed
+ * "@ 0.0407", above every pixel (F1 0 there, not the 0.109 printed beside it). */
+static void test_threshold_text(void) {
+    wc_metrics_acc *acc = new_acc();
+    wc_metrics m;
+    const float flat[4] = {0.0406675f, 0.0406675f, 0.0406675f, 0.0406675f}, y[4] = {1, 0, 0, 0};
+    wc_metrics_add_probs(acc, flat, y, NULL, 4, 1.0f);
+    wc_metrics_compute(&m, acc);
+    char text[256];
+    wc_metrics_ranking_text(&m, 0, text, sizeof text);
+    const char *at = strstr(text, " @ ");
+    const double t = at ? strtod(at + 3, NULL) : NAN;
+    CHECK((double)flat[0] >= t && m.best_f1 > 0.39 && m.best_f1 < 0.41,
+          "constant map of %.9g: \"%s\" (threshold %.17g) selects no pixel", flat[0], text,
+          m.best_f1_threshold);
+    NOTE("%s", text);
+    /* every kind of bin edge: floats just below, at and above the edge compare with the printed
+     * threshold as with the edge itself */
+    wc_rng r;
+    wc_rng_seed(&r, 21, 1010, 0);
+    int wrong = 0, longest = 0;
+    for (int k = 0; k < 200000; k++) {
+        const int i = (int)wc_rng_below(&r, WC_METRICS_BINS);
+        m.best_f1 = 0.5, m.best_f1_threshold = wc_metrics_bin_lower(i);
+        wc_metrics_ranking_text(&m, 0, text, sizeof text);
+        at = strstr(text, " @ ");
+        const double printed = at ? strtod(at + 3, NULL) : NAN;
+        if (at) longest = WC_MAX(longest, (int)strlen(at + 3));
+        float f = (float)m.best_f1_threshold;
+        const float probe[5] = {nextafterf(nextafterf(f, 0), 0), nextafterf(f, 0), f,
+                                nextafterf(f, 2), nextafterf(nextafterf(f, 2), 2)};
+        for (int j = 0; j < 5; j++) {
+            if (!(probe[j] >= 0 && probe[j] <= 1)) continue;
+            if (((double)probe[j] >= printed) != ((double)probe[j] >= m.best_f1_threshold)) {
+                if (wrong++ < 3)
+                    NOTE("bin %d: edge %.17g printed \"%s\": float %.9g compares otherwise", i,
+                         m.best_f1_threshold, at ? at + 3 : "", probe[j]);
+            }
+        }
+    }
+    CHECK(wrong == 0, "%d floats compare otherwise with the printed threshold than with the edge",
+          wrong);
+    NOTE("printed thresholds at most %d characters", longest);
+    free(acc);
+}
+
 /* The largest contribution of one pixel is 2^31 units in each sum, so 2^31 pixels stay within
  * 2^62; and one pixel's value is within half a unit. */
 static void test_fixed_point_bounds(void) {
@@ -983,6 +1031,7 @@ int main(void) {
     RUN(test_realistic_maps);
     RUN(test_extremes);
     RUN(test_ties_note);
+    RUN(test_threshold_text);
     RUN(test_fixed_point_bounds);
     RUN(test_merge_is_word_sum);
     RUN(test_sums_beyond_one_word);
