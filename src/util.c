@@ -189,8 +189,8 @@ int wc_check_threads(int threads, const char *from) {
     /* once per process: training checks, then its end-of-run map checks again */
     static int warned;
     if (threads > cpus && log_rank == 0 && !warned++)
-        wc_warn("%s, but this process may run on %d CPU%s: the threads take turns on them and "
-                "every step is slower than with --threads %d%s (and the report counts %d cores)",
+        wc_warn("%s, but this process may run on %d CPU%s: the threads take turns on them, "
+                "which is slower than --threads %d%s (a training's report counts %d cores)",
                 asked, cpus, cpus == 1 ? "" : "s", cpus, overrides, threads);
     return WC_OK;
 }
