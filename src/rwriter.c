@@ -462,9 +462,51 @@ static int verify(wc_rwriter *w, const char *path, const shape *s) {
     return WC_OK;
 }
 
+/* GDAL's external files of a raster that hold pixels of their own: its overviews (gdaladdo -ro,
+ * QGIS's Build Pyramids in its default external format) and its per-dataset mask, each in both
+ * of the cases GDAL looks for. GDAL takes them for those of whatever file bears the raster's
+ * name: left beside a new target they are the replaced file's, and QGIS draws the earlier map
+ * wherever it reads overviews (any view zoomed out), or hides the new one's pixels by the
+ * earlier one's mask. */
+static const struct {
+    const char *suffix, *what, *again;
+} EXTERNALS[] = {
+    {".ovr", "external overviews", "gdaladdo -ro"},
+    {".OVR", "external overviews", "gdaladdo -ro"},
+    {".msk", "external mask", NULL},
+    {".MSK", "external mask", NULL},
+};
+
+/* Removes the target's external overviews and mask (EXTERNALS) left from the file it
+ * replaced, saying so: the user made them, and may make them again for the new file. */
+static void remove_stale_externals(const wc_rwriter *w) {
+    for (size_t i = 0; i < sizeof EXTERNALS / sizeof EXTERNALS[0]; i++) {
+        const size_t n = strlen(w->target) + strlen(EXTERNALS[i].suffix) + 1;
+        char *p = WC_ALLOC(n);
+        snprintf(p, n, "%s%s", w->target, EXTERNALS[i].suffix);
+        struct stat st;
+        if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            if (unlink(p) == 0)
+                wc_warn("removed %s, the %s of the earlier %s: GDAL reads them with whatever "
+                        "file bears that name, so GIS clients would have shown the replaced "
+                        "raster's pixels through them%s%s%s",
+                        p, EXTERNALS[i].what, w->target,
+                        EXTERNALS[i].again ? " (make them again with " : "",
+                        EXTERNALS[i].again ? EXTERNALS[i].again : "",
+                        EXTERNALS[i].again ? ")" : "");
+            else
+                wc_warn("%s, the %s of the earlier %s, could not be removed (%s): GDAL reads "
+                        "them with the new file, so GIS clients show the replaced raster's "
+                        "pixels through them; remove it",
+                        p, EXTERNALS[i].what, w->target, strerror(errno));
+        }
+        free(p);
+    }
+}
+
 /* The verified file renamed over the target; the sidecar follows its file, and a stale one
  * from an earlier target (category names of a map that had classes) would describe this one
- * wrongly, so it goes. */
+ * wrongly, so it goes, as do the earlier target's external overviews and mask. */
 static int publish(wc_rwriter *w, const char *final) {
     if (rename(final, w->target) != 0) {
         wc_error("cannot rename %s to %s: %s", final, w->target, strerror(errno));
@@ -483,6 +525,7 @@ static int publish(wc_rwriter *w, const char *final) {
     }
     free(faux);
     free(taux);
+    remove_stale_externals(w);
     if (wc_fsync_parent(w->target) != WC_OK)
         wc_warn("%s is complete, but its directory entry may not survive a crash", w->target);
     return rc;

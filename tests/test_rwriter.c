@@ -1,7 +1,8 @@
 /* test_rwriter.c: the raster writer against real files, read back through GDAL's own readers.
  *
  * A commit publishes exactly what was written (values, georeferencing, descriptions, metadata,
- * category names in the sidecar) and leaves no temporary file; an abort, a stop at any of the
+ * category names in the sidecar) and leaves no temporary file, nor the replaced file's sidecar,
+ * external overviews or mask; an abort, a stop at any of the
  * points the writer asks, a directory in the way and a write error that surfaces only when GDAL
  * flushes at close (a real file-size limit, EFBIG) all leave the previous target byte for byte
  * as it was and no temporary file, and so does a target directory renamed mid-write (its
@@ -145,6 +146,41 @@ static void test_stale_sidecar_removed(void) {
     CHECK(access(aux, F_OK) != 0, "a sidecar describing the earlier file is gone");
     GDALDatasetH ds = GDALOpen(target, GA_ReadOnly);
     CHECK(ds && GDALGetRasterCount(ds) == 1, "the new file replaced the old");
+    if (ds) GDALClose(ds);
+}
+
+/* Overviews made with gdaladdo -ro (QGIS's Build Pyramids) and a mask beside the target are
+ * the earlier file's: GDAL would read them with the new one, and a GIS zoomed out would show
+ * the earlier raster. A commit removes them. */
+static void test_stale_externals_removed(void) {
+    char target[128], ovr[160], msk[160];
+    path_in(target, sizeof target, "ext.tif");
+    snprintf(ovr, sizeof ovr, "%s.ovr", target);
+    snprintf(msk, sizeof msk, "%s.msk", target);
+    wc_rwriter *w = create_float(target, 1, NULL, NULL);
+    CHECK(w && wc_rwriter_write(w, 1, 0, H, values, 0) == WC_OK && wc_rwriter_commit(w) == WC_OK,
+          "the earlier file");
+    GDALDatasetH ds = GDALOpen(target, GA_ReadOnly); /* read-only: external overviews */
+    int level = 2;
+    CHECK(ds && GDALBuildOverviews(ds, "AVERAGE", 1, &level, 0, NULL, NULL, NULL) == CE_None,
+          "gdaladdo -ro");
+    CPLSetConfigOption("GDAL_TIFF_INTERNAL_MASK", "NO");
+    CHECK(ds && GDALCreateDatasetMaskBand(ds, GMF_PER_DATASET) == CE_None, "an external mask");
+    CPLSetConfigOption("GDAL_TIFF_INTERNAL_MASK", NULL);
+    if (ds) GDALClose(ds);
+    CHECK(access(ovr, F_OK) == 0 && access(msk, F_OK) == 0, "the earlier file's .ovr and .msk");
+    w = create_float(target, 1, NULL, NULL);
+    static float later[H][W];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) later[y][x] = values[y][x] + 7;
+    CHECK(w && wc_rwriter_write(w, 1, 0, H, later, 0) == WC_OK && wc_rwriter_commit(w) == WC_OK,
+          "the later file");
+    CHECK(access(ovr, F_OK) != 0, "the earlier file's overviews are gone");
+    CHECK(access(msk, F_OK) != 0, "the earlier file's mask is gone");
+    ds = GDALOpen(target, GA_ReadOnly);
+    GDALRasterBandH b = ds ? GDALGetRasterBand(ds, 1) : NULL;
+    CHECK(b && GDALGetOverviewCount(b) == 0, "GDAL sees no overviews of the earlier file");
+    CHECK(b && GDALGetMaskFlags(b) == GMF_NODATA, "GDAL masks the new file by its nodata");
     if (ds) GDALClose(ds);
 }
 
@@ -345,6 +381,7 @@ int main(void) {
         for (int x = 0; x < W; x++) values[y][x] = (float)(y * W + x);
     RUN(test_commit_publishes_what_was_written);
     RUN(test_stale_sidecar_removed);
+    RUN(test_stale_externals_removed);
     RUN(test_abort_leaves_target);
     RUN(test_stop_at_every_point);
     RUN(test_directory_target_refused);

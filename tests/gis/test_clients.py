@@ -153,10 +153,38 @@ def rasterio_view():
     return "; ".join(notes)
 
 
+def replaced_zoomed_out():
+    """replaced.tif: a map given external overviews (gdaladdo -ro), mapped again without the
+    sample's north-west tile. QGIS zoomed out reads overviews: the earlier map's, if they were
+    left beside it, would fill the new map's hole with colour."""
+    path = os.path.join(D, "replaced.tif")
+    with rasterio.open(path) as s:
+        full = s.read(1)
+    hole = full[:256, :256] == -9999
+    assert hole.all() and (full[256:, 256:] != -9999).any(), "the new map lacks the hole"
+    layer = QgsRasterLayer(path, "replaced")
+    assert layer.isValid(), path
+    ms = QgsMapSettings()
+    ms.setLayers([layer])
+    ms.setDestinationCrs(layer.crs())
+    ms.setExtent(layer.extent())
+    ms.setOutputSize(QSize(layer.width() // 4, layer.height() // 4))
+    ms.setBackgroundColor(QColor(0, 0, 0, 0))
+    job = QgsMapRendererSequentialJob(ms)
+    job.start()
+    job.waitForFinished()
+    img = job.renderedImage()
+    shown = [(x, y) for y in range(4, 60, 8) for x in range(4, 60, 8) if rgba(img, x, y)[3]]
+    assert not shown, f"{len(shown)} of 49 pixels of the hole drawn at 1/4 scale, first {shown[0]}"
+    assert not os.path.exists(path + ".ovr"), f"{path}.ovr, the earlier map's overviews, is left"
+    return "the hole is transparent at 1/4 scale; no overviews of the earlier map left"
+
+
 case("QGIS picks up risk.qml: singleband pseudocolor on band 1, 0..1, the quick-look's ramp ends", style_picked_up)
 case("QGIS picks up risk_classes.qml: the five names and colours alone (paletted renderer)", classes_named)
 case("QGIS renders the map with the quick-look's colours at pixels of known probability", map_rendered)
 case("QGIS renders each class in its colour-table colour", classes_rendered)
+case("QGIS zoomed out draws a map mapped again, not the earlier map's overviews", replaced_zoomed_out)
 case("rasterio: CRS, transform, nodata, 256x256 tiles, overviews and COG layout of both", rasterio_view)
 print(f"{results['passed'] + 1} passed, {results['failed']} failed", flush=True)  # + the run's case
 # QGIS 3.22's teardown (exitQgis, or the interpreter's) can crash once layers have rendered; the
