@@ -261,10 +261,12 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
                      const wc_quicklook_info *info, const wc_quicklook_ask *ask, int64_t *bad) {
     /* a picture is looked at north-up, west to east: the rows of a south-up map (or the
      * columns of one whose columns run east to west) are painted the other way round; a map
-     * with rotation terms is painted as stored */
+     * with rotation terms is painted as stored. Terms of round-off size (a fit to GCPs leaves
+     * 1e-13) are none, as for the window layout and predict's warnings (wc_gt_axis_aligned):
+     * compared with 0 they left such a south-up map's picture upside down */
     double gt[6];
     const int placed = GDALGetGeoTransform(GDALGetBandDataset(band), gt) == CE_None &&
-                       gt[2] == 0 && gt[4] == 0;
+                       wc_gt_axis_aligned(gt);
     const int flip_y = placed && gt[5] > 0, flip_x = placed && gt[1] < 0;
     int has_nodata = 0;
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);

@@ -199,6 +199,51 @@ static void test_write_exact_boxes(void) {
     scratch_close(&t);
 }
 
+/* The picture is north-up, west to east: a map stored south-up, or with its columns east to
+ * west, is painted the other way round, also when its geotransform carries rotation terms of
+ * round-off size (1e-13 of a pixel, as a fit to GCPs leaves them, which GDAL, QGIS and
+ * wildcpu's own checks take for none); a map really turned is painted as stored. A 4 x 3 map
+ * with one valid pixel, stored at column 0, row 0. */
+static void test_orientation(void) {
+    static const struct {
+        double gt[6];
+        int x, y; /* where the valid pixel is painted */
+        const char *what;
+    } cases[] = {
+        {{500000, 30, 0, 4900000, 0, -30}, 0, 0, "north-up"},
+        {{500000, 30, 0, 4899910, 0, 30}, 0, 2, "south-up"},
+        {{500000, 30, 1e-13, 4899910, -1e-13, 30}, 0, 2, "south-up, round-off rotation terms"},
+        {{500120, -30, 0, 4900000, 0, -30}, 3, 0, "columns east to west"},
+        {{500120, -30, 2e-14, 4900000, 3e-15, -30}, 3, 0,
+         "columns east to west, round-off rotation terms"},
+        {{500000, 25.98, 15, 4900000, 15, -25.98}, 0, 0, "turned by 30 degrees: as stored"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scratch t;
+        scratch_open(&t);
+        float v[3][4];
+        for (int y = 0; y < 3; y++)
+            for (int x = 0; x < 4; x++) v[y][x] = x == 0 && y == 0 ? 0.5f : -9999.f;
+        write_map(t.src, 4, 3, &v[0][0]);
+        GDALDatasetH ds = GDALOpen(t.src, GA_Update);
+        CHECK(ds && GDALSetGeoTransform(ds, (double *)cases[i].gt) == CE_None, "%s: gt",
+              cases[i].what);
+        if (ds) GDALClose(ds);
+        wc_quicklook_info q;
+        GDALDatasetH p = picture_of(&t, 0, 1, 4, 3, &q);
+        for (int y = 0; p && y < 3; y++)
+            for (int x = 0; x < 4; x++) {
+                int c[4];
+                read_px(p, x, y, c);
+                CHECK((c[3] != 0) == (x == cases[i].x && y == cases[i].y),
+                      "%s: picture pixel (%d, %d) alpha %d, the valid pixel belongs at (%d, %d)",
+                      cases[i].what, x, y, c[3], cases[i].x, cases[i].y);
+            }
+        if (p) GDALClose(p);
+        scratch_close(&t);
+    }
+}
+
 /* A map whose band holds values that are not probabilities (as a broken writer or another
  * program might leave): they are transparent, never a colour of the ramp. One row of 8 pixels
  * at full resolution: 0.5, 7, -3, NaN, +Inf, -Inf, nodata, 1. */
@@ -290,6 +335,7 @@ int main(void) {
     RUN(test_layout_enormous);
     RUN(test_write_downsampled);
     RUN(test_write_exact_boxes);
+    RUN(test_orientation);
     RUN(test_not_probabilities_transparent);
     RUN(test_write_enormous);
     HARNESS_EXIT();
