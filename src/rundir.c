@@ -45,6 +45,12 @@ static const struct {
     {WC_RUNDIR_PICTURE, "the quick-look picture", WC_KIND_PNG, 0},
     {CLASSES, "the class raster", WC_KIND_TIFF, 0},
     {CLASSES ".aux.xml", "the class raster's category names", WC_KIND_XML, 0},
+    /* a user's (gdaladdo -ro, QGIS's Build Pyramids), never written by the run: they belong to
+     * the map they were made of, which --fresh moves, and a new map removes them (rwriter.c) */
+    {WC_RUNDIR_MAP ".ovr", "the risk map's external overviews", WC_KIND_ANY, 0},
+    {WC_RUNDIR_MAP ".msk", "the risk map's external mask", WC_KIND_ANY, 0},
+    {CLASSES ".ovr", "the class raster's external overviews", WC_KIND_ANY, 0},
+    {CLASSES ".msk", "the class raster's external mask", WC_KIND_ANY, 0},
     {STYLE, "the risk map's QGIS style", WC_KIND_XML, 0},
     {CLASSES_STYLE, "the class raster's QGIS style", WC_KIND_XML, 0},
     {WC_RUNDIR_MAP_STEM ".json", "the risk map's STAC item", WC_KIND_JSON, 0},
@@ -53,6 +59,16 @@ static const struct {
     {WC_RUNDIR_STOPPED, "the stop marker", WC_KIND_ANY, 1},
 };
 enum { NRUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };
+
+/* Whether the run file NAME is GDAL's sidecar of another: category names (.aux.xml), external
+ * overviews (.ovr) or mask (.msk). */
+static int is_sidecar(const char *name) {
+    static const char *const ends[] = {".aux.xml", ".ovr", ".msk"};
+    const size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (n > strlen(ends[i]) && strcmp(name + n - strlen(ends[i]), ends[i]) == 0) return 1;
+    return 0;
+}
 
 static void run_file(char *buf, size_t size, const char *out, const char *name) {
     snprintf(buf, size, "%s/%s", out, name);
@@ -89,9 +105,8 @@ static int check_inputs(const wc_train_config *cfg) {
     for (int i = 0; i < NRUN_FILES; i++) {
         run_file(paths[i], sizeof paths[i], cfg->out_dir, RUN_FILES[i].name);
         outs[i] = paths[i], whats[i] = RUN_FILES[i].what;
-        /* a sidecar (NAME.aux.xml) has no temporary name: its file's is longer */
-        const char *name = RUN_FILES[i].name, *ext = strstr(name, ".aux.xml");
-        const size_t n = ext && !ext[8] ? 0 : wc_path_derived_length(paths[i]);
+        /* a sidecar (NAME.aux.xml, .ovr, .msk) has no temporary name: its file's is longer */
+        const size_t n = is_sidecar(RUN_FILES[i].name) ? 0 : wc_path_derived_length(paths[i]);
         if (n > longest) longest = n, longest_file = i;
     }
     /* the map at the end of the run goes through GDAL: its path must fit GDAL's buffers */
@@ -462,6 +477,7 @@ int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size) {
  * files when it draws no map, or not that one (--classes, --no-style). */
 static int writes_file(const wc_train_config *cfg, const char *name) {
     if (strcmp(name, WC_CKPT_DIR) == 0) return 0;
+    if (is_sidecar(name) && !strstr(name, ".aux.xml")) return 0; /* the user's .ovr, .msk */
     if (strncmp(name, WC_RUNDIR_MAP_STEM, strlen(WC_RUNDIR_MAP_STEM)) != 0) return 1;
     if (cfg->no_predict) return 0;
     if (strncmp(name, CLASSES, strlen(CLASSES)) == 0) return cfg->classes;

@@ -620,4 +620,17 @@ wait $ev
     && ok "a training whose DIR/risk.tif another process is writing: refused before any step (status 1, its pid named)" \
     || notok "a training whose map another process writes" "status $s: $(grep -m2 'error\|step' "$T/busy.log")"
 
+# the map's external overviews and mask (gdaladdo -ro, QGIS's Build Pyramids) are the user's, of
+# that map: --fresh moves them with it (the new map removed them, against "nothing is deleted",
+# and before that left them to be read with the new map)
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/ovr" >"$T/ovr1.log" 2>&1 &&
+    gdaladdo -q -ro "$T/ovr/risk.tif" 2 &&
+    "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/ovr" --fresh >"$T/ovr2.log" 2>&1
+s=$?
+kept=$(ls "$T"/ovr/replaced-*/risk.tif.ovr 2>/dev/null)
+[ $s -eq 0 ] && [ -n "$kept" ] && [ ! -e "$T/ovr/risk.tif.ovr" ] && ! grep -q "removed .*risk.tif.ovr" "$T/ovr2.log" &&
+    gdalinfo "$(dirname "$kept")/risk.tif" | grep -q "Overviews: 256x256" \
+    && ok "--fresh moves the map's external overviews with the map, and the new map has none" \
+    || notok "--fresh and the map's external overviews" "status $s, kept '$kept': $(ls "$T/ovr"); $(grep -m1 'removed\|error' "$T/ovr2.log")"
+
 finish
