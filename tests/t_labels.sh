@@ -447,7 +447,7 @@ for name, nb, ab, nodata in [("alpha_lab", 2, 2, None), ("alpha3", 3, 3, None),
 PY
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/alpha_lab.tif" --out "$T/alpha" "${train[@]}" >"$T/alpha.log" 2>&1
 status=$?
-gdalwarp -q -ot Float32 -dstnodata nan -te 640000 4926160 643840 4930000 -ts 128 128 -b 1 "$T/alpha_lab.tif" "$T/alpha_ref.tif" 2>/dev/null ||
+gdalwarp -q -ot Float32 -dstnodata nan -te 640000 4926160 643840 4930000 -ts 128 128 -b 1 "$T/alpha_lab.tif" "$T/alpha_ref.tif" >/dev/null 2>&1 ||
     gdalwarp -q -ot Float32 -dstnodata nan -te 640000 4926160 643840 4930000 -ts 128 128 "$T/alpha_lab.tif" "$T/alpha_ref.tif"
 res=$($PY - "$T"/alpha/labels-*.tif "$T/alpha_ref.tif" <<'PY' 2>&1
 import sys
