@@ -819,15 +819,29 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     return WC_ERR;
 }
 
-int wc_report_missing(const char *out_dir) {
-    int missing = 0;
+int wc_report_missing(const char *out_dir, long steps, long *said) {
+    *said = -1;
     for (int k = 0; k < 2; k++) {
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", out_dir,
                  k ? WC_RUNDIR_REPORT_MD : WC_RUNDIR_REPORT_JSON);
-        missing |= access(path, F_OK) != 0;
+        if (access(path, F_OK) != 0) return WC_REPORT_MISSING;
     }
-    return missing;
+    /* report.md is written before report.json, so a report.json of the finished training has
+     * its report.md beside it; one of an earlier session (a process killed after the final
+     * checkpoint, before its report) would be kept as the finished run's */
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    wc_json_doc doc;
+    const int parsed = text && wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
+    free(text);
+    if (!parsed) return WC_OK; /* not ours to judge: kept, as before */
+    const double done = wc_json_get_num(&doc, "steps_done");
+    wc_json_doc_free(&doc);
+    if (done == (double)steps) return WC_OK;
+    *said = isfinite(done) ? (long)done : -1;
+    return WC_REPORT_EARLIER;
 }
 
 void wc_report_agree_failure(void) {

@@ -1213,13 +1213,22 @@ static int loop(train_ctx *t) {
     /* A rerun of a finished training has nothing to add: its checkpoint and report stay as
      * they are (a pending final validation is the exception: it changes both). */
     if (t->start_step >= t->total_steps && !ran_pending) {
-        /* ... unless the report is missing (its write failed, on a full disk say): the rerun
-         * writes it, from the checkpoint's figures and its own */
-        const int missing = t->rank == 0 && wc_report_missing(cfg->out_dir);
-        t->report_due = wc_dist_any(missing);
+        /* ... unless the report is missing (its write failed, on a full disk say) or is an
+         * earlier session's (the one that finished was killed before writing its own): the
+         * rerun writes it, from the checkpoint's figures and its own */
+        long said = -1;
+        const int missing =
+            t->rank == 0 ? wc_report_missing(cfg->out_dir, t->start_step, &said) : WC_OK;
+        t->report_due = wc_dist_any(missing != WC_OK);
+        char earlier[160];
+        snprintf(earlier, sizeof earlier,
+                 "; writing its report again (the one there is an earlier session's, at step "
+                 "%ld: the session that finished did not write its own)",
+                 said);
         wc_info("training already finished (%ld steps): keeping its checkpoint%s",
                 t->total_steps,
-                missing            ? "; writing its missing report"
+                missing == WC_REPORT_MISSING   ? "; writing its missing report"
+                : missing == WC_REPORT_EARLIER ? earlier
                 : t->sum.best_lost ? " and report, which now says " WC_CKPT_BEST " is lost"
                                    : " and report");
         if (t->rank == 0 && !missing && t->sum.best_lost)

@@ -9,7 +9,8 @@
 #     the same pairs in another order, resume (refused before, though nothing changes), and the
 #     result is bitwise the uninterrupted run's; a changed spec is still refused;
 #   - a best.wcp newer and better than the resumed checkpoint's best is kept; a finished run
-#     whose report is missing writes it when rerun; too few inodes are refused at start.
+#     whose report is missing, or an earlier session's (a kill between the final checkpoint and
+#     the report), writes it when rerun; too few inodes are refused at start.
 . "$(dirname "$0")/lib.sh"
 
 "$WILDCPU" synth --out "$T/s" --size 512 >"$T/synth.log" 2>&1 || { notok "synth" "$(tail -2 "$T/synth.log")"; finish; }
@@ -48,6 +49,8 @@ fi
 B=(--tiles "$S" --steps 4 --batch 52 --micro-batch 4 --patch 32 --val-block 64 --val-fraction 0.5 --log-every 1 --no-predict)
 "$WILDCPU" "${B[@]}" --out "$T/b4" >"$T/b41.log" 2>&1 &
 stop_at "$T/b41.log" "step 2/4" $!
+mkdir "$T/b4-stopped" # (the stopped session's report, for 5b)
+cp "$T/b4/report.json" "$T/b4/report.md" "$T/b4-stopped/"
 "$WILDCPU" "${B[@]}" --out "$T/b4" >"$T/b42.log" 2>&1
 st=$?
 sum=$(grep -o 'time on rank 0: .*' "$T/b42.log" | grep -o '[0-9.]*%' | tr -d % | awk '{s += $1} END {print s}')
@@ -164,6 +167,21 @@ st=$?
     grep -q "training already finished (6 steps): keeping its checkpoint; writing its missing report" "$T/again.log" \
     && ok "a finished run rerun without its report writes it" \
     || notok "a missing report on rerun" "status $st: $(ls "$T/base"); $(grep -E 'finished|error' "$T/again.log" | head -2)"
+
+# 5b. A finished run whose report is an earlier session's: the session that trained to the end
+#     was killed (SIGKILL once a preemption's grace period is over) after its final checkpoint,
+#     before its report, which leaves the stopped session's report ("stopped", 2 of 4 steps);
+#     the rerun kept it as the finished run's report and relabelled it "finished" when it drew
+#     the map, its steps and figures those of step 2. The files are put as that kill leaves
+#     them (measured under gdb, killed at wc_report_finish): the stopped session's reports.
+cp "$T/b4-stopped/report.json" "$T/b4-stopped/report.md" "$T/b4/"
+"$WILDCPU" "${B[@]}" --out "$T/b4" >"$T/b43.log" 2>&1
+st=$?
+[ $st -eq 0 ] && [ "$(json "$T/b4/report.json" steps_done)" = 4 ] &&
+    [ "$(json "$T/b4/report.json" status)" = finished ] && grep -q "4 of 4 steps done" "$T/b4/report.md" &&
+    grep -q "training already finished (4 steps): keeping its checkpoint; writing its report again (the one there is an earlier session's, at step 2" "$T/b43.log" \
+    && ok "a finished run rerun beside an earlier session's report writes its own" \
+    || notok "an earlier session's report on rerun" "status $st, steps_done $(json "$T/b4/report.json" steps_done): $(grep -E 'already|error' "$T/b43.log" | head -2)"
 
 # 6. A file system without the inodes a run creates is refused at start (every checkpoint
 #    failed, and the run trained to its end for nothing). A small tmpfs needs root.

@@ -71,9 +71,19 @@ typedef struct wc_run_summary {
  * could not be written (a full disk): the run's status says so. The picture is optional. */
 int wc_report_finish(const wc_run_summary *s, const char *out_dir, const char *baseline_json);
 
-/* Whether out_dir lacks report.json or report.md (their write failed, on a full disk say): a
- * rerun of a finished training then writes them (train.c). */
-int wc_report_missing(const char *out_dir);
+/* What wc_report_missing finds besides WC_OK (a report of the finished training). */
+enum {
+    WC_REPORT_MISSING = 1, /* report.json or report.md is not there */
+    WC_REPORT_EARLIER = 2, /* report.json is an earlier session's (its steps_done another) */
+};
+
+/* Whether out_dir lacks the report of the training that finished after `steps` steps: no
+ * report.json or report.md (their write failed, on a full disk say), or a report.json whose
+ * steps_done is another, *said (-1 when it has none): an earlier session's, left when the
+ * session that finished was killed (SIGKILL after a preemption's grace period) between its
+ * final checkpoint and its report. A rerun of a finished training then writes them
+ * (train.c). Returns WC_OK or a WC_REPORT_MISSING / WC_REPORT_EARLIER. */
+int wc_report_missing(const char *out_dir, long steps, long *said);
 
 /* Rank 0, on a rerun of a finished training that found best.wcp (of step `step`) lost: its
  * report.json's best_step and best_val_auc_pr, and report.md's model-selection paragraph, say
