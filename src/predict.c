@@ -336,8 +336,9 @@ typedef struct mapping {
     char training_label[WC_BAND_NAME_MAX + 16];
 } mapping;
 
-static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
-    const layout *L = mp->L;
+/* The stop, said by rank 0 once every rank agreed on it; where: what was being done ("at rows
+ * 0-255"). Collective. */
+static void report_stop_where(const mapping *mp, const char *where) {
     wc_dist_agree_stop_origin(); /* every rank: rank 0 names the rank the signal reached */
     char when[48] = "", what[4300] = "nothing is written";
     if (wc_stop_signal())
@@ -345,12 +346,21 @@ static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
     if (mp->cfg->out)
         snprintf(what, sizeof what, "the map is not written (%s, if it exists, is untouched)",
                  mp->cfg->out);
+    else if (mp->cfg->metrics_out)
+        snprintf(what, sizeof what, "no metrics are written (%s, if it exists, is untouched)",
+                 mp->cfg->metrics_out);
     char origin[96];
-    wc_info("%s: stopped by %s%s at rows %" PRId64 "-%" PRId64 ": %s; %s to %s",
-            mp->cfg->evaluate ? "evaluate" : "predict",
-            wc_stop_origin(origin, sizeof origin, "a signal on another rank"), when,
-            s0 * L->Sy, WC_MIN(L->H, s1 * L->Sy) - 1, what, mp->cfg->rerun,
-            mp->cfg->evaluate ? "score the model" : "draw it");
+    wc_info("%s: stopped by %s%s %s: %s; %s to %s", mp->cfg->evaluate ? "evaluate" : "predict",
+            wc_stop_origin(origin, sizeof origin, "a signal on another rank"), when, where, what,
+            mp->cfg->rerun, mp->cfg->evaluate ? "score the model" : "draw it");
+}
+
+static void report_stop(const mapping *mp, int64_t s0, int64_t s1) {
+    const layout *L = mp->L;
+    char where[96];
+    snprintf(where, sizeof where, "at rows %" PRId64 "-%" PRId64, s0 * L->Sy,
+             WC_MIN(L->H, s1 * L->Sy) - 1);
+    report_stop_where(mp, where);
 }
 
 /* This rank's windows of the round of strips [s0, s1) into mp->send, agreeing with the other
@@ -1135,6 +1145,12 @@ static int open_labels(const wc_predict_config *cfg, mapping *mp, const wc_raste
     mp->score = wc_score_open(r, cfg->labels, mp->label_band, work_dir_of(cfg),
                               mp->L->Sx * mp->L->Sy, &stopped);
     const int status = mp->score ? WC_EXIT_OK : stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
+    /* (every rank learns the stop alike) it was said by no one: a bare status 75 */
+    if (status == WC_EXIT_STOPPED) {
+        char where[4200];
+        snprintf(where, sizeof where, "while deriving the labels from %s", cfg->labels);
+        report_stop_where(mp, where);
+    }
     if (status != WC_EXIT_OK) return status;
     return wc_dist_max_int(mp->rank == 0 ? check_labels_not_output(cfg, mp->score) : WC_EXIT_OK);
 }

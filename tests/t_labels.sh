@@ -615,6 +615,24 @@ for n in 1 2; do
     stop_during "rast$n" $n --tiles "$T/huge.vrt" --labels "$T/polys.geojson" --steps 1 --no-predict
     stopped "rast$n" "SIGTERM to one of $n rank(s) while rasterizing perimeters"
 done
+# ... and evaluate's: exit 75 with a message that says what stopped and that the metrics are
+#     untouched (it exited 75 without a word: a stop while deriving its labels was said by no
+#     one), the earlier metrics untouched and no labels file left
+sed -e 's|band="2"><Description>fire|band="3"><Description>fire|' \
+    -e 's|\(  <VRTRasterBand dataType="Byte" band="3">\)|  <VRTRasterBand dataType="Float32" band="2"><Description>slope</Description><NoDataValue>-9999</NoDataValue></VRTRasterBand>\n\1|' \
+    "$T/huge.vrt" >"$T/huge2.vrt" # the bands of tiles.tif, which trained $T/vec
+for n in 1 2; do
+    mkdir -p "$T/ev$n"
+    echo '{"earlier": 1}' >"$T/ev$n/m.json"
+    stop_during "ev$n/m.json" $n evaluate --tiles "$T/huge2.vrt" --checkpoint "$T/vec" --labels "$T/polys.geojson"
+    left=$(ls -a "$T/ev$n" | grep -c labels)
+    if [ $status -eq 75 ] && grep -q "evaluate: stopped by Terminated.* while deriving the labels from $T/polys.geojson: no metrics are written ($T/ev$n/m.json, if it exists, is untouched); rerun the same command to score the model" "$T/ev$n/m.json.log" &&
+        [ "$(cat "$T/ev$n/m.json")" = '{"earlier": 1}' ] && [ "$left" -eq 0 ]; then
+        ok "SIGTERM to one of $n rank(s) while evaluate rasterizes perimeters: exit 75 $took s after it, said, the earlier metrics untouched"
+    else
+        notok "evaluate stopped while rasterizing perimeters, $n rank(s)" "status $status after $took s, $left labels files: $(grep -v -- '---' "$T/ev$n/m.json.log" | tail -3)"
+    fi
+done
 # a label raster of 138 x 138 pixels covering all of the huge grid, on a grid of its own
 gdal_translate -q -a_ullr 640000 4930000 2640000 4910000 "$T/shifted.tif" "$T/wide.tif"
 stop_during warpstop 1 --tiles "$T/huge.vrt" --labels "$T/wide.tif" --label-band 2 --steps 1 --no-predict
