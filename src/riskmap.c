@@ -758,10 +758,14 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
             wc_info("predict: Cloud-Optimized GeoTIFF%s with overviews written in %.1f s",
                     cfg->classes ? "s" : "", wc_now() - t0);
     }
-    if (status == WC_EXIT_STOPPED)
-        wc_info("predict: stopped by %s while finishing the map: it is not written (%s, if it "
-                "exists, is untouched); %s to draw it",
-                strsignal(wc_stop_signal()), cfg->out, cfg->rerun);
+    if (status == WC_EXIT_STOPPED) /* (evaluate's metrics are written after the map) */
+        wc_info("%s: stopped by %s while finishing the map: it is not written (%s, if it "
+                "exists, is untouched)%s%s%s; %s to %s",
+                cfg->evaluate ? "evaluate" : "predict", strsignal(wc_stop_signal()), cfg->out,
+                cfg->metrics_out ? ", nor are the metrics (" : "",
+                cfg->metrics_out ? cfg->metrics_out : "",
+                cfg->metrics_out ? ", if it exists, is untouched)" : "", cfg->rerun,
+                cfg->evaluate ? "score the model" : "draw it");
     if (status == WC_EXIT_OK) status = write_companions(map, picture);
     else wc_quicklook_discard(picture);
     wc_riskmap_abort(map);
