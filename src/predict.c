@@ -340,15 +340,10 @@ typedef struct mapping {
  * 0-255"). Collective. */
 static void report_stop_where(const mapping *mp, const char *where) {
     wc_dist_agree_stop_origin(); /* every rank: rank 0 names the rank the signal reached */
-    char when[48] = "", what[4300] = "nothing is written";
+    char when[48] = "", what[8800];
     if (wc_stop_signal())
         snprintf(when, sizeof when, " (%.1f s after it)", wc_stop_seconds_since());
-    if (mp->cfg->out)
-        snprintf(what, sizeof what, "the map is not written (%s, if it exists, is untouched)",
-                 mp->cfg->out);
-    else if (mp->cfg->metrics_out)
-        snprintf(what, sizeof what, "no metrics are written (%s, if it exists, is untouched)",
-                 mp->cfg->metrics_out);
+    wc_riskmap_unwritten(mp->cfg, what, sizeof what);
     char origin[96];
     wc_info("%s: stopped by %s%s %s: %s; %s to %s", mp->cfg->evaluate ? "evaluate" : "predict",
             wc_stop_origin(origin, sizeof origin, "a signal on another rank"), when, where, what,

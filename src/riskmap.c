@@ -720,6 +720,17 @@ static int commit_status(int rc) {
     return rc == WC_OK ? WC_EXIT_OK : rc == WC_RWRITER_STOPPED ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }
 
+void wc_riskmap_unwritten(const wc_predict_config *cfg, char *buf, size_t size) {
+    int n = 0;
+    if (cfg->out)
+        n = snprintf(buf, size, "the map is not written (%s, if it exists, is untouched)",
+                     cfg->out);
+    if (cfg->metrics_out && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "%s (%s, if it exists, is untouched)",
+                 cfg->out ? ", nor are the metrics" : "no metrics are written", cfg->metrics_out);
+    if (!cfg->out && !cfg->metrics_out) snprintf(buf, size, "nothing is written");
+}
+
 int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
     const wc_predict_config *cfg = map->cfg;
     int status = WC_EXIT_OK;
@@ -758,14 +769,13 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
             wc_info("predict: Cloud-Optimized GeoTIFF%s with overviews written in %.1f s",
                     cfg->classes ? "s" : "", wc_now() - t0);
     }
-    if (status == WC_EXIT_STOPPED) /* (evaluate's metrics are written after the map) */
-        wc_info("%s: stopped by %s while finishing the map: it is not written (%s, if it "
-                "exists, is untouched)%s%s%s; %s to %s",
-                cfg->evaluate ? "evaluate" : "predict", strsignal(wc_stop_signal()), cfg->out,
-                cfg->metrics_out ? ", nor are the metrics (" : "",
-                cfg->metrics_out ? cfg->metrics_out : "",
-                cfg->metrics_out ? ", if it exists, is untouched)" : "", cfg->rerun,
-                cfg->evaluate ? "score the model" : "draw it");
+    if (status == WC_EXIT_STOPPED) {
+        char what[8800];
+        wc_riskmap_unwritten(cfg, what, sizeof what);
+        wc_info("%s: stopped by %s while finishing the map: %s; %s to %s",
+                cfg->evaluate ? "evaluate" : "predict", strsignal(wc_stop_signal()), what,
+                cfg->rerun, cfg->evaluate ? "score the model" : "draw it");
+    }
     if (status == WC_EXIT_OK) status = write_companions(map, picture);
     else wc_quicklook_discard(picture);
     wc_riskmap_abort(map);

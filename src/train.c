@@ -1220,11 +1220,12 @@ static int loop(train_ctx *t) {
         const int missing =
             t->rank == 0 ? wc_report_missing(cfg->out_dir, t->start_step, &said) : WC_OK;
         t->report_due = wc_dist_any(missing != WC_OK);
-        char earlier[160];
+        char earlier[160], at[48] = "";
+        if (said >= 0) snprintf(at, sizeof at, ", at step %ld", said);
         snprintf(earlier, sizeof earlier,
-                 "; writing its report again (the one there is an earlier session's, at step "
-                 "%ld: the session that finished did not write its own)",
-                 said);
+                 "; writing its report again (the one there is an earlier session's%s: the "
+                 "session that finished did not write its own)",
+                 at);
         wc_info("training already finished (%ld steps): keeping its checkpoint%s",
                 t->total_steps,
                 missing == WC_REPORT_MISSING   ? "; writing its missing report"

@@ -102,7 +102,7 @@ st=$?
 # (and its stop line is evaluate's, saying the metrics are not written: it said "predict: ...
 # the map is not written ...; rerun the same command to draw it", silent about them)
 [ $st -eq 75 ] && grep -q "AUC-PR" "$dir/log" && [ "$(cat "$dir/m.json" "$dir/e.tif" | md5sum)" = "$before" ] &&
-    grep -q "^evaluate: stopped by Terminated while finishing the map: it is not written ($dir/e.tif, if it exists, is untouched), nor are the metrics ($dir/m.json, if it exists, is untouched); rerun the same command to score the model" "$dir/log" &&
+    grep -q "^evaluate: stopped by Terminated while finishing the map: the map is not written ($dir/e.tif, if it exists, is untouched), nor are the metrics ($dir/m.json, if it exists, is untouched); rerun the same command to score the model" "$dir/log" &&
     [ "$(ls -A "$dir" | grep -cv '^\(m.json\|e.tif\|log\)$')" -eq 0 ] \
     && ok "SIGTERM to evaluate once scored, while its map is published: exit 75, the previous metrics and map untouched" \
     || notok "SIGTERM to evaluate while its map is published" "exit $st: $(tail -2 "$dir/log"); files: $(ls -A "$dir")"

@@ -66,6 +66,10 @@ void wc_riskmap_counts(const wc_riskmap *map, int64_t *npixels, int64_t *nvalid)
  * *published says whether the map itself replaced its target (a companion may still have
  * failed). Frees map. */
 int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published);
+/* What a stopped predict or evaluate leaves unwritten, for its stop line: the map and (evaluate,
+ * written after the map) the metrics, each untouched where it exists; "nothing is written" when
+ * the command writes neither. */
+void wc_riskmap_unwritten(const wc_predict_config *cfg, char *buf, size_t size);
 
 /* Gives up: every temporary file removed, the target untouched. Frees map; NULL is fine. */
 void wc_riskmap_abort(wc_riskmap *map);
