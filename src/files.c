@@ -784,6 +784,16 @@ int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {
         return WC_ERR;
     }
     if (refuse_symlink("output", path) != WC_OK) return WC_ERR;
+    /* this output's working files that a killed writer left (export and synth have no signal
+     * handler; SIGKILL leaves any): gone once no process may still write them, as a run
+     * directory's are at its start, so they do not pile up where nothing else sweeps */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (*base && base[strlen(base) - 1] != '*') {
+        char *dir = wc_dir_of(path);
+        wc_temp_leftovers(dir, (const char *const[]){base, NULL}, 1, NULL);
+        free(dir);
+    }
     a->path = wc_strdup(path);
     a->tmp = wc_temp_path(path, "tmp");
     a->f = fopen(a->tmp, mode);

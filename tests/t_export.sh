@@ -94,4 +94,14 @@ done
 "$WILDCPU" export --checkpoint "$T/run" --out "$T/again.safetensors" >/dev/null 2>&1 &&
     "$WILDCPU" export --checkpoint "$T/run" --out "$T/again.safetensors" >"$T/k.log" 2>&1 \
     && ok "export onto earlier weights replaces them" || notok "export onto earlier weights" "$(cat "$T/k.log")"
+# the working file an export killed by a signal left (it has no handler) goes at the next write of
+# that output once no process may still write it (its pid gone, untouched for 10 minutes); one
+# that may still be written stays (nothing swept such files outside a run directory)
+stale=$T/.again.safetensors.tmp-2147483000 young=$T/.again.safetensors.tmp-2147483001
+echo partial >"$stale" && touch -d '-11 minutes' "$stale" && echo partial >"$young"
+"$WILDCPU" export --checkpoint "$T/run" --out "$T/again.safetensors" >"$T/s.log" 2>&1
+st=$?
+[ $st -eq 0 ] && [ ! -e "$stale" ] && [ -e "$young" ] && grep -q "removed $stale, the working file of a run that was killed" "$T/s.log" \
+    && ok "a killed export's working file goes at the next export, a recent one stays" \
+    || notok "a killed export's working file" "status $st: $(cat "$T/s.log"); $(ls -A "$T" | grep tmp-)"
 finish
