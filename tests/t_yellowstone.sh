@@ -31,6 +31,16 @@ if [ -n "$said" ] && [ -n "$got" ] &&
 else
     notok "README's patch count" "README: '${said:-no count}'; the run: '${got:-no patches line}'"
 fi
+# the README's layer that GDAL resamples (the coarser one) is the one wildcpu's warning names, with
+# its size (until 2026-12-06 README called the 30 m roads layer the coarser one: the canopy's
+# 270 m pixels are)
+coarse=$(tr '\n' ' ' <"$ROOT/README.md" | grep -Eo 'The [a-z]+ layer is coarser \([0-9]+ x [0-9]+ pixels' | head -1)
+layer=$(echo "$coarse" | awk '{print $2}'); size=$(echo "$coarse" | awk '{print $6 "x" $8}' | tr -d '(')
+if [ -n "$coarse" ] && grep -Eq "source GPKG:[^ ]*:[a-z_]*${layer}[a-z_]* \(band [0-9]+ of [^)]*\) is resampled onto the mosaic's grid, ${size} of its pixels" "$T/train.log"; then
+    ok "README's coarser layer is the one resampled: $coarse"
+else
+    notok "README's coarser layer" "README: '${coarse:-none}'; the run: $(grep -o 'the source [^ ]* (band [^)]*) is resampled[^:]*' "$T/train.log" | head -2)"
+fi
 # the rasterized labels: the tiles' grid and CRS, a plausible burned share (1988 burned a third
 # of the park, and more since)
 if [ -n "$lab" ]; then
