@@ -324,9 +324,10 @@ int wc_synth_write(const wc_synth_config *cfg) {
     CPLFree(w.wkt);
     if (rc == WC_OK)
         wc_info("synth: %dx%d region, seed %llu: %.1f%% nodata, %.2f%% of valid pixels burned; "
-                "wrote %s/" WC_SYNTH_MOSAIC " (%d tiles) in %.2f s (generation %.2f s)",
+                "wrote %s/" WC_SYNTH_MOSAIC " (%d tile%s) in %.2f s (generation %.2f s)",
                 cfg->size, cfg->size, (unsigned long long)cfg->seed, 100 * region->nodata_fraction,
-                100 * region->burned_fraction, w.dir, ntr * ntc, wc_now() - t0, t1 - t0);
+                100 * region->burned_fraction, w.dir, ntr * ntc, ntr * ntc == 1 ? "" : "s",
+                wc_now() - t0, t1 - t0);
     wc_synth_region_destroy(region);
     free(w.dir);
     return rc;
