@@ -262,10 +262,14 @@ static void figure(char *buf, size_t size, const char *fmt, double v) {
 }
 
 /* The floats >= t are those >= f, the least float >= t, so a decimal v selects the same ones
- * exactly when it lies in (the float below f, f]. First t rounded to nearest at 3 to 9 digits
- * (the threshold as it reads), else the middle of that interval rounded (t's own digits may round
- * up past f for many digits: 1.3753104557978624e-16); the middle, half a float's spacing (2^-25
- * relative) from either end, is inside at 9 digits at the latest. */
+ * compared in double exactly when it lies in (the float below f, f]; numpy and gdal_calc.py
+ * compare a Float32 map with a number rounded to a float, which must then be f itself, so v
+ * lies in [the middle of (below, f), f] as well (a v in the lower half of (below, f), such as
+ * 0.04066467 for the edge 0.0406646728515625, rounds to the float below and selects it too).
+ * First t rounded to nearest at 3 to 9 digits (the threshold as it reads), else a point three
+ * quarters up that interval rounded (t's own digits may round up past f for many digits:
+ * 1.3753104557978624e-16); that point, a quarter of a float's spacing (2^-26 relative) from
+ * either end of [middle, f], is inside at 9 digits at the latest. */
 void wc_metrics_threshold_text(double t, char *buf, size_t size) {
     if (!(t >= 0.0 && t <= 1.0)) {
         snprintf(buf, size, "%.3g", t);
@@ -273,12 +277,12 @@ void wc_metrics_threshold_text(double t, char *buf, size_t size) {
     }
     float f = (float)t;
     if ((double)f < t) f = nextafterf(f, 2.0f);
-    const double below = (double)nextafterf(f, -1.0f), middle = below + ((double)f - below) / 2;
+    const double below = (double)nextafterf(f, -1.0f), aim = below + ((double)f - below) * 0.75;
     for (int k = 0; k < 2; k++)
         for (int digits = 3; digits <= (k ? 17 : 9); digits++) {
-            snprintf(buf, size, "%.*g", digits, k ? middle : t);
+            snprintf(buf, size, "%.*g", digits, k ? aim : t);
             const double v = strtod(buf, NULL);
-            if (v > below && v <= (double)f) return;
+            if (v > below && v <= (double)f && (float)v == f) return;
         }
 }
 

@@ -867,10 +867,6 @@ static void test_ties_note(void) {
     free(acc);
 }
 
-/* The threshold of best F1 as the log and report.md print it is a rule a user applies to the map
- * ("p >= t"): read back, it must select the same float probabilities as the threshold itself. A
- * constant map of 0.0406675 has its threshold at 0.0406647 (the bin's lower edge); "%.3g" printed
- * "@ 0.0407", above every pixel (F1 0 there, not the 0.109 printed beside it). */
 /* AP's other difference from the raw values (metrics.h): two positives in one bin under a
  * negative are one threshold, as equal raw values would be, with no tied pair to warn of. */
 static void test_ap_positives_sharing_a_bin(void) {
@@ -886,6 +882,12 @@ static void test_ap_positives_sharing_a_bin(void) {
     free(acc);
 }
 
+/* The threshold of best F1 as the log and report.md print it is a rule a user applies to the map
+ * ("p >= t"): read back, it must select the same float probabilities as the threshold itself,
+ * compared in double or in float (numpy and gdal_calc.py round the number to the map's Float32:
+ * "0.04066467" became the float below the edge 0.0406646728515625). A constant map of 0.0406675
+ * has its threshold at 0.0406647 (the bin's lower edge); "%.3g" printed "@ 0.0407", above every
+ * pixel (F1 0 there, not the 0.109 printed beside it). */
 static void test_threshold_text(void) {
     wc_metrics_acc *acc = new_acc();
     wc_metrics m;
@@ -915,12 +917,17 @@ static void test_threshold_text(void) {
         float f = (float)m.best_f1_threshold;
         const float probe[5] = {nextafterf(nextafterf(f, 0), 0), nextafterf(f, 0), f,
                                 nextafterf(f, 2), nextafterf(nextafterf(f, 2), 2)};
+        /* compared in double (C, GDAL's raster calculator) and in float, as numpy and
+         * gdal_calc.py compare a Float32 map with a number: the number rounded to a float */
+        const float printed_f = (float)printed;
         for (int j = 0; j < 5; j++) {
             if (!(probe[j] >= 0 && probe[j] <= 1)) continue;
-            if (((double)probe[j] >= printed) != ((double)probe[j] >= m.best_f1_threshold)) {
+            const int want = (double)probe[j] >= m.best_f1_threshold;
+            if (((double)probe[j] >= printed) != want || (probe[j] >= printed_f) != want) {
                 if (wrong++ < 3)
-                    NOTE("bin %d: edge %.17g printed \"%s\": float %.9g compares otherwise", i,
-                         m.best_f1_threshold, at ? at + 3 : "", probe[j]);
+                    NOTE("bin %d: edge %.17g printed \"%s\": float %.9g compares otherwise (in "
+                         "double or in float)", i, m.best_f1_threshold, at ? at + 3 : "",
+                         probe[j]);
             }
         }
     }

@@ -202,10 +202,12 @@ int wc_metrics_can_rank(const wc_metrics *m);
  * otherwise returns 0 and leaves buf alone. */
 int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size);
 
-/* A threshold t in [0, 1] (best_f1_threshold: a bin's lower edge) as the shortest decimal of 3 or
- * more significant digits that a float probability, the map's, is >= exactly when it is >= t, so
- * that "p >= printed" selects the pixels the F1 beside it counts (0.0406647 for the edge under a
- * map of 0.0406675, which "%.3g" printed as 0.0407, above every pixel); "%.3g" of anything else. */
+/* A threshold t in [0, 1] (best_f1_threshold: a bin's lower edge) as a decimal of 3 to 9
+ * significant digits (t rounded where that will do) that a float probability, the map's, is >=
+ * exactly when it is >= t, compared in double or in float (the decimal rounded to a float, as
+ * numpy compares a Float32 map with a number), so that "p >= printed" selects the pixels the F1
+ * beside it counts (0.040664672 for the edge under a map of 0.0406675, which "%.3g" printed as
+ * 0.0407, above every pixel); "%.3g" of anything else. */
 void wc_metrics_threshold_text(double t, char *buf, size_t size);
 
 /* m's ranking figures for a log line, "AUC-PR 0.4312  ROC-AUC 0.9012  best F1 0.456 @ 0.3100861"
