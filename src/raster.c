@@ -989,11 +989,17 @@ static char *source_file_and_band(const char *vrt, const char *xml, int *band) {
 }
 
 /* The length of the path GDAL would form for a source named relative to the VRT vrt (its
- * directory, '/', the name), or 0 for a source named otherwise. */
+ * directory, '/', the name), or 0 for a source named otherwise. An absolute name marked
+ * relativeToVRT="1" (a VRT edited by hand or by a script) is taken as it is by GDAL
+ * (CPLProjectRelativeFilename), whatever the VRT's directory: 0 too. */
 static size_t relative_source_length(const char *vrt, const char *xml) {
     const char *f = strstr(xml, "<SourceFilename"), *text = f ? strchr(f, '>') : NULL;
     const char *rel = f ? strstr(f, "relativeToVRT=\"1\"") : NULL;
     char *name = rel && rel < text ? source_name(xml) : NULL;
+    if (name && !CPLIsFilenameRelative(name)) {
+        free(name);
+        name = NULL;
+    }
     if (!name) return 0;
     const char *slash = strrchr(vrt, '/');
     const size_t n = (slash ? (size_t)(slash - vrt) + 1 : 0) + strlen(name);

@@ -99,6 +99,13 @@ cp -r "$ROOT/data/sample/." "$short/"
 expect "a VRT whose relative sources make paths too long for GDAL" 1 \
     "its source tiles/r00_c00_i16.tif \(band 1 of .*\) is named relative to the VRT, and the path it makes is 20[4-9][0-9] bytes long: GDAL takes paths shorter than 2048 bytes" -- \
     --tiles "$short/tiles.vrt" "${train[@]}"
+# ... but a source named by an absolute path, though marked relativeToVRT="1" (a VRT edited by
+# hand), GDAL takes as it is, whatever the VRT's directory: it trains (it was refused as a path
+# of the VRT's directory and that name, 2072 bytes here)
+sed "s#<SourceFilename relativeToVRT=\"1\">#&$ROOT/data/sample/#" "$ROOT/data/sample/tiles.vrt" >"$short/absolute.vrt"
+"$WILDCPU" --tiles "$short/absolute.vrt" "${train[@]}" >"$T/absolute.log" 2>&1 \
+    && ok "a VRT in a long directory whose sources are absolute paths marked relativeToVRT=\"1\": it trains" \
+    || notok "absolute sources marked relativeToVRT=\"1\" in a long directory" "$(grep -m1 error "$T/absolute.log" | cut -c1-300)"
 
 # a pipe with no writer (GDAL, or reading it, would wait for ever), a device (read without
 # end), a spec file far beyond the spec's limit (not read into memory): refused at once
