@@ -173,10 +173,13 @@ static void derived_path(char *buf, size_t size, const char *work_dir, const cha
         /* a SQLite database (a GeoPackage) in WAL mode, held open by the program editing it
          * (QGIS, while a layer is being edited), takes its commits in FILE-wal, which GDAL reads
          * and does not list; FILE itself changes only at a checkpoint, so a perimeter deleted
-         * there left the previous labels reused */
+         * there left the previous labels reused. A FILE-wal shorter than its 32-byte header
+         * holds no commit: any program that merely opens the database (QGIS showing the layer,
+         * ogrinfo) makes an empty one and removes it at close, which gave new labels, and one
+         * more labels-<hash>.tif, for every such session though nothing had changed */
         char *wal = wc_strdup(CPLSPrintf("%s-wal", files[i]));
         for (const char *f = files[i]; f; f = f == files[i] ? wal : NULL) {
-            if (stat(f, &st) != 0) continue;
+            if (stat(f, &st) != 0 || (f == wal && st.st_size < 32)) continue;
             h = wc_hash64(h ^ (uint64_t)st.st_size) ^ wc_hash64((uint64_t)st.st_ino);
             h = wc_hash64(h ^ (uint64_t)st.st_mtim.tv_sec) ^
                 wc_hash64((uint64_t)st.st_mtim.tv_nsec);

@@ -807,6 +807,34 @@ wait
 [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && grep -q "labels: rasterized the polygons of $T/wal.gpkg" "$T/wal2.log" && [ "$(burned "$T/wal1.log")" != "$(burned "$T/wal2.log")" ] \
     && ok "a GeoPackage edited in WAL mode, held open: the edit makes new labels ($(burned "$T/wal1.log"), then $(burned "$T/wal2.log"))" \
     || notok "a GeoPackage edited in WAL mode" "status $s1 $s2: $(burned "$T/wal1.log"), then $(burned "$T/wal2.log"); $(grep -hE 'error|labels:' "$T/wal1.log" "$T/wal2.log" "$T/waledit.log" | head -3 | cut -c1-200)"
+# ... but a GeoPackage in WAL mode merely open in another program (QGIS showing the layer) has an
+# empty FILE-wal, made at its open and removed at its close, which holds no commit: the labels
+# are reused (before, every such session gave new labels and one more labels-<hash>.tif)
+ogr2ogr -q -f GPKG -nln fires "$T/walview.gpkg" "$T/polys.geojson"
+$PY -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA journal_mode=WAL"); c.close()' "$T/walview.gpkg"
+mkdir -p "$T/walviewrun"
+"$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/walview.gpkg" --out "$T/walviewrun/m.json" >"$T/walview1.log" 2>&1
+s1=$?
+$PY - "$T" <<'PY' >"$T/walviewer.log" 2>&1 &
+import os, sys, time
+from osgeo import ogr
+d = sys.argv[1]
+ds = ogr.Open(f"{d}/walview.gpkg")  # read-only, as a viewer: an empty walview.gpkg-wal
+ds.GetLayer(0).GetFeatureCount()
+open(f"{d}/walview.open", "w").close()
+for _ in range(600):
+    if os.path.exists(f"{d}/walview.done"): break
+    time.sleep(0.1)
+PY
+waitfor "$T/walview.open" && [ -e "$T/walview.gpkg-wal" ] &&
+    "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/walview.gpkg" --out "$T/walviewrun/m.json" >"$T/walview2.log" 2>&1
+s2=$?
+touch "$T/walview.done"
+wait
+n=$(ls "$T"/walviewrun/labels-*.tif 2>/dev/null | wc -l)
+[ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ "$n" -eq 1 ] && ! grep -q "rasterized the polygons" "$T/walview2.log" \
+    && ok "a GeoPackage in WAL mode open in a viewer (an empty -wal): the labels are reused" \
+    || notok "a GeoPackage in WAL mode open in a viewer" "status $s1 $s2, $n labels files: $(grep -hE 'error|labels:' "$T/walview2.log" "$T/walviewer.log" | head -2 | cut -c1-200)"
 
 # Polygons in longitude and latitude written latitude first (as EPSG:4326's authority order has
 # it) where GeoJSON and GeoPackage put longitude first: the refusal says that swapped they would
