@@ -133,8 +133,20 @@ static void fit_open_files(void) {
     struct rlimit raised = rl;
     raised.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
-    if (rl.rlim_cur >= want || set) return;
+    if (rl.rlim_cur >= want) return;
     const long fit = WC_MAX((long)rl.rlim_cur - open_now - BESIDE_POOL, 2);
+    if (set) {
+        /* the user's pool stands; said, since GDAL says nothing when an open fails with EMFILE
+         * (the run stopped on "read error ... GDAL gave no reason", with no word of the limit) */
+        if (wc_dist_rank() == 0)
+            wc_warn("GDAL_MAX_DATASET_POOL_SIZE=%s lets GDAL keep %ld of a mosaic's files open, "
+                    "but the limit of open files (ulimit -n) is %llu, with %ld open already: "
+                    "reads of a mosaic of more files may fail (\"GDAL gave no reason\"); set it "
+                    "to %ld or less, or raise the limit to %llu or more",
+                    set, pool, (unsigned long long)rl.rlim_cur, open_now, fit,
+                    (unsigned long long)want);
+        return;
+    }
     char value[32];
     snprintf(value, sizeof value, "%ld", fit);
     CPLSetConfigOption("GDAL_MAX_DATASET_POOL_SIZE", value);

@@ -382,4 +382,16 @@ if [ $status -eq 0 ] && grep -q "warning: the limit of open files (ulimit -n) is
 else
     notok "ulimit -n 96, a mosaic of many files" "status $status: $(grep -E 'error|warning' "$T/fd.log" | head -2 | cut -c1-300)"
 fi
+# ... a pool the user set stands, but one the limit cannot hold is said, naming the variable and
+# what fits (before, the run stopped on "GDAL gave no reason" with no word of the limit); the
+# size it gives reads the mosaic
+(ulimit -n 96; export GDAL_MAX_DATASET_POOL_SIZE=100; exec timeout -s KILL 300 "$WILDCPU" --tiles "$T/many/tiles.vrt" --out "$T/fdset" --steps 1 --batch 4 --micro-batch 2 --no-predict) >"$T/fdset.log" 2>&1
+fits=$(grep -Eo "warning: GDAL_MAX_DATASET_POOL_SIZE=100 lets GDAL keep 100 of a mosaic's files open, but the limit of open files \(ulimit -n\) is 96, .* set it to [0-9]+ or less" "$T/fdset.log" | grep -Eo "[0-9]+ or less" | grep -Eo "^[0-9]+")
+(ulimit -n 96; export GDAL_MAX_DATASET_POOL_SIZE=${fits:-1}; exec timeout -s KILL 300 "$WILDCPU" --tiles "$T/many/tiles.vrt" --out "$T/fdfit" --steps 1 --batch 4 --micro-batch 2 --no-predict) >"$T/fdfit.log" 2>&1
+status=$?
+if [ -n "$fits" ] && [ $status -eq 0 ] && ! grep -q "warning: GDAL_MAX_DATASET_POOL_SIZE" "$T/fdfit.log"; then
+    ok "ulimit -n 96 under GDAL_MAX_DATASET_POOL_SIZE=100: said, with the size that fits ($fits), which trains"
+else
+    notok "ulimit -n 96 under GDAL_MAX_DATASET_POOL_SIZE=100" "size '${fits}', status $status: $(grep -hE 'error|warning' "$T/fdset.log" "$T/fdfit.log" | head -3 | cut -c1-300)"
+fi
 finish
