@@ -805,11 +805,17 @@ static int swapped_would_meet(const wc_raster *tiles, OGRLayerH layer, const OGR
     placement pl;
     OGRSpatialReferenceH srs = place_on_tiles(tiles, layer, &pl);
     const OGREnvelope swapped = {env->MinY, env->MaxY, env->MinX, env->MaxX};
-    int meets = 0;
-    for (int k = 0; k < pl.nbox && !meets; k++) meets = envelopes_meet(&swapped, &pl.box_env[k]);
+    int meets = 0, swapped_meets = 0;
+    for (int k = 0; k < pl.nbox; k++) {
+        meets |= envelopes_meet(env, &pl.box_env[k]);
+        swapped_meets |= envelopes_meet(&swapped, &pl.box_env[k]);
+    }
     placement_free(&pl);
     if (srs) OSRRelease(srs);
-    return meets;
+    /* polygons whose extent already spans the tiles' region (fires of a continent, none over
+     * the tiles) say nothing of their axes: swapped, that extent spans it too, and the hint
+     * sent such a file round again to the same refusal */
+    return swapped_meets && !meets;
 }
 
 /* "No polygon overlaps", or, for polygons placed over the tiles (or their margin) that burned no

@@ -867,6 +867,18 @@ expect "polygons written latitude first (GeoJSON, longitude -115): swapped they 
 expect "polygons written latitude first (GeoPackage, longitude 9): swapped they would lie over the tiles" 1 "no polygon of $T/swapped_tiles32632.gpkg overlaps the tiles: .*; with their x and y swapped they would lie over the tiles: .*SwapCoordinates\(geom\) FROM fires" -- \
     --tiles "$T/tiles32632.tif" --labels "$T/swapped_tiles32632.gpkg" --out "$T/swapped32632" "${train[@]}"
 ogr2ogr -q -dialect sqlite -sql "SELECT SwapCoordinates(geom) FROM fires" "$T/unswapped.gpkg" "$T/swapped_tiles32632.gpkg"
+# ... but polygons whose extent spans the tiles' region in either order (two fires far apart, none
+# over the tiles) get no such hint: swapping them, as it said, led to the same refusal and hint
+cat >"$T/apart.geojson" <<'GJ'
+{"type": "FeatureCollection", "features": [
+ {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]]}},
+ {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon", "coordinates": [[[60, 60], [61, 60], [61, 61], [60, 61], [60, 60]]]}}]}
+GJ
+"$WILDCPU" --tiles "$T/tiles32632.tif" --labels "$T/apart.geojson" --out "$T/apart" "${train[@]}" >"$T/apart.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "no polygon of $T/apart.geojson overlaps the tiles" "$T/apart.log" && ! grep -q "swapped" "$T/apart.log" \
+    && ok "polygons spanning the tiles' region in either order, none over them: no swap hint" \
+    || notok "polygons spanning the tiles' region: no swap hint" "status $status: $(grep -m1 error "$T/apart.log" | cut -c1-400)"
 expect "... and swapped as the message says, they burn" 0 "labels: rasterized the polygons of $T/unswapped.gpkg" -- \
     --tiles "$T/tiles32632.tif" --labels "$T/unswapped.gpkg" --out "$T/unswapped" "${train[@]}"
 # Polygons whose CRS cannot be transformed into the tiles' are refused, not burned as if their
