@@ -729,6 +729,17 @@ static int write_json(const char *path, const wc_json *j) {
     return rc;
 }
 
+/* The report.json in out_dir, parsed into doc (wc_json_doc_free it); 0 when it cannot be read
+ * or is not JSON. */
+static int read_report_json(const char *out_dir, wc_json_doc *doc) {
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
+    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
+    const int parsed = text && wc_json_parse(text, doc, why, sizeof why) == WC_OK;
+    free(text);
+    return parsed;
+}
+
 /* Whether x and y are the same figure as report.json holds it (undefined: null, read as NaN). */
 static int same_figure(double x, double y) { return x == y || (isnan(x) && isnan(y)); }
 
@@ -738,13 +749,8 @@ static int same_figure(double x, double y) { return x == y || (isnan(x) && isnan
  * validation, while the picture the stopped session left is of a later one. Every figure is
  * written to the last bit (%.17g), in report.json as in the checkpoint, so equal is exact. */
 static int report_shows_validation(const char *out_dir, const wc_metrics *m) {
-    char path[4200], why[256];
-    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
-    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     wc_json_doc doc;
-    const int parsed = text && wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
-    free(text);
-    if (!parsed) return 0;
+    if (!read_report_json(out_dir, &doc)) return 0;
     const int same = same_figure(wc_json_get_num(&doc, "val_pixels"), (double)m->pixels) &&
                      same_figure(wc_json_get_num(&doc, "val_positives"), (double)m->positives) &&
                      same_figure(wc_json_get_num(&doc, "val_loss"), m->loss) &&
@@ -830,13 +836,8 @@ int wc_report_missing(const char *out_dir, long steps, long *said) {
     /* report.md is written before report.json, so a report.json of the finished training has
      * its report.md beside it; one of an earlier session (a process killed after the final
      * checkpoint, before its report) would be kept as the finished run's */
-    char path[4200], why[256];
-    snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
-    char *text = wc_read_file_limited(path, BASELINE_MAX, why, sizeof why);
     wc_json_doc doc;
-    const int parsed = text && wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
-    free(text);
-    if (!parsed) return WC_OK; /* not ours to judge: kept, as before */
+    if (!read_report_json(out_dir, &doc)) return WC_OK; /* not ours to judge: kept, as before */
     const double done = wc_json_get_num(&doc, "steps_done");
     wc_json_doc_free(&doc);
     if (done == (double)steps) return WC_OK;
