@@ -293,6 +293,35 @@ static int pending_loss(const char *meta, wc_snapshot *s, char *why, size_t why_
     return WC_OK;
 }
 
+/* The `progress` record and the pending loss in `meta`, both bounded by the step. Checked after
+ * `state`: a header whose step alone is wrong is reported as such, not as a best model or a
+ * pending loss beyond it (a header of step 2 over a state of step 3 was "an impossible best
+ * model (... at 3)"). */
+static int progress(owned *o, wc_snapshot *s, char *why, size_t why_size) {
+    /* `progress` came with a later version of the trainer: absent means nothing pending */
+    char pending[8];
+    wc_kv_get(o->progress, "val_pending", pending, sizeof pending);
+    if (*pending && strcmp(pending, "0") != 0 && strcmp(pending, "1") != 0) {
+        wc_reason(why, why_size, "section 'progress' says val_pending=%s", pending);
+        return WC_ERR;
+    }
+    s->val_pending = strcmp(pending, "1") == 0;
+    char best[64], best_step[32];
+    wc_kv_get(o->progress, "best_auc_pr", best, sizeof best);
+    wc_kv_get(o->progress, "best_step", best_step, sizeof best_step);
+    char *e1 = NULL, *e2 = NULL;
+    s->best_auc_pr = *best ? strtod(best, &e1) : -1;
+    s->best_step = *best_step ? strtoll(best_step, &e2, 10) : -1;
+    if ((e1 && *e1) || (e2 && *e2) || !(s->best_auc_pr == -1 || (s->best_auc_pr >= 0 &&
+                                                                   s->best_auc_pr <= 1)) ||
+        s->best_step < -1 || s->best_step > s->step) {
+        wc_reason(why, why_size, "section 'progress' holds an impossible best model (%s at %s)",
+                  best, best_step);
+        return WC_ERR;
+    }
+    return pending_loss(o->meta, s, why, why_size);
+}
+
 int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_size) {
     memset(s, 0, sizeof *s);
     owned *o = WC_CALLOC(1, sizeof *o);
@@ -307,28 +336,6 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
         text(ck, WC_SECTION_FEATURES, 0, &o->names_text, why, why_size) != WC_OK ||
         text(ck, WC_SECTION_PROGRESS, 1, &o->progress, why, why_size) != WC_OK)
         goto out;
-    /* `progress` came with a later version of the trainer: absent means nothing pending */
-    char pending[8];
-    wc_kv_get(o->progress, "val_pending", pending, sizeof pending);
-    if (*pending && strcmp(pending, "0") != 0 && strcmp(pending, "1") != 0) {
-        wc_reason(why, why_size, "section 'progress' says val_pending=%s", pending);
-        goto out;
-    }
-    s->val_pending = strcmp(pending, "1") == 0;
-    char best[64], best_step[32];
-    wc_kv_get(o->progress, "best_auc_pr", best, sizeof best);
-    wc_kv_get(o->progress, "best_step", best_step, sizeof best_step);
-    char *e1 = NULL, *e2 = NULL;
-    s->best_auc_pr = *best ? strtod(best, &e1) : -1;
-    s->best_step = *best_step ? strtoll(best_step, &e2, 10) : -1;
-    if ((e1 && *e1) || (e2 && *e2) || !(s->best_auc_pr == -1 || (s->best_auc_pr >= 0 &&
-                                                                   s->best_auc_pr <= 1)) ||
-        s->best_step < -1 || s->best_step > s->step) {
-        wc_reason(why, why_size, "section 'progress' holds an impossible best model (%s at %s)",
-                  best, best_step);
-        goto out;
-    }
-    if (pending_loss(o->meta, s, why, why_size) != WC_OK) goto out;
     s->meta = o->meta, s->config = o->config, s->fingerprint = o->fingerprint;
     s->spec = o->spec, s->metrics = o->metrics;
     if (feature_names(o, &s->nfeat, why, why_size) != WC_OK) goto out;
@@ -353,6 +360,7 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
             goto out;
         s->optim_v = o->optim_v;
     }
+    if (progress(o, s, why, why_size) != WC_OK) goto out;
     rc = WC_OK;
 out:
     if (rc != WC_OK) wc_snapshot_free(s);

@@ -62,6 +62,10 @@ hostile() {
 hostile huge-step "implausible step" hstep=$((1 << 50))
 hostile negative-step "implausible step" hstep=-5
 hostile state-step "says step -3, the header 4" i64=state:0:-3
+# a header whose step alone is wrong (CRC recomputed) is named as such: its progress record and
+# pending loss, which the step bounds, are checked after the state (before, "the progress
+# holds an impossible best model (... at 4)", though the progress was the intact part)
+hostile header-step-behind "section .state. says step 4, the header 3" hstep=3
 hostile empty-feature-name "name is 0 bytes" featname=1:
 hostile long-feature-name "name is 200000 bytes" featlong=2:200000
 hostile feature-count "features" "featname=0:a,b"
