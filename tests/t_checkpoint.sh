@@ -293,4 +293,52 @@ status=$?
 [ $status -eq 75 ] && [ -f "$T/double/STOPPED" ] && ! grep -q "second stop signal" "$T/double.log" \
     && ok "one stop delivered twice at once (as timeout does): one stop, exit 75, STOPPED written" \
     || notok "one stop delivered twice" "status $status: $(grep -m2 'stop' "$T/double.log")"
+# docs/checkpoint.md describes every record a checkpoint holds: each key of meta, config and
+# progress (with --augment and --rotate, whose keys are written only when on) is named there, the
+# spec_hash, the hexadecimal log_loss_sum and info's digests are what it says (a reader written
+# from the page alone met jitter=, augment=, rotate= it did not name, a log_loss_sum Python's
+# float() refuses, and one digest "of the parameters and moments" where info prints three)
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --micro-batch 4 --steps 1 \
+    --augment --rotate 10 --no-predict --out "$T/documented" >"$T/documented.log" 2>&1
+f=$T/documented/checkpoints/ckpt-00000001.wcp
+"$WILDCPU" info "$f" >"$T/documented.info" 2>&1
+undocumented=$($PY - "$ROOT" "$f" "$T/documented.info" <<'PYEOF'
+import re, sys
+sys.path.insert(0, sys.argv[1] + "/tests")
+import wcp
+doc = open(sys.argv[1] + "/docs/checkpoint.md").read()
+ck = wcp.read(sys.argv[2])
+sec = {name: body for name, body, _ in ck["sections"]}
+bad = []
+for name in ("meta", "config", "progress"):
+    for rec in sec[name].decode().split(";"):
+        key = rec.partition("=")[0]
+        if "`%s`" % key not in doc and "`%s=" % key not in doc:
+            bad.append("%s key %s not named" % (name, key))
+def fnv(b):
+    h = 0xcbf29ce484222325
+    for x in b:
+        h = ((h ^ x) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+rec = dict(r.partition("=")[::2] for r in sec["meta"].decode().split(";"))
+try:
+    float.fromhex(rec["log_loss_sum"])
+except ValueError:
+    bad.append("log_loss_sum %s is no hexadecimal float" % rec["log_loss_sum"])
+conf = dict(r.partition("=")[::2] for r in sec["config"].decode().split(";"))
+if conf["spec_hash"] != fnv(sec["spec"]):
+    bad.append("spec_hash is not the FNV-1a 64 of spec")
+info = open(sys.argv[3]).read()
+for label, name in (("digest", "params"), ("optim_m", "optim_m"), ("optim_v", "optim_v")):
+    m = re.search(r"^  %s +([0-9a-f]{16}) " % label, info, re.M)
+    if not m or m.group(1) != fnv(sec[name]):
+        bad.append("info's %s is not the FNV-1a 64 of %s" % (label, name))
+if "FNV-1a 64 of the `params`" not in doc:
+    bad.append("the page does not say what info's digest hashes")
+print("; ".join(bad))
+PYEOF
+)
+[ -f "$f" ] && [ -z "$undocumented" ] \
+    && ok "docs/checkpoint.md names every meta, config and progress key, the spec_hash, log_loss_sum and info's digests as they are" \
+    || notok "docs/checkpoint.md against a checkpoint" "${undocumented:-no checkpoint: $(tail -2 "$T/documented.log")}"
 finish
