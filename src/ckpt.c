@@ -288,7 +288,17 @@ static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t
             if (cap > expect) break; /* already one byte beyond what the header allows */
             size_t next = WC_MIN(expect + 1, 2 * cap);
             unsigned char *bigger = realloc(out, next);
-            if (!bigger) wc_fatal("out of memory decompressing a checkpoint of %zu bytes", expect);
+            if (!bigger) {
+                /* a reason, not an exit: the caller names the file, and a resume passes over
+                 * it to the previous checkpoint (a payload of 1 GiB under a 1.2 GB ulimit -v
+                 * ended the resume with no file named) */
+                wc_reason(why, why_size, "its payload of %zu bytes does not fit in this "
+                                         "process's memory",
+                          expect);
+                inflateEnd(&zs);
+                free(out);
+                return NULL;
+            }
             out = bigger, cap = next;
         }
         if (zs.avail_in == 0 && fed < zsize) {

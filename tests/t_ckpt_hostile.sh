@@ -253,4 +253,32 @@ s=$?
     || notok "a large file that starts like a checkpoint" "status $s: $(head -c 300 "$T/big.info")"
 rm -f "$T/big.wcp"
 
+# a checkpoint whose payload really expands to 1 GiB (CRC valid: a stream of zeros), under an
+# address-space limit too small to hold it: "not usable", naming the file, and a resume passes
+# over it to the previous checkpoint (before, "out of memory decompressing a checkpoint of
+# 1073741824 bytes", no file named, and the resume ended there with status 1)
+cp -r "$T/ref" "$T/inflated"
+rm -f "$T/inflated/checkpoints/best.wcp"
+$PY - "$good" "$T/inflated/checkpoints/ckpt-00000004.wcp" <<'PY'
+import struct, sys, zlib
+head = bytearray(open(sys.argv[1], "rb").read(64))
+size, co = 1 << 30, zlib.compressobj(9)
+z = b"".join(co.compress(bytes(1 << 24)) for _ in range(size >> 24)) + co.flush()
+struct.pack_into("<QQ", head, 24, size, len(z))
+crc = zlib.crc32(z, zlib.crc32(bytes(head[44:64]), zlib.crc32(bytes(head[:40]))))
+struct.pack_into("<I", head, 40, crc)
+open(sys.argv[2], "wb").write(bytes(head) + z)
+PY
+f=$T/inflated/checkpoints/ckpt-00000004.wcp
+(ulimit -v 700000 && timeout 120 "$WILDCPU" info "$f") >"$T/inflated.info" 2>&1
+si=$?
+(ulimit -v 1200000 && timeout 300 "$WILDCPU" "${args[@]}" --out "$T/inflated") >"$T/inflated.log" 2>&1
+s=$?
+[ $si -eq 1 ] && grep -q "ckpt-00000004.wcp: INVALID: .*does not fit in this process's memory" "$T/inflated.info" &&
+    [ $s -eq 0 ] && grep -q "ckpt-00000004.wcp is not usable: .*does not fit" "$T/inflated.log" &&
+    grep -q "resuming from .*ckpt-00000002.wcp" "$T/inflated.log" \
+    && ok "a payload that expands beyond the memory limit: not usable, named, and a resume falls back" \
+    || notok "a payload beyond the memory limit" "info $si: $(head -c 200 "$T/inflated.info"); resume $s: $(grep -m2 -E 'error|usable|resuming' "$T/inflated.log")"
+rm -rf "$T/inflated"
+
 finish
