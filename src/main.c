@@ -684,6 +684,8 @@ static int cmd_synth(int argc, char **argv) {
     if (!c.out_dir) return usage_error("synth needs --out DIR");
     if (wc_synth_check_out(&c) != WC_OK) return WC_EXIT_USAGE; /* a path, as the others' */
     if (wc_dist_rank() != 0) return WC_EXIT_OK; /* one writer */
+    /* an address-space limit without room for the writer's generation, as the others' */
+    if (wc_synth_check_memory(&c) != WC_OK) return WC_EXIT_USAGE;
     return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
 }
 

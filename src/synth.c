@@ -433,6 +433,18 @@ static void make_risk(wc_synth_gen *g, world *w, const float *tpi) {
     for (size_t k = 0; k < sizeof tofree / sizeof tofree[0]; k++) free(tofree[k]);
 }
 
+size_t wc_synth_peak_bytes(int size) {
+    const size_t n = (size_t)size + 2 * PAD, npix = n * n, m = (size_t)size * size;
+    /* held throughout: the world's 15 float fields, tpi and the blur's scratch, 4 masks */
+    const size_t held = npix * (17 * sizeof(float) + 4) + 3 * n * sizeof(double);
+    /* the most of what comes and goes beside them: make_risk's 10 float fields and its double
+     * accumulator, or the region returned, made before the world is freed */
+    const size_t risk = npix * (10 * sizeof(float) + sizeof(double));
+    const size_t region =
+        m * (sizeof(int16_t) + WC_SYNTH_NFLOAT * sizeof(float) + 1 + sizeof(float));
+    return held + WC_MAX(risk, region);
+}
+
 wc_synth_region *wc_synth_region_create(const wc_synth_config *cfg) {
     if (cfg->size < WC_SYNTH_MIN_SIZE || cfg->size > WC_SYNTH_MAX_SIZE) {
         wc_error("synth: region size %d is out of range (%d .. %d pixels)", cfg->size,

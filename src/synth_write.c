@@ -85,6 +85,13 @@ int wc_synth_check_out(const wc_synth_config *cfg) {
     return rc;
 }
 
+int wc_synth_check_memory(const wc_synth_config *cfg) {
+    wc_address_need need = {.when = "to generate the region", .advice = "a smaller --size"};
+    const int n = cfg->size;
+    wc_address_need_add(&need, wc_synth_peak_bytes(n), "the %dx%d region's fields", n, n);
+    return wc_check_address_space(&need);
+}
+
 /* Name, unit and nodata of a band, as the VRT and the tiles both carry them. */
 static int describe_band(wc_rwriter *out, int out_band, int band) {
     const wc_rwriter_band b = {.name = wc_synth_bands[band].name,
@@ -242,7 +249,7 @@ int wc_synth_write(const wc_synth_config *cfg) {
                  WC_SYNTH_MIN_SIZE, WC_SYNTH_MAX_SIZE);
         return WC_ERR;
     }
-    if (wc_synth_check_out(cfg) != WC_OK) return WC_ERR;
+    if (wc_synth_check_out(cfg) != WC_OK || wc_synth_check_memory(cfg) != WC_OK) return WC_ERR;
     writer w = {.cfg = cfg, .dir = trimmed_dir(cfg->out_dir)};
     char *tiles_dir = wc_strdup(CPLSPrintf("%s/tiles", w.dir));
     if (wc_mkdir_p(tiles_dir) != WC_OK) {

@@ -949,6 +949,19 @@ s=$?
     [ -e "$T/mix/tiles/.notes" ] && [ -e "$T/mix/tiles/.r00_c01_f32.tif.tmp-99999998" ] \
     && ok "synth removes the working files a killed synth left (said), keeps a fresh one and others" \
     || notok "synth and the leftovers of a killed one" "status $s: $(ls -A "$T/mix" "$T/mix/tiles" | tr '\n' ' ')"
+# synth under an address-space limit without room for the region: refused (status 2) before
+# anything is written, giving the limit the whole generation needs. It ran into the limit in one
+# of its allocations (status 1) and advised room for that one alone: "raise the limit to at
+# least 304.0 MiB" under 293 MiB at 1024 px, under which it failed again and advised 314 MiB
+(ulimit -v 300000 && exec timeout -s KILL 120 "$WILDCPU" synth --out "$T/vm" --size 1024) >"$T/vm.log" 2>&1
+s=$?
+lim=$(grep -Eo "ulimit -v [0-9]+" "$T/vm.log" | grep -Eo "[0-9]+")
+[ $s -eq 2 ] && [ ! -e "$T/vm" ] && grep -q "has no room for .* to generate the region, .*the 1024x1024 region's fields .*raise the limit to at least" "$T/vm.log" \
+    && ok "synth under an address-space limit without room: refused before anything is written (status 2)" \
+    || notok "synth under an address-space limit without room" "status $s: $(head -c 400 "$T/vm.log")"
+(ulimit -v "${lim:-300000}" && exec timeout -s KILL 120 "$WILDCPU" synth --out "$T/vm" --size 1024) >"$T/vm2.log" 2>&1 &&
+    [ -e "$T/vm/tiles.vrt" ] && ok "... and writes the region under the limit it advises (ulimit -v ${lim:-?})" ||
+    notok "... under the limit it advises (ulimit -v ${lim:-?})" "$(head -c 400 "$T/vm2.log")"
 # a run directory holding a risk.json that is not wildcpu's STAC item (the map would replace it):
 # refused before training, not after it; --no-predict writes no map, so it goes on
 mkdir -p "$T/ownjson" && echo '{"mine": true}' >"$T/ownjson/risk.json"

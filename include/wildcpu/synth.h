@@ -17,6 +17,7 @@
 #ifndef WILDCPU_SYNTH_H
 #define WILDCPU_SYNTH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct wc_synth_config {
@@ -87,6 +88,10 @@ void wc_synth_config_default(wc_synth_config *cfg);
 wc_synth_region *wc_synth_region_create(const wc_synth_config *cfg);
 /* Frees the region; accepts NULL. */
 void wc_synth_region_destroy(wc_synth_region *r);
+/* The most wc_synth_region_create allocates at once for a region of size x size (its fields on
+ * the padded square, then the region it returns beside them): 130-170 bytes per region pixel,
+ * 2.2 GiB at 4096. */
+size_t wc_synth_peak_bytes(int size);
 
 /* Generates the region and writes, under cfg->out_dir:
  *   tiles/rRR_cCC_i16.tif   elevation (Int16)
@@ -105,5 +110,11 @@ int wc_synth_write(const wc_synth_config *cfg);
  * WC_GDAL_PATH_BUFFER): a longer one makes a region nothing can open. WC_OK, or WC_ERR after a
  * message giving the longest --out that fits. wc_synth_write checks it first. */
 int wc_synth_check_out(const wc_synth_config *cfg);
+/* Whether the address-space limit (ulimit -v) leaves room for generating the region
+ * (wc_synth_peak_bytes), checked before anything is written: the generation would otherwise
+ * end in its first allocation past the limit, advising a limit that fits that one allocation
+ * alone. WC_OK, or WC_ERR after a message giving the limit the region needs. wc_synth_write
+ * checks it first. */
+int wc_synth_check_memory(const wc_synth_config *cfg);
 
 #endif
