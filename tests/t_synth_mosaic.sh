@@ -41,8 +41,17 @@ grep -q "^equal" "$T/cmp.log" && ok "each region's 13 bands and oracle unchanged
 if $PY "$ROOT/tools/synth_mosaic.py" "$M" 3 9 --size 64 --wildcpu "$WILDCPU" >"$T/bad.log" 2>&1; then
     notok "a region of another size is refused" "it was accepted"
 else
-    grep -q "does not have the bands and size of" "$T/bad.log" && ok "a region of another size is refused" ||
-        notok "a region of another size is refused" "$(tail -2 "$T/bad.log")"
+    grep -q "seed-9 is an earlier region of 96 x 96 px, not --size 64: remove it to have it made again, or give --size 96" "$T/bad.log" &&
+        ok "a region of another size is refused" || notok "a region of another size is refused" "$(tail -2 "$T/bad.log")"
+fi
+# ... and so are earlier regions all of another size than --size: they were taken as they were,
+# a mosaic of 64-pixel regions for --size 32, status 0
+if $PY "$ROOT/tools/synth_mosaic.py" "$M" 3 5 8 --size 32 --wildcpu "$WILDCPU" >"$T/resize.log" 2>&1; then
+    notok "earlier regions of another size than --size are refused" "accepted: $(tail -1 "$T/resize.log")"
+else
+    grep -q "seed-3 is an earlier region of 64 x 64 px, not --size 32" "$T/resize.log" &&
+        ok "earlier regions of another size than --size are refused" ||
+        notok "earlier regions of another size than --size are refused" "$(tail -2 "$T/resize.log")"
 fi
 
 # regions whose band 2 has NaN for nodata (NaN != NaN: they must still count as alike)

@@ -6,7 +6,7 @@ to train on (README.md, "How good is the map?": one region is too little data).
                                                [--wildcpu PATH]
 
 Generates one region per seed (`wildcpu synth --out OUT/seed-S --seed S --size PX`, unless
-OUT/seed-S/tiles.vrt is already there) and writes
+OUT/seed-S/tiles.vrt is already there: one of another size is refused) and writes
 
     OUT/tiles.vrt        the regions' bands, region k at column k % N, row k // N of regions
     OUT/oracle_risk.tif  their oracles, the same way (a VRT under that name, which training
@@ -78,7 +78,15 @@ def main():
     regions = []
     for s in a.seeds:
         d = os.path.join(a.out, "seed-%d" % s)
-        if not os.path.exists(os.path.join(d, "tiles.vrt")):
+        if os.path.exists(os.path.join(d, "tiles.vrt")):
+            # an earlier run's region, kept only when it is of the size asked for: one of
+            # another --size made a mosaic of other sizes than asked, without a word
+            ds = gdal.Open(os.path.join(d, "tiles.vrt"))
+            if (ds.RasterXSize, ds.RasterYSize) != (a.size, a.size):
+                sys.exit("synth_mosaic: %s is an earlier region of %d x %d px, not --size %d: "
+                         "remove it to have it made again, or give --size %d" %
+                         (d, ds.RasterXSize, ds.RasterYSize, a.size, ds.RasterXSize))
+        else:
             cmd = [a.wildcpu, "synth", "--out", d, "--seed", str(s), "--size", str(a.size)]
             try:
                 subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
