@@ -299,7 +299,14 @@ int wc_synth_write(const wc_synth_config *cfg) {
         if (unlink(path) == 0)
             replaced |= bit;
         else if (errno != ENOENT) {
-            wc_error("synth: cannot remove the previous %s: %s", path, strerror(errno));
+            /* the index may be gone already: without a word the region would vanish unsaid */
+            const int err = errno;
+            wc_error("synth: cannot remove the previous %s: %s%s%s%s", path, strerror(err),
+                     replaced & 1 ? "; the earlier region's " WC_SYNTH_MOSAIC " was removed "
+                                    "before it, so there is no region in "
+                                  : "",
+                     replaced & 1 ? w.dir : "",
+                     replaced & 1 ? " now: rerun the command once it can be removed" : "");
             rc = WC_ERR;
         }
     }

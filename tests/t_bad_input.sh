@@ -935,6 +935,17 @@ s=$?
     grep -q "error: synth: no region in $T/mix now: an earlier oracle_risk.tif (without a tiles.vrt) was removed before the first tile, and this run's tiles.vrt and oracle_risk.tif are written last; rerun" "$T/mix.log" \
     && ok "synth failing over a directory with an oracle and no tiles.vrt names only the oracle as removed" \
     || notok "synth failing over an oracle alone" "status $s: $(grep 'no region' "$T/mix.log"); $(ls "$T/mix")"
+# an earlier oracle that cannot be removed (a directory in its place; a mount point is busy):
+# the earlier region's tiles.vrt, removed just before it, was gone without a word, the message
+# naming the oracle alone
+"$WILDCPU" synth --out "$T/orc" --size 64 --tile 32 >/dev/null 2>&1
+rm "$T/orc/oracle_risk.tif" && mkdir "$T/orc/oracle_risk.tif"
+"$WILDCPU" synth --out "$T/orc" --size 64 --tile 32 --seed 2 >"$T/orc.log" 2>&1
+s=$?
+[ $s -eq 1 ] && [ ! -e "$T/orc/tiles.vrt" ] &&
+    grep -q "cannot remove the previous $T/orc/oracle_risk.tif: Is a directory; the earlier region's tiles.vrt was removed before it, so there is no region in $T/orc now" "$T/orc.log" \
+    && ok "synth unable to remove an earlier oracle says the earlier tiles.vrt is gone" \
+    || notok "synth unable to remove an earlier oracle" "status $s: $(cat "$T/orc.log")"
 # the working files a synth killed by SIGKILL left (no handler ran) go with the next synth
 # there, once no process may still write them (its pid gone here and quiet for 10 minutes);
 # a fresh one and files of other names stay
