@@ -69,6 +69,24 @@ static int read_checked(const char *path, wc_ckpt *ck, wc_snapshot *snap, char *
     return rc;
 }
 
+/* Reads path and checks it as a rerun of the command that wrote it would before resuming from
+ * it (wc_snapshot_resumable, the resume's own rule): 1 when it would, 0 when the file is valid
+ * but a rerun passes it over (why says why), -1 when it is not valid (why says why). */
+static int read_resumable(const char *path, char *why, size_t why_size) {
+    wc_ckpt ck;
+    wc_snapshot snap = {0};
+    if (read_checked(path, &ck, &snap, why, why_size) != WC_OK) {
+        wc_snapshot_free(&snap);
+        return -1;
+    }
+    wc_ckpt_free(&ck);
+    wc_resume_match own;
+    wc_snapshot_own_match(&snap, &own);
+    const int usable = wc_snapshot_resumable(&snap, &own, why, why_size) == WC_OK;
+    wc_snapshot_free(&snap);
+    return usable;
+}
+
 /* Whether best.wcp (best) is not the best of the run of the newest checkpoint (newest), both
  * valid: the reason in why ("" when it is the run's). */
 static void best_foreign(const char *best, const char *newest, char *why, size_t size) {
@@ -179,6 +197,7 @@ static void describe_stop_marker(const char *marker) {
  * its size on disk. */
 typedef struct {
     int ok;
+    int resumable; /* valid, and a rerun would resume from it (else why says why not) */
     double bytes;
     char why[512];
 } listed_ckpt;
@@ -198,12 +217,12 @@ static int read_listing(const char *dir, wc_ckpt_entry **e, listed_ckpt **seen) 
         for (int i = 0; i < n && !again; i++) {
             const wc_ckpt_entry *en = &(*e)[i];
             listed_ckpt *s = &(*seen)[i];
-            wc_ckpt ck;
             if (!en->header_ok)
                 snprintf(s->why, sizeof s->why, "%s", en->why);
-            else if ((s->ok = read_checked(en->path, &ck, NULL, s->why, sizeof s->why) ==
-                              WC_OK))
-                wc_ckpt_free(&ck);
+            else {
+                const int r = read_resumable(en->path, s->why, sizeof s->why);
+                s->ok = r >= 0, s->resumable = r > 0;
+            }
             struct stat fs;
             s->bytes = lstat(en->path, &fs) == 0 ? (double)fs.st_size : 0;
             again = !s->ok && listing < WC_CKPT_LISTINGS && wc_ckpt_vanished(en->path);
@@ -230,17 +249,21 @@ static int describe_dir(const char *path) {
     const int has_best = stat(best, &bs) == 0;
     printf("%s: %d checkpoint%s, newest first%s\n", dir, n, n == 1 ? "" : "s",
            has_best ? ", then the best validation's (" WC_CKPT_BEST ")" : "");
-    int newest_valid = -1;
+    int newest_valid = -1, newest_resumable = -1;
     for (int i = 0; i < n; i++) {
         char sz[32];
         printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(e[i].path, '/') + 1, e[i].step,
-               wc_fmt_bytes(sz, sizeof sz, seen[i].bytes), seen[i].ok ? "valid" : "INVALID: ",
-               seen[i].ok ? "" : seen[i].why);
+               wc_fmt_bytes(sz, sizeof sz, seen[i].bytes),
+               !seen[i].ok          ? "INVALID: "
+               : seen[i].resumable ? "valid"
+                                   : "valid, but a rerun passes it over: ",
+               seen[i].resumable ? "" : seen[i].why);
         if (seen[i].ok && newest_valid < 0) newest_valid = i;
+        if (seen[i].resumable && newest_resumable < 0) newest_resumable = i;
     }
     /* the best validation's checkpoint, which predict and evaluate use for the directory when
      * it is valid, else the newest valid one (wc_ckpt_resolve's choice) */
-    int best_ok = 0;
+    int best_ok = 0, best_resumable = 0;
     if (has_best) {
         wc_ckpt ck;
         char why[512], sz[32];
@@ -248,15 +271,23 @@ static int describe_dir(const char *path) {
         /* its step is in its header, which an unreadable file does not give: "?", not a number */
         char step[24] = "?";
         if (best_ok) snprintf(step, sizeof step, "%ld", ck.step);
-        printf("  %-40s step %8s  %10s  %s%s\n", WC_CKPT_BEST, step,
-               wc_fmt_bytes(sz, sizeof sz, (double)bs.st_size), best_ok ? "valid" : "INVALID: ",
-               best_ok ? "" : why);
         if (best_ok) wc_ckpt_free(&ck);
+        best_resumable = best_ok && read_resumable(best, why, sizeof why) > 0;
+        printf("  %-40s step %8s  %10s  %s%s\n", WC_CKPT_BEST, step,
+               wc_fmt_bytes(sz, sizeof sz, (double)bs.st_size),
+               !best_ok         ? "INVALID: "
+               : best_resumable ? "valid"
+                                : "valid, but a rerun passes it over: ",
+               best_resumable ? "" : why);
     }
     /* a best.wcp that is not the newest checkpoint's run's best is refused (model.c) */
-    char foreign[2600] = "";
+    char foreign[2600] = "", rerun_foreign[2600] = "";
     if (best_ok && newest_valid >= 0)
         best_foreign(best, e[newest_valid].path, foreign, sizeof foreign);
+    /* the resume's check_best holds it against the checkpoint it resumes from, which may be an
+     * older one (the newer passed over) */
+    if (best_ok && newest_resumable >= 0)
+        best_foreign(best, e[newest_resumable].path, rerun_foreign, sizeof rerun_foreign);
     if (*foreign)
         printf("predict and evaluate given this directory refuse %s: %s\n", best, foreign);
     else
@@ -278,18 +309,22 @@ static int describe_dir(const char *path) {
     /* while it runs, it writes newer checkpoints: what a rerun would take is its newest then */
     const char *when = running ? " once it has ended resumes from its newest checkpoint then; now"
                                : " resumes from";
-    if (newest_valid >= 0 && *foreign) /* the resume's check_best refuses it the same */
+    /* the checkpoint wc_snapshot_find_resume takes: the newest a rerun does not pass over */
+    if (newest_resumable >= 0 && *rerun_foreign) /* the resume's check_best refuses it the same */
         printf("a rerun stops with an error until %s is moved out; it then%s %s\n", best,
-               when, e[newest_valid].path);
-    else if (newest_valid >= 0)
-        printf("a rerun%s %s\n", when, e[newest_valid].path);
-    else if (best_ok) /* wc_snapshot_find_resume's last resort */
+               when, e[newest_resumable].path);
+    else if (newest_resumable >= 0)
+        printf("a rerun%s %s\n", when, e[newest_resumable].path);
+    else if (best_resumable) /* wc_snapshot_find_resume's last resort */
         printf("a rerun%s %s (no valid ckpt-*.wcp)\n", when, best);
     else if ((n > 0 || has_best) && wc_ckpt_unreadable(dir) > 0) {
         char note[400];
         printf("no valid checkpoint for this user: a rerun stops with an error%s\n",
                wc_ckpt_unreadable_note(dir, note, sizeof note));
-    } else if (n > 0 || has_best)
+    } else if (newest_valid >= 0 || best_ok)
+        printf("no checkpoint a rerun can resume from: a rerun stops with an error (use --fresh "
+               "to start over)\n");
+    else if (n > 0 || has_best)
         printf("no valid checkpoint: a rerun stops with an error (use --fresh to start over)\n");
     wc_ckpt_list_free(e, n);
     free(seen);

@@ -2,6 +2,7 @@
  * docs/checkpoint.md for the layout of every section. */
 #include "wildcpu/snapshot.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -581,8 +582,28 @@ static int fingerprint_differs(const char *now, const char *then, char *why, siz
 static int resume_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) {
     const resume_ctx *c = ctx;
     if (wc_snapshot_check(ck, c->snap, why, why_size) != WC_OK) return WC_ERR;
-    const wc_snapshot *s = c->snap;
-    const wc_resume_match *m = c->m;
+    return wc_snapshot_resumable(c->snap, c->m, why, why_size);
+}
+
+void wc_snapshot_own_match(const wc_snapshot *s, wc_resume_match *m) {
+    char optimizer[16], total[32];
+    wc_kv_get(s->config, "optimizer", optimizer, sizeof optimizer);
+    wc_kv_get(s->config, "total_steps", total, sizeof total);
+    char *end;
+    const long steps = strtol(total, &end, 10);
+    *m = (wc_resume_match){.fingerprint = s->fingerprint,
+                           .config = s->config,
+                           .nparams = s->nparams,
+                           .ntensors = s->ntensors,
+                           .need_optim_v = strcmp(optimizer, "adamw") == 0,
+                           /* a config without it (none wildcpu writes) bounds no step */
+                           .total_steps = *total && !*end ? steps : LONG_MAX,
+                           .feat_names = s->feat_names,
+                           .nfeat = s->nfeat};
+}
+
+int wc_snapshot_resumable(const wc_snapshot *s, const wc_resume_match *m, char *why,
+                          size_t why_size) {
     char diff[8];
     if (fingerprint_differs(m->fingerprint, s->fingerprint, diff, sizeof diff) ||
         config_differs(m->config, s->config, diff, sizeof diff))

@@ -169,6 +169,15 @@ controls() { LC_ALL=C grep -c $'[\x1b\x07\r]' "$1"; }
 # A resume needs AdamW's second moment, a model does not: only the resume refuses it.
 cp -r "$T/ref" "$T/nov"
 $WCP edit "$good" "$T/nov/checkpoints/ckpt-00000004.wcp" drop=optim_v
+# info names the checkpoint the rerun takes (it named the newest, which the rerun passed over)
+"$WILDCPU" info "$T/nov" >"$T/nov.info" 2>&1
+s=$?
+[ $s -eq 0 ] &&
+    grep -Eq "ckpt-00000004.wcp .* valid, but a rerun passes it over: it holds no second moment" "$T/nov.info" &&
+    grep -q "predict and evaluate given this directory use .*best.wcp" "$T/nov.info" &&
+    grep -q "^a rerun resumes from .*/ckpt-00000002.wcp$" "$T/nov.info" \
+    && ok "info: a checkpoint without AdamW's second moment is valid, a rerun resumes from the previous one" \
+    || notok "info on a checkpoint without optim_v" "status $s $(cat "$T/nov.info")"
 timeout 120 "$WILDCPU" "${args[@]}" --out "$T/nov" >"$T/nov.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "not usable: it holds no second moment" "$T/nov.log" &&

@@ -172,6 +172,19 @@ typedef struct wc_resume_match {
 int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s,
                             char **path);
 
+/* Whether a run matching m can resume from s, a checked snapshot (wc_snapshot_check): WC_OK
+ * when it holds m's network and optimizer state at a step within m's run, or when it claims
+ * other data or settings (wc_snapshot_find_resume then refuses it, naming the difference);
+ * WC_ERR with why when a resume passes it over as not usable. The one rule of both the resume
+ * and `wildcpu info`'s "a rerun resumes from" (with wc_snapshot_own_match). */
+int wc_snapshot_resumable(const wc_snapshot *s, const wc_resume_match *m, char *why,
+                          size_t why_size);
+
+/* The match of a rerun of the command that wrote s (its data, settings and network as s records
+ * them; AdamW's second moment needed when its config says optimizer=adamw; its config's
+ * total_steps), for saying what such a rerun does without running it. */
+void wc_snapshot_own_match(const wc_snapshot *s, wc_resume_match *m);
+
 /* The sections a snapshot is stored in, for tools that list them (wildcpu info). */
 #define WC_SECTION_META "meta"
 #define WC_SECTION_CONFIG "config"
