@@ -2,6 +2,7 @@
  * docs/checkpoint.md for the layout of every section. */
 #include "wildcpu/snapshot.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -294,6 +295,31 @@ static int pending_loss(const char *meta, wc_snapshot *s, char *why, size_t why_
     return WC_OK;
 }
 
+/* The counts `meta` repeats for a reader of its record (info prints it): each, when there,
+ * must be the one the sections hold, or info showed a forged nparams=999 beside 13 parameters
+ * and called the file valid. */
+static int meta_counts(const char *meta, const wc_snapshot *s, char *why, size_t why_size) {
+    const struct {
+        const char *key, *held_by;
+        long long value;
+    } counts[] = {{"step", "the header", (long long)s->step},
+                  {"epoch", "section 'state'", (long long)s->epoch},
+                  {"ranks", "section 'state'", (long long)s->ranks},
+                  {"nparams", "section 'params'", (long long)s->nparams}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        char v[32];
+        wc_kv_get(meta, counts[i].key, v, sizeof v);
+        if (!*v) continue; /* a record of another version may lack it */
+        char *end;
+        errno = 0;
+        const long long n = strtoll(v, &end, 10);
+        if (*end || end == v || errno || n != counts[i].value)
+            return wc_reason(why, why_size, "section 'meta' says %s=%s, %s holds %lld",
+                             counts[i].key, v, counts[i].held_by, counts[i].value);
+    }
+    return WC_OK;
+}
+
 /* The `progress` record and the pending loss in `meta`, both bounded by the step. Checked after
  * `state`: a header whose step alone is wrong is reported as such, not as a best model or a
  * pending loss beyond it (a header of step 2 over a state of step 3 was "an impossible best
@@ -320,7 +346,8 @@ static int progress(owned *o, wc_snapshot *s, char *why, size_t why_size) {
                   best, best_step);
         return WC_ERR;
     }
-    return pending_loss(o->meta, s, why, why_size);
+    if (pending_loss(o->meta, s, why, why_size) != WC_OK) return WC_ERR;
+    return meta_counts(o->meta, s, why, why_size);
 }
 
 int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_size) {
@@ -428,12 +455,18 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) 
     if (wc_snapshot_decode(ck, s, why, why_size) != WC_OK) return WC_ERR;
     /* the spec is checked without building the network: a reader that only inspects the file
      * (info, a resume's choice) should not allocate activations for it */
-    char arch[64];
+    char arch[64], where[96];
     snapshot_arch(s, arch, sizeof arch);
+    /* The parser names the spec's source in its messages: here the section, not the --model
+     * the run was given (a file the user would look into in vain) */
+    snprintf(where, sizeof where, "section 'spec' (%s)", *arch ? arch : "model");
     const int patch = wc_snapshot_patch(s);
     wc_net_facts f;
     int rc = WC_OK;
-    if (wc_net_describe(*arch ? arch : "model", s->spec, s->nfeat, patch, patch, &f) != WC_OK)
+    if (!*s->spec)
+        rc = wc_reason(why, why_size, "section 'spec' is empty (a network needs an input and at "
+                                      "least one layer)");
+    else if (wc_net_describe(where, s->spec, s->nfeat, patch, patch, &f) != WC_OK)
         rc = wc_reason(why, why_size, "its network spec does not build for %d inputs of %dx%d "
                                       "(see above)",
                        s->nfeat, patch, patch);

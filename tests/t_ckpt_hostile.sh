@@ -104,6 +104,21 @@ hostile loss-steps-negative "log_loss_steps=-3 at step 4" "text=meta:$(meta_with
 hostile loss-steps-beyond "log_loss_steps=5 at step 4" "text=meta:$(meta_with log_loss_steps 5)"
 hostile loss-sum-nan "log_loss_sum=nan" "text=meta:$(meta_with log_loss_sum nan)"
 hostile loss-sum-text "log_loss_sum=0x1p-2x" "text=meta:$(meta_with log_loss_sum 0x1p-2x)"
+# the counts meta repeats for info's reader are those the sections hold: a forged nparams=999
+# beside 13 parameters was printed by info, which called the file valid
+hostile meta-nparams "section .meta. says nparams=999, section .params. holds 13" "text=meta:$(meta_with nparams 999)"
+hostile meta-step "section .meta. says step=3, the header holds 4" "text=meta:$(meta_with step 3)"
+hostile meta-ranks "section .meta. says ranks=2x, section .state. holds 1" "text=meta:$(meta_with ranks 2x)"
+# an empty spec is the section's fault: the parser's message blamed the --model (logistic: a
+# network needs ...), a file the user would look into in vain; so is a spec that does not parse
+hostile empty-spec "section .spec. is empty" "text=spec:"
+hostile bad-spec-layer "does not build" "text=spec:input x
+foo y x"
+grep -q "error: section 'spec' (logistic):2: unknown layer type 'foo'" "$T/bad-spec-layer.info" &&
+    grep -q "error: section 'spec' (logistic):2: unknown layer type 'foo'" "$T/bad-spec-layer.log" &&
+    ! grep -q "error: logistic" "$T/bad-spec-layer.info" "$T/bad-spec-layer.log" \
+    && ok "a spec section that does not parse is named as the section, not as the --model" \
+    || notok "the spec section's parse error names --model" "$(grep error "$T/bad-spec-layer.info" "$T/bad-spec-layer.log" | head -3)"
 # a spec whose network would need terabytes of parameters: refused from the counts alone,
 # before anything is allocated
 hostile huge-spec "does not build" "text=spec:input x
@@ -123,7 +138,7 @@ conv h x out=1 k=1"
 cp -r "$T/ref" "$T/beyond"
 rm -f "$T/beyond/checkpoints/best.wcp"
 $WCP edit "$good" "$T/beyond/checkpoints/ckpt-00000004.wcp" hstep=100 i64=state:0:100 \
-    i64=state:3:100
+    i64=state:3:100 "text=meta:$(meta_with step 100)"
 crafted=$(digest "$T/beyond/checkpoints/ckpt-00000004.wcp")
 timeout 120 "$WILDCPU" "${args[@]}" --out "$T/beyond" >"$T/beyond.log" 2>&1
 s=$?
