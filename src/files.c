@@ -313,11 +313,27 @@ static int written_by_live_wildcpu(const char *path, long pid) {
            started <= (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec + 1.0;
 }
 
+/* The leftovers this process has warned of: a training checks its map's name when it prepares
+ * the run directory (a live writer refuses the run before its first step) and again when it
+ * claims the map, and said the same files twice in one run. Each is said once per process. */
+static char **warned;
+static size_t nwarned;
+
+/* Whether path was said before; if not, it is now taken as said. */
+static int warned_before(const char *path) {
+    for (size_t i = 0; i < nwarned; i++)
+        if (!strcmp(warned[i], path)) return 1;
+    char **more = realloc(warned, sizeof(char *) * (nwarned + 1));
+    if (!more) return 0; /* said again rather than lost */
+    warned = more, warned[nwarned++] = wc_strdup(path);
+    return 0;
+}
+
 int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer) {
     if (live_writer) *live_writer = 0;
     DIR *d = opendir(*dir ? dir : ".");
     if (!d) return 0;
-    int found = 0, listed = 0;
+    int found = 0, listed = 0, fresh = 0;
     char list[1024] = "";
     for (struct dirent *en; (en = readdir(d)) != NULL;) {
         long pid = 0;
@@ -338,6 +354,8 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
         struct stat st;
         if (lstat(path, &st) != 0 && errno == ENOENT) continue; /* its writer has ended since */
         found++;
+        if (warned_before(path)) continue;
+        fresh++;
         if (strlen(list) + strlen(path) + 8 < sizeof list) {
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "",
                      path);
@@ -345,13 +363,13 @@ int wc_temp_leftovers(const char *dir, const char *const *names, int remove, lon
         }
     }
     closedir(d);
-    if (!remove && found)
+    if (!remove && fresh)
         wc_warn("%d working file%s of another run lie%s beside the output (a run killed by "
                 "SIGKILL or for memory leaves them): %s%s; not removed, since a run on another "
                 "node may still be writing %s: delete %s when none is",
-                found, found == 1 ? "" : "s", found == 1 ? "s" : "", list,
-                listed < found ? ", ..." : "", found == 1 ? "it" : "them",
-                found == 1 ? "it" : "them");
+                fresh, fresh == 1 ? "" : "s", fresh == 1 ? "s" : "", list,
+                listed < fresh ? ", ..." : "", fresh == 1 ? "it" : "them",
+                fresh == 1 ? "it" : "them");
     return found;
 }
 

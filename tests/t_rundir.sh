@@ -633,4 +633,16 @@ kept=$(ls "$T"/ovr/replaced-*/risk.tif.ovr 2>/dev/null)
     && ok "--fresh moves the map's external overviews with the map, and the new map has none" \
     || notok "--fresh and the map's external overviews" "status $s, kept '$kept': $(ls "$T/ovr"); $(grep -m1 'removed\|error' "$T/ovr2.log")"
 
+# a working file of the map that a run killed elsewhere may still be writing (changed within 10
+# minutes, its pid not alive here) is said once in a rerun: the run directory's check for a live
+# writer said it before the first step, and the map's claim said it again at the end
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/lo" >"$T/lo0.log" 2>&1
+touch "$T/lo/.risk.tif.tmp-99999999"
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/lo" >"$T/lo.log" 2>&1
+s=$?
+said=$(grep -c "warning: 1 working file of another run lies beside the output .*lo/.risk.tif.tmp-99999999" "$T/lo.log")
+[ $s -eq 0 ] && [ "$said" = 1 ] && [ -e "$T/lo/.risk.tif.tmp-99999999" ] && [ -s "$T/lo/risk.tif" ] \
+    && ok "a working file left beside the map is said once in a training rerun, and left" \
+    || notok "the leftover working file in a training rerun" "status $s, said $said times: $(grep -m3 'working file\|error' "$T/lo.log")"
+
 finish

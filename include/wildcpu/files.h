@@ -63,8 +63,9 @@ char *wc_temp_path(const char *path, const char *tag);
  * wc_temp_path's DIR/.NAME.tmp-PID and DIR/.NAME.out-PID, and GDAL's .aux.xml of them, for NAME
  * among `names` (NULL-terminated; "x*" is a prefix), never this process's. With `remove`, each
  * that no process may still be writing (PID alive on this host, or changed within the last 10
- * minutes: a process on another node) is deleted and said; else all are listed in one warning,
- * except, when live_writer is given, one a wildcpu process alive on this host is writing: its pid
+ * minutes: a process on another node) is deleted and said; else all are listed in one warning
+ * (each once per process: a training checks its map's name before its first step and again when
+ * it claims the map), except, when live_writer is given, one a wildcpu process alive on this host is writing: its pid
  * goes to *live_writer (0: none), for the caller to refuse a second writer of the same files.
  * Returns how many were removed or listed. */
 int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer);
