@@ -214,7 +214,8 @@ static int update_output_finite(train_ctx *t, long step) {
 
 /* The test hook that proves divergence is caught on any rank: WILDCPU_TEST_POISON=STEP:RANK:WHAT
  * makes RANK's first micro-batch of step STEP (1-based) have a NaN gradient component (grad), an
- * infinite one (inf) or a NaN loss (loss). Parsed once at setup. */
+ * infinite one (inf), a NaN loss (loss) or a finite loss of 100 nats per pixel (huge: an
+ * exploding loss, its gradient left as it is). Parsed once at setup. */
 static void parse_poison(train_ctx *t) {
     t->poison_step = -1;
     const char *s = getenv("WILDCPU_TEST_POISON");
@@ -261,7 +262,9 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
         const float *z = wc_net_output(t->net);
         double loss = wc_bce_forward(z, t->dec.y, t->dec.valid, b->n * pp, pw);
         wc_bce_backward(wc_net_output_grad(t->net), z, t->dec.y, t->dec.valid, b->n * pp, pw);
-        const int poisoned = step == t->poison_step && j == lo && t->poison_kind != 'r';
+        const int hit = step == t->poison_step && j == lo;
+        if (hit && t->poison_kind == 'h') loss = 100.0 * (double)nvalid;
+        const int poisoned = hit && t->poison_kind != 'r' && t->poison_kind != 'h';
         if (poisoned && t->poison_kind == 'l') loss = NAN;
         memset(t->net->grads, 0, t->net->nparams * sizeof(float));
         if (stream && j == hi - 1) {
@@ -300,13 +303,25 @@ static void say_no_valid_pixel(train_ctx *t, long step) {
  * Such a run finishes (the decay may calm it, and the loss is finite, so nothing above stops
  * it), but its model may know less than nothing (measured: unet-lite at --lr 0.03 reached a loss
  * of 13807 in step 2, and a validation ROC-AUC of 0.28 after it; logistic at --lr 100 losses of
- * 40 to 127), and before this it did so without a word. */
+ * 40 to 127), and before this it did so without a word. The loss of a fresh run's first step
+ * is the network's as initialized, before any update: no rate has touched it, and one that high
+ * comes from the step's inputs (as a NaN there does, describe_kept); it blamed --lr. */
 #define WC_LOSS_EXPLODED 10.0 /* times the most an output of 0 costs a pixel */
 static void check_loss_explosion(train_ctx *t, long step, double loss) {
     if (t->rank != 0 || t->said_loss_exploded) return;
     const double pw = t->cfg->pos_weight, flat = M_LN2 * (pw > 1 ? pw : 1.0);
     if (!(loss > WC_LOSS_EXPLODED * flat)) return;
     t->said_loss_exploded = 1;
+    if (t->opt->step == 0) {
+        wc_warn("step %ld: the training loss is %.4g nats per pixel, %.0f times the %.3g a "
+                "network whose output is 0 everywhere costs at most (ln 2%s), before any update "
+                "(the network is as initialized, whatever the rate, so neither --lr nor --warmup "
+                "changes this): this step's training patches hold values the network cannot "
+                "take (values far beyond their band's training mean, an undeclared nodata?); "
+                "said once a run",
+                step + 1, loss, loss / flat, flat, pw > 1 ? " x --pos-weight" : "");
+        return;
+    }
     char change[240];
     options_to_change(t, change, sizeof change);
     wc_warn("step %ld: the training loss exploded to %.4g nats per pixel, %.0f times the %.3g a "

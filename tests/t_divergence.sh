@@ -254,6 +254,22 @@ s=$?
     grep -q "warning: step 2: the training loss exploded to [0-9.]* nats per pixel, [0-9]* times the 0.693 .*lower --lr (now 100) or lengthen --warmup (now 0)" "$d.log" \
     && ok "a loss that explodes without a NaN (--lr 100): warned once, in step 2, naming --lr" \
     || notok "an exploding finite loss" "status $s: $(grep -E "loss exploded|error" "$d.log" | head -2)"
+# The loss of a fresh run's first step is the network's as initialized, before any update: one
+# that high (WILDCPU_TEST_POISON huge: 100 nats per pixel, its gradient kept) is the inputs', and
+# the warning says so; it blamed the rate ("the rate threw the weights far off ... lower --lr").
+# The same loss in step 2, after an update, is the rate's.
+d=$T/huge1
+WILDCPU_TEST_POISON=1:0:huge timeout 300 "$WILDCPU" "${common[@]}" --steps 3 --out "$d" >"$d.log" 2>&1
+s=$?
+d2=$T/huge2
+WILDCPU_TEST_POISON=2:0:huge timeout 300 "$WILDCPU" "${common[@]}" --steps 3 --out "$d2" >"$d2.log" 2>&1
+s2=$?
+[ $s -eq 0 ] && [ "$(grep -c "warning: step .*training loss" "$d.log")" -eq 1 ] &&
+    grep -q "warning: step 1: the training loss is 100 nats per pixel, 144 times the 0.693 .*before any update (the network is as initialized, whatever the rate, so neither --lr nor --warmup changes this)" "$d.log" &&
+    ! grep -q "lower --lr\|threw the weights" "$d.log" &&
+    [ $s2 -eq 0 ] && grep -q "warning: step 2: the training loss exploded to .*lower --lr" "$d2.log" \
+    && ok "a loss that high in a fresh run's first step is blamed on the inputs, not on --lr; in step 2 on --lr" \
+    || notok "an exploding loss in the first step" "status $s $s2: $(grep -h -E "training loss|error" "$d.log" "$d2.log" | head -2)"
 "$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --pos-weight 50 \
     --steps 6 --no-predict --out "$T/pw50" >"$T/pw50.log" 2>&1
 s=$?
