@@ -1242,12 +1242,15 @@ void wc_label_tally_say(wc_label_tally *t, const char *source) {
         snprintf(values, sizeof values, "all %g", hi);
     else
         snprintf(values, sizeof values, "from %g to %g", lo, hi);
-    /* a whole number above 1 may be a nodata value nobody declared (255, 65535, 9999) */
-    if (hi > 1 && hi == floor(hi))
+    /* a whole number below 0 or above 1 may be a nodata value nobody declared: -9999, -1 and
+     * -32768 as often as 255, 65535 or 9999; a negative one is the likelier (it counts as
+     * unburned, so nothing else in the metrics gives it away) */
+    const double suspect = lo < 0 && lo == floor(lo) ? lo : hi;
+    if ((suspect < 0 || suspect > 1) && suspect == floor(suspect))
         snprintf(nodata, sizeof nodata,
                  "If %g marks pixels without a label, declare it the band's nodata (gdal_edit.py "
                  "-a_nodata %g). ",
-                 hi, hi);
+                 suspect, suspect);
     wc_warn("labels %s: %" PRId64 " of the %" PRId64 " labelled pixels read (%.2f%%) are neither "
             "0 nor 1 (%s), and count as %s (a label > 0 is burned, any other unburned). %sIf "
             "the labels are a percentage, a probability or a count, threshold them into 0 and 1 "

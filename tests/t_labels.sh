@@ -704,6 +704,9 @@ write("ok01", fire, gdal.GDT_Byte)
 write("u255", np.where(rows & (fire == 0), 255, fire), gdal.GDT_Byte)
 write("pct", np.where(rows, 37, 100) * fire, gdal.GDT_Byte)
 write("prob", 0.3 * fire, gdal.GDT_Float32)
+# an undeclared nodata of -9999 (Int16) on unburned pixels of every fifth row: counts as
+# unburned, and the warning names it as a nodata to declare, as it names 255
+write("neg", np.where(rows & (fire == 0), -9999, fire), gdal.GDT_Int16)
 # burned pixels of every fifth row as +Inf and one pixel as -Inf: no declared nodata, yet left
 # out as nodata (like NaN); the count by hand
 inf = np.where(rows & (fire == 1), np.inf, fire)
@@ -718,7 +721,8 @@ odd() { grep -c "warning: labels .* are neither 0 nor 1" "$1"; }
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/ok01.tif" --out "$T/ok01" "${train[@]}" >"$T/ok01.log" 2>&1
 [ $? -eq 0 ] && [ "$(odd "$T/ok01.log")" -eq 0 ] && ok "labels of 0 and 1 alone: no warning" \
     || notok "labels of 0 and 1" "$(grep -m2 'warning\|error' "$T/ok01.log")"
-for c in "u255:all 255.*-a_nodata 255" "pct:from 37 to 100.*-a_nodata 100" "prob:all 0.3\), and count as burned"; do
+for c in "u255:all 255.*-a_nodata 255" "pct:from 37 to 100.*-a_nodata 100" "prob:all 0.3\), and count as burned" \
+    "neg:all -9999\), and count as unburned .*If -9999 marks pixels without a label, declare it the band's nodata \(gdal_edit.py -a_nodata -9999\)"; do
     l=${c%%:*} want=${c#*:}
     "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/$l.tif" --out "$T/odd-$l" "${train[@]}" >"$T/$l.log" 2>&1
     s=$?
