@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "wildcpu/util.h"
 
@@ -124,9 +125,10 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
     int extra = 0;
     for (int b = 1; b <= r->nbands; b++) {
         const char *name = r->bands[b - 1].name;
+        /* label bands are named as training leaves them out of the features: in any case */
         if (used[b] || b == label_band || r->bands[b - 1].is_alpha ||
-            strcmp(name, training_label) == 0 ||
-            strcmp(name, WC_LABEL_BAND_NAME) == 0)
+            (*training_label && strcasecmp(name, training_label) == 0) ||
+            strcasecmp(name, WC_LABEL_BAND_NAME) == 0)
             continue;
         /* a band named as an input but not taken (several bands had that name) was said */
         int named_input = 0;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -608,7 +609,8 @@ typedef struct {
 } patch_count;
 
 /* Leaves bands out of the features: the label band, and every other band that is a label
- * too (named like the label band, or `fire`): fed to the network, it would hand the model the
+ * too (named like the label band, or `fire`, in any case: a `Fire` or `FIRE` copy stacked
+ * beside `fire` is a label all the same): fed to the network, it would hand the model the
  * answer. */
 static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int label) {
     const wc_raster *src = &ds->files.src;
@@ -622,8 +624,8 @@ static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int labe
                     src->path, b, name);
             continue;
         }
-        if (strcmp(name, WC_LABEL_BAND_NAME) == 0 ||
-            (label && strcmp(name, src->bands[label - 1].name) == 0)) {
+        if (strcasecmp(name, WC_LABEL_BAND_NAME) == 0 ||
+            (label && strcasecmp(name, src->bands[label - 1].name) == 0)) {
             if (cfg->labels)
                 wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
                         "gives the labels)",
