@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "wildcpu/labels.h"
 #include "wildcpu/util.h"
 
 /* From a record "name:value,name:value" (a fingerprint's bands and their types, a meta's units):
@@ -125,10 +125,11 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
     int extra = 0;
     for (int b = 1; b <= r->nbands; b++) {
         const char *name = r->bands[b - 1].name;
-        /* label bands are named as training leaves them out of the features: in any case */
+        /* label bands are named as training leaves them out of the features: but for case
+         * and blanks (wc_labels_name_like) */
         if (used[b] || b == label_band || r->bands[b - 1].is_alpha ||
-            (*training_label && strcasecmp(name, training_label) == 0) ||
-            strcasecmp(name, WC_LABEL_BAND_NAME) == 0)
+            (*training_label && wc_labels_name_like(name, training_label)) ||
+            wc_labels_name_like(name, WC_LABEL_BAND_NAME))
             continue;
         /* a band named as an input but not taken (several bands had that name) was said */
         int named_input = 0;

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -609,8 +608,8 @@ typedef struct {
 } patch_count;
 
 /* Leaves bands out of the features: the label band, and every other band that is a label
- * too (named like the label band, or `fire`, in any case: a `Fire` or `FIRE` copy stacked
- * beside `fire` is a label all the same): fed to the network, it would hand the model the
+ * too (named like the label band, or `fire`, but for case and blanks around the name: a
+ * `Fire`, `FIRE` or `fire ` copy stacked beside `fire` is a label all the same): fed to the network, it would hand the model the
  * answer. */
 static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int label) {
     const wc_raster *src = &ds->files.src;
@@ -624,8 +623,8 @@ static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int labe
                     src->path, b, name);
             continue;
         }
-        if (strcasecmp(name, WC_LABEL_BAND_NAME) == 0 ||
-            (label && strcasecmp(name, src->bands[label - 1].name) == 0)) {
+        if (wc_labels_name_like(name, WC_LABEL_BAND_NAME) ||
+            (label && wc_labels_name_like(name, src->bands[label - 1].name))) {
             if (cfg->labels)
                 wc_info("%s: band %d '%s' is a label band, not a feature: left out (--labels %s "
                         "gives the labels)",

@@ -8,6 +8,7 @@
 
 #include <cpl_conv.h>
 #include <cpl_string.h>
+#include <ctype.h>
 #include <errno.h>
 #include <gdal.h>
 #include <gdal_utils.h>
@@ -56,6 +57,34 @@ void wc_labels_describe(char *out, size_t size, int band, const char *name, cons
              derived ? labels : "", derived ? ")" : "");
 }
 
+int wc_labels_name_like(const char *a, const char *b) {
+    while (isspace((unsigned char)*a)) a++;
+    while (isspace((unsigned char)*b)) b++;
+    size_t na = strlen(a), nb = strlen(b);
+    while (na && isspace((unsigned char)a[na - 1])) na--;
+    while (nb && isspace((unsigned char)b[nb - 1])) nb--;
+    if (na != nb) return 0;
+    for (size_t i = 0; i < na; i++)
+        if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i])) return 0;
+    return 1;
+}
+
+/* "; band N is described 'Fire', ...": the bands named like `name` but not as it (case,
+ * blanks), which the list of bands shows alike ('fire ' reads as 'fire'); "" when none */
+static void like_hint(const wc_raster *r, const char *name, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int b = 1; b <= r->nbands && n + 64 < size; b++) {
+        const char *d = r->bands[b - 1].name;
+        if (strcmp(d, name) == 0 || !wc_labels_name_like(d, name)) continue;
+        int w = snprintf(out + n, size - n, "%sband %d is described '%s'", n ? ", " : "; ", b, d);
+        if (w < 0 || (size_t)w >= size - n) break;
+        n += (size_t)w;
+    }
+    if (n && n + 40 < size)
+        snprintf(out + n, size - n, ", not '%s' (--label-band N takes it by number)", name);
+}
+
 int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *by_number) {
     const int dflt = !sel || !*sel;
     char name[WC_BAND_NAME_MAX]; /* as band descriptions are kept */
@@ -90,9 +119,11 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
             *by_number = 1;
             return only;
         }
-        wc_error("%s has %d bands and none is described '%s' (its bands: %s): say which one "
+        char like[512];
+        like_hint(r, WC_LABEL_BAND_NAME, like, sizeof like);
+        wc_error("%s has %d bands and none is described '%s' (its bands: %s)%s: say which one "
                  "holds the labels with --label-band NAME|N",
-                 what, r->nbands, WC_LABEL_BAND_NAME, list);
+                 what, r->nbands, WC_LABEL_BAND_NAME, list, like);
         return 0;
     }
     char *end;
@@ -107,10 +138,11 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
                  what, sel, r->nbands, list);
         return 0;
     }
-    char hint[512];
+    char hint[512], like[512];
     wc_raster_undescribed_hint(r, &sel, 1, hint, sizeof hint);
-    wc_error("%s has no label band '%s' (its bands: %s); name it with --label-band NAME|N%s%s",
-             what, sel, list, in_tiles ? ", or give labels with --labels" : "", hint);
+    like_hint(r, name, like, sizeof like);
+    wc_error("%s has no label band '%s' (its bands: %s)%s; name it with --label-band NAME|N%s%s",
+             what, sel, list, like, in_tiles ? ", or give labels with --labels" : "", hint);
     return 0;
 }
 

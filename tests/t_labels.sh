@@ -80,22 +80,29 @@ expect "--label-band 4 of two fire bands: the other one is no feature" 0 "band 3
     --tiles "$T/twofire.tif" --label-band 4 --out "$T/r4" "${train[@]}"
 grep -q "2 features" "$T/out" && ok "--label-band 4: 2 features (elevation, slope), neither fire band" \
     || notok "--label-band 4: 2 features" "$(grep -E 'features' "$T/out" | head -2)"
-# a copy of the labels described 'Fire' beside 'fire': a label band all the same, left out of
-# the features (it was a feature, the answer handed to the model: validation AUC-PR 0.61 after 6
-# steps where the honest model had 0.17), and predict ignores it beside the model's inputs
-$PY - "$T/tiles.tif" "$T/casefire.vrt" <<'PY' || notok "a band described 'Fire' beside 'fire'"
+# copies of the labels described 'Fire' and 'fire ' beside 'fire': label bands all the same,
+# left out of the features (they were features, the answer handed to the model: validation
+# AUC-PR 0.61 after 6 steps where the honest model had 0.17), and predict ignores them beside
+# the model's inputs; tiles whose only label band is described 'FIRE' are refused naming it
+$PY - "$T/tiles.tif" "$T/casefire.vrt" "$T/upper.vrt" <<'PY' || notok "bands described 'Fire' and 'fire ' beside 'fire'"
 import sys
 from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT", bandList=[1, 2, 3, 3])
+d = gdal.Translate(sys.argv[2], sys.argv[1], format="VRT", bandList=[1, 2, 3, 3, 3])
 d.GetRasterBand(4).SetDescription("Fire")
+d.GetRasterBand(5).SetDescription("fire ")
+d = None
+d = gdal.Translate(sys.argv[3], sys.argv[1], format="VRT")
+d.GetRasterBand(3).SetDescription("FIRE")
 d = None
 PY
 expect "a band described 'Fire' beside 'fire': a label band, no feature" 0 "band 4 'Fire' is a label band, not a feature: left out \(the labels are band 3 'fire'\)" -- \
     --tiles "$T/casefire.vrt" --out "$T/rcase" "${train[@]}"
-grep -q "2 features" "$T/out" && "$WILDCPU" predict --tiles "$T/casefire.vrt" --checkpoint "$T/rcase" \
+grep -q "band 5 'fire ' is a label band, not a feature" "$T/out" && grep -q "2 features" "$T/out" && "$WILDCPU" predict --tiles "$T/casefire.vrt" --checkpoint "$T/rcase" \
     --out "$T/rcase.tif" >"$T/rcase-predict.log" 2>&1 \
-    && ok "'Fire' beside 'fire': 2 features, and predict maps the raster that holds both" \
-    || notok "'Fire' beside 'fire': 2 features, predict" "$(grep -E 'features|error' "$T/out" "$T/rcase-predict.log" | head -3)"
+    && ok "'Fire' and 'fire ' beside 'fire': 2 features, and predict maps the raster that holds them" \
+    || notok "'Fire' and 'fire ' beside 'fire': 2 features, predict" "$(grep -E 'features|error|left out' "$T/out" "$T/rcase-predict.log" | head -4)"
+expect "a label band described 'FIRE' alone: refused naming it" 1 "upper.vrt has no label band 'fire' \(its bands: elevation, slope, FIRE\); band 3 is described 'FIRE', not 'fire' \(--label-band N takes it by number\)" -- \
+    --tiles "$T/upper.vrt" --out "$T/rupper" "${train[@]}"
 # descriptions with a separator wildcpu reads as '_': --label-band names them as written, and
 # two that differ only there are ambiguous, with a word on why
 $PY - "$T/twofire.tif" "$T/semi.vrt" <<'PY' || notok "bands described 'fire;2019' and 'fire,2019'"

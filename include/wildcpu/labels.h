@@ -44,6 +44,10 @@
  * label raster of several bands, none described `fire`. *by_number: chosen by its number. */
 int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *by_number);
 
+/* 1 when band names a and b are one name but for case and blanks around it (`Fire`, `FIRE`
+ * and `fire ` are `fire`): a band so named beside the labels is a label band too. */
+int wc_labels_name_like(const char *a, const char *b);
+
 /* Where labels come from, for messages and records: "band N 'NAME' of PATH" for a band of the
  * tiles (name not NULL), else "band N of PATH", followed by " (from LABELS)" when PATH is a
  * raster derived from --labels (labels not NULL and not PATH itself). */
