@@ -217,24 +217,33 @@ int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char
                  option, path);
         return WC_ERR;
     }
+    /* sides of one length at another angle than 90 degrees are rhombi (a sheared
+     * geotransform): a mirror, a quarter turn or a turn by any angle would shear the ground (as
+     * sides of two lengths are stretched by all but the mirrors); only the half turn, which
+     * mirrors both axes, keeps its shape */
+    const double axes_cos = grid->has_gt ? (gt[1] * gt[2] + gt[4] * gt[5]) / (px * py) : 0.0;
+    const int sheared = fabs(axes_cos) > 1e-9;
     const char *mirrors_only = grid->geographic
                                    ? "degrees of longitude and of latitude differ on the ground"
+                               : sheared        ? "the pixels are rhombi, not squares: a sheared "
+                                                  "geotransform"
                                : !nearly(px, py) ? "the pixels are not square"
                                                  : NULL;
     if (turn_deg > 0 && mirrors_only) {
-        wc_error("--rotate: %s cannot be turned by any angle: %s (--augment's mirrors can be "
+        wc_error("--rotate: %s cannot be turned by any angle: %s (--augment's %s can be "
                  "used)",
-                 path, mirrors_only);
+                 path, mirrors_only, sheared ? "half turn" : "mirrors");
         return WC_ERR;
     }
     a->turn_deg = turn_deg;
-    if (orientations) a->norient = mirrors_only ? 4 : WC_ORIENT_COUNT;
+    if (orientations) a->norient = sheared ? 2 : mirrors_only ? 4 : WC_ORIENT_COUNT;
     char pairs[400], turns[96] = "";
     describe_pairs(a, names, pairs, sizeof pairs);
     if (turn_deg > 0)
         snprintf(turns, sizeof turns, "%sturns of up to %g degrees either way",
                  orientations ? ", then " : "", turn_deg);
-    const char *orients = !orientations  ? ""
+    const char *orients = !orientations ? ""
+                          : sheared     ? "2 orientations (as it lies and a half turn only: "
                           : mirrors_only ? "4 orientations (mirrors only: "
                                          : "8 orientations (mirrors and quarter turns)";
     snprintf(a->summary, sizeof a->summary, "%s%s%s%s; vector bands %s", orients,

@@ -173,7 +173,8 @@ static wc_sample draw_sample(const wc_dataset *ds, uint32_t id, long epoch, int 
         else
             s.dx = dx, s.dy = dy;
     }
-    if (ds->aug.norient > 1) s.orient = (int32_t)wc_rng_below(&r, (uint64_t)ds->aug.norient);
+    if (ds->aug.norient > 1)
+        s.orient = wc_orient_drawn(&ds->aug, (int)wc_rng_below(&r, (uint64_t)ds->aug.norient));
     if (ds->turn_max > 0) {
         wc_sample t = s;
         t.turn = ds->turn_max * (2.0 * wc_rng_uniform(&r) - 1.0);

@@ -976,6 +976,17 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
           "a rotated grid with vector bands is refused");
     CHECK(wc_augment_plan(&a, 1, 0, "none", wx, 6, &rotated, "t") == WC_OK && a.norient == 8,
           "a rotated grid of scalars: %s", a.summary);
+    /* sides of one length at 53 degrees to each other: rhombi, not squares (a sheared
+     * geotransform, columns along x and rows along (18, -24)); a mirror, a quarter turn or a
+     * turn by any angle would shear the ground, the half turn alone keeps it */
+    const wc_augment_grid sheared = {{0, 30, 18, 0, 0, -24}, 1, 0};
+    CHECK(wc_augment_plan(&a, 1, 0, "none", wx, 6, &sheared, "t") == WC_OK && a.norient == 2 &&
+              wc_orient_drawn(&a, 0) == 0 && wc_orient_drawn(&a, 1) == 3,
+          "sheared pixels (rhombi) allow the half turn only: %s", a.summary);
+    CHECK(wc_augment_plan(&a, 0, 30, "none", wx, 6, &sheared, "t") == WC_ERR,
+          "--rotate on sheared pixels (rhombi) must be refused");
+    CHECK(wc_augment_plan(&a, 0, 30, "none", wx, 6, &rotated, "t") == WC_OK,
+          "--rotate on a rotated grid of square pixels: %s", a.summary);
     /* every orientation turns (1, 0) and (0, 1) as the pixel map does, for the four sign
      * combinations of the pixel axes and without georeferencing; a scalar stays itself */
     const wc_augment_grid grids[] = {{{0, 30, 0, 0, 0, -30}, 1, 0}, {{0, 30, 0, 0, 0, 30}, 1, 0},

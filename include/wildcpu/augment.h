@@ -22,7 +22,8 @@
  * u10, UGRD.., NAME_u) but is in no pair is refused, as is a rotated geotransform with vector
  * bands: turned as a scalar, such a band would teach the model a wrong map ("--vector-bands
  * none" declares that no band is a vector). Non-square pixels and geographic (degree) grids
- * allow the mirrors only (4 orientations).
+ * allow the mirrors only (4 orientations); rhombic pixels (a sheared geotransform: sides of one
+ * length not at right angles) the half turn only (2).
  *
  * Not here: which orientation a sample gets (dataset.c, from seed, epoch and patch). */
 #ifndef WILDCPU_AUGMENT_H
@@ -43,7 +44,7 @@ typedef struct wc_augment_grid {
 } wc_augment_grid;
 
 typedef struct wc_augment {
-    int norient;     /* orientations drawn from: 1 (off), 4 or 8 */
+    int norient;     /* orientations drawn from: 1 (off), 2, 4 or 8 (wc_orient_drawn) */
     double turn_deg; /* turns by any angle up to this either way (--rotate; dataset.h), or 0 */
     int npairs;
     int pair[WC_AUGMENT_MAX_PAIRS][2]; /* feature channels (0-based): east, north */
@@ -62,6 +63,12 @@ typedef struct wc_augment {
 int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char *vector_bands,
                     const char *const *names, int nfeat, const wc_augment_grid *grid,
                     const char *path);
+
+/* The orientation of draw k (0 <= k < a->norient): the first 4 are the mirrors, all 8 add the
+ * quarter turns; of 2 (rhombic pixels) the second is the half turn, both axes mirrored. */
+static inline int wc_orient_drawn(const wc_augment *a, int k) {
+    return a->norient == 2 ? k * (WC_ORIENT_MIRROR_COLS | WC_ORIENT_MIRROR_ROWS) : k;
+}
 
 /* The input pixel that output pixel (r, c) of a P x P patch in orientation o comes from. */
 static inline void wc_orient_source(int P, int o, int r, int c, int *sr, int *sc) {
