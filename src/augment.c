@@ -163,12 +163,20 @@ static int pairs_given(wc_augment *a, const char *spec, const char *const *names
     return rc;
 }
 
+/* "E:N, E:N, ..." into out (n bytes), whole pairs only: one that would not fit ends the list
+ * with how many more there are (a name cut short could end inside a character). */
 static void describe_pairs(const wc_augment *a, const char *const *names, char *out, size_t n) {
     size_t len = 0;
     out[0] = '\0';
-    for (int k = 0; k < a->npairs && len < n; k++)
-        len += (size_t)snprintf(out + len, n - len, "%s%s:%s", k ? ", " : "", names[a->pair[k][0]],
-                                names[a->pair[k][1]]);
+    for (int k = 0; k < a->npairs; k++) {
+        const char *e = names[a->pair[k][0]], *north = names[a->pair[k][1]];
+        const size_t need = strlen(e) + strlen(north) + 3, more = 32; /* ", " ":" and the rest */
+        if (len + need + more >= n) {
+            snprintf(out + len, n - len, "%sand %d more", k ? ", " : "", a->npairs - k);
+            return;
+        }
+        len += (size_t)snprintf(out + len, n - len, "%s%s:%s", k ? ", " : "", e, north);
+    }
 }
 
 /* Two pixel sides within 1e-9 of each other count as equal, and a rotation term below 1e-9 of
@@ -237,7 +245,7 @@ int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char
     }
     a->turn_deg = turn_deg;
     if (orientations) a->norient = sheared ? 2 : mirrors_only ? 4 : WC_ORIENT_COUNT;
-    char pairs[400], turns[96] = "";
+    char pairs[WC_AUGMENT_SUMMARY_MAX - 256], turns[96] = ""; /* (the rest: up to 200 bytes) */
     describe_pairs(a, names, pairs, sizeof pairs);
     if (turn_deg > 0)
         snprintf(turns, sizeof turns, "%sturns of up to %g degrees either way",

@@ -961,6 +961,27 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
           "a 17th pair must not be dropped silently");
     CHECK(wc_augment_plan(&a, 0, 0, NULL, p17, 34, &north_up, "t") == WC_OK && a.norient == 1,
           "without --augment (and no list) no pairs are looked for");
+    /* 16 pairs of the longest band names (63 bytes, of 2-byte characters): the summary that the
+     * log, report.md and report.json show names every pair whole (cut at 400 bytes, it named 4
+     * of 16, its last name cut inside a character) */
+    char long_names[32][WC_BAND_NAME_MAX];
+    const char *longp[32];
+    for (int k = 0; k < 32; k++) {
+        int len = 0;
+        for (int i = 0; i < 27; i++) len += snprintf(long_names[k] + len, 8, "\xc3\xa9");
+        snprintf(long_names[k] + len, sizeof long_names[k] - len, "wind%03d_%c", k / 2,
+                 k % 2 ? 'v' : 'u');
+        longp[k] = long_names[k];
+    }
+    CHECK(strlen(long_names[31]) == WC_BAND_NAME_MAX - 1, "a name of %zu bytes",
+          strlen(long_names[31]));
+    CHECK(wc_augment_plan(&a, 1, 45, NULL, longp, 32, &north_up, "t") == WC_OK && a.npairs == 16,
+          "16 pairs of long names: %d", a.npairs);
+    const char *last = strstr(a.summary, long_names[30]);
+    CHECK(last && strstr(last, long_names[31]) &&
+              strcmp(a.summary + strlen(a.summary) - strlen(long_names[31]), long_names[31]) == 0,
+          "the summary of 16 pairs of long names lacks the last pair whole (%zu bytes): ...%s",
+          strlen(a.summary), a.summary + (strlen(a.summary) > 80 ? strlen(a.summary) - 80 : 0));
     /* the grid */
     const wc_augment_grid oblong = {{0, 30, 0, 0, 0, -20}, 1, 0};
     const wc_augment_grid nearly_square = {{0, 30.0000000001, 0, 0, 0, -30}, 1, 0};

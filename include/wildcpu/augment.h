@@ -35,6 +35,9 @@
 #define WC_ORIENT_COUNT       8
 #define WC_AUGMENT_MAX_PAIRS  16
 #define WC_AUGMENT_NAME_MAX   256
+/* The summary: every pair whole (16 pairs of two band names of up to 63 bytes, raster.h), and
+ * the orientations and turns before them. */
+#define WC_AUGMENT_SUMMARY_MAX 2560
 
 /* The raster's geometry, as far as orientations care. */
 typedef struct wc_augment_grid {
@@ -49,7 +52,7 @@ typedef struct wc_augment {
     int npairs;
     int pair[WC_AUGMENT_MAX_PAIRS][2]; /* feature channels (0-based): east, north */
     int axes_sign;                     /* sign(gt1) * sign(gt5): -1 for north-up rasters */
-    char summary[512];                 /* what the log and report say */
+    char summary[WC_AUGMENT_SUMMARY_MAX]; /* what the log and report say */
 } wc_augment;
 
 /* Plans the augmentation of a raster's features. names: the feature channels' band names;

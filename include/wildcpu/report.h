@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "wildcpu/augment.h"
 #include "wildcpu/metrics.h"
 
 /* What became of the end-of-run map (report.json's "map"): none drawn by this command
@@ -22,7 +23,8 @@ typedef enum {
 
 typedef struct wc_run_summary {
     char arch[64];
-    char augmentation[512];   /* how training samples were oriented (augment.h's summary) */
+    char augmentation[WC_AUGMENT_SUMMARY_MAX]; /* how training samples were oriented (augment.h's
+                                                * summary) */
     double shifted_fraction;  /* of the first epoch's training samples, those the jitter */
     double turned_fraction;   /* shifts and those --rotate turns (NaN: no jitter, no --rotate) */
     int ranks, threads, batch, micro_batch;
