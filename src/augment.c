@@ -30,16 +30,19 @@ static int contains(const char *name, const char *word) {
  * alone is not one; "dir" counts only as a part of a name (wind_dir, dir_wind, winddir). */
 static const char *const direction_words[] = {"aspect",   "azimuth",   "direction", "bearing",
                                               "eastness", "northness", "_dir",      "dir_"};
-/* Whole names that are directions or components: gridMET's wind direction (th), wd, wdir; u/v. */
-static const char *const direction_names[] = {"th", "wd", "wdir", "u", "v"};
+/* Whole names that are directions or components: gridMET's wind direction (th), wd, wdir; u/v;
+ * CMIP's near-surface wind components (uas, vas) and NCEP reanalysis's (uwnd, vwnd). */
+static const char *const direction_names[] = {"th", "wd", "wdir", "u", "v",
+                                              "uas", "vas", "uwnd", "vwnd"};
 
-/* u10, v100: ERA5's wind components at a height. */
+/* u10, v100: ERA5's wind components at a height; U10M, V2M: MERRA-2's (metres written after). */
 static int is_height_component(const char *name, char letter) {
     if (name[0] != letter && name[0] != letter - 'a' + 'A') return 0;
     if (!name[1]) return 0;
-    for (const char *p = name + 1; *p; p++)
-        if (*p < '0' || *p > '9') return 0;
-    return 1;
+    const char *p = name + 1;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == name + 1) return 0;
+    return !*p || ((*p == 'm' || *p == 'M') && !p[1]);
 }
 
 static int looks_directional(const char *name) {
@@ -67,7 +70,7 @@ static int in_pair(const wc_augment *a, int c) {
 /* The name of the north component that goes with `name` as an east component, or "". Suffixes
  * X_u:X_v, X_east:X_north, eastness:northness; X_sin:X_cos only for a direction's stem (an
  * azimuth clockwise from north: aspect_sin; a day of the year's doy_sin is no vector);
- * prefixes u10:v10 and UGRD..:VGRD... */
+ * prefixes u10:v10 (U10M:V10M) and UGRD..:VGRD..; uas:vas, uwnd:vwnd. */
 static void north_partner(const char *name, char *out, size_t size) {
     static const struct {
         const char *east, *north;
@@ -87,8 +90,9 @@ static void north_partner(const char *name, char *out, size_t size) {
         snprintf(out, size, "%.*s%s", stem, name, suffix[k].north);
         return;
     }
-    if (strcasecmp(name, "u") == 0)
-        snprintf(out, size, "%c", name[0] == 'u' ? 'v' : 'V');
+    if (strcasecmp(name, "u") == 0 || strcasecmp(name, "uas") == 0 ||
+        strcasecmp(name, "uwnd") == 0)
+        snprintf(out, size, "%c%s", name[0] == 'u' ? 'v' : 'V', name + 1);
     else if (is_height_component(name, 'u'))
         snprintf(out, size, "%c%s", name[0] == 'u' ? 'v' : 'V', name + 1);
     else if (starts_with(name, "ugrd"))

@@ -925,6 +925,18 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
     CHECK(wc_augment_plan(&a, 1, 0, NULL, many, 10, &north_up, "t") == WC_OK && a.npairs == 4 &&
               a.pair[0][0] == 0 && a.pair[1][0] == 2 && a.pair[2][0] == 4 && a.pair[3][0] == 6,
           "aspect_sin, u10, UGRD, eastness pairs (any case), doy_sin a scalar: %s", a.summary);
+    /* the wind components of climate products: MERRA-2 (U10M, V2M), CMIP (uas, vas), NCEP
+     * reanalysis (uwnd, vwnd); before, each was a scalar, turned as one without a word */
+    const char *climate[] = {"U10M", "V10M", "u2m", "v2m", "uas", "vas", "UWND", "VWND", "u10mx"};
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, climate, 9, &north_up, "t") == WC_OK &&
+              a.npairs == 4 && a.pair[0][0] == 0 && a.pair[0][1] == 1 && a.pair[1][0] == 2 &&
+              a.pair[2][0] == 4 && a.pair[3][0] == 6 && a.pair[3][1] == 7,
+          "U10M:V10M, u2m:v2m, uas:vas, UWND:VWND pair (u10mx is no component): %s", a.summary);
+    const char *lone_climate[][2] = {{"elevation", "U10M"}, {"elevation", "vas"},
+                                     {"elevation", "uwnd"}};
+    for (int k = 0; k < 3; k++)
+        CHECK(wc_augment_plan(&a, 1, 0, NULL, lone_climate[k], 2, &north_up, "t") == WC_ERR,
+              "'%s' should be refused as a direction without a pair", lone_climate[k][1]);
     /* a direction band without its partner: refused with --augment, fine without */
     const char *lone[][3] = {{"elevation", "Aspect", "ndvi"}, {"elevation", "th", "vs"},
                              {"elevation", "u10", "ndvi"},   {"elevation", "wind_dir", "ndvi"},
