@@ -52,7 +52,9 @@ static int looks_directional(const char *name) {
         if (strcasecmp(name, direction_names[k]) == 0) return 1;
     return ends_with(name, "dir") || ends_with(name, "_u") || ends_with(name, "_v") ||
            is_height_component(name, 'u') || is_height_component(name, 'v') ||
-           starts_with(name, "ugrd") || starts_with(name, "vgrd");
+           starts_with(name, "ugrd") || starts_with(name, "vgrd") ||
+           starts_with(name, "eastward_") || starts_with(name, "northward_") ||
+           starts_with(name, "x_wind") || starts_with(name, "y_wind");
 }
 
 static int find_channel(const char *const *names, int nfeat, const char *name) {
@@ -70,7 +72,8 @@ static int in_pair(const wc_augment *a, int c) {
 /* The name of the north component that goes with `name` as an east component, or "". Suffixes
  * X_u:X_v, X_east:X_north, eastness:northness; X_sin:X_cos only for a direction's stem (an
  * azimuth clockwise from north: aspect_sin; a day of the year's doy_sin is no vector);
- * prefixes u10:v10 (U10M:V10M) and UGRD..:VGRD..; uas:vas, uwnd:vwnd. */
+ * prefixes u10:v10 (U10M:V10M), UGRD..:VGRD.., eastward_..:northward_.. and x_wind..:y_wind..
+ * (CF's standard names); uas:vas, uwnd:vwnd. */
 static void north_partner(const char *name, char *out, size_t size) {
     static const struct {
         const char *east, *north;
@@ -97,6 +100,10 @@ static void north_partner(const char *name, char *out, size_t size) {
         snprintf(out, size, "%c%s", name[0] == 'u' ? 'v' : 'V', name + 1);
     else if (starts_with(name, "ugrd"))
         snprintf(out, size, "%cGRD%s", name[0] == 'u' ? 'v' : 'V', name + 4);
+    else if (starts_with(name, "eastward_")) /* CF's standard names: eastward_wind */
+        snprintf(out, size, "%sorthward_%s", name[0] == 'e' ? "n" : "N", name + 9);
+    else if (starts_with(name, "x_wind")) /* CF's components along the grid's own axes */
+        snprintf(out, size, "%c%s", name[0] == 'x' ? 'y' : 'Y', name + 1);
 }
 
 static int add_pair(wc_augment *a, int e, int n, const char *const *names, const char *path) {

@@ -932,9 +932,15 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
               a.npairs == 4 && a.pair[0][0] == 0 && a.pair[0][1] == 1 && a.pair[1][0] == 2 &&
               a.pair[2][0] == 4 && a.pair[3][0] == 6 && a.pair[3][1] == 7,
           "U10M:V10M, u2m:v2m, uas:vas, UWND:VWND pair (u10mx is no component): %s", a.summary);
+    /* CF's standard names, as a netCDF variable's long name or a band description may carry */
+    const char *cf[] = {"eastward_wind", "northward_wind", "X_WIND_10m", "Y_WIND_10m"};
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, cf, 4, &north_up, "t") == WC_OK && a.npairs == 2 &&
+              a.pair[0][0] == 0 && a.pair[0][1] == 1 && a.pair[1][0] == 2 && a.pair[1][1] == 3,
+          "eastward_wind:northward_wind, X_WIND_10m:Y_WIND_10m pair: %s", a.summary);
     const char *lone_climate[][2] = {{"elevation", "U10M"}, {"elevation", "vas"},
-                                     {"elevation", "uwnd"}};
-    for (int k = 0; k < 3; k++)
+                                     {"elevation", "uwnd"}, {"elevation", "eastward_wind"},
+                                     {"elevation", "y_wind"}};
+    for (int k = 0; k < 5; k++)
         CHECK(wc_augment_plan(&a, 1, 0, NULL, lone_climate[k], 2, &north_up, "t") == WC_ERR,
               "'%s' should be refused as a direction without a pair", lone_climate[k][1]);
     /* a direction band without its partner: refused with --augment, fine without */

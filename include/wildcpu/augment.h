@@ -14,13 +14,13 @@
  *
  * Vector pairs are found by name (wc_augment_plan; case does not matter): NAME_u:NAME_v,
  * NAME_east:NAME_north, eastness:northness, u:v, u10:v10 (any height; U10M:V10M), uas:vas,
- * uwnd:vwnd, UGRD..:VGRD.., and
+ * uwnd:vwnd, UGRD..:VGRD.., eastward_..:northward_.., x_wind..:y_wind.. (CF), and
  * NAME_sin:NAME_cos when NAME is a direction (aspect_sin: an azimuth clockwise from north, sin
  * east, cos north; a day of the year's doy_sin is not); or given with --vector-bands
  * EAST:NORTH,..., which replaces the search. The components must be along the raster's own
  * axes (grid east and north). With --augment, a band that looks like a direction (aspect,
  * azimuth, direction, bearing, eastness, northness, dir as part of a name, th, wd, wdir, u, v,
- * uas, vas, uwnd, vwnd, u10, U10M, UGRD.., NAME_u) but is in no pair is refused, as is a rotated geotransform with vector
+ * uas, vas, uwnd, vwnd, u10, U10M, UGRD.., eastward_.., x_wind.., NAME_u) but is in no pair is refused, as is a rotated geotransform with vector
  * bands: turned as a scalar, such a band would teach the model a wrong map ("--vector-bands
  * none" declares that no band is a vector). Non-square pixels and geographic (degree) grids
  * allow the mirrors only (4 orientations); rhombic pixels (a sheared geotransform: sides of one
