@@ -316,7 +316,10 @@ static int describe_dir(const char *path) {
     else if (newest_resumable >= 0)
         printf("a rerun%s %s\n", when, e[newest_resumable].path);
     else if (best_resumable) /* wc_snapshot_find_resume's last resort */
-        printf("a rerun%s %s (no valid ckpt-*.wcp)\n", when, best);
+        /* valid ones passed over are listed as valid just above: "no valid" would contradict
+         * the listing */
+        printf("a rerun%s %s (%s ckpt-*.wcp)\n", when, best,
+               newest_valid >= 0 ? "no usable" : "no valid");
     else if ((n > 0 || has_best) && wc_ckpt_unreadable(dir) > 0) {
         char note[400];
         printf("no valid checkpoint for this user: a rerun stops with an error%s\n",

@@ -193,6 +193,22 @@ s=$?
     grep -q "^a rerun resumes from .*/ckpt-00000002.wcp$" "$T/nov.info" \
     && ok "info: a checkpoint without AdamW's second moment is valid, a rerun resumes from the previous one" \
     || notok "info on a checkpoint without optim_v" "status $s $(cat "$T/nov.info")"
+# ... and when every ckpt-*.wcp is passed over, the rerun's last resort is best.wcp: info said
+# "(no valid ckpt-*.wcp)" under the ckpt-*.wcp it had just listed as valid
+cp -r "$T/ref" "$T/nov2"
+for s in 2 4; do
+    $WCP edit "$T/ref/checkpoints/ckpt-0000000$s.wcp" "$T/nov2/checkpoints/ckpt-0000000$s.wcp" drop=optim_v
+done
+"$WILDCPU" info "$T/nov2" >"$T/nov2.info" 2>&1
+s=$?
+timeout 120 "$WILDCPU" "${args[@]}" --out "$T/nov2" >"$T/nov2.log" 2>&1
+s2=$?
+[ $s -eq 0 ] && [ $s2 -eq 0 ] &&
+    [ "$(grep -c "valid, but a rerun passes it over: it holds no second moment" "$T/nov2.info")" = 2 ] &&
+    grep -q "^a rerun resumes from .*/best.wcp (no usable ckpt-\*.wcp)$" "$T/nov2.info" &&
+    grep -q "holds no usable ckpt-\*.wcp: resuming from .*best.wcp" "$T/nov2.log" \
+    && ok "info: every ckpt-*.wcp valid but passed over: a rerun resumes from best.wcp, 'no usable ckpt-*.wcp', as the rerun says" \
+    || notok "info when every ckpt-*.wcp is passed over" "status $s $s2: $(tail -2 "$T/nov2.info"); $(grep -E 'resuming' "$T/nov2.log")"
 timeout 120 "$WILDCPU" "${args[@]}" --out "$T/nov" >"$T/nov.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "not usable: it holds no second moment" "$T/nov.log" &&
