@@ -610,8 +610,8 @@ typedef struct {
 
 /* Leaves bands out of the features: the label band, and every other band that is a label
  * too (named like the label band, or `fire`, but for case and blanks around the name: a
- * `Fire`, `FIRE` or `fire ` copy stacked beside `fire` is a label all the same): fed to the network, it would hand the model the
- * answer. */
+ * `Fire`, `FIRE` or `fire ` copy stacked beside `fire` is a label all the same): fed to the
+ * network, it would hand the model the answer. */
 static void leave_out_labels(wc_dataset *ds, const wc_data_config *cfg, int label) {
     const wc_raster *src = &ds->files.src;
     ds->nfeat = 0;

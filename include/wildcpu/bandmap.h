@@ -26,9 +26,9 @@ typedef struct wc_bandmap {
  * band_<n> (a band that had no description) by its number; every input band must have the type
  * it had in training or a wider one; a band that is not an input is accepted only when it is
  * described as the training data's label band or WC_LABEL_BAND_NAME (but for case and blanks,
- * wc_labels_name_like, as training leaves such bands out of the features), or is label_band (1-based:
- * the band the command reads its labels from, `evaluate --label-band`; 0 for none), which must
- * not also be an input. Returns WC_OK with bm filled (free it with wc_bandmap_free), or WC_ERR
+ * wc_labels_name_like, as training leaves such bands out of the features), or is label_band
+ * (1-based: the band the command reads its labels from, `evaluate --label-band`; 0 for none),
+ * which must not also be an input. Returns WC_OK with bm filled (free it with wc_bandmap_free), or WC_ERR
  * after one message naming the raster, the checkpoint and every mismatch (bm is then empty). */
 int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int label_band);
 void wc_bandmap_free(wc_bandmap *bm);

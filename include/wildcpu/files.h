@@ -65,9 +65,10 @@ char *wc_temp_path(const char *path, const char *tag);
  * that no process may still be writing (PID alive on this host, or changed within the last 10
  * minutes: a process on another node) is deleted and said; else all are listed in one warning
  * (each once per process: a training checks its map's name before its first step and again when
- * it claims the map), except, when live_writer is given, one a wildcpu process alive on this host is writing: its pid
- * goes to *live_writer (0: none), for the caller to refuse a second writer of the same files.
- * Returns how many were removed or listed. */
+ * it claims the map), except, when live_writer is given, one a wildcpu process alive on this
+ * host is writing: its pid goes to *live_writer (0: none), for the caller to refuse a second
+ * writer of the same files. Returns how many were removed or found (a file said before in this
+ * process is counted, not said again). */
 int wc_temp_leftovers(const char *dir, const char *const *names, int remove, long *live_writer);
 
 /* wc_temp_leftovers(dir of path, its name, 0, &writer): the pid of a live wildcpu on this host
