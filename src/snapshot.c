@@ -635,12 +635,50 @@ void wc_snapshot_own_match(const wc_snapshot *s, wc_resume_match *m) {
                            .nfeat = s->nfeat};
 }
 
+/* Whether s's inputs (its features section) are not m's features, in order: 1 with the first
+ * difference said in out ("its input 'Fire' is no feature of this run"). */
+static int inputs_differ(const wc_snapshot *s, const wc_resume_match *m, char *out,
+                         size_t size) {
+    for (int c = 0; c < s->nfeat; c++) {
+        int found = 0;
+        for (int k = 0; k < m->nfeat && !found; k++)
+            found = strcmp(s->feat_names[c], m->feat_names[k]) == 0;
+        if (!found) {
+            snprintf(out, size, "its input '%.63s' is no feature of this run", s->feat_names[c]);
+            return 1;
+        }
+    }
+    for (int k = 0; k < m->nfeat; k++) {
+        int found = 0;
+        for (int c = 0; c < s->nfeat && !found; c++)
+            found = strcmp(s->feat_names[c], m->feat_names[k]) == 0;
+        if (!found) {
+            snprintf(out, size, "this run's feature '%.63s' is none of its inputs",
+                     m->feat_names[k]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int wc_snapshot_resumable(const wc_snapshot *s, const wc_resume_match *m, char *why,
                           size_t why_size) {
     char diff[8];
     if (fingerprint_differs(m->fingerprint, s->fingerprint, diff, sizeof diff) ||
         config_differs(m->config, s->config, diff, sizeof diff))
         return WC_OK; /* another run's: refused with the difference named */
+    /* The same bands and settings, other inputs: the features were chosen by another rule than
+     * this wildcpu's (since 2026-12-07 a band named like the labels but for case or blanks,
+     * `Fire` beside `fire`, is left out). Only the parameter counts were named, which says
+     * nothing of why a rerun of the same command cannot resume. Only where the counts differ,
+     * which the parameters' check below refuses all the same: the message alone changes. */
+    char input[160];
+    if (m->feat_names && s->nfeat != m->nfeat && inputs_differ(s, m, input, sizeof input))
+        return wc_reason(why, why_size, "%s, on the same bands and settings: the wildcpu that "
+                                        "wrote it chose the features otherwise (a band named "
+                                        "like the labels but for case or blanks is a label band "
+                                        "since 2026-12-07); rerun with --fresh",
+                         input);
     if (s->nparams != m->nparams || s->ntensors != m->ntensors)
         return wc_reason(why, why_size, "it holds %zu parameters in %d tensors, this run's "
                                         "network has %zu in %d",

@@ -940,4 +940,31 @@ s=$?
     "$WILDCPU" evaluate --tiles "$T/tiles.tif" --checkpoint "$T/ok01" --labels "$T/ll.tif" --out "$T/ll.json" >"$T/ell.log" 2>&1 \
     && ok "evaluate against a label raster elsewhere: refused before its map, no derived labels kept; the same raster in place scores" \
     || notok "evaluate against a label raster elsewhere" "status $s: $(grep -v '^#' "$T/efar.log" | tail -3 | cut -c1-300); $(tail -2 "$T/ell.log")"
+# A run that trained on a copy of the labels described 'Fire' (a feature before 2026-12-07: the
+# checkpoint below is one such, forged from a run on 'Fire2' by renaming it in the fingerprint
+# and the features) cannot be resumed, its network holding one input more: the rerun said only
+# "it holds 14 parameters in 2 tensors, this run's network has 13 in 2" for the same command
+$PY - "$SAMPLE" "$T/fire2.vrt" "$T/firecopy.vrt" <<'PY' || notok "VRTs with a 'Fire' copy of the labels"
+import sys
+from osgeo import gdal
+d = gdal.Open(sys.argv[1])
+n = d.RasterCount
+fire = [b for b in range(1, n + 1) if d.GetRasterBand(b).GetDescription() == "fire"][0]
+for out, desc in ((sys.argv[2], "Fire2"), (sys.argv[3], "Fire")):
+    v = gdal.Translate(out, d, format="VRT", bandList=list(range(1, n + 1)) + [fire])
+    v.GetRasterBand(n + 1).SetDescription(desc)
+    v = None
+PY
+oldfire=(--model logistic --patch 32 --batch 8 --steps 4 --ckpt-every 2 --no-predict)
+"$WILDCPU" --tiles "$T/fire2.vrt" "${oldfire[@]}" --out "$T/oldfire" >"$T/oldfire0.log" 2>&1
+rm -f "$T/oldfire/checkpoints/best.wcp" "$T/oldfire/checkpoints/ckpt-00000002.wcp"
+f=$T/oldfire/checkpoints/ckpt-00000004.wcp
+text() { $PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import wcp
+print(wcp.section(wcp.read(sys.argv[2]), sys.argv[3])[1].decode().replace("Fire2", "Fire"))' "$ROOT/tests" "$f" "$1"; }
+$PY "$ROOT/tests/wcp.py" edit "$f" "$f" "text=fingerprint:$(text fingerprint)" "text=features:$(text features)"
+"$WILDCPU" --tiles "$T/firecopy.vrt" "${oldfire[@]}" --out "$T/oldfire" >"$T/oldfire.log" 2>&1
+s=$?
+[ $s -eq 1 ] && grep -q "ckpt-00000004.wcp is not usable: its input 'Fire' is no feature of this run, on the same bands and settings: the wildcpu that wrote it chose the features otherwise .*rerun with --fresh" "$T/oldfire.log" \
+    && ok "a checkpoint that fed a 'Fire' copy of the labels as a feature: the rerun names the input, not only the parameter counts" \
+    || notok "a checkpoint with a 'Fire' input, resumed" "status $s: $(grep -E 'usable|error' "$T/oldfire.log" | head -2 | cut -c1-300)"
 finish
