@@ -20,11 +20,12 @@
  * EAST:NORTH,..., which replaces the search. The components must be along the raster's own
  * axes (grid east and north). With --augment, a band that looks like a direction (aspect,
  * azimuth, direction, bearing, eastness, northness, dir as part of a name, th, wd, wdir, u, v,
- * uas, vas, uwnd, vwnd, u10, U10M, UGRD.., eastward_.., x_wind.., NAME_u) but is in no pair is refused, as is a rotated geotransform with vector
- * bands: turned as a scalar, such a band would teach the model a wrong map ("--vector-bands
- * none" declares that no band is a vector). Non-square pixels and geographic (degree) grids
- * allow the mirrors only (4 orientations); rhombic pixels (a sheared geotransform: sides of one
- * length not at right angles) the half turn only (2).
+ * uas, vas, uwnd, vwnd, u10, U10M, UGRD.., eastward_.., x_wind.., NAME_u) but is in no pair is
+ * refused, as is a rotated geotransform with vector bands: turned as a scalar, such a band
+ * would teach the model a wrong map ("--vector-bands none" declares that no band is a vector).
+ * Non-square pixels and geographic (degree) grids allow the mirrors only (4 orientations);
+ * rhombic pixels (a sheared geotransform: sides of one length not at right angles) the half
+ * turn only (2).
  *
  * Not here: which orientation a sample gets (dataset.c, from seed, epoch and patch). */
 #ifndef WILDCPU_AUGMENT_H

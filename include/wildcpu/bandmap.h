@@ -28,8 +28,9 @@ typedef struct wc_bandmap {
  * described as the training data's label band or WC_LABEL_BAND_NAME (but for case and blanks,
  * wc_labels_name_like, as training leaves such bands out of the features), or is label_band
  * (1-based: the band the command reads its labels from, `evaluate --label-band`; 0 for none),
- * which must not also be an input. Returns WC_OK with bm filled (free it with wc_bandmap_free), or WC_ERR
- * after one message naming the raster, the checkpoint and every mismatch (bm is then empty). */
+ * which must not also be an input. Returns WC_OK with bm filled (free it with
+ * wc_bandmap_free), or WC_ERR after one message naming the raster, the checkpoint and every
+ * mismatch (bm is then empty). */
 int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int label_band);
 void wc_bandmap_free(wc_bandmap *bm);
 
