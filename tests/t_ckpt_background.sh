@@ -7,6 +7,7 @@
 #   - the checkpoints written in the background, slowly or not, on 1 or 2 ranks, hold the same
 #     bits as each other and as the synchronous final checkpoint of an identical run;
 #   - a run resumed from a background checkpoint ends bitwise equal to the uninterrupted run.
+# tests/run: alone (a step must not stall over 0.25 s while a checkpoint is written beside it)
 . "$(dirname "$0")/lib.sh"
 
 common=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 6 --ckpt-every 3

@@ -7,6 +7,7 @@
 #   - what fits (512 x INT_MAX: half a MiB a strip) is planned right (8388608 strips), maps,
 #     and stops cleanly on SIGTERM (exit 75 within 5 s, nothing left behind).
 # Training on such rasters (someone else's planning) only has to fail fast and cleanly.
+# tests/run: alone (a SIGTERM must end the map within 5 s)
 . "$(dirname "$0")/lib.sh"
 
 "$WILDCPU" --tiles "$SAMPLE" --out "$T/run" --steps 2 --batch 8 --no-predict >"$T/train.log" 2>&1 \

@@ -13,6 +13,7 @@
 # mpirun, which takes that long to exit after any non-zero status. Also: a directory made read-only
 # before the map is published (status 1; the working file that cannot be removed is named), and a
 # file-size limit below the map (status 1, the limit named).
+# tests/run: alone (signals land in a phase by the clock; a stop must end within seconds)
 . "$(dirname "$0")/lib.sh"
 limit=5
 [ -n "${WILDCPU_SAN:-}" ] && limit=10
