@@ -205,13 +205,13 @@ check "once it has ended, the directory is free (a rerun finds training finished
     "$WILDCPU" "${args[@]}" --out "$T/run"
 
 # a run killed with SIGKILL leaves no lock behind
-"$WILDCPU" "${args[@]}" --out "$T/killed" --steps 400 >"$T/killed.log" 2>&1 &
+"$WILDCPU" "${args[@]}" --model logistic --out "$T/killed" --steps 100000 >"$T/killed.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do grep -q 'step *[0-9]*/400' "$T/killed.log" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 300); do grep -q 'step *[0-9]*/100000' "$T/killed.log" 2>/dev/null && break; sleep 0.1; done
 kill -KILL $pid
 wait $pid 2>/dev/null
 check "after a SIGKILL the directory is free at once (a --fresh rerun runs)" \
-    "$WILDCPU" "${args[@]}" --out "$T/killed" --steps 8 --fresh
+    "$WILDCPU" "${args[@]}" --model logistic --out "$T/killed" --steps 2 --fresh
 # run_then_block DIR NAME ARGS...: runs wildcpu ARGS --out DIR (log DIR.log), and once it trains
 # makes DIR/NAME a directory, which the run cannot replace (one there at the start is refused
 # before any work, below); its last checkpoint's write takes a second, so the run is still
@@ -228,7 +228,7 @@ run_then_block() {
 }
 # A report that cannot be written (here: a directory where report.json goes) fails the run: a
 # finished run's status must not claim a report that still describes an earlier run
-run_then_block "$T/norep" report.json --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2 --no-predict
+run_then_block "$T/norep" report.json --tiles "$SAMPLE" --model logistic --patch 32 --batch 4 --micro-batch 2 --steps 2 --no-predict
 if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.json, see above)$" "$T/norep.log" &&
     [ -f "$T/norep/report.md" ] && [ -n "$(digest "$T/norep/checkpoints/ckpt-00000002.wcp")" ]; then
     ok "a report.json that cannot be written fails a finished run (status 1; the checkpoint and report.md are written)"
@@ -237,7 +237,7 @@ else
 fi
 # ... and a report.md that cannot be written: report.json (written last) says the run failed and
 # draws no map, as the command's status says, rather than "finished" with a map pending
-run_then_block "$T/nomd" report.md --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 2
+run_then_block "$T/nomd" report.md --tiles "$SAMPLE" --model logistic --patch 32 --batch 4 --micro-batch 2 --steps 2
 if [ $st -eq 1 ] && grep -q "the run's report is not complete (report.md, see above): report.json says the run failed" "$T/nomd.log" &&
     grep -q '"status":"failed","map":"none"' "$T/nomd/report.json" && [ ! -e "$T/nomd/risk.tif" ]; then
     ok "a report.md that cannot be written fails the run, and report.json says so (status 1, no map)"
@@ -283,13 +283,13 @@ if mount -t tmpfs -o size=16m tmpfs "$small" 2>/dev/null; then
         || notok "a disk too full for a checkpoint at the start" "status $st: $(grep -m2 -E 'error|step' "$T/full0.log")"
     rm -rf "$small"/*
     # the disk fills while the run logs: it starts with room for a checkpoint (6 of 5.5 MiB),
-    # and the rest is taken after its fifth step
+    # and the rest is taken after its fifth step (of 40: fewer lines than steps, some were lost)
     free_kib=$(df -k --output=avail "$small" | tail -1)
     dd if=/dev/zero of="$small/filler" bs=1024 count=$((free_kib - 6144)) status=none 2>/dev/null
-    "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 150 --log-every 1 \
+    "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 4 --micro-batch 2 --steps 40 --log-every 1 \
         --no-predict --val-fraction 0 --out "$small/run" >"$T/full.log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 600); do grep -q "step 5/150" "$T/full.log" && break; sleep 0.05; done
+    for _ in $(seq 1 600); do grep -q "step 5/40" "$T/full.log" && break; sleep 0.05; done
     dd if=/dev/zero of="$small/filler2" bs=1024 status=none 2>/dev/null
     wait $pid
     st=$?
@@ -301,7 +301,7 @@ for line in open(sys.argv[1], "rb"):
     n += 1
 print(n)' "$small/run/metrics.jsonl" 2>&1)
     if [ $st -eq 1 ] && grep -Eq "metrics.jsonl failed: (No space left on device|a short write .the disk full, or a size limit.); training goes on, the log misses lines" "$T/full.log" &&
-        [ "$lines" -gt 10 ] 2>/dev/null && [ "$lines" -lt 150 ]; then
+        [ "$lines" -gt 10 ] 2>/dev/null && [ "$lines" -lt 40 ]; then
         ok "a full disk while logging: metrics.jsonl keeps $lines whole lines of JSON, none torn (status 1: no room for the checkpoint)"
     else
         notok "metrics.jsonl on a full disk" "status $st; lines: $lines; $(grep -i -m2 'metrics.jsonl' "$T/full.log")"
@@ -309,11 +309,11 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
     # the map on a full disk: libtiff's own message does not say why, wildcpu adds the free
     # space and that the existing map is untouched (and it is)
     rm -rf "$small"/*
-    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$small/risk.tif" >/dev/null 2>&1
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/alone" --out "$small/risk.tif" >/dev/null 2>&1
     before=$(md5sum <"$small/risk.tif")
     free_kib=$(df -k --output=avail "$small" | tail -1)
     dd if=/dev/zero of="$small/filler" bs=1024 count=$((free_kib - 300)) status=none 2>/dev/null
-    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$small/risk.tif" >"$T/fullmap.log" 2>&1
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/alone" --out "$small/risk.tif" >"$T/fullmap.log" 2>&1
     st=$?
     if [ $st -eq 1 ] && grep -q "has .* free: out of space?); the existing .*small/risk.tif is untouched" "$T/fullmap.log" &&
         [ "$(md5sum <"$small/risk.tif")" = "$before" ]; then
@@ -328,10 +328,10 @@ print(n)' "$small/run/metrics.jsonl" 2>&1)
     rm -rf "$small"/* "$T/st"
     mkdir -p "$T/st"
     gdal_translate -q -of VRT -srcwin 0 0 64 64 "$SAMPLE" "$T/corner.vrt"
-    "$WILDCPU" predict --tiles "$T/corner.vrt" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >/dev/null 2>&1
+    "$WILDCPU" predict --tiles "$T/corner.vrt" --checkpoint "$T/alone" --out "$T/st/m.tif" --png "$small/m.png" >/dev/null 2>&1
     had=$(ls "$T/st/m.json" "$small/m.png" 2>/dev/null | wc -l)
     dd if=/dev/zero of="$small/filler" bs=4096 status=none 2>/dev/null
-    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/st/m.tif" --png "$small/m.png" >"$T/st.log" 2>&1
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/alone" --out "$T/st/m.tif" --png "$small/m.png" >"$T/st.log" 2>&1
     st=$?
     if [ "$had" = 2 ] && [ $st -eq 1 ] && grep -q "the risk map $T/st/m.tif is complete, but its picture $small/m.png is not (the earlier map's $small/m.png, $T/st/m.json, which described the map it replaced, removed)" "$T/st.log" &&
         [ ! -e "$T/st/m.json" ] && [ ! -e "$small/m.png" ] && gdalinfo -checksum "$T/st/m.tif" >/dev/null 2>&1; then
@@ -512,7 +512,7 @@ fi
 
 # --fresh over a stopped run: its stop marker moves aside with its other files (it was deleted);
 # a --fresh run that cannot start leaves it where it was
-sargs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 2 --no-predict)
+sargs=(--tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --micro-batch 2 --steps 2 --no-predict)
 "$WILDCPU" "${sargs[@]}" --out "$T/st" >"$T/st.log" 2>&1
 echo "stopped_utc=2026-01-01T00:00:00Z;phase=training;step=2;signal=Terminated;resume=rerun the same command" >"$T/st/STOPPED"
 "$WILDCPU" "${sargs[@]}" --out "$T/st" --fresh --label-band nosuch >"$T/st1.log" 2>&1
@@ -577,9 +577,9 @@ wait $parent 2>/dev/null
 
 # a stopped run whose report.md cannot be written: its report.json says stopped (not failed), and
 # it ends 75 as a stop does
-"$WILDCPU" "${sargs[@]}" --steps 400 --out "$T/stopmd" >"$T/stopmd.log" 2>&1 &
+"$WILDCPU" "${sargs[@]}" --steps 100000 --out "$T/stopmd" >"$T/stopmd.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q 'step *[0-9]*/400' "$T/stopmd.log" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 600); do grep -q 'step *[0-9]*/100000' "$T/stopmd.log" 2>/dev/null && break; sleep 0.05; done
 mkdir -p "$T/stopmd/report.md"
 kill -TERM $pid
 wait $pid
@@ -589,7 +589,7 @@ s=$?
     || notok "a stopped run without report.md" "status $s: $(head -c 160 "$T/stopmd/report.json" 2>&1)"
 # `info DIR` while a training runs in DIR says so (a rerun is refused until it ends), where it
 # said "a rerun resumes from ..." as if nothing held the directory
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --steps 400 --ckpt-every 1 --no-predict \
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --micro-batch 4 --steps 100000 --ckpt-every 1 --no-predict \
     --out "$T/live" >"$T/live.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do ls "$T/live/checkpoints/"ckpt-*.wcp >/dev/null 2>&1 && break; sleep 0.1; done
@@ -623,9 +623,9 @@ wait $ev
 # the map's external overviews and mask (gdaladdo -ro, QGIS's Build Pyramids) are the user's, of
 # that map: --fresh moves them with it (the new map removed them, against "nothing is deleted",
 # and before that left them to be read with the new map)
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/ovr" >"$T/ovr1.log" 2>&1 &&
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --steps 2 --out "$T/ovr" >"$T/ovr1.log" 2>&1 &&
     gdaladdo -q -ro "$T/ovr/risk.tif" 2 &&
-    "$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/ovr" --fresh >"$T/ovr2.log" 2>&1
+    "$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --steps 2 --out "$T/ovr" --fresh >"$T/ovr2.log" 2>&1
 s=$?
 kept=$(ls "$T"/ovr/replaced-*/risk.tif.ovr 2>/dev/null)
 [ $s -eq 0 ] && [ -n "$kept" ] && [ ! -e "$T/ovr/risk.tif.ovr" ] && ! grep -q "removed .*risk.tif.ovr" "$T/ovr2.log" &&
@@ -636,9 +636,9 @@ kept=$(ls "$T"/ovr/replaced-*/risk.tif.ovr 2>/dev/null)
 # a working file of the map that a run killed elsewhere may still be writing (changed within 10
 # minutes, its pid not alive here) is said once in a rerun: the run directory's check for a live
 # writer said it before the first step, and the map's claim said it again at the end
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/lo" >"$T/lo0.log" 2>&1
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --steps 2 --out "$T/lo" >"$T/lo0.log" 2>&1
 touch "$T/lo/.risk.tif.tmp-99999999"
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --steps 2 --out "$T/lo" >"$T/lo.log" 2>&1
+"$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --steps 2 --out "$T/lo" >"$T/lo.log" 2>&1
 s=$?
 said=$(grep -c "warning: 1 working file of another run lies beside the output .*lo/.risk.tif.tmp-99999999" "$T/lo.log")
 [ $s -eq 0 ] && [ "$said" = 1 ] && [ -e "$T/lo/.risk.tif.tmp-99999999" ] && [ -s "$T/lo/risk.tif" ] \
