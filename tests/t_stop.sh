@@ -60,13 +60,17 @@ fi
 # mpirun passes SIGTERM on odls_base_sigkill_timeout seconds after it got it and sends SIGKILL as
 # long after that (default 1 s): give the stop the time docs/cli.md tells users to give it, so
 # that a loaded machine does not fail the test. The run must still be training 5 s after step
-# 3: 60 steps took 5.0 s in all on an AMD EPYC of family 26 (the signal came after the end), so
-# 200 steps: the rerun then finishes what is left (about 140 steps, 12 s there).
-margs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 200 --log-every 1 --no-predict)
-OMPI_MCA_odls_base_sigkill_timeout=5 \
+# 3: it trained unet-lite for 200 steps (60 took 5.0 s), and the rerun then trained the ~140
+# left. Now its steps take their time without the CPU: the logistic model, a checkpoint after
+# every step, each write 0.5 s slower (WILDCPU_TEST_SLOW_WRITE; training waits for the write
+# before), so 40 steps last at least 20 s, and the rerun (no slow writes) finishes the rest in
+# a moment. The runs stopped directly (--fresh below) get the same slow writes.
+margs=(--tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --micro-batch 2 --steps 40 --ckpt-every 1
+       --log-every 1 --no-predict)
+WILDCPU_TEST_SLOW_WRITE=0.5 OMPI_MCA_odls_base_sigkill_timeout=5 \
     mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/m" >"$T/m.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q "step 3/200" "$T/m.log" && break; sleep 0.05; done
+for _ in $(seq 1 600); do grep -q "step 3/40" "$T/m.log" && break; sleep 0.05; done
 kill -TERM $pid
 wait $pid
 s=$?
@@ -85,10 +89,10 @@ s=$?
     || notok "rerun after the marker" "status $s $(ls "$T/m")"
 
 # the marker says how the LAST run ended: a failing run after a stop removes it
-OMPI_MCA_odls_base_sigkill_timeout=5 \
+WILDCPU_TEST_SLOW_WRITE=0.5 OMPI_MCA_odls_base_sigkill_timeout=5 \
     mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" "${margs[@]}" --out "$T/f" >"$T/f.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q "step 3/200" "$T/f.log" && break; sleep 0.05; done
+for _ in $(seq 1 600); do grep -q "step 3/40" "$T/f.log" && break; sleep 0.05; done
 kill -TERM $pid
 wait $pid
 had=$([ -f "$T/f/STOPPED" ] && echo yes)
@@ -100,9 +104,9 @@ s=$?
 # a run started with --fresh (the previous run moved aside) resumes only without --fresh: its
 # stop message, DIR/STOPPED and info say so (the same command would move it aside and start over)
 cp -r "$T/m" "$T/fr" # a finished run, for --fresh to move aside
-"$WILDCPU" "${margs[@]}" --out "$T/fr" --fresh >"$T/fr.log" 2>&1 &
+WILDCPU_TEST_SLOW_WRITE=0.5 "$WILDCPU" "${margs[@]}" --out "$T/fr" --fresh >"$T/fr.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q "step 3/200" "$T/fr.log" && break; sleep 0.05; done
+for _ in $(seq 1 600); do grep -q "step 3/40" "$T/fr.log" && break; sleep 0.05; done
 kill -TERM $pid
 wait $pid
 s=$?
