@@ -19,6 +19,9 @@ expect() {
     fi
 }
 train=(--out "$T/run" --steps 2 --batch 4 --micro-batch 2 --no-predict --fresh)
+# runs that must train where the network is beside the point (a warning, a count, a path):
+# the logistic model, ~3x cheaper than unet-lite; a later --model in ARGS would override it
+ltrain=(--model logistic "${train[@]}")
 
 # --- usage errors: exit 2
 expect "no --tiles" 2 "--tiles PATH is required" -- "${train[@]}"
@@ -29,7 +32,7 @@ expect "a hexadecimal number" 2 "--lr needs a number between .* got '0x10'" -- -
 # refused when not by the range alone (it was refused as "not between 0 and 0.9")
 expect "a number below any double but 0" 2 "--val-fraction: '1e-400' is smaller than any number but 0 a double holds \(4.9e-324\); give a number between 0 and 0.9" -- --tiles "$SAMPLE" --val-fraction 1e-400
 expect "a subnormal number out of range" 2 "--val-fraction needs a number between 0 and 0.9, got '-1e-310'" -- --tiles "$SAMPLE" --val-fraction -1e-310
-"$WILDCPU" --tiles "$SAMPLE" --val-fraction 1e-310 --steps 1 --batch 4 --micro-batch 2 --out "$T/subnormal" --no-predict >"$T/subnormal.log" 2>&1 \
+"$WILDCPU" --tiles "$SAMPLE" --val-fraction 1e-310 --model logistic --steps 1 --batch 4 --micro-batch 2 --out "$T/subnormal" --no-predict >"$T/subnormal.log" 2>&1 \
     && ok "a subnormal number in range (--val-fraction 1e-310) is taken" || notok "--val-fraction 1e-310" "$(grep -m1 val-fraction "$T/subnormal.log")"
 expect "micro-batch larger than batch" 2 "--micro-batch \(4\) must not exceed --batch \(2\): give --micro-batch 2 or less" -- --tiles "$SAMPLE" --batch 2 --micro-batch 4
 expect "the default micro-batch larger than --batch" 2 "--micro-batch \(4, the default\) must not exceed --batch \(2\)" -- --tiles "$SAMPLE" --batch 2
@@ -103,7 +106,7 @@ expect "a VRT whose relative sources make paths too long for GDAL" 1 \
 # hand), GDAL takes as it is, whatever the VRT's directory: it trains (it was refused as a path
 # of the VRT's directory and that name, 2072 bytes here)
 sed "s#<SourceFilename relativeToVRT=\"1\">#&$ROOT/data/sample/#" "$ROOT/data/sample/tiles.vrt" >"$short/absolute.vrt"
-"$WILDCPU" --tiles "$short/absolute.vrt" "${train[@]}" >"$T/absolute.log" 2>&1 \
+"$WILDCPU" --tiles "$short/absolute.vrt" "${ltrain[@]}" >"$T/absolute.log" 2>&1 \
     && ok "a VRT in a long directory whose sources are absolute paths marked relativeToVRT=\"1\": it trains" \
     || notok "absolute sources marked relativeToVRT=\"1\" in a long directory" "$(grep -m1 error "$T/absolute.log" | cut -c1-300)"
 
@@ -164,14 +167,14 @@ expect "standard input as --labels" 1 "--labels /vsistdin/ is standard input, no
 # more threads than CPUs: warned, the run goes on; a closed stdout does not kill a run
 cpus=$($PY -c 'import os; print(len(os.sched_getaffinity(0)))') # nproc heeds OMP_NUM_THREADS
 expect "--threads beyond the CPUs: a warning" 0 "warning: --threads $((cpus + 1)), but this process may run on $cpus CPU" -- \
-    --tiles "$SAMPLE" --threads $((cpus + 1)) "${train[@]}"
+    --tiles "$SAMPLE" --threads $((cpus + 1)) "${ltrain[@]}"
 # ... once, though training and its end-of-run map each check the count
-timeout 300 "$WILDCPU" --tiles "$SAMPLE" --threads $((cpus + 1)) --out "$T/run" --steps 2 --batch 4 \
+timeout 300 "$WILDCPU" --tiles "$SAMPLE" --threads $((cpus + 1)) --model logistic --out "$T/run" --steps 2 --batch 4 \
     --micro-batch 2 --fresh >/dev/null 2>"$T/err"
 s=$? n=$(grep -c "but this process may run on" "$T/err")
 [ "$s" -eq 0 ] && [ "$n" -eq 1 ] && ok "... said once in a run that also maps" \
     || notok "the threads warning in a run that maps" "status $s, said $n times"
-timeout 120 "$WILDCPU" --tiles "$SAMPLE" "${train[@]}" --steps 6 --log-every 1 2>"$T/pipe.err" | head -1 >/dev/null
+timeout 120 "$WILDCPU" --tiles "$SAMPLE" "${ltrain[@]}" --steps 6 --log-every 1 2>"$T/pipe.err" | head -1 >/dev/null
 s=${PIPESTATUS[0]}
 [ "$s" -eq 0 ] && [ -s "$T/run/report.json" ] && ok "stdout closed early (| head -1): the run finishes, exit 0, its report written" \
     || notok "a closed stdout" "status $s: $(tail -2 "$T/pipe.err")"
@@ -225,7 +228,7 @@ b.WriteArray(a)
 d = None
 PY
 expect "a feature with values of 1e30 or more: warned, naming the band and the count" 0 "warning: .*huge.tif, band 2 \(slope\): 7 valid pixels of the kept patches \(training and validation\) hold values of magnitude 1e\+30 or more" -- \
-    --tiles "$T/huge.tif" "${train[@]}" --val-fraction 0
+    --tiles "$T/huge.tif" "${ltrain[@]}" --val-fraction 0
 # ... and where a map or evaluate meets them, counted once per pixel over the ranks
 expect "predict: the same values warned, naming the band and the count" 0 "warning: predict: .*huge.tif, band 2 \(slope\): values of magnitude 1e\+30 or more in 7 pixels of the raster" -- \
     predict --tiles "$T/huge.tif" --checkpoint "$T/f32run" --out "$T/huge_map.tif"
@@ -346,7 +349,7 @@ d = gdal.Translate(sys.argv[2], sys.argv[1])
 d.GetRasterBand(9).WriteArray(np.full((d.RasterYSize, d.RasterXSize), 3.0, np.float32))
 d = None
 PY
-"$WILDCPU" --tiles "$T/const_wind.tif" --out "$T/const_wind" --rotate 45 --steps 2 --batch 4 --micro-batch 2 \
+"$WILDCPU" --tiles "$T/const_wind.tif" --out "$T/const_wind" --model logistic --rotate 45 --steps 2 --batch 4 --micro-batch 2 \
     --no-predict >"$T/const_wind.log" 2>&1 &&
     "$WILDCPU" export --checkpoint "$T/const_wind" --out "$T/const_wind.safetensors" >>"$T/const_wind.log" 2>&1
 s=$?
@@ -468,7 +471,7 @@ d = gdal.Translate(sys.argv[2], src, outputType=gdal.GDT_Byte, scaleParams=[[]])
 d.GetRasterBand(2).SetNoDataValue(-1)
 d = None
 PY
-timeout 300 "$WILDCPU" --tiles "$T/bytend.tif" --out "$T/bytend" --steps 2 --batch 4 --micro-batch 2 >"$T/bytend.log" 2>&1
+timeout 300 "$WILDCPU" --tiles "$T/bytend.tif" --out "$T/bytend" --model logistic --steps 2 --batch 4 --micro-batch 2 >"$T/bytend.log" 2>&1
 s=$?
 [ $s -eq 0 ] && [ "$(grep -c "warning: .*bytend.tif, band 2 (slope): its nodata value -1 cannot occur in a Byte band, so no pixel is nodata" "$T/bytend.log")" -eq 1 ] \
     && ok "a nodata value a Byte band cannot hold: warned once (training and its map), naming the band" \
@@ -517,7 +520,7 @@ gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr -110 -89 -109 -91 "$SAMPLE" "
 expect "EPSG:4326 at latitude -91 (the labels)" 1 "south.vrt reaches latitude -91, beyond the pole" -- --tiles "$SAMPLE" --labels "$T/south.vrt" "${train[@]}"
 half=$($PY -c 'print(90 + 0.5 / 512)')
 gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr -110 "$half" -109 "$($PY -c "print($half - 1)")" "$SAMPLE" "$T/pole.vrt"
-timeout 120 "$WILDCPU" --tiles "$T/pole.vrt" "${train[@]}" >"$T/pole.log" 2>&1
+timeout 120 "$WILDCPU" --tiles "$T/pole.vrt" "${ltrain[@]}" >"$T/pole.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "step 2/2" "$T/pole.log" && ok "EPSG:4326 whose cell centres reach the pole: trains" \
     || notok "EPSG:4326 whose cell centres reach the pole" "status $s: $(grep -m1 error "$T/pole.log")"
@@ -537,7 +540,7 @@ for i in range(src.RasterCount):
 v = None
 PY
 expect "a mosaic source in another CRS: warned, naming it" 0 "warning: .*mixed.vrt: its source .*east12.tif is in EPSG:32612, the mosaic in EPSG:32611" -- \
-    --tiles "$T/mixed.vrt" "${train[@]}"
+    --tiles "$T/mixed.vrt" "${ltrain[@]}"
 
 # a mosaic of more files than the CRS check opens (2,000, spread over it): 2,050 names of one
 # tile in EPSG:32612 under a mosaic in EPSG:32611. One in every 2 is checked, and the count says
@@ -603,7 +606,7 @@ for i in range(src.RasterCount):
 v = None
 PY
 expect "a mosaic source of other pixels: warned, naming it" 0 "warning: .*coarse.vrt: the source .*east60.tif \(band 1 of .*coarse.vrt\) is resampled onto the mosaic's grid, 128x256 of its pixels into 256x512" -- \
-    --tiles "$T/coarse.vrt" "${train[@]}"
+    --tiles "$T/coarse.vrt" "${ltrain[@]}"
 # ... but not a tile placed pixel for pixel with another pixel size of its own (re-georeferenced)
 gdal_translate -q -of VRT -a_ullr 640000 4930000 647680 4899280 "$T/west.tif" "$T/onetoone.vrt"
 timeout 120 "$WILDCPU" predict --tiles "$T/onetoone.vrt" --checkpoint "$T/f32run" --out "$T/onetoone.tif" >/dev/null 2>"$T/err"
@@ -772,7 +775,7 @@ expect "label raster on another grid without a CRS" 1 "cannot be reprojected ont
 # teardown, so its report is written and names the window (it was not: the read failure ended
 # the process at once)
 cp -r "$ROOT/data/sample" "$T/flaky"
-GDAL_CACHEMAX=1 timeout 300 "$WILDCPU" --tiles "$T/flaky/tiles.vrt" --out "$T/flakyrun" --steps 200 \
+GDAL_CACHEMAX=1 timeout 300 "$WILDCPU" --tiles "$T/flaky/tiles.vrt" --out "$T/flakyrun" --model logistic --steps 200 \
     --batch 8 --micro-batch 4 --patch 32 --no-predict --log-every 1 >"$T/flaky.out" 2>"$T/flaky.err" &
 pid=$!
 for _ in $(seq 1 600); do
@@ -795,7 +798,7 @@ fi
 # read error and the report names that window, not one read ahead after it (the reader went on
 # reading and logging, and the last window read ahead became the report's cause)
 cp -r "$ROOT/data/sample" "$T/flaky2"
-GDAL_CACHEMAX=1 timeout 300 "$WILDCPU" --tiles "$T/flaky2/tiles.vrt" --out "$T/flakyrun2" --steps 200 \
+GDAL_CACHEMAX=1 timeout 300 "$WILDCPU" --tiles "$T/flaky2/tiles.vrt" --out "$T/flakyrun2" --model logistic --steps 200 \
     --batch 8 --micro-batch 2 --prefetch 8 --patch 32 --val-fraction 0 --no-predict --log-every 1 \
     >"$T/flaky2.out" 2>"$T/flaky2.err" &
 pid=$!
@@ -817,18 +820,18 @@ else
 fi
 # a read-ahead larger than the machine (4096 slots of 200 patches of 64 x 64 x 12 bands: 160 GiB)
 # is refused before planning (usage error: planning a large mosaic takes minutes), naming
-# --prefetch, not left to the OOM killer
-"$WILDCPU" synth --out "$T/r1024" --size 1024 >/dev/null 2>&1
+# --prefetch, not left to the OOM killer. The sample region (13 bands, like a synth region) has too
+# few patches for --batch 200: a check moved after planning fails with status 1 here
 if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 150 ]; then
     echo "# skipped: the --prefetch refusal needs a machine of less than 150 GiB"
 else
     expect "--prefetch beyond physical memory" 2 "the read-ahead of 4096 slots of --micro-batch 200 patches \(64x64 px, 13 bands as Float32\) needs at least 162.5 GiB per rank .*more than its .* of physical memory: lower --prefetch \(to 2 at least" -- \
-        --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 200 --micro-batch 200 \
+        --tiles "$SAMPLE" --out "$T/prefetch" --steps 1 --batch 200 --micro-batch 200 \
         --val-fraction 0 --prefetch 4096 --no-predict
     grep -q "patches: " "$T/err" && notok "the read-ahead refused before planning" "$(grep "patches: " "$T/err")"
     # a batch so large that the fewest slots are too many: --prefetch cannot help, --batch can
     expect "--batch beyond physical memory, --prefetch raised" 2 "--prefetch 1 was raised to 262145, the fewest slots a step of 262144 micro-batches on a rank needs: lower --batch" -- \
-        --tiles "$T/r1024/tiles.vrt" --out "$T/prefetch" --steps 1 --batch 1048576 --val-fraction 0 --prefetch 1 --no-predict
+        --tiles "$SAMPLE" --out "$T/prefetch" --steps 1 --batch 1048576 --val-fraction 0 --prefetch 1 --no-predict
 fi
 # ... and a GDAL block cache larger than the machine, set by GDAL_CACHEMAX: named as the cause
 if [ "$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 90 ]; then
@@ -843,7 +846,7 @@ else
 fi
 # kernels the environment asked for and did not get (both change the bits): warned, and the
 # report does not say OPENBLAS_CORETYPE chose them
-OPENBLAS_CORETYPE=bogus WILDCPU_GEMM=bogus timeout 300 "$WILDCPU" --tiles "$SAMPLE" --out "$T/kernels" --steps 1 \
+OPENBLAS_CORETYPE=bogus WILDCPU_GEMM=bogus timeout 300 "$WILDCPU" --tiles "$SAMPLE" --out "$T/kernels" --model logistic --steps 1 \
     --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/kernels.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "warning: OPENBLAS_CORETYPE=bogus: OpenBLAS runs its .* kernels instead" "$T/kernels.log" &&
@@ -877,7 +880,7 @@ grep -q "^usage: wildcpu \[train\]" "$T/err" && ! grep -q "warning" "$T/err" && 
 expect "--epochs beyond 1e9 steps" 2 "--epochs 1000000 of [0-9]+ steps each .* make more than the 1000000000 steps a run may have" -- \
     --tiles "$SAMPLE" --out "$T/combo" --epochs 1000000 --batch 1 --micro-batch 1 --patch 8 --no-predict
 expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than the run's 2 steps: the learning rate never reaches --lr" -- \
-    --tiles "$SAMPLE" --out "$T/combo" --steps 2 --batch 8 --micro-batch 4 --patch 32 --warmup 1000 --no-predict
+    --tiles "$SAMPLE" --out "$T/combo" --model logistic --steps 2 --batch 8 --micro-batch 4 --patch 32 --warmup 1000 --no-predict
 # far more threads than CPUs (more than 4 per CPU of the affinity): refused at once, naming the CPUs
 cpus=$(nproc)
 expect "--threads beyond 4 per CPU" 2 "--threads $((4 * cpus + 1)) is more than 4 times the $cpus CPU" -- \
@@ -887,7 +890,7 @@ expect "--threads beyond 4 per CPU" 2 "--threads $((4 * cpus + 1)) is more than 
 SLURM_CPUS_PER_TASK=$((4 * cpus + 1)) expect "SLURM_CPUS_PER_TASK beyond 4 per CPU: blamed, not --threads" 2 \
     "^wildcpu: error: SLURM_CPUS_PER_TASK=$((4 * cpus + 1)) \(the default of --threads\) is more than 4 times the $cpus CPU.*use --threads $cpus, which overrides SLURM_CPUS_PER_TASK" -- \
     --tiles "$SAMPLE" "${train[@]}"
-SLURM_CPUS_PER_TASK=$((4 * cpus + 1)) timeout 120 "$WILDCPU" --tiles "$SAMPLE" --threads 1 "${train[@]}" >"$T/out" 2>"$T/err"
+SLURM_CPUS_PER_TASK=$((4 * cpus + 1)) timeout 120 "$WILDCPU" --tiles "$SAMPLE" --threads 1 "${ltrain[@]}" >"$T/out" 2>"$T/err"
 s=$?
 [ $s -eq 0 ] && ! grep -q "SLURM_CPUS_PER_TASK" "$T/err" && grep -q "1 rank x 1 thread;" "$T/out" \
     && ok "... and --threads 1 overrides it (exit 0, 1 thread, the variable not mentioned)" \
@@ -897,10 +900,10 @@ s=$?
 for v in 2abc 0 2000; do
     SLURM_CPUS_PER_TASK=$v expect "SLURM_CPUS_PER_TASK=$v: a warning, 1 thread" 0 \
         "^wildcpu: warning: SLURM_CPUS_PER_TASK='$v' is not a whole number from 1 to 1024: ignored, each rank runs 1 thread \(--threads N sets another\)" -- \
-        --tiles "$SAMPLE" "${train[@]}"
+        --tiles "$SAMPLE" "${ltrain[@]}"
     grep -q "1 rank x 1 thread;" "$T/out" || notok "SLURM_CPUS_PER_TASK=$v: 1 thread" "$(grep -m1 'rank x' "$T/out")"
 done
-SLURM_CPUS_PER_TASK=2abc timeout 120 mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" --tiles "$SAMPLE" "${train[@]}" >"$T/out" 2>"$T/err"
+SLURM_CPUS_PER_TASK=2abc timeout 120 mpirun --oversubscribe --bind-to none -np 2 "$WILDCPU" --tiles "$SAMPLE" "${ltrain[@]}" >"$T/out" 2>"$T/err"
 s=$?
 n=$(grep -c "SLURM_CPUS_PER_TASK='2abc' is not a whole number" "$T/err")
 [ $s -eq 0 ] && [ "$n" -eq 1 ] && grep -q "2 ranks x 1 thread;" "$T/out" \
