@@ -331,7 +331,7 @@ d = gdal.Open(sys.argv[1], gdal.GA_Update); d.GetRasterBand(5).SetDescription(sy
 }
 desc "$SAMPLE" "$T/summer.vrt" "${long}_summer"
 desc "$SAMPLE" "$T/winter.vrt" "${long}_winter"
-"$WILDCPU" --tiles "$T/summer.vrt" --out "$T/long" --steps 1 --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/long.log" 2>&1
+"$WILDCPU" --tiles "$T/summer.vrt" --out "$T/long" --model logistic --steps 1 --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/long.log" 2>&1
 "$WILDCPU" predict --tiles "$T/winter.vrt" --checkpoint "$T/long" --out "$T/winter.tif" >"$T/lw.log" 2>&1
 st=$?
 "$WILDCPU" predict --tiles "$T/summer.vrt" --checkpoint "$T/long" --out "$T/summer.tif" >"$T/ls.log" 2>&1
@@ -346,7 +346,7 @@ fi
 # read back (a DEL went through to them, and every checkpoint of the run was refused: no map,
 # no resume), so the run maps and a rerun resumes
 desc "$SAMPLE" "$T/del.vrt" $'ndvi\x7f\tx'
-delrun=(--tiles "$T/del.vrt" --out "$T/del" --steps 2 --batch 4 --micro-batch 2 --patch 32)
+delrun=(--tiles "$T/del.vrt" --out "$T/del" --model logistic --steps 2 --batch 4 --micro-batch 2 --patch 32)
 "$WILDCPU" "${delrun[@]}" >"$T/del.log" 2>&1
 st=$?
 "$WILDCPU" "${delrun[@]}" >"$T/del2.log" 2>&1
@@ -420,7 +420,7 @@ for k, (name, a) in enumerate([("elev", 1e12 + rng.normal(0, 0.2, (128, 128))),
     d.GetRasterBand(k + 1).WriteArray(a); d.GetRasterBand(k + 1).SetDescription(name)
 d = None
 PYEOF
-"$WILDCPU" --tiles "$T/f64/tiles.tif" --out "$T/f64/run" --steps 2 --batch 4 --patch 32 --val-block 64 --no-predict >"$T/f64.log" 2>&1
+"$WILDCPU" --tiles "$T/f64/tiles.tif" --out "$T/f64/run" --model logistic --steps 2 --batch 4 --patch 32 --val-block 64 --no-predict >"$T/f64.log" 2>&1
 st=$?
 std=$("$WILDCPU" export --checkpoint "$T/f64/run/checkpoints/ckpt-00000002.wcp" --out "$T/f64/w.safetensors" >/dev/null 2>&1 &&
       $PY -c 'import json, struct, sys
