@@ -46,7 +46,7 @@ fi
 # the end of training's checkpoint cannot be written: the run fails, and its report says why,
 # the cause the log gave "above" included (a batch job's stderr is often gone)
 ( mkdir -p "$T/v/checkpoints" && mkdir "$T/v/checkpoints/.ckpt-00000076.wcp.tmp$BASHPID" &&
-  exec "$WILDCPU" "${args[@]}" --out "$T/v" ) >"$T/v.log" 2>&1
+  exec "$WILDCPU" "${args[@]}" --model logistic --out "$T/v" ) >"$T/v.log" 2>&1
 s=$?
 [ $s -eq 1 ] && [ "$(json "$T/v/report.json" status)" = failed ] &&
     json "$T/v/report.json" error | grep -q "^cannot create checkpoint .*: Is a directory; then: checkpoint at step 76 (end of training) is not complete" &&
@@ -86,22 +86,23 @@ s2=$?
     && ok "stopped at step 41 on 2 ranks, resumed on 1: best.wcp and the final state equal" \
     || notok "best.wcp across a resume" "status $s1/$s2"
 
-# jitter: the same bits on 1 and 3 ranks; different from fixed patches
-for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --epochs 2 --out "$T/j$n" >"$T/j$n.log" 2>&1; done
-mpirun_n 1 "$WILDCPU" "${args[@]}" --epochs 2 --no-jitter --out "$T/nj" >"$T/nj.log" 2>&1
-f=ckpt-00000038.wcp
+# jitter: the same bits on 1 and 3 ranks; different from fixed patches (30 steps: into the second
+# epoch of 19 steps, so a stop at step 21 resumes in an epoch of its own draws)
+for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --steps 30 --out "$T/j$n" >"$T/j$n.log" 2>&1; done
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 30 --no-jitter --out "$T/nj" >"$T/nj.log" 2>&1
+f=ckpt-00000030.wcp
 d1=$(digest "$T/j1/checkpoints/$f") d3=$(digest "$T/j3/checkpoints/$f") dn=$(digest "$T/nj/checkpoints/$f")
 [ -n "$d1" ] && [ "$d1" = "$d3" ] && [ -n "$dn" ] && [ "$d1" != "$dn" ] \
     && ok "jittered training: bitwise equal on 1 and 3 ranks, different from --no-jitter" \
     || notok "jitter" "1 rank $d1, 3 ranks $d3, no jitter $dn"
-"$WILDCPU" "${args[@]}" --epochs 2 --out "$T/nj" >"$T/nj2.log" 2>&1
+"$WILDCPU" "${args[@]}" --steps 30 --out "$T/nj" >"$T/nj2.log" 2>&1
 [ $? -eq 1 ] && grep -q "jitter: now on, checkpoint off" "$T/nj2.log" \
     && ok "a run without jitter is not resumed with it" || notok "jitter in the resume settings" "$(tail -2 "$T/nj2.log")"
 
 # --augment: 8 orientations with the sample's two vector pairs found by name; bitwise the same on
 # 1 and 3 ranks and across a resume, a different model from the patches as they lie; not resumed
 # without it
-for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --epochs 2 --augment --out "$T/a$n" >"$T/a$n.log" 2>&1; done
+for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --steps 30 --augment --out "$T/a$n" >"$T/a$n.log" 2>&1; done
 da1=$(digest "$T/a1/checkpoints/$f") da3=$(digest "$T/a3/checkpoints/$f")
 grep -q "augmentation: 8 orientations (mirrors and quarter turns); vector bands aspect_sin:aspect_cos, wind_u:wind_v" "$T/a1.log" \
     && grep -q "augmentation: off (--augment and --rotate turn it on)" "$T/j1.log" \
@@ -113,33 +114,33 @@ grep -q "augmentation: 8 orientations (mirrors and quarter turns); vector bands 
     && ok "augmented training: bitwise equal on 1 and 3 ranks, different from training without it" \
     || notok "--augment" "1 rank $da1, 3 ranks $da3, without $d1"
 # stopped at step 21 on 2 ranks and resumed on 1: the same bits as the uninterrupted run
-mpirun_n 2 "$WILDCPU" "${args[@]}" --epochs 2 --augment --out "$T/ar" >"$T/ar.log" 2>&1 &
+mpirun_n 2 "$WILDCPU" "${args[@]}" --steps 30 --augment --out "$T/ar" >"$T/ar.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 1200); do grep -q "step 21/38" "$T/ar.log" && break; sleep 0.05; done
+for _ in $(seq 1 1200); do grep -q "step 21/30" "$T/ar.log" && break; sleep 0.05; done
 kill -TERM $(pgrep -f -- "--out $T/ar" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
 wait $pid
 s1=$?
-mpirun_n 1 "$WILDCPU" "${args[@]}" --epochs 2 --augment --out "$T/ar" >>"$T/ar.log" 2>&1
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 30 --augment --out "$T/ar" >>"$T/ar.log" 2>&1
 s2=$?
 [ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/ar.log" && [ "$(digest "$T/ar/checkpoints/$f")" = "$da1" ] \
     && ok "augmented training stopped on 2 ranks, resumed on 1: the uninterrupted run's bits" \
     || notok "--augment across a resume" "status $s1/$s2, $(digest "$T/ar/checkpoints/$f") vs $da1"
-"$WILDCPU" "${args[@]}" --epochs 2 --out "$T/a1" >"$T/na2.log" 2>&1
+"$WILDCPU" "${args[@]}" --steps 30 --out "$T/a1" >"$T/na2.log" 2>&1
 [ $? -eq 1 ] && grep -q "augment: now (none), checkpoint 8:.*input channels counted from 0: 0 [a-z_]*, 1 " "$T/na2.log" \
     && ok "an augmented run is not resumed without --augment (the pairs' channels named)" \
     || notok "augmentation in the resume settings" "$(tail -2 "$T/na2.log")"
-"$WILDCPU" "${args[@]}" --epochs 2 --augment --vector-bands wind_u:gust --out "$T/vb" >"$T/vb.log" 2>&1
+"$WILDCPU" "${args[@]}" --steps 30 --augment --vector-bands wind_u:gust --out "$T/vb" >"$T/vb.log" 2>&1
 [ $? -eq 1 ] && grep -q "has no feature band named 'gust'" "$T/vb.log" \
     && ok "--vector-bands naming a band the tiles lack: refused, naming it" \
     || notok "--vector-bands wind_u:gust" "$(tail -2 "$T/vb.log")"
-"$WILDCPU" "${args[@]}" --epochs 2 --augment --vector-bands "wind_u:wind_v,,aspect_sin:aspect_cos" --out "$T/vb2" >"$T/vb2.log" 2>&1
+"$WILDCPU" "${args[@]}" --steps 30 --augment --vector-bands "wind_u:wind_v,,aspect_sin:aspect_cos" --out "$T/vb2" >"$T/vb2.log" 2>&1
 [ $? -eq 1 ] && grep -q -- "--vector-bands: 'wind_u:wind_v,,aspect_sin:aspect_cos' has an empty entry" "$T/vb2.log" \
     && ok "--vector-bands with an empty entry: refused" || notok "--vector-bands with an empty entry" "$(tail -2 "$T/vb2.log")"
 
 # --rotate: turns by any angle up to DEG, drawn like the jitter; bitwise the same on 1 and 3 ranks
 # and across a resume (with --augment's orientations too), a different model from training
 # without it; not resumed without it; refused where a turn is not a turn on the ground
-for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --out "$T/r$n" >"$T/r$n.log" 2>&1; done
+for n in 1 3; do mpirun_n $n "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --out "$T/r$n" >"$T/r$n.log" 2>&1; done
 dr1=$(digest "$T/r1/checkpoints/$f") dr3=$(digest "$T/r3/checkpoints/$f")
 grep -q "augmentation: turns of up to 30 degrees either way; vector bands aspect_sin:aspect_cos, wind_u:wind_v" "$T/r1.log" \
     && grep -q '"augmentation":"turns of up to 30 degrees' "$T/r1/report.json" \
@@ -178,24 +179,24 @@ grep -q "warning: --rotate 45 turns only 0 of the first epoch's 1 training sampl
 grep -q "warning: --rotate 45 turns only [0-9] of the first epoch's 5 training samples .* would reach onto a validation block for [0-9]; the validation blocks lie close to most patches: a larger --val-block than 128 px" "$T/sv.log" \
     && ok "few samples turned for the validation blocks: the warning suggests a larger --val-block" \
     || notok "the warning of validation blocks" "$(grep -i 'warn' "$T/sv.log")"
-mpirun_n 1 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/ra" >"$T/ra.log" 2>&1
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --augment --out "$T/ra" >"$T/ra.log" 2>&1
 dra=$(digest "$T/ra/checkpoints/$f")
-mpirun_n 2 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/rr" >"$T/rr.log" 2>&1 &
+mpirun_n 2 "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --augment --out "$T/rr" >"$T/rr.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 1200); do grep -q "step 21/38" "$T/rr.log" && break; sleep 0.05; done
+for _ in $(seq 1 1200); do grep -q "step 21/30" "$T/rr.log" && break; sleep 0.05; done
 kill -TERM $(pgrep -f -- "--out $T/rr" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
 wait $pid
 s1=$?
-mpirun_n 3 "$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --augment --out "$T/rr" >>"$T/rr.log" 2>&1
+mpirun_n 3 "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --augment --out "$T/rr" >>"$T/rr.log" 2>&1
 s2=$?
 [ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/rr.log" && [ -n "$dra" ] &&
     [ "$(digest "$T/rr/checkpoints/$f")" = "$dra" ] && [ "$dra" != "$dr1" ] && [ "$dra" != "$da1" ] \
     && ok "turned and oriented training stopped on 2 ranks, resumed on 3: the uninterrupted 1-rank run's bits" \
     || notok "--rotate across a resume" "status $s1/$s2, $(digest "$T/rr/checkpoints/$f") vs $dra"
-"$WILDCPU" "${args[@]}" --epochs 2 --out "$T/r1" >"$T/nr.log" 2>&1
+"$WILDCPU" "${args[@]}" --steps 30 --out "$T/r1" >"$T/nr.log" 2>&1
 [ $? -eq 1 ] && grep -q "rotate: now (none), checkpoint 30" "$T/nr.log" \
     && ok "a turned run is not resumed without --rotate" || notok "--rotate in the resume settings" "$(tail -2 "$T/nr.log")"
-"$WILDCPU" "${args[@]}" --epochs 2 --rotate 30 --vector-bands none --out "$T/r1" >"$T/nv.log" 2>&1
+"$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --vector-bands none --out "$T/r1" >"$T/nv.log" 2>&1
 [ $? -eq 1 ] && grep -q "rotate: now 30:, checkpoint 30:[0-9]" "$T/nv.log" \
     && ok "a turned run is not resumed with other --vector-bands (they turn other bands)" \
     || notok "--vector-bands in --rotate's resume settings" "$(tail -2 "$T/nv.log")"
@@ -306,7 +307,7 @@ held=$("$WILDCPU" info "$T/bd/checkpoints/best.wcp" 2>/dev/null | awk '$1 == "st
 
 # best.wcp of another run copied into a run directory: the resume refuses it, naming the
 # difference, rather than draw this run's map from it; the run's own best.wcp back, it resumes
-ob=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 8 --ckpt-every 3 --no-predict)
+ob=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 8 --ckpt-every 3 --no-predict --model logistic)
 "$WILDCPU" "${ob[@]}" --out "$T/own" >"$T/own.log" 2>&1 && "$WILDCPU" "${ob[@]}" --seed 9 --out "$T/other" >"$T/other.log" 2>&1
 cp "$T/own/checkpoints/best.wcp" "$T/own.best"
 cp "$T/other/checkpoints/best.wcp" "$T/own/checkpoints/best.wcp"
@@ -350,7 +351,7 @@ mv "$T/own.best2" "$T/own/checkpoints/best.wcp"
 # pixel is burned): no best.wcp is chosen by them, the run says so once, and the map comes from
 # the newest checkpoint. The labels: the sample's, with every valid pixel of the validation
 # blocks (from split.tif of a first run) burned.
-one=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --val-block 64 --no-predict --seed 3)
+one=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 4 --val-block 64 --no-predict --seed 3 --model logistic)
 "$WILDCPU" "${one[@]}" --steps 1 --out "$T/split" >"$T/split.log" 2>&1
 $PY - "$SAMPLE" "$T/split/split.tif" "$T/allburned.tif" <<'PY' || notok "labels burned in validation"
 import sys
