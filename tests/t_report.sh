@@ -113,7 +113,7 @@ at = text.index("NaN")
 print("line %d, column %d" % (text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)))
 PY
 )
-"$WILDCPU" "${args[@]}" --out "$T/c" --baseline "$T/bad.json" >"$T/c.log" 2>&1
+"$WILDCPU" "${args[@]}" --model logistic --out "$T/c" --baseline "$T/bad.json" >"$T/c.log" 2>&1
 status=$?
 if [ $status -eq 0 ] && grep -q "warning.*--baseline $T/bad.json is not valid JSON ($pos: expected a value (JSON has no NaN" "$T/c.log" &&
     [ -f "$T/c/report.json" ] && grep -q "| AUC-PR (average precision) |" "$T/c/report.md" &&
@@ -136,7 +136,7 @@ json.dump({k: 1e308 if type(v) in (int, float) else v for k, v in r.items()}, op
 json.dump(dict(r, resumed_from_step=3, steps_this_run=3), open(sys.argv[2] + "/piece.json", "w"))
 PY
 for kind in noval bare zeros huge piece; do
-    "$WILDCPU" "${args[@]}" --out "$T/base_$kind" --baseline "$T/$kind.json" >"$T/base_$kind.log" 2>&1
+    "$WILDCPU" "${args[@]}" --model logistic --out "$T/base_$kind" --baseline "$T/$kind.json" >"$T/base_$kind.log" 2>&1
     st=$?
     md=$T/base_$kind/report.md
     case $kind in
@@ -186,7 +186,7 @@ got_env=$(grep -o "GDAL's block cache (up to [0-9.]* MiB)" "$T/b.log" | grep -o 
 # a reliability diagram that this run did not make (no validation) is an earlier run's: it goes,
 # rather than pass for this run's beside its report
 [ -f "$T/a/calibration.png" ] && mkdir -p "$T/nv" && cp "$T/a/calibration.png" "$T/nv/"
-"$WILDCPU" "${args[@]}" --val-fraction 0 --out "$T/nv" >"$T/nv.log" 2>&1
+"$WILDCPU" "${args[@]}" --model logistic --val-fraction 0 --out "$T/nv" >"$T/nv.log" 2>&1
 s=$?
 [ -f "$T/a/calibration.png" ] && [ $s -eq 0 ] && [ -f "$T/nv/report.md" ] && [ ! -e "$T/nv/calibration.png" ] &&
     ! grep -q "calibration.png" "$T/nv/report.md" \
@@ -202,7 +202,7 @@ vt=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_validatio
 # and report.md's status line say: failed (risk.tif cannot be written), stopped while drawn,
 # drawn on the rerun. The report is written when training ends, and again when the map does.
 status_of() { $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"], r["map"])' "$1/report.json" 2>&1; }
-margs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 2 --val-fraction 0 --out "$T/map")
+margs=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 2 --val-fraction 0 --model logistic --out "$T/map")
 # (risk.tif made a directory once training runs: one there at the start is refused before any
 # work; the last checkpoint's write takes a second, so the run is still training then)
 WILDCPU_TEST_SLOW_WRITE=1 "$WILDCPU" "${margs[@]}" >"$T/map1.log" 2>&1 &
@@ -218,8 +218,8 @@ s=$?
 rmdir "$T/map/risk.tif"
 # the slow commit delays DIR/split.tif (rewritten at the rerun's start) as well as the map: a stop
 # while split.tif is written stops the training before any step, not the map, so the signal
-# waits for the map's plan line, a minute later
-WILDCPU_TEST_SLOW_COMMIT=60 "$WILDCPU" "${margs[@]}" >"$T/map2.log" 2>&1 &
+# waits for the map's plan line, 20 s later
+WILDCPU_TEST_SLOW_COMMIT=20 "$WILDCPU" "${margs[@]}" >"$T/map2.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 3000); do grep -q "strips x" "$T/map2.log" && break; sleep 0.05; done
 sleep 1
@@ -267,7 +267,7 @@ open(sys.argv[1], "w").write(t.split("<!-- wildcpu: pictures -->")[0])
 PY
 "$WILDCPU" "${margs[@]}" >"$T/map4.log" 2>&1
 s=$?
-[ $s -eq 0 ] && grep -q '^Model `unet-lite`, 1 rank' "$T/map/report.md" &&
+[ $s -eq 0 ] && grep -q '^Model `logistic`, 1 rank' "$T/map/report.md" &&
     [ "$(grep -c '^Status: \*\*finished\*\*: trained, and the risk map drawn.$' "$T/map/report.md")" -eq 1 ] &&
     [ "$(grep -A1 '^Status: ' "$T/map/report.md" | tail -1)" = "" ] \
     && ok "an older report.md: the status line replaced, the model's sentence kept as its own paragraph" \
@@ -291,7 +291,7 @@ kept=$($PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"
 
 # Throughput counts the samples trained: an epoch's last step takes what is left of the epoch,
 # fewer than --batch (a probe: steps x batch overstated samples/s up to 1.8x)
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict \
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict --model logistic \
     --out "$T/sps" >"$T/sps.log" 2>&1
 sps=$($PY -c 'import json,sys; r=json.load(open(sys.argv[1]))
 trained = r["samples_per_s"] * r["train_time_s"]
@@ -304,7 +304,7 @@ print("ok" if abs(trained - r["patches_read"]) < 1e-6 * r["patches_read"] and r[
 # said "no validation patches" and removed calibration.png)
 v1=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["val_auc_pr"])' "$T/sps/report.json")
 rm "$T/sps/report.md"
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict \
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict --model logistic \
     --out "$T/sps" >"$T/sps2.log" 2>&1
 s=$?
 v2=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["val_auc_pr"])' "$T/sps/report.json" 2>&1)
@@ -315,7 +315,7 @@ v2=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["val_auc_pr"])'
     notok "a report rewritten without validation" "status $s, AUC-PR $v1 then $v2; $(ls "$T/sps"); $(grep -i 'validation ran' "$T/sps/report.md")"
 
 # --baseline given to a rerun of a finished training: said, not silently dropped (a probe)
-"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict \
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict --model logistic \
     --out "$T/sps" --baseline "$T/a/report.json" >"$T/sps3.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "warning: --baseline .*report.json: this run's report is kept as its training wrote it" "$T/sps3.log" \
@@ -326,7 +326,7 @@ s=$?
 # with no oracle, not with the oracle's metrics of the checkpoint's earlier validation (the
 # resumed session's validation at step 4 had none; before, report.json and report.md still
 # carried the step-3 oracle's and compared the run with it)
-oa=(--tiles "$SAMPLE" --patch 32 --batch 64 --val-block 128 --steps 4 --no-predict --ckpt-every 1 --out "$T/or")
+oa=(--tiles "$SAMPLE" --patch 32 --batch 64 --val-block 128 --steps 4 --no-predict --ckpt-every 1 --model logistic --out "$T/or")
 (WILDCPU_TEST_CRASH_CKPT=0.5@4 exec "$WILDCPU" "${oa[@]}") >"$T/or.log" 2>&1
 "$WILDCPU" "${oa[@]}" --oracle '' >>"$T/or.log" 2>&1
 s=$?
@@ -344,7 +344,7 @@ print([json.loads(l) for l in open(sys.argv[1]) if "\"val\"" in l][-1]["auc_pr"]
 # raster in 256-pixel blocks keeps the cap
 for blk in 1024 256; do
     gdal_translate -q -ot Float32 -outsize 2048 2048 -co TILED=YES -co BLOCKXSIZE=$blk \
-        -co BLOCKYSIZE=$blk -co INTERLEAVE=PIXEL -co COMPRESS=DEFLATE "$SAMPLE" "$T/blocks$blk.tif"
+        -co BLOCKYSIZE=$blk -co INTERLEAVE=PIXEL -co COMPRESS=DEFLATE -co ZLEVEL=1 "$SAMPLE" "$T/blocks$blk.tif"
     "$WILDCPU" --tiles "$T/blocks$blk.tif" --out "$T/blocks$blk" --steps 1 --batch 4 \
         --val-fraction 0 --no-predict >"$T/blocks$blk.log" 2>&1
     eval "s$blk=$?"
@@ -357,7 +357,8 @@ done
 # A session resumed from an older checkpoint than the newest (the newest passed over as
 # unusable) shows that checkpoint's validation, not the one calibration.png was drawn for: the
 # picture goes (before 2026-12-06 report.md called the later validation's diagram its own)
-pa=(--tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict --ckpt-every 1 --keep 1000)
+pa=(--tiles "$SAMPLE" --patch 32 --val-block 128 --batch 32 --epochs 2 --no-predict --ckpt-every 1 --keep 1000
+    --model logistic)
 "$WILDCPU" "${pa[@]}" --out "$T/pic" >"$T/pic.log" 2>&1
 spe=$(json "$T/pic/report.json" steps_per_epoch)
 for f in "$T"/pic/checkpoints/ckpt-*.wcp; do
