@@ -16,6 +16,12 @@ bin=${WILDCPU:-$build/wildcpu}
 mt=$build/tools/maptool
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d /tmp/t_predict.XXXXXX)
+# The start of each of the program's 90 runs here, as tests/lib.sh sets it for the tests that
+# source it (this one keeps helpers of its own): Open MPI's ob1 named (no Omni-Path library
+# calibrating for 0.2 s), a singleton without an Open MPI daemon, OpenBLAS at 1 thread (else
+# wildcpu executes itself again to set it); a session directory of its own.
+export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_ess_singleton_isolated=1 OPENBLAS_NUM_THREADS=1
+export OMPI_MCA_orte_tmpdir_base=$tmp
 trap 'rm -rf "$tmp"' EXIT
 # a private copy: some cases point --out at input files on purpose
 cp -r "$root/data/sample" "$tmp/sample"
@@ -54,9 +60,17 @@ json() { # json FILE PYTHON-EXPRESSION-ON-d: prints the value
 }
 raw() { gdal_translate -q -of ENVI "$@"; }
 predict() { "$bin" predict --checkpoint "$tmp/run" "$@"; }
+lpredict() { "$bin" predict --checkpoint "$tmp/lg" "$@"; }
 
 # ---- a checkpoint ----------------------------------------------------------------------------
-if ! "$bin" --tiles "$S" --out "$tmp/run" --steps 4 --batch 8 --no-predict >"$log" 2>&1; then
+# unet-lite (run) for the map itself: its georeferencing, seams, ranks, COG and classes. A
+# logistic model of the same data and steps (lg) for the cases about the inputs and the files
+# around the map (warnings on the ground, units, bands and tiles; companions named after the map;
+# the STAC item's hrefs and geometry): what they check comes from the raster, the training data's
+# description in the checkpoint (the same data) and the paths, not from the network, and its map
+# costs a fraction of unet-lite's.
+if ! "$bin" --tiles "$S" --out "$tmp/run" --steps 4 --batch 8 --no-predict >"$log" 2>&1 ||
+    ! "$bin" --tiles "$S" --out "$tmp/lg" --model logistic --steps 4 --batch 8 --no-predict >>"$log" 2>&1; then
     notok "train a checkpoint for the tests"
     exit 1
 fi
@@ -344,7 +358,7 @@ assert 'risk_classes' not in a and a['qgis_style']['href'] == 'risk.qml', a"
 # space, '#', '%' and a letter beyond ASCII is listed by its name as it is and opens through its
 # item (a percent-encoded href, tried, did not: "Cannot open my%20map...").
 check "GDAL's STAC reader opens every asset of a map named with a space, '#', '%' and 'é' through its item" bash -c "
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/my map #2 50% é.tif' --png '$out/my map #2 50% é.png' --classes &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$out/my map #2 50% é.tif' --png '$out/my map #2 50% é.png' --classes &&
     /usr/bin/python3 - '$out/my map #2 50% é.json' <<'PYEOF'
 import hashlib, json, os, sys
 from osgeo import gdal
@@ -379,7 +393,7 @@ gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr 179.95 10 180.1036 9.8464 "$S
 gdal_translate -q -of VRT -a_srs EPSG:3031 -a_ullr -7680 7680 7680 -7680 "$S" "$tmp/pole.vrt"
 gdal_translate -q -of VRT -a_srs EPSG:4326 -a_ullr -0.125 90.125 359.875 -90.125 "$S" "$tmp/globe.vrt"
 gdal_translate -q -of VRT -a_srs EPSG:32601 -a_ullr 178000 1984640 193360 2000000 "$S" "$tmp/am_south_up.vrt"
-for v in am_utm am_deg pole globe am_south_up; do predict --tiles "$tmp/$v.vrt" --out "$out/$v.tif" >"$log" 2>&1; done
+for v in am_utm am_deg pole globe am_south_up; do lpredict --tiles "$tmp/$v.vrt" --out "$out/$v.tif" >"$log" 2>&1; done
 check "STAC geometry across the antimeridian (a bbox from west to east over 180, a MultiPolygon cut there) and around a pole" \
     /usr/bin/python3 - "$out" <<'EOF'
 import json, sys
@@ -441,41 +455,41 @@ check "PNG: legend gradient from pale yellow (0) to dark red (1)" bash -c "
 # ---- replacing an earlier map ----------------------------------------------------------------
 X=$out/again.tif
 XC=$out/again_classes.tif
-predict --tiles "$S" --out "$X" --classes >"$out/again.log" 2>&1
+lpredict --tiles "$S" --out "$X" --classes >"$out/again.log" 2>&1
 check "the class raster's category names live in its .aux.xml sidecar" test -f "$XC.aux.xml"
 # without the sidecar (GDAL_PAM_ENABLED=NO) the names are lost: warned, and not claimed
 check "GDAL_PAM_ENABLED=NO: the class raster's lost category names are warned about, not claimed" bash -c "
-    GDAL_PAM_ENABLED=NO '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/nopam.tif' --classes \
+    GDAL_PAM_ENABLED=NO '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$out/nopam.tif' --classes \
         >'$out/nopam.log' 2>&1 && [ ! -e '$out/nopam_classes.tif.aux.xml' ] &&
     grep -q 'warning: .*nopam_classes.tif: the 5 category names of band 1 were not stored (0 read back); GDAL_PAM_ENABLED is off' '$out/nopam.log' &&
     grep -q 'class raster .*nopam_classes.tif (Byte, colour table)\$' '$out/nopam.log' &&
     grep -q 'class raster .*again_classes.tif (Byte, colour table, category names)' '$out/again.log'"
 check "rewriting without --classes replaces the map and removes our stale class raster and its style" bash -c "
     [ -f '$out/again_classes.qml' ] &&
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' >'$out/again2.log' 2>&1 &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$X' >'$out/again2.log' 2>&1 &&
     [ ! -e '$XC' ] && [ ! -e '$XC.aux.xml' ] && [ ! -e '$X.aux.xml' ] && [ -f '$out/again.qml' ] &&
     [ ! -e '$out/again_classes.qml' ] && grep -q 'removed .*again_classes.qml, the class raster.s QGIS style of an earlier map' '$out/again2.log'"
 check "--classes --no-style removes both styles wildcpu wrote (no file beside them); a user's own class style is kept" bash -c "
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --classes >/dev/null &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$X' --classes >/dev/null &&
     [ -f '$out/again.qml' ] && [ -f '$out/again_classes.qml' ] && touch '$out/again_classes.qml.aux.xml' &&
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --classes --no-style >/dev/null &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$X' --classes --no-style >/dev/null &&
     [ ! -e '$out/again.qml' ] && [ ! -e '$out/again_classes.qml' ] && [ -f '$XC' ] &&
     [ -f '$out/again_classes.qml.aux.xml' ] && rm '$out/again_classes.qml.aux.xml' &&
     echo '<qgis>my classes</qgis>' >'$out/again_classes.qml' &&
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --classes >'$out/again3.log' 2>&1 &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$X' --classes >'$out/again3.log' 2>&1 &&
     grep -q 'my classes' '$out/again_classes.qml' &&
     grep -q 'again_classes.qml is not a style wildcpu wrote (your own?): left as it is, so QGIS draws .*again_classes.tif with it' '$out/again3.log' &&
     ! grep -q qgis_style_classes '$out/again.json' && grep -q '\"qgis_style\"' '$out/again.json' &&
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' >/dev/null &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$X' >/dev/null &&
     grep -q 'my classes' '$out/again_classes.qml' && rm '$out/again_classes.qml'"
 check "--no-style removes the style wildcpu wrote, keeps a user's own, leaves it out of the item" bash -c "
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --no-style >/dev/null &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$X' --no-style >/dev/null &&
     [ ! -e '$out/again.qml' ] && echo '<qgis/>' >'$out/again.qml' &&
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$X' --no-style >/dev/null &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$X' --no-style >/dev/null &&
     [ \"\$(cat '$out/again.qml')\" = '<qgis/>' ] && ! grep -q qgis_style '$out/again.json'"
 gdal_create -q -of GTiff -ot Byte -outsize 8 8 -bands 1 -burn 7 "$out/mine_classes.tif" # a user's raster
 mine=$(sha256sum <"$out/mine_classes.tif")
-predict --tiles "$S" --out "$out/mine.tif" >"$log" 2>&1
+lpredict --tiles "$S" --out "$out/mine.tif" >"$log" 2>&1
 check "a file of that name that is not a wildcpu class raster stays" \
     test "$(sha256sum <"$out/mine_classes.tif")" = "$mine"
 # working files a killed predict left (SIGKILL: no handler runs) beside the outputs: said, with
@@ -483,14 +497,14 @@ check "a file of that name that is not a wildcpu class raster stays" \
 mkdir -p "$out/lo"
 touch "$out/lo/.m.tif.tmp-99999999" "$out/lo/.m.tif.out-99999999" "$out/lo/.m.tif.tmp-99999999.aux.xml" \
     "$out/lo/.other.tif.tmp-5" "$out/lo/.m.tif.tmp-12a"
-predict --tiles "$S" --out "$out/lo/m.tif" >"$tmp/lo.log" 2>&1
+lpredict --tiles "$S" --out "$out/lo/m.tif" >"$tmp/lo.log" 2>&1
 check "leftover working files of a killed run are named in a warning and left alone" bash -c "
     grep -q 'warning: 3 working files of another run lie beside the output .*lo/.m.tif.tmp-99999999' '$tmp/lo.log' &&
     [ \$(ls -A '$out/lo' | grep -c '^\\.') -eq 5 ] && [ -f '$out/lo/m.tif' ]"
 # a pipe named like a companion the map does not write (NAME_classes.tif without --classes,
 # NAME.qml with --no-style) is not opened to see whether it is ours: that would wait for ever
 mkdir -p "$out/fifo" && mkfifo "$out/fifo/m_classes.tif" "$out/fifo/m.qml"
-timeout -k 5 60 "$bin" predict --checkpoint "$tmp/run" --tiles "$S" --out "$out/fifo/m.tif" --no-style >"$tmp/fifo.log" 2>&1
+timeout -k 5 60 "$bin" predict --checkpoint "$tmp/lg" --tiles "$S" --out "$out/fifo/m.tif" --no-style >"$tmp/fifo.log" 2>&1
 st=$?
 [ $st -eq 0 ] && [ -p "$out/fifo/m_classes.tif" ] && [ -p "$out/fifo/m.qml" ] \
     && ok "pipes named like the map's companions are left alone, not waited on" \
@@ -500,16 +514,16 @@ st=$?
 # style: kept (warned), and left out of the item
 echo '{"type": "FeatureCollection", "features": []}' >"$out/perims.json"
 expect_fail "a NAME.json that is not wildcpu's STAC item is refused, untouched" 1 \
-    "perims.json exists and is not a STAC item wildcpu wrote" predict --tiles "$S" --out "$out/perims.tif"
+    "perims.json exists and is not a STAC item wildcpu wrote" lpredict --tiles "$S" --out "$out/perims.tif"
 check "... and nothing is written" bash -c "grep -q FeatureCollection '$out/perims.json' && [ ! -e '$out/perims.tif' ]"
 expect_fail "with --classes, a NAME_classes.tif that is not wildcpu's is refused" 1 \
-    "mine_classes.tif exists and is not a class raster wildcpu wrote" predict --tiles "$S" --out "$out/mine.tif" --classes
+    "mine_classes.tif exists and is not a class raster wildcpu wrote" lpredict --tiles "$S" --out "$out/mine.tif" --classes
 echo 'not ours' >"$out/notes_classes.tif"
 expect_fail "... and one that is no raster at all, as a file of another kind" 2 \
     "refusing to replace .*notes_classes.tif with the class raster .*: it holds a file of another kind, not a TIFF raster" \
-    predict --tiles "$S" --out "$out/notes.tif" --classes
+    lpredict --tiles "$S" --out "$out/notes.tif" --classes
 echo '<qgis>my own style</qgis>' >"$out/own.qml"
-predict --tiles "$S" --out "$out/own.tif" >"$tmp/own.log" 2>&1
+lpredict --tiles "$S" --out "$out/own.tif" >"$tmp/own.log" 2>&1
 check "a NAME.qml that is not wildcpu's is kept, warned about, and left out of the item" bash -c "
     grep -q 'my own style' '$out/own.qml' && grep -q 'own.qml is not a style wildcpu wrote' '$tmp/own.log' &&
     [ -f '$out/own.tif' ] && ! grep -q qgis_style '$out/own.json'"
@@ -518,20 +532,20 @@ check "a NAME.qml that is not wildcpu's is kept, warned about, and left out of t
 # item replaced, its class raster and that raster's style removed); once risk.tif is gone they
 # are stale, and go as an earlier map's do
 mkdir -p "$out/stem"
-predict --tiles "$S" --out "$out/stem/risk.tif" --classes >"$tmp/stem1.log" 2>&1
+lpredict --tiles "$S" --out "$out/stem/risk.tif" --classes >"$tmp/stem1.log" 2>&1
 before=$(cd "$out/stem" && sha256sum risk.json risk_classes.tif risk_classes.qml)
 expect_fail "a map of another extension (risk.tiff) beside a map of the same stem is refused" 1 \
     "stem/risk.json is the STAC item of .*stem/risk.tif, another map named after .*stem/risk, which is still there" \
-    predict --tiles "$S" --out "$out/stem/risk.tiff"
+    lpredict --tiles "$S" --out "$out/stem/risk.tiff"
 check "... and the other map's item, class raster and style are untouched, nothing written" bash -c "
     [ \"\$(cd '$out/stem' && sha256sum risk.json risk_classes.tif risk_classes.qml)\" = '$before' ] &&
     [ -f '$out/stem/risk_classes.tif.aux.xml' ] && [ ! -e '$out/stem/risk.tiff' ]"
 expect_fail "... and risk.TIF likewise" 1 "is the STAC item of .*stem/risk.tif" \
-    predict --tiles "$S" --out "$out/stem/risk.TIF" --classes
+    lpredict --tiles "$S" --out "$out/stem/risk.TIF" --classes
 check "the same map drawn again, and once the other map is gone, a map of the stem is written" bash -c "
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/stem/risk.tif' --classes >/dev/null 2>&1 &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$out/stem/risk.tif' --classes >/dev/null 2>&1 &&
     mv '$out/stem/risk.tif' '$out/stem/kept.tif' &&
-    '$bin' predict --checkpoint '$tmp/run' --tiles '$S' --out '$out/stem/risk.tiff' >/dev/null 2>&1 &&
+    '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$out/stem/risk.tiff' >/dev/null 2>&1 &&
     grep -q '\"href\":\"risk.tiff\"' '$out/stem/risk.json' && [ ! -e '$out/stem/risk_classes.tif' ]"
 
 # ---- refusals --------------------------------------------------------------------------------
@@ -704,7 +718,7 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
     "gcp.vrt:is placed by 3 GCPs and has no geotransform" \
     "nocrs.vrt:has a geotransform but no CRS, the model's training data is in EPSG:32611: the map is written without a CRS"; do
     f=${c%%:*} want=${c#*:}
-    if predict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then
+    if lpredict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then
         ok "predict warns: $f $want"
     else
         notok "predict's warning for $f"
@@ -713,8 +727,8 @@ done
 # the quick-look is north-up whatever the raster's row order: the south-up copy's picture is the
 # sample's with its map rows painted the other way round (the same pixels: their nodata, the
 # alpha plane, is exactly the same; the colours differ, the pooling phase being another)
-if predict --tiles "$S" --out "$out/up_n.tif" --png "$out/up_n.png" >"$log" 2>&1 &&
-    predict --tiles "$out/south.vrt" --out "$out/up_s.tif" --png "$out/up_s.png" >"$log" 2>&1 &&
+if lpredict --tiles "$S" --out "$out/up_n.tif" --png "$out/up_n.png" >"$log" 2>&1 &&
+    lpredict --tiles "$out/south.vrt" --out "$out/up_s.tif" --png "$out/up_s.png" >"$log" 2>&1 &&
     /usr/bin/python3 - "$out/up_n.png" "$out/up_s.png" "$out/up_n.tif" <<'PY'
 import sys
 import numpy as np
@@ -731,19 +745,19 @@ then
 else
     notok "the quick-look of a south-up raster"
 fi
-if predict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
+if lpredict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
     ! grep -Eq "has pixels of|is (south|north)-up|is placed by|is turned by" "$log"; then
     ok "no such warning on the training ground's own grid"
 else
     notok "a warning on the training grid" 
 fi
-if predict --tiles "$out/grads30.vrt" --out "$out/grads30.tif" >"$log" 2>&1 && ! grep -q "has pixels of" "$log"; then
+if lpredict --tiles "$out/grads30.vrt" --out "$out/grads30.tif" >"$log" 2>&1 && ! grep -q "has pixels of" "$log"; then
     ok "grads30.vrt, 30 m pixels in grads: no warning of another pixel size"
 else
     notok "grads30.vrt: a pixel-size warning" "$(grep -E 'has pixels of' "$log" | head -2 | cut -c1-300)"
 fi
 for f in merc42 lonlat30; do
-    if predict --tiles "$out/$f.vrt" --out "$out/$f.tif" >"$log" 2>&1 && ! grep -Eq "has pixels of|another CRS|wrong ground" "$log"; then
+    if lpredict --tiles "$out/$f.vrt" --out "$out/$f.tif" >"$log" 2>&1 && ! grep -Eq "has pixels of|another CRS|wrong ground" "$log"; then
         ok "$f.vrt, a warped VRT of 30 m ground pixels (its bands Float32, training's Int16 or Float32): mapped without a warning"
     else
         notok "$f.vrt: a warning or a refusal" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
@@ -775,10 +789,10 @@ for name, change in (("kelvin", rescaled("temp_max", "degC", "K", 273.15, 1)),
 PY
 # a band in other units than in training (temp_max in kelvin): mapped, with a warning naming the
 # band, its mean and how far it lies
-if predict --tiles "$out/kelvin.vrt" --out "$out/kelvin.tif" >"$log" 2>&1 &&
+if lpredict --tiles "$out/kelvin.vrt" --out "$out/kelvin.tif" >"$log" 2>&1 &&
     grep -q "warning: predict: .*kelvin.vrt, band 7 (temp_max): its values average 2[0-9][0-9].* training standard deviations above the training data's mean" "$log" &&
     [ "$(grep -c 'training standard deviations' "$log")" = 1 ] &&
-    predict --tiles "$S" --out "$out/plain3.tif" >"$log" 2>&1 && ! grep -q "training standard deviations" "$log"; then
+    lpredict --tiles "$S" --out "$out/plain3.tif" >"$log" 2>&1 && ! grep -q "training standard deviations" "$log"; then
     ok "a band in kelvin where training had Celsius: mapped, with a warning naming it and how far it lies (none for the training data)"
 else
     notok "a band in other units" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
@@ -788,11 +802,11 @@ fi
 # not count (DEGC or Celsius for degC, metre for m), nor a band without one.
 if grep -q '<UnitType>1</UnitType>' "$out/fraction.vrt" && ! grep -q '<UnitType>m/s</UnitType>' "$out/cases.vrt" &&
     grep -q '<UnitType>metre</UnitType>' "$out/cases.vrt" && grep -q '<UnitType>percent</UnitType>' "$out/cases.vrt" &&
-    predict --tiles "$out/fraction.vrt" --out "$out/fraction.tif" >"$log" 2>&1 &&
+    lpredict --tiles "$out/fraction.vrt" --out "$out/fraction.tif" >"$log" 2>&1 &&
     grep -q "warning: .*fraction.vrt: band 8 (rel_humidity) is in 1 here, in % in the training data: values in other units are not what the model .* learned" "$log" &&
     [ "$(grep -c 'in the training data' "$log")" = 1 ] &&
-    predict --tiles "$out/cases.vrt" --out "$out/cases.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log" &&
-    predict --tiles "$S" --out "$out/plain5.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log"; then
+    lpredict --tiles "$out/cases.vrt" --out "$out/cases.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log" &&
+    lpredict --tiles "$S" --out "$out/plain5.tif" >"$log" 2>&1 && ! grep -q "in the training data" "$log"; then
     ok "a band whose unit says other than the training data's (% as a fraction): warned about once, naming the band and both units (not for DEGC, metre, ° or percent against degC, m, degrees or %, a band without a unit, or the sample)"
 else
     notok "a band in other units by its metadata" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
@@ -801,9 +815,9 @@ fi
 # swapped: its descriptions say so, GDAL reads it by number): warned about, naming both
 cp -r "$tmp/sample" "$tmp/reorder"
 gdal_translate -q -b 5 -b 2 -b 3 -b 4 -b 1 -b 6 -b 7 -b 8 -b 9 -b 10 -b 11 "$tmp/sample/tiles/r00_c01_f32.tif" "$tmp/reorder/tiles/r00_c01_f32.tif"
-if predict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder.tif" >"$log" 2>&1 &&
+if lpredict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder.tif" >"$log" 2>&1 &&
     grep -q "warning: .*reorder/tiles.vrt: band 2 (slope) of .*reorder/tiles.vrt is read from band 1 of .*reorder/tiles/r00_c01_f32.tif, which that file describes as 'fuel_moisture'" "$log" &&
-    predict --tiles "$S" --out "$out/plain4.tif" >"$log" 2>&1 && ! grep -q "describes as" "$log"; then
+    lpredict --tiles "$S" --out "$out/plain4.tif" >"$log" 2>&1 && ! grep -q "describes as" "$log"; then
     ok "a tile with its bands in another order than the mosaic's: warned about, naming the band and the file (nothing for the sample)"
 else
     notok "a tile with its bands in another order" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
@@ -819,7 +833,7 @@ for path, unit in zip(sys.argv[1:], ("degF", "Celsius")):
     ds.GetRasterBand(6).SetUnitType(unit)
     ds = None
 PY
-if predict --tiles "$tmp/units/tiles.vrt" --out "$out/units.tif" >"$log" 2>&1 &&
+if lpredict --tiles "$tmp/units/tiles.vrt" --out "$out/units.tif" >"$log" 2>&1 &&
     grep -q "warning: .*units/tiles.vrt: band 7 (temp_max) of .*units/tiles.vrt is in degC, but its source .*units/tiles/r01_c00_f32.tif (band 6) says degF" "$log" &&
     [ "$(grep -c 'but its source' "$log")" = 1 ]; then
     ok "a tile in another unit than the mosaic's band: warned about once, naming the tile and both units (not another spelling of the same unit)"
@@ -841,12 +855,12 @@ d = gdal.Open(sys.argv[1], gdal.GA_Update); d.CreateMaskBand(gdal.GMF_PER_DATASE
 m = np.full((d.RasterYSize, d.RasterXSize), 255, np.uint8); m[20:100, 20:100] = 0
 d.GetRasterBand(1).GetMaskBand().WriteArray(m); d = None
 PY
-if predict --tiles "$tmp/retyped/tiles.vrt" --out "$out/retyped.tif" >"$log" 2>&1 &&
+if lpredict --tiles "$tmp/retyped/tiles.vrt" --out "$out/retyped.tif" >"$log" 2>&1 &&
     grep -q "warning: .*retyped/tiles.vrt: band 2 (slope) of .*retyped/tiles.vrt reads its source .*retyped/tiles/r01_c01_f32.tif (band 1) as Int16, and its source .* as Float32" "$log" &&
     [ "$(grep -c 'reads its source' "$log")" = 1 ] &&
-    predict --tiles "$tmp/masked/tiles.vrt" --out "$out/masked.tif" >"$log" 2>&1 &&
+    lpredict --tiles "$tmp/masked/tiles.vrt" --out "$out/masked.tif" >"$log" 2>&1 &&
     grep -q "warning: .*masked/tiles.vrt: its source .*masked/tiles/r01_c01_f32.tif has a mask (a mask band) that .*masked/tiles.vrt does not apply" "$log" &&
-    predict --tiles "$S" --out "$out/plain6.tif" >"$log" 2>&1 && ! grep -Eq "reads its source|does not apply" "$log"; then
+    lpredict --tiles "$S" --out "$out/plain6.tif" >"$log" 2>&1 && ! grep -Eq "reads its source|does not apply" "$log"; then
     ok "a tile written again in another type, or given a mask the mosaic does not apply: warned about, naming the tile (nothing for the sample)"
 else
     notok "a retyped or masked tile behind a mosaic" "$(grep -E 'warning|error' "$log" | head -2 | cut -c1-300)"
@@ -860,7 +874,7 @@ for xy in "0 0" "256 0" "0 256" "256 256"; do
     gdal_translate -q -ot Float32 -a_nodata -9999 -srcwin "$1" "$2" 256 256 "$S" "$tmp/undescribed/t_$1_$2.tif"
 done
 gdalbuildvrt -q "$tmp/undescribed/m.vrt" "$tmp/undescribed"/t_*.tif
-predict --tiles "$tmp/undescribed/m.vrt" --out "$out/undescribed.tif" >"$log" 2>&1
+lpredict --tiles "$tmp/undescribed/m.vrt" --out "$out/undescribed.tif" >"$log" 2>&1
 s=$?
 if [ $s -eq 1 ] && grep -q "Its sources do describe their bands (band 1 of its first source: 'elevation'), but 13 of its own bands have no description" "$log"; then
     ok "a gdalbuildvrt mosaic of described tiles: refused, saying the sources name the bands and how to name the mosaic's"
@@ -871,7 +885,7 @@ fi
 mv "$tmp/reorder/tiles/r00_c01_f32.tif" "$tmp/reorder/tiles/r00&c01.tif"
 sed -i 's|tiles/r00_c01_f32.tif|tiles/r00\&amp;c01.tif|' "$tmp/reorder/tiles.vrt"
 if grep -q 'r00&amp;c01.tif' "$tmp/reorder/tiles.vrt" &&
-    predict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder2.tif" >"$log" 2>&1 &&
+    lpredict --tiles "$tmp/reorder/tiles.vrt" --out "$out/reorder2.tif" >"$log" 2>&1 &&
     grep -q "is read from band 1 of .*reorder/tiles/r00&c01.tif, which that file describes as 'fuel_moisture'" "$log"; then
     ok "the same tile named r00&c01.tif (&amp; in the VRT): warned about under its name"
 else
@@ -881,7 +895,7 @@ fi
 # such offsets for a tile whose origin is off the grid) is read shifted: warned about, naming it
 sed -e "s|relativeToVRT=\"1\">tiles/|relativeToVRT=\"0\">$(dirname "$S")/tiles/|" \
     -e 's|<DstRect xOff="256" yOff="0" |<DstRect xOff="256.5" yOff="0" |' "$S" >"$out/halfpx.vrt"
-if predict --tiles "$out/halfpx.vrt" --out "$out/halfpx.tif" >"$log" 2>&1 &&
+if lpredict --tiles "$out/halfpx.vrt" --out "$out/halfpx.tif" >"$log" 2>&1 &&
     grep -q "warning: .*halfpx.vrt: the source .*/tiles/r00_c01_.*tif (band 1 of .*halfpx.vrt) lies 0.5 x 0 pixels off the mosaic's grid" "$log"; then
     ok "a VRT source half a pixel off the mosaic's grid: warned about, naming it"
 else
@@ -890,17 +904,17 @@ fi
 gdalwarp -q -of VRT -t_srs EPSG:3857 -tr 42.017 42.017 "$S" "$out/merc_int16.vrt" # every band Int16
 expect_fail "a warped VRT of the first band's type (Int16) for Float32 inputs: refused, naming -ot" 1 \
     "band 2 'slope' is Int16 here but was Float32 in the training data.*gdalwarp -ot TYPE" \
-    predict --tiles "$out/merc_int16.vrt" --out "$out/merc_int16.tif"
-if predict --tiles "$out/feet98.vrt" --out "$out/feet98.tif" >"$log" 2>&1 && ! grep -q "has pixels of" "$log"; then
+    lpredict --tiles "$out/merc_int16.vrt" --out "$out/merc_int16.tif"
+if lpredict --tiles "$out/feet98.vrt" --out "$out/feet98.tif" >"$log" 2>&1 && ! grep -q "has pixels of" "$log"; then
     ok "no scale warning for 98.4252 US survey feet, the 30 m of training"
 else
     notok "a scale warning for 98.4252 US survey feet" "$(grep warning "$log" | head -2)"
 fi
 # the map's provenance holds absolute paths (relative ones given from another directory would
 # mean nothing beside the map): the input and the checkpoint, in the GeoTIFF and the STAC item
-if (cd "$tmp" && "$bin" predict --tiles sample/tiles.vrt --checkpoint ./run --out out/rel.tif) >"$log" 2>&1 &&
+if (cd "$tmp" && "$bin" predict --tiles sample/tiles.vrt --checkpoint ./lg --out out/rel.tif) >"$log" 2>&1 &&
     gdalinfo "$out/rel.tif" | grep -q "^  input=$tmp/sample/tiles.vrt$" &&
-    gdalinfo "$out/rel.tif" | grep -q "^  checkpoint=$tmp/run/" &&
+    gdalinfo "$out/rel.tif" | grep -q "^  checkpoint=$tmp/lg/" &&
     grep -q "\"wildcpu:input\":\"$tmp/sample/tiles.vrt\"" "$out/rel.json"; then
     ok "a map drawn from relative paths records them absolute (metadata and STAC item)"
 else
