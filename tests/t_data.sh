@@ -374,7 +374,7 @@ done
 # beside the process's own (ulimit -n 96, a hard limit, as some batch and login nodes set): a
 # tile's open failed with EMFILE and the run stopped at its first read, "read error ... GDAL gave
 # no reason". GDAL now keeps fewer files open, which a warning names, and the run trains.
-"$WILDCPU" synth --out "$T/many" --size 512 --tile 32 --seed 2 >"$T/many.log" 2>&1
+"$WILDCPU" synth --out "$T/many" --size 256 --tile 32 --seed 2 >"$T/many.log" 2>&1
 (ulimit -n 96; exec timeout -s KILL 300 "$WILDCPU" --tiles "$T/many/tiles.vrt" --out "$T/fd" --steps 1 --batch 4 --micro-batch 2 --no-predict) >"$T/fd.log" 2>&1
 status=$?
 if [ $status -eq 0 ] && grep -q "warning: the limit of open files (ulimit -n) is 96, with [0-9]* open already: GDAL keeps [0-9]* of a mosaic's files open instead of 100" "$T/fd.log"; then
