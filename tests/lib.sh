@@ -12,7 +12,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/wildcpu-test.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The suite starts the program about 2,500 times; what Open MPI and OpenBLAS do at each start,
-# not the work, was most of its time (a failing singleton took 0.68 s, 0.18 s with these):
+# not the work, was most of its time (a failing singleton took 0.68 s, 0.18-0.32 s with these):
 # - ob1, the messaging layer Open MPI picks on this machine anyway: without naming it, every
 #   process also loads the Omni-Path library, whose constructor spins for 0.2 s to calibrate;
 # - a process started without mpirun (a singleton) starts no Open MPI daemon (orted) beside it;
