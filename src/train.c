@@ -981,10 +981,7 @@ static void memory_advice(train_ctx *t, size_t files) {
     const size_t left = wc_address_space_left();
     if (cfg->micro_batch > 1 && left != SIZE_MAX) {
         /* the largest micro-batch below this one whose plan fits (the plan grows with it), with
-         * the margin the limit's advice keeps (util.c's raise_limit_to): what a process maps
-         * varies by a few MiB from run to run, and a --micro-batch that fitted with less than
-         * that was refused when run under the same limit */
-        const size_t used = wc_address_space_used();
+         * the margin of the limit's own advice */
         int lo = 0, hi = cfg->micro_batch - 1;
         while (lo < hi) {
             const int mid = lo + (hi - lo + 1) / 2;
@@ -994,8 +991,7 @@ static void memory_advice(train_ctx *t, size_t files) {
             const int planned = plan_training(t, mid, &p) == WC_OK;
             wc_log_set_quiet(was);
             if (planned) training_need(t, &p, files, &need);
-            const size_t bytes = planned ? wc_address_need_bytes(&need) : SIZE_MAX;
-            if (planned && bytes + (used + bytes) / 32 <= left)
+            if (planned && wc_address_space_fits_advice(wc_address_need_bytes(&need)))
                 lo = mid;
             else
                 hi = mid - 1;

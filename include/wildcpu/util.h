@@ -201,6 +201,9 @@ size_t wc_address_need_bytes(const wc_address_need *need);
 /* What the address-space limit leaves to this process beside what it maps now (SIZE_MAX
  * without a limit). */
 size_t wc_address_space_left(void);
+/* Whether `bytes` more fit under the address-space limit with the margin the limit's advice
+ * keeps (true without a limit): what a --micro-batch advised in a message must fit. */
+int wc_address_space_fits_advice(size_t bytes);
 /* Whether the address-space limit leaves room for `need`, checked before any of it is mapped:
  * an allocation failure would end the run later, and OpenBLAS, out of room, would spin for ever
  * in its first product (deaf to a stop; the other ranks waiting in a collective). Without room,
