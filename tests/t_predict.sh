@@ -14,13 +14,8 @@ root=${WILDCPU_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${WILDCPU_BUILD:-$root/build}
 bin=${WILDCPU:-$build/wildcpu}
 mt=$build/tools/maptool
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$root/tests/env.sh" # how every test starts the program (this one keeps helpers of its own)
 tmp=$(mktemp -d /tmp/t_predict.XXXXXX)
-# The start of each of the program's 90 runs here, as tests/lib.sh sets it for the tests that
-# source it (this one keeps helpers of its own): Open MPI's ob1 named (no Omni-Path library
-# calibrating for 0.2 s), a singleton without an Open MPI daemon, OpenBLAS at 1 thread (else
-# wildcpu executes itself again to set it); a session directory of its own.
-export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_ess_singleton_isolated=1 OPENBLAS_NUM_THREADS=1
 export OMPI_MCA_orte_tmpdir_base=$tmp
 trap 'rm -rf "$tmp"' EXIT
 # a private copy: some cases point --out at input files on purpose
