@@ -30,27 +30,20 @@ run() { # run NAME NRANKS(0 = no launcher) ARGS...
     fi
 }
 digests() { # one line per step: "step digest" (one python start for all steps, not a wildcpu
-    # info per checkpoint: a 64-bit hash of the checkpoint's `params` section, the bytes `wildcpu
-    # info`'s digest hashes, after checking the magic, header step and CRC-32 as a resume does;
-    # an unreadable or invalid checkpoint gives an empty digest, as info's INVALID did)
-    $PY - "$T/$1/checkpoints" "$steps" <<'PY'
+    # info per checkpoint): a 64-bit hash of the checkpoint's `params` section, the bytes `wildcpu
+    # info`'s digest hashes, after checking the magic, header step, size and CRC-32 as a resume
+    # does (tests/wcp.py); an unreadable or invalid checkpoint gives an empty digest, as info's
+    # INVALID did
+    $PY - "$ROOT/tests" "$T/$1/checkpoints" "$steps" <<'PY'
 import hashlib, struct, sys, zlib
-for s in range(1, int(sys.argv[2]) + 1):
-    d = ""
+sys.path.insert(0, sys.argv[1])
+import wcp
+for s in range(1, int(sys.argv[3]) + 1):
     try:
-        data = open("%s/ckpt-%08d.wcp" % (sys.argv[1], s), "rb").read()
-        h = data[:64]
-        step, zsize, crc = struct.unpack_from("<Q", h, 16)[0], struct.unpack_from("<Q", h, 32)[0], struct.unpack_from("<I", h, 40)[0]
-        ok = h[:8] == b"WCKPT\r\n\x1a" and step == s and zsize == len(data) - 64
-        ok = ok and zlib.crc32(data[64:], zlib.crc32(h[44:64], zlib.crc32(h[:40]))) == crc
-        raw, off = zlib.decompress(data[64:]) if ok else b"", 0
-        while off < len(raw):
-            (n,) = struct.unpack_from("<I", raw, off)
-            (m,) = struct.unpack_from("<Q", raw, off + 4 + n)
-            if raw[off + 4 : off + 4 + n] == b"params":
-                d = hashlib.blake2b(raw[off + 12 + n : off + 12 + n + m], digest_size=8).hexdigest()
-            off += 12 + n + m
-    except (OSError, struct.error, zlib.error):
+        ck = wcp.read("%s/ckpt-%08d.wcp" % (sys.argv[2], s), check=True)
+        params = wcp.section(ck, "params")[1]
+        d = hashlib.blake2b(params, digest_size=8).hexdigest() if ck["step"] == s else ""
+    except (OSError, ValueError, KeyError, struct.error, zlib.error):
         d = ""
     print(s, d)
 PY

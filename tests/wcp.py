@@ -27,11 +27,21 @@ import zlib
 MAGIC = b"WCKPT\r\n\x1a"
 
 
-def read(path):
+def header_crc(h, body):
+    """The CRC-32 a header stores: over the header without its own CRC field, then the body."""
+    return zlib.crc32(body, zlib.crc32(bytes(h[44:64]), zlib.crc32(bytes(h[:40]))))
+
+
+def read(path, check=False):
+    """The checkpoint at path; with check, as a resume would trust it: a ValueError unless its
+    compressed size and CRC-32 are those the header states."""
     data = open(path, "rb").read()
     h = data[:64]
-    assert h[:8] == MAGIC, "not a checkpoint"
+    if h[:8] != MAGIC:
+        raise ValueError("%s: not a checkpoint" % path)
     version, bom, step, raw_size, zsize, crc = struct.unpack_from("<IIQQQI", h, 8)
+    if check and (zsize != len(data) - 64 or header_crc(h, data[64:]) != crc):
+        raise ValueError("%s: size or CRC-32 is not the header's" % path)
     raw = zlib.decompress(data[64:])
     sections, off = [], 0
     while off < len(raw):
@@ -55,10 +65,7 @@ def write(ck, path):
     h = bytearray(64)
     h[:8] = MAGIC
     struct.pack_into("<IIQQQ", h, 8, ck["version"], ck["bom"], ck["step"], raw_size, len(z))
-    crc = zlib.crc32(bytes(h[:40]))
-    crc = zlib.crc32(bytes(h[44:64]), crc)
-    crc = zlib.crc32(z, crc)
-    struct.pack_into("<I", h, 40, crc)
+    struct.pack_into("<I", h, 40, header_crc(h, z))
     open(path, "wb").write(bytes(h) + z)
 
 
