@@ -8,15 +8,36 @@
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --epochs 4 --val-fraction 0.3
       --log-every 1 --keep 1 --ckpt-every 5 --no-predict --seed 7)
-mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/a" >"$T/a.log" 2>&1 || { notok "training" "$(tail -3 "$T/a.log")"; finish; }
-# the step of the best validation, from the log (the first of equal maxima: strictly better wins)
-best_step=$($PY -c 'import json,sys
+# best.wcp's bookkeeping (which step it holds, that it is kept, used by predict and info, the same
+# after a stop and resume) is not the network's: the logistic model (its best validation is the
+# first of four, so three follow it). The jitter, --augment and --rotate runs below are unet-lite.
+sargs=("${args[@]}" --model logistic)
+# jsons FILE KEY...: top-level values of a JSON file, one a line, in one python start
+jsons() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print("\n".join(str(d[k]) for k in sys.argv[2:]))' "$@"; }
+# stop_when LOG TEXT DIR: once LOG shows TEXT, SIGTERM to the wildcpu ranks writing DIR (looked up
+# once they have started, so the signal follows the line at once)
+stop_when() {
+    local log=$1 text=$2 dir=$3 pids="" p
+    for _ in $(seq 1 3000); do
+        [ -z "$pids" ] && grep -q "^model " "$log" &&
+            pids=$(pgrep -f -- "--out $dir" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+        grep -q "$text" "$log" && break
+        sleep 0.02
+    done
+    kill -TERM $pids
+}
+# the step a stopped run stopped after, from its log
+stopped_after() { sed -n 's/.*stopped by .* after step \([0-9]*\):.*/\1/p' "$1" | head -1; }
+mpirun_n 2 "$WILDCPU" "${sargs[@]}" --out "$T/a" >"$T/a.log" 2>&1 || { notok "training" "$(tail -3 "$T/a.log")"; finish; }
+# the step of the best validation, from the log (the first of equal maxima: strictly better wins),
+# and report.json's best_unsaved_step
+{ read -r best_step; read -r a_unsaved; } < <($PY -c 'import json,sys
 best, step = -1, -1
 for l in open(sys.argv[1]):
     d = json.loads(l)
     if d["type"] == "val" and d["auc_pr"] is not None and d["auc_pr"] > best:
         best, step = d["auc_pr"], d["step"]
-print(step)' "$T/a/metrics.jsonl")
+print(step); print(json.load(open(sys.argv[2]))["best_unsaved_step"])' "$T/a/metrics.jsonl" "$T/a/report.json")
 held=$("$WILDCPU" info "$T/a/checkpoints/best.wcp" | awk '$1 == "step" {print $2}')
 [ -n "$best_step" ] && [ "$held" = "$best_step" ] && [ -f "$T/a/checkpoints/ckpt-00000076.wcp" ] &&
     [ "$(ls "$T/a/checkpoints" | wc -l)" = 2 ] && grep -q "best validation AUC-PR, .* after step $best_step" "$T/a/report.md" \
@@ -32,27 +53,29 @@ if [ "$best_step" = 76 ] || [ "$best_step" = -1 ]; then
     ok "# skipped: the best validation is the last (step $best_step), so none could follow it"
 else
 ( mkdir -p "$T/u/checkpoints" && mkdir "$T/u/checkpoints/.ckpt-$(printf %08d "$best_step").wcp.tmp$BASHPID" &&
-  exec "$WILDCPU" "${args[@]}" --out "$T/u" ) >"$T/u.log" 2>&1
+  exec "$WILDCPU" "${sargs[@]}" --out "$T/u" ) >"$T/u.log" 2>&1
 s=$?
-[ $s -eq 0 ] && [ "$(json "$T/u/report.json" best_unsaved_step)" = "$best_step" ] &&
-    [ "$(json "$T/u/report.json" best_step)" != "$best_step" ] &&
-    [ "$(json "$T/u/report.json" best_step)" = "$("$WILDCPU" info "$T/u/checkpoints/best.wcp" | awk '$1 == "step" {print $2}')" ] &&
+{ read -r u_unsaved; read -r u_best; } < <(jsons "$T/u/report.json" best_unsaved_step best_step)
+[ $s -eq 0 ] && [ "$u_unsaved" = "$best_step" ] &&
+    [ "$u_best" != "$best_step" ] &&
+    [ "$u_best" = "$("$WILDCPU" info "$T/u/checkpoints/best.wcp" | awk '$1 == "step" {print $2}')" ] &&
     grep -q "after step $best_step was better (AUC-PR .*could not be written" "$T/u/report.md" &&
     grep -q "warning: the best validation of this session, after step $best_step .*could not be saved" "$T/u.log" &&
-    [ "$(json "$T/a/report.json" best_unsaved_step)" = -1 ] \
+    [ "$a_unsaved" = -1 ] \
     && ok "best.wcp of the best validation (step $best_step) not written: a later best.wcp, and report and log name the lost one" \
     || notok "a failed best.wcp write in the report" "status $s; $(grep -i 'best' "$T/u.log" | tail -3)"
 fi
 # the end of training's checkpoint cannot be written: the run fails, and its report says why,
 # the cause the log gave "above" included (a batch job's stderr is often gone)
 ( mkdir -p "$T/v/checkpoints" && mkdir "$T/v/checkpoints/.ckpt-00000076.wcp.tmp$BASHPID" &&
-  exec "$WILDCPU" "${args[@]}" --model logistic --out "$T/v" ) >"$T/v.log" 2>&1
+  exec "$WILDCPU" "${sargs[@]}" --out "$T/v" ) >"$T/v.log" 2>&1
 s=$?
-[ $s -eq 1 ] && [ "$(json "$T/v/report.json" status)" = failed ] &&
-    json "$T/v/report.json" error | grep -q "^cannot create checkpoint .*: Is a directory; then: checkpoint at step 76 (end of training) is not complete" &&
+v_json=$(jsons "$T/v/report.json" status error)
+[ $s -eq 1 ] && [ "$(head -1 <<<"$v_json")" = failed ] &&
+    sed 1d <<<"$v_json" | grep -q "^cannot create checkpoint .*: Is a directory; then: checkpoint at step 76 (end of training) is not complete" &&
     grep -q "^Status: \*\*failed\*\*: cannot create checkpoint .*: Is a directory; then: " "$T/v/report.md" \
     && ok "the final checkpoint not written: exit 1, and report.json and report.md give the cause" \
-    || notok "a failed final checkpoint in the report" "status $s: $(json "$T/v/report.json" error 2>&1 | head -c 300)"
+    || notok "a failed final checkpoint in the report" "status $s: $(head -c 300 <<<"$v_json")"
 
 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/a" --out "$T/a.tif" >"$T/p.log" 2>&1
 grep -q "with $T/a/checkpoints/best.wcp (step $best_step" "$T/p.log" \
@@ -71,20 +94,22 @@ grep -q "best.wcp  *step  *? .*INVALID" "$T/info_bad.txt" && grep -q "use $T/a/c
     && ok "info DIR lists best.wcp (step $best_step, or step ? and INVALID) and which checkpoint predict and evaluate use" \
     || notok "info DIR and best.wcp" "$(grep best "$T/info_bad.txt" "$T/info_good.txt")"
 
-# stop in the middle and resume: best.wcp and the final state equal the uninterrupted run's
-mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/b" >"$T/b.log" 2>&1 &
+# stop in the middle and resume: best.wcp and the final state equal the uninterrupted run's.
+# Each checkpoint write of the stopped run takes 0.5 s longer (a slow disk), and the next waits
+# for it: the 7 checkpoints after step 41 take 3.5 s at least, in which the signal lands
+(export WILDCPU_TEST_SLOW_WRITE=0.5; mpirun_n 2 "$WILDCPU" "${sargs[@]}" --out "$T/b") >"$T/b.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 1200); do grep -q "step 41/76" "$T/b.log" && break; sleep 0.05; done
-kill -TERM $(pgrep -f -- "--out $T/b" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+stop_when "$T/b.log" "step 41/76" "$T/b"
 wait $pid
 s1=$?
-mpirun_n 1 "$WILDCPU" "${args[@]}" --out "$T/b" >>"$T/b.log" 2>&1
+at=$(stopped_after "$T/b.log")
+mpirun_n 1 "$WILDCPU" "${sargs[@]}" --out "$T/b" >>"$T/b.log" 2>&1
 s2=$?
-[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/b.log" &&
+[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/b.log" && [ "${at:-0}" -ge 41 ] && [ "$at" -lt 76 ] &&
     [ "$(digest "$T/b/checkpoints/best.wcp")" = "$(digest "$T/a/checkpoints/best.wcp")" ] &&
     [ "$(digest "$T/b/checkpoints/ckpt-00000076.wcp")" = "$(digest "$T/a/checkpoints/ckpt-00000076.wcp")" ] \
     && ok "stopped at step 41 on 2 ranks, resumed on 1: best.wcp and the final state equal" \
-    || notok "best.wcp across a resume" "status $s1/$s2"
+    || notok "best.wcp across a resume" "status $s1/$s2, stopped after step '$at'"
 
 # jitter: the same bits on 1 and 3 ranks; different from fixed patches (30 steps: into the second
 # epoch of 19 steps, so a stop at step 21 resumes in an epoch of its own draws)
@@ -113,18 +138,21 @@ grep -q "augmentation: 8 orientations (mirrors and quarter turns); vector bands 
 [ -n "$da1" ] && [ "$da1" = "$da3" ] && [ "$da1" != "$d1" ] \
     && ok "augmented training: bitwise equal on 1 and 3 ranks, different from training without it" \
     || notok "--augment" "1 rank $da1, 3 ranks $da3, without $d1"
-# stopped at step 21 on 2 ranks and resumed on 1: the same bits as the uninterrupted run
-mpirun_n 2 "$WILDCPU" "${args[@]}" --steps 30 --augment --out "$T/ar" >"$T/ar.log" 2>&1 &
+# stopped at step 21 on 2 ranks and resumed on 1: the same bits as the uninterrupted run. The
+# stop must land in the second epoch (steps 20 to 29, checked): each checkpoint write of the
+# stopped run takes 1 s longer, and the next waits for it, so the checkpoint of step 25 waits for
+# step 20's, and the signal, sent as step 21 is logged, has a second and 5 steps at least to land
+(export WILDCPU_TEST_SLOW_WRITE=1; mpirun_n 2 "$WILDCPU" "${args[@]}" --steps 30 --augment --out "$T/ar") >"$T/ar.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 1200); do grep -q "step 21/30" "$T/ar.log" && break; sleep 0.05; done
-kill -TERM $(pgrep -f -- "--out $T/ar" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+stop_when "$T/ar.log" "step 21/30" "$T/ar"
 wait $pid
 s1=$?
+at=$(stopped_after "$T/ar.log")
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 30 --augment --out "$T/ar" >>"$T/ar.log" 2>&1
 s2=$?
-[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/ar.log" && [ "$(digest "$T/ar/checkpoints/$f")" = "$da1" ] \
+[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/ar.log" && [ "${at:-0}" -ge 20 ] && [ "$at" -lt 30 ] && [ "$(digest "$T/ar/checkpoints/$f")" = "$da1" ] \
     && ok "augmented training stopped on 2 ranks, resumed on 1: the uninterrupted run's bits" \
-    || notok "--augment across a resume" "status $s1/$s2, $(digest "$T/ar/checkpoints/$f") vs $da1"
+    || notok "--augment across a resume" "status $s1/$s2, stopped after step '$at', $(digest "$T/ar/checkpoints/$f") vs $da1"
 "$WILDCPU" "${args[@]}" --steps 30 --out "$T/a1" >"$T/na2.log" 2>&1
 [ $? -eq 1 ] && grep -q "augment: now (none), checkpoint 8:.*input channels counted from 0: 0 [a-z_]*, 1 " "$T/na2.log" \
     && ok "an augmented run is not resumed without --augment (the pairs' channels named)" \
@@ -181,18 +209,19 @@ grep -q "warning: --rotate 45 turns only [0-9] of the first epoch's 5 training s
     || notok "the warning of validation blocks" "$(grep -i 'warn' "$T/sv.log")"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --augment --out "$T/ra" >"$T/ra.log" 2>&1
 dra=$(digest "$T/ra/checkpoints/$f")
-mpirun_n 2 "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --augment --out "$T/rr" >"$T/rr.log" 2>&1 &
+# (stopped in the second epoch as above: slow checkpoint writes give the signal time to land)
+(export WILDCPU_TEST_SLOW_WRITE=1; mpirun_n 2 "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --augment --out "$T/rr") >"$T/rr.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 1200); do grep -q "step 21/30" "$T/rr.log" && break; sleep 0.05; done
-kill -TERM $(pgrep -f -- "--out $T/rr" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+stop_when "$T/rr.log" "step 21/30" "$T/rr"
 wait $pid
 s1=$?
+at=$(stopped_after "$T/rr.log")
 mpirun_n 3 "$WILDCPU" "${args[@]}" --steps 30 --rotate 30 --augment --out "$T/rr" >>"$T/rr.log" 2>&1
 s2=$?
-[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/rr.log" && [ -n "$dra" ] &&
+[ $s1 -eq 75 ] && [ $s2 -eq 0 ] && grep -q "resuming from" "$T/rr.log" && [ "${at:-0}" -ge 20 ] && [ "$at" -lt 30 ] && [ -n "$dra" ] &&
     [ "$(digest "$T/rr/checkpoints/$f")" = "$dra" ] && [ "$dra" != "$dr1" ] && [ "$dra" != "$da1" ] \
     && ok "turned and oriented training stopped on 2 ranks, resumed on 3: the uninterrupted 1-rank run's bits" \
-    || notok "--rotate across a resume" "status $s1/$s2, $(digest "$T/rr/checkpoints/$f") vs $dra"
+    || notok "--rotate across a resume" "status $s1/$s2, stopped after step '$at', $(digest "$T/rr/checkpoints/$f") vs $dra"
 "$WILDCPU" "${args[@]}" --steps 30 --out "$T/r1" >"$T/nr.log" 2>&1
 [ $? -eq 1 ] && grep -q "rotate: now (none), checkpoint 30" "$T/nr.log" \
     && ok "a turned run is not resumed without --rotate" || notok "--rotate in the resume settings" "$(tail -2 "$T/nr.log")"
