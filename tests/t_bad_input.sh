@@ -154,7 +154,7 @@ gdal_translate -q -b 13 -outsize 50% 50% "$SAMPLE" "$T/coarse_fire.tif"
 expect "a refused --oracle stops the run before --labels are warped" 1 "pipetile.vrt: its source $T/fifo is a pipe" -- \
     --tiles "$SAMPLE" --labels "$T/coarse_fire.tif" --oracle "$T/pipetile.vrt" "${train[@]}"
 if ! grep -q "labels: warped" "$T/out" "$T/err" &&
-    timeout 120 "$WILDCPU" --tiles "$SAMPLE" --labels "$T/coarse_fire.tif" "${train[@]}" 2>&1 | grep -q "labels: warped"; then
+    timeout 120 "$WILDCPU" --tiles "$SAMPLE" --labels "$T/coarse_fire.tif" "${ltrain[@]}" 2>&1 | grep -q "labels: warped"; then
     ok "... no label warp before the refusal (a run with those labels warps them)"
 else
     notok "the oracle refused before the labels' warp" "$(grep labels "$T/err")"
@@ -181,15 +181,144 @@ s=${PIPESTATUS[0]}
 
 # a feature band nodata everywhere: training names it after "nothing to train on"; a map of
 # such a raster is nodata everywhere, and predict says which band made it so
-$PY - "$SAMPLE" "$T/f32.tif" "$T/empty5.tif" <<'PY' || notok "a raster with an empty band"
-import sys
+# (the rasters of the cases below made from a Float32 copy of the sample, in one python start:
+# each its own copy of f32.tif, changed as its case says there)
+$PY - "$SAMPLE" "$T" <<'PY' || notok "rasters made from a Float32 copy of the sample"
+import os, re, sys
 import numpy as np
 from osgeo import gdal
-gdal.Translate(sys.argv[2], sys.argv[1], outputType=gdal.GDT_Float32)
-d = gdal.Translate(sys.argv[3], sys.argv[1], outputType=gdal.GDT_Float32)
+sample, t = sys.argv[1], sys.argv[2]
+f32 = t + "/f32.tif"
+gdal.Translate(f32, sample, outputType=gdal.GDT_Float32)
+# a feature band nodata everywhere
+d = gdal.Translate(t + "/empty5.tif", sample, outputType=gdal.GDT_Float32)
 b = d.GetRasterBand(5)
 b.WriteArray(np.full((d.RasterYSize, d.RasterXSize), b.GetNoDataValue(), np.float32))
 d = None
+# a VRT band derived by a pixel function that cannot run
+gdal.Translate(t + "/derived.vrt", f32, format="VRT")
+s = open(t + "/derived.vrt").read()
+tag = re.search(r'<VRTRasterBand[^>]*band="2"[^>]*>', s).group(0)
+derived = tag[:-1] + ' subClass="VRTDerivedRasterBand"><PixelFunctionType>diff</PixelFunctionType>'
+open(t + "/derived.vrt", "w").write(s.replace(tag, derived, 1))
+# an undeclared nodata in slope
+d = gdal.Translate(t + "/huge.tif", f32)
+b = d.GetRasterBand(2)
+a = b.ReadAsArray()
+a[200, 50:54] = -3.4e38
+a[300, 60:63] = 9.96921e36
+b.WriteArray(a)
+d = None
+# slope nodata everywhere
+d = gdal.Translate(t + "/nd_slope.tif", f32)
+b = d.GetRasterBand(2)
+b.SetNoDataValue(-9999)
+b.Fill(-9999)
+d = None
+# -3.4e38 in ndvi
+d = gdal.Translate(t + "/huge_ndvi.tif", f32)
+b = d.GetRasterBand(5)
+a = b.ReadAsArray()
+a[100, 10:15] = -3.4028235e38
+b.WriteArray(a)
+d = None
+# -3.4e38 in ndvi everywhere
+d = gdal.Translate(t + "/all_ndvi.tif", f32)
+b = d.GetRasterBand(5)
+a = b.ReadAsArray()
+a[:] = -3.4028235e38
+b.WriteArray(a)
+d = None
+# a constant band; labels nodata everywhere
+d = gdal.Translate(t + "/const.tif", f32)
+d.GetRasterBand(6).WriteArray(np.full((d.RasterYSize, d.RasterXSize), 0.5, np.float32))
+d = None
+# ... and a 128 x 128 window of it and of f32.tif, to be mapped
+os.makedirs(t + "/crop")
+for name in ("const", "f32"):
+    gdal.Translate(t + "/crop/%s.tif" % name, t + "/%s.tif" % name, srcWin=[128, 128, 128, 128])
+d = gdal.Translate(t + "/nolab.tif", f32)
+b = d.GetRasterBand(13)
+b.WriteArray(np.full((d.RasterYSize, d.RasterXSize), b.GetNoDataValue(), np.float32))
+d = None
+# a constant wind_u
+d = gdal.Translate(t + "/const_wind.tif", f32)
+d.GetRasterBand(9).WriteArray(np.full((d.RasterYSize, d.RasterXSize), 3.0, np.float32))
+d = None
+# a Byte band whose nodata value (-1) its type cannot hold, from an in-memory copy: scaling
+# computes statistics, which GDAL would save into the sample VRT
+src = gdal.Translate("/vsimem/sample.tif", sample)
+d = gdal.Translate(t + "/bytend.tif", src, outputType=gdal.GDT_Byte, scaleParams=[[]])
+d.GetRasterBand(2).SetNoDataValue(-1)
+d = None
+src = None
+# mosaics of two halves: the east one in another CRS, or of coarser pixels
+gdal.Translate(t + "/west.tif", sample, srcWin=[0, 0, 256, 512], outputType=gdal.GDT_Float32)
+gdal.Translate(t + "/east12.tif", sample, srcWin=[256, 0, 256, 512], outputType=gdal.GDT_Float32,
+               outputSRS="EPSG:32612")
+gdal.Translate(t + "/east60.tif", sample, srcWin=[256, 0, 256, 512], outputType=gdal.GDT_Float32,
+               xRes=60, yRes=60)
+src = gdal.Open(sample)
+for name, east, kw in (("mixed", "east12", {"allowProjectionDifference": True}),
+                       ("coarse", "east60", {"resolution": "highest"})):
+    v = gdal.BuildVRT(t + "/%s.vrt" % name, [t + "/west.tif", t + "/%s.tif" % east], **kw)
+    for i in range(src.RasterCount):
+        v.GetRasterBand(i + 1).SetDescription(src.GetRasterBand(i + 1).GetDescription())
+    v = None
+src = None
+# a mosaic of 2,050 files (names of one tile in EPSG:32612) under a mosaic in EPSG:32611
+def manycrs(d):
+    os.makedirs(d + "/t")
+    ds = gdal.GetDriverByName("GTiff").Create(d + "/tile.tif", 8, 8, 3, gdal.GDT_Float32)
+    ds.SetGeoTransform([500000, 30, 0, 4000000, 0, -30])
+    ds.SetProjection("EPSG:32612")
+    for b, name in enumerate(["a", "b", "fire"]):
+        ds.GetRasterBand(b + 1).SetDescription(name)
+        ds.GetRasterBand(b + 1).Fill(b % 2)
+    ds = None
+    bands = []
+    for b, name in enumerate(["a", "b", "fire"]):
+        srcs = "".join('<SimpleSource><SourceFilename relativeToVRT="1">t/%d.tif</SourceFilename>'
+                       '<SourceBand>%d</SourceBand><SrcRect xOff="0" yOff="0" xSize="8" ySize="8"/>'
+                       '<DstRect xOff="0" yOff="0" xSize="8" ySize="8"/></SimpleSource>' % (i, b + 1)
+                       for i in range(2050))
+        bands.append('<VRTRasterBand dataType="Float32" band="%d"><Description>%s</Description>%s'
+                     '</VRTRasterBand>' % (b + 1, name, srcs))
+    for i in range(2050):
+        os.symlink("../tile.tif", "%s/t/%d.tif" % (d, i))
+    open(d + "/many.vrt", "w").write(
+        '<VRTDataset rasterXSize="8" rasterYSize="8"><SRS>EPSG:32611</SRS>'
+        '<GeoTransform>500000, 30, 0, 4000000, 0, -30</GeoTransform>%s</VRTDataset>' % "".join(bands))
+    # the same with its bands a and b named the other way round: each source checked reads a band
+    # described otherwise, twice
+    swapped = "".join(bands).replace("<Description>a<", "<Description>x<") \
+        .replace("<Description>b<", "<Description>a<").replace("<Description>x<", "<Description>b<")
+    open(d + "/swapped.vrt", "w").write(
+        '<VRTDataset rasterXSize="8" rasterYSize="8"><SRS>EPSG:32612</SRS>'
+        '<GeoTransform>500000, 30, 0, 4000000, 0, -30</GeoTransform>%s</VRTDataset>' % swapped)
+
+
+manycrs(t + "/manycrs")
+# NaN and Inf in ndvi
+gdal.Translate(t + "/nan.tif", sample, outputType=gdal.GDT_Float32)
+ds = gdal.Open(t + "/nan.tif", gdal.GA_Update)
+b = ds.GetRasterBand(5)  # ndvi
+a = b.ReadAsArray()
+a[100:140, 100:140] = float("nan")
+a[300:310, 0:512] = float("inf")
+b.WriteArray(a)
+ds = None
+# a container of rasters (netCDF variables), where this GDAL can write one (else no file: the
+# case says it is skipped)
+try:
+    rg = gdal.GetDriverByName("netCDF").CreateMultiDimensional(t + "/multi.nc").GetRootGroup()
+    dims = [rg.CreateDimension(n, None, None, 16) for n in ("y", "x")]
+    for name in ("elevation", "slope"):
+        rg.CreateMDArray(name, dims, gdal.ExtendedDataType.Create(gdal.GDT_Float32)).Write(
+            np.ones((16, 16), np.float32))
+    rg = dims = None
+except Exception as e:
+    print("multi.nc:", e, file=sys.stderr)
 PY
 expect "a feature band nodata everywhere: training names it" 1 "empty5.tif, band 5 \(ndvi\) is nodata in 100.0% of a 256x256 sample" -- \
     --tiles "$T/empty5.tif" "${train[@]}"
@@ -201,32 +330,14 @@ expect "... and predict on it warns which band made the map nodata everywhere" 0
     predict --tiles "$T/empty5.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif"
 # a VRT band derived by a pixel function that cannot run (diff needs two sources): GDAL fails
 # the read without a word; the error names the band, says GDAL gave no reason, once
-$PY - "$T/f32.tif" "$T/derived.vrt" <<'PY' || notok "a VRT with a derived band"
-import re, sys
-from osgeo import gdal
-gdal.Translate(sys.argv[2], sys.argv[1], format="VRT")
-s = open(sys.argv[2]).read()
-tag = re.search(r'<VRTRasterBand[^>]*band="2"[^>]*>', s).group(0)
-derived = tag[:-1] + ' subClass="VRTDerivedRasterBand"><PixelFunctionType>diff</PixelFunctionType>'
-open(sys.argv[2], "w").write(s.replace(tag, derived, 1))
-PY
+# (derived.vrt: made with f32.tif above, in one python start)
 expect "a derived band that fails without a reason: the band named" 1 "^wildcpu: error: read error in .*derived.vrt, window x=0 y=0 [0-9]+x[0-9]+, band 2 \(slope\): .+" -- \
     predict --tiles "$T/derived.vrt" --checkpoint "$T/f32run" --out "$T/derived_map.tif"
 [ "$(grep -c 'error' "$T/err")" -eq 1 ] && ok "... in one line" || notok "the derived band's error in one line" "$(cat "$T/err")"
 
 # a few values no measurement has (an undeclared nodata: -3.4e38, a netCDF fill value) in a
 # feature: taken as data, they make its normalization and flatten the rest of the band: warned
-$PY - "$T/f32.tif" "$T/huge.tif" <<'PY' || notok "a raster with an undeclared nodata"
-import sys
-from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1])
-b = d.GetRasterBand(2)
-a = b.ReadAsArray()
-a[200, 50:54] = -3.4e38
-a[300, 60:63] = 9.96921e36
-b.WriteArray(a)
-d = None
-PY
+# (huge.tif: made with f32.tif above)
 expect "a feature with values of 1e30 or more: warned, naming the band and the count" 0 "warning: .*huge.tif, band 2 \(slope\): 7 valid pixels of the kept patches \(training and validation\) hold values of magnitude 1e\+30 or more" -- \
     --tiles "$T/huge.tif" "${ltrain[@]}" --val-fraction 0
 # ... and where a map or evaluate meets them, counted once per pixel over the ranks
@@ -240,15 +351,7 @@ s=$?
 # A raster one of whose features is nodata everywhere: no pixel has a prediction. evaluate says
 # that, after the warning naming the band; it used to blame the labels ("the labels are nodata
 # wherever the raster has data, or do not overlap it")
-$PY - "$T/f32.tif" "$T/nd_slope.tif" <<'PY' || notok "a raster whose slope is nodata everywhere"
-import sys
-from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1])
-b = d.GetRasterBand(2)
-b.SetNoDataValue(-9999)
-b.Fill(-9999)
-d = None
-PY
+# (nd_slope.tif: made with f32.tif above)
 "$WILDCPU" evaluate --tiles "$T/nd_slope.tif" --checkpoint "$T/f32run" --out "$T/nd_slope.json" >"$T/nd_slope.log" 2>&1
 s=$?
 [ $s -eq 1 ] && [ ! -e "$T/nd_slope.json" ] &&
@@ -259,16 +362,7 @@ s=$?
 # -3.4e38 in a band of standard deviation below 1 overflows once normalized: those pixels have no
 # prediction; evaluate says so (they were left out of its scores without a word) and the band's
 # warning counts them too
-$PY - "$T/f32.tif" "$T/huge_ndvi.tif" <<'PY' || notok "a raster with -3.4e38 in ndvi"
-import sys
-from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1])
-b = d.GetRasterBand(5)
-a = b.ReadAsArray()
-a[100, 10:15] = -3.4028235e38
-b.WriteArray(a)
-d = None
-PY
+# (huge_ndvi.tif: made with f32.tif above)
 "$WILDCPU" evaluate --tiles "$T/huge_ndvi.tif" --checkpoint "$T/f32run" --out "$T/huge_ndvi.json" >"$T/huge_ndvi.log" 2>&1
 s=$?
 [ $s -eq 0 ] && grep -q "warning: evaluate: .*huge_ndvi.tif: 5 pixels have a feature value beyond float's range once normalized (far outside the training range): left out of the scores" "$T/huge_ndvi.log" &&
@@ -278,16 +372,7 @@ s=$?
 # ... and where every pixel is so (ndvi -3.4e38 everywhere, undeclared), the error that nothing
 #     has a prediction says why: it said "every pixel has a nodata input (the bands are named
 #     above)", no band being named, the values beyond float's range said only after it
-$PY - "$T/f32.tif" "$T/all_ndvi.tif" <<'PY' || notok "a raster with -3.4e38 in ndvi everywhere"
-import sys
-from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1])
-b = d.GetRasterBand(5)
-a = b.ReadAsArray()
-a[:] = -3.4028235e38
-b.WriteArray(a)
-d = None
-PY
+# (all_ndvi.tif: made with f32.tif above)
 "$WILDCPU" evaluate --tiles "$T/all_ndvi.tif" --checkpoint "$T/f32run" >"$T/all_ndvi.log" 2>&1
 s=$?
 [ $s -eq 1 ] && grep -q "error: evaluate: no pixel of .*all_ndvi.tif has a prediction: every pixel has a nodata input or a feature value beyond float's range once normalized ([0-9]* pixels: an undeclared nodata? see the warnings): nothing to score$" "$T/all_ndvi.log" &&
@@ -297,17 +382,7 @@ s=$?
 
 # a constant feature band: warned once (by rank 0, not by every rank); a raster whose labels are
 # all nodata: no "constant" warning for bands that merely have no training pixels, only the error
-$PY - "$T/f32.tif" "$T/const.tif" "$T/nolab.tif" <<'PY' || notok "rasters with a constant band, with no labels"
-import sys
-import numpy as np
-from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1])
-d.GetRasterBand(6).WriteArray(np.full((d.RasterYSize, d.RasterXSize), 0.5, np.float32))
-d = gdal.Translate(sys.argv[3], sys.argv[1])
-b = d.GetRasterBand(13)
-b.WriteArray(np.full((d.RasterYSize, d.RasterXSize), b.GetNoDataValue(), np.float32))
-d = None
-PY
+# (const.tif and nolab.tif: made with f32.tif above)
 mpirun_n 2 "$WILDCPU" --tiles "$T/const.tif" --out "$T/const" --model logistic --steps 2 --batch 4 \
     --micro-batch 2 --no-predict >"$T/const.log" 2>&1
 s=$?
@@ -316,13 +391,14 @@ s=$?
     || notok "a constant band on 2 ranks" "status $s: $(grep -c 'is constant' "$T/const.log") warnings"
 # its weights never learned (their gradient was 0; unet-lite's start random, the logistic
 # model's at 0, which would hide the bug): every map feeds the band as in training, so the map
-# of a raster where it varies is the map where it is constant, bit for bit, and says so
-"$WILDCPU" --tiles "$T/const.tif" --out "$T/const_unet" --steps 2 --batch 4 --micro-batch 2 \
+# of a raster where it varies is the map where it is constant, bit for bit, and says so (no
+# validation in the training, which is not looked at; the maps of a 128 x 128 window of each)
+"$WILDCPU" --tiles "$T/const.tif" --out "$T/const_unet" --steps 2 --batch 4 --micro-batch 2 --val-fraction 0 \
     --no-predict >"$T/const_unet.log" 2>&1 || notok "training unet-lite on a constant band" "$(tail -2 "$T/const_unet.log")"
-"$WILDCPU" predict --tiles "$T/const.tif" --checkpoint "$T/const_unet" --out "$T/const_map.tif" \
+"$WILDCPU" predict --tiles "$T/crop/const.tif" --checkpoint "$T/const_unet" --out "$T/const_map.tif" \
     >"$T/const_map.log" 2>&1
 s1=$?
-"$WILDCPU" predict --tiles "$T/f32.tif" --checkpoint "$T/const_unet" --out "$T/varying_map.tif" \
+"$WILDCPU" predict --tiles "$T/crop/f32.tif" --checkpoint "$T/const_unet" --out "$T/varying_map.tif" \
     >"$T/varying_map.log" 2>&1
 s2=$?
 [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && $PY -c 'import sys, numpy as np; from osgeo import gdal
@@ -341,14 +417,7 @@ print(",".join(c["name"] for c in m["input_channels"] if c.get("constant")))' "$
     || notok "export of a model with a band constant in training" "$(tail -2 "$T/const_export.log")"
 # a vector band's component constant, with --rotate: turned samples feed it its partner's
 # values, so it is not fed as 0 (its weights do learn), and the warning says so
-$PY - "$T/f32.tif" "$T/const_wind.tif" <<'PY' || notok "a raster with a constant wind_u"
-import sys
-import numpy as np
-from osgeo import gdal
-d = gdal.Translate(sys.argv[2], sys.argv[1])
-d.GetRasterBand(9).WriteArray(np.full((d.RasterYSize, d.RasterXSize), 3.0, np.float32))
-d = None
-PY
+# (const_wind.tif: made with f32.tif above)
 "$WILDCPU" --tiles "$T/const_wind.tif" --out "$T/const_wind" --model logistic --rotate 45 --steps 2 --batch 4 --micro-batch 2 \
     --no-predict >"$T/const_wind.log" 2>&1 &&
     "$WILDCPU" export --checkpoint "$T/const_wind" --out "$T/const_wind.safetensors" >>"$T/const_wind.log" 2>&1
@@ -462,15 +531,7 @@ s=$? n=$(grep -c "has no georeferencing" "$T/nogt2.err")
 
 # an integer band whose nodata value its type cannot hold (-1 in a Byte band): no pixel is
 # nodata by it, the pixels meant as nodata are data; warned, naming the band, once per command
-$PY - "$SAMPLE" "$T/bytend.tif" <<'PY'
-import sys
-from osgeo import gdal
-# from an in-memory copy: scaling computes statistics, which GDAL would save into the sample VRT
-src = gdal.Translate("/vsimem/sample.tif", sys.argv[1])
-d = gdal.Translate(sys.argv[2], src, outputType=gdal.GDT_Byte, scaleParams=[[]])
-d.GetRasterBand(2).SetNoDataValue(-1)
-d = None
-PY
+# (bytend.tif: made with f32.tif above)
 timeout 300 "$WILDCPU" --tiles "$T/bytend.tif" --out "$T/bytend" --model logistic --steps 2 --batch 4 --micro-batch 2 >"$T/bytend.log" 2>&1
 s=$?
 [ $s -eq 0 ] && [ "$(grep -c "warning: .*bytend.tif, band 2 (slope): its nodata value -1 cannot occur in a Byte band, so no pixel is nodata" "$T/bytend.log")" -eq 1 ] \
@@ -487,11 +548,7 @@ expect "signed bytes opened directly: refused, naming the band" 1 "int8.tif, ban
     --tiles "$T/int8.tif" "${train[@]}"
 expect "signed bytes behind a VRT: refused, naming the source" 1 "int8.vrt: its source .*int8.tif, band 1, holds signed bytes \(PIXELTYPE=SIGNEDBYTE\), which GDAL reads through the mosaic as unsigned" -- \
     --tiles "$T/int8.vrt" "${train[@]}"
-$PY - "$T/int8.tif" "$T/int8lab.tif" <<'PY'
-import sys
-from osgeo import gdal
-gdal.Translate(sys.argv[2], sys.argv[1], bandList=[13], creationOptions=["PIXELTYPE=SIGNEDBYTE"])
-PY
+gdal_translate -q -b 13 -co PIXELTYPE=SIGNEDBYTE "$T/int8.tif" "$T/int8lab.tif"
 gdalbuildvrt -q "$T/int8lab.vrt" "$T/int8lab.tif"
 expect "signed-byte labels behind a VRT (--labels): refused, naming the source" 1 "int8lab.vrt: its source .*int8lab.tif, band 1, holds signed bytes" -- \
     --tiles "$SAMPLE" --labels "$T/int8lab.vrt" --label-band 1 "${train[@]}"
@@ -526,19 +583,7 @@ s=$?
     || notok "EPSG:4326 whose cell centres reach the pole" "status $s: $(grep -m1 error "$T/pole.log")"
 
 # a mosaic with a source in another CRS (-allow_projection_difference): warned, naming it
-$PY - "$SAMPLE" "$T" <<'PY' || notok "a mosaic of two CRSs"
-import sys
-from osgeo import gdal
-s, d = sys.argv[1], sys.argv[2]
-gdal.Translate(d + "/west.tif", s, srcWin=[0, 0, 256, 512], outputType=gdal.GDT_Float32)
-gdal.Translate(d + "/east12.tif", s, srcWin=[256, 0, 256, 512], outputType=gdal.GDT_Float32,
-               outputSRS="EPSG:32612")
-v = gdal.BuildVRT(d + "/mixed.vrt", [d + "/west.tif", d + "/east12.tif"], allowProjectionDifference=True)
-src = gdal.Open(s)
-for i in range(src.RasterCount):
-    v.GetRasterBand(i + 1).SetDescription(src.GetRasterBand(i + 1).GetDescription())
-v = None
-PY
+# (mixed.vrt of west.tif and east12.tif: made with f32.tif above)
 expect "a mosaic source in another CRS: warned, naming it" 0 "warning: .*mixed.vrt: its source .*east12.tif is in EPSG:32612, the mosaic in EPSG:32611" -- \
     --tiles "$T/mixed.vrt" "${ltrain[@]}"
 
@@ -546,39 +591,7 @@ expect "a mosaic source in another CRS: warned, naming it" 0 "warning: .*mixed.v
 # tile in EPSG:32612 under a mosaic in EPSG:32611. One in every 2 is checked, and the count says
 # so (before, 2,000 / files rounded down to 1: every file of a mosaic of up to 3,999 was opened,
 # 6 s of a 1,024-tile run's start, and the count read as of all its sources).
-$PY - "$T/manycrs" <<'PY' || notok "a mosaic of 2,050 files"
-import os, sys
-from osgeo import gdal
-d = sys.argv[1]
-os.makedirs(d + "/t")
-ds = gdal.GetDriverByName("GTiff").Create(d + "/tile.tif", 8, 8, 3, gdal.GDT_Float32)
-ds.SetGeoTransform([500000, 30, 0, 4000000, 0, -30])
-ds.SetProjection("EPSG:32612")
-for b, name in enumerate(["a", "b", "fire"]):
-    ds.GetRasterBand(b + 1).SetDescription(name)
-    ds.GetRasterBand(b + 1).Fill(b % 2)
-ds = None
-bands = []
-for b, name in enumerate(["a", "b", "fire"]):
-    srcs = "".join('<SimpleSource><SourceFilename relativeToVRT="1">t/%d.tif</SourceFilename>'
-                   '<SourceBand>%d</SourceBand><SrcRect xOff="0" yOff="0" xSize="8" ySize="8"/>'
-                   '<DstRect xOff="0" yOff="0" xSize="8" ySize="8"/></SimpleSource>' % (i, b + 1)
-                   for i in range(2050))
-    bands.append('<VRTRasterBand dataType="Float32" band="%d"><Description>%s</Description>%s'
-                 '</VRTRasterBand>' % (b + 1, name, srcs))
-for i in range(2050):
-    os.symlink("../tile.tif", "%s/t/%d.tif" % (d, i))
-open(d + "/many.vrt", "w").write(
-    '<VRTDataset rasterXSize="8" rasterYSize="8"><SRS>EPSG:32611</SRS>'
-    '<GeoTransform>500000, 30, 0, 4000000, 0, -30</GeoTransform>%s</VRTDataset>' % "".join(bands))
-# the same with its bands a and b named the other way round: each source checked reads a band
-# described otherwise, twice
-swapped = "".join(bands).replace("<Description>a<", "<Description>x<") \
-    .replace("<Description>b<", "<Description>a<").replace("<Description>x<", "<Description>b<")
-open(d + "/swapped.vrt", "w").write(
-    '<VRTDataset rasterXSize="8" rasterYSize="8"><SRS>EPSG:32612</SRS>'
-    '<GeoTransform>500000, 30, 0, 4000000, 0, -30</GeoTransform>%s</VRTDataset>' % swapped)
-PY
+# (manycrs/many.vrt and manycrs/swapped.vrt: made with f32.tif above)
 timeout 120 "$WILDCPU" --tiles "$T/manycrs/many.vrt" "${train[@]}" --patch 8 >"$T/out" 2>"$T/err"
 line=$(grep -E "many.vrt: [0-9]+ of .* another CRS" "$T/err")
 checked=$(echo "$line" | sed -nE 's/.* of the ([0-9]+) of its 2050 files checked \(one in every 2\).*/\1/p')
@@ -593,18 +606,7 @@ pairs=$(echo "$line" | sed -nE 's/.*swapped.vrt: ([0-9]+) of its bands.*/\1/p')
     || notok "2,050 sources: the band-order check opens at most 500" "$line; $(grep -m1 error "$T/err")"
 
 # a mosaic with a source of coarser pixels (gdalbuildvrt -resolution highest): warned, naming it
-$PY - "$SAMPLE" "$T" <<'PY' || notok "a mosaic of two resolutions"
-import sys
-from osgeo import gdal
-s, d = sys.argv[1], sys.argv[2]
-gdal.Translate(d + "/east60.tif", s, srcWin=[256, 0, 256, 512], outputType=gdal.GDT_Float32,
-               xRes=60, yRes=60)
-v = gdal.BuildVRT(d + "/coarse.vrt", [d + "/west.tif", d + "/east60.tif"], resolution="highest")
-src = gdal.Open(s)
-for i in range(src.RasterCount):
-    v.GetRasterBand(i + 1).SetDescription(src.GetRasterBand(i + 1).GetDescription())
-v = None
-PY
+# (coarse.vrt of west.tif and east60.tif: made with f32.tif above)
 expect "a mosaic source of other pixels: warned, naming it" 0 "warning: .*coarse.vrt: the source .*east60.tif \(band 1 of .*coarse.vrt\) is resampled onto the mosaic's grid, 128x256 of its pixels into 256x512" -- \
     --tiles "$T/coarse.vrt" "${ltrain[@]}"
 # ... but not a tile placed pixel for pixel with another pixel size of its own (re-georeferenced)
@@ -614,16 +616,7 @@ grep -q "resampled onto" "$T/err" && notok "a source placed pixel for pixel: no 
     || ok "a source placed pixel for pixel (its own pixel size differs): no resampling warning"
 
 # a container of rasters (netCDF variables): no bands of its own; its subdatasets are named
-$PY - "$T/multi.nc" <<'PY'
-import sys
-import numpy as np
-from osgeo import gdal
-rg = gdal.GetDriverByName("netCDF").CreateMultiDimensional(sys.argv[1]).GetRootGroup()
-dims = [rg.CreateDimension(n, None, None, 16) for n in ("y", "x")]
-for name in ("elevation", "slope"):
-    rg.CreateMDArray(name, dims, gdal.ExtendedDataType.Create(gdal.GDT_Float32)).Write(
-        np.ones((16, 16), np.float32))
-PY
+# (multi.nc: made with f32.tif above, where this GDAL can write it)
 if [ ! -s "$T/multi.nc" ]; then
     echo "# skipped: this GDAL cannot write multidimensional netCDF (the subdatasets case)"
 else
@@ -679,19 +672,7 @@ expect "unsupported band type" 1 "band 1 \(band_1\): data type CFloat32 is not s
 
 # NaN and Inf feature values are nodata, not poison: training runs with a finite loss, and the
 # map marks exactly those pixels as nodata (-9999)
-gdal_translate -q -of GTiff -ot Float32 "$SAMPLE" "$T/nan.tif"
-$PY - "$T/nan.tif" <<'PY' >"$T/plant.log" 2>&1
-import sys
-from osgeo import gdal
-ds = gdal.Open(sys.argv[1], gdal.GA_Update)
-b = ds.GetRasterBand(5)  # ndvi
-a = b.ReadAsArray()
-a[100:140, 100:140] = float("nan")
-a[300:310, 0:512] = float("inf")
-b.WriteArray(a)
-ds = None
-PY
-[ $? -eq 0 ] || notok "planting NaN/Inf values with python3-gdal" "$(tail -2 "$T/plant.log")"
+# (nan.tif, NaN and Inf planted in ndvi: made with f32.tif above)
 timeout 120 "$WILDCPU" --tiles "$T/nan.tif" "${train[@]}" --steps 3 >"$T/out" 2>"$T/err"
 status=$?
 if [ $status -eq 0 ] && $PY -c 'import json,math,sys
