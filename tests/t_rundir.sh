@@ -23,10 +23,15 @@ args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-e
 "$WILDCPU" "${args[@]}" --out "$T/ref" >"$T/ref.log" 2>&1
 ref=$(digest "$T/ref/checkpoints/ckpt-00000024.wcp")
 
-# the first run writes its checkpoints slowly, so that it is still running
-WILDCPU_TEST_SLOW_WRITE=2 mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/run" >"$T/first.log" 2>&1 &
+# the first run writes its checkpoints slowly, so that it is still running once its first step
+# is logged (23 steps and 6 slow checkpoint writes to go), and its ranks are then held (SIGSTOP:
+# their lock is held as it was) while the others try, so that it cannot end before them on a
+# busy machine; let go (SIGCONT) after them
+WILDCPU_TEST_SLOW_WRITE=0.5 mpirun_n 2 "$WILDCPU" "${args[@]}" --out "$T/run" >"$T/first.log" 2>&1 &
 first=$!
-for _ in $(seq 1 300); do grep -q 'step *[0-9]*/24' "$T/first.log" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q 'step *[0-9]*/24' "$T/first.log" 2>/dev/null && break; sleep 0.05; done
+first_ranks=$(pgrep -f -- "--out $T/run\$" | while read -r p; do [ "$(ps -o comm= -p "$p")" = wildcpu ] && echo "$p"; done)
+kill -STOP $first_ranks
 "$WILDCPU" "${args[@]}" --out "$T/run" >"$T/second.log" 2>&1
 s2=$?
 "$WILDCPU" "${args[@]}" --out "$T/run" --fresh >"$T/fresh.log" 2>&1
@@ -37,7 +42,8 @@ s3=$?
 s4=$?
 "$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/ref" --out "$T/run/report.json" >"$T/ein.log" 2>&1
 s5=$?
-kill -0 $first 2>/dev/null && running=yes || running=no
+kill -0 $first 2>/dev/null && [ "$(echo $first_ranks | wc -w)" = 2 ] && running=yes || running=no
+kill -CONT $first_ranks
 if [ $s2 -eq 1 ] && grep -q "run is in use by another wildcpu run (pid [0-9]* on .* since " "$T/second.log" &&
     [ $s3 -eq 1 ] && grep -q "in use by another wildcpu run" "$T/fresh.log" && [ $running = yes ]; then
     ok "a second run into a directory in use is refused (status 1, the holder named), --fresh too"
@@ -64,11 +70,13 @@ r1=$?
 r2=$?
 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/split.tif" >"$T/rec3.log" 2>&1
 r3=$?
-"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/risk.tif" >"$T/rec4.log" 2>&1
+# (the two that do the work on a 128 x 128 corner of the sample: the place is what they are about)
+gdal_translate -q -of VRT -srcwin 0 0 128 128 "$SAMPLE" "$T/c128.vrt"
+"$WILDCPU" predict --tiles "$T/c128.vrt" --checkpoint "$T/run" --out "$T/run/risk.tif" >"$T/rec4.log" 2>&1
 r4=$?
 # the checkpoints directory holds a lock of its own, but is no run directory: metrics may go
 # there (they were refused as "the report of the training run directory .../checkpoints")
-"$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/run" --out "$T/run/checkpoints/report.json" >"$T/rec5.log" 2>&1
+"$WILDCPU" evaluate --tiles "$T/c128.vrt" --checkpoint "$T/run" --out "$T/run/checkpoints/report.json" >"$T/rec5.log" 2>&1
 r5=$?
 if [ $r1 -eq 2 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [ $r4 -eq 0 ] && [ $r5 -eq 0 ] && [ "$(sums)" = "$before" ] &&
     grep -q "refusing to write the metrics to .*run/metrics.jsonl: it is the metrics log of the training run directory" "$T/rec2.log" &&
@@ -85,14 +93,17 @@ small=(--tiles "$SAMPLE" --model logistic --patch 32 --batch 8 --steps 6 --ckpt-
 "$WILDCPU" "${small[@]}" --seed 1 --out "$T/alone" >"$T/alone.log" 2>&1
 # meet A B SEED: a run into A (seed 1, log A.log) writes its checkpoints slowly while a run
 # into B (--seed SEED, log B.log) starts; B's status in $sb, whether A still ran then in
-# $running, A's pid and status in $pid and $sa
+# $running, A's pid and status in $pid and $sa. A is held (SIGSTOP, its lock held as it was)
+# from its first checkpoint (5 slow writes to go) until B has ended, then let go.
 meet() {
-    WILDCPU_TEST_SLOW_WRITE=1 "$WILDCPU" "${small[@]}" --seed 1 --out "$1" >"$1.log" 2>&1 &
+    WILDCPU_TEST_SLOW_WRITE=0.5 "$WILDCPU" "${small[@]}" --seed 1 --out "$1" >"$1.log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 300); do grep -q 'ckpt-00000001' "$1.log" 2>/dev/null && break; sleep 0.1; done
+    for _ in $(seq 1 600); do grep -q 'ckpt-00000001' "$1.log" 2>/dev/null && break; sleep 0.05; done
+    kill -STOP $pid
     "$WILDCPU" "${small[@]}" --seed "$3" --out "$2" >"$2.log" 2>&1
     sb=$?
     kill -0 $pid 2>/dev/null && running=yes || running=no
+    kill -CONT $pid
     wait $pid
     sa=$?
 }
@@ -453,7 +464,7 @@ done
 # real marker is still read
 for kind in fifo zero big escape real; do
     d=$T/stop_$kind
-    mkdir -p "$d" && cp -r "$T/ref/checkpoints" "$d/"
+    mkdir -p "$d/checkpoints" && cp "$T/ref/checkpoints/ckpt-00000024.wcp" "$d/checkpoints/" # (the newest alone: 2 s less of info reading)
     case $kind in
     fifo) mkfifo "$d/STOPPED" ;;
     zero) ln -s /dev/zero "$d/STOPPED" ;;
@@ -528,7 +539,10 @@ s2=$?
 # predict into a run directory whose training is drawing its map: refused (status 1, naming the
 # process), not a map of one model beside the classes and item of another; the training's map
 # is then drawn as if alone
-WILDCPU_TEST_SLOW_COMMIT=10 "$WILDCPU" "${sargs[@]/--no-predict/--classes}" --out "$T/mx" >"$T/mx.log" 2>&1 &
+# (every file it publishes is held 3 s: the split, the calibration picture, then the map, its
+# classes and picture, 9 s from the map's working file to the end, where predict's refusal takes
+# a fraction of a second)
+WILDCPU_TEST_SLOW_COMMIT=3 "$WILDCPU" "${sargs[@]/--no-predict/--classes}" --out "$T/mx" >"$T/mx.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 1200); do compgen -G "$T/mx/.risk*-[0-9]*" >/dev/null && break; sleep 0.05; done
 compgen -G "$T/mx/.risk*-[0-9]*" >/dev/null || notok "the training's map never had a working file to meet"
