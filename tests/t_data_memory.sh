@@ -67,7 +67,9 @@ refused wide2 2 "wide.vrt: 2147483647x512 pixels make [0-9]+ patches of 64x64 \(
 # room ended the run later with status 1. Where this machine's libraries map little enough that
 # all fits, the run finishes (status 0): each is right, a hang or another status is not.
 # --threads 4 under 1 GiB: OpenBLAS's buffers alone are 512 MiB; fewer --threads is advised.
-"$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --no-predict --out "$T/vm1" >/dev/null 2>&1
+# (the checkpoint predict and evaluate map with: unet-lite, whose windows they plan; trained on
+# 32-pixel patches, which neither reads)
+"$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 4 --patch 32 --no-predict --out "$T/vm1" >/dev/null 2>&1
 for cmd in train predict evaluate; do
     case $cmd in
     train) run=("$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --threads 4 --no-predict --out "$T/vm") ;;
@@ -181,7 +183,10 @@ for case in unset 3 empty 0; do
     0) want=1 envs=(OPENBLAS_NUM_THREADS=0) ;;
     *) want=$case envs=(OPENBLAS_NUM_THREADS=$case) ;;
     esac
-    env "${envs[@]}" "$WILDCPU" --tiles "$SAMPLE" --steps 2 --no-predict --out "$T/bt$case" >"$T/bt$case.log" 2>&1 &
+    # (2 steps of 8 32-pixel patches, no validation: a second or two alive; its environment is
+    # what is read)
+    env "${envs[@]}" "$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 4 --patch 32 --val-fraction 0 \
+        --no-predict --out "$T/bt$case" >"$T/bt$case.log" 2>&1 &
     pid=$! seen=
     for _ in $(seq 200); do
         if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]; then
