@@ -232,7 +232,7 @@ static void test_conv_products_every_way(void) {
 
 /* The weight gradient's groups of several blocks, each group's last a few tiles short (an
  * image of 424 x 424 gives 11236 tiles: 8 groups of 1404 or 1405, cut into blocks of 704). A
- * block lost or counted twice would be off by about an eighth of the gradient; the tolerance is
+ * block lost or counted twice would be off by a sixteenth of the gradient or more; the tolerance is
  * wider than other cases' 1e-5 because each weight's gradient here sums 180,000 products in
  * float (5e-6 measured, before and after the groups became tile ranges). */
 static void test_conv_weight_grad_groups(void) {
