@@ -105,8 +105,25 @@ static pass_shape weight_pass(const wc_conv_shape *s) {
     return ps;
 }
 
+/* A forward-like pass's blocks are a whole number of the product kernel's panels of tiles (32
+ * columns at 16 lanes, two panels at 8) where they can be: a block of 40 tiles ran its last
+ * panel 8 columns wide, at a quarter of the kernel's rate, and unet-lite's blocks of 40 to 232
+ * tiles left 9-38% of their panels' columns empty at 16 lanes. So the cache's width is rounded
+ * to the nearest multiple of PANEL_TILES, down where up would leave fewer than MIN_BLOCKS
+ * blocks. The bits do not change: each product's column depends on its own tile alone
+ * (wino_gemm.c). The weight gradient's blocks are not rounded: its groups, and so its
+ * rounding, follow from the cache's block count (weight_plan). */
+#define PANEL_TILES 32
+
 static plan pass_plan(const pass_shape *ps) {
-    return make_plan(&ps->kd, ps->N, ps->OH, ps->OW, ps->C, ps->K, PASS_BLOCK_FLOATS);
+    plan p = make_plan(&ps->kd, ps->N, ps->OH, ps->OW, ps->C, ps->K, PASS_BLOCK_FLOATS);
+    if (p.nb < PANEL_TILES) return p;
+    long nb = (p.nb + PANEL_TILES / 2) / PANEL_TILES * PANEL_TILES;
+    if (nb > (p.ntiles + MIN_BLOCKS - 1) / MIN_BLOCKS) nb = p.nb / PANEL_TILES * PANEL_TILES;
+    p.nb = (int)WC_MIN(nb, MAX_NB);
+    p.nblocks = (int)((p.ntiles + p.nb - 1) / p.nb);
+    p.segw = (int)WC_MIN(p.nb, p.tw);
+    return p;
 }
 
 /* The weight gradient's groups: tile ranges of equal size (to a tile), a power of two of them
