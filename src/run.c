@@ -41,6 +41,7 @@ int wc_run_train_and_map(const wc_train_config *cfg) {
     int status = wc_rundir_prepare(cfg);
     if (status != WC_OK) return status;
     status = wc_train_run(cfg); /* it marks a stop itself, as soon as its checkpoint is written */
+    if (status != WC_EXIT_OK) wc_rundir_forget_refused(cfg);
     if (status == WC_EXIT_OK && !cfg->no_predict) {
         status = draw_map(cfg);
         wc_report_agree_failure();

@@ -121,17 +121,22 @@ static int check_inputs(const wc_train_config *cfg) {
     return rc;
 }
 
-/* Whether path is a directory with nothing in it but its lock (what a run that failed before
- * its first checkpoint leaves as DIR/checkpoints: nothing to keep). */
-static int is_empty_dir(const char *path) {
+/* Whether path is a directory with nothing in it but its lock and, if named, the entry `also`. */
+static int holds_only_lock(const char *path, const char *also) {
     DIR *d = opendir(path);
     if (!d) return 0;
     int empty = 1;
     for (struct dirent *e; empty && (e = readdir(d)) != NULL;)
         empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-                strcmp(e->d_name, WC_RUNDIR_LOCK) == 0;
+                strcmp(e->d_name, WC_RUNDIR_LOCK) == 0 || (also && strcmp(e->d_name, also) == 0);
     closedir(d);
     return empty;
+}
+
+/* Whether path is a directory with nothing in it but its lock (what a run that failed before
+ * its first checkpoint leaves as DIR/checkpoints: nothing to keep). */
+static int is_empty_dir(const char *path) {
+    return holds_only_lock(path, NULL);
 }
 
 /* A failed move of --fresh: the error, and where what did move went. A replaced-* directory
@@ -487,6 +492,28 @@ static int writes_file(const wc_train_config *cfg, const char *name) {
 }
 
 /* Rank 0's part of wc_rundir_prepare. */
+/* The shallowest directory of path that does not exist (path itself, or one of its parents),
+ * or NULL when path exists: what wc_mkdir_p is about to create, and what a run refused before
+ * it wrote anything takes away again (wc_rundir_forget_refused). */
+static char *made_dir;
+
+static char *first_missing(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) == 0) return NULL;
+    char *p = wc_strdup(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        const int exists = lstat(p, &st) == 0;
+        *s = '/';
+        if (!exists) {
+            *s = '\0';
+            return p;
+        }
+    }
+    return p;
+}
+
 static int prepare_here(const wc_train_config *cfg) {
     const char *out = cfg->out_dir;
     if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;
@@ -497,6 +524,8 @@ static int prepare_here(const wc_train_config *cfg) {
         wc_error("--out %s exists and is not a directory: give the run a directory", out);
         return WC_EXIT_RUNTIME;
     }
+    free(made_dir);
+    made_dir = first_missing(out);
     if (wc_mkdir_p(out) != WC_OK) {
         wc_error("cannot create the run directory %s: %s", out, strerror(errno));
         return WC_EXIT_RUNTIME;
@@ -580,6 +609,29 @@ static int prepare_here(const wc_train_config *cfg) {
     if (!cfg->fresh && unlink(marker) != 0 && errno != ENOENT)
         wc_warn("cannot remove %s: %s", marker, strerror(errno));
     return WC_OK;
+}
+
+void wc_rundir_forget_refused(const wc_train_config *cfg) {
+    if (wc_dist_rank() != 0 || !made_dir) return;
+    char ckpt_dir[4200], lock[4300];
+    run_file(ckpt_dir, sizeof ckpt_dir, cfg->out_dir, WC_CKPT_DIR);
+    if (!is_empty_dir(ckpt_dir) || !holds_only_lock(cfg->out_dir, WC_CKPT_DIR)) return;
+    run_file(lock, sizeof lock, ckpt_dir, WC_RUNDIR_LOCK);
+    unlink(lock);
+    rmdir(ckpt_dir);
+    run_file(lock, sizeof lock, cfg->out_dir, WC_RUNDIR_LOCK);
+    unlink(lock);
+    /* DIR, then each parent the run made, up to the first that existed before it */
+    char *dir = wc_strdup(cfg->out_dir);
+    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--) dir[n - 1] = '\0';
+    while (rmdir(dir) == 0 && strcmp(dir, made_dir) != 0) {
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) break;
+        *slash = '\0';
+    }
+    free(dir);
+    free(made_dir);
+    made_dir = NULL;
 }
 
 int wc_rundir_set_aside(const wc_train_config *cfg) {

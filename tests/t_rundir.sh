@@ -17,6 +17,9 @@
 # A --fresh whose move fails leaves no empty replaced-* and names what had moved. A map or
 # metrics that predict or evaluate would write over a running training's own files is refused, and so,
 # once it has ended, is one over its record of itself (metrics log, report, split).
+# A run refused before it wrote anything (a --tiles that does not open, a label band that is
+# not there; 1 or 2 ranks) leaves no run directory it created, nor the parents it made for it;
+# a directory that was there stays, with what it held.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -658,5 +661,24 @@ said=$(grep -c "warning: 1 working file of another run lies beside the output .*
 [ $s -eq 0 ] && [ "$said" = 1 ] && [ -e "$T/lo/.risk.tif.tmp-99999999" ] && [ -s "$T/lo/risk.tif" ] \
     && ok "a working file left beside the map is said once in a training rerun, and left" \
     || notok "the leftover working file in a training rerun" "status $s, said $said times: $(grep -m3 'working file\|error' "$T/lo.log")"
+
+# a refused run leaves nothing it created behind
+mkdir -p "$T/there" && echo mine >"$T/there/notes.txt"
+left=""
+for how in "missing" "band" "missing2"; do
+    case $how in
+    missing) "$WILDCPU" --tiles "$T/no-such.vrt" --out "$T/new/a/b" >"$T/refused.log" 2>&1 ;;
+    band) "$WILDCPU" --tiles "$SAMPLE" --label-band no-such-band --out "$T/new/c" >"$T/refused.log" 2>&1 ;;
+    missing2) mpirun_n 2 "$WILDCPU" --tiles "$T/no-such.vrt" --out "$T/new/d/" >"$T/refused.log" 2>&1 ;;
+    esac
+    s=$?
+    { [ $s -ne 0 ] && grep -q 'error' "$T/refused.log"; } || left="$left $how(status $s)"
+    [ -e "$T/new" ] && left="$left $how:$(find "$T/new" | tr '\n' ' ')"
+    rm -rf "$T/new"
+done
+"$WILDCPU" --tiles "$T/no-such.vrt" --out "$T/there" >"$T/refused.log" 2>&1
+[ -z "$left" ] && [ "$(cat "$T/there/notes.txt" 2>/dev/null)" = mine ] \
+    && ok "a refused run leaves no directory it created; one that was there keeps its files" \
+    || notok "what a refused run left" "$left; there: $(ls -A "$T/there" | tr '\n' ' ')"
 
 finish

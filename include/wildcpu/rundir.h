@@ -45,6 +45,12 @@
  * run's files, WC_EXIT_RUNTIME when the directory cannot be prepared (after a message). */
 int wc_rundir_prepare(const wc_train_config *cfg);
 
+/* After a run refused before it wrote anything (--tiles that does not open, a bad band): a
+ * run directory this run created, that holds nothing but its locks and an empty
+ * DIR/checkpoints, is removed with the parents the run created for it, so that a mistyped
+ * command leaves nothing behind. Rank 0; nothing elsewhere, or when DIR existed before. */
+void wc_rundir_forget_refused(const wc_train_config *cfg);
+
 /* --fresh: moves the previous run's files to out_dir/replaced-<time>/, once the data is open and
  * planned (a run that cannot start leaves a finished run's files where they were). Collective;
  * nothing without --fresh. WC_ERR after a message when a file cannot be moved: a replaced-*
