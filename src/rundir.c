@@ -454,9 +454,15 @@ int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size) {
     int named = 0;
     for (int i = 0; i < NRUN_FILES && !named; i++) named = strcmp(base, RUN_FILES[i].name) == 0;
     if (!named) return 0;
-    char *dir = wc_dir_of(path), lock[4300];
-    run_file(lock, sizeof lock, dir, WC_RUNDIR_LOCK);
+    char *dir = wc_dir_of(path);
+    const int live = wc_rundir_lock_held(dir, holder, size);
     free(dir);
+    return live;
+}
+
+int wc_rundir_lock_held(const char *dir, char *holder, size_t size) {
+    char lock[4300];
+    run_file(lock, sizeof lock, dir, WC_RUNDIR_LOCK);
     /* only looked at: never created, and held (shared) for no longer than the test */
     const int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return 0;

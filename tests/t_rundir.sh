@@ -19,7 +19,8 @@
 # once it has ended, is one over its record of itself (metrics log, report, split).
 # A run refused before it wrote anything (a --tiles that does not open, a label band that is
 # not there; 1 or 2 ranks) leaves no run directory it created, nor the parents it made for it;
-# a directory that was there stays, with what it held.
+# a directory that was there stays, with what it held. predict --checkpoint DIR (or
+# DIR/checkpoints) while DIR's training has not written its first checkpoint says so.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -680,5 +681,23 @@ done
 [ -z "$left" ] && [ "$(cat "$T/there/notes.txt" 2>/dev/null)" = mine ] \
     && ok "a refused run leaves no directory it created; one that was there keeps its files" \
     || notok "what a refused run left" "$left; there: $(ls -A "$T/there" | tr '\n' ' ')"
+
+# predict given a run directory whose training has not written its first checkpoint
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 100000 --ckpt-every 100000 \
+    --val-fraction 0 --no-predict --out "$T/early" >"$T/early.log" 2>&1 &
+early=$!
+for _ in $(seq 1 600); do grep -q 'step *[0-9]*/' "$T/early.log" 2>/dev/null && break; sleep 0.05; done
+said=0
+for ck in "$T/early" "$T/early/checkpoints"; do
+    "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$ck" --out "$T/early.tif" >"$T/early-p.log" 2>&1
+    s=$?
+    [ $s -eq 1 ] && grep -q "a training is running there (pid $early .*) and has not written a usable checkpoint yet" "$T/early-p.log" \
+        && said=$((said + 1))
+done
+kill -KILL $early; wait $early 2>/dev/null
+"$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/early" --out "$T/early.tif" >"$T/early-p2.log" 2>&1
+[ "$said" = 2 ] && ! grep -q 'training is running' "$T/early-p2.log" \
+    && ok "predict from a run directory before its first checkpoint says its training is running" \
+    || notok "predict before the first checkpoint" "said $said of 2: $(cat "$T/early-p.log"); after: $(cat "$T/early-p2.log")"
 
 finish

@@ -78,6 +78,10 @@ void wc_rundir_mark_stopped(const wc_train_config *cfg, const char *phase);
  * `holder` (size bytes) with what the lock notes of its holder ("pid N on HOST since T"). */
 int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size);
 
+/* Whether dir/.lock (a run directory's, or its checkpoints directory's) is held by a training
+ * running in another process; fills `holder` as above. */
+int wc_rundir_lock_held(const char *dir, char *holder, size_t size);
+
 /* What path is of a training run directory's record of itself, which only its training writes
  * ("the metrics log": metrics.jsonl, report.json, report.md, calibration.png, split.tif,
  * STOPPED), when its directory is one (a training left its lock there, DIR/.lock), running or
