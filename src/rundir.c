@@ -497,7 +497,6 @@ static int writes_file(const wc_train_config *cfg, const char *name) {
     return 1;
 }
 
-/* Rank 0's part of wc_rundir_prepare. */
 /* The shallowest directory of path that does not exist (path itself, or one of its parents),
  * or NULL when path exists: what wc_mkdir_p is about to create, and what a run refused before
  * it wrote anything takes away again (wc_rundir_forget_refused). */
@@ -520,6 +519,7 @@ static char *first_missing(const char *path) {
     return p;
 }
 
+/* Rank 0's part of wc_rundir_prepare. */
 static int prepare_here(const wc_train_config *cfg) {
     const char *out = cfg->out_dir;
     if (check_inputs(cfg) != WC_OK) return WC_EXIT_USAGE;
