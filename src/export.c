@@ -17,13 +17,17 @@
 #include "wildcpu/le.h"
 #include "wildcpu/model.h"
 #include "wildcpu/raster.h"
+#include "wildcpu/rundir.h"
 #include "wildcpu/snapshot.h"
 #include "wildcpu/util.h"
 
 int wc_export_run(const char *checkpoint, const char *out) {
     if (wc_dist_rank() != 0) return WC_EXIT_OK;
     wc_model m;
-    if (wc_model_load(&m, checkpoint, 1, 0, 0) != WC_OK) return WC_EXIT_RUNTIME;
+    if (wc_model_load(&m, checkpoint, 1, 0, 0) != WC_OK) {
+        wc_rundir_say_if_training(checkpoint);
+        return WC_EXIT_RUNTIME;
+    }
     const char *outs[1] = {out}, *what[1] = {"the exported model"}, *ins[2] = {m.path, NULL};
     int status = wc_check_output_path("exported model", out, ins);
     if (status == WC_EXIT_OK && wc_check_outputs_not_inputs(outs, what, 1, NULL, 0, ins) != WC_OK)

@@ -8,7 +8,6 @@
 
 #include "wildcpu/ckpt.h"
 #include "wildcpu/dist.h"
-#include "wildcpu/rundir.h"
 #include "wildcpu/util.h"
 
 /* best_is_the_runs: best.wcp was replaced while it was checked (a training run writing into the
@@ -57,23 +56,6 @@ static int best_is_the_runs(const wc_model *m, const char *path, const wc_ckpt *
     return rc;
 }
 
-/* A run directory (or its checkpoints directory) without a usable checkpoint yet, because the
- * training in it has not written its first: said, so that the user waits instead of looking
- * for what went wrong. */
-static void say_if_training(const char *path) {
-    struct stat st;
-    char ckpt_dir[4096], holder[256] = "";
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return;
-    if (!wc_rundir_lock_held(path, holder, sizeof holder) &&
-        !(wc_ckpt_dir_of(path, ckpt_dir, sizeof ckpt_dir) == WC_OK &&
-          wc_rundir_lock_held(ckpt_dir, holder, sizeof holder)))
-        return;
-    wc_error("%s: a training is running there (%s) and has not written a usable checkpoint yet: "
-             "wait for its first (--ckpt-every, --ckpt-minutes, or a validation), or give "
-             "--checkpoint another run's",
-             path, holder);
-}
-
 /* A training run writing into the directory may replace best.wcp under each attempt; a few
  * replacements in a row in the time of two reads are not expected. */
 #define LOAD_ATTEMPTS 5
@@ -84,7 +66,6 @@ int wc_model_load(wc_model *m, const char *path, int max_N, int H, int W) {
         wc_ckpt ck;
         if (wc_ckpt_resolve(path, wc_snapshot_check, &m->snap, &ck, &m->path) != WC_OK) {
             wc_snapshot_free(&m->snap);
-            say_if_training(path);
             return WC_ERR;
         }
         m->crc = ck.crc, m->file_bytes = ck.file_bytes;

@@ -742,8 +742,10 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
         wc_raster_open(r, cfg->tiles) == WC_OK &&
         !(mp->rank == 0 && !cfg->tiles_checked && wc_raster_check_sources(r) != WC_OK);
     /* every rank the model of the file rank 0 chose (a collective: a rank that failed takes part) */
-    if (wc_model_load_agreed(m, cfg->checkpoint, 1, 0, 0, !opened) != WC_OK || !opened)
+    if (wc_model_load_agreed(m, cfg->checkpoint, 1, 0, 0, !opened) != WC_OK || !opened) {
+        if (opened) wc_rundir_say_if_training(cfg->checkpoint);
         return WC_EXIT_RUNTIME;
+    }
     /* evaluate's labels from a band of the tiles: that band is no feature */
     int label_band = 0, by_number;
     if (cfg->evaluate) choose_label_band(mp, m, r);

@@ -483,6 +483,29 @@ int wc_rundir_lock_held(const char *dir, char *holder, size_t size) {
     return live;
 }
 
+void wc_rundir_say_if_training(const char *path) {
+    struct stat st;
+    char ckpt_dir[4200], best[4300], holder[256] = "";
+    if (wc_dist_rank() != 0 || stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    /* as wc_ckpt_dir_of finds it, without its messages (the load said what was wrong) */
+    run_file(ckpt_dir, sizeof ckpt_dir, path, WC_CKPT_DIR);
+    if (stat(ckpt_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        snprintf(ckpt_dir, sizeof ckpt_dir, "%s", path);
+    if (!wc_rundir_lock_held(path, holder, sizeof holder) &&
+        !wc_rundir_lock_held(ckpt_dir, holder, sizeof holder))
+        return;
+    /* a checkpoint there that did not load failed for its own reasons, said already */
+    wc_ckpt_entry *e;
+    const int n = wc_ckpt_list(ckpt_dir, 0, &e);
+    if (n > 0) wc_ckpt_list_free(e, n);
+    snprintf(best, sizeof best, "%s/%s", ckpt_dir, WC_CKPT_BEST);
+    if (n != 0 || access(best, F_OK) == 0) return;
+    wc_error("%s: a training is running there (%s) and has not written its first checkpoint yet: "
+             "wait for it (--ckpt-every, --ckpt-minutes, or a validation), or give --checkpoint "
+             "another run's",
+             path, holder);
+}
+
 /* Whether this run (re)writes the run file NAME as a file, replacing it by a rename: not the
  * checkpoints directory (which may well be a link to a scratch file system), nor the map's
  * files when it draws no map, or not that one (--classes, --no-style). */

@@ -20,7 +20,7 @@
 # A run refused before it wrote anything (a --tiles that does not open, a label band that is
 # not there; 1 or 2 ranks) leaves no run directory it created, nor the parents it made for it;
 # a directory that was there stays, with what it held. predict --checkpoint DIR (or
-# DIR/checkpoints) while DIR's training has not written its first checkpoint says so.
+# DIR/checkpoints), or export, while DIR's training has not written its first checkpoint says so.
 . "$(dirname "$0")/lib.sh"
 
 args=(--tiles "$SAMPLE" --patch 32 --batch 8 --micro-batch 2 --steps 24 --ckpt-every 4 --no-predict --seed 5)
@@ -691,13 +691,16 @@ said=0
 for ck in "$T/early" "$T/early/checkpoints"; do
     "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$ck" --out "$T/early.tif" >"$T/early-p.log" 2>&1
     s=$?
-    [ $s -eq 1 ] && grep -q "a training is running there (pid $early .*) and has not written a usable checkpoint yet" "$T/early-p.log" \
+    [ $s -eq 1 ] && grep -q "a training is running there (pid $early .*) and has not written its first checkpoint yet" "$T/early-p.log" \
         && said=$((said + 1))
 done
+"$WILDCPU" export --checkpoint "$T/early" --out "$T/early.safetensors" >"$T/early-p.log" 2>&1
+grep -q "a training is running there (pid $early .*) and has not written its first checkpoint yet" "$T/early-p.log" \
+    && said=$((said + 1))
 kill -KILL $early; wait $early 2>/dev/null
 "$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/early" --out "$T/early.tif" >"$T/early-p2.log" 2>&1
-[ "$said" = 2 ] && ! grep -q 'training is running' "$T/early-p2.log" \
-    && ok "predict from a run directory before its first checkpoint says its training is running" \
-    || notok "predict before the first checkpoint" "said $said of 2: $(cat "$T/early-p.log"); after: $(cat "$T/early-p2.log")"
+[ "$said" = 3 ] && ! grep -q 'training is running' "$T/early-p2.log" \
+    && ok "predict and export from a run directory before its first checkpoint say its training is running" \
+    || notok "predict before the first checkpoint" "said $said of 3: $(cat "$T/early-p.log"); after: $(cat "$T/early-p2.log")"
 
 finish

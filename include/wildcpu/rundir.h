@@ -82,6 +82,11 @@ int wc_rundir_taken_by_live_run(const char *path, char *holder, size_t size);
  * running in another process; fills `holder` as above. */
 int wc_rundir_lock_held(const char *dir, char *holder, size_t size);
 
+/* After a model could not be loaded from --checkpoint path: when path is a run directory (or
+ * its checkpoints directory) whose training is running and has written no checkpoint yet, says
+ * so, that the user waits instead of looking for what went wrong. Rank 0; nothing otherwise. */
+void wc_rundir_say_if_training(const char *path);
+
 /* What path is of a training run directory's record of itself, which only its training writes
  * ("the metrics log": metrics.jsonl, report.json, report.md, calibration.png, split.tif,
  * STOPPED), when its directory is one (a training left its lock there, DIR/.lock), running or
