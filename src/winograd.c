@@ -106,13 +106,14 @@ static pass_shape weight_pass(const wc_conv_shape *s) {
 }
 
 /* A forward-like pass's blocks are a whole number of the product kernel's panels of tiles (32
- * columns at 16 lanes, two panels at 8) where they can be: a block of 40 tiles ran its last
- * panel 8 columns wide, at a quarter of the kernel's rate, and unet-lite's blocks of 40 to 232
- * tiles left 9-38% of their panels' columns empty at 16 lanes. So the cache's width is rounded
- * to the nearest multiple of PANEL_TILES, down where up would leave fewer than MIN_BLOCKS
- * blocks. The bits do not change: each product's column depends on its own tile alone
- * (wino_gemm.c). The weight gradient's blocks are not rounded: its groups, and so its
- * rounding, follow from the cache's block count (weight_plan). */
+ * columns at 16 lanes, two panels at 8) where they can be: a block ending in a narrower panel
+ * runs it at a lower rate (unet-lite's products at 16 lanes, AMD EPYC family 25, 1 thread:
+ * 81-86 GFLOP/s for its blocks of 40 tiles, 81-102 at all the widths they had, 97-110 at the
+ * nearest multiples of 32). So the cache's width is rounded to the nearest multiple of
+ * PANEL_TILES, down where up would leave fewer than MIN_BLOCKS blocks. The bits do not
+ * change: each product's column depends on its own tile alone (wino_gemm.c). The weight
+ * gradient's blocks are not rounded: its groups, and so its rounding, follow from the cache's
+ * block count (weight_plan). */
 #define PANEL_TILES 32
 
 static plan pass_plan(const pass_shape *ps) {
