@@ -83,6 +83,8 @@ static const char *TRAIN_HELP =
     "  --lr-ref-batch N        the batch --lr was tuned for [32]\n"
     "  --weight-decay X        [adamw 1e-2, sgd 1e-4]\n"
     "  --warmup N              linear warmup steps [min(100, steps/10)]\n"
+    "  --lr-end F              the cosine decay ends at F x the peak rate, 0 to 1 [adamw 0.4;\n"
+    "                          sgd and logistic 0.05]\n"
     "  --pos-weight X          loss weight of burned pixels [1]\n"
     "  --seed N                [1]\n"
     "  --threads N             threads per rank [$SLURM_CPUS_PER_TASK or 1]\n"
@@ -298,6 +300,7 @@ enum {
     O_LR_REF,
     O_WD,
     O_WARMUP,
+    O_LR_END,
     O_POS_WEIGHT,
     O_SEED,
     O_THREADS,
@@ -397,6 +400,7 @@ static int cmd_train(int argc, char **argv) {
                                          {"lr-ref-batch", 1, 0, O_LR_REF},
                                          {"weight-decay", 1, 0, O_WD},
                                          {"warmup", 1, 0, O_WARMUP},
+                                         {"lr-end", 1, 0, O_LR_END},
                                          {"pos-weight", 1, 0, O_POS_WEIGHT},
                                          {"seed", 1, 0, O_SEED},
                                          {"threads", 1, 0, O_THREADS},
@@ -424,7 +428,7 @@ static int cmd_train(int argc, char **argv) {
     usage_text = COMMAND_USAGE("train", TRAIN_USAGE);
     c.threads = 0; /* not given: default_threads() after the options */
     int lr_set = 0, wd_set = 0, oracle_set = 0;
-    double lr = 0, wd = 0;
+    double lr = 0, wd = 0, lr_end = -1;
     long v;
     int micro_given = 0; /* for the message when the default exceeds --batch */
     optind = 1;
@@ -508,6 +512,9 @@ static int cmd_train(int argc, char **argv) {
         case O_WARMUP:
             if (parse_long("--warmup", optarg, 0, 1000000000, &c.optim.warmup_steps))
                 return WC_EXIT_USAGE;
+            break;
+        case O_LR_END:
+            if (parse_double("--lr-end", optarg, 0, 1, &lr_end)) return WC_EXIT_USAGE;
             break;
         case O_POS_WEIGHT:
             if (parse_double("--pos-weight", optarg, 1e-3, 1e4, &c.pos_weight))
@@ -602,6 +609,7 @@ static int cmd_train(int argc, char **argv) {
     }
     if (lr_set) c.optim.lr = lr; /* else the model's and the optimizer's: wc_train_lr */
     if (wd_set) c.optim.weight_decay = wd;
+    c.optim.min_lr_ratio = lr_end; /* -1: the model's and the optimizer's, wc_train_lr_end */
     /* every step scales each weight by 1 - lr x weight decay (both optimizers): at 1 or more
      * that zeroes or flips the weights, whatever the data. Said, not refused: a rate that high
      * diverges anyway, and that is caught and named in the step where it happens. */

@@ -818,6 +818,11 @@ static void schedule_note(const char *why, char *buf, size_t size) {
                               "warmup is --warmup, by default min(100, total_steps / 10); ");
     if (lr && n < size)
         n += (size_t)snprintf(buf + n, size - n, "lr is --lr after --lr-scaling; ");
+    if (strstr(why, "lr_end:") && n < size)
+        n += (size_t)snprintf(buf + n, size - n,
+                              "lr_end is --lr-end, by default 0.4 with adamw; a checkpoint "
+                              "without it was written by an earlier version, whose decay ended at "
+                              "0.05: resume it with --lr-end 0.05; ");
     if ((total || warmup) && n < size)
         snprintf(buf + n, size - n,
                  "a run of another length has another learning-rate schedule (its decay ends at "

@@ -46,6 +46,7 @@ void wc_train_config_default(wc_train_config *cfg) {
     wc_optim_config_default(&cfg->optim, WC_OPTIM_ADAMW);
     cfg->optim.lr = 0; /* the model's and the optimizer's: wc_train_lr */
     cfg->optim.warmup_steps = -1;
+    cfg->optim.min_lr_ratio = -1; /* wc_train_lr_end */
     cfg->lr_ref_batch = 32;
     cfg->pos_weight = 1.0;
     cfg->seed = 1;
@@ -708,14 +709,14 @@ static void print_setup(const train_ctx *t, double prior, const wc_sample_shares
                  t->red->nbuckets, t->red->nbuckets > 1 ? "s" : "");
     wc_info("model %s: %zu parameters, %.3f GFLOP per sample per step; %d rank%s x %d "
             "thread%s; batch %d = %d micro-batch%s of %d; %ld step%s (%ld per epoch); %s "
-            "lr %.3g, warmup %ld; %s reduction, %s",
+            "lr %.3g, warmup %ld, cosine to %.3g x lr; %s reduction, %s",
             t->net->arch, t->net->nparams, 3 * t->net->flops_forward / 1e9, t->nranks,
             t->nranks > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "", cfg->batch,
             t->red->max_micro_batches, t->red->max_micro_batches > 1 ? "es" : "",
             cfg->micro_batch, t->total_steps, t->total_steps > 1 ? "s" : "",
             t->sched.steps_per_epoch,
             oc->kind == WC_OPTIM_ADAMW ? "AdamW" : "SGD", oc->lr, oc->warmup_steps,
-            cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
+            oc->min_lr_ratio, cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
     char machine[400];
     wc_info("%s", wc_cpuinfo_describe(machine, sizeof machine));
     wc_cpuinfo_warn_ignored();
@@ -832,6 +833,16 @@ void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char
     pc->threads = cfg->threads, pc->threads_from = cfg->threads_from;
 }
 
+double wc_train_lr_end(const wc_train_config *cfg) {
+    if (cfg->optim.min_lr_ratio >= 0) return cfg->optim.min_lr_ratio;
+    /* a convex model reaches its optimum as the rate falls: the baseline keeps the decay to
+     * 0.05 it was measured with (README, "How good is the map?") */
+    if (strcmp(cfg->model, "logistic") == 0) return 0.05;
+    wc_optim_config kind_default;
+    wc_optim_config_default(&kind_default, cfg->optim.kind);
+    return kind_default.min_lr_ratio;
+}
+
 double wc_train_peak_lr(const wc_train_config *cfg) {
     const double lr = wc_train_lr(cfg);
     return cfg->lr_scaling_linear ? lr * ((double)cfg->batch / (double)cfg->lr_ref_batch) : lr;
@@ -887,6 +898,7 @@ static int build_optimization(train_ctx *t) {
                  oc.lr > 100 ? "lower" : "raise");
         return WC_EXIT_USAGE;
     }
+    oc.min_lr_ratio = wc_train_lr_end(cfg);
     oc.total_steps = t->total_steps;
     if (oc.warmup_steps < 0) oc.warmup_steps = WC_MIN(100, t->total_steps / 10);
     if (oc.warmup_steps > t->total_steps && t->rank == 0)

@@ -92,6 +92,13 @@ void wc_train_ckpt_config_kv(train_ctx *t) {
              t->opt->cfg.total_steps, exact(c->pos_weight).s, c->fast_reduce ? "fast" : "exact",
              c->no_jitter ? "off" : "on");
     free(model);
+    /* --lr-end, only when not 0.05: every version before it ended the cosine there, so their
+     * checkpoints (without the key) resume with --lr-end 0.05 and no other */
+    if (t->opt->cfg.min_lr_ratio != 0.05) {
+        size_t n = strlen(t->config_kv);
+        snprintf(t->config_kv + n, sizeof t->config_kv - n, ";lr_end=%s",
+                 exact(t->opt->cfg.min_lr_ratio).s);
+    }
     /* as a checkpoint's text reads back (snapshot.c), which a resume compares it with: a
      * --model path may hold any byte */
     wc_text_sanitize(t->config_kv);

@@ -860,6 +860,8 @@ grep -q "^usage: wildcpu \[train\]" "$T/err" && ! grep -q "warning" "$T/err" && 
     || notok "the scaled --lr refused before the data" "$(ls "$T/combo_early" 2>&1) $(head -c 300 "$T/err")"
 expect "--epochs beyond 1e9 steps" 2 "--epochs 1000000 of [0-9]+ steps each .* make more than the 1000000000 steps a run may have" -- \
     --tiles "$SAMPLE" --out "$T/combo" --epochs 1000000 --batch 1 --micro-batch 1 --patch 8 --no-predict
+expect "--lr-end beyond 1 (the decay would rise)" 2 "--lr-end needs a number between 0 and 1, got '1.5'" -- \
+    --tiles "$SAMPLE" --lr-end 1.5 "${train[@]}"
 expect "--warmup longer than the run: warned" 0 "--warmup 1000 is longer than the run's 2 steps: the learning rate never reaches --lr" -- \
     --tiles "$SAMPLE" --out "$T/combo" --model logistic --steps 2 --batch 8 --micro-batch 4 --patch 32 --warmup 1000 --no-predict
 # far more threads than CPUs (more than 4 per CPU of the affinity): refused at once, naming the CPUs

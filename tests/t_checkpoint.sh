@@ -234,6 +234,32 @@ status=$?
     && ok "a rerun of another length is refused, saying which options total_steps and warmup come from" \
     || notok "a rerun of another length" "status $status: $(grep error "$T/other.log" | head -2)"
 
+# --lr-end: another end of the decay is another schedule; 0.05, where every version before the
+# option ended it, is recorded as those versions' checkpoints were (no lr_end), so they resume
+# with --lr-end 0.05, and a resume without it is told so
+last_lr=$(grep '"type":"train","step":24,' "$T/ref/metrics.jsonl" | grep -o '"lr":[^,]*')
+[[ "$last_lr" == '"lr":0.0004'* ]] && grep -q "AdamW lr 0.001, warmup 2, cosine to 0.4 x lr" "$T/ref.log" \
+    && ok "AdamW's decay ends at 0.4 x --lr by default (the last step's rate, and the log says so)" \
+    || notok "AdamW's default end of the decay" "last step's $last_lr: $(grep -o 'AdamW.*x lr' "$T/ref.log")"
+mpirun_n 1 "$WILDCPU" "${args[@]}" --lr-end 0.05 --out "$T/ref" >"$T/other.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "written with other settings: lr_end: now (none), checkpoint 0.4 (lr_end is --lr-end, by default 0.4 with adamw" "$T/other.log" \
+    && ok "a rerun with another --lr-end is refused, naming lr_end and its default" \
+    || notok "a rerun with another --lr-end" "status $status: $(grep error "$T/other.log" | head -2)"
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 2 --ckpt-every 1 --lr-end 0.05 --out "$T/end05" >"$T/end05.log" 2>&1
+s1=$?
+"$WILDCPU" info "$T/end05/checkpoints/ckpt-00000002.wcp" >"$T/end05.info" 2>&1
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 2 --ckpt-every 1 --out "$T/end05" >"$T/end05b.log" 2>&1
+s2=$?
+mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 2 --ckpt-every 1 --lr-end 0.05 --out "$T/end05" >"$T/end05c.log" 2>&1
+s3=$?
+[ $s1 -eq 0 ] && grep -q "lr=0.001$" "$T/end05.info" && ! grep -q "lr_end" "$T/end05.info" \
+    && grep -q "cosine to 0.05 x lr" "$T/end05.log" && [ $s2 -eq 1 ] \
+    && grep -q "lr_end: now 0.4, checkpoint (none) (lr_end is --lr-end, .*a checkpoint without it was written by an earlier version, whose decay ended at 0.05: resume it with --lr-end 0.05" "$T/end05b.log" \
+    && [ $s3 -eq 0 ] && grep -q "resuming from .*ckpt-00000002.wcp" "$T/end05c.log" \
+    && ok "--lr-end 0.05 is recorded as earlier versions recorded their decay: resumed with it, refused without" \
+    || notok "--lr-end 0.05 and earlier versions' checkpoints" "$s1 $s2 $s3: $(grep -c lr_end "$T/end05.info") $(grep -E 'error|resum' "$T/end05b.log" "$T/end05c.log" | head -3)"
+
 # a file-size limit below one checkpoint: refused before any step (every checkpoint would fail
 # and the run be lost: it trained to the end, then ended 1 with none), earlier checkpoints intact
 # ($T/full: the SIGTERM case's run as it stopped, copied before its resume)

@@ -26,6 +26,12 @@ static void test_schedule(void) {
         CHECK(fabs(wc_optim_lr(&c, s) - want) < 1e-12, "cosine step %d: %g vs %g", s, wc_optim_lr(&c, s), want);
     }
     CHECK(fabs(wc_optim_lr(&c, 100) - 0.1) < 1e-12, "after the end the rate stays at the minimum");
+    /* where the decay ends by default (--lr-end): AdamW 0.4 of the peak (README, "How good is
+     * the map?"), SGD 0.05 */
+    wc_optim_config_default(&c, WC_OPTIM_ADAMW);
+    CHECK(c.min_lr_ratio == 0.4, "AdamW's decay ends at 0.4 of the peak: %g", c.min_lr_ratio);
+    wc_optim_config_default(&c, WC_OPTIM_SGD);
+    CHECK(c.min_lr_ratio == 0.05, "SGD's decay ends at 0.05 of the peak: %g", c.min_lr_ratio);
 }
 
 static void test_adamw(void) {

@@ -3,7 +3,7 @@
 (dropout, input noise, label blur, initialization) that wildcpu does not have, before building
 any of them. A measurement aid for README "How good is the map?", not a test and not an oracle:
 its sampling is wildcpu's in kind (jitter on the pooling grid, --rotate with the wind and aspect
-vectors turned, batch 4, AdamW with decay on weights only, warmup then cosine to 5%), not in bits.
+vectors turned, batch 4, AdamW with decay on weights only, warmup then cosine to 40% (--lr-end)), not in bits.
 
   tools/torch_replica.py --train r1 --score r2 r3 r6 [--seed N] [--drop P] [--noise S] ...
                          [--context PX] [--smooth SIGMA ...] [--gn GROUPS]
@@ -24,6 +24,7 @@ p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDes
 p.add_argument('--train', required=True); p.add_argument('--score', nargs='+', required=True)
 p.add_argument('--seed', type=int, default=1); p.add_argument('--epochs', type=int, default=12)
 p.add_argument('--batch', type=int, default=4); p.add_argument('--lr', type=float, default=5e-4)
+p.add_argument('--lr-end', type=float, default=0.4, help="where the cosine ends, a fraction of --lr (wildcpu's --lr-end)")
 p.add_argument('--wd', type=float, default=1.0, help='AdamW weight decay, weights only')
 p.add_argument('--pw', type=float, default=3.0, help='loss weight of burned pixels')
 p.add_argument('--rotate', type=float, default=45, help='largest turn, degrees')
@@ -151,7 +152,7 @@ weights = [q for q in net.parameters() if q.dim() == 4]  # decay on convolution 
 biases = [q for q in net.parameters() if q.dim() != 4]   # (biases, GroupNorm's scales and shifts)
 opt = torch.optim.AdamW([{'params': weights, 'weight_decay': a.wd}, {'params': biases, 'weight_decay': 0}], lr=a.lr)
 sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: (k + 1) / warm if k < warm else
-                                          0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1, (k - warm) / max(1, total - warm - 1)))))
+                                          a.lr_end + (1 - a.lr_end) * 0.5 * (1 + math.cos(math.pi * min(1, (k - warm) / max(1, total - warm - 1)))))
 t0 = time.time()
 for epoch in range(a.epochs):
     order = rng.permutation(len(origins))

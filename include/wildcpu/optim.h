@@ -35,8 +35,8 @@ typedef struct wc_optim {
     long step;  /* updates applied so far */
 } wc_optim;
 
-/* Defaults for a kind: AdamW lr 5e-4, wd 1e-2, betas (0.9, 0.999), eps 1e-8; SGD lr 0.05,
- * momentum 0.9, wd 1e-4; both min_lr_ratio 0.05. Warmup and total steps are left 0. */
+/* Defaults for a kind: AdamW lr 5e-4, wd 1e-2, betas (0.9, 0.999), eps 1e-8, min_lr_ratio 0.4;
+ * SGD lr 0.05, momentum 0.9, wd 1e-4, min_lr_ratio 0.05. Warmup and total steps are left 0. */
 void wc_optim_config_default(wc_optim_config *cfg, wc_optim_kind kind);
 wc_optim *wc_optim_create(const wc_optim_config *cfg, size_t nparams);
 void wc_optim_destroy(wc_optim *opt);

@@ -28,7 +28,7 @@ typedef struct wc_train_config {
     int batch;                 /* --batch, global [32] */
     int micro_batch;           /* --micro-batch [4] */
     wc_optim_config optim;     /* --optimizer, --lr (0: wc_train_lr's), --weight-decay, --warmup
-                                * (-1: auto) */
+                                * (-1: auto), --lr-end as min_lr_ratio (-1: wc_train_lr_end's) */
     int lr_scaling_linear;     /* --lr-scaling linear: lr * batch / lr_ref_batch */
     int lr_ref_batch;          /* the batch the --lr was tuned for [32] */
     double pos_weight;         /* --pos-weight [1]: loss weight of burned pixels */
@@ -54,6 +54,10 @@ void wc_train_config_default(wc_train_config *cfg);
 /* The --lr the run uses: cfg->optim.lr when set (> 0), else the default of the model and the
  * optimizer: the optimizer's (optim.h), but 0.05 for the logistic baseline under AdamW. */
 double wc_train_lr(const wc_train_config *cfg);
+/* The --lr-end the run uses (where the cosine ends, a fraction of the peak rate):
+ * cfg->optim.min_lr_ratio when set (>= 0), else the optimizer's (optim.h), but 0.05 for the
+ * logistic baseline. */
+double wc_train_lr_end(const wc_train_config *cfg);
 /* The peak learning rate the run uses: wc_train_lr, scaled by --batch / --lr-ref-batch under
  * --lr-scaling linear. */
 double wc_train_peak_lr(const wc_train_config *cfg);
