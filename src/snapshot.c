@@ -818,11 +818,19 @@ static void schedule_note(const char *why, char *buf, size_t size) {
                               "warmup is --warmup, by default min(100, total_steps / 10); ");
     if (lr && n < size)
         n += (size_t)snprintf(buf + n, size - n, "lr is --lr after --lr-scaling; ");
-    if (strstr(why, "lr_end:") && n < size)
+    const char *lr_end = strstr(why, "lr_end:");
+    if (lr_end && n < size) {
+        /* a checkpoint without lr_end: 0.05, as every version before --lr-end wrote none */
+        const char *none = strstr(lr_end, "checkpoint (none)"), *next = strchr(lr_end, ';');
+        const int earlier = none && (!next || none < next);
         n += (size_t)snprintf(buf + n, size - n,
-                              "lr_end is --lr-end, by default 0.4 with adamw; a checkpoint "
-                              "without it was written by an earlier version, whose decay ended at "
-                              "0.05: resume it with --lr-end 0.05; ");
+                              "lr_end is --lr-end, by default 0.4 with adamw, 0.05 with sgd and "
+                              "for the logistic baseline%s; ",
+                              earlier ? "; a checkpoint without it was written by an earlier "
+                                        "version, whose decay ended at 0.05: resume it with "
+                                        "--lr-end 0.05"
+                                      : "");
+    }
     if ((total || warmup) && n < size)
         snprintf(buf + n, size - n,
                  "a run of another length has another learning-rate schedule (its decay ends at "

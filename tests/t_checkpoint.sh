@@ -243,7 +243,7 @@ last_lr=$(grep '"type":"train","step":24,' "$T/ref/metrics.jsonl" | grep -o '"lr
     || notok "AdamW's default end of the decay" "last step's $last_lr: $(grep -o 'AdamW.*x lr' "$T/ref.log")"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --lr-end 0.05 --out "$T/ref" >"$T/other.log" 2>&1
 status=$?
-[ $status -eq 1 ] && grep -q "written with other settings: lr_end: now (none), checkpoint 0.4 (lr_end is --lr-end, by default 0.4 with adamw" "$T/other.log" \
+[ $status -eq 1 ] && grep -q "written with other settings: lr_end: now (none), checkpoint 0.4 (lr_end is --lr-end, by default 0.4 with adamw, 0.05 with sgd and for the logistic baseline; rerun" "$T/other.log" \
     && ok "a rerun with another --lr-end is refused, naming lr_end and its default" \
     || notok "a rerun with another --lr-end" "status $status: $(grep error "$T/other.log" | head -2)"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 2 --ckpt-every 1 --lr-end 0.05 --out "$T/end05" >"$T/end05.log" 2>&1
