@@ -804,7 +804,7 @@ static int check_best_is_this_runs(const char *dir, const wc_resume_match *m,
  * named as the checkpoint records them, and a rerun with another --epochs, the usual way to
  * "train longer", was told "warmup: now 4, checkpoint 0; total_steps: now 40, checkpoint 2"
  * of settings the user never typed. */
-static void schedule_note(const char *why, char *buf, size_t size) {
+static void schedule_note(const char *why, const char *then, char *buf, size_t size) {
     const int total = strstr(why, "total_steps:") != NULL;
     const int warmup = strstr(why, "warmup:") != NULL;
     const int lr = strncmp(why, "lr:", 3) == 0 || strstr(why, "; lr:") != NULL;
@@ -818,16 +818,17 @@ static void schedule_note(const char *why, char *buf, size_t size) {
                               "warmup is --warmup, by default min(100, total_steps / 10); ");
     if (lr && n < size)
         n += (size_t)snprintf(buf + n, size - n, "lr is --lr after --lr-scaling; ");
-    const char *lr_end = strstr(why, "lr_end:");
-    if (lr_end && n < size) {
-        /* a checkpoint without lr_end: 0.05, as every version before --lr-end wrote none */
-        const char *none = strstr(lr_end, "checkpoint (none)"), *next = strchr(lr_end, ';');
-        const int earlier = none && (!next || none < next);
+    if (strstr(why, "lr_end:") && n < size) {
+        /* a checkpoint without lr_end ended its decay at 0.05 (train_ckpt.c), as every version
+         * before --lr-end did */
+        char recorded[64];
+        wc_kv_get(then, "lr_end", recorded, sizeof recorded);
+        const int earlier = recorded[0] == '\0';
         n += (size_t)snprintf(buf + n, size - n,
                               "lr_end is --lr-end, by default 0.4 with adamw, 0.05 with sgd and "
                               "for the logistic baseline%s; ",
-                              earlier ? "; a checkpoint without it was written by an earlier "
-                                        "version, whose decay ended at 0.05: resume it with "
+                              earlier ? "; a checkpoint without it ended its decay at 0.05, as "
+                                        "every version before --lr-end did: resume it with "
                                         "--lr-end 0.05"
                                       : "");
     }
@@ -875,7 +876,7 @@ int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapsh
                                                  "channels counted from 0: ",
                                       c, m->feat_names[c]);
         char schedule[400];
-        schedule_note(why, schedule, sizeof schedule);
+        schedule_note(why, s->config, schedule, sizeof schedule);
         wc_error("checkpoint %s was written with other settings: %s%s (%srerun with the same "
                  "options, or use --fresh)",
                  *path, why, channels, schedule);

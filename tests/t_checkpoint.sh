@@ -255,7 +255,7 @@ mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 2 --ckpt-every 1 --lr-end 0.05 --out 
 s3=$?
 [ $s1 -eq 0 ] && grep -q "lr=0.001$" "$T/end05.info" && ! grep -q "lr_end" "$T/end05.info" \
     && grep -q "cosine to 0.05 x lr" "$T/end05.log" && [ $s2 -eq 1 ] \
-    && grep -q "lr_end: now 0.4, checkpoint (none) (lr_end is --lr-end, .*a checkpoint without it was written by an earlier version, whose decay ended at 0.05: resume it with --lr-end 0.05" "$T/end05b.log" \
+    && grep -q "lr_end: now 0.4, checkpoint (none) (lr_end is --lr-end, .*a checkpoint without it ended its decay at 0.05, as every version before --lr-end did: resume it with --lr-end 0.05" "$T/end05b.log" \
     && [ $s3 -eq 0 ] && grep -q "resuming from .*ckpt-00000002.wcp" "$T/end05c.log" \
     && ok "--lr-end 0.05 is recorded as earlier versions recorded their decay: resumed with it, refused without" \
     || notok "--lr-end 0.05 and earlier versions' checkpoints" "$s1 $s2 $s3: $(grep -c lr_end "$T/end05.info") $(grep -E 'error|resum' "$T/end05b.log" "$T/end05c.log" | head -3)"
