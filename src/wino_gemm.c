@@ -10,7 +10,7 @@
  * stride (the transforms write them so), and U's rows are read one scalar at a time. So on AVX2
  * with FMA the products here are a 6 x 16 kernel reading U and V in place and storing M once,
  * with no packing and no zeroing: 67-88 GFLOP/s on one Zen 3 core where OpenBLAS reached 29-85
- * for the same shapes, and 1.19x the training throughput (README, Performance). Each value of M
+ * for the same shapes, and 1.19x the training throughput (docs/performance.md). Each value of M
  * is the sum over c of U[k][c] V[c][j], one FMA per c in increasing c, whatever the block, the
  * column's place in it or the thread: the bits depend on the input tile alone, as the passes
  * need (prediction's windows and the inference path rely on it). conv.c's 1x1 and lowered

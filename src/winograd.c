@@ -131,7 +131,7 @@ static plan pass_plan(const pass_shape *ps) {
  * (so that 2, 4 or 8 threads get equal shares) and no more than the blocks the cache allows
  * (each group's partial costs a transform and a sum). Groups of whole blocks were unequal for
  * most unet-lite layers (5, 7, 9 or 13 blocks), leaving one of two threads idle at the pass's
- * end; these groups made the pass 6% faster at 2 threads and 3% at 1 (README, Performance). */
+ * end; these groups made the pass 6% faster at 2 threads and 3% at 1 (docs/performance.md). */
 static int groups_of(const plan *p) {
     int g = 1;
     while (2 * g <= WC_MIN(MAX_GROUPS, p->nblocks)) g *= 2;
