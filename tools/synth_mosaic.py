@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """synth_mosaic.py: several `wildcpu synth` regions side by side on one grid, as one VRT mosaic
-to train on (README.md, "How good is the map?": one region is too little data).
+to train on (docs/quality.md, "More ground": one region is too little data).
 
     /usr/bin/python3 tools/synth_mosaic.py OUT SEED [SEED ...] [--cols N] [--size PX]
                                                [--wildcpu PATH]

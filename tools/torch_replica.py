@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """torch_replica.py: wildcpu's one-region training replayed in PyTorch, to rank regularizers
 (dropout, input noise, label blur, initialization) that wildcpu does not have, before building
-any of them. A measurement aid for README "How good is the map?", not a test and not an oracle:
+any of them. A measurement aid for docs/quality.md, not a test and not an oracle:
 its sampling is wildcpu's in kind (jitter on the pooling grid, --rotate with the wind and aspect
 vectors turned, batch 4, AdamW with decay on weights only, warmup then cosine to 40% (--lr-end)), not in bits.
 
