@@ -353,6 +353,13 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 s->best_auc_pr, s->best_step);
     else if (s->best_lost)
         write_best_lost(f, s->best_lost_step);
+    else if (!s->val_patches)
+        fprintf(f,
+                "Model selection: none, as no ground is held out for validation: %s`wildcpu "
+                "predict` or `evaluate` given this directory use%s its newest checkpoint (step "
+                "%ld when this report was written).\n\n",
+                s->map == WC_REPORT_MAP_NONE ? "" : "the risk map of this run, and ",
+                s->map == WC_REPORT_MAP_NONE ? "s" : "", s->start_step + s->steps_done);
     if (s->best_unsaved_step >= 0)
         fprintf(f,
                 "The validation after step %ld was better (AUC-PR %.4f), but " WC_CKPT_BEST

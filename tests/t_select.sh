@@ -250,6 +250,10 @@ s3=$?
     grep -q "rotate: now 10.0000000001:[0-9/,]*, checkpoint 10:[0-9/,]*;" "$T/r10b.log" \
     && ok "--rotate 10.0000000001 does not resume a run of --rotate 10; --rotate 10 does" \
     || notok "--rotate to the last bit in the resume settings" "status $s1/$s2/$s3: $(tail -1 "$T/r10b.log")"
+# a run without validation ground has no best.wcp; its report says which checkpoint maps it
+grep -q 'Model selection: none, as no ground is held out for validation: `wildcpu predict` or `evaluate` given this directory uses its newest checkpoint (step 2 when' "$T/r10/report.md" \
+    && ok "report.md of a run without validation: the newest checkpoint (step 2) is the model" \
+    || notok "model selection without validation" "$(grep -i 'selection\|validation' "$T/r10/report.md")"
 
 # Validation is asked for but impossible: a warning says so (one validation block, which must
 # stay for training); a tiny fraction still takes one block instead of rounding to none.
