@@ -738,7 +738,8 @@ static int agree_spec(const train_ctx *t, int status) {
         wc_error("rank %d reads another --model %s than rank 0 (%zu bytes here, %" PRIu64
                  " there%s): every rank must read the same inputs (a node-local copy out of date, "
                  "a file system not yet in sync?)",
-                 t->rank, t->cfg->model, n, first[0], mine[0] == first[0] ? ", other contents" : "");
+                 t->rank, t->cfg->model, n, first[0],
+                 mine[0] == first[0] ? ", other contents" : "");
     return wc_dist_any(differs) ? WC_EXIT_RUNTIME : WC_EXIT_OK;
 }
 
