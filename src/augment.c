@@ -32,7 +32,7 @@ static const char *const direction_words[] = {"aspect",   "azimuth",   "directio
                                               "eastness", "northness", "_dir",      "dir_"};
 /* Whole names that are directions or components: gridMET's wind direction (th), wd, wdir; u/v;
  * CMIP's near-surface wind components (uas, vas) and NCEP reanalysis's (uwnd, vwnd). */
-static const char *const direction_names[] = {"th", "wd", "wdir", "u", "v",
+static const char *const direction_names[] = {"th",  "wd",  "wdir", "u",   "v",
                                               "uas", "vas", "uwnd", "vwnd"};
 
 /* u10, v100: ERA5's wind components at a height; U10M, V2M: MERRA-2's (metres written after). */
@@ -93,8 +93,7 @@ static void north_partner(const char *name, char *out, size_t size) {
         snprintf(out, size, "%.*s%s", stem, name, suffix[k].north);
         return;
     }
-    if (strcasecmp(name, "u") == 0 || strcasecmp(name, "uas") == 0 ||
-        strcasecmp(name, "uwnd") == 0)
+    if (strcasecmp(name, "u") == 0 || strcasecmp(name, "uas") == 0 || strcasecmp(name, "uwnd") == 0)
         snprintf(out, size, "%c%s", name[0] == 'u' ? 'v' : 'V', name + 1);
     else if (is_height_component(name, 'u'))
         snprintf(out, size, "%c%s", name[0] == 'u' ? 'v' : 'V', name + 1);
@@ -244,8 +243,8 @@ int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char
     const int sheared = fabs(axes_cos) > 1e-9;
     const char *mirrors_only = grid->geographic
                                    ? "degrees of longitude and of latitude differ on the ground"
-                               : sheared        ? "the pixels are rhombi, not squares: a sheared "
-                                                  "geotransform"
+                               : sheared         ? "the pixels are rhombi, not squares: a sheared "
+                                                   "geotransform"
                                : !nearly(px, py) ? "the pixels are not square"
                                                  : NULL;
     if (turn_deg > 0 && mirrors_only) {
@@ -261,8 +260,8 @@ int wc_augment_plan(wc_augment *a, int orientations, double turn_deg, const char
     if (turn_deg > 0)
         snprintf(turns, sizeof turns, "%sturns of up to %g degrees either way",
                  orientations ? ", then " : "", turn_deg);
-    const char *orients = !orientations ? ""
-                          : sheared     ? "2 orientations (as it lies and a half turn only: "
+    const char *orients = !orientations  ? ""
+                          : sheared      ? "2 orientations (as it lies and a half turn only: "
                           : mirrors_only ? "4 orientations (mirrors only: "
                                          : "8 orientations (mirrors and quarter turns)";
     snprintf(a->summary, sizeof a->summary, "%s%s%s%s; vector bands %s", orients,

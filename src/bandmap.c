@@ -58,8 +58,8 @@ static int holds_every_value_of(const char *is, const char *was) {
         [WC_DT_UINT32] = T(BYTE) | T(UINT16) | T(UINT32),
         [WC_DT_INT32] = T(BYTE) | T(UINT16) | T(INT16) | T(INT32),
         [WC_DT_FLOAT32] = T(BYTE) | T(UINT16) | T(INT16) | T(FLOAT32), /* 24-bit mantissa */
-        [WC_DT_FLOAT64] = T(BYTE) | T(UINT16) | T(INT16) | T(UINT32) | T(INT32) | T(FLOAT32) |
-                          T(FLOAT64),
+        [WC_DT_FLOAT64] =
+            T(BYTE) | T(UINT16) | T(INT16) | T(UINT32) | T(INT32) | T(FLOAT32) | T(FLOAT64),
     };
 #undef T
     int a = -1, b = -1;
@@ -115,10 +115,11 @@ static void match(const wc_model *m, const wc_raster *r, int label_band, int *ba
         }
     }
     if (narrower)
-        appendf(why, size, " (a band must be of its training type or a wider one that holds "
-                           "all its values, Int16 as Float32: other values are not those the "
-                           "model learned; gdal_translate or gdalwarp -ot TYPE writes them in "
-                           "another type)");
+        appendf(why, size,
+                " (a band must be of its training type or a wider one that holds "
+                "all its values, Int16 as Float32: other values are not those the "
+                "model learned; gdal_translate or gdalwarp -ot TYPE writes them in "
+                "another type)");
     if (label_band > 0 && label_band <= r->nbands && used[label_band])
         appendf(why, size, "%sband %d '%s' is the label band and an input of the model",
                 *why ? "; " : "", label_band, r->bands[label_band - 1].name);
@@ -159,8 +160,7 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int 
         char hint[512];
         wc_raster_undescribed_hint(r, (const char *const *)m->feat_names, m->nfeat, hint,
                                    sizeof hint);
-        wc_error("%s does not have the bands %s was trained on: %s%s", r->path, m->path, why,
-                 hint);
+        wc_error("%s does not have the bands %s was trained on: %s%s", r->path, m->path, why, hint);
         free(bands);
         return WC_ERR;
     }
@@ -184,8 +184,7 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int 
                      "it with this version",
                      r->path, bands[c], b->name,
                      b->masked ? "a mask" : "a nodata value only the float nearest it equals",
-                     m->path,
-                     b->masked ? "read masked pixels as data" : "matched no pixel to it");
+                     m->path, b->masked ? "read masked pixels as data" : "matched no pixel to it");
         free(bands);
         return WC_ERR;
     }
@@ -199,8 +198,7 @@ int wc_bandmap_match(wc_bandmap *bm, const wc_model *m, const wc_raster *r, int 
 
 char *wc_bandmap_units_record(const wc_raster *r, const int *bands, int n) {
     size_t cap = 1;
-    for (int c = 0; c < n; c++)
-        cap += strlen(r->bands[bands[c] - 1].name) + WC_BAND_UNIT_MAX + 2;
+    for (int c = 0; c < n; c++) cap += strlen(r->bands[bands[c] - 1].name) + WC_BAND_UNIT_MAX + 2;
     char *rec = WC_ALLOC(cap);
     rec[0] = '\0';
     for (int c = 0; c < n; c++) {

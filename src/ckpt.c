@@ -88,7 +88,7 @@ static int write_all(FILE *f, const void *buf, size_t n, const char *path, size_
     const unsigned char *p = buf;
     while (n > 0) {
         size_t chunk = WC_MIN(n, (size_t)1 << 20);
-        if (*written < crash_at && *written + chunk > crash_at) {
+        if (*written<crash_at && * written + chunk> crash_at) {
             chunk = crash_at - *written;
             fwrite(p, 1, chunk, f);
             fflush(f);
@@ -229,7 +229,6 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
-
 int wc_ckpt_refuse_as_output(const char *what, const char *path) {
     unsigned char head[sizeof MAGIC];
     struct stat st;
@@ -261,19 +260,19 @@ static int check_header(const unsigned char *h, size_t size, char *why, size_t w
     uint64_t zsize = wc_le_get_u64(h + 32);
     if (zsize != size - WC_CKPT_HEADER)
         return wc_reason(why, why_size, "truncated or extended: %zu of %llu payload bytes present",
-                    size - WC_CKPT_HEADER, (unsigned long long)zsize);
+                         size - WC_CKPT_HEADER, (unsigned long long)zsize);
     uint64_t step = wc_le_get_u64(h + 16);
     if (step > WC_CKPT_MAX_STEP)
         return wc_reason(why, why_size, "implausible step %llu in the header",
-                    (unsigned long long)step);
+                         (unsigned long long)step);
     return WC_OK;
 }
 
 /* zlib's inflate into a buffer that grows only as the stream really produces bytes, so a header
  * that claims a huge payload costs no memory beyond what the compressed bytes expand to. The
  * output must be exactly `expect` bytes. Returns the buffer or NULL with why set. */
-static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t expect,
-                                    char *why, size_t why_size) {
+static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t expect, char *why,
+                                    size_t why_size) {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (inflateInit(&zs) != Z_OK) {
@@ -292,8 +291,9 @@ static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t
                 /* a reason, not an exit: the caller names the file, and a resume passes over
                  * it to the previous checkpoint (a payload of 1 GiB under a 1.2 GB ulimit -v
                  * ended the resume with no file named) */
-                wc_reason(why, why_size, "its payload of %zu bytes does not fit in this "
-                                         "process's memory",
+                wc_reason(why, why_size,
+                          "its payload of %zu bytes does not fit in this "
+                          "process's memory",
                           expect);
                 inflateEnd(&zs);
                 free(out);
@@ -315,9 +315,10 @@ static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t
     int trailing = zs.avail_in != 0 || fed != zsize;
     inflateEnd(&zs);
     if (zrc != Z_STREAM_END || have != expect || trailing) {
-        wc_reason(why, why_size, "the compressed payload does not decompress to the %zu bytes the "
-                            "header states",
-             expect);
+        wc_reason(why, why_size,
+                  "the compressed payload does not decompress to the %zu bytes the "
+                  "header states",
+                  expect);
         free(out);
         return NULL;
     }
@@ -326,7 +327,7 @@ static unsigned char *inflate_exact(const unsigned char *z, size_t zsize, size_t
 
 /* Printable ASCII, no spaces: what a section name may hold. */
 static int good_name(const unsigned char *p, uint32_t n) {
-    if (n == 0 || n >= sizeof ((wc_ckpt_section *)0)->name) return 0;
+    if (n == 0 || n >= sizeof((wc_ckpt_section *)0)->name) return 0;
     for (uint32_t i = 0; i < n; i++)
         if (p[i] <= 0x20 || p[i] >= 0x7f) return 0;
     return 1;
@@ -344,7 +345,7 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
         off += 4;
         if (nlen > raw_size - off || raw_size - off - nlen < 8 || !good_name(raw + off, nlen))
             return wc_reason(why, why_size, "the section layout is inconsistent (section %d)",
-                        ck->nsections + 1);
+                             ck->nsections + 1);
         if (ck->nsections == WC_CKPT_MAX_SECTIONS)
             return wc_reason(why, why_size, "more than %d sections", WC_CKPT_MAX_SECTIONS);
         if (ck->nsections == cap) {
@@ -360,7 +361,7 @@ static int parse_sections(wc_ckpt *ck, const unsigned char *raw, size_t raw_size
         off += 8;
         if (dlen > raw_size - off)
             return wc_reason(why, why_size, "section '%s' claims %llu bytes, %zu are left", s->name,
-                        (unsigned long long)dlen, raw_size - off);
+                             (unsigned long long)dlen, raw_size - off);
         if (wc_ckpt_find(ck, s->name))
             return wc_reason(why, why_size, "section '%s' appears twice", s->name);
         s->data = raw + off;
@@ -385,11 +386,12 @@ int wc_ckpt_parse(const void *file, size_t size, wc_ckpt *ck, char *why, size_t 
     const uint64_t raw_size = wc_le_get_u64(buf + 24);
     if (raw_size > (uint64_t)zsize * 1032 + 1024 || raw_size > ((uint64_t)1 << 40))
         return wc_reason(why, why_size, "implausible payload size %llu for %zu compressed bytes",
-                    (unsigned long long)raw_size, zsize);
+                         (unsigned long long)raw_size, zsize);
     /* a payload this machine cannot hold is refused with a reason, not met with out-of-memory */
     if (raw_size > wc_physical_memory_bytes() / 2)
-        return wc_reason(why, why_size, "its payload of %llu bytes is more than half of this "
-                                        "machine's memory",
+        return wc_reason(why, why_size,
+                         "its payload of %llu bytes is more than half of this "
+                         "machine's memory",
                          (unsigned long long)raw_size);
     unsigned char *raw =
         inflate_exact(buf + WC_CKPT_HEADER, zsize, (size_t)raw_size, why, why_size);
@@ -538,8 +540,9 @@ static void probe(wc_ckpt_entry *e) {
     if (fd < 0) return;
     unsigned char h[WC_CKPT_HEADER];
     if ((size_t)st.st_size < WC_CKPT_HEADER)
-        wc_reason(e->why, sizeof e->why, st.st_size ? "truncated: shorter than the 64-byte header"
-                                               : "empty file (0 bytes)");
+        wc_reason(e->why, sizeof e->why,
+                  st.st_size ? "truncated: shorter than the 64-byte header"
+                             : "empty file (0 bytes)");
     else if (read_exact(fd, h, sizeof h) != WC_OK)
         wc_reason(e->why, sizeof e->why, "read error: %s", strerror(errno));
     else if (check_header(h, (size_t)st.st_size, e->why, sizeof e->why) == WC_OK) {
@@ -793,7 +796,8 @@ int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *c
         if (wc_ckpt_latest(dir, check, ctx, ck, resolved, &any) == WC_OK) return WC_OK;
         char note[400];
         wc_error("%s holds %s%s", dir,
-                 any ? "no valid checkpoint (see the warnings above)" : "no checkpoint (ckpt-*.wcp)",
+                 any ? "no valid checkpoint (see the warnings above)"
+                     : "no checkpoint (ckpt-*.wcp)",
                  wc_ckpt_unreadable_note(dir, note, sizeof note));
         return WC_ERR;
     }

@@ -65,9 +65,9 @@ wc_ckptbg *wc_ckptbg_create(size_t nparams, int ntensors, int has_v, int nfeat) 
     w->nfeat = nfeat;
     w->params = WC_ALLOC_FOR(sizeof(float) * (nparams + 1), "the checkpoint writer's parameters");
     w->optim_m = WC_ALLOC_FOR(sizeof(float) * (nparams + 1), "the checkpoint writer's moments");
-    w->optim_v = has_v ? WC_ALLOC_FOR(sizeof(float) * (nparams + 1),
-                                      "the checkpoint writer's moments")
-                       : NULL;
+    w->optim_v =
+        has_v ? WC_ALLOC_FOR(sizeof(float) * (nparams + 1), "the checkpoint writer's moments")
+              : NULL;
     w->exponent = WC_ALLOC(sizeof(int32_t) * ((size_t)ntensors + 1));
     w->feat_names = WC_ALLOC(sizeof(char *) * ((size_t)nfeat + 1));
     w->meta_cap = 4096, w->metrics_cap = 16384;

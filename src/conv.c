@@ -25,8 +25,8 @@ wc_conv_shape wc_conv_shape_make(int N, int C, int H, int W, int K, int KH, int 
                                  int pad) {
     WC_ASSERT(N > 0 && C > 0 && H > 0 && W > 0 && K > 0 && KH > 0 && KW > 0);
     WC_ASSERT(stride > 0 && pad >= 0);
-    wc_conv_shape s = {.N = N, .C = C, .H = H, .W = W, .K = K, .KH = KH, .KW = KW,
-                       .stride = stride, .pad = pad};
+    wc_conv_shape s = {
+        .N = N, .C = C, .H = H, .W = W, .K = K, .KH = KH, .KW = KW, .stride = stride, .pad = pad};
     s.OH = (H + 2 * pad - KH) / stride + 1;
     s.OW = (W + 2 * pad - KW) / stride + 1;
     WC_ASSERT(s.OH > 0 && s.OW > 0);
@@ -205,8 +205,8 @@ typedef struct {
  * whatever the width of the window around it (prediction's windows, validation's blocks and a
  * raster cut from the same grid all agree: docs/predict.md). Else OpenBLAS from the bias
  * (beta = 1), one pass over the output, whose edge columns may round otherwise. */
-static void forward_product(float *y, size_t ldy, const float *weight, const float *col,
-                            size_t ldc, const float *bias, int K, int n, int ckk) {
+static void forward_product(float *y, size_t ldy, const float *weight, const float *col, size_t ldc,
+                            const float *bias, int K, int n, int ckk) {
     if (wc_wino_own_product(K, n, ckk, weight, (size_t)ckk, col, ldc, y, ldy)) {
         if (bias)
             for (int k = 0; k < K; k++)
@@ -347,8 +347,8 @@ static void lowered_backward(float *dinp, float *dweight, const float *dout, con
 }
 
 void wc_conv2d_backward_ex(float *dinp, float *dweight, float *dbias, const float *dout,
-                           const float *inp, const float *weight, const wc_conv_shape *s,
-                           int flags, struct wc_pool *pool, float *work) {
+                           const float *inp, const float *weight, const wc_conv_shape *s, int flags,
+                           struct wc_pool *pool, float *work) {
     if (wc_wino_applies(s)) {
         wc_wino_backward(dinp, dweight, dbias, dout, inp, weight, s, flags, pool, work);
         return;

@@ -3,8 +3,8 @@
 #include "wildcpu/cpuinfo.h"
 
 #include <cblas.h>
-#include <stdio.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,7 +13,6 @@
 #include "wildcpu/blas_core.h"
 #include "wildcpu/util.h"
 #include "wildcpu/winograd.h"
-
 
 /* The first processor's "model name", "vendor_id", "cpu family" and "model" of /proc/cpuinfo. */
 static void read_model(wc_cpuinfo *info) {

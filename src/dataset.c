@@ -21,9 +21,16 @@
 #include "wildcpu/util.h"
 
 void wc_data_config_default(wc_data_config *cfg) {
-    *cfg = (wc_data_config){.label_band = WC_LABEL_BAND_NAME, .work_dir = ".", .patch = 64,
-                            .val_fraction = 0.2, .val_block_px = 256, .min_valid = 0.5,
-                            .seed = 1, .align = 1, .jitter = 1, .augment = 0};
+    *cfg = (wc_data_config){.label_band = WC_LABEL_BAND_NAME,
+                            .work_dir = ".",
+                            .patch = 64,
+                            .val_fraction = 0.2,
+                            .val_block_px = 256,
+                            .min_valid = 0.5,
+                            .seed = 1,
+                            .align = 1,
+                            .jitter = 1,
+                            .augment = 0};
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
@@ -121,8 +128,8 @@ static int turn_touches_validation(const wc_dataset *ds, int x0, int y0, int sid
             /* the cell's pixels in the window's coordinates, grown by a neighbour */
             const double a0 = ds->x_origin + cx * ds->P - x0 - 1.0, a1 = a0 + ds->P + 1.0;
             const double b0 = ds->y_origin + cy * ds->P - y0 - 1.0, b1 = b0 + ds->P + 1.0;
-            int apart = a1 < c - reach - eps || a0 > c + reach + eps ||
-                        b1 < c - reach - eps || b0 > c + reach + eps;
+            int apart = a1 < c - reach - eps || a0 > c + reach + eps || b1 < c - reach - eps ||
+                        b0 > c + reach + eps;
             for (int k = 0; k < 2 && !apart; k++) {
                 const double *w = k ? v : u;
                 const double p[4] = {w[0] * a0 + w[1] * b0, w[0] * a1 + w[1] * b0,
@@ -336,8 +343,8 @@ static void turn_scratch_free(struct wc_turn_scratch *t) {
 
 /* The labels, and valid = 0 where the label is nodata, of a raw sample of side x side pixels;
  * each label not nodata added to tally (planning's, else NULL). */
-static void decode_labels(const wc_dataset *ds, const void *raw, int side, float *y,
-                          uint8_t *valid, wc_label_tally *tally) {
+static void decode_labels(const wc_dataset *ds, const void *raw, int side, float *y, uint8_t *valid,
+                          wc_label_tally *tally) {
     const size_t pp = (size_t)side * side;
     const wc_band *bands = ds->files.src.bands;
     const wc_band *lb;
@@ -695,8 +702,9 @@ static void make_fingerprint(wc_dataset *ds, int label_source_band) {
     for (int i = 0; i < r->nbands; i++) cap += strlen(r->bands[i].name) * 3 + 96;
     char *p = ds->fingerprint = WC_ALLOC(cap);
     size_t left = cap;
-    int n = snprintf(p, left, "size=%dx%d;geotransform=%.10g,%.10g,%.10g,%.10g,%.10g,%.10g;crs=%s;"
-                              "bands=",
+    int n = snprintf(p, left,
+                     "size=%dx%d;geotransform=%.10g,%.10g,%.10g,%.10g,%.10g,%.10g;crs=%s;"
+                     "bands=",
                      r->width, r->height, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4],
                      r->gt[5], crs);
     p += n, left -= (size_t)n;
@@ -843,8 +851,8 @@ static uint64_t plan_bytes(const wc_dataset *ds, long mine, long kept) {
  * (from LABELS)" when --labels was made into a raster on the grid. */
 static void label_source(const wc_dataset *ds, char *out, size_t size) {
     if (!ds->label_path)
-        wc_labels_describe(out, size, ds->label_band,
-                           ds->files.src.bands[ds->label_band - 1].name, ds->tiles_path, NULL);
+        wc_labels_describe(out, size, ds->label_band, ds->files.src.bands[ds->label_band - 1].name,
+                           ds->tiles_path, NULL);
     else
         wc_labels_describe(out, size, ds->label_band, NULL, ds->label_path, ds->cfg.labels);
 }
@@ -853,9 +861,8 @@ static void label_source(const wc_dataset *ds, char *out, size_t size) {
  * the moments of each feature over its valid pixels (m: nfeat of them). A window GDAL knows to be
  * nodata (known_empty: a mostly empty mosaic's holes, wc_raster_empty_cells) is not read:
  * reading would find no valid pixel, which is what it counts. */
-static int plan_patch(wc_dataset *ds, long id, int known_empty, void *raw, float *y,
-                      uint8_t *valid, patch_count *pc, moments *m, int64_t *huge,
-                      wc_label_tally *tally) {
+static int plan_patch(wc_dataset *ds, long id, int known_empty, void *raw, float *y, uint8_t *valid,
+                      patch_count *pc, moments *m, int64_t *huge, wc_label_tally *tally) {
     *pc = (patch_count){0, 0};
     memset(huge, 0, sizeof(int64_t) * (size_t)ds->nfeat);
     if (known_empty) return WC_OK;
@@ -1212,10 +1219,9 @@ static int plan_fits(const wc_dataset *ds) {
  * (train.c); this is the part the options can make absurd. */
 static int read_ahead_fits(const wc_dataset *ds) {
     const int side = ds->turn_max > 0 ? WC_MAX(ds->P, ds->turn_side) : ds->P;
-    const uint64_t need =
-        sat_mul(sat_mul((uint64_t)WC_MAX(ds->cfg.read_slots, 0),
-                        (uint64_t)WC_MAX(ds->cfg.slot_patches, 0)),
-                (uint64_t)src_bytes(ds, side));
+    const uint64_t need = sat_mul(
+        sat_mul((uint64_t)WC_MAX(ds->cfg.read_slots, 0), (uint64_t)WC_MAX(ds->cfg.slot_patches, 0)),
+        (uint64_t)src_bytes(ds, side));
     int speaks;
     const uint64_t here = wc_dist_host_sum_u64(need, &speaks);
     const uint64_t phys = wc_physical_memory_bytes();
@@ -1263,8 +1269,8 @@ static int lay_patch_grid(wc_dataset *ds, const wc_data_config *cfg) {
     ds->rows = (ds->height - ds->y_origin) / ds->P;
     if (ds->cols < 1 || ds->rows < 1) {
         if (ds->width < ds->P || ds->height < ds->P)
-            wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)",
-                     ds->tiles_path, ds->width, ds->height, ds->P, ds->P);
+            wc_error("%s is %dx%d pixels, smaller than one %dx%d patch (--patch)", ds->tiles_path,
+                     ds->width, ds->height, ds->P, ds->P);
         else
             wc_error("%s is %dx%d pixels, but no whole %dx%d patch fits on the grid of patch "
                      "cells its georeferencing defines (the first cell starts %d px right and "
@@ -1283,8 +1289,8 @@ static int lay_patch_grid(wc_dataset *ds, const wc_data_config *cfg) {
         return WC_ERR;
     }
     /* a block larger than the patch grid is the whole grid */
-    ds->val_block = WC_MAX(1, WC_MIN((cfg->val_block_px + ds->P / 2) / ds->P,
-                                     WC_MAX(ds->cols, ds->rows)));
+    ds->val_block =
+        WC_MAX(1, WC_MIN((cfg->val_block_px + ds->P / 2) / ds->P, WC_MAX(ds->cols, ds->rows)));
     return WC_OK;
 }
 
@@ -1337,8 +1343,8 @@ static int open_labels(wc_dataset *ds, const wc_data_config *cfg, int *source_ba
     /* --label-band, when set to something else, names the band of a label raster */
     const int named = cfg->label_band && strcmp(cfg->label_band, WC_LABEL_BAND_NAME) != 0;
     wc_labels lab;
-    if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "",
-                          cfg->work_dir, &lab) != WC_OK)
+    if (wc_labels_prepare(&ds->files.src, cfg->labels, named ? cfg->label_band : "", cfg->work_dir,
+                          &lab) != WC_OK)
         return lab.stopped ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
     ds->label_path = lab.path;
     ds->label_band = lab.band;

@@ -82,10 +82,16 @@ void wc_dist_finalize(void) {
     dist_up = 0;
 }
 
-int wc_dist_rank(void) { return dist_rank; }
-int wc_dist_size(void) { return dist_size; }
+int wc_dist_rank(void) {
+    return dist_rank;
+}
+int wc_dist_size(void) {
+    return dist_size;
+}
 
-void wc_dist_barrier(void) { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+void wc_dist_barrier(void) {
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
 
 /* MPI counts are int: large buffers go in pieces. */
 #define CHUNK (1 << 28)
@@ -104,9 +110,15 @@ static void allreduce(void *buf, size_t n, MPI_Datatype type, size_t size, MPI_O
 void wc_dist_sum_i64(int64_t *buf, size_t n) {
     allreduce(buf, n, MPI_INT64_T, sizeof *buf, MPI_SUM);
 }
-void wc_dist_sum_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_SUM); }
-void wc_dist_sum_f32(float *buf, size_t n) { allreduce(buf, n, MPI_FLOAT, sizeof *buf, MPI_SUM); }
-void wc_dist_max_f64(double *buf, size_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_MAX); }
+void wc_dist_sum_f64(double *buf, size_t n) {
+    allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_SUM);
+}
+void wc_dist_sum_f32(float *buf, size_t n) {
+    allreduce(buf, n, MPI_FLOAT, sizeof *buf, MPI_SUM);
+}
+void wc_dist_max_f64(double *buf, size_t n) {
+    allreduce(buf, n, MPI_DOUBLE, sizeof *buf, MPI_MAX);
+}
 
 /* The pending nonblocking collectives, completed together by wc_dist_wait. A step starts a
  * few (one per gradient bucket); beyond the table's size the oldest are waited for first. */
@@ -127,8 +139,12 @@ static void iallreduce(void *buf, size_t n, MPI_Datatype type, size_t size) {
     }
 }
 
-void wc_dist_isum_i64(int64_t *buf, size_t n) { iallreduce(buf, n, MPI_INT64_T, sizeof *buf); }
-void wc_dist_isum_f32(float *buf, size_t n) { iallreduce(buf, n, MPI_FLOAT, sizeof *buf); }
+void wc_dist_isum_i64(int64_t *buf, size_t n) {
+    iallreduce(buf, n, MPI_INT64_T, sizeof *buf);
+}
+void wc_dist_isum_f32(float *buf, size_t n) {
+    iallreduce(buf, n, MPI_FLOAT, sizeof *buf);
+}
 
 int wc_dist_progress(void) {
     if (npending == 0) return 1;
@@ -165,8 +181,8 @@ uint64_t wc_dist_host_sum_u64(uint64_t value, int *first_on_host) {
     value = value < cap ? value : cap;
     if (dist_size == 1) return value;
     MPI_Comm host;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, dist_rank, MPI_INFO_NULL,
-                                  &host));
+    MPI_CHECK(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, dist_rank, MPI_INFO_NULL, &host));
     int host_rank;
     MPI_CHECK(MPI_Comm_rank(host, &host_rank));
     uint64_t v = value;

@@ -7,9 +7,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -308,8 +308,7 @@ static int written_by_live_wildcpu(const char *path, long pid) {
     if (f) fclose(f);
     struct stat st;
     const double started = process_start(pid);
-    return named && strncmp(comm, "wildcpu", 7) == 0 && started >= 0 &&
-           lstat(path, &st) == 0 &&
+    return named && strncmp(comm, "wildcpu", 7) == 0 && started >= 0 && lstat(path, &st) == 0 &&
            started <= (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec + 1.0;
 }
 
@@ -490,9 +489,9 @@ void wc_fs_shortage(const char *dir, char *out, size_t size) {
     if (fs.f_files > 0 && fs.f_favail == 0) /* files, not bytes, ran out */
         snprintf(out, size, " (the file system of %s has no inodes left: out of files?)", dir);
     else if ((uint64_t)fs.f_bavail * fs.f_frsize < ((uint64_t)64 << 20))
-        snprintf(out, size, " (the file system of %s has %s free: out of space?)", dir,
-                 wc_fmt_bytes(free_text, sizeof free_text,
-                              (double)fs.f_bavail * (double)fs.f_frsize));
+        snprintf(
+            out, size, " (the file system of %s has %s free: out of space?)", dir,
+            wc_fmt_bytes(free_text, sizeof free_text, (double)fs.f_bavail * (double)fs.f_frsize));
     else {
         /* a file-size limit (ulimit -f, a batch system's) fails the write with EFBIG, which
          * libtiff reports as "Error fetching directory count" or a seek error, naming no limit;
@@ -736,8 +735,7 @@ static wc_file_kind kind_of(const unsigned char *head, size_t n) {
     /* safetensors: the header's length (8 bytes, little-endian), then the header's JSON */
     if (n >= 9 && head[8] == '{' && head[6] == 0 && head[7] == 0) return WC_KIND_SAFETENSORS;
     size_t i = 0;
-    while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
-        i++;
+    while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n')) i++;
     if (i < n && (head[i] == '{' || head[i] == '[')) return WC_KIND_JSON;
     if (i < n && head[i] == '<') return WC_KIND_XML;
     return WC_KIND_OTHER;
@@ -745,12 +743,18 @@ static wc_file_kind kind_of(const unsigned char *head, size_t n) {
 
 static const char *kind_name(wc_file_kind kind) {
     switch (kind) {
-    case WC_KIND_TIFF: return "a TIFF raster";
-    case WC_KIND_PNG: return "a PNG picture";
-    case WC_KIND_JSON: return "JSON";
-    case WC_KIND_XML: return "XML (a VRT, a style, a sidecar)";
-    case WC_KIND_SAFETENSORS: return "safetensors weights";
-    default: return "a file of another kind";
+    case WC_KIND_TIFF:
+        return "a TIFF raster";
+    case WC_KIND_PNG:
+        return "a PNG picture";
+    case WC_KIND_JSON:
+        return "JSON";
+    case WC_KIND_XML:
+        return "XML (a VRT, a style, a sidecar)";
+    case WC_KIND_SAFETENSORS:
+        return "safetensors weights";
+    default:
+        return "a file of another kind";
     }
 }
 
@@ -797,8 +801,7 @@ int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {
     memset(a, 0, sizeof *a);
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* the rename of the commit would replace a device or a pipe (/dev/null) */
-        wc_error("cannot write %s: it is not a regular file, and it would be replaced whole",
-                 path);
+        wc_error("cannot write %s: it is not a regular file, and it would be replaced whole", path);
         return WC_ERR;
     }
     if (refuse_symlink("output", path) != WC_OK) return WC_ERR;
@@ -827,9 +830,12 @@ int wc_atomic_open(wc_atomic_file *a, const char *path, const char *mode) {
 int wc_atomic_commit(wc_atomic_file *a) {
     const char *failed = NULL;
     int err = 0;
-    if (ferror(a->f)) failed = "write", err = errno ? errno : EIO;
-    else if (fflush(a->f) != 0) failed = "flush", err = errno;
-    else if (fsync(fileno(a->f)) != 0) failed = "fsync", err = errno;
+    if (ferror(a->f))
+        failed = "write", err = errno ? errno : EIO;
+    else if (fflush(a->f) != 0)
+        failed = "flush", err = errno;
+    else if (fsync(fileno(a->f)) != 0)
+        failed = "fsync", err = errno;
     if (fclose(a->f) != 0 && !failed) failed = "close", err = errno;
     a->f = NULL;
     if (!failed && rename(a->tmp, a->path) != 0) failed = "rename", err = errno;

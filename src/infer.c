@@ -43,8 +43,8 @@ int wc_infer_geometry_of(wc_infer_geometry *g, const char *arch, const char *spe
 /* The window for cores up to max_cw x max_ch: the margin on both sides, plus `align` pixels of
  * slack for snapping the origin. WC_ERR after logging (naming `what`) beyond the network's
  * reach. */
-static int window_size(const wc_infer_geometry *g, int64_t max_cw, int64_t max_ch,
-                       const char *what, int64_t *Tx, int64_t *Ty) {
+static int window_size(const wc_infer_geometry *g, int64_t max_cw, int64_t max_ch, const char *what,
+                       int64_t *Tx, int64_t *Ty) {
     const int64_t slack = g->align > 1 ? g->align : 0;
     *Tx = max_cw + 2 * g->margin + slack, *Ty = max_ch + 2 * g->margin + slack;
     if (*Tx <= INT_MAX && *Ty <= INT_MAX) return WC_OK;
@@ -57,8 +57,8 @@ int wc_infer_plan(const wc_infer_geometry *g, wc_dtype type, int nfeat, const ch
                   wc_infer_plan_bytes *plan) {
     memset(plan, 0, sizeof *plan);
     if (window_size(g, max_cw, max_ch, what, &plan->Tx, &plan->Ty) != WC_OK) return WC_ERR;
-    if (wc_net_plan(arch, spec, nfeat, 1, (int)plan->Ty, (int)plan->Tx, WC_NET_INFER,
-                    &plan->net) != WC_OK) {
+    if (wc_net_plan(arch, spec, nfeat, 1, (int)plan->Ty, (int)plan->Tx, WC_NET_INFER, &plan->net) !=
+        WC_OK) {
         wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what,
                  plan->Tx, plan->Ty);
         return WC_ERR;
@@ -71,9 +71,9 @@ int wc_infer_plan(const wc_infer_geometry *g, wc_dtype type, int nfeat, const ch
 }
 
 int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const int *bands,
-                  wc_dtype type, int nfeat, const double *mean, const double *std,
-                  const char *arch, const char *spec, const float *params, int64_t max_cw,
-                  int64_t max_ch, const char *what) {
+                  wc_dtype type, int nfeat, const double *mean, const double *std, const char *arch,
+                  const char *spec, const float *params, int64_t max_cw, int64_t max_ch,
+                  const char *what) {
     memset(p, 0, sizeof *p);
     p->g = *g;
     p->r = r, p->bands = bands, p->type = type, p->nfeat = nfeat, p->mean = mean, p->std = std;
@@ -81,8 +81,8 @@ int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const i
     if (window_size(g, max_cw, max_ch, what, &p->Tx, &p->Ty) != WC_OK) return WC_ERR;
     p->net = wc_net_create(arch, spec, nfeat, 1, (int)p->Ty, (int)p->Tx, WC_NET_INFER);
     if (!p->net) {
-        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what,
-                 p->Tx, p->Ty);
+        wc_error("%s: the network cannot be built for %" PRId64 "x%" PRId64 " windows", what, p->Tx,
+                 p->Ty);
         return WC_ERR;
     }
     wc_infer_set_params(p, params);
@@ -172,8 +172,8 @@ static void window_input(wc_infer *p, int64_t wx, int64_t wy, float *x) {
  * feature, the pixels with a huge value among those that are not nodata (valid ones, and those
  * whose value overflowed once normalized, WC_PX_RANGE: the -3.4e38 of a float raster does),
  * and the sum of the valid pixels' normalized values (the network's input x). */
-static void tally_core(wc_infer *p, const float *x, int64_t wx, int64_t wy, int64_t cx,
-                       int64_t cy, int64_t cw, int64_t ch) {
+static void tally_core(wc_infer *p, const float *x, int64_t wx, int64_t wy, int64_t cx, int64_t cy,
+                       int64_t cw, int64_t ch) {
     const size_t Tx = (size_t)p->Tx, plane = Tx * (size_t)p->Ty;
     for (int c = 0; c < p->nfeat; c++) {
         const wc_band *b = &p->r->bands[p->bands[c] - 1];

@@ -12,8 +12,8 @@
 #include "wildcpu/dist.h"
 #include "wildcpu/files.h"
 #include "wildcpu/json.h"
-#include "wildcpu/snapshot.h"
 #include "wildcpu/rundir.h"
+#include "wildcpu/snapshot.h"
 #include "wildcpu/util.h"
 
 /* A key=value record, one pair a line for readability (its text is sanitized, snapshot.c). */
@@ -49,9 +49,12 @@ static void print_metrics(const char *m) {
         wc_text_sanitize(e->key);
         if (e->kind == WC_JSON_STRING) wc_text_sanitize(e->string);
         printf("  %-12s%s = ", i ? "" : "metrics", e->key);
-        if (e->kind == WC_JSON_NUMBER) printf("%.10g\n", e->number);
-        else if (e->kind == WC_JSON_STRING) printf("%s\n", e->string);
-        else printf("%s\n", e->kind == WC_JSON_NULL ? "null" : "...");
+        if (e->kind == WC_JSON_NUMBER)
+            printf("%.10g\n", e->number);
+        else if (e->kind == WC_JSON_STRING)
+            printf("%s\n", e->string);
+        else
+            printf("%s\n", e->kind == WC_JSON_NULL ? "null" : "...");
     }
     wc_json_doc_free(&doc);
     free(text);
@@ -149,7 +152,7 @@ static int describe_file(const char *path) {
 }
 
 /* The stop marker wildcpu writes is one short line (rundir.c); anything longer is not it */
-#define MARKER_MAX 4096
+#define MARKER_MAX     4096
 #define MARKER_EXCERPT 120 /* bytes of a file that is not the marker, shown to identify it */
 
 /* At most max bytes of text's first line into out (of size max + 4), cut at a character's
@@ -185,8 +188,7 @@ static void describe_stop_marker(const char *marker) {
                fresh ? " without --fresh" : "");
     } else if (text) {
         sanitized_line(line, text, 40);
-        printf("note: %s is not wildcpu's stop marker (it starts \"%s\"): ignored\n", marker,
-               line);
+        printf("note: %s is not wildcpu's stop marker (it starts \"%s\"): ignored\n", marker, line);
     } else {
         printf("note: %s is not wildcpu's stop marker (%s): ignored\n", marker, why);
     }
@@ -254,7 +256,7 @@ static int describe_dir(const char *path) {
         char sz[32];
         printf("  %-40s step %8ld  %10s  %s%s\n", strrchr(e[i].path, '/') + 1, e[i].step,
                wc_fmt_bytes(sz, sizeof sz, seen[i].bytes),
-               !seen[i].ok          ? "INVALID: "
+               !seen[i].ok         ? "INVALID: "
                : seen[i].resumable ? "valid"
                                    : "valid, but a rerun passes it over: ",
                seen[i].resumable ? "" : seen[i].why);
@@ -292,9 +294,9 @@ static int describe_dir(const char *path) {
         printf("predict and evaluate given this directory refuse %s: %s\n", best, foreign);
     else
         printf("predict and evaluate given this directory use %s\n",
-               best_ok                ? best
-               : newest_valid >= 0    ? e[newest_valid].path
-                                      : "nothing: there is no valid checkpoint");
+               best_ok             ? best
+               : newest_valid >= 0 ? e[newest_valid].path
+                                   : "nothing: there is no valid checkpoint");
     /* how the last run of a run directory ended, for scripts whose launcher hides it */
     char marker[4200];
     snprintf(marker, sizeof marker, "%s/%s", path, WC_RUNDIR_STOPPED);
@@ -311,8 +313,8 @@ static int describe_dir(const char *path) {
                                : " resumes from";
     /* the checkpoint wc_snapshot_find_resume takes: the newest a rerun does not pass over */
     if (newest_resumable >= 0 && *rerun_foreign) /* the resume's check_best refuses it the same */
-        printf("a rerun stops with an error until %s is moved out; it then%s %s\n", best,
-               when, e[newest_resumable].path);
+        printf("a rerun stops with an error until %s is moved out; it then%s %s\n", best, when,
+               e[newest_resumable].path);
     else if (newest_resumable >= 0)
         printf("a rerun%s %s\n", when, e[newest_resumable].path);
     else if (best_resumable) /* wc_snapshot_find_resume's last resort */

@@ -16,8 +16,8 @@
 #include <math.h>
 #include <ogr_api.h>
 #include <ogr_srs_api.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -153,7 +153,9 @@ int wc_labels_find_band(const wc_raster *r, const char *sel, int in_tiles, int *
 typedef wc_dist_solo agreement;
 
 /* Rank 0, while working: 1 to go on, 0 once the ranks agreed to stop. */
-static int go_on(agreement *a) { return wc_dist_solo_go_on(a); }
+static int go_on(agreement *a) {
+    return wc_dist_solo_go_on(a);
+}
 
 /* One of rank 0's GDAL operations on the labels (a warp, a rasterization, reading them back):
  * onto a huge grid it takes minutes, said in a line every WC_PROGRESS_SECONDS; GDAL's progress
@@ -266,8 +268,8 @@ static int blocks_within_file(GDALDatasetH ds, const char *path) {
  * and one that is not wildcpu's was then removed rather than refused. */
 static void CPL_STDCALL count_gdal_reports(CPLErr cls, CPLErrorNum num, const char *msg) {
     (void)num;
-    if (cls >= CE_Failure || (cls == CE_Warning && msg &&
-                              (strstr(msg, "IO error") || strstr(msg, "Read error"))))
+    if (cls >= CE_Failure ||
+        (cls == CE_Warning && msg && (strstr(msg, "IO error") || strstr(msg, "Read error"))))
         (*(int *)CPLGetErrorHandlerUserData())++;
 }
 
@@ -296,10 +298,10 @@ static int derived_reusable(const char *derived, const wc_raster *tiles, const c
     }
     double gt[6];
     int ok = ds && GDALGetRasterCount(ds) == 1 && GDALGetRasterXSize(ds) == tiles->width &&
-             GDALGetRasterYSize(ds) == tiles->height &&
-             GDALGetGeoTransform(ds, gt) == CE_None && gt[0] == tiles->gt[0] &&
-             gt[1] == tiles->gt[1] && gt[2] == tiles->gt[2] && gt[3] == tiles->gt[3] &&
-             gt[4] == tiles->gt[4] && gt[5] == tiles->gt[5]; /* as numbers: -0.0 is 0.0 */
+             GDALGetRasterYSize(ds) == tiles->height && GDALGetGeoTransform(ds, gt) == CE_None &&
+             gt[0] == tiles->gt[0] && gt[1] == tiles->gt[1] && gt[2] == tiles->gt[2] &&
+             gt[3] == tiles->gt[3] && gt[4] == tiles->gt[4] &&
+             gt[5] == tiles->gt[5]; /* as numbers: -0.0 is 0.0 */
     ok = ok && reports == 0 && tag && blocks_within_file(ds, derived);
     if (ds) GDALClose(ds);
     CPLPopErrorHandler();
@@ -387,10 +389,10 @@ typedef struct {
     int longitudes;                        /* x is longitude in degrees (boxes a turn apart) */
     OGREnvelope uncut_env;                 /* a polygon within it lies within the region */
     int cut;                               /* cut polygons to the region (not in the tiles' CRS) */
-    long seen;            /* polygons found, wherever they lie */
-    long failed;          /* polygons over the region that cannot be reprojected */
-    long long first_fid;  /* the first of them */
-    long long fid;        /* the feature being added */
+    long seen;                             /* polygons found, wherever they lie */
+    long failed;                           /* polygons over the region that cannot be reprojected */
+    long long first_fid;                   /* the first of them */
+    long long fid;                         /* the feature being added */
 } placement;
 
 static int envelopes_meet(const OGREnvelope *a, const OGREnvelope *b) {
@@ -540,8 +542,8 @@ static long add_polygons(OGRLayerH mem, OGRGeometryH g, long *skipped, placement
     }
     pl->seen++;
     /* GDALRasterize burns linear polygons; curves are approximated with GDAL's default step */
-    OGRGeometryH copy = OGR_G_HasCurveGeometry(g, FALSE) ? OGR_G_GetLinearGeometry(g, 0, NULL)
-                                                         : OGR_G_Clone(g);
+    OGRGeometryH copy =
+        OGR_G_HasCurveGeometry(g, FALSE) ? OGR_G_GetLinearGeometry(g, 0, NULL) : OGR_G_Clone(g);
     copy = OGR_G_ForceToMultiPolygon(copy);
     OGR_G_FlattenTo2D(copy);
     return add_placed(mem, copy, pl);
@@ -690,14 +692,13 @@ static int longitude_is_x(OGRSpatialReferenceH srs) {
     int n = 0;
     const int *mapping = OSRGetDataAxisToSRSAxisMapping(srs, &n);
     const int x_axis = n >= 1 ? abs(mapping[0]) : 1; /* 1-based SRS axis of the data's x */
-    OGRAxisOrientation first = OAO_Other; /* of the CRS's own first axis */
+    OGRAxisOrientation first = OAO_Other;            /* of the CRS's own first axis */
     OSRGetAxis(srs, NULL, 0, &first);
     const int lon_axis = first == OAO_North || first == OAO_South ? 2 : 1;
     return x_axis == lon_axis;
 }
 
-static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH layer,
-                                           placement *pl) {
+static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH layer, placement *pl) {
     memset(pl, 0, sizeof *pl);
     OGRSpatialReferenceH from = OGR_L_GetSpatialRef(layer);
     if (!from || !*tiles->wkt) return NULL;
@@ -715,16 +716,15 @@ static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH lay
     CPLPopErrorHandler();
     double lo[2], hi[2];
     tiles_box(tiles, lo, hi);
-    const double px = 2 * (fabs(tiles->gt[1]) + fabs(tiles->gt[2]) + fabs(tiles->gt[4]) +
-                           fabs(tiles->gt[5]));
+    const double px =
+        2 * (fabs(tiles->gt[1]) + fabs(tiles->gt[2]) + fabs(tiles->gt[4]) + fabs(tiles->gt[5]));
     const double mx = fmax(0.1 * (hi[0] - lo[0]), px), my = fmax(0.1 * (hi[1] - lo[1]), px);
     double b[4];
     CPLPushErrorHandler(CPLQuietErrorHandler);
-    const int have_bounds =
-        pl->to_tiles && back &&
-        OCTTransformBounds(back, lo[0] - mx, lo[1] - my, hi[0] + mx, hi[1] + my, &b[0], &b[1],
-                           &b[2], &b[3], 21) &&
-        b[1] < b[3] && isfinite(b[0] + b[1] + b[2] + b[3]);
+    const int have_bounds = pl->to_tiles && back &&
+                            OCTTransformBounds(back, lo[0] - mx, lo[1] - my, hi[0] + mx, hi[1] + my,
+                                               &b[0], &b[1], &b[2], &b[3], 21) &&
+                            b[1] < b[3] && isfinite(b[0] + b[1] + b[2] + b[3]);
     CPLPopErrorHandler();
     /* Already in the tiles' CRS and axis order, nothing is reprojected, so nothing need be cut
      * (the region still drops polygons that lie off it). A cut moves the ends of an edge
@@ -767,8 +767,8 @@ static void placement_free(placement *pl) {
 
 /* Copies the polygons of `layer` into an in-memory layer "polygons" of *mem, placed in the
  * tiles' CRS. Returns their number (> 0), -1 after a message, -2 when the ranks agreed to stop. */
-static long collect_polygons(const wc_raster *tiles, OGRLayerH layer, const char *src,
-                             agreement *a, GDALDatasetH *mem) {
+static long collect_polygons(const wc_raster *tiles, OGRLayerH layer, const char *src, agreement *a,
+                             GDALDatasetH *mem) {
     placement pl;
     OGRSpatialReferenceH srs = place_on_tiles(tiles, layer, &pl);
     long rc = copy_polygons(layer, src, a, mem, srs ? srs : OGR_L_GetSpatialRef(layer), &pl);
@@ -963,8 +963,7 @@ static int rasterize(const wc_raster *tiles, GDALDatasetH vec, const char *src, 
     OGRLayerH layer = polygon_layer(vec, src, &many);
     if (many) return WC_ERR;
     if (!layer || OGR_L_GetFeatureCount(layer, TRUE) == 0) {
-        wc_error("%s has no polygon layer with features: --labels needs burned-area polygons",
-                 src);
+        wc_error("%s has no polygon layer with features: --labels needs burned-area polygons", src);
         return WC_ERR;
     }
     if (layer_crs_placeable(tiles, layer, src) != WC_OK) return WC_ERR;
@@ -1072,8 +1071,15 @@ static int warp(const wc_raster *tiles, const wc_raster *lab, int band, const ch
     }
     char srcnodata[32] = "nan"; /* spelled so GDAL parses it: printf may write "-nan" */
     if (!isnan(src->nodata)) snprintf(srcnodata, sizeof srcnodata, "%.17g", src->nodata);
-    const char *argv[] = {"-r", "near", "-dstnodata", "nan", "-wo", "INIT_DEST=NO_DATA",
-                          src->has_nodata ? "-srcnodata" : NULL, srcnodata, NULL};
+    const char *argv[] = {"-r",
+                          "near",
+                          "-dstnodata",
+                          "nan",
+                          "-wo",
+                          "INIT_DEST=NO_DATA",
+                          src->has_nodata ? "-srcnodata" : NULL,
+                          srcnodata,
+                          NULL};
     GDALWarpAppOptions *opt = GDALWarpAppOptionsNew((char **)argv, NULL);
     GDALDatasetH out = NULL;
     CPLErrorReset();
@@ -1183,8 +1189,8 @@ static int prepare_polygons(const wc_raster *tiles, const char *labels, const ch
         int rc = rasterize(tiles, vec, labels, derived, a);
         GDALClose(vec);
         if (rc != WC_OK) return WC_ERR;
-        wc_info("labels: rasterized the polygons of %s onto the tiles' grid in %.1f s (%s)",
-                labels, wc_now() - t0, derived);
+        wc_info("labels: rasterized the polygons of %s onto the tiles' grid in %.1f s (%s)", labels,
+                wc_now() - t0, derived);
     }
     snprintf(path, size, "%s", derived);
     return WC_OK;
@@ -1202,8 +1208,8 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
     if (wc_refuse_special_file("--labels", labels) != WC_OK) return WC_ERR;
     wc_raster_init();
     CPLErrorReset();
-    GDALDatasetH ds = GDALOpenEx(labels, GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY,
-                                 NULL, NULL, NULL);
+    GDALDatasetH ds =
+        GDALOpenEx(labels, GDAL_OF_RASTER | GDAL_OF_VECTOR | GDAL_OF_READONLY, NULL, NULL, NULL);
     if (!ds) {
         /* GDAL gives no reason when no driver recognizes the file (an empty one, say) */
         const char *why = CPLGetLastErrorMsg();
@@ -1211,16 +1217,20 @@ static int prepare_here(const wc_raster *tiles, const char *labels, const char *
         size_t at, len;
         if (!*why && stat(labels, &st) == 0 && S_ISDIR(st.st_mode))
             /* its size is the directory's own listing: no number of bytes of labels */
-            snprintf(bytes, sizeof bytes, "it is a directory, which no GDAL driver recognizes "
-                                          "(a directory of shapefiles would be)");
+            snprintf(bytes, sizeof bytes,
+                     "it is a directory, which no GDAL driver recognizes "
+                     "(a directory of shapefiles would be)");
         else if (!*why && stat(labels, &st) == 0)
             snprintf(bytes, sizeof bytes, "no GDAL driver recognizes it (%lld bytes)",
                      (long long)st.st_size);
         else if (!*why && !wc_file_behind(labels, &at, &len))
-            snprintf(bytes, sizeof bytes, "GDAL finds nothing there, and no local file it "
-                                          "names exists");
+            snprintf(bytes, sizeof bytes,
+                     "GDAL finds nothing there, and no local file it "
+                     "names exists");
         wc_error("--labels %s is neither a raster nor a vector file GDAL can open: %s", labels,
-                 *why ? why : *bytes ? bytes : "no GDAL driver recognizes it");
+                 *why     ? why
+                 : *bytes ? bytes
+                          : "no GDAL driver recognizes it");
         return WC_ERR;
     }
     int is_raster = GDALGetRasterCount(ds) > 0;

@@ -135,8 +135,7 @@ void wc_concat_forward(float *out, const float *a, int Ca, const float *b, int C
     }
 }
 
-void wc_concat_backward(float *da, float *db, const float *dout, int Ca, int Cb, int N,
-                        size_t HW) {
+void wc_concat_backward(float *da, float *db, const float *dout, int Ca, int Cb, int N, size_t HW) {
     const size_t na = (size_t)Ca * HW, nb = (size_t)Cb * HW;
     for (int n = 0; n < N; n++) {
         const float *d = dout + n * (na + nb);
@@ -155,8 +154,8 @@ double wc_bce_forward(const float *logits, const float *labels, const uint8_t *v
     return sum;
 }
 
-void wc_bce_backward(float *dlogits, const float *logits, const float *labels,
-                     const uint8_t *valid, size_t n, float pos_weight) {
+void wc_bce_backward(float *dlogits, const float *logits, const float *labels, const uint8_t *valid,
+                     size_t n, float pos_weight) {
     /* d/dz [pw*y*softplus(-z) + (1-y)*softplus(z)] = sigmoid(z)*(1 - y + pw*y) - pw*y */
     for (size_t i = 0; i < n; i++) {
         if (!valid[i]) {

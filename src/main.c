@@ -27,29 +27,28 @@
 
 /* Each command's usage line(s), without the "usage: " or the indent of the list they make. */
 #define TRAIN_USAGE "wildcpu [train] --tiles PATH [options]     train, then write the risk map\n"
-#define PREDICT_USAGE                                                                          \
-    "wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] "  \
-    "[--classes]\n"                                                                            \
+#define PREDICT_USAGE                                                                              \
+    "wildcpu predict --tiles PATH --checkpoint PATH --out risk.tif [--png risk.png] [--cog] "      \
+    "[--classes]\n"                                                                                \
     "                       [--no-style] [--threads N]\n"
 #define SYNTH_USAGE "wildcpu synth --out DIR [--size PIXELS] [--tile PIXELS] [--seed N]\n"
-#define EVALUATE_USAGE                                                                         \
-    "wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B] "        \
-    "[--out metrics.json] [--map risk.tif]\n"                                                  \
+#define EVALUATE_USAGE                                                                             \
+    "wildcpu evaluate --tiles PATH --checkpoint PATH [--labels PATH] [--label-band B] "            \
+    "[--out metrics.json] [--map risk.tif]\n"                                                      \
     "                       [--threads N]\n"
-#define INFO_USAGE "wildcpu info PATH                      a checkpoint file or a run directory\n"
+#define INFO_USAGE   "wildcpu info PATH                      a checkpoint file or a run directory\n"
 #define EXPORT_USAGE "wildcpu export --checkpoint PATH --out model.safetensors\n"
-#define USAGE_AGAIN "       " /* the indent of a usage line after the first */
+#define USAGE_AGAIN  "       " /* the indent of a usage line after the first */
 
 static const char *USAGE = "usage: " TRAIN_USAGE USAGE_AGAIN PREDICT_USAGE USAGE_AGAIN SYNTH_USAGE
-    USAGE_AGAIN EVALUATE_USAGE USAGE_AGAIN INFO_USAGE USAGE_AGAIN EXPORT_USAGE
-    USAGE_AGAIN "wildcpu --help | --version | COMMAND --help\n";
+    USAGE_AGAIN EVALUATE_USAGE USAGE_AGAIN INFO_USAGE USAGE_AGAIN EXPORT_USAGE USAGE_AGAIN
+                           "wildcpu --help | --version | COMMAND --help\n";
 
 /* What a usage error prints: every command's usage until the command is known, then that
  * command's alone (each cmd_* sets it first), so that its message stands beside its usage. */
 static const char *usage_text;
 
-#define COMMAND_USAGE(name, lines)                                                             \
-    ("usage: " lines USAGE_AGAIN "wildcpu " name " --help\n")
+#define COMMAND_USAGE(name, lines) ("usage: " lines USAGE_AGAIN "wildcpu " name " --help\n")
 
 static const char *TRAIN_HELP =
     "wildcpu [train] --tiles PATH [options]\n"
@@ -142,8 +141,7 @@ static int check_stdout(int status) {
      * than the buffer, with SIGPIPE ignored) leaves the error flag and errno 0. A pipe whose
      * reader is gone polls as an error (a socket's as hung up) whenever it is asked. */
     struct pollfd out = {.fd = STDOUT_FILENO, .events = 0};
-    if (!failed || err == EPIPE ||
-        (poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP))))
+    if (!failed || err == EPIPE || (poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLHUP))))
         return status;
     const char *why = err ? strerror(err) : "a write failed";
     if (!stdout_is_the_product) {
@@ -201,8 +199,7 @@ static int option_error(char **argv, const struct option *opts, const char *name
         return usage_error("unknown option -%c %s", optopt, where);
     }
     const char *eq = strchr(name, '=');
-    if (optopt != 0 && eq)
-        return usage_error("option %.*s takes no value", (int)(eq - name), name);
+    if (optopt != 0 && eq) return usage_error("option %.*s takes no value", (int)(eq - name), name);
     /* getopt says the same of a prefix of two or more names as of no name at all */
     const char *word = name + strspn(name, "-");
     const size_t len = eq ? (size_t)(eq - word) : strlen(word);
@@ -246,8 +243,7 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
                     opt, s, lo, hi);
         return -1;
     }
-    if ((errno && !underflow) || end == s || *end || !decimal || !isfinite(v) || v < lo ||
-        v > hi) {
+    if ((errno && !underflow) || end == s || *end || !decimal || !isfinite(v) || v < lo || v > hi) {
         usage_error("%s needs a number between %g and %g, got '%s'", opt, lo, hi, s);
         return -1;
     }
@@ -622,8 +618,8 @@ static int cmd_train(int argc, char **argv) {
     if (!(peak >= 1e-12 && peak <= 100))
         return usage_error("--lr %g%s scaled linearly by --batch %d / --lr-ref-batch %d gives %g, "
                            "outside 1e-12 to 100: %s --lr, or --lr-scaling none",
-                           wc_train_lr(&c), lr_set ? "" : " (the default)", c.batch,
-                           c.lr_ref_batch, peak, peak > 100 ? "lower" : "raise");
+                           wc_train_lr(&c), lr_set ? "" : " (the default)", c.batch, c.lr_ref_batch,
+                           peak, peak > 100 ? "lower" : "raise");
     char scaled[80] = "";
     if (c.lr_scaling_linear)
         snprintf(scaled, sizeof scaled, ", %g after --lr-scaling linear", peak);
@@ -691,7 +687,7 @@ static int cmd_synth(int argc, char **argv) {
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
     if (!c.out_dir) return usage_error("synth needs --out DIR");
     if (wc_synth_check_out(&c) != WC_OK) return WC_EXIT_USAGE; /* a path, as the others' */
-    if (wc_dist_rank() != 0) return WC_EXIT_OK; /* one writer */
+    if (wc_dist_rank() != 0) return WC_EXIT_OK;                /* one writer */
     /* an address-space limit without room for the writer's generation, as the others' */
     if (wc_synth_check_memory(&c) != WC_OK) return WC_EXIT_USAGE;
     return wc_synth_write(&c) == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME;
@@ -875,8 +871,8 @@ static int same_command_everywhere(int argc, char **argv) {
 /* Whether the command line runs a command that stops on a signal: train (the default),
  * predict or evaluate. */
 static int stops_on_signal(int argc, char **argv) {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-                      !strcmp(argv[1], "--version")))
+    if (argc >= 2 &&
+        (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--version")))
         return 0;
     if (argc < 2 || argv[1][0] == '-') return 1;
     return strcmp(argv[1], "train") == 0 || strcmp(argv[1], "predict") == 0 ||

@@ -302,7 +302,7 @@ void wc_metrics_ranking_text(const wc_metrics *m, int at_half, char *buf, size_t
          * every figure undefined, which their own warning explains) */
         snprintf(half, sizeof half, "  precision %s and recall %s at 0.5%s", prec, rec,
                  isnan(m->precision_at_half) && !m->bad_outputs ? " (no pixel predicted >= 0.5)"
-                                                                 : "");
+                                                                : "");
     }
     snprintf(buf, size, "AUC-PR %s  ROC-AUC %s  best F1 %s%s%s", ap, roc, f1, at, half);
 }
@@ -415,7 +415,7 @@ static const struct {
                {"recall_at_half", offsetof(wc_metrics, recall_at_half)},
                {"brier", offsetof(wc_metrics, brier)},
                {"positive_rate", offsetof(wc_metrics, positive_rate)}};
-#define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
+#define NCOUNTS  (sizeof COUNTS / sizeof COUNTS[0])
 #define NDOUBLES (sizeof DOUBLES / sizeof DOUBLES[0])
 
 void wc_metrics_json_members(wc_json *j, const wc_metrics *m, const char *prefix) {

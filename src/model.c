@@ -121,8 +121,8 @@ void wc_model_free(wc_model *m) {
  * file gone meanwhile, which the ranks then resolve again, prints no error (it printed
  * "checkpoint ...: No such file or directory" on that rank, and the command went on to status
  * 0). The last error is kept as it was: a spurious one must not become a report's cause. */
-static int load_rank0s_file(wc_model *m, const char *file, const wc_ckpt *read0, int max_N,
-                            int H, int W) {
+static int load_rank0s_file(wc_model *m, const char *file, const wc_ckpt *read0, int max_N, int H,
+                            int W) {
     char before[WC_LAST_ERROR_MAX];
     wc_last_error(before, sizeof before);
     const int was = wc_log_set_quiet(2);
@@ -151,8 +151,8 @@ int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W,
             chosen[0] = 1, chosen[1] = strlen(m->path), chosen[2] = m->crc,
             chosen[3] = (uint64_t)m->step, chosen[4] = m->file_bytes;
         wc_dist_bcast(chosen, sizeof chosen, 0);
-        const wc_ckpt read0 = {.crc = (uint32_t)chosen[2], .step = (long)chosen[3],
-                               .file_bytes = (size_t)chosen[4]};
+        const wc_ckpt read0 = {
+            .crc = (uint32_t)chosen[2], .step = (long)chosen[3], .file_bytes = (size_t)chosen[4]};
         if (!chosen[0]) return WC_ERR; /* rank 0 said why, or fails for its own reason */
         char *file = WC_ALLOC((size_t)chosen[1] + 1);
         if (rank == 0) memcpy(file, m->path, (size_t)chosen[1] + 1);
@@ -180,4 +180,3 @@ int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W,
         free(file);
     }
 }
-

@@ -109,7 +109,9 @@ static int infer_shapes(wc_net *net) {
             }
             C = (int64_t)a->C + b->C, H = a->H, W = a->W;
             break;
-        default: WC_ASSERT(0); return WC_ERR;
+        default:
+            WC_ASSERT(0);
+            return WC_ERR;
         }
         if (output_fits(net, nd, C, H, W) != WC_OK) return WC_ERR;
         nd->C = (int)C, nd->H = (int)H, nd->W = (int)W;
@@ -142,8 +144,8 @@ static int64_t lcm64(int64_t a, int64_t b) {
     return WC_MIN(a / x * b, REACH_CAP);
 }
 
-static void receptive_field(const wc_net *net, int64_t *radius, int64_t *alignment,
-                            int64_t *exact, int *culprit) {
+static void receptive_field(const wc_net *net, int64_t *radius, int64_t *alignment, int64_t *exact,
+                            int *culprit) {
     const int n = net->nnodes;
     int64_t *scale = WC_CALLOC(n, sizeof(int64_t)), *reach = WC_CALLOC(n, sizeof(int64_t));
     int64_t align = 1;
@@ -162,14 +164,18 @@ static void receptive_field(const wc_net *net, int64_t *radius, int64_t *alignme
             reach[i] = reach[a] + scale[a] * WC_MAX(WC_MAX(nd->pad, nd->KH - 1 - nd->pad),
                                                     nd->KW - 1 - nd->pad);
             break;
-        case WC_OP_MAXPOOL: scale[i] = 2 * scale[a], reach[i] = reach[a]; break;
+        case WC_OP_MAXPOOL:
+            scale[i] = 2 * scale[a], reach[i] = reach[a];
+            break;
         case WC_OP_UPSAMPLE:
             scale[i] = WC_MAX(1, scale[a] / 2), reach[i] = reach[a] + scale[a];
             break;
         case WC_OP_CONCAT:
             scale[i] = WC_MIN(scale[a], scale[b]), reach[i] = WC_MAX(reach[a], reach[b]);
             break;
-        default: scale[i] = scale[a], reach[i] = reach[a]; break;
+        default:
+            scale[i] = scale[a], reach[i] = reach[a];
+            break;
         }
         scale[i] = WC_MIN(scale[i], REACH_CAP), reach[i] = WC_MIN(reach[i], REACH_CAP);
         align = WC_MAX(align, scale[i]);
@@ -245,7 +251,9 @@ void wc_net_set_threads(int threads) {
 
 static size_t memory_limit_bytes = 0; /* 0: physical memory */
 
-void wc_net_set_memory_limit(size_t bytes) { memory_limit_bytes = bytes; }
+void wc_net_set_memory_limit(size_t bytes) {
+    memory_limit_bytes = bytes;
+}
 
 /* Parameters (and gradients), activations and workspace must fit the memory limit, checked
  * layer by layer in order so that the message names the layer at which the network outgrows
@@ -331,8 +339,8 @@ int wc_net_plan(const char *arch, const char *spec, int in_channels, int max_N, 
     return WC_OK;
 }
 
-wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
-                      int W, int mode) {
+wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H, int W,
+                      int mode) {
     size_t *offset, *upto;
     wc_net *net = net_planned(arch, spec, in_channels, max_N, H, W, mode, &offset, &upto);
     if (!net) return NULL;
@@ -465,9 +473,15 @@ void wc_net_init_params(wc_net *net, uint64_t seed, double prior) {
         memset(net->params + last->w_off, 0, sizeof(float) * (size_t)(last->b_off - last->w_off));
 }
 
-float *wc_net_input(wc_net *net) { return net->nodes[0].out; }
-float *wc_net_output(wc_net *net) { return net->nodes[net->nnodes - 1].out; }
-float *wc_net_output_grad(wc_net *net) { return net->nodes[net->nnodes - 1].grad; }
+float *wc_net_input(wc_net *net) {
+    return net->nodes[0].out;
+}
+float *wc_net_output(wc_net *net) {
+    return net->nodes[net->nnodes - 1].out;
+}
+float *wc_net_output_grad(wc_net *net) {
+    return net->nodes[net->nnodes - 1].grad;
+}
 
 /* ---- forward and backward ---------------------------------------------------------------- */
 
@@ -476,7 +490,7 @@ float *wc_net_output_grad(wc_net *net) { return net->nodes[net->nnodes - 1].grad
 typedef struct {
     const wc_net *net;
     const wc_node *nd;
-    int parts;    /* tasks per sample */
+    int parts; /* tasks per sample */
     int backward;
 } layer_job;
 
@@ -519,12 +533,17 @@ static void layer_task(void *arg, int task, int thread) {
     }
     if (!j->backward) {
         switch (nd->op) {
-        case WC_OP_RELU: wc_relu_forward(nd->out + at, a->out + at_a, P * hw); break;
-        case WC_OP_MAXPOOL: wc_maxpool2_forward(nd->out + at, a->out + at_a, P, a->H, a->W); break;
+        case WC_OP_RELU:
+            wc_relu_forward(nd->out + at, a->out + at_a, P * hw);
+            break;
+        case WC_OP_MAXPOOL:
+            wc_maxpool2_forward(nd->out + at, a->out + at_a, P, a->H, a->W);
+            break;
         case WC_OP_UPSAMPLE:
             wc_upsample2_forward(nd->out + at, a->out + at_a, P, a->H, a->W);
             break;
-        default: WC_ASSERT(0);
+        default:
+            WC_ASSERT(0);
         }
         return;
     }
@@ -541,12 +560,13 @@ static void layer_task(void *arg, int task, int thread) {
     case WC_OP_MAXPOOL:
         if (da)
             (write ? wc_maxpool2_backward_write : wc_maxpool2_backward)(da, d, a->out + at_a, P,
-                                                                       a->H, a->W);
+                                                                        a->H, a->W);
         break;
     case WC_OP_UPSAMPLE:
         if (da) (write ? wc_upsample2_backward_write : wc_upsample2_backward)(da, d, P, a->H, a->W);
         break;
-    default: WC_ASSERT(0);
+    default:
+        WC_ASSERT(0);
     }
 }
 
@@ -569,9 +589,8 @@ void wc_net_forward(wc_net *net, int N) {
         case WC_OP_CONV: {
             wc_conv_shape s = nd->shape;
             s.N = N;
-            wc_conv2d_forward_ex(nd->out, a->out, net->params + nd->w_off,
-                                 net->params + nd->b_off, &s, nd->fuse_relu ? WC_CONV_RELU : 0,
-                                 net->pool, net->work);
+            wc_conv2d_forward_ex(nd->out, a->out, net->params + nd->w_off, net->params + nd->b_off,
+                                 &s, nd->fuse_relu ? WC_CONV_RELU : 0, net->pool, net->work);
             break;
         }
         case WC_OP_RELU:
@@ -579,8 +598,12 @@ void wc_net_forward(wc_net *net, int N) {
             break;
         case WC_OP_MAXPOOL:
         case WC_OP_UPSAMPLE:
-        case WC_OP_CONCAT: run_layer(net, nd, N, 0); break;
-        case WC_OP_INPUT: WC_ASSERT(0); break;
+        case WC_OP_CONCAT:
+            run_layer(net, nd, N, 0);
+            break;
+        case WC_OP_INPUT:
+            WC_ASSERT(0);
+            break;
         }
     }
 }
@@ -601,9 +624,8 @@ void wc_net_backward(wc_net *net, int N) {
             int flags = nd->write_in[0] ? WC_CONV_DINP_WRITE : 0;
             if (a->op == WC_OP_RELU && a->bwd_fused) flags |= WC_CONV_DINP_RELU_MASK;
             /* a NULL gradient for the network input: nothing to propagate there */
-            wc_conv2d_backward_ex(a->grad, net->grads + nd->w_off, net->grads + nd->b_off,
-                                  nd->grad, a->out, net->params + nd->w_off, &s, flags,
-                                  net->pool, net->work);
+            wc_conv2d_backward_ex(a->grad, net->grads + nd->w_off, net->grads + nd->b_off, nd->grad,
+                                  a->out, net->params + nd->w_off, &s, flags, net->pool, net->work);
             break;
         }
         case WC_OP_RELU:
@@ -611,8 +633,12 @@ void wc_net_backward(wc_net *net, int N) {
             break;
         case WC_OP_MAXPOOL:
         case WC_OP_UPSAMPLE:
-        case WC_OP_CONCAT: run_layer(net, nd, N, 1); break;
-        case WC_OP_INPUT: WC_ASSERT(0); break;
+        case WC_OP_CONCAT:
+            run_layer(net, nd, N, 1);
+            break;
+        case WC_OP_INPUT:
+            WC_ASSERT(0);
+            break;
         }
         if (net->backward_hook) net->backward_hook(net->backward_hook_ctx, nd);
     }

@@ -11,7 +11,6 @@
 #include "wildcpu/conv.h"
 #include "wildcpu/util.h"
 
-
 /* The node whose buffers node i uses: itself, or for an in-place ReLU its input's owner. */
 static int owner(const wc_net *net, int i) {
     while (net->nodes[i].inplace) i = net->nodes[i].in[0];

@@ -9,7 +9,6 @@
 
 #include "wildcpu/util.h"
 
-
 /* Exactly the network of ../shared/bench/torch_ref.py (UNetLite, w = 32): the same layers in
  * the same order, the same concatenation order ([upsampled, skip]), the same tensor names. */
 static const char UNET_LITE_SPEC[] =
@@ -54,9 +53,7 @@ const char *wc_net_builtin_spec(const char *arch) {
     return NULL;
 }
 
-
 /* ---- parsing ---------------------------------------------------------------------------- */
-
 
 /* Option values are 0 to 2^20: no kernel, stride, padding or width has use beyond, and the
  * bound keeps sums of a few of them far from overflowing an int. */
@@ -141,8 +138,8 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
     for (char *t = strtok_r(line, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
         if (ntok == WC_NET_MAX_TOKENS) {
             /* words beyond the limit were once dropped silently: an option lost without a word */
-            wc_error("%s:%d: more than %d words on one line (a layer has at most 10)", arch,
-                     lineno, WC_NET_MAX_TOKENS);
+            wc_error("%s:%d: more than %d words on one line (a layer has at most 10)", arch, lineno,
+                     WC_NET_MAX_TOKENS);
             return WC_ERR;
         }
         tok[ntok++] = t;
@@ -157,8 +154,8 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
         const char *word;
         wc_op op;
         int ninputs;
-    } ops[] = {{"input", WC_OP_INPUT, 0},     {"conv", WC_OP_CONV, 1},
-               {"relu", WC_OP_RELU, 1},       {"maxpool", WC_OP_MAXPOOL, 1},
+    } ops[] = {{"input", WC_OP_INPUT, 0},       {"conv", WC_OP_CONV, 1},
+               {"relu", WC_OP_RELU, 1},         {"maxpool", WC_OP_MAXPOOL, 1},
                {"upsample", WC_OP_UPSAMPLE, 1}, {"concat", WC_OP_CONCAT, 2}};
     int which = -1;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
@@ -171,8 +168,8 @@ static int parse_line(wc_node *nodes, int n, char *line, const char *arch, int l
     nd->op = ops[which].op;
     if (ntok < 2 || !good_name(tok[1])) {
         wc_error("%s:%d: a layer needs a name of 1 to %d letters, digits, '_', '.' or '-'%s%s%s",
-                 arch, lineno, WC_NAME_MAX - 1, ntok < 2 ? "" : ", not '",
-                 ntok < 2 ? "" : tok[1], ntok < 2 ? "" : "'");
+                 arch, lineno, WC_NAME_MAX - 1, ntok < 2 ? "" : ", not '", ntok < 2 ? "" : tok[1],
+                 ntok < 2 ? "" : "'");
         return WC_ERR;
     }
     strcpy(nd->name, tok[1]);

@@ -8,8 +8,8 @@
 #include "wildcpu/util.h"
 
 void wc_optim_config_default(wc_optim_config *cfg, wc_optim_kind kind) {
-    *cfg = (wc_optim_config){.kind = kind, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
-                             .momentum = 0.9};
+    *cfg =
+        (wc_optim_config){.kind = kind, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .momentum = 0.9};
     /* AdamW's rate and where its cosine ends: docs/quality.md (a decay to 0.4 of the peak
      * instead of 0.05 scored higher on unseen ground for every training seed) */
     cfg->lr = kind == WC_OPTIM_ADAMW ? 5e-4 : 0.05;

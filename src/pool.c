@@ -39,7 +39,7 @@ typedef struct {
 
 struct wc_pool {
     int nthreads;
-    share *shares; /* (nthreads) */
+    share *shares;      /* (nthreads) */
     pthread_t *workers; /* (nthreads - 1) */
     pthread_mutex_t mu;
     pthread_cond_t start_cv, done_cv;
@@ -47,7 +47,7 @@ struct wc_pool {
     wc_pool_fn fn;
     void *ctx;
     int ntasks;
-    atomic_int running;    /* workers still inside the current job */
+    atomic_int running;     /* workers still inside the current job */
     atomic_uint generation; /* bumped once per job */
     atomic_int stop;
 };
@@ -63,7 +63,9 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static uint64_t pack(long lo, long hi) { return (uint64_t)lo | (uint64_t)hi << 32; }
+static uint64_t pack(long lo, long hi) {
+    return (uint64_t)lo | (uint64_t)hi << 32;
+}
 
 /* Takes one task of share `s`, from the front or from the back; -1 when it is empty. */
 static int take(share *s, int from_back) {
@@ -151,7 +153,9 @@ void wc_pool_destroy(wc_pool *p) {
     free(p);
 }
 
-int wc_pool_threads(const wc_pool *p) { return p ? p->nthreads : 1; }
+int wc_pool_threads(const wc_pool *p) {
+    return p ? p->nthreads : 1;
+}
 
 void wc_pool_run(wc_pool *p, int ntasks, wc_pool_fn fn, void *ctx) {
     if (ntasks <= 0) return;
@@ -171,8 +175,7 @@ void wc_pool_run(wc_pool *p, int ntasks, wc_pool_fn fn, void *ctx) {
     pthread_cond_broadcast(&p->start_cv);
     pthread_mutex_unlock(&p->mu);
     run_tasks(p, 0);
-    for (int i = 0; atomic_load_explicit(&p->running, memory_order_acquire) && i < SPIN_ROUNDS;
-         i++)
+    for (int i = 0; atomic_load_explicit(&p->running, memory_order_acquire) && i < SPIN_ROUNDS; i++)
         cpu_relax();
     if (atomic_load_explicit(&p->running, memory_order_acquire)) {
         pthread_mutex_lock(&p->mu);

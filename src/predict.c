@@ -276,8 +276,7 @@ static int check_fits(const layout *L, int64_t G, const char *path, int rank, in
 /* What the rounds' buffers take on this rank (alloc_buffers): its run of cores of a round, and
  * evaluate's pixel states of a core; on rank 0 with a map, the round's rows and another rank's
  * run. Within what check_fits let through, so the products do not overflow. */
-static size_t round_buffers_bytes(const layout *L, int64_t G, int rank, int R, int map,
-                                  int score) {
+static size_t round_buffers_bytes(const layout *L, int64_t G, int rank, int R, int map, int score) {
     const size_t core_floats = (size_t)L->Sx * (size_t)L->Sy;
     const size_t share = (size_t)round_slots(G * L->nx, R);
     size_t b = sizeof(float) * core_floats * share + (score ? core_floats : 0);
@@ -319,16 +318,16 @@ typedef struct mapping {
     const wc_predict_config *cfg;
     const layout *L;
     int rank, R;
-    wc_infer *inf;    /* the network over this rank's windows */
+    wc_infer *inf;              /* the network over this rank's windows */
     wc_infer_plan_bytes window; /* what the window's network and buffers take */
-    wc_score *score;  /* evaluate: the labels, and this rank's share of the metrics */
-    uint8_t *px;      /* evaluate: (Sy, Sx) one core's pixel states */
-    wc_riskmap *map;  /* rank 0: the map being written */
-    int64_t G;        /* strips per round */
-    float *send;      /* (share, Sy, Sx) this rank's cores of a round, packed */
-    float *recv;      /* rank 0, R > 1: another rank's cores */
-    float *rows;      /* rank 0: (G x Sy, W) the round's rows */
-    int write_failed; /* rank 0 */
+    wc_score *score;            /* evaluate: the labels, and this rank's share of the metrics */
+    uint8_t *px;                /* evaluate: (Sy, Sx) one core's pixel states */
+    wc_riskmap *map;            /* rank 0: the map being written */
+    int64_t G;                  /* strips per round */
+    float *send;                /* (share, Sy, Sx) this rank's cores of a round, packed */
+    float *recv;                /* rank 0, R > 1: another rank's cores */
+    float *rows;                /* rank 0: (G x Sy, W) the round's rows */
+    int write_failed;           /* rank 0 */
     pacer pc;
     wc_progress progress; /* of the rounds: rank 0's lines */
     /* evaluate: the label band of the tiles, or of --labels (NULL: WC_LABEL_BAND_NAME) */
@@ -436,8 +435,8 @@ static void report_invalid(const wc_predict_config *cfg, const char *path,
                        : cfg->out     ? "written as nodata and left out of the scores"
                                       : "left out of the scores";
     const char *failed = !cfg->evaluate ? "written as nodata"
-                         : cfg->out ? "written as nodata, and where labelled they leave every "
-                                      "metric undefined"
+                         : cfg->out     ? "written as nodata, and where labelled they leave every "
+                                          "metric undefined"
                                     : "no prediction, and where labelled they leave every metric "
                                       "undefined";
     if (counts[0])
@@ -494,8 +493,8 @@ static void report_shifted(const char *path, const wc_raster *r, const int *band
                 "Celsius, feet for metres, an undeclared scale factor)? The network sees values "
                 "it never learned there, and the map may mean little; convert the band "
                 "(gdal_calc.py), or declare its scale and offset (gdal_edit.py -scale -offset)",
-                what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c] + z * std,
-                pixels, fabs(z), z > 0 ? "above" : "below", inf->mean[c], std);
+                what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c] + z * std, pixels,
+                fabs(z), z > 0 ? "above" : "below", inf->mean[c], std);
     }
 }
 
@@ -510,8 +509,8 @@ static void report_constant(const char *path, const wc_raster *r, const int *ban
                     "learned nothing from this band and takes it as %.6g everywhere; %" PRId64
                     " of the %" PRId64 " pixels mapped hold other values, which the map does "
                     "not reflect (train on data where the band varies to use it)",
-                    what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c],
-                    inf->mean[c], inf->differs[c], pixels);
+                    what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c], inf->mean[c],
+                    inf->differs[c], pixels);
 }
 
 /* The angle in degrees between a geotransform's pixel axes (its columns' and its rows'
@@ -582,15 +581,20 @@ static void warn_other_ground(const wc_model *m, const wc_raster *r) {
         wc_warn("%s is in %s, the model's training data in %s (%s): the network may see ground "
                 "at another scale than it learned (warp the raster to the training data's CRS "
                 "and resolution, gdalwarp -t_srs -tr)",
-                r->path, ur == 0 ? "degrees" : "a projected CRS", ut == 0 ? "degrees" : "a "
-                "projected CRS", crs);
+                r->path, ur == 0 ? "degrees" : "a projected CRS",
+                ut == 0 ? "degrees"
+                        : "a "
+                          "projected CRS",
+                crs);
     else if (fabs(rx / tx - 1) > 0.01 || fabs(ry / ty - 1) > 0.01)
         wc_warn("%s has pixels of %.*g x %.*g%s, the model's training data %.*g x %.*g%s: the "
                 "network sees ground at another scale than it learned, and the map may mean "
                 "little (resample the raster to the training resolution, gdalwarp -tr)",
                 r->path, digits, rx, digits, ry,
-                ground ? " m on the ground" : metres ? " m" : " (CRS units)", digits, tx, digits,
-                ty, metres ? " m" : "");
+                ground   ? " m on the ground"
+                : metres ? " m"
+                         : " (CRS units)",
+                digits, tx, digits, ty, metres ? " m" : "");
     else if ((t[1] * t[5] - t[2] * t[4] > 0) != (r->gt[1] * r->gt[5] - r->gt[2] * r->gt[4] > 0)) {
         /* the handedness of the pixel axes on the ground (the geotransform's determinant):
          * a turn, 180 degrees included, keeps it; a mirror flips it */
@@ -681,8 +685,10 @@ static void map_need(const wc_predict_config *cfg, const layout *L, int64_t G, i
     need->threads = cfg->threads;
     need->started = cfg->threads - 1; /* the window network's pool */
     need->when = "once the windows are computed";
-    wc_address_need_add(need, ip->bytes, "the network over %" PRId64 "x%" PRId64 " windows and "
-                        "its buffers", ip->Tx, ip->Ty);
+    wc_address_need_add(need, ip->bytes,
+                        "the network over %" PRId64 "x%" PRId64 " windows and "
+                        "its buffers",
+                        ip->Tx, ip->Ty);
     wc_address_need_add(need, round_buffers_bytes(L, G, rank, R, cfg->out != NULL, cfg->evaluate),
                         "the buffers of a round of %" PRId64 " rows", G * L->Sy);
     if (cfg->evaluate)
@@ -711,8 +717,8 @@ static void map_need(const wc_predict_config *cfg, const layout *L, int64_t G, i
 static int check_room(const wc_predict_config *cfg, const mapping *mp, wc_raster *r) {
     wc_address_need need;
     char advice[128];
-    map_need(cfg, mp->L, mp->G, mp->rank, mp->R, &mp->window, r, wc_raster_cache_max(),
-             &need, advice);
+    map_need(cfg, mp->L, mp->G, mp->rank, mp->R, &mp->window, r, wc_raster_cache_max(), &need,
+             advice);
     return wc_check_address_space(&need);
 }
 
@@ -729,8 +735,8 @@ int wc_predict_map_need(const wc_predict_config *cfg, wc_raster *r, const char *
         return WC_ERR;
     double want;
     const double cache = block_cache_bytes(r, ip.Tx, ip.Ty, &want);
-    map_need(cfg, &L, G, rank, R, &ip, r, cache < 0 ? wc_raster_cache_max() : (size_t)cache,
-             need, advice);
+    map_need(cfg, &L, G, rank, R, &ip, r, cache < 0 ? wc_raster_cache_max() : (size_t)cache, need,
+             advice);
     return WC_OK;
 }
 
@@ -741,7 +747,8 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     const int opened =
         wc_raster_open(r, cfg->tiles) == WC_OK &&
         !(mp->rank == 0 && !cfg->tiles_checked && wc_raster_check_sources(r) != WC_OK);
-    /* every rank the model of the file rank 0 chose (a collective: a rank that failed takes part) */
+    /* every rank the model of the file rank 0 chose (a collective: a rank that failed takes part)
+     */
     if (wc_model_load_agreed(m, cfg->checkpoint, 1, 0, 0, !opened) != WC_OK || !opened) {
         if (opened) wc_rundir_say_if_training(cfg->checkpoint);
         return WC_EXIT_RUNTIME;
@@ -768,8 +775,8 @@ static int prepare(const wc_predict_config *cfg, mapping *mp, wc_raster *r, wc_m
     plan_layout(L, cfg->window > 0 ? cfg->window : WC_PREDICT_WINDOW);
     mp->G = choose_group(L, mp->R);
     if (check_fits(L, mp->G, r->path, mp->rank, mp->R) != WC_OK ||
-        wc_infer_plan(&L->g, bm->type, m->nfeat, m->net->arch, m->net->spec, L->Sx, L->Sy,
-                      m->path, &mp->window) != WC_OK)
+        wc_infer_plan(&L->g, bm->type, m->nfeat, m->net->arch, m->net->spec, L->Sx, L->Sy, m->path,
+                      &mp->window) != WC_OK)
         return WC_EXIT_RUNTIME;
     return WC_EXIT_OK;
 }
@@ -867,7 +874,7 @@ static int check_labels_not_output(const wc_predict_config *cfg, const wc_score 
     if (cfg->metrics_out) outs[n] = cfg->metrics_out, whats[n++] = "the metrics";
     const char *const labels[] = {wc_score_labels_path(s), NULL};
     return wc_check_outputs_not_inputs(outs, whats, n, NULL, 0, labels) == WC_OK ? WC_EXIT_OK
-                                                                                : WC_EXIT_USAGE;
+                                                                                 : WC_EXIT_USAGE;
 }
 
 /* Rank 0, before any computing (after check_outputs): the map's working file, described by
@@ -959,9 +966,9 @@ static void report_done(const mapping *mp, int64_t npixels, int64_t nvalid, doub
     wc_info("predict: wrote %s%s: %" PRId64 "x%" PRId64 " px, %s%% nodata; %.2f Mpx in "
             "%.1f s = %.3f Mpx/s (mapping %.1f s = %.3f Mpx/s); %" PRId64 " windows on %d "
             "rank%s; peak RSS per rank (max) %s after mapping, %s at the end",
-            mp->cfg->out, mp->cfg->cog ? " (COG)" : "", L->W, L->H, nodata, mpx, total,
-            mpx / total, t_computed - mp->progress.t0, mpx / (t_computed - mp->progress.t0),
-            L->nx * L->ny, mp->R, mp->R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
+            mp->cfg->out, mp->cfg->cog ? " (COG)" : "", L->W, L->H, nodata, mpx, total, mpx / total,
+            t_computed - mp->progress.t0, mpx / (t_computed - mp->progress.t0), L->nx * L->ny,
+            mp->R, mp->R > 1 ? "s" : "", wc_fmt_bytes(rm, sizeof rm, rss[0]),
             wc_fmt_bytes(rb, sizeof rb, rss[1]));
 }
 
@@ -981,8 +988,7 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
 /* Rank 0: the metrics, printed and (with --out) made into one JSON object in *j, which
  * write_metrics writes once the map (with --map) is complete. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
-                         const wc_score *score, const int64_t counts[4], int named,
-                         wc_json *j) {
+                         const wc_score *score, const int64_t counts[4], int named, wc_json *j) {
     const char *source = wc_score_source(score);
     /* a pixel whose output is not finite is counted in bad_outputs, not in pixels */
     if (v->pixels == 0 && v->bad_outputs == 0 && counts[2] == 0) {
@@ -992,16 +998,18 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
          * warnings name */
         char why[256];
         if (counts[0])
-            snprintf(why, sizeof why,
-                     "a nodata input or a feature value beyond float's range once normalized (%" PRId64
-                     " pixel%s: an undeclared nodata? see the warnings%s)",
-                     counts[0], counts[0] == 1 ? "" : "s",
-                     named ? "; the bands nodata everywhere are named above" : "");
+            snprintf(
+                why, sizeof why,
+                "a nodata input or a feature value beyond float's range once normalized (%" PRId64
+                " pixel%s: an undeclared nodata? see the warnings%s)",
+                counts[0], counts[0] == 1 ? "" : "s",
+                named ? "; the bands nodata everywhere are named above" : "");
         else if (named)
             snprintf(why, sizeof why, "a nodata input (the bands are named above)");
         else
-            snprintf(why, sizeof why, "a nodata input (in one band or another: none is nodata "
-                                      "everywhere)");
+            snprintf(why, sizeof why,
+                     "a nodata input (in one band or another: none is nodata "
+                     "everywhere)");
         wc_error("evaluate: no pixel of %s has a prediction: every pixel has %s: nothing to "
                  "score%s",
                  cfg->tiles, why, cfg->metrics_out ? "; no metrics written" : "");
@@ -1039,8 +1047,9 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
         snprintf(rate, sizeof rate, "%lld pixels with a prediction, burned share undefined",
                  (long long)v->pixels);
     else if (v->pixels > 0)
-        snprintf(rate, sizeof rate, "%lld pixels, %.2f%% burned (the base rate: the AUC-PR of "
-                                    "a map that knows nothing)",
+        snprintf(rate, sizeof rate,
+                 "%lld pixels, %.2f%% burned (the base rate: the AUC-PR of "
+                 "a map that knows nothing)",
                  (long long)v->pixels, 100 * v->positive_rate);
     if (!isnan(v->brier)) snprintf(brier, sizeof brier, "%.4f", v->brier);
     if (!isnan(v->loss)) snprintf(loss, sizeof loss, "%.4f", v->loss);
@@ -1048,8 +1057,8 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
             m->path, m->step, source, rate, ranking, brier, loss);
     for (int k = 0; k < WC_METRICS_CAL_BINS; k++)
         if (v->cal_count[k])
-            wc_info("  p in [%.1f, %.1f%c: %lld pixels, mean predicted %.4f, burned %.4f",
-                    k / 10.0, (k + 1) / 10.0, k == WC_METRICS_CAL_BINS - 1 ? ']' : ')',
+            wc_info("  p in [%.1f, %.1f%c: %lld pixels, mean predicted %.4f, burned %.4f", k / 10.0,
+                    (k + 1) / 10.0, k == WC_METRICS_CAL_BINS - 1 ? ']' : ')',
                     (long long)v->cal_count[k], v->cal_predicted[k], v->cal_observed[k]);
     if (!cfg->metrics_out) return WC_EXIT_OK;
     char ts[32];
@@ -1108,7 +1117,8 @@ static void fit_block_cache(const wc_predict_config *cfg, wc_raster *r, int64_t 
     char bn[16], bm[16];
     if (size < need && wc_dist_rank() == 0)
         wc_warn("%s: the blocks one %" PRId64 "x%" PRId64 " window reads take %s with every "
-                "band of its files, more than GDAL's cache can hold here (%s: a quarter of the node's memory "
+                "band of its files, more than GDAL's cache can hold here (%s: a quarter of the "
+                "node's memory "
                 "over its ranks): blocks will be decoded more than once, which slows the "
                 "reads; files tiled in smaller blocks read faster (gdal_translate -co "
                 "TILED=YES -co BLOCKXSIZE=512 -co BLOCKYSIZE=512), and GDAL_CACHEMAX sets "
@@ -1127,9 +1137,9 @@ static int build_window(const wc_predict_config *cfg, mapping *mp, wc_raster *r,
     int status = wc_dist_max_int(check_room(cfg, mp, r) == WC_OK ? WC_EXIT_OK : WC_EXIT_USAGE);
     if (status != WC_EXIT_OK) return status;
     const layout *L = mp->L;
-    const int built = wc_infer_init(mp->inf, &L->g, r, bm->bands, bm->type, m->nfeat, m->mean,
-                                    m->std, m->net->arch, m->net->spec, m->net->params, L->Sx,
-                                    L->Sy, m->path);
+    const int built =
+        wc_infer_init(mp->inf, &L->g, r, bm->bands, bm->type, m->nfeat, m->mean, m->std,
+                      m->net->arch, m->net->spec, m->net->params, L->Sx, L->Sy, m->path);
     if (built == WC_OK) wc_infer_set_constant(mp->inf, m->constant);
     return wc_dist_max_int(built == WC_OK ? WC_EXIT_OK : WC_EXIT_RUNTIME);
 }
@@ -1182,9 +1192,8 @@ static int map_rounds(mapping *mp) {
     /* right before the first product: the room for OpenBLAS's buffers and GDAL's cache as it
      * fills, which check_room counted, is there still (what the libraries mapped since, deriving
      * evaluate's labels say, may have taken it: OpenBLAS, out of room, would spin for ever) */
-    wc_address_need late = {.threads = mp->cfg->threads,
-                            .when = "once the windows are computed",
-                            .first_product = 1};
+    wc_address_need late = {
+        .threads = mp->cfg->threads, .when = "once the windows are computed", .first_product = 1};
     wc_address_need_add(&late, wc_raster_cache_max(), "GDAL's block cache as it fills");
     const int room = wc_check_address_space(&late);
     const int status = wc_dist_max_int(room == WC_OK ? WC_EXIT_OK : WC_EXIT_USAGE);

@@ -188,8 +188,8 @@ static int rows_per_read(const wc_quicklook_info *info, int W) {
 size_t wc_quicklook_bytes(const wc_quicklook_info *info) {
     const size_t picture = (size_t)4 * (size_t)info->width * (size_t)info->height;
     /* a read's floats and its painted rows: at most 4 MiB and 4 bytes a pixel of as many rows */
-    return picture + ((size_t)4 << 20) + (size_t)4 * (1 << 20) / (size_t)info->map_width *
-                                             (size_t)info->width;
+    return picture + ((size_t)4 << 20) +
+           (size_t)4 * (1 << 20) / (size_t)info->map_width * (size_t)info->width;
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -210,7 +210,7 @@ static wc_rwriter *picture_writer(const char *png_path, int width, int height) {
 }
 
 struct wc_quicklook {
-    wc_rwriter *w;          /* the picture, drawn: its MEM dataset, published as a PNG */
+    wc_rwriter *w; /* the picture, drawn: its MEM dataset, published as a PNG */
     wc_quicklook_info info;
 };
 
@@ -265,8 +265,8 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
      * 1e-13) are none, as for the window layout and predict's warnings (wc_gt_axis_aligned):
      * compared with 0 they left such a south-up map's picture upside down */
     double gt[6];
-    const int placed = GDALGetGeoTransform(GDALGetBandDataset(band), gt) == CE_None &&
-                       wc_gt_axis_aligned(gt);
+    const int placed =
+        GDALGetGeoTransform(GDALGetBandDataset(band), gt) == CE_None && wc_gt_axis_aligned(gt);
     const int flip_y = placed && gt[5] > 0, flip_x = placed && gt[1] < 0;
     int has_nodata = 0;
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);

@@ -5,8 +5,9 @@
 #include <cpl_error.h>
 #include <cpl_minixml.h>
 #include <cpl_string.h>
-#include <gdal.h>
+#include <dirent.h>
 #include <float.h>
+#include <gdal.h>
 #include <limits.h>
 #include <malloc.h>
 #include <math.h>
@@ -14,7 +15,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -29,7 +29,7 @@ size_t wc_dtype_size(wc_dtype t) {
 }
 
 const char *wc_dtype_name(wc_dtype t) {
-    static const char *names[] = {"Byte",  "UInt16", "Int16",  "UInt32",
+    static const char *names[] = {"Byte",  "UInt16",  "Int16",  "UInt32",
                                   "Int32", "Float32", "Float64"};
     return names[t];
 }
@@ -49,14 +49,29 @@ static int signed_bytes(GDALRasterBandH b) {
 
 static int from_gdal(GDALRasterBandH b, wc_dtype *t) {
     switch (GDALGetRasterDataType(b)) {
-    case GDT_Byte: *t = WC_DT_BYTE; return signed_bytes(b) ? WC_ERR : WC_OK;
-    case GDT_UInt16: *t = WC_DT_UINT16; return WC_OK;
-    case GDT_Int16: *t = WC_DT_INT16; return WC_OK;
-    case GDT_UInt32: *t = WC_DT_UINT32; return WC_OK;
-    case GDT_Int32: *t = WC_DT_INT32; return WC_OK;
-    case GDT_Float32: *t = WC_DT_FLOAT32; return WC_OK;
-    case GDT_Float64: *t = WC_DT_FLOAT64; return WC_OK;
-    default: return WC_ERR;
+    case GDT_Byte:
+        *t = WC_DT_BYTE;
+        return signed_bytes(b) ? WC_ERR : WC_OK;
+    case GDT_UInt16:
+        *t = WC_DT_UINT16;
+        return WC_OK;
+    case GDT_Int16:
+        *t = WC_DT_INT16;
+        return WC_OK;
+    case GDT_UInt32:
+        *t = WC_DT_UINT32;
+        return WC_OK;
+    case GDT_Int32:
+        *t = WC_DT_INT32;
+        return WC_OK;
+    case GDT_Float32:
+        *t = WC_DT_FLOAT32;
+        return WC_OK;
+    case GDT_Float64:
+        *t = WC_DT_FLOAT64;
+        return WC_OK;
+    default:
+        return WC_ERR;
     }
 }
 
@@ -78,13 +93,20 @@ wc_dtype wc_dtype_union(wc_dtype a, wc_dtype b) {
 
 double wc_dtype_get(const void *buf, wc_dtype t, size_t i) {
     switch (t) {
-    case WC_DT_BYTE: return ((const uint8_t *)buf)[i];
-    case WC_DT_UINT16: return ((const uint16_t *)buf)[i];
-    case WC_DT_INT16: return ((const int16_t *)buf)[i];
-    case WC_DT_UINT32: return ((const uint32_t *)buf)[i];
-    case WC_DT_INT32: return ((const int32_t *)buf)[i];
-    case WC_DT_FLOAT32: return ((const float *)buf)[i];
-    case WC_DT_FLOAT64: return ((const double *)buf)[i];
+    case WC_DT_BYTE:
+        return ((const uint8_t *)buf)[i];
+    case WC_DT_UINT16:
+        return ((const uint16_t *)buf)[i];
+    case WC_DT_INT16:
+        return ((const int16_t *)buf)[i];
+    case WC_DT_UINT32:
+        return ((const uint32_t *)buf)[i];
+    case WC_DT_INT32:
+        return ((const int32_t *)buf)[i];
+    case WC_DT_FLOAT32:
+        return ((const float *)buf)[i];
+    case WC_DT_FLOAT64:
+        return ((const double *)buf)[i];
     }
     return NAN;
 }
@@ -161,8 +183,7 @@ static void gdal_setup(void) {
     GDALAllRegister();
     fit_open_files();
     CPLSetErrorHandler(gdal_message);
-    if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL) &&
-        GDALGetCacheMax64() > WC_GDAL_CACHE_DEFAULT)
+    if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL) && GDALGetCacheMax64() > WC_GDAL_CACHE_DEFAULT)
         GDALSetCacheMax64(WC_GDAL_CACHE_DEFAULT);
     /* Opening a file, GDAL lists its whole directory to find side-car files (.aux.xml, .ovr,
      * .msk, world files); a mosaic's tiles share one directory and are opened again and again
@@ -173,7 +194,9 @@ static void gdal_setup(void) {
         CPLSetConfigOption("GDAL_DISABLE_READDIR_ON_OPEN", "YES");
 }
 
-void wc_raster_init(void) { pthread_once(&gdal_once, gdal_setup); }
+void wc_raster_init(void) {
+    pthread_once(&gdal_once, gdal_setup);
+}
 
 /* Names and units travel in checkpoints as lists (a,b,c or name:unit,...) inside key=value;...
  * text: those separators (',' ';' '=', and `more`), and control characters, become '_' here,
@@ -241,7 +264,7 @@ static int check_geotransform(const wc_raster *r, const char *path) {
         wc_error("%s has a degenerate geotransform (%g, %g, %g, %g, %g, %g): %s; fix it "
                  "(gdal_edit.py -a_ullr or -a_gt) or remove it (gdal_edit.py -unsetgt)",
                  path, r->gt[0], r->gt[1], r->gt[2], r->gt[3], r->gt[4], r->gt[5],
-                 !finite        ? "a value that is not a finite number"
+                 !finite          ? "a value that is not a finite number"
                  : !isfinite(det) ? "its pixels are too large for any coordinate "
                                     "(their area overflows a double)"
                                   : "its pixels have no area (a size of 0)");
@@ -382,8 +405,7 @@ int wc_raster_open(wc_raster *r, const char *path) {
     }
     r->bands = WC_CALLOC(r->nbands, sizeof(wc_band));
     for (int i = 0; i < r->nbands; i++)
-        if (describe_band(GDALGetRasterBand(ds, i + 1), i, path, &r->bands[i]) != WC_OK)
-            goto fail;
+        if (describe_band(GDALGetRasterBand(ds, i + 1), i, path, &r->bands[i]) != WC_OK) goto fail;
     /* An alpha band (a gdalwarp -dstalpha collar: 0 where no data) masks every other band; GDAL
      * itself applies it only to 2- and 4-band rasters, so any other count would train on the
      * collar's zeros. The first one counts. */
@@ -557,13 +579,25 @@ static void CPL_STDCALL on_write_error(CPLErr cls, CPLErrorNum num, const char *
     snprintf(e->last, sizeof e->last, "%s", msg);
 }
 
-void wc_gdal_errors_push(wc_gdal_errors *e) { CPLPushErrorHandlerEx(on_write_error, e); }
-void wc_gdal_errors_pop(void) { CPLPopErrorHandler(); }
+void wc_gdal_errors_push(wc_gdal_errors *e) {
+    CPLPushErrorHandlerEx(on_write_error, e);
+}
+void wc_gdal_errors_pop(void) {
+    CPLPopErrorHandler();
+}
 
-size_t wc_raster_cache_used(void) { return (size_t)GDALGetCacheUsed64(); }
-size_t wc_raster_cache_max(void) { return (size_t)GDALGetCacheMax64(); }
-void wc_raster_cache_set(size_t bytes) { GDALSetCacheMax64((int64_t)bytes); }
-int wc_raster_cache_user_set(void) { return CPLGetConfigOption("GDAL_CACHEMAX", NULL) != NULL; }
+size_t wc_raster_cache_used(void) {
+    return (size_t)GDALGetCacheUsed64();
+}
+size_t wc_raster_cache_max(void) {
+    return (size_t)GDALGetCacheMax64();
+}
+void wc_raster_cache_set(size_t bytes) {
+    GDALSetCacheMax64((int64_t)bytes);
+}
+int wc_raster_cache_user_set(void) {
+    return CPLGetConfigOption("GDAL_CACHEMAX", NULL) != NULL;
+}
 
 size_t wc_raster_cache_most(uint64_t host_ranks) {
     return wc_physical_memory_bytes() / 4 / (size_t)WC_MAX(host_ranks, 1);
@@ -603,11 +637,11 @@ static int apply_masks(wc_raster *r, const int *bands, int nb, wc_dtype type, ch
                     r->mask = WC_ALLOC(sizeof(double) * need);
                     r->mask_cap = need;
                 }
-                if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, r->mask, gw, gh, GDT_Float64, 0,
-                                 0) != CE_None) {
+                if (GDALRasterIO(mb, GF_Read, gx, gy, gw, gh, r->mask, gw, gh, GDT_Float64, 0, 0) !=
+                    CE_None) {
                     wc_error("read error in %s, the %s of band %d, window x=%d y=%d %dx%d: %s",
-                             r->path, pass == 0 ? "alpha band, the mask" : "mask", bands[k], gx,
-                             gy, gw, gh, CPLGetLastErrorMsg());
+                             r->path, pass == 0 ? "alpha band, the mask" : "mask", bands[k], gx, gy,
+                             gw, gh, CPLGetLastErrorMsg());
                     return WC_ERR;
                 }
                 last = mb;
@@ -672,12 +706,12 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
             wc_out_of_memory_cause(0, cause + 2, sizeof cause - 2);
         }
         /* which band: the one a user must fix (a VRT's derived band, one tile's band) */
-        const int k = nb > 1 && !oom ? failing_band(r, gx, gy, gw, gh, bands, nb, gt, esz, msg,
-                                                     sizeof msg)
-                                     : nb == 1 ? bands[0] : 0;
+        const int k = nb > 1 && !oom
+                          ? failing_band(r, gx, gy, gw, gh, bands, nb, gt, esz, msg, sizeof msg)
+                      : nb == 1 ? bands[0]
+                                : 0;
         if (k) snprintf(band, sizeof band, ", band %d (%s)", k, r->bands[k - 1].name);
-        wc_error("read error in %s, window x=%d y=%d %dx%d%s: %s%s", r->path, gx, gy, gw, gh,
-                 band,
+        wc_error("read error in %s, window x=%d y=%d %dx%d%s: %s%s", r->path, gx, gy, gw, gh, band,
                  *msg ? msg
                       : "GDAL gave no reason (a VRT's derived band whose pixel function "
                         "failed, or a driver that fails without saying why?)",
@@ -705,9 +739,9 @@ static char *nested_vrt_with_hole(wc_raster *r, double *covered) {
         CPLPopErrorHandler();
         for (int b = 1; ds && !found && b <= GDALGetRasterCount(ds); b++) {
             *covered = 100;
-            const int st = GDALGetDataCoverageStatus(GDALGetRasterBand(ds, b), 0, 0,
-                                                     GDALGetRasterXSize(ds),
-                                                     GDALGetRasterYSize(ds), 0, covered);
+            const int st =
+                GDALGetDataCoverageStatus(GDALGetRasterBand(ds, b), 0, 0, GDALGetRasterXSize(ds),
+                                          GDALGetRasterYSize(ds), 0, covered);
             if ((st & GDAL_DATA_COVERAGE_STATUS_EMPTY) &&
                 !(st & GDAL_DATA_COVERAGE_STATUS_UNIMPLEMENTED))
                 found = wc_strdup(files[i]);
@@ -775,8 +809,7 @@ static int coverage_of(const wc_raster *r, int64_t x0, int64_t y0, int64_t w, in
     if (b == 0 || ix1 <= ix0 || iy1 <= iy0) return COV_COVERED;
     double pct = -1;
     const int st = GDALGetDataCoverageStatus(GDALGetRasterBand((GDALDatasetH)r->ds, b), (int)ix0,
-                                             (int)iy0, (int)(ix1 - ix0), (int)(iy1 - iy0), 0,
-                                             &pct);
+                                             (int)iy0, (int)(ix1 - ix0), (int)(iy1 - iy0), 0, &pct);
     if (st == GDAL_DATA_COVERAGE_STATUS_EMPTY) return COV_EMPTY;
     if (st & GDAL_DATA_COVERAGE_STATUS_UNIMPLEMENTED) return COV_COVERED;
     if (!(st & GDAL_DATA_COVERAGE_STATUS_EMPTY) && pct >= 100) return COV_COVERED;
@@ -842,8 +875,7 @@ static long empty_block(wc_raster *r, int b, wc_dtype type, int64_t x0, int64_t 
     if (cov == COV_COVERED || (nc == 1 && nr == 1)) return 0;
     if (nc >= nr)
         return empty_block(r, b, type, x0, y0, cell, cols, c0, r0, nc / 2, nr, empty) +
-               empty_block(r, b, type, x0, y0, cell, cols, c0 + nc / 2, r0, nc - nc / 2, nr,
-                           empty);
+               empty_block(r, b, type, x0, y0, cell, cols, c0 + nc / 2, r0, nc - nc / 2, nr, empty);
     return empty_block(r, b, type, x0, y0, cell, cols, c0, r0, nc, nr / 2, empty) +
            empty_block(r, b, type, x0, y0, cell, cols, c0, r0 + nr / 2, nc, nr - nr / 2, empty);
 }
@@ -900,7 +932,6 @@ int wc_raster_say_empty_bands(const wc_raster *r, const int *bands, int nb, cons
     free(v);
     return said;
 }
-
 
 /* A VRT source's rectangle `tag` (SrcRect, DstRect) in its XML: offset (x, y) and size (w, h);
  * 0 when absent. */
@@ -1216,7 +1247,6 @@ static void check_source_nodata(const char *mosaic, const char *path, int b,
             mosaic, file, value, sband, path, b, band_value, value);
 }
 
-
 /* A band read from a source that describes itself as another quantity: a tile written with its
  * bands in another order (gdalbuildvrt takes band numbers, not names, and GDAL reads it as the
  * VRT says), or in another unit. Bands without descriptions (units) on either side say
@@ -1239,8 +1269,8 @@ static void check_source_type(const char *mosaic, const char *path, int b, const
                 "converts its values as they are (an Int16 copy of Float32 data lost its "
                 "fractions); build the mosaic again from sources of one type (gdalbuildvrt "
                 "refuses mixed types)",
-                mosaic, b, *name ? name : "undescribed", path, file, sband,
-                GDALGetDataTypeName(t), *first_file, GDALGetDataTypeName(*first_type));
+                mosaic, b, *name ? name : "undescribed", path, file, sband, GDALGetDataTypeName(t),
+                *first_file, GDALGetDataTypeName(*first_type));
 }
 
 /* A source whose own mask (a per-dataset mask, an alpha band) the VRT does not apply: a
@@ -1278,8 +1308,8 @@ static int same_packing(double vs, double vo, double ss, double so) {
  * VRT rescales itself (a ComplexSource's ScaleRatio, ScaleOffset, LUT or Exponent) is read as
  * the VRT means. */
 static void check_source_packing(const char *mosaic, const char *path, int b, GDALRasterBandH vb,
-                                 GDALRasterBandH sb, const char *file, int sband,
-                                 const char *xml, source_findings *f) {
+                                 GDALRasterBandH sb, const char *file, int sband, const char *xml,
+                                 source_findings *f) {
     if (strstr(xml, "<ScaleRatio>") || strstr(xml, "<ScaleOffset>") || strstr(xml, "<LUT>") ||
         strstr(xml, "<Exponent>"))
         return;
@@ -1319,14 +1349,12 @@ static void check_source_band(const char *mosaic, const char *path, int b, GDALR
     /* a source of another unit (one tile's temperatures in degF): gdalbuildvrt gives the band
      * the first source's unit, so only the sources tell; a side without a unit says nothing */
     const char *unit = GDALGetRasterUnitType(vb), *src_unit = GDALGetRasterUnitType(sb);
-    if (unit && src_unit && *unit && *src_unit && !wc_units_same(unit, src_unit) &&
-        f->unit++ == 0)
+    if (unit && src_unit && *unit && *src_unit && !wc_units_same(unit, src_unit) && f->unit++ == 0)
         wc_warn("%s: band %d (%s) of %s is in %s, but its source %s (band %d) says %s: a tile "
                 "in another unit? GDAL reads its values as they are, so that ground gets "
                 "another scale; convert the tile to %s (gdal_calc.py) and set its unit "
                 "(gdal_edit.py -units)",
-                mosaic, b, *want ? want : "undescribed", path, unit, file, sband, src_unit,
-                unit);
+                mosaic, b, *want ? want : "undescribed", path, unit, file, sband, src_unit, unit);
 }
 
 /* `wkt` parsed into `s` without its vertical part: a compound CRS (a DEM's EPSG:32611+5703,
@@ -1640,8 +1668,8 @@ int wc_raster_check_sources(wc_raster *r) {
     /* rounded up: nfiles / MAX_CRS_CHECKS checked every file of a mosaic of up to twice as
      * many (3,072 of 3,072 files, 6 s at 2 ms a header, where 2,000 were meant) */
     const int sources = nfiles - 1;
-    const int stride = sources > MAX_CRS_CHECKS ? (sources + MAX_CRS_CHECKS - 1) / MAX_CRS_CHECKS
-                                                : 1;
+    const int stride =
+        sources > MAX_CRS_CHECKS ? (sources + MAX_CRS_CHECKS - 1) / MAX_CRS_CHECKS : 1;
     for (int i = 1; i < nfiles; i += stride) {
         if (wc_special_file_kind(files[i])) continue;
         checked++;
@@ -1864,8 +1892,8 @@ int wc_raster_ground_pixel_size(const char *crs, const double gt[6], int width, 
                          p2[2] = {x[2] * deg, y[2] * deg};
             *px_width_m = ellipsoid_step_metres(a, e2, p0, p1);
             *px_height_m = ellipsoid_step_metres(a, e2, p0, p2);
-            const int sized = isfinite(*px_width_m) && isfinite(*px_height_m) &&
-                              *px_width_m > 0 && *px_height_m > 0;
+            const int sized = isfinite(*px_width_m) && isfinite(*px_height_m) && *px_width_m > 0 &&
+                              *px_height_m > 0;
             rc = sized ? WC_OK : WC_ERR;
         }
     }
@@ -1884,8 +1912,8 @@ void wc_raster_describe_grid(const wc_raster *r, char *buf, size_t size) {
     for (int i = 0; i < 6; i++) wc_fmt_exact(t[i], sizeof t[i], r->gt[i]);
     if (r->gt[2] != 0 || r->gt[4] != 0)
         snprintf(turn, sizeof turn, ", rotation terms (%s, %s)", t[2], t[4]);
-    snprintf(buf, size, "%dx%d px of %sx%s, origin (%s, %s)%s, %s", r->width, r->height, t[1],
-             t[5], t[0], t[3], turn, crs);
+    snprintf(buf, size, "%dx%d px of %sx%s, origin (%s, %s)%s, %s", r->width, r->height, t[1], t[5],
+             t[0], t[3], turn, crs);
 }
 
 /* What path (through GDAL's virtual file systems, so also inside an archive) holds: a VRT (its
@@ -1908,7 +1936,9 @@ static enum vrt_kind vrt_kind_of(const char *path) {
     return strstr(p, "subClass=\"VRTWarpedDataset\"") ? VRT_WARPED : VRT_MOSAIC;
 }
 
-static int is_vrt_file(const char *path) { return vrt_kind_of(path) != NOT_VRT; }
+static int is_vrt_file(const char *path) {
+    return vrt_kind_of(path) != NOT_VRT;
+}
 
 /* The regular file a GDAL name reads when it is not one itself (wc_file_behind: an archive
  * holding it, the GeoPackage of a GPKG:f.gpkg:table). NULL for none. */
@@ -1932,8 +1962,8 @@ static void list_append(char ***out, size_t *n, char *path) {
 static char *file_key(const char *path) {
     struct stat st;
     if (strncmp(path, "/vsi", 4) != 0 && stat(path, &st) == 0)
-        return wc_strdup(CPLSPrintf("%llu:%llu", (unsigned long long)st.st_dev,
-                                    (unsigned long long)st.st_ino));
+        return wc_strdup(
+            CPLSPrintf("%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino));
     return wc_strdup(path);
 }
 
@@ -2011,7 +2041,9 @@ char **wc_gdal_file_list(const char *path) {
  * pixel centres), and llround (ties away from zero) breaks that where v crosses zero, as does
  * any exact rounding where the window's origin, computed in floating point by whoever cut it,
  * falls a hair either side of the tie (-479943.49999999994 against -480000.5 + 57). */
-static long long grid_index(double v) { return (long long)floor(v + 0.5 + 1e-6); }
+static long long grid_index(double v) {
+    return (long long)floor(v + 0.5 + 1e-6);
+}
 
 int wc_gt_axis_aligned(const double gt[6]) {
     return fabs(gt[2]) <= 1e-9 * hypot(gt[2], gt[5]) && fabs(gt[4]) <= 1e-9 * hypot(gt[1], gt[4]);

@@ -17,16 +17,16 @@ typedef struct {
 
 struct wc_reader {
     const wc_dataset *ds;
-    wc_data_files files;   /* the thread's own GDAL handles */
+    wc_data_files files; /* the thread's own GDAL handles */
     int nslots, max_patches;
     slot *slots;
-    int head;              /* oldest request not yet released */
-    int next_take;         /* oldest request not yet taken */
-    int tail;              /* next slot to queue into */
-    int queued;            /* requests in the ring, taken or not */
-    int untaken;           /* requests queued but not yet taken */
+    int head;      /* oldest request not yet released */
+    int next_take; /* oldest request not yet taken */
+    int tail;      /* next slot to queue into */
+    int queued;    /* requests in the ring, taken or not */
+    int untaken;   /* requests queued but not yet taken */
     int stop;
-    int failed;            /* a read failed: nothing more is read (the reader thread's own) */
+    int failed; /* a read failed: nothing more is read (the reader thread's own) */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -110,7 +110,9 @@ void wc_reader_destroy(wc_reader *rd) {
     free(rd);
 }
 
-int wc_reader_can_submit(const wc_reader *rd) { return rd->queued < rd->nslots; }
+int wc_reader_can_submit(const wc_reader *rd) {
+    return rd->queued < rd->nslots;
+}
 
 void wc_reader_submit(wc_reader *rd, const wc_sample *samples, int n, long tag) {
     WC_ASSERT(n >= 0 && n <= rd->max_patches);
@@ -155,7 +157,9 @@ void wc_reader_release(wc_reader *rd) {
     pthread_mutex_unlock(&rd->mu);
 }
 
-double wc_reader_wait_seconds(const wc_reader *rd) { return rd->wait_seconds; }
+double wc_reader_wait_seconds(const wc_reader *rd) {
+    return rd->wait_seconds;
+}
 
 size_t wc_reader_bytes_held(const wc_reader *rd) {
     return (size_t)rd->nslots * rd->max_patches * rd->slots[0].b.patch_bytes;

@@ -10,8 +10,18 @@
 #include "wildcpu/util.h"
 
 /* Extra int64 words after the n gradient sums. */
-enum { X_LOSS, X_VALID, X_SAMPLES, X_OVERFLOW, X_NONFINITE, X_BAD_LOSS, X_STOP, X_CKPT,
-       X_FAILED, X_COUNT };
+enum {
+    X_LOSS,
+    X_VALID,
+    X_SAMPLES,
+    X_OVERFLOW,
+    X_NONFINITE,
+    X_BAD_LOSS,
+    X_STOP,
+    X_CKPT,
+    X_FAILED,
+    X_COUNT
+};
 
 /* Exponent for a tensor whose components are at most maxabs: leaves the headroom and room for
  * max_micro_batches additions below 2^62. */
@@ -68,8 +78,8 @@ void wc_reducer_set_overlap(wc_reducer *r, int on) {
     size_t bytes = 0;
     for (int t = r->ntensors - 1; t >= 0; t--) {
         /* offsets grow with the tensor index: backward finishes them from the last down */
-        WC_ASSERT(t == 0 || r->tensors[t].offset ==
-                                r->tensors[t - 1].offset + r->tensors[t - 1].count);
+        WC_ASSERT(t == 0 ||
+                  r->tensors[t].offset == r->tensors[t - 1].offset + r->tensors[t - 1].count);
         bytes += r->tensors[t].count * elem;
         if (bytes >= target || t == 0) {
             r->bucket_t[++nb] = t;
@@ -79,7 +89,9 @@ void wc_reducer_set_overlap(wc_reducer *r, int on) {
     r->nbuckets = nb;
 }
 
-int wc_reducer_overlapping(const wc_reducer *r) { return r->nbuckets > 0 && r->calibrated; }
+int wc_reducer_overlapping(const wc_reducer *r) {
+    return r->nbuckets > 0 && r->calibrated;
+}
 
 void wc_reducer_destroy(wc_reducer *r) {
     if (!r) return;
@@ -213,8 +225,10 @@ static void start_bucket(wc_reducer *r, const float *grads, int b) {
             }
         }
     }
-    if (r->exact) wc_dist_isum_i64(r->acc + lo, hi - lo);
-    else wc_dist_isum_f32(r->facc + lo, hi - lo);
+    if (r->exact)
+        wc_dist_isum_i64(r->acc + lo, hi - lo);
+    else
+        wc_dist_isum_f32(r->facc + lo, hi - lo);
 }
 
 void wc_reducer_stream_ready(wc_reducer *r, const float *grads, size_t final_from) {
@@ -233,11 +247,15 @@ void wc_reducer_stream_end(wc_reducer *r, const float *grads) {
     wc_reducer_stream_ready(r, grads, 0);
     if (!r->s_has) return;
     /* the micro-batch's own counts, as wc_reducer_add would have made them */
-    if (r->s_bad_loss) r->bad_loss++;
-    else if (!r->s_finite) r->nonfinite++;
+    if (r->s_bad_loss)
+        r->bad_loss++;
+    else if (!r->s_finite)
+        r->nonfinite++;
     else {
-        if (r->exact) r->acc[r->n + X_LOSS] += llround(ldexp(r->s_loss, WC_REDUCE_LOSS_FX_BITS));
-        else r->loss_sum += r->s_loss;
+        if (r->exact)
+            r->acc[r->n + X_LOSS] += llround(ldexp(r->s_loss, WC_REDUCE_LOSS_FX_BITS));
+        else
+            r->loss_sum += r->s_loss;
         if (r->exact && !r->s_fits) r->overflow++;
     }
 }

@@ -73,13 +73,15 @@ static void write_status_line(FILE *f, int status, wc_report_map map, const char
         fprintf(f, "Status: **finished**: trained, and the risk map drawn.\n\n");
         break;
     case WC_REPORT_MAP_FAILED:
-        fprintf(f, "Status: **failed**: training finished, but the risk map was not made (%s; "
-                   "status %d).\n\n",
+        fprintf(f,
+                "Status: **failed**: training finished, but the risk map was not made (%s; "
+                "status %d).\n\n",
                 *why ? why : "the run's log says why", status);
         break;
     case WC_REPORT_MAP_STOPPED:
-        fprintf(f, "Status: **stopped** while drawing the risk map (training had finished): "
-                   "%s to draw it.\n\n",
+        fprintf(f,
+                "Status: **stopped** while drawing the risk map (training had finished): "
+                "%s to draw it.\n\n",
                 rerun ? rerun : "rerun the same command");
         break;
     }
@@ -88,7 +90,7 @@ static void write_status_line(FILE *f, int status, wc_report_map map, const char
 /* A row of report.md: its label, the report.json key it shows, how. */
 typedef struct {
     const char *name, *key, *fmt; /* fmt NULL: a threshold (wc_metrics_threshold_text) */
-    int higher_is_better; /* +1, -1, 0 (cost: lower is better, shown as a ratio) */
+    int higher_is_better;         /* +1, -1, 0 (cost: lower is better, shown as a ratio) */
     int total; /* a total of the session (cost_totals_why), not a rate or a peak */
 } row;
 
@@ -145,8 +147,7 @@ static void fmt_change(char *d, size_t size, double v, double bv, int ratio) {
  * report counts its own session alone, so one of a resumed session, of a stopped one or of a
  * rerun that only wrote a missing report covers part of the steps (a report without the step
  * members, of another version or written by hand, is taken as whole). */
-static const char *cost_part_why(const wc_json_doc *doc, const char *who, char *buf,
-                                 size_t size) {
+static const char *cost_part_why(const wc_json_doc *doc, const char *who, char *buf, size_t size) {
     const double total = wc_json_get_num(doc, "steps"),
                  here = wc_json_get_num(doc, "steps_this_run"),
                  from = wc_json_get_num(doc, "resumed_from_step");
@@ -195,8 +196,8 @@ static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc 
             part_of_cost = 1;
         }
         if (no && n < sizeof why)
-            n += (size_t)snprintf(why + n, sizeof why - n, "%s%s: %s", n ? "; " : "",
-                                  figs[i].what, no);
+            n += (size_t)snprintf(why + n, sizeof why - n, "%s%s: %s", n ? "; " : "", figs[i].what,
+                                  no);
     }
     if (part_of_cost && n < sizeof why)
         n += (size_t)snprintf(why + n, sizeof why - n, "%scost: %s", n ? "; " : "", totals);
@@ -243,8 +244,8 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
             "steps done (%ld in this invocation%s). The cost below is this invocation's: "
             "earlier sessions of a resumed run are not counted in it.\n\n",
             s->arch, s->ranks, s->ranks > 1 ? "s" : "", s->threads, s->threads > 1 ? "s" : "",
-            s->batch, s->micro_batch, s->start_step + s->steps_done, s->steps_total,
-            s->steps_done, resumed);
+            s->batch, s->micro_batch, s->start_step + s->steps_done, s->steps_total, s->steps_done,
+            resumed);
     if (s->augmentation[0]) fprintf(f, "Augmentation: %s.\n\n", s->augmentation);
     if (isfinite(s->shifted_fraction) || isfinite(s->turned_fraction)) {
         fprintf(f, "Training samples of the first epoch");
@@ -329,15 +330,17 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
         }
         fprintf(f, "\n");
         if (part && !wc_metrics_can_rank(&s->val) && s->val.pixels > 0)
-            fprintf(f, "%s of the validation pixels is burned, so the ranking figures say "
-                       "nothing of this model (AUC-PR is %s for any model): check the labels, or "
-                       "move the validation blocks (--val-block, --seed).\n\n",
+            fprintf(f,
+                    "%s of the validation pixels is burned, so the ranking figures say "
+                    "nothing of this model (AUC-PR is %s for any model): check the labels, or "
+                    "move the validation blocks (--val-block, --seed).\n\n",
                     s->val.positives == 0 ? "None" : "Every one",
                     s->val.positives == 0 ? "undefined" : "1");
     }
     if (s->have_val && s->val_earlier) {
-        fprintf(f, "The last validation ran in an earlier session of this run (the checkpoint it "
-                   "resumed from records it; none ran since)%s\n\n",
+        fprintf(f,
+                "The last validation ran in an earlier session of this run (the checkpoint it "
+                "resumed from records it; none ran since)%s\n\n",
                 have_picture ? ", and " WC_RUNDIR_CALIBRATION_PNG " is that session's reliability "
                                "diagram:"
                              : ".");
@@ -414,17 +417,16 @@ static int read_baseline(const char *path, wc_json_doc *doc) {
 }
 
 /* text (malloc'd) with the member key of its top-level object set to `json` (a value as JSON
- * text: "\"written\"", "-1", "null"): its value replaced where the parser found it, or the member added after the last one; the rest of the
- * text stays as it was (members this version does not know, a report pretty-printed by a user's
- * tool). text is freed; NULL (after a warning naming path) when it is not a JSON object with
- * members. */
+ * text: "\"written\"", "-1", "null"): its value replaced where the parser found it, or the member
+ * added after the last one; the rest of the text stays as it was (members this version does not
+ * know, a report pretty-printed by a user's tool). text is freed; NULL (after a warning naming
+ * path) when it is not a JSON object with members. */
 static char *with_member(char *text, const char *path, const char *key, const char *json) {
     wc_json_doc doc;
     char why[256];
     const int parsed = wc_json_parse(text, &doc, why, sizeof why) == WC_OK;
     if (!parsed || doc.n == 0) {
-        wc_warn("%s is not a JSON object (%s): left as it is", path,
-                parsed ? "no members" : why);
+        wc_warn("%s is not a JSON object (%s): left as it is", path, parsed ? "no members" : why);
         wc_json_doc_free(&doc);
         free(text);
         return NULL;
@@ -468,8 +470,8 @@ static int update_json(const char *out_dir, const char *const *keys, const char 
         return WC_OK; /* no report: this invocation trained nothing, and no earlier one left it */
     }
     wc_json_doc doc = {0, NULL};
-    const int ours = wc_json_parse(text, &doc, why, sizeof why) == WC_OK &&
-                     wc_json_get_str(&doc, "wildcpu");
+    const int ours =
+        wc_json_parse(text, &doc, why, sizeof why) == WC_OK && wc_json_get_str(&doc, "wildcpu");
     wc_json_doc_free(&doc);
     if (!ours) {
         wc_warn("%s is not a wildcpu " WC_RUNDIR_REPORT_JSON ": left as it is (not updated to %s)",
@@ -748,7 +750,9 @@ static int read_report_json(const char *out_dir, wc_json_doc *doc) {
 }
 
 /* Whether x and y are the same figure as report.json holds it (undefined: null, read as NaN). */
-static int same_figure(double x, double y) { return x == y || (isnan(x) && isnan(y)); }
+static int same_figure(double x, double y) {
+    return x == y || (isnan(x) && isnan(y));
+}
 
 /* Whether the report.json in out_dir (an earlier session's, not yet replaced) shows the
  * validation m, so that the calibration.png beside it is m's diagram. A session that resumed
@@ -794,19 +798,18 @@ static int write_reports(const wc_run_summary *s, const char *out_dir, const cha
     else
         have_picture = s->have_val &&
                        wc_quicklook_reliability(path, WC_METRICS_CAL_BINS, s->val.cal_count,
-                                                s->val.cal_predicted,
-                                                s->val.cal_observed) == WC_OK;
+                                                s->val.cal_predicted, s->val.cal_observed) == WC_OK;
     if (!have_picture && picture_there)
         unlink(path); /* an earlier run's picture: it would pass for this run's */
     snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_MD, out_dir);
-    const int rc_md = write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json,
-                                     have_picture);
+    const int rc_md =
+        write_markdown(path, s, &run, have_base ? &base : NULL, baseline_json, have_picture);
     wc_json_doc_free(&run);
     wc_json_doc_free(&base);
     if (rc_md != WC_OK) { /* a finished run fails for it, and draws no map; a stop stays one */
         wc_json_reset(&j);
-        build_json(&j, s, s->status == WC_EXIT_OK ? WC_EXIT_RUNTIME : s->status,
-                   WC_REPORT_MAP_NONE, &d, rss, R);
+        build_json(&j, s, s->status == WC_EXIT_OK ? WC_EXIT_RUNTIME : s->status, WC_REPORT_MAP_NONE,
+                   &d, rss, R);
     }
     snprintf(path, sizeof path, "%s/" WC_RUNDIR_REPORT_JSON, out_dir);
     const int rc_json = write_json(path, &j);

@@ -69,7 +69,6 @@ static const char *const CLASS_COG[] = {COG_LAYOUT, "RESAMPLING=NEAREST", NULL};
 /* The class raster's nodata: Byte has no room for the map's -9999. */
 #define CLASS_NODATA 255
 
-
 /* What both rasters record of where they come from (the map's metadata, docs/predict.md). */
 typedef struct provenance {
     char created[32], step[32], params[32], tiff_ts[32];
@@ -90,9 +89,8 @@ static void provenance_of(provenance *p, const wc_model *m, const wc_raster *r) 
 
 /* A working file for target, georeferenced as the input, with the map's provenance: the
  * probability map (1 band Float32) or the class raster (1 band Byte). NULL after a message. */
-static wc_rwriter *create_file(const char *target, const wc_rwriter_opts *o,
-                               const wc_raster *r, const wc_model *m, const provenance *p,
-                               const char *window_layout) {
+static wc_rwriter *create_file(const char *target, const wc_rwriter_opts *o, const wc_raster *r,
+                               const wc_model *m, const provenance *p, const char *window_layout) {
     wc_rwriter *w = wc_rwriter_create(target, o);
     if (!w) return NULL;
     const char *const md[][2] = {
@@ -145,8 +143,8 @@ static void drop_described(void *arg);
 /* The map's working file; `map` is what its commit clears the way for (drop_described). */
 static wc_rwriter *create_map(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
                               const provenance *p, const char *window_layout, wc_riskmap *map) {
-    const wc_rwriter_band band = {.name = "fire_risk", .has_nodata = 1,
-                                  .nodata = WC_PREDICT_NODATA};
+    const wc_rwriter_band band = {
+        .name = "fire_risk", .has_nodata = 1, .nodata = WC_PREDICT_NODATA};
     wc_rwriter_opts o =
         raster_opts(cfg, r, WC_DT_FLOAT32, &band, WORK_OPTIONS, MAP_OPTIONS, MAP_COG);
     o.keep_going = not_stopped_arg;
@@ -169,8 +167,8 @@ static wc_rwriter *create_map(const wc_predict_config *cfg, const wc_raster *r, 
 static wc_rwriter *create_classes(const wc_predict_config *cfg, const char *path,
                                   const wc_raster *r, const wc_model *m, const provenance *p,
                                   const char *window_layout) {
-    const wc_rwriter_band band = {.name = "fire_risk_class", .has_nodata = 1,
-                                  .nodata = CLASS_NODATA};
+    const wc_rwriter_band band = {
+        .name = "fire_risk_class", .has_nodata = 1, .nodata = CLASS_NODATA};
     wc_rwriter_opts o =
         raster_opts(cfg, r, WC_DT_BYTE, &band, CLASS_WORK_OPTIONS, CLASS_OPTIONS, CLASS_COG);
     char progress[4200];
@@ -250,8 +248,8 @@ static int class_of(float p, const float breaks[]) {
  * file): the class raster, strip by strip. rows: WC_PREDICT_STRIP rows of floats; bytes: as many
  * of Byte. Returns an exit status: a stop signal on this rank (only rank 0 writes) ends it with
  * WC_EXIT_STOPPED. */
-static int write_classes(wc_rwriter *map, wc_rwriter *cw, int64_t W, int64_t H,
-                         const int64_t *hist, int64_t nvalid, float *rows, unsigned char *bytes) {
+static int write_classes(wc_rwriter *map, wc_rwriter *cw, int64_t W, int64_t H, const int64_t *hist,
+                         int64_t nvalid, float *rows, unsigned char *bytes) {
     float breaks[WC_PREDICT_NCLASSES - 1];
     int64_t counts[WC_PREDICT_NCLASSES];
     class_breaks(hist, nvalid, breaks, counts);
@@ -307,11 +305,11 @@ static int write_classes(wc_rwriter *map, wc_rwriter *cw, int64_t W, int64_t H,
 
 struct wc_riskmap {
     const wc_predict_config *cfg;
-    const wc_raster *r;      /* the caller's, until finish */
+    const wc_raster *r; /* the caller's, until finish */
     const wc_model *m;
     provenance prov;
-    wc_rwriter *w;           /* the map */
-    wc_rwriter *cw;          /* --classes: the class raster */
+    wc_rwriter *w;  /* the map */
+    wc_rwriter *cw; /* --classes: the class raster */
     wc_riskmap_paths paths;
     int64_t W, H;
     int64_t *hist;           /* --classes: (CLASS_BINS) */
@@ -339,8 +337,8 @@ void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
                         wc_output out[WC_RISKMAP_OUTPUTS]) {
     out[0] = (wc_output){"risk map", cfg->out, 0, WC_KIND_TIFF};
     out[1] = (wc_output){"quick-look picture", cfg->png, 0, WC_KIND_PNG};
-    out[2] = (wc_output){"class raster (named after the map)", cfg->classes ? p->classes : NULL,
-                         0, WC_KIND_TIFF};
+    out[2] = (wc_output){"class raster (named after the map)", cfg->classes ? p->classes : NULL, 0,
+                         WC_KIND_TIFF};
     out[3] = (wc_output){"QGIS style (named after the map)", cfg->no_style ? NULL : p->style, 0,
                          WC_KIND_XML};
     out[4] = (wc_output){"STAC item (named after the map)", p->stac, 0, WC_KIND_JSON};
@@ -348,8 +346,7 @@ void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
     out[6] = (wc_output){"class raster's GDAL sidecar", cfg->classes ? p->classes_aux : NULL, 1,
                          WC_KIND_XML};
     out[7] = (wc_output){"class raster's QGIS style (named after the map)",
-                         cfg->classes && !cfg->no_style ? p->classes_style : NULL, 0,
-                         WC_KIND_XML};
+                         cfg->classes && !cfg->no_style ? p->classes_style : NULL, 0, WC_KIND_XML};
 }
 
 /* Whether path is a class raster wildcpu wrote (its band carries the class rule). */
@@ -498,11 +495,11 @@ static int write_item(const wc_riskmap *map) {
     const wc_raster *r = map->r;
     wc_stac_asset assets[5];
     int n = 0;
-    assets[n++] = (wc_stac_asset){
-        "risk_map", cfg->out,
-        cfg->cog ? "image/tiff; application=geotiff; profile=cloud-optimized"
-                 : "image/tiff; application=geotiff",
-        "burn probability (Float32, 0..1, nodata -9999)", "data"};
+    assets[n++] =
+        (wc_stac_asset){"risk_map", cfg->out,
+                        cfg->cog ? "image/tiff; application=geotiff; profile=cloud-optimized"
+                                 : "image/tiff; application=geotiff",
+                        "burn probability (Float32, 0..1, nodata -9999)", "data"};
     if (cfg->classes)
         assets[n++] = (wc_stac_asset){
             "risk_classes", map->paths.classes,
@@ -517,10 +514,9 @@ static int write_item(const wc_riskmap *map) {
         assets[n++] = (wc_stac_asset){"qgis_style", map->paths.style, "application/xml",
                                       "QGIS layer style (QML) of the risk map", "style,metadata"};
     if (cfg->classes && !cfg->no_style && style_writable(map->paths.classes_style))
-        assets[n++] = (wc_stac_asset){"qgis_style_classes", map->paths.classes_style,
-                                      "application/xml",
-                                      "QGIS layer style (QML) of the risk classes",
-                                      "style,metadata"};
+        assets[n++] =
+            (wc_stac_asset){"qgis_style_classes", map->paths.classes_style, "application/xml",
+                            "QGIS layer style (QML) of the risk classes", "style,metadata"};
     const char *slash = strrchr(cfg->out, '/');
     char *id = wc_sibling_path(slash ? slash + 1 : cfg->out, "");
     const char *const props[][2] = {
@@ -559,8 +555,7 @@ static int write_item(const wc_riskmap *map) {
 static void drop_described(void *arg) {
     wc_riskmap *map = arg;
     const wc_predict_config *cfg = map->cfg;
-    if ((cfg->classes || classes_are_ours(map->paths.classes)) &&
-        unlink(map->paths.classes) == 0) {
+    if ((cfg->classes || classes_are_ours(map->paths.classes)) && unlink(map->paths.classes) == 0) {
         map->dropped |= DROPPED_CLASSES;
         char *aux = sidecar_of(map->paths.classes); /* its category names */
         unlink(aux);
@@ -583,8 +578,8 @@ static int companion_failed(const wc_riskmap *map, const char *what, const char 
         const size_t n = strlen(gone);
         snprintf(gone + n, sizeof gone - n, "%s%s", n ? ", " : "", dropped[i]);
     }
-    wc_error("the risk map %s is complete, but its %s %s is not%s%s%s; %s to make them",
-             cfg->out, what, path, *gone ? " (the earlier map's " : "", gone,
+    wc_error("the risk map %s is complete, but its %s %s is not%s%s%s; %s to make them", cfg->out,
+             what, path, *gone ? " (the earlier map's " : "", gone,
              *gone ? ", which described the map it replaced, removed)" : "", cfg->rerun);
     return WC_EXIT_RUNTIME;
 }
@@ -604,8 +599,8 @@ static int draw_picture(const wc_riskmap *map, wc_quicklook **picture) {
     snprintf(what, sizeof what, "predict: quick-look %s", cfg->png);
     const wc_quicklook_ask ask = {.keep_going = not_stopped_arg, .what = what};
     int stopped;
-    *picture = wc_quicklook_draw(wc_rwriter_gdal(map->w), cfg->out, 1, cfg->png,
-                                 cfg->png_max_side, &ask, &stopped);
+    *picture = wc_quicklook_draw(wc_rwriter_gdal(map->w), cfg->out, 1, cfg->png, cfg->png_max_side,
+                                 &ask, &stopped);
     return stopped ? WC_EXIT_STOPPED : WC_EXIT_OK;
 }
 
@@ -629,9 +624,9 @@ static int write_style(const wc_riskmap *map, int classes) {
                 path, layer);
         return WC_EXIT_OK;
     }
-    const int rc = classes ? wc_style_write_classes_qml(path, WC_PREDICT_CLASS_NAMES,
-                                                        WC_PREDICT_NCLASSES)
-                           : wc_style_write_qml(path);
+    const int rc =
+        classes ? wc_style_write_classes_qml(path, WC_PREDICT_CLASS_NAMES, WC_PREDICT_NCLASSES)
+                : wc_style_write_qml(path);
     if (rc != WC_OK) return companion_failed(map, what, path);
     wc_info("predict: %s %s", what, path);
     return WC_EXIT_OK;
@@ -655,8 +650,7 @@ static int write_companions(const wc_riskmap *map, wc_quicklook *picture) {
     if (status != WC_EXIT_OK) return status;
     if (!cfg->classes && classes_are_ours(map->paths.classes))
         remove_stale(map->paths.classes, "class raster", 1);
-    if (write_item(map) != WC_OK)
-        return companion_failed(map, "STAC item", map->paths.stac);
+    if (write_item(map) != WC_OK) return companion_failed(map, "STAC item", map->paths.stac);
     wc_info("predict: STAC item %s", map->paths.stac);
     return WC_EXIT_OK;
 }
@@ -737,8 +731,8 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
     *published = 0;
     if (map->cw) {
         unsigned char *bytes = WC_ALLOC((size_t)WC_PREDICT_STRIP * (size_t)map->W);
-        status = write_classes(map->w, map->cw, map->W, map->H, map->hist, map->nvalid, scratch,
-                               bytes);
+        status =
+            write_classes(map->w, map->cw, map->W, map->H, map->hist, map->nvalid, scratch, bytes);
         free(bytes);
     }
     wc_quicklook *picture = NULL;
@@ -776,8 +770,10 @@ int wc_riskmap_finish(wc_riskmap *map, float *scratch, int *published) {
                 cfg->evaluate ? "evaluate" : "predict", strsignal(wc_stop_signal()), what,
                 cfg->rerun, cfg->evaluate ? "score the model" : "draw it");
     }
-    if (status == WC_EXIT_OK) status = write_companions(map, picture);
-    else wc_quicklook_discard(picture);
+    if (status == WC_EXIT_OK)
+        status = write_companions(map, picture);
+    else
+        wc_quicklook_discard(picture);
     wc_riskmap_abort(map);
     return status;
 }

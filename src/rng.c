@@ -21,7 +21,9 @@ void wc_rng_seed(wc_rng *r, uint64_t seed, uint64_t stream, uint64_t substream) 
     if ((r->s[0] | r->s[1] | r->s[2] | r->s[3]) == 0) r->s[0] = 1; /* the one forbidden state */
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
 uint64_t wc_rng_next(wc_rng *r) {
     uint64_t *s = r->s;
@@ -36,7 +38,9 @@ uint64_t wc_rng_next(wc_rng *r) {
     return result;
 }
 
-double wc_rng_uniform(wc_rng *r) { return (double)(wc_rng_next(r) >> 11) * 0x1.0p-53; }
+double wc_rng_uniform(wc_rng *r) {
+    return (double)(wc_rng_next(r) >> 11) * 0x1.0p-53;
+}
 
 uint64_t wc_rng_below(wc_rng *r, uint64_t n) {
     WC_ASSERT(n > 0);

@@ -196,8 +196,8 @@ static int set_aside_linked_checkpoints(const char *ckpt_dir, const char *aside)
         snprintf(from, sizeof from, "%s/%s", ckpt_dir, names[i]->d_name);
         snprintf(to, sizeof to, "%s/%s", aside, names[i]->d_name);
         if (moved == 0 && mkdir(aside, 0777) != 0 && errno != EEXIST) {
-            wc_error("--fresh: cannot create %s to keep the previous run's checkpoints: %s",
-                     aside, strerror(errno));
+            wc_error("--fresh: cannot create %s to keep the previous run's checkpoints: %s", aside,
+                     strerror(errno));
             moved = -1;
         } else if (rename(from, to) != 0) {
             wc_error("--fresh: cannot move %s to %s: %s", from, to, strerror(errno));
@@ -400,8 +400,7 @@ static int lock_checkpoints_dir(const char *out, const char *ckpt_dir) {
     char *real = realpath(ckpt_dir, NULL), *out_real = realpath(out, NULL), what[4400];
     const char *lock_at = real ? real : ckpt_dir;
     if (lstat(ckpt_dir, &link_st) == 0 && S_ISLNK(link_st.st_mode))
-        snprintf(what, sizeof what, " (the checkpoints of %s, through the link %s)", out,
-                 ckpt_dir);
+        snprintf(what, sizeof what, " (the checkpoints of %s, through the link %s)", out, ckpt_dir);
     else /* held while DIR's lock is this run's: by a run whose checkpoints link here */
         snprintf(what, sizeof what,
                  " (the checkpoints of %s, which another run directory's checkpoints link to)",

@@ -7,13 +7,21 @@
 #include "wildcpu/rng.h"
 #include "wildcpu/util.h"
 
-long wc_schedule_steps_per_epoch(long ntrain, int batch) { return (ntrain + batch - 1) / batch; }
+long wc_schedule_steps_per_epoch(long ntrain, int batch) {
+    return (ntrain + batch - 1) / batch;
+}
 
 void wc_schedule_init(wc_schedule *s, const uint32_t *train, long ntrain, int batch, int micro,
                       int rank, int nranks, uint64_t seed, long total_steps) {
     WC_ASSERT(ntrain > 0 && batch > 0 && micro > 0 && micro <= batch);
-    *s = (wc_schedule){.train = train, .ntrain = ntrain, .batch = batch, .micro = micro,
-                       .rank = rank, .nranks = nranks, .seed = seed, .total_steps = total_steps};
+    *s = (wc_schedule){.train = train,
+                       .ntrain = ntrain,
+                       .batch = batch,
+                       .micro = micro,
+                       .rank = rank,
+                       .nranks = nranks,
+                       .seed = seed,
+                       .total_steps = total_steps};
     s->steps_per_epoch = wc_schedule_steps_per_epoch(ntrain, batch);
     for (int i = 0; i < 2; i++) {
         s->cached_epoch[i] = -1;
@@ -87,8 +95,7 @@ void wc_schedule_set_sampler(wc_schedule *s, wc_sample (*fn)(const void *, uint3
     s->sample = fn, s->sample_ctx = ctx;
 }
 
-int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *samples,
-                            wc_work *w) {
+int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *samples, wc_work *w) {
     wc_work *n = &c->next;
     uint32_t *ids = s->ids;
     for (; n->step < s->total_steps; *n = (wc_work){.step = n->step + 1, .j = -1}) {
@@ -101,8 +108,8 @@ int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *sa
         const int count = wc_schedule_patches(s, w->step, w->j, ids);
         const long epoch = w->step / s->steps_per_epoch;
         for (int i = 0; i < count; i++)
-            samples[i] = s->sample ? s->sample(s->sample_ctx, ids[i], epoch)
-                                   : (wc_sample){.id = ids[i]};
+            samples[i] =
+                s->sample ? s->sample(s->sample_ctx, ids[i], epoch) : (wc_sample){.id = ids[i]};
         return count;
     }
     return 0;

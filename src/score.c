@@ -88,18 +88,23 @@ void wc_score_close(wc_score *s) {
     free(s);
 }
 
-const char *wc_score_source(const wc_score *s) { return s->source; }
+const char *wc_score_source(const wc_score *s) {
+    return s->source;
+}
 
-const char *wc_score_record(const wc_score *s) { return s->record; }
+const char *wc_score_record(const wc_score *s) {
+    return s->record;
+}
 
-const char *wc_score_labels_path(const wc_score *s) { return s->labels.path; }
+const char *wc_score_labels_path(const wc_score *s) {
+    return s->labels.path;
+}
 
 int wc_score_add(wc_score *s, int64_t cx, int64_t cy, int64_t cw, int64_t ch, const float *prob,
                  const uint8_t *px) {
     const size_t n = (size_t)cw * (size_t)ch;
     WC_ASSERT((int64_t)n <= s->max_core);
-    if (wc_raster_read(&s->labels, cx, cy, cw, ch, &s->band, 1, WC_DT_FLOAT64, s->scratch) !=
-        WC_OK)
+    if (wc_raster_read(&s->labels, cx, cy, cw, ch, &s->band, 1, WC_DT_FLOAT64, s->scratch) != WC_OK)
         return WC_ERR;
     const wc_band *lb = &s->labels.bands[s->band - 1];
     for (size_t i = 0; i < n; i++) {

@@ -20,11 +20,17 @@
 
 /* The `state` section: 8 int64 then ntensors int32, little-endian. */
 enum {
-    ST_STEP, ST_EPOCH, ST_EPOCH_POS, ST_OPTIM_STEP, ST_CALIBRATED, ST_NTENSORS, ST_NFEAT,
-    ST_RANKS, ST_COUNT
+    ST_STEP,
+    ST_EPOCH,
+    ST_EPOCH_POS,
+    ST_OPTIM_STEP,
+    ST_CALIBRATED,
+    ST_NTENSORS,
+    ST_NFEAT,
+    ST_RANKS,
+    ST_COUNT
 };
 #define STATE_BYTES(nt) (8 * (size_t)ST_COUNT + 4 * (size_t)(nt))
-
 
 /* Index of the first non-finite value, or n. */
 static size_t first_nonfinite_f32(const float *v, size_t n) {
@@ -69,11 +75,14 @@ int wc_snapshot_write(const char *dir, const char *name, const wc_snapshot *s, i
     wc_le_put_f64s(norm, s->mean, (size_t)s->nfeat);
     wc_le_put_f64s(norm + 8 * (size_t)s->nfeat, s->std, (size_t)s->nfeat);
     unsigned char *state = WC_ALLOC(STATE_BYTES(s->ntensors));
-    const int64_t st[ST_COUNT] = {
-        [ST_STEP] = s->step,           [ST_EPOCH] = s->epoch,
-        [ST_EPOCH_POS] = s->epoch_pos, [ST_OPTIM_STEP] = s->optim_step,
-        [ST_CALIBRATED] = s->calibrated, [ST_NTENSORS] = s->ntensors,
-        [ST_NFEAT] = s->nfeat,         [ST_RANKS] = s->ranks};
+    const int64_t st[ST_COUNT] = {[ST_STEP] = s->step,
+                                  [ST_EPOCH] = s->epoch,
+                                  [ST_EPOCH_POS] = s->epoch_pos,
+                                  [ST_OPTIM_STEP] = s->optim_step,
+                                  [ST_CALIBRATED] = s->calibrated,
+                                  [ST_NTENSORS] = s->ntensors,
+                                  [ST_NFEAT] = s->nfeat,
+                                  [ST_RANKS] = s->ranks};
     for (int i = 0; i < ST_COUNT; i++) wc_le_put_u64(state + 8 * i, (uint64_t)st[i]);
     for (int t = 0; t < s->ntensors; t++)
         wc_le_put_u32(state + 8 * ST_COUNT + 4 * (size_t)t, (uint32_t)s->exponent[t]);
@@ -136,7 +145,7 @@ static int text(const wc_ckpt *ck, const char *name, int optional, char **out, c
     size_t n = s ? s->size : 0;
     if (n > WC_SNAPSHOT_MAX_TEXT)
         return wc_reason(why, why_size, "section '%s' is %zu bytes, more than a text may hold (%d)",
-                    name, n, WC_SNAPSHOT_MAX_TEXT);
+                         name, n, WC_SNAPSHOT_MAX_TEXT);
     if (n && memchr(s->data, '\0', n))
         return wc_reason(why, why_size, "section '%s' holds a NUL byte", name);
     *out = WC_ALLOC(n + 1);
@@ -156,7 +165,7 @@ static int feature_names(owned *o, int *nfeat, char *why, size_t why_size) {
     for (const char *p = t; *p; p++) n += *p == ',';
     if (!*t || n > WC_SNAPSHOT_MAX_FEATURES)
         return wc_reason(why, why_size, "section 'features' lists %d names (1 to %d expected)",
-                    *t ? n : 0, WC_SNAPSHOT_MAX_FEATURES);
+                         *t ? n : 0, WC_SNAPSHOT_MAX_FEATURES);
     o->names = WC_CALLOC((size_t)n, sizeof(char *));
     o->nnames = n; /* freed by this count, also when a later name is refused */
     const char *p = t;
@@ -185,7 +194,7 @@ static int normalization(const wc_ckpt *ck, owned *o, int nfeat, char *why, size
     const wc_ckpt_section *s = wc_ckpt_find(ck, WC_SECTION_NORM);
     if (!s || s->size != 16 * (size_t)nfeat)
         return wc_reason(why, why_size, "section 'norm' is %zu bytes, %d features need %zu",
-                    s ? s->size : 0, nfeat, 16 * (size_t)nfeat);
+                         s ? s->size : 0, nfeat, 16 * (size_t)nfeat);
     o->mean = WC_ALLOC(sizeof(double) * nfeat);
     o->std = WC_ALLOC(sizeof(double) * nfeat);
     wc_le_get_f64s(o->mean, s->data, (size_t)nfeat);
@@ -193,7 +202,7 @@ static int normalization(const wc_ckpt *ck, owned *o, int nfeat, char *why, size
     for (int c = 0; c < nfeat; c++)
         if (!isfinite(o->mean[c]) || !isfinite(o->std[c]) || !(o->std[c] > 0))
             return wc_reason(why, why_size, "feature %d (%s) has mean %g and std %g", c + 1,
-                        o->names[c], o->mean[c], o->std[c]);
+                             o->names[c], o->mean[c], o->std[c]);
     return WC_OK;
 }
 
@@ -205,11 +214,11 @@ static int floats(const wc_ckpt *ck, const char *name, size_t *n, int nonneg, fl
     if (!s) return wc_reason(why, why_size, "section '%s' is missing", name);
     if (*n == 0 && (s->size == 0 || s->size % 4))
         return wc_reason(why, why_size, "section '%s' is %zu bytes, not a whole number of float32",
-                    name, s->size);
+                         name, s->size);
     if (*n == 0) *n = s->size / 4;
     if (s->size != 4 * *n)
         return wc_reason(why, why_size, "section '%s' is %zu bytes, the parameters need %zu", name,
-                    s->size, 4 * *n);
+                         s->size, 4 * *n);
     *out = WC_ALLOC(s->size);
     wc_le_get_f32s(*out, s->data, *n);
     size_t bad = first_nonfinite_f32(*out, *n);
@@ -219,7 +228,7 @@ static int floats(const wc_ckpt *ck, const char *name, size_t *n, int nonneg, fl
     for (size_t i = 0; nonneg && i < *n; i++)
         if ((*out)[i] < 0)
             return wc_reason(why, why_size, "section '%s' holds a negative value at element %zu",
-                        name, i);
+                             name, i);
     return WC_OK;
 }
 
@@ -228,17 +237,17 @@ static int state(const wc_ckpt *ck, wc_snapshot *s, owned *o, char *why, size_t 
     const wc_ckpt_section *sec = wc_ckpt_find(ck, WC_SECTION_STATE);
     if (!sec || sec->size < STATE_BYTES(0) || (sec->size - STATE_BYTES(0)) % 4)
         return wc_reason(why, why_size, "section 'state' is %zu bytes (64 + 4 per tensor expected)",
-                    sec ? sec->size : 0);
+                         sec ? sec->size : 0);
     const unsigned char *p = sec->data;
     int64_t v[ST_COUNT];
     for (int i = 0; i < ST_COUNT; i++) v[i] = (int64_t)wc_le_get_u64(p + 8 * i);
     const int64_t nt = (int64_t)((sec->size - STATE_BYTES(0)) / 4);
     if (v[ST_NTENSORS] != nt || nt > WC_SNAPSHOT_MAX_TENSORS)
         return wc_reason(why, why_size, "section 'state' records %lld tensors but holds %lld",
-                    (long long)v[ST_NTENSORS], (long long)nt);
+                         (long long)v[ST_NTENSORS], (long long)nt);
     if (v[ST_STEP] != (int64_t)ck->step)
         return wc_reason(why, why_size, "section 'state' says step %lld, the header %ld",
-                    (long long)v[ST_STEP], ck->step);
+                         (long long)v[ST_STEP], ck->step);
     /* Every step applies one update (a recomputed step is applied once), so the two are equal
      * in every checkpoint wildcpu writes; a smaller one would restart the learning-rate
      * schedule and AdamW's bias correction on the resumed run without a word. */
@@ -256,7 +265,7 @@ static int state(const wc_ckpt *ck, wc_snapshot *s, owned *o, char *why, size_t 
                          (long long)v[ST_CALIBRATED], (long long)v[ST_STEP]);
     if (v[ST_NFEAT] != s->nfeat)
         return wc_reason(why, why_size, "section 'state' says %lld features, 'features' lists %d",
-                    (long long)v[ST_NFEAT], s->nfeat);
+                         (long long)v[ST_NFEAT], s->nfeat);
     o->exponent = WC_ALLOC(sizeof(int32_t) * (size_t)(nt ? nt : 1));
     for (int64_t t = 0; t < nt; t++) {
         o->exponent[t] = (int32_t)wc_le_get_u32(p + 8 * ST_COUNT + 4 * t);
@@ -339,8 +348,8 @@ static int progress(owned *o, wc_snapshot *s, char *why, size_t why_size) {
     char *e1 = NULL, *e2 = NULL;
     s->best_auc_pr = *best ? strtod(best, &e1) : -1;
     s->best_step = *best_step ? strtoll(best_step, &e2, 10) : -1;
-    if ((e1 && *e1) || (e2 && *e2) || !(s->best_auc_pr == -1 || (s->best_auc_pr >= 0 &&
-                                                                   s->best_auc_pr <= 1)) ||
+    if ((e1 && *e1) || (e2 && *e2) ||
+        !(s->best_auc_pr == -1 || (s->best_auc_pr >= 0 && s->best_auc_pr <= 1)) ||
         s->best_step < -1 || s->best_step > s->step) {
         wc_reason(why, why_size, "section 'progress' holds an impossible best model (%s at %s)",
                   best, best_step);
@@ -375,8 +384,7 @@ int wc_snapshot_decode(const wc_ckpt *ck, wc_snapshot *s, char *why, size_t why_
         goto out;
     }
     s->nparams = 0;
-    if (floats(ck, WC_SECTION_PARAMS, &s->nparams, 0, &o->params, why, why_size) != WC_OK)
-        goto out;
+    if (floats(ck, WC_SECTION_PARAMS, &s->nparams, 0, &o->params, why, why_size) != WC_OK) goto out;
     s->params = o->params;
     if (state(ck, s, o, why, why_size) != WC_OK ||
         floats(ck, WC_SECTION_OPTIM_M, &s->nparams, 0, &o->optim_m, why, why_size) != WC_OK)
@@ -424,8 +432,8 @@ static void snapshot_arch(const wc_snapshot *s, char *arch, size_t size) {
     wc_text_sanitize(arch); /* a character cut at the last byte, or an escaped control byte */
 }
 
-wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int mode,
-                              char *why, size_t why_size) {
+wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int mode, char *why,
+                              size_t why_size) {
     char arch[64];
     snapshot_arch(s, arch, sizeof arch);
     const int patch = wc_snapshot_patch(s);
@@ -464,15 +472,18 @@ int wc_snapshot_check(const wc_ckpt *ck, void *ctx, char *why, size_t why_size) 
     wc_net_facts f;
     int rc = WC_OK;
     if (!*s->spec)
-        rc = wc_reason(why, why_size, "section 'spec' is empty (a network needs an input and at "
-                                      "least one layer)");
+        rc = wc_reason(why, why_size,
+                       "section 'spec' is empty (a network needs an input and at "
+                       "least one layer)");
     else if (wc_net_describe(where, s->spec, s->nfeat, patch, patch, &f) != WC_OK)
-        rc = wc_reason(why, why_size, "its network spec does not build for %d inputs of %dx%d "
-                                      "(see above)",
+        rc = wc_reason(why, why_size,
+                       "its network spec does not build for %d inputs of %dx%d "
+                       "(see above)",
                        s->nfeat, patch, patch);
     else if (f.nparams != s->nparams || f.ntensors != s->ntensors)
-        rc = wc_reason(why, why_size, "its network has %zu parameters in %d tensors, the "
-                                      "checkpoint holds %zu in %d",
+        rc = wc_reason(why, why_size,
+                       "its network has %zu parameters in %d tensors, the "
+                       "checkpoint holds %zu in %d",
                        f.nparams, f.ntensors, s->nparams, s->ntensors);
     if (rc != WC_OK) wc_snapshot_free(s);
     return rc;
@@ -591,8 +602,8 @@ static int fingerprint_differs(const char *now, const char *then, char *why, siz
     char *labels_now = kv_path(now, "labels"), *labels_then = kv_path(then, "labels");
     const char *band_now = strstr(labels_now, ",band:"), *band_then = strstr(labels_then, ",band:");
     struct stat a, b;
-    const int both_there = *file_now && *file_then && stat(file_now, &a) == 0 &&
-                           stat(file_then, &b) == 0;
+    const int both_there =
+        *file_now && *file_then && stat(file_now, &a) == 0 && stat(file_then, &b) == 0;
     const int one_file = *file_now && *file_then &&
                          (strcmp(file_now, file_then) == 0 || wc_same_file(file_now, file_then));
     const int same_band = strcmp(band_now ? band_now : "", band_then ? band_then : "") == 0;
@@ -600,7 +611,8 @@ static int fingerprint_differs(const char *now, const char *then, char *why, siz
      * only where it does not spell one file twice */
     const int keep_file = !one_file && both_there, keep_labels = !(one_file && same_band);
     char *file_kept_now = keep_file ? wc_strdup(now) : kv_without(now, WC_FINGERPRINT_LABELS_FILE);
-    char *file_kept_then = keep_file ? wc_strdup(then) : kv_without(then, WC_FINGERPRINT_LABELS_FILE);
+    char *file_kept_then =
+        keep_file ? wc_strdup(then) : kv_without(then, WC_FINGERPRINT_LABELS_FILE);
     char *cmp_now = keep_labels ? wc_strdup(file_kept_now) : kv_without(file_kept_now, "labels");
     char *cmp_then = keep_labels ? wc_strdup(file_kept_then) : kv_without(file_kept_then, "labels");
     const int differs = wc_kv_differs(cmp_now, cmp_then, why, size);
@@ -637,8 +649,7 @@ void wc_snapshot_own_match(const wc_snapshot *s, wc_resume_match *m) {
 
 /* Whether s's inputs (its features section) are not m's features, in order: 1 with the first
  * difference said in out ("its input 'Fire' is no feature of this run"). */
-static int inputs_differ(const wc_snapshot *s, const wc_resume_match *m, char *out,
-                         size_t size) {
+static int inputs_differ(const wc_snapshot *s, const wc_resume_match *m, char *out, size_t size) {
     for (int c = 0; c < s->nfeat; c++) {
         int found = 0;
         for (int k = 0; k < m->nfeat && !found; k++)
@@ -674,14 +685,16 @@ int wc_snapshot_resumable(const wc_snapshot *s, const wc_resume_match *m, char *
      * which the parameters' check below refuses all the same: the message alone changes. */
     char input[160];
     if (m->feat_names && s->nfeat != m->nfeat && inputs_differ(s, m, input, sizeof input))
-        return wc_reason(why, why_size, "%s, on the same bands and settings: the wildcpu that "
-                                        "wrote it chose the features otherwise (a band named "
-                                        "like the labels but for case or blanks is a label band "
-                                        "since 2026-12-07); rerun with --fresh",
+        return wc_reason(why, why_size,
+                         "%s, on the same bands and settings: the wildcpu that "
+                         "wrote it chose the features otherwise (a band named "
+                         "like the labels but for case or blanks is a label band "
+                         "since 2026-12-07); rerun with --fresh",
                          input);
     if (s->nparams != m->nparams || s->ntensors != m->ntensors)
-        return wc_reason(why, why_size, "it holds %zu parameters in %d tensors, this run's "
-                                        "network has %zu in %d",
+        return wc_reason(why, why_size,
+                         "it holds %zu parameters in %d tensors, this run's "
+                         "network has %zu in %d",
                          s->nparams, s->ntensors, m->nparams, m->ntensors);
     if (m->need_optim_v && !s->optim_v)
         return wc_reason(why, why_size, "it holds no second moment (optim_v), which AdamW needs");
@@ -711,8 +724,10 @@ int wc_snapshot_constant(const wc_snapshot *s, uint8_t *constant, char *why, siz
     }
     if (!ok) {
         memset(constant, 0, (size_t)s->nfeat);
-        snprintf(why, size, "its meta record's " WC_META_CONSTANT "=%.40s names no input channel "
-                 "of 1..%d", list, s->nfeat);
+        snprintf(why, size,
+                 "its meta record's " WC_META_CONSTANT "=%.40s names no input channel "
+                 "of 1..%d",
+                 list, s->nfeat);
     }
     free(list);
     return ok ? WC_OK : WC_ERR;
@@ -727,12 +742,14 @@ int wc_snapshot_best_foreign(const wc_snapshot *best, const wc_snapshot *newest,
         snprintf(why, size, "it was written with other settings than the newest checkpoint (%s)",
                  d);
     else if (best->nparams != newest->nparams || best->ntensors != newest->ntensors)
-        snprintf(why, size, "it holds another network than the newest checkpoint (%zu parameters "
+        snprintf(why, size,
+                 "it holds another network than the newest checkpoint (%zu parameters "
                  "in %d tensors against %zu in %d)",
                  best->nparams, best->ntensors, newest->nparams, newest->ntensors);
     else if (wc_best_is_older(best->step, best->best_auc_pr, newest->best_step,
                               newest->best_auc_pr))
-        snprintf(why, size, "it holds step %lld (AUC-PR %.4f), but the newest checkpoint (step "
+        snprintf(why, size,
+                 "it holds step %lld (AUC-PR %.4f), but the newest checkpoint (step "
                  "%lld) knows the best validation after step %lld (AUC-PR %.4f): an older copy "
                  "put back from outside the run",
                  (long long)best->step, best->best_auc_pr, (long long)newest->step,
@@ -769,8 +786,7 @@ static int resume_from_best(const char *dir, resume_ctx *ctx, wc_ckpt *ck, char 
  * left by another run) is refused rather than mapped under this run's name. A damaged one is
  * the resume's to say (it tracks the best afresh, and the next validation replaces it).
  * Returns WC_OK, or WC_ERR after a message. */
-static int check_best_is_this_runs(const char *dir, const wc_resume_match *m,
-                                   const char *resumed) {
+static int check_best_is_this_runs(const char *dir, const wc_resume_match *m, const char *resumed) {
     char best[4200], why[2048];
     snprintf(best, sizeof best, "%s/%s", dir, WC_CKPT_BEST);
     if (access(best, F_OK) != 0 || wc_same_file(best, resumed)) return WC_OK;
@@ -816,8 +832,7 @@ static void schedule_note(const char *why, const char *then, char *buf, size_t s
     if (warmup && n < size)
         n += (size_t)snprintf(buf + n, size - n,
                               "warmup is --warmup, by default min(100, total_steps / 10); ");
-    if (lr && n < size)
-        n += (size_t)snprintf(buf + n, size - n, "lr is --lr after --lr-scaling; ");
+    if (lr && n < size) n += (size_t)snprintf(buf + n, size - n, "lr is --lr after --lr-scaling; ");
     if (strstr(why, "lr_end:") && n < size) {
         /* a checkpoint without lr_end ended its decay at 0.05 (train_ckpt.c), as every version
          * before --lr-end did */
@@ -872,8 +887,9 @@ int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapsh
         if ((strstr(why, "augment:") || strstr(why, "rotate:")) && m->feat_names)
             for (int c = 0; c < m->nfeat && n + 80 < sizeof channels; c++)
                 n += (size_t)snprintf(channels + n, sizeof channels - n, "%s%d %s",
-                                      c ? ", " : "; the vector pairs EAST/NORTH are input "
-                                                 "channels counted from 0: ",
+                                      c ? ", "
+                                        : "; the vector pairs EAST/NORTH are input "
+                                          "channels counted from 0: ",
                                       c, m->feat_names[c]);
         char schedule[400];
         schedule_note(why, s->config, schedule, sizeof schedule);

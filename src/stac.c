@@ -327,8 +327,7 @@ int wc_stac_write(const char *path, const wc_stac_item *it) {
     wc_json_key(&j, "assets");
     wc_json_object(&j);
     int rc = WC_OK;
-    for (int i = 0; i < it->nassets && rc == WC_OK; i++)
-        rc = write_asset(&j, path, &it->assets[i]);
+    for (int i = 0; i < it->nassets && rc == WC_OK; i++) rc = write_asset(&j, path, &it->assets[i]);
     if (srs) OSRDestroySpatialReference(srs);
     if (rc != WC_OK) {
         wc_error("the STAC item %s is not written: an asset cannot be checksummed", path);

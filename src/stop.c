@@ -69,9 +69,13 @@ void wc_stop_hold(int hold) {
     sigprocmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
-int wc_stop_requested(void) { return stop_requested; }
+int wc_stop_requested(void) {
+    return stop_requested;
+}
 
-int wc_stop_signal(void) { return stop_signal; }
+int wc_stop_signal(void) {
+    return stop_signal;
+}
 
 double wc_stop_seconds_since(void) {
     if (!stop_requested) return 0;
@@ -92,7 +96,9 @@ void wc_stop_ignore_further(void) {
  * signal, and that signal. */
 static int origin_rank = -1, origin_signal = 0;
 
-void wc_stop_set_origin(int rank, int sig) { origin_rank = rank, origin_signal = sig; }
+void wc_stop_set_origin(int rank, int sig) {
+    origin_rank = rank, origin_signal = sig;
+}
 
 const char *wc_stop_origin(char *buf, size_t len, const char *unknown) {
     if (stop_signal)

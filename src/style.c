@@ -43,9 +43,11 @@ static void write_ramp(FILE *f) {
         n += snprintf(stops + n, sizeof stops - (size_t)n, "%s%.3f;%s", k > 1 ? ":" : "",
                       (double)k / last, c);
     }
-    const char *const props[][2] = {
-        {"color1", c1}, {"color2", c2}, {"discrete", "0"}, {"rampType", "gradient"},
-        {"stops", stops}};
+    const char *const props[][2] = {{"color1", c1},
+                                    {"color2", c2},
+                                    {"discrete", "0"},
+                                    {"rampType", "gradient"},
+                                    {"stops", stops}};
     fprintf(f, "          <colorramp type=\"gradient\" name=\"[source]\">\n"
                "            <Option type=\"Map\">\n");
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
@@ -68,16 +70,16 @@ static void write_ramp(FILE *f) {
  * wildcpu's version as the layer's custom properties. */
 static void write_head(FILE *f, const char *mark, const char *legend_title) {
     fprintf(f, "<!DOCTYPE qgis PUBLIC 'http://mrcc.com/qgis.dtd' 'SYSTEM'>%s\n", mark);
-    fprintf(f, "<qgis version=\"3.22.0\" styleCategories=\"AllStyleCategories\" "
-               "hasScaleBasedVisibilityFlag=\"0\" minScale=\"1e+08\" maxScale=\"0\">\n"
-               "  <customproperties>\n"
-               "    <Option type=\"Map\">\n"
-               "      <Option type=\"QString\" name=\"wildcpu/legend_title\" value=\"%s\"/>\n"
-               "      <Option type=\"QString\" name=\"wildcpu/version\" value=\"" WC_VERSION
-               "\"/>\n"
-               "    </Option>\n"
-               "  </customproperties>\n"
-               "  <pipe>\n",
+    fprintf(f,
+            "<qgis version=\"3.22.0\" styleCategories=\"AllStyleCategories\" "
+            "hasScaleBasedVisibilityFlag=\"0\" minScale=\"1e+08\" maxScale=\"0\">\n"
+            "  <customproperties>\n"
+            "    <Option type=\"Map\">\n"
+            "      <Option type=\"QString\" name=\"wildcpu/legend_title\" value=\"%s\"/>\n"
+            "      <Option type=\"QString\" name=\"wildcpu/version\" value=\"" WC_VERSION "\"/>\n"
+            "    </Option>\n"
+            "  </customproperties>\n"
+            "  <pipe>\n",
             legend_title);
 }
 

@@ -56,8 +56,7 @@ static wc_dtype band_type(int band) {
 }
 
 static char *tile_path(const char *dir, int row, int col, int group) {
-    return wc_strdup(
-        CPLSPrintf("%s/tiles/r%02d_c%02d_%s.tif", dir, row, col, group_suffix[group]));
+    return wc_strdup(CPLSPrintf("%s/tiles/r%02d_c%02d_%s.tif", dir, row, col, group_suffix[group]));
 }
 
 /* out_dir without its trailing slashes (the root stays "/"). */
@@ -330,10 +329,11 @@ int wc_synth_write(const wc_synth_config *cfg) {
                  : replaced == 1 ? "the earlier region's " WC_SYNTH_MOSAIC " was removed before "
                                    "the first tile (some of its tiles may be this run's already), "
                                    "and this run's is written last"
-                 : replaced == 2 ? "an earlier " WC_SYNTH_ORACLE " (without a " WC_SYNTH_MOSAIC
-                                   ") was removed before the first tile, and this run's "
-                                   WC_SYNTH_MOSAIC " and " WC_SYNTH_ORACLE " are written last"
-                                 : "its " WC_SYNTH_MOSAIC " is written last");
+                 : replaced == 2
+                     ? "an earlier " WC_SYNTH_ORACLE " (without a " WC_SYNTH_MOSAIC
+                       ") was removed before the first tile, and this run's " WC_SYNTH_MOSAIC
+                       " and " WC_SYNTH_ORACLE " are written last"
+                     : "its " WC_SYNTH_MOSAIC " is written last");
     wc_gdal_errors_pop();
     CPLFree(w.wkt);
     if (rc == WC_OK)

@@ -280,8 +280,7 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
             continue;
         }
         wc_net_backward(t->net, b->n);
-        if (calibrate && j == lo)
-            wc_reducer_calibrate(t->red, j == 0 ? t->net->grads : NULL, root);
+        if (calibrate && j == lo) wc_reducer_calibrate(t->red, j == 0 ? t->net->grads : NULL, root);
         if (poisoned && t->poison_kind != 'l') poison_grad(t);
         wc_reducer_add(t->red, t->net->grads, loss, nvalid, b->n);
     }
@@ -386,10 +385,11 @@ static int train_step(train_ctx *t, long step) {
      * samples, each from a kept patch, were shifted or turned onto nodata (a patch half valid,
      * shifted by half a patch). The step is taken all the same, so that steps and optimizer
      * steps stay one (a checkpoint's invariant) on every number of ranks. */
-    const double loss =
-        tot.valid_pixels > 0 ? tot.loss_sum / (double)tot.valid_pixels : NAN;
-    if (tot.valid_pixels == 0) say_no_valid_pixel(t, step);
-    else check_loss_explosion(t, step, loss);
+    const double loss = tot.valid_pixels > 0 ? tot.loss_sum / (double)tot.valid_pixels : NAN;
+    if (tot.valid_pixels == 0)
+        say_no_valid_pixel(t, step);
+    else
+        check_loss_explosion(t, step, loss);
     const double lr = wc_optim_lr(&t->opt->cfg, t->opt->step);
     int bad =
         wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors, t->net->ntensors);
@@ -443,8 +443,8 @@ static int validate(train_ctx *t, long step) {
                      "which a lower --lr would not change; declare the band's nodata "
                      "(gdal_edit.py -a_nodata) or mask those values, and rerun with --fresh; "
                      "nothing of this validation was logged or saved",
-                     step + 1, (long long)m.bad_outputs, (double)WC_INFER_ORDINARY,
-                     ds->tiles_path, band, ds->files.src.bands[band - 1].name);
+                     step + 1, (long long)m.bad_outputs, (double)WC_INFER_ORDINARY, ds->tiles_path,
+                     band, ds->files.src.bands[band - 1].name);
         return rc;
     }
     if (rc == WC_VALIDATION_DIVERGED) {
@@ -463,8 +463,8 @@ static int validate(train_ctx *t, long step) {
     if (with_oracle && om.bad_outputs && !t->sum.have_oracle && t->rank == 0)
         wc_warn("oracle %s has no probability in [0, 1] at %s%lld %svalidation pixels (nodata, "
                 "masked, or out of range): its metrics leave them out, the model's do not%s",
-                t->ds->oracle_path, om.pixels == 0 ? "any of the " : "",
-                (long long)om.bad_outputs, om.pixels == 0 ? "" : "of the ",
+                t->ds->oracle_path, om.pixels == 0 ? "any of the " : "", (long long)om.bad_outputs,
+                om.pixels == 0 ? "" : "of the ",
                 om.pixels == 0 ? "; it has no figures (is it this region's oracle?)" : "");
     /* this validation's oracle alone: a session resumed without one (--oracle '') must not pair
      * its metrics with the oracle's of the checkpoint's earlier validation in the report */
@@ -607,8 +607,7 @@ static void refusal_part(char *buf, size_t size, long off, long on_val, const ch
     char a[96] = "", b[96] = "";
     if (off > 0) snprintf(a, sizeof a, "off the %s for %ld", bounds, off);
     if (on_val > 0) snprintf(b, sizeof b, "onto a validation block for %ld", on_val);
-    snprintf(buf, size, "%s would reach %s%s%s", what, a, off > 0 && on_val > 0 ? " and " : "",
-             b);
+    snprintf(buf, size, "%s would reach %s%s%s", what, a, off > 0 && on_val > 0 ? " and " : "", b);
 }
 
 /* What to do about refusals off the raster (off) and onto validation blocks (on_val). */
@@ -662,8 +661,7 @@ static void say_sample_shares(const train_ctx *t, const wc_sample_shares *sh) {
         char what[96];
         snprintf(what, sizeof what, "the turned window (up to %dx%d px)", ds->turn_side,
                  ds->turn_side);
-        refusal_part(why, sizeof why, sh->turn_off_raster, sh->turn_on_validation, what,
-                     "raster");
+        refusal_part(why, sizeof why, sh->turn_off_raster, sh->turn_on_validation, what, "raster");
         wc_warn("--rotate %g turns only %ld of the first epoch's %ld training samples (%.0f%%), "
                 "the others stay unturned: %s; %s",
                 ds->cfg.turn_deg, sh->turned, sh->counted, 100.0 * (double)sh->turned / n, why,
@@ -712,9 +710,8 @@ static void print_setup(const train_ctx *t, double prior, const wc_sample_shares
             "lr %.3g, warmup %ld, cosine to %.3g x lr; %s reduction, %s",
             t->net->arch, t->net->nparams, 3 * t->net->flops_forward / 1e9, t->nranks,
             t->nranks > 1 ? "s" : "", cfg->threads, cfg->threads > 1 ? "s" : "", cfg->batch,
-            t->red->max_micro_batches, t->red->max_micro_batches > 1 ? "es" : "",
-            cfg->micro_batch, t->total_steps, t->total_steps > 1 ? "s" : "",
-            t->sched.steps_per_epoch,
+            t->red->max_micro_batches, t->red->max_micro_batches > 1 ? "es" : "", cfg->micro_batch,
+            t->total_steps, t->total_steps > 1 ? "s" : "", t->sched.steps_per_epoch,
             oc->kind == WC_OPTIM_ADAMW ? "AdamW" : "SGD", oc->lr, oc->warmup_steps,
             oc->min_lr_ratio, cfg->fast_reduce ? "fast (float)" : "exact (fixed-point)", overlap);
     char machine[400];
@@ -817,8 +814,8 @@ double wc_train_lr(const wc_train_config *cfg) {
     return kind_default.lr;
 }
 
-void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char *risk,
-                         char *png, size_t size) {
+void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char *risk, char *png,
+                         size_t size) {
     snprintf(risk, size, "%s/" WC_RUNDIR_MAP, cfg->out_dir);
     snprintf(png, size, "%s/" WC_RUNDIR_PICTURE, cfg->out_dir);
     wc_predict_config_default(pc);
@@ -935,8 +932,8 @@ static int plan_training(const train_ctx *t, int mb, train_plan *p) {
     const wc_dataset *ds = t->ds;
     memset(p, 0, sizeof *p);
     p->micro_batch = mb;
-    if (wc_net_plan(t->cfg->model, t->spec, ds->nfeat, mb, ds->P, ds->P, WC_NET_TRAIN,
-                    &p->net) != WC_OK ||
+    if (wc_net_plan(t->cfg->model, t->spec, ds->nfeat, mb, ds->P, ds->P, WC_NET_TRAIN, &p->net) !=
+            WC_OK ||
         wc_validation_plan(ds, t->cfg->model, t->spec, &p->val) != WC_OK)
         return WC_ERR;
     const size_t n = p->net.params / sizeof(float);
@@ -951,8 +948,7 @@ static int plan_training(const train_ctx *t, int mb, train_plan *p) {
     c.micro_batch = mb, c.prefetch = t->ra.prefetch_given;
     const size_t pp = (size_t)ds->P * ds->P;
     p->read_ahead = (size_t)read_slots(&c, t->nranks) * (size_t)mb * wc_dataset_patch_bytes(ds, 0);
-    p->data = p->read_ahead + (size_t)mb * pp * (sizeof(float) + 1) +
-              wc_metrics_acc_words() * 16;
+    p->data = p->read_ahead + (size_t)mb * pp * (sizeof(float) + 1) + wc_metrics_acc_words() * 16;
     p->total = p->net.params + p->net.grads + p->net.activations + p->net.workspace + p->optim +
                p->reducer + p->ckpt + p->data + p->val.bytes;
     return WC_OK;
@@ -977,10 +973,13 @@ static void training_need(const train_ctx *t, const train_plan *p, size_t files,
                         "the optimizer's state, the reducer and the checkpoint buffers");
     wc_train_config c = *cfg;
     c.micro_batch = p->micro_batch, c.prefetch = t->ra.prefetch_given;
-    wc_address_need_add(need, p->data, "the read-ahead (%d slots of %d patches) and a decoded "
-                        "micro-batch", read_slots(&c, t->nranks), p->micro_batch);
-    wc_address_need_add(need, p->val.bytes, "validation's network over %" PRId64 "x%" PRId64
-                        " windows and its buffers", p->val.Tx, p->val.Ty);
+    wc_address_need_add(need, p->data,
+                        "the read-ahead (%d slots of %d patches) and a decoded "
+                        "micro-batch",
+                        read_slots(&c, t->nranks), p->micro_batch);
+    wc_address_need_add(need, p->val.bytes,
+                        "validation's network over %" PRId64 "x%" PRId64 " windows and its buffers",
+                        p->val.Tx, p->val.Ty);
     wc_address_need_add(need, wc_raster_cache_max(), "GDAL's block cache");
     if (files) wc_address_need_add(need, files, "the files GDAL holds open");
 }
@@ -1010,8 +1009,7 @@ static void memory_advice(train_ctx *t, size_t files) {
                 hi = mid - 1;
         }
         if (lo > 0)
-            snprintf(mb, sizeof mb, "a --micro-batch of at most %d (now %d)", lo,
-                     cfg->micro_batch);
+            snprintf(mb, sizeof mb, "a --micro-batch of at most %d (now %d)", lo, cfg->micro_batch);
     }
     /* without a limit (the machine's memory runs out), any smaller one helps */
     if (cfg->micro_batch > 1 && left == SIZE_MAX)
@@ -1059,8 +1057,8 @@ static int plan_fits_address_space(train_ctx *t) {
     if (wc_dist_any(plan_training(t, t->cfg->micro_batch, p) != WC_OK)) return WC_EXIT_USAGE;
     /* large for some layouts (pixel-interleaved blocks of many bands) */
     p->handles = t->ds->nval > 0 ? 2 : 1;
-    p->files = wc_raster_open_files_bytes(&t->ds->files.src, p->handles, &p->open_files,
-                                          &p->per_file);
+    p->files =
+        wc_raster_open_files_bytes(&t->ds->files.src, p->handles, &p->open_files, &p->per_file);
     p->mosaic = wc_raster_mosaic_bytes(&t->ds->files.src, &p->mosaic_opening);
     p->files += p->mosaic * (size_t)p->handles + p->mosaic_opening;
     const size_t files = p->files;
@@ -1079,7 +1077,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     if (wc_dist_any(wc_check_threads(cfg->threads, cfg->threads_from) != WC_OK))
         return WC_EXIT_USAGE;
     wc_net_set_threads(cfg->threads); /* the network's own threads; OpenBLAS at one */
-    wc_stop_install(); /* main installs it before MPI starts; idempotent */
+    wc_stop_install();                /* main installs it before MPI starts; idempotent */
     if (cfg->micro_batch < 1 || cfg->batch < cfg->micro_batch) {
         wc_error("--micro-batch (%d) must be between 1 and --batch (%d)", cfg->micro_batch,
                  cfg->batch);
@@ -1255,8 +1253,7 @@ static int loop(train_ctx *t) {
                  "; writing its report again (the one there is an earlier session's%s: the "
                  "session that finished did not write its own)",
                  at);
-        wc_info("training already finished (%ld steps): keeping its checkpoint%s",
-                t->total_steps,
+        wc_info("training already finished (%ld steps): keeping its checkpoint%s", t->total_steps,
                 missing == WC_REPORT_MISSING   ? "; writing its missing report"
                 : missing == WC_REPORT_EARLIER ? earlier
                 : t->sum.best_lost ? " and report, which now says " WC_CKPT_BEST " is lost"
@@ -1272,8 +1269,9 @@ static int loop(train_ctx *t) {
         return WC_EXIT_OK;
     }
     t->report_due |= ran_pending;
-    return wc_train_ckpt_collective(t, t->total_steps, "end of training") == WC_OK ? WC_EXIT_OK
-                                                                                : WC_EXIT_RUNTIME;
+    return wc_train_ckpt_collective(t, t->total_steps, "end of training") == WC_OK
+               ? WC_EXIT_OK
+               : WC_EXIT_RUNTIME;
 }
 
 /* ---- teardown ---------------------------------------------------------------------------- */
@@ -1283,8 +1281,8 @@ static int loop(train_ctx *t) {
 static int teardown(train_ctx *t, int status) {
     wc_run_summary *sum = &t->sum;
     sum->status = status;
-    sum->map = status == WC_EXIT_OK && !t->cfg->no_predict ? WC_REPORT_MAP_PENDING
-                                                           : WC_REPORT_MAP_NONE;
+    sum->map =
+        status == WC_EXIT_OK && !t->cfg->no_predict ? WC_REPORT_MAP_PENDING : WC_REPORT_MAP_NONE;
     sum->wall_seconds = wc_now() - t->t_start;
     sum->train_seconds = sum->steps_done > 0 ? wc_now() - t->t_loop : 0;
     snprintf(sum->arch, sizeof sum->arch, "%s", t->net ? t->net->arch : t->cfg->model);
@@ -1307,8 +1305,7 @@ static int teardown(train_ctx *t, int status) {
     /* a background write still running is finished (and logged) before anything goes */
     wc_train_ckpt_finish(t);
     if ((sum->steps_done > 0 || t->report_due) &&
-        wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline) != WC_OK &&
-        status == WC_EXIT_OK)
+        wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline) != WC_OK && status == WC_EXIT_OK)
         status = WC_EXIT_RUNTIME;
     wc_trainlog_close(t->log);
     wc_reader_destroy(t->ra.rd);

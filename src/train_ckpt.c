@@ -13,8 +13,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "wildcpu/bandmap.h"
 #include "wildcpu/agree.h"
+#include "wildcpu/bandmap.h"
 #include "wildcpu/ckpt.h"
 #include "wildcpu/cpuinfo.h"
 #include "wildcpu/dist.h"
@@ -84,11 +84,10 @@ void wc_train_ckpt_config_kv(train_ctx *t) {
              "val_fraction=%s;val_block_px=%d;min_valid=%s;optimizer=%s;lr=%s;"
              "weight_decay=%s;warmup=%ld;total_steps=%ld;pos_weight=%s;reduce=%s;"
              "jitter=%s",
-             model, (unsigned long long)h, c->batch, c->micro_batch,
-             (unsigned long long)c->seed, c->data.patch, exact(c->data.val_fraction).s,
-             c->data.val_block_px, exact(c->data.min_valid).s,
-             t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd", exact(t->opt->cfg.lr).s,
-             exact(t->opt->cfg.weight_decay).s, t->opt->cfg.warmup_steps,
+             model, (unsigned long long)h, c->batch, c->micro_batch, (unsigned long long)c->seed,
+             c->data.patch, exact(c->data.val_fraction).s, c->data.val_block_px,
+             exact(c->data.min_valid).s, t->opt->cfg.kind == WC_OPTIM_ADAMW ? "adamw" : "sgd",
+             exact(t->opt->cfg.lr).s, exact(t->opt->cfg.weight_decay).s, t->opt->cfg.warmup_steps,
              t->opt->cfg.total_steps, exact(c->pos_weight).s, c->fast_reduce ? "fast" : "exact",
              c->no_jitter ? "off" : "on");
     free(model);
@@ -138,8 +137,8 @@ void wc_train_ckpt_take_background(train_ctx *t, int wait) {
          * write costs the training at most its own time (its share of the cores), so the next
          * one comes 200 write times later, but at least 1 and at most 10 minutes apart. */
         if (t->ckpt.adaptive)
-            t->ckpt.interval = WC_MIN(WC_MAX(200 * r.seconds, WC_CKPT_DEFAULT_MIN_S),
-                                      WC_CKPT_DEFAULT_MAX_S);
+            t->ckpt.interval =
+                WC_MIN(WC_MAX(200 * r.seconds, WC_CKPT_DEFAULT_MIN_S), WC_CKPT_DEFAULT_MAX_S);
         t->sum.ckpts_written++;
         t->sum.ckpt_bytes = r.bytes;
         wc_trainlog_checkpoint(t->log, t->ckpt_dir, NULL, r.step, r.bytes, r.seconds, r.stall,
@@ -183,11 +182,11 @@ static int save_checkpoint(train_ctx *t, long steps_done, const char *why, const
     snprintf(meta, meta_size,
              "wildcpu=%s;step=%ld;epoch=%ld;epochs_total=%ld;ranks=%d;threads=%d;time=%s;"
              "arch=%s;nparams=%zu;loss=%.17g;rng=stateless (seed, stream, epoch);"
-             "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked;"
-             WC_META_KERNELS "=%s%s%s%s",
+             "log_loss_sum=%a;log_loss_steps=%ld;" WC_META_BAND_VALUES "=unpacked;" WC_META_KERNELS
+             "=%s%s%s%s",
              WC_VERSION, steps_done, epoch, (t->total_steps + spe - 1) / spe, t->nranks,
-             t->cfg->threads, ts, arch, t->net->nparams, t->sum.last_loss, log_sum,
-             log_steps, t->sum.kernels, *units ? ";" WC_META_UNITS "=" : "", units, constant);
+             t->cfg->threads, ts, arch, t->net->nparams, t->sum.last_loss, log_sum, log_steps,
+             t->sum.kernels, *units ? ";" WC_META_UNITS "=" : "", units, constant);
     wc_text_sanitize(meta); /* written as it reads back (snapshot.c) */
     free(units), free(constant), free(arch);
     const char **names = WC_ALLOC(sizeof(char *) * t->ds->nfeat);
@@ -321,8 +320,8 @@ static void adopt_normalization(train_ctx *t, const wc_snapshot *s, const char *
                     "pixels: is --tiles the raster that run trained on?), or this version "
                     "computes it otherwise; the resumed run keeps the checkpoint's for every "
                     "feature",
-                    path, c + 1, t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name,
-                    s->mean[c], s->std[c], mean[c], std[c]);
+                    path, c + 1, t->ds->files.src.bands[t->ds->feat_bands[c] - 1].name, s->mean[c],
+                    s->std[c], mean[c], std[c]);
             memcpy(mean, s->mean, sizeof *mean * (size_t)n);
             memcpy(std, s->std, sizeof *std * (size_t)n);
             /* and the channels it fed as 0 (none for a checkpoint before the list: it fed
@@ -376,8 +375,8 @@ int wc_train_ckpt_check_room(const train_ctx *t) {
     if (t->rank == 0 && t->start_step < t->total_steps) {
         /* the payload (parameters and optimizer moments; zlib gains little on floats) and its
          * metadata (a few KiB) */
-        const uint64_t need = (uint64_t)t->net->nparams * sizeof(float) * (t->opt->v ? 3 : 2) +
-                              ((uint64_t)64 << 10);
+        const uint64_t need =
+            (uint64_t)t->net->nparams * sizeof(float) * (t->opt->v ? 3 : 2) + ((uint64_t)64 << 10);
         const char *const dirs[] = {t->ckpt_dir, t->cfg->out_dir};
         struct statvfs v;
         for (int i = 0; i < 2; i++) {
@@ -626,8 +625,8 @@ int wc_train_ckpt_resume(train_ctx *t) {
     char epoch[48] = ""; /* the epoch the next step is in: none once every step is done */
     if (t->start_step < t->total_steps)
         snprintf(epoch, sizeof epoch, " (epoch %lld)", (long long)counters[3] + 1);
-    wc_info("resuming from %s: %ld of %ld steps done%s%s%s%s", path, t->start_step,
-            t->total_steps, epoch, *prev_ranks ? ", written by " : "", prev_ranks,
+    wc_info("resuming from %s: %ld of %ld steps done%s%s%s%s", path, t->start_step, t->total_steps,
+            epoch, *prev_ranks ? ", written by " : "", prev_ranks,
             *prev_ranks ? (strcmp(prev_ranks, "1") ? " ranks" : " rank") : "");
     wc_snapshot_free(&snap);
     free(path);
@@ -640,8 +639,10 @@ int wc_train_ckpt_resume(train_ctx *t) {
 static void describe_lost_stop(const train_ctx *t, long steps_done, char *buf, size_t len) {
     const long newest = wc_rundir_newest_step(t->cfg);
     if (newest == -2)
-        snprintf(buf, len, "%s cannot be read: a rerun resumes from its newest usable checkpoint, "
-                 "if any, else starts over", t->ckpt_dir);
+        snprintf(buf, len,
+                 "%s cannot be read: a rerun resumes from its newest usable checkpoint, "
+                 "if any, else starts over",
+                 t->ckpt_dir);
     else if (newest < 0)
         snprintf(buf, len, "no checkpoint of this run is on disk: a rerun starts over from step 0");
     else if (newest >= steps_done)
@@ -686,7 +687,6 @@ int wc_train_ckpt_stop(train_ctx *t, long steps_done) {
     return ok ? WC_EXIT_STOPPED : WC_EXIT_RUNTIME;
 }
 
-
 /* The checkpoint policy and rank 0's writer thread. */
 void wc_train_ckpt_start(train_ctx *t) {
     const wc_train_config *cfg = t->cfg;
@@ -695,8 +695,8 @@ void wc_train_ckpt_start(train_ctx *t) {
                                              : WC_CKPT_DEFAULT_MIN_S;
     t->ckpt.adaptive = cfg->ckpt_minutes <= 0 && cfg->ckpt_every <= 0;
     if (t->rank == 0) {
-        t->bg = wc_ckptbg_create(t->net->nparams, t->net->ntensors, t->opt->v != NULL,
-                                 t->ds->nfeat);
+        t->bg =
+            wc_ckptbg_create(t->net->nparams, t->net->ntensors, t->opt->v != NULL, t->ds->nfeat);
         if (!t->bg) wc_warn("interval checkpoints are written synchronously");
     }
 }

@@ -41,11 +41,11 @@ typedef struct {
 
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
 typedef struct {
-    double interval;    /* seconds between timed checkpoints; 0: none */
-    int adaptive;       /* the default interval: follows the background writes' cost */
-    double last;        /* when the last one was written */
-    int time_due;       /* rank 0 voted for a timed checkpoint in the last step */
-    int stop_agreed;    /* some rank voted to stop in the last step */
+    double interval; /* seconds between timed checkpoints; 0: none */
+    int adaptive;    /* the default interval: follows the background writes' cost */
+    double last;     /* when the last one was written */
+    int time_due;    /* rank 0 voted for a timed checkpoint in the last step */
+    int stop_agreed; /* some rank voted to stop in the last step */
 } ckpt_policy;
 
 /* What a rank allocates for training, planned before any of it is, so that the room for it is
@@ -76,7 +76,7 @@ typedef struct {
     wc_net *net;
     wc_optim *opt;
     wc_reducer *red;
-    wc_ckptbg *bg;      /* rank 0's background checkpoint writer */
+    wc_ckptbg *bg; /* rank 0's background checkpoint writer */
     wc_schedule sched;
     wc_trainlog *log;
     long total_steps, start_step;
@@ -86,18 +86,18 @@ typedef struct {
     read_ahead ra;
     decoded dec;
     wc_validation val;
-    int val_pending; /* the last epoch's validation was cut short by a stop */
-    int ties_warned; /* a validation's metrics were mostly ties, said once a run */
-    int one_class_warned; /* validation labels all burned or none: said once a run */
-    int range_warned;     /* validation pixels beyond float's range left out: said once a run */
+    int val_pending;         /* the last epoch's validation was cut short by a stop */
+    int ties_warned;         /* a validation's metrics were mostly ties, said once a run */
+    int one_class_warned;    /* validation labels all burned or none: said once a run */
+    int range_warned;        /* validation pixels beyond float's range left out: said once a run */
     int said_no_valid_pixel; /* a batch without a valid pixel: said once a run */
     int said_loss_exploded;  /* a finite loss far above an untrained network's: once a run */
     int diverged_as_initialized; /* the loss or gradient of the first update, before any */
-    int kernels_mixed;    /* some rank computes with other kernels than rank 0 (agree.h) */
+    int kernels_mixed;           /* some rank computes with other kernels than rank 0 (agree.h) */
     ckpt_policy ckpt;
     struct {
-        double auc_pr; /* the best validation AUC-PR so far, -1 before the first */
-        long step;     /* the step best.wcp holds */
+        double auc_pr;         /* the best validation AUC-PR so far, -1 before the first */
+        long step;             /* the step best.wcp holds */
         double unsaved_auc_pr; /* the best validation whose best.wcp write failed, -1: none */
         long unsaved_step;
         /* the best the checkpoint resumed from knows: what a checkpoint of a step before a
@@ -105,13 +105,13 @@ typedef struct {
         double resumed_auc_pr;
         long resumed_step;
     } best;
-    train_plan plan;    /* what training allocates, planned before it is */
+    train_plan plan;         /* what training allocates, planned before it is */
     char memory_advice[160]; /* what lowers it, for the memory checks' messages */
-    wc_run_summary sum; /* the report's figures, kept up to date as the run goes */
-    char *spec;         /* the network spec text */
+    wc_run_summary sum;      /* the report's figures, kept up to date as the run goes */
+    char *spec;              /* the network spec text */
     double t_start, t_loop;
     size_t gdal_cache_peak; /* GDAL's block cache at its fullest, sampled after each step */
-    int report_due; /* the report changes even without a step (a pending validation ran) */
+    int report_due;         /* the report changes even without a step (a pending validation ran) */
     char config_kv[2048];
     long poison_step; /* the divergence and read-failure test hook (WILDCPU_TEST_POISON), -1: off */
     char poison_kind;

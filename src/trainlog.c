@@ -18,19 +18,19 @@
 #include "wildcpu/util.h"
 
 struct wc_trainlog {
-    int active;             /* rank 0 */
-    char *path;             /* out_dir/metrics.jsonl */
-    int fd;                 /* appending; -1 when none */
-    off_t end;              /* the end of its last whole line */
-    int failed;             /* a write failed (reported once) */
-    int tty;                /* a live bar between progress lines */
-    int bar_shown;          /* the bar occupies the current line */
+    int active;    /* rank 0 */
+    char *path;    /* out_dir/metrics.jsonl */
+    int fd;        /* appending; -1 when none */
+    off_t end;     /* the end of its last whole line */
+    int failed;    /* a write failed (reported once) */
+    int tty;       /* a live bar between progress lines */
+    int bar_shown; /* the bar occupies the current line */
     long total_steps, steps_per_epoch, log_every;
     double t_open, t_start, t_last;
     long steps_since_start, samples_since_line;
     long steps_since_line; /* of them, the steps with a loss (a valid pixel) */
     double loss_since_line, last_loss;
-    wc_json line;           /* the line being built (its buffer is reused) */
+    wc_json line; /* the line being built (its buffer is reused) */
 };
 
 /* One line of the log (a finished JSON object), flushed. */
@@ -123,8 +123,7 @@ static int trim(const char *path, long keep_through_step) {
     size_t cap = 0;
     for (ssize_t n; (n = getline(&line, &cap, in)) > 0;) {
         int bad;
-        if (keep_line(line, (size_t)n, keep_through_step, &bad))
-            fwrite(line, 1, (size_t)n, out.f);
+        if (keep_line(line, (size_t)n, keep_through_step, &bad)) fwrite(line, 1, (size_t)n, out.f);
         dropped_bad += bad;
     }
     const int read_failed = ferror(in), err = errno;
@@ -154,8 +153,8 @@ wc_trainlog *wc_trainlog_open(const char *out_dir, long start_step, long total_s
     l->active = 1;
     /* A live bar only on a real terminal: Open MPI gives every rank a pseudo-terminal even when
      * mpirun's output goes to a file, so under a launcher progress goes in lines. */
-    l->tty = isatty(STDOUT_FILENO) && !getenv("OMPI_COMM_WORLD_SIZE") &&
-             !getenv("SLURM_STEP_ID") && !getenv("PMIX_RANK");
+    l->tty = isatty(STDOUT_FILENO) && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("SLURM_STEP_ID") &&
+             !getenv("PMIX_RANK");
     size_t n = strlen(out_dir) + sizeof "/" WC_RUNDIR_METRICS_LOG;
     l->path = WC_ALLOC(n);
     snprintf(l->path, n, "%s/" WC_RUNDIR_METRICS_LOG, out_dir);
@@ -183,7 +182,9 @@ void wc_trainlog_close(wc_trainlog *l) {
     free(l);
 }
 
-void wc_trainlog_start(wc_trainlog *l) { l->t_start = l->t_last = wc_now(); }
+void wc_trainlog_start(wc_trainlog *l) {
+    l->t_start = l->t_last = wc_now();
+}
 
 void wc_trainlog_break_line(wc_trainlog *l) {
     if (l->bar_shown) printf("\n");
@@ -248,8 +249,8 @@ void wc_trainlog_step(wc_trainlog *l, long step, double loss, double lr, long sa
     char shown[32];
     fmt_loss(shown, sizeof shown, mean);
     clear_bar(l);
-    wc_info("epoch %ld/%ld  step %ld/%ld  loss %s  lr %.2e  %.1f samples/s  ETA %s", epoch,
-            epochs, done, l->total_steps, shown, lr, sps, eta);
+    wc_info("epoch %ld/%ld  step %ld/%ld  loss %s  lr %.2e  %.1f samples/s  ETA %s", epoch, epochs,
+            done, l->total_steps, shown, lr, sps, eta);
     wc_json *j = begin_line(l, "train", done);
     wc_json_kint(j, "epoch", epoch);
     wc_json_knum(j, "loss", mean);

@@ -3,15 +3,15 @@
 #define _POSIX_C_SOURCE 200809L
 #include "wildcpu/util.h"
 
-#include <stdarg.h>
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -39,7 +39,9 @@ void wc_alloc_set_advice(const char *advice) {
  * process maps varies by a few MiB from run to run (the libraries' own), so a thirty-second more.
  * Advice that fitted exactly was refused when followed (a --micro-batch of 20 under the limit
  * that had refused 32). */
-static size_t advised(size_t bytes) { return bytes + bytes / 32; }
+static size_t advised(size_t bytes) {
+    return bytes + bytes / 32;
+}
 
 /* "raise the limit to at least 1.2 GiB (ulimit -v 1258291)": room for `more` bytes beside what
  * this process maps now. */
@@ -76,8 +78,7 @@ const char *wc_out_of_memory_cause(double bytes, char *buf, size_t size) {
 
 /* Ends the process after an allocation of `bytes` failed: what was being allocated (`what`,
  * NULL when unnamed) and where, what ran out, and what to do. Allocates nothing. */
-WC_NORETURN static void out_of_memory(double bytes, const char *what, const char *file,
-                                      int line) {
+WC_NORETURN static void out_of_memory(double bytes, const char *what, const char *file, int line) {
     char b[32], cause[1024];
     wc_fmt_bytes(b, sizeof b, bytes);
     wc_out_of_memory_cause(bytes, cause, sizeof cause);
@@ -267,7 +268,9 @@ void wc_fatal(const char *fmt, ...) {
     wc_die(WC_EXIT_RUNTIME);
 }
 
-void wc_set_fatal_hook(wc_fatal_hook hook) { fatal_hook = hook; }
+void wc_set_fatal_hook(wc_fatal_hook hook) {
+    fatal_hook = hook;
+}
 
 void wc_die(int status) {
     fflush(stdout);
@@ -300,7 +303,9 @@ double wc_progress_seconds(void) {
     return seconds;
 }
 
-void wc_progress_start(wc_progress *p) { p->t0 = p->said = wc_now(); }
+void wc_progress_start(wc_progress *p) {
+    p->t0 = p->said = wc_now();
+}
 
 int wc_progress_due(wc_progress *p) {
     const double now = wc_now();
@@ -309,7 +314,9 @@ int wc_progress_due(wc_progress *p) {
     return 1;
 }
 
-double wc_progress_elapsed(const wc_progress *p) { return wc_now() - p->t0; }
+double wc_progress_elapsed(const wc_progress *p) {
+    return wc_now() - p->t0;
+}
 
 double wc_progress_left(const wc_progress *p, double done) {
     return done > 0 ? wc_progress_elapsed(p) * (1 - done) / done : 0;
@@ -450,8 +457,8 @@ static void complete_need(const wc_address_need *need, wc_address_need *all) {
     *all = *need;
     /* threads that already called OpenBLAS (a map after a training in this process) have their
      * buffers */
-    const int more = need->threads > blas_threads_counted ? need->threads - blas_threads_counted
-                                                          : 0;
+    const int more =
+        need->threads > blas_threads_counted ? need->threads - blas_threads_counted : 0;
     if (more > 0)
         wc_address_need_add(all, (size_t)more * WC_OPENBLAS_BUFFER_BYTES,
                             "OpenBLAS's work buffer%s for %d thread%s",

@@ -147,8 +147,7 @@ int wc_validation_run(wc_validation *v, long step, const float *params, wc_metri
     wc_progress_start(&progress);
     for (long k = 0; k < v->max_share; k++) {
         say_progress(v, &progress, step, k);
-        if (!failed && v->lo + k < v->hi &&
-            score_block(v, v->blocks[v->lo + k]) != WC_OK)
+        if (!failed && v->lo + k < v->hi && score_block(v, v->blocks[v->lo + k]) != WC_OK)
             failed = 1;
         int64_t flags[2] = {failed, wc_stop_requested()};
         wc_dist_sum_i64(flags, 2);
@@ -188,8 +187,8 @@ int wc_validation_plan(const wc_dataset *ds, const char *arch, const char *spec,
     wc_infer_geometry g;
     const int64_t side = core_side(ds);
     if (wc_infer_geometry_of(&g, arch, spec, ds->nfeat, &ds->files.src) != WC_OK ||
-        wc_infer_plan(&g, ds->read_type, ds->nfeat, arch, spec, side, side, ds->tiles_path,
-                      plan) != WC_OK)
+        wc_infer_plan(&g, ds->read_type, ds->nfeat, arch, spec, side, side, ds->tiles_path, plan) !=
+            WC_OK)
         return WC_ERR;
     plan->bytes += (size_t)side * (size_t)side * CORE_PIXEL_BYTES;
     return WC_OK;

@@ -130,8 +130,8 @@ __attribute__((target("avx2"))) static inline __m256i avx2_first_lanes(int n) {
 
 /* conv.c's 1x1 and lowered forward products: the same kernel, so that a pixel's bits there too
  * depend on its own column of V alone, not on the width of the window that holds it. */
-int wc_wino_own_product(int K, int n, int C, const float *U, size_t ldu, const float *V,
-                        size_t ldv, float *M, size_t ldm) {
+int wc_wino_own_product(int K, int n, int C, const float *U, size_t ldu, const float *V, size_t ldv,
+                        float *M, size_t ldm) {
     pthread_once(&probe_once, probe);
 #ifdef HAVE_AVX2_KERNEL
     if (own_lanes == 16) product_avx512(K, n, C, U, ldu, V, ldv, M, ldm);

@@ -81,7 +81,8 @@ KERNEL(const int rows, const int nvec, const int masked, MASK mask, int C, const
 #define ROWS_CASES()                                                                               \
     switch (rows) {                                                                                \
         ROW_CASE(1)                                                                                \
-        ROW_CASE(2) ROW_CASE(3) ROW_CASE(4) ROW_CASE(5) ROWS_ABOVE_6 default                       \
+        ROW_CASE(2)                                                                                \
+        ROW_CASE(3) ROW_CASE(4) ROW_CASE(5) ROWS_ABOVE_6 default                                   \
             : KERNEL(MR, NV, MASKED, mask, C, U, ldu, V, ldv, M, ldm);                             \
         break;                                                                                     \
     }
@@ -109,9 +110,10 @@ __attribute__((target(KERNEL_TARGET))) static void PANEL(int rows, int shape, MA
 /* M (K x nt, ld ldm) = U (K x C, ld ldu) x V (C x nt, ld ldv). Rows of U outermost: a block
  * of MR rows (MR C floats) stays in L1 while the panels of V stream past it from L2 (columns
  * outermost, a V panel in L1 and U streaming, measured alike on Zen 3). */
-__attribute__((target(KERNEL_TARGET))) static void
-KERNEL_PRODUCT(int K, int nt, int C, const float *U, size_t ldu, const float *V, size_t ldv,
-               float *M, size_t ldm) {
+__attribute__((target(KERNEL_TARGET))) static void KERNEL_PRODUCT(int K, int nt, int C,
+                                                                  const float *U, size_t ldu,
+                                                                  const float *V, size_t ldv,
+                                                                  float *M, size_t ldm) {
     const int last = nt % NR ? nt % NR : NR;                /* columns of the last panel */
     const int in_last = last > LANES ? last - LANES : last; /* ... in its last vector */
     const int last_shape = last == NR ? 0 : last > LANES ? 1 : 2;
@@ -119,8 +121,8 @@ KERNEL_PRODUCT(int K, int nt, int C, const float *U, size_t ldu, const float *V,
     for (int k = 0; k < K; k += MR) {
         const int rows = WC_MIN(MR, K - k);
         for (int j = 0; j < nt; j += NR)
-            PANEL(rows, j + NR < nt ? 0 : last_shape, mask, C, U + (size_t)k * ldu, ldu, V + j,
-                  ldv, M + (size_t)k * ldm + j, ldm);
+            PANEL(rows, j + NR < nt ? 0 : last_shape, mask, C, U + (size_t)k * ldu, ldu, V + j, ldv,
+                  M + (size_t)k * ldm + j, ldm);
     }
 }
 

@@ -89,13 +89,13 @@ static plan make_plan(const kind *kd, int N, int OH, int OW, int C, int K, size_
 }
 
 static pass_shape forward_pass(const wc_conv_shape *s) {
-    return (pass_shape){F2, s->N, s->C, s->H, s->W, s->K, s->OH, s->OW, s->pad, s->in_sample,
-                        s->out_sample};
+    return (pass_shape){F2,    s->N,  s->C,   s->H,         s->W,         s->K,
+                        s->OH, s->OW, s->pad, s->in_sample, s->out_sample};
 }
 
 static pass_shape input_grad_pass(const wc_conv_shape *s) {
-    return (pass_shape){F4, s->N, s->K, s->OH, s->OW, s->C, s->H, s->W, 2 - s->pad,
-                        s->out_sample, s->in_sample};
+    return (pass_shape){F4,   s->N, s->K,       s->OH,         s->OW,       s->C,
+                        s->H, s->W, 2 - s->pad, s->out_sample, s->in_sample};
 }
 
 /* The weight gradient tiles the forward's output with F(4x4) and reads the forward's input. */
@@ -163,11 +163,11 @@ static size_t pass_thread_floats(const pass_shape *ps, const plan *p) {
 typedef struct {
     const pass_shape *ps;
     const plan *p;
-    const float *U;   /* (tt, K, C) */
+    const float *U; /* (tt, K, C) */
     const float *in;
     float *out;
     out_mode om;
-    float *work;      /* per-thread parts, `per_thread` floats each */
+    float *work; /* per-thread parts, `per_thread` floats each */
     size_t per_thread;
 } pass_job;
 
@@ -179,7 +179,7 @@ static void pass_task(void *arg, int block, int thread) {
     const int tt = ps->kd.tt;
     const long t0 = (long)block * p->nb, t1 = WC_MIN(p->ntiles, t0 + p->nb);
     const int nt = (int)(t1 - t0);
-    float *V = j->work + (size_t)thread * j->per_thread; /* (tt, C, nt) */
+    float *V = j->work + (size_t)thread * j->per_thread;  /* (tt, C, nt) */
     float *M = V + tt * PLANE_MAX((size_t)ps->C * p->nb); /* (tt, K, nt) */
     float *scratch = M + tt * PLANE_MAX((size_t)ps->K * p->nb);
     wc_wino_input_transform(V, j->in, ps, p, t0, t1, scratch);
@@ -317,8 +317,8 @@ void wc_wino_backward(float *dinp, float *dweight, float *dbias, const float *do
     if (dbias) wc_conv_bias_grad(dbias, dout, s, pool);
     pass_shape wps = weight_pass(s);
     plan wp = weight_plan(&wps);
-    weight_job wj = {&wps, &wp, groups_of(&wp), dout, inp, s, dweight, shared, thread_work,
-                     weight_thread_floats(&wps, &wp)};
+    weight_job wj = {&wps, &wp,     groups_of(&wp), dout,        inp,
+                     s,    dweight, shared,         thread_work, weight_thread_floats(&wps, &wp)};
     wc_pool_run(pool, wj.groups, weight_task, &wj);
     if (wj.groups > 1) {
         sum_job sj = {dweight, shared, (size_t)9 * s->K * s->C, wj.groups, 4 * nthreads};

@@ -43,7 +43,7 @@ typedef struct {
     float *U;            /* (tt, rows, cols) */
     const float *weight; /* (K, C, 3, 3) */
     int K, C;
-    int transposed;      /* U[xi][c][k] from the flipped filter, for the input gradient */
+    int transposed; /* U[xi][c][k] from the flipped filter, for the input gradient */
     int ntasks;
 } weights_job;
 
@@ -74,7 +74,7 @@ static void weights_task(void *arg, int task, int thread) {
 }
 
 void wc_wino_transform_weights(const kind *kd, float *U, const float *weight, int K, int C,
-                              int transposed, wc_pool *pool) {
+                               int transposed, wc_pool *pool) {
     weights_job j = {*kd, U, weight, K, C, transposed, 0};
     j.ntasks = WC_MIN(transposed ? C : K, 4 * wc_pool_threads(pool));
     wc_pool_run(pool, j.ntasks, weights_task, &j);
@@ -88,9 +88,8 @@ void wc_wino_transform_weights(const kind *kd, float *U, const float *weight, in
 
 /* F(2x2): o = B^T d, rows (1,0,-1,0) (0,1,1,0) (0,-1,1,0) (0,1,0,-1). */
 static inline void bt2_rows(float *restrict o0, float *restrict o1, float *restrict o2,
-                            float *restrict o3, const float *restrict d0,
-                            const float *restrict d1, const float *restrict d2,
-                            const float *restrict d3, int w) {
+                            float *restrict o3, const float *restrict d0, const float *restrict d1,
+                            const float *restrict d2, const float *restrict d3, int w) {
     for (int i = 0; i < w; i++) {
         o0[i] = d0[i] - d2[i];
         o1[i] = d1[i] + d2[i];
@@ -130,10 +129,9 @@ static inline void at2_rows(float *restrict o0, float *restrict o1, const float 
 
 /* F(4x4): o = A^T m, rows (1,1,1,1,1,0) (0,1,-1,2,-2,0) (0,1,1,4,4,0) (0,1,-1,8,-8,1). */
 static inline void at4_rows(float *restrict o0, float *restrict o1, float *restrict o2,
-                            float *restrict o3, const float *restrict m0,
-                            const float *restrict m1, const float *restrict m2,
-                            const float *restrict m3, const float *restrict m4,
-                            const float *restrict m5, int w) {
+                            float *restrict o3, const float *restrict m0, const float *restrict m1,
+                            const float *restrict m2, const float *restrict m3,
+                            const float *restrict m4, const float *restrict m5, int w) {
     for (int i = 0; i < w; i++) {
         float s12 = m1[i] + m2[i], d12 = m1[i] - m2[i], s34 = m3[i] + m4[i], d34 = m3[i] - m4[i];
         o0[i] = m0[i] + s12 + s34;
@@ -201,8 +199,7 @@ static inline void interleave(int m, float *restrict dst, const float *const *p,
         for (int i = 0; i < n; i++) dst[2 * i] = p0[i], dst[2 * i + 1] = p1[i];
         return;
     }
-    const float *restrict p0 = p[0], *restrict p1 = p[1], *restrict p2 = p[2],
-                          *restrict p3 = p[3];
+    const float *restrict p0 = p[0], *restrict p1 = p[1], *restrict p2 = p[2], *restrict p3 = p[3];
     for (int i = 0; i < n; i++) {
         dst[4 * i] = p0[i];
         dst[4 * i + 1] = p1[i];
@@ -263,8 +260,8 @@ static void input_row(const pass_shape *ps, float *h, int segw, const float *img
 /* V (tt, C, nt) for the tiles [t0, t1) of the input x: B^T d B per tile and channel. The
  * horizontal half is computed once per input row and kept in a ring of ts rows, since
  * consecutive tile rows share two input rows; the vertical half combines ts of them. */
-void wc_wino_input_transform(float *V, const float *x, const pass_shape *ps, const plan *p,
-                            long t0, long t1, float *scratch) {
+void wc_wino_input_transform(float *V, const float *x, const pass_shape *ps, const plan *p, long t0,
+                             long t1, float *scratch) {
     const int ts = ps->kd.ts, sw = p->segw;
     const long nt = t1 - t0;
     const size_t plane = plane_stride((size_t)ps->C * nt), hsz = (size_t)ts * sw;
@@ -316,7 +313,6 @@ void wc_wino_input_transform(float *V, const float *x, const pass_shape *ps, con
     }
 }
 
-
 /* One output row segment o (n values) from the transform's values v, as the mode says. */
 static inline void store_row(float *restrict o, const float *restrict v, const float *restrict mk,
                              float b0, const out_mode *om, int n) {
@@ -338,13 +334,13 @@ static inline void store_row(float *restrict o, const float *restrict v, const f
  * applied as the mode says. The vertical half first (ts rows of each tile into m), then the
  * horizontal half gives each output row's m phases, interleaved into the row. */
 void wc_wino_output_transform(float *out, const float *Mb, const pass_shape *ps, const plan *p,
-                             long t0, long t1, const out_mode *om, float *scratch) {
+                              long t0, long t1, const out_mode *om, float *scratch) {
     const int m = ps->kd.m, ts = ps->kd.ts;
     const long nt = t1 - t0;
     const size_t plane = plane_stride((size_t)ps->K * nt), sw = p->segw;
-    float *a = scratch;                       /* (m, ts, segw): A^T m down the columns */
-    float *q = a + (size_t)m * ts * sw;       /* (m, segw): one output row's m phases */
-    float *rowbuf = q + (size_t)m * sw;       /* (m segw): that row */
+    float *a = scratch;                 /* (m, ts, segw): A^T m down the columns */
+    float *q = a + (size_t)m * ts * sw; /* (m, segw): one output row's m phases */
+    float *rowbuf = q + (size_t)m * sw; /* (m segw): that row */
     for (int k = 0; k < ps->K; k++) {
         const float b0 = om->bias ? om->bias[k] : 0.0f;
         for (long t = t0; t < t1;) {
@@ -380,12 +376,12 @@ void wc_wino_output_transform(float *out, const float *Mb, const pass_shape *ps,
 /* Wg (36, K, nt) for the tiles [t0, t1): A dy A^T of each 4x4 tile of dout (zero beyond the
  * output's edge), the horizontal half per output row, then the vertical half (F(4x4) only). */
 void wc_wino_grad_output_transform(float *Wg, const float *dout, const wc_conv_shape *s,
-                                  const plan *p, long t0, long t1, float *scratch) {
+                                   const plan *p, long t0, long t1, float *scratch) {
     const long nt = t1 - t0;
     const size_t plane = plane_stride((size_t)s->K * nt), sw = p->segw;
-    float *h = scratch;                    /* (4, 6, segw) */
-    float *ph = h + (size_t)4 * 6 * sw;    /* (4, segw + 1) */
-    float *pad_row = ph + 4 * (sw + 1);    /* (4 segw) */
+    float *h = scratch;                 /* (4, 6, segw) */
+    float *ph = h + (size_t)4 * 6 * sw; /* (4, segw + 1) */
+    float *pad_row = ph + 4 * (sw + 1); /* (4 segw) */
     for (int k = 0; k < s->K; k++) {
         for (long t = t0; t < t1;) {
             segment g = segment_at(p, t0, t, t1);

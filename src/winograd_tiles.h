@@ -1,7 +1,8 @@
 /* winograd_tiles.h: the pieces of winograd.c's pipeline shared by its two files, private to
  * them: the tile geometry of F(2x2) and F(4x4), the plan of a pass (tiles, blocks, segments), the
  * padded plane layout, and the transforms (winograd_tf.c) and products (wino_gemm.c) that the
- * passes (winograd.c) call once per block. The arithmetic and the pipeline are described at the top of winograd.c. */
+ * passes (winograd.c) call once per block. The arithmetic and the pipeline are described at the top
+ * of winograd.c. */
 #ifndef WILDCPU_WINOGRAD_TILES_H
 #define WILDCPU_WINOGRAD_TILES_H
 
@@ -24,7 +25,6 @@ typedef struct {
 
 static const kind F2 = {2, 4, 16}, F4 = {4, 6, 36};
 
-
 /* Floats from one transformed plane (one position xi) to the next, for planes of n floats:
  * n rounded up to whole cache lines, an odd number of them. The transforms write (or read) all
  * 16 or 36 planes of a tile at once; plane sizes like 128 x 64 floats (32 KiB) put all of them
@@ -41,7 +41,7 @@ typedef struct {
     long ntiles; /* N * th * tw */
     int nb;      /* tiles per block (the last block may have fewer) */
     int nblocks;
-    int segw;    /* widest run of tiles of one tile row inside a block */
+    int segw; /* widest run of tiles of one tile row inside a block */
 } plan;
 
 /* A forward-like pass as the pipeline sees it: the forward reads inp (N, C, H, W) and writes
@@ -89,8 +89,8 @@ void wc_wino_transform_weights(const kind *kd, float *U, const float *weight, in
 /* Row scratch one thread's transforms need, in floats. */
 size_t wc_wino_scratch_floats(const kind *kd, const plan *p);
 /* V (tt, C, nt) = B^T d B for the input tiles of the block [t0, t1) of x. */
-void wc_wino_input_transform(float *V, const float *x, const pass_shape *ps, const plan *p,
-                             long t0, long t1, float *scratch);
+void wc_wino_input_transform(float *V, const float *x, const pass_shape *ps, const plan *p, long t0,
+                             long t1, float *scratch);
 /* out (N, K, OH, OW) for the tiles [t0, t1) from M (tt, K, nt): A^T m A, applied as om says. */
 void wc_wino_output_transform(float *out, const float *Mb, const pass_shape *ps, const plan *p,
                               long t0, long t1, const out_mode *om, float *scratch);

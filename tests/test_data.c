@@ -20,9 +20,9 @@
 #include <float.h>
 #include <gdal.h>
 #include <gdal_utils.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "wildcpu/dataset.h"
@@ -118,9 +118,9 @@ static void test_schedule_covers_every_patch_once(void) {
 
 static void test_georeferencing_round_trip(void) {
     const double gts[3][6] = {
-        {640000, 30, 0, 4930000, 0, -30},  /* north-up */
-        {640000, 30, 0, 4900000, 0, 30},   /* south-up: positive pixel height */
-        {500000, 25, 5, 4000000, 4, -25},  /* rotated */
+        {640000, 30, 0, 4930000, 0, -30}, /* north-up */
+        {640000, 30, 0, 4900000, 0, 30},  /* south-up: positive pixel height */
+        {500000, 25, 5, 4000000, 4, -25}, /* rotated */
     };
     double worst = 0;
     for (int g = 0; g < 3; g++)
@@ -301,8 +301,8 @@ static void test_decode_nodata_nan_and_labels(void) {
 
 /* Rasters of every accepted type read and decode to their values. */
 static void test_band_types(void) {
-    static const GDALDataType types[] = {GDT_Byte, GDT_UInt16, GDT_Int16, GDT_UInt32, GDT_Int32,
-                                         GDT_Float32, GDT_Float64};
+    static const GDALDataType types[] = {GDT_Byte,  GDT_UInt16,  GDT_Int16,  GDT_UInt32,
+                                         GDT_Int32, GDT_Float32, GDT_Float64};
     char dir[] = "/tmp/wildcpu-test-types.XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
@@ -313,9 +313,13 @@ static void test_band_types(void) {
         GDALSetGeoTransform(g, gt);
         double *v = WC_ALLOC(sizeof(double) * 64 * 64);
         for (int i = 0; i < 64 * 64; i++) v[i] = 3 + (i * 7) % 200; /* fits every type */
-        CHECK(GDALRasterIO(GDALGetRasterBand(g, 1), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64, 0, 0) == CE_None, "w1");
+        CHECK(GDALRasterIO(GDALGetRasterBand(g, 1), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64,
+                           0, 0) == CE_None,
+              "w1");
         for (int i = 0; i < 64 * 64; i++) v[i] = i % 5 == 0;
-        CHECK(GDALRasterIO(GDALGetRasterBand(g, 2), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64, 0, 0) == CE_None, "w2");
+        CHECK(GDALRasterIO(GDALGetRasterBand(g, 2), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Float64,
+                           0, 0) == CE_None,
+              "w2");
         GDALSetDescription(GDALGetRasterBand(g, 2), "fire");
         GDALClose(g);
         wc_dataset *ds = open_one_patch(path);
@@ -348,23 +352,35 @@ static void test_band_types(void) {
  * finite mean and std within a few double roundings of the reference, or, for a band whose
  * spread is subnormal, call it constant (std 1). Decoding then gives finite inputs only. */
 enum { HOSTILE_BANDS = 8, HOSTILE_SIDE = 128 };
-static const char *hostile_names[HOSTILE_BANDS] = {
-    "near +DBL_MAX", "near -DBL_MAX", "+-1e308 mixed", "1e308 outliers among N(0,1)",
-    "log-uniform 1e-300..1e300, both signs", "subnormal spread", "ordinary",
-    "1e30, one rounding apart"};
+static const char *hostile_names[HOSTILE_BANDS] = {"near +DBL_MAX",
+                                                   "near -DBL_MAX",
+                                                   "+-1e308 mixed",
+                                                   "1e308 outliers among N(0,1)",
+                                                   "log-uniform 1e-300..1e300, both signs",
+                                                   "subnormal spread",
+                                                   "ordinary",
+                                                   "1e30, one rounding apart"};
 
 static double hostile_value(int band, int i, uint64_t *rng) {
     *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
     double u = (double)(*rng >> 11) * 0x1p-53; /* [0, 1) */
     switch (band) {
-    case 0: return DBL_MAX * (1 - 0x1p-12 * u);
-    case 1: return -DBL_MAX * (1 - 0x1p-20 * u);
-    case 2: return (i % 2 ? 1e308 : -1e308) * (0.5 + 0.5 * u);
-    case 3: return i % 97 == 0 ? 1e308 : 2 * u - 1;
-    case 4: return (i % 3 ? 1 : -1) * pow(10, -300 + 600 * u);
-    case 5: return 0x1p-1060 * (1 + u); /* subnormal values and spread */
-    case 7: return i % 2 ? 1e30 : nextafter(1e30, INFINITY); /* constant but for rounding */
-    default: return 100 + 10 * u;
+    case 0:
+        return DBL_MAX * (1 - 0x1p-12 * u);
+    case 1:
+        return -DBL_MAX * (1 - 0x1p-20 * u);
+    case 2:
+        return (i % 2 ? 1e308 : -1e308) * (0.5 + 0.5 * u);
+    case 3:
+        return i % 97 == 0 ? 1e308 : 2 * u - 1;
+    case 4:
+        return (i % 3 ? 1 : -1) * pow(10, -300 + 600 * u);
+    case 5:
+        return 0x1p-1060 * (1 + u); /* subnormal values and spread */
+    case 7:
+        return i % 2 ? 1e30 : nextafter(1e30, INFINITY); /* constant but for rounding */
+    default:
+        return 100 + 10 * u;
     }
 }
 
@@ -400,15 +416,14 @@ static void test_statistics_of_hostile_values(void) {
         for (int i = 0; i < S * S; i++) ss += (vb[i] - mean) * (vb[i] - mean);
         double ref_mean = (double)mean, ref_std = (double)sqrtl((long double)(ss / (S * S)));
         double m = ds->mean[c], sd = ds->std[c];
-        CHECK(isfinite(m) && isfinite(sd) && sd > 0, "%s: mean %g std %g", hostile_names[c], m,
-              sd);
+        CHECK(isfinite(m) && isfinite(sd) && sd > 0, "%s: mean %g std %g", hostile_names[c], m, sd);
         if (c == 5) { /* a subnormal spread carries nothing a float input could show */
             CHECK(sd == 1.0, "%s: std %g, expected 1 (constant)", hostile_names[c], sd);
             continue;
         }
         if (c == 7) { /* constant: normalized by its own size, so its inputs are 0 */
-            CHECK(sd == fabs(m), "%s: std %g, expected |mean| %g (constant)", hostile_names[c],
-                  sd, fabs(m));
+            CHECK(sd == fabs(m), "%s: std %g, expected |mean| %g (constant)", hostile_names[c], sd,
+                  fabs(m));
             continue;
         }
         /* the mean's error is measured against the spread it is normalized by */
@@ -427,7 +442,8 @@ static void test_statistics_of_hostile_values(void) {
         uint8_t valid[64 * 64];
         long bad = 0, nvalid = 0;
         for (uint32_t id = 0; id < 4; id++) {
-            CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = id}, raw, 0) == WC_OK, "read patch %u", id);
+            CHECK(wc_dataset_read_patch(ds, &f, (wc_sample){.id = id}, raw, 0) == WC_OK,
+                  "read patch %u", id);
             nvalid +=
                 wc_dataset_decode(ds, raw, (wc_sample){0}, ds->mean, ds->std, x, y, valid, NULL);
             for (int i = 0; i < NB * 64 * 64; i++) bad += !isfinite(x[i]);
@@ -490,8 +506,8 @@ static void test_unrepresentable_input_is_invalid(void) {
 }
 
 static void test_type_union_holds_both(void) {
-    const wc_dtype all[] = {WC_DT_BYTE, WC_DT_UINT16, WC_DT_INT16, WC_DT_UINT32, WC_DT_INT32,
-                            WC_DT_FLOAT32, WC_DT_FLOAT64};
+    const wc_dtype all[] = {WC_DT_BYTE,  WC_DT_UINT16,  WC_DT_INT16,  WC_DT_UINT32,
+                            WC_DT_INT32, WC_DT_FLOAT32, WC_DT_FLOAT64};
     /* extremes of each type */
     const double lo[] = {0, 0, -32768, 0, -2147483648.0, -3.4e38, -1.7e308};
     const double hi[] = {255, 65535, 32767, 4294967295.0, 2147483647.0, 3.4e38, 1.7e308};
@@ -579,8 +595,10 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
                     moved += x[z * pp + i] != x0[z * pp + s] || y[i] != y0[s] || v[i] != v0[s];
                     /* wind . downslope is a scalar too */
                     if (v[i]) {
-                        const float d = x[wu * pp + i] * x[ae * pp + i] + x[wv * pp + i] * x[an * pp + i];
-                        const float d0 = x0[wu * pp + s] * x0[ae * pp + s] + x0[wv * pp + s] * x0[an * pp + s];
+                        const float d =
+                            x[wu * pp + i] * x[ae * pp + i] + x[wv * pp + i] * x[an * pp + i];
+                        const float d0 =
+                            x0[wu * pp + s] * x0[ae * pp + s] + x0[wv * pp + s] * x0[an * pp + s];
                         dot_bad += d != d0;
                     }
                 }
@@ -592,7 +610,8 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
                     const double g = hypot(gx, gy);
                     if (g < 8) continue; /* nearly flat: the direction is rounding */
                     const size_t i = (size_t)r * P + c;
-                    const double err = fmax(fabs(x[ae * pp + i] + gx / g), fabs(x[an * pp + i] + gy / g));
+                    const double err =
+                        fmax(fabs(x[ae * pp + i] + gx / g), fabs(x[an * pp + i] + gy / g));
                     worst = fmax(worst, err);
                     horn_bad += err > 1.0 / 256;
                     horn_n++;
@@ -605,8 +624,10 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
     NOTE("Horn's downslope direction of the turned elevation vs the turned aspect bands: %d "
          "pixels, worst component error %.5f (quantum 1/256 = %.5f)",
          horn_n, worst, 1.0 / 256);
-    CHECK(horn_n > 10000 && horn_bad == 0, "%d of %d pixels: turned aspect is not the turned "
-          "terrain's downslope direction (worst %.4f)", horn_bad, horn_n, worst);
+    CHECK(horn_n > 10000 && horn_bad == 0,
+          "%d of %d pixels: turned aspect is not the turned "
+          "terrain's downslope direction (worst %.4f)",
+          horn_bad, horn_n, worst);
     CHECK(moved == 0, "%d pixel values did not move with their pixel", moved);
     CHECK(dot_bad == 0, "wind . aspect changed at %d pixels", dot_bad);
     CHECK(same_as_other == 0, "%d pairs of orientations gave the same patch", same_as_other);
@@ -619,7 +640,9 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
         wc_dataset_decode(ds, raw, (wc_sample){.orient = o}, ds->mean, ds->std, xn, y0, v0, NULL);
         for (int c = 0; c < nf; c++)
             for (size_t i = 0; i < pp; i++)
-                if (v[i]) norm_bad += xn[c * pp + i] != wc_normalize(x[c * pp + i], ds->mean[c], 1.0 / ds->std[c]);
+                if (v[i])
+                    norm_bad += xn[c * pp + i] !=
+                                wc_normalize(x[c * pp + i], ds->mean[c], 1.0 / ds->std[c]);
     }
     free(xn);
     CHECK(norm_bad == 0, "%d normalized values not from their own channel's statistics", norm_bad);
@@ -634,8 +657,10 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
             count[s.orient]++, total++;
         }
     int uneven = 0;
-    for (int o = 0; o < WC_ORIENT_COUNT; o++) uneven += count[o] < total / 10 || count[o] > total / 6;
-    CHECK(uneven == 0 && unstable == 0, "orientation draw: %d uneven, %ld unstable", uneven, unstable);
+    for (int o = 0; o < WC_ORIENT_COUNT; o++)
+        uneven += count[o] < total / 10 || count[o] > total / 6;
+    CHECK(uneven == 0 && unstable == 0, "orientation draw: %d uneven, %ld unstable", uneven,
+          unstable);
     wc_data_files_close(&f);
     cfg.augment = 0;
     wc_dataset *plain = wc_dataset_open(&cfg, NULL);
@@ -645,9 +670,11 @@ static void test_orientations_turn_vectors_with_the_terrain(void) {
             wc_sample s0 = wc_dataset_sample(plain, plain->train[k], e);
             wc_sample s1 = wc_dataset_sample(ds, plain->train[k], e);
             turned += s0.orient != 0;
-            shifted_otherwise += s0.dx != s1.dx || s0.dy != s1.dy; /* the jitter's draws come first */
+            shifted_otherwise +=
+                s0.dx != s1.dx || s0.dy != s1.dy; /* the jitter's draws come first */
         }
-    CHECK(plain && plain->aug.norient == 1 && turned == 0, "without --augment %ld samples are turned", turned);
+    CHECK(plain && plain->aug.norient == 1 && turned == 0,
+          "without --augment %ld samples are turned", turned);
     CHECK(shifted_otherwise == 0, "--augment changed the jitter of %ld samples", shifted_otherwise);
     wc_dataset_close(plain);
     wc_dataset_close(ds);
@@ -878,8 +905,8 @@ static void test_turn_windows_fit_their_angle(void) {
     for (long k = 0; k < ds->ntrain; k++) first += wc_dataset_sample(ds, ds->train[k], 0).turn != 0;
     CHECK(sh.counted == ds->ntrain && sh.turns && sh.turned == first &&
               sh.turned + sh.turn_off_raster + sh.turn_on_validation == sh.counted,
-          "shares: %ld counted, %ld turned (%ld in the first epoch), %ld + %ld refused",
-          sh.counted, sh.turned, first, sh.turn_off_raster, sh.turn_on_validation);
+          "shares: %ld counted, %ld turned (%ld in the first epoch), %ld + %ld refused", sh.counted,
+          sh.turned, first, sh.turn_off_raster, sh.turn_on_validation);
     wc_dataset_close(ds);
 }
 
@@ -920,7 +947,7 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
     CHECK(wc_augment_plan(&a, 1, 0, NULL, wx, 6, &north_up, "t") == WC_OK && a.norient == 8 &&
               a.npairs == 1 && a.pair[0][0] == 1 && a.pair[0][1] == 2,
           "pairs by name (slope_sin/cos and wind_speed are scalars): %s", a.summary);
-    const char *many[] = {"Aspect_SIN", "aspect_cos", "U10", "V10", "ugrd_80m",
+    const char *many[] = {"Aspect_SIN", "aspect_cos", "U10",       "V10",     "ugrd_80m",
                           "vgrd_80m",   "eastness",   "northness", "doy_sin", "doy_cos"};
     CHECK(wc_augment_plan(&a, 1, 0, NULL, many, 10, &north_up, "t") == WC_OK && a.npairs == 4 &&
               a.pair[0][0] == 0 && a.pair[1][0] == 2 && a.pair[2][0] == 4 && a.pair[3][0] == 6,
@@ -928,24 +955,26 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
     /* the wind components of climate products: MERRA-2 (U10M, V2M), CMIP (uas, vas), NCEP
      * reanalysis (uwnd, vwnd); before, each was a scalar, turned as one without a word */
     const char *climate[] = {"U10M", "V10M", "u2m", "v2m", "uas", "vas", "UWND", "VWND", "u10mx"};
-    CHECK(wc_augment_plan(&a, 1, 0, NULL, climate, 9, &north_up, "t") == WC_OK &&
-              a.npairs == 4 && a.pair[0][0] == 0 && a.pair[0][1] == 1 && a.pair[1][0] == 2 &&
-              a.pair[2][0] == 4 && a.pair[3][0] == 6 && a.pair[3][1] == 7,
+    CHECK(wc_augment_plan(&a, 1, 0, NULL, climate, 9, &north_up, "t") == WC_OK && a.npairs == 4 &&
+              a.pair[0][0] == 0 && a.pair[0][1] == 1 && a.pair[1][0] == 2 && a.pair[2][0] == 4 &&
+              a.pair[3][0] == 6 && a.pair[3][1] == 7,
           "U10M:V10M, u2m:v2m, uas:vas, UWND:VWND pair (u10mx is no component): %s", a.summary);
     /* CF's standard names, as a netCDF variable's long name or a band description may carry */
     const char *cf[] = {"eastward_wind", "northward_wind", "X_WIND_10m", "Y_WIND_10m"};
     CHECK(wc_augment_plan(&a, 1, 0, NULL, cf, 4, &north_up, "t") == WC_OK && a.npairs == 2 &&
               a.pair[0][0] == 0 && a.pair[0][1] == 1 && a.pair[1][0] == 2 && a.pair[1][1] == 3,
           "eastward_wind:northward_wind, X_WIND_10m:Y_WIND_10m pair: %s", a.summary);
-    const char *lone_climate[][2] = {{"elevation", "U10M"}, {"elevation", "vas"},
-                                     {"elevation", "uwnd"}, {"elevation", "eastward_wind"},
+    const char *lone_climate[][2] = {{"elevation", "U10M"},
+                                     {"elevation", "vas"},
+                                     {"elevation", "uwnd"},
+                                     {"elevation", "eastward_wind"},
                                      {"elevation", "y_wind"}};
     for (int k = 0; k < 5; k++)
         CHECK(wc_augment_plan(&a, 1, 0, NULL, lone_climate[k], 2, &north_up, "t") == WC_ERR,
               "'%s' should be refused as a direction without a pair", lone_climate[k][1]);
     /* a direction band without its partner: refused with --augment, fine without */
-    const char *lone[][3] = {{"elevation", "Aspect", "ndvi"}, {"elevation", "th", "vs"},
-                             {"elevation", "u10", "ndvi"},   {"elevation", "wind_dir", "ndvi"},
+    const char *lone[][3] = {{"elevation", "Aspect", "ndvi"},  {"elevation", "th", "vs"},
+                             {"elevation", "u10", "ndvi"},     {"elevation", "wind_dir", "ndvi"},
                              {"elevation", "WindDir", "ndvi"}, {"gust_u", "ndvi", "elevation"}};
     for (int k = 0; k < 6; k++) {
         CHECK(wc_augment_plan(&a, 1, 0, NULL, lone[k], 3, &north_up, "t") == WC_ERR,
@@ -964,8 +993,8 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
     /* a list replaces the search but not the check */
     CHECK(wc_augment_plan(&a, 1, 0, "wind_u:wind_v", many, 10, &north_up, "t") == WC_ERR,
           "--vector-bands wind_u:wind_v leaves aspect_sin unpaired");
-    const char *bad[] = {"ws_e:nope", "ws_e", "ws_e:ws_n:ndvi", "ws_e:ws_e", "", ",",
-                         "ws_e:ws_n,ws_n:ndvi"};
+    const char *bad[] = {"ws_e:nope", "ws_e", "ws_e:ws_n:ndvi",     "ws_e:ws_e",
+                         "",          ",",    "ws_e:ws_n,ws_n:ndvi"};
     for (int k = 0; k < 7; k++)
         CHECK(wc_augment_plan(&a, 0, 0, bad[k], given, 4, &north_up, "t") == WC_ERR,
               "--vector-bands '%s' should be refused (with or without --augment)", bad[k]);
@@ -1028,8 +1057,10 @@ static void test_vector_pairs_and_when_augmentation_is_off(void) {
           "--rotate on a rotated grid of square pixels: %s", a.summary);
     /* every orientation turns (1, 0) and (0, 1) as the pixel map does, for the four sign
      * combinations of the pixel axes and without georeferencing; a scalar stays itself */
-    const wc_augment_grid grids[] = {{{0, 30, 0, 0, 0, -30}, 1, 0}, {{0, 30, 0, 0, 0, 30}, 1, 0},
-                                     {{0, -30, 0, 0, 0, -30}, 1, 0}, {{0, -30, 0, 0, 0, 30}, 1, 0},
+    const wc_augment_grid grids[] = {{{0, 30, 0, 0, 0, -30}, 1, 0},
+                                     {{0, 30, 0, 0, 0, 30}, 1, 0},
+                                     {{0, -30, 0, 0, 0, -30}, 1, 0},
+                                     {{0, -30, 0, 0, 0, 30}, 1, 0},
                                      {{0, 1, 0, 0, 0, 1}, 0, 0}};
     int wrong = 0;
     for (int g = 0; g < 5; g++) {
@@ -1093,7 +1124,8 @@ static void test_jitter_stays_on_the_grid(void) {
             shifted += s.dx != 0 || s.dy != 0, total++;
         }
     NOTE("of %ld samples over 20 epochs, %ld shifted; into the left, top, right and bottom "
-         "margins: %ld %ld %ld %ld", total, shifted, reach[0], reach[1], reach[2], reach[3]);
+         "margins: %ld %ld %ld %ld",
+         total, shifted, reach[0], reach[1], reach[2], reach[3]);
     CHECK(reach[0] + reach[1] + reach[2] + reach[3] == 0,
           "samples reach into the margins: %ld %ld %ld %ld", reach[0], reach[1], reach[2],
           reach[3]);

@@ -142,8 +142,8 @@ static void test_outputs_not_inputs(void) {
     realpath_calls = 0;
     CHECK(wc_check_outputs_not_inputs(outputs, whats, NOUT, NULL, 0, inputs) == WC_OK,
           "distinct files refused");
-    CHECK(realpath_calls <= NOUT, "%ld realpath calls for %d inputs and %d outputs",
-          realpath_calls, NIN, NOUT);
+    CHECK(realpath_calls <= NOUT, "%ld realpath calls for %d inputs and %d outputs", realpath_calls,
+          NIN, NOUT);
     const char *same[] = {"./mosaic/../mosaic/t007.tif", NULL};
     const char *one[] = {"mosaic/t007.tif"}, *what[] = {"the map"};
     CHECK(wc_check_outputs_not_inputs(one, what, 1, NULL, 0, same) == WC_ERR,
@@ -171,10 +171,12 @@ static pid_t claimant(const char *path, const int start[2], const int result[2],
     prctl(PR_SET_NAME, "wildcpu");
     if (!freopen("claims.err", "a", stderr)) _exit(2); /* what it says, for the parent to read */
     char c;
-    while (read(start[0], &c, 1) > 0) {}
+    while (read(start[0], &c, 1) > 0) {
+    }
     const long got = wc_claim_output(path);
     if (write(result[1], &got, sizeof got) != (ssize_t)sizeof got) _exit(2);
-    while (read(hold[0], &c, 1) > 0) {}
+    while (read(hold[0], &c, 1) > 0) {
+    }
     exit(0); /* its claim is removed at exit */
 }
 
@@ -203,19 +205,24 @@ static void test_claim_race(void) {
         close(hold[1]);
         close(result[0]);
         for (int i = 0; i < 2; i++) waitpid(pid[i], NULL, 0);
-        if (got[0] == 0 && got[1] == 0) both++;
-        else if (got[0] != 0 && got[1] != 0) neither++;
+        if (got[0] == 0 && got[1] == 0)
+            both++;
+        else if (got[0] != 0 && got[1] != 0)
+            neither++;
         else if ((got[0] ? got[0] : got[1]) != pid[0] && (got[0] ? got[0] : got[1]) != pid[1])
             wrong++;
     }
     CHECK(both == 0 && neither == 0 && wrong == 0,
-          "of 40 rounds, both claimed in %d, neither in %d, another pid given in %d", both,
-          neither, wrong);
+          "of 40 rounds, both claimed in %d, neither in %d, another pid given in %d", both, neither,
+          wrong);
     struct stat st;
-    CHECK(stat("claims.err", &st) != 0 || st.st_size == 0, "the claimants said something: see %s/claims.err", dir);
+    CHECK(stat("claims.err", &st) != 0 || st.st_size == 0,
+          "the claimants said something: see %s/claims.err", dir);
     glob_t left;
-    CHECK(glob(".race*", 0, NULL, &left) == GLOB_NOMATCH, "%zu claims left after their holders "
-          "ended, the first %s", left.gl_pathc, left.gl_pathc ? left.gl_pathv[0] : "");
+    CHECK(glob(".race*", 0, NULL, &left) == GLOB_NOMATCH,
+          "%zu claims left after their holders "
+          "ended, the first %s",
+          left.gl_pathc, left.gl_pathc ? left.gl_pathv[0] : "");
     globfree(&left);
 }
 

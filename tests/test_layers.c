@@ -74,8 +74,8 @@ static void naive_conv_forward(double *out, const float *x, const float *w, cons
                 }
 }
 
-static void naive_conv_backward(double *dx, double *dw, double *db, const float *dy,
-                                const float *x, const float *w, const wc_conv_shape *s) {
+static void naive_conv_backward(double *dx, double *dw, double *db, const float *dy, const float *x,
+                                const float *w, const wc_conv_shape *s) {
     for (int n = 0; n < s->N; n++)
         for (int k = 0; k < s->K; k++)
             for (int oy = 0; oy < s->OH; oy++)
@@ -111,14 +111,14 @@ static wc_conv_shape case_shape(const conv_case *c, size_t *nx, size_t *nw, size
 }
 
 static const conv_case conv_cases[] = {
-    {2, 3, 7, 9, 4, 3, 3, 1, 1},    /* odd sizes, "same" 3x3 */
-    {2, 5, 9, 7, 3, 3, 3, 2, 0},    /* stride 2, no padding */
-    {1, 2, 11, 10, 4, 5, 5, 1, 2},  /* 5x5, padding 2 */
-    {3, 6, 8, 5, 7, 1, 1, 1, 0},    /* 1x1: no lowering */
-    {2, 4, 9, 9, 3, 1, 1, 2, 0},    /* 1x1 with stride 2: lowered */
-    {1, 3, 13, 12, 2, 3, 2, 2, 1},  /* rectangular kernel, stride 2, padding 1 */
-    {2, 3, 40, 37, 5, 3, 3, 1, 1},  /* more than one chunk of output rows */
-    {1, 2, 5, 5, 3, 3, 3, 1, 2},    /* padding wider than the kernel's reach at the corners */
+    {2, 3, 7, 9, 4, 3, 3, 1, 1},   /* odd sizes, "same" 3x3 */
+    {2, 5, 9, 7, 3, 3, 3, 2, 0},   /* stride 2, no padding */
+    {1, 2, 11, 10, 4, 5, 5, 1, 2}, /* 5x5, padding 2 */
+    {3, 6, 8, 5, 7, 1, 1, 1, 0},   /* 1x1: no lowering */
+    {2, 4, 9, 9, 3, 1, 1, 2, 0},   /* 1x1 with stride 2: lowered */
+    {1, 3, 13, 12, 2, 3, 2, 2, 1}, /* rectangular kernel, stride 2, padding 1 */
+    {2, 3, 40, 37, 5, 3, 3, 1, 1}, /* more than one chunk of output rows */
+    {1, 2, 5, 5, 3, 3, 3, 1, 2},   /* padding wider than the kernel's reach at the corners */
 };
 
 static void test_conv_forward_matches_naive(void) {
@@ -133,8 +133,8 @@ static void test_conv_forward_matches_naive(void) {
         wc_conv2d_forward(y, x, w, b, &s, work);
         naive_conv_forward(ref, x, w, b, &s);
         double err = max_rel(y, ref, ny, 1.0);
-        NOTE("case %zu (N%d C%d %dx%d K%d %dx%d s%d p%d -> %dx%d): max rel err %.2e", t, s.N,
-             s.C, s.H, s.W, s.K, s.KH, s.KW, s.stride, s.pad, s.OH, s.OW, err);
+        NOTE("case %zu (N%d C%d %dx%d K%d %dx%d s%d p%d -> %dx%d): max rel err %.2e", t, s.N, s.C,
+             s.H, s.W, s.K, s.KH, s.KW, s.stride, s.pad, s.OH, s.OW, err);
         CHECK(err < 1e-5, "case %zu: forward differs from naive loops by %.3g", t, err);
         free(x), free(w), free(b), free(y), free(work), free(ref);
     }
@@ -159,10 +159,10 @@ static void test_conv_backward_matches_naive(void) {
         double ex = max_rel(dx, rdx, nx, 1.0), ew = max_rel(dw, rdw, nw, 1.0);
         double eb = max_rel(db, rdb, s.K, 1.0);
         NOTE("case %zu: dinp %.2e  dweight %.2e  dbias %.2e", t, ex, ew, eb);
-        CHECK(ex < 1e-5 && ew < 1e-5 && eb < 1e-5, "case %zu: backward differs: %.3g %.3g %.3g",
-              t, ex, ew, eb);
-        free(x), free(w), free(dy), free(dx), free(dw), free(db), free(rdx), free(rdw),
-            free(rdb), free(work);
+        CHECK(ex < 1e-5 && ew < 1e-5 && eb < 1e-5, "case %zu: backward differs: %.3g %.3g %.3g", t,
+              ex, ew, eb);
+        free(x), free(w), free(dy), free(dx), free(dw), free(db), free(rdx), free(rdw), free(rdb),
+            free(work);
     }
 }
 
@@ -269,8 +269,8 @@ static void test_conv_backward_without_input_gradient(void) {
 static void test_im2col_adjoint(void) {
     for (size_t t = 0; t < sizeof conv_cases / sizeof conv_cases[0]; t++) {
         const conv_case *c = &conv_cases[t];
-        wc_conv_shape s = wc_conv_shape_make(1, c->C, c->H, c->W, c->K, c->KH, c->KW, c->stride,
-                                             c->pad);
+        wc_conv_shape s =
+            wc_conv_shape_make(1, c->C, c->H, c->W, c->K, c->KH, c->KW, c->stride, c->pad);
         int oy0 = s.OH > 2 ? 1 : 0, oy1 = s.OH; /* a chunk that does not start at row 0 */
         size_t nx = (size_t)s.C * s.H * s.W;
         size_t ncol = (size_t)s.C * s.KH * s.KW * (oy1 - oy0) * s.OW;
@@ -325,8 +325,8 @@ static void test_backward_write_forms(void) {
  * masking, samples further apart than their size, on 1, 2 and 3 threads. */
 static void check_conv_forms(const conv_case *c) {
     const int extra = 5; /* floats of padding between samples of the strided layout */
-    wc_conv_shape s = wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW, c->stride,
-                                         c->pad);
+    wc_conv_shape s =
+        wc_conv_shape_make(c->N, c->C, c->H, c->W, c->K, c->KH, c->KW, c->stride, c->pad);
     const size_t xs = s.in_sample, ys = s.out_sample;
     const size_t nx = s.N * xs, ny = s.N * ys, nw = (size_t)s.K * s.C * s.KH * s.KW;
     float *x = random_buf(nx, 1), *w = random_buf(nw, 1), *b = random_buf(s.K, 1);
@@ -369,7 +369,7 @@ static void check_conv_forms(const conv_case *c) {
             float *dwo = WC_CALLOC(nw, 4), *dbo = WC_CALLOC(s.K, 4);
             float *got = WC_ALLOC(nx * 4), *got2 = WC_ALLOC(ny * 4);
 #define GATHER(dst, src, n_, size, stride)                                                         \
-    for (int n = 0; n < s.N; n++) memcpy((dst) + n * (size), (src) + n * (stride), (size) * 4)
+    for (int n = 0; n < s.N; n++) memcpy((dst) + n * (size), (src) + n * (stride), (size)*4)
             wc_conv2d_forward_ex(yo, xi, w, b, &t, WC_CONV_RELU, pool, wk);
             GATHER(got2, yo, s.N, ys, tys);
             CHECK(same_values(got2, yr, ny), "T%d strided %d: forward with ReLU differs", threads,
@@ -378,8 +378,8 @@ static void check_conv_forms(const conv_case *c) {
             GATHER(got2, yo, s.N, ys, tys);
             CHECK(same_values(got2, y, ny), "T%d strided %d: forward differs", threads, strided);
             for (int flags = 0; flags < 4; flags++) { /* WRITE x MASK */
-                const int f = (flags & 1 ? WC_CONV_DINP_WRITE : 0) |
-                              (flags & 2 ? WC_CONV_DINP_RELU_MASK : 0);
+                const int f =
+                    (flags & 1 ? WC_CONV_DINP_WRITE : 0) | (flags & 2 ? WC_CONV_DINP_RELU_MASK : 0);
                 for (int n = 0; n < s.N; n++) /* adding onto dx0; writing over garbage */
                     memcpy(dxo + n * txs, (flags & 1 ? garbage : dx0) + n * xs, xs * 4);
                 memset(dwo, 0, nw * 4), memset(dbo, 0, s.K * 4);
@@ -408,13 +408,13 @@ static void check_conv_forms(const conv_case *c) {
 static void test_conv_fused_strided_threaded(void) {
     /* bitwise equal to the plain forms: results depend on the shape, never on the threads */
     static const conv_case cases[] = {
-        {5, 6, 20, 18, 7, 3, 3, 1, 1},  /* Winograd: several blocks and groups */
-        {3, 4, 9, 7, 5, 3, 3, 1, 2},    /* Winograd, padding 2 */
-        {1, 3, 130, 9, 4, 3, 3, 1, 0},  /* Winograd, one image of many blocks, no padding */
+        {5, 6, 20, 18, 7, 3, 3, 1, 1},   /* Winograd: several blocks and groups */
+        {3, 4, 9, 7, 5, 3, 3, 1, 2},     /* Winograd, padding 2 */
+        {1, 3, 130, 9, 4, 3, 3, 1, 0},   /* Winograd, one image of many blocks, no padding */
         {1, 2, 424, 424, 3, 3, 3, 1, 1}, /* Winograd, weight-gradient groups of several blocks */
-        {4, 6, 8, 5, 3, 1, 1, 1, 0},    /* pointwise */
-        {2, 3, 9, 8, 4, 5, 5, 1, 2},    /* lowered, the input gradient as a convolution */
-        {2, 3, 9, 8, 4, 3, 3, 2, 1},    /* lowered, stride 2 (col2im) */
+        {4, 6, 8, 5, 3, 1, 1, 1, 0},     /* pointwise */
+        {2, 3, 9, 8, 4, 5, 5, 1, 2},     /* lowered, the input gradient as a convolution */
+        {2, 3, 9, 8, 4, 3, 3, 2, 1},     /* lowered, stride 2 (col2im) */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv_forms(&cases[i]);
 }
@@ -548,8 +548,9 @@ static void test_maxpool(void) {
         for (int oy = 0; oy < H / 2; oy++)
             for (int ox = 0; ox < W / 2; ox++) {
                 const float *pl = x + (size_t)p * H * W;
-                float m = fmaxf(fmaxf(pl[2 * oy * W + 2 * ox], pl[2 * oy * W + 2 * ox + 1]),
-                                fmaxf(pl[(2 * oy + 1) * W + 2 * ox], pl[(2 * oy + 1) * W + 2 * ox + 1]));
+                float m =
+                    fmaxf(fmaxf(pl[2 * oy * W + 2 * ox], pl[2 * oy * W + 2 * ox + 1]),
+                          fmaxf(pl[(2 * oy + 1) * W + 2 * ox], pl[(2 * oy + 1) * W + 2 * ox + 1]));
                 bad += y[(p * (H / 2) + oy) * (W / 2) + ox] != m;
             }
     CHECK(bad == 0, "%d wrong max-pool outputs", bad);
@@ -586,7 +587,8 @@ static void test_upsample(void) {
     for (int p = 0; p < P; p++)
         for (int oy = 0; oy < 2 * H; oy++)
             for (int ox = 0; ox < 2 * W; ox++)
-                bad += y[((size_t)p * 2 * H + oy) * 2 * W + ox] != x[((size_t)p * H + oy / 2) * W + ox / 2];
+                bad += y[((size_t)p * 2 * H + oy) * 2 * W + ox] !=
+                       x[((size_t)p * H + oy / 2) * W + ox / 2];
     CHECK(bad == 0, "%d wrong upsample outputs", bad);
     float *dx = WC_CALLOC(nx, 4);
     wc_upsample2_backward(dx, r, P, H, W);

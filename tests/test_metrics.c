@@ -700,8 +700,10 @@ static wc_metrics check_exact(const char *what, const wc_metrics_acc *acc, pair 
     const double e_f1 = r.best_f1 - m.best_f1;
     CHECK(e_ap <= tol_ap, "%s: AP %.9f vs exact %.9f", what, m.auc_pr, r.auc_pr);
     CHECK(e_roc <= tol_roc, "%s: ROC %.9f vs exact %.9f", what, m.roc_auc, r.roc_auc);
-    CHECK(e_roc <= m.tied_pairs / 2 + 1e-15, "%s: ROC %.9f is %.3g from exact, beyond half the "
-          "tied pairs' share %.3g", what, m.roc_auc, e_roc, m.tied_pairs);
+    CHECK(e_roc <= m.tied_pairs / 2 + 1e-15,
+          "%s: ROC %.9f is %.3g from exact, beyond half the "
+          "tied pairs' share %.3g",
+          what, m.roc_auc, e_roc, m.tied_pairs);
     CHECK(e_f1 >= 0 && e_f1 <= tol_ap, "%s: F1 %.9f vs exact %.9f", what, m.best_f1, r.best_f1);
     CHECK(m.tied_pairs <= WC_METRICS_TIE_WARN / 10, "%s: %.3g of the pairs tied", what,
           m.tied_pairs);
@@ -783,21 +785,21 @@ static void test_realistic_maps(void) {
     wc_rng r;
     const double cut = wc_metrics_bin_lower(wc_metrics_bin_of_prob(0.01));
     for (int seed = 0; seed < 6; seed++)
-    for (int perfect = 0; perfect <= 1; perfect++) {
-        wc_rng_seed(&r, 14 + (uint64_t)seed, 1006, (uint64_t)perfect);
-        for (size_t i = 0; i < n; i++) {
-            s.probs[i] = (float)pow(10, -5 + 4 * wc_rng_uniform(&r));
-            const int y = perfect ? s.probs[i] >= cut : wc_rng_uniform(&r) < s.probs[i];
-            s.labels[i] = (float)y;
-            s.v[i] = (pair){s.probs[i], y};
+        for (int perfect = 0; perfect <= 1; perfect++) {
+            wc_rng_seed(&r, 14 + (uint64_t)seed, 1006, (uint64_t)perfect);
+            for (size_t i = 0; i < n; i++) {
+                s.probs[i] = (float)pow(10, -5 + 4 * wc_rng_uniform(&r));
+                const int y = perfect ? s.probs[i] >= cut : wc_rng_uniform(&r) < s.probs[i];
+                s.labels[i] = (float)y;
+                s.v[i] = (pair){s.probs[i], y};
+            }
+            wc_metrics m = check_scored(perfect ? "log-uniform p, burned where p >= 0.01"
+                                                : "log-uniform p in [1e-5, 0.1], burned with p",
+                                        &s, n, 1e-4, 1e-6);
+            if (perfect)
+                CHECK(m.auc_pr == 1 && m.roc_auc == 1, "perfect ranking: AP %.17g ROC %.17g",
+                      m.auc_pr, m.roc_auc);
         }
-        wc_metrics m = check_scored(perfect ? "log-uniform p, burned where p >= 0.01"
-                                            : "log-uniform p in [1e-5, 0.1], burned with p",
-                                    &s, n, 1e-4, 1e-6);
-        if (perfect)
-            CHECK(m.auc_pr == 1 && m.roc_auc == 1, "perfect ranking: AP %.17g ROC %.17g", m.auc_pr,
-                  m.roc_auc);
-    }
     scored_free(&s);
 }
 
@@ -926,8 +928,8 @@ static void test_threshold_text(void) {
             if (((double)probe[j] >= printed) != want || (probe[j] >= printed_f) != want) {
                 if (wrong++ < 3)
                     NOTE("bin %d: edge %.17g printed \"%s\": float %.9g compares otherwise (in "
-                         "double or in float)", i, m.best_f1_threshold, at ? at + 3 : "",
-                         probe[j]);
+                         "double or in float)",
+                         i, m.best_f1_threshold, at ? at + 3 : "", probe[j]);
             }
         }
     }
@@ -1023,10 +1025,18 @@ static void test_json(void) {
                     .positive_rate = 7.0 / 123.0};
     char buf[2048];
     metrics_text(buf, sizeof buf, &m, "val_");
-    static const char *keys[] = {"val_pixels", "val_positives", "val_bad_outputs", "val_loss",
-                                 "val_auc_pr", "val_roc_auc", "val_best_f1",
-                                 "val_best_f1_threshold", "val_precision_at_half",
-                                 "val_recall_at_half", "val_brier", "val_positive_rate"};
+    static const char *keys[] = {"val_pixels",
+                                 "val_positives",
+                                 "val_bad_outputs",
+                                 "val_loss",
+                                 "val_auc_pr",
+                                 "val_roc_auc",
+                                 "val_best_f1",
+                                 "val_best_f1_threshold",
+                                 "val_precision_at_half",
+                                 "val_recall_at_half",
+                                 "val_brier",
+                                 "val_positive_rate"};
     const double want[] = {123, 7, 0, 0.125, NAN, 0.75, 0.5, 0.25, NAN, 0, 1.0 / 3.0, 7.0 / 123.0};
     wc_json_doc doc;
     char why[256];

@@ -24,11 +24,11 @@
  *     limit (named by layer, refused before anything large is allocated). */
 #include <limits.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -72,8 +72,9 @@ static void ref_forward(ref_exec *e, const wc_net *net, const double *params, co
                                         int iy = oy * s->stride + ky - s->pad;
                                         int ix = ox * s->stride + kx - s->pad;
                                         if (iy < 0 || iy >= s->H || ix < 0 || ix >= s->W) continue;
-                                        acc += w[((k * s->C + c) * s->KH + ky) * s->KW + kx] *
-                                               ai[((size_t)(s_ * s->C + c) * s->H + iy) * s->W + ix];
+                                        acc +=
+                                            w[((k * s->C + c) * s->KH + ky) * s->KW + kx] *
+                                            ai[((size_t)(s_ * s->C + c) * s->H + iy) * s->W + ix];
                                     }
                             o[((size_t)(s_ * s->K + k) * s->OH + oy) * s->OW + ox] = acc;
                         }
@@ -145,8 +146,8 @@ static double ref_loss(ref_exec *e, const wc_net *net, const double *params, con
 /* ---- tests ---------------------------------------------------------------------------------- */
 
 static void test_unet_lite_matches_reference_size(void) {
-    wc_net *net = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 12, 4, 64, 64,
-                                WC_NET_TRAIN);
+    wc_net *net =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 12, 4, 64, 64, WC_NET_TRAIN);
     CHECK(net != NULL, "unet-lite did not build");
     if (!net) return;
     CHECK(net->nparams == 474145, "parameter count %zu, reference 474145", net->nparams);
@@ -193,8 +194,8 @@ static void test_relu_output_refused_for_training_only(void) {
         CHECK(wc_net_check_output("relu-out", relu_out[i]) == WC_ERR,
               "spec %d: a relu output must be refused for training", i);
     }
-    CHECK(wc_net_check_output("conv-out", "input x\nconv c x out=3 k=1\nrelu r c\nconv h r out=1 k=1\n") ==
-              WC_OK,
+    CHECK(wc_net_check_output(
+              "conv-out", "input x\nconv c x out=3 k=1\nrelu r c\nconv h r out=1 k=1\n") == WC_OK,
           "a conv output after a relu is fine");
     wc_log_set_quiet(was);
 }
@@ -219,11 +220,16 @@ static const char *spec_for(const char *arch) {
     char *d = narrow_unet_spec;
     while (*src) {
         int skip = 0;
-        if (strncmp(src, "out=32 ", 7) == 0) d += sprintf(d, "out=4  "), skip = 7;
-        else if (strncmp(src, "out=64 ", 7) == 0) d += sprintf(d, "out=8  "), skip = 7;
-        else if (strncmp(src, "out=128", 7) == 0) d += sprintf(d, "out=16 "), skip = 7;
-        if (skip) src += skip;
-        else *d++ = *src++;
+        if (strncmp(src, "out=32 ", 7) == 0)
+            d += sprintf(d, "out=4  "), skip = 7;
+        else if (strncmp(src, "out=64 ", 7) == 0)
+            d += sprintf(d, "out=8  "), skip = 7;
+        else if (strncmp(src, "out=128", 7) == 0)
+            d += sprintf(d, "out=16 "), skip = 7;
+        if (skip)
+            src += skip;
+        else
+            *d++ = *src++;
     }
     *d = '\0';
     return narrow_unet_spec;
@@ -364,8 +370,7 @@ static void check_network_gradient(const char *arch, int C, int N, int H, int W,
     NOTE("%s (C%d N%d %dx%d pos_weight %g): %d parameters checked, %d skipped at kinks, "
          "max rel err %.2e, mean %.2e",
          arch, C, N, H, W, pw, r.checked, r.kinks, r.worst, r.mean);
-    CHECK(r.kinks <= r.checked / 20, "%d of %d coordinates at kinks", r.kinks,
-          r.checked + r.kinks);
+    CHECK(r.kinks <= r.checked / 20, "%d of %d coordinates at kinks", r.kinks, r.checked + r.kinks);
     CHECK(r.worst < 2e-3, "%s: gradient differs from finite differences by %.3g", arch, r.worst);
     tiny_free(&p);
 }
@@ -379,8 +384,8 @@ static void test_network_gradient_finite_differences(void) {
 
 static void test_receptive_field_is_conservative(void) {
     const int S = 96;
-    wc_net *net = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 2, 1, S, S,
-                                WC_NET_INFER);
+    wc_net *net =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 2, 1, S, S, WC_NET_INFER);
     wc_net_init_params(net, 5, 0.1);
     int radius, align;
     wc_net_receptive_field(net, &radius, &align);
@@ -421,18 +426,24 @@ static void test_receptive_field_is_conservative(void) {
  * any build, also under ASan, where mallinfo2 reports nothing. */
 static size_t allocations = 0;
 static size_t largest_allocation = 0; /* bytes of the largest request since it was reset */
-static size_t noted(size_t n) { return largest_allocation = WC_MAX(largest_allocation, n), n; }
+static size_t noted(size_t n) {
+    return largest_allocation = WC_MAX(largest_allocation, n), n;
+}
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
 int __real_posix_memalign(void **p, size_t align, size_t n);
 void *__real_aligned_alloc(size_t align, size_t n);
-void *__wrap_malloc(size_t n) { return allocations++, __real_malloc(noted(n)); }
+void *__wrap_malloc(size_t n) {
+    return allocations++, __real_malloc(noted(n));
+}
 void *__wrap_calloc(size_t n, size_t size) {
     noted(size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
     return allocations++, __real_calloc(n, size);
 }
-void *__wrap_realloc(void *p, size_t n) { return allocations++, __real_realloc(p, noted(n)); }
+void *__wrap_realloc(void *p, size_t n) {
+    return allocations++, __real_realloc(p, noted(n));
+}
 int __wrap_posix_memalign(void **p, size_t align, size_t n) {
     return allocations++, __real_posix_memalign(p, align, n);
 }
@@ -541,19 +552,19 @@ static void test_threads_bitwise(void) {
         float *got = train_steps(threads, steps, &n);
         size_t diff = 0;
         for (size_t i = 0; i < n; i++) diff += memcmp(&got[i], &ref[i], sizeof(float)) != 0;
-        NOTE("%d threads: %zu of %zu parameters differ from 1 thread after %d steps", threads,
-             diff, n, steps);
+        NOTE("%d threads: %zu of %zu parameters differ from 1 thread after %d steps", threads, diff,
+             n, steps);
         CHECK(n == n1 && diff == 0, "%d threads: parameters not bitwise those of 1 thread",
               threads);
         free(got);
     }
     /* and the inference network on 2 threads gives the training network's outputs */
     const int C = 5, N = 2, H = 48, W = 40;
-    wc_net *tr = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W,
-                               WC_NET_TRAIN);
+    wc_net *tr =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_TRAIN);
     wc_net_set_threads(2);
-    wc_net *in = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W,
-                               WC_NET_INFER);
+    wc_net *in =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_INFER);
     wc_net_set_threads(1);
     CHECK(same_forward(tr, in, N, 503), "inference on 2 threads differs from training on 1");
     wc_net_destroy(tr);
@@ -617,8 +628,8 @@ static const char *const GRAPH_SPECS[] = {
 };
 
 static void test_graph_plans(void) {
-    wc_net *unet = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 12, 2, 64, 64,
-                                 WC_NET_TRAIN);
+    wc_net *unet =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 12, 2, 64, 64, WC_NET_TRAIN);
     int uviews = 0;
     for (int i = 0; i < unet->nnodes; i++) uviews += unet->nodes[i].view >= 0;
     NOTE("unet-lite: %d concatenation inputs are views, %d gradient buffers zeroed", uviews,
@@ -636,7 +647,8 @@ static void test_graph_plans(void) {
         for (int i = 0; i < net->nnodes; i++) views += net->nodes[i].view >= 0;
         NOTE("%s: %d views, %d gradient buffers zeroed before backward", name, views, net->nzero);
         CHECK(views > 0, "%s: no concatenation input became a view", name);
-        if (g == 1) CHECK(net->nzero > 0, "%s: the view read late should force a zeroed buffer", name);
+        if (g == 1)
+            CHECK(net->nzero > 0, "%s: the view read late should force a zeroed buffer", name);
         /* the inference plan (buffers reused, views placed at their first producer) computes
          * the same outputs */
         wc_net *in = wc_net_create(name, GRAPH_SPECS[g], 2, 2, 8, 8, WC_NET_INFER);
@@ -663,8 +675,10 @@ static void test_graph_plans(void) {
 /* Inference reuses activation buffers; its output must be bitwise the training network's. */
 static void test_inference_reuses_buffers_exactly(void) {
     const int C = 5, N = 2, H = 48, W = 40;
-    wc_net *tr = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_TRAIN);
-    wc_net *in = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_INFER);
+    wc_net *tr =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_TRAIN);
+    wc_net *in =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), C, N, H, W, WC_NET_INFER);
     CHECK(same_forward(tr, in, N, 502), "inference output differs from the training network's");
     /* activations alone: the training arena also holds gradients, so compare with half of it */
     NOTE("activation floats: training %zu (outputs and gradients), inference %zu", tr->arena_floats,
@@ -686,17 +700,17 @@ static void test_inference_reuses_buffers_exactly(void) {
 
 static void test_bad_specs_are_refused(void) {
     static const char *bad[] = {
-        "input x\nconvv a x out=1 k=1\n",                  /* unknown layer */
-        "input x\nconv a y out=1 k=1\n",                   /* undefined input */
-        "input x\nconv a x out=1\n",                       /* no kernel size */
-        "input x\nconv a x out=1 k=1 pad=-1\n",            /* negative */
-        "input x\nconv a x out=2 k=1\n",                   /* 2 output channels */
-        "input x\nmaxpool p x\nconv a p out=1 k=1\n",      /* wrong output size */
+        "input x\nconvv a x out=1 k=1\n",                           /* unknown layer */
+        "input x\nconv a y out=1 k=1\n",                            /* undefined input */
+        "input x\nconv a x out=1\n",                                /* no kernel size */
+        "input x\nconv a x out=1 k=1 pad=-1\n",                     /* negative */
+        "input x\nconv a x out=2 k=1\n",                            /* 2 output channels */
+        "input x\nmaxpool p x\nconv a p out=1 k=1\n",               /* wrong output size */
         "input x\nmaxpool p x\nconcat c p x\nconv a c out=1 k=1\n", /* size mismatch */
-        "conv a x out=1 k=1\n",                            /* no input */
-        "input x\nconv a x out=1 k=1\nconv a a out=1 k=1\n", /* duplicate name */
-        "input x\nrelu r x foo=1\nconv a r out=1 k=1\n",   /* option on relu */
-        "input x\nconv a x out=1 k=7\n",                   /* kernel larger than 6x6 input */
+        "conv a x out=1 k=1\n",                                     /* no input */
+        "input x\nconv a x out=1 k=1\nconv a a out=1 k=1\n",        /* duplicate name */
+        "input x\nrelu r x foo=1\nconv a r out=1 k=1\n",            /* option on relu */
+        "input x\nconv a x out=1 k=7\n", /* kernel larger than 6x6 input */
         "",
     };
     wc_log_set_quiet(1);
@@ -754,8 +768,7 @@ static void expect_refused(const char *what, const char *spec, int C, int H, int
 
 static void expect_built(const char *what, const char *spec, int C, int H, int W) {
     char log[4096];
-    CHECK(!refused(spec, C, 1, H, W, WC_NET_TRAIN, log, sizeof log), "%s: refused: %s", what,
-          log);
+    CHECK(!refused(spec, C, 1, H, W, WC_NET_TRAIN, log, sizeof log), "%s: refused: %s", what, log);
 }
 
 /* A spec text built piece by piece (caller frees). */
@@ -793,8 +806,10 @@ static char *relu_chain(int n) {
 
 static void test_spec_text_limits(void) {
     /* words beyond the 16th were dropped without a word: here the 17th would be pad=1 */
-    expect_refused("17 words", "input x\nconv h x out=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 "
-                   "k=1 k=1 pad=1\n", 2, 6, 6, "more than 16 words");
+    expect_refused("17 words",
+                   "input x\nconv h x out=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 k=1 "
+                   "k=1 k=1 pad=1\n",
+                   2, 6, 6, "more than 16 words");
     /* WC_NET_MAX_LINE characters, comment included */
     text t = {0};
     add(&t, "input x\n# %*s\nconv h x out=1 k=1\n", WC_NET_MAX_LINE - 2, "long");
@@ -825,11 +840,9 @@ static void test_spec_characters_and_names(void) {
                    "test:2: character 0x01 outside a comment");
     expect_refused("non-ASCII in a name", "input x\nconv h\xc3\xa9 x out=1 k=1\n", 2, 6, 6,
                    "character 0xc3");
-    expect_refused("a vertical tab", "input x\n\vconv h x out=1 k=1\n", 2, 6, 6,
-                   "character 0x0b");
+    expect_refused("a vertical tab", "input x\n\vconv h x out=1 k=1\n", 2, 6, 6, "character 0x0b");
     /* a quote would break the JSON header of exported weights; '=' reads as an option */
-    expect_refused("a quote in a name", "input x\nconv h\" x out=1 k=1\n", 2, 6, 6,
-                   "not 'h\"'");
+    expect_refused("a quote in a name", "input x\nconv h\" x out=1 k=1\n", 2, 6, 6, "not 'h\"'");
     expect_refused("an option for a name", "input x\nconv out=1 x k=1\n", 2, 6, 6,
                    "a layer needs a name");
     expect_refused("a name of 32 characters",
@@ -855,8 +868,7 @@ static void test_spec_options(void) {
     expect_refused("a huge value", "input x\nconv h x out=1 k=99999999999999999999\n", 2, 6, 6,
                    "option k needs an integer from 1 to 1048576");
     expect_refused("k=0", "input x\nconv h x out=1 k=0\n", 2, 6, 6, "from 1 to");
-    expect_refused("stride=0", "input x\nconv h x out=1 k=1 stride=0\n", 2, 6, 6,
-                   "stride >= 1");
+    expect_refused("stride=0", "input x\nconv h x out=1 k=1 stride=0\n", 2, 6, 6, "stride >= 1");
 }
 
 /* Sizes that overflowed an int before any check (UBSan: signed overflow in infer_shapes) or
@@ -877,17 +889,17 @@ static void test_spec_size_overflow(void) {
                    "input x\nconv a x out=1048576 k=1048576 pad=524288\nconv h a out=1 k=1\n", 3,
                    16, 16, "layer a: its weight of 1048576 x 3 x 1048576 x 1048576");
     expect_refused("an activation beyond INT_MAX values",
-                   "input x\nconv a x out=1048576 k=1 pad=64\nconv h a out=1 k=1 stride=9\n", 3,
-                   16, 16, "layer a: its output of 1 x 1048576 x 144 x 144");
-    expect_refused("padding that overflows coordinates", "input x\nconv h x out=1 k=1 pad=64\n",
-                   1, INT_MAX - 100, 1, "overflow its coordinates");
+                   "input x\nconv a x out=1048576 k=1 pad=64\nconv h a out=1 k=1 stride=9\n", 3, 16,
+                   16, "layer a: its output of 1 x 1048576 x 144 x 144");
+    expect_refused("padding that overflows coordinates", "input x\nconv h x out=1 k=1 pad=64\n", 1,
+                   INT_MAX - 100, 1, "overflow its coordinates");
     expect_refused("pooling an odd size",
                    "input x\nmaxpool p x\nupsample u p\nconv h u out=1 k=1\n", 2, 5, 4,
                    "max-pooling needs an even size, got 4x5"); /* width x height */
     expect_refused("a stride that leaves 1x1", "input x\nconv h x out=1 k=1 stride=1048576\n", 2,
                    16, 16, "it gives 1 channel(s) at 1x1");
-    expect_refused("a kernel beyond input and padding", "input x\nconv h x out=1 k=9 pad=1\n", 2,
-                   6, 6, "a 9x9 kernel does not fit its 6x6 input");
+    expect_refused("a kernel beyond input and padding", "input x\nconv h x out=1 k=9 pad=1\n", 2, 6,
+                   6, "a 9x9 kernel does not fit its 6x6 input");
     expect_refused("concatenating 8x8 and 16x16",
                    "input x\nmaxpool p x\nconcat c p x\nconv h c out=1 k=1\n", 2, 16, 16,
                    "cannot concatenate p (8x8) and x (16x16)");
@@ -905,8 +917,8 @@ static void test_receptive_field_bounded(void) {
                    "conv c b out=1 k=3 pad=1\nupsample u1 c\nupsample u2 u1\nupsample u3 u2\n"
                    "upsample u4 u3\nconv h u4 out=1 k=1\n",
                    3, 16, 16, "layer c: the network's receptive field (radius 4063232");
-    wc_net *net = wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 3, 1, 16, 16,
-                                WC_NET_INFER);
+    wc_net *net =
+        wc_net_create("unet-lite", wc_net_builtin_spec("unet-lite"), 3, 1, 16, 16, WC_NET_INFER);
     int radius, align;
     wc_net_receptive_field(net, &radius, &align);
     CHECK(align == 4, "unet-lite's alignment is %d, not 4", align);
@@ -985,9 +997,9 @@ static void test_plan_before_allocation(void) {
                     CHECK(memcmp(&planned, &built, sizeof built) == 0,
                           "spec %zu, mode %d, N %d, %d threads: planned %zu+%zu+%zu+%zu bytes, "
                           "built %zu+%zu+%zu+%zu",
-                          k, mode, N, threads, planned.params, planned.grads,
-                          planned.activations, planned.workspace, built.params, built.grads,
-                          built.activations, built.workspace);
+                          k, mode, N, threads, planned.params, planned.grads, planned.activations,
+                          planned.workspace, built.params, built.grads, built.activations,
+                          built.workspace);
                     /* the spec's nodes and the plan's offsets, a few KiB */
                     CHECK(while_planning < (64 << 10) &&
                               (k > 1 || while_planning * 100 < built.activations),
@@ -1038,10 +1050,14 @@ typedef struct {
     int C, H, W;
 } gen_node;
 
-static int pick(wc_rng *r, int n) { return (int)wc_rng_below(r, (uint64_t)n); }
+static int pick(wc_rng *r, int n) {
+    return (int)wc_rng_below(r, (uint64_t)n);
+}
 
 /* One of the last `last` of n nodes (of all n when there are fewer). */
-static int pick_recent(wc_rng *r, int n, int last) { return n - 1 - pick(r, WC_MIN(n, last)); }
+static int pick_recent(wc_rng *r, int n, int last) {
+    return n - 1 - pick(r, WC_MIN(n, last));
+}
 
 /* A random spec for a 2-channel HxW input (caller frees): 5 to 14 draws of a convolution (kernel
  * 1 to 5, square 7 times in 10, stride 1 or 2, padding 0 to 2, 1 to 4 channels, then a ReLU 6
@@ -1072,8 +1088,10 @@ static char *random_spec(wc_rng *r, int H, int W) {
             o.H = (a.H + 2 * pad - kh) / stride + 1, o.W = (a.W + 2 * pad - kw) / stride + 1;
             if (o.H > 24 || o.W > 24) continue;
             add(&t, "conv %s %s out=%d ", o.name, a.name, o.C);
-            if (kh == kw) add(&t, "k=%d pad=%d stride=%d\n", kh, pad, stride);
-            else add(&t, "kh=%d kw=%d pad=%d stride=%d\n", kh, kw, pad, stride);
+            if (kh == kw)
+                add(&t, "k=%d pad=%d stride=%d\n", kh, pad, stride);
+            else
+                add(&t, "kh=%d kw=%d pad=%d stride=%d\n", kh, kw, pad, stride);
             if (wc_rng_uniform(r) < 0.6) {
                 nodes[n++] = o;
                 add(&t, "relu %sr %s\n", o.name, o.name);
@@ -1093,8 +1111,8 @@ static char *random_spec(wc_rng *r, int H, int W) {
             int same[32], ns = 0;
             for (int j = 0; j < n; j++)
                 if (nodes[j].H == a.H && nodes[j].W == a.W) same[ns++] = j;
-            const gen_node b = nodes[same[wc_rng_uniform(r) < 0.6 ? pick_recent(r, ns, 3)
-                                                                 : pick(r, ns)]];
+            const gen_node b =
+                nodes[same[wc_rng_uniform(r) < 0.6 ? pick_recent(r, ns, 3) : pick(r, ns)]];
             o.C = a.C + b.C;
             add(&t, "concat %s %s %s\n", o.name, a.name, b.name);
         }
@@ -1114,8 +1132,10 @@ static const char *spec_under_test;
 static void print_spec(const char *name, const char *spec) {
     printf("#   %s's spec: \"", name);
     for (const char *c = spec; *c; c++)
-        if (*c == '\n') printf("\\n");
-        else putchar(*c);
+        if (*c == '\n')
+            printf("\\n");
+        else
+            putchar(*c);
     printf("\"\n");
 }
 
@@ -1175,8 +1195,10 @@ static void test_random_graphs(void) {
                 wc_net_set_threads(threads);
                 wc_net *in = wc_net_create(name, spec, 2, N, H, W, WC_NET_INFER);
                 wc_net_set_threads(1);
-                CHECK(same_forward(p.net, in, N, 505), "%s: inference on %d thread(s) differs "
-                      "from training", name, threads);
+                CHECK(same_forward(p.net, in, N, 505),
+                      "%s: inference on %d thread(s) differs "
+                      "from training",
+                      name, threads);
                 wc_net_destroy(in);
             }
             tiny_free(&p);

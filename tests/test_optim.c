@@ -19,11 +19,13 @@ static void test_schedule(void) {
     c.lr = 1.0, c.min_lr_ratio = 0.1, c.warmup_steps = 4, c.total_steps = 14;
     double want_warm[4] = {0.25, 0.5, 0.75, 1.0};
     for (int s = 0; s < 4; s++)
-        CHECK(fabs(wc_optim_lr(&c, s) - want_warm[s]) < 1e-12, "warmup step %d: %g", s, wc_optim_lr(&c, s));
+        CHECK(fabs(wc_optim_lr(&c, s) - want_warm[s]) < 1e-12, "warmup step %d: %g", s,
+              wc_optim_lr(&c, s));
     /* cosine from 1 at step 4 to 0.1 at step 13 */
     for (int s = 4; s < 14; s++) {
         double p = (s - 4) / 9.0, want = 0.1 + 0.45 * (1 + cos(M_PI * p));
-        CHECK(fabs(wc_optim_lr(&c, s) - want) < 1e-12, "cosine step %d: %g vs %g", s, wc_optim_lr(&c, s), want);
+        CHECK(fabs(wc_optim_lr(&c, s) - want) < 1e-12, "cosine step %d: %g vs %g", s,
+              wc_optim_lr(&c, s), want);
     }
     CHECK(fabs(wc_optim_lr(&c, 100) - 0.1) < 1e-12, "after the end the rate stays at the minimum");
     /* where the decay ends by default (--lr-end): AdamW 0.4 of the peak (README, "How good is

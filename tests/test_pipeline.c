@@ -18,7 +18,9 @@
 
 static char dir[64];
 
-static void path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+static void path(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", dir, name);
+}
 
 static void test_synth_train_resume(void) {
     char region[256], tiles[256], out[256];

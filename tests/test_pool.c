@@ -8,7 +8,7 @@
 #include "harness.h"
 #include "wildcpu/pool.h"
 
-#define MAX_TASKS 64
+#define MAX_TASKS   64
 #define MAX_THREADS 5
 
 typedef struct {
@@ -88,8 +88,9 @@ static void test_own_share_first_then_the_others(void) {
     int in_order = r.nseq[1] == ntasks - r.nseq[0];
     for (int i = 0; in_order && i < r.nseq[1]; i++)
         in_order = r.seq[1][i] == (i < 8 ? 8 + i : 15 - i);
-    CHECK(in_order, "the worker ran %d tasks, not its share in order and then the caller's from "
-                    "the back (starting %d %d, ending %d)",
+    CHECK(in_order,
+          "the worker ran %d tasks, not its share in order and then the caller's from "
+          "the back (starting %d %d, ending %d)",
           r.nseq[1], r.seq[1][0], r.seq[1][1], r.seq[1][r.nseq[1] > 0 ? r.nseq[1] - 1 : 0]);
     wc_pool_destroy(pool);
 }

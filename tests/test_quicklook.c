@@ -214,7 +214,9 @@ static void test_orientation(void) {
         {{500000, 30, 0, 4899910, 0, 30}, 0, 2, "south-up"},
         {{500000, 30, 1e-13, 4899910, -1e-13, 30}, 0, 2, "south-up, round-off rotation terms"},
         {{500120, -30, 0, 4900000, 0, -30}, 3, 0, "columns east to west"},
-        {{500120, -30, 2e-14, 4900000, 3e-15, -30}, 3, 0,
+        {{500120, -30, 2e-14, 4900000, 3e-15, -30},
+         3,
+         0,
          "columns east to west, round-off rotation terms"},
         {{500000, 25.98, 15, 4900000, 15, -25.98}, 0, 0, "turned by 30 degrees: as stored"},
     };

@@ -39,7 +39,8 @@ static double sgemm_gflops(int n, double seconds) {
           *c = WC_ALLOC(sizeof(float) * n * n);
     wc_rng r;
     wc_rng_seed(&r, 1, 77, 0);
-    for (long i = 0; i < (long)n * n; i++) a[i] = (float)wc_rng_uniform(&r), b[i] = (float)wc_rng_uniform(&r);
+    for (long i = 0; i < (long)n * n; i++)
+        a[i] = (float)wc_rng_uniform(&r), b[i] = (float)wc_rng_uniform(&r);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
     double best = 1e30, t_end = wc_now() + seconds;
     do {
@@ -57,18 +58,27 @@ int main(int argc, char **argv) {
     wc_blas_core_settle(argv); /* what wildcpu itself runs on (blas_core.h) */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--no-sgemm")) sgemm = 0;
-        else if (!strcmp(o, "--mpi")) mpi = 1;
+        if (!strcmp(o, "--no-sgemm"))
+            sgemm = 0;
+        else if (!strcmp(o, "--mpi"))
+            mpi = 1;
         else if (!v) {
             fprintf(stderr, "bench: %s needs a value\n", o);
             return 2;
-        } else if (!strcmp(o, "--threads")) threads = atoi(v), i++;
-        else if (!strcmp(o, "--batch")) batch = atoi(v), i++;
-        else if (!strcmp(o, "--micro-batch")) micro = atoi(v), i++;
-        else if (!strcmp(o, "--bands")) bands = atoi(v), i++;
-        else if (!strcmp(o, "--patch")) patch = atoi(v), i++;
-        else if (!strcmp(o, "--seconds")) seconds = atof(v), i++;
-        else if (!strcmp(o, "--reps")) reps = atoi(v), i++;
+        } else if (!strcmp(o, "--threads"))
+            threads = atoi(v), i++;
+        else if (!strcmp(o, "--batch"))
+            batch = atoi(v), i++;
+        else if (!strcmp(o, "--micro-batch"))
+            micro = atoi(v), i++;
+        else if (!strcmp(o, "--bands"))
+            bands = atoi(v), i++;
+        else if (!strcmp(o, "--patch"))
+            patch = atoi(v), i++;
+        else if (!strcmp(o, "--seconds"))
+            seconds = atof(v), i++;
+        else if (!strcmp(o, "--reps"))
+            reps = atoi(v), i++;
         else {
             fprintf(stderr, "bench: unknown option %s\n", o);
             return 2;
@@ -90,14 +100,15 @@ int main(int argc, char **argv) {
     const int nmicro = (batch + micro - 1) / micro;
     wc_reducer *red = wc_reducer_create(net, 1, nmicro * nranks);
     const size_t pp = (size_t)patch * patch;
-    float *x = WC_ALLOC(sizeof(float) * batch * bands * pp), *y = WC_ALLOC(sizeof(float) * batch * pp);
+    float *x = WC_ALLOC(sizeof(float) * batch * bands * pp),
+          *y = WC_ALLOC(sizeof(float) * batch * pp);
     uint8_t *valid = WC_ALLOC(batch * pp);
     wc_rng r;
     wc_rng_seed(&r, 0, 78, (uint64_t)rank);
     for (size_t i = 0; i < (size_t)batch * bands * pp; i++) x[i] = (float)wc_rng_normal(&r);
     for (size_t i = 0; i < (size_t)batch * pp; i++) y[i] = wc_rng_uniform(&r) < 0.05, valid[i] = 1;
 
-    /* one training step over this rank's batch, as train.c does it */
+        /* one training step over this rank's batch, as train.c does it */
 #define STEP()                                                                                     \
     do {                                                                                           \
         wc_step_totals tot;                                                                        \
@@ -115,7 +126,7 @@ int main(int argc, char **argv) {
                 memset(net->grads, 0, net->nparams * sizeof(float));                               \
                 wc_net_backward(net, n);                                                           \
                 if (!red->calibrated) wc_reducer_calibrate(red, rank == 0 ? net->grads : NULL, 0); \
-                wc_reducer_add(red, net->grads, loss, (int64_t)n * pp, n);                         \
+                wc_reducer_add(red, net->grads, loss, (int64_t)n *pp, n);                          \
             }                                                                                      \
         } while (wc_reducer_finish(red, net->grads, 0, 0, &tot) == WC_REDUCE_REDO);                \
         wc_optim_step(opt, net->params, net->grads, net->tensors, net->ntensors);                  \

@@ -6,9 +6,10 @@
  *
  * For each size, thread 0 writes a buffer, then either thread 0 or thread 1 (pinned to CPUs 0
  * and 1) reads it back; 100 rounds each way, the reads timed. Prints GB/s for "same core" and
- * "other core" (--json: one JSON line per size, for tools/bench.sh). On a CPU whose cores share their last-level cache the two are close while the
- * buffer fits in it; where they do not (seen on a 2-vCPU AMD EPYC, family 26: 81 against
- * 30 GB/s at 8 MiB), the other core reads at memory speed. A benchmark tool, not a test. */
+ * "other core" (--json: one JSON line per size, for tools/bench.sh). On a CPU whose cores share
+ * their last-level cache the two are close while the buffer fits in it; where they do not (seen on
+ * a 2-vCPU AMD EPYC, family 26: 81 against 30 GB/s at 8 MiB), the other core reads at memory speed.
+ * A benchmark tool, not a test. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -67,7 +68,9 @@ static void *run(void *arg, int self) {
 
 static volatile double sink; /* the reads' sum, stored so that they cannot be left out */
 
-static void *thread1(void *arg) { return run(arg, 1); }
+static void *thread1(void *arg) {
+    return run(arg, 1);
+}
 
 static double measure(size_t bytes, int reader) {
     job j = {.n = bytes / sizeof(float), .reader = reader};

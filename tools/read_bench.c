@@ -65,12 +65,14 @@ int main(int argc, char **argv) {
         long p1;
         double b1;
         wc_reader_counts(rd, &p1, &b1);
-        double mine[3] = {(double)(p1 - p0), b1 - b0, dt}, sum[3] = {mine[0], mine[1], 0}, mx[1] = {dt};
+        double mine[3] = {(double)(p1 - p0), b1 - b0, dt}, sum[3] = {mine[0], mine[1], 0},
+               mx[1] = {dt};
         wc_dist_sum_f64(sum, 2);
         wc_dist_max_f64(mx, 1);
-        printf("rank %d epoch %d (%s cache): %.0f patches, %.1f MB in %.3f s: %.1f MB/s, %.0f patches/s\n",
-               rank, epoch + 1, epoch ? "warm" : "cold", mine[0], mine[1] / 1e6, dt, mine[1] / 1e6 / dt,
-               mine[0] / dt);
+        printf("rank %d epoch %d (%s cache): %.0f patches, %.1f MB in %.3f s: %.1f MB/s, %.0f "
+               "patches/s\n",
+               rank, epoch + 1, epoch ? "warm" : "cold", mine[0], mine[1] / 1e6, dt,
+               mine[1] / 1e6 / dt, mine[0] / dt);
         fflush(stdout);
         wc_dist_barrier();
         if (rank == 0)

@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
     long spe = wc_schedule_steps_per_epoch(ds->ntrain, batch);
     wc_schedule_init(&s, ds->train, ds->ntrain, batch, micro, rank, R, cfg.seed, epochs * spe);
     int failures = 0;
-    uint32_t *mine = WC_ALLOC(sizeof(uint32_t) * (batch + 1)), *all = WC_ALLOC(sizeof(uint32_t) * (batch + 1));
+    uint32_t *mine = WC_ALLOC(sizeof(uint32_t) * (batch + 1)),
+             *all = WC_ALLOC(sizeof(uint32_t) * (batch + 1));
     int *seen = WC_ALLOC(sizeof(int) * ds->npatches);
     size_t *counts = WC_ALLOC(sizeof(size_t) * R);
     for (int e = 0; e < epochs; e++) {
@@ -75,7 +76,8 @@ int main(int argc, char **argv) {
                 missing += seen[ds->train[i]] == 0;
             }
             long strays = 0;
-            for (long id = 0; id < ds->npatches; id++) strays += seen[id] && (!ds->keep[id] || ds->is_val[id]);
+            for (long id = 0; id < ds->npatches; id++)
+                strays += seen[id] && (!ds->keep[id] || ds->is_val[id]);
             printf("epoch %d: %ld samples read by %d ranks, %ld training patches, %ld twice, %ld "
                    "missing, %ld not training\n",
                    e, total, R, ds->ntrain, twice, missing, strays);

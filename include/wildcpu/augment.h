@@ -52,8 +52,8 @@ typedef struct wc_augment {
     int norient;     /* orientations drawn from: 1 (off), 2, 4 or 8 (wc_orient_drawn) */
     double turn_deg; /* turns by any angle up to this either way (--rotate; dataset.h), or 0 */
     int npairs;
-    int pair[WC_AUGMENT_MAX_PAIRS][2]; /* feature channels (0-based): east, north */
-    int axes_sign;                     /* sign(gt1) * sign(gt5): -1 for north-up rasters */
+    int pair[WC_AUGMENT_MAX_PAIRS][2];    /* feature channels (0-based): east, north */
+    int axes_sign;                        /* sign(gt1) * sign(gt5): -1 for north-up rasters */
     char summary[WC_AUGMENT_SUMMARY_MAX]; /* what the log and report say */
 } wc_augment;
 

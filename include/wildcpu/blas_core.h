@@ -50,8 +50,9 @@ void wc_blas_core_settle(char *const argv[]);
  * OPENBLAS_NUM_THREADS=1 added (nothing to allocate or print yet: the C library itself is not
  * initialized), or with OPENBLAS_NUM_THREADS=1 in place of a value OpenBLAS reads as none
  * (empty, 0, a word: it then falls back to the others, then to a thread per CPU). Returns where
- * the variable is set to a count OpenBLAS takes (the user's value stands), under valgrind (which would not follow the execution), or where the execution failed
- * (OpenBLAS then loads as it would have). */
+ * the variable is set to a count OpenBLAS takes (the user's value stands), under valgrind (which
+ * would not follow the execution), or where the execution failed (OpenBLAS then loads as it would
+ * have). */
 void wc_blas_threads_settle(char *const argv[], char *const envp[]);
 
 /* How the running core was chosen, for logs and reports: "OpenBLAS" (its own detection),

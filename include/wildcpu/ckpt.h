@@ -29,9 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WC_CKPT_VERSION 1
-#define WC_CKPT_HEADER 64
-#define WC_CKPT_MAX_STEP ((uint64_t)1 << 40) /* a header step beyond this is corruption */
+#define WC_CKPT_VERSION      1
+#define WC_CKPT_HEADER       64
+#define WC_CKPT_MAX_STEP     ((uint64_t)1 << 40) /* a header step beyond this is corruption */
 #define WC_CKPT_MAX_SECTIONS 1024
 
 typedef struct wc_ckpt_section {
@@ -90,10 +90,10 @@ const wc_ckpt_section *wc_ckpt_find(const wc_ckpt *ck, const char *name);
 /* A checkpoint file of a directory, as listed: its name parses as ckpt-<1..18 digits>.wcp. */
 typedef struct wc_ckpt_entry {
     char *path;
-    long name_step;  /* the step its name says */
-    long step;       /* the step its header says when header_ok, else name_step */
-    int header_ok;   /* magic, version, sizes and step of the header check out */
-    char why[256];   /* else why not */
+    long name_step; /* the step its name says */
+    long step;      /* the step its header says when header_ok, else name_step */
+    int header_ok;  /* magic, version, sizes and step of the header check out */
+    char why[256];  /* else why not */
 } wc_ckpt_entry;
 
 /* The checkpoint files of dir, newest first by the step in their headers (files whose header
@@ -143,7 +143,6 @@ int wc_ckpt_dir_of(const char *dir, char *buf, size_t size);
 
 /* "run directory or checkpoint file" -> the checkpoint to use: a directory means its best.wcp
  * (in DIR/checkpoints or DIR itself) when that is usable, else its newest usable checkpoint. */
-int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
-                    char **resolved);
+int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck, char **resolved);
 
 #endif

@@ -28,11 +28,11 @@ typedef struct wc_ckptbg wc_ckptbg;
 
 /* How a background write ended. */
 typedef struct wc_ckptbg_result {
-    int rc;          /* WC_OK or WC_ERR (the writer logged why) */
+    int rc; /* WC_OK or WC_ERR (the writer logged why) */
     long step;
     size_t bytes;
-    double seconds;  /* the write's own time on the writer thread */
-    double stall;    /* the training thread's time in wc_ckptbg_start (waiting + copying) */
+    double seconds; /* the write's own time on the writer thread */
+    double stall;   /* the training thread's time in wc_ckptbg_start (waiting + copying) */
     char why[64];
 } wc_ckptbg_result;
 

@@ -29,11 +29,11 @@ struct wc_pool;
 #define WC_CONV_CHUNK_COLS 2048
 
 typedef struct wc_conv_shape {
-    int N, C, H, W;   /* input (N, C, H, W) */
-    int K, KH, KW;    /* weight (K, C, KH, KW), bias (K) */
-    int stride, pad;  /* the same in both directions */
-    int OH, OW;       /* output (N, K, OH, OW) */
-    int chunk_rows;   /* output rows lowered at a time */
+    int N, C, H, W;  /* input (N, C, H, W) */
+    int K, KH, KW;   /* weight (K, C, KH, KW), bias (K) */
+    int stride, pad; /* the same in both directions */
+    int OH, OW;      /* output (N, K, OH, OW) */
+    int chunk_rows;  /* output rows lowered at a time */
     /* floats from one sample to the next in the input and its gradient (C*H*W unless a view)
      * and in the output and its gradient (K*OH*OW unless a view) */
     size_t in_sample, out_sample;
@@ -71,15 +71,14 @@ void wc_conv2d_forward(float *out, const float *inp, const float *weight, const 
 /* dinp (N,C,H,W) += d/dinp, dweight (K,C,KH,KW) += d/dweight, dbias (K) += d/dbias, given
  * dout (N,K,OH,OW), the forward input and the weight. dinp and dbias may be NULL. */
 void wc_conv2d_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                        const float *inp, const float *weight, const wc_conv_shape *s,
-                        float *work);
+                        const float *inp, const float *weight, const wc_conv_shape *s, float *work);
 /* The same with flags (WC_CONV_RELU forward; WC_CONV_DINP_* backward) on a pool; work:
  * wc_conv_workspace_floats_threads(s, wc_pool_threads(pool)) floats. */
 void wc_conv2d_forward_ex(float *out, const float *inp, const float *weight, const float *bias,
                           const wc_conv_shape *s, int flags, struct wc_pool *pool, float *work);
 void wc_conv2d_backward_ex(float *dinp, float *dweight, float *dbias, const float *dout,
-                           const float *inp, const float *weight, const wc_conv_shape *s,
-                           int flags, struct wc_pool *pool, float *work);
+                           const float *inp, const float *weight, const wc_conv_shape *s, int flags,
+                           struct wc_pool *pool, float *work);
 
 /* dbias (K) += the sums of dout (N, K, OH, OW) over samples and pixels (channels in parallel;
  * each channel's sum in the same order whatever the threads). */

@@ -13,18 +13,18 @@
 #include "wildcpu/json.h"
 
 typedef struct wc_cpuinfo {
-    char model[128];      /* /proc/cpuinfo "model name" ("unknown" if none) */
-    char vendor[32];      /* "vendor_id": "AuthenticAMD", "GenuineIntel" ("unknown" if none) */
-    int family, model_number; /* "cpu family" and "model" (-1 if none): a virtual machine's
-                               * model name may be only "AMD EPYC", these tell Zen 3 from 5 */
-    char isa[64];         /* the SIMD extensions present, e.g. "sse4.2 avx avx2 fma avx512f" */
-    char blas_core[32];   /* openblas_get_corename(), e.g. "Zen", "SkylakeX", "Haswell" */
+    char model[128];           /* /proc/cpuinfo "model name" ("unknown" if none) */
+    char vendor[32];           /* "vendor_id": "AuthenticAMD", "GenuineIntel" ("unknown" if none) */
+    int family, model_number;  /* "cpu family" and "model" (-1 if none): a virtual machine's
+                                * model name may be only "AMD EPYC", these tell Zen 3 from 5 */
+    char isa[64];              /* the SIMD extensions present, e.g. "sse4.2 avx avx2 fma avx512f" */
+    char blas_core[32];        /* openblas_get_corename(), e.g. "Zen", "SkylakeX", "Haswell" */
     char blas_core_origin[64]; /* who chose it (blas_core.h): "OpenBLAS", "OPENBLAS_CORETYPE",
                                   "wildcpu, OpenBLAS detected Prescott" */
-    char blas_config[128]; /* openblas_get_config(): version and build options */
-    int blas_threads;     /* openblas_get_num_threads() now */
-    int online_cpus;      /* sysconf(_SC_NPROCESSORS_ONLN) */
-    const char *products; /* the Winograd products: "own-avx512", "own-avx2" or "openblas" */
+    char blas_config[128];     /* openblas_get_config(): version and build options */
+    int blas_threads;          /* openblas_get_num_threads() now */
+    int online_cpus;           /* sysconf(_SC_NPROCESSORS_ONLN) */
+    const char *products;      /* the Winograd products: "own-avx512", "own-avx2" or "openblas" */
 } wc_cpuinfo;
 
 /* Fills info; never fails (unknown fields say "unknown"). */

@@ -43,16 +43,16 @@
 #include "wildcpu/raster.h"
 
 typedef struct wc_data_config {
-    const char *tiles;        /* --tiles */
-    const char *labels;       /* --labels, or NULL: use the label band */
-    const char *label_band;   /* --label-band NAME|INDEX (default "fire") */
-    const char *oracle;       /* optional true-probability raster on the same grid, or NULL */
-    int oracle_found;         /* 1: oracle is the one found beside --tiles, not named by --oracle */
-    const char *work_dir;     /* where rasterized labels are kept (the run directory) */
-    int patch;                /* --patch */
-    double val_fraction;      /* --val-fraction */
-    int val_block_px;         /* validation block side in pixels (rounded to whole patches) */
-    double min_valid;         /* keep a patch when at least this fraction of it is valid */
+    const char *tiles;      /* --tiles */
+    const char *labels;     /* --labels, or NULL: use the label band */
+    const char *label_band; /* --label-band NAME|INDEX (default "fire") */
+    const char *oracle;     /* optional true-probability raster on the same grid, or NULL */
+    int oracle_found;       /* 1: oracle is the one found beside --tiles, not named by --oracle */
+    const char *work_dir;   /* where rasterized labels are kept (the run directory) */
+    int patch;              /* --patch */
+    double val_fraction;    /* --val-fraction */
+    int val_block_px;       /* validation block side in pixels (rounded to whole patches) */
+    double min_valid;       /* keep a patch when at least this fraction of it is valid */
     uint64_t seed;
     int align;                /* the network's pooling alignment: the jitter's step [1] */
     int jitter;               /* shift training samples each epoch (--no-jitter: 0) [1] */
@@ -79,41 +79,41 @@ void wc_data_config_default(wc_data_config *cfg);
 
 /* Handles to read from, one set per thread (GDAL datasets are not thread-safe). */
 typedef struct wc_data_files {
-    wc_raster src;            /* features, and the label band when it is one of its bands */
-    wc_raster label;          /* the separate label raster, when there is one */
-    wc_raster oracle;         /* the oracle raster, when there is one */
+    wc_raster src;    /* features, and the label band when it is one of its bands */
+    wc_raster label;  /* the separate label raster, when there is one */
+    wc_raster oracle; /* the oracle raster, when there is one */
 } wc_data_files;
 
 typedef struct wc_dataset {
     wc_data_config cfg;
     char *tiles_path, *label_path, *oracle_path; /* label_path: NULL when a band of the tiles */
-    wc_data_files files;      /* metadata of the files (their GDAL handles are released after
-                               * planning: each reading thread opens its own) */
+    wc_data_files files; /* metadata of the files (their GDAL handles are released after
+                          * planning: each reading thread opens its own) */
     int width, height;
-    int nfeat;                /* feature channels: every band but the label band */
-    int *feat_bands;          /* (nfeat) 1-based band numbers in src */
-    int label_band;           /* 1-based: in src, or in the label raster when label_path */
-    int read_nb;              /* bands read from src in one call: features, then the label band */
-    int *read_bands;          /* (read_nb) */
-    wc_dtype read_type;       /* the compact type they are read as */
-    wc_dtype label_type;      /* type of a separate label read */
-    int P;                    /* patch side */
-    int x_origin, y_origin;   /* the patch grid's first pixel: at the pooling phase */
-    int cols, rows;           /* patch grid */
+    int nfeat;              /* feature channels: every band but the label band */
+    int *feat_bands;        /* (nfeat) 1-based band numbers in src */
+    int label_band;         /* 1-based: in src, or in the label raster when label_path */
+    int read_nb;            /* bands read from src in one call: features, then the label band */
+    int *read_bands;        /* (read_nb) */
+    wc_dtype read_type;     /* the compact type they are read as */
+    wc_dtype label_type;    /* type of a separate label read */
+    int P;                  /* patch side */
+    int x_origin, y_origin; /* the patch grid's first pixel: at the pooling phase */
+    int cols, rows;         /* patch grid */
     long npatches;
-    uint8_t *keep;            /* (npatches) enough valid pixels */
-    uint8_t *is_val;          /* (npatches) in a validation block */
-    uint32_t *train, *val;    /* kept patch indices, in grid order */
+    uint8_t *keep;         /* (npatches) enough valid pixels */
+    uint8_t *is_val;       /* (npatches) in a validation block */
+    uint32_t *train, *val; /* kept patch indices, in grid order */
     long ntrain, nval;
-    double *mean, *std;       /* (nfeat) over valid pixels of training patches */
-    uint8_t *constant;        /* (nfeat) 1: constant over them (wc_feature_inv_std) */
+    double *mean, *std;                    /* (nfeat) over valid pixels of training patches */
+    uint8_t *constant;                     /* (nfeat) 1: constant over them (wc_feature_inv_std) */
     int64_t train_pixels, train_positives; /* valid pixels of training patches, burned ones */
-    wc_augment aug;           /* the orientations training samples are drawn in */
-    double turn_max;          /* the largest turn of a training sample, radians (0: none) */
-    int turn_side;            /* the largest side of the window a turned sample is read from
-                               * (the largest angle's): what the read buffers hold */
+    wc_augment aug;                        /* the orientations training samples are drawn in */
+    double turn_max; /* the largest turn of a training sample, radians (0: none) */
+    int turn_side;   /* the largest side of the window a turned sample is read from
+                      * (the largest angle's): what the read buffers hold */
     struct wc_turn_scratch *turn_scratch; /* where turned samples are decoded (dataset.c) */
-    int val_block;            /* validation block side in patches */
+    int val_block;                        /* validation block side in patches */
     long nval_blocks, nblocks;
     uint64_t plan_peak_bytes; /* what planning held at its peak on this rank (freed since) */
     char *fingerprint;        /* what identifies the input data: "size=..;geotransform=..;crs=..;

@@ -102,8 +102,8 @@ char *wc_dir_of(const char *path);
  * error writing directory"): " (the file system of DIR has no inodes left: out of files?)" or
  * " (the file system of DIR has 12 KiB free: out of space?)" below 64 MiB free, into out (size
  * bytes); with room, " (the file-size limit (ulimit -f) is 146.5 KiB: too low for it?)" when
- * the process has one below the free space; "" otherwise, and where nothing can be written anyway (read-only, not
- * writable). */
+ * the process has one below the free space; "" otherwise, and where nothing can be written anyway
+ * (read-only, not writable). */
 void wc_fs_shortage(const char *dir, char *out, size_t size);
 
 /* fsync of a file or directory; WC_ERR after a message naming it. */

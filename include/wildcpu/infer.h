@@ -50,45 +50,45 @@ enum {
 
 typedef struct wc_infer {
     wc_infer_geometry g;
-    wc_raster *r;              /* borrowed; the reads go through it */
-    const int *bands;          /* (nfeat) the raster band feeding each input, borrowed */
-    wc_dtype type;             /* the feature bands are read as */
+    wc_raster *r;     /* borrowed; the reads go through it */
+    const int *bands; /* (nfeat) the raster band feeding each input, borrowed */
+    wc_dtype type;    /* the feature bands are read as */
     int nfeat;
-    const double *mean, *std;  /* (nfeat) borrowed */
-    double *inv_std;           /* (nfeat) */
-    wc_net *net;               /* built for one window of Tx x Ty */
-    int64_t Tx, Ty;            /* window size: the widest core + 2 margins + alignment slack */
+    const double *mean, *std; /* (nfeat) borrowed */
+    double *inv_std;          /* (nfeat) */
+    wc_net *net;              /* built for one window of Tx x Ty */
+    int64_t Tx, Ty;           /* window size: the widest core + 2 margins + alignment slack */
     int64_t max_cw, max_ch;
-    void *raw;                 /* (nfeat, Ty, Tx) as read */
-    uint8_t *px;               /* (Ty, Tx) WC_PX_* */
+    void *raw;   /* (nfeat, Ty, Tx) as read */
+    uint8_t *px; /* (Ty, Tx) WC_PX_* */
     int64_t windows_run, windows_skipped;
     int64_t beyond_range, nonfinite; /* core pixels with WC_PX_RANGE, WC_PX_BAD */
-    int64_t nonfinite_ordinary; /* ... of WC_PX_BAD in windows whose inputs all lie within
-                                 * WC_INFER_ORDINARY training standard deviations: the model's
-                                 * doing, not the data's (a pixel's output depends on its
-                                 * neighbours', so a hostile value anywhere in the window may be
-                                 * the cause) */
-    int window_ordinary;       /* the window being computed is such a window */
-    int window_outlier;        /* else the first feature (index) with a normalized value beyond
-                                * WC_INFER_ORDINARY in it; -1 when only values beyond float's
-                                * range (WC_PX_RANGE, their feature no longer known) made it so */
-    int64_t *huge;             /* (nfeat) valid core pixels whose feature c is WC_HUGE_VALUE or
-                                * more in magnitude: an undeclared nodata mapped as data */
-    int64_t valid_pixels;      /* core pixels with all features valid (WC_PX_VALID) */
-    double *z_sum;             /* (nfeat) their normalized values of feature c, summed: over
-                                * valid_pixels, how many training standard deviations the
-                                * raster's values lie from the training mean */
-    const uint8_t *constant;   /* (nfeat) or NULL, borrowed: wc_infer_set_constant */
-    int64_t *differs;          /* (nfeat) valid core pixels whose constant feature c holds
-                                * another value than it had in training */
+    int64_t nonfinite_ordinary;      /* ... of WC_PX_BAD in windows whose inputs all lie within
+                                      * WC_INFER_ORDINARY training standard deviations: the model's
+                                      * doing, not the data's (a pixel's output depends on its
+                                      * neighbours', so a hostile value anywhere in the window
+                                      * may be the cause) */
+    int window_ordinary;             /* the window being computed is such a window */
+    int window_outlier;      /* else the first feature (index) with a normalized value beyond
+                              * WC_INFER_ORDINARY in it; -1 when only values beyond float's
+                              * range (WC_PX_RANGE, their feature no longer known) made it so */
+    int64_t *huge;           /* (nfeat) valid core pixels whose feature c is WC_HUGE_VALUE or
+                              * more in magnitude: an undeclared nodata mapped as data */
+    int64_t valid_pixels;    /* core pixels with all features valid (WC_PX_VALID) */
+    double *z_sum;           /* (nfeat) their normalized values of feature c, summed: over
+                              * valid_pixels, how many training standard deviations the
+                              * raster's values lie from the training mean */
+    const uint8_t *constant; /* (nfeat) or NULL, borrowed: wc_infer_set_constant */
+    int64_t *differs;        /* (nfeat) valid core pixels whose constant feature c holds
+                              * another value than it had in training */
 } wc_infer;
 
 /* Builds the window network (inference mode) for cores up to max_cw x max_ch with the given
  * parameters (copied). WC_ERR after logging (naming `what`) when it cannot be built. */
 int wc_infer_init(wc_infer *p, const wc_infer_geometry *g, wc_raster *r, const int *bands,
-                  wc_dtype type, int nfeat, const double *mean, const double *std,
-                  const char *arch, const char *spec, const float *params, int64_t max_cw,
-                  int64_t max_ch, const char *what);
+                  wc_dtype type, int nfeat, const double *mean, const double *std, const char *arch,
+                  const char *spec, const float *params, int64_t max_cw, int64_t max_ch,
+                  const char *what);
 void wc_infer_free(wc_infer *p);
 /* The features that were constant over the training pixels (constant[c] = 1; borrowed, NULL for
  * none): fed as 0 whatever their values (dataset.h, wc_feature_inv_std), as training fed them,

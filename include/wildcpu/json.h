@@ -94,8 +94,8 @@ typedef enum {
 typedef struct wc_json_member {
     char *key; /* unescaped UTF-8 */
     wc_json_kind kind;
-    double number; /* WC_JSON_NUMBER, WC_JSON_BOOL (0 or 1) */
-    char *string;  /* WC_JSON_STRING: unescaped UTF-8; NULL for the other kinds */
+    double number;              /* WC_JSON_NUMBER, WC_JSON_BOOL (0 or 1) */
+    char *string;               /* WC_JSON_STRING: unescaped UTF-8; NULL for the other kinds */
     size_t value_at, value_len; /* the value's text in the parsed text (to edit it in place) */
 } wc_json_member;
 typedef struct wc_json_doc {

@@ -79,9 +79,12 @@ typedef struct wc_label_tally {
     double lo, hi;    /* the smallest and largest of the others */
     int64_t infinite; /* labels of +-Inf, left out as nodata */
 } wc_label_tally;
-#define WC_LABEL_TALLY_INIT {0, 0, INFINITY, -INFINITY, 0}
+#define WC_LABEL_TALLY_INIT                                                                        \
+    { 0, 0, INFINITY, -INFINITY, 0 }
 
-static inline void wc_label_tally_infinite(wc_label_tally *t) { t->infinite++; }
+static inline void wc_label_tally_infinite(wc_label_tally *t) {
+    t->infinite++;
+}
 
 static inline void wc_label_tally_add(wc_label_tally *t, double label) {
     t->labelled++;

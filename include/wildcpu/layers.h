@@ -53,8 +53,7 @@ void wc_upsample2_backward_write(float *dinp, const float *dout, int P, int H, i
 void wc_concat_forward(float *out, const float *a, int Ca, const float *b, int Cb, int N,
                        size_t HW);
 /* da += dout[:, :Ca], db += dout[:, Ca:]. Either may be NULL. */
-void wc_concat_backward(float *da, float *db, const float *dout, int Ca, int Cb, int N,
-                        size_t HW);
+void wc_concat_backward(float *da, float *db, const float *dout, int Ca, int Cb, int N, size_t HW);
 
 /* ---- loss: sigmoid + binary cross-entropy with logits -------------------------------------- */
 
@@ -62,7 +61,9 @@ void wc_concat_backward(float *da, float *db, const float *dout, int Ca, int Cb,
  *   l = pw * y * softplus(-z) + (1 - y) * softplus(z),  softplus(t) = log(1 + e^t),
  * written so that no exponential overflows for any finite z. Shared by training (wc_bce_*)
  * and validation metrics so both report the same number. */
-static inline double wc_softplus(double t) { return fmax(t, 0.0) + log1p(exp(-fabs(t))); }
+static inline double wc_softplus(double t) {
+    return fmax(t, 0.0) + log1p(exp(-fabs(t)));
+}
 static inline double wc_bce_pixel(double z, double y, double pw) {
     return pw * y * wc_softplus(-z) + (1.0 - y) * wc_softplus(z);
 }
@@ -76,7 +77,7 @@ static inline double wc_sigmoid(double z) {
 double wc_bce_forward(const float *logits, const float *labels, const uint8_t *valid, size_t n,
                       float pos_weight);
 /* dlogits = d(sum of loss)/dlogits (overwrites; 0 at invalid pixels). */
-void wc_bce_backward(float *dlogits, const float *logits, const float *labels,
-                     const uint8_t *valid, size_t n, float pos_weight);
+void wc_bce_backward(float *dlogits, const float *logits, const float *labels, const uint8_t *valid,
+                     size_t n, float pos_weight);
 
 #endif

@@ -13,9 +13,9 @@
 #include "wildcpu/snapshot.h"
 
 typedef struct wc_model {
-    char *path;                    /* the checkpoint file it came from */
+    char *path; /* the checkpoint file it came from */
     long step;
-    wc_net *net;                   /* inference mode, built for (max_N, H, W) */
+    wc_net *net; /* inference mode, built for (max_N, H, W) */
     int nfeat;
     const char *const *feat_names; /* (nfeat) band descriptions, in input-channel order */
     const double *mean, *std;      /* (nfeat) */
@@ -28,7 +28,7 @@ typedef struct wc_model {
     const char *metrics;           /* the last validation metrics (JSON members), may be "" */
     uint32_t crc;                  /* the checkpoint file's CRC-32 and size: which file it is */
     size_t file_bytes;
-    wc_snapshot snap;              /* owns the fields above */
+    wc_snapshot snap; /* owns the fields above */
 } wc_model;
 
 /* Loads from a checkpoint file or a run directory (its best.wcp when usable and the run's, else

@@ -86,9 +86,9 @@ typedef enum wc_op {
 typedef struct wc_node {
     wc_op op;
     char name[WC_NAME_MAX];
-    int in[2];          /* input node indices, -1 if unused */
-    int consumers;      /* how many nodes read this one */
-    int C, H, W;        /* output shape per sample: (C, H, W) */
+    int in[2];     /* input node indices, -1 if unused */
+    int consumers; /* how many nodes read this one */
+    int C, H, W;   /* output shape per sample: (C, H, W) */
     /* convolution only */
     int K, KH, KW, stride, pad;
     size_t w_off, b_off; /* offsets of weight (K, C_in, KH, KW) and bias (K) in the parameters */
@@ -96,14 +96,14 @@ typedef struct wc_node {
     /* buffers (views into the arena): output (N, C, H, W) and its gradient, same layout */
     float *out;
     float *grad;
-    size_t sample;  /* floats from one sample to the next in out and grad: C*H*W, or the
-                     * concatenation's when they are a view into its buffers */
-    int inplace;    /* a ReLU sharing its input's buffers */
-    int view;       /* the concatenation whose buffers hold this node's (-1: none) */
+    size_t sample; /* floats from one sample to the next in out and grad: C*H*W, or the
+                    * concatenation's when they are a view into its buffers */
+    int inplace;   /* a ReLU sharing its input's buffers */
+    int view;      /* the concatenation whose buffers hold this node's (-1: none) */
     /* how the passes run it, decided once by wc_net_create */
-    int fwd_fused;  /* a ReLU that the convolution before it applies */
-    int bwd_fused;  /* an in-place ReLU whose mask the convolution reading it (alone) applies */
-    int fuse_relu;  /* a convolution that applies the ReLU after it */
+    int fwd_fused;   /* a ReLU that the convolution before it applies */
+    int bwd_fused;   /* an in-place ReLU whose mask the convolution reading it (alone) applies */
+    int fuse_relu;   /* a convolution that applies the ReLU after it */
     int write_in[2]; /* backward: the contribution to input j's gradient is its first: write */
 } wc_node;
 
@@ -117,35 +117,35 @@ typedef struct wc_tensor {
 } wc_tensor;
 
 typedef struct wc_memory_plan {
-    size_t params, grads;       /* bytes */
-    size_t activations;         /* outputs and their gradients for one micro-batch, bytes */
-    size_t workspace;           /* convolution lowering, bytes */
+    size_t params, grads; /* bytes */
+    size_t activations;   /* outputs and their gradients for one micro-batch, bytes */
+    size_t workspace;     /* convolution lowering, bytes */
 } wc_memory_plan;
 
 enum { WC_NET_TRAIN = 1, WC_NET_INFER = 0 };
 
 typedef struct wc_net {
-    char arch[64];          /* "unet-lite", "logistic" or the spec file's name */
-    char *spec;             /* the spec text it was built from (kept for checkpoints) */
+    char arch[64]; /* "unet-lite", "logistic" or the spec file's name */
+    char *spec;    /* the spec text it was built from (kept for checkpoints) */
     int in_channels;
-    int max_N, H, W;        /* built for micro-batches of up to max_N samples of H x W */
-    int training;           /* gradient buffers exist */
+    int max_N, H, W; /* built for micro-batches of up to max_N samples of H x W */
+    int training;    /* gradient buffers exist */
     int nnodes;
     wc_node *nodes;
     int ntensors;
     wc_tensor *tensors;
     size_t nparams;
-    float *params;          /* (nparams) */
-    float *grads;           /* (nparams), NULL when not training */
-    float *arena;           /* every activation and activation gradient */
+    float *params; /* (nparams) */
+    float *grads;  /* (nparams), NULL when not training */
+    float *arena;  /* every activation and activation gradient */
     size_t arena_floats;
-    float *work;            /* convolution workspace, for `threads` threads */
+    float *work; /* convolution workspace, for `threads` threads */
     size_t work_floats;
     int threads;
-    wc_pool *pool;          /* NULL with one thread */
-    int *zero_grads;        /* nodes whose gradient buffers backward zeroes first (nzero) */
+    wc_pool *pool;   /* NULL with one thread */
+    int *zero_grads; /* nodes whose gradient buffers backward zeroes first (nzero) */
     int nzero;
-    double flops_forward;   /* multiply-adds x 2 per sample, convolutions only */
+    double flops_forward; /* multiply-adds x 2 per sample, convolutions only */
     /* Called by wc_net_backward after each node, from the output down (NULL: none). The
      * gradients from a convolution's w_off on are final once its node is done (parameters are
      * laid out in node order), so a caller can start reducing them while backward goes on. */
@@ -165,8 +165,8 @@ const char *wc_net_builtin_spec(const char *arch);
  * the layer at which the network outgrows it). Every size is computed with overflow checks and
  * the memory is checked before any buffer is allocated, so a hostile spec gets an error, not a
  * crash or an out-of-memory death. */
-wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H,
-                      int W, int mode);
+wc_net *wc_net_create(const char *arch, const char *spec, int in_channels, int max_N, int H, int W,
+                      int mode);
 void wc_net_destroy(wc_net *net);
 /* What a spec builds for in_channels x H x W inputs, known without allocating the network:
  * its parameter and tensor counts, and its receptive field (see wc_net_receptive_field). */

@@ -18,8 +18,8 @@ typedef enum wc_optim_kind { WC_OPTIM_ADAMW = 0, WC_OPTIM_SGD = 1 } wc_optim_kin
 
 typedef struct wc_optim_config {
     wc_optim_kind kind;
-    double lr;            /* peak learning rate, reached at the end of warmup */
-    double min_lr_ratio;  /* the cosine decays to lr * min_lr_ratio at the last step */
+    double lr;           /* peak learning rate, reached at the end of warmup */
+    double min_lr_ratio; /* the cosine decays to lr * min_lr_ratio at the last step */
     double weight_decay;
     double beta1, beta2, eps; /* AdamW */
     double momentum;          /* SGD */
@@ -30,9 +30,9 @@ typedef struct wc_optim_config {
 typedef struct wc_optim {
     wc_optim_config cfg;
     size_t n;
-    float *m;   /* (n) AdamW first moment, or SGD momentum buffer */
-    float *v;   /* (n) AdamW second moment; NULL for SGD */
-    long step;  /* updates applied so far */
+    float *m;  /* (n) AdamW first moment, or SGD momentum buffer */
+    float *v;  /* (n) AdamW second moment; NULL for SGD */
+    long step; /* updates applied so far */
 } wc_optim;
 
 /* Defaults for a kind: AdamW lr 5e-4, wd 1e-2, betas (0.9, 0.999), eps 1e-8, min_lr_ratio 0.4;
@@ -46,7 +46,7 @@ double wc_optim_lr(const wc_optim_config *cfg, long step);
  * Returns -1, or the index of the first tensor whose parameters or moments the update made
  * non-finite (a diverged run: the caller stops before anything is saved). */
 int wc_optim_step(wc_optim *opt, float *params, const float *grads, const wc_tensor *tensors,
-                   int ntensors);
+                  int ntensors);
 /* Bytes of optimizer state (for the memory plan). */
 size_t wc_optim_state_bytes(const wc_optim *opt);
 

@@ -13,18 +13,18 @@
 #include "wildcpu/util.h"
 
 typedef struct wc_predict_config {
-    const char *tiles;      /* the raster to map */
-    const char *checkpoint; /* checkpoint file or run directory */
-    const char *out;        /* risk.tif */
-    const char *png;        /* quick-look picture, or NULL */
-    int cog;                /* Cloud-Optimized GeoTIFF */
-    int classes;            /* the risk classes as their own raster, NAME_classes.tif */
-    int no_style;           /* no QGIS style NAME.qml beside the map */
-    int threads;            /* the network's threads per rank */
+    const char *tiles;        /* the raster to map */
+    const char *checkpoint;   /* checkpoint file or run directory */
+    const char *out;          /* risk.tif */
+    const char *png;          /* quick-look picture, or NULL */
+    int cog;                  /* Cloud-Optimized GeoTIFF */
+    int classes;              /* the risk classes as their own raster, NAME_classes.tif */
+    int no_style;             /* no QGIS style NAME.qml beside the map */
+    int threads;              /* the network's threads per rank */
     const char *threads_from; /* "SLURM_CPUS_PER_TASK" when threads came from it, else NULL */
-    int window;             /* widest network window in pixels (0: WC_PREDICT_WINDOW); windows
-                             * are WC_PREDICT_STRIP + 2 x margin + alignment pixels tall */
-    int png_max_side;       /* quick-look downsampling limit (0: WC_QUICKLOOK_MAX_SIDE) */
+    int window;               /* widest network window in pixels (0: WC_PREDICT_WINDOW); windows
+                               * are WC_PREDICT_STRIP + 2 x margin + alignment pixels tall */
+    int png_max_side;         /* quick-look downsampling limit (0: WC_QUICKLOOK_MAX_SIDE) */
     /* `wildcpu evaluate`: the map scored against labels (score.h); out may then be NULL: no
      * map is written */
     int evaluate;

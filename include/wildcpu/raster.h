@@ -54,7 +54,7 @@ typedef struct wc_band {
      * when it has none; one of 64 bytes or more is its first 46 or fewer (whole characters),
      * '~' and 16 hex digits of a hash of the whole, so that long names stay apart */
     char name[WC_BAND_NAME_MAX];
-    int renamed; /* name is not the description as it is: a character replaced, or cut */
+    int renamed;     /* name is not the description as it is: a character replaced, or cut */
     int undescribed; /* the band has no description: name is "band_<n>" */
     /* GDAL's unit type ("degC", "m", "%"; "" when it has none), cut to WC_BAND_UNIT_MAX - 1
      * bytes, ',' ';' '=' ':' and control characters read as '_' (it travels in checkpoints as
@@ -125,7 +125,7 @@ static inline double wc_band_value(const wc_band *b, double stored) {
 typedef struct wc_raster {
     char *path;
     int width, height, nbands;
-    double gt[6];    /* geotransform: x = gt0 + col*gt1 + row*gt2, y = gt3 + col*gt4 + row*gt5 */
+    double gt[6]; /* geotransform: x = gt0 + col*gt1 + row*gt2, y = gt3 + col*gt4 + row*gt5 */
     int has_gt;
     int gcps;        /* ground control points (a raster GCPs place instead of a geotransform) */
     int alpha;       /* the alpha band (1-based): the mask of every other band; 0 when none */

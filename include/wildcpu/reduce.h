@@ -47,18 +47,18 @@
 #include "wildcpu/net.h"
 
 #define WC_REDUCE_HEADROOM_BITS 16
-#define WC_REDUCE_LOSS_FX_BITS 20
-#define WC_REDUCE_BUCKET_BYTES (1 << 18)
+#define WC_REDUCE_LOSS_FX_BITS  20
+#define WC_REDUCE_BUCKET_BYTES  (1 << 18)
 
 enum { WC_REDUCE_DONE = 0, WC_REDUCE_REDO = 1, WC_REDUCE_DIVERGED = 2, WC_REDUCE_FAILED = 3 };
 
 /* What the whole job saw in a step (identical on every rank). */
 typedef struct wc_step_totals {
-    double loss_sum;     /* sum of per-pixel loss over the global batch (from fixed point) */
+    double loss_sum; /* sum of per-pixel loss over the global batch (from fixed point) */
     int64_t valid_pixels;
     int64_t samples;
-    int64_t stop_votes;  /* ranks that received a stop signal */
-    int64_t ckpt_votes;  /* ranks that want a checkpoint after this step */
+    int64_t stop_votes; /* ranks that received a stop signal */
+    int64_t ckpt_votes; /* ranks that want a checkpoint after this step */
     /* divergence: micro-batches whose gradient had a NaN or infinite component, or whose loss
      * was not finite or beyond the fixed-point range; the first such tensor (-1: none) and how
      * many tensors were affected */
@@ -72,23 +72,23 @@ typedef struct wc_reducer {
     size_t n;                 /* parameters */
     const wc_tensor *tensors; /* the network's tensor table (not owned) */
     int ntensors;
-    int max_micro_batches;    /* per step, for the overflow bound */
-    int calibrated;           /* exponents come from a real step's maxima */
-    int32_t *exponent;        /* (ntensors) e_t: components are multiples of 2^-e_t */
-    double *maxabs;           /* (ntensors) this step's max |component|, then the global max */
-    int64_t *acc;             /* (n + extras) fixed-point sums; exact mode */
-    float *facc;              /* (n) float sums; fast mode */
-    int64_t overflow;         /* micro-batches of this rank that did not fit the scale */
-    int64_t nonfinite;        /* ... whose gradient had a NaN or infinite component */
-    int64_t bad_loss;         /* ... whose loss was not finite or beyond the loss's range */
-    int64_t failed;           /* this rank could not compute its share (wc_reducer_fail) */
+    int max_micro_batches; /* per step, for the overflow bound */
+    int calibrated;        /* exponents come from a real step's maxima */
+    int32_t *exponent;     /* (ntensors) e_t: components are multiples of 2^-e_t */
+    double *maxabs;        /* (ntensors) this step's max |component|, then the global max */
+    int64_t *acc;          /* (n + extras) fixed-point sums; exact mode */
+    float *facc;           /* (n) float sums; fast mode */
+    int64_t overflow;      /* micro-batches of this rank that did not fit the scale */
+    int64_t nonfinite;     /* ... whose gradient had a NaN or infinite component */
+    int64_t bad_loss;      /* ... whose loss was not finite or beyond the loss's range */
+    int64_t failed;        /* this rank could not compute its share (wc_reducer_fail) */
     double loss_sum;
     int64_t valid_pixels, samples;
     /* overlap: bucket b holds tensors [bucket_t[b + 1], bucket_t[b]) (bucket 0 the last ones) */
-    int nbuckets;             /* 0: overlap off */
-    int *bucket_t;            /* (nbuckets + 1) tensor bounds, descending */
-    int streaming;            /* this step's buckets are being started */
-    int next_bucket;          /* the next bucket to start */
+    int nbuckets;                            /* 0: overlap off */
+    int *bucket_t;                           /* (nbuckets + 1) tensor bounds, descending */
+    int streaming;                           /* this step's buckets are being started */
+    int next_bucket;                         /* the next bucket to start */
     int s_has, s_bad_loss, s_finite, s_fits; /* the streamed micro-batch, so far */
     double s_loss;
 } wc_reducer;
@@ -117,8 +117,7 @@ int wc_reducer_overlapping(const wc_reducer *r);
  * (grads NULL and no stream_begin on a rank without a micro-batch in this step: it starts the
  * buckets with what it has). Collective in the order of the buckets: every rank starts them
  * all, in the same order, before wc_reducer_finish. */
-void wc_reducer_stream_begin(wc_reducer *r, double loss_sum, int64_t valid_pixels,
-                             int64_t samples);
+void wc_reducer_stream_begin(wc_reducer *r, double loss_sum, int64_t valid_pixels, int64_t samples);
 void wc_reducer_stream_ready(wc_reducer *r, const float *grads, size_t final_from);
 void wc_reducer_stream_end(wc_reducer *r, const float *grads);
 /* This rank could not compute its share of the step (its patches could not be read, after its

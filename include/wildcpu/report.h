@@ -25,46 +25,46 @@ typedef struct wc_run_summary {
     char arch[64];
     char augmentation[WC_AUGMENT_SUMMARY_MAX]; /* how training samples were oriented (augment.h's
                                                 * summary) */
-    double shifted_fraction;  /* of the first epoch's training samples, those the jitter */
-    double turned_fraction;   /* shifts and those --rotate turns (NaN: no jitter, no --rotate) */
+    double shifted_fraction; /* of the first epoch's training samples, those the jitter */
+    double turned_fraction;  /* shifts and those --rotate turns (NaN: no jitter, no --rotate) */
     int ranks, threads, batch, micro_batch;
     long steps_total, steps_done, start_step, steps_per_epoch;
-    long samples_done;        /* trained in this invocation, over the ranks (an epoch's last
-                               * step takes what is left of it: fewer than --batch) */
-    double wall_seconds;      /* this invocation, setup included */
-    double train_seconds;     /* the step loop of this invocation */
+    long samples_done;    /* trained in this invocation, over the ranks (an epoch's last
+                           * step takes what is left of it: fewer than --batch) */
+    double wall_seconds;  /* this invocation, setup included */
+    double train_seconds; /* the step loop of this invocation */
     double compute_seconds, reduce_seconds, val_seconds, io_wait_seconds; /* rank 0's */
-    double ckpt_seconds;      /* the training thread's: synchronous writes, and for background
-                               * ones the wait and the copy at the step boundary */
-    double ckpt_bg_seconds;   /* the background writes' own time (off the training thread) */
+    double ckpt_seconds;    /* the training thread's: synchronous writes, and for background
+                             * ones the wait and the copy at the step boundary */
+    double ckpt_bg_seconds; /* the background writes' own time (off the training thread) */
     long ckpts_written;
     size_t ckpt_bytes;
     long redo_steps;
     double last_loss;
     int have_val, have_oracle;
     wc_metrics val, oracle;
-    int val_patches;          /* the run has validation patches (validation runs each epoch) */
-    int val_earlier;          /* val is an earlier session's, read from the checkpoint resumed
-                               * from (no validation ran since): no reliability bins */
-    long best_step;           /* the step best.wcp holds (-1: none), which the map uses */
-    double best_auc_pr;       /* its validation AUC-PR */
-    int best_lost;            /* best.wcp (of step best_lost_step) was missing or damaged when
-                               * this session resumed, and no validation has written one since */
+    int val_patches;    /* the run has validation patches (validation runs each epoch) */
+    int val_earlier;    /* val is an earlier session's, read from the checkpoint resumed
+                         * from (no validation ran since): no reliability bins */
+    long best_step;     /* the step best.wcp holds (-1: none), which the map uses */
+    double best_auc_pr; /* its validation AUC-PR */
+    int best_lost;      /* best.wcp (of step best_lost_step) was missing or damaged when
+                         * this session resumed, and no validation has written one since */
     long best_lost_step;
     long best_unsaved_step;     /* a better validation than best_step's, whose best.wcp write
                                  * failed in this session (-1: none): its weights are gone */
     double best_unsaved_auc_pr; /* its validation AUC-PR */
-    char kernels[512];        /* the kernels the run's steps were computed with, session after
-                               * session (wc_cpuinfo_kernels, "/ranks:mixed" when ranks differed),
-                               * a change appended, comma-separated: one entry, bitwise one run */
+    char kernels[512];          /* the kernels the run's steps were computed with, session after
+                                 * session (wc_cpuinfo_kernels, "/ranks:mixed" when ranks differed),
+                                 * a change appended, comma-separated: one entry, bitwise one run */
     double flops_per_sample;
     size_t planned_bytes, baseline_bytes, data_bytes; /* data_bytes: part of planned_bytes */
-    size_t gdal_cache_bytes;  /* GDAL's block cache at its fullest (data held, unplanned) */
-    size_t gdal_files_bytes;  /* the files GDAL holds open, as planned (measured on one) */
-    long patches_read;        /* this rank's; the report gives the sum over the ranks */
+    size_t gdal_cache_bytes; /* GDAL's block cache at its fullest (data held, unplanned) */
+    size_t gdal_files_bytes; /* the files GDAL holds open, as planned (measured on one) */
+    long patches_read;       /* this rank's; the report gives the sum over the ranks */
     double bytes_read;
-    int status;               /* how training ended: WC_EXIT_OK, _STOPPED or _RUNTIME */
-    wc_report_map map;        /* _PENDING when the map is drawn next, else _NONE */
+    int status;        /* how training ended: WC_EXIT_OK, _STOPPED or _RUNTIME */
+    wc_report_map map; /* _PENDING when the map is drawn next, else _NONE */
 } wc_run_summary;
 
 /* Collective: gathers every rank's peak RSS, then rank 0 prints the summary and writes

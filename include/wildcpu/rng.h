@@ -18,11 +18,11 @@ typedef struct wc_rng {
 
 /* Well-known streams. Adding one never changes the numbers drawn from another. */
 enum {
-    WC_STREAM_INIT = 1,     /* parameter initialization */
-    WC_STREAM_PERM = 2,     /* the epoch's training order: stream = PERM, then the epoch */
-    WC_STREAM_SPLIT = 3,    /* spatial train/validation split */
-    WC_STREAM_SYNTH = 4,    /* synthetic region */
-    WC_STREAM_AUGMENT = 5,  /* augmentation choices */
+    WC_STREAM_INIT = 1,    /* parameter initialization */
+    WC_STREAM_PERM = 2,    /* the epoch's training order: stream = PERM, then the epoch */
+    WC_STREAM_SPLIT = 3,   /* spatial train/validation split */
+    WC_STREAM_SYNTH = 4,   /* synthetic region */
+    WC_STREAM_AUGMENT = 5, /* augmentation choices */
 };
 
 /* splitmix64 finalizer: a bijective 64-bit mixer. */

@@ -18,18 +18,18 @@
 #include "wildcpu/dataset.h"
 
 typedef struct wc_schedule {
-    const uint32_t *train;  /* (ntrain) the training patches, grid order (not owned) */
+    const uint32_t *train; /* (ntrain) the training patches, grid order (not owned) */
     long ntrain;
-    int batch, micro;       /* --batch, --micro-batch */
+    int batch, micro; /* --batch, --micro-batch */
     int rank, nranks;
     uint64_t seed;
     long steps_per_epoch, total_steps;
-    long cached_epoch[2];   /* two epochs' permutations: the current one and the look-ahead's */
+    long cached_epoch[2]; /* two epochs' permutations: the current one and the look-ahead's */
     uint32_t *perm[2];
     /* how epoch e samples training patch id (jitter); NULL: unshifted */
     wc_sample (*sample)(const void *ctx, uint32_t id, long epoch);
     const void *sample_ctx;
-    uint32_t *ids;          /* (micro) the cursor's scratch */
+    uint32_t *ids; /* (micro) the cursor's scratch */
 } wc_schedule;
 
 void wc_schedule_init(wc_schedule *s, const uint32_t *train, long ntrain, int batch, int micro,
@@ -67,8 +67,7 @@ void wc_schedule_cursor_start(wc_schedule_cursor *c, long step);
 /* The cursor's next request: its samples (at most --micro-batch of them, as the sampler draws
  * them) and what it is for into *w; returns the number of samples, 0 when the run has no more
  * requests. */
-int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *samples,
-                            wc_work *w);
+int wc_schedule_cursor_next(wc_schedule *s, wc_schedule_cursor *c, wc_sample *samples, wc_work *w);
 /* A request's identity as one number (the reader echoes it back with the filled batch), and
  * whether two requests are the same. */
 long wc_work_tag(const wc_work *w);

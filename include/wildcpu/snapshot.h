@@ -29,9 +29,9 @@
 #include "wildcpu/reduce.h"
 
 /* Bounds a readable snapshot respects (a file beyond them is corrupt or hostile). */
-#define WC_SNAPSHOT_MAX_TEXT (1 << 20)     /* bytes of any text section */
+#define WC_SNAPSHOT_MAX_TEXT     (1 << 20) /* bytes of any text section */
 #define WC_SNAPSHOT_MAX_FEATURES 65536     /* input channels */
-#define WC_SNAPSHOT_MAX_TENSORS 65536
+#define WC_SNAPSHOT_MAX_TENSORS  65536
 /* The reducer's fixed-point exponents: all exponent_for (reduce.c) can produce, 62 -
  * WC_REDUCE_HEADROOM_BITS - ceil(log2(micro-batches)) - k for a largest |gradient| below 2^k,
  * a float's: k from -148 (the least subnormal, 2^-149) to FLT_MAX_EXP (128), and at most 31
@@ -68,25 +68,25 @@ typedef struct wc_snapshot {
     const char *const *feat_names; /* (nfeat) band descriptions, in input-channel order */
     const double *mean, *std;      /* (nfeat) */
     /* training state */
-    int64_t step;            /* optimizer steps done; equals the container's header step */
-    int64_t epoch;           /* completed epochs */
-    int64_t epoch_pos;       /* samples of the current epoch already used */
-    int64_t optim_step;      /* optimizer updates applied */
-    int64_t ranks;           /* of the run that wrote it (for information) */
-    int calibrated;          /* the reducer's scales are set */
-    int val_pending;         /* the validation after step `step` did not run (a stop during
-                              * it): a resume runs it first */
-    double best_auc_pr;      /* the best validation AUC-PR so far (-1: none yet) ... */
-    int64_t best_step;       /* ... and the step it came after (best.wcp holds that state) */
-    double log_loss_sum;     /* the progress line's pending loss (meta; 0 when absent): */
-    long log_loss_steps;     /* its sum, finite, over this many steps, 0 to step */
+    int64_t step;        /* optimizer steps done; equals the container's header step */
+    int64_t epoch;       /* completed epochs */
+    int64_t epoch_pos;   /* samples of the current epoch already used */
+    int64_t optim_step;  /* optimizer updates applied */
+    int64_t ranks;       /* of the run that wrote it (for information) */
+    int calibrated;      /* the reducer's scales are set */
+    int val_pending;     /* the validation after step `step` did not run (a stop during
+                          * it): a resume runs it first */
+    double best_auc_pr;  /* the best validation AUC-PR so far (-1: none yet) ... */
+    int64_t best_step;   /* ... and the step it came after (best.wcp holds that state) */
+    double log_loss_sum; /* the progress line's pending loss (meta; 0 when absent): */
+    long log_loss_steps; /* its sum, finite, over this many steps, 0 to step */
     int ntensors;
     const int32_t *exponent; /* (ntensors) the reducer's per-tensor fixed-point exponents */
     size_t nparams;
-    const float *params;     /* (nparams) */
-    const float *optim_m;    /* (nparams) AdamW's first moment or SGD's momentum */
-    const float *optim_v;    /* (nparams) AdamW's second moment; NULL for SGD */
-    void *owned;             /* a decoded snapshot's allocations (private) */
+    const float *params;  /* (nparams) */
+    const float *optim_m; /* (nparams) AdamW's first moment or SGD's momentum */
+    const float *optim_v; /* (nparams) AdamW's second moment; NULL for SGD */
+    void *owned;          /* a decoded snapshot's allocations (private) */
 } wc_snapshot;
 
 /* Writes s as DIR/ckpt-<step>.wcp (atomically, see ckpt.h), keeping the newest `keep`, or as
@@ -113,8 +113,8 @@ void wc_snapshot_free(wc_snapshot *s);
  * H x W (0: the training patch size) in `mode` (net.h), with the snapshot's parameters. NULL
  * with the reason in why when the spec does not build or its parameter count is not the
  * snapshot's. */
-wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int mode,
-                              char *why, size_t why_size);
+wc_net *wc_snapshot_build_net(const wc_snapshot *s, int max_N, int H, int W, int mode, char *why,
+                              size_t why_size);
 
 /* The training patch side the snapshot's config records (0 when absent or invalid). */
 int wc_snapshot_patch(const wc_snapshot *s);
@@ -169,8 +169,7 @@ typedef struct wc_resume_match {
  * (owned) and *path (caller frees) filled; 0 when dir holds no checkpoint (a fresh start); -1
  * after a message when checkpoints exist but none is usable (never a silent fresh start) or
  * when the newest usable one is of other data or settings (the difference named). */
-int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s,
-                            char **path);
+int wc_snapshot_find_resume(const char *dir, const wc_resume_match *m, wc_snapshot *s, char **path);
 
 /* Whether a run matching m can resume from s, a checked snapshot (wc_snapshot_check): WC_OK
  * when it holds m's network and optimizer state at a step within m's run, or when it claims
@@ -186,17 +185,17 @@ int wc_snapshot_resumable(const wc_snapshot *s, const wc_resume_match *m, char *
 void wc_snapshot_own_match(const wc_snapshot *s, wc_resume_match *m);
 
 /* The sections a snapshot is stored in, for tools that list them (wildcpu info). */
-#define WC_SECTION_META "meta"
-#define WC_SECTION_CONFIG "config"
+#define WC_SECTION_META        "meta"
+#define WC_SECTION_CONFIG      "config"
 #define WC_SECTION_FINGERPRINT "fingerprint"
-#define WC_SECTION_SPEC "spec"
-#define WC_SECTION_FEATURES "features"
-#define WC_SECTION_NORM "norm"
-#define WC_SECTION_STATE "state"
-#define WC_SECTION_PARAMS "params"
-#define WC_SECTION_OPTIM_M "optim_m"
-#define WC_SECTION_OPTIM_V "optim_v"
-#define WC_SECTION_METRICS "metrics"
-#define WC_SECTION_PROGRESS "progress"
+#define WC_SECTION_SPEC        "spec"
+#define WC_SECTION_FEATURES    "features"
+#define WC_SECTION_NORM        "norm"
+#define WC_SECTION_STATE       "state"
+#define WC_SECTION_PARAMS      "params"
+#define WC_SECTION_OPTIM_M     "optim_m"
+#define WC_SECTION_OPTIM_V     "optim_v"
+#define WC_SECTION_METRICS     "metrics"
+#define WC_SECTION_PROGRESS    "progress"
 
 #endif

@@ -16,9 +16,9 @@
 #include <stdint.h>
 
 typedef struct wc_stac_asset {
-    const char *key;   /* the asset's name in the item: "risk_map" */
-    const char *path;  /* the file; its href is its name when it lies beside the item */
-    const char *type;  /* media type */
+    const char *key;  /* the asset's name in the item: "risk_map" */
+    const char *path; /* the file; its href is its name when it lies beside the item */
+    const char *type; /* media type */
     const char *title;
     const char *roles; /* comma-separated: "data", "overview,visual" */
 } wc_stac_asset;

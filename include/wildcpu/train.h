@@ -20,33 +20,33 @@
 #include "wildcpu/predict.h"
 
 typedef struct wc_train_config {
-    wc_data_config data;       /* --tiles, --labels, --label-band, --patch, --val-fraction, ... */
-    const char *out_dir;       /* --out [run] */
-    const char *model;         /* --model unet-lite|logistic|FILE [unet-lite] */
-    long epochs;               /* --epochs [10] */
-    long steps;                /* --steps: overrides --epochs when > 0 */
-    int batch;                 /* --batch, global [32] */
-    int micro_batch;           /* --micro-batch [4] */
-    wc_optim_config optim;     /* --optimizer, --lr (0: wc_train_lr's), --weight-decay, --warmup
-                                * (-1: auto), --lr-end as min_lr_ratio (-1: wc_train_lr_end's) */
-    int lr_scaling_linear;     /* --lr-scaling linear: lr * batch / lr_ref_batch */
-    int lr_ref_batch;          /* the batch the --lr was tuned for [32] */
-    double pos_weight;         /* --pos-weight [1]: loss weight of burned pixels */
-    uint64_t seed;             /* --seed [1] */
-    int threads;               /* --threads per rank [$SLURM_CPUS_PER_TASK or 1] */
-    const char *threads_from;  /* "SLURM_CPUS_PER_TASK" when threads came from it, else NULL */
-    int fast_reduce;           /* --fast-reduce */
-    int no_overlap;            /* --no-overlap: reduce after backward, not during it */
-    int no_jitter;             /* --no-jitter: train on the fixed patches */
-    int augment;               /* --augment: mirror and turn training samples (augment.h) */
-    long log_every;            /* --log-every STEPS [10] */
-    long ckpt_every;           /* --ckpt-every STEPS [0: off] */
-    double ckpt_minutes;       /* --ckpt-minutes M [10 when neither is given] */
-    int keep;                  /* --keep K [3] */
-    int fresh;                 /* --fresh */
-    int no_predict;            /* --no-predict */
-    int prefetch;              /* read-ahead slots [auto] */
-    const char *baseline;      /* --baseline OTHER/report.json */
+    wc_data_config data;        /* --tiles, --labels, --label-band, --patch, --val-fraction, ... */
+    const char *out_dir;        /* --out [run] */
+    const char *model;          /* --model unet-lite|logistic|FILE [unet-lite] */
+    long epochs;                /* --epochs [10] */
+    long steps;                 /* --steps: overrides --epochs when > 0 */
+    int batch;                  /* --batch, global [32] */
+    int micro_batch;            /* --micro-batch [4] */
+    wc_optim_config optim;      /* --optimizer, --lr (0: wc_train_lr's), --weight-decay, --warmup
+                                 * (-1: auto), --lr-end as min_lr_ratio (-1: wc_train_lr_end's) */
+    int lr_scaling_linear;      /* --lr-scaling linear: lr * batch / lr_ref_batch */
+    int lr_ref_batch;           /* the batch the --lr was tuned for [32] */
+    double pos_weight;          /* --pos-weight [1]: loss weight of burned pixels */
+    uint64_t seed;              /* --seed [1] */
+    int threads;                /* --threads per rank [$SLURM_CPUS_PER_TASK or 1] */
+    const char *threads_from;   /* "SLURM_CPUS_PER_TASK" when threads came from it, else NULL */
+    int fast_reduce;            /* --fast-reduce */
+    int no_overlap;             /* --no-overlap: reduce after backward, not during it */
+    int no_jitter;              /* --no-jitter: train on the fixed patches */
+    int augment;                /* --augment: mirror and turn training samples (augment.h) */
+    long log_every;             /* --log-every STEPS [10] */
+    long ckpt_every;            /* --ckpt-every STEPS [0: off] */
+    double ckpt_minutes;        /* --ckpt-minutes M [10 when neither is given] */
+    int keep;                   /* --keep K [3] */
+    int fresh;                  /* --fresh */
+    int no_predict;             /* --no-predict */
+    int prefetch;               /* read-ahead slots [auto] */
+    const char *baseline;       /* --baseline OTHER/report.json */
     int cog, classes, no_style; /* risk map options, as for predict */
 } wc_train_config;
 
@@ -64,8 +64,8 @@ double wc_train_peak_lr(const wc_train_config *cfg);
 /* The map a training run of cfg draws at its end (DIR/risk.tif, its picture and companions), as
  * a predict configuration into pc; risk and png (size bytes each) hold its paths. Training's
  * own: it checks before its first step that the address space holds that map. */
-void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char *risk,
-                         char *png, size_t size);
+void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char *risk, char *png,
+                         size_t size);
 /* Runs training to the end (or to a stop signal, see stop.h) in cfg->out_dir, which
  * wc_rundir_prepare (rundir.h) has prepared. Returns the exit status: WC_EXIT_OK,
  * WC_EXIT_RUNTIME (after an error message), WC_EXIT_USAGE, or WC_EXIT_STOPPED (stopped by

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WC_OK 0
+#define WC_OK  0
 #define WC_ERR (-1)
 
 /* Exit statuses of the program (docs/cli.md, "Exit status"). */
@@ -40,19 +40,19 @@ enum {
 
 #if defined(__GNUC__)
 #define WC_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define WC_NORETURN __attribute__((noreturn))
+#define WC_NORETURN     __attribute__((noreturn))
 #else
 #define WC_PRINTF(a, b)
 #define WC_NORETURN
 #endif
 
-#define WC_ASSERT(cond) ((cond) ? (void)0 : wc_assert_fail(#cond, __FILE__, __LINE__))
-#define WC_ALLOC(nbytes) wc_alloc_check((nbytes), __FILE__, __LINE__)
+#define WC_ASSERT(cond)        ((cond) ? (void)0 : wc_assert_fail(#cond, __FILE__, __LINE__))
+#define WC_ALLOC(nbytes)       wc_alloc_check((nbytes), __FILE__, __LINE__)
 #define WC_CALLOC(count, size) wc_calloc_check((count), (size), __FILE__, __LINE__)
 /* The same for a large buffer, naming what it is for ("the network's activations"): a failure
  * says what was being allocated, not only where. */
 #define WC_ALLOC_FOR(nbytes, what) wc_alloc_named((nbytes), (what), __FILE__, __LINE__)
-#define WC_CALLOC_FOR(count, size, what) \
+#define WC_CALLOC_FOR(count, size, what)                                                           \
     wc_calloc_named((count), (size), (what), __FILE__, __LINE__)
 /* Each argument is evaluated twice: never pass a call with an effect (a write, a collective). */
 #define WC_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -193,8 +193,7 @@ typedef struct wc_address_need {
                          * buffers are mapped after it, and are not counted again */
 } wc_address_need;
 /* Adds a part (as printf) to need. */
-void wc_address_need_add(wc_address_need *need, size_t bytes, const char *fmt, ...)
-    WC_PRINTF(3, 4);
+void wc_address_need_add(wc_address_need *need, size_t bytes, const char *fmt, ...) WC_PRINTF(3, 4);
 /* Everything `need` maps: its parts, OpenBLAS's buffers, the stacks and room for what the
  * libraries map as they go. */
 size_t wc_address_need_bytes(const wc_address_need *need);

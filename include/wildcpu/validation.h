@@ -29,13 +29,13 @@ typedef struct wc_validation {
      * beyond float's range (WC_PX_RANGE: an undeclared nodata such as -3.4e38 of a band of small
      * spread), summed over the ranks */
     int64_t beyond_range;
-    wc_infer inf;                     /* the map's network, over one core's window */
+    wc_infer inf;        /* the map's network, over one core's window */
     wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
     long *blocks;        /* the validation blocks, in index order */
     long nblocks;        /* how many */
     long lo, hi;         /* this rank's share of them */
     long max_share;      /* the largest share (every rank agrees that many times) */
-    int64_t core; /* blocks are scored in cores of at most core x core pixels */
+    int64_t core;        /* blocks are scored in cores of at most core x core pixels */
     /* (core ^ 2) one core's pixels: probabilities, labels, the oracle, the state of each pixel
      * (WC_PX_*), which pixels count, and the label reading's scratch */
     float *prob, *y, *oracle;

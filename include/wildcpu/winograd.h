@@ -47,8 +47,8 @@ int wc_wino_set_products(int which);
  * not: its kernels round the columns at the end of a product (and of its blocks) otherwise than
  * the rest, so the same pixel computed in windows of two widths differed in its last bits
  * (conv.c's 1x1 and lowered paths, adjacent rasters cut from one grid: 3e-9 to 2e-8). */
-int wc_wino_own_product(int K, int n, int C, const float *U, size_t ldu, const float *V,
-                        size_t ldv, float *M, size_t ldm);
+int wc_wino_own_product(int K, int n, int C, const float *U, size_t ldu, const float *V, size_t ldv,
+                        float *M, size_t ldm);
 /* WILDCPU_GEMM's values, for messages, and the WC_PRODUCTS_ choice one names (-1: none). */
 #define WC_PRODUCTS_CHOICES "own, own-avx2 or openblas"
 int wc_wino_products_parse(const char *name);
