@@ -834,18 +834,18 @@ static void schedule_note(const char *why, const char *then, char *buf, size_t s
                               "warmup is --warmup, by default min(100, total_steps / 10); ");
     if (lr && n < size) n += (size_t)snprintf(buf + n, size - n, "lr is --lr after --lr-scaling; ");
     if (strstr(why, "lr_end:") && n < size) {
-        /* a checkpoint without lr_end ended its decay at 0.05 (train_ckpt.c), as every version
-         * before --lr-end did */
+        /* the value to resume with is the checkpoint's, named here rather than the defaults (which
+         * the start-up line's "cosine to F x lr" gives): a checkpoint without lr_end ended its
+         * decay at 0.05 (train_ckpt.c), as every version before --lr-end did */
         char recorded[64];
         wc_kv_get(then, "lr_end", recorded, sizeof recorded);
         const int earlier = recorded[0] == '\0';
         n += (size_t)snprintf(buf + n, size - n,
-                              "lr_end is --lr-end, by default 0.4 with adamw, 0.05 with sgd and "
-                              "for the logistic baseline%s; ",
-                              earlier ? "; a checkpoint without it ended its decay at 0.05, as "
-                                        "every version before --lr-end did: resume it with "
-                                        "--lr-end 0.05"
-                                      : "");
+                              "lr_end is --lr-end; the checkpoint's decay ends at %s x lr%s: "
+                              "resume it with --lr-end %s; ",
+                              earlier ? "0.05" : recorded,
+                              earlier ? ", as every version before --lr-end ended it" : "",
+                              earlier ? "0.05" : recorded);
     }
     if ((total || warmup) && n < size)
         snprintf(buf + n, size - n,

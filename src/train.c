@@ -804,11 +804,16 @@ static int read_slots(const wc_train_config *cfg, int nranks) {
     return cfg->prefetch <= 0 ? 2 * held + 1 : WC_MAX(cfg->prefetch, held + 1);
 }
 
+/* The logistic baseline is convex: it has its own schedule, with which 12 epochs reach its
+ * optimum (docs/quality.md): AdamW at lr 0.05 (5e-4 would leave it short of it), the decay
+ * ending at 0.05 of the peak (the rate falling is what settles a convex model). */
+static int is_baseline(const wc_train_config *cfg) {
+    return strcmp(cfg->model, "logistic") == 0;
+}
+
 double wc_train_lr(const wc_train_config *cfg) {
     if (cfg->optim.lr != 0) return cfg->optim.lr; /* 0: unset; any other value is checked */
-    /* The logistic baseline is convex: it has its own learning rate, at which 12 epochs reach
-     * its optimum (docs/quality.md); AdamW's 5e-4 would leave it short of it. */
-    if (strcmp(cfg->model, "logistic") == 0 && cfg->optim.kind == WC_OPTIM_ADAMW) return 0.05;
+    if (is_baseline(cfg) && cfg->optim.kind == WC_OPTIM_ADAMW) return 0.05;
     wc_optim_config kind_default;
     wc_optim_config_default(&kind_default, cfg->optim.kind);
     return kind_default.lr;
@@ -833,9 +838,7 @@ void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char
 
 double wc_train_lr_end(const wc_train_config *cfg) {
     if (cfg->optim.min_lr_ratio >= 0) return cfg->optim.min_lr_ratio;
-    /* a convex model reaches its optimum as the rate falls: the baseline keeps the decay to
-     * 0.05 it was measured with (docs/quality.md) */
-    if (strcmp(cfg->model, "logistic") == 0) return 0.05;
+    if (is_baseline(cfg)) return 0.05;
     wc_optim_config kind_default;
     wc_optim_config_default(&kind_default, cfg->optim.kind);
     return kind_default.min_lr_ratio;

@@ -243,8 +243,8 @@ last_lr=$(grep '"type":"train","step":24,' "$T/ref/metrics.jsonl" | grep -o '"lr
     || notok "AdamW's default end of the decay" "last step's $last_lr: $(grep -o 'AdamW.*x lr' "$T/ref.log")"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --lr-end 0.05 --out "$T/ref" >"$T/other.log" 2>&1
 status=$?
-[ $status -eq 1 ] && grep -q "written with other settings: lr_end: now (none), checkpoint 0.4 (lr_end is --lr-end, by default 0.4 with adamw, 0.05 with sgd and for the logistic baseline; rerun" "$T/other.log" \
-    && ok "a rerun with another --lr-end is refused, naming lr_end and its default" \
+[ $status -eq 1 ] && grep -q "written with other settings: lr_end: now (none), checkpoint 0.4 (lr_end is --lr-end; the checkpoint's decay ends at 0.4 x lr: resume it with --lr-end 0.4; rerun" "$T/other.log" \
+    && ok "a rerun with another --lr-end is refused, naming lr_end and the value to resume with" \
     || notok "a rerun with another --lr-end" "status $status: $(grep error "$T/other.log" | head -2)"
 mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 2 --ckpt-every 1 --lr-end 0.05 --out "$T/end05" >"$T/end05.log" 2>&1
 s1=$?
@@ -255,7 +255,7 @@ mpirun_n 1 "$WILDCPU" "${args[@]}" --steps 2 --ckpt-every 1 --lr-end 0.05 --out 
 s3=$?
 [ $s1 -eq 0 ] && grep -q "lr=0.001$" "$T/end05.info" && ! grep -q "lr_end" "$T/end05.info" \
     && grep -q "cosine to 0.05 x lr" "$T/end05.log" && [ $s2 -eq 1 ] \
-    && grep -q "lr_end: now 0.4, checkpoint (none) (lr_end is --lr-end, .*a checkpoint without it ended its decay at 0.05, as every version before --lr-end did: resume it with --lr-end 0.05" "$T/end05b.log" \
+    && grep -q "lr_end: now 0.4, checkpoint (none) (lr_end is --lr-end; the checkpoint's decay ends at 0.05 x lr, as every version before --lr-end ended it: resume it with --lr-end 0.05;" "$T/end05b.log" \
     && [ $s3 -eq 0 ] && grep -q "resuming from .*ckpt-00000002.wcp" "$T/end05c.log" \
     && ok "--lr-end 0.05 is recorded as earlier versions recorded their decay: resumed with it, refused without" \
     || notok "--lr-end 0.05 and earlier versions' checkpoints" "$s1 $s2 $s3: $(grep -c lr_end "$T/end05.info") $(grep -E 'error|resum' "$T/end05b.log" "$T/end05c.log" | head -3)"
