@@ -744,13 +744,16 @@ int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, lo
     return rc;
 }
 
-int wc_ckpt_dir_of(const char *dir, char *buf, size_t size) {
+/* wc_ckpt_dir_of, saying why DIR/checkpoints cannot hold checkpoints only when say is set. */
+static int find_ckpt_dir(const char *dir, char *buf, size_t size, int say) {
     struct stat st;
     snprintf(buf, size, "%s/" WC_CKPT_DIR, dir);
     if (stat(buf, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return WC_OK;
-        wc_error("%s is not a directory, so no run can keep its checkpoints there (move it away)",
-                 buf);
+        if (say)
+            wc_error("%s is not a directory, so no run can keep its checkpoints there (move it "
+                     "away)",
+                     buf);
         return WC_ERR;
     }
     const int err = errno;
@@ -758,6 +761,7 @@ int wc_ckpt_dir_of(const char *dir, char *buf, size_t size) {
         snprintf(buf, size, "%s", dir);
         return WC_OK;
     }
+    if (!say) return WC_ERR;
     char target[4096];
     const ssize_t n = S_ISLNK(st.st_mode) ? readlink(buf, target, sizeof target - 1) : -1;
     target[n > 0 ? n : 0] = '\0';
@@ -768,6 +772,14 @@ int wc_ckpt_dir_of(const char *dir, char *buf, size_t size) {
     else
         wc_error("cannot reach %s: %s", buf, strerror(err));
     return WC_ERR;
+}
+
+int wc_ckpt_dir_of(const char *dir, char *buf, size_t size) {
+    return find_ckpt_dir(dir, buf, size, 1);
+}
+
+int wc_ckpt_dir_quietly(const char *dir, char *buf, size_t size) {
+    return find_ckpt_dir(dir, buf, size, 0);
 }
 
 int wc_ckpt_resolve(const char *path, wc_ckpt_check check, void *ctx, wc_ckpt *ck,

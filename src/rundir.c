@@ -486,10 +486,8 @@ void wc_rundir_say_if_training(const char *path) {
     struct stat st;
     char ckpt_dir[4200], best[4300], holder[256] = "";
     if (wc_dist_rank() != 0 || stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return;
-    /* as wc_ckpt_dir_of finds it, without its messages (the load said what was wrong) */
-    run_file(ckpt_dir, sizeof ckpt_dir, path, WC_CKPT_DIR);
-    if (stat(ckpt_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        snprintf(ckpt_dir, sizeof ckpt_dir, "%s", path);
+    /* quietly: the load said what was wrong with the directory */
+    if (wc_ckpt_dir_quietly(path, ckpt_dir, sizeof ckpt_dir) != WC_OK) return;
     if (!wc_rundir_lock_held(path, holder, sizeof holder) &&
         !wc_rundir_lock_held(ckpt_dir, holder, sizeof holder))
         return;

@@ -140,6 +140,8 @@ int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, lo
  * cannot hold checkpoints: a file, or a link whose target is gone (a scratch file system not
  * mounted on this node), which would otherwise read as "no checkpoints". */
 int wc_ckpt_dir_of(const char *dir, char *buf, size_t size);
+/* wc_ckpt_dir_of without a message: for a caller that has already said what went wrong. */
+int wc_ckpt_dir_quietly(const char *dir, char *buf, size_t size);
 
 /* "run directory or checkpoint file" -> the checkpoint to use: a directory means its best.wcp
  * (in DIR/checkpoints or DIR itself) when that is usable, else its newest usable checkpoint. */
