@@ -69,6 +69,17 @@ dd=$(digest "$T/d/checkpoints/ckpt-00000004.wcp")
     ok "a standard output on a full disk: trains, status 0, the lost lines warned about" ||
     notok "a standard output on a full disk" "status $sd: $(tail -2 "$T/d.log")"
 
+# A run that --epochs sizes to few optimizer steps says so at start-up, naming a smaller batch;
+# one of --steps (the user chose the count) does not
+"$WILDCPU" --tiles "$SAMPLE" --patch 32 --batch 16 --epochs 1 --val-fraction 0.9 --no-predict \
+    --out "$T/few" >"$T/few.log" 2>&1
+s=$?
+few=$(grep "^note: .* optimizer steps* in all" "$T/few.log")
+[ $s -eq 0 ] && echo "$few" | grep -q "^note: [0-9]* optimizer steps* in all ([0-9]* per epoch at batch 16): .*a smaller --batch" &&
+    ! grep -q "optimizer steps* in all" "$T/a.log" &&
+    ok "few optimizer steps: a note at start-up naming a smaller batch, none for --steps" ||
+    notok "few optimizer steps" "status $s: '$few'; --steps: $(grep -c 'optimizer step' "$T/a.log")"
+
 # --lr-scaling linear: batch 64 from a reference of 32 doubles the learning rate (1e-3 given);
 # the rule is the optimizer's, whatever the network: the cheap one
 "$WILDCPU" --tiles "$SAMPLE" --model logistic --patch 32 --batch 64 --lr 1e-3 --lr-scaling linear --steps 1 --no-predict \
