@@ -1389,6 +1389,10 @@ static int same_place_crs(const char *a, const char *b) {
     return strcmp(a, b) == 0 || compare_place_crs(a, b) == 1;
 }
 
+int wc_raster_crs_same_place(const char *a, const char *b) {
+    return compare_place_crs(a, b);
+}
+
 /* A source that changed since the VRT was built (a tile cropped, shifted or written again on
  * another grid): GDAL reads the rectangle the VRT names, so a smaller source leaves part of it
  * without data (0 where the band has no nodata value: refused when `holes_are_data`), and a

@@ -493,13 +493,21 @@ static int write_item(const wc_riskmap *map) {
     const wc_predict_config *cfg = map->cfg;
     const wc_model *m = map->m;
     const wc_raster *r = map->r;
-    wc_stac_asset assets[5];
+    wc_stac_asset assets[7];
     int n = 0;
+    /* GDAL's sidecars hold what GeoTIFF cannot (the class raster's category names; a CRS the
+     * GeoTIFF keys cannot express, rwriter.c): an asset too, so that a copy of the item's
+     * assets is placed and named as the files here are */
+    char *map_aux = sidecar_of(cfg->out), *classes_aux = sidecar_of(map->paths.classes);
     assets[n++] =
         (wc_stac_asset){"risk_map", cfg->out,
                         cfg->cog ? "image/tiff; application=geotiff; profile=cloud-optimized"
                                  : "image/tiff; application=geotiff",
                         "burn probability (Float32, 0..1, nodata -9999)", "data"};
+    if (access(map_aux, F_OK) == 0)
+        assets[n++] = (wc_stac_asset){"risk_map_sidecar", map_aux, "application/xml",
+                                      "GDAL's sidecar of the risk map (what GeoTIFF cannot hold)",
+                                      "metadata"};
     if (cfg->classes)
         assets[n++] = (wc_stac_asset){
             "risk_classes", map->paths.classes,
@@ -507,6 +515,10 @@ static int write_item(const wc_riskmap *map) {
                      : "image/tiff; application=geotiff",
             "risk classes (Byte: 0 low, 1 moderate, 2 high, 3 very high, 4 extreme; nodata 255)",
             "data"};
+    if (cfg->classes && access(classes_aux, F_OK) == 0)
+        assets[n++] = (wc_stac_asset){"risk_classes_sidecar", classes_aux, "application/xml",
+                                      "GDAL's sidecar of the risk classes (their category names)",
+                                      "metadata"};
     if (cfg->png)
         assets[n++] = (wc_stac_asset){"quicklook", cfg->png, "image/png",
                                       "quick-look picture with a legend", "overview,visual"};
@@ -544,6 +556,8 @@ static int write_item(const wc_riskmap *map) {
                                .metrics_prefix = "wildcpu:"};
     const int rc = wc_stac_write(map->paths.stac, &item);
     free(id);
+    free(map_aux);
+    free(classes_aux);
     return rc;
 }
 

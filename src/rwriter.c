@@ -23,6 +23,7 @@
 #include <gdal.h>
 
 #include "wildcpu/files.h"
+#include "wildcpu/raster.h"
 #include "wildcpu/util.h"
 
 struct wc_rwriter {
@@ -34,6 +35,7 @@ struct wc_rwriter {
     GDALDataType type;
     int has_gt;
     double gt[6];
+    char *wkt; /* the CRS set; NULL: none */
     char *copy_driver;
     char **copy_options;
     int (*keep_going)(void *arg);
@@ -123,6 +125,7 @@ static void writer_free(wc_rwriter *w) {
     free(w->target);
     free(w->work);
     free(w->copy);
+    free(w->wkt);
     free(w->copy_driver);
     free(w->progress);
     CSLDestroy(w->copy_options);
@@ -183,6 +186,7 @@ wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
     w->W = o->width, w->H = o->height;
     w->type = o->nbands > 0 ? (GDALDataType)wc_dtype_to_gdal(o->type) : GDT_Unknown;
     if (o->gt) memcpy(w->gt, o->gt, sizeof w->gt), w->has_gt = 1;
+    w->wkt = o->wkt && *o->wkt ? wc_strdup(o->wkt) : NULL;
     w->copy_driver = o->copy_driver ? wc_strdup(o->copy_driver) : NULL;
     w->copy_options = CSLDuplicate((char **)o->copy_options);
     w->keep_going = o->keep_going, w->before_publish = o->before_publish, w->arg = o->arg;
@@ -405,21 +409,73 @@ static void shape_of(GDALDatasetH ds, shape *s) {
     }
 }
 
+/* Whether GDAL_PAM_ENABLED is off: GDAL then writes no .aux.xml sidecar, where GeoTIFF keeps
+ * what its tags cannot hold (category names, some CRSs). */
+static int pam_off(void) {
+    const char *pam = CPLGetConfigOption("GDAL_PAM_ENABLED", NULL);
+    return pam && !CPLTestBool(pam);
+}
+
 /* Category names a file lost on the way to disk: GeoTIFF keeps them only in the .aux.xml
  * sidecar, which GDAL does not write when GDAL_PAM_ENABLED is off. The raster is whole; its
  * readers (QGIS) show the values without their names, so a warning, not a failure. */
 static void warn_lost_categories(const wc_rwriter *w, GDALDatasetH ds, const shape *s) {
+    /* GDAL 3.6's GeoTIFF reads its sidecar once the dataset's metadata or georeferencing is
+     * asked for, not for category names: without this, a map with no geotransform (placed by
+     * GCPs, or nowhere) read back none and was warned about */
+    GDALGetMetadata(ds, NULL);
     for (int b = 0; b < s->nbands; b++) {
         const int kept = CSLCount(GDALGetRasterCategoryNames(GDALGetRasterBand(ds, b + 1)));
         if (s->ncategories[b] == 0 || kept == s->ncategories[b]) continue;
-        const char *pam = CPLGetConfigOption("GDAL_PAM_ENABLED", NULL);
         wc_warn("%s: the %d category names of band %d were not stored (%d read back)%s: GIS "
                 "clients show the values without their names",
                 w->target, s->ncategories[b], b + 1, kept,
-                pam && !CPLTestBool(pam) ? "; GDAL_PAM_ENABLED is off, and GeoTIFF keeps them "
-                                           "only in the .aux.xml sidecar GDAL then does not write"
-                                         : "");
+                pam_off() ? "; GDAL_PAM_ENABLED is off, and GeoTIFF keeps them only in the "
+                            ".aux.xml sidecar GDAL then does not write"
+                          : "");
     }
+}
+
+/* The CRS of the file at path, when one was set: it must read back as the one written (a
+ * warning, naming both, when it does not; a CRS that does not parse is not compared), and the
+ * file should carry it itself. GeoTIFF's keys
+ * hold most CRSs but not all (a projection method GeoTIFF has no code for, such as Equal
+ * Earth): GDAL then keeps the CRS in the .aux.xml sidecar alone, and the file copied without
+ * it (a COG uploaded or served by itself) is placed in no CRS, which QGIS asks the user for.
+ * Warnings, not failures: with its sidecar, the file is right. */
+static void check_crs(const wc_rwriter *w, GDALDatasetH ds, const char *path) {
+    char want[160], got[160];
+    wc_raster_crs_describe(w->wkt, want, sizeof want);
+    const char *read = GDALGetProjectionRef(ds);
+    if (!read || !*read || wc_raster_crs_same_place(w->wkt, read) == 0) {
+        wc_raster_crs_describe(read ? read : "", got, sizeof got);
+        wc_warn("%s: its CRS reads back as %s, not the %s written%s: GIS clients place it "
+                "wrongly; give it the CRS with gdal_edit.py -a_srs",
+                w->target, got, want,
+                pam_off() ? "; GDAL_PAM_ENABLED is off, so GDAL wrote no .aux.xml sidecar, where "
+                            "it keeps a CRS GeoTIFF's keys cannot hold"
+                          : "");
+        return;
+    }
+    /* the file alone: GDAL reads the sidecar when the CRS is first asked for, not at the open,
+     * so the option holds until then */
+    char *saved = NULL;
+    const char *was = CPLGetThreadLocalConfigOption("GDAL_PAM_ENABLED", NULL);
+    if (was) saved = wc_strdup(was);
+    CPLSetThreadLocalConfigOption("GDAL_PAM_ENABLED", "NO");
+    GDALDatasetH bare = GDALOpenEx(path, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    const char *own = bare ? GDALGetProjectionRef(bare) : NULL;
+    const int alone = own && *own && wc_raster_crs_same_place(w->wkt, own) != 0;
+    CPLSetThreadLocalConfigOption("GDAL_PAM_ENABLED", saved);
+    free(saved);
+    if (!bare) return; /* it opened a moment ago: nothing to learn here */
+    if (!alone)
+        wc_warn("%s: its CRS (%s) is not one the file's GeoTIFF keys can hold, so GDAL keeps it "
+                "in %s.aux.xml beside it: keep the two together (a copy of the file alone is "
+                "placed in no CRS), or reproject the input to a CRS GeoTIFF can hold (a UTM "
+                "zone, an Albers or Lambert projection: gdalwarp -t_srs)",
+                w->target, want, w->target);
+    GDALClose(bare);
 }
 
 /* Reopens path: a complete file of the working dataset's size, bands, types and geotransform
@@ -451,6 +507,7 @@ static int verify(wc_rwriter *w, const char *path, const shape *s) {
             if (!lay || strcmp(lay, "COG") != 0)
                 snprintf(why, sizeof why, "GDAL does not report it as a COG layout");
         }
+        if (!*why && w->wkt) check_crs(w, ds, path);
         if (!*why) warn_lost_categories(w, ds, s);
         GDALClose(ds);
     }

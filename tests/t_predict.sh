@@ -316,7 +316,10 @@ assert item["geometry"]["type"] == "Polygon" and len(ring) == 5 and ring[0] == r
 for q in pts:  # every corner is a vertex of the ring
     assert min(abs(r[0] - q[0]) + abs(r[1] - q[1]) for r in ring) < 1e-9, (q, ring)
 a = item["assets"]
-assert set(a) == {"risk_map", "risk_classes", "qgis_style", "qgis_style_classes"}, set(a)
+assert set(a) == {"risk_map", "risk_classes", "risk_classes_sidecar", "qgis_style",
+                  "qgis_style_classes"}, set(a)
+assert a["risk_classes_sidecar"]["href"] == "risk_cog_classes.tif.aux.xml", a["risk_classes_sidecar"]
+assert a["risk_classes_sidecar"]["roles"] == ["metadata"], a["risk_classes_sidecar"]
 assert a["qgis_style_classes"]["href"] == "risk_cog_classes.qml", a["qgis_style_classes"]
 assert a["risk_map"]["type"] == "image/tiff; application=geotiff; profile=cloud-optimized"
 for name, asset in a.items():

@@ -5,6 +5,7 @@
 # world file (.tfw) and its projection, nodata and band names in a .aux.xml; mapped, it gives the
 # map of the same pixels in an ordinary GeoTIFF, bitwise, on the same grid. Without its
 # side-cars it would have no grid and no band names, and its nodata would be taken for data.
+# And what wildcpu's own maps keep beside them: a CRS GeoTIFF cannot hold, category names.
 . "$(dirname "$0")/lib.sh"
 
 # write OUT PROFILE: the sample's 13 bands as Float32 (nodata -9999) in one GeoTIFF
@@ -56,4 +57,42 @@ EOF
 [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ "$same" = True ] &&
     ok "mapped from its side-cars: the same grid, projection and pixels as from an ordinary GeoTIFF" ||
     notok "a map from side-cars" "status $s1 $s2, same '$same': $(grep -h -E 'error|warning' "$T/p2.log" | head -2)"
+
+# A CRS GeoTIFF's keys cannot hold (Equal Earth: GDAL 3.6 has no GeoTIFF code for its method) is
+# kept in the map's .aux.xml alone: the map says so, names the sidecar, and its STAC item lists
+# it, so that a copy of the item's assets stays placed (the same pixels, given EPSG:8857)
+gdal_translate -q -a_srs EPSG:8857 "$T/plain.tif" "$T/ee.tif"
+"$WILDCPU" predict --tiles "$T/ee.tif" --checkpoint "$T/run" --out "$T/ee_map.tif" --classes >"$T/ee.log" 2>&1
+s=$?
+placed=$($PY - "$T/ee_map.tif" <<'EOF' 2>&1
+import json, sys
+from osgeo import gdal, osr
+want = osr.SpatialReference(); want.ImportFromEPSG(8857)
+got = gdal.Open(sys.argv[1]).GetSpatialRef()
+gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+alone = gdal.Open(sys.argv[1]).GetSpatialRef()
+a = json.load(open(sys.argv[1][:-4] + ".json"))["assets"]
+print(bool(got and got.IsSame(want)) and alone is None and
+      a["risk_map_sidecar"]["href"] == "ee_map.tif.aux.xml" and a["risk_map_sidecar"]["roles"] == ["metadata"])
+EOF
+)
+[ $s -eq 0 ] && [ "$placed" = True ] &&
+    grep -q "warning: $T/ee_map.tif: its CRS (EPSG:8857) is not one the file's GeoTIFF keys can hold, so GDAL keeps it in $T/ee_map.tif.aux.xml" "$T/ee.log" &&
+    grep -q "warning: $T/ee_map_classes.tif: its CRS (EPSG:8857)" "$T/ee.log" &&
+    [ "$(grep -c "GeoTIFF keys can hold" "$T/p1.log")" = 0 ] &&
+    ok "a CRS GeoTIFF's keys cannot hold: kept in the sidecar, said, and the sidecar a STAC asset" ||
+    notok "a CRS only in the sidecar" "status $s, '$placed': $(grep -E 'warning|error' "$T/ee.log" | head -3)"
+
+# A map placed nowhere keeps its class raster's category names in the sidecar too, and they are
+# read back as such: the check once read none there (GDAL reads a GeoTIFF's sidecar when its
+# metadata or georeferencing is first asked for) and warned that they were not stored
+gdal_translate -q -of VRT "$T/plain.tif" "$T/nogeo.vrt"
+$PY -c "import re, sys; p = sys.argv[1]; t = open(p).read(); open(p, 'w').write(re.sub(r'<SRS.*?</SRS>|<GeoTransform>.*?</GeoTransform>', '', t, flags=re.S))" "$T/nogeo.vrt"
+"$WILDCPU" predict --tiles "$T/nogeo.vrt" --checkpoint "$T/run" --out "$T/nogeo_map.tif" --classes >"$T/nogeo.log" 2>&1
+s=$?
+names=$($PY -c "from osgeo import gdal; d = gdal.Open('$T/nogeo_map_classes.tif'); print(d.GetGeoTransform(can_return_null=True), d.GetRasterBand(1).GetCategoryNames())" 2>&1)
+[ $s -eq 0 ] && [ "$names" = "None ['low', 'moderate', 'high', 'very high', 'extreme']" ] &&
+    ! grep -q "category names .* were not stored" "$T/nogeo.log" &&
+    ok "a class raster placed nowhere: its category names stored and not warned about" ||
+    notok "category names of a map placed nowhere" "status $s, '$names': $(grep -E 'warning|error' "$T/nogeo.log" | head -3)"
 finish

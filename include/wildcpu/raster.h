@@ -301,6 +301,10 @@ void wc_raster_crs_name(const char *wkt, char *buf, size_t size);
 /* The same for messages, except that a CRS PROJ calls "unknown" (made from a PROJ string) is
  * its PROJ definition. The name above stays the key of checkpoints' fingerprints. */
 void wc_raster_crs_describe(const char *wkt, char *buf, size_t size);
+/* Whether two CRSs (WKT) place a geotransform's pixels on the same ground: 1 for the same CRS
+ * (however each is written, but for a vertical part, which moves no pixel), 0 for two others,
+ * -1 when either is missing ("") or does not parse. */
+int wc_raster_crs_same_place(const char *a, const char *b);
 /* True when the CRS is geographic (coordinates in degrees of longitude and latitude). */
 int wc_raster_crs_is_geographic(const char *wkt);
 /* Metres per unit of a projected CRS (WKT or anything GDAL takes, such as "EPSG:2241": 0.3048006
