@@ -135,6 +135,31 @@ static int load_rank0s_file(wc_model *m, const char *file, const wc_ckpt *read0,
     return rc;
 }
 
+/* Whether rank 0's file is no longer what rank 0 read (a training run replaced or pruned it):
+ * rank 0 looks, the others learn its answer. When it is still there, a rank that read another
+ * file there, or none, sees another file under that name than rank 0 does, and no second try
+ * helps (it was tried 5 times, then blamed on a training run that did not exist). */
+static int changed_under_rank0(const char *file, const wc_ckpt *read0) {
+    int changed = wc_dist_rank() == 0 && !wc_ckpt_still_there(file, read0);
+    wc_dist_bcast(&changed, sizeof changed, 0);
+    return changed;
+}
+
+/* This rank's part of a checkpoint that is not rank 0's on this rank: loaded (rc WC_OK) but
+ * another step or other bytes, or not there at all. */
+static void say_not_rank0s(const wc_model *m, int rc, const char *file, const wc_ckpt *read0) {
+    const char *why = "every rank must read the same checkpoint: a node-local copy, a path "
+                      "relative to another working directory, or a file system not yet in sync?";
+    if (rc == WC_OK)
+        wc_error("rank %d reads another %s than rank 0 (step %ld, CRC-32 %08x here; step %ld, "
+                 "%08x there): %s",
+                 wc_dist_rank(), file, m->step, (unsigned)m->crc, read0->step, (unsigned)read0->crc,
+                 why);
+    else
+        wc_error("rank %d cannot read %s, which rank 0 reads (step %ld): %s", wc_dist_rank(), file,
+                 read0->step, why);
+}
+
 /* Every rank, together. Rank 0 resolves path and loads it (wc_model_load), then every other rank
  * loads the very file rank 0 chose, and all check they hold its bytes (its CRC-32): ranks that
  * each resolved a run directory themselves while a training run wrote into it (a better best.wcp
@@ -166,6 +191,12 @@ int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W,
         if (!wc_dist_any(other)) {
             free(file);
             return skip ? WC_ERR : rc;
+        }
+        if (!changed_under_rank0(file, &read0)) {
+            if (other) say_not_rank0s(m, rc, file, &read0);
+            wc_model_free(m);
+            free(file);
+            return WC_ERR;
         }
         wc_model_free(m);
         if (attempt == LOAD_ATTEMPTS) {

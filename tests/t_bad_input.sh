@@ -465,6 +465,28 @@ s=$?
     && ok "an --oracle one rank cannot open: status 1 on every rank, no hang, the ranks' difference named" \
     || notok "an --oracle one rank cannot open" "status $s (124: it hung): $(grep -m2 error "$T/mo.log")"
 
+# a checkpoint one rank sees otherwise than rank 0 (a relative path, each rank in its own
+# directory): an older copy, or none; named at once with the rank and both steps, not tried 5
+# times and blamed on a training run writing into it
+"$WILDCPU" --tiles "$T/f32.tif" --out "$T/ckr" --model logistic --steps 2 --batch 4 --micro-batch 2 \
+    --ckpt-every 1 --keep 5 --no-predict >"$T/ckr.log" 2>&1
+cp "$T/ckr/checkpoints/ckpt-00000002.wcp" "$T/wdA/ck.wcp"
+cp "$T/ckr/checkpoints/ckpt-00000001.wcp" "$T/wdB/ck.wcp"
+mc=(predict --tiles "$T/f32.tif" --checkpoint ck.wcp --out "$T/mc.tif")
+timeout 120 mpirun --oversubscribe --bind-to none -np 1 --wdir "$T/wdA" "$WILDCPU" "${mc[@]}" : \
+    -np 1 --wdir "$T/wdB" "$WILDCPU" "${mc[@]}" >"$T/mc.log" 2>&1
+s=$?
+rm "$T/wdB/ck.wcp"
+timeout 120 mpirun --oversubscribe --bind-to none -np 1 --wdir "$T/wdA" "$WILDCPU" "${mc[@]}" : \
+    -np 1 --wdir "$T/wdB" "$WILDCPU" "${mc[@]}" >"$T/mc2.log" 2>&1
+s2=$?
+[ $s -eq 1 ] && [ $s2 -eq 1 ] && [ ! -e "$T/mc.tif" ] &&
+    grep -q "rank 1 reads another ck.wcp than rank 0 (step 1, CRC-32 [0-9a-f]* here; step 2, [0-9a-f]* there): every rank must read the same checkpoint" "$T/mc.log" &&
+    grep -q "rank 1 cannot read ck.wcp, which rank 0 reads (step 2): every rank must read the same checkpoint" "$T/mc2.log" &&
+    ! grep -q "changed .* times" "$T/mc.log" "$T/mc2.log" &&
+    ok "a checkpoint one rank sees older, or not at all: status 1 at once, the rank and steps named" ||
+    notok "a checkpoint one rank sees otherwise" "status $s/$s2 (124: it hung): $(grep -h -m2 error "$T/mc.log" "$T/mc2.log")"
+
 # an output that is a symbolic link: the rename would replace the link by a file and leave its
 # target stale (a "current.tif" link); refused, naming the target, the link untouched (a loop too)
 echo "the previous map" >"$T/today.tif"
