@@ -711,7 +711,14 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
     const char *d = dir;
     int status = WC_EXIT_OK;
     if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        wc_error("cannot write the %s to %s: directory %s does not exist", what, path, d);
+        /* a file where the directory should be, or under it (ENOTDIR), is there: said so */
+        const int err = stat(d, &st) == 0 ? ENOTDIR : errno;
+        if (err == ENOENT)
+            wc_error("cannot write the %s to %s: directory %s does not exist", what, path, d);
+        else
+            wc_error("cannot write the %s to %s: %s: %s", what, path, d,
+                     err == ENOTDIR ? "not a directory (it, or a directory above it, is a file)"
+                                    : strerror(err));
         status = WC_EXIT_RUNTIME;
     } else if (access(d, W_OK | X_OK) != 0) {
         wc_error("cannot write the %s to %s: directory %s is not writable (%s)", what, path, d,

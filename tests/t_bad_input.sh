@@ -465,6 +465,14 @@ s=$?
     && ok "an --oracle one rank cannot open: status 1 on every rank, no hang, the ranks' difference named" \
     || notok "an --oracle one rank cannot open" "status $s (124: it hung): $(grep -m2 error "$T/mo.log")"
 
+# an output under a file: said to be no directory (it said "directory ... does not exist", and
+# the user looked for a missing directory that was there as a file)
+echo "a file" >"$T/afile"
+expect "predict --out under a file: not a directory" 1 "cannot write the risk map to .*afile/risk.tif: .*afile: not a directory" -- \
+    predict --tiles "$T/f32.tif" --checkpoint "$T/f32run" --out "$T/afile/risk.tif"
+expect "export --out two levels under a file: not a directory" 1 "cannot write the exported model to .*afile/x/m.safetensors: .*afile/x: not a directory" -- \
+    export --checkpoint "$T/f32run" --out "$T/afile/x/m.safetensors"
+
 # a checkpoint one rank sees otherwise than rank 0 (a relative path, each rank in its own
 # directory): an older copy, or none; named at once with the rank and both steps, not tried 5
 # times and blamed on a training run writing into it
