@@ -850,6 +850,23 @@ static int swapped_would_meet(const wc_raster *tiles, OGRLayerH layer, const OGR
     return swapped_meets && !meets;
 }
 
+/* Whether polygons in the tiles' own CRS (or in none) reach further from the tiles than GDAL's
+ * rasterizer can count in pixels: its edges are walked in int pixel coordinates, and a polygon
+ * 1e12 m wide over 30 m pixels burned no pixel it covered (1e10 m burned them all). */
+static int beyond_rasterizer(const wc_raster *tiles, OGRSpatialReferenceH lsrs,
+                             const OGREnvelope *env) {
+    if (!tiles->has_gt || tiles->gt[2] != 0 || tiles->gt[4] != 0) return 0;
+    char *wkt = NULL;
+    if (lsrs) OSRExportToWkt(lsrs, &wkt);
+    const int same = !lsrs || wc_raster_crs_same_place(tiles->wkt, wkt ? wkt : "") == 1;
+    CPLFree(wkt);
+    const double limit = 1073741824.0; /* 2^30 */
+    const double x0 = tiles->gt[0], y0 = tiles->gt[3];
+    const double px = fabs(tiles->gt[1]), py = fabs(tiles->gt[5]);
+    return same && (fmax(fabs(env->MinX - x0), fabs(env->MaxX - x0)) / px > limit ||
+                    fmax(fabs(env->MinY - y0), fabs(env->MaxY - y0)) / py > limit);
+}
+
 /* "No polygon overlaps", or, for polygons placed over the tiles (or their margin) that burned no
  * pixel, that none covers a pixel's centre: both extents, for the message. A polygon narrower
  * than a pixel, or a sliver along the tiles' edge, overlaps them and still burns nothing, since
@@ -890,6 +907,16 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
                      "are in and GDAL took %s (GeoJSON's default)? Name it (ogr2ogr -a_srs "
                      "EPSG:NNNN)",
                      crs);
+        else if (placed && beyond_rasterizer(tiles, lsrs, &env))
+            snprintf(lext + strlen(lext), sizeof lext - strlen(lext),
+                     "; they reach more than 2^30 pixels of the tiles away, where GDAL's "
+                     "rasterizer, which works in pixel coordinates, overflows and burns nothing "
+                     "(gdal_rasterize alike): clip them to the tiles first (ogr2ogr -clipsrc "
+                     "%.10g %.10g %.10g %.10g clipped.gpkg %s)",
+                     fmin(tiles->gt[0], tiles->gt[0] + tiles->width * tiles->gt[1]),
+                     fmin(tiles->gt[3], tiles->gt[3] + tiles->height * tiles->gt[5]),
+                     fmax(tiles->gt[0], tiles->gt[0] + tiles->width * tiles->gt[1]),
+                     fmax(tiles->gt[3], tiles->gt[3] + tiles->height * tiles->gt[5]), src);
     }
     if (placed)
         wc_error("no polygon of %s covers the centre of a pixel of the tiles, so none burns a "

@@ -767,6 +767,16 @@ cat >"$T/sliver.geojson" <<'GJ'
 GJ
 expect "vector labels over the tiles that cover no pixel's centre" 1 "no polygon of .*sliver.geojson covers the centre of a pixel of the tiles, so none burns a pixel .*all-touched off.*tiles cover .*EPSG:32611 \(pixels 30 x 30\), the polygons \(639000, 4924000\)-\(640010, 4925000\)" -- \
     --tiles "$SAMPLE" --labels "$T/sliver.geojson" "${train[@]}"
+# a polygon over the whole sample 1e12 m wide: GDAL's rasterizer overflows in pixel coordinates
+# and burns nothing (gdal_rasterize too); said so, with the clip to make, not left as "covers
+# no pixel's centre" alone
+cat >"$T/huge.geojson" <<'GJ'
+{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+ "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[-1e12, -1e12], [1e12, -1e12], [1e12, 1e12], [-1e12, 1e12], [-1e12, -1e12]]]}}]}
+GJ
+expect "vector labels too large for GDAL's rasterizer" 1 "no polygon of .*huge.geojson covers the centre .*they reach more than 2\^30 pixels of the tiles away, where GDAL's rasterizer.*overflows.*ogr2ogr -clipsrc 640000 4914640 655360 4930000 clipped.gpkg" -- \
+    --tiles "$SAMPLE" --labels "$T/huge.geojson" "${train[@]}"
 $PY - "$SAMPLE" "$T/nogeo_tiles.vrt" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read()
