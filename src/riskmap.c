@@ -143,8 +143,9 @@ static void drop_described(void *arg);
 /* The map's working file; `map` is what its commit clears the way for (drop_described). */
 static wc_rwriter *create_map(const wc_predict_config *cfg, const wc_raster *r, const wc_model *m,
                               const provenance *p, const char *window_layout, wc_riskmap *map) {
+    /* the unit as the synthetic oracle's: QGIS's identify tool shows it beside the value */
     const wc_rwriter_band band = {
-        .name = "fire_risk", .has_nodata = 1, .nodata = WC_PREDICT_NODATA};
+        .name = "fire_risk", .unit = "probability", .has_nodata = 1, .nodata = WC_PREDICT_NODATA};
     wc_rwriter_opts o =
         raster_opts(cfg, r, WC_DT_FLOAT32, &band, WORK_OPTIONS, MAP_OPTIONS, MAP_COG);
     o.keep_going = not_stopped_arg;

@@ -96,6 +96,7 @@ d = json.loads(subprocess.check_output(["gdalinfo", "-json", sys.argv[1]]))
 assert len(d["bands"]) == 1
 b = d["bands"][0]
 assert b["description"] == "fire_risk" and b["type"] == "Float32", b
+assert b.get("unit") == "probability", b.get("unit")
 assert b["noDataValue"] == -9999, b.get("noDataValue")
 assert b["block"] == [256, 256], b["block"]
 st = d["metadata"]["IMAGE_STRUCTURE"]
