@@ -1427,7 +1427,7 @@ static void check_source_extent(const char *mosaic, const char *path, GDALDatase
     const double dx = (sgt[0] + sr[0] * sgt[1] - (vgt[0] + dr[0] * vgt[1])) / vgt[1];
     const double dy = (sgt[3] + sr[1] * sgt[5] - (vgt[3] + dr[1] * vgt[5])) / vgt[5];
     if ((fabs(dx) > 0.5 || fabs(dy) > 0.5) && f->moved++ == 0)
-        wc_warn("%s: its source %s lies %.1f x %.1f pixels from where %s places it, by its own "
+        wc_warn("%s: its source %s lies %.6g x %.6g pixels from where %s places it, by its own "
                 "georeferencing: the source changed since the mosaic was built? GDAL reads it "
                 "where the mosaic says, so its ground is misplaced; build the mosaic again "
                 "(gdalbuildvrt)",
