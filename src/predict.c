@@ -523,11 +523,17 @@ static double axes_angle(const double g[6]) {
 /* What the map cannot know on its own, said before any computing (rank 0): ground of another
  * scale or orientation than the model was trained on (the network's receptive field then covers
  * other ground, or a mirrored picture: the map is computed but means something else), and a
- * raster placed by GCPs alone (the map is written on its pixel grid, without georeferencing). */
+ * raster without a geotransform (the map is written on its pixel grid, with the raster's GCPs
+ * when it has them). */
 static void warn_other_ground(const wc_model *m, const wc_raster *r) {
-    wc_raster_warn_unplaced(r, "the map is written on its pixel grid, placed nowhere in a GIS, "
-                               "and its pixel size cannot be checked against the model's "
-                               "training data");
+    wc_raster_warn_unplaced(r, r->gcps > 0
+                                   ? "the map is written on its pixel grid with the same GCPs "
+                                     "(which place it as they place the raster: gdalwarp), and "
+                                     "its pixel size cannot be checked against the model's "
+                                     "training data"
+                                   : "the map is written on its pixel grid, placed nowhere in a "
+                                     "GIS, and its pixel size cannot be checked against the "
+                                     "model's training data");
     char gt_text[256] = "";
     double t[6];
     wc_kv_get(m->fingerprint, "geotransform", gt_text, sizeof gt_text);

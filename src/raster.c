@@ -391,7 +391,14 @@ int wc_raster_open(wc_raster *r, const char *path) {
     r->height = GDALGetRasterYSize(ds);
     r->nbands = GDALGetRasterCount(ds);
     r->has_gt = GDALGetGeoTransform(ds, r->gt) == CE_None;
-    r->gcps = GDALGetGCPCount(ds); /* counted now: a planned run releases the dataset */
+    r->gcps = GDALGetGCPCount(ds); /* read now: a planned run releases the dataset */
+    r->gcp = WC_ALLOC(sizeof *r->gcp * (size_t)(r->gcps > 0 ? r->gcps : 1));
+    const GDAL_GCP *gcp = GDALGetGCPs(ds);
+    for (int i = 0; i < r->gcps; i++)
+        r->gcp[i] = (wc_raster_gcp){gcp[i].dfGCPPixel, gcp[i].dfGCPLine, gcp[i].dfGCPX,
+                                    gcp[i].dfGCPY, gcp[i].dfGCPZ};
+    const char *gcp_wkt = GDALGetGCPProjection(ds);
+    r->gcp_wkt = wc_strdup(gcp_wkt ? gcp_wkt : "");
     if (!r->has_gt) {
         double id[6] = {0, 1, 0, 0, 0, 1};
         memcpy(r->gt, id, sizeof id);
@@ -427,6 +434,8 @@ void wc_raster_close(wc_raster *r) {
     if (r->ds) GDALClose((GDALDatasetH)r->ds);
     free(r->path);
     free(r->wkt);
+    free(r->gcp);
+    free(r->gcp_wkt);
     free(r->bands);
     free(r->mask);
     wc_strv_free(r->files);

@@ -133,6 +133,9 @@ static wc_rwriter_opts raster_opts(const wc_predict_config *cfg, const wc_raster
                              .type = type,
                              .gt = r->has_gt ? r->gt : NULL,
                              .wkt = r->wkt,
+                             .gcps = r->gcp,
+                             .ngcps = r->has_gt ? 0 : r->gcps,
+                             .gcp_wkt = r->gcp_wkt,
                              .bands = band,
                              .copy_driver = cfg->cog ? "COG" : "GTiff",
                              .copy_options = cfg->cog ? cog : plain};

@@ -36,6 +36,7 @@ struct wc_rwriter {
     int has_gt;
     double gt[6];
     char *wkt; /* the CRS set; NULL: none */
+    int ngcps; /* GCPs set */
     char *copy_driver;
     char **copy_options;
     int (*keep_going)(void *arg);
@@ -170,6 +171,17 @@ int wc_rwriter_set_band(wc_rwriter *w, int band, const wc_rwriter_band *b) {
     return set_band(w, band, b);
 }
 
+/* The GCPs of o on the working dataset (a GCP's id and info are GDAL's own: empty). */
+static void set_gcps(wc_rwriter *w, const wc_rwriter_opts *o) {
+    GDAL_GCP *g = WC_CALLOC((size_t)o->ngcps, sizeof *g);
+    for (int i = 0; i < o->ngcps; i++)
+        g[i] = (GDAL_GCP){"",           "",           o->gcps[i].pixel, o->gcps[i].line,
+                          o->gcps[i].x, o->gcps[i].y, o->gcps[i].z};
+    GDALSetGCPs(w->ds, o->ngcps, g, o->gcp_wkt ? o->gcp_wkt : "");
+    free(g);
+    w->ngcps = o->ngcps;
+}
+
 wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
     struct stat st;
     if (stat(target, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -206,6 +218,7 @@ wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
     int before = w->err.failures;
     if (w->ds && o->gt) GDALSetGeoTransform(w->ds, w->gt);
     if (w->ds && o->wkt && *o->wkt) GDALSetProjection(w->ds, o->wkt);
+    if (w->ds && o->ngcps > 0) set_gcps(w, o);
     const int bad = w->ds && w->err.failures != before;
     wc_gdal_errors_pop();
     if (!w->ds) {
@@ -502,6 +515,9 @@ static int verify(wc_rwriter *w, const char *path, const shape *s) {
         if (!*why && w->has_gt &&
             (GDALGetGeoTransform(ds, gt) != CE_None || !same_values(gt, w->gt, 6)))
             snprintf(why, sizeof why, "its geotransform differs from the one written");
+        if (!*why && GDALGetGCPCount(ds) != w->ngcps)
+            snprintf(why, sizeof why, "it has %d GCPs, not the %d written", GDALGetGCPCount(ds),
+                     w->ngcps);
         if (!*why && w->copy_driver && strcmp(w->copy_driver, "COG") == 0) {
             const char *lay = GDALGetMetadataItem(ds, "LAYOUT", "IMAGE_STRUCTURE");
             if (!lay || strcmp(lay, "COG") != 0)

@@ -714,7 +714,7 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
     "turn120_1.vrt:is turned by 120.0 degrees against the model's training data" \
     "turn180_1.vrt:is turned by 180.0 degrees against the model's training data" \
     "turn40_-1.vrt:is mirrored against the model's training data" \
-    "gcp.vrt:is placed by 3 GCPs and has no geotransform" \
+    "gcp.vrt:is placed by 3 GCPs and has no geotransform: the map is written on its pixel grid with the same GCPs" \
     "nocrs.vrt:has a geotransform but no CRS, the model's training data is in EPSG:32611: the map is written without a CRS"; do
     f=${c%%:*} want=${c#*:}
     if lpredict --tiles "$out/$f" --out "$out/w_$f.tif" >"$log" 2>&1 && grep -q "warning: .*$f $want" "$log"; then
@@ -723,6 +723,14 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
         notok "predict's warning for $f"
     fi
 done
+# ... and the map of the raster GCPs place carries them (it was placed nowhere: QGIS could not
+# draw it, gdalwarp could not warp it), in their CRS (none here: gdal_translate -gcp gave none)
+check "the map of a raster GCPs place carries the same GCPs in their CRS" /usr/bin/python3 -c "
+from osgeo import gdal
+a, b = gdal.Open('$out/gcp.vrt'), gdal.Open('$out/w_gcp.vrt.tif')
+key = lambda d: [(g.GCPPixel, g.GCPLine, g.GCPX, g.GCPY, g.GCPZ) for g in d.GetGCPs()]
+assert len(key(a)) == 3 and key(a) == key(b), (key(a), key(b))
+assert b.GetGCPProjection() == a.GetGCPProjection() and b.GetGeoTransform(can_return_null=True) is None"
 # the quick-look is north-up whatever the raster's row order: the south-up copy's picture is the
 # sample's with its map rows painted the other way round (the same pixels: their nodata, the
 # alpha plane, is exactly the same; the colours differ, the pooling phase being another)

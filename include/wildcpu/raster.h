@@ -122,20 +122,28 @@ static inline double wc_band_value(const wc_band *b, double stored) {
  * data. Training and the maps warn about such values. */
 #define WC_HUGE_VALUE 1e30
 
+/* A ground control point: the pixel (column) and line (row) from the raster's top left corner,
+ * as GDAL counts them, placed at x, y, z in the GCPs' CRS. */
+typedef struct wc_raster_gcp {
+    double pixel, line, x, y, z;
+} wc_raster_gcp;
+
 typedef struct wc_raster {
     char *path;
     int width, height, nbands;
     double gt[6]; /* geotransform: x = gt0 + col*gt1 + row*gt2, y = gt3 + col*gt4 + row*gt5 */
     int has_gt;
-    int gcps;        /* ground control points (a raster GCPs place instead of a geotransform) */
-    int alpha;       /* the alpha band (1-based): the mask of every other band; 0 when none */
-    char *wkt;       /* CRS as WKT, "" when none */
-    wc_band *bands;  /* (nbands), band n is bands[n-1] */
-    void *ds;        /* GDALDatasetH */
-    double *mask;    /* masked bands' reads: the mask of a window, kept for the next read */
-    size_t mask_cap; /* its values */
-    int covered;     /* wc_raster_window_empty: 1 GDAL reports data everywhere in band
-                      * covered_band (no window can be empty), 2 it does not, 0 not asked */
+    int gcps;           /* ground control points (a raster GCPs place instead of a geotransform) */
+    wc_raster_gcp *gcp; /* (gcps) the points, kept for the maps of the raster */
+    char *gcp_wkt;      /* their CRS as WKT, "" when none */
+    int alpha;          /* the alpha band (1-based): the mask of every other band; 0 when none */
+    char *wkt;          /* CRS as WKT, "" when none */
+    wc_band *bands;     /* (nbands), band n is bands[n-1] */
+    void *ds;           /* GDALDatasetH */
+    double *mask;       /* masked bands' reads: the mask of a window, kept for the next read */
+    size_t mask_cap;    /* its values */
+    int covered;        /* wc_raster_window_empty: 1 GDAL reports data everywhere in band
+                         * covered_band (no window can be empty), 2 it does not, 0 not asked */
     int covered_band;
     int holes_checked; /* 1: a window GDAL reports empty read as nodata; 2: it did not (nothing
                         * is skipped); 0: not read yet */

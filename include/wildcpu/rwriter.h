@@ -42,12 +42,16 @@ typedef struct wc_rwriter_band {
 } wc_rwriter_band;
 
 typedef struct wc_rwriter_opts {
-    const char *driver;           /* of the working dataset: "GTiff" (NULL), "MEM", "VRT", ... */
-    const char *const *options;   /* its creation options, "KEY=VALUE", NULL-terminated; or NULL */
-    int width, height, nbands;    /* nbands may be 0 for a VRT whose bands are added later */
-    wc_dtype type;                /* of every band (ignored when nbands is 0) */
-    const double *gt;             /* geotransform (6), or NULL: none, and none verified */
-    const char *wkt;              /* CRS as WKT, or NULL or "": none */
+    const char *driver;         /* of the working dataset: "GTiff" (NULL), "MEM", "VRT", ... */
+    const char *const *options; /* its creation options, "KEY=VALUE", NULL-terminated; or NULL */
+    int width, height, nbands;  /* nbands may be 0 for a VRT whose bands are added later */
+    wc_dtype type;              /* of every band (ignored when nbands is 0) */
+    const double *gt;           /* geotransform (6), or NULL: none, and none verified */
+    const char *wkt;            /* CRS as WKT, or NULL or "": none */
+    /* Ground control points (for a raster they place, without a geotransform), and their CRS */
+    const wc_raster_gcp *gcps;
+    int ngcps;
+    const char *gcp_wkt;
     const wc_rwriter_band *bands; /* (nbands), or NULL */
     /* NULL: the working file is the output. Otherwise the output is a CreateCopy of the working
      * dataset through this driver ("GTiff", "COG", "PNG") with these creation options; a MEM
