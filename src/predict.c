@@ -1052,11 +1052,20 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
     if (v->pixels > 0 && isnan(v->positive_rate)) /* some labelled outputs not finite */
         snprintf(rate, sizeof rate, "%lld pixels with a prediction, burned share undefined",
                  (long long)v->pixels);
-    else if (v->pixels > 0)
+    else if (v->pixels > 0) {
+        /* a share that rounds to 0.00% or 100.00% but is not: its digits, and the count, so
+         * that one burned pixel in 61413 does not read as labels without one */
+        const double pct = 100 * v->positive_rate;
+        char share[32];
+        snprintf(share, sizeof share,
+                 (pct > 0 && pct < 0.005) || (pct < 100 && pct > 99.995) ? "%.6g%%" : "%.2f%%",
+                 pct);
         snprintf(rate, sizeof rate,
-                 "%lld pixels, %.2f%% burned (the base rate: the AUC-PR of "
-                 "a map that knows nothing)",
-                 (long long)v->pixels, 100 * v->positive_rate);
+                 "%lld pixels, %s burned (%lld pixel%s; the base rate: the AUC-PR of a map that "
+                 "knows nothing)",
+                 (long long)v->pixels, share, (long long)v->positives,
+                 v->positives == 1 ? "" : "s");
+    }
     if (!isnan(v->brier)) snprintf(brier, sizeof brier, "%.4f", v->brier);
     if (!isnan(v->loss)) snprintf(loss, sizeof loss, "%.4f", v->loss);
     wc_info("evaluate: %s with %s (step %ld) against %s: %s; %s  Brier %s  loss %s", cfg->tiles,

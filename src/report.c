@@ -229,6 +229,16 @@ static void write_best_lost(FILE *f, long step) {
             step);
 }
 
+/* The model-selection paragraph of a run without best.wcp, and why it has none: the map and
+ * the commands given the directory use the newest checkpoint, named by its step. */
+static void write_newest_used(FILE *f, const wc_run_summary *s, const char *why) {
+    fprintf(f,
+            "Model selection: none, as %s: %s`wildcpu predict` or `evaluate` given this "
+            "directory use%s its newest checkpoint (step %ld when this report was written).\n\n",
+            why, s->map == WC_REPORT_MAP_NONE ? "" : "the risk map of this run, and ",
+            s->map == WC_REPORT_MAP_NONE ? "s" : "", s->start_step + s->steps_done);
+}
+
 static int write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,
                           const wc_json_doc *base, const char *base_path, int have_picture) {
     wc_atomic_file af;
@@ -357,12 +367,11 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
     else if (s->best_lost)
         write_best_lost(f, s->best_lost_step);
     else if (!s->val_patches)
-        fprintf(f,
-                "Model selection: none, as no ground is held out for validation: %s`wildcpu "
-                "predict` or `evaluate` given this directory use%s its newest checkpoint (step "
-                "%ld when this report was written).\n\n",
-                s->map == WC_REPORT_MAP_NONE ? "" : "the risk map of this run, and ",
-                s->map == WC_REPORT_MAP_NONE ? "s" : "", s->start_step + s->steps_done);
+        write_newest_used(f, s, "no ground is held out for validation");
+    else if (s->best_unsaved_step < 0) /* else the paragraph below says what became of it */
+        write_newest_used(f, s,
+                          !s->have_val ? "no validation has run yet"
+                                       : "no validation could rank models (the log says why)");
     if (s->best_unsaved_step >= 0)
         fprintf(f,
                 "The validation after step %ld was better (AUC-PR %.4f), but " WC_CKPT_BEST

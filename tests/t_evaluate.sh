@@ -390,4 +390,23 @@ s=$?
     && ok "evaluate --map into a directory held by flock: written (status 0)" \
     || notok "evaluate --map under flock DIR" "status $s: $(tail -2 "$T/held.log")"
 
+# One burned pixel among 61 thousand: its share is printed with its digits and its count, not
+# as "0.00% burned", which read as labels without a burned pixel
+$PY - "$other" "$T/single.tif" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal
+s = gdal.Open(sys.argv[1])
+a = np.zeros((s.RasterYSize, s.RasterXSize), np.uint8)
+a[100, 100] = 1
+d = gdal.GetDriverByName("GTiff").Create(sys.argv[2], s.RasterXSize, s.RasterYSize, 1, gdal.GDT_Byte)
+d.SetGeoTransform(s.GetGeoTransform()); d.SetProjection(s.GetProjection())
+d.GetRasterBand(1).WriteArray(a); d = None
+PY
+"$WILDCPU" evaluate --tiles "$other" --checkpoint "$T/run" --labels "$T/single.tif" >"$T/single.log" 2>&1
+s=$?
+[ $s -eq 0 ] && grep -q "^evaluate: .*: [0-9]* pixels, 0\.00[0-9]*[1-9][0-9]*% burned (1 pixel; the base rate" "$T/single.log" \
+    && ok "one burned pixel: its share printed with its digits and its count" \
+    || notok "one burned pixel's share" "status $s: $(grep -o 'pixels, .* burned ([^;]*' "$T/single.log")"
+
 finish

@@ -402,8 +402,9 @@ PY
 s=$?
 [ $s -eq 0 ] && [ ! -e "$T/oneclass/checkpoints/best.wcp" ] &&
     [ "$(grep -c "every one of its .* pixels is burned, so AUC-PR cannot rank models" "$T/oneclass.log")" = 1 ] &&
-    grep -q "^Every one of the validation pixels is burned, so the ranking figures say nothing of this model (AUC-PR is 1 for any model)" "$T/oneclass/report.md" \
-    && ok "validation labels all burned: no best.wcp chosen by them, said once in the log and under report.md's quality table" \
+    grep -q "^Every one of the validation pixels is burned, so the ranking figures say nothing of this model (AUC-PR is 1 for any model)" "$T/oneclass/report.md" &&
+    grep -q "^Model selection: none, as no validation could rank models (the log says why): .wildcpu predict. or .evaluate. given this directory uses its newest checkpoint (step [0-9]* when" "$T/oneclass/report.md" \
+    && ok "validation labels all burned: no best.wcp chosen by them, said once in the log and under report.md's quality table, which names the checkpoint the map used" \
     || notok "validation labels of one class" "status $s: $(ls "$T/oneclass/checkpoints") $(grep -c 'cannot rank' "$T/oneclass.log")"
 
 # the jitter may shift a sample onto nodata: a patch valid in its left half alone (kept: half its

@@ -43,7 +43,10 @@
  * 2026-12-06, taken for the rule); p near 1e-4 with a perfect ranking, and logits of 16 to 36 in
  * magnitude (p below 1e-7 or above 1 - 1e-7), exact to 3e-6 (equal bins gave AP 0.23 for 1 and
  * ROC-AUC 0.70 for 0.80). A logistic model's map of the 256 px synthetic region (61515 pixels, p
- * in 0.03 to 0.11, tied_pairs 1.9e-4: no warning) is 4.4e-5 off in AP and 6.7e-5 in best F1.
+ * in 0.03 to 0.11, tied_pairs 1.9e-4: no warning) is 4.4e-5 off in AP and 6.7e-5 in best F1;
+ * a unet-lite validation of 11956 pixels after 18 steps (tied_pairs 2.5e-4: no warning) 8.7e-5
+ * in AP and 3.1e-4 in best F1 (an independent numpy audit, 2026-12-07). These are measurements,
+ * not bounds: fewer pixels in fewer bins go further, and the tie warning below says when.
  * Validation and evaluate bin the map's probabilities as floats (wc_metrics_add_probs): near 1
  * a float holds few values (1 - 2^-24 is the last below 1: every logit above about 17 reads as
  * 1.0f), so there only the logit path (wc_metrics_add_logits) resolves what the bins can; near
@@ -56,8 +59,10 @@
  *   loss_fx:  units of 2^-20 nats; a pixel's loss is clamped to WC_METRICS_LOSS_MAX = 2048 nats,
  *             then rounded to nearest (llround), so it contributes at most 2^31 units. The mean
  *             is within 2^-21 (4.8e-7) nats of the exact mean of the clamped losses even if every
- *             rounding went the same way; in practice the errors cancel (~1e-9 nats over 50k
- *             pixels, shrinking as 1/sqrt(pixels)).
+ *             rounding went the same way. They do not all cancel: a pixel's loss below 2^-21
+ *             nats (every pixel clamped at p = 1e-7 or 1 - 1e-7 that is right) rounds to 0, so
+ *             the mean is biased low, by about 2.6e-8 nats measured over 61610 and 339393
+ *             pixels of unet-lite maps (2026-12-07), not shrinking with more pixels.
  *   brier_fx: units of 2^-31; (p - y)^2 <= 1 contributes at most 2^31 units; the mean is within
  *             2^-32 (2.3e-10) of the exact mean.
  * The probability and loss of a pixel are computed in double from its float input with libm's
