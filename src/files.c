@@ -710,9 +710,9 @@ int wc_check_output_path_as_is(const char *what, const char *path, const char *c
     char *dir = wc_dir_of(path);
     const char *d = dir;
     int status = WC_EXIT_OK;
-    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        /* a file where the directory should be, or under it (ENOTDIR), is there: said so */
-        const int err = stat(d, &st) == 0 ? ENOTDIR : errno;
+    const int err = stat(d, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (err) {
+        /* a file where the directory should be, or above it (ENOTDIR), is there: said so */
         if (err == ENOENT)
             wc_error("cannot write the %s to %s: directory %s does not exist", what, path, d);
         else

@@ -393,6 +393,7 @@ typedef struct {
     long failed;                           /* polygons over the region that cannot be reprojected */
     long long first_fid;                   /* the first of them */
     long long fid;                         /* the feature being added */
+    const wc_raster *tiles;                /* whose pixels the polygons burn */
 } placement;
 
 static int envelopes_meet(const OGREnvelope *a, const OGREnvelope *b) {
@@ -472,6 +473,42 @@ static void unwrap_antimeridian(OGRGeometryH mp, const placement *pl) {
     }
 }
 
+static OGRGeometryH dense_box(double x0, double y0, double x1, double y1, int per_side);
+
+/* GDAL's rasterizer walks a polygon's edges in int pixel coordinates: a vertex more than 2^31
+ * pixels from the tiles (a stray vertex at 1e12 m on 30 m pixels) overflows them, and the
+ * polygon burns a few rows of what it covers, or nothing (gdal_rasterize alike; measured on the
+ * sample's grid: 2.0e9 pixels away burned every pixel, 2.3e9 none). Such a polygon (g, in the
+ * tiles' CRS, taken) is cut to the tiles' box with a margin of a tenth of it first: a cut edge's
+ * ends move by round-off at the margin, far from any pixel centre. NULL when nothing is left;
+ * uncut when GEOS refuses the geometry (a self-crossing ring). */
+#define RASTERIZER_REACH_PX 1073741824.0 /* 2^30: half of int's range, for safety */
+static OGRGeometryH within_rasterizer_reach(OGRGeometryH g, const wc_raster *tiles) {
+    if (!tiles || !tiles->has_gt) return g;
+    double lo[2], hi[2];
+    tiles_box(tiles, lo, hi);
+    const double *t = tiles->gt;
+    const double px = fmin(hypot(t[1], t[4]), hypot(t[2], t[5])); /* the shorter side */
+    OGREnvelope e;
+    OGR_G_GetEnvelope(g, &e);
+    const double far =
+        fmax(fmax(lo[0] - e.MinX, e.MaxX - hi[0]), fmax(lo[1] - e.MinY, e.MaxY - hi[1]));
+    if (!(px > 0) || far / px <= RASTERIZER_REACH_PX) return g;
+    const double mx = 0.1 * (hi[0] - lo[0]) + 2 * px, my = 0.1 * (hi[1] - lo[1]) + 2 * px;
+    OGRGeometryH box = dense_box(lo[0] - mx, lo[1] - my, hi[0] + mx, hi[1] + my, 1);
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    OGRGeometryH cut = OGR_G_Intersection(g, box);
+    CPLPopErrorHandler();
+    OGR_G_DestroyGeometry(box);
+    if (!cut) return g;
+    OGR_G_DestroyGeometry(g);
+    if (OGR_G_IsEmpty(cut)) {
+        OGR_G_DestroyGeometry(cut);
+        return NULL;
+    }
+    return OGR_G_ForceToMultiPolygon(cut);
+}
+
 /* Adds a linear 2D multipolygon (taken) in the tiles' CRS: cut to the region, then reprojected.
  * Returns the parts added (0 when it lies off the region), -1 on an OGR failure. */
 static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
@@ -513,6 +550,8 @@ static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
             return 0;
         }
     }
+    copy = within_rasterizer_reach(copy, pl->tiles);
+    if (!copy) return 0; /* all of it far off the tiles */
     OGRFeatureH f = OGR_F_Create(OGR_L_GetLayerDefn(mem));
     OGR_F_SetGeometryDirectly(f, copy);
     OGRErr err = OGR_L_CreateFeature(mem, f);
@@ -700,6 +739,7 @@ static int longitude_is_x(OGRSpatialReferenceH srs) {
 
 static OGRSpatialReferenceH place_on_tiles(const wc_raster *tiles, OGRLayerH layer, placement *pl) {
     memset(pl, 0, sizeof *pl);
+    pl->tiles = tiles;
     OGRSpatialReferenceH from = OGR_L_GetSpatialRef(layer);
     if (!from || !*tiles->wkt) return NULL;
     OGRSpatialReferenceH to = OSRNewSpatialReference(tiles->wkt);
@@ -850,23 +890,6 @@ static int swapped_would_meet(const wc_raster *tiles, OGRLayerH layer, const OGR
     return swapped_meets && !meets;
 }
 
-/* Whether polygons in the tiles' own CRS (or in none) reach further from the tiles than GDAL's
- * rasterizer can count in pixels: its edges are walked in int pixel coordinates, and a polygon
- * 1e12 m wide over 30 m pixels burned no pixel it covered (1e10 m burned them all). */
-static int beyond_rasterizer(const wc_raster *tiles, OGRSpatialReferenceH lsrs,
-                             const OGREnvelope *env) {
-    if (!tiles->has_gt || tiles->gt[2] != 0 || tiles->gt[4] != 0) return 0;
-    char *wkt = NULL;
-    if (lsrs) OSRExportToWkt(lsrs, &wkt);
-    const int same = !lsrs || wc_raster_crs_same_place(tiles->wkt, wkt ? wkt : "") == 1;
-    CPLFree(wkt);
-    const double limit = 1073741824.0; /* 2^30 */
-    const double x0 = tiles->gt[0], y0 = tiles->gt[3];
-    const double px = fabs(tiles->gt[1]), py = fabs(tiles->gt[5]);
-    return same && (fmax(fabs(env->MinX - x0), fabs(env->MaxX - x0)) / px > limit ||
-                    fmax(fabs(env->MinY - y0), fabs(env->MaxY - y0)) / py > limit);
-}
-
 /* "No polygon overlaps", or, for polygons placed over the tiles (or their margin) that burned no
  * pixel, that none covers a pixel's centre: both extents, for the message. A polygon narrower
  * than a pixel, or a sliver along the tiles' edge, overlaps them and still burns nothing, since
@@ -907,16 +930,6 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
                      "are in and GDAL took %s (GeoJSON's default)? Name it (ogr2ogr -a_srs "
                      "EPSG:NNNN)",
                      crs);
-        else if (placed && beyond_rasterizer(tiles, lsrs, &env))
-            snprintf(lext + strlen(lext), sizeof lext - strlen(lext),
-                     "; they reach more than 2^30 pixels of the tiles away, where GDAL's "
-                     "rasterizer, which works in pixel coordinates, overflows and burns nothing "
-                     "(gdal_rasterize alike): clip them to the tiles first (ogr2ogr -clipsrc "
-                     "%.10g %.10g %.10g %.10g clipped.gpkg %s)",
-                     fmin(tiles->gt[0], tiles->gt[0] + tiles->width * tiles->gt[1]),
-                     fmin(tiles->gt[3], tiles->gt[3] + tiles->height * tiles->gt[5]),
-                     fmax(tiles->gt[0], tiles->gt[0] + tiles->width * tiles->gt[1]),
-                     fmax(tiles->gt[3], tiles->gt[3] + tiles->height * tiles->gt[5]), src);
     }
     if (placed)
         wc_error("no polygon of %s covers the centre of a pixel of the tiles, so none burns a "

@@ -165,7 +165,8 @@ static void say_not_rank0s(const wc_model *m, int rc, const char *file, const wc
  * each resolved a run directory themselves while a training run wrote into it (a better best.wcp
  * renamed into place, a newer checkpoint, an older one pruned) would each map with another
  * model, and the map would be a mosaic of models. A file replaced between rank 0's read and
- * another rank's is resolved again. */
+ * another rank's is resolved again; one still as rank 0 read it, which another rank reads
+ * otherwise or not at all, is that rank's view of the file system, refused at once. */
 int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W, int skip) {
     const int rank = wc_dist_rank();
     memset(m, 0, sizeof *m);

@@ -1056,10 +1056,12 @@ static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, cons
         /* a share that rounds to 0.00% or 100.00% but is not: its digits, and the count, so
          * that one burned pixel in 61413 does not read as labels without one */
         const double pct = 100 * v->positive_rate;
-        char share[32];
-        snprintf(share, sizeof share,
-                 (pct > 0 && pct < 0.005) || (pct < 100 && pct > 99.995) ? "%.6g%%" : "%.2f%%",
-                 pct);
+        int digits = 2; /* more while the share would read as 0 or 100 and is not */
+        while (digits < 12 && ((pct > 0 && pct < 0.5 * pow(10, -digits)) ||
+                               (pct < 100 && pct > 100 - 0.5 * pow(10, -digits))))
+            digits++;
+        char share[40];
+        snprintf(share, sizeof share, "%.*f%%", digits, pct);
         snprintf(rate, sizeof rate,
                  "%lld pixels, %s burned (%lld pixel%s; the base rate: the AUC-PR of a map that "
                  "knows nothing)",

@@ -392,7 +392,7 @@ int wc_raster_open(wc_raster *r, const char *path) {
     r->nbands = GDALGetRasterCount(ds);
     r->has_gt = GDALGetGeoTransform(ds, r->gt) == CE_None;
     r->gcps = GDALGetGCPCount(ds); /* read now: a planned run releases the dataset */
-    r->gcp = WC_ALLOC(sizeof *r->gcp * (size_t)(r->gcps > 0 ? r->gcps : 1));
+    r->gcp = r->gcps > 0 ? WC_ALLOC(sizeof *r->gcp * (size_t)r->gcps) : NULL;
     const GDAL_GCP *gcp = GDALGetGCPs(ds);
     for (int i = 0; i < r->gcps; i++)
         r->gcp[i] = (wc_raster_gcp){gcp[i].dfGCPPixel, gcp[i].dfGCPLine, gcp[i].dfGCPX,

@@ -502,7 +502,7 @@ static int write_item(const wc_riskmap *map) {
     /* GDAL's sidecars hold what GeoTIFF cannot (the class raster's category names; a CRS the
      * GeoTIFF keys cannot express, rwriter.c): an asset too, so that a copy of the item's
      * assets is placed and named as the files here are */
-    char *map_aux = sidecar_of(cfg->out), *classes_aux = sidecar_of(map->paths.classes);
+    const char *map_aux = map->paths.map_aux, *classes_aux = map->paths.classes_aux;
     assets[n++] =
         (wc_stac_asset){"risk_map", cfg->out,
                         cfg->cog ? "image/tiff; application=geotiff; profile=cloud-optimized"
@@ -560,8 +560,6 @@ static int write_item(const wc_riskmap *map) {
                                .metrics_prefix = "wildcpu:"};
     const int rc = wc_stac_write(map->paths.stac, &item);
     free(id);
-    free(map_aux);
-    free(classes_aux);
     return rc;
 }
 

@@ -35,8 +35,9 @@ struct wc_rwriter {
     GDALDataType type;
     int has_gt;
     double gt[6];
-    char *wkt; /* the CRS set; NULL: none */
-    int ngcps; /* GCPs set */
+    char *wkt;     /* the CRS set; NULL: none */
+    int ngcps;     /* GCPs set */
+    char *gcp_wkt; /* their CRS; NULL: none */
     char *copy_driver;
     char **copy_options;
     int (*keep_going)(void *arg);
@@ -127,6 +128,7 @@ static void writer_free(wc_rwriter *w) {
     free(w->work);
     free(w->copy);
     free(w->wkt);
+    free(w->gcp_wkt);
     free(w->copy_driver);
     free(w->progress);
     CSLDestroy(w->copy_options);
@@ -180,6 +182,7 @@ static void set_gcps(wc_rwriter *w, const wc_rwriter_opts *o) {
     GDALSetGCPs(w->ds, o->ngcps, g, o->gcp_wkt ? o->gcp_wkt : "");
     free(g);
     w->ngcps = o->ngcps;
+    w->gcp_wkt = o->gcp_wkt && *o->gcp_wkt ? wc_strdup(o->gcp_wkt) : NULL;
 }
 
 wc_rwriter *wc_rwriter_create(const char *target, const wc_rwriter_opts *o) {
@@ -491,6 +494,21 @@ static void check_crs(const wc_rwriter *w, GDALDatasetH ds, const char *path) {
     GDALClose(bare);
 }
 
+/* The GCPs' CRS, read back (with the sidecar) as the one written: GDAL 3.6 keeps GCPs whose CRS
+ * GeoTIFF's keys cannot hold (Equal Earth) without any CRS, the sidecar included. A warning: the
+ * GCPs place the map nowhere then. */
+static void check_gcp_crs(const wc_rwriter *w, GDALDatasetH ds) {
+    const char *read = GDALGetGCPProjection(ds);
+    if (read && *read && wc_raster_crs_same_place(w->gcp_wkt, read) != 0) return;
+    char want[160], got[160];
+    wc_raster_crs_describe(w->gcp_wkt, want, sizeof want);
+    wc_raster_crs_describe(read ? read : "", got, sizeof got);
+    wc_warn("%s: the CRS of its GCPs reads back as %s, not the %s written: GeoTIFF cannot hold "
+            "it, and the GCPs place the map nowhere; reproject the input's GCPs to a CRS "
+            "GeoTIFF can hold (a UTM zone: gdalwarp places the raster) before mapping it",
+            w->target, got, want);
+}
+
 /* Reopens path: a complete file of the working dataset's size, bands, types and geotransform
  * (and COG layout for the COG driver), not a truncated or mangled one. */
 static int verify(wc_rwriter *w, const char *path, const shape *s) {
@@ -524,6 +542,7 @@ static int verify(wc_rwriter *w, const char *path, const shape *s) {
                 snprintf(why, sizeof why, "GDAL does not report it as a COG layout");
         }
         if (!*why && w->wkt) check_crs(w, ds, path);
+        if (!*why && w->gcp_wkt) check_gcp_crs(w, ds);
         if (!*why) warn_lost_categories(w, ds, s);
         GDALClose(ds);
     }

@@ -681,10 +681,10 @@ static int is_baseline(const wc_train_config *cfg) {
 
 /* A run of little ground at the default batch takes a few dozen optimizer steps and ends far
  * from trained, with nothing in its log to say so: on one 1024 x 1024 region, 12 epochs at
- * batch 32 are 72 steps and map unseen ground at 0.61 of the oracle's AP; at batch 4, 648
- * steps, 0.80 (README, "How good is the map?"). A note, not a warning: nothing is wrong. Not
- * for --steps (the user chose the count) nor for the logistic baseline (convex, on its own
- * schedule). */
+ * batch 32 are 72 steps and map unseen ground at 0.61 of the oracle's AP; the one-region
+ * options, batch 4 foremost (648 steps), 0.80 (README, "How good is the map?"). A note, not a
+ * warning: nothing is wrong. Not for --steps (the user chose the count) nor for the logistic
+ * baseline (convex, on its own schedule). */
 static void say_if_few_steps(const train_ctx *t) {
     const wc_train_config *cfg = t->cfg;
     if (t->total_steps >= FEW_STEPS || cfg->steps > 0 || is_baseline(cfg)) return;

@@ -767,16 +767,37 @@ cat >"$T/sliver.geojson" <<'GJ'
 GJ
 expect "vector labels over the tiles that cover no pixel's centre" 1 "no polygon of .*sliver.geojson covers the centre of a pixel of the tiles, so none burns a pixel .*all-touched off.*tiles cover .*EPSG:32611 \(pixels 30 x 30\), the polygons \(639000, 4924000\)-\(640010, 4925000\)" -- \
     --tiles "$SAMPLE" --labels "$T/sliver.geojson" "${train[@]}"
-# a polygon over the whole sample 1e12 m wide: GDAL's rasterizer overflows in pixel coordinates
-# and burns nothing (gdal_rasterize too); said so, with the clip to make, not left as "covers
-# no pixel's centre" alone
+# polygons reaching more than 2^30 pixels from the tiles (a stray vertex at 1e12 m): GDAL's
+# rasterizer overflows its int pixel coordinates and burned nothing of a square 1e12 m wide over
+# the whole sample (gdal_rasterize alike); cut to the tiles' box first, it burns every pixel
+# it covers; and a band from beside the tiles to 1e12 m, off them, leaves a fire over them
+# burned as it is alone
 cat >"$T/huge.geojson" <<'GJ'
 {"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
  "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
    "coordinates": [[[-1e12, -1e12], [1e12, -1e12], [1e12, 1e12], [-1e12, 1e12], [-1e12, -1e12]]]}}]}
 GJ
-expect "vector labels too large for GDAL's rasterizer" 1 "no polygon of .*huge.geojson covers the centre .*they reach more than 2\^30 pixels of the tiles away, where GDAL's rasterizer.*overflows.*ogr2ogr -clipsrc 640000 4914640 655360 4930000 clipped.gpkg" -- \
-    --tiles "$SAMPLE" --labels "$T/huge.geojson" "${train[@]}"
+cat >"$T/stray.geojson" <<'GJ'
+{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+ "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[650000, 4900000], [1e12, 4900000], [1e12, 4901000], [650000, 4901000], [650000, 4900000]]]}},
+  {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[641000, 4915000], [650000, 4915000], [650000, 4928000], [641000, 4928000], [641000, 4915000]]]}}]}
+GJ
+cat >"$T/fire.geojson" <<'GJ'
+{"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
+ "features": [{"type": "Feature", "properties": {}, "geometry": {"type": "Polygon",
+   "coordinates": [[[641000, 4915000], [650000, 4915000], [650000, 4928000], [641000, 4928000], [641000, 4915000]]]}}]}
+GJ
+for g in huge stray fire; do
+    "$WILDCPU" --tiles "$SAMPLE" --labels "$T/$g.geojson" "${train[@]}" >"$T/$g.log" 2>&1
+    eval "s_$g=\$?"
+done
+share() { grep -o '[0-9.]*% of training pixels burned' "$1"; }
+[ "$s_huge" -eq 0 ] && [ "$(share "$T/huge.log")" = "100.00% of training pixels burned" ] &&
+    [ "$s_stray" -eq 0 ] && [ -n "$(share "$T/fire.log")" ] && [ "$(share "$T/stray.log")" = "$(share "$T/fire.log")" ] &&
+    ok "polygons beyond GDAL's rasterizer's reach: cut to the tiles, they burn what they cover" ||
+    notok "polygons beyond the rasterizer's reach" "status $s_huge/$s_stray: '$(share "$T/huge.log")', '$(share "$T/stray.log")' against '$(share "$T/fire.log")'; $(grep -h -m1 error "$T/huge.log" "$T/stray.log")"
 $PY - "$SAMPLE" "$T/nogeo_tiles.vrt" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read()
