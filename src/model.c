@@ -120,15 +120,17 @@ void wc_model_free(wc_model *m) {
  * is tried quietly first, and its failure said only when the file is still rank 0's, so that a
  * file gone meanwhile, which the ranks then resolve again, prints no error (it printed
  * "checkpoint ...: No such file or directory" on that rank, and the command went on to status
- * 0). The last error is kept as it was: a spurious one must not become a report's cause. */
+ * 0). The last error is kept as it was: a spurious one must not become a report's cause; what
+ * the quiet load said goes to `why` (say_not_rank0s names it). */
 static int load_rank0s_file(wc_model *m, const char *file, const wc_ckpt *read0, int max_N, int H,
-                            int W) {
+                            int W, char *why, size_t size) {
     char before[WC_LAST_ERROR_MAX];
     wc_last_error(before, sizeof before);
     const int was = wc_log_set_quiet(2);
     int rc = wc_model_load(m, file, max_N, H, W);
     wc_log_set_quiet(was);
     if (rc == WC_OK) return WC_OK;
+    wc_last_error(why, size);
     wc_adopt_error(before);
     /* this rank's own failure on rank 0's very file: load it again, saying why */
     if (wc_ckpt_still_there(file, read0)) rc = wc_model_load(m, file, max_N, H, W);
@@ -146,8 +148,9 @@ static int changed_under_rank0(const char *file, const wc_ckpt *read0) {
 }
 
 /* This rank's part of a checkpoint that is not rank 0's on this rank: loaded (rc WC_OK) but
- * another step or other bytes, or not there at all. */
-static void say_not_rank0s(const wc_model *m, int rc, const char *file, const wc_ckpt *read0) {
+ * another step or other bytes, or not loaded, for the reason `failed` gives. */
+static void say_not_rank0s(const wc_model *m, int rc, const char *file, const wc_ckpt *read0,
+                           const char *failed) {
     const char *why = "every rank must read the same checkpoint: a node-local copy, a path "
                       "relative to another working directory, or a file system not yet in sync?";
     if (rc == WC_OK)
@@ -156,8 +159,8 @@ static void say_not_rank0s(const wc_model *m, int rc, const char *file, const wc
                  wc_dist_rank(), file, m->step, (unsigned)m->crc, read0->step, (unsigned)read0->crc,
                  why);
     else
-        wc_error("rank %d cannot read %s, which rank 0 reads (step %ld): %s", wc_dist_rank(), file,
-                 read0->step, why);
+        wc_error("rank %d cannot read %s, which rank 0 reads (step %ld; here: %s): %s",
+                 wc_dist_rank(), file, read0->step, failed, why);
 }
 
 /* Every rank, together. Rank 0 resolves path and loads it (wc_model_load), then every other rank
@@ -184,7 +187,9 @@ int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W,
         if (rank == 0) memcpy(file, m->path, (size_t)chosen[1] + 1);
         wc_dist_bcast(file, (size_t)chosen[1] + 1, 0);
         int rc = rank == 0 ? WC_OK : WC_ERR;
-        if (rank != 0 && !skip) rc = load_rank0s_file(m, file, &read0, max_N, H, W);
+        char failed[WC_LAST_ERROR_MAX] = "";
+        if (rank != 0 && !skip)
+            rc = load_rank0s_file(m, file, &read0, max_N, H, W, failed, sizeof failed);
         /* another file than rank 0's: read again; a failure on rank 0's very file is this
          * rank's own (said), which the callers agree on */
         const int other = !skip && (rc == WC_OK ? m->crc != read0.crc || m->step != read0.step
@@ -194,7 +199,7 @@ int wc_model_load_agreed(wc_model *m, const char *path, int max_N, int H, int W,
             return skip ? WC_ERR : rc;
         }
         if (!changed_under_rank0(file, &read0)) {
-            if (other) say_not_rank0s(m, rc, file, &read0);
+            if (other) say_not_rank0s(m, rc, file, &read0, failed);
             wc_model_free(m);
             free(file);
             return WC_ERR;

@@ -490,7 +490,7 @@ timeout 120 mpirun --oversubscribe --bind-to none -np 1 --wdir "$T/wdA" "$WILDCP
 s2=$?
 [ $s -eq 1 ] && [ $s2 -eq 1 ] && [ ! -e "$T/mc.tif" ] &&
     grep -q "rank 1 reads another ck.wcp than rank 0 (step 1, CRC-32 [0-9a-f]* here; step 2, [0-9a-f]* there): every rank must read the same checkpoint" "$T/mc.log" &&
-    grep -q "rank 1 cannot read ck.wcp, which rank 0 reads (step 2): every rank must read the same checkpoint" "$T/mc2.log" &&
+    grep -q "rank 1 cannot read ck.wcp, which rank 0 reads (step 2; here: checkpoint ck.wcp: No such file or directory): every rank must read the same checkpoint" "$T/mc2.log" &&
     ! grep -q "changed .* times" "$T/mc.log" "$T/mc2.log" &&
     ok "a checkpoint one rank sees older, or not at all: status 1 at once, the rank and steps named" ||
     notok "a checkpoint one rank sees otherwise" "status $s/$s2 (124: it hung): $(grep -h -m2 error "$T/mc.log" "$T/mc2.log")"
