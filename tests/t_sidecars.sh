@@ -60,7 +60,9 @@ EOF
 
 # A CRS GeoTIFF's keys cannot hold (Equal Earth: GDAL 3.6 has no GeoTIFF code for its method) is
 # kept in the map's .aux.xml alone: the map says so, names the sidecar, and its STAC item lists
-# it, so that a copy of the item's assets stays placed (the same pixels, given EPSG:8857)
+# it, so that a copy of the item's assets stays placed (the same pixels, given EPSG:8857). A GDAL
+# that learns to write Equal Earth's keys fails this check rather than passing it unseen: then
+# pick another CRS GeoTIFF cannot hold.
 gdal_translate -q -a_srs EPSG:8857 "$T/plain.tif" "$T/ee.tif"
 "$WILDCPU" predict --tiles "$T/ee.tif" --checkpoint "$T/run" --out "$T/ee_map.tif" --classes >"$T/ee.log" 2>&1
 s=$?
