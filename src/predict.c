@@ -702,7 +702,9 @@ static void map_need(const wc_predict_config *cfg, const layout *L, int64_t G, i
                             "a core's labels and the metrics' histograms");
     if (cfg->out && cfg->png && rank == 0) {
         wc_quicklook_info qi;
-        wc_quicklook_layout((int)L->W, (int)L->H, cfg->png_max_side, &qi);
+        wc_quicklook_layout_scaled((int)L->W, (int)L->H,
+                                   r->has_gt ? wc_quicklook_row_scale(r->gt, r->wkt) : 1,
+                                   cfg->png_max_side, &qi);
         wc_address_need_add(need, wc_quicklook_bytes(&qi), "the picture (%dx%d px)", qi.width,
                             qi.height);
     }

@@ -165,17 +165,49 @@ static void draw_line(canvas *cv, double x0, double y0, double x1, double y1, in
  * int. The results fit int: the factor is at most the longest side, the map's sides at most
  * max_side. */
 void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info *info) {
+    wc_quicklook_layout_scaled(width, height, 1.0, max_side, info);
+}
+
+void wc_quicklook_layout_scaled(int width, int height, double row_scale, int max_side,
+                                wc_quicklook_info *info) {
     if (max_side <= 0) max_side = WC_QUICKLOOK_MAX_SIDE;
-    const int64_t longest = WC_MAX(width, height), side = max_side;
-    const int64_t factor = WC_MAX(1, (longest + side - 1) / side);
+    if (!(row_scale > 0) || !isfinite(row_scale)) row_scale = 1;
+    const int64_t side = max_side;
+    int64_t factor;
+    if (row_scale == 1) { /* exactly, in integers: sides up to INT_MAX */
+        const int64_t longest = WC_MAX(width, height);
+        factor = WC_MAX(1, (longest + side - 1) / side);
+    } else {
+        const double longest = fmax((double)width, (double)height * row_scale);
+        factor = WC_MAX(1, (int64_t)ceil(longest / (double)side));
+        factor = WC_MIN(factor, (int64_t)WC_MAX(width, height));
+    }
     info->factor = (int)factor;
     info->map_width = (int)(((int64_t)width + factor - 1) / factor);
-    info->map_height = (int)(((int64_t)height + factor - 1) / factor);
+    info->box_rows = (int)(((int64_t)height + factor - 1) / factor);
+    info->map_height = info->box_rows;
+    if (row_scale != 1)
+        info->map_height = (int)WC_MIN(side, WC_MAX(1, llround(info->box_rows * row_scale)));
     info->width = WC_MAX(info->map_width, WC_QUICKLOOK_MIN_WIDTH);
     /* the legend grows with the picture so it stays legible when the PNG is viewed scaled */
     int u = WC_MAX(1, info->width / 640);
     info->legend_height = WC_QUICKLOOK_LEGEND_PX * u;
     info->height = info->map_height + info->legend_height;
+}
+
+double wc_quicklook_row_scale(const double gt[6], const char *wkt) {
+    if (!wc_gt_axis_aligned(gt) || !(gt[1] != 0) || (wkt && wc_raster_crs_is_geographic(wkt)))
+        return 1;
+    const double r = fabs(gt[5]) / fabs(gt[1]);
+    return isfinite(r) && r > 0 && fabs(r - 1) > 1e-9 ? r : 1;
+}
+
+/* The first picture row (of m) whose nearest box row (of b) is box row oy or a later one: row j
+ * shows box row floor((j + 1/2) b / m). */
+static int first_picture_row(int64_t oy, int64_t b, int64_t m) {
+    if (oy >= b) return (int)m;
+    const int64_t num = 2 * m * oy - b; /* j >= num / 2b */
+    return num <= 0 ? 0 : (int)((num + 2 * b - 1) / (2 * b));
 }
 
 /* paint_map's reads: about 4 MiB of floats, and at most 8 million pixels of the map behind them
@@ -187,9 +219,14 @@ static int rows_per_read(const wc_quicklook_info *info, int W) {
 
 size_t wc_quicklook_bytes(const wc_quicklook_info *info) {
     const size_t picture = (size_t)4 * (size_t)info->width * (size_t)info->height;
-    /* a read's floats and its painted rows: at most 4 MiB and 4 bytes a pixel of as many rows */
-    return picture + ((size_t)4 << 20) +
-           (size_t)4 * (1 << 20) / (size_t)info->map_width * (size_t)info->width;
+    /* a read's floats and its painted rows (at most 4 MiB, and 4 bytes a pixel of as many
+     * rows), and those rows as the picture's (row-scaled: up to map_height / box_rows times as
+     * many, and two) */
+    const size_t rows = (size_t)(1 << 20) / (size_t)info->map_width;
+    const size_t out_rows = info->map_height == info->box_rows
+                                ? 0
+                                : rows * (size_t)info->map_height / (size_t)info->box_rows + 2;
+    return picture + ((size_t)4 << 20) + (size_t)4 * (rows + out_rows) * (size_t)info->width;
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -270,63 +307,83 @@ static int paint_map(wc_rwriter *w, GDALRasterBandH band, const char *src, int W
     const int flip_y = placed && gt[5] > 0, flip_x = placed && gt[1] < 0;
     int has_nodata = 0;
     double nodata = GDALGetRasterNoDataValue(band, &has_nodata);
-    const int mw = info->map_width, f = info->factor;
+    const int mw = info->map_width, f = info->factor, boxes = info->box_rows;
+    const int mh = info->map_height, scaled = mh != boxes;
     const int chunk = rows_per_read(info, W);
     float *buf = WC_ALLOC_FOR(sizeof(float) * (size_t)chunk * mw, "the picture's rows of the map");
-    canvas cv = {.w = info->width};
+    canvas cv = {.w = info->width}; /* a read's box rows, painted */
     cv.px = WC_ALLOC_FOR((size_t)4 * chunk * cv.w, "the picture's pixels");
+    /* row-scaled (pixels not square on the ground): those rows as the picture's, each picture
+     * row the nearest box row */
+    canvas pc = {.w = info->width};
+    const int most = scaled ? (int)((int64_t)chunk * mh / boxes + 2) : 0;
+    if (scaled) pc.px = WC_ALLOC_FOR((size_t)4 * most * pc.w, "the picture's scaled rows");
     wc_progress progress;
     wc_progress_start(&progress);
     int rc = WC_OK;
-    for (int oy0 = 0; oy0 < info->map_height && rc == WC_OK; oy0 += chunk) {
+    for (int oy0 = 0; oy0 < boxes && rc == WC_OK; oy0 += chunk) {
         if (ask && ask->keep_going && !ask->keep_going(ask->arg)) {
             rc = WC_QUICKLOOK_STOPPED;
             break;
         }
         if (ask && ask->what && wc_progress_due(&progress)) {
-            const double done = (double)oy0 / info->map_height;
+            const double done = (double)oy0 / boxes;
             wc_info("%s: rows 0-%" PRId64 " of %d of the map drawn (%.0f%%): %.1f s, about %.0f "
                     "s left",
                     ask->what, WC_MIN((int64_t)oy0 * f, (int64_t)H) - 1, H, 100 * done,
                     wc_progress_elapsed(&progress), wc_progress_left(&progress, done));
         }
-        int oy1 = WC_MIN(info->map_height, oy0 + chunk);
+        int oy1 = WC_MIN(boxes, oy0 + chunk);
         /* source rows in 64 bits: oy1 * f may pass INT_MAX on the last chunk of a tall map;
          * clipped to the raster they fit GDAL's int again */
         const int sy0 = (int)WC_MIN((int64_t)oy0 * f, (int64_t)H);
         const int sy1 = (int)WC_MIN((int64_t)oy1 * f, (int64_t)H);
         cv.h = oy1 - oy0;
-        const int at = flip_y ? info->map_height - oy1 : oy0; /* the picture's first row */
-        if (rows_empty(band, W, sy0, sy1)) { /* transparent, as their nodata would be */
-            memset(cv.px, 0, 4 * (size_t)cv.w * cv.h);
-            rc = wc_rwriter_write(w, 0, at, cv.h, cv.px, 0);
+        const size_t plane = (size_t)cv.w * cv.h;
+        memset(cv.px, 0, 4 * plane);          /* transparent */
+        if (!rows_empty(band, W, sy0, sy1)) { /* else transparent, as their nodata would be */
+            CPLErrorReset();
+            if (read_boxes(band, W, sy0, sy1, f, buf, mw, oy1 - oy0) != CE_None) {
+                wc_error("quick-look: reading rows %d-%d of %s failed: %s", sy0, sy1 - 1, src,
+                         CPLGetLastErrorMsg());
+                rc = WC_ERR;
+                break;
+            }
+            for (int y = 0; y < cv.h; y++)
+                for (int x = 0; x < mw; x++) {
+                    float v = buf[(size_t)y * mw + x];
+                    const int row = flip_y && !scaled ? cv.h - 1 - y : y; /* see below */
+                    size_t i = (size_t)row * cv.w + (flip_x ? mw - 1 - x : x);
+                    if (!isfinite(v) || (has_nodata && v == (float)nodata)) continue;
+                    if (!(v >= 0.0f && v <= 1.0f)) { /* not a probability: no colour fits it */
+                        (*bad)++;
+                        continue;
+                    }
+                    unsigned char rgb[3];
+                    wc_quicklook_color(v, rgb);
+                    cv.px[i] = rgb[0], cv.px[plane + i] = rgb[1], cv.px[2 * plane + i] = rgb[2];
+                    cv.px[3 * plane + i] = 255;
+                }
+        }
+        /* the picture rows [j0, j1) these box rows make, north-up: a south-up map's rows the
+         * other way round (flipped as painted when each box row is one picture row) */
+        if (!scaled) {
+            rc = wc_rwriter_write(w, 0, flip_y ? mh - oy1 : oy0, cv.h, cv.px, 0);
             continue;
         }
-        CPLErrorReset();
-        if (read_boxes(band, W, sy0, sy1, f, buf, mw, oy1 - oy0) != CE_None) {
-            wc_error("quick-look: reading rows %d-%d of %s failed: %s", sy0, sy1 - 1, src,
-                     CPLGetLastErrorMsg());
-            rc = WC_ERR;
-            break;
+        const int j0 = first_picture_row(oy0, boxes, mh), j1 = first_picture_row(oy1, boxes, mh);
+        pc.h = j1 - j0;
+        const size_t pc_plane = (size_t)pc.w * pc.h;
+        for (int k = 0; k < pc.h; k++) {
+            const int64_t j = flip_y ? j1 - 1 - k : j0 + k;
+            const int64_t box = (2 * j + 1) * boxes / (2 * (int64_t)mh); /* the nearest */
+            for (int c = 0; c < 4; c++)
+                memcpy(pc.px + c * pc_plane + (size_t)k * pc.w,
+                       cv.px + c * plane + (size_t)(box - oy0) * cv.w, (size_t)cv.w);
         }
-        const size_t plane = (size_t)cv.w * cv.h;
-        memset(cv.px, 0, 4 * plane); /* transparent */
-        for (int y = 0; y < cv.h; y++)
-            for (int x = 0; x < mw; x++) {
-                float v = buf[(size_t)y * mw + x];
-                size_t i = (size_t)(flip_y ? cv.h - 1 - y : y) * cv.w + (flip_x ? mw - 1 - x : x);
-                if (!isfinite(v) || (has_nodata && v == (float)nodata)) continue;
-                if (!(v >= 0.0f && v <= 1.0f)) { /* not a probability: no colour fits it */
-                    (*bad)++;
-                    continue;
-                }
-                unsigned char rgb[3];
-                wc_quicklook_color(v, rgb);
-                cv.px[i] = rgb[0], cv.px[plane + i] = rgb[1], cv.px[2 * plane + i] = rgb[2];
-                cv.px[3 * plane + i] = 255;
-            }
-        rc = wc_rwriter_write(w, 0, at, cv.h, cv.px, 0);
+        if (pc.h > 0) rc = wc_rwriter_write(w, 0, flip_y ? mh - j1 : j0, pc.h, pc.px, 0);
     }
+    free(pc.px);
     free(cv.px);
     free(buf);
     return rc;
@@ -344,7 +401,11 @@ wc_quicklook *wc_quicklook_draw(void *src_ds, const char *src_name, int band_no,
     }
     wc_quicklook *q = WC_CALLOC(1, sizeof *q);
     const int W = GDALGetRasterXSize(src), H = GDALGetRasterYSize(src);
-    wc_quicklook_layout(W, H, max_side, &q->info);
+    double gt[6];
+    const double row_scale = GDALGetGeoTransform(src, gt) == CE_None
+                                 ? wc_quicklook_row_scale(gt, GDALGetProjectionRef(src))
+                                 : 1;
+    wc_quicklook_layout_scaled(W, H, row_scale, max_side, &q->info);
     const wc_quicklook_info *info = &q->info;
     int64_t bad = 0;
     int rc = WC_ERR;

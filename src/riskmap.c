@@ -656,8 +656,11 @@ static int write_companions(const wc_riskmap *map, wc_quicklook *picture) {
         wc_quicklook_info qi;
         if (!picture || wc_quicklook_publish(picture, &qi) != WC_OK)
             return companion_failed(map, "picture", cfg->png);
-        char how[32] = "full resolution";
+        char how[96] = "full resolution";
         if (qi.factor > 1) snprintf(how, sizeof how, "downsampled %dx", qi.factor);
+        if (qi.map_height != qi.box_rows) /* pixels not square on the ground */
+            snprintf(how + strlen(how), sizeof how - strlen(how),
+                     ", rows scaled to the ground's shape");
         wc_info("predict: quick-look %s: %dx%d px (map %dx%d, %s, legend %d px)", cfg->png,
                 qi.width, qi.height, qi.map_width, qi.map_height, how, qi.legend_height);
     }

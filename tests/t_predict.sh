@@ -754,6 +754,29 @@ then
 else
     notok "the quick-look of a south-up raster"
 fi
+# ... and in the ground's shape: the same pixels on 30 x 45 m (north-up, and south-up) are
+# drawn 512 x 768, each picture row the nearest map row (before 2026-12-07 they were drawn
+# 512 x 512, stretched as gdal_translate -of PNG draws them)
+gdal_translate -q -of VRT -a_ullr 640000 4930000 655360 4906960 "$S" "$out/tall.vrt"
+gdal_translate -q -of VRT -a_ullr 640000 4906960 655360 4930000 "$S" "$out/tall_s.vrt"
+if lpredict --tiles "$out/tall.vrt" --out "$out/tall.tif" --png "$out/tall.png" >"$log" 2>&1 &&
+    grep -q "quick-look .*tall.png: 512x810 px (map 512x768, full resolution, rows scaled to the ground's shape" "$log" &&
+    lpredict --tiles "$out/tall_s.vrt" --out "$out/tall_s.tif" --png "$out/tall_s.png" >"$log" 2>&1 &&
+    /usr/bin/python3 - "$out/up_n.png" "$out/tall.png" "$out/tall_s.png" <<'PY'
+import sys
+import numpy as np
+from osgeo import gdal
+n, t, s = (gdal.Open(p).ReadAsArray() for p in sys.argv[1:4])
+assert t.shape == s.shape == (4, 768 + 42, 512), (t.shape, s.shape)
+rows = ((2 * np.arange(768) + 1) * 512) // (2 * 768)  # the nearest map row of each picture row
+assert np.array_equal(t[3, :768], n[3, :512][rows]), "the tall picture's nodata is not the sample's, rows scaled"
+assert np.array_equal(s[3, :768], t[3, :768][::-1]), "the south-up tall picture is not painted the other way round"
+PY
+then
+    ok "the quick-look of pixels of 30 x 45 m keeps the ground's shape (512 x 768), north-up either way"
+else
+    notok "the quick-look of non-square pixels" "$(grep quick-look "$log")"
+fi
 if lpredict --tiles "$S" --out "$out/plain_again.tif" >"$log" 2>&1 &&
     ! grep -Eq "has pixels of|is (south|north)-up|is placed by|is turned by" "$log"; then
     ok "no such warning on the training ground's own grid"

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ogr_srs_api.h>
+
 #include "harness.h"
 #include "wildcpu/quicklook.h"
 #include "wildcpu/raster.h"
@@ -62,6 +64,30 @@ static void test_layout(void) {
     wc_quicklook_layout(4097, 10, 4096, &q);
     CHECK(q.factor == 2 && q.map_width == 2049, "just over the limit: %d %d", q.factor,
           q.map_width);
+}
+
+/* Pixels not square on the ground: the map's rows scaled to the ground's shape, within the
+ * limit. */
+static void test_layout_scaled(void) {
+    wc_quicklook_info q;
+    wc_quicklook_layout_scaled(256, 384, 20.0 / 30.0, 0, &q); /* 30 x 20 m pixels */
+    CHECK(q.factor == 1 && q.map_width == 256 && q.map_height == 256 && q.box_rows == 384,
+          "30 x 20 m: factor %d, %dx%d of %d box rows", q.factor, q.map_width, q.map_height,
+          q.box_rows);
+    wc_quicklook_layout_scaled(1000, 100, 3.0, 0, &q);
+    CHECK(q.factor == 1 && q.map_height == 300 && q.box_rows == 100, "taller: %d of %d",
+          q.map_height, q.box_rows);
+    wc_quicklook_layout_scaled(4096, 4096, 1.5, 4096, &q);
+    CHECK(q.factor == 2 && q.map_width == 2048 && q.map_height == 3072 && q.box_rows == 2048,
+          "1.5 within 4096: factor %d, %dx%d", q.factor, q.map_width, q.map_height);
+    wc_quicklook_layout_scaled(512, 512, 1.0, 0, &q);
+    CHECK(q.map_height == 512 && q.box_rows == 512, "square: %d", q.map_height);
+    const double north_up[6] = {0, 30, 0, 0, 0, -45}, turned[6] = {0, 30, 5, 0, 5, -45};
+    CHECK(fabs(wc_quicklook_row_scale(north_up, "") - 1.5) < 1e-12, "30 x 45 m: %g",
+          wc_quicklook_row_scale(north_up, ""));
+    CHECK(wc_quicklook_row_scale(turned, "") == 1, "a rotated grid is painted as stored");
+    CHECK(wc_quicklook_row_scale(north_up, SRS_WKT_WGS84_LAT_LONG) == 1,
+          "degrees are drawn as stored");
 }
 
 /* Sides up to INT_MAX: the factor and the map's sides come out right, without overflow. */
@@ -335,6 +361,7 @@ int main(void) {
     RUN(test_ramp_darkens_monotonically);
     RUN(test_layout);
     RUN(test_layout_enormous);
+    RUN(test_layout_scaled);
     RUN(test_write_downsampled);
     RUN(test_write_exact_boxes);
     RUN(test_orientation);

@@ -30,11 +30,22 @@ typedef struct wc_quicklook_info {
     int width, height;         /* the PNG */
     int map_width, map_height; /* the map part (top-left) */
     int factor;                /* downsampling factor: 1 = one picture pixel per raster pixel */
+    int box_rows;              /* rows of factor x factor boxes: map_height unless row-scaled */
     int legend_height;
 } wc_quicklook_info;
 
-/* The picture's layout for a raster of width x height pixels (no I/O). */
+/* The picture's layout for a raster of width x height pixels (no I/O), its pixels square. */
 void wc_quicklook_layout(int width, int height, int max_side, wc_quicklook_info *info);
+/* The same for pixels row_scale times as tall on the ground as wide: the picture has about
+ * row_scale times as many map rows as boxes (each the nearest box row), so that it keeps the
+ * ground's shape, and its long side stays within max_side. */
+void wc_quicklook_layout_scaled(int width, int height, double row_scale, int max_side,
+                                wc_quicklook_info *info);
+/* How much taller than wide on the ground a pixel of the geotransform gt in the CRS wkt is, for
+ * the picture: |gt[5]| / gt[1] of a projected (or unnamed) north-up grid, 1 for square pixels (to
+ * 1e-9), a rotated grid (painted as stored) and a grid in degrees (drawn as stored, as QGIS
+ * draws it in its CRS). */
+double wc_quicklook_row_scale(const double gt[6], const char *wkt);
 /* What drawing a picture of that layout allocates: its pixels (the MEM dataset), the rows read
  * and painted at a time, the legend. */
 size_t wc_quicklook_bytes(const wc_quicklook_info *info);
