@@ -7,7 +7,8 @@
  * Memory stays bounded for any raster size: a raster longer than max_side pixels on its long
  * side is downsampled by the smallest integer factor that fits (GDAL's averaging read, which
  * skips nodata), read a band of rows at a time, so the picture never exceeds max_side (plus the
- * legend) whatever the raster's size.
+ * legend) whatever the raster's size. Pixels that are not square on the ground have the
+ * picture's rows scaled (nearest), so that it keeps the ground's shape.
  *
  * Written through GDAL's PNG driver (a MEM dataset and CreateCopy): no other dependency. The PNG
  * goes to a temporary file next to the target and is renamed over it only when complete.
