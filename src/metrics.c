@@ -257,6 +257,8 @@ int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size) {
 static void figure(char *buf, size_t size, const char *fmt, double v) {
     if (isnan(v))
         snprintf(buf, size, "undefined");
+    else if (v > 0 && v < 0.001) /* a rare class's AP, say, which fixed digits would call 0 */
+        snprintf(buf, size, "%.3g", v);
     else
         snprintf(buf, size, fmt, v);
 }

@@ -230,13 +230,20 @@ static void write_best_lost(FILE *f, long step) {
 }
 
 /* The model-selection paragraph of a run without best.wcp, and why it has none: the map and
- * the commands given the directory use the newest checkpoint, named by its step. */
+ * the commands given the directory use the newest checkpoint on disk, named by its step (which
+ * a failed step loop leaves behind the step it reached). */
 static void write_newest_used(FILE *f, const wc_run_summary *s, const char *why) {
+    char which[64];
+    if (s->newest_ckpt_step >= 0)
+        snprintf(which, sizeof which, "step %ld", s->newest_ckpt_step);
+    else
+        snprintf(which, sizeof which, "%s",
+                 s->newest_ckpt_step == -1 ? "there was none" : "its directory could not be read");
     fprintf(f,
             "Model selection: none, as %s: %s`wildcpu predict` or `evaluate` given this "
-            "directory use%s its newest checkpoint (step %ld when this report was written).\n\n",
+            "directory use%s its newest checkpoint (%s when this report was written).\n\n",
             why, s->map == WC_REPORT_MAP_NONE ? "" : "the risk map of this run, and ",
-            s->map == WC_REPORT_MAP_NONE ? "s" : "", s->start_step + s->steps_done);
+            s->map == WC_REPORT_MAP_NONE ? "s" : "", which);
 }
 
 static int write_markdown(const char *path, const wc_run_summary *s, const wc_json_doc *run,

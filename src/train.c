@@ -1331,6 +1331,7 @@ static int teardown(train_ctx *t, int status) {
     }
     /* a background write still running is finished (and logged) before anything goes */
     wc_train_ckpt_finish(t);
+    if (t->rank == 0) sum->newest_ckpt_step = wc_rundir_newest_step(t->cfg);
     if ((sum->steps_done > 0 || t->report_due) &&
         wc_report_finish(sum, t->cfg->out_dir, t->cfg->baseline) != WC_OK && status == WC_EXIT_OK)
         status = WC_EXIT_RUNTIME;

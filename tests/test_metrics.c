@@ -884,6 +884,29 @@ static void test_ap_positives_sharing_a_bin(void) {
     free(acc);
 }
 
+/* The figures as the log and evaluate print them: an AP of a rare class (one burned pixel of
+ * 20000, ranked last: AP 5e-5) keeps its digits instead of reading "AUC-PR 0.0000", as if the
+ * map had found no fire at all; an exact 0 stays 0.0000. */
+static void test_small_figures_text(void) {
+    enum { N = 20000 };
+    wc_metrics_acc *acc = new_acc();
+    float *p = WC_CALLOC(N, sizeof(float)), *y = WC_CALLOC(N, sizeof(float));
+    for (int i = 0; i < N; i++) p[i] = 0.9f;
+    p[0] = 0.01f, y[0] = 1;
+    wc_metrics_add_probs(acc, p, y, NULL, N, 1.0f);
+    wc_metrics m;
+    wc_metrics_compute(&m, acc);
+    char text[256];
+    wc_metrics_ranking_text(&m, 1, text, sizeof text);
+    const char *ap = strstr(text, "AUC-PR ");
+    const double printed = ap ? strtod(ap + 7, NULL) : NAN;
+    CHECK(m.auc_pr > 0 && m.auc_pr < 1e-3 && fabs(printed - m.auc_pr) <= 5e-3 * m.auc_pr &&
+              strstr(text, "recall 0.0000"),
+          "AP %.6g printed \"%s\"", m.auc_pr, text);
+    NOTE("%s", text);
+    free(p), free(y), free(acc);
+}
+
 /* The threshold of best F1 as the log and report.md print it is a rule a user applies to the map
  * ("p >= t"): read back, it must select the same float probabilities as the threshold itself,
  * compared in double or in float (numpy and gdal_calc.py round the number to the map's Float32:
@@ -1069,6 +1092,7 @@ int main(void) {
     RUN(test_extremes);
     RUN(test_ties_note);
     RUN(test_threshold_text);
+    RUN(test_small_figures_text);
     RUN(test_ap_positives_sharing_a_bin);
     RUN(test_fixed_point_bounds);
     RUN(test_merge_is_word_sum);

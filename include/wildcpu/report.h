@@ -51,6 +51,9 @@ typedef struct wc_run_summary {
     int best_lost;      /* best.wcp (of step best_lost_step) was missing or damaged when
                          * this session resumed, and no validation has written one since */
     long best_lost_step;
+    long newest_ckpt_step;      /* the newest valid checkpoint on disk when the report is
+                                 * written (-1: none, -2: unreadable): what a run without
+                                 * best.wcp predicts with */
     long best_unsaved_step;     /* a better validation than best_step's, whose best.wcp write
                                  * failed in this session (-1: none): its weights are gone */
     double best_unsaved_auc_pr; /* its validation AUC-PR */
