@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "wildcpu/dataset.h"
+#include "wildcpu/dist.h"
 #include "wildcpu/layers.h"
 #include "wildcpu/util.h"
 
@@ -261,4 +262,64 @@ int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, f
         }
     }
     return WC_OK;
+}
+
+int64_t wc_infer_sum_tallies(wc_infer *p) {
+    int64_t valid = p->valid_pixels;
+    wc_dist_sum_i64(&valid, 1);
+    wc_dist_sum_i64(p->huge, (size_t)p->nfeat);
+    wc_dist_sum_f64(p->z_sum, (size_t)p->nfeat);
+    wc_dist_sum_i64(p->differs, (size_t)p->nfeat);
+    return valid;
+}
+
+/* A feature whose values over the pixels run average this many of the training data's standard
+ * deviations from its mean is data of other units or scaling, not other ground: a temperature
+ * in kelvin where training had Celsius lies about 100 away on the sample, elevation in feet
+ * where it had metres 10 or more; another region's terrain or weather moves a band by one or
+ * two; a fill value of -9999.5 beside a declared nodata of -9999 in 154 of 13000 pixels of
+ * NDVI, tens of thousands. */
+#define WC_SHIFTED_SIGMAS 8.0
+
+void wc_infer_report_inputs(const wc_infer *p, int64_t pixels, const char *what,
+                            const char *done) {
+    const char *path = p->r->path;
+    /* what a doubtful input spoils: the map, or validation's scores (and so best.wcp) */
+    const int map = strcmp(done, "mapped") == 0;
+    const char *product = map ? "the map" : "the scores (and the choice of best.wcp)";
+    for (int c = 0; c < p->nfeat; c++) {
+        const int band = p->bands[c];
+        const char *name = p->r->bands[band - 1].name;
+        /* values no measurement has (training warns about them in its own patches) */
+        if (p->huge[c] > 0)
+            wc_warn("%s: %s, band %d (%s): values of magnitude %g or more in %" PRId64 " pixel%s "
+                    "of the raster, which no measurement has: an undeclared nodata (the -3.4e38 "
+                    "of float rasters, a netCDF fill value)? Taken as data, they saturate the "
+                    "network there, or leave their pixels without a prediction when they are "
+                    "beyond float's range once normalized; declare the band's nodata "
+                    "(gdal_edit.py -a_nodata) or mask them",
+                    what, path, band, name, WC_HUGE_VALUE, p->huge[c], p->huge[c] == 1 ? "" : "s");
+        /* values far from the training data's, on average: said with their mean in the band's
+         * units */
+        const double z = pixels > 0 ? p->z_sum[c] / (double)pixels : 0, std = 1 / p->inv_std[c];
+        if (fabs(z) >= WC_SHIFTED_SIGMAS)
+            wc_warn("%s: %s, band %d (%s): its values average %.5g over the %" PRId64 " pixels "
+                    "%s, %.0f training standard deviations %s the training data's mean of %.4g "
+                    "(standard deviation %.3g): other units or scaling than in training (kelvin "
+                    "for Celsius, feet for metres, an undeclared scale factor or nodata)? The "
+                    "network sees values it never learned there, and %s may mean little; convert "
+                    "the band (gdal_calc.py), or declare its scale and offset (gdal_edit.py "
+                    "-scale -offset) or its nodata (-a_nodata)",
+                    what, path, band, name, p->mean[c] + z * std, pixels, done, fabs(z),
+                    z > 0 ? "above" : "below", p->mean[c], std, product);
+        /* a feature constant in training (the model learned nothing from it, and takes it as
+         * that constant) that holds other values here: the map does not show what they change */
+        if (p->differs[c] > 0)
+            wc_warn("%s: %s, band %d (%s) was %.6g on every training pixel of the model, so it "
+                    "learned nothing from this band and takes it as %.6g everywhere; %" PRId64
+                    " of the %" PRId64 " pixels %s hold other values, which %s does not reflect "
+                    "(train on data where the band varies to use it)",
+                    what, path, band, name, p->mean[c], p->mean[c], p->differs[c], pixels, done,
+                    map ? "the map" : "validation");
+    }
 }

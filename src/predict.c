@@ -443,74 +443,11 @@ static void report_invalid(const wc_predict_config *cfg, const char *path,
         wc_warn("%s: %s: %" PRId64 " pixel%s a feature value beyond float's range once "
                 "normalized (far outside the training range): %s",
                 cmd, path, counts[0], counts[0] == 1 ? " has" : "s have", fate);
-    if (counts[1] > counts[3])
+    /* (those in windows of ordinary inputs, the model's doing, were refused: refuse_diverged) */
+    if (counts[1])
         wc_warn("%s: %s: %" PRId64 " pixel%s a non-finite network output (feature "
                 "values far outside the training range?): %s",
-                cmd, path, counts[1] - counts[3], counts[1] - counts[3] == 1 ? " gave" : "s gave",
-                failed);
-    if (counts[3])
-        wc_warn("%s: %s: %" PRId64 " pixel%s gave a non-finite network output in windows whose "
-                "inputs all lie within %g training standard deviations of its mean: the model "
-                "has diverged (its activations overflow on ordinary data), not the raster; %s; "
-                "train again with a lower --lr",
-                cmd, path, counts[3], counts[3] == 1 ? "" : "s", (double)WC_INFER_ORDINARY, failed);
-}
-
-/* Rank 0, once: the bands with values no measurement has where the network was run
- * (counts per feature summed over the ranks); training warns about them in its own patches. */
-static void report_huge(const char *path, const wc_raster *r, const int *bands, int nfeat,
-                        const int64_t *huge, const char *what) {
-    for (int c = 0; c < nfeat; c++)
-        if (huge[c] > 0)
-            wc_warn("%s: %s, band %d (%s): values of magnitude %g or more in %" PRId64 " pixel%s "
-                    "of the raster, which no measurement has: an undeclared nodata (the -3.4e38 "
-                    "of float rasters, a netCDF fill value)? Taken as data, they saturate the "
-                    "network there, or leave their pixels without a prediction when they are "
-                    "beyond float's range once normalized; declare the band's nodata "
-                    "(gdal_edit.py -a_nodata) or mask them",
-                    what, path, bands[c], r->bands[bands[c] - 1].name, WC_HUGE_VALUE, huge[c],
-                    huge[c] == 1 ? "" : "s");
-}
-
-/* A feature whose values over the mapped pixels average this many of the training data's
- * standard deviations from its mean is data of other units or scaling, not other ground: a
- * temperature in kelvin where training had Celsius lies about 100 away on the sample, elevation
- * in feet where it had metres 10 or more; another region's terrain or weather moves a band by
- * one or two. */
-#define WC_SHIFTED_SIGMAS 8.0
-
-/* Rank 0, after the rounds: each feature whose mapped pixels (`pixels`, over all ranks; z_sum
- * summed too) lie WC_SHIFTED_SIGMAS or more from the training mean, said with its mean in the
- * band's units. The map is written: the network saw values it never learned. */
-static void report_shifted(const char *path, const wc_raster *r, const int *bands,
-                           const wc_infer *inf, int64_t pixels, const char *what) {
-    for (int c = 0; c < inf->nfeat && pixels > 0; c++) {
-        const double z = inf->z_sum[c] / (double)pixels, std = 1 / inf->inv_std[c];
-        if (!(fabs(z) >= WC_SHIFTED_SIGMAS)) continue;
-        wc_warn("%s: %s, band %d (%s): its values average %.4g over the %" PRId64 " pixels "
-                "mapped, %.0f training standard deviations %s the training data's mean of %.4g "
-                "(standard deviation %.3g): other units or scaling than in training (kelvin for "
-                "Celsius, feet for metres, an undeclared scale factor)? The network sees values "
-                "it never learned there, and the map may mean little; convert the band "
-                "(gdal_calc.py), or declare its scale and offset (gdal_edit.py -scale -offset)",
-                what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c] + z * std, pixels,
-                fabs(z), z > 0 ? "above" : "below", inf->mean[c], std);
-    }
-}
-
-/* Rank 0, after the rounds: each feature that was constant in training (the model learned
- * nothing from it, and the map fed it as that constant) but holds other values in `differs` of
- * the mapped pixels (over all ranks): the map does not show what they would change. */
-static void report_constant(const char *path, const wc_raster *r, const int *bands,
-                            const wc_infer *inf, int64_t pixels, const char *what) {
-    for (int c = 0; c < inf->nfeat; c++)
-        if (inf->differs[c] > 0)
-            wc_warn("%s: %s, band %d (%s) was %.6g on every training pixel of the model, so it "
-                    "learned nothing from this band and takes it as %.6g everywhere; %" PRId64
-                    " of the %" PRId64 " pixels mapped hold other values, which the map does "
-                    "not reflect (train on data where the band varies to use it)",
-                    what, path, bands[c], r->bands[bands[c] - 1].name, inf->mean[c], inf->mean[c],
-                    inf->differs[c], pixels);
+                cmd, path, counts[1], counts[1] == 1 ? " gave" : "s gave", failed);
 }
 
 /* The angle in degrees between a geotransform's pixel axes (its columns' and its rows'
@@ -996,33 +933,10 @@ static const char *work_dir_of(const wc_predict_config *cfg) {
 /* Rank 0: the metrics, printed and (with --out) made into one JSON object in *j, which
  * write_metrics writes once the map (with --map) is complete. */
 static int report_scores(const wc_predict_config *cfg, const wc_metrics *v, const wc_model *m,
-                         const wc_score *score, const int64_t counts[4], int named, wc_json *j) {
+                         const wc_score *score, wc_json *j) {
     const char *source = wc_score_source(score);
-    /* a pixel whose output is not finite is counted in bad_outputs, not in pixels */
-    if (v->pixels == 0 && v->bad_outputs == 0 && counts[2] == 0) {
-        /* the raster's doing, not the labels': the bands nodata everywhere were named before
-         * this (named of them), and pixels with a value beyond float's range once normalized
-         * (an undeclared nodata of a band of small spread) have no prediction either, which the
-         * warnings name */
-        char why[256];
-        if (counts[0])
-            snprintf(
-                why, sizeof why,
-                "a nodata input or a feature value beyond float's range once normalized (%" PRId64
-                " pixel%s: an undeclared nodata? see the warnings%s)",
-                counts[0], counts[0] == 1 ? "" : "s",
-                named ? "; the bands nodata everywhere are named above" : "");
-        else if (named)
-            snprintf(why, sizeof why, "a nodata input (the bands are named above)");
-        else
-            snprintf(why, sizeof why,
-                     "a nodata input (in one band or another: none is nodata "
-                     "everywhere)");
-        wc_error("evaluate: no pixel of %s has a prediction: every pixel has %s: nothing to "
-                 "score%s",
-                 cfg->tiles, why, cfg->metrics_out ? "; no metrics written" : "");
-        return WC_EXIT_RUNTIME;
-    }
+    /* a pixel whose output is not finite is counted in bad_outputs, not in pixels; a raster
+     * without a pixel that has every input was refused before (refuse_empty) */
     if (v->pixels == 0 && v->bad_outputs == 0) {
         wc_error("evaluate: no pixel of %s has both a label from %s and a prediction (the labels "
                  "are nodata wherever the raster has data, or do not overlap it): nothing to "
@@ -1224,26 +1138,73 @@ static int map_rounds(mapping *mp) {
  * gets the pixels beyond float's range, those with a non-finite output, the valid ones and those
  * of the non-finite outputs in windows of ordinary inputs. */
 static void sum_counts(wc_infer *inf, int64_t counts[4]) {
-    counts[0] = inf->beyond_range, counts[1] = inf->nonfinite, counts[2] = inf->valid_pixels;
+    counts[0] = inf->beyond_range, counts[1] = inf->nonfinite;
     counts[3] = inf->nonfinite_ordinary;
     wc_dist_sum_i64(counts, 4);
-    wc_dist_sum_i64(inf->huge, (size_t)inf->nfeat);
-    wc_dist_sum_f64(inf->z_sum, (size_t)inf->nfeat);
-    wc_dist_sum_i64(inf->differs, (size_t)inf->nfeat);
+    counts[2] = wc_infer_sum_tallies(inf);
 }
 
-/* No finite output on any pixel with every input is a diverged model, not the data's doing:
- * it makes no map (one the user had stays) and no scores. counts as sum_counts gives them.
+/* No finite output on any pixel with every input is a diverged model, not the data's doing;
+ * so is a non-finite output anywhere in a window whose inputs all lie within WC_INFER_ORDINARY
+ * training standard deviations (its activations overflow on ordinary data: a sane model's
+ * cannot). Either makes no map (one the user had stays) and no scores; until 2026-12-07 the
+ * second wrote a map with holes over the user's, status 0. counts as sum_counts gives them.
  * Returns an exit status, the same on every rank. */
 static int refuse_diverged(const mapping *mp, const wc_model *m, const wc_raster *r,
                            const int64_t counts[4], const char *what) {
-    if (!(counts[2] > 0 && counts[1] == counts[2])) return WC_EXIT_OK;
-    if (mp->rank == 0)
+    const int none = counts[2] > 0 && counts[1] == counts[2];
+    if (!none && counts[3] == 0) return WC_EXIT_OK;
+    const char *outcome = mp->cfg->out ? "no map written" : "nothing scored";
+    if (mp->rank == 0 && none)
         wc_error("%s: the model %s (step %ld) gives no finite output on any of the %" PRId64
                  " pixels of %s with every input: its weights have diverged (trained at too "
                  "high a rate, with no validation to catch it?); %s",
-                 what, m->path, m->step, counts[2], r->path,
-                 mp->cfg->out ? "no map written" : "nothing scored");
+                 what, m->path, m->step, counts[2], r->path, outcome);
+    else if (mp->rank == 0)
+        wc_error("%s: the model %s (step %ld) gives a non-finite output on %" PRId64 " of the "
+                 "%" PRId64 " pixels of %s with every input, in windows whose inputs all lie "
+                 "within %g training standard deviations of their mean: its weights have "
+                 "diverged (its activations overflow on ordinary data), not the raster; %s; "
+                 "train again with a lower --lr",
+                 what, m->path, m->step, counts[3], counts[2], r->path,
+                 (double)WC_INFER_ORDINARY, outcome);
+    return WC_EXIT_RUNTIME;
+}
+
+/* A raster no pixel of which has every input the model needs (a band nodata everywhere, or
+ * values beyond float's range once normalized, an undeclared nodata of a band of small
+ * spread): its map would be nodata everywhere, its scores none. Refused before anything is
+ * written, naming the bands (a map the user had stays; until 2026-12-07 predict replaced it by
+ * that empty map, status 0). counts as sum_counts gives them. Returns an exit status, the same
+ * on every rank. */
+static int refuse_empty(const mapping *mp, const wc_raster *r, const wc_bandmap *bm,
+                        const int64_t counts[4], const char *what) {
+    if (counts[2] > 0) return WC_EXIT_OK;
+    const wc_predict_config *cfg = mp->cfg;
+    if (mp->rank == 0) {
+        const int named =
+            wc_raster_say_empty_bands(r, bm->bands, bm->n, ": no pixel has every input", 0);
+        char why[256];
+        if (counts[0])
+            snprintf(
+                why, sizeof why,
+                "a nodata input or a feature value beyond float's range once normalized (%" PRId64
+                " pixel%s: an undeclared nodata? see the warnings%s)",
+                counts[0], counts[0] == 1 ? "" : "s",
+                named ? "; the bands nodata everywhere are named above" : "");
+        else if (named)
+            snprintf(why, sizeof why, "a nodata input (the bands are named above)");
+        else
+            snprintf(why, sizeof why,
+                     "a nodata input (in one band or another: none is nodata everywhere)");
+        const char *written = !cfg->evaluate       ? "; no map written"
+                              : cfg->out && cfg->metrics_out ? "; no map or metrics written"
+                              : cfg->out                    ? "; no map written"
+                              : cfg->metrics_out            ? "; no metrics written"
+                                                            : "";
+        wc_error("%s: no pixel of %s has a prediction: every pixel has %s: nothing to %s%s", what,
+                 r->path, why, cfg->evaluate ? "score" : "map", written);
+    }
     return WC_EXIT_RUNTIME;
 }
 
@@ -1261,11 +1222,8 @@ static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, co
     if (mp->score) {
         wc_metrics met;
         wc_score_finish(mp->score, &met);
-        int named = 0; /* the bands said nodata everywhere */
-        if (rank == 0 && met.pixels == 0 && met.bad_outputs == 0)
-            named = wc_raster_say_empty_bands(r, bm->bands, bm->n, ": no pixel has every input", 0);
         if (rank == 0) {
-            status = report_scores(cfg, &met, m, mp->score, invalid, named, &scores);
+            status = report_scores(cfg, &met, m, mp->score, &scores);
             scores_ok = status == WC_EXIT_OK;
         }
     }
@@ -1287,17 +1245,6 @@ static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, co
     }
     wc_json_free(&scores);
     return status;
-}
-
-/* Rank 0, a map written: one that is nodata everywhere for want of inputs is said (nodata for
- * the network's outputs is said by report_invalid). */
-static void warn_empty_map(const wc_predict_config *cfg, const wc_raster *r, const wc_bandmap *bm,
-                           int64_t npixels, int64_t nvalid, const int64_t invalid[4]) {
-    if (npixels > 0 && nvalid == 0 && invalid[0] + invalid[1] == 0 &&
-        !wc_raster_say_empty_bands(r, bm->bands, bm->n, ": the map is nodata everywhere", 0))
-        wc_warn("predict: the map %s is nodata everywhere: no pixel of %s has every input the "
-                "model needs",
-                cfg->out, cfg->tiles);
 }
 
 int wc_predict_run(const wc_predict_config *cfg) {
@@ -1333,18 +1280,15 @@ int wc_predict_run(const wc_predict_config *cfg) {
     const char *what = cfg->evaluate ? "evaluate" : "predict";
     status = refuse_diverged(&mp, &m, &r, invalid, what);
     if (status != WC_EXIT_OK) goto out;
-    if (rank == 0) {
-        report_huge(r.path, &r, bm.bands, inf.nfeat, inf.huge, what);
-        report_shifted(r.path, &r, bm.bands, &inf, invalid[2], what);
-        report_constant(r.path, &r, bm.bands, &inf, invalid[2], what);
-    }
+    if (rank == 0) wc_infer_report_inputs(&inf, invalid[2], what, "mapped");
+    status = refuse_empty(&mp, &r, &bm, invalid, what);
+    if (status != WC_EXIT_OK) goto out;
     status = finish_outputs(&mp, &r, &m, &bm, invalid, &npixels, &nvalid);
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);
     if (status == WC_EXIT_OK && cfg->out) {
         report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
-        if (rank == 0) warn_empty_map(cfg, &r, &bm, npixels, nvalid, invalid);
     }
 out:
     wc_riskmap_abort(mp.map);

@@ -203,8 +203,8 @@ static void write_comparison(FILE *f, const wc_json_doc *run, const wc_json_doc 
         n += (size_t)snprintf(why + n, sizeof why - n, "%scost: %s", n ? "; " : "", totals);
     fprintf(f,
             "Against the baseline (%s): AUC-PR %s for %s the core-hours and %s the wall time. "
-            "Change is this run minus the baseline for quality, this run over the baseline for "
-            "cost.%s%s%s\n",
+            "Change is this run minus the baseline for quality and checkpoints written, this "
+            "run over the baseline for the rest of the cost.%s%s%s\n",
             base_path, shown[0], shown[1], shown[2], n ? " n/a: no comparison (" : "", why,
             n ? ")." : "");
 }
@@ -336,6 +336,9 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 const int ratio =
                     rows[i].higher_is_better == 0 || (!part && rows[i].higher_is_better == 1);
                 fmt_change(d, sizeof d, v, bv, ratio);
+                if (!ratio && rows[i].fmt && strcmp(rows[i].fmt, "%.0f") == 0 &&
+                    !no_change_why(v, bv, 0))
+                    snprintf(d, sizeof d, "%+.0f", v - bv); /* a count's difference is whole */
                 char part_why[320]; /* the sentence under the tables says why */
                 if (rows[i].total && cost_totals_why(run, base, part_why, sizeof part_why))
                     snprintf(d, sizeof d, "n/a");

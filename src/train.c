@@ -296,40 +296,52 @@ static void say_no_valid_pixel(train_ctx *t, long step) {
             step + 1);
 }
 
-/* Rank 0, once a run: a step whose loss exploded without becoming NaN or infinite. A network
- * whose output is 0 everywhere (an untrained one, near enough) costs a pixel ln 2 nats, times
- * --pos-weight where it is burned; a training loss of many times the most that costs any batch
- * means outputs of tens or thousands on the wrong side: the rate threw the weights far off.
- * Such a run finishes (the decay may calm it, and the loss is finite, so nothing above stops
- * it), but its model may know less than nothing (measured: unet-lite at --lr 0.03 reached a loss
- * of 13807 in step 2, and a validation ROC-AUC of 0.28 after it; logistic at --lr 100 losses of
- * 40 to 127), and before this it did so without a word. The loss of a fresh run's first step
- * is the network's as initialized, before any update: no rate has touched it, and one that high
- * comes from the step's inputs (as a NaN there does, describe_kept); it blamed --lr. */
+/* A step whose loss exploded without becoming NaN or infinite. A network whose output is 0
+ * everywhere (an untrained one, near enough) costs a pixel ln 2 nats, times --pos-weight where
+ * it is burned; a training loss of many times the most that costs any batch means outputs of tens
+ * or thousands on the wrong side. The first step of a session is the reference: its loss is the
+ * weights' as they were (initialized, or read from the checkpoint), before any update of this
+ * session, so one that high comes from the step's inputs (values far beyond their band's
+ * training mean, which no rate made: as a NaN there does, describe_kept), which the network may
+ * still learn to take: warned about. A later step whose loss exceeds 10 times both that and an
+ * untrained network's is the rate's doing, and a divergence: the step is not applied (measured:
+ * unet-lite at --lr 0.03 reached a loss of 13807 in step 2 and a validation ROC-AUC of 0.28
+ * after it; logistic at --lr 100 losses of 40 to 267 that never came down, a map of 0
+ * everywhere). Until 2026-12-07 such a run went on with a warning, and finished with status 0:
+ * --keep pruned the checkpoints from before the explosion, and the map of its last one replaced
+ * the user's. The loss is reduced exactly, so every rank decides alike. Returns 1 when the step
+ * diverged (rank 0 said so). */
 #define WC_LOSS_EXPLODED 10.0 /* times the most an output of 0 costs a pixel */
-static void check_loss_explosion(train_ctx *t, long step, double loss) {
-    if (t->rank != 0 || t->said_loss_exploded) return;
+static int loss_exploded(train_ctx *t, long step, double loss) {
     const double pw = t->cfg->pos_weight, flat = M_LN2 * (pw > 1 ? pw : 1.0);
-    if (!(loss > WC_LOSS_EXPLODED * flat)) return;
-    t->said_loss_exploded = 1;
-    if (t->opt->step == 0) {
-        wc_warn("step %ld: the training loss is %.4g nats per pixel, %.0f times the %.3g a "
-                "network whose output is 0 everywhere costs at most (ln 2%s), before any update "
-                "(the network is as initialized, whatever the rate, so neither --lr nor --warmup "
-                "changes this): this step's training patches hold values the network cannot "
-                "take (values far beyond their band's training mean, an undeclared nodata?); "
-                "said once a run",
-                step + 1, loss, loss / flat, flat, pw > 1 ? " x --pos-weight" : "");
-        return;
+    const char *times_pw = pw > 1 ? " x --pos-weight" : "";
+    if (isnan(t->first_loss)) {
+        t->first_loss = loss;
+        if (t->rank == 0 && loss > WC_LOSS_EXPLODED * flat)
+            wc_warn("step %ld: the training loss is %.4g nats per pixel, %.0f times the %.3g a "
+                    "network whose output is 0 everywhere costs at most (ln 2%s), before any "
+                    "update%s, so neither --lr nor --warmup changes this): this step's training "
+                    "patches hold values the network cannot take (values far beyond their "
+                    "band's training mean, an undeclared nodata?)",
+                    step + 1, loss, loss / flat, flat, times_pw,
+                    t->opt->step == 0 ? " (the network is as initialized, whatever the rate"
+                                      : " of this session (the checkpoint's weights");
+        return 0;
     }
-    char change[240];
-    options_to_change(t, change, sizeof change);
-    wc_warn("step %ld: the training loss exploded to %.4g nats per pixel, %.0f times the %.3g a "
-            "network whose output is 0 everywhere costs at most (ln 2%s): the rate threw the "
-            "weights far off, and the model may end worse than one that learned nothing (watch "
-            "validation's AUC-PR against the burned share); %s and rerun with --fresh; said once "
-            "a run",
-            step + 1, loss, loss / flat, flat, pw > 1 ? " x --pos-weight" : "", change);
+    const double reference = fmax(flat, t->first_loss);
+    if (!(loss > WC_LOSS_EXPLODED * reference)) return 0;
+    char first[160] = "";
+    if (t->first_loss > flat)
+        snprintf(first, sizeof first, " and 10 times the %.4g of this session's first step",
+                 t->first_loss);
+    if (t->rank == 0)
+        say_diverged(t,
+                     "step %ld: training diverged: the loss exploded to %.4g nats per pixel, "
+                     "more than 10 times the %.3g a network whose output is 0 everywhere costs "
+                     "at most (ln 2%s)%s: the rate threw the weights far off; the step was not "
+                     "applied and nothing of it was saved",
+                     step + 1, loss, flat, times_pw, first);
+    return 1;
 }
 
 /* One optimizer step: this rank's micro-batches, the exact reduction, the update. Returns
@@ -388,8 +400,8 @@ static int train_step(train_ctx *t, long step) {
     const double loss = tot.valid_pixels > 0 ? tot.loss_sum / (double)tot.valid_pixels : NAN;
     if (tot.valid_pixels == 0)
         say_no_valid_pixel(t, step);
-    else
-        check_loss_explosion(t, step, loss);
+    else if (loss_exploded(t, step, loss))
+        return WC_ERR;
     const double lr = wc_optim_lr(&t->opt->cfg, t->opt->step);
     int bad =
         wc_optim_step(t->opt, t->net->params, t->net->grads, t->net->tensors, t->net->ntensors);
@@ -1197,6 +1209,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     wc_trainlog_resume_loss(t->log, t->resumed_loss_sum, t->resumed_loss_steps);
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
+    t->first_loss = NAN; /* loss_exploded's reference: this session's first step */
     wc_train_ckpt_start(t);
     return WC_EXIT_OK;
 }

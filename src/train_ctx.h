@@ -91,7 +91,8 @@ typedef struct {
     int one_class_warned;    /* validation labels all burned or none: said once a run */
     int range_warned;        /* validation pixels beyond float's range left out: said once a run */
     int said_no_valid_pixel; /* a batch without a valid pixel: said once a run */
-    int said_loss_exploded;  /* a finite loss far above an untrained network's: once a run */
+    double first_loss;       /* this session's first step's loss (NaN before it): what a later
+                              * step's must not exceed tenfold (loss_exploded) */
     int diverged_as_initialized; /* the loss or gradient of the first update, before any */
     int kernels_mixed;           /* some rank computes with other kernels than rank 0 (agree.h) */
     ckpt_policy ckpt;

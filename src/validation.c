@@ -165,6 +165,15 @@ int wc_validation_run(wc_validation *v, long step, const float *params, wc_metri
     const int nfeat = v->ds->nfeat;
     v->bad_outlier = nfeat - wc_dist_max_int(v->bad_outlier < 0 ? 0 : nfeat - v->bad_outlier);
     if (v->bad_outlier >= nfeat) v->bad_outlier = -1;
+    if (!v->inputs_said) {
+        /* the blocks' features as predict checks a raster's: a fill value that only the
+         * validation blocks hold (training never meets it) spoils the scores and best.wcp */
+        const int64_t pixels = wc_infer_sum_tallies(&v->inf);
+        char what[64];
+        snprintf(what, sizeof what, "validation after step %ld", step);
+        if (wc_dist_rank() == 0) wc_infer_report_inputs(&v->inf, pixels, what, "validated");
+        v->inputs_said = 1;
+    }
     wc_metrics_compute(m, v->acc);
     if (with_oracle) {
         wc_metrics_compute(oracle, v->oracle_acc);

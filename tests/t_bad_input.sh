@@ -326,8 +326,17 @@ expect "a feature band nodata everywhere: training names it" 1 "empty5.tif, band
     --no-predict >/dev/null 2>&1 || notok "training on the Float32 copy"
 expect "standard input as evaluate's --labels" 1 "--labels /vsistdin/ is standard input" -- \
     evaluate --tiles "$T/f32.tif" --checkpoint "$T/f32run" --labels /vsistdin/ --out "$T/m.json"
-expect "... and predict on it warns which band made the map nodata everywhere" 0 "warning: .*empty5.tif, band 5 \(ndvi\) is nodata .*: the map is nodata everywhere" -- \
+# ... and predict on it is refused, naming the band, before anything is written: a map there
+#     stays (until 2026-12-07 a map nodata everywhere replaced it, status 0)
+"$WILDCPU" predict --tiles "$T/f32.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif" >"$T/empty5_0.log" 2>&1 ||
+    notok "an earlier map" "$(tail -2 "$T/empty5_0.log")"
+before=$(cksum <"$T/empty5_map.tif")
+expect "... and predict on it names the band and writes no map" 1 "error: predict: no pixel of .*empty5.tif has a prediction: every pixel has a nodata input \(the bands are named above\): nothing to map; no map written" -- \
     predict --tiles "$T/empty5.tif" --checkpoint "$T/f32run" --out "$T/empty5_map.tif"
+grep -q "warning: .*empty5.tif, band 5 (ndvi) is nodata .*: no pixel has every input" "$T/err" &&
+    [ "$(cksum <"$T/empty5_map.tif")" = "$before" ] \
+    && ok "... the band named before the error; the earlier map untouched" \
+    || notok "predict on a raster with a band nodata everywhere" "$(head -c 600 "$T/err")"
 # a VRT band derived by a pixel function that cannot run (diff needs two sources): GDAL fails
 # the read without a word; the error names the band, says GDAL gave no reason, once
 # (derived.vrt: made with f32.tif above, in one python start)

@@ -162,13 +162,22 @@ s=$?
     --micro-batch 4 --steps 5 --lr 0.1 --no-predict >"$T/lref.log" 2>&1 &&
     "$PY" "$ROOT/tests/wcp.py" edit "$T/lref/checkpoints/ckpt-00000005.wcp" "$T/partly.wcp" \
         scale=params:1e38 || notok "a logistic model to blow up" "$(tail -2 "$T/lref.log")"
+# That is a diverged model: no map is written (a map there stays; until 2026-12-07 one with holes
+# replaced it, status 0), and evaluate scores nothing.
+"$WILDCPU" predict --tiles "$T/r128/tiles.vrt" --checkpoint "$T/lref" --out "$T/partly.tif" >"$T/partly0.log" 2>&1 ||
+    notok "an earlier map" "$(tail -2 "$T/partly0.log")"
+before=$(cksum <"$T/partly.tif")
 "$WILDCPU" predict --tiles "$T/r128/tiles.vrt" --checkpoint "$T/partly.wcp" --out "$T/partly.tif" \
     >"$T/partly.log" 2>&1
 s=$?
-n=$(grep -o "[0-9]* pixels gave a non-finite network output in windows whose inputs all lie within 8 training standard deviations of its mean: the model has diverged" "$T/partly.log" | cut -d' ' -f1)
-[ $s -eq 0 ] && [ "${n:-0}" -gt 0 ] \
-    && ok "a model diverged on part of the ground: its $n non-finite pixels of ordinary inputs are blamed on the model" \
-    || notok "a partly diverged model's map" "status $s: $(grep -E 'non-finite' "$T/partly.log" | head -2)"
+n=$(grep -o "error: predict: the model .*partly.wcp (step 5) gives a non-finite output on [0-9]* of the [0-9]* pixels of .*tiles.vrt with every input, in windows whose inputs all lie within 8 training standard deviations of their mean: its weights have diverged .*no map written" "$T/partly.log" | sed 's/.*non-finite output on \([0-9]*\) of.*/\1/')
+"$WILDCPU" evaluate --tiles "$T/r128/tiles.vrt" --checkpoint "$T/partly.wcp" --out "$T/partly-metrics.json" \
+    >"$T/partly-ev.log" 2>&1
+s2=$?
+[ $s -eq 1 ] && [ "${n:-0}" -gt 0 ] && [ "$(cksum <"$T/partly.tif")" = "$before" ] &&
+    [ $s2 -eq 1 ] && grep -q "its weights have diverged .*nothing scored" "$T/partly-ev.log" && [ ! -e "$T/partly-metrics.json" ] \
+    && ok "a model diverged on part of the ground ($n pixels of ordinary inputs): exit 1, no map (the earlier one stays), nothing scored" \
+    || notok "a partly diverged model's map" "status $s $s2: $(grep -E 'error|non-finite' "$T/partly.log" "$T/partly-ev.log" | head -2)"
 
 # Values far outside the training range in the validation blocks alone (an undeclared nodata of
 # -3.4e38 and 3.4e38 in two bands there): the network's output is not finite on them, which is
@@ -184,7 +193,8 @@ make_hostile() {
 import os, sys
 from osgeo import gdal
 src, split, out, mode = sys.argv[1:]
-hostile = {"slope": 3.4e38, "temp_max": -3.4e38} if mode == "huge" else {"ndvi": -3.4e38}
+hostile = {"huge": {"slope": 3.4e38, "temp_max": -3.4e38}, "range": {"ndvi": -3.4e38},
+           "fill": {"ndvi": -9999.5}}[mode]
 ds, sp = gdal.Open(src), gdal.Open(split)
 val = sp.GetRasterBand(1).ReadAsArray() == 2
 os.makedirs(out)
@@ -231,6 +241,20 @@ n=$(grep -o "validation after step [0-9]*: [0-9]* labelled pixels of its blocks 
     && ok "validation pixels beyond float's range once normalized: left out ($n of $ref), and said" \
     || notok "validation pixels beyond float's range" "status $s, pixels $px + ${n:-none said} vs $ref: $(grep -E 'warn|error' "$d.log" | head -3)"
 
+# A fill value beside the declared nodata (-9999.5 where ndvi declares -9999) in the validation
+# blocks alone: training never meets it, and validation's outputs stay finite, but its scores
+# (and so best.wcp) are spoilt: warned about once, naming the file, the band and the pixels
+# validated (until 2026-12-07 nothing named it: only a warning about tied probabilities)
+make_hostile fill
+d=$T/valfill-run
+timeout 300 "$WILDCPU" --tiles "$T/valfill/tiles.vrt" "${split[@]}" --epochs 2 --out "$d" >"$d.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(grep -c "training standard deviations" "$d.log")" -eq 1 ] &&
+    grep -q "warning: validation after step [0-9]*: .*valfill/tiles.vrt, band 5 (ndvi): its values average -[0-9.e+]* over the [0-9]* pixels validated, [0-9]* training standard deviations below .*the scores (and the choice of best.wcp) may mean little" "$d.log" &&
+    ! grep -q "training standard deviations" "$T/vsplit.log" \
+    && ok "a fill value in the validation blocks alone: warned once, naming the file, the band and the pixels validated" \
+    || notok "a fill value in the validation blocks" "status $s: $(grep -E 'warn|error' "$d.log" | head -3)"
+
 # A NaN in a fresh run's first step comes from the initial weights, which no rate has touched:
 # the message says so and does not send the user to lower --lr (it did: "lower --lr (now
 # 0.0005) or lengthen --warmup ... a rerun with the same options diverges again here")
@@ -243,22 +267,26 @@ s=$?
     || notok "a NaN in the first step" "status $s: $(grep -m1 diverged "$d.log")"
 
 # A loss that explodes without becoming NaN or infinite (logistic at --lr 100: 171 nats per
-# pixel in step 2, 247 times a coin flip's ln 2): the run goes on, as the decay may calm it, but
-# says so in the step where it happened, with what to change; before, it finished without a word.
+# pixel in step 2, 247 times a coin flip's ln 2) is a divergence: the step is not applied, the
+# run ends with status 1 naming the step and what to change, and the checkpoints from before it
+# stay (until 2026-12-07 it went on with a warning and ended with status 0: --keep pruned the
+# checkpoints of before, and the end-of-run map, 0 everywhere, replaced the user's).
 # Ordinary runs (the --lr 0.1 one above; --pos-weight 50, whose untrained loss is 50 x ln 2 on
 # burned pixels) say nothing.
 d=$T/exploded
 timeout 300 "$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --model logistic \
-    --lr 100 --weight-decay 0 --steps 6 --log-every 1 --no-predict --out "$d" >"$d.log" 2>&1
+    --lr 100 --weight-decay 0 --steps 6 --log-every 1 --ckpt-every 1 --keep 1 --val-fraction 0 \
+    --out "$d" >"$d.log" 2>&1
 s=$?
-[ $s -eq 0 ] && [ "$(grep -c "loss exploded" "$d.log")" -eq 1 ] &&
-    grep -q "warning: step 2: the training loss exploded to [0-9.]* nats per pixel, [0-9]* times the 0.693 .*lower --lr (now 100) or lengthen --warmup (now 0)" "$d.log" \
-    && ok "a loss that explodes without a NaN (--lr 100): warned once, in step 2, naming --lr" \
-    || notok "an exploding finite loss" "status $s: $(grep -E "loss exploded|error" "$d.log" | head -2)"
+[ $s -eq 1 ] && grep -q "error: step 2: training diverged: the loss exploded to [0-9.]* nats per pixel, more than 10 times the 0.693 .*the step was not applied.*lower --lr (now 100) or lengthen --warmup (now 0)" "$d.log" &&
+    [ "$(ls "$d/checkpoints")" = ckpt-00000001.wcp ] && last_ckpt_ok "$d" && [ ! -e "$d/risk.tif" ] &&
+    finite_jsonl "$d/metrics.jsonl" 2>"$T/jsonl.err" && [ "$(json "$d/report.json" status)" = failed ] \
+    && ok "a loss that explodes without a NaN (--lr 100): exit 1 in step 2 naming --lr; step 1's checkpoint kept (--keep 1), no map" \
+    || notok "an exploding finite loss" "status $s: $(grep -E "loss exploded|error" "$d.log" | head -2) $(ls "$d" "$d/checkpoints")"
 # The loss of a fresh run's first step is the network's as initialized, before any update: one
 # that high (WILDCPU_TEST_POISON huge: 100 nats per pixel, its gradient kept) is the inputs', and
 # the warning says so; it blamed the rate ("the rate threw the weights far off ... lower --lr").
-# The same loss in step 2, after an update, is the rate's.
+# The same loss in step 2, after an update, is the rate's: a divergence.
 d=$T/huge1
 WILDCPU_TEST_POISON=1:0:huge timeout 300 "$WILDCPU" "${common[@]}" --steps 3 --out "$d" >"$d.log" 2>&1
 s=$?
@@ -268,8 +296,8 @@ s2=$?
 [ $s -eq 0 ] && [ "$(grep -c "warning: step .*training loss" "$d.log")" -eq 1 ] &&
     grep -q "warning: step 1: the training loss is 100 nats per pixel, 144 times the 0.693 .*before any update (the network is as initialized, whatever the rate, so neither --lr nor --warmup changes this)" "$d.log" &&
     ! grep -q "lower --lr\|threw the weights" "$d.log" &&
-    [ $s2 -eq 0 ] && grep -q "warning: step 2: the training loss exploded to .*lower --lr" "$d2.log" \
-    && ok "a loss that high in a fresh run's first step is blamed on the inputs, not on --lr; in step 2 on --lr" \
+    [ $s2 -eq 1 ] && grep -q "error: step 2: training diverged: the loss exploded to .*lower --lr" "$d2.log" \
+    && ok "a loss that high in a fresh run's first step is blamed on the inputs (a warning); in step 2 a divergence blamed on --lr" \
     || notok "an exploding loss in the first step" "status $s $s2: $(grep -h -E "training loss|error" "$d.log" "$d2.log" | head -2)"
 "$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --pos-weight 50 \
     --steps 6 --no-predict --out "$T/pw50" >"$T/pw50.log" 2>&1

@@ -99,8 +99,9 @@ PY
 )
 [[ $thr == report.md* ]] && ok "the best-F1 thresholds printed select the pixels report.json's do ($thr)" \
     || notok "best-F1 thresholds printed as report.json's" "$thr"
-grep -q "| baseline | change |" "$T/b/report.md" && grep -Eq "^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \|$" "$T/b/report.md" && grep -Eq "Against the baseline .*AUC-PR [+-][0-9.]+ for x[0-9.]+ the core-hours" "$T/b/report.md" \
-    && ok "--baseline: side-by-side table with deltas and cost ratios" || notok "--baseline comparison" "$(tail -20 "$T/b/report.md")"
+grep -q "| baseline | change |" "$T/b/report.md" && grep -Eq "^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \|$" "$T/b/report.md" && grep -Eq "Against the baseline .*AUC-PR [+-][0-9.]+ for x[0-9.]+ the core-hours" "$T/b/report.md" &&
+    grep -Eq "^\| checkpoints written \| [0-9]+ \| [0-9]+ \| [+-][0-9]+ \|$" "$T/b/report.md" \
+    && ok "--baseline: side-by-side table with deltas (whole for checkpoints written) and cost ratios" || notok "--baseline comparison" "$(tail -20 "$T/b/report.md")"
 
 # A baseline with a NaN in it (what printf writes, and what a strstr reader took for a number):
 # a warning naming the file and the line and column of the NaN; the report without comparison.
@@ -147,7 +148,7 @@ for kind in noval bare zeros huge piece; do
     zeros) want="AUC-PR \+[0-9.]+ for n/a the core-hours and n/a the wall time\. .* n/a: no comparison \(core-hours: the baseline's is 0; wall time: the baseline's is 0\)\.$"
         row="^\| wall time \(s\) \| [0-9.]+ \| 0\.0 \| n/a \|$" ;;
     # a hand-written baseline's 1e308: whole cells (not 309 digits cut at the cell's size)
-    huge) want="AUC-PR -1e\+308 for x0\.00 the core-hours and x0\.00 the wall time\. Change is this run minus the baseline for quality, this run over the baseline for cost\.$"
+    huge) want="AUC-PR -1e\+308 for x0\.00 the core-hours and x0\.00 the wall time\. Change is this run minus the baseline for quality and checkpoints written, this run over the baseline for the rest of the cost\.$"
         row="^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| 1e\+308 \| -1e\+308 \|$" ;;
     # a session's totals (wall time, core-hours, checkpoints) are not its run's: before
     # 2026-12-06 "x4.2 the core-hours" set a whole run against the last of a baseline's sessions

@@ -114,4 +114,14 @@ void wc_infer_set_params(wc_infer *p, const float *params);
 int wc_infer_core(wc_infer *p, int64_t cx, int64_t cy, int64_t cw, int64_t ch, float *prob,
                   uint8_t *px, float fill);
 
+/* Collective: every rank's tallies of the cores run so far (huge, z_sum, differs) summed in
+ * place on every rank; returns the valid core pixels over all ranks. */
+int64_t wc_infer_sum_tallies(wc_infer *p);
+/* Rank 0, after wc_infer_sum_tallies (`pixels` its result): warns of each feature whose values
+ * no measurement has (an undeclared nodata), whose values average far from the training data's
+ * (other units, a fill value), or that was constant in training and varies here. `what` leads
+ * each message ("predict"), `done` says what was done to the pixels ("mapped", "validated"). */
+void wc_infer_report_inputs(const wc_infer *p, int64_t pixels, const char *what,
+                            const char *done);
+
 #endif

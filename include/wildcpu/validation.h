@@ -29,6 +29,8 @@ typedef struct wc_validation {
      * beyond float's range (WC_PX_RANGE: an undeclared nodata such as -3.4e38 of a band of small
      * spread), summed over the ranks */
     int64_t beyond_range;
+    int inputs_said;     /* the first run of this session warned of doubtful feature values
+                          * in the blocks (wc_infer_report_inputs): said once */
     wc_infer inf;        /* the map's network, over one core's window */
     wc_data_files files; /* the main thread's own handles (the reader thread has its own) */
     long *blocks;        /* the validation blocks, in index order */
