@@ -169,6 +169,9 @@ int wc_validation_run(wc_validation *v, long step, const float *params, wc_metri
         /* the blocks' features as predict checks a raster's: a fill value that only the
          * validation blocks hold (training never meets it) spoils the scores and best.wcp */
         const int64_t pixels = wc_infer_sum_tallies(&v->inf);
+        /* values of 1e30 or more: training's check of the kept patches (validation's too) has
+         * named them already */
+        memset(v->inf.huge, 0, sizeof(int64_t) * (size_t)v->inf.nfeat);
         char what[64];
         snprintf(what, sizeof what, "validation after step %ld", step);
         if (wc_dist_rank() == 0) wc_infer_report_inputs(&v->inf, pixels, what, "validated");
