@@ -709,6 +709,32 @@ int wc_ckpt_latest(const char *dir, wc_ckpt_check check, void *ctx, wc_ckpt *ck,
     }
 }
 
+/* A free name for `path` set aside: path.SUFFIX, else path.SUFFIX-2, ... (0: none free). */
+static int aside_name(const char *path, const char *suffix, char *aside, size_t size) {
+    struct stat st;
+    for (int k = 1; k < 1000; k++) {
+        if (k == 1)
+            snprintf(aside, size, "%s.%s", path, suffix);
+        else
+            snprintf(aside, size, "%s.%s-%d", path, suffix, k);
+        if (lstat(aside, &st) != 0 && errno == ENOENT) return 1;
+    }
+    return 0;
+}
+
+int wc_ckpt_set_aside(const char *dir, long step, const char *suffix, char *aside, size_t size) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ckpt-%08ld.wcp", dir, step);
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (!aside_name(path, suffix, aside, size))
+        errno = EEXIST;
+    else if (rename(path, aside) == 0)
+        return 1;
+    wc_warn("%s could not be set aside as %s: %s", path, aside, strerror(errno));
+    return -1;
+}
+
 int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, long last) {
     wc_ckpt_entry *e;
     const int n = wc_ckpt_list(dir, 0, &e);
@@ -718,15 +744,7 @@ int wc_ckpt_keep_passed_over(const char *dir, const char *resumed, long step, lo
         const int written_again = e[i].name_step > step && e[i].name_step <= last;
         if (!passed_over || !written_again || wc_same_file(e[i].path, resumed)) continue;
         char aside[4200];
-        struct stat st;
-        int free_name = 0;
-        for (int k = 1; k < 1000 && !free_name; k++) {
-            if (k == 1)
-                snprintf(aside, sizeof aside, "%s.unusable", e[i].path);
-            else
-                snprintf(aside, sizeof aside, "%s.unusable-%d", e[i].path, k);
-            free_name = lstat(aside, &st) != 0 && errno == ENOENT;
-        }
+        const int free_name = aside_name(e[i].path, "unusable", aside, sizeof aside);
         /* rename would replace the last name tried, itself a file kept aside */
         if (!free_name) errno = EEXIST;
         if (free_name && rename(e[i].path, aside) == 0) {

@@ -281,8 +281,7 @@ int64_t wc_infer_sum_tallies(wc_infer *p) {
  * NDVI, tens of thousands. */
 #define WC_SHIFTED_SIGMAS 8.0
 
-void wc_infer_report_inputs(const wc_infer *p, int64_t pixels, const char *what,
-                            const char *done) {
+void wc_infer_report_inputs(const wc_infer *p, int64_t pixels, const char *what, const char *done) {
     const char *path = p->r->path;
     /* what a doubtful input spoils: the map, or validation's scores (and so best.wcp) */
     const int map = strcmp(done, "mapped") == 0;

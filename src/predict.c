@@ -1166,8 +1166,8 @@ static int refuse_diverged(const mapping *mp, const wc_model *m, const wc_raster
                  "within %g training standard deviations of their mean: its weights have "
                  "diverged (its activations overflow on ordinary data), not the raster; %s; "
                  "train again with a lower --lr",
-                 what, m->path, m->step, counts[3], counts[2], r->path,
-                 (double)WC_INFER_ORDINARY, outcome);
+                 what, m->path, m->step, counts[3], counts[2], r->path, (double)WC_INFER_ORDINARY,
+                 outcome);
     return WC_EXIT_RUNTIME;
 }
 
@@ -1197,11 +1197,11 @@ static int refuse_empty(const mapping *mp, const wc_raster *r, const wc_bandmap 
         else
             snprintf(why, sizeof why,
                      "a nodata input (in one band or another: none is nodata everywhere)");
-        const char *written = !cfg->evaluate       ? "; no map written"
+        const char *written = !cfg->evaluate                 ? "; no map written"
                               : cfg->out && cfg->metrics_out ? "; no map or metrics written"
-                              : cfg->out                    ? "; no map written"
-                              : cfg->metrics_out            ? "; no metrics written"
-                                                            : "";
+                              : cfg->out                     ? "; no map written"
+                              : cfg->metrics_out             ? "; no metrics written"
+                                                             : "";
         wc_error("%s: no pixel of %s has a prediction: every pixel has %s: nothing to %s%s", what,
                  r->path, why, cfg->evaluate ? "score" : "map", written);
     }
@@ -1212,7 +1212,7 @@ static int refuse_empty(const mapping *mp, const wc_raster *r, const wc_bandmap 
  * map's classes, close, COG, verify, rename and picture, then the metrics file once the map is
  * in place. *npixels and *nvalid get the map's pixels (rank 0, with a map). Returns this rank's
  * exit status. */
-static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m, const wc_bandmap *bm,
+static int finish_outputs(mapping *mp, const wc_raster *r, const wc_model *m,
                           const int64_t invalid[4], int64_t *npixels, int64_t *nvalid) {
     const wc_predict_config *cfg = mp->cfg;
     const int rank = mp->rank;
@@ -1283,13 +1283,12 @@ int wc_predict_run(const wc_predict_config *cfg) {
     if (rank == 0) wc_infer_report_inputs(&inf, invalid[2], what, "mapped");
     status = refuse_empty(&mp, &r, &bm, invalid, what);
     if (status != WC_EXIT_OK) goto out;
-    status = finish_outputs(&mp, &r, &m, &bm, invalid, &npixels, &nvalid);
+    status = finish_outputs(&mp, &r, &m, invalid, &npixels, &nvalid);
     double rss[2] = {rss_mapped, (double)wc_peak_rss_bytes()};
     wc_dist_max_f64(rss, 2);
     status = wc_dist_max_int(status);
-    if (status == WC_EXIT_OK && cfg->out) {
+    if (status == WC_EXIT_OK && cfg->out)
         report_done(&mp, npixels, nvalid, t_start, t_computed, rss);
-    }
 out:
     wc_riskmap_abort(mp.map);
     if (rank == 0 && cfg->out) wc_claim_release(cfg->out); /* say_leftovers' */

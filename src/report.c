@@ -338,7 +338,7 @@ static int write_markdown(const char *path, const wc_run_summary *s, const wc_js
                 fmt_change(d, sizeof d, v, bv, ratio);
                 if (!ratio && rows[i].fmt && strcmp(rows[i].fmt, "%.0f") == 0 &&
                     !no_change_why(v, bv, 0))
-                    snprintf(d, sizeof d, "%+.0f", v - bv); /* a count's difference is whole */
+                    fmt_fit(d, sizeof d, "%+.0f", "%+.4g", v - bv); /* a count's: whole */
                 char part_why[320]; /* the sentence under the tables says why */
                 if (rows[i].total && cost_totals_why(run, base, part_why, sizeof part_why))
                     snprintf(d, sizeof d, "n/a");

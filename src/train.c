@@ -88,7 +88,27 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
                                     t->ds->mean, t->ds->std, x + (size_t)i * t->ds->nfeat * pp,
                                     t->dec.y + i * pp, t->dec.valid + i * pp, NULL);
     t->dec.n = b->n;
+    /* a value far outside the training range (an undeclared nodata that is not huge: -9999 in
+     * a band of small spread) can make the loss explode on its own: loss_exploded asks */
+    t->dec.outlier = -1;
+    const int C = t->ds->nfeat;
+    for (int i = 0; i < b->n; i++)
+        for (int c = 0; c < C && (t->dec.outlier < 0 || c < t->dec.outlier); c++) {
+            const float *xc = x + ((size_t)i * C + c) * pp;
+            int far = 0;
+            for (size_t k = 0; k < pp; k++) far |= fabsf(xc[k]) > WC_INFER_ORDINARY;
+            if (far) t->dec.outlier = c;
+        }
+    if (t->dec.outlier >= 0 && (t->dec.step_outlier < 0 || t->dec.outlier < t->dec.step_outlier))
+        t->dec.step_outlier = t->dec.outlier;
     return nvalid;
+}
+
+/* The lowest feature index any rank's `outlier` names, -1 for none (collective). */
+static int lowest_outlier(const train_ctx *t, int outlier) {
+    const int C = t->ds->nfeat;
+    const int c = C - wc_dist_max_int(outlier < 0 ? 0 : C - outlier);
+    return c >= C ? -1 : c;
 }
 
 /* ---- one step ---------------------------------------------------------------------------- */
@@ -112,6 +132,15 @@ static void options_to_change(const train_ctx *t, char *buf, size_t size) {
  * and can make a map, but going on needs other options, so --fresh. */
 static void describe_kept(train_ctx *t, char *buf, size_t size) {
     wc_train_ckpt_take_background(t, 1);
+    /* a checkpoint of the weights this step found diverged (its loss or gradient is theirs,
+     * left by the update before it) is no model: set aside, so that a resume, predict or
+     * evaluate given the run take the one before it */
+    char aside[4300], set_aside[4400] = "";
+    if (t->diverged_weights_step > 0 && wc_ckpt_set_aside(t->ckpt_dir, t->diverged_weights_step,
+                                                          "diverged", aside, sizeof aside) == 1)
+        snprintf(set_aside, sizeof set_aside,
+                 "the checkpoint of step %ld, which holds these weights, is set aside as %s; ",
+                 t->diverged_weights_step, aside);
     wc_ckpt_entry *e;
     const int n = wc_ckpt_list(t->ckpt_dir, 0, &e);
     char best_path[4300];
@@ -132,12 +161,14 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
                  "machine caused it, a rerun with the same options diverges again here)",
                  change);
     if (n > 0)
-        snprintf(buf, size, "the checkpoints in %s are intact (a map can be drawn from them); %s",
-                 t->ckpt_dir, remedy);
+        snprintf(buf, size, "%sthe checkpoints in %s are intact (a map can be drawn from them); %s",
+                 set_aside, t->ckpt_dir, remedy);
     else if (best)
-        snprintf(buf, size, "%s is intact (a map can be drawn from it); %s", best_path, remedy);
+        snprintf(buf, size, "%s%s is intact (a map can be drawn from it); %s", set_aside, best_path,
+                 remedy);
     else
-        snprintf(buf, size, "no checkpoint was written before it; %s", remedy);
+        snprintf(buf, size, "%sno checkpoint %s before it; %s", set_aside,
+                 *set_aside ? "is left from" : "was written", remedy);
     if (n > 0) wc_ckpt_list_free(e, n);
 }
 
@@ -187,36 +218,68 @@ static void report_divergence(train_ctx *t, long step, const wc_step_totals *tot
                      step + 1, what);
 }
 
-/* Whether the last update left a network whose output is finite: a forward pass, with the new
- * weights, of the micro-batch this rank decoded last (still in the network's input), counting
- * its valid pixels whose output is not. The next step's loss checks every update, and a
- * validation the one before it; this checks an update that is about to be saved with neither
- * after it (a last step at a rate that blew the weights up under --val-fraction 0, say), so that
- * no checkpoint keeps a diverged model. Collective: every rank returns the same. */
-static int update_output_finite(train_ctx *t, long step) {
+/* A step's loss against the thresholds of loss_exploded, in multiples of both what a network
+ * whose output is 0 everywhere costs a pixel at most (ln 2, times --pos-weight where burned)
+ * and, in a fresh run, its first step's loss: above WC_LOSS_HIGH a warning (a logistic model of
+ * 2049 bands at its default rate reaches 16 times ln 2 in step 2, and comes down again), above
+ * WC_LOSS_EXPLODED a divergence (unet-lite at --lr 0.03: 13807 nats per pixel in step 2, and a
+ * validation ROC-AUC of 0.28 after it; logistic at --lr 100: 171 to 267, never down again). */
+#define WC_LOSS_HIGH     10.0
+#define WC_LOSS_EXPLODED 100.0
+static double explosion_reference(const train_ctx *t) {
+    const double pw = t->cfg->pos_weight, flat = M_LN2 * (pw > 1 ? pw : 1.0);
+    return isnan(t->first_loss) ? flat : fmax(flat, t->first_loss);
+}
+
+/* Whether the last update left a network fit to be saved: a forward pass, with the new weights,
+ * of the micro-batch this rank decoded last (still in the network's input), its valid pixels'
+ * outputs finite and their loss not exploded (loss_exploded's rule, unless those samples hold
+ * values far outside the training range). A step's loss is computed before its update, so it
+ * judges the update before it: without this, the update of the step before an explosion (or a
+ * last step at a rate that blew the weights up) would be checkpointed, and --keep would prune
+ * the good checkpoints for it. Run before every checkpoint; every rank returns the same. */
+static int update_sane(train_ctx *t, long step) {
     int64_t bad[2] = {0, 0}; /* non-finite outputs, valid pixels checked */
+    double loss = 0;         /* theirs, summed (in any order: only a failure depends on it) */
     if (t->dec.n > 0) {
         wc_net_forward(t->net, t->dec.n);
         const float *z = wc_net_output(t->net);
         const size_t n = (size_t)t->dec.n * t->ds->P * t->ds->P;
         for (size_t i = 0; i < n; i++)
             if (t->dec.valid[i]) bad[0] += !isfinite(z[i]), bad[1]++;
+        if (bad[0] == 0 && bad[1] > 0)
+            loss = wc_bce_forward(z, t->dec.y, t->dec.valid, n, (float)t->cfg->pos_weight);
     }
     wc_dist_sum_i64(bad, 2);
-    if (bad[0] == 0) return 1;
+    wc_dist_sum_f64(&loss, 1);
+    if (bad[0] > 0) {
+        if (t->rank == 0)
+            say_diverged(t,
+                         "step %ld: training diverged: after its update the network's output is "
+                         "not finite on %lld of %lld valid pixels of the last micro-batches; its "
+                         "state was not saved",
+                         step + 1, (long long)bad[0], (long long)bad[1]);
+        return 0;
+    }
+    const double per_pixel = bad[1] > 0 ? loss / (double)bad[1] : 0;
+    const double reference = explosion_reference(t);
+    if (!(per_pixel > WC_LOSS_EXPLODED * reference) || lowest_outlier(t, t->dec.outlier) >= 0)
+        return 1;
     if (t->rank == 0)
         say_diverged(t,
-                     "step %ld: training diverged: after its update the network's output is not "
-                     "finite on %lld of %lld valid pixels of the last micro-batches; its state "
-                     "was not saved",
-                     step + 1, (long long)bad[0], (long long)bad[1]);
+                     "step %ld: training diverged: after its update the loss of the last "
+                     "micro-batches is %.4g nats per pixel, more than 100 times the %.3g of an "
+                     "untrained network or the run's first step: the rate threw the "
+                     "weights far off; its state was not saved",
+                     step + 1, per_pixel, reference);
     return 0;
 }
 
 /* The test hook that proves divergence is caught on any rank: WILDCPU_TEST_POISON=STEP:RANK:WHAT
  * makes RANK's first micro-batch of step STEP (1-based) have a NaN gradient component (grad), an
  * infinite one (inf), a NaN loss (loss) or a finite loss of 100 nats per pixel (huge: an
- * exploding loss, its gradient left as it is). Parsed once at setup. */
+ * exploding loss, its gradient left as it is; far: the same on patches whose first feature holds
+ * values beyond WC_INFER_ORDINARY standard deviations). Parsed once at setup. */
 static void parse_poison(train_ctx *t) {
     t->poison_step = -1;
     const char *s = getenv("WILDCPU_TEST_POISON");
@@ -264,8 +327,9 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
         double loss = wc_bce_forward(z, t->dec.y, t->dec.valid, b->n * pp, pw);
         wc_bce_backward(wc_net_output_grad(t->net), z, t->dec.y, t->dec.valid, b->n * pp, pw);
         const int hit = step == t->poison_step && j == lo;
-        if (hit && t->poison_kind == 'h') loss = 100.0 * (double)nvalid;
-        const int poisoned = hit && t->poison_kind != 'r' && t->poison_kind != 'h';
+        if (hit && (t->poison_kind == 'h' || t->poison_kind == 'f')) loss = 100.0 * (double)nvalid;
+        if (hit && t->poison_kind == 'f') t->dec.step_outlier = 0; /* as if band 1 held -9999 */
+        const int poisoned = hit && strchr("rhf", t->poison_kind) == NULL;
         if (poisoned && t->poison_kind == 'l') loss = NAN;
         memset(t->net->grads, 0, t->net->nparams * sizeof(float));
         if (stream && j == hi - 1) {
@@ -299,48 +363,79 @@ static void say_no_valid_pixel(train_ctx *t, long step) {
 /* A step whose loss exploded without becoming NaN or infinite. A network whose output is 0
  * everywhere (an untrained one, near enough) costs a pixel ln 2 nats, times --pos-weight where
  * it is burned; a training loss of many times the most that costs any batch means outputs of tens
- * or thousands on the wrong side. The first step of a session is the reference: its loss is the
- * weights' as they were (initialized, or read from the checkpoint), before any update of this
- * session, so one that high comes from the step's inputs (values far beyond their band's
- * training mean, which no rate made: as a NaN there does, describe_kept), which the network may
- * still learn to take: warned about. A later step whose loss exceeds 10 times both that and an
- * untrained network's is the rate's doing, and a divergence: the step is not applied (measured:
- * unet-lite at --lr 0.03 reached a loss of 13807 in step 2 and a validation ROC-AUC of 0.28
- * after it; logistic at --lr 100 losses of 40 to 267 that never came down, a map of 0
- * everywhere). Until 2026-12-07 such a run went on with a warning, and finished with status 0:
- * --keep pruned the checkpoints from before the explosion, and the map of its last one replaced
- * the user's. The loss is reduced exactly, so every rank decides alike. Returns 1 when the step
- * diverged (rank 0 said so). */
-#define WC_LOSS_EXPLODED 10.0 /* times the most an output of 0 costs a pixel */
+ * or thousands on the wrong side. The first step of a fresh run is the reference: its loss is
+ * the network's as initialized, before any update, so one that high comes from the step's inputs
+ * (values far beyond their band's training mean, which no rate made: as a NaN there does,
+ * describe_kept), which the network may still learn to take: warned about. A later step (or a
+ * resumed session's first, its checkpoint's weights) whose loss exceeds WC_LOSS_HIGH times both
+ * that and an untrained network's (explosion_reference) is warned about, once a run; beyond
+ * WC_LOSS_EXPLODED times it is the last update's doing, a divergence,
+ * unless its patches hold values beyond WC_INFER_ORDINARY training standard deviations (an
+ * undeclared nodata of -9999 in a band of small spread explodes the loss on its own: warned
+ * about, once a session, naming the band). The step is not applied, and update_sane kept the
+ * update before it from any checkpoint (measured: unet-lite at --lr 0.03 reached a loss of 13807
+ * in step 2 and a validation ROC-AUC of 0.28 after it; logistic at --lr 100 losses of 40 to 267
+ * that never came down, a map of 0 everywhere). Until 2026-12-07 such a run went on with a
+ * warning and finished with status 0: --keep pruned the checkpoints from before the explosion,
+ * and the map of its last one replaced the user's. The loss is reduced exactly, so every rank
+ * decides alike. Returns 1 when the step diverged (rank 0 said so). */
 static int loss_exploded(train_ctx *t, long step, double loss) {
     const double pw = t->cfg->pos_weight, flat = M_LN2 * (pw > 1 ? pw : 1.0);
     const char *times_pw = pw > 1 ? " x --pos-weight" : "";
+    if (isnan(t->first_loss) && t->opt->step > 0)
+        t->first_loss = 0; /* a resumed session: judged by the checkpoint's weights' first loss */
     if (isnan(t->first_loss)) {
         t->first_loss = loss;
-        if (t->rank == 0 && loss > WC_LOSS_EXPLODED * flat)
+        if (t->rank == 0 && loss > WC_LOSS_HIGH * flat)
             wc_warn("step %ld: the training loss is %.4g nats per pixel, %.0f times the %.3g a "
                     "network whose output is 0 everywhere costs at most (ln 2%s), before any "
-                    "update%s, so neither --lr nor --warmup changes this): this step's training "
-                    "patches hold values the network cannot take (values far beyond their "
-                    "band's training mean, an undeclared nodata?)",
-                    step + 1, loss, loss / flat, flat, times_pw,
-                    t->opt->step == 0 ? " (the network is as initialized, whatever the rate"
-                                      : " of this session (the checkpoint's weights");
+                    "update (the network is as initialized, whatever the rate, so neither --lr "
+                    "nor --warmup changes this): this step's training patches hold values the "
+                    "network cannot take (values far beyond their band's training mean, an "
+                    "undeclared nodata?)",
+                    step + 1, loss, loss / flat, flat, times_pw);
         return 0;
     }
-    const double reference = fmax(flat, t->first_loss);
+    const double reference = explosion_reference(t);
+    if (loss > WC_LOSS_HIGH * reference && !(loss > WC_LOSS_EXPLODED * reference)) {
+        if (t->rank == 0 && !t->said_loss_high) {
+            char change[240];
+            options_to_change(t, change, sizeof change);
+            wc_warn("step %ld: the training loss rose to %.4g nats per pixel, more than %g times "
+                    "the %.3g of an untrained network or the run's first step: the rate may be "
+                    "throwing the weights off (or its patches hold values far outside the "
+                    "training range); %g times stops the run; if validation's AUC-PR does not "
+                    "recover, %s; said once a run",
+                    step + 1, loss, WC_LOSS_HIGH, reference, WC_LOSS_EXPLODED, change);
+        }
+        t->said_loss_high = 1;
+        return 0;
+    }
     if (!(loss > WC_LOSS_EXPLODED * reference)) return 0;
-    char first[160] = "";
-    if (t->first_loss > flat)
-        snprintf(first, sizeof first, " and 10 times the %.4g of this session's first step",
-                 t->first_loss);
+    const int outlier = lowest_outlier(t, t->dec.step_outlier); /* collective, as decided */
+    if (outlier >= 0) {
+        if (t->rank == 0 && !t->said_outlier_loss) {
+            const int band = t->ds->feat_bands[outlier];
+            wc_warn("step %ld: the training loss is %.4g nats per pixel, more than 100 times "
+                    "the %.3g of an untrained network or the run's first step, on patches that "
+                    "hold values beyond %g training standard deviations of their band's mean "
+                    "(first of them %s, band %d (%s)): an undeclared nodata or fill value? The "
+                    "data's doing, not the rate's; declare the band's nodata (gdal_edit.py "
+                    "-a_nodata) or mask those values; said once a session",
+                    step + 1, loss, reference, (double)WC_INFER_ORDINARY, t->ds->tiles_path, band,
+                    t->ds->files.src.bands[band - 1].name);
+        }
+        t->said_outlier_loss = 1;
+        return 0;
+    }
+    t->diverged_weights_step = step;
     if (t->rank == 0)
         say_diverged(t,
                      "step %ld: training diverged: the loss exploded to %.4g nats per pixel, "
-                     "more than 10 times the %.3g a network whose output is 0 everywhere costs "
-                     "at most (ln 2%s)%s: the rate threw the weights far off; the step was not "
-                     "applied and nothing of it was saved",
-                     step + 1, loss, flat, times_pw, first);
+                     "more than 100 times the %.3g of an untrained network (ln 2%s) or the "
+                     "run's first step: the last update threw the weights far off; this step "
+                     "was not applied and nothing of it was saved",
+                     step + 1, loss, reference, times_pw);
     return 1;
 }
 
@@ -370,6 +465,7 @@ static int train_step(train_ctx *t, long step) {
     int rc;
     for (;;) {
         double t0 = wc_now();
+        t->dec.step_outlier = -1;
         wc_reducer_begin(t->red);
         if (unread) wc_reducer_fail(t->red);
         compute_micro_batches(t, step, lo, unread ? lo : hi, root);
@@ -1209,7 +1305,8 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     wc_trainlog_resume_loss(t->log, t->resumed_loss_sum, t->resumed_loss_steps);
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
-    t->first_loss = NAN; /* loss_exploded's reference: this session's first step */
+    t->first_loss = NAN; /* loss_exploded's reference: a fresh run's first step */
+    t->dec.outlier = t->dec.step_outlier = -1;
     wc_train_ckpt_start(t);
     return WC_EXIT_OK;
 }
@@ -1260,18 +1357,21 @@ static int loop(train_ctx *t) {
         /* the block cache at its fullest, for the report's peak against the plan (its blocks
          * go when the files close, before the report) */
         t->gdal_cache_peak = WC_MAX(t->gdal_cache_peak, wc_raster_cache_used());
-        int validated = 0; /* a validation saw finite outputs of this step's weights */
+        int checked = 0; /* update_sane passed this step's weights: they may be saved */
         if (wc_schedule_ends_epoch(&t->sched, step)) {
             int v = validate(t, step);
             if (v == WC_VALIDATION_DIVERGED || v == WC_VALIDATION_FAILED) return loop_failed(t);
-            if (v == WC_VALIDATION_DONE) wc_train_ckpt_keep_if_best(t, step);
-            validated = v == WC_VALIDATION_DONE && t->sum.val.pixels > 0;
+            if (v == WC_VALIDATION_DONE) {
+                if (!update_sane(t, step)) return loop_failed(t);
+                checked = 1;
+                wc_train_ckpt_keep_if_best(t, step);
+            }
             t->val_pending = v == WC_VALIDATION_STOPPED;
             t->ckpt.stop_agreed |= t->val_pending;
         }
         int due = (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0) || t->ckpt.time_due;
         const int saving = t->ckpt.stop_agreed || due || step + 1 == t->total_steps;
-        if (saving && !validated && !update_output_finite(t, step)) return loop_failed(t);
+        if (saving && !checked && !update_sane(t, step)) return loop_failed(t);
         if (t->ckpt.stop_agreed) return wc_train_ckpt_stop(t, step + 1);
         if (due && step + 1 < t->total_steps) wc_train_ckpt_interval(t, step + 1);
         if (t->rank == 0) wc_train_ckpt_take_background(t, 0);

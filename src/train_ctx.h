@@ -34,9 +34,12 @@ typedef struct {
 
 /* What a micro-batch decodes into, besides the network's input. */
 typedef struct {
-    float *y;       /* (micro_batch, P, P) labels */
-    uint8_t *valid; /* (micro_batch, P, P) */
-    int n;          /* the samples decoded last, still in the network's input (0: none yet) */
+    float *y;         /* (micro_batch, P, P) labels */
+    uint8_t *valid;   /* (micro_batch, P, P) */
+    int n;            /* the samples decoded last, still in the network's input (0: none yet) */
+    int outlier;      /* the first feature (index) of those samples with a normalized value beyond
+                       * WC_INFER_ORDINARY training standard deviations (-1: none) */
+    int step_outlier; /* the same over this rank's micro-batches of the step (the lowest) */
 } decoded;
 
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
@@ -91,8 +94,14 @@ typedef struct {
     int one_class_warned;    /* validation labels all burned or none: said once a run */
     int range_warned;        /* validation pixels beyond float's range left out: said once a run */
     int said_no_valid_pixel; /* a batch without a valid pixel: said once a run */
+    int said_loss_high;      /* a loss above WC_LOSS_HIGH times the reference: once a run */
+    int said_outlier_loss;   /* an exploded loss blamed on values far outside the training
+                              * range: said once a session */
     double first_loss;       /* this session's first step's loss (NaN before it): what a later
                               * step's must not exceed tenfold (loss_exploded) */
+    long diverged_weights_step;  /* an exploded loss found the weights of this step's checkpoint
+                                  * diverged (its number of steps; 0: none): describe_kept sets it
+                                  * aside (a NaN may be the data's or a fault's: not set aside) */
     int diverged_as_initialized; /* the loss or gradient of the first update, before any */
     int kernels_mixed;           /* some rank computes with other kernels than rank 0 (agree.h) */
     ckpt_policy ckpt;

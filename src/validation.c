@@ -174,7 +174,10 @@ int wc_validation_run(wc_validation *v, long step, const float *params, wc_metri
         memset(v->inf.huge, 0, sizeof(int64_t) * (size_t)v->inf.nfeat);
         char what[64];
         snprintf(what, sizeof what, "validation after step %ld", step);
-        if (wc_dist_rank() == 0) wc_infer_report_inputs(&v->inf, pixels, what, "validated");
+        /* (the pixels of its blocks with every input: those scored, and those of patches left
+         * out or without a label beside them) */
+        if (wc_dist_rank() == 0)
+            wc_infer_report_inputs(&v->inf, pixels, what, "of the validation blocks");
         v->inputs_said = 1;
     }
     wc_metrics_compute(m, v->acc);

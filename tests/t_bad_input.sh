@@ -179,8 +179,8 @@ s=${PIPESTATUS[0]}
 [ "$s" -eq 0 ] && [ -s "$T/run/report.json" ] && ok "stdout closed early (| head -1): the run finishes, exit 0, its report written" \
     || notok "a closed stdout" "status $s: $(tail -2 "$T/pipe.err")"
 
-# a feature band nodata everywhere: training names it after "nothing to train on"; a map of
-# such a raster is nodata everywhere, and predict says which band made it so
+# a feature band nodata everywhere: training names it after "nothing to train on"; predict
+# refuses such a raster, naming the band, and writes no map
 # (the rasters of the cases below made from a Float32 copy of the sample, in one python start:
 # each its own copy of f32.tif, changed as its case says there)
 $PY - "$SAMPLE" "$T" <<'PY' || notok "rasters made from a Float32 copy of the sample"

@@ -28,32 +28,36 @@ last_ckpt_ok() {
     [ -n "$f" ] && "$WILDCPU" info "$f" >"$T/info.out" 2>&1 && grep -q "every section verified" "$T/info.out"
 }
 
-# (--warmup 3: the first step's update still gives finite outputs, the second's loss is not)
+# (--warmup 3: the first step's update still gives finite outputs, the second's loss is not;
+# no checkpoint before it, so that the step's own checks find it)
 for mode in exact fast; do
     extra=()
     [ $mode = fast ] && extra=(--fast-reduce)
     d=$T/lr100-$mode
-    timeout 300 "$WILDCPU" "${base[@]}" "${extra[@]}" --lr 100 --warmup 3 --steps 10 --out "$d" >"$d.log" 2>&1
+    timeout 300 "$WILDCPU" "${base[@]}" "${extra[@]}" --lr 100 --warmup 3 --steps 10 --ckpt-every 1000 --out "$d" >"$d.log" 2>&1
     s=$?
-    if [ $s -eq 1 ] && grep -Eq "step 2: training diverged: .*not finite.*lower --lr \(now 100\)" "$d.log" &&
-        finite_jsonl "$d/metrics.jsonl" 2>"$T/jsonl.err" && [ "$(ls "$d/checkpoints")" = ckpt-00000001.wcp ] &&
-        last_ckpt_ok "$d" && [ "$(json "$d/report.json" status)" = failed ] &&
+    if [ $s -eq 1 ] && grep -Eq "step 2: training diverged: .*not finite.*no checkpoint was written before it; lower --lr \(now 100\).*rerun with --fresh" "$d.log" &&
+        ! grep -q "resume from the last checkpoint" "$d.log" &&
+        finite_jsonl "$d/metrics.jsonl" 2>"$T/jsonl.err" && [ -z "$(ls "$d/checkpoints")" ] &&
+        [ "$(json "$d/report.json" status)" = failed ] &&
         json "$d/report.json" error | grep -q "^step 2: training diverged: " &&
-        grep -q "^Status: \*\*failed\*\*: step 2: training diverged: " "$d/report.md"; then
-        ok "--lr 100 ($mode reduction): stops in step 2, exit 1, nothing non-finite logged, ckpt 1 intact; the report says why"
+        grep -q "^Status: \*\*failed\*\*: step 2: training diverged: " "$d/report.md" &&
+        grep -q "given this directory uses its newest checkpoint (there was none when this report was written)" "$d/report.md"; then
+        ok "--lr 100 ($mode reduction): stops in step 2, exit 1, nothing non-finite logged; the message and report say no checkpoint was written"
     else
         notok "--lr 100 ($mode reduction)" "status $s: $(grep -E 'error|diverged' "$d.log" | head -2) $(cat "$T/jsonl.err") $(ls "$d/checkpoints")"
     fi
 done
-# before any checkpoint, the message does not claim one
-d=$T/lr100-none
-timeout 300 "$WILDCPU" "${base[@]}" --lr 100 --warmup 3 --steps 10 --ckpt-every 1000 --out "$d" >"$d.log" 2>&1
+# ... and with a checkpoint due after step 1, its update is checked before it is saved: the loss
+#     of the last micro-batches with the new weights exploded (before 2026-12-07 it was saved,
+#     and the next step's loss found it)
+d=$T/lr100-saved
+timeout 300 "$WILDCPU" "${base[@]}" --lr 100 --warmup 3 --steps 10 --out "$d" >"$d.log" 2>&1
 s=$?
-[ $s -eq 1 ] && grep -q "step 2: training diverged: .*no checkpoint was written before it; .*rerun with --fresh" "$d.log" &&
-    ! grep -q "resume from the last checkpoint" "$d.log" &&
-    grep -q "given this directory uses its newest checkpoint (there was none when this report was written)" "$d/report.md" \
-    && ok "--lr 100 with no checkpoint yet: exit 1, the message and report.md say none was written, no resume offered" \
-    || notok "divergence before any checkpoint" "status $s: $(grep -m1 diverged "$d.log")"
+[ $s -eq 1 ] && grep -q "step 1: training diverged: after its update the loss of the last micro-batches is [0-9.e+]* nats per pixel, more than 100 times the 0.693 .*its state was not saved: no checkpoint was written before it" "$d.log" &&
+    [ -z "$(ls "$d/checkpoints")" ] \
+    && ok "--lr 100, a checkpoint due after step 1: its update is checked first, exit 1, nothing saved" \
+    || notok "an update about to be saved whose loss exploded" "status $s: $(grep -m1 diverged "$d.log")"
 
 # The last step's update blows the weights up and nothing checks them after it (no validation,
 # no next step): the run is a divergence, not a finished model; no checkpoint keeps it, no map
@@ -250,9 +254,9 @@ d=$T/valfill-run
 timeout 300 "$WILDCPU" --tiles "$T/valfill/tiles.vrt" "${split[@]}" --epochs 2 --out "$d" >"$d.log" 2>&1
 s=$?
 [ $s -eq 0 ] && [ "$(grep -c "training standard deviations" "$d.log")" -eq 1 ] &&
-    grep -q "warning: validation after step [0-9]*: .*valfill/tiles.vrt, band 5 (ndvi): its values average -[0-9.e+]* over the [0-9]* pixels validated, [0-9]* training standard deviations below .*the scores (and the choice of best.wcp) may mean little" "$d.log" &&
+    grep -q "warning: validation after step [0-9]*: .*valfill/tiles.vrt, band 5 (ndvi): its values average -[0-9.e+]* over the [0-9]* pixels of the validation blocks, [0-9]* training standard deviations below .*the scores (and the choice of best.wcp) may mean little" "$d.log" &&
     ! grep -q "training standard deviations" "$T/vsplit.log" \
-    && ok "a fill value in the validation blocks alone: warned once, naming the file, the band and the pixels validated" \
+    && ok "a fill value in the validation blocks alone: warned once, naming the file, the band and the pixels of the validation blocks" \
     || notok "a fill value in the validation blocks" "status $s: $(grep -E 'warn|error' "$d.log" | head -3)"
 
 # A NaN in a fresh run's first step comes from the initial weights, which no rate has touched:
@@ -266,23 +270,36 @@ s=$?
     && ok "a NaN in the first step of a fresh run: exit 1, blamed on the inputs, not on --lr" \
     || notok "a NaN in the first step" "status $s: $(grep -m1 diverged "$d.log")"
 
-# A loss that explodes without becoming NaN or infinite (logistic at --lr 100: 171 nats per
-# pixel in step 2, 247 times a coin flip's ln 2) is a divergence: the step is not applied, the
-# run ends with status 1 naming the step and what to change, and the checkpoints from before it
-# stay (until 2026-12-07 it went on with a warning and ended with status 0: --keep pruned the
-# checkpoints of before, and the end-of-run map, 0 everywhere, replaced the user's).
-# Ordinary runs (the --lr 0.1 one above; --pos-weight 50, whose untrained loss is 50 x ln 2 on
-# burned pixels) say nothing.
+# A loss that explodes without becoming NaN or infinite (logistic at --lr 100 after a warmup of
+# 3 steps: hundreds of nats per pixel, more than 100 times a coin flip's ln 2, in step 4) is a
+# divergence: the step is not applied, the run ends with status 1 naming the step and what to
+# change, the checkpoint of the step before it (its weights gave that loss) is set aside as
+# .diverged, and those before stay; the same command run again resumes from them and diverges
+# again at that step. Until 2026-12-07 it went on with a warning and ended with status 0: --keep
+# pruned the checkpoints of before, and the end-of-run map, 0 everywhere, replaced the user's.
+# A loss of 10 to 100 times is warned about (a warmup of 10 steps: about 11 times), and the run
+# goes on. Ordinary runs (the --lr 0.1 one above; --pos-weight 50, whose untrained loss is
+# 50 x ln 2 on burned pixels) say nothing.
 d=$T/exploded
-timeout 300 "$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --model logistic \
-    --lr 100 --weight-decay 0 --steps 6 --log-every 1 --ckpt-every 1 --keep 1 --val-fraction 0 \
-    --out "$d" >"$d.log" 2>&1
+exploded=(--tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --model logistic
+    --lr 100 --weight-decay 0 --steps 30 --log-every 1 --ckpt-every 1 --keep 3 --val-fraction 0)
+timeout 300 "$WILDCPU" "${exploded[@]}" --warmup 3 --out "$d" >"$d.log" 2>&1
 s=$?
-[ $s -eq 1 ] && grep -q "error: step 2: training diverged: the loss exploded to [0-9.]* nats per pixel, more than 10 times the 0.693 .*the step was not applied.*lower --lr (now 100) or lengthen --warmup (now 0)" "$d.log" &&
-    [ "$(ls "$d/checkpoints")" = ckpt-00000001.wcp ] && last_ckpt_ok "$d" && [ ! -e "$d/risk.tif" ] &&
-    finite_jsonl "$d/metrics.jsonl" 2>"$T/jsonl.err" && [ "$(json "$d/report.json" status)" = failed ] \
-    && ok "a loss that explodes without a NaN (--lr 100): exit 1 in step 2 naming --lr; step 1's checkpoint kept (--keep 1), no map" \
-    || notok "an exploding finite loss" "status $s: $(grep -E "loss exploded|error" "$d.log" | head -2) $(ls "$d" "$d/checkpoints")"
+at=$(grep -o "error: step [0-9]*: training diverged: the loss exploded to" "$d.log" | awk '{print $3}' | tr -d :)
+aside=$(printf "ckpt-%08d.wcp.diverged" $((${at:-1} - 1)))
+newest=$(ls "$d/checkpoints" | grep '\.wcp$' | tail -1)
+timeout 300 "$WILDCPU" "${exploded[@]}" --warmup 3 --out "$d" >"$d-2.log" 2>&1
+s2=$?
+timeout 300 "$WILDCPU" "${exploded[@]}" --warmup 10 --no-predict --out "$d-10" >"$d-10.log" 2>&1
+s10=$?
+[ $s -eq 1 ] && [ -n "$at" ] && [ "$at" -gt 2 ] &&
+    grep -q "error: step $at: training diverged: the loss exploded to [0-9.]* nats per pixel, more than 100 times the 0.693 .*this step was not applied.*set aside as .*$aside; the checkpoints in .* are intact .*lower --lr (now 100)" "$d.log" &&
+    [ -e "$d/checkpoints/$aside" ] && [ "$newest" = "$(printf "ckpt-%08d.wcp" $((at - 2)))" ] && last_ckpt_ok "$d" &&
+    [ ! -e "$d/risk.tif" ] && finite_jsonl "$d/metrics.jsonl" 2>"$T/jsonl.err" &&
+    [ $s2 -eq 1 ] && grep -q "error: step $at: training diverged: the loss exploded" "$d-2.log" &&
+    [ $s10 -eq 0 ] && [ "$(grep -c "warning: step [0-9]*: the training loss rose to [0-9.]* nats per pixel, more than 10 times the 0.693 .*100 times stops the run.*lower --lr (now 100)" "$d-10.log")" -eq 1 ] \
+    && ok "a loss that explodes without a NaN (--lr 100): exit 1 in step $at naming --lr; step $((at - 1))'s checkpoint set aside, $newest kept, no map; a rerun diverges there again; 10 to 100 times: warned once" \
+    || notok "an exploding finite loss" "status $s $s2 $s10: $(grep -E "exploded|error|rose" "$d.log" "$d-2.log" "$d-10.log" | head -3) $(ls "$d" "$d/checkpoints")"
 # The loss of a fresh run's first step is the network's as initialized, before any update: one
 # that high (WILDCPU_TEST_POISON huge: 100 nats per pixel, its gradient kept) is the inputs', and
 # the warning says so; it blamed the rate ("the rate threw the weights far off ... lower --lr").
@@ -299,6 +316,16 @@ s2=$?
     [ $s2 -eq 1 ] && grep -q "error: step 2: training diverged: the loss exploded to .*lower --lr" "$d2.log" \
     && ok "a loss that high in a fresh run's first step is blamed on the inputs (a warning); in step 2 a divergence blamed on --lr" \
     || notok "an exploding loss in the first step" "status $s $s2: $(grep -h -E "training loss|error" "$d.log" "$d2.log" | head -2)"
+# ... and the same loss in step 2 on patches that hold values beyond 8 training standard
+#     deviations of their band's mean (WILDCPU_TEST_POISON far: as if an undeclared nodata of
+#     -9999 lay in band 1) is the data's doing: warned about once, naming the band; the run goes on
+d=$T/far2
+WILDCPU_TEST_POISON=2:0:far timeout 300 "$WILDCPU" "${common[@]}" --steps 3 --out "$d" >"$d.log" 2>&1
+s=$?
+[ $s -eq 0 ] && [ "$(grep -c "warning: step 2: the training loss is 100 nats per pixel, more than 100 times .*on patches that hold values beyond 8 training standard deviations of their band's mean (first of them .*tiles.vrt, band 1 (elevation)): an undeclared nodata or fill value" "$d.log")" -eq 1 ] &&
+    ! grep -q "diverged" "$d.log" \
+    && ok "an exploded loss on patches with values far outside the training range: warned, naming the band, not a divergence" \
+    || notok "an exploded loss on far values" "status $s: $(grep -E 'warn|error' "$d.log" | head -2)"
 "$WILDCPU" --tiles "$T/r128/tiles.vrt" --patch 32 --batch 4 --micro-batch 4 --pos-weight 50 \
     --steps 6 --no-predict --out "$T/pw50" >"$T/pw50.log" 2>&1
 s=$?

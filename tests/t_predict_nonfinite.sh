@@ -52,7 +52,7 @@ def count(pattern):
 n_range = count(r"(\d+) pixels? ha(?:ve|s) a feature value beyond float's range once normalized")
 n_net = count(r"(\d+) pixels? gave a non-finite network output \(feature values far outside the training range\?\): written as nodata")
 # hostile values, not the model: its neighbours' outputs are never blamed on a divergence
-assert "the model has diverged" not in text, "non-finite outputs near hostile values blamed on the model"
+assert "weights have diverged" not in text, "non-finite outputs near hostile values blamed on the model"
 assert n_range == rng.sum(), f"log says {n_range} beyond float's range, the map has {int(rng.sum())}"
 assert n_net == net.sum(), f"log says {n_net} non-finite outputs, the map has {int(net.sum())}"
 share = re.findall(r"px, ([0-9.]+)% nodata", text)

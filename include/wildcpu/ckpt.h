@@ -101,6 +101,10 @@ typedef struct wc_ckpt_entry {
  * parse are skipped, with a warning when warn is set. Returns the count (0 for none or a
  * missing dir) or -1 when dir cannot be read. Free with wc_ckpt_list_free. */
 int wc_ckpt_list(const char *dir, int warn, wc_ckpt_entry **entries);
+/* Renames dir/ckpt-<step>.wcp to that name + "." + suffix (or suffix-2, ...), its new path into
+ * aside: 1 when it was, 0 when there is no such file, -1 (warned) when it could not be. A file
+ * set aside is no checkpoint of the run's any more (wc_ckpt_list lists only *.wcp). */
+int wc_ckpt_set_aside(const char *dir, long step, const char *suffix, char *aside, size_t size);
 void wc_ckpt_list_free(wc_ckpt_entry *entries, int n);
 /* A listed checkpoint that is gone when it is read was pruned meanwhile by a run writing into
  * the directory (after a newer one was durable): a reader takes the listing again, at most

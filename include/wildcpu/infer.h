@@ -120,8 +120,8 @@ int64_t wc_infer_sum_tallies(wc_infer *p);
 /* Rank 0, after wc_infer_sum_tallies (`pixels` its result): warns of each feature whose values
  * no measurement has (an undeclared nodata), whose values average far from the training data's
  * (other units, a fill value), or that was constant in training and varies here. `what` leads
- * each message ("predict"), `done` says what was done to the pixels ("mapped", "validated"). */
-void wc_infer_report_inputs(const wc_infer *p, int64_t pixels, const char *what,
-                            const char *done);
+ * each message ("predict"), `done` says which pixels they are ("mapped", "of the validation
+ * blocks"). */
+void wc_infer_report_inputs(const wc_infer *p, int64_t pixels, const char *what, const char *done);
 
 #endif
