@@ -88,20 +88,24 @@ static long decode_batch(train_ctx *t, const wc_read_batch *b) {
                                     t->ds->mean, t->ds->std, x + (size_t)i * t->ds->nfeat * pp,
                                     t->dec.y + i * pp, t->dec.valid + i * pp, NULL);
     t->dec.n = b->n;
-    /* a value far outside the training range (an undeclared nodata that is not huge: -9999 in
-     * a band of small spread) can make the loss explode on its own: loss_exploded asks */
-    t->dec.outlier = -1;
-    const int C = t->ds->nfeat;
-    for (int i = 0; i < b->n; i++)
-        for (int c = 0; c < C && (t->dec.outlier < 0 || c < t->dec.outlier); c++) {
-            const float *xc = x + ((size_t)i * C + c) * pp;
-            int far = 0;
-            for (size_t k = 0; k < pp; k++) far |= fabsf(xc[k]) > WC_INFER_ORDINARY;
-            if (far) t->dec.outlier = c;
-        }
-    if (t->dec.outlier >= 0 && (t->dec.step_outlier < 0 || t->dec.outlier < t->dec.step_outlier))
-        t->dec.step_outlier = t->dec.outlier;
     return nvalid;
+}
+
+/* The first feature (index) of the samples in the network's input with a normalized value beyond
+ * WC_INFER_ORDINARY training standard deviations, -1 for none: a value far outside the training
+ * range (an undeclared nodata that is not huge, -9999 in a band of small spread) can make the
+ * loss explode on its own. Asked only of a micro-batch whose loss exploded (loss_exploded). */
+static int input_outlier(const train_ctx *t) {
+    const size_t pp = (size_t)t->ds->P * t->ds->P;
+    const float *x = wc_net_input(t->net);
+    const int C = t->ds->nfeat;
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < t->dec.n; i++) {
+            const float *xc = x + ((size_t)i * C + c) * pp;
+            for (size_t k = 0; k < pp; k++)
+                if (fabsf(xc[k]) > WC_INFER_ORDINARY) return c;
+        }
+    return -1;
 }
 
 /* The lowest feature index any rank's `outlier` names, -1 for none (collective). */
@@ -263,7 +267,8 @@ static int update_sane(train_ctx *t, long step) {
     }
     const double per_pixel = bad[1] > 0 ? loss / (double)bad[1] : 0;
     const double reference = explosion_reference(t);
-    if (!(per_pixel > WC_LOSS_EXPLODED * reference) || lowest_outlier(t, t->dec.outlier) >= 0)
+    /* (every rank alike: the loss is summed; the network's input is still the micro-batch) */
+    if (!(per_pixel > WC_LOSS_EXPLODED * reference) || lowest_outlier(t, input_outlier(t)) >= 0)
         return 1;
     if (t->rank == 0)
         say_diverged(t,
@@ -329,6 +334,13 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
         const int hit = step == t->poison_step && j == lo;
         if (hit && (t->poison_kind == 'h' || t->poison_kind == 'f')) loss = 100.0 * (double)nvalid;
         if (hit && t->poison_kind == 'f') t->dec.step_outlier = 0; /* as if band 1 held -9999 */
+        /* a micro-batch whose own loss exploded: are its values the cause? (its input is
+         * overwritten by the next one; loss_exploded asks after the step) */
+        if (nvalid > 0 && loss > WC_LOSS_EXPLODED * explosion_reference(t) * (double)nvalid) {
+            const int c = input_outlier(t);
+            if (c >= 0 && (t->dec.step_outlier < 0 || c < t->dec.step_outlier))
+                t->dec.step_outlier = c;
+        }
         const int poisoned = hit && strchr("rhf", t->poison_kind) == NULL;
         if (poisoned && t->poison_kind == 'l') loss = NAN;
         memset(t->net->grads, 0, t->net->nparams * sizeof(float));
@@ -1306,7 +1318,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     wc_schedule_cursor_start(&t->ra.cursor, t->start_step);
     parse_poison(t);
     t->first_loss = NAN; /* loss_exploded's reference: a fresh run's first step */
-    t->dec.outlier = t->dec.step_outlier = -1;
+    t->dec.step_outlier = -1;
     wc_train_ckpt_start(t);
     return WC_EXIT_OK;
 }

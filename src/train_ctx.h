@@ -37,9 +37,9 @@ typedef struct {
     float *y;         /* (micro_batch, P, P) labels */
     uint8_t *valid;   /* (micro_batch, P, P) */
     int n;            /* the samples decoded last, still in the network's input (0: none yet) */
-    int outlier;      /* the first feature (index) of those samples with a normalized value beyond
-                       * WC_INFER_ORDINARY training standard deviations (-1: none) */
-    int step_outlier; /* the same over this rank's micro-batches of the step (the lowest) */
+    int step_outlier; /* the first feature (index) with values beyond WC_INFER_ORDINARY training
+                       * standard deviations in this rank's micro-batches of the step whose loss
+                       * exploded (-1: none; input_outlier) */
 } decoded;
 
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
