@@ -380,7 +380,7 @@ static void say_no_valid_pixel(train_ctx *t, long step) {
  * (values far beyond their band's training mean, which no rate made: as a NaN there does,
  * describe_kept), which the network may still learn to take: warned about. A later step (or a
  * resumed session's first, its checkpoint's weights) whose loss exceeds WC_LOSS_HIGH times both
- * that and an untrained network's (explosion_reference) is warned about, once a run; beyond
+ * that and an untrained network's (explosion_reference) is warned about, once a session; beyond
  * WC_LOSS_EXPLODED times it is the last update's doing, a divergence,
  * unless its patches hold values beyond WC_INFER_ORDINARY training standard deviations (an
  * undeclared nodata of -9999 in a band of small spread explodes the loss on its own: warned
@@ -417,7 +417,7 @@ static int loss_exploded(train_ctx *t, long step, double loss) {
                     "the %.3g of an untrained network or the run's first step: the rate may be "
                     "throwing the weights off (or its patches hold values far outside the "
                     "training range); %g times stops the run; if validation's AUC-PR does not "
-                    "recover, %s; said once a run",
+                    "recover, %s; said once a session",
                     step + 1, loss, WC_LOSS_HIGH, reference, WC_LOSS_EXPLODED, change);
         }
         t->said_loss_high = 1;

@@ -94,7 +94,7 @@ typedef struct {
     int one_class_warned;    /* validation labels all burned or none: said once a run */
     int range_warned;        /* validation pixels beyond float's range left out: said once a run */
     int said_no_valid_pixel; /* a batch without a valid pixel: said once a run */
-    int said_loss_high;      /* a loss above WC_LOSS_HIGH times the reference: once a run */
+    int said_loss_high;      /* a loss above WC_LOSS_HIGH times the reference: once a session */
     int said_outlier_loss;   /* an exploded loss blamed on values far outside the training
                               * range: said once a session */
     double first_loss;       /* this session's first step's loss (NaN before it): what a later
