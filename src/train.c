@@ -139,12 +139,16 @@ static void describe_kept(train_ctx *t, char *buf, size_t size) {
     /* a checkpoint of the weights this step found diverged (its loss or gradient is theirs,
      * left by the update before it) is no model: set aside, so that a resume, predict or
      * evaluate given the run take the one before it */
-    char aside[4300], set_aside[4400] = "";
-    if (t->diverged_weights_step > 0 && wc_ckpt_set_aside(t->ckpt_dir, t->diverged_weights_step,
-                                                          "diverged", aside, sizeof aside) == 1)
-        snprintf(set_aside, sizeof set_aside,
-                 "the checkpoint of step %ld, which holds these weights, is set aside as %s; ",
-                 t->diverged_weights_step, aside);
+    char aside[4300], set_aside[8800] = "";
+    for (int k = 0; k < 2; k++)
+        if (t->diverged_weights[k] > 0 && wc_ckpt_set_aside(t->ckpt_dir, t->diverged_weights[k],
+                                                            "diverged", aside, sizeof aside) == 1) {
+            const size_t used = strlen(set_aside);
+            snprintf(set_aside + used, sizeof set_aside - used,
+                     "the checkpoint of step %ld, whose weights gave an exploded loss, is set "
+                     "aside as %s; ",
+                     t->diverged_weights[k], aside);
+        }
     wc_ckpt_entry *e;
     const int n = wc_ckpt_list(t->ckpt_dir, 0, &e);
     char best_path[4300];
@@ -265,18 +269,24 @@ static int update_sane(train_ctx *t, long step) {
                          step + 1, (long long)bad[0], (long long)bad[1]);
         return 0;
     }
+    double before = t->dec.n > 0 ? t->dec.loss_before : 0;
+    wc_dist_sum_f64(&before, 1);
     const double per_pixel = bad[1] > 0 ? loss / (double)bad[1] : 0;
+    const double was = bad[1] > 0 ? before / (double)bad[1] : 0;
     const double reference = explosion_reference(t);
-    /* (every rank alike: the loss is summed; the network's input is still the micro-batch) */
-    if (!(per_pixel > WC_LOSS_EXPLODED * reference) || lowest_outlier(t, input_outlier(t)) >= 0)
+    /* exploded, and by the update itself: its own batch costs more than 10 times what it cost
+     * before it (one hard patch at batch 1 costs hundreds of nats before and after alike); every
+     * rank alike: the losses are summed, the network's input is still the micro-batch */
+    if (!(per_pixel > WC_LOSS_EXPLODED * reference && per_pixel > 10 * was) ||
+        lowest_outlier(t, input_outlier(t)) >= 0)
         return 1;
     if (t->rank == 0)
         say_diverged(t,
                      "step %ld: training diverged: after its update the loss of the last "
-                     "micro-batches is %.4g nats per pixel, more than 100 times the %.3g of an "
-                     "untrained network or the run's first step: the rate threw the "
-                     "weights far off; its state was not saved",
-                     step + 1, per_pixel, reference);
+                     "micro-batches is %.4g nats per pixel (%.3g before it), more than 100 "
+                     "times the %.3g of an untrained network or the run's first step: the rate "
+                     "threw the weights far off; its state was not saved",
+                     step + 1, per_pixel, was, reference);
     return 0;
 }
 
@@ -341,6 +351,7 @@ static void compute_micro_batches(train_ctx *t, long step, int lo, int hi, int r
             if (c >= 0 && (t->dec.step_outlier < 0 || c < t->dec.step_outlier))
                 t->dec.step_outlier = c;
         }
+        if (j == hi - 1) t->dec.loss_before = loss;
         const int poisoned = hit && strchr("rhf", t->poison_kind) == NULL;
         if (poisoned && t->poison_kind == 'l') loss = NAN;
         memset(t->net->grads, 0, t->net->nparams * sizeof(float));
@@ -381,11 +392,13 @@ static void say_no_valid_pixel(train_ctx *t, long step) {
  * describe_kept), which the network may still learn to take: warned about. A later step (or a
  * resumed session's first, its checkpoint's weights) whose loss exceeds WC_LOSS_HIGH times both
  * that and an untrained network's (explosion_reference) is warned about, once a session; beyond
- * WC_LOSS_EXPLODED times it is the last update's doing, a divergence,
- * unless its patches hold values beyond WC_INFER_ORDINARY training standard deviations (an
- * undeclared nodata of -9999 in a band of small spread explodes the loss on its own: warned
- * about, once a session, naming the band). The step is not applied, and update_sane kept the
- * update before it from any checkpoint (measured: unet-lite at --lr 0.03 reached a loss of 13807
+ * WC_LOSS_EXPLODED times in two steps of three it is the updates' doing, a divergence (one such
+ * step alone is warned about: a batch of one hard patch can cost that), unless its patches hold
+ * values beyond WC_INFER_ORDINARY training standard deviations (an undeclared nodata of -9999 in
+ * a band of small spread explodes the loss on its own: warned about, once a session, naming the
+ * band). The step is not applied, the checkpoints of the weights that gave the two losses are
+ * set aside (describe_kept), and update_sane keeps an update that blows up its own batch from any
+ * checkpoint (measured: unet-lite at --lr 0.03 reached a loss of 13807
  * in step 2 and a validation ROC-AUC of 0.28 after it; logistic at --lr 100 losses of 40 to 267
  * that never came down, a map of 0 everywhere). Until 2026-12-07 such a run went on with a
  * warning and finished with status 0: --keep pruned the checkpoints from before the explosion,
@@ -440,14 +453,28 @@ static int loss_exploded(train_ctx *t, long step, double loss) {
         t->said_outlier_loss = 1;
         return 0;
     }
-    t->diverged_weights_step = step;
+    /* one step's loss is one batch's: at batch 1 one patch can cost 726 nats and the next
+     * 1e-8 (unet-lite at --lr 1e-2); weights thrown off stay off, so a divergence is a second
+     * exploded step within three */
+    const long before = t->exploded_step;
+    t->exploded_step = step;
+    if (before < 0 || step - before > 2) {
+        if (t->rank == 0 && !t->said_exploded)
+            wc_warn("step %ld: the training loss exploded to %.4g nats per pixel, more than 100 "
+                    "times the %.3g of an untrained network (ln 2%s) or the run's first step: "
+                    "a second such step within three stops the run; said once a session",
+                    step + 1, loss, reference, times_pw);
+        t->said_exploded = 1;
+        return 0;
+    }
+    t->diverged_weights[0] = step, t->diverged_weights[1] = before;
     if (t->rank == 0)
         say_diverged(t,
                      "step %ld: training diverged: the loss exploded to %.4g nats per pixel, "
                      "more than 100 times the %.3g of an untrained network (ln 2%s) or the "
-                     "run's first step: the last update threw the weights far off; this step "
-                     "was not applied and nothing of it was saved",
-                     step + 1, loss, reference, times_pw);
+                     "run's first step, as in step %ld: the updates threw the weights far off; "
+                     "this step was not applied and nothing of it was saved",
+                     step + 1, loss, reference, times_pw, before + 1);
     return 1;
 }
 
@@ -1319,6 +1346,7 @@ static int setup(train_ctx *t, wc_train_config *cfg) {
     parse_poison(t);
     t->first_loss = NAN; /* loss_exploded's reference: a fresh run's first step */
     t->dec.step_outlier = -1;
+    t->exploded_step = -1;
     wc_train_ckpt_start(t);
     return WC_EXIT_OK;
 }

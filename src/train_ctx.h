@@ -34,12 +34,14 @@ typedef struct {
 
 /* What a micro-batch decodes into, besides the network's input. */
 typedef struct {
-    float *y;         /* (micro_batch, P, P) labels */
-    uint8_t *valid;   /* (micro_batch, P, P) */
-    int n;            /* the samples decoded last, still in the network's input (0: none yet) */
-    int step_outlier; /* the first feature (index) with values beyond WC_INFER_ORDINARY training
-                       * standard deviations in this rank's micro-batches of the step whose loss
-                       * exploded (-1: none; input_outlier) */
+    float *y;           /* (micro_batch, P, P) labels */
+    uint8_t *valid;     /* (micro_batch, P, P) */
+    int n;              /* the samples decoded last, still in the network's input (0: none yet) */
+    double loss_before; /* the loss (summed) of the last micro-batch, with the weights before
+                         * the step's update: update_sane compares the new weights' */
+    int step_outlier;   /* the first feature (index) with values beyond WC_INFER_ORDINARY training
+                         * standard deviations in this rank's micro-batches of the step whose loss
+                         * exploded (-1: none; input_outlier) */
 } decoded;
 
 /* When to checkpoint and stop: decided by votes that ride the step's reduction. */
@@ -89,19 +91,22 @@ typedef struct {
     read_ahead ra;
     decoded dec;
     wc_validation val;
-    int val_pending;         /* the last epoch's validation was cut short by a stop */
-    int ties_warned;         /* a validation's metrics were mostly ties, said once a run */
-    int one_class_warned;    /* validation labels all burned or none: said once a run */
-    int range_warned;        /* validation pixels beyond float's range left out: said once a run */
-    int said_no_valid_pixel; /* a batch without a valid pixel: said once a run */
-    int said_loss_high;      /* a loss above WC_LOSS_HIGH times the reference: once a session */
-    int said_outlier_loss;   /* an exploded loss blamed on values far outside the training
-                              * range: said once a session */
-    double first_loss;       /* this session's first step's loss (NaN before it): what a later
-                              * step's must not exceed tenfold (loss_exploded) */
-    long diverged_weights_step;  /* an exploded loss found the weights of this step's checkpoint
-                                  * diverged (its number of steps; 0: none): describe_kept sets it
-                                  * aside (a NaN may be the data's or a fault's: not set aside) */
+    int val_pending;          /* the last epoch's validation was cut short by a stop */
+    int ties_warned;          /* a validation's metrics were mostly ties, said once a run */
+    int one_class_warned;     /* validation labels all burned or none: said once a run */
+    int range_warned;         /* validation pixels beyond float's range left out: said once a run */
+    int said_no_valid_pixel;  /* a batch without a valid pixel: said once a run */
+    int said_loss_high;       /* a loss above WC_LOSS_HIGH times the reference: once a session */
+    int said_outlier_loss;    /* an exploded loss blamed on values far outside the training
+                               * range: said once a session */
+    double first_loss;        /* a fresh run's first step's loss (NaN before it; 0 resumed):
+                               * loss_exploded's reference */
+    long diverged_weights[2]; /* exploded losses found the weights of these steps'
+                               * checkpoints diverged (their numbers of steps; 0: none):
+                               * describe_kept sets them aside (a NaN may be the data's or a
+                               * fault's: not set aside) */
+    long exploded_step;       /* the last step (index) whose loss exploded, -1: none */
+    int said_exploded;        /* a first exploded step: said once a session */
     int diverged_as_initialized; /* the loss or gradient of the first update, before any */
     int kernels_mixed;           /* some rank computes with other kernels than rank 0 (agree.h) */
     ckpt_policy ckpt;
