@@ -1138,10 +1138,10 @@ static int map_rounds(mapping *mp) {
  * gets the pixels beyond float's range, those with a non-finite output, the valid ones and those
  * of the non-finite outputs in windows of ordinary inputs. */
 static void sum_counts(wc_infer *inf, int64_t counts[4]) {
-    counts[0] = inf->beyond_range, counts[1] = inf->nonfinite;
+    counts[0] = inf->beyond_range, counts[1] = inf->nonfinite, counts[2] = 0;
     counts[3] = inf->nonfinite_ordinary;
     wc_dist_sum_i64(counts, 4);
-    counts[2] = wc_infer_sum_tallies(inf);
+    counts[2] = wc_infer_sum_tallies(inf); /* the valid pixels, with the per-feature tallies */
 }
 
 /* No finite output on any pixel with every input is a diverged model, not the data's doing;

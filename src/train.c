@@ -248,7 +248,9 @@ static double explosion_reference(const train_ctx *t) {
  * the good checkpoints for it. Run before every checkpoint; every rank returns the same. */
 static int update_sane(train_ctx *t, long step) {
     int64_t bad[2] = {0, 0}; /* non-finite outputs, valid pixels checked */
-    double loss = 0;         /* theirs, summed (in any order: only a failure depends on it) */
+    /* their loss with the new weights and with the old (compute_micro_batches), summed in any
+     * order: only a failure depends on it */
+    double loss[2] = {0, t->dec.n > 0 ? t->dec.loss_before : 0};
     if (t->dec.n > 0) {
         wc_net_forward(t->net, t->dec.n);
         const float *z = wc_net_output(t->net);
@@ -256,10 +258,10 @@ static int update_sane(train_ctx *t, long step) {
         for (size_t i = 0; i < n; i++)
             if (t->dec.valid[i]) bad[0] += !isfinite(z[i]), bad[1]++;
         if (bad[0] == 0 && bad[1] > 0)
-            loss = wc_bce_forward(z, t->dec.y, t->dec.valid, n, (float)t->cfg->pos_weight);
+            loss[0] = wc_bce_forward(z, t->dec.y, t->dec.valid, n, (float)t->cfg->pos_weight);
     }
     wc_dist_sum_i64(bad, 2);
-    wc_dist_sum_f64(&loss, 1);
+    wc_dist_sum_f64(loss, 2);
     if (bad[0] > 0) {
         if (t->rank == 0)
             say_diverged(t,
@@ -269,10 +271,8 @@ static int update_sane(train_ctx *t, long step) {
                          step + 1, (long long)bad[0], (long long)bad[1]);
         return 0;
     }
-    double before = t->dec.n > 0 ? t->dec.loss_before : 0;
-    wc_dist_sum_f64(&before, 1);
-    const double per_pixel = bad[1] > 0 ? loss / (double)bad[1] : 0;
-    const double was = bad[1] > 0 ? before / (double)bad[1] : 0;
+    const double per_pixel = bad[1] > 0 ? loss[0] / (double)bad[1] : 0;
+    const double was = bad[1] > 0 ? loss[1] / (double)bad[1] : 0;
     const double reference = explosion_reference(t);
     /* exploded, and by the update itself: its own batch costs more than 10 times what it cost
      * before it (one hard patch at batch 1 costs hundreds of nats before and after alike); every
