@@ -465,9 +465,14 @@ static void check_crs(const wc_rwriter *w, GDALDatasetH ds, const char *path) {
     const char *read = GDALGetProjectionRef(ds);
     if (!read || !*read || wc_raster_crs_same_place(w->wkt, read) == 0) {
         wc_raster_crs_describe(read ? read : "", got, sizeof got);
-        wc_warn("%s: its CRS reads back as %s, not the %s written%s: GIS clients place it "
+        /* one name, two definitions (an engineering CRS whose datum GeoTIFF drops): say so */
+        const int one_name = strcmp(got, want) == 0;
+        wc_warn("%s: its CRS reads back as %s, not the %s written%s%s: GIS clients place it "
                 "wrongly; give it the CRS with gdal_edit.py -a_srs",
                 w->target, got, want,
+                one_name ? " (the same name, another definition: its datum, axes or units; "
+                           "gdalsrsinfo of the map and of the input shows them)"
+                         : "",
                 pam_off() ? "; GDAL_PAM_ENABLED is off, so GDAL wrote no .aux.xml sidecar, where "
                             "it keeps a CRS GeoTIFF's keys cannot hold"
                           : "");
