@@ -11,6 +11,7 @@
  * style's and the item's documents (style.c, stac.c). */
 #include "wildcpu/riskmap.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -410,49 +411,125 @@ static int map_is_ours(const char *path) {
     return ours;
 }
 
-/* The files named after a map are named after its stem (wc_sibling_path), which risk.tif,
- * risk.tiff and risk.TIF share: NAME.json, NAME.qml, NAME_classes.tif, its sidecar and style.
- * Another map of that stem whose files they are would lose them to this one: its STAC item
- * replaced, its class raster and that raster's style removed (without --classes) or replaced.
- * The STAC item, written with every map, names the map they belong to (its risk_map asset):
- * that map when it is another file than out, still there and wildcpu's; NULL otherwise (no
- * item, the item's map gone or replaced: the files are stale, and go as an earlier map's do).
- * Caller frees. */
-static char *stem_owner(const char *out, const char *item) {
-    char *text = our_item(item), *href = text ? wc_stac_asset_href(text, "risk_map") : NULL;
-    free(text);
-    if (!href || !*href) {
-        free(href);
-        return NULL;
-    }
-    char *dir = wc_dir_of(out), *owner = href;
-    if (href[0] != '/') {
-        const size_t n = strlen(dir) + strlen(href) + 2;
-        owner = WC_ALLOC(n);
-        snprintf(owner, n, "%s/%s", dir, href);
-        free(href);
-    }
+/* The path an item's href names: the href itself when absolute, else beside the item (hrefs
+ * of wc_stac_write). Caller frees. */
+static char *href_path(const char *item, const char *href) {
+    if (href[0] == '/') return wc_strdup(href);
+    char *dir = wc_dir_of(item);
+    const size_t n = strlen(dir) + strlen(href) + 2;
+    char *path = WC_ALLOC(n);
+    snprintf(path, n, "%s/%s", dir, href);
     free(dir);
-    if (wc_same_file(owner, out) || !map_is_ours(owner)) {
-        free(owner);
+    return path;
+}
+
+/* The map the STAC item (wildcpu's, text its text) describes, its risk_map asset, when that map
+ * is another file than out, still there and wildcpu's; NULL otherwise (no such asset, the item's
+ * map gone or replaced: the files it lists are stale, and go as an earlier map's do). Caller
+ * frees. */
+static char *live_map(const char *out, const char *item, const char *text) {
+    char *href = wc_stac_asset_href(text, "risk_map");
+    char *map = href && *href ? href_path(item, href) : NULL;
+    free(href);
+    if (map && (wc_same_file(map, out) || !map_is_ours(map))) {
+        free(map);
         return NULL;
     }
-    return owner;
+    return map;
+}
+
+/* A file a map at cfg->out may write or remove, and what it is to this map. */
+typedef struct touched_file {
+    const char *path, *what;
+} touched_file;
+
+/* Every file a map at cfg->out may write or remove: it writes the ones its options ask for and
+ * removes its earlier map's that they do not (remove_stale, drop_described), a class raster only
+ * when it is one. Returns how many (at most 8). */
+static int touched_files(const wc_predict_config *cfg, const wc_riskmap_paths *p,
+                         touched_file f[8]) {
+    int n = 0;
+    f[n++] = (touched_file){cfg->out, "the map itself"};
+    f[n++] = (touched_file){p->map_aux, "its GDAL sidecar"};
+    f[n++] = (touched_file){p->stac, "its STAC item"};
+    f[n++] = (touched_file){p->style, "its QGIS style"};
+    if (cfg->classes || classes_are_ours(p->classes)) { /* else no class raster is touched */
+        f[n++] = (touched_file){p->classes, "its class raster"};
+        f[n++] = (touched_file){p->classes_aux, "its class raster's GDAL sidecar"};
+    }
+    f[n++] = (touched_file){p->classes_style, "its class raster's QGIS style"};
+    if (cfg->png) f[n++] = (touched_file){cfg->png, "its quick-look picture"};
+    return n;
+}
+
+/* Whether item, a file of the map's directory, is the STAC item of another map still there, and
+ * it or a file it lists is one this map would write or remove (f): that map would lose it (its
+ * item replaced, its class raster, picture or style replaced or removed, its item's checksums
+ * broken). Then says so and returns 1. risk.tif, risk.tiff and risk.TIF share the stem risk and
+ * so the files named after it (wc_sibling_path); and a map named after another's class raster
+ * (m_classes.tif beside m.tif) would take over that raster and its style. */
+static int takes_from_another(const wc_predict_config *cfg, const wc_riskmap_paths *p,
+                              const char *item, const touched_file *f, int nf) {
+    char *text = our_item(item), *owner = text ? live_map(cfg->out, item, text) : NULL;
+    if (!owner) {
+        free(text);
+        return 0;
+    }
+    char **keys, **hrefs;
+    const int nassets = wc_stac_assets(text, &keys, &hrefs);
+    int taken = 0;
+    for (int i = -1; i < nassets && !taken; i++) { /* -1: the item itself */
+        char *path = i < 0 ? wc_strdup(item) : href_path(item, hrefs[i]);
+        for (int k = 0; k < nf && !taken; k++) {
+            if (!wc_same_file(path, f[k].path)) continue;
+            taken = 1;
+            char *stem = wc_sibling_path(cfg->out, "");
+            if (i < 0)
+                wc_error("%s is the STAC item of %s, another map named after %s, which is still "
+                         "there: the files named after that stem (%s, %s, %s) are its, and the "
+                         "map %s would replace or remove them; move %s and the files named after "
+                         "it away, or name this map otherwise (not %s.*)",
+                         item, owner, stem, p->stac, p->style, p->classes, cfg->out, owner, stem);
+            else
+                wc_error("the map %s would replace or remove %s (%s), a file of %s, another map, "
+                         "which is still there (its STAC item %s lists it as %s); choose another "
+                         "%s, or move %s and the files named after it away",
+                         cfg->out, f[k].path, f[k].what, owner, item, keys[i],
+                         f[k].path == cfg->png ? "--png" : "--out", owner);
+            free(stem);
+        }
+        free(path);
+    }
+    wc_stac_assets_free(keys, hrefs, nassets);
+    free(owner), free(text);
+    return taken;
+}
+
+/* Whether another map's files are among those this map would write or remove: every STAC item
+ * wildcpu wrote in the map's directory (where items lie beside their maps) is asked. */
+static int takes_from_other_maps(const wc_predict_config *cfg, const wc_riskmap_paths *p) {
+    touched_file f[8];
+    const int nf = touched_files(cfg, p, f);
+    char *dir = wc_dir_of(cfg->out);
+    DIR *d = opendir(dir); /* unreadable: nothing to ask, and the map will not be written there */
+    int taken = 0;
+    for (struct dirent *e; d && !taken && (e = readdir(d));) {
+        const size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+        char *item = href_path(cfg->out, e->d_name);
+        struct stat st; /* a pipe of that name must not be opened: reading it would wait */
+        taken =
+            stat(item, &st) == 0 && S_ISREG(st.st_mode) && takes_from_another(cfg, p, item, f, nf);
+        free(item);
+    }
+    if (d) closedir(d);
+    free(dir);
+    return taken;
 }
 
 int wc_riskmap_check_companions(const wc_predict_config *cfg, const wc_riskmap_paths *p) {
     const char *const advice = "move it, or choose another --out";
-    char *owner = stem_owner(cfg->out, p->stac);
-    if (owner) {
-        char *stem = wc_sibling_path(cfg->out, "");
-        wc_error("%s is the STAC item of %s, another map named after %s, which is still there: "
-                 "the files named after that stem (%s, %s, %s) are its, and the map %s would "
-                 "replace or remove them; move %s and the files named after it away, or name "
-                 "this map otherwise (not %s.*)",
-                 p->stac, owner, stem, p->stac, p->style, p->classes, cfg->out, owner, stem);
-        free(stem), free(owner);
-        return WC_ERR;
-    }
+    if (takes_from_other_maps(cfg, p)) return WC_ERR;
     if (exists(p->stac) && !item_is_ours(p->stac)) {
         wc_error("%s exists and is not a STAC item wildcpu wrote: the map's item, named after "
                  "%s, would replace it; %s",

@@ -583,9 +583,10 @@ static int prepare_here(const wc_train_config *cfg) {
         if (status != WC_EXIT_OK) return status;
     }
     if (!cfg->no_predict && !cfg->fresh) {
-        char map[4200];
+        char map[4200], picture[4200];
         run_file(map, sizeof map, out, WC_RUNDIR_MAP);
-        const wc_predict_config pc = {.out = map, .classes = cfg->classes};
+        run_file(picture, sizeof picture, out, WC_RUNDIR_PICTURE);
+        const wc_predict_config pc = {.out = map, .png = picture, .classes = cfg->classes};
         wc_riskmap_paths p;
         wc_riskmap_paths_of(map, &p);
         const int clash = wc_riskmap_check_companions(&pc, &p) != WC_OK;

@@ -370,3 +370,38 @@ char *wc_stac_asset_href(const char *text, const char *key) {
     wc_json_doc_free(&asset);
     return copy;
 }
+
+int wc_stac_assets(const char *text, char ***keys, char ***hrefs) {
+    *keys = *hrefs = NULL;
+    size_t len = strlen(text);
+    wc_json_doc assets; /* empty when it does not parse */
+    if (member_object(&text, &len, "assets") != WC_OK ||
+        wc_json_parse_n(text, len, &assets, NULL, 0) != WC_OK)
+        return 0;
+    int n = 0;
+    if (assets.n > 0) {
+        *keys = WC_ALLOC(sizeof **keys * (size_t)assets.n);
+        *hrefs = WC_ALLOC(sizeof **hrefs * (size_t)assets.n);
+    }
+    for (int i = 0; i < assets.n; i++) {
+        const wc_json_member *m = &assets.members[i];
+        wc_json_doc asset = {0};
+        const int object =
+            m->kind == WC_JSON_NESTED && text[m->value_at] == '{' &&
+            wc_json_parse_n(text + m->value_at, m->value_len, &asset, NULL, 0) == WC_OK;
+        const char *href = object ? wc_json_get_str(&asset, "href") : NULL;
+        if (href) {
+            (*keys)[n] = wc_strdup(m->key);
+            (*hrefs)[n++] = wc_strdup(href);
+        }
+        wc_json_doc_free(&asset);
+    }
+    wc_json_doc_free(&assets);
+    return n;
+}
+
+void wc_stac_assets_free(char **keys, char **hrefs, int n) {
+    for (int i = 0; i < n; i++) free(keys[i]), free(hrefs[i]);
+    free(keys);
+    free(hrefs);
+}

@@ -547,6 +547,26 @@ check "the same map drawn again, and once the other map is gone, a map of the st
     '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$out/stem/risk.tiff' >/dev/null 2>&1 &&
     grep -q '\"href\":\"risk.tiff\"' '$out/stem/risk.json' && [ ! -e '$out/stem/risk_classes.tif' ]"
 
+# nor may a map take another map's files of another name: written as that map's class raster
+# (m_classes.tif beside m.tif), or as a map whose class raster's style is that of a map named so,
+# or with --png onto its picture; each is refused before any work, the other map's files as they
+# were (its item's checksums still true)
+mkdir -p "$out/other"
+lpredict --tiles "$S" --out "$out/other/m.tif" --classes --png "$out/other/m.png" >"$tmp/other1.log" 2>&1
+lpredict --tiles "$S" --out "$out/other/n_classes.tif" >>"$tmp/other1.log" 2>&1
+before=$(cd "$out/other" && sha256sum *)
+expect_fail "a map written over another map's class raster is refused" 1 \
+    "the map .*other/m_classes.tif would replace or remove .*other/m_classes.tif (the map itself), a file of .*other/m.tif, another map, which is still there (its STAC item .*other/m.json lists it as risk_classes)" \
+    lpredict --tiles "$S" --out "$out/other/m_classes.tif"
+expect_fail "... a map whose class raster's style is another map's style" 1 \
+    "would replace or remove .*other/n_classes.qml (its class raster's QGIS style), a file of .*other/n_classes.tif" \
+    lpredict --tiles "$S" --out "$out/other/n.tif"
+expect_fail "... and a picture over another map's picture" 1 \
+    "would replace or remove .*other/m.png (its quick-look picture), a file of .*other/m.tif.*choose another --png" \
+    lpredict --tiles "$S" --out "$out/other/p.tif" --png "$out/other/m.png"
+check "... and the other maps' files are untouched, nothing written" bash -c "
+    [ \"\$(cd '$out/other' && sha256sum *)\" = \"$before\" ]"
+
 # ---- refusals --------------------------------------------------------------------------------
 gdal_translate -q -of VRT -b 1 -b 2 -b 3 -b 4 -b 6 -b 7 -b 8 -b 9 -b 10 -b 11 -b 12 -b 13 \
     "$S" "$tmp/no_ndvi.vrt"

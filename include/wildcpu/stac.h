@@ -47,5 +47,10 @@ int wc_stac_write(const char *path, const wc_stac_item *item);
 /* The href of the asset named key in the item text (an item wc_stac_write wrote: "risk_map"),
  * unescaped; NULL when the text is no such item or has no such asset. Caller frees. */
 char *wc_stac_asset_href(const char *text, const char *key);
+/* The keys and hrefs of every asset of the item text, unescaped, in order: *keys and *hrefs get
+ * n strings each (NULL when n is 0: no assets, or the text is no item). Free both with
+ * wc_stac_assets_free(keys, hrefs, n). */
+int wc_stac_assets(const char *text, char ***keys, char ***hrefs);
+void wc_stac_assets_free(char **keys, char **hrefs, int n);
 
 #endif
