@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -505,6 +506,18 @@ static int takes_from_another(const wc_predict_config *cfg, const wc_riskmap_pat
     return taken;
 }
 
+/* Whether the regular file at path begins as a STAC item wc_stac_write wrote: read whole only
+ * then, so that a directory of GeoJSON perimeters beside the maps costs a read of 64 bytes each. */
+static int begins_as_item(const char *path) {
+    char head[65] = "";
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* made a pipe meanwhile */
+    if (fd < 0) return 0;
+    const ssize_t n = read(fd, head, sizeof head - 1);
+    close(fd);
+    if (n > 0) head[n] = '\0';
+    return strstr(head, "\"stac_version\"") != NULL;
+}
+
 /* Whether another map's files are among those this map would write or remove: every STAC item
  * wildcpu wrote in the map's directory (where items lie beside their maps) is asked. */
 static int takes_from_other_maps(const wc_predict_config *cfg, const wc_riskmap_paths *p) {
@@ -518,8 +531,8 @@ static int takes_from_other_maps(const wc_predict_config *cfg, const wc_riskmap_
         if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
         char *item = href_path(cfg->out, e->d_name);
         struct stat st; /* a pipe of that name must not be opened: reading it would wait */
-        taken =
-            stat(item, &st) == 0 && S_ISREG(st.st_mode) && takes_from_another(cfg, p, item, f, nf);
+        taken = stat(item, &st) == 0 && S_ISREG(st.st_mode) && begins_as_item(item) &&
+                takes_from_another(cfg, p, item, f, nf);
         free(item);
     }
     if (d) closedir(d);
