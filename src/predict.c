@@ -799,7 +799,7 @@ static int check_outputs(const wc_predict_config *cfg, wc_raster *r, const wc_mo
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)
         status = refuse_run_record(outs[i].what, outs[i].path);
     if (status == WC_EXIT_OK) status = wc_check_outputs(outs, n, inputs);
-    if (status == WC_EXIT_OK && cfg->out && wc_riskmap_check_companions(cfg, &p) != WC_OK)
+    if (status == WC_EXIT_OK && wc_riskmap_check_companions(cfg, &p) != WC_OK)
         status = WC_EXIT_RUNTIME;
     for (int i = 0; status == WC_EXIT_OK && i < n; i++)
         /* the map is claimed (its companions follow it, the metrics are written whole) */

@@ -412,6 +412,16 @@ static int map_is_ours(const char *path) {
     return ours;
 }
 
+/* ---- other maps' files ----------------------------------------------------------------------
+ *
+ * A map must not replace another wildcpu map's files while that map is there: its STAC item
+ * (beside it, named after it) lists them, with checksums. risk.tif, risk.tiff and risk.TIF share
+ * the stem risk and so the files named after it (wc_sibling_path); a map written as m_classes.tif
+ * would take m.tif's class raster, a map n.tif drawn with --classes the style n_classes.qml of a
+ * map n_classes.tif, and --png any map's picture. The items asked are those in the directories of
+ * the files written (a map's item lies beside it) and those named like the maps the files would
+ * belong to (found even where a directory cannot be listed). */
+
 /* The path an item's href names: the href itself when absolute, else beside the item (hrefs
  * of wc_stac_write). Caller frees. */
 static char *href_path(const char *item, const char *href) {
@@ -432,83 +442,74 @@ static char *live_map(const char *out, const char *item, const char *text) {
     char *href = wc_stac_asset_href(text, "risk_map");
     char *map = href && *href ? href_path(item, href) : NULL;
     free(href);
-    if (map && (wc_same_file(map, out) || !map_is_ours(map))) {
+    if (map && ((out && wc_same_file(map, out)) || !map_is_ours(map))) {
         free(map);
         return NULL;
     }
     return map;
 }
 
-/* A file a map at cfg->out may write or remove, and what it is to this map. */
-typedef struct touched_file {
-    const char *path, *what;
-} touched_file;
+/* A file a command would write: its path, what it is to the map, the option that names it. */
+typedef struct written_file {
+    const char *path, *what, *option;
+} written_file;
 
-/* Every file a map at cfg->out may write or remove: it writes the ones its options ask for and
- * removes its earlier map's that they do not (remove_stale, drop_described), a class raster only
- * when it is one. Returns how many (at most 8). */
-static int touched_files(const wc_predict_config *cfg, const wc_riskmap_paths *p,
-                         touched_file f[8]) {
+/* The files a map (or evaluate's metrics alone) at cfg writes, as its options ask. Returns how
+ * many (at most 9). The earlier map's files its options do not ask for are removed as stale
+ * unless another map's item lists them (remove_stale). */
+static int written_files(const wc_predict_config *cfg, const wc_riskmap_paths *p,
+                         written_file f[9]) {
+    /* the option naming the map, and so the files named after it */
+    const char *named = cfg->run_map ? NULL : cfg->evaluate ? "--map" : "--out";
     int n = 0;
-    f[n++] = (touched_file){cfg->out, "the map itself"};
-    f[n++] = (touched_file){p->map_aux, "its GDAL sidecar"};
-    f[n++] = (touched_file){p->stac, "its STAC item"};
-    f[n++] = (touched_file){p->style, "its QGIS style"};
-    if (cfg->classes || classes_are_ours(p->classes)) { /* else no class raster is touched */
-        f[n++] = (touched_file){p->classes, "its class raster"};
-        f[n++] = (touched_file){p->classes_aux, "its class raster's GDAL sidecar"};
+    if (cfg->out) {
+        f[n++] = (written_file){cfg->out, "the map", named};
+        f[n++] = (written_file){p->map_aux, "its GDAL sidecar", named};
+        f[n++] = (written_file){p->stac, "its STAC item", named};
+        if (!cfg->no_style) f[n++] = (written_file){p->style, "its QGIS style", named};
+        if (cfg->classes) {
+            f[n++] = (written_file){p->classes, "its class raster", named};
+            f[n++] = (written_file){p->classes_aux, "its class raster's GDAL sidecar", named};
+            if (!cfg->no_style)
+                f[n++] = (written_file){p->classes_style, "its class raster's QGIS style", named};
+        }
+        if (cfg->png)
+            f[n++] =
+                (written_file){cfg->png, "its quick-look picture", cfg->run_map ? NULL : "--png"};
     }
-    f[n++] = (touched_file){p->classes_style, "its class raster's QGIS style"};
-    if (cfg->png) f[n++] = (touched_file){cfg->png, "its quick-look picture"};
+    if (cfg->evaluate && cfg->metrics_out)
+        f[n++] = (written_file){cfg->metrics_out, "the metrics", "--out"};
     return n;
 }
 
-/* Whether item, a file of the map's directory, is the STAC item of another map still there, and
- * it or a file it lists is one this map would write or remove (f): that map would lose it (its
- * item replaced, its class raster, picture or style replaced or removed, its item's checksums
- * broken). Then says so and returns 1. risk.tif, risk.tiff and risk.TIF share the stem risk and
- * so the files named after it (wc_sibling_path); and a map named after another's class raster
- * (m_classes.tif beside m.tif) would take over that raster and its style. */
-static int takes_from_another(const wc_predict_config *cfg, const wc_riskmap_paths *p,
-                              const char *item, const touched_file *f, int nf) {
-    char *text = our_item(item), *owner = text ? live_map(cfg->out, item, text) : NULL;
-    if (!owner) {
-        free(text);
-        return 0;
-    }
-    char **keys, **hrefs;
-    const int nassets = wc_stac_assets(text, &keys, &hrefs);
-    int taken = 0;
-    for (int i = -1; i < nassets && !taken; i++) { /* -1: the item itself */
-        char *path = i < 0 ? wc_strdup(item) : href_path(item, hrefs[i]);
-        for (int k = 0; k < nf && !taken; k++) {
-            if (!wc_same_file(path, f[k].path)) continue;
-            taken = 1;
-            char *stem = wc_sibling_path(cfg->out, "");
-            if (i < 0)
-                wc_error("%s is the STAC item of %s, another map named after %s, which is still "
-                         "there: the files named after that stem (%s, %s, %s) are its, and the "
-                         "map %s would replace or remove them; move %s and the files named after "
-                         "it away, or name this map otherwise (not %s.*)",
-                         item, owner, stem, p->stac, p->style, p->classes, cfg->out, owner, stem);
-            else
-                wc_error("the map %s would replace or remove %s (%s), a file of %s, another map, "
-                         "which is still there (its STAC item %s lists it as %s); choose another "
-                         "%s, or move %s and the files named after it away",
-                         cfg->out, f[k].path, f[k].what, owner, item, keys[i],
-                         f[k].path == cfg->png ? "--png" : "--out", owner);
-            free(stem);
-        }
-        free(path);
-    }
-    wc_stac_assets_free(keys, hrefs, nassets);
-    free(owner), free(text);
-    return taken;
+/* What an asset of an item is, in words. */
+static const char *asset_words(const char *key) {
+    static const char *const words[][2] = {
+        {"risk_map", "map"},
+        {"risk_map_sidecar", "GDAL sidecar"},
+        {"risk_classes", "class raster"},
+        {"risk_classes_sidecar", "class raster's GDAL sidecar"},
+        {"quicklook", "quick-look picture"},
+        {"qgis_style", "QGIS style"},
+        {"qgis_style_classes", "class raster's QGIS style"},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(key, words[i][0]) == 0) return words[i][1];
+    return key;
 }
+
+/* A file of another map still there, among those a command would write. */
+typedef struct claim {
+    int file;           /* its index among the files */
+    char *owner, *item; /* the map it is a file of, and that map's STAC item */
+    char as[64];        /* what it is to that map */
+} claim;
 
 /* Whether the regular file at path begins as a STAC item wc_stac_write wrote: read whole only
  * then, so that a directory of GeoJSON perimeters beside the maps costs a read of 64 bytes each. */
 static int begins_as_item(const char *path) {
+    struct stat st; /* a pipe of that name must not be opened: reading it would wait */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     char head[65] = "";
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* made a pipe meanwhile */
     if (fd < 0) return 0;
@@ -518,31 +519,123 @@ static int begins_as_item(const char *path) {
     return strstr(head, "\"stac_version\"") != NULL;
 }
 
-/* Whether another map's files are among those this map would write or remove: every STAC item
- * wildcpu wrote in the map's directory (where items lie beside their maps) is asked. */
-static int takes_from_other_maps(const wc_predict_config *cfg, const wc_riskmap_paths *p) {
-    touched_file f[8];
-    const int nf = touched_files(cfg, p, f);
-    char *dir = wc_dir_of(cfg->out);
-    DIR *d = opendir(dir); /* unreadable: nothing to ask, and the map will not be written there */
-    int taken = 0;
-    for (struct dirent *e; d && !taken && (e = readdir(d));) {
-        const size_t len = strlen(e->d_name);
-        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
-        char *item = href_path(cfg->out, e->d_name);
-        struct stat st; /* a pipe of that name must not be opened: reading it would wait */
-        taken = stat(item, &st) == 0 && S_ISREG(st.st_mode) && begins_as_item(item) &&
-                takes_from_another(cfg, p, item, f, nf);
-        free(item);
+/* Whether item is the STAC item of another map still there, and it or a file it lists that
+ * exists (one that is gone is lost already) is one of f: into *c. */
+static int item_claims(const wc_predict_config *cfg, const char *item, const written_file *f,
+                       int nf, claim *c) {
+    char *text = begins_as_item(item) ? our_item(item) : NULL;
+    if (!text) return 0;
+    char **keys, **hrefs;
+    const int nassets = wc_stac_assets(text, &keys, &hrefs);
+    int found = 0;
+    for (int i = -1; i < nassets && !found; i++) { /* -1: the item itself */
+        char *path = i < 0 ? wc_strdup(item) : href_path(item, hrefs[i]);
+        for (int k = 0; k < nf && !found && exists(path); k++)
+            if (f[k].path && wc_same_file(path, f[k].path)) {
+                /* the map last: opening it is the dear part */
+                c->owner = live_map(cfg->out, item, text);
+                found = c->owner != NULL;
+                c->file = k;
+                snprintf(c->as, sizeof c->as, "%s", i < 0 ? "STAC item" : asset_words(keys[i]));
+                if (!found) i = nassets; /* a stale item: none of its files is another map's */
+            }
+        free(path);
     }
-    if (d) closedir(d);
-    free(dir);
-    return taken;
+    if (found) c->item = wc_strdup(item);
+    wc_stac_assets_free(keys, hrefs, nassets);
+    free(text);
+    return found;
+}
+/* The items of the maps a file path would belong to by its name: NAME.json for NAME.EXT, and
+ * for NAME_classes.EXT also that of the map NAME.EXT, whose class raster it is named as. Adds
+ * them to items[*n] (at most 2). */
+static void items_by_name(const char *path, char *items[], int *n) {
+    items[(*n)++] = wc_sibling_path(path, ".json");
+    char *stem = wc_sibling_path(path, "");
+    const size_t len = strlen(stem), suffix = strlen("_classes");
+    if (len > suffix && strcmp(stem + len - suffix, "_classes") == 0) {
+        stem[len - suffix] = '\0';
+        items[(*n)++] = wc_strdup(CPLSPrintf("%s.json", stem));
+    }
+    free(stem);
+}
+
+/* Whether one of the files f is another map's (one still there): the first found into *c, which
+ * claim_free frees. */
+static int claimed(const wc_predict_config *cfg, const written_file *f, int nf, claim *c) {
+    memset(c, 0, sizeof *c);
+    int found = 0;
+    for (int k = 0; k < nf && !found; k++) {
+        if (!f[k].path) continue;
+        char *items[2];
+        int n = 0;
+        items_by_name(f[k].path, items, &n);
+        for (int i = 0; i < n; i++) {
+            found = found || item_claims(cfg, items[i], f, nf, c);
+            free(items[i]);
+        }
+    }
+    /* then every item in the files' directories (--png may name any map's picture), each
+     * directory once */
+    char *dirs[9];
+    int ndirs = 0;
+    for (int k = 0; k < nf && !found; k++) {
+        if (!f[k].path) continue;
+        char *dir = wc_dir_of(f[k].path);
+        int seen = 0;
+        for (int j = 0; j < ndirs && !seen; j++) seen = wc_same_file(dirs[j], dir);
+        if (seen) {
+            free(dir);
+            continue;
+        }
+        dirs[ndirs++] = dir;
+        DIR *d = opendir(dir); /* one that cannot be listed was asked by name above */
+        for (struct dirent *e; d && !found && (e = readdir(d));) {
+            const size_t len = strlen(e->d_name);
+            if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+            char *item = href_path(f[k].path, e->d_name);
+            found = item_claims(cfg, item, f, nf, c);
+            free(item);
+        }
+        if (d) closedir(d);
+    }
+    for (int j = 0; j < ndirs; j++) free(dirs[j]);
+    return found;
+}
+
+static void claim_free(claim *c) {
+    free(c->owner), free(c->item);
+    memset(c, 0, sizeof *c);
 }
 
 int wc_riskmap_check_companions(const wc_predict_config *cfg, const wc_riskmap_paths *p) {
+    written_file f[9];
+    claim c;
+    if (claimed(cfg, f, written_files(cfg, p, f), &c)) {
+        const written_file *w = &f[c.file];
+        const char *what = cfg->out ? "map" : "metrics", *name = cfg->out ? cfg->out : w->path;
+        char writing[4400] = "", advice[64] = "pass --no-predict"; /* a training run's map */
+        if (w->path != name)
+            snprintf(writing, sizeof writing, ", writing %s %s,", w->what, w->path);
+        if (w->option) snprintf(advice, sizeof advice, "choose another %s", w->option);
+        if (strcmp(c.as, "STAC item") != 0)
+            wc_error("the %s %s%s would replace the %s of %s, another map, which is still there "
+                     "(its STAC item %s lists it): %s, or move %s and the files named after it "
+                     "away",
+                     what, name, writing, c.as, c.owner, c.item, advice, c.owner);
+        else /* risk.tiff beside risk.tif: one stem, and so the files named after it */
+            wc_error("%s is the STAC item of %s, another map, which is still there: the %s %s%s "
+                     "would replace it%s; %s, or move %s and the files named after it away",
+                     c.item, c.owner, what, name, writing,
+                     w->path == p->stac ? " (the two maps share the stem, and so the files named "
+                                          "after it)"
+                                        : "",
+                     advice, c.owner);
+        claim_free(&c);
+        return WC_ERR;
+    }
+    if (!cfg->out) return WC_OK;
     const char *const advice = "move it, or choose another --out";
-    if (takes_from_other_maps(cfg, p)) return WC_ERR;
     if (exists(p->stac) && !item_is_ours(p->stac)) {
         wc_error("%s exists and is not a STAC item wildcpu wrote: the map's item, named after "
                  "%s, would replace it; %s",
@@ -570,7 +663,15 @@ static char *sidecar_of(const char *path) {
  * --classes, our style before a run with --no-style) would describe another map or contradict
  * the options: it goes, and with `and_sidecar` GDAL's sidecar of it (a class raster's category
  * names; a style has none of ours). Someone else's file of that name stays. */
-static void remove_stale(const char *path, const char *what, int and_sidecar) {
+static void remove_stale(const wc_riskmap *map, const char *path, const char *what,
+                         int and_sidecar) {
+    claim c; /* named like this map's, but another map's: kept, as that map's item says */
+    if (claimed(map->cfg, &(written_file){path, what, NULL}, 1, &c)) {
+        wc_info("predict: kept %s, named like this map's %s: it is the %s of %s, another map", path,
+                what, c.as, c.owner);
+        claim_free(&c);
+        return;
+    }
     if (unlink(path) == 0)
         wc_info("predict: removed %s, the %s of an earlier map", path, what);
     else
@@ -721,7 +822,7 @@ static int write_style(const wc_riskmap *map, int classes) {
     if (cfg->no_style || (classes && !cfg->classes)) {
         char stale[64];
         snprintf(stale, sizeof stale, "%s%s", what, cfg->no_style ? " (--no-style)" : "");
-        if (wc_style_is_ours(path)) remove_stale(path, stale, 0);
+        if (wc_style_is_ours(path)) remove_stale(map, path, stale, 0);
         return WC_EXIT_OK;
     }
     if (!style_writable(path)) {
@@ -758,7 +859,7 @@ static int write_companions(const wc_riskmap *map, wc_quicklook *picture) {
     if (status == WC_EXIT_OK) status = write_style(map, 1);
     if (status != WC_EXIT_OK) return status;
     if (!cfg->classes && classes_are_ours(map->paths.classes))
-        remove_stale(map->paths.classes, "class raster", 1);
+        remove_stale(map, map->paths.classes, "class raster", 1);
     if (write_item(map) != WC_OK) return companion_failed(map, "STAC item", map->paths.stac);
     wc_info("predict: STAC item %s", map->paths.stac);
     return WC_EXIT_OK;

@@ -586,7 +586,11 @@ static int prepare_here(const wc_train_config *cfg) {
         char map[4200], picture[4200];
         run_file(map, sizeof map, out, WC_RUNDIR_MAP);
         run_file(picture, sizeof picture, out, WC_RUNDIR_PICTURE);
-        const wc_predict_config pc = {.out = map, .png = picture, .classes = cfg->classes};
+        const wc_predict_config pc = {.out = map,
+                                      .png = picture,
+                                      .classes = cfg->classes,
+                                      .no_style = cfg->no_style,
+                                      .run_map = 1};
         wc_riskmap_paths p;
         wc_riskmap_paths_of(map, &p);
         const int clash = wc_riskmap_check_companions(&pc, &p) != WC_OK;

@@ -1001,6 +1001,7 @@ void wc_train_map_config(wc_predict_config *pc, const wc_train_config *cfg, char
     pc->png = png;
     pc->rerun = wc_rundir_rerun(cfg, "map");
     pc->tiles_checked = 1;
+    pc->run_map = 1;
     pc->cog = cfg->cog;
     pc->classes = cfg->classes;
     pc->no_style = cfg->no_style;

@@ -534,7 +534,7 @@ mkdir -p "$out/stem"
 lpredict --tiles "$S" --out "$out/stem/risk.tif" --classes >"$tmp/stem1.log" 2>&1
 before=$(cd "$out/stem" && sha256sum risk.json risk_classes.tif risk_classes.qml)
 expect_fail "a map of another extension (risk.tiff) beside a map of the same stem is refused" 1 \
-    "stem/risk.json is the STAC item of .*stem/risk.tif, another map named after .*stem/risk, which is still there" \
+    "stem/risk.json is the STAC item of .*stem/risk.tif, another map, which is still there: the map .*stem/risk.tiff, writing its STAC item .*stem/risk.json, would replace it (the two maps share the stem" \
     lpredict --tiles "$S" --out "$out/stem/risk.tiff"
 check "... and the other map's item, class raster and style are untouched, nothing written" bash -c "
     [ \"\$(cd '$out/stem' && sha256sum risk.json risk_classes.tif risk_classes.qml)\" = '$before' ] &&
@@ -547,26 +547,48 @@ check "the same map drawn again, and once the other map is gone, a map of the st
     '$bin' predict --checkpoint '$tmp/lg' --tiles '$S' --out '$out/stem/risk.tiff' >/dev/null 2>&1 &&
     grep -q '\"href\":\"risk.tiff\"' '$out/stem/risk.json' && [ ! -e '$out/stem/risk_classes.tif' ]"
 
-# nor may a map take another map's files of another name: written as that map's class raster
-# (m_classes.tif beside m.tif), or as a map whose class raster's style is that of a map named so,
-# or with --png onto its picture; each is refused before any work, the other map's files as they
-# were (its item's checksums still true)
+# nor may a map take another map's files of another name, as that map's STAC item lists them:
+# written as its class raster (m_classes.tif beside m.tif), with --classes whose style is that of
+# a map n_classes.tif, with --png onto its picture, or evaluate's metrics onto its item; each is
+# refused before any work, the other map's files as they were (its item's checksums still true).
+# Without --classes n.tif keeps n_classes.qml, which is no stale style of its own; and a file an
+# item lists that is gone is nobody's
 mkdir -p "$out/other"
 lpredict --tiles "$S" --out "$out/other/m.tif" --classes --png "$out/other/m.png" >"$tmp/other1.log" 2>&1
 lpredict --tiles "$S" --out "$out/other/n_classes.tif" >>"$tmp/other1.log" 2>&1
-before=$(cd "$out/other" && sha256sum *)
+lpredict --tiles "$S" --out "$out/other/g.tif" --png "$out/other/g.png" >>"$tmp/other1.log" 2>&1
+rm -f "$out/other/g.png"
+before=$(cd "$out/other" && sha256sum m.* m_* n_* g.*)
 expect_fail "a map written over another map's class raster is refused" 1 \
-    "the map .*other/m_classes.tif would replace or remove .*other/m_classes.tif (the map itself), a file of .*other/m.tif, another map, which is still there (its STAC item .*other/m.json lists it as risk_classes)" \
+    "the map .*other/m_classes.tif would replace the class raster of .*other/m.tif, another map, which is still there (its STAC item .*other/m.json lists it): choose another --out" \
     lpredict --tiles "$S" --out "$out/other/m_classes.tif"
-expect_fail "... a map whose class raster's style is another map's style" 1 \
-    "would replace or remove .*other/n_classes.qml (its class raster's QGIS style), a file of .*other/n_classes.tif" \
-    lpredict --tiles "$S" --out "$out/other/n.tif"
-expect_fail "... and a picture over another map's picture" 1 \
-    "would replace or remove .*other/m.png (its quick-look picture), a file of .*other/m.tif.*choose another --png" \
+expect_fail "... with --classes, a class raster's style that is another map's style" 1 \
+    "the map .*other/n.tif, writing its class raster .*other/n_classes.tif, would replace the map of .*other/n_classes.tif" \
+    lpredict --tiles "$S" --out "$out/other/n.tif" --classes
+expect_fail "... a picture over another map's picture" 1 \
+    "writing its quick-look picture .*other/m.png, would replace the quick-look picture of .*other/m.tif, .*choose another --png" \
     lpredict --tiles "$S" --out "$out/other/p.tif" --png "$out/other/m.png"
+expect_fail "... and evaluate's metrics over another map's item" 1 \
+    "other/m.json is the STAC item of .*other/m.tif, another map, which is still there: the metrics .*other/m.json would replace it; choose another --out" \
+    "$bin" evaluate --checkpoint "$tmp/lg" --tiles "$S" --out "$out/other/m.json"
 check "... and the other maps' files are untouched, nothing written" bash -c "
-    [ \"\$(cd '$out/other' && sha256sum *)\" = \"$before\" ]"
-
+    [ \"\$(cd '$out/other' && sha256sum m.* m_* n_* g.*)\" = \"$before\" ] && [ ! -e '$out/other/p.tif' ]"
+lpredict --tiles "$S" --out "$out/other/n.tif" >"$tmp/other2.log" 2>&1
+st=$?
+check "a map without --classes keeps another map's style named like its class raster's" bash -c "
+    [ $st -eq 0 ] && grep -q 'kept .*other/n_classes.qml, named like this map.s class raster.s QGIS style: it is the QGIS style of .*other/n_classes.tif' '$tmp/other2.log' &&
+    [ \"\$(cd '$out/other' && sha256sum m.* m_* n_* g.*)\" = \"$before\" ]"
+lpredict --tiles "$S" --out "$out/other/q.tif" --png "$out/other/g.png" >"$tmp/other3.log" 2>&1
+check "a picture another map's item lists but that is gone is nobody's: drawn there" \
+    test $? -eq 0 -a -f "$out/other/g.png"
+# a training run's map is checked before the training: a map of the user's in the run directory
+# whose picture is DIR/risk.png
+"$bin" --tiles "$S" --out "$tmp/rd" --model logistic --steps 1 --batch 8 --no-predict >"$log" 2>&1
+lpredict --tiles "$S" --out "$tmp/rd/mine.tif" --png "$tmp/rd/risk.png" >>"$log" 2>&1
+expect_fail "a training run whose map would replace a picture of a map in its directory is refused before it trains" 1 \
+    "the map .*rd/risk.tif, writing its quick-look picture .*rd/risk.png, would replace the quick-look picture of .*rd/mine.tif, another map, which is still there (its STAC item .*rd/mine.json lists it): pass --no-predict" \
+    "$bin" --tiles "$S" --out "$tmp/rd" --model logistic --steps 2 --batch 8
+check "... and it did not train" test ! -e "$tmp/rd/checkpoints/ckpt-00000002.wcp" -a -f "$tmp/rd/checkpoints/ckpt-00000001.wcp"
 # ---- refusals --------------------------------------------------------------------------------
 gdal_translate -q -of VRT -b 1 -b 2 -b 3 -b 4 -b 6 -b 7 -b 8 -b 9 -b 10 -b 11 -b 12 -b 13 \
     "$S" "$tmp/no_ndvi.vrt"

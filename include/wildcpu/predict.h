@@ -33,6 +33,7 @@ typedef struct wc_predict_config {
     const char *metrics_out; /* --out metrics.json, or NULL: printed only */
     const char *rerun;       /* what a stop message tells the user to do ["rerun the same
                               * command"]: a training run's map says its own (rundir.h) */
+    int run_map;             /* the map of a training run (DIR/risk.tif): no option names it */
     int tiles_checked;       /* the tiles' once-per-command checks and warnings (their sources,
                               * their georeferencing, the kernels) were made by training: not
                               * again, so they come once */

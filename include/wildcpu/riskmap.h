@@ -38,10 +38,12 @@ enum { WC_RISKMAP_OUTPUTS = 8 };
 void wc_riskmap_outputs(const wc_predict_config *cfg, const wc_riskmap_paths *p,
                         wc_output out[WC_RISKMAP_OUTPUTS]);
 
-/* Rank 0, before any work: refuses (after a message) the files named after the map that are
- * not wildcpu's and would be replaced: a NAME.json that is not a STAC item it wrote (a GeoJSON
- * of perimeters, say), and with --classes a NAME_classes.tif that is not its class raster.
- * (A NAME.qml that is not its style is kept when the map is written, with a warning.) */
+/* Rank 0, before any work: refuses (after a message) to write over a file of another wildcpu
+ * map still there, as its STAC item lists them (the map's files, --png, evaluate's metrics),
+ * and the files named after the map that are not wildcpu's and would be replaced: a NAME.json
+ * that is not a STAC item it wrote (a GeoJSON of perimeters, say), and with --classes a
+ * NAME_classes.tif that is not its class raster. (A NAME.qml that is not its style is kept when
+ * the map is written, with a warning.) p may be all NULL when cfg->out is (metrics alone). */
 int wc_riskmap_check_companions(const wc_predict_config *cfg, const wc_riskmap_paths *p);
 
 /* The working files of cfg->out (and of its class raster) for raster r mapped by model m, with
