@@ -104,15 +104,30 @@ static int write_all(FILE *f, const void *buf, size_t n, const char *path, size_
     return WC_OK;
 }
 
+static int intact(const char *path);
+static int aside_name(const char *path, const char *suffix, char *aside, size_t size);
+
 /* Deletes checkpoints beyond the newest `keep` at or before newest_step, by the step their
  * header holds. A file whose header does not validate is never deleted: it may be a newer
- * format's, or evidence of a fault; only what is known to be an older checkpoint goes. */
+ * format's, or evidence of a fault; only what is known to be an older checkpoint goes. Nor is a
+ * damaged one (its CRC wrong: a header intact over a payload that is not) counted among the
+ * kept or deleted: it is set aside as .unusable, said once, so that `keep` whole checkpoints
+ * stay (each file is read to check it: a few checkpoints, from the page cache). */
 static void prune(const char *dir, int keep, long newest_step) {
     wc_ckpt_entry *e;
     int n = wc_ckpt_list(dir, 0, &e);
     int kept = 0;
     for (int i = 0; i < n; i++) {
         if (!e[i].header_ok || e[i].step > newest_step) continue;
+        if (!intact(e[i].path)) {
+            char aside[4200];
+            if (aside_name(e[i].path, "unusable", aside, sizeof aside) &&
+                rename(e[i].path, aside) == 0)
+                wc_warn("%s is damaged (its CRC-32 does not match): not counted among the %d "
+                        "checkpoints --keep keeps, and kept as %s",
+                        e[i].path, keep, aside);
+            continue;
+        }
         if (kept < keep) {
             kept++;
         } else if (unlink(e[i].path) != 0) {
@@ -441,6 +456,33 @@ static int read_exact(int fd, void *buf, size_t n) {
     return WC_OK;
 }
 
+/* Whether the payload after the header (already read from fd) matches the header's CRC: 1, 0,
+ * or -1 for a read error (errno set). Streamed, in bounded memory. */
+static int streamed_crc(int fd, const unsigned char *header, size_t size) {
+    uLong crc = header_crc(header);
+    unsigned char chunk[1 << 16];
+    for (size_t left = size - WC_CKPT_HEADER; left > 0;) {
+        const size_t n = WC_MIN(left, sizeof chunk);
+        if (read_exact(fd, chunk, n) != WC_OK) return -1;
+        crc = crc_more(crc, chunk, n), left -= n;
+    }
+    return (uint32_t)crc == wc_le_get_u32(header + 40);
+}
+
+/* Whether the checkpoint at path (its header valid) is whole: its CRC matches. */
+static int intact(const char *path) {
+    struct stat st;
+    char why[256];
+    unsigned char header[WC_CKPT_HEADER];
+    const int fd = open_regular(path, &st, why, sizeof why);
+    if (fd < 0) return 0;
+    const int whole = (size_t)st.st_size >= WC_CKPT_HEADER &&
+                      read_exact(fd, header, sizeof header) == WC_OK &&
+                      streamed_crc(fd, header, (size_t)st.st_size) == 1;
+    close(fd);
+    return whole;
+}
+
 int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
     memset(ck, 0, sizeof *ck);
     struct stat st;
@@ -464,17 +506,10 @@ int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
         /* the CRC streamed before anything is allocated: a large file that only starts like a
          * checkpoint costs a read, not its size in memory (nor, under a job's memory limit,
          * the out-of-memory killer); a checkpoint is then read again, from the page cache */
-        uLong crc = header_crc(header);
-        unsigned char chunk[1 << 16];
-        int read_ok = 1;
-        for (size_t left = size - WC_CKPT_HEADER; read_ok && left > 0;) {
-            const size_t n = WC_MIN(left, sizeof chunk);
-            read_ok = read_exact(fd, chunk, n) == WC_OK;
-            if (read_ok) crc = crc_more(crc, chunk, n), left -= n;
-        }
-        if (!read_ok || lseek(fd, WC_CKPT_HEADER, SEEK_SET) != WC_CKPT_HEADER)
+        const int crc = streamed_crc(fd, header, size);
+        if (crc < 0 || lseek(fd, WC_CKPT_HEADER, SEEK_SET) != WC_CKPT_HEADER)
             wc_reason(why, why_size, "read error: %s", strerror(errno));
-        else if ((uint32_t)crc != wc_le_get_u32(header + 40))
+        else if (!crc)
             wc_reason(why, why_size, "CRC-32 mismatch: the file is corrupted");
         else if (!(buf = malloc(size)))
             wc_reason(why, why_size, "%zu bytes do not fit in this process's memory", size);

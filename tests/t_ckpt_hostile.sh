@@ -279,6 +279,28 @@ left=$(ls "$T/misnamed/checkpoints" | grep -v "^best.wcp$")   # best.wcp is kept
     && ok "a checkpoint under another step's name: used and pruned by its header's step" \
     || notok "misnamed checkpoint" "status $s, left: $left; $(grep resuming "$T/misnamed.log")"
 
+# --keep counts whole checkpoints: an older one whose header is intact over a wrong CRC (step 2's
+# with its step rewritten to 1) is neither counted among the kept nor deleted, but kept aside as
+# .unusable, said once (it was counted, then deleted without a word)
+cp -r "$T/ref" "$T/damaged"
+rm "$T/damaged/checkpoints/ckpt-00000004.wcp"
+$PY - "$T/ref/checkpoints/ckpt-00000002.wcp" "$T/damaged/checkpoints/ckpt-00000001.wcp" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<Q", b, 16, 1)  # the header's step: the CRC no longer matches
+open(sys.argv[2], "wb").write(b)
+PY
+broken=$(digest "$T/damaged/checkpoints/ckpt-00000001.wcp")
+timeout 60 "$WILDCPU" "${args[@]}" --keep 1 --ckpt-every 1 --out "$T/damaged" >"$T/damaged.log" 2>&1
+s=$?
+left=$(ls "$T/damaged/checkpoints" | grep -v "^best.wcp$" | tr '\n' ' ')
+[ $s -eq 0 ] && [ "$left" = "ckpt-00000001.wcp.unusable ckpt-00000004.wcp " ] &&
+    [ "$(digest "$T/damaged/checkpoints/ckpt-00000001.wcp.unusable")" = "$broken" ] &&
+    [ "$(grep -c 'ckpt-00000001.wcp is damaged (its CRC-32 does not match): not counted among the 1 checkpoints --keep keeps, and kept as .*ckpt-00000001.wcp.unusable' "$T/damaged.log")" -eq 1 ] &&
+    [ "$(digest "$T/damaged/checkpoints/ckpt-00000004.wcp")" = "$ref" ] \
+    && ok "--keep: a damaged older checkpoint is not counted, not deleted, kept aside as .unusable" \
+    || notok "--keep with a damaged older checkpoint" "status $s, left: $left; $(grep -E 'damaged|error' "$T/damaged.log" | head -3)"
+
 # a 512 MiB file that starts like a checkpoint (its header's sizes agree with the file) but is
 # not one: its CRC is computed while it is read, before it is held in memory, so info says so
 # under an address-space limit smaller than the file (it was read whole: 2.1 GB resident for a
