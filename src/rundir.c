@@ -313,8 +313,13 @@ static int lock_dir(const char *dir, const char *what, const char *note, int *he
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
     /* another user's lock (a group's scratch directory) is still a lock: flock needs no
      * write access */
-    if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS))
+    if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+        const int create_errno = errno;
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* none there to share: why it cannot be made is the reason (a read-only file system,
+         * not "No such file") */
+        if (fd < 0 && errno == ENOENT) errno = create_errno;
+    }
     /* no lock file can be made (the write check that follows says why) */
     if (fd < 0 && quiet &&
         (errno == ENOENT || errno == EROFS || errno == EACCES || errno == EPERM ||
