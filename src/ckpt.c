@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +113,7 @@ static int aside_name(const char *path, const char *suffix, char *aside, size_t 
  * format's, or evidence of a fault; only what is known to be an older checkpoint goes. Nor is a
  * damaged one (its CRC wrong: a header intact over a payload that is not) counted among the
  * kept or deleted: it is set aside as .unusable, said once, so that `keep` whole checkpoints
- * stay (each file is read to check it: a few checkpoints, from the page cache). */
+ * stay (each file is read once to check it, from the page cache: intact). */
 static void prune(const char *dir, int keep, long newest_step) {
     wc_ckpt_entry *e;
     int n = wc_ckpt_list(dir, 0, &e);
@@ -469,6 +470,30 @@ static int streamed_crc(int fd, const unsigned char *header, size_t size) {
     return (uint32_t)crc == wc_le_get_u32(header + 40);
 }
 
+/* The files intact found whole in this process, by identity and last change: each is read
+ * once, not at every checkpoint's pruning (--keep 1000 of a large model would read gigabytes
+ * each time). A file changed since (a byte flipped in place) has another change time. */
+typedef struct whole_file {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} whole_file;
+static whole_file *whole;
+#define WHOLE_MAX 4096
+static size_t nwhole, whole_cap;
+static pthread_mutex_t whole_lock = PTHREAD_MUTEX_INITIALIZER; /* the background writer's too */
+
+static whole_file identity(const struct stat *st) {
+    return (whole_file){st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim};
+}
+
+static int same_identity(const whole_file *a, const whole_file *b) {
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
 /* Whether the checkpoint at path (its header valid) is whole: its CRC matches. */
 static int intact(const char *path) {
     struct stat st;
@@ -476,11 +501,33 @@ static int intact(const char *path) {
     unsigned char header[WC_CKPT_HEADER];
     const int fd = open_regular(path, &st, why, sizeof why);
     if (fd < 0) return 0;
-    const int whole = (size_t)st.st_size >= WC_CKPT_HEADER &&
-                      read_exact(fd, header, sizeof header) == WC_OK &&
-                      streamed_crc(fd, header, (size_t)st.st_size) == 1;
+    const whole_file id = identity(&st);
+    int known = 0;
+    pthread_mutex_lock(&whole_lock);
+    for (size_t i = 0; i < nwhole && !known; i++) known = same_identity(&whole[i], &id);
+    pthread_mutex_unlock(&whole_lock);
+    const int ok = known || ((size_t)st.st_size >= WC_CKPT_HEADER &&
+                             read_exact(fd, header, sizeof header) == WC_OK &&
+                             streamed_crc(fd, header, (size_t)st.st_size) == 1);
     close(fd);
-    return whole;
+    if (ok && !known) {
+        pthread_mutex_lock(&whole_lock);
+        /* a file replaced or gone leaves its entry: past WHOLE_MAX the older half is
+         * forgotten (a file still there is read again, once) */
+        if (nwhole == WHOLE_MAX) {
+            memmove(whole, whole + WHOLE_MAX / 2, (WHOLE_MAX - WHOLE_MAX / 2) * sizeof *whole);
+            nwhole -= WHOLE_MAX / 2;
+        }
+        if (nwhole == whole_cap) {
+            whole_cap = whole_cap ? 2 * whole_cap : 16;
+            whole_file *more = realloc(whole, whole_cap * sizeof *whole);
+            if (!more) wc_fatal("out of memory noting a whole checkpoint");
+            whole = more;
+        }
+        whole[nwhole++] = id;
+        pthread_mutex_unlock(&whole_lock);
+    }
+    return ok;
 }
 
 int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
