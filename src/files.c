@@ -562,7 +562,9 @@ static int same_file_as(const char *a, const stat_result *sa, const char *b,
         return sa->st.st_dev == sb->st.st_dev && sa->st.st_ino == sb->st.st_ino;
     if ((!sa->err && sb->err == ENOENT) || (sa->err == ENOENT && !sb->err)) return 0;
     char *ra = resolve_path(a), *rb = resolve_path(b);
-    int same = ra && rb && strcmp(ra, rb) == 0;
+    /* neither directory there yet: the same spelling is still the same file (--out ev/m.json
+     * and the STAC item of --map ev/m.tif clash whether or not ev exists) */
+    int same = ra && rb ? strcmp(ra, rb) == 0 : !ra && !rb && strcmp(a, b) == 0;
     free(ra);
     free(rb);
     return same;
@@ -784,6 +786,16 @@ int wc_refuse_other_kind(const char *what, const char *path, wc_file_kind kind) 
 }
 
 int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
+    /* two outputs at one path first: a usage error whatever the file system says (status 2 for
+     * --out m.json --map m.tif, whether or not their directory exists yet) */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i && outs[i].path; j++)
+            if (outs[j].path && wc_same_file(outs[i].path, outs[j].path)) {
+                wc_error("refusing to write the %s to %s: the %s goes there too (%s); choose "
+                         "another path for one of them",
+                         outs[i].what, outs[i].path, outs[j].what, outs[j].path);
+                return WC_EXIT_USAGE;
+            }
     for (int i = 0; i < n; i++) {
         if (!outs[i].path) continue;
         int status = outs[i].sidecar
@@ -792,13 +804,6 @@ int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
         if (status == WC_EXIT_OK)
             status = wc_refuse_other_kind(outs[i].what, outs[i].path, outs[i].kind);
         if (status != WC_EXIT_OK) return status;
-        for (int j = 0; j < i; j++)
-            if (outs[j].path && wc_same_file(outs[i].path, outs[j].path)) {
-                wc_error("refusing to write the %s to %s: the %s goes there too (%s); choose "
-                         "another path for one of them",
-                         outs[i].what, outs[i].path, outs[j].what, outs[j].path);
-                return WC_EXIT_USAGE;
-            }
     }
     return WC_EXIT_OK;
 }

@@ -281,8 +281,8 @@ void wc_trainlog_validation(wc_trainlog *l, long step, const wc_metrics *val,
     if (oracle) wc_metrics_json_members(j, oracle, "oracle_");
     end_line(l);
     clear_bar(l);
-    char ranking[128];
-    wc_metrics_ranking_text(val, 0, ranking, sizeof ranking);
+    char ranking[256];
+    wc_metrics_ranking_text(val, 1, ranking, sizeof ranking);
     /* no validation pixel counted (all left out: nodata, beyond float's range) leaves the
      * loss, Brier and burned share undefined: said so, as the metrics log's null, not "nan" */
     char loss[24] = "undefined", brier[24] = "undefined", burned[40] = "";
