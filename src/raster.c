@@ -144,6 +144,11 @@ static int files_open_now(void) {
  * stopped on "read error ... GDAL gave no reason". The soft limit is raised as far as the pool
  * needs and the hard limit allows; when the hard limit is lower, GDAL keeps fewer files open
  * (slower reads of a mosaic of many files, the same pixels), unless the user set the pool. */
+/* What fit_open_files found wrong on this process (a limit lower than the pool the user set),
+ * for a read error GDAL gives no reason for: every rank's, though only rank 0 warns at start
+ * (each process has its own limit: a node's may be lower than rank 0's). */
+static char open_files_note[256];
+
 static void fit_open_files(void) {
     enum { BESIDE_POOL = 48 }; /* the run's own files, datasets outside the pool, GDAL's */
     struct rlimit rl;
@@ -160,6 +165,11 @@ static void fit_open_files(void) {
     if (set) {
         /* the user's pool stands; said, since GDAL says nothing when an open fails with EMFILE
          * (the run stopped on "read error ... GDAL gave no reason", with no word of the limit) */
+        snprintf(open_files_note, sizeof open_files_note,
+                 "; this process may open %llu files, %ld open already, and "
+                 "GDAL_MAX_DATASET_POOL_SIZE=%s lets GDAL keep %ld more: out of files? (ulimit "
+                 "-n)",
+                 (unsigned long long)rl.rlim_cur, open_now, set, pool);
         if (wc_dist_rank() == 0)
             wc_warn("GDAL_MAX_DATASET_POOL_SIZE=%s lets GDAL keep %ld of a mosaic's files open, "
                     "but the limit of open files (ulimit -n) is %llu, with %ld open already: "
@@ -682,7 +692,9 @@ static int failing_band(wc_raster *r, int gx, int gy, int gw, int gh, const int 
         GDALRasterBandH b = GDALGetRasterBand((GDALDatasetH)r->ds, bands[k]);
         if (GDALRasterIO(b, GF_Read, gx, gy, gw, gh, tmp, gw, gh, gt, 0, 0) != CE_None) {
             found = bands[k];
-            snprintf(msg, size, "%s", CPLGetLastErrorMsg());
+            /* GDAL says why a VRT's source fails to open only the first time (Permission
+             * denied, not a TIFF): a silent retry keeps the first read's reason */
+            if (*CPLGetLastErrorMsg()) snprintf(msg, size, "%s", CPLGetLastErrorMsg());
         }
     }
     free(tmp);
@@ -720,11 +732,12 @@ int wc_raster_read(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h, c
                       : nb == 1 ? bands[0]
                                 : 0;
         if (k) snprintf(band, sizeof band, ", band %d (%s)", k, r->bands[k - 1].name);
-        wc_error("read error in %s, window x=%d y=%d %dx%d%s: %s%s", r->path, gx, gy, gw, gh, band,
+        wc_error("read error in %s, window x=%d y=%d %dx%d%s: %s%s%s", r->path, gx, gy, gw, gh,
+                 band,
                  *msg ? msg
                       : "GDAL gave no reason (a VRT's derived band whose pixel function "
                         "failed, or a driver that fails without saying why?)",
-                 cause);
+                 *msg ? "" : open_files_note, cause);
         return WC_ERR;
     }
     return apply_masks(r, bands, nb, type, dst, gx, gy, gw, gh, (size_t)w * (size_t)h, (size_t)w);
@@ -838,7 +851,13 @@ static int holes_read_as_nodata(wc_raster *r, int b, wc_dtype type, int64_t x0, 
     const int64_t sh = WC_MIN(64, WC_MIN(y0 + h, (int64_t)r->height) - iy0);
     const wc_band *band = &r->bands[b - 1];
     char *buf = WC_ALLOC(wc_dtype_size(type) * (size_t)sw * (size_t)sh);
-    int nodata = wc_raster_read(r, ix0, iy0, sw, sh, &b, 1, type, buf) == WC_OK;
+    if (wc_raster_read(r, ix0, iy0, sw, sh, &b, 1, type, buf) != WC_OK) {
+        /* nothing was read (the error says why): not empty, and not yet known; the window's
+         * own read fails the run */
+        free(buf);
+        return 0;
+    }
+    int nodata = 1;
     double seen = 0;
     for (int64_t i = 0; nodata && i < sw * sh; i++)
         if (!wc_band_is_nodata(band, seen = wc_dtype_get(buf, type, (size_t)i))) nodata = 0;

@@ -394,4 +394,34 @@ if [ -n "$fits" ] && [ $status -eq 0 ] && ! grep -q "warning: GDAL_MAX_DATASET_P
 else
     notok "ulimit -n 96 under GDAL_MAX_DATASET_POOL_SIZE=100" "size '${fits}', status $status: $(grep -hE 'error|warning' "$T/fdset.log" "$T/fdfit.log" | head -3 | cut -c1-300)"
 fi
+# ... and one rank's own limit lower than rank 0's (a node's), which rank 0 cannot see: the
+# error of the rank that fails names its limit and the pool (it said "GDAL gave no reason" alone,
+# and a probe for holes that failed was warned about as a hole reading 0)
+cat >"$T/lowlimit.sh" <<'SH'
+#!/bin/bash
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ] && ulimit -n 64
+exec "$@"
+SH
+chmod +x "$T/lowlimit.sh"
+GDAL_MAX_DATASET_POOL_SIZE=300 timeout -s KILL 300 mpirun --oversubscribe --bind-to none -np 2 \
+    -x GDAL_MAX_DATASET_POOL_SIZE "$T/lowlimit.sh" "$WILDCPU" --tiles "$T/many/tiles.vrt" \
+    --out "$T/fdrank" --steps 1 --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/fdrank.log" 2>&1
+status=$?
+if [ $status -eq 1 ] &&
+    grep -q "wildcpu\[rank 1\]: error: read error in .*many/tiles.vrt, .*: GDAL gave no reason .*; this process may open 64 files, [0-9]* open already, and GDAL_MAX_DATASET_POOL_SIZE=300 lets GDAL keep 300 more: out of files? (ulimit -n)" "$T/fdrank.log" &&
+    ! grep -q "where the mosaic has no source" "$T/fdrank.log"; then
+    ok "one rank's lower limit of open files: its read error names the limit and the pool"
+else
+    notok "one rank's lower limit of open files" "status $status: $(grep -E 'error|warning' "$T/fdrank.log" | head -3 | cut -c1-300)"
+fi
+# A tile cut short within its header (a copy that stopped early) fails to open; GDAL says why only
+# the first time, and the band-by-band retry that finds the band said nothing: the error keeps
+# the first reason, naming the tile
+cp -r "$T/many" "$T/cut"
+truncate -s 100 "$T/cut/tiles/r01_c01_f32.tif"
+mpirun_n 2 "$WILDCPU" --tiles "$T/cut/tiles.vrt" --out "$T/cutrun" --steps 1 --batch 4 --micro-batch 2 --patch 32 --no-predict >"$T/cut.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "error: read error in .*cut/tiles.vrt, .*band [0-9]* ([a-z_]*): .*cut/tiles/r01_c01_f32.tif" "$T/cut.log" \
+    && ok "a tile cut short in its header: the read error names the tile" \
+    || notok "a tile cut short in its header" "status $status: $(grep -E 'error' "$T/cut.log" | head -2 | cut -c1-300)"
 finish
