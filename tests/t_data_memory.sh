@@ -74,7 +74,7 @@ for cmd in train predict evaluate; do
     case $cmd in
     train) run=("$WILDCPU" --tiles "$SAMPLE" --steps 2 --batch 8 --micro-batch 2 --threads 4 --no-predict --out "$T/vm") ;;
     predict) run=("$WILDCPU" predict --tiles "$SAMPLE" --checkpoint "$T/vm1" --threads 4 --out "$T/vm.tif") ;;
-    evaluate) run=("$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/vm1" --threads 4 --out "$T/vm.json") ;;
+    evaluate) run=("$WILDCPU" evaluate --tiles "$SAMPLE" --checkpoint "$T/vm1" --threads 4 --out "$T/vm-metrics.json") ;;
     esac
     (ulimit -v 1048576; exec timeout -s KILL 120 "${run[@]}") >"$T/vm_$cmd.log" 2>&1
     st=$?
