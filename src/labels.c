@@ -526,9 +526,11 @@ static long add_placed(OGRLayerH mem, OGRGeometryH copy, placement *pl) {
             return 0;
         }
         if (pl->region && pl->cut && !envelope_within(&env, &pl->uncut_env)) {
-            /* NULL when GEOS refuses the geometry (a self-crossing ring): then uncut */
+            /* only a valid geometry is cut: GEOS refuses some invalid ones (a self-crossing
+             * ring: NULL) but cuts others its own way (a hole outside its shell, dropped, where
+             * gdal_rasterize burns it), so an invalid one goes uncut, burned as it is */
             CPLPushErrorHandler(CPLQuietErrorHandler);
-            OGRGeometryH cut = OGR_G_Intersection(copy, pl->region);
+            OGRGeometryH cut = OGR_G_IsValid(copy) ? OGR_G_Intersection(copy, pl->region) : NULL;
             CPLPopErrorHandler();
             if (cut) {
                 OGR_G_DestroyGeometry(copy);
@@ -938,8 +940,9 @@ static void report_no_overlap(const wc_raster *tiles, OGRLayerH layer, const cha
                  "the polygons %s",
                  src, ext, fabs(tiles->gt[1]), fabs(tiles->gt[5]), lext);
     else
-        wc_error("no polygon of %s overlaps the tiles: tiles cover %s, the polygons %s", src, ext,
-                 lext);
+        wc_error("no polygon of %s overlaps the tiles with its area (one whose hole holds them "
+                 "does not): tiles cover %s, the polygons %s",
+                 src, ext, lext);
 }
 
 /* wc_fs_shortage of the directory of path (a static buffer: one message at a time). */

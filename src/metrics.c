@@ -245,10 +245,11 @@ int wc_metrics_ties_note(const wc_metrics *m, char *buf, size_t size) {
     if (!(m->tied_pairs > WC_METRICS_TIE_WARN)) return 0;
     snprintf(buf, size,
              "%lld of the %lld labelled pixels share a probability bin with pixels of the other "
-             "class (%lld bin%s hold%s them all): %.3g%% of the burned/unburned pairs are ties, so "
-             "AUC-PR, ROC-AUC and best F1 measure ties more than the ranking (the map's "
-             "probabilities are nearly equal, below 1e-16, or within 6e-8 of 1, where a float "
-             "holds few values)",
+             "class (%lld bin%s hold%s them all): %.3g%% of the burned/unburned pairs are ties, "
+             "each counted as half in AUC-PR, ROC-AUC and best F1. Where the map is equal (on "
+             "uniform ground) that is its ranking; where its probabilities differ by less than a "
+             "bin (nearly equal, below 1e-16, or within 6e-8 of 1, where a float holds few "
+             "values) the metrics measure ties more than the ranking",
              (long long)m->tied_pixels, (long long)m->pixels, (long long)m->tied_bins,
              m->tied_bins == 1 ? "" : "s", m->tied_bins == 1 ? "s" : "", 100 * m->tied_pairs);
     return 1;

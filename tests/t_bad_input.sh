@@ -764,7 +764,7 @@ expect "an empty --labels file" 1 "neither a raster nor a vector file GDAL can o
 mkdir -p "$T/labels_dir"
 expect "a --labels directory without shapefiles" 1 "labels_dir is neither a raster nor a vector file GDAL can open: it is a directory, which no GDAL driver recognizes \\(a directory of shapefiles would be\\)$" -- \
     --tiles "$SAMPLE" --labels "$T/labels_dir" "${train[@]}"
-expect "vector labels that do not overlap the tiles" 1 "no polygon of .*far.geojson overlaps the tiles: tiles cover .*EPSG:32611, the polygons .*EPSG:4326" -- \
+expect "vector labels that do not overlap the tiles" 1 "no polygon of .*far.geojson overlaps the tiles .*: tiles cover .*EPSG:32611, the polygons .*EPSG:4326" -- \
     --tiles "$SAMPLE" --labels "$T/far.geojson" "${train[@]}"
 # a polygon over the tiles that covers no pixel's centre (a 10 m sliver along the west edge of
 # the 30 m grid) burns nothing: refused, said as such, not as "no polygon overlaps the tiles"

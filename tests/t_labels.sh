@@ -334,6 +334,42 @@ PY
     ok "an edge through pixel centres in the tiles' CRS burns what gdal_rasterize burns ($(cat "$T/diag.txt"))" ||
     notok "an edge through pixel centres in the tiles' CRS" "status $status: $(tail -1 "$T/diag.txt") $(grep -E 'error' "$T/diag.log" | head -1)"
 
+# An invalid polygon (its "hole" outside its shell) reaching beyond the tiles, in another CRS:
+# GEOS's cut to the tiles' region dropped the ring gdal_rasterize burns (even-odd), so the same
+# polygon burned 272 pixels fewer in EPSG:4326 than in the tiles' CRS, without a word; an invalid
+# polygon now goes uncut, burned as gdal_rasterize burns it
+$PY - "$T/inv4326.geojson" "$T/inv32611.geojson" <<'PY'
+import sys
+from osgeo import ogr, osr
+def srs(e):
+    s = osr.SpatialReference(); s.ImportFromEPSG(e); s.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER); return s
+sq = lambda a, b, c, d: f"({a} {b},{c} {b},{c} {d},{a} {d},{a} {b})"
+g = ogr.CreateGeometryFromWkt(f"POLYGON({sq(640200, 4925500, 641500, 4928000)},{sq(642000, 4927000, 642500, 4927500)})")
+g.Segmentize(10)
+for path, epsg in ((sys.argv[2], 32611), (sys.argv[1], 4326)):
+    h = g.Clone()
+    if epsg != 32611: h.Transform(osr.CoordinateTransformation(srs(32611), srs(epsg)))
+    ds = ogr.GetDriverByName("GeoJSON").CreateDataSource(path)
+    layer = ds.CreateLayer("perimeters", srs(epsg), ogr.wkbPolygon)
+    f = ogr.Feature(layer.GetLayerDefn()); f.SetGeometry(h); layer.CreateFeature(f); ds = None
+PY
+"$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/inv4326.geojson" --out "$T/inv" "${train[@]}" >"$T/inv.log" 2>&1
+status=$?
+gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 640000 4926160 643840 4930000 -ts 128 128 "$T/inv32611.geojson" "$T/invref.tif"
+$PY - "$(ls "$T"/inv/labels-*.tif 2>/dev/null | head -1)" "$T/invref.tif" <<'PY' >"$T/inv.txt" 2>&1
+import sys
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:]]
+a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+ring = r[85:98, 69:81]  # within the ring (rows 4927500..4927000, columns 642000..642500)
+assert ring.all() and a[85:98, 69:81].all(), "the ring outside the shell is not burned"
+assert (a != r).sum() <= 8, f"{int((a != r).sum())} pixels differ from gdal_rasterize ({int(a.sum())} against {int(r.sum())} burned)"
+print(f"{int(a.sum())} burned pixels, {int((a != r).sum())} off gdal_rasterize's in the tiles' CRS")
+PY
+[ $status -eq 0 ] && [ "$(grep -c . "$T/inv.txt")" -eq 1 ] &&
+    ok "an invalid polygon (a hole outside its shell) in EPSG:4326 beyond the tiles burns what gdal_rasterize burns ($(cat "$T/inv.txt"))" ||
+    notok "an invalid polygon in EPSG:4326 beyond the tiles" "status $status: $(tail -1 "$T/inv.txt") $(grep -E 'error' "$T/inv.log" | head -1)"
+
 # evaluate_again LOG: evaluate with the labels derived before ($lab); sets status, and same=1
 # when $lab then holds what gdal_rasterize makes of the polygons
 evaluate_again() {
@@ -889,9 +925,9 @@ for name in ("tiles", "tiles32632"):
               open(f"{d}/swapped_{name}.geojson", "w"))
 PY
 ogr2ogr -q -f GPKG -nln fires "$T/swapped_tiles32632.gpkg" "$T/swapped_tiles32632.geojson"
-expect "polygons written latitude first (GeoJSON, longitude -115): swapped they would lie over the tiles" 1 "no polygon of $T/swapped_tiles.geojson overlaps the tiles: .* in EPSG:4326; with their x and y swapped they would lie over the tiles: the file writes latitude where GDAL reads longitude .*SwapCoordinates\(geometry\) FROM swapped_tiles\\\" fixed.gpkg $T/swapped_tiles.geojson\)" -- \
+expect "polygons written latitude first (GeoJSON, longitude -115): swapped they would lie over the tiles" 1 "no polygon of $T/swapped_tiles.geojson overlaps the tiles .*: .* in EPSG:4326; with their x and y swapped they would lie over the tiles: the file writes latitude where GDAL reads longitude .*SwapCoordinates\(geometry\) FROM swapped_tiles\\\" fixed.gpkg $T/swapped_tiles.geojson\)" -- \
     --tiles "$T/tiles.tif" --labels "$T/swapped_tiles.geojson" --out "$T/swapped" "${train[@]}"
-expect "polygons written latitude first (GeoPackage, longitude 9): swapped they would lie over the tiles" 1 "no polygon of $T/swapped_tiles32632.gpkg overlaps the tiles: .*; with their x and y swapped they would lie over the tiles: .*SwapCoordinates\(geom\) FROM fires" -- \
+expect "polygons written latitude first (GeoPackage, longitude 9): swapped they would lie over the tiles" 1 "no polygon of $T/swapped_tiles32632.gpkg overlaps the tiles .*: .*; with their x and y swapped they would lie over the tiles: .*SwapCoordinates\(geom\) FROM fires" -- \
     --tiles "$T/tiles32632.tif" --labels "$T/swapped_tiles32632.gpkg" --out "$T/swapped32632" "${train[@]}"
 ogr2ogr -q -dialect sqlite -sql "SELECT SwapCoordinates(geom) FROM fires" "$T/unswapped.gpkg" "$T/swapped_tiles32632.gpkg"
 # ... but polygons whose extent spans the tiles' region in either order (two fires far apart, none
