@@ -105,7 +105,8 @@ static int write_all(FILE *f, const void *buf, size_t n, const char *path, size_
     return WC_OK;
 }
 
-static int intact(const char *path);
+static int intact(const char *path, char *why, size_t why_size);
+static void note_whole(const struct stat *st);
 static int aside_name(const char *path, const char *suffix, char *aside, size_t size);
 
 /* Deletes checkpoints beyond the newest `keep` at or before newest_step, by the step their
@@ -120,15 +121,26 @@ static void prune(const char *dir, int keep, long newest_step) {
     int kept = 0;
     for (int i = 0; i < n; i++) {
         if (!e[i].header_ok || e[i].step > newest_step) continue;
-        if (!intact(e[i].path)) {
+        char why[256] = "";
+        const int whole_now = intact(e[i].path, why, sizeof why);
+        if (whole_now < 0) /* unknown, left as it is: said each time, as a delete that fails */
+            wc_warn("cannot check checkpoint %s (%s): not counted among the %d --keep keeps, "
+                    "nor deleted",
+                    e[i].path, why, keep);
+        if (whole_now == 0) {
             char aside[4200];
-            if (aside_name(e[i].path, "unusable", aside, sizeof aside) &&
-                rename(e[i].path, aside) == 0)
+            const int moved = aside_name(e[i].path, "unusable", aside, sizeof aside) &&
+                              rename(e[i].path, aside) == 0;
+            if (moved)
                 wc_warn("%s is damaged (its CRC-32 does not match): not counted among the %d "
                         "checkpoints --keep keeps, and kept as %s",
                         e[i].path, keep, aside);
-            continue;
+            else
+                wc_warn("%s is damaged (its CRC-32 does not match): not counted among the %d "
+                        "checkpoints --keep keeps, nor deleted (it cannot be set aside: %s)",
+                        e[i].path, keep, strerror(errno));
         }
+        if (whole_now != 1) continue;
         if (kept < keep) {
             kept++;
         } else if (unlink(e[i].path) != 0) {
@@ -237,6 +249,8 @@ int wc_ckpt_write(const char *dir, const char *name, long step, const wc_ckpt_se
     /* The new checkpoint exists; until its directory entry is durable it may not survive a
      * crash, so it is not counted as written (and the older ones are kept). */
     if (wc_fsync_path(dir, 1) != WC_OK) return WC_ERR;
+    struct stat published;
+    if (stat(final, &published) == 0) note_whole(&published); /* its CRC was computed here */
     if (keep > 0 && !name) prune(dir, keep, step);
     if (seconds) *seconds = wc_now() - t0;
     if (bytes) *bytes = WC_CKPT_HEADER + zsize;
@@ -494,40 +508,54 @@ static int same_identity(const whole_file *a, const whole_file *b) {
            a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
 }
 
-/* Whether the checkpoint at path (its header valid) is whole: its CRC matches. */
-static int intact(const char *path) {
-    struct stat st;
-    char why[256];
-    unsigned char header[WC_CKPT_HEADER];
-    const int fd = open_regular(path, &st, why, sizeof why);
-    if (fd < 0) return 0;
-    const whole_file id = identity(&st);
+/* Whether the file of st is noted whole. */
+static int known_whole(const struct stat *st) {
+    const whole_file id = identity(st);
     int known = 0;
     pthread_mutex_lock(&whole_lock);
     for (size_t i = 0; i < nwhole && !known; i++) known = same_identity(&whole[i], &id);
     pthread_mutex_unlock(&whole_lock);
-    const int ok = known || ((size_t)st.st_size >= WC_CKPT_HEADER &&
-                             read_exact(fd, header, sizeof header) == WC_OK &&
-                             streamed_crc(fd, header, (size_t)st.st_size) == 1);
-    close(fd);
-    if (ok && !known) {
-        pthread_mutex_lock(&whole_lock);
-        /* a file replaced or gone leaves its entry: past WHOLE_MAX the older half is
-         * forgotten (a file still there is read again, once) */
-        if (nwhole == WHOLE_MAX) {
-            memmove(whole, whole + WHOLE_MAX / 2, (WHOLE_MAX - WHOLE_MAX / 2) * sizeof *whole);
-            nwhole -= WHOLE_MAX / 2;
-        }
-        if (nwhole == whole_cap) {
-            whole_cap = whole_cap ? 2 * whole_cap : 16;
-            whole_file *more = realloc(whole, whole_cap * sizeof *whole);
-            if (!more) wc_fatal("out of memory noting a whole checkpoint");
-            whole = more;
-        }
-        whole[nwhole++] = id;
-        pthread_mutex_unlock(&whole_lock);
+    return known;
+}
+
+/* Notes the file of st whole: its CRC was computed (written) or checked (read) just now. */
+static void note_whole(const struct stat *st) {
+    pthread_mutex_lock(&whole_lock);
+    /* a file replaced or gone leaves its entry: past WHOLE_MAX the older half is forgotten (a
+     * file still there is read again, once) */
+    if (nwhole == WHOLE_MAX) {
+        memmove(whole, whole + WHOLE_MAX / 2, (WHOLE_MAX - WHOLE_MAX / 2) * sizeof *whole);
+        nwhole -= WHOLE_MAX / 2;
     }
-    return ok;
+    if (nwhole == whole_cap) {
+        whole_cap = whole_cap ? 2 * whole_cap : 16;
+        whole_file *more = realloc(whole, whole_cap * sizeof *whole);
+        if (!more) wc_fatal("out of memory noting a whole checkpoint");
+        whole = more;
+    }
+    whole[nwhole++] = identity(st);
+    pthread_mutex_unlock(&whole_lock);
+}
+
+/* Whether the checkpoint at path (its header valid) is whole: 1 when its CRC matches, 0 when it
+ * does not (damaged), -1 when it cannot be opened or read (out of files, an I/O error: nothing is
+ * known of it), with why. */
+static int intact(const char *path, char *why, size_t why_size) {
+    struct stat st;
+    unsigned char header[WC_CKPT_HEADER];
+    const int fd = open_regular(path, &st, why, why_size);
+    if (fd < 0) return -1;
+    if (known_whole(&st)) {
+        close(fd);
+        return 1;
+    }
+    int whole_now = (size_t)st.st_size >= WC_CKPT_HEADER ? -1 : 0; /* the header checked it */
+    if (whole_now && read_exact(fd, header, sizeof header) == WC_OK)
+        whole_now = streamed_crc(fd, header, (size_t)st.st_size);
+    if (whole_now < 0) wc_reason(why, why_size, "read error: %s", strerror(errno));
+    close(fd);
+    if (whole_now == 1) note_whole(&st);
+    return whole_now;
 }
 
 int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
@@ -567,6 +595,7 @@ int wc_ckpt_read(const char *path, wc_ckpt *ck, char *why, size_t why_size) {
     }
     close(fd);
     free(buf);
+    if (rc == WC_OK) note_whole(&st); /* a resume's own checkpoint, read whole: not again */
     return rc;
 }
 

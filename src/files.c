@@ -521,21 +521,29 @@ int wc_fsync_parent(const char *path) {
     return rc;
 }
 
-/* The absolute, symlink-free path p names; for a file that does not exist yet, the real path
- * of its directory plus its name. NULL when the directory does not exist either. */
+/* The absolute, symlink-free path p names; for a file that does not exist yet, the path of its
+ * directory so resolved (itself, when that does not exist yet either) plus its name. NULL when
+ * a directory on the way cannot be resolved (no permission; "." or ".." under one not made yet,
+ * which no lexical rule may undo). */
 static char *resolve_path(const char *p) {
     char buf[PATH_MAX];
     if (realpath(p, buf)) return wc_strdup(buf);
+    if (errno != ENOENT) return NULL;
     char *dir = wc_strdup(p), *slash = strrchr(dir, '/');
     const char *base = slash ? slash + 1 : p;
     if (slash) *slash = '\0';
     const char *d = slash ? (*dir ? dir : "/") : ".";
-    char *out = NULL;
-    if (realpath(d, buf)) {
-        size_t n = strlen(buf) + strlen(base) + 2;
+    char *out = NULL, *rd = NULL;
+    if (realpath(d, buf))
+        rd = wc_strdup(buf);
+    else if (errno == ENOENT && slash && strcmp(base, ".") && strcmp(base, ".."))
+        rd = resolve_path(d); /* the directory is not made yet: its own parent's, and its name */
+    if (rd) {
+        size_t n = strlen(rd) + strlen(base) + 2;
         out = WC_ALLOC(n);
-        snprintf(out, n, "%s/%s", strcmp(buf, "/") == 0 ? "" : buf, base);
+        snprintf(out, n, "%s/%s", strcmp(rd, "/") == 0 ? "" : rd, base);
     }
+    free(rd);
     free(dir);
     return out;
 }

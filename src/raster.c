@@ -852,9 +852,10 @@ static int holes_read_as_nodata(wc_raster *r, int b, wc_dtype type, int64_t x0, 
     const wc_band *band = &r->bands[b - 1];
     char *buf = WC_ALLOC(wc_dtype_size(type) * (size_t)sw * (size_t)sh);
     if (wc_raster_read(r, ix0, iy0, sw, sh, &b, 1, type, buf) != WC_OK) {
-        /* nothing was read (the error says why): not empty, and not yet known; the window's
-         * own read fails the run */
+        /* nothing was read (the error says why): no window is taken for empty, none probed
+         * again (an error each), and the window's own read fails the run */
         free(buf);
+        r->holes_checked = 3;
         return 0;
     }
     int nodata = 1;
@@ -883,7 +884,7 @@ static int covered_everywhere(wc_raster *r, int b) {
 int wc_raster_window_empty(wc_raster *r, int64_t x0, int64_t y0, int64_t w, int64_t h,
                            const int *bands, int nb, wc_dtype type) {
     const int b = coverage_band(r, bands, nb);
-    if (b == 0 || covered_everywhere(r, b) || r->holes_checked == 2) return 0;
+    if (b == 0 || covered_everywhere(r, b) || r->holes_checked >= 2) return 0;
     return coverage_of(r, x0, y0, w, h, b) == COV_EMPTY &&
            holes_read_as_nodata(r, b, type, x0, y0, w, h);
 }

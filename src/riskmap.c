@@ -29,6 +29,7 @@
 #include "wildcpu/files.h"
 #include "wildcpu/quicklook.h"
 #include "wildcpu/rwriter.h"
+#include "wildcpu/sha256.h"
 #include "wildcpu/stac.h"
 #include "wildcpu/stop.h"
 #include "wildcpu/style.h"
@@ -434,19 +435,34 @@ static char *href_path(const char *item, const char *href) {
     return path;
 }
 
-/* The map the STAC item (wildcpu's, text its text) describes, its risk_map asset, when that map
- * is another file than out, still there and wildcpu's; NULL otherwise (no such asset, the item's
- * map gone or replaced: the files it lists are stale, and go as an earlier map's do). Caller
- * frees. */
-static char *live_map(const char *out, const char *item, const char *text) {
-    char *href = wc_stac_asset_href(text, "risk_map");
-    char *map = href && *href ? href_path(item, href) : NULL;
-    free(href);
-    if (map && ((out && wc_same_file(map, out)) || !map_is_ours(map))) {
-        free(map);
-        return NULL;
+/* The map a STAC item (wildcpu's, its assets listed) describes, its risk_map asset, when that
+ * map is another file than out, still there and wildcpu's; NULL otherwise (no such asset, the
+ * item's map gone or replaced: the files it lists are stale, and go as an earlier map's do).
+ * Caller frees. */
+static char *live_map(const char *out, const char *item, const wc_stac_listed *assets, int n) {
+    for (int i = 0; i < n; i++) {
+        if (strcmp(assets[i].key, "risk_map") != 0 || !*assets[i].href) continue;
+        char *map = href_path(item, assets[i].href);
+        if ((out && wc_same_file(map, out)) || !map_is_ours(map)) {
+            free(map);
+            return NULL;
+        }
+        return map;
     }
-    return map;
+    return NULL;
+}
+
+/* Whether the file at path is still the one an item lists: there, of the size and SHA-256 the
+ * item recorded (one written over since, a --png path each new map draws, is nobody's now; one
+ * that is gone is lost already). The checksum is read only when the size agrees. */
+static int still_as_listed(const char *path, const wc_stac_listed *a) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (a->size >= 0 && (int64_t)st.st_size != a->size) return 0;
+    char hex[65];
+    int64_t size;
+    return !*a->sha256 ||
+           (wc_sha256_file(path, hex, &size) == WC_OK && strcmp(hex, a->sha256) == 0);
 }
 
 /* A file a command would write: its path, what it is to the map, the option that names it. */
@@ -505,11 +521,10 @@ typedef struct claim {
     char as[64];        /* what it is to that map */
 } claim;
 
-/* Whether the regular file at path begins as a STAC item wc_stac_write wrote: read whole only
- * then, so that a directory of GeoJSON perimeters beside the maps costs a read of 64 bytes each. */
+/* Whether the regular file at path begins as a STAC item wc_stac_write wrote: a file of a
+ * directory's listing is read whole only then, so that a directory of GeoJSON perimeters beside
+ * the maps costs a read of 64 bytes each. */
 static int begins_as_item(const char *path) {
-    struct stat st; /* a pipe of that name must not be opened: reading it would wait */
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     char head[65] = "";
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* made a pipe meanwhile */
     if (fd < 0) return 0;
@@ -519,33 +534,39 @@ static int begins_as_item(const char *path) {
     return strstr(head, "\"stac_version\"") != NULL;
 }
 
-/* Whether item is the STAC item of another map still there, and it or a file it lists that
- * exists (one that is gone is lost already) is one of f: into *c. */
-static int item_claims(const wc_predict_config *cfg, const char *item, const written_file *f,
-                       int nf, claim *c) {
-    char *text = begins_as_item(item) ? our_item(item) : NULL;
+/* Whether item is the STAC item of another map still there, and it or a file it lists as it is
+ * now (still_as_listed) is one of f: into *c. listed: found in a directory's listing (read
+ * whole only when it begins as an item); else by its name (read whole: an item rewritten by
+ * another tool with its keys in another order is still the map's). */
+static int item_claims(const wc_predict_config *cfg, const char *item, int listed,
+                       const written_file *f, int nf, claim *c) {
+    struct stat st; /* a pipe of that name must not be opened: reading it would wait */
+    if (stat(item, &st) != 0 || !S_ISREG(st.st_mode) || (listed && !begins_as_item(item))) return 0;
+    char *text = our_item(item);
     if (!text) return 0;
-    char **keys, **hrefs;
-    const int nassets = wc_stac_assets(text, &keys, &hrefs);
-    int found = 0;
-    for (int i = -1; i < nassets && !found; i++) { /* -1: the item itself */
-        char *path = i < 0 ? wc_strdup(item) : href_path(item, hrefs[i]);
-        for (int k = 0; k < nf && !found && exists(path); k++)
-            if (f[k].path && wc_same_file(path, f[k].path)) {
-                /* the map last: opening it is the dear part */
-                c->owner = live_map(cfg->out, item, text);
-                found = c->owner != NULL;
-                c->file = k;
-                snprintf(c->as, sizeof c->as, "%s", i < 0 ? "STAC item" : asset_words(keys[i]));
-                if (!found) i = nassets; /* a stale item: none of its files is another map's */
-            }
+    wc_stac_listed *assets;
+    const int nassets = wc_stac_assets(text, &assets);
+    int found = 0, stale = 0;
+    for (int i = -1; i < nassets && !found && !stale; i++) { /* -1: the item itself */
+        char *path = i < 0 ? wc_strdup(item) : href_path(item, assets[i].href);
+        int k = 0;
+        while (k < nf && !(f[k].path && wc_same_file(path, f[k].path))) k++;
+        if (k < nf && (i < 0 || still_as_listed(path, &assets[i]))) {
+            /* the map last: opening it is the dear part */
+            c->owner = live_map(cfg->out, item, assets, nassets);
+            found = c->owner != NULL;
+            stale = !found; /* none of its files is another map's */
+            c->file = k;
+            snprintf(c->as, sizeof c->as, "%s", i < 0 ? "STAC item" : asset_words(assets[i].key));
+        }
         free(path);
     }
     if (found) c->item = wc_strdup(item);
-    wc_stac_assets_free(keys, hrefs, nassets);
+    wc_stac_listed_free(assets, nassets);
     free(text);
     return found;
 }
+
 /* The items of the maps a file path would belong to by its name: NAME.json for NAME.EXT, and
  * for NAME_classes.EXT also that of the map NAME.EXT, whose class raster it is named as. Adds
  * them to items[*n] (at most 2). */
@@ -571,7 +592,7 @@ static int claimed(const wc_predict_config *cfg, const written_file *f, int nf, 
         int n = 0;
         items_by_name(f[k].path, items, &n);
         for (int i = 0; i < n; i++) {
-            found = found || item_claims(cfg, items[i], f, nf, c);
+            found = found || item_claims(cfg, items[i], 0, f, nf, c);
             free(items[i]);
         }
     }
@@ -594,7 +615,7 @@ static int claimed(const wc_predict_config *cfg, const written_file *f, int nf, 
             const size_t len = strlen(e->d_name);
             if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
             char *item = href_path(f[k].path, e->d_name);
-            found = item_claims(cfg, item, f, nf, c);
+            found = item_claims(cfg, item, 1, f, nf, c);
             free(item);
         }
         if (d) closedir(d);

@@ -359,49 +359,40 @@ static int member_object(const char **text, size_t *len, const char *key) {
     return found ? WC_OK : WC_ERR;
 }
 
-char *wc_stac_asset_href(const char *text, const char *key) {
+int wc_stac_assets(const char *text, wc_stac_listed **assets) {
+    *assets = NULL;
     size_t len = strlen(text);
-    wc_json_doc asset;
-    if (member_object(&text, &len, "assets") != WC_OK || member_object(&text, &len, key) != WC_OK ||
-        wc_json_parse_n(text, len, &asset, NULL, 0) != WC_OK)
-        return NULL;
-    const char *href = wc_json_get_str(&asset, "href");
-    char *copy = href ? wc_strdup(href) : NULL;
-    wc_json_doc_free(&asset);
-    return copy;
-}
-
-int wc_stac_assets(const char *text, char ***keys, char ***hrefs) {
-    *keys = *hrefs = NULL;
-    size_t len = strlen(text);
-    wc_json_doc assets; /* empty when it does not parse */
+    wc_json_doc doc; /* empty when it does not parse */
     if (member_object(&text, &len, "assets") != WC_OK ||
-        wc_json_parse_n(text, len, &assets, NULL, 0) != WC_OK)
+        wc_json_parse_n(text, len, &doc, NULL, 0) != WC_OK)
         return 0;
     int n = 0;
-    if (assets.n > 0) {
-        *keys = WC_ALLOC(sizeof **keys * (size_t)assets.n);
-        *hrefs = WC_ALLOC(sizeof **hrefs * (size_t)assets.n);
-    }
-    for (int i = 0; i < assets.n; i++) {
-        const wc_json_member *m = &assets.members[i];
+    if (doc.n > 0) *assets = WC_ALLOC(sizeof **assets * (size_t)doc.n);
+    for (int i = 0; i < doc.n; i++) {
+        const wc_json_member *m = &doc.members[i];
         wc_json_doc asset = {0};
         const int object =
             m->kind == WC_JSON_NESTED && text[m->value_at] == '{' &&
             wc_json_parse_n(text + m->value_at, m->value_len, &asset, NULL, 0) == WC_OK;
         const char *href = object ? wc_json_get_str(&asset, "href") : NULL;
         if (href) {
-            (*keys)[n] = wc_strdup(m->key);
-            (*hrefs)[n++] = wc_strdup(href);
+            wc_stac_listed *a = &(*assets)[n++];
+            a->key = wc_strdup(m->key);
+            a->href = wc_strdup(href);
+            const double size = wc_json_get_num(&asset, "file:size");
+            a->size = size >= 0 && size < 0x1p62 ? (int64_t)size : -1;
+            const char *sum = wc_json_get_str(&asset, "file:checksum"); /* multihash: 1220 hex */
+            snprintf(a->sha256, sizeof a->sha256, "%s",
+                     sum && strlen(sum) == 68 && strncmp(sum, "1220", 4) == 0 ? sum + 4 : "");
         }
         wc_json_doc_free(&asset);
     }
-    wc_json_doc_free(&assets);
+    wc_json_doc_free(&doc);
+    if (n == 0) free(*assets), *assets = NULL;
     return n;
 }
 
-void wc_stac_assets_free(char **keys, char **hrefs, int n) {
-    for (int i = 0; i < n; i++) free(keys[i]), free(hrefs[i]);
-    free(keys);
-    free(hrefs);
+void wc_stac_listed_free(wc_stac_listed *assets, int n) {
+    for (int i = 0; i < n; i++) free(assets[i].key), free(assets[i].href);
+    free(assets);
 }

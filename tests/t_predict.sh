@@ -581,6 +581,21 @@ check "a map without --classes keeps another map's style named like its class ra
 lpredict --tiles "$S" --out "$out/other/q.tif" --png "$out/other/g.png" >"$tmp/other3.log" 2>&1
 check "a picture another map's item lists but that is gone is nobody's: drawn there" \
     test $? -eq 0 -a -f "$out/other/g.png"
+# ... and one drawn over since (a fixed --png path each new map draws, the last one's item
+# elsewhere) is no longer the listing map's: its size and checksum are the item's no more
+lpredict --tiles "$S" --out "$out/other/s1.tif" --png "$out/other/shared.png" >"$tmp/other4.log" 2>&1
+mkdir -p "$out/elsewhere"
+"$bin" predict --checkpoint "$tmp/run" --tiles "$S" --out "$out/elsewhere/s2.tif" --png "$out/elsewhere/s2.png" >>"$tmp/other4.log" 2>&1
+cp "$out/elsewhere/s2.png" "$out/other/shared.png" # another model's picture, its item elsewhere
+lpredict --tiles "$S" --out "$out/other/s3.tif" --png "$out/other/shared.png" >>"$tmp/other4.log" 2>&1
+check "a picture written over by another map since its item listed it is nobody's: drawn there" \
+    test $? -eq 0 -a -f "$out/other/s3.tif"
+# an item found by its name is read whole: one rewritten with its keys in another order (jq -S)
+# is still the map's
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); json.dump(d, open(sys.argv[1], 'w'), sort_keys=True)" "$out/other/m.json"
+expect_fail "an item rewritten with its keys sorted still names its map (risk.tiff beside it refused)" 1 \
+    "other/m.json is the STAC item of .*other/m.tif, another map, which is still there" \
+    lpredict --tiles "$S" --out "$out/other/m.tiff"
 # a training run's map is checked before the training: a map of the user's in the run directory
 # whose picture is DIR/risk.png
 "$bin" --tiles "$S" --out "$tmp/rd" --model logistic --steps 1 --batch 8 --no-predict >"$log" 2>&1

@@ -146,7 +146,8 @@ typedef struct wc_raster {
                          * covered_band (no window can be empty), 2 it does not, 0 not asked */
     int covered_band;
     int holes_checked; /* 1: a window GDAL reports empty read as nodata; 2: it did not (nothing
-                        * is skipped); 0: not read yet */
+                        * is skipped); 3: the read failed (nothing is skipped, nor read again
+                        * to check); 0: not read yet */
     char **files;      /* wc_raster_files: listed on first use, NULL until then */
 } wc_raster;
 

@@ -44,13 +44,16 @@ typedef struct wc_stac_item {
  * message naming the file (an asset that cannot be read, a transformation that fails). */
 int wc_stac_write(const char *path, const wc_stac_item *item);
 
-/* The href of the asset named key in the item text (an item wc_stac_write wrote: "risk_map"),
- * unescaped; NULL when the text is no such item or has no such asset. Caller frees. */
-char *wc_stac_asset_href(const char *text, const char *key);
-/* The keys and hrefs of every asset of the item text, unescaped, in order: *keys and *hrefs get
- * n strings each (NULL when n is 0: no assets, or the text is no item). Free both with
- * wc_stac_assets_free(keys, hrefs, n). */
-int wc_stac_assets(const char *text, char ***keys, char ***hrefs);
-void wc_stac_assets_free(char **keys, char **hrefs, int n);
+/* One asset of an item as wc_stac_write wrote it: its key, its href (unescaped), and the file's
+ * size and SHA-256 (64 hex digits) it recorded (-1 and "" when absent). */
+typedef struct wc_stac_listed {
+    char *key, *href;
+    int64_t size;
+    char sha256[65];
+} wc_stac_listed;
+/* Every asset of the item text that has an href, in order, into *assets (n of them; NULL when
+ * none, or the text is no item). Free with wc_stac_listed_free(*assets, n). */
+int wc_stac_assets(const char *text, wc_stac_listed **assets);
+void wc_stac_listed_free(wc_stac_listed *assets, int n);
 
 #endif
