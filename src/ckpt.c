@@ -543,12 +543,9 @@ static void note_whole(const struct stat *st) {
 static int intact(const char *path, char *why, size_t why_size) {
     struct stat st;
     unsigned char header[WC_CKPT_HEADER];
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && known_whole(&st)) return 1; /* not opened */
     const int fd = open_regular(path, &st, why, why_size);
     if (fd < 0) return -1;
-    if (known_whole(&st)) {
-        close(fd);
-        return 1;
-    }
     int whole_now = (size_t)st.st_size >= WC_CKPT_HEADER ? -1 : 0; /* the header checked it */
     if (whole_now && read_exact(fd, header, sizeof header) == WC_OK)
         whole_now = streamed_crc(fd, header, (size_t)st.st_size);
