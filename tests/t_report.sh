@@ -99,6 +99,20 @@ PY
 )
 [[ $thr == report.md* ]] && ok "the best-F1 thresholds printed select the pixels report.json's do ($thr)" \
     || notok "best-F1 thresholds printed as report.json's" "$thr"
+# the log's validation line gives what README says validation logs: precision and recall at 0.5
+# too (before 2026-12-08 only the metrics log and the reports had them)
+last=$(grep "^validation after step" "$T/a.log" | tail -1)
+$PY - "$T/a/report.json" "$last" <<'PY' >"$T/half.txt" 2>&1
+import json, math, re, sys
+r = json.load(open(sys.argv[1]))
+m = re.search(r"precision (\S+) and recall (\S+) at 0\.5", sys.argv[2])
+def same(printed, v):
+    return printed == "undefined" if v is None or (isinstance(v, float) and math.isnan(v)) else abs(float(printed) - v) <= 5e-5
+assert m and same(m.group(1), r["val_precision_at_half"]) and same(m.group(2), r["val_recall_at_half"]), sys.argv[2]
+print(m.group(0))
+PY
+[ "$(grep -c . "$T/half.txt")" -eq 1 ] && ok "the log's validation line gives precision and recall at 0.5, as report.json ($(cat "$T/half.txt"))" \
+    || notok "precision and recall at 0.5 in the log's validation line" "$(tail -2 "$T/half.txt")"
 grep -q "| baseline | change |" "$T/b/report.md" && grep -Eq "^\| AUC-PR \(average precision\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \|$" "$T/b/report.md" && grep -Eq "Against the baseline .*AUC-PR [+-][0-9.]+ for x[0-9.]+ the core-hours" "$T/b/report.md" &&
     grep -Eq "^\| checkpoints written \| [0-9]+ \| [0-9]+ \| [+-][0-9]+ \|$" "$T/b/report.md" \
     && ok "--baseline: side-by-side table with deltas (whole for checkpoints written) and cost ratios" || notok "--baseline comparison" "$(tail -20 "$T/b/report.md")"
