@@ -780,6 +780,12 @@ for c in "coarse.vrt:has pixels of 90 x 90 m on the ground, the model's training
         notok "predict's warning for $f"
     fi
 done
+# an engineering CRS, whose datum GeoTIFF drops: read back under the same name, but not the same
+# CRS; said so (it named "arbitrary" twice, as if nothing differed)
+gdal_translate -q -of VRT -a_srs 'LOCAL_CS["arbitrary",LOCAL_DATUM["x",0],UNIT["metre",1],AXIS["Easting",EAST],AXIS["Northing",NORTH]]' "$S" "$out/local.vrt"
+lpredict --tiles "$out/local.vrt" --out "$out/local.tif" >"$tmp/local.log" 2>&1
+check "a CRS read back under its name but defined otherwise (an engineering CRS): said as such" \
+    grep -q "warning: .*local.tif: its CRS reads back as arbitrary, not the arbitrary written (the same name, another definition" "$tmp/local.log"
 # ... and the map of the raster GCPs place carries them (it was placed nowhere: QGIS could not
 # draw it, gdalwarp could not warp it), in their CRS
 check "the map of a raster GCPs place carries the same GCPs in their CRS" /usr/bin/python3 -c "
