@@ -570,9 +570,7 @@ static int same_file_as(const char *a, const stat_result *sa, const char *b,
         return sa->st.st_dev == sb->st.st_dev && sa->st.st_ino == sb->st.st_ino;
     if ((!sa->err && sb->err == ENOENT) || (sa->err == ENOENT && !sb->err)) return 0;
     char *ra = resolve_path(a), *rb = resolve_path(b);
-    /* neither directory there yet: the same spelling is still the same file (--out ev/m.json
-     * and the STAC item of --map ev/m.tif clash whether or not ev exists) */
-    int same = ra && rb ? strcmp(ra, rb) == 0 : !ra && !rb && strcmp(a, b) == 0;
+    int same = ra && rb && strcmp(ra, rb) == 0;
     free(ra);
     free(rb);
     return same;
