@@ -521,29 +521,21 @@ int wc_fsync_parent(const char *path) {
     return rc;
 }
 
-/* The absolute, symlink-free path p names; for a file that does not exist yet, the path of its
- * directory so resolved (itself, when that does not exist yet either) plus its name. NULL when
- * a directory on the way cannot be resolved (no permission; "." or ".." under one not made yet,
- * which no lexical rule may undo). */
+/* The absolute, symlink-free path p names; for a file that does not exist yet, the real path
+ * of its directory plus its name. NULL when the directory does not exist either. */
 static char *resolve_path(const char *p) {
     char buf[PATH_MAX];
     if (realpath(p, buf)) return wc_strdup(buf);
-    if (errno != ENOENT) return NULL;
     char *dir = wc_strdup(p), *slash = strrchr(dir, '/');
     const char *base = slash ? slash + 1 : p;
     if (slash) *slash = '\0';
     const char *d = slash ? (*dir ? dir : "/") : ".";
-    char *out = NULL, *rd = NULL;
-    if (realpath(d, buf))
-        rd = wc_strdup(buf);
-    else if (errno == ENOENT && slash && strcmp(base, ".") && strcmp(base, ".."))
-        rd = resolve_path(d); /* the directory is not made yet: its own parent's, and its name */
-    if (rd) {
-        size_t n = strlen(rd) + strlen(base) + 2;
+    char *out = NULL;
+    if (realpath(d, buf)) {
+        size_t n = strlen(buf) + strlen(base) + 2;
         out = WC_ALLOC(n);
-        snprintf(out, n, "%s/%s", strcmp(rd, "/") == 0 ? "" : rd, base);
+        snprintf(out, n, "%s/%s", strcmp(buf, "/") == 0 ? "" : buf, base);
     }
-    free(rd);
     free(dir);
     return out;
 }
@@ -792,16 +784,6 @@ int wc_refuse_other_kind(const char *what, const char *path, wc_file_kind kind) 
 }
 
 int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
-    /* two outputs at one path first: a usage error whatever the file system says (status 2 for
-     * --out m.json --map m.tif, whether or not their directory exists yet) */
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < i && outs[i].path; j++)
-            if (outs[j].path && wc_same_file(outs[i].path, outs[j].path)) {
-                wc_error("refusing to write the %s to %s: the %s goes there too (%s); choose "
-                         "another path for one of them",
-                         outs[i].what, outs[i].path, outs[j].what, outs[j].path);
-                return WC_EXIT_USAGE;
-            }
     for (int i = 0; i < n; i++) {
         if (!outs[i].path) continue;
         int status = outs[i].sidecar
@@ -810,6 +792,13 @@ int wc_check_outputs(const wc_output *outs, int n, const char *const *inputs) {
         if (status == WC_EXIT_OK)
             status = wc_refuse_other_kind(outs[i].what, outs[i].path, outs[i].kind);
         if (status != WC_EXIT_OK) return status;
+        for (int j = 0; j < i; j++)
+            if (outs[j].path && wc_same_file(outs[i].path, outs[j].path)) {
+                wc_error("refusing to write the %s to %s: the %s goes there too (%s); choose "
+                         "another path for one of them",
+                         outs[i].what, outs[i].path, outs[j].what, outs[j].path);
+                return WC_EXIT_USAGE;
+            }
     }
     return WC_EXIT_OK;
 }

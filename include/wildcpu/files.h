@@ -118,9 +118,8 @@ int wc_fsync_parent(const char *path);
 void wc_remove_working_file(int dir_fd, const char *name, const char *shown);
 
 /* Whether two paths name the same file: the same device and inode, or, for a file that does
- * not exist yet, the same absolute path once every symbolic link of its directory is resolved
- * (of its nearest existing parent, for a directory not made yet: ./ev/m.json and ev/m.json are
- * one file before ev exists). Hard links, bind mounts, "./x" and "d/../x" all compare equal. */
+ * not exist yet, the same absolute path once every symbolic link of its directory is resolved.
+ * Hard links, bind mounts, "./x" and "d/../x" all compare equal. */
 int wc_same_file(const char *a, const char *b);
 /* Whether path is dir itself or lies anywhere below it (resolved as for wc_same_file). */
 int wc_path_within(const char *path, const char *dir);
