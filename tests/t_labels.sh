@@ -265,6 +265,25 @@ PY
     fi
 done
 
+# against_rasterize RUN VECTOR MAX_OFF [ROWS COLS]: the labels run RUN derived against
+# gdal_rasterize of VECTOR on the tiles' grid: at most MAX_OFF pixels differ (and, given, the
+# pixels ROWS x COLS, numpy slices, are burned in both); one line into $T/RUN.txt when so
+against_rasterize() {
+    gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 640000 4926160 643840 4930000 -ts 128 128 "$2" "$T/$1ref.tif"
+    $PY - "$(ls "$T/$1"/labels-*.tif 2>/dev/null | head -1)" "$T/$1ref.tif" "$3" "${4:-}" "${5:-}" <<'PY' >"$T/$1.txt" 2>&1
+import sys
+from osgeo import gdal
+ds = [gdal.Open(p) for p in sys.argv[1:3]]  # kept: a band outliving its dataset crashes GDAL 3.6's bindings
+a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
+if sys.argv[4]:
+    ys, xs = (slice(*map(int, v.split(":"))) for v in sys.argv[4:6])
+    assert r[ys, xs].all() and a[ys, xs].all(), "pixels that must burn are not burned"
+off = int((a != r).sum())
+assert off <= int(sys.argv[3]), f"{off} pixels differ from gdal_rasterize ({int(a.sum())} against {int(r.sum())} burned)"
+print(f"{int(a.sum())} burned pixels, {off} off gdal_rasterize's")
+PY
+}
+
 # --- perimeters with points, lines and a geometry collection: only the polygons burn
 cat >"$T/mixed.geojson" <<'GJ'
 {"type": "FeatureCollection", "name": "perimeters", "crs": {"type": "name", "properties": {"name": "EPSG:32611"}},
@@ -290,16 +309,8 @@ cat >"$T/polys.geojson" <<'GJ'
 GJ
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/mixed.geojson" --out "$T/vec" "${train[@]}" >"$T/vec.log" 2>&1
 status=$?
-gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 640000 4926160 643840 4930000 -ts 128 128 "$T/polys.geojson" "$T/polyref.tif"
+against_rasterize vec "$T/polys.geojson" 0 # the 2 polygons alone
 lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
-$PY - "${lab:-missing}" "$T/polyref.tif" <<'PY' >"$T/vec.txt" 2>&1
-import sys
-from osgeo import gdal
-ds = [gdal.Open(p) for p in sys.argv[1:]]  # kept: a band outliving its dataset crashes GDAL 3.6's bindings
-a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
-assert (a == r).all(), f"{int((a != r).sum())} pixels differ from gdal_rasterize of the polygons alone"
-print(f"{int(a.sum())} burned pixels, equal to gdal_rasterize of the 2 polygons alone")
-PY
 if [ $status -eq 0 ] && grep -q "labels: skipped 4 non-polygon geometries (points, lines) of perimeters" "$T/vec.log" &&
     [ "$(grep -c . "$T/vec.txt")" -eq 1 ]; then
     ok "points and lines skipped and counted, polygons burned ($(cat "$T/vec.txt"))"
@@ -321,15 +332,7 @@ json.dump({"type": "FeatureCollection", "crs": {"type": "name", "properties": {"
 PY
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/diag.geojson" --out "$T/diag" "${train[@]}" >"$T/diag.log" 2>&1
 status=$?
-gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 640000 4926160 643840 4930000 -ts 128 128 "$T/diag.geojson" "$T/diagref.tif"
-$PY - "$(ls "$T"/diag/labels-*.tif 2>/dev/null | head -1)" "$T/diagref.tif" <<'PY' >"$T/diag.txt" 2>&1
-import sys
-from osgeo import gdal
-ds = [gdal.Open(p) for p in sys.argv[1:]]
-a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
-assert (a == r).all(), f"{int((a != r).sum())} pixels differ from gdal_rasterize ({int(a.sum())} against {int(r.sum())} burned)"
-print(f"{int(a.sum())} burned pixels")
-PY
+against_rasterize diag "$T/diag.geojson" 0
 [ $status -eq 0 ] && [ "$(grep -c . "$T/diag.txt")" -eq 1 ] &&
     ok "an edge through pixel centres in the tiles' CRS burns what gdal_rasterize burns ($(cat "$T/diag.txt"))" ||
     notok "an edge through pixel centres in the tiles' CRS" "status $status: $(tail -1 "$T/diag.txt") $(grep -E 'error' "$T/diag.log" | head -1)"
@@ -355,17 +358,8 @@ for path, epsg in ((sys.argv[2], 32611), (sys.argv[1], 4326)):
 PY
 "$WILDCPU" --tiles "$T/tiles.tif" --labels "$T/inv4326.geojson" --out "$T/inv" "${train[@]}" >"$T/inv.log" 2>&1
 status=$?
-gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 640000 4926160 643840 4930000 -ts 128 128 "$T/inv32611.geojson" "$T/invref.tif"
-$PY - "$(ls "$T"/inv/labels-*.tif 2>/dev/null | head -1)" "$T/invref.tif" <<'PY' >"$T/inv.txt" 2>&1
-import sys
-from osgeo import gdal
-ds = [gdal.Open(p) for p in sys.argv[1:]]
-a, r = (d.GetRasterBand(1).ReadAsArray() for d in ds)
-ring = r[85:98, 69:81]  # within the ring (rows 4927500..4927000, columns 642000..642500)
-assert ring.all() and a[85:98, 69:81].all(), "the ring outside the shell is not burned"
-assert (a != r).sum() <= 8, f"{int((a != r).sum())} pixels differ from gdal_rasterize ({int(a.sum())} against {int(r.sum())} burned)"
-print(f"{int(a.sum())} burned pixels, {int((a != r).sum())} off gdal_rasterize's in the tiles' CRS")
-PY
+# the ring outside the shell (rows 4927500..4927000, columns 642000..642500) burned
+against_rasterize inv "$T/inv32611.geojson" 8 85:98 69:81
 [ $status -eq 0 ] && [ "$(grep -c . "$T/inv.txt")" -eq 1 ] &&
     ok "an invalid polygon (a hole outside its shell) in EPSG:4326 beyond the tiles burns what gdal_rasterize burns ($(cat "$T/inv.txt"))" ||
     notok "an invalid polygon in EPSG:4326 beyond the tiles" "status $status: $(tail -1 "$T/inv.txt") $(grep -E 'error' "$T/inv.log" | head -1)"
@@ -378,7 +372,7 @@ evaluate_again() {
     status=$?
     same=$($PY -c 'import sys; from osgeo import gdal
 d = [gdal.Open(p) for p in sys.argv[1:]]
-print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsArray()).all()))' "$lab" "$T/polyref.tif" 2>&1)
+print(int((d[0].GetRasterBand(1).ReadAsArray() == d[1].GetRasterBand(1).ReadAsArray()).all()))' "$lab" "$T/vecref.tif" 2>&1)
 }
 # --- the derived labels of an earlier run, damaged (truncated by hand, a disk error): made again
 # with a warning, not reused (GDAL would fail minutes in) nor refused (it is wildcpu's own cache)
@@ -433,14 +427,14 @@ lab=$(ls "$T"/vec/labels-*.tif 2>/dev/null | head -1)
 ev=(evaluate --tiles "$T/tiles.tif" --checkpoint "$T/vec" --labels "$T/mixed.geojson" --out "$T/vec/again.json")
 expect "evaluate --map onto the labels it derived: refused" 2 \
     "refusing to write the risk map to .*: that is .*labels-.*tif, an input of this command" -- "${ev[@]}" --map "${lab:-none}"
-cp "$T/polyref.tif" "${lab:-$T/none.tif}"
+cp "$T/vecref.tif" "${lab:-$T/none.tif}"
 sum=$(md5sum <"${lab:-$T/none.tif}")
 expect "a raster wildcpu did not derive, where it keeps derived labels: refused" 1 \
     "labels-.*tif is where wildcpu keeps the labels it derives from .*mixed.geojson, and holds a raster that is not such labels" -- "${ev[@]}"
 [ "$(md5sum <"${lab:-$T/none.tif}")" = "$sum" ] && ok "... and left as it was" || notok "the raster at the derived labels' name was changed"
 # ... also when GDAL warns while opening it, of something that is no damage (its TIFF tags out of
 # order, as some writers leave them): any warning was taken for damage, and the raster removed
-$PY - "$T/polyref.tif" "${lab:-$T/none.tif}" <<'PY'
+$PY - "$T/vecref.tif" "${lab:-$T/none.tif}" <<'PY'
 import struct, sys
 d = bytearray(open(sys.argv[1], "rb").read())
 ifd = struct.unpack("<I", d[4:8])[0] + 2  # a classic little-endian TIFF: swap its first two tags
